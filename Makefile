@@ -1,0 +1,31 @@
+# Two commands set up a fresh machine from nothing:
+#   make run   - create .venv, install, run the engine demo/benchmark (the server replaces it later)
+#   make test  - create .venv, install with test extras, run the default test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+
+.PHONY: venv run test test-long bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+run: venv
+	$(PY) -m bench.engine_bench --sf 0.1
+
+test: venv
+	$(PY) -m pytest -q
+
+test-long: venv
+	KUDUSQL_LONG=1 $(PY) -m pytest -q
+
+bench: venv
+	$(PY) -m bench.engine_bench --sf 1
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

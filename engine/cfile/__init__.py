@@ -1,0 +1,1 @@
+"""Column files (cfiles): encoded pages, bloom filters and the file format around them."""

@@ -1,0 +1,44 @@
+"""Engine error types, each carrying the SQLSTATE the SQL layer reports for it.
+
+The engine sits at the bottom of the import graph, so it cannot use the PEP 249 classes of
+`kudusql`; those wrap these by SQLSTATE at the boundary. Per-row write failures are *not*
+exceptions: a write batch returns one `RowError` per failing row (see `write_op.py`).
+"""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    sqlstate = "XX000"
+
+
+class InvalidArgument(EngineError):
+    sqlstate = "22023"
+
+
+class ColumnNotFound(EngineError):
+    sqlstate = "42703"
+
+
+class NotFound(EngineError):
+    sqlstate = "42P01"
+
+
+class AlreadyPresent(EngineError):
+    sqlstate = "23505"
+
+
+class Corruption(EngineError):
+    sqlstate = "XX001"
+
+
+class SnapshotTooOld(EngineError):
+    """A time-travel read before the ancient history mark."""
+
+    sqlstate = "22023"
+
+
+class ServiceUnavailable(EngineError):
+    """Memory pressure: the write was refused, retry later."""
+
+    sqlstate = "53200"

@@ -1,0 +1,563 @@
+"""DiskRowSet: immutable columnar base data plus UNDO/REDO delta stores.
+
+    +-----------+       +------------------------+      +---------+     +----------------+
+    | UNDO      | <---  | base data (CFile)      | ---> | REDO    | --> | DeltaMemStore  |
+    | DeltaFiles|       | c<id> ... + __key      |      | Delta-  |     | (in memory)    |
+    +-----------+       | bloom.bin, min/max key |      | Files   |     +----------------+
+                        +------------------------+      +---------+
+
+Rows are addressed by rowid = position in key order (dense, immutable). The base CFile has one
+column per table column (by column id) and `__key`, the encoded primary key of each row with
+a value index: a key is found by the rowset tree (min/max key), then the bloom filter, then a
+binary search of the value index and one page (`find_key`, `find_keys`).
+
+Updates and deletes of rows go to the DeltaMemStore keyed by (rowid, timestamp); a flush
+turns it into a REDO DeltaFile. A REDO never re-inserts a row here: inserting a deleted key
+again goes to the MemRowSet, leaving a dead "ghost" here (at most one version of a key is
+live at any time).
+
+Reading a block of rows [lo, hi) at snapshot S (`_block`):
+  1. base values from the pages (decoded, or only gathered at the surviving positions)
+  2. UNDO records with timestamps not committed in S, applied newest first
+  3. REDO records (files, then DMS) committed in S, applied oldest first
+Both steps are vectorised (`delta.resolve`), and both are skipped without reading anything
+when a store's timestamp range cannot matter for S.
+
+Lazy materialization (paper §4.8): predicate columns are read first, one at a time, each
+only at the rows that passed the previous ones; a page whose min/max rule out a predicate
+is skipped without decoding; other projected columns are read only for surviving rows, and
+not at all for blocks where nothing survives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from engine.cfile.block_cache import BlockCache
+from engine.cfile.bloom import BloomFilter, hash_key, hash_keys
+from engine.cfile.cfile import ENCODING_BY_NAME, CFileReader, CFileWriter, fsync_dir
+from engine.cfile.encodings import Compression, Encoding
+from engine.config import TabletConfig
+from engine.schema import ColumnSchema, Schema
+from engine.tablet.delta import (
+    DeltaBatch,
+    DeltaType,
+    MutationKind,
+    Resolution,
+    patch_array,
+    patch_gathered,
+    resolve,
+)
+from engine.tablet.deltafile import DeltaFile, write_delta_file
+from engine.tablet.deltamemstore import DeltaMemStore
+from engine.tablet.mvcc import MvccSnapshot
+from engine.tablet.scan_spec import BoundPredicate
+
+KEY_COLUMN = "__key"
+
+
+@dataclasses.dataclass
+class ScanStats:
+    """Counters a scan fills in (EXPLAIN ANALYZE reports them)."""
+
+    rows_scanned: int = 0  # rows in the blocks visited
+    rows_returned: int = 0
+    blocks_skipped_zone_map: int = 0  # blocks ruled out by page min/max
+    blocks_skipped_lazy: int = 0  # blocks where predicates left nothing: other columns unread
+    cells_skipped_lazy: int = 0  # projected cells never decoded thanks to lazy materialization
+    rowsets_pruned: int = 0
+
+    def add(self, other: "ScanStats") -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+def _compression(col: ColumnSchema, config: TabletConfig) -> Compression:
+    return Compression.LZ4 if col.compression == "LZ4" else Compression.NONE
+
+
+def _fill_default(col: ColumnSchema, n: int) -> pa.Array:
+    """A column added after this rowset was written reads as its default (or NULL)."""
+    from engine.key_encoding import physical_value
+
+    if col.default is None:
+        return pa.nulls(n, type=col.physical_type)
+    v = physical_value(col.default, col) if col.type.name in (
+        "DECIMAL", "DATE", "TIMESTAMP", "STRING", "VARCHAR", "BINARY") else col.default
+    return pa.array([v] * 1, type=col.physical_type).take(pa.array(np.zeros(n, dtype=np.int64)))
+
+
+class DiskRowSet:
+    def __init__(self, dir_path: str, schema: Schema, meta: dict, cache: BlockCache,
+                 config: TabletConfig):
+        self.dir = dir_path
+        self.id = meta["id"]
+        self.num_rows = meta["num_rows"]
+        self.min_key = bytes.fromhex(meta["min_key"])
+        self.max_key = bytes.fromhex(meta["max_key"])
+        self.base_bytes = meta.get("base_bytes", 0)
+        self.schema = schema
+        self.config = config
+        self._cache = cache
+        self._base = CFileReader(os.path.join(dir_path, "base.cf"))
+        self._keys = self._base.column(KEY_COLUMN)
+        with open(os.path.join(dir_path, "bloom.bin"), "rb") as f:
+            self._bloom = BloomFilter.from_bytes(f.read())
+        undo = tuple(DeltaFile(os.path.join(dir_path, d["file"]), d) for d in meta["undo"])
+        redo = tuple(DeltaFile(os.path.join(dir_path, d["file"]), d) for d in meta["redo"])
+        self._file_seq = meta.get("file_seq", len(undo) + len(redo))
+        # (undo files, redo files, DMSs): replaced as a whole, so a reader's capture is
+        # consistent. The last DMS receives new mutations.
+        self._stores: tuple[tuple[DeltaFile, ...], tuple[DeltaFile, ...],
+                            tuple[DeltaMemStore, ...]] = (undo, redo, (DeltaMemStore(),))
+        self._dead: np.ndarray | None = None  # latest liveness for the write path
+        self._dead_lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+
+    # -- metadata ----------------------------------------------------------------------
+    def metadata(self) -> dict:
+        undo, redo, _ = self._stores
+        return {"id": self.id, "num_rows": self.num_rows, "min_key": self.min_key.hex(),
+                "max_key": self.max_key.hex(), "base_bytes": self.base_bytes,
+                "file_seq": self._file_seq,
+                "undo": [self._desc(f) for f in undo], "redo": [self._desc(f) for f in redo]}
+
+    @staticmethod
+    def _desc(f: DeltaFile) -> dict:
+        return {"file": os.path.basename(f.path), "type": f.type.value, "count": f.count,
+                "min_ts": f.min_ts, "max_ts": f.max_ts, "columns": f.column_ids}
+
+    @property
+    def dms(self) -> DeltaMemStore:
+        return self._stores[2][-1]
+
+    def delta_stats(self) -> dict:
+        undo, redo, dms = self._stores
+        return {"undo_files": len(undo), "undo_records": sum(len(f) for f in undo),
+                "redo_files": len(redo), "redo_records": sum(len(f) for f in redo),
+                "dms_records": sum(len(d) for d in dms), "dms_bytes": sum(d.nbytes for d in dms)}
+
+    # -- key lookups ---------------------------------------------------------------------
+    def _key_page(self, page: int) -> np.ndarray:
+        from engine.key_encoding import binary_to_fixed
+
+        def load():
+            arr = binary_to_fixed(self._keys.decode(page))
+            return arr, arr.nbytes
+        return self._cache.get_or_load((self.dir, KEY_COLUMN, page), load)
+
+    def find_key(self, key: bytes) -> int:
+        """rowid of `key` (live or dead), or -1. The scalar path of point operations."""
+        if key < self.min_key or key > self.max_key:
+            return -1
+        if not self._bloom.may_contain_one(hash_key(key)):
+            return -1
+        page = self._keys.find_page(key)
+        if page < 0:
+            return -1
+        keys = self._key_page(page)
+        i = int(np.searchsorted(keys, key))
+        if i < len(keys) and keys[i] == key:
+            return page * self._keys.page_rows + i
+        return -1
+
+    def find_keys(self, keys: np.ndarray, hashes: np.ndarray | None = None) -> np.ndarray:
+        """Vectorised find_key over an ``S<w>`` array (rowid or -1 per key)."""
+        out = np.full(len(keys), -1, dtype=np.int64)
+        if not len(keys):
+            return out
+        cand = np.flatnonzero((keys >= self.min_key) & (keys <= self.max_key))
+        if not len(cand):
+            return out
+        h = hashes[cand] if hashes is not None else hash_keys(keys[cand])
+        cand = cand[self._bloom.may_contain(h)]
+        if not len(cand):
+            return out
+        pages = self._keys.pages_for_sorted(keys[cand])
+        for page in np.unique(pages[pages >= 0]):  # a loop per page, not per row
+            idx = cand[pages == page]
+            pk = self._key_page(int(page))
+            pos = np.searchsorted(pk, keys[idx])
+            pos_c = np.minimum(pos, len(pk) - 1)
+            hit = pk[pos_c] == keys[idx]
+            out[idx[hit]] = int(page) * self._keys.page_rows + pos_c[hit]
+        return out
+
+    def rowid_range(self, lower: bytes | None, upper: bytes | None) -> tuple[int, int]:
+        """Rows whose key is in [lower, upper) as a rowid range (paper §4.7)."""
+        lo, hi = 0, self.num_rows
+        if lower is not None and lower > self.min_key:
+            lo = self._lower_bound(lower)
+        if upper is not None and upper <= self.max_key:
+            hi = self._lower_bound(upper)
+        return lo, max(lo, hi)
+
+    def _lower_bound(self, key: bytes) -> int:
+        """First rowid whose key is >= key."""
+        firsts = self._keys.first_values()
+        import bisect
+
+        page = max(bisect.bisect_right(firsts, key) - 1, 0)
+        keys = self._key_page(page)
+        i = int(np.searchsorted(keys, key, "left"))
+        return page * self._keys.page_rows + i
+
+    # -- write path (tablet write lock held) ---------------------------------------------
+    def latest_dead(self) -> np.ndarray:
+        """Bool per row: deleted in the latest state (built once from the REDO stores)."""
+        if self._dead is None:
+            with self._dead_lock:
+                if self._dead is None:
+                    dead = np.zeros(self.num_rows, dtype=bool)
+                    _, redo, dmss = self._stores
+                    for batch in [f.records() for f in redo] + [d.view() for d in dmss]:
+                        k = batch.kind != MutationKind.UPDATE
+                        # REDOs of a DiskRowSet are UPDATE or DELETE only.
+                        dead[batch.rowid[k]] = True
+                    self._dead = dead
+        return self._dead
+
+    def mutate(self, batch: DeltaBatch) -> None:
+        dead = self.latest_dead()
+        self.dms.append(batch)
+        dead[batch.rowid[batch.kind == MutationKind.DELETE]] = True
+
+    # -- delta flush ---------------------------------------------------------------------
+    def begin_dms_flush(self) -> DeltaMemStore | None:
+        """Swap in a new DMS (caller holds the write lock); returns the one to flush."""
+        undo, redo, dmss = self._stores
+        old = dmss[-1]
+        if old.empty():
+            return None
+        self._stores = (undo, redo, dmss + (DeltaMemStore(),))
+        return old
+
+    def finish_dms_flush(self, old: DeltaMemStore, fsync: bool) -> None:
+        """Write `old` as a REDO DeltaFile and replace it (no lock needed: readers see either
+        the DMS or the file, both holding the same records)."""
+        with self._flush_lock:
+            self._file_seq += 1
+            name = f"redo_{self._file_seq:06d}.df"
+            path = os.path.join(self.dir, name)
+            desc = write_delta_file(path, old.view(), DeltaType.REDO, self.config.page_rows,
+                                    fsync)
+            desc["file"] = name
+            f = DeltaFile(path, desc)
+            undo, redo, dmss = self._stores
+            self._stores = (undo, redo + (f,), tuple(d for d in dmss if d is not old))
+            if fsync:
+                fsync_dir(self.dir)
+
+    # -- read path -----------------------------------------------------------------------
+    def _deltas_for(self, snapshot: MvccSnapshot, col_ids: set[int]
+                    ) -> tuple[DeltaBatch | None, DeltaBatch | None]:
+        """(UNDO records to roll back, REDO records to apply) for this snapshot."""
+        undo_files, redo_files, dmss = self._stores
+        undos = []
+        for f in undo_files:
+            if snapshot.may_have_uncommitted_at_or_before(f.max_ts):
+                b = f.records()
+                undos.append(b.select(~snapshot.is_committed_array(b.ts)))
+        redos = []
+        for store in list(redo_files) + list(dmss):
+            if len(store) == 0:
+                continue
+            if not snapshot.may_have_committed_at_or_after(store.min_ts):
+                continue
+            b = store.records() if isinstance(store, DeltaFile) else store.view()
+            redos.append(b.select(snapshot.is_committed_array(b.ts)))
+        undo = DeltaBatch.concat(undos).drop_columns(col_ids) if undos else None
+        redo = DeltaBatch.concat(redos).drop_columns(col_ids) if redos else None
+        return (undo if undo is not None and len(undo) else None,
+                redo if redo is not None and len(redo) else None)
+
+    def _column_reader(self, col: ColumnSchema):
+        return self._base.columns.get(f"c{col.id}")
+
+    def _read_full(self, col: ColumnSchema, page: int, lo: int, hi: int) -> pa.Array:
+        r = self._column_reader(col)
+        if r is None:
+            return _fill_default(col, hi - lo)
+        return r.decode(page)
+
+    def _read_at(self, col: ColumnSchema, page: int, lo: int, hi: int,
+                 sel: np.ndarray | None) -> pa.Array:
+        """Physical values of rows lo+sel (sel=None: every row of the block)."""
+        if sel is None:
+            return self._read_full(col, page, lo, hi)
+        r = self._column_reader(col)
+        if r is None:
+            return _fill_default(col, len(sel))
+        if len(sel) * 4 >= hi - lo:  # dense: one decode then take is cheaper than a gather
+            return r.decode(page).take(pa.array(sel))
+        return r.gather(page, sel)
+
+    def scan(self, columns: Sequence[ColumnSchema], predicates: Sequence[BoundPredicate],
+             snapshot: MvccSnapshot, lower: bytes | None, upper: bytes | None,
+             stats: ScanStats, lazy: bool = True) -> Iterator[dict[int, pa.Array]]:
+        """Yield {col_id: physical array} per block for live rows matching the predicates."""
+        lo_row, hi_row = self.rowid_range(lower, upper)
+        if lo_row >= hi_row:
+            return
+        need = {c.id for c in columns} | {p.col_id for p in predicates}
+        undo, redo = self._deltas_for(snapshot, need)
+        pr = self.config.page_rows
+        pred_cols = {p.col_id: p.col for p in predicates}
+        for page in range(lo_row // pr, (hi_row - 1) // pr + 1):
+            blo, bhi = page * pr, min((page + 1) * pr, self.num_rows)
+            lo, hi = max(blo, lo_row), min(bhi, hi_row)
+            n = bhi - blo
+            res_u = resolve(undo.slice_rows(blo, bhi), blo, n, False, None) if undo else None
+            res_r = resolve(redo.slice_rows(blo, bhi), blo, n, True, None) if redo else None
+            stats.rows_scanned += hi - lo
+            live = np.ones(n, dtype=bool)
+            if res_u is not None:
+                live = res_u.apply_live(live)
+            if res_r is not None:
+                live = res_r.apply_live(live)
+            if lo > blo or hi < bhi:
+                live[: lo - blo] = False
+                live[hi - blo:] = False
+            # Zone maps: skip the block if a predicate column without patches rules it out.
+            skip = False
+            for p in predicates:
+                patched = (res_u is not None and p.col_id in res_u.patches) or (
+                    res_r is not None and p.col_id in res_r.patches)
+                r = self._column_reader(p.col)
+                if not patched and r is not None and not p.may_match(*r.stats(page)):
+                    skip = True
+                    break
+            if skip:
+                stats.blocks_skipped_zone_map += 1
+                continue
+            all_live = bool(live.all())
+            sel = None if all_live else np.flatnonzero(live)
+            values: dict[int, pa.Array] = {}
+            if lazy:
+                for p in predicates:
+                    arr = values.get(p.col_id)
+                    if arr is None:
+                        arr = self._patched(p.col, page, blo, bhi, sel, res_u, res_r)
+                    m = p.evaluate(arr)
+                    if m.all():
+                        values[p.col_id] = arr
+                        continue
+                    keep = np.flatnonzero(m)
+                    sel = keep if sel is None else sel[keep]
+                    values = {cid: a.take(pa.array(keep)) for cid, a in values.items()}
+                    values[p.col_id] = arr.take(pa.array(keep))
+                    if not len(sel):
+                        break
+                if sel is not None and not len(sel):
+                    stats.blocks_skipped_lazy += 1
+                    stats.cells_skipped_lazy += (hi - lo) * len(
+                        [c for c in columns if c.id not in values])
+                    continue
+                for c in columns:
+                    if c.id not in values:
+                        values[c.id] = self._patched(c, page, blo, bhi, sel, res_u, res_r)
+                        if sel is not None:
+                            stats.cells_skipped_lazy += (hi - lo) - len(sel)
+            else:
+                full = {cid: self._patched(col, page, blo, bhi, None, res_u, res_r)
+                        for cid, col in ({c.id: c for c in columns} | pred_cols).items()}
+                m = live.copy()
+                for p in predicates:
+                    m &= p.evaluate(full[p.col_id])
+                if not m.any():
+                    continue
+                keep = None if m.all() else pa.array(np.flatnonzero(m))
+                values = {cid: (a if keep is None else a.take(keep)) for cid, a in full.items()}
+                sel = None if keep is None else np.flatnonzero(m)
+            out = {c.id: values[c.id] for c in columns}
+            nrows = (bhi - blo) if sel is None else len(sel)
+            if nrows == 0:
+                continue
+            stats.rows_returned += nrows
+            yield out if columns else {"__count__": nrows}
+
+    def _patched(self, col: ColumnSchema, page: int, blo: int, bhi: int, sel: np.ndarray | None,
+                 res_u: Resolution | None, res_r: Resolution | None) -> pa.Array:
+        arr = self._read_at(col, page, blo, bhi, sel)
+        for res in (res_u, res_r):
+            if res is not None and col.id in res.patches:
+                pos, vals = res.patches[col.id]
+                arr = (patch_array(arr, pos, vals) if sel is None
+                       else patch_gathered(arr, sel, pos, vals))
+        return arr
+
+    def materialize(self, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
+                    ) -> Iterator[tuple[int, np.ndarray, dict[int, pa.Array]]]:
+        """Every row, dead or alive, per block: (first rowid, live mask, physical columns)."""
+        undo, redo = self._deltas_for(snapshot, {c.id for c in columns})
+        pr = self.config.page_rows
+        for page in range((self.num_rows + pr - 1) // pr):
+            blo, bhi = page * pr, min((page + 1) * pr, self.num_rows)
+            n = bhi - blo
+            res_u = resolve(undo.slice_rows(blo, bhi), blo, n, False, None) if undo else None
+            res_r = resolve(redo.slice_rows(blo, bhi), blo, n, True, None) if redo else None
+            live = np.ones(n, dtype=bool)
+            for res in (res_u, res_r):
+                if res is not None:
+                    live = res.apply_live(live)
+            cols = {c.id: self._patched(c, page, blo, bhi, None, res_u, res_r) for c in columns}
+            yield blo, live, cols
+
+    def changed_rowids(self, start_ts: int, end_ts: int) -> np.ndarray:
+        """Sorted rowids with any UNDO or REDO record in (start_ts, end_ts]."""
+        undo_files, redo_files, dmss = self._stores
+        parts = []
+        for store in list(undo_files) + list(redo_files) + list(dmss):
+            if len(store) == 0 or store.max_ts <= start_ts or store.min_ts > end_ts:
+                continue
+            b = store.records() if isinstance(store, DeltaFile) else store.view()
+            parts.append(b.rowid[(b.ts > start_ts) & (b.ts <= end_ts)])
+        if not parts:
+            return np.empty(0, dtype=np.int64)
+        return np.unique(np.concatenate(parts))
+
+    def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
+                   ) -> dict[int, object] | None:
+        """Physical values of one row at a snapshot, or None if not live then."""
+        undo, redo = self._deltas_for_row(rowid, snapshot)
+        live = True
+        res_list = []
+        for recs, last in ((undo, False), (redo, True)):
+            if recs is not None and len(recs):
+                res = resolve(recs, rowid, 1, last, None)
+                if res.live is not None and res.live[0] >= 0:
+                    live = bool(res.live[0])
+                res_list.append(res)
+        if not live:
+            return None
+        page = rowid // self.config.page_rows
+        off = rowid - page * self.config.page_rows
+        out = {}
+        for c in columns:
+            v = None
+            for res in res_list:
+                if c.id in res.patches:
+                    v = ("patched", res.patches[c.id][1][0].as_py())
+            if v is not None:
+                out[c.id] = v[1]
+                continue
+            out[c.id] = self._cached_page(c, page)[off].as_py()
+        return out
+
+    def _cached_page(self, col: ColumnSchema, page: int) -> pa.Array:
+        r = self._column_reader(col)
+        if r is None:
+            return _fill_default(col, self.config.page_rows)
+
+        def load():
+            arr = r.decode(page)
+            return arr, arr.nbytes
+        return self._cache.get_or_load((self.dir, col.id, page), load)
+
+    def _deltas_for_row(self, rowid: int, snapshot: MvccSnapshot
+                        ) -> tuple[DeltaBatch | None, DeltaBatch | None]:
+        undo_files, redo_files, dmss = self._stores
+        undo = redo = None
+        us = []
+        for f in undo_files:
+            if snapshot.may_have_uncommitted_at_or_before(f.max_ts):
+                b = f.records().slice_rows(rowid, rowid + 1)
+                if len(b):
+                    us.append(b.select(~snapshot.is_committed_array(b.ts)))
+        rs = []
+        for store in list(redo_files) + list(dmss):
+            if len(store) == 0 or not snapshot.may_have_committed_at_or_after(store.min_ts):
+                continue
+            b = (store.records() if isinstance(store, DeltaFile) else store.view()).slice_rows(
+                rowid, rowid + 1)
+            if len(b):
+                rs.append(b.select(snapshot.is_committed_array(b.ts)))
+        if us:
+            undo = DeltaBatch.concat(us)
+        if rs:
+            redo = DeltaBatch.concat(rs)
+        return undo, redo
+
+    def undo_max_ts(self) -> int:
+        return max((f.max_ts for f in self._stores[0]), default=0)
+
+    def delete_files(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def write_diskrowset(dir_path: str, drs_id: int, schema: Schema, data: pa.Table,
+                     keys: np.ndarray, undo: DeltaBatch, redo: DeltaBatch,
+                     config: TabletConfig) -> dict:
+    """Write one DiskRowSet directory from key-sorted physical data; returns its metadata.
+
+    Files are written under `<dir>.tmp` and the directory renamed into place last, so a
+    crash leaves either no rowset or a complete one (the tablet metadata names it only
+    after this returns).
+    """
+    tmp = dir_path + ".tmp"
+    os.makedirs(tmp, exist_ok=True)
+    w = CFileWriter(os.path.join(tmp, "base.cf"), fsync=config.fsync)
+    try:
+        for col in schema.columns:
+            w.add_column(f"c{col.id}", data.column(col.name), config.page_rows,
+                         ENCODING_BY_NAME[col.encoding], _compression(col, config))
+        w.add_column(KEY_COLUMN, _fixed_to_binary(keys), config.page_rows, Encoding.PLAIN, Compression.NONE,
+                     value_index=True)
+        base_bytes = w.finish({"num_rows": data.num_rows})
+    except BaseException:
+        w.abort()
+        raise
+    bloom = BloomFilter.build(hash_keys(keys), config.bloom_fp_rate)
+    with open(os.path.join(tmp, "bloom.bin"), "wb") as f:
+        f.write(bloom.to_bytes())
+        f.flush()
+        if config.fsync:
+            os.fsync(f.fileno())
+    meta = {"id": drs_id, "num_rows": data.num_rows, "min_key": bytes(keys[0]).hex(),
+            "max_key": bytes(keys[-1]).hex(), "base_bytes": base_bytes, "undo": [],
+            "redo": [], "file_seq": 0}
+    for batch, dtype in ((undo, DeltaType.UNDO), (redo, DeltaType.REDO)):
+        if len(batch):
+            meta["file_seq"] += 1
+            name = f"{dtype.value}_{meta['file_seq']:06d}.df"
+            desc = write_delta_file(os.path.join(tmp, name), batch, dtype, config.page_rows,
+                                    config.fsync)
+            desc["file"] = name
+            meta[dtype.value].append(desc)
+    with open(os.path.join(tmp, "meta.json"), "w") as f:
+        json.dump(meta, f)
+    if config.fsync:
+        fsync_dir(tmp)
+    os.replace(tmp, dir_path)
+    if config.fsync:
+        fsync_dir(os.path.dirname(dir_path))
+    return meta
+
+
+def _fixed_to_binary(keys: np.ndarray) -> pa.Array:
+    """numpy ``S<w>`` -> Arrow binary with each value's trailing zero bytes dropped.
+
+    The canonical key form (see key_encoding) has no trailing zeros; lengths are found
+    vectorised from the last non-zero byte of each row.
+    """
+    n = len(keys)
+    w = keys.dtype.itemsize
+    m = keys.view(np.uint8).reshape(n, w)
+    nz = m != 0
+    # length = index of last non-zero byte + 1 (0 for an all-zero key)
+    rev_first = np.argmax(nz[:, ::-1], axis=1)
+    lens = np.where(nz.any(axis=1), w - rev_first, 0).astype(np.int32)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    data = m[np.arange(w) < lens[:, None]]
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(data.tobytes())])

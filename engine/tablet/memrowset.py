@@ -1,0 +1,313 @@
+"""MemRowSet: the in-memory store that receives every INSERT of a tablet.
+
+Logically (tablet design doc) the MRS is a key-ordered set of rows, each with its insertion
+timestamp and a REDO chain of UPDATE / DELETE / REINSERT mutations:
+
+    row 0: (ts=5, key=k1, v=1) -> (ts=7, UPDATE v=3) -> (ts=9, DELETE)
+    row 1: (ts=6, key=k0, v=8)
+
+A reader at snapshot S sees a row iff its insertion timestamp is committed in S, then
+applies each mutation committed in S in order. Rows are never removed: a DELETE is a
+mutation, and inserting a deleted key again appends a REINSERT to the same row.
+
+Physically, to keep bulk inserts vectorised in Python, the MRS is split in three parts:
+
+    data         append-only Arrow batches in *insertion* order (physical types);
+                 a row's rowid is its insertion position and never changes
+    key index    sorted runs of (encoded key, rowid), merged like a binary counter
+                 (amortised O(log n) work per row, O(log n) runs to probe)
+    REDO chains  a DeltaMemStore keyed by (rowid, ts, seq): the chain of row r is the
+                 run of records with rowid r
+
+plus two arrays indexed by rowid: the insertion timestamp and the *latest* liveness (used
+by the write path, which runs under the tablet's write lock).
+
+Scans read the data in insertion order (Kudu's scans are unordered); a flush sorts by key.
+Readers never lock: they capture the row count first and then the arrays, which writers
+replace before publishing a larger count.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from engine.schema import ColumnSchema, Schema
+from engine.tablet.delta import DeltaBatch, resolve
+from engine.tablet.deltamemstore import DeltaMemStore
+from engine.tablet.mvcc import MvccSnapshot
+
+
+class _GrowableArray:
+    """A numpy array with amortised O(1) append; readers slice [:n] of a captured array."""
+
+    def __init__(self, dtype) -> None:
+        self.arr = np.empty(1024, dtype=dtype)
+
+    def ensure(self, n: int) -> None:
+        if n > len(self.arr):
+            new = np.empty(max(n, 2 * len(self.arr)), dtype=self.arr.dtype)
+            new[: len(self.arr)] = self.arr
+            self.arr = new
+
+
+class MemRowSet:
+    def __init__(self, schema: Schema, mrs_id: int) -> None:
+        self.schema = schema
+        self.id = mrs_id
+        self._batches: list[pa.RecordBatch] = []
+        self._batch_keys: list[np.ndarray] = []
+        self._batch_starts: list[int] = []
+        self._n = 0
+        self._insert_ts = _GrowableArray(np.int64)
+        self._live = _GrowableArray(bool)
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted keys, rowids)
+        self.redo = DeltaMemStore()
+        self._nbytes = 0
+        self._table_cache: tuple[int, pa.Table] | None = None
+        self._cache_lock = threading.Lock()
+        self.min_ts: int | None = None
+        self.frozen = False
+
+    # -- sizes ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def nbytes(self) -> int:
+        return self._nbytes + self.redo.nbytes + 9 * self._n
+
+    def empty(self) -> bool:
+        return self._n == 0
+
+    # -- write path (caller holds the tablet write lock) ------------------------------------
+    def insert(self, keys: np.ndarray, batch: pa.RecordBatch, ts: int) -> np.ndarray:
+        """Append new rows (keys must not exist in this MRS). Returns their rowids."""
+        assert not self.frozen
+        n = len(keys)
+        start = self._n
+        rowids = np.arange(start, start + n, dtype=np.int64)
+        self._insert_ts.ensure(start + n)
+        self._live.ensure(start + n)
+        self._insert_ts.arr[start:start + n] = ts
+        self._live.arr[start:start + n] = True
+        self._batches.append(batch)
+        self._batch_keys.append(keys)
+        self._batch_starts.append(start)
+        self._nbytes += batch.nbytes
+        order = np.argsort(keys, kind="stable")
+        self._add_run(keys[order], rowids[order])
+        if self.min_ts is None:
+            self.min_ts = ts
+        self._n = start + n  # publish last
+        return rowids
+
+    def _add_run(self, keys: np.ndarray, rowids: np.ndarray) -> None:
+        runs = list(self._runs)
+        runs.append((keys, rowids))
+        # Binary-counter merging: merge while the newest run is at least half the size of the
+        # one before it, so there are O(log n) runs and each row is merged O(log n) times.
+        while len(runs) >= 2 and len(runs[-1][0]) * 2 >= len(runs[-2][0]):
+            (k2, r2), (k1, r1) = runs.pop(), runs.pop()
+            k = np.concatenate([k1, k2])
+            r = np.concatenate([r1, r2])
+            order = np.argsort(k, kind="stable")
+            runs.append((k[order], r[order]))
+        self._runs = runs
+
+    def append_mutations(self, batch: DeltaBatch, live_after: np.ndarray | None = None) -> None:
+        """Add REDO records; live_after[i] is the row's liveness after record i (or None)."""
+        self.redo.append(batch)
+        if live_after is not None:
+            self._live.arr[batch.rowid] = live_after
+
+    def set_live(self, rowids: np.ndarray, live: bool) -> None:
+        self._live.arr[rowids] = live
+
+    # -- lookups --------------------------------------------------------------------------
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """rowid of each key in this MRS (live or not), -1 if absent. Vectorised."""
+        out = np.full(len(keys), -1, dtype=np.int64)
+        for run_keys, run_rowids in self._runs:
+            if not len(run_keys):
+                continue
+            pos = np.searchsorted(run_keys, keys)
+            pos_c = np.minimum(pos, len(run_keys) - 1)
+            hit = run_keys[pos_c] == keys
+            out[hit] = run_rowids[pos_c[hit]]
+        return out
+
+    def find_one(self, key: bytes) -> int:
+        for run_keys, run_rowids in self._runs:
+            pos = int(np.searchsorted(run_keys, key))
+            if pos < len(run_keys) and run_keys[pos] == key:
+                return int(run_rowids[pos])
+        return -1
+
+    def latest_live(self, rowids: np.ndarray) -> np.ndarray:
+        return self._live.arr[rowids]
+
+    # -- read path ------------------------------------------------------------------------
+    def capture(self) -> tuple[int, np.ndarray, DeltaBatch]:
+        """(row count, insertion timestamps, REDO records) consistent for a reader."""
+        n = self._n
+        return n, self._insert_ts.arr[:n], self.redo.view()
+
+    def table(self, n: int) -> pa.Table:
+        """The first n rows (insertion order, physical types) as one Arrow table."""
+        cached = self._table_cache
+        if cached is not None and cached[0] == n:
+            return cached[1]
+        batches = self._batches
+        starts = self._batch_starts
+        k = int(np.searchsorted(starts, n, "left"))
+        used = batches[:k]
+        t = pa.Table.from_batches(used, schema=self._physical_schema())
+        if t.num_rows > n:
+            t = t.slice(0, n)
+        with self._cache_lock:
+            self._table_cache = (n, t)
+        return t
+
+    def batches(self, n: int) -> list[tuple[int, pa.RecordBatch, np.ndarray]]:
+        """(first rowid, batch, keys) triples covering rows [0, n)."""
+        out = []
+        for start, b, k in zip(self._batch_starts, self._batches, self._batch_keys):
+            if start >= n:
+                break
+            if start + b.num_rows > n:
+                b = b.slice(0, n - start)
+                k = k[: n - start]
+            out.append((start, b, k))
+        return out
+
+    def _visible_redo(self, redo: DeltaBatch, snapshot: MvccSnapshot) -> DeltaBatch:
+        if not len(redo):
+            return redo
+        return redo.select(snapshot.is_committed_array(redo.ts))
+
+    def scan(self, columns: Sequence[ColumnSchema], predicates, snapshot: MvccSnapshot,
+             lower: bytes | None, upper: bytes | None, stats) -> Iterator[dict[int, pa.Array]]:
+        """Yield {col_id: physical array} per insert batch for live matching rows."""
+        n, insert_ts, redo = self.capture()
+        redo = self._visible_redo(redo, snapshot)
+        for start, batch, keys in self.batches(n):
+            m = batch.num_rows
+            live = snapshot.is_committed_array(insert_ts[start:start + m])
+            res = resolve(redo.slice_rows(start, start + m), start, m, True, None) \
+                if len(redo) else None
+            if res is not None:
+                live = res.apply_live(live)
+            if lower is not None:
+                live &= keys >= lower
+            if upper is not None:
+                live &= keys < upper
+            stats.rows_scanned += m
+            if not live.any():
+                continue
+            cols = {}
+            need = {c.id: c for c in columns} | {p.col_id: p.col for p in predicates}
+            for cid, col in need.items():
+                arr = batch.column(self.schema.index_of(col.name))
+                if res is not None and cid in res.patches:
+                    from engine.tablet.delta import patch_array
+
+                    pos, vals = res.patches[cid]
+                    arr = patch_array(arr, pos, vals)
+                cols[cid] = arr
+            for p in predicates:
+                live &= p.evaluate(cols[p.col_id])
+            cnt = int(live.sum())
+            if not cnt:
+                continue
+            stats.rows_returned += cnt
+            if cnt < m:
+                keep = pa.array(np.flatnonzero(live))
+                out = {c.id: cols[c.id].take(keep) for c in columns}
+            else:
+                out = {c.id: cols[c.id] for c in columns}
+            yield out if columns else {"__count__": cnt}
+
+    def materialize(self, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
+                    ) -> Iterator[tuple[int, np.ndarray, dict[int, pa.Array], np.ndarray]]:
+        """Every row per insert batch: (first rowid, live mask, physical columns, keys)."""
+        n, insert_ts, redo = self.capture()
+        redo = self._visible_redo(redo, snapshot)
+        from engine.tablet.delta import patch_array
+
+        for start, batch, keys in self.batches(n):
+            m = batch.num_rows
+            live = snapshot.is_committed_array(insert_ts[start:start + m])
+            res = resolve(redo.slice_rows(start, start + m), start, m, True, None) \
+                if len(redo) else None
+            if res is not None:
+                live = res.apply_live(live)
+            cols = {}
+            for c in columns:
+                arr = batch.column(self.schema.index_of(c.name))
+                if res is not None and c.id in res.patches:
+                    arr = patch_array(arr, *res.patches[c.id])
+                cols[c.id] = arr
+            yield start, live, cols, keys
+
+    def changed_rowids(self, start_ts: int, end_ts: int) -> np.ndarray:
+        n, insert_ts, redo = self.capture()
+        a = np.flatnonzero((insert_ts > start_ts) & (insert_ts <= end_ts))
+        b = redo.rowid[(redo.ts > start_ts) & (redo.ts <= end_ts)]
+        return np.union1d(a, b)
+
+    def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
+                   ) -> dict[int, object] | None:
+        """Physical values of one row at a snapshot (None if not live)."""
+        n, insert_ts, redo = self.capture()
+        if rowid >= n or not snapshot.is_committed(int(insert_ts[rowid])):
+            return None
+        recs = redo.slice_rows(rowid, rowid + 1) if len(redo) else redo
+        res = None
+        if len(recs):
+            recs = recs.select(snapshot.is_committed_array(recs.ts))
+            if len(recs):
+                res = resolve(recs, rowid, 1, True, None)
+                if res.live is not None and res.live[0] == 0:
+                    return None
+        k = int(np.searchsorted(self._batch_starts, rowid, "right")) - 1
+        batch = self._batches[k]
+        off = rowid - self._batch_starts[k]
+        out = {}
+        for c in columns:
+            if res is not None and c.id in res.patches:
+                out[c.id] = res.patches[c.id][1][0].as_py()
+            else:
+                out[c.id] = batch.column(self.schema.index_of(c.name))[off].as_py()
+        return out
+
+    def _physical_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, c.physical_type) for c in self.schema.columns])
+
+    def sorted_rowids(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, rowids) of every row in key order (merges the key-index runs)."""
+        runs = self._runs
+        if not runs:
+            return np.empty(0, dtype="S1"), np.empty(0, dtype=np.int64)
+        if len(runs) == 1:
+            return runs[0]
+        k = np.concatenate([r[0] for r in runs])
+        r = np.concatenate([r[1] for r in runs])
+        order = np.argsort(k, kind="stable")
+        return k[order], r[order]
+
+    def key_range(self) -> tuple[bytes, bytes] | None:
+        runs = self._runs
+        if not runs or self._n == 0:
+            return None
+        return (min(bytes(r[0][0]) for r in runs if len(r[0])),
+                max(bytes(r[0][-1]) for r in runs if len(r[0])))
+
+    def physical_schema(self) -> pa.Schema:
+        return self._physical_schema()
+
+    def column_ids(self) -> Sequence[int]:
+        return [c.id for c in self.schema.columns]

@@ -1,0 +1,232 @@
+"""Scan predicates (Kudu's ColumnPredicate) and their evaluation over physical arrays.
+
+Kinds, as in Kudu: RANGE (covers =, <, <=, >, >=), IN_LIST, IS_NULL, IS_NOT_NULL; a scan's
+predicates are a conjunction. There is no NOT_EQUAL: the SQL layer evaluates `!=` itself.
+
+Predicates are bound once to a column (`bind`): the bounds are converted to the column's
+*physical* representation (unscaled decimal ints, days, micros, UTF-8 bytes) so a page is
+evaluated with one pyarrow kernel on the physical array and can be skipped with its
+min/max without decoding. DECIMAL(p>18) is compared in its logical form.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.key_encoding import encode_key_prefix, physical_value, successor_prefix
+from engine.schema import ColumnSchema, Schema
+from engine.types import DataType, to_logical
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnPredicate:
+    column: str
+    kind: str  # "range" | "in" | "is_null" | "is_not_null"
+    lower: Any = None
+    upper: Any = None
+    lower_inclusive: bool = True
+    upper_inclusive: bool = False
+    values: tuple = ()
+
+    @staticmethod
+    def equal(column: str, value: Any) -> "ColumnPredicate":
+        return ColumnPredicate(column, "range", value, value, True, True)
+
+    @staticmethod
+    def range(column: str, lower: Any = None, upper: Any = None, lower_inclusive: bool = True,
+              upper_inclusive: bool = False) -> "ColumnPredicate":
+        return ColumnPredicate(column, "range", lower, upper, lower_inclusive, upper_inclusive)
+
+    @staticmethod
+    def less(column: str, v: Any) -> "ColumnPredicate":
+        return ColumnPredicate.range(column, upper=v, upper_inclusive=False)
+
+    @staticmethod
+    def less_equal(column: str, v: Any) -> "ColumnPredicate":
+        return ColumnPredicate.range(column, upper=v, upper_inclusive=True)
+
+    @staticmethod
+    def greater(column: str, v: Any) -> "ColumnPredicate":
+        return ColumnPredicate.range(column, lower=v, lower_inclusive=False)
+
+    @staticmethod
+    def greater_equal(column: str, v: Any) -> "ColumnPredicate":
+        return ColumnPredicate.range(column, lower=v, lower_inclusive=True)
+
+    @staticmethod
+    def in_list(column: str, values: Sequence[Any]) -> "ColumnPredicate":
+        return ColumnPredicate(column, "in", values=tuple(values))
+
+    @staticmethod
+    def is_null(column: str) -> "ColumnPredicate":
+        return ColumnPredicate(column, "is_null")
+
+    @staticmethod
+    def is_not_null(column: str) -> "ColumnPredicate":
+        return ColumnPredicate(column, "is_not_null")
+
+    def __str__(self) -> str:
+        c = self.column
+        match self.kind:
+            case "is_null":
+                return f"{c} IS NULL"
+            case "is_not_null":
+                return f"{c} IS NOT NULL"
+            case "in":
+                return f"{c} IN ({', '.join(map(repr, self.values))})"
+        if self.lower is not None and self.lower == self.upper and self.lower_inclusive \
+                and self.upper_inclusive:
+            return f"{c} = {self.lower!r}"
+        parts = []
+        if self.lower is not None:
+            parts.append(f"{c} {'>=' if self.lower_inclusive else '>'} {self.lower!r}")
+        if self.upper is not None:
+            parts.append(f"{c} {'<=' if self.upper_inclusive else '<'} {self.upper!r}")
+        return " AND ".join(parts) or f"{c} IS NOT NULL"
+
+
+class BoundPredicate:
+    """A predicate bound to a column, evaluated on that column's physical arrays."""
+
+    def __init__(self, pred: ColumnPredicate, col: ColumnSchema):
+        self.pred = pred
+        self.col = col
+        self.col_id = col.id
+        self.kind = pred.kind
+        self.logical = col.type is DataType.DECIMAL and col.precision > 18
+        typ = col.arrow_type if self.logical else col.physical_type
+        self._typ = typ
+
+        def conv(v):
+            if v is None:
+                return None
+            if self.logical:
+                return pa.scalar(v, type=typ)
+            return pa.scalar(physical_value(v, col) if _needs_physical(col) else v, type=typ)
+
+        self.lower = conv(pred.lower)
+        self.upper = conv(pred.upper)
+        self.values = None
+        self.always_false = False
+        if pred.kind == "in":
+            vals = [physical_value(v, col) if (_needs_physical(col) and not self.logical) else v
+                    for v in pred.values if v is not None]
+            self.values = pa.array(vals, type=typ)
+            self.always_false = len(self.values) == 0
+        if pred.kind == "range" and self.lower is not None and self.upper is not None:
+            lo, hi = self.lower.as_py(), self.upper.as_py()
+            if lo > hi or (lo == hi and not (pred.lower_inclusive and pred.upper_inclusive)):
+                self.always_false = True
+
+    def evaluate(self, arr: pa.Array) -> np.ndarray:
+        """Boolean numpy mask over a physical array (NULL never matches except IS NULL)."""
+        if self.always_false:
+            return np.zeros(len(arr), dtype=bool)
+        if self.logical:
+            arr = to_logical(arr, self.col.type, self.col.precision, self.col.scale)
+        p = self.pred
+        match self.kind:
+            case "is_null":
+                return np.asarray(arr.is_null())
+            case "is_not_null":
+                return np.asarray(arr.is_valid())
+            case "in":
+                m = pc.is_in(arr, value_set=self.values, skip_nulls=True)
+            case _:
+                m = None
+                if self.lower is not None:
+                    m = (pc.greater_equal if p.lower_inclusive else pc.greater)(arr, self.lower)
+                if self.upper is not None:
+                    u = (pc.less_equal if p.upper_inclusive else pc.less)(arr, self.upper)
+                    m = u if m is None else pc.and_(m, u)
+                if m is None:
+                    return np.asarray(arr.is_valid())
+        if m.null_count:
+            m = m.fill_null(False)
+        return m.to_numpy(zero_copy_only=False)
+
+    def may_match(self, vmin: Any, vmax: Any, null_count: int, num_rows: int) -> bool:
+        """Zone-map test: can any row of a page with these stats match? (physical values)"""
+        if self.always_false:
+            return False
+        if self.kind == "is_null":
+            return null_count > 0
+        if null_count == num_rows:
+            return False
+        if self.kind == "is_not_null" or self.logical or vmin is None:
+            return True
+        p = self.pred
+        if self.kind == "in":
+            vals = self.values.to_pylist()
+            return any(vmin <= v <= vmax for v in vals)
+        if self.lower is not None:
+            lo = self.lower.as_py()
+            if vmax < lo or (vmax == lo and not p.lower_inclusive):
+                return False
+        if self.upper is not None:
+            hi = self.upper.as_py()
+            if vmin > hi or (vmin == hi and not p.upper_inclusive):
+                return False
+        return True
+
+
+def _needs_physical(col: ColumnSchema) -> bool:
+    return col.type in (DataType.DECIMAL, DataType.DATE, DataType.TIMESTAMP, DataType.STRING,
+                        DataType.VARCHAR, DataType.BINARY)
+
+
+def key_bounds(schema: Schema, preds: Sequence[ColumnPredicate]) -> tuple[bytes | None,
+                                                                          bytes | None]:
+    """Conservative encoded-key bounds [lower, upper) implied by predicates on a key prefix.
+
+    Equality on key columns 0..j-1 plus a range (or equality) on column j narrows the scan to
+    a key range; rows outside it cannot match. The predicates are still evaluated on every
+    row, so the bounds only need to be conservative, never exact.
+    """
+    by_col: dict[str, list[ColumnPredicate]] = {}
+    for p in preds:
+        by_col.setdefault(p.column, []).append(p)
+    key_cols = schema.key_columns
+    prefix: list[Any] = []
+    lower = upper = None
+    for col in key_cols:
+        eq = lo = hi = None
+        for p in by_col.get(col.name, []):
+            if p.kind == "range":
+                if p.lower is not None and p.lower == p.upper:
+                    eq = p.lower
+                if p.lower is not None:
+                    lo = p.lower if lo is None else max(lo, p.lower)
+                if p.upper is not None:
+                    hi = p.upper if hi is None else min(hi, p.upper)
+            elif p.kind == "in" and p.values and None not in p.values:
+                vals = sorted(p.values)
+                lo = vals[0] if lo is None else max(lo, vals[0])
+                hi = vals[-1] if hi is None else min(hi, vals[-1])
+        try:
+            if eq is not None:
+                prefix.append(eq)
+                continue
+            if lo is not None:
+                lower = encode_key_prefix(prefix + [lo], key_cols)
+            elif prefix:
+                lower = encode_key_prefix(prefix, key_cols)
+            if hi is not None:
+                upper = successor_prefix(encode_key_prefix(prefix + [hi], key_cols))
+            elif prefix:
+                upper = successor_prefix(encode_key_prefix(prefix, key_cols))
+            return lower, upper
+        except Exception:  # a bound the column cannot hold: no narrowing, rows still filtered
+            return None, None
+    if prefix:
+        try:
+            lower = encode_key_prefix(prefix, key_cols)
+            return lower, successor_prefix(lower)
+        except Exception:
+            return None, None
+    return None, None

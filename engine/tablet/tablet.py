@@ -1,0 +1,733 @@
+"""Tablet: one horizontal partition of a table — a MemRowSet, DiskRowSets and MVCC.
+
+    Tablet
+     ├── MvccManager                       which op timestamps readers may see
+     ├── MemRowSet (active)                receives every INSERT
+     ├── MemRowSet (frozen, while flushing) still takes UPDATE/DELETE of its rows
+     └── RowSetTree of DiskRowSets         each with UNDO files, REDO files, DeltaMemStore
+
+Write path (`write`): one call is one op with one timestamp. Rows are applied on their own
+(Kudu semantics), in *rounds*: round r holds the r-th occurrence of each key in the batch,
+so within a round keys are distinct and the round is processed with vectorised lookups —
+the MRS key index, the rowset tree, bloom filters and key-index pages for all its rows at
+once — while rows that touch the same key still apply in batch order. Writers are
+serialised by `_write_lock` (Python gives no parallel speed-up here; it also makes "the
+latest state" the write path consults well-defined). The op commits in MVCC before the lock
+is released, so its effects appear to readers atomically.
+
+Read path: a reader captures the component tuple (an immutable snapshot of which rowsets
+exist) and an MVCC snapshot, then never locks. Flushes build new components off to the side
+and swap the tuple.
+
+Flush (`flush_mrs`), as in Kudu's flush with its "duplicating" phase made simple:
+  1. under the write lock: freeze the MRS and swap in a new empty one; take the flush
+     snapshot (every op so far has committed);
+  2. without the lock: sort the frozen rows by key, fold histories into base + UNDO
+     (`compaction.fold_history`), write DiskRowSets rolled at `drs_target_bytes`;
+     meanwhile writers may still UPDATE/DELETE rows of the frozen MRS;
+  3. under the write lock: re-apply the frozen MRS's mutations newer than the flush
+     snapshot to the new DiskRowSets' DeltaMemStores (rowids translated), then swap the
+     frozen MRS for the DiskRowSets and persist tablet metadata atomically.
+
+Durability of unflushed writes (the WAL) is the next layer up; `Tablet.open` restores the
+flushed state only.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import json
+import os
+import threading
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine import errors
+from engine.cfile.block_cache import BlockCache
+from engine.cfile.bloom import hash_keys
+from engine.cfile.cfile import fsync_dir
+from engine.clock import Clock, HybridClock
+from engine.config import TabletConfig
+from engine.key_encoding import encode_key, encode_key_prefix, encode_keys, physical_value
+from engine.schema import ColumnSchema, Schema
+from engine.tablet.compaction import fold_history
+from engine.tablet.delta import DeltaBatch, MutationKind
+from engine.tablet.diskrowset import DiskRowSet, ScanStats, write_diskrowset
+from engine.tablet.memrowset import MemRowSet
+from engine.tablet.mvcc import MvccManager, MvccSnapshot
+from engine.tablet.rowset_tree import RowSetTree
+from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
+from engine.tablet.write_op import OpType, RowError, RowErrorCode, WriteResult
+from engine.types import DataType, INTEGER_RANGES, to_logical, to_physical
+
+META_FILE = "tablet-meta.json"
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_EPOCH_DT = _dt.datetime(1970, 1, 1)
+
+
+class _Components:
+    """What rowsets exist; replaced as a whole (readers capture one reference)."""
+
+    __slots__ = ("mrs", "frozen", "tree")
+
+    def __init__(self, mrs: MemRowSet, frozen: tuple[MemRowSet, ...],
+                 tree: RowSetTree[DiskRowSet]):
+        self.mrs = mrs
+        self.frozen = frozen
+        self.tree = tree
+
+    @property
+    def drss(self) -> tuple[DiskRowSet, ...]:
+        return self.tree.rowsets
+
+
+def _write_json_atomic(path: str, obj: Any, fsync: bool) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+def physical_to_python(v: Any, col: ColumnSchema) -> Any:
+    """A physical scalar (int/bytes) -> the Python value of the column's logical type."""
+    if v is None:
+        return None
+    match col.type:
+        case DataType.DATE:
+            return _EPOCH_DATE + _dt.timedelta(days=v)
+        case DataType.TIMESTAMP:
+            return _EPOCH_DT + _dt.timedelta(microseconds=v)
+        case DataType.DECIMAL:
+            if isinstance(v, bytes):
+                v = int.from_bytes(v, "little", signed=True)
+            return decimal.Decimal(v).scaleb(-col.scale)
+        case DataType.STRING | DataType.VARCHAR:
+            return v.decode()
+    return v
+
+
+class Tablet:
+    def __init__(self, path: str, schema: Schema, config: TabletConfig, clock: Clock,
+                 meta: dict | None = None):
+        self.path = path
+        self.schema = schema
+        self.config = config
+        self.clock = clock
+        self.mvcc = MvccManager()
+        self.cache = BlockCache(config.block_cache_bytes)
+        self._write_lock = threading.RLock()
+        self._flush_lock = threading.Lock()
+        self._key_cols = schema.key_columns
+        self._key_ids = {c.id for c in self._key_cols}
+        self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
+        meta = meta or {}
+        self._next_rowset_id = meta.get("next_rowset_id", 0)
+        self._next_mrs_id = meta.get("next_mrs_id", 0)
+        drss = [DiskRowSet(os.path.join(path, "rowsets", f"{m['id']:08d}"), schema, m,
+                           self.cache, config) for m in meta.get("rowsets", [])]
+        last_ts = meta.get("last_timestamp", 0)
+        if last_ts:
+            self.clock.update(last_ts)
+            self.mvcc.adjust_for_replay(last_ts)
+        self._components = _Components(self._new_mrs(), (), self._tree(drss))
+
+    # -- lifecycle ---------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str, schema: Schema, config: TabletConfig | None = None,
+               clock: Clock | None = None) -> "Tablet":
+        os.makedirs(os.path.join(path, "rowsets"), exist_ok=True)
+        if os.path.exists(os.path.join(path, META_FILE)):
+            raise errors.AlreadyPresent(f"a tablet already exists at {path}")
+        t = cls(path, schema, config or TabletConfig(), clock or HybridClock())
+        t._persist_metadata()
+        return t
+
+    @classmethod
+    def open(cls, path: str, config: TabletConfig | None = None,
+             clock: Clock | None = None) -> "Tablet":
+        try:
+            with open(os.path.join(path, META_FILE)) as f:
+                meta = json.load(f)
+        except FileNotFoundError:
+            raise errors.NotFound(f"no tablet at {path}") from None
+        except ValueError as e:
+            raise errors.Corruption(f"{path}/{META_FILE}: {e}") from e
+        return cls(path, Schema.from_dict(meta["schema"]), config or TabletConfig(),
+                   clock or HybridClock(), meta)
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._persist_metadata()
+
+    def _new_mrs(self) -> MemRowSet:
+        self._next_mrs_id += 1
+        return MemRowSet(self.schema, self._next_mrs_id)
+
+    @staticmethod
+    def _tree(drss: Sequence[DiskRowSet]) -> RowSetTree[DiskRowSet]:
+        return RowSetTree(drss, [(d.min_key, d.max_key) for d in drss])
+
+    def _persist_metadata(self) -> None:
+        comps = self._components
+        meta = {"schema": self.schema.to_dict(), "next_rowset_id": self._next_rowset_id,
+                "next_mrs_id": self._next_mrs_id,
+                "last_timestamp": self.mvcc.last_committed(),
+                "rowsets": [d.metadata() for d in comps.drss]}
+        _write_json_atomic(os.path.join(self.path, META_FILE), meta, self.config.fsync)
+
+    # -- introspection -------------------------------------------------------------------
+    def num_rowsets(self) -> int:
+        return len(self._components.drss)
+
+    def mrs_bytes(self) -> int:
+        return self._components.mrs.nbytes
+
+    def mrs_rows(self) -> int:
+        return len(self._components.mrs)
+
+    def dms_bytes(self) -> int:
+        return sum(d.dms.nbytes for d in self._components.drss)
+
+    def current_timestamp(self) -> int:
+        return self.mvcc.last_committed()
+
+    def rowsets_info(self) -> list[dict]:
+        out = []
+        for d in self._components.drss:
+            info = {"id": d.id, "rows": d.num_rows, "base_bytes": d.base_bytes,
+                    "min_key": d.min_key, "max_key": d.max_key}
+            info.update(d.delta_stats())
+            out.append(info)
+        return out
+
+    # -- writes ------------------------------------------------------------------------
+    def insert(self, rows) -> WriteResult:
+        return self.write(OpType.INSERT, rows)
+
+    def upsert(self, rows) -> WriteResult:
+        return self.write(OpType.UPSERT, rows)
+
+    def update(self, rows) -> WriteResult:
+        return self.write(OpType.UPDATE, rows)
+
+    def delete(self, rows) -> WriteResult:
+        return self.write(OpType.DELETE, rows)
+
+    def write(self, ops, rows) -> WriteResult:
+        table = _as_table(rows)
+        n = table.num_rows
+        if np.isscalar(ops) or isinstance(ops, OpType):
+            op_arr = np.full(n, int(ops), dtype=np.int8)
+        else:
+            op_arr = np.asarray([int(o) for o in ops] if not isinstance(ops, np.ndarray)
+                                else ops, dtype=np.int8)
+            if len(op_arr) != n:
+                raise errors.InvalidArgument(f"{len(op_arr)} op types for {n} rows")
+        for name in table.column_names:
+            self.schema.index_of(name)  # raises ColumnNotFound
+        for c in self._key_cols:
+            if c.name not in table.column_names:
+                raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+        bad: dict[int, tuple[str, str]] = {}
+        phys = self._convert(table, op_arr, bad)
+        with self._write_lock:
+            ts = self.clock.now()
+            self.mvcc.start_op(ts)
+            try:
+                applied = self._apply(op_arr, phys, ts, bad)
+            finally:
+                self.mvcc.commit_op(ts)
+        errs = []
+        if bad:
+            key_cols = [table.column(c.name) for c in self._key_cols]
+            for i in sorted(bad):
+                code, msg = bad[i]
+                key = tuple(col[i].as_py() for col in key_cols)
+                errs.append(RowError(i, code, msg, key))
+        return WriteResult(ts, applied, errs)
+
+    def _convert(self, table: pa.Table, ops: np.ndarray, bad: dict) -> dict[int, pa.Array]:
+        """Logical input columns -> physical arrays; bad rows recorded in `bad`."""
+        out: dict[int, pa.Array] = {}
+        n = table.num_rows
+        needs_all = (ops == OpType.INSERT) | (ops == OpType.UPSERT)
+        for col in self.schema.columns:
+            if col.name not in table.column_names:
+                if not col.nullable and col.default is None and col.id not in self._key_ids:
+                    for i in np.flatnonzero(needs_all):
+                        bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
+                                                f'null value in column "{col.name}" violates'
+                                                f' not-null constraint'))
+                continue
+            arr = table.column(col.name).combine_chunks()
+            arr = self._cast_column(arr, col, bad)
+            if arr.null_count and (not col.nullable):
+                nulls = np.asarray(arr.is_null())
+                rows = np.flatnonzero(nulls & (ops != OpType.DELETE)) if \
+                    col.id not in self._key_ids else np.flatnonzero(nulls)
+                for i in rows:
+                    bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
+                                            f'null value in column "{col.name}" violates '
+                                            f'not-null constraint'))
+            out[col.id] = to_physical(arr, col.type, col.precision)
+        return out
+
+    def _cast_column(self, arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
+        target = col.arrow_type
+        if col.type is DataType.VARCHAR and pa.types.is_string(arr.type) or (
+                col.type is DataType.VARCHAR and pa.types.is_large_string(arr.type)):
+            arr = arr.cast(pa.string())
+            # Kudu truncates VARCHAR values to their declared length (in characters).
+            too_long = pc.greater(pc.utf8_length(arr), col.length)
+            if pc.any(too_long).as_py():
+                arr = pc.utf8_slice_codeunits(arr, 0, col.length)
+            return arr
+        if arr.type == target:
+            return arr
+        try:
+            return arr.cast(target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+        # Error path only: find the offending rows one by one to report each of them.
+        values = arr.to_pylist()
+        good = []
+        for i, v in enumerate(values):
+            if v is None:
+                good.append(None)
+                continue
+            try:
+                p = physical_value(v, col) if col.type is not DataType.BOOL else bool(v)
+                if col.type in INTEGER_RANGES:
+                    good.append(p)
+                else:
+                    good.append(pa.scalar(v).cast(target, safe=True).as_py())
+            except Exception as e:  # noqa: BLE001 - reported as a per-row error
+                bad.setdefault(i, (RowErrorCode.INVALID.value,
+                                   f"invalid value for column {col.name}: {v!r} ({e})"))
+                good.append(None)
+        return pa.array(good, type=target)
+
+    def _apply(self, ops: np.ndarray, phys: dict[int, pa.Array], ts: int, bad: dict) -> int:
+        n = len(ops)
+        if n == 0:
+            return 0
+        key_phys = [phys[c.id] for c in self._key_cols]
+        ok = np.ones(n, dtype=bool)
+        if bad:
+            ok[list(bad)] = False
+            # keys of bad rows may be null; encode a harmless placeholder for them
+            key_phys = [a.fill_null(pa.scalar(0 if not pa.types.is_binary(a.type) else b"",
+                                              type=a.type)) if a.null_count else a
+                        for a in key_phys]
+        keys = encode_keys(key_phys, self._key_cols)
+        # Round r = the r-th occurrence of a key in this batch (stable sort keeps order).
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        new_group = np.ones(n, dtype=bool)
+        new_group[1:] = sk[1:] != sk[:-1]
+        group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n) - group_start
+        applied = 0
+        for r in range(int(rank.max()) + 1):
+            idx = np.flatnonzero((rank == r) & ok)
+            if len(idx):
+                applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad)
+        return applied
+
+    def _locate(self, keys: np.ndarray, comps: _Components):
+        """Where each key is live: (kind, which, rowid) + active-MRS rowid of dead keys.
+
+        kind: 0 = not live anywhere, 1 = active MRS, 2 = a frozen MRS, 3 = a DiskRowSet.
+        """
+        n = len(keys)
+        kind = np.zeros(n, dtype=np.int8)
+        which = np.full(n, -1, dtype=np.int64)
+        rowid = np.full(n, -1, dtype=np.int64)
+        mrs_rid = comps.mrs.find(keys)
+        found = mrs_rid >= 0
+        live = np.zeros(n, dtype=bool)
+        live[found] = comps.mrs.latest_live(mrs_rid[found])
+        kind[live] = 1
+        rowid[live] = mrs_rid[live]
+        for j, fz in enumerate(comps.frozen):
+            rid = fz.find(keys)
+            f = rid >= 0
+            lv = np.zeros(n, dtype=bool)
+            lv[f] = fz.latest_live(rid[f])
+            lv &= kind == 0
+            kind[lv] = 2
+            which[lv] = j
+            rowid[lv] = rid[lv]
+        if len(comps.drss):
+            pending = np.flatnonzero(kind == 0)
+            if len(pending):
+                pk = keys[pending]
+                order = np.argsort(pk)
+                spk = pk[order]
+                hashes = None
+                for j, (drs, a, b) in enumerate(comps.tree.bulk_candidates(spk)):
+                    sub = order[a:b]
+                    if hashes is None:
+                        hashes = hash_keys(pk)
+                    rid = drs.find_keys(pk[sub], hashes[sub])
+                    f = rid >= 0
+                    if not f.any():
+                        continue
+                    lv = np.zeros(len(sub), dtype=bool)
+                    lv[f] = ~drs.latest_dead()[rid[f]]
+                    tgt = pending[sub[lv]]
+                    kind[tgt] = 3
+                    which[tgt] = comps.drss.index(drs)
+                    rowid[tgt] = rid[lv]
+        return kind, which, rowid, mrs_rid
+
+    def _apply_round(self, idx: np.ndarray, ops: np.ndarray, keys: np.ndarray,
+                     phys: dict[int, pa.Array], ts: int, seq: int, bad: dict) -> int:
+        comps = self._components
+        kind, which, rowid, mrs_rid = self._locate(keys, comps)
+        is_live = kind > 0
+        ins = ops == OpType.INSERT
+        ups = ops == OpType.UPSERT
+        upd = ops == OpType.UPDATE
+        dele = ops == OpType.DELETE
+        for i in np.flatnonzero(ins & is_live):
+            bad[int(idx[i])] = (RowErrorCode.ALREADY_PRESENT.value, "key already present")
+        for i in np.flatnonzero((upd | dele) & ~is_live):
+            bad[int(idx[i])] = (RowErrorCode.NOT_FOUND.value, "key not found")
+        do_insert = (ins | ups) & ~is_live
+        do_update = (upd | ups) & is_live
+        do_delete = dele & is_live
+        # Inserts: brand-new keys append MRS rows; keys dead in the active MRS are REINSERTs.
+        reinsert = do_insert & (mrs_rid >= 0)
+        new_rows = do_insert & (mrs_rid < 0)
+        mrs = comps.mrs
+        if new_rows.any():
+            sel = idx[new_rows]
+            batch = self._full_rows(sel, phys)
+            mrs.insert(keys[new_rows], batch, ts)
+        if reinsert.any():
+            sel = idx[reinsert]
+            full = self._full_rows(sel, phys)
+            values = {c.id: full.column(self.schema.index_of(c.name)) for c in self._non_key}
+            rids = mrs_rid[reinsert]
+            mrs.append_mutations(DeltaBatch.uniform(rids, ts, seq, MutationKind.REINSERT,
+                                                    values), np.ones(len(rids), dtype=bool))
+        present = [c for c in self._non_key if c.id in phys]
+        for mask, mkind in ((do_update, MutationKind.UPDATE), (do_delete, MutationKind.DELETE)):
+            if not mask.any():
+                continue
+            for k in (1, 2, 3):
+                kmask = mask & (kind == k)
+                if not kmask.any():
+                    continue
+                targets = [(None, kmask)] if k == 1 else [
+                    (w, kmask & (which == w)) for w in np.unique(which[kmask])]
+                for w, tmask in targets:
+                    sel = idx[tmask]
+                    values = None
+                    if mkind is MutationKind.UPDATE:
+                        if not present:
+                            continue
+                        psel = pa.array(sel)
+                        values = {c.id: phys[c.id].take(psel) for c in present}
+                    batch = DeltaBatch.uniform(rowid[tmask], ts, seq, mkind, values)
+                    if k == 1:
+                        mrs.append_mutations(batch, None if mkind is MutationKind.UPDATE
+                                             else np.zeros(len(sel), dtype=bool))
+                    elif k == 2:
+                        comps.frozen[int(w)].append_mutations(
+                            batch, None if mkind is MutationKind.UPDATE
+                            else np.zeros(len(sel), dtype=bool))
+                    else:
+                        comps.drss[int(w)].mutate(batch)
+        return int(new_rows.sum() + reinsert.sum() + do_update.sum() + do_delete.sum())
+
+    def _full_rows(self, sel: np.ndarray, phys: dict[int, pa.Array]) -> pa.RecordBatch:
+        """Physical rows for inserts: given columns, else each column's default (or NULL)."""
+        psel = pa.array(sel)
+        m = len(sel)
+        arrays = []
+        for col in self.schema.columns:
+            if col.id in phys:
+                arrays.append(phys[col.id].take(psel))
+            elif col.default is not None:
+                v = physical_value(col.default, col) if col.type not in (
+                    DataType.FLOAT, DataType.DOUBLE, DataType.BOOL) else col.default
+                arrays.append(pa.array([v], type=col.physical_type).take(
+                    pa.array(np.zeros(m, dtype=np.int64))))
+            else:
+                arrays.append(pa.nulls(m, type=col.physical_type))
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(
+            [pa.field(c.name, c.physical_type) for c in self.schema.columns]))
+
+    # -- reads -------------------------------------------------------------------------
+    def _snapshot(self, snapshot: int | MvccSnapshot | None) -> MvccSnapshot:
+        if snapshot is None:
+            return self.mvcc.take_snapshot()
+        if isinstance(snapshot, MvccSnapshot):
+            return snapshot
+        ts = int(snapshot)
+        # Make the read repeatable: no later op may take a timestamp <= ts, and every op
+        # that already holds one must finish first (Kudu waits for "safe time").
+        self.clock.update(ts)
+        self.mvcc.wait_for_safe(ts)
+        return MvccSnapshot.at(ts)
+
+    def _bounds(self, predicates: Sequence[ColumnPredicate], lower_key, upper_key
+                ) -> tuple[bytes | None, bytes | None]:
+        lo, hi = key_bounds(self.schema, predicates)
+        if lower_key is not None:
+            k = encode_key_prefix(tuple(lower_key), self._key_cols)
+            lo = k if lo is None else max(lo, k)
+        if upper_key is not None:
+            k = encode_key_prefix(tuple(upper_key), self._key_cols) if len(
+                tuple(upper_key)) == len(self._key_cols) else None
+            if k is None:  # a prefix as exclusive upper bound: every key below the prefix
+                k = encode_key_prefix(tuple(upper_key), self._key_cols)
+            hi = k if hi is None else min(hi, k)
+        return lo, hi
+
+    def scan(self, columns: Sequence[str] | None = None,
+             predicates: Sequence[ColumnPredicate] = (), snapshot=None,
+             lower_key=None, upper_key=None, lazy: bool = True,
+             stats: ScanStats | None = None) -> Iterator[pa.RecordBatch]:
+        names = list(columns) if columns is not None else self.schema.names
+        cols = [self.schema.column(n) for n in names]
+        bound = [BoundPredicate(p, self.schema.column(p.column)) for p in predicates]
+        snap = self._snapshot(snapshot)
+        lower, upper = self._bounds(predicates, lower_key, upper_key)
+        stats = stats if stats is not None else ScanStats()
+        out_schema = self.schema.arrow_schema(names)
+        comps = self._components
+        if any(p.always_false for p in bound) or (
+                lower is not None and upper is not None and lower >= upper):
+            return
+        sources = [m.scan(cols, bound, snap, lower, upper, stats)
+                   for m in (comps.mrs, *comps.frozen)]
+        drss = comps.tree.overlapping(lower, upper)
+        stats.rowsets_pruned += len(comps.drss) - len(drss)
+        sources += [d.scan(cols, bound, snap, lower, upper, stats, lazy) for d in drss]
+        for src in sources:
+            for block in src:
+                yield self._to_batch(block, cols, out_schema)
+
+    def _to_batch(self, block: dict, cols: Sequence[ColumnSchema], schema: pa.Schema
+                  ) -> pa.RecordBatch:
+        if not cols:
+            return pa.RecordBatch.from_arrays([], schema=schema) if False else \
+                pa.record_batch({"__dummy": pa.nulls(block["__count__"])}).select([])
+        arrays = [to_logical(block[c.id], c.type, c.precision, c.scale) for c in cols]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def scan_table(self, *args, **kwargs) -> pa.Table:
+        names = kwargs.get("columns") or (args[0] if args else None) or self.schema.names
+        batches = list(self.scan(*args, **kwargs))
+        if not names:
+            return pa.table({}).append_column("_", pa.nulls(sum(b.num_rows for b in batches)))\
+                .drop(["_"])
+        return pa.Table.from_batches(batches, schema=self.schema.arrow_schema(names))
+
+    def count_rows(self, snapshot=None) -> int:
+        return sum(b.num_rows for b in self.scan([], snapshot=snapshot))
+
+    def lookup(self, key: Sequence[Any], columns: Sequence[str] | None = None,
+               snapshot=None) -> dict | None:
+        """One row by its full primary key, as {column: Python value}, or None."""
+        names = list(columns) if columns is not None else self.schema.names
+        cols = [self.schema.column(n) for n in names]
+        k = encode_key(tuple(key), self._key_cols)
+        snap = self._snapshot(snapshot)
+        comps = self._components
+        for mrs in (comps.mrs, *comps.frozen):
+            rid = mrs.find_one(k)
+            if rid >= 0:
+                row = mrs.lookup_row(rid, cols, snap)
+                if row is not None:
+                    return {c.name: physical_to_python(row[c.id], c) for c in cols}
+        for drs in comps.tree.containing(k):
+            rid = drs.find_key(k)
+            if rid >= 0:
+                row = drs.lookup_row(rid, cols, snap)
+                if row is not None:
+                    return {c.name: physical_to_python(row[c.id], c) for c in cols}
+        return None
+
+    def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
+                  ) -> pa.Table:
+        """Rows changed in (start_ts, end_ts] with an `is_deleted` column (see docs)."""
+        names = list(columns) if columns is not None else self.schema.names
+        for kc in self._key_cols:
+            if kc.name not in names:
+                names = [kc.name] + names
+        cols = [self.schema.column(n) for n in names]
+        s_snap, e_snap = self._snapshot(start_ts), self._snapshot(end_ts)
+        comps = self._components
+        pieces = []  # (keys, live_s, live_e, {cid: phys})
+
+        def take_rows(rowids: np.ndarray, materialized, cols):
+            """Select `rowids` out of block-wise materialized state at one snapshot."""
+            lives, colparts = [], {c.id: [] for c in cols}
+            keyparts = []
+            for blk in materialized:
+                first, live, vals = blk[0], blk[1], blk[2]
+                m = len(live)
+                a = np.searchsorted(rowids, first)
+                b = np.searchsorted(rowids, first + m)
+                if a == b:
+                    continue
+                local = rowids[a:b] - first
+                lives.append(live[local])
+                pl = pa.array(local)
+                for c in cols:
+                    colparts[c.id].append(vals[c.id].take(pl))
+                if len(blk) > 3:
+                    keyparts.append(blk[3][local])
+            return lives, colparts, keyparts
+
+        for rs in (comps.mrs, *comps.frozen, *comps.drss):
+            changed = rs.changed_rowids(start_ts, end_ts)
+            if not len(changed):
+                continue
+            live_s_parts, _, _ = take_rows(changed, rs.materialize([], s_snap), [])
+            live_e_parts, colparts, keyparts = take_rows(changed, rs.materialize(cols, e_snap),
+                                                         cols)
+            live_s = np.concatenate(live_s_parts)
+            live_e = np.concatenate(live_e_parts)
+            vals = {c.id: pa.concat_arrays(colparts[c.id]) for c in cols}
+            if keyparts:
+                keys = np.concatenate(keyparts)
+            else:
+                keys = encode_keys([vals[c.id] for c in self._key_cols], self._key_cols)
+            pieces.append((keys, live_s, live_e, vals))
+        out_schema = self.schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
+        if not pieces:
+            return out_schema.empty_table()
+        keys = np.concatenate([p[0] for p in pieces])
+        live_s = np.concatenate([p[1] for p in pieces])
+        live_e = np.concatenate([p[2] for p in pieces])
+        vals = {c.id: pa.concat_arrays([p[3][c.id] for p in pieces]) for c in cols}
+        cand = np.flatnonzero(live_s | live_e)
+        # One output row per key: the version live at end_ts if any, else a deleted one.
+        order = cand[np.lexsort((~live_e[cand], keys[cand]))]
+        sk = keys[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = sk[1:] != sk[:-1]
+        pick = pa.array(order[first])
+        arrays = [to_logical(vals[c.id].take(pick), c.type, c.precision, c.scale) for c in cols]
+        arrays.append(pa.array(~live_e[order[first]]))
+        return pa.Table.from_arrays(arrays, schema=out_schema)
+
+    # -- maintenance -------------------------------------------------------------------
+    def flush_mrs(self) -> int:
+        """Flush the MemRowSet to DiskRowSets; returns the number of rows flushed."""
+        with self._flush_lock:
+            with self._write_lock:
+                comps = self._components
+                old = comps.mrs
+                if old.empty():
+                    return 0
+                old.frozen = True
+                self._components = _Components(self._new_mrs(), comps.frozen + (old,),
+                                               comps.tree)
+                snap = self.mvcc.take_snapshot()
+            new_drss, remap = self._write_flush(old, snap)
+            with self._write_lock:
+                self._catch_up(old, snap, remap, new_drss)
+                comps = self._components
+                self._components = _Components(
+                    comps.mrs, tuple(f for f in comps.frozen if f is not old),
+                    self._tree(list(comps.drss) + new_drss))
+                self._persist_metadata()
+            return len(old)
+
+    def _write_flush(self, mrs: MemRowSet, snap: MvccSnapshot
+                     ) -> tuple[list[DiskRowSet], tuple[np.ndarray, np.ndarray]]:
+        n, insert_ts, redo = mrs.capture()
+        keys, order = mrs.sorted_rowids()
+        data = mrs.table(n).take(pa.array(order))
+        inv = np.empty(n, dtype=np.int64)
+        inv[order] = np.arange(n, dtype=np.int64)
+        committed = redo.select(snap.is_committed_array(redo.ts)) if len(redo) else redo
+        redo_out = committed.remap_rowids(inv).sorted() if len(committed) else committed
+        base = {c.id: data.column(c.name).combine_chunks() for c in self._non_key}
+        new_base, undo, kept = fold_history(n, base, insert_ts[order], redo_out, self._non_key)
+        arrays = [data.column(c.name).combine_chunks() if c.id in self._key_ids
+                  else new_base[c.id] for c in self.schema.columns]
+        full = pa.Table.from_arrays(arrays, schema=data.schema)
+        # Roll to a new DiskRowSet every drs_target_bytes (in-memory size as the estimate).
+        per_row = max(full.nbytes / max(n, 1), 1)
+        rows_per = max(int(self.config.drs_target_bytes // per_row), self.config.page_rows)
+        drs_of = np.empty(n, dtype=np.int64)
+        local = np.empty(n, dtype=np.int64)
+        new_drss = []
+        for j, a in enumerate(range(0, n, rows_per)):
+            b = min(a + rows_per, n)
+            self._next_rowset_id += 1
+            rid = self._next_rowset_id
+            d = os.path.join(self.path, "rowsets", f"{rid:08d}")
+            meta = write_diskrowset(d, rid, self.schema, full.slice(a, b - a), keys[a:b],
+                                    _shift(undo.slice_rows(a, b), a),
+                                    _shift(kept.slice_rows(a, b), a), self.config)
+            new_drss.append(DiskRowSet(d, self.schema, meta, self.cache, self.config))
+            drs_of[a:b] = j
+            local[a:b] = np.arange(b - a)
+        # mrs rowid -> (new drs index, rowid in it)
+        return new_drss, (drs_of[inv], local[inv])
+
+    def _catch_up(self, mrs: MemRowSet, snap: MvccSnapshot,
+                  remap: tuple[np.ndarray, np.ndarray], new_drss: list[DiskRowSet]) -> None:
+        """Move mutations of the frozen MRS made after the flush snapshot to the new DMSs."""
+        _, _, redo = mrs.capture()
+        if not len(redo):
+            return
+        late = redo.select(~snap.is_committed_array(redo.ts))
+        if not len(late):
+            return
+        drs_of, local = remap
+        target = drs_of[late.rowid]
+        for j in np.unique(target):
+            part = late.select(target == j)
+            new_drss[int(j)].mutate(part.remap_rowids(local).sorted())
+
+    def flush_dms(self) -> int:
+        """Flush every DeltaMemStore to a REDO DeltaFile; returns records flushed."""
+        with self._flush_lock:
+            with self._write_lock:
+                pending = [(d, d.begin_dms_flush()) for d in self._components.drss]
+            total = 0
+            for d, old in pending:
+                if old is not None:
+                    total += len(old)
+                    d.finish_dms_flush(old, self.config.fsync)
+            if total:
+                with self._write_lock:
+                    self._persist_metadata()
+            return total
+
+
+def _shift(batch: DeltaBatch, offset: int) -> DeltaBatch:
+    if not len(batch) or offset == 0:
+        return batch
+    return DeltaBatch(batch.rowid - offset, batch.ts, batch.seq, batch.kind, batch.columns)
+
+
+def _as_table(rows) -> pa.Table:
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    if isinstance(rows, dict):
+        return pa.table(rows)
+    if isinstance(rows, list):
+        return pa.Table.from_pylist(rows)
+    raise errors.InvalidArgument(f"cannot write rows of type {type(rows).__name__}")

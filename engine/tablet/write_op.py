@@ -1,0 +1,49 @@
+"""Row operations and their per-row results.
+
+A write batch is N row operations; the tablet applies each on its own (Kudu: a batch is not
+atomic) and returns N outcomes as one `WriteResult`: the op's timestamp, how many rows were
+applied, and one `RowError` for every row that was not. Rows are never reported by raising.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+
+class OpType(enum.IntEnum):
+    INSERT = 1
+    UPDATE = 2
+    DELETE = 3
+    UPSERT = 5
+
+
+class RowErrorCode(str, enum.Enum):
+    ALREADY_PRESENT = "ALREADY_PRESENT"  # INSERT of a key that is live (SQLSTATE 23505)
+    NOT_FOUND = "NOT_FOUND"  # UPDATE/DELETE of a key that is not live (02000)
+    NOT_NULL = "NOT_NULL"  # NULL into a NOT NULL column (23502)
+    INVALID = "INVALID"  # a value the column cannot hold (22P02 / 22003)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowError:
+    index: int  # position of the row in the batch
+    code: str
+    message: str
+    key: tuple
+
+    @property
+    def sqlstate(self) -> str:
+        return {"ALREADY_PRESENT": "23505", "NOT_FOUND": "02000", "NOT_NULL": "23502",
+                "INVALID": "22P02"}[self.code]
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteResult:
+    timestamp: int
+    num_applied: int
+    row_errors: list[RowError]
+
+    @property
+    def ok(self) -> bool:
+        return not self.row_errors

@@ -1,0 +1,184 @@
+"""Kudu column types and their mapping to Arrow.
+
+Every column has a *logical* type (what the user declared) and a *physical* Arrow type
+(what the storage layer encodes in pages). The scan path returns the logical Arrow type:
+
+    logical            Arrow (scan result)        physical (pages)
+    INT8..INT64        int8..int64                same
+    FLOAT / DOUBLE     float32 / float64          same
+    BOOL               bool                       same
+    DECIMAL(p,s)       decimal128(p, s)           int32 (p<=9), int64 (p<=18), fsb(16) (p>18)
+    STRING, VARCHAR(n) string                     binary
+    BINARY             binary                     binary
+    DATE               date32                     int32 (days since epoch)
+    TIMESTAMP          timestamp('us')            int64 (unix micros, UTC)
+
+DECIMAL keeps Kudu's DECIMAL32/64/128 storage sizes so TPC-H money columns (DECIMAL(15,2))
+cost 8 bytes a cell on disk, not 16. Conversions between logical and physical arrays are
+zero-copy or a single vectorised kernel (`to_physical`, `to_logical`).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class DataType(enum.Enum):
+    INT8 = "int8"
+    INT16 = "int16"
+    INT32 = "int32"
+    INT64 = "int64"
+    FLOAT = "float"
+    DOUBLE = "double"
+    DECIMAL = "decimal"
+    STRING = "string"
+    VARCHAR = "varchar"
+    BINARY = "binary"
+    BOOL = "bool"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+
+    @property
+    def is_integer(self) -> bool:
+        return self in _INTEGER_TYPES
+
+    @property
+    def key_allowed(self) -> bool:
+        """Kudu forbids BOOL, FLOAT and DOUBLE in the primary key."""
+        return self not in (DataType.BOOL, DataType.FLOAT, DataType.DOUBLE)
+
+
+_INTEGER_TYPES = {DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64}
+
+INTEGER_RANGES = {
+    DataType.INT8: (-(2**7), 2**7 - 1),
+    DataType.INT16: (-(2**15), 2**15 - 1),
+    DataType.INT32: (-(2**31), 2**31 - 1),
+    DataType.INT64: (-(2**63), 2**63 - 1),
+}
+
+MAX_DECIMAL_PRECISION = 38
+MAX_VARCHAR_LENGTH = 65535
+
+
+def decimal_physical_type(precision: int) -> pa.DataType:
+    if precision <= 9:
+        return pa.int32()
+    if precision <= 18:
+        return pa.int64()
+    return pa.binary(16)
+
+
+def arrow_type(dtype: DataType, precision: int | None = None, scale: int | None = None) -> pa.DataType:
+    """The Arrow type a scan returns for a column of this logical type."""
+    match dtype:
+        case DataType.INT8:
+            return pa.int8()
+        case DataType.INT16:
+            return pa.int16()
+        case DataType.INT32:
+            return pa.int32()
+        case DataType.INT64:
+            return pa.int64()
+        case DataType.FLOAT:
+            return pa.float32()
+        case DataType.DOUBLE:
+            return pa.float64()
+        case DataType.BOOL:
+            return pa.bool_()
+        case DataType.DECIMAL:
+            return pa.decimal128(precision, scale)
+        case DataType.STRING | DataType.VARCHAR:
+            return pa.string()
+        case DataType.BINARY:
+            return pa.binary()
+        case DataType.DATE:
+            return pa.date32()
+        case DataType.TIMESTAMP:
+            return pa.timestamp("us")
+    raise ValueError(f"unknown type {dtype}")
+
+
+def physical_type(dtype: DataType, precision: int | None = None) -> pa.DataType:
+    """The Arrow type the page encoders see for a column of this logical type."""
+    match dtype:
+        case DataType.DECIMAL:
+            return decimal_physical_type(precision)
+        case DataType.STRING | DataType.VARCHAR | DataType.BINARY:
+            return pa.binary()
+        case DataType.DATE:
+            return pa.int32()
+        case DataType.TIMESTAMP:
+            return pa.int64()
+    return arrow_type(dtype)
+
+
+def to_physical(arr: pa.Array, dtype: DataType, precision: int | None = None) -> pa.Array:
+    """Logical Arrow array -> physical Arrow array (zero-copy except for DECIMAL)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    phys = physical_type(dtype, precision)
+    if dtype is DataType.DECIMAL:
+        return _decimal_to_unscaled(arr, phys)
+    if arr.type == phys:
+        return arr
+    return arr.view(phys) if _same_width(arr.type, phys) else arr.cast(phys)
+
+
+def to_logical(arr: pa.Array, dtype: DataType, precision: int | None = None,
+               scale: int | None = None) -> pa.Array:
+    """Physical Arrow array -> the logical Arrow array a scan returns."""
+    logical = arrow_type(dtype, precision, scale)
+    if dtype is DataType.DECIMAL:
+        return _unscaled_to_decimal(arr, logical)
+    if arr.type == logical:
+        return arr
+    return arr.view(logical)
+
+
+def _same_width(a: pa.DataType, b: pa.DataType) -> bool:
+    binaryish = (pa.types.is_binary(a) or pa.types.is_string(a)) and (
+        pa.types.is_binary(b) or pa.types.is_string(b))
+    if binaryish:
+        return True
+    try:
+        return a.bit_width == b.bit_width
+    except ValueError:
+        return False
+
+
+def _decimal_to_unscaled(arr: pa.Array, phys: pa.DataType) -> pa.Array:
+    """decimal128 -> int32/int64 unscaled values (vectorised: reads the low 64-bit word)."""
+    if pa.types.is_fixed_size_binary(phys):
+        return arr.view(pa.binary(16)) if arr.type.bit_width == 128 else arr.cast(pa.binary(16))
+    if not pa.types.is_decimal128(arr.type):
+        arr = arr.cast(pa.decimal128(38, arr.type.scale))
+    n = len(arr)
+    words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + n))
+    low = words[2 * arr.offset::2][:n]
+    values = low.astype(phys.to_pandas_dtype(), copy=True)
+    validity = arr.buffers()[0]
+    if arr.null_count == 0:
+        return pa.array(values, type=phys)
+    mask = np.asarray(arr.is_null())
+    return pa.array(values, type=phys, mask=mask)
+
+
+def _unscaled_to_decimal(arr: pa.Array, logical: pa.DataType) -> pa.Array:
+    """int32/int64 unscaled -> decimal128 by sign-extending into 128-bit words (vectorised)."""
+    if pa.types.is_fixed_size_binary(arr.type):
+        return arr.view(logical)
+    n = len(arr)
+    vals = np.asarray(arr.fill_null(0) if arr.null_count else arr, dtype=np.int64)
+    words = np.empty((n, 2), dtype=np.int64)
+    words[:, 0] = vals
+    words[:, 1] = vals >> 63
+    validity = None
+    if arr.null_count:
+        validity = pc.is_valid(arr).buffers()[1]
+    return pa.Array.from_buffers(logical, n, [validity, pa.py_buffer(words)],
+                                 null_count=arr.null_count)
