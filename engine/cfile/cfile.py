@@ -8,7 +8,8 @@ blocks of a rowset):
     | page 0 | page 1 |     | page 0 | page 1 |     | (JSON) |  uint32 LE |   magic    |
     +--------+--------+-----+--------+--------+-----+--------+-----------------------+
 
-Per column the footer holds the *ordinal index* (first row of every page, its offset and
+Pages start at 8-byte aligned offsets (so fixed-width values can be viewed in place). Per
+column the footer holds the *ordinal index* (first row of every page, its offset and
 size) and per-page statistics: null count and min/max of the physical values (omitted for
 values longer than 64 bytes). A sorted column (the primary-key index) also keeps a *value
 index*: the first and last value of every page, so a key is located with one binary search
@@ -33,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import errors
+from engine.cfile.cell_reader import read_cell
 from engine.cfile.encodings import Compression, Encoding, decode_page, encode_page, gather_page
 
 MAGIC = b"KSQLCF01"
@@ -107,6 +109,10 @@ class CFileWriter:
             offsets.append(self._offset)
             sizes.append(len(data))
             self._offset += len(data)
+            pad = -self._offset % 8  # pages start 8-aligned so PLAIN decodes zero-copy
+            if pad:
+                self._f.write(b"\0" * pad)
+                self._offset += pad
             nulls.append(page.null_count)
             if len(page) and page.null_count < len(page) and not pa.types.is_fixed_size_binary(
                     page.type):
@@ -153,6 +159,7 @@ class ColumnReader:
     def __init__(self, meta: dict, buf: pa.Buffer, path: str):
         self.name = meta["name"]
         self.type = _TYPES[meta["type"]]
+        self.type_name = meta["type"]
         self.num_rows = meta["num_rows"]
         self.page_rows = meta["page_rows"]
         self._offsets = meta["offsets"]
@@ -163,6 +170,7 @@ class ColumnReader:
         self._first = [bytes.fromhex(h) for h in meta.get("first", [])]
         self._last = [bytes.fromhex(h) for h in meta.get("last", [])]
         self._buf = buf
+        self._mv = memoryview(buf)
         self._path = path
         self.num_pages = len(self._offsets) if self.num_rows else 0
         # Ordinal index: first row of each page (pages are page_rows long except the last).
@@ -187,6 +195,12 @@ class ColumnReader:
 
     def gather(self, page: int, positions: np.ndarray) -> pa.Array:
         return gather_page(self.page_buffer(page), self.type, positions)
+
+    def read_cell(self, rowid: int):
+        """One physical value by rowid, read in place (the point-lookup path)."""
+        page = rowid // self.page_rows
+        return read_cell(self._mv, self.type, rowid - page * self.page_rows, self.type_name,
+                         self._offsets[page])
 
     def stats(self, page: int) -> tuple[Any, Any, int, int]:
         lo, hi = self.page_range(page)

@@ -97,22 +97,34 @@ def _write_json_atomic(path: str, obj: Any, fsync: bool) -> None:
         fsync_dir(os.path.dirname(path) or ".")
 
 
-def physical_to_python(v: Any, col: ColumnSchema) -> Any:
-    """A physical scalar (int/bytes) -> the Python value of the column's logical type."""
-    if v is None:
-        return None
+def _identity(v: Any) -> Any:
+    return v
+
+
+def python_converter(col: ColumnSchema):
+    """A function: physical scalar (int/bytes/None) -> Python value of the logical type."""
     match col.type:
         case DataType.DATE:
-            return _EPOCH_DATE + _dt.timedelta(days=v)
+            return lambda v: None if v is None else _EPOCH_DATE + _dt.timedelta(days=v)
         case DataType.TIMESTAMP:
-            return _EPOCH_DT + _dt.timedelta(microseconds=v)
+            return lambda v: None if v is None else _EPOCH_DT + _dt.timedelta(microseconds=v)
         case DataType.DECIMAL:
-            if isinstance(v, bytes):
-                v = int.from_bytes(v, "little", signed=True)
-            return decimal.Decimal(v).scaleb(-col.scale)
+            scale = col.scale
+
+            def dec(v):
+                if v is None:
+                    return None
+                if isinstance(v, bytes):
+                    v = int.from_bytes(v, "little", signed=True)
+                return decimal.Decimal(v).scaleb(-scale)
+            return dec
         case DataType.STRING | DataType.VARCHAR:
-            return v.decode()
-    return v
+            return lambda v: None if v is None else v.decode()
+    return _identity
+
+
+def physical_to_python(v: Any, col: ColumnSchema) -> Any:
+    return python_converter(col)(v)
 
 
 class Tablet:
@@ -129,6 +141,8 @@ class Tablet:
         self._key_cols = schema.key_columns
         self._key_ids = {c.id for c in self._key_cols}
         self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
+        self._all_cols = list(schema.columns)
+        self._to_python = {c.id: python_converter(c) for c in schema.columns}
         meta = meta or {}
         self._next_rowset_id = meta.get("next_rowset_id", 0)
         self._next_mrs_id = meta.get("next_mrs_id", 0)
@@ -543,23 +557,23 @@ class Tablet:
     def lookup(self, key: Sequence[Any], columns: Sequence[str] | None = None,
                snapshot=None) -> dict | None:
         """One row by its full primary key, as {column: Python value}, or None."""
-        names = list(columns) if columns is not None else self.schema.names
-        cols = [self.schema.column(n) for n in names]
+        cols = self._all_cols if columns is None else [self.schema.column(n) for n in columns]
         k = encode_key(tuple(key), self._key_cols)
         snap = self._snapshot(snapshot)
         comps = self._components
+        conv = self._to_python
         for mrs in (comps.mrs, *comps.frozen):
             rid = mrs.find_one(k)
             if rid >= 0:
                 row = mrs.lookup_row(rid, cols, snap)
                 if row is not None:
-                    return {c.name: physical_to_python(row[c.id], c) for c in cols}
+                    return {c.name: conv[c.id](row[c.id]) for c in cols}
         for drs in comps.tree.containing(k):
             rid = drs.find_key(k)
             if rid >= 0:
                 row = drs.lookup_row(rid, cols, snap)
                 if row is not None:
-                    return {c.name: physical_to_python(row[c.id], c) for c in cols}
+                    return {c.name: conv[c.id](row[c.id]) for c in cols}
         return None
 
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None

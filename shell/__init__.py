@@ -1,0 +1,1 @@
+"""The `kudusql shell` REPL (issue: shell), built on prompt_toolkit."""
