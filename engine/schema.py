@@ -28,6 +28,21 @@ ENCODINGS = ("AUTO_ENCODING", "PLAIN_ENCODING", "PREFIX_ENCODING", "RLE", "DICT_
              "BIT_SHUFFLE", "FOR_ENCODING")
 COMPRESSIONS = ("DEFAULT_COMPRESSION", "NO_COMPRESSION", "LZ4")
 
+_INT_ENCODINGS = {"AUTO_ENCODING", "PLAIN_ENCODING", "BIT_SHUFFLE", "RLE", "FOR_ENCODING"}
+# Kudu's table of encodings per type (kudu-facts §2.2), plus FOR for integers.
+ALLOWED_ENCODINGS = {
+    DataType.INT8: _INT_ENCODINGS, DataType.INT16: _INT_ENCODINGS,
+    DataType.INT32: _INT_ENCODINGS, DataType.INT64: _INT_ENCODINGS,
+    DataType.DATE: _INT_ENCODINGS, DataType.TIMESTAMP: _INT_ENCODINGS,
+    DataType.FLOAT: {"AUTO_ENCODING", "PLAIN_ENCODING", "BIT_SHUFFLE"},
+    DataType.DOUBLE: {"AUTO_ENCODING", "PLAIN_ENCODING", "BIT_SHUFFLE"},
+    DataType.DECIMAL: {"AUTO_ENCODING", "PLAIN_ENCODING", "BIT_SHUFFLE"},
+    DataType.BOOL: {"AUTO_ENCODING", "PLAIN_ENCODING", "RLE"},
+    DataType.STRING: {"AUTO_ENCODING", "PLAIN_ENCODING", "PREFIX_ENCODING", "DICT_ENCODING"},
+    DataType.VARCHAR: {"AUTO_ENCODING", "PLAIN_ENCODING", "PREFIX_ENCODING", "DICT_ENCODING"},
+    DataType.BINARY: {"AUTO_ENCODING", "PLAIN_ENCODING", "PREFIX_ENCODING", "DICT_ENCODING"},
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class ColumnSchema:
@@ -57,6 +72,10 @@ class ColumnSchema:
                 f"column {self.name!r}: VARCHAR length must be 1..{MAX_VARCHAR_LENGTH}")
         if self.encoding not in ENCODINGS:
             raise errors.InvalidArgument(f"column {self.name!r}: unknown encoding {self.encoding}")
+        if self.encoding not in ALLOWED_ENCODINGS[self.type]:
+            raise errors.InvalidArgument(
+                f"column {self.name!r}: encoding {self.encoding} is not supported for type "
+                f"{self.type.name} (allowed: {', '.join(sorted(ALLOWED_ENCODINGS[self.type]))})")
         if self.compression not in COMPRESSIONS:
             raise errors.InvalidArgument(
                 f"column {self.name!r}: unknown compression {self.compression}")
