@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import errors
-from engine.cfile.cell_reader import read_cell
+from engine.cfile.cell_reader import page_cell_reader
 from engine.cfile.encodings import Compression, Encoding, decode_page, encode_page, gather_page
 
 MAGIC = b"KSQLCF01"
@@ -173,6 +173,7 @@ class ColumnReader:
         self._mv = memoryview(buf)
         self._path = path
         self.num_pages = len(self._offsets) if self.num_rows else 0
+        self._cell_readers: list = [None] * len(self._offsets)
         # Ordinal index: first row of each page (pages are page_rows long except the last).
         self.page_starts = np.arange(self.num_pages, dtype=np.int64) * self.page_rows
 
@@ -197,10 +198,17 @@ class ColumnReader:
         return gather_page(self.page_buffer(page), self.type, positions)
 
     def read_cell(self, rowid: int):
-        """One physical value by rowid, read in place (the point-lookup path)."""
+        """One physical value by rowid, read in place (the point-lookup path).
+
+        The per-page reader (header parsed, dictionary as a list) is built on first use and
+        kept: a few hundred bytes a page, far less than a decoded page.
+        """
         page = rowid // self.page_rows
-        return read_cell(self._mv, self.type, rowid - page * self.page_rows, self.type_name,
-                         self._offsets[page])
+        f = self._cell_readers[page]
+        if f is None:
+            f = page_cell_reader(self._mv, self.type, self._offsets[page], self.type_name)
+            self._cell_readers[page] = f
+        return f(rowid - page * self.page_rows)
 
     def stats(self, page: int) -> tuple[Any, Any, int, int]:
         lo, hi = self.page_range(page)

@@ -341,32 +341,24 @@ class DiskRowSet:
                 continue
             all_live = bool(live.all())
             sel = None if all_live else np.flatnonzero(live)
-            values: dict[int, pa.Array] = {}
             if lazy:
+                # Predicate columns one at a time, each read only at the rows that passed
+                # the previous ones; other columns only at the final survivors.
                 for p in predicates:
-                    arr = values.get(p.col_id)
-                    if arr is None:
-                        arr = self._patched(p.col, page, blo, bhi, sel, res_u, res_r)
-                    m = p.evaluate(arr)
-                    if m.all():
-                        values[p.col_id] = arr
-                        continue
-                    keep = np.flatnonzero(m)
-                    sel = keep if sel is None else sel[keep]
-                    values = {cid: a.take(pa.array(keep)) for cid, a in values.items()}
-                    values[p.col_id] = arr.take(pa.array(keep))
-                    if not len(sel):
-                        break
+                    m = p.evaluate(self._patched(p.col, page, blo, bhi, sel, res_u, res_r))
+                    if not m.all():
+                        keep = np.flatnonzero(m)
+                        sel = keep if sel is None else sel[keep]
+                        if not len(sel):
+                            break
                 if sel is not None and not len(sel):
                     stats.blocks_skipped_lazy += 1
-                    stats.cells_skipped_lazy += (hi - lo) * len(
-                        [c for c in columns if c.id not in values])
+                    stats.cells_skipped_lazy += (hi - lo) * len(columns)
                     continue
-                for c in columns:
-                    if c.id not in values:
-                        values[c.id] = self._patched(c, page, blo, bhi, sel, res_u, res_r)
-                        if sel is not None:
-                            stats.cells_skipped_lazy += (hi - lo) - len(sel)
+                if sel is not None:
+                    stats.cells_skipped_lazy += ((hi - lo) - len(sel)) * len(columns)
+                values = {c.id: self._patched(c, page, blo, bhi, sel, res_u, res_r)
+                          for c in columns}
             else:
                 full = {cid: self._patched(col, page, blo, bhi, None, res_u, res_r)
                         for cid, col in ({c.id: c for c in columns} | pred_cols).items()}
@@ -376,7 +368,8 @@ class DiskRowSet:
                 if not m.any():
                     continue
                 keep = None if m.all() else pa.array(np.flatnonzero(m))
-                values = {cid: (a if keep is None else a.take(keep)) for cid, a in full.items()}
+                values = {c.id: (full[c.id] if keep is None else full[c.id].take(keep))
+                          for c in columns}
                 sel = None if keep is None else np.flatnonzero(m)
             out = {c.id: values[c.id] for c in columns}
             nrows = (bhi - blo) if sel is None else len(sel)

@@ -118,6 +118,12 @@ class BoundPredicate:
                     for v in pred.values if v is not None]
             self.values = pa.array(vals, type=typ)
             self.always_false = len(self.values) == 0
+        numeric = (pa.types.is_integer(typ) or pa.types.is_floating(typ)) and not self.logical
+        self._np_bounds = None
+        if pred.kind == "range" and numeric and (self.lower is not None or
+                                                 self.upper is not None):
+            self._np_bounds = (None if self.lower is None else self.lower.as_py(),
+                               None if self.upper is None else self.upper.as_py())
         if pred.kind == "range" and self.lower is not None and self.upper is not None:
             lo, hi = self.lower.as_py(), self.upper.as_py()
             if lo > hi or (lo == hi and not (pred.lower_inclusive and pred.upper_inclusive)):
@@ -130,6 +136,18 @@ class BoundPredicate:
         if self.logical:
             arr = to_logical(arr, self.col.type, self.col.precision, self.col.scale)
         p = self.pred
+        if self._np_bounds is not None and arr.null_count == 0 and len(arr):
+            # Fixed-width values without nulls: numpy compares a zero-copy view directly,
+            # cheaper than several Arrow kernel calls plus a boolean conversion.
+            v = arr.to_numpy(zero_copy_only=True)
+            lo, hi = self._np_bounds
+            m = None
+            if lo is not None:
+                m = (v >= lo) if p.lower_inclusive else (v > lo)
+            if hi is not None:
+                u = (v <= hi) if p.upper_inclusive else (v < hi)
+                m = u if m is None else (m & u)
+            return m if m is not None else np.ones(len(v), dtype=bool)
         match self.kind:
             case "is_null":
                 return np.asarray(arr.is_null())

@@ -52,7 +52,12 @@ from engine.cfile.bloom import hash_keys
 from engine.cfile.cfile import fsync_dir
 from engine.clock import Clock, HybridClock
 from engine.config import TabletConfig
-from engine.key_encoding import encode_key, encode_key_prefix, encode_keys, physical_value
+from engine.key_encoding import (
+    compile_key_encoder,
+    encode_key_prefix,
+    encode_keys,
+    physical_value,
+)
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.compaction import fold_history
 from engine.tablet.delta import DeltaBatch, MutationKind
@@ -142,6 +147,7 @@ class Tablet:
         self._key_ids = {c.id for c in self._key_cols}
         self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
         self._all_cols = list(schema.columns)
+        self._encode_key = compile_key_encoder(self._key_cols)
         self._to_python = {c.id: python_converter(c) for c in schema.columns}
         meta = meta or {}
         self._next_rowset_id = meta.get("next_rowset_id", 0)
@@ -558,7 +564,7 @@ class Tablet:
                snapshot=None) -> dict | None:
         """One row by its full primary key, as {column: Python value}, or None."""
         cols = self._all_cols if columns is None else [self.schema.column(n) for n in columns]
-        k = encode_key(tuple(key), self._key_cols)
+        k = self._encode_key(key)
         snap = self._snapshot(snapshot)
         comps = self._components
         conv = self._to_python
