@@ -39,6 +39,16 @@ _INT_WIDTH = {DataType.INT8: 1, DataType.INT16: 2, DataType.INT32: 4, DataType.I
               DataType.DATE: 4, DataType.TIMESTAMP: 8}
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_DT = _dt.datetime(1970, 1, 1)
+# DECIMAL(38) needs more than the default 28 significant digits; 80 covers any value a
+# column or a predicate literal can hold, so scaling is exact.
+DECIMAL_CONTEXT = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_UP)
+
+
+def decimal_unscaled_exact(value: Any, scale: int) -> decimal.Decimal:
+    """value * 10**scale computed exactly (may have a fractional part)."""
+    d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(
+        value if not isinstance(value, float) else repr(value))
+    return d.scaleb(scale, context=DECIMAL_CONTEXT)
 
 
 def _fixed_width(col: ColumnSchema) -> int | None:
@@ -141,8 +151,10 @@ def physical_value(value: Any, col: ColumnSchema) -> Any:
             return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
         return int(value)
     if t is DataType.DECIMAL:
-        d = decimal.Decimal(value) if not isinstance(value, decimal.Decimal) else value
-        unscaled = int(d.scaleb(col.scale).to_integral_value(rounding=decimal.ROUND_HALF_UP))
+        if isinstance(value, bool):
+            raise errors.InvalidArgument(f"invalid value {value!r} for {col.type_sql()}")
+        unscaled = int(decimal_unscaled_exact(value, col.scale).to_integral_value(
+            rounding=decimal.ROUND_HALF_UP, context=DECIMAL_CONTEXT))
         if abs(unscaled) >= 10 ** col.precision:
             raise errors.InvalidArgument(f"value {value} out of range for {col.type_sql()}")
         return unscaled

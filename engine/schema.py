@@ -11,6 +11,8 @@ Contract (Kudu's rules):
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
+import decimal
 from typing import Any, Iterable
 
 import pyarrow as pa
@@ -99,13 +101,36 @@ class ColumnSchema:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["type"] = self.type.value
+        d["default"] = _default_to_json(self.default)
         return d
 
     @staticmethod
     def from_dict(d: dict) -> "ColumnSchema":
         d = dict(d)
         d["type"] = DataType(d["type"])
+        d["default"] = _default_from_json(d.get("default"))
         return ColumnSchema(**d)
+
+
+def _default_to_json(v: Any) -> Any:
+    """DEFAULT values as JSON: tagged strings for types JSON has no literal for."""
+    if isinstance(v, decimal.Decimal):
+        return {"decimal": str(v)}
+    if isinstance(v, _dt.datetime):
+        return {"timestamp": v.isoformat()}
+    if isinstance(v, _dt.date):
+        return {"date": v.isoformat()}
+    if isinstance(v, (bytes, bytearray)):
+        return {"binary": bytes(v).hex()}
+    return v
+
+
+def _default_from_json(v: Any) -> Any:
+    if not isinstance(v, dict):
+        return v
+    (tag, s), = v.items()
+    return {"decimal": decimal.Decimal, "timestamp": _dt.datetime.fromisoformat,
+            "date": _dt.date.fromisoformat, "binary": bytes.fromhex}[tag](s)
 
 
 class Schema:
@@ -114,6 +139,10 @@ class Schema:
     def __init__(self, columns: Iterable[ColumnSchema], key: Iterable[str] | None = None,
                  num_key_columns: int | None = None, next_column_id: int | None = None):
         cols = list(columns)
+        names = [c.name for c in cols]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise errors.InvalidArgument(f"column {dup!r} specified more than once")
         if key is not None:
             key = list(key)
             by_name = {c.name: c for c in cols}

@@ -195,7 +195,11 @@ class ColumnReader:
                 f"{self._path}: column {self.name} page {page} cannot be decoded: {e}") from e
 
     def gather(self, page: int, positions: np.ndarray) -> pa.Array:
-        return gather_page(self.page_buffer(page), self.type, positions)
+        try:
+            return gather_page(self.page_buffer(page), self.type, positions)
+        except errors.Corruption as e:
+            raise errors.Corruption(
+                f"{self._path}: column {self.name} page {page} cannot be decoded: {e}") from e
 
     def read_cell(self, rowid: int):
         """One physical value by rowid, read in place (the point-lookup path).

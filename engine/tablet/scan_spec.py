@@ -12,15 +12,23 @@ min/max without decoding. DECIMAL(p>18) is compared in its logical form.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.key_encoding import encode_key_prefix, physical_value, successor_prefix
+from engine import errors
+from engine.key_encoding import (
+    DECIMAL_CONTEXT,
+    decimal_unscaled_exact,
+    encode_key_prefix,
+    physical_value,
+    successor_prefix,
+)
 from engine.schema import ColumnSchema, Schema
-from engine.types import DataType, to_logical
+from engine.types import INTEGER_RANGES, DataType, to_logical
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +98,42 @@ class ColumnPredicate:
         return " AND ".join(parts) or f"{c} IS NOT NULL"
 
 
+_INTEGRAL_TYPES = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64,
+                   DataType.DATE, DataType.TIMESTAMP, DataType.DECIMAL)
+
+
+def _limits(col: ColumnSchema) -> tuple[int, int]:
+    if col.type is DataType.DECIMAL:
+        m = 10 ** col.precision - 1
+        return -m, m
+    if col.type is DataType.DATE:
+        return INTEGER_RANGES[DataType.INT32]
+    if col.type is DataType.TIMESTAMP:
+        return INTEGER_RANGES[DataType.INT64]
+    return INTEGER_RANGES[col.type]
+
+
+def _exact(v: Any, col: ColumnSchema) -> decimal.Decimal:
+    """A literal as an exact number in the column's physical units (may be fractional)."""
+    if col.type is DataType.DECIMAL:
+        return decimal_unscaled_exact(v, col.scale)
+    if col.type in (DataType.DATE, DataType.TIMESTAMP) and not isinstance(v, (int, float,
+                                                                             decimal.Decimal)):
+        return decimal.Decimal(physical_value(v, col))
+    if isinstance(v, bool) or not isinstance(v, (int, float, decimal.Decimal)):
+        raise errors.InvalidArgument(
+            f"cannot compare column {col.name} ({col.type_sql()}) with {v!r}")
+    return decimal.Decimal(v if not isinstance(v, float) else repr(v))
+
+
 class BoundPredicate:
-    """A predicate bound to a column, evaluated on that column's physical arrays."""
+    """A predicate bound to a column, evaluated on that column's physical arrays.
+
+    For integer-like columns (integers, DATE, TIMESTAMP, DECIMAL) the literals are first
+    normalised to *inclusive integer bounds in physical units*, exactly: `d < 1.234` on a
+    DECIMAL(9,2) column becomes `unscaled <= 123`, `i8 = 1000` is always false and
+    `i8 < 1000` has no upper bound. No literal is ever rounded into a wrong answer.
+    """
 
     def __init__(self, pred: ColumnPredicate, col: ColumnSchema):
         self.pred = pred
@@ -101,33 +143,88 @@ class BoundPredicate:
         self.logical = col.type is DataType.DECIMAL and col.precision > 18
         typ = col.arrow_type if self.logical else col.physical_type
         self._typ = typ
-
-        def conv(v):
-            if v is None:
-                return None
-            if self.logical:
-                return pa.scalar(v, type=typ)
-            return pa.scalar(physical_value(v, col) if _needs_physical(col) else v, type=typ)
-
-        self.lower = conv(pred.lower)
-        self.upper = conv(pred.upper)
-        self.values = None
+        self.lower_inclusive = pred.lower_inclusive
+        self.upper_inclusive = pred.upper_inclusive
+        self.lower = self.upper = self.values = None
         self.always_false = False
-        if pred.kind == "in":
-            vals = [physical_value(v, col) if (_needs_physical(col) and not self.logical) else v
-                    for v in pred.values if v is not None]
-            self.values = pa.array(vals, type=typ)
-            self.always_false = len(self.values) == 0
-        numeric = (pa.types.is_integer(typ) or pa.types.is_floating(typ)) and not self.logical
         self._np_bounds = None
+        try:
+            if col.type in _INTEGRAL_TYPES:
+                self._bind_integral(pred, col)
+            else:
+                self._bind_plain(pred, col)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError,
+                OverflowError, decimal.InvalidOperation) as e:
+            raise errors.InvalidArgument(
+                f"invalid literal for column {col.name} ({col.type_sql()}): {e}") from None
+        numeric = pa.types.is_integer(typ) or pa.types.is_floating(typ)
         if pred.kind == "range" and numeric and (self.lower is not None or
                                                  self.upper is not None):
             self._np_bounds = (None if self.lower is None else self.lower.as_py(),
                                None if self.upper is None else self.upper.as_py())
         if pred.kind == "range" and self.lower is not None and self.upper is not None:
             lo, hi = self.lower.as_py(), self.upper.as_py()
-            if lo > hi or (lo == hi and not (pred.lower_inclusive and pred.upper_inclusive)):
+            if lo > hi or (lo == hi and not (self.lower_inclusive and self.upper_inclusive)):
                 self.always_false = True
+
+    def _scalar(self, unscaled: int) -> pa.Scalar:
+        if self.logical:
+            v = decimal.Decimal(unscaled).scaleb(-self.col.scale, context=DECIMAL_CONTEXT)
+            return pa.scalar(v, type=self._typ)
+        return pa.scalar(unscaled, type=self._typ)
+
+    def _bind_integral(self, pred: ColumnPredicate, col: ColumnSchema) -> None:
+        lo_lim, hi_lim = _limits(col)
+        if pred.kind == "in":
+            vals = []
+            for v in pred.values:
+                if v is None:
+                    continue
+                x = _exact(v, col)
+                if x == x.to_integral_value() and lo_lim <= x <= hi_lim:
+                    vals.append(int(x))
+            if self.logical:
+                self.values = pa.array([self._scalar(v).as_py() for v in vals], type=self._typ)
+            else:
+                self.values = pa.array(vals, type=self._typ)
+            self.always_false = not vals
+            return
+        if pred.kind != "range":
+            return
+        lower = upper = None
+        if pred.lower is not None:
+            x = _exact(pred.lower, col)
+            lower = int(x.to_integral_value(rounding=decimal.ROUND_CEILING)) if (
+                pred.lower_inclusive or x != x.to_integral_value()) else int(x) + 1
+        if pred.upper is not None:
+            x = _exact(pred.upper, col)
+            upper = int(x.to_integral_value(rounding=decimal.ROUND_FLOOR)) if (
+                pred.upper_inclusive or x != x.to_integral_value()) else int(x) - 1
+        if (lower is not None and lower > hi_lim) or (upper is not None and upper < lo_lim) or (
+                lower is not None and upper is not None and lower > upper):
+            self.always_false = True
+            return
+        self.lower_inclusive = self.upper_inclusive = True
+        if lower is not None and lower > lo_lim:
+            self.lower = self._scalar(lower)
+        if upper is not None and upper < hi_lim:
+            self.upper = self._scalar(upper)
+
+    def _bind_plain(self, pred: ColumnPredicate, col: ColumnSchema) -> None:
+        typ = self._typ
+
+        def conv(v):
+            if v is None:
+                return None
+            return pa.scalar(physical_value(v, col) if _needs_physical(col) else v, type=typ)
+
+        self.lower = conv(pred.lower)
+        self.upper = conv(pred.upper)
+        if pred.kind == "in":
+            vals = [physical_value(v, col) if _needs_physical(col) else v
+                    for v in pred.values if v is not None]
+            self.values = pa.array(vals, type=typ)
+            self.always_false = len(self.values) == 0
 
     def evaluate(self, arr: pa.Array) -> np.ndarray:
         """Boolean numpy mask over a physical array (NULL never matches except IS NULL)."""
@@ -135,7 +232,6 @@ class BoundPredicate:
             return np.zeros(len(arr), dtype=bool)
         if self.logical:
             arr = to_logical(arr, self.col.type, self.col.precision, self.col.scale)
-        p = self.pred
         if self._np_bounds is not None and arr.null_count == 0 and len(arr):
             # Fixed-width values without nulls: numpy compares a zero-copy view directly,
             # cheaper than several Arrow kernel calls plus a boolean conversion.
@@ -143,9 +239,9 @@ class BoundPredicate:
             lo, hi = self._np_bounds
             m = None
             if lo is not None:
-                m = (v >= lo) if p.lower_inclusive else (v > lo)
+                m = (v >= lo) if self.lower_inclusive else (v > lo)
             if hi is not None:
-                u = (v <= hi) if p.upper_inclusive else (v < hi)
+                u = (v <= hi) if self.upper_inclusive else (v < hi)
                 m = u if m is None else (m & u)
             return m if m is not None else np.ones(len(v), dtype=bool)
         match self.kind:
@@ -158,9 +254,10 @@ class BoundPredicate:
             case _:
                 m = None
                 if self.lower is not None:
-                    m = (pc.greater_equal if p.lower_inclusive else pc.greater)(arr, self.lower)
+                    m = (pc.greater_equal if self.lower_inclusive else pc.greater)(
+                        arr, self.lower)
                 if self.upper is not None:
-                    u = (pc.less_equal if p.upper_inclusive else pc.less)(arr, self.upper)
+                    u = (pc.less_equal if self.upper_inclusive else pc.less)(arr, self.upper)
                     m = u if m is None else pc.and_(m, u)
                 if m is None:
                     return np.asarray(arr.is_valid())
@@ -176,19 +273,17 @@ class BoundPredicate:
             return null_count > 0
         if null_count == num_rows:
             return False
-        if self.kind == "is_not_null" or self.logical or vmin is None:
+        if self.kind == "is_not_null" or self.logical or vmin is None or vmax is None:
             return True
-        p = self.pred
         if self.kind == "in":
-            vals = self.values.to_pylist()
-            return any(vmin <= v <= vmax for v in vals)
+            return any(vmin <= v <= vmax for v in self.values.to_pylist())
         if self.lower is not None:
             lo = self.lower.as_py()
-            if vmax < lo or (vmax == lo and not p.lower_inclusive):
+            if vmax < lo or (vmax == lo and not self.lower_inclusive):
                 return False
         if self.upper is not None:
             hi = self.upper.as_py()
-            if vmin > hi or (vmin == hi and not p.upper_inclusive):
+            if vmin > hi or (vmin == hi and not self.upper_inclusive):
                 return False
         return True
 

@@ -53,6 +53,7 @@ from engine.cfile.cfile import fsync_dir
 from engine.clock import Clock, HybridClock
 from engine.config import TabletConfig
 from engine.key_encoding import (
+    DECIMAL_CONTEXT,
     compile_key_encoder,
     encode_key_prefix,
     encode_keys,
@@ -121,7 +122,7 @@ def python_converter(col: ColumnSchema):
                     return None
                 if isinstance(v, bytes):
                     v = int.from_bytes(v, "little", signed=True)
-                return decimal.Decimal(v).scaleb(-scale)
+                return decimal.Decimal(v).scaleb(-scale, context=DECIMAL_CONTEXT)
             return dec
         case DataType.STRING | DataType.VARCHAR:
             return lambda v: None if v is None else v.decode()
@@ -276,65 +277,101 @@ class Tablet:
         return WriteResult(ts, applied, errs)
 
     def _convert(self, table: pa.Table, ops: np.ndarray, bad: dict) -> dict[int, pa.Array]:
-        """Logical input columns -> physical arrays; bad rows recorded in `bad`."""
+        """Logical input columns -> physical arrays; bad rows recorded in `bad`.
+
+        DELETE rows are identified by their key alone: their other columns are ignored,
+        never validated.
+        """
         out: dict[int, pa.Array] = {}
-        n = table.num_rows
         needs_all = (ops == OpType.INSERT) | (ops == OpType.UPSERT)
+        not_delete = ops != OpType.DELETE
         for col in self.schema.columns:
+            is_key = col.id in self._key_ids
             if col.name not in table.column_names:
-                if not col.nullable and col.default is None and col.id not in self._key_ids:
+                if not col.nullable and col.default is None and not is_key:
                     for i in np.flatnonzero(needs_all):
                         bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
                                                 f'null value in column "{col.name}" violates'
                                                 f' not-null constraint'))
                 continue
+            if not is_key and not not_delete.any():
+                continue  # a pure DELETE batch needs only the key
             arr = table.column(col.name).combine_chunks()
-            arr = self._cast_column(arr, col, bad)
-            if arr.null_count and (not col.nullable):
+            col_bad: dict[int, tuple[str, str]] = {}
+            arr = self._cast_column(arr, col, col_bad)
+            if arr.null_count and not col.nullable:
                 nulls = np.asarray(arr.is_null())
-                rows = np.flatnonzero(nulls & (ops != OpType.DELETE)) if \
-                    col.id not in self._key_ids else np.flatnonzero(nulls)
-                for i in rows:
-                    bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
-                                            f'null value in column "{col.name}" violates '
-                                            f'not-null constraint'))
+                for i in np.flatnonzero(nulls):
+                    col_bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
+                                                f'null value in column "{col.name}" violates '
+                                                f'not-null constraint'))
+            for i, err in col_bad.items():
+                if is_key or not_delete[i]:
+                    bad.setdefault(i, err)
             out[col.id] = to_physical(arr, col.type, col.precision)
         return out
 
     def _cast_column(self, arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
         target = col.arrow_type
-        if col.type is DataType.VARCHAR and pa.types.is_string(arr.type) or (
-                col.type is DataType.VARCHAR and pa.types.is_large_string(arr.type)):
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if col.type in (DataType.STRING, DataType.VARCHAR) and (
+                pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+            try:
+                arr = arr.cast(pa.string())  # validates UTF-8
+            except pa.ArrowInvalid:
+                return self._cast_rows(arr, col, target, bad)
+        if col.type is DataType.VARCHAR and (pa.types.is_string(arr.type) or
+                                             pa.types.is_large_string(arr.type) or
+                                             pa.types.is_string_view(arr.type)):
             arr = arr.cast(pa.string())
             # Kudu truncates VARCHAR values to their declared length (in characters).
-            too_long = pc.greater(pc.utf8_length(arr), col.length)
-            if pc.any(too_long).as_py():
+            if pc.any(pc.greater(pc.utf8_length(arr), col.length)).as_py():
                 arr = pc.utf8_slice_codeunits(arr, 0, col.length)
             return arr
+        if col.type is DataType.TIMESTAMP and pa.types.is_timestamp(arr.type):
+            if arr.type.tz is not None:
+                arr = arr.cast(pa.timestamp(arr.type.unit))
+            # Sub-microsecond input is truncated to microseconds (Kudu's resolution).
+            return arr.cast(target, safe=False) if arr.type.unit == "ns" else arr.cast(target)
         if arr.type == target:
             return arr
         try:
             return arr.cast(target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            pass
-        # Error path only: find the offending rows one by one to report each of them.
-        values = arr.to_pylist()
+            return self._cast_rows(arr, col, target, bad)
+
+    def _cast_rows(self, arr: pa.Array, col: ColumnSchema, target: pa.DataType,
+                   bad: dict) -> pa.Array:
+        """Error path only: convert row by row to report each offending row (a Python loop
+        per row is acceptable here: it runs only when the vectorised cast has failed)."""
         good = []
-        for i, v in enumerate(values):
+        for i in range(len(arr)):
+            try:
+                v = arr[i].as_py()
+            except Exception as e:  # noqa: BLE001 - reported as a per-row error
+                bad.setdefault(i, (RowErrorCode.INVALID.value,
+                                   f"invalid value for column {col.name} ({e})"))
+                good.append(None)
+                continue
             if v is None:
                 good.append(None)
                 continue
             try:
-                p = physical_value(v, col) if col.type is not DataType.BOOL else bool(v)
                 if col.type in INTEGER_RANGES:
-                    good.append(p)
+                    good.append(physical_value(v, col))
+                elif col.type in (DataType.STRING, DataType.VARCHAR) and isinstance(v, bytes):
+                    good.append(v.decode("utf-8"))
                 else:
                     good.append(pa.scalar(v).cast(target, safe=True).as_py())
             except Exception as e:  # noqa: BLE001 - reported as a per-row error
                 bad.setdefault(i, (RowErrorCode.INVALID.value,
                                    f"invalid value for column {col.name}: {v!r} ({e})"))
                 good.append(None)
-        return pa.array(good, type=target)
+        out = pa.array(good, type=target)
+        if col.type is DataType.VARCHAR:
+            out = pc.utf8_slice_codeunits(out, 0, col.length)
+        return out
 
     def _apply(self, ops: np.ndarray, phys: dict[int, pa.Array], ts: int, bad: dict) -> int:
         n = len(ops)
@@ -543,18 +580,18 @@ class Tablet:
 
     def _to_batch(self, block: dict, cols: Sequence[ColumnSchema], schema: pa.Schema
                   ) -> pa.RecordBatch:
-        if not cols:
-            return pa.RecordBatch.from_arrays([], schema=schema) if False else \
-                pa.record_batch({"__dummy": pa.nulls(block["__count__"])}).select([])
+        if not cols:  # count-only scan: a batch with rows but no columns
+            return pa.record_batch({"_": pa.nulls(block["__count__"])}).select([])
         arrays = [to_logical(block[c.id], c.type, c.precision, c.scale) for c in cols]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def scan_table(self, *args, **kwargs) -> pa.Table:
-        names = kwargs.get("columns") or (args[0] if args else None) or self.schema.names
-        batches = list(self.scan(*args, **kwargs))
+    def scan_table(self, columns: Sequence[str] | None = None, *args, **kwargs) -> pa.Table:
+        """`scan` collected into one table (an empty projection gives a count-only table)."""
+        names = list(columns) if columns is not None else self.schema.names
+        batches = list(self.scan(names, *args, **kwargs))
         if not names:
-            return pa.table({}).append_column("_", pa.nulls(sum(b.num_rows for b in batches)))\
-                .drop(["_"])
+            n = sum(b.num_rows for b in batches)
+            return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
         return pa.Table.from_batches(batches, schema=self.schema.arrow_schema(names))
 
     def count_rows(self, snapshot=None) -> int:
@@ -586,9 +623,7 @@ class Tablet:
                   ) -> pa.Table:
         """Rows changed in (start_ts, end_ts] with an `is_deleted` column (see docs)."""
         names = list(columns) if columns is not None else self.schema.names
-        for kc in self._key_cols:
-            if kc.name not in names:
-                names = [kc.name] + names
+        names = [k.name for k in self._key_cols if k.name not in names] + names
         cols = [self.schema.column(n) for n in names]
         s_snap, e_snap = self._snapshot(start_ts), self._snapshot(end_ts)
         comps = self._components

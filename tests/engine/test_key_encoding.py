@@ -233,11 +233,6 @@ def test_decimal38_scalar_exact_up_to_28_digits():
     assert physical_value(v, cols[0]) == 10 ** 27 + 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: key_encoding.physical_value converts DECIMAL with Decimal.scaleb(), which "
-    "rounds to the default decimal context precision (28 digits), so DECIMAL(p>28) values "
-    "with more than 28 significant digits get a wrong unscaled value (or are reported out of "
-    "range); encode_key then disagrees with encode_keys"))
 def test_decimal38_scalar_exact_with_38_digits():
     cols = make_cols(["dec38s0"])
     big = 12345678901234567890123456789012345678

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import tempfile
 import threading
 import time
@@ -39,13 +40,13 @@ import pytest
 
 pytest.importorskip("engine.tablet", reason="engine.tablet is not importable yet")
 
-from engine.clock import LogicalClock  # noqa: E402
+from engine.clock import HybridClock, LogicalClock  # noqa: E402
 from engine.schema import ColumnSchema, Schema  # noqa: E402
 from engine.tablet import ColumnPredicate, OpType, Tablet, TabletConfig  # noqa: E402
 from engine.types import DataType  # noqa: E402
 
 LONG = os.environ.get("KUDUSQL_LONG") == "1"
-DURATION_S = 30.0 if LONG else 3.0
+DURATION_S = 30.0 if LONG else 2.5
 
 N_GROUPS = 2
 ACCOUNTS_PER_GROUP = 8
@@ -57,6 +58,17 @@ K_ATOMIC = 20_000
 K_SPLIT = 20_001
 N_INSERTERS = 2
 INSERT_BASE = 1_000_000  # inserter i owns [INSERT_BASE * (i + 1), INSERT_BASE * (i + 2))
+
+
+@pytest.fixture(autouse=True)
+def _frequent_thread_switches():
+    """Make the GIL switch threads ~500x more often than the default 5 ms, so that
+    readers and writers interleave inside the engine's critical sections, not only
+    between them."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    yield
+    sys.setswitchinterval(old)
 
 
 def _schema() -> Schema:
@@ -372,12 +384,13 @@ class AllAtOnce:
             assert t.lookup((k,)) == rows[k], f"{label}: lookup({k}) != scan"
 
 
-def test_all_at_once():
+@pytest.mark.parametrize("clock_kind", ["logical", "hybrid"])
+def test_all_at_once(clock_kind):
     seed = int(os.environ.get("KUDUSQL_MT_SEED", "1"))
     with tempfile.TemporaryDirectory(prefix="mt-tablet-") as tmp:
         path = os.path.join(tmp, "tablet")
-        clock = LogicalClock()
-        config = TabletConfig()
+        clock = LogicalClock() if clock_kind == "logical" else HybridClock()
+        config = TabletConfig(fsync=False)
         t = Tablet.create(path, _schema(), config=config, clock=clock)
         try:
             w = AllAtOnce(t, seed)
@@ -397,6 +410,9 @@ def test_all_at_once():
                 h.spawn(f"reader-{r}", w.reader, r)
             h.run(DURATION_S)
 
+            print(f"all_at_once: {w.writes} write ops, {sum(w.inserted)} rows inserted, "
+                  f"{w.scans} scans, {w.flushes[0]} MRS / {w.flushes[1]} DMS flushes, "
+                  f"{w.stubborn_applied} stubborn updates, {t.num_rowsets()} rowsets")
             assert w.scans > 0 and w.writes > 0, "threads made no progress"
             assert w.flushes[0] > 0 and w.flushes[1] > 0, "the flusher never ran"
             w.check_snapshot(_scan_dict(t), None, accounts_only=False)
@@ -429,7 +445,7 @@ def test_delete_and_reinsert():
     seed = int(os.environ.get("KUDUSQL_MT_SEED", "1"))
     with tempfile.TemporaryDirectory(prefix="mt-tablet-") as tmp:
         path = os.path.join(tmp, "tablet")
-        t = Tablet.create(path, _schema(), config=TabletConfig(), clock=LogicalClock())
+        t = Tablet.create(path, _schema(), config=TabletConfig(fsync=False), clock=LogicalClock())
         try:
             h = Harness()
             log: list[tuple[int, str, int, str | None]] = []  # (ts, op, value, error code)
@@ -476,6 +492,8 @@ def test_delete_and_reinsert():
 
             # Replay in timestamp order: timestamps must serialize the ops on the row.
             log.sort()
+            print(f"delete_and_reinsert: {len(log)} ops, "
+                  f"{sum(1 for e in log if e[3] is None)} applied, {t.num_rowsets()} rowsets")
             stamps = [e[0] for e in log]
             assert len(set(stamps)) == len(stamps), "two write ops got the same timestamp"
             state: int | None = None  # the row's counter, None = not live

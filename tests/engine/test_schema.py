@@ -94,10 +94,6 @@ def test_duplicate_and_missing_columns():
         Schema([col("a", DataType.INT32)])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: Schema(columns, key=[...]) builds a name->column dict for the key columns, "
-    "so a duplicate of a *key* column name is silently dropped (the last definition wins) "
-    "instead of being refused as 'column specified more than once'"))
 def test_duplicate_key_column_name_refused():
     with pytest.raises(errors.InvalidArgument):
         Schema([col("a", DataType.INT32), col("a", DataType.INT64)], key=["a"])
@@ -234,10 +230,6 @@ def test_to_dict_from_dict_round_trip(defaults):
     assert s2.add_column(col("q", DataType.INT8)).column("q").id == s.next_column_id
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: Schema.to_dict() keeps DEFAULT values as raw Python objects (Decimal, date, "
-    "datetime, bytes), which json cannot encode, so tablet metadata with such a column "
-    "cannot be persisted (Tablet.create raises TypeError)"))
 def test_to_dict_json_round_trip_with_logical_defaults():
     s = Schema([col("k", DataType.INT64),
                 col("d", DataType.DECIMAL, precision=9, scale=2, default=decimal.Decimal("1.50")),
