@@ -10,8 +10,9 @@ blocks of a rowset):
 
 Pages start at 8-byte aligned offsets (so fixed-width values can be viewed in place). Per
 column the footer holds the *ordinal index* (first row of every page, its offset and
-size) and per-page statistics: null count and min/max of the physical values (omitted for
-values longer than 64 bytes). A sorted column (the primary-key index) also keeps a *value
+size), each page's CRC32 (checked the first time a reader touches the page), and per-page
+statistics: null count and min/max of the physical values (omitted for values longer than
+64 bytes). A sorted column (the primary-key index) also keeps a *value
 index*: the first and last value of every page, so a key is located with one binary search
 over the footer and one inside one page. Pages are written by `encodings.encode_page`, so
 each is self-describing (encoding, compression, nulls).
@@ -27,6 +28,7 @@ import bisect
 import json
 import os
 import struct
+import zlib
 from typing import Any
 
 import numpy as np
@@ -102,10 +104,12 @@ class CFileWriter:
             arr = arr.combine_chunks()
         n = len(arr)
         offsets, sizes, nulls, mins, maxs, firsts, lasts = [], [], [], [], [], [], []
+        crcs: list[int] = []
         for start in range(0, max(n, 1), page_rows):
             page = arr.slice(start, min(page_rows, n - start))
             data = encode_page(page, encoding, compression)
             self._f.write(data)
+            crcs.append(zlib.crc32(data))
             offsets.append(self._offset)
             sizes.append(len(data))
             self._offset += len(data)
@@ -127,7 +131,7 @@ class CFileWriter:
                 lasts.append(page[len(page) - 1].as_py().hex())
         meta = {"name": name, "type": _type_name(arr.type), "num_rows": n,
                 "page_rows": page_rows, "offsets": offsets, "sizes": sizes, "nulls": nulls,
-                "min": mins, "max": maxs}
+                "crc": crcs, "min": mins, "max": maxs}
         if value_index:
             meta["first"] = firsts
             meta["last"] = lasts
@@ -174,6 +178,8 @@ class ColumnReader:
         self._path = path
         self.num_pages = len(self._offsets) if self.num_rows else 0
         self._cell_readers: list = [None] * len(self._offsets)
+        self._crc = meta.get("crc")
+        self._verified = bytearray(len(self._offsets))
         # Ordinal index: first row of each page (pages are page_rows long except the last).
         self.page_starts = np.arange(self.num_pages, dtype=np.int64) * self.page_rows
 
@@ -185,7 +191,19 @@ class ColumnReader:
         return start, min(start + self.page_rows, self.num_rows)
 
     def page_buffer(self, page: int) -> pa.Buffer:
-        return self._buf.slice(self._offsets[page], self._sizes[page])
+        buf = self._buf.slice(self._offsets[page], self._sizes[page])
+        if not self._verified[page]:
+            self._verify(page, buf)
+        return buf
+
+    def _verify(self, page: int, buf) -> None:
+        """Check a page's CRC32 the first time this reader touches it (like Kudu verifying
+        a block when it enters the block cache): later reads of the page are free."""
+        if self._crc is not None and zlib.crc32(buf) != self._crc[page]:
+            raise errors.Corruption(
+                f"{self._path}: column {self.name} page {page} at offset "
+                f"{self._offsets[page]}: checksum mismatch")
+        self._verified[page] = 1
 
     def decode(self, page: int) -> pa.Array:
         try:
@@ -210,6 +228,8 @@ class ColumnReader:
         page = rowid // self.page_rows
         f = self._cell_readers[page]
         if f is None:
+            if not self._verified[page]:
+                self._verify(page, self._buf.slice(self._offsets[page], self._sizes[page]))
             f = page_cell_reader(self._mv, self.type, self._offsets[page], self.type_name)
             self._cell_readers[page] = f
         return f(rowid - page * self.page_rows)

@@ -253,10 +253,6 @@ def test_corrupt_page_gather_reports_path(tmp_path):
     assert bad in str(ei.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: CFile pages carry no checksum (encodings.py says detecting flipped bits is "
-    "the cfile layer's job, but cfile.py has no checksums), so a flipped bit in page data is "
-    "decoded silently into wrong values instead of raising Corruption"))
 def test_flipped_bit_in_page_data_detected(tmp_path):
     path = _good_file(tmp_path)
     data = bytearray(open(path, "rb").read())
