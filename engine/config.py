@@ -27,3 +27,7 @@ class TabletConfig:
     block_cache_bytes: int = 256 * MiB
     # fsync files written by flushes (tests may turn it off for speed).
     fsync: bool = True
+    # WAL durability: "commit" = fsync before acknowledging (group commit), "never" = OS
+    # page cache only (bulk loads).
+    wal_sync: str = "commit"
+    wal_segment_bytes: int = 8 * MiB  # Kudu: --log_segment_size_mb = 8

@@ -131,6 +131,8 @@ def physical_value(value: Any, col: ColumnSchema) -> Any:
     """A Python value of a column's logical type -> its physical value (int or bytes)."""
     t = col.type
     if t in (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64):
+        if isinstance(value, (float, np.floating, decimal.Decimal)) and value == int(value):
+            value = int(value)  # 2.0 is a fine INT; 1.5 is not
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise errors.InvalidArgument(f"invalid value {value!r} for {t.name} column {col.name}")
         lo, hi = INTEGER_RANGES[t]
@@ -159,9 +161,15 @@ def physical_value(value: Any, col: ColumnSchema) -> Any:
             raise errors.InvalidArgument(f"value {value} out of range for {col.type_sql()}")
         return unscaled
     if t in (DataType.STRING, DataType.VARCHAR):
-        return value.encode() if isinstance(value, str) else bytes(value)
+        if isinstance(value, str):
+            return value.encode()
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        raise errors.InvalidArgument(f"invalid value {value!r} for {t.name} column {col.name}")
     if t is DataType.BINARY:
-        return bytes(value)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        raise errors.InvalidArgument(f"invalid value {value!r} for BINARY column {col.name}")
     raise errors.InvalidArgument(f"type {t.name} cannot be a key column")
 
 
@@ -192,6 +200,9 @@ def encode_key_prefix(values: Sequence[Any], key_schema: Sequence[ColumnSchema])
     The result compares below every full key that starts with these values, so it is a valid
     inclusive lower bound; callers derive exclusive/upper bounds with `successor_prefix`.
     """
+    if len(values) > len(key_schema):
+        raise errors.InvalidArgument(
+            f"key bound has {len(values)} values, the primary key has {len(key_schema)} columns")
     sub = list(key_schema[: len(values)])
     out = bytearray()
     for i, (v, col) in enumerate(zip(values, sub)):

@@ -115,6 +115,8 @@ class DiskRowSet:
         undo = tuple(DeltaFile(os.path.join(dir_path, d["file"]), d) for d in meta["undo"])
         redo = tuple(DeltaFile(os.path.join(dir_path, d["file"]), d) for d in meta["redo"])
         self._file_seq = meta.get("file_seq", len(undo) + len(redo))
+        # Every op with index <= flushed_index has its effects on this rowset in its files.
+        self.flushed_index = meta.get("flushed_index", 0)
         # (undo files, redo files, DMSs): replaced as a whole, so a reader's capture is
         # consistent. The last DMS receives new mutations.
         self._stores: tuple[tuple[DeltaFile, ...], tuple[DeltaFile, ...],
@@ -128,7 +130,7 @@ class DiskRowSet:
         undo, redo, _ = self._stores
         return {"id": self.id, "num_rows": self.num_rows, "min_key": self.min_key.hex(),
                 "max_key": self.max_key.hex(), "base_bytes": self.base_bytes,
-                "file_seq": self._file_seq,
+                "file_seq": self._file_seq, "flushed_index": self.flushed_index,
                 "undo": [self._desc(f) for f in undo], "redo": [self._desc(f) for f in redo]}
 
     @staticmethod
@@ -241,7 +243,13 @@ class DiskRowSet:
         self._stores = (undo, redo, dmss + (DeltaMemStore(),))
         return old
 
-    def finish_dms_flush(self, old: DeltaMemStore, fsync: bool) -> None:
+    def advance_flushed_index_if_clean(self, index: int) -> None:
+        """Nothing unflushed (a single empty DMS): every op so far is durable here."""
+        dmss = self._stores[2]
+        if len(dmss) == 1 and dmss[0].empty():
+            self.flushed_index = max(self.flushed_index, index)
+
+    def finish_dms_flush(self, old: DeltaMemStore, fsync: bool, index: int) -> None:
         """Write `old` as a REDO DeltaFile and replace it (no lock needed: readers see either
         the DMS or the file, both holding the same records)."""
         with self._flush_lock:
@@ -256,6 +264,7 @@ class DiskRowSet:
             self._stores = (undo, redo + (f,), tuple(d for d in dmss if d is not old))
             if fsync:
                 fsync_dir(self.dir)
+            self.flushed_index = max(self.flushed_index, index)
 
     # -- read path -----------------------------------------------------------------------
     def _deltas_for(self, snapshot: MvccSnapshot, col_ids: set[int]
@@ -491,7 +500,7 @@ class DiskRowSet:
 
 def write_diskrowset(dir_path: str, drs_id: int, schema: Schema, data: pa.Table,
                      keys: np.ndarray, undo: DeltaBatch, redo: DeltaBatch,
-                     config: TabletConfig) -> dict:
+                     config: TabletConfig, flushed_index: int = 0) -> dict:
     """Write one DiskRowSet directory from key-sorted physical data; returns its metadata.
 
     Files are written under `<dir>.tmp` and the directory renamed into place last, so a
@@ -519,7 +528,7 @@ def write_diskrowset(dir_path: str, drs_id: int, schema: Schema, data: pa.Table,
             os.fsync(f.fileno())
     meta = {"id": drs_id, "num_rows": data.num_rows, "min_key": bytes(keys[0]).hex(),
             "max_key": bytes(keys[-1]).hex(), "base_bytes": base_bytes, "undo": [],
-            "redo": [], "file_seq": 0}
+            "redo": [], "file_seq": 0, "flushed_index": flushed_index}
     for batch, dtype in ((undo, DeltaType.UNDO), (redo, DeltaType.REDO)):
         if len(batch):
             meta["file_seq"] += 1

@@ -12,6 +12,7 @@ min/max without decoding. DECIMAL(p>18) is compared in its logical form.
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import decimal
 from typing import Any, Sequence
 
@@ -117,6 +118,12 @@ def _exact(v: Any, col: ColumnSchema) -> decimal.Decimal:
     """A literal as an exact number in the column's physical units (may be fractional)."""
     if col.type is DataType.DECIMAL:
         return decimal_unscaled_exact(v, col.scale)
+    if col.type is DataType.DATE and isinstance(v, _dt.datetime):
+        # A DATE compared with a timestamp: days since the epoch, with the time of day
+        # as a fraction (so `d < '1994-01-01 12:00'` includes 1994-01-01).
+        delta = v.replace(tzinfo=None) - _dt.datetime(1970, 1, 1)
+        return decimal.Decimal(delta.days) + decimal.Decimal(
+            delta.seconds * 1_000_000 + delta.microseconds) / decimal.Decimal(86_400_000_000)
     if col.type in (DataType.DATE, DataType.TIMESTAMP) and not isinstance(v, (int, float,
                                                                              decimal.Decimal)):
         return decimal.Decimal(physical_value(v, col))

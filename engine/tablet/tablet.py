@@ -35,6 +35,7 @@ flushed state only.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import decimal
 import json
@@ -51,6 +52,7 @@ from engine.cfile.block_cache import BlockCache
 from engine.cfile.bloom import hash_keys
 from engine.cfile.cfile import fsync_dir
 from engine.clock import Clock, HybridClock
+from engine.consensus.log import WRITE, Log, LogEntry
 from engine.config import TabletConfig
 from engine.key_encoding import (
     DECIMAL_CONTEXT,
@@ -67,7 +69,14 @@ from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.rowset_tree import RowSetTree
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
-from engine.tablet.write_op import OpType, RowError, RowErrorCode, WriteResult
+from engine.tablet.write_op import (
+    OpType,
+    RowError,
+    RowErrorCode,
+    WriteResult,
+    decode_write,
+    encode_write,
+)
 from engine.types import DataType, INTEGER_RANGES, to_logical, to_physical
 
 META_FILE = "tablet-meta.json"
@@ -153,13 +162,17 @@ class Tablet:
         meta = meta or {}
         self._next_rowset_id = meta.get("next_rowset_id", 0)
         self._next_mrs_id = meta.get("next_mrs_id", 0)
+        # Every op with index <= this has its MemRowSet inserts in DiskRowSets.
+        self._mrs_flushed_index = meta.get("mrs_flushed_index", 0)
         drss = [DiskRowSet(os.path.join(path, "rowsets", f"{m['id']:08d}"), schema, m,
                            self.cache, config) for m in meta.get("rowsets", [])]
         last_ts = meta.get("last_timestamp", 0)
         if last_ts:
-            self.clock.update(last_ts)
-            self.mvcc.adjust_for_replay(last_ts)
+            self.clock.update(last_ts)  # MVCC catches up in _bootstrap, after replay
+        self._last_ts = last_ts
         self._components = _Components(self._new_mrs(), (), self._tree(drss))
+        self.log = Log(os.path.join(path, "wal"), config.wal_sync, config.wal_segment_bytes)
+        self.replayed_ops = 0
 
     # -- lifecycle ---------------------------------------------------------------------
     @classmethod
@@ -169,6 +182,7 @@ class Tablet:
         if os.path.exists(os.path.join(path, META_FILE)):
             raise errors.AlreadyPresent(f"a tablet already exists at {path}")
         t = cls(path, schema, config or TabletConfig(), clock or HybridClock())
+        t.log.open_for_append(1)
         t._persist_metadata()
         return t
 
@@ -182,12 +196,46 @@ class Tablet:
             raise errors.NotFound(f"no tablet at {path}") from None
         except ValueError as e:
             raise errors.Corruption(f"{path}/{META_FILE}: {e}") from e
-        return cls(path, Schema.from_dict(meta["schema"]), config or TabletConfig(),
-                   clock or HybridClock(), meta)
+        _remove_orphans(path, meta)
+        t = cls(path, Schema.from_dict(meta["schema"]), config or TabletConfig(),
+                clock or HybridClock(), meta)
+        t._bootstrap()
+        return t
+
+    def _bootstrap(self) -> None:
+        """Replay the WAL from the log anchor (Kudu's TabletBootstrap).
+
+        Ops whose effects are already in flushed files are filtered row by row: an insert
+        is skipped if its op index <= mrs_flushed_index; a mutation of a DiskRowSet row is
+        skipped if its index <= that rowset's flushed_index. Everything else is applied
+        again with its original timestamp, so time travel is unchanged by a restart.
+        """
+        start = self._anchor_index()
+        last = 0
+        for entry in self.log.read_from(start):
+            last = entry.index
+            if entry.type != WRITE:
+                continue
+            ops, rows = decode_write(entry.body)
+            self.clock.update(entry.timestamp)
+            self._write_at(ops, rows, entry.timestamp, replay_index=entry.index)
+            self.replayed_ops += 1
+        self.log.open_for_append(max(last, self.log.last_index, start - 1) + 1)
+        self.mvcc.adjust_for_replay(self._last_ts)
+        with self._write_lock:
+            self._persist_metadata()
+
+    def _anchor_index(self) -> int:
+        """The oldest op index whose effects may exist only in the WAL."""
+        comps = self._components
+        low = [self._mrs_flushed_index]
+        low += [d.flushed_index for d in comps.drss]
+        return min(low) + 1
 
     def close(self) -> None:
         with self._write_lock:
             self._persist_metadata()
+        self.log.close()
 
     def _new_mrs(self) -> MemRowSet:
         self._next_mrs_id += 1
@@ -198,12 +246,24 @@ class Tablet:
         return RowSetTree(drss, [(d.min_key, d.max_key) for d in drss])
 
     def _persist_metadata(self) -> None:
+        """Write tablet metadata atomically (caller holds the write lock), then GC the log.
+
+        Stores with nothing unflushed are advanced to the last op index first: every op so
+        far is durable as far as they are concerned, so they must not hold back log GC.
+        """
         comps = self._components
+        last = self.log.last_index
+        if comps.mrs.empty() and not comps.frozen:
+            self._mrs_flushed_index = max(self._mrs_flushed_index, last)
+        for d in comps.drss:
+            d.advance_flushed_index_if_clean(last)
         meta = {"schema": self.schema.to_dict(), "next_rowset_id": self._next_rowset_id,
                 "next_mrs_id": self._next_mrs_id,
-                "last_timestamp": self.mvcc.last_committed(),
+                "last_timestamp": max(self.mvcc.last_committed(), self._last_ts),
+                "mrs_flushed_index": self._mrs_flushed_index,
                 "rowsets": [d.metadata() for d in comps.drss]}
         _write_json_atomic(os.path.join(self.path, META_FILE), meta, self.config.fsync)
+        self.log.gc(self._anchor_index())
 
     # -- introspection -------------------------------------------------------------------
     def num_rowsets(self) -> int:
@@ -244,7 +304,12 @@ class Tablet:
         return self.write(OpType.DELETE, rows)
 
     def write(self, ops, rows) -> WriteResult:
-        table = _as_table(rows)
+        pre_bad: dict[int, tuple[str, str]] = {}
+        raw_keys = None
+        if isinstance(rows, dict):
+            table, pre_bad, raw_keys = self._table_from_pydict(rows)
+        else:
+            table = _as_table(rows)
         n = table.num_rows
         if np.isscalar(ops) or isinstance(ops, OpType):
             op_arr = np.full(n, int(ops), dtype=np.int8)
@@ -258,15 +323,78 @@ class Tablet:
         for c in self._key_cols:
             if c.name not in table.column_names:
                 raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+        if not pre_bad:
+            return self._write_at(op_arr, table, None)
+        # Rows whose values could not even form an Arrow column are reported, and the rest
+        # are written (and logged) without them, so WAL replay sees exactly what applied.
+        keep = np.array([i for i in range(n) if i not in pre_bad], dtype=np.int64)
+        r = self._write_at(op_arr[keep], table.take(pa.array(keep)), None)
+        errs = [dataclasses.replace(e, index=int(keep[e.index])) for e in r.row_errors]
+        for i, (code, msg) in pre_bad.items():
+            errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
+        return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
+
+    def _table_from_pydict(self, rows: dict) -> tuple[pa.Table, dict, list]:
+        """dict of Python lists -> Arrow table; values no Arrow column can hold become NULL
+        and their rows are reported as INVALID (the error path converts value by value)."""
+        n = len(next(iter(rows.values()))) if rows else 0
+        cols, bad = {}, {}
+        for name, values in rows.items():
+            values = list(values)
+            if len(values) != n:
+                raise errors.InvalidArgument("columns of the rows have different lengths")
+            target = self.schema.column(name).arrow_type if self.schema.has_column(name) \
+                else None
+            try:
+                # Inferred first: pa.array(..., type=int64) would silently truncate 1.5.
+                # The inferred column is then cast safely (and per row on failure) later.
+                cols[name] = pa.array(values)
+                continue
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+                pass
+            good = []
+            integral = target is not None and pa.types.is_integer(target)
+            for i, v in enumerate(values):  # error path only
+                try:
+                    if integral and isinstance(v, float) and not v.is_integer():
+                        raise ValueError("not an integer")
+                    pa.array([v], type=target)
+                    good.append(v)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError,
+                        ValueError) as e:
+                    bad.setdefault(i, (RowErrorCode.INVALID.value,
+                                       f"invalid value for column {name}: {v!r} ({e})"))
+                    good.append(None)
+            cols[name] = pa.array(good, type=target)
+        key_names = [c.name for c in self._key_cols]
+        raw_keys = [tuple(rows[k][i] if k in rows else None for k in key_names)
+                    for i in range(n)] if bad else []
+        return pa.table(cols) if cols else pa.table({}), bad, raw_keys
+
+    def _write_at(self, op_arr: np.ndarray, table: pa.Table, replay_ts: int | None,
+                  replay_index: int | None = None) -> WriteResult:
+        """Log (unless replaying), apply under the write lock, wait for durability, commit."""
         bad: dict[int, tuple[str, str]] = {}
         phys = self._convert(table, op_arr, bad)
+        body = encode_write(op_arr, table) if replay_index is None else None
         with self._write_lock:
-            ts = self.clock.now()
+            ts = self.clock.now() if replay_ts is None else replay_ts
             self.mvcc.start_op(ts)
+            index = replay_index
+            if index is None:
+                index = self.log.next_index()
+                self.log.append(LogEntry(0, index, ts, WRITE, body))
+            self._last_ts = max(self._last_ts, ts)
             try:
-                applied = self._apply(op_arr, phys, ts, bad)
-            finally:
-                self.mvcc.commit_op(ts)
+                applied = self._apply(op_arr, phys, ts, bad, replay_index)
+            except BaseException:
+                self.mvcc.abort_op(ts)
+                raise
+        try:
+            if replay_index is None:
+                self.log.wait_durable(index)
+        finally:
+            self.mvcc.commit_op(ts)
         errs = []
         if bad:
             key_cols = [table.column(c.name) for c in self._key_cols]
@@ -373,7 +501,8 @@ class Tablet:
             out = pc.utf8_slice_codeunits(out, 0, col.length)
         return out
 
-    def _apply(self, ops: np.ndarray, phys: dict[int, pa.Array], ts: int, bad: dict) -> int:
+    def _apply(self, ops: np.ndarray, phys: dict[int, pa.Array], ts: int, bad: dict,
+               replay_index: int | None = None) -> int:
         n = len(ops)
         if n == 0:
             return 0
@@ -398,7 +527,8 @@ class Tablet:
         for r in range(int(rank.max()) + 1):
             idx = np.flatnonzero((rank == r) & ok)
             if len(idx):
-                applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad)
+                applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad,
+                                             replay_index)
         return applied
 
     def _locate(self, keys: np.ndarray, comps: _Components):
@@ -449,7 +579,8 @@ class Tablet:
         return kind, which, rowid, mrs_rid
 
     def _apply_round(self, idx: np.ndarray, ops: np.ndarray, keys: np.ndarray,
-                     phys: dict[int, pa.Array], ts: int, seq: int, bad: dict) -> int:
+                     phys: dict[int, pa.Array], ts: int, seq: int, bad: dict,
+                     replay_index: int | None = None) -> int:
         comps = self._components
         kind, which, rowid, mrs_rid = self._locate(keys, comps)
         is_live = kind > 0
@@ -467,6 +598,9 @@ class Tablet:
         # Inserts: brand-new keys append MRS rows; keys dead in the active MRS are REINSERTs.
         reinsert = do_insert & (mrs_rid >= 0)
         new_rows = do_insert & (mrs_rid < 0)
+        if replay_index is not None and replay_index <= self._mrs_flushed_index:
+            reinsert[:] = False  # already in a DiskRowSet (see _bootstrap)
+            new_rows[:] = False
         mrs = comps.mrs
         if new_rows.any():
             sel = idx[new_rows]
@@ -506,7 +640,10 @@ class Tablet:
                             batch, None if mkind is MutationKind.UPDATE
                             else np.zeros(len(sel), dtype=bool))
                     else:
-                        comps.drss[int(w)].mutate(batch)
+                        drs = comps.drss[int(w)]
+                        if replay_index is not None and replay_index <= drs.flushed_index:
+                            continue  # already in this rowset's files (see _bootstrap)
+                        drs.mutate(batch)
         return int(new_rows.sum() + reinsert.sum() + do_update.sum() + do_delete.sum())
 
     def _full_rows(self, sel: np.ndarray, phys: dict[int, pa.Array]) -> pa.RecordBatch:
@@ -694,18 +831,24 @@ class Tablet:
                 old.frozen = True
                 self._components = _Components(self._new_mrs(), comps.frozen + (old,),
                                                comps.tree)
-                snap = self.mvcc.take_snapshot()
-            new_drss, remap = self._write_flush(old, snap)
+                # Ops up to `flush_index` (timestamps <= flush_ts) have applied to `old`;
+                # later ops insert into the new MRS and their mutations of old rows are
+                # caught up below.
+                flush_index, flush_ts = self.log.last_index, self._last_ts
+            self.mvcc.wait_for_safe(flush_ts)
+            snap = MvccSnapshot.at(flush_ts)
+            new_drss, remap = self._write_flush(old, snap, flush_index)
             with self._write_lock:
                 self._catch_up(old, snap, remap, new_drss)
                 comps = self._components
                 self._components = _Components(
                     comps.mrs, tuple(f for f in comps.frozen if f is not old),
                     self._tree(list(comps.drss) + new_drss))
+                self._mrs_flushed_index = max(self._mrs_flushed_index, flush_index)
                 self._persist_metadata()
             return len(old)
 
-    def _write_flush(self, mrs: MemRowSet, snap: MvccSnapshot
+    def _write_flush(self, mrs: MemRowSet, snap: MvccSnapshot, flush_index: int
                      ) -> tuple[list[DiskRowSet], tuple[np.ndarray, np.ndarray]]:
         n, insert_ts, redo = mrs.capture()
         keys, order = mrs.sorted_rowids()
@@ -732,7 +875,8 @@ class Tablet:
             d = os.path.join(self.path, "rowsets", f"{rid:08d}")
             meta = write_diskrowset(d, rid, self.schema, full.slice(a, b - a), keys[a:b],
                                     _shift(undo.slice_rows(a, b), a),
-                                    _shift(kept.slice_rows(a, b), a), self.config)
+                                    _shift(kept.slice_rows(a, b), a), self.config,
+                                    flush_index)
             new_drss.append(DiskRowSet(d, self.schema, meta, self.cache, self.config))
             drs_of[a:b] = j
             local[a:b] = np.arange(b - a)
@@ -759,15 +903,42 @@ class Tablet:
         with self._flush_lock:
             with self._write_lock:
                 pending = [(d, d.begin_dms_flush()) for d in self._components.drss]
+                index, ts = self.log.last_index, self._last_ts
+            self.mvcc.wait_for_safe(ts)
             total = 0
             for d, old in pending:
                 if old is not None:
                     total += len(old)
-                    d.finish_dms_flush(old, self.config.fsync)
+                    d.finish_dms_flush(old, self.config.fsync, index)
             if total:
                 with self._write_lock:
                     self._persist_metadata()
             return total
+
+
+def _remove_orphans(path: str, meta: dict) -> None:
+    """Delete files a crash left behind: rowsets and delta files the metadata does not name,
+    and half-written `.tmp` files. They were never visible, so removing them loses nothing."""
+    import shutil
+
+    rs_dir = os.path.join(path, "rowsets")
+    live = {f"{m['id']:08d}": m for m in meta.get("rowsets", [])}
+    if not os.path.isdir(rs_dir):
+        return
+    for name in os.listdir(rs_dir):
+        full = os.path.join(rs_dir, name)
+        if name not in live:
+            shutil.rmtree(full, ignore_errors=True)
+            continue
+        m = live[name]
+        keep = {"base.cf", "bloom.bin", "meta.json"} | {d["file"] for d in m["undo"]} | {
+            d["file"] for d in m["redo"]}
+        for f in os.listdir(full):
+            if f not in keep:
+                os.unlink(os.path.join(full, f))
+    for name in os.listdir(path):
+        if name.endswith(".tmp"):
+            os.unlink(os.path.join(path, name))
 
 
 def _shift(batch: DeltaBatch, offset: int) -> DeltaBatch:

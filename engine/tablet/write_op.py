@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import struct
+
+import numpy as np
+import pyarrow as pa
 
 
 class OpType(enum.IntEnum):
@@ -47,3 +51,19 @@ class WriteResult:
     @property
     def ok(self) -> bool:
         return not self.row_errors
+
+
+def encode_write(ops: np.ndarray, rows: pa.Table) -> bytes:
+    """A write op as a WAL entry body: row count, op types, then the rows as Arrow IPC."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as w:
+        w.write_table(rows)
+    return struct.pack("<I", len(ops)) + np.asarray(ops, dtype=np.int8).tobytes() + \
+        sink.getvalue().to_pybytes()
+
+
+def decode_write(body: bytes) -> tuple[np.ndarray, pa.Table]:
+    (n,) = struct.unpack_from("<I", body, 0)
+    ops = np.frombuffer(body, dtype=np.int8, count=n, offset=4).copy()
+    rows = pa.ipc.open_stream(pa.py_buffer(body[4 + n:])).read_all()
+    return ops, rows

@@ -3,7 +3,12 @@
 A generator emits random op sequences against a tiny keyspace (6-8 keys, so the same key is
 inserted, updated, deleted, flushed and reinserted over and over). Like fuzz-itest it emits
 mostly *valid* ops (no insert of a live key, no update of a missing key), plus a share of
-invalid ones on purpose, whose per-row error codes are checked.
+invalid ones on purpose, whose per-row error codes are checked (ALREADY_PRESENT, NOT_FOUND,
+and NOT_NULL / INVALID for NULL or out-of-range keys mixed into a batch).
+
+Variants (by seed): schema "int" (INT32 k, 6 keys incl. INT32_MIN/MAX), "composite"
+(STRING k1, INT32 k2; "" and "a\x00" check key escaping), "wide" (24 keys, bulk ops);
+config "default" or "small" (tiny DiskRowSets and 2-row pages).
 
 The model (`TabletFuzzer`) holds
   - `model`:   key tuple -> row dict, the latest state;
@@ -58,6 +63,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import itertools
 import os
 import random
 import tempfile
@@ -122,6 +128,23 @@ PRED_POOL = {
     "v": [0, 1, -1, 5, 7, INT64_MAX, INT64_MIN],
     "s": ["", "a", "aa", "b", "zz", "\u00e9\u20ac", "x" * 40],
 }
+
+# Rows that must fail on their own (NOT_NULL / INVALID) without stopping the others; only
+# sent as dict input (Arrow arrays of the key type cannot even hold them).
+BAD_KEYS = {
+    "int": [(None,), (INT32_MAX + 1,), (INT32_MIN - 1,)],
+    "wide": [(None,), (INT32_MAX + 1,)],
+    "composite": [(None, 3), ("a", None), ("b", INT32_MAX + 1)],
+}
+
+
+def _bad_key_code(key: tuple) -> str | None:
+    if any(x is None for x in key):
+        return "NOT_NULL"
+    if any(isinstance(x, int) and not INT32_MIN <= x <= INT32_MAX for x in key):
+        return "INVALID"
+    return None
+
 
 CONFIGS = ("default", "small")
 
@@ -264,6 +287,9 @@ class TabletFuzzer:
 
     def _model_apply(self, model: dict, op: str, row: dict) -> str | None:
         key = self.key_of(row)
+        bad = _bad_key_code(key)
+        if bad is not None:
+            return bad
         cur = model.get(key)
         present = [c for c in NONKEY if c in row]
         if op == "INSERT" or (op == "UPSERT" and cur is None):
@@ -534,9 +560,9 @@ class TabletFuzzer:
             return  # reads change nothing; the next mutation re-checks the latest state
         self.check_scan_at(None, "latest_scan")
         if op[0] in ("INSERT", "UPSERT", "UPDATE", "DELETE"):
-            keys = {self.key_of(row) for row in op[1]}
+            keys = {self.key_of(row) for row in op[1]} & set(self.keyspace)
         elif op[0] == "WRITE":
-            keys = {self.key_of(row) for _, row in op[1]}
+            keys = {self.key_of(row) for _, row in op[1]} & set(self.keyspace)
         elif op[0] in ("FLUSH_MRS", "FLUSH_DMS", "REOPEN"):
             keys = self.keyspace
         else:
@@ -700,6 +726,7 @@ OP_WEIGHTS = [
     ("OPEN_SCAN", 3), ("DRAIN_SCAN", 3),
 ]
 P_VALID = 0.85  # like fuzz-itest, mostly valid ops; the rest exercise row errors
+P_BAD_KEY = 0.07  # a write op gets one extra row whose key is NULL or out of range
 
 
 class OpGenerator:
@@ -802,6 +829,11 @@ class OpGenerator:
                 self._sim(kind, key)
                 rows.append(self._row(key, [] if kind == "DELETE" else cols))
             self.n_writes += 1
+            if rng.random() < P_BAD_KEY:
+                rows.insert(rng.randrange(len(rows) + 1),
+                            self._row(rng.choice(BAD_KEYS[self.schema]),
+                                      [] if kind == "DELETE" else cols))
+                return [(kind, rows, "dict")]
             return [(kind, rows, self._fmt())]
         if kind == "WRITE":
             cols = self._cols(allow_empty=False)
@@ -822,6 +854,11 @@ class OpGenerator:
                     self._sim(name, key)
                     pairs.append((name, self._row(key, cols)))
             self.n_writes += 1
+            if rng.random() < P_BAD_KEY:
+                pairs.insert(rng.randrange(len(pairs) + 1),
+                             (rng.choice(["INSERT", "UPSERT", "UPDATE", "DELETE"]),
+                              self._row(rng.choice(BAD_KEYS[self.schema]), cols)))
+                return [("WRITE", pairs, "dict")]
             return [("WRITE", pairs, self._fmt())]
         if kind in ("FLUSH_MRS", "FLUSH_DMS", "REOPEN", "DRAIN_SCAN"):
             return [(kind,)]
@@ -1008,8 +1045,64 @@ def test_predicates_on_mutated_rows_are_not_pruned_by_stale_page_stats():
     ], schema="int", config="small")
 
 
+def _all_preds(col: str) -> list[tuple]:
+    pool = PRED_POOL[col]
+    out = [(kind, col, x) for x in pool
+           for kind in ("equal", "less", "less_equal", "greater", "greater_equal")]
+    out += [("range", col, lo, hi, li, hi_inc) for lo in pool + [None] for hi in pool + [None]
+            for li in (True, False) for hi_inc in (True, False)]
+    out += [("in_list", col, list(vals)) for n in (0, 1, 2)
+            for vals in itertools.combinations(pool, n)]
+    return out
+
+
+def test_composite_key_predicates_exhaustive():
+    # Predicates on key columns become key bounds (prefix successors, "\x00" escaping);
+    # every predicate on k1 and k2 over the whole keyspace, in the MRS and after a flush.
+    rows = [{"k1": k1, "k2": k2, "v": i} for i, (k1, k2) in enumerate(KEYSPACE["composite"])]
+    scans = [("SCAN", None, [p], None, None, None, False)
+             for p in _all_preds("k1") + _all_preds("k2")]
+    run_sequence([("INSERT", rows, "dict")] + scans[::2] + [("FLUSH_MRS",)] + scans[1::2],
+                 schema="composite", config="small", final_check=False)
+
+
 # -- pinned regressions found by the fuzzer ------------------------------------------------
 # (appended below as `test_regression_<n>`; each one is the shrunk output of a failing seed)
+
+
+@pytest.mark.parametrize("rows, bad_index", [
+    ({"k": [11, 12], "v": [1, INT64_MAX + 1]}, 1),
+    ({"k": [13, 14], "v": [INT64_MIN - 1, 1]}, 0),
+    ({"k": [15, 16], "v": [2**64, 1]}, 0),
+    ({"k": [17, 18], "v": ["x", 1]}, 0),
+    ({"k": [19, 20], "v": [1.5, 2]}, 0),
+    ({"k": [21, 22], "v": [True, 3]}, 0),
+    ({"k": [23, 24], "s": [1, "a"]}, 0),
+    ({"k": ["a", 25]}, 0),
+], ids=["v>int64", "v<int64", "v=2**64", "str-in-int", "float-in-int", "bool-in-int",
+        "int-in-string", "str-key"])
+def test_invalid_value_is_a_row_error_not_an_exception(rows, bad_index, tmp_path):
+    # docs/engine-api.md: "Each row is applied on its own: a failing row does not stop the
+    # others", code "INVALID" (bad value). dict[str, list] is the SQL layer's input, where
+    # a literal may not fit the column. Found by exploration, not by the fuzzer.
+    t = Tablet.create(str(tmp_path / "t"), _schema("int"), config=_config("default"),
+                      clock=LogicalClock())
+    try:
+        r = t.insert(rows)
+        n = len(rows["k"])
+        good = [i for i in range(n) if i != bad_index]
+        assert [(e.index, e.code, tuple(e.key)) for e in r.row_errors] == [
+            (bad_index, "INVALID", (rows["k"][bad_index],))]
+        assert r.num_applied == len(good)
+        got = {row["k"]: row for row in t.scan_table().to_pylist()}
+        for i in good:
+            k = rows["k"][i]
+            assert k in got, f"valid row {k} was not applied"
+            for c in ("v", "s"):
+                if c in rows:
+                    assert got[k][c] == rows[c][i]
+    finally:
+        t.close()
 
 
 # -- hypothesis-driven variant -------------------------------------------------------------

@@ -278,7 +278,7 @@ def test_writes_during_flush_are_caught_up(tmp_path):
 
     original = t._write_flush
 
-    def flush_with_concurrent_writes(mrs, snap):
+    def flush_with_concurrent_writes(mrs, snap, *args):
         assert state() == [(i, i) for i in range(9)]
         record(t.update({"k": [1, 2], "v": [100, 200]}))        # frozen MRS rows
         record(t.delete({"k": [3]}))
@@ -286,7 +286,7 @@ def test_writes_during_flush_are_caught_up(tmp_path):
         r = t.insert({"k": [4], "v": [44]})                     # live in the frozen MRS
         assert [e.code for e in r.row_errors] == ["ALREADY_PRESENT"]
         record(t.update({"k": [3], "v": [333]}))                # now in the new MRS
-        out = original(mrs, snap)
+        out = original(mrs, snap, *args)
         record(t.update({"k": [5], "v": [500]}))                # files written, not swapped
         record(t.delete({"k": [6]}))
         return out

@@ -1,0 +1,258 @@
+"""Log: the tablet's write-ahead log, shaped to become its Raft log later.
+
+Every write op is appended as a `LogEntry(term, index, timestamp, type, payload)` before the
+write is acknowledged. Indexes are dense and increasing; `term` is 0 until Raft arrives.
+
+On disk the log is a directory of segments, each named after the index of its first entry:
+
+    wal-00000000000000000001.log   [magic "KSQLWAL1"] [record] [record] ...
+    wal-00000000000000004097.log   a new segment once the current one passes segment_bytes
+
+    record  = payload_len u32 | crc32(payload) u32 | payload
+    payload = term u64 | index u64 | timestamp u64 | type u8 | body
+
+Durability (`sync` policy):
+  "commit"  each writer waits until an fsync covers its entry. Group commit: one waiter runs
+            fsync for every entry appended so far while the others wait for it, so N
+            concurrent writers cost ~1 fsync, not N.
+  "never"   entries reach the OS page cache only (bulk loads; a machine crash can lose the
+            tail, a process crash cannot).
+
+Reading (`read_from`) validates every record. A torn tail — the last record of the last
+segment cut short or failing its CRC, as a crash mid-append leaves it — is dropped and the
+file truncated there. Any other bad record stops the open with `Corruption` naming the file
+and offset: silently skipping an acknowledged write would be data loss.
+
+Segment GC (`gc(anchor)`): a segment whose entries all precede the log anchor (the oldest
+index whose effects are not yet in flushed files) is deleted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import struct
+import threading
+import zlib
+from typing import Iterator
+
+from engine import errors
+
+MAGIC = b"KSQLWAL1"
+_REC = struct.Struct("<II")
+_ENTRY = struct.Struct("<QQQB")
+
+WRITE = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntry:
+    term: int
+    index: int
+    timestamp: int
+    type: int
+    body: bytes
+
+    def encode(self) -> bytes:
+        payload = _ENTRY.pack(self.term, self.index, self.timestamp, self.type) + self.body
+        return _REC.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def _segment_name(first_index: int) -> str:
+    return f"wal-{first_index:020d}.log"
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Log:
+    def __init__(self, path: str, sync: str = "commit", segment_bytes: int = 8 << 20):
+        if sync not in ("commit", "never"):
+            raise errors.InvalidArgument(f"unknown WAL sync policy {sync!r}")
+        self.path = path
+        self.sync = sync
+        self.segment_bytes = segment_bytes
+        os.makedirs(path, exist_ok=True)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(threading.Lock())
+        self._f = None
+        self._seg_size = 0
+        self._last_index = 0
+        self._appended = 0  # last index written to the OS
+        self._synced = 0  # last index known durable
+        self._syncing = False
+        self.bytes_written = 0
+        self.fsyncs = 0
+
+    # -- reading / recovery ----------------------------------------------------------------
+    def segments(self) -> list[tuple[int, str]]:
+        out = []
+        for name in os.listdir(self.path):
+            if name.startswith("wal-") and name.endswith(".log"):
+                out.append((int(name[4:-4]), os.path.join(self.path, name)))
+        return sorted(out)
+
+    def read_from(self, min_index: int) -> Iterator[LogEntry]:
+        """Entries with index >= min_index, validating as described in the module doc."""
+        segs = self.segments()
+        for i, (first, path) in enumerate(segs):
+            nxt = segs[i + 1][0] if i + 1 < len(segs) else None
+            if nxt is not None and nxt <= min_index:
+                continue  # every entry here precedes min_index
+            last_segment = i == len(segs) - 1
+            for entry in self._read_segment(path, last_segment):
+                self._last_index = max(self._last_index, entry.index)
+                if entry.index >= min_index:
+                    yield entry
+
+    def _read_segment(self, path: str, last_segment: bool) -> Iterator[LogEntry]:
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) < len(MAGIC) or data[: len(MAGIC)] != MAGIC:
+            if last_segment and len(data) < len(MAGIC):
+                self._truncate(path, 0, torn=True)  # crashed while creating it
+                return
+            raise errors.Corruption(f"{path}: not a WAL segment (bad magic)")
+        off = len(MAGIC)
+        while off < len(data):
+            bad = None
+            if off + _REC.size > len(data):
+                bad = "truncated record header"
+            else:
+                n, crc = _REC.unpack_from(data, off)
+                end = off + _REC.size + n
+                if end > len(data):
+                    bad = "truncated record"
+                else:
+                    payload = data[off + _REC.size: end]
+                    if zlib.crc32(payload) != crc or n < _ENTRY.size:
+                        bad = "checksum mismatch"
+            if bad is not None:
+                # Torn only if this is the final record of the final segment: nothing valid
+                # may follow it. Anything else is corruption of acknowledged data.
+                tail = bad.startswith("truncated") or self._is_last_record(data, off)
+                if last_segment and tail:
+                    self._truncate(path, off, torn=True)
+                    return
+                raise errors.Corruption(
+                    f"{path}: corrupt WAL record at offset {off} ({bad}); refusing to open "
+                    f"the tablet because acknowledged writes follow it")
+            term, index, ts, typ = _ENTRY.unpack_from(payload, 0)
+            yield LogEntry(term, index, ts, typ, payload[_ENTRY.size:])
+            off = end
+
+    @staticmethod
+    def _is_last_record(data: bytes, off: int) -> bool:
+        n, _ = _REC.unpack_from(data, off)
+        return off + _REC.size + n >= len(data)
+
+    @staticmethod
+    def _truncate(path: str, off: int, torn: bool) -> None:
+        with open(path, "r+b") as f:
+            f.truncate(max(off, len(MAGIC)) if off else 0)
+            f.flush()
+            os.fsync(f.fileno())
+
+    # -- writing ---------------------------------------------------------------------------
+    def open_for_append(self, next_index: int) -> None:
+        """Start a fresh segment for entries from next_index on (after recovery)."""
+        self._last_index = max(self._last_index, next_index - 1)
+        self._appended = self._synced = self._last_index
+        self._roll(next_index)
+
+    def _roll(self, first_index: int) -> None:
+        if self._f is not None:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+        path = os.path.join(self.path, _segment_name(first_index))
+        if os.path.exists(path):  # an empty or torn segment left by a crash: start over
+            os.unlink(path)
+        self._f = open(path, "ab", buffering=0)
+        self._f.write(MAGIC)
+        os.fsync(self._f.fileno())
+        _fsync_dir(self.path)
+        self._seg_size = len(MAGIC)
+
+    @property
+    def last_index(self) -> int:
+        return self._last_index
+
+    def next_index(self) -> int:
+        return self._last_index + 1
+
+    def append(self, entry: LogEntry) -> None:
+        """Write an entry to the OS (the caller assigns indexes in order, under its lock)."""
+        data = entry.encode()
+        with self._lock:
+            if self._seg_size >= self.segment_bytes:
+                self._roll(entry.index)
+            self._f.write(data)
+            self._seg_size += len(data)
+            self.bytes_written += len(data)
+            self._last_index = entry.index
+            with self._cond:
+                self._appended = entry.index
+
+    def wait_durable(self, index: int) -> None:
+        """Return once `index` is durable under the sync policy (group commit)."""
+        if self.sync == "never":
+            return
+        with self._cond:
+            while self._synced < index:
+                if self._syncing:
+                    self._cond.wait()
+                    continue
+                self._syncing = True
+                target = self._appended
+                self._cond.release()
+                try:
+                    # fsync a duplicate of the descriptor outside the append lock, so
+                    # writers keep appending (the next group) while this one syncs.
+                    with self._lock:
+                        fd = os.dup(self._f.fileno())
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    self.fsyncs += 1
+                finally:
+                    self._cond.acquire()
+                    self._syncing = False
+                self._synced = max(self._synced, target)
+                self._cond.notify_all()
+
+    def sync_now(self) -> None:
+        with self._lock:
+            if self._f is not None:
+                os.fsync(self._f.fileno())
+        with self._cond:
+            self._synced = self._appended
+
+    def gc(self, anchor_index: int) -> int:
+        """Delete segments whose entries all have index < anchor_index."""
+        segs = self.segments()
+        removed = 0
+        for i, (first, path) in enumerate(segs[:-1]):  # never the segment being written
+            if segs[i + 1][0] <= anchor_index:
+                os.unlink(path)
+                removed += 1
+        if removed:
+            _fsync_dir(self.path)
+        return removed
+
+    def size_bytes(self) -> int:
+        return sum(os.path.getsize(p) for _, p in self.segments())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._f is not None:
+                self._f.flush()
+                os.fsync(self._f.fileno())
+                self._f.close()
+                self._f = None
