@@ -31,3 +31,17 @@ class TabletConfig:
     # page cache only (bulk loads).
     wal_sync: str = "commit"
     wal_segment_bytes: int = 8 * MiB  # Kudu: --log_segment_size_mb = 8
+    # Tablet history max age: reads older than now - this are refused and the history
+    # behind them is garbage collected (the history GC design doc's default, 15 minutes).
+    # With a LogicalClock the unit is timestamps, not seconds.
+    history_max_age_s: float = 900.0
+    # Maintenance triggers (Kudu: --flush_threshold_secs, minor/major compaction flags).
+    mrs_flush_age_s: float = 120.0
+    dms_flush_age_s: float = 120.0
+    minor_compact_min_files: int = 4
+    major_compact_min_ratio: float = 0.1
+    compaction_budget_bytes: int = 256 * MiB
+    # In-memory stores (MemRowSets + DeltaMemStores) may not exceed this; past
+    # memory_soft_fraction of it writes are slowed while flushes run.
+    memory_limit_bytes: int = 2048 * MiB
+    memory_soft_fraction: float = 0.8

@@ -31,17 +31,24 @@ from engine.schema import ColumnSchema
 from engine.tablet.delta import DeltaBatch, MutationKind, _pick
 
 
-def fold_history(n: int, base: dict[int, pa.Array], insert_ts: np.ndarray,
+def fold_history(n: int, base: dict[int, pa.Array], insert_ts: np.ndarray | None,
                  redo: DeltaBatch, columns: Sequence[ColumnSchema]
                  ) -> tuple[dict[int, pa.Array], DeltaBatch, DeltaBatch]:
     """Fold committed REDO records (rowids 0..n-1 = output order, sorted) into base data.
 
-    base: the values each row was inserted with (non-key columns by id).
+    base: the values each row starts from (non-key columns by id): its inserted values for a
+    flush, the current base data for a major delta compaction.
+    insert_ts: each row's insertion timestamp (an UNDO DELETE is generated for it), or None
+    when the rows' earlier history is already recorded elsewhere (major delta compaction).
     Returns (new base values, UNDO records, REDO records that stay REDO).
     """
-    insert_undo = DeltaBatch(np.arange(n, dtype=np.int64), np.asarray(insert_ts, np.int64),
-                             np.full(n, -1, dtype=np.int64),
-                             np.full(n, int(MutationKind.DELETE), dtype=np.int8))
+    if insert_ts is None:
+        insert_undo = DeltaBatch.empty()
+    else:
+        insert_undo = DeltaBatch(np.arange(n, dtype=np.int64),
+                                 np.asarray(insert_ts, np.int64),
+                                 np.full(n, -1, dtype=np.int64),
+                                 np.full(n, int(MutationKind.DELETE), dtype=np.int8))
     m = len(redo)
     if m == 0:
         return dict(base), insert_undo, DeltaBatch.empty()

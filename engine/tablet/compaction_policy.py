@@ -55,29 +55,40 @@ rowsets inside [A.min, max(A.max, B.max)] and the union width U_k is known, so t
 0-1 knapsack maximising V over a candidate set that grows by one item per step. The optimum is
 found at (A, B) = (its left-most input, its right-most input). Sizes are weighed in units of
 `size_unit_bytes` (1 MiB, Kudu's granularity), rounded *up* and at least one unit, so the byte
-budget is never exceeded and tiny rowsets are not free (Kudu's kMinSizeMb).
+budget is never exceeded and tiny rowsets are not free (Kudu's kMinSizeMb). The unit is
+made finer for budgets under 64 units and coarser above 4096 so the DP table stays useful and
+small.
 
 Two passes (compaction_policy.cc RunApproximation / RunExact):
-  1. Bounds, vectorised with numpy over blocks of (A, B) pairs: the prefix sum of values, the
-     densest item times the budget, and the fractional-knapsack optimum over all of A's
-     candidates each bound V, so V_ub - U_k bounds the score (score <= V - U always). Prefixes
+  1. Bounds. For each A, the fractional-knapsack optimum over all of A's candidates (Kudu's
+     BoundCalculator: a min-density heap; the candidate sets are nested, so one sweep by
+     decreasing min key builds all n bounds in O(n log n)). Then, vectorised with numpy over
+     blocks of 64 A's x their candidates B: V_ub(A, k) = min(prefix sum of values, that
+     fractional bound), and V_ub - U_k bounds the score of every subset of the prefix (score
+     <= V - U always). Columns whose union width alone exceeds the bound are cut. Prefixes
      whose whole weight fits the budget are feasible solutions and seed the best score.
-  2. Exact: A's are visited by decreasing upper bound and skipped (and the loop stopped) once
-     the bound is not above max(best * approximation_ratio, minimum_improvement); survivors run
-     an incremental 0-1 knapsack DP (one numpy max per item over budget+1 capacities), tracing
-     the chosen set back when a prefix beats the best score. The result's score is within
-     `approximation_ratio` of the optimum (up to 0.3% of the union width lost at the V == U
-     discontinuity of the penalty, which Kudu has as well).
+  2. Exact. A's are visited by decreasing bound and the loop stops once the bound is not above
+     max(best * approximation_ratio, minimum_improvement). Each survivor runs the incremental
+     0-1 knapsack DP over its prefix (one vectorised max over the W+1 capacities per item,
+     keeping the per-item "taken" masks), takes the prefix whose V_k penalised by U_k scores
+     best and traces that one solution back. With approximation_ratio = 1 the result is
+     optimal for the unit-rounded weights (checked against exhaustive search); otherwise its
+     score is within the ratio of the optimum, as in Kudu. (The penalty is discontinuous at
+     V == U, so the DP's penalised value can be off by 0.3% of the union width; the chosen set
+     is always re-scored exactly.)
 
 A compaction is proposed when the best score exceeds `minimum_improvement` (Kudu's test is on
 the score, so several tiny disjoint rowsets are merged for the small-rowset bonus even though
-that lowers the height by ~0); the *quality* returned is the height reduction of the chosen set
-(see above), which is what the scheduler reports. Rowsets larger than the budget are never
-picked (they still shape the CDF), and a proposal always has at least two inputs.
+that lowers the height by ~0). `pick_rowsets_to_compact` returns the *quality* = the height
+reduction of the chosen set (see above), which is therefore ~0 for such merges;
+`select_rowsets_to_compact` also returns the score, which is what Kudu's maintenance manager
+ranks the op by. Rowsets larger than the budget are never picked (they still shape the CDF),
+and a proposal always has at least two inputs.
 
-Complexity, n rowsets, W = budget/unit (256 by default): CDF O(n log n + n * m) numpy work with
-m <= 2n boundary keys; pass 1 O(n^2) vectorised; pass 2 O(n * W) per A that survives pruning,
-typically a handful. ~1-3 ms for 100 rowsets, tens of ms for 1000 (see the tests).
+Complexity, n rowsets, m <= 2n boundary keys, W = budget/unit (256 by default):
+CDF O(n log n + n * m) (one numpy slice add per rowset); pass 1 O(n^2) numpy cells, less the
+cut columns; pass 2 O(n * W) numpy work plus an O(n) Python trace per surviving A (usually a
+handful). Measured: 1-2 ms for 100 rowsets, 10-35 ms for 1000, ~0.2-0.3 s for 3000.
 """
 
 from __future__ import annotations
@@ -234,6 +245,7 @@ def average_height(rowsets: Sequence[RowSetInfo],
     if data is None:
         _validate(rowsets)
         return float(_Cdf(rowsets).widths().sum())
+    _validate(data)
     cdf = _Cdf(data)
     return float(sum(cdf.key_range_width(rs.min_key, rs.max_key) for rs in rowsets))
 
@@ -293,10 +305,10 @@ def select_rowsets_to_compact(rowsets: Sequence[RowSetInfo],
     border = eligible[np.lexsort((ids[eligible], lo_idx[eligible], hi_idx[eligible]))]
     aorder = eligible[np.lexsort((ids[eligible], hi_idx[eligible], lo_idx[eligible]))]
     nb = len(border)
-    b_lo, b_hi = lo_idx[border], hi_idx[border]
+    b_lo = lo_idx[border]
     b_val, b_wt = value[border], weight[border].astype(np.float64)
     b_dens = b_val / b_wt
-    b_below_hi = below_incl[b_hi]
+    b_below_hi = below_incl[hi_idx[border]]
     # Fractional-knapsack bound per A over all of its candidates (B.min >= A.min). The sets
     # are nested, so A's are visited by decreasing min key and items added to Kudu's
     # BoundCalculator: a min-density heap holding just enough items to fill the budget.
@@ -369,7 +381,8 @@ def select_rowsets_to_compact(rowsets: Sequence[RowSetInfo],
         c_val, c_wt = b_val[cand], weight[border[cand]]
         sumv = np.cumsum(c_val)
         maxd = np.maximum.accumulate(b_dens[cand])
-        union = (np.maximum(below_incl[hi_idx[a]], b_below_hi[cand]) - below_excl[lo_idx[a]]) / total
+        union = (np.maximum(below_incl[hi_idx[a]], b_below_hi[cand])
+                 - below_excl[lo_idx[a]]) / total
         upper = np.minimum(np.minimum(sumv, maxd * cap), frac_bound[ai]) - union
         upper[:1] = -math.inf
         hot = np.flatnonzero(upper > cutoff)

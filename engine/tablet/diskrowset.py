@@ -108,8 +108,16 @@ class DiskRowSet:
         self._cache = cache
         self._base = CFileReader(os.path.join(dir_path, "base.cf"))
         self._keys = self._base.column(KEY_COLUMN)
-        self._readers = {c.id: self._base.columns[f"c{c.id}"] for c in schema.columns
-                         if f"c{c.id}" in self._base.columns}
+        # Column files: base.cf, then files written by major delta compactions, each
+        # holding new versions of some columns; the newest file of a column wins.
+        self._col_files = list(meta.get("col_files", [{"file": "base.cf", "columns": None}]))
+        readers: dict[int, object] = {}
+        for cf in self._col_files:
+            r = self._base if cf["file"] == "base.cf" else CFileReader(
+                os.path.join(dir_path, cf["file"]))
+            for c in schema.columns:
+                if f"c{c.id}" in r.columns:
+                    readers[c.id] = r.columns[f"c{c.id}"]
         with open(os.path.join(dir_path, "bloom.bin"), "rb") as f:
             self._bloom = BloomFilter.from_bytes(f.read())
         undo = tuple(DeltaFile(os.path.join(dir_path, d["file"]), d) for d in meta["undo"])
@@ -117,18 +125,23 @@ class DiskRowSet:
         self._file_seq = meta.get("file_seq", len(undo) + len(redo))
         # Every op with index <= flushed_index has its effects on this rowset in its files.
         self.flushed_index = meta.get("flushed_index", 0)
-        # (undo files, redo files, DMSs): replaced as a whole, so a reader's capture is
-        # consistent. The last DMS receives new mutations.
+        # (undo files, redo files, DMSs, column readers): replaced as a whole, so a
+        # reader's capture is consistent. The last DMS receives new mutations.
         self._stores: tuple[tuple[DeltaFile, ...], tuple[DeltaFile, ...],
-                            tuple[DeltaMemStore, ...]] = (undo, redo, (DeltaMemStore(),))
+                            tuple[DeltaMemStore, ...], dict] = (
+            undo, redo, (DeltaMemStore(),), readers)
         self._dead: np.ndarray | None = None  # latest liveness for the write path
         self._dead_lock = threading.Lock()
         self._flush_lock = threading.Lock()
+        # Serialises read-modify-write of `_stores` (DMS flush, delta compactions, GC).
+        self._swap_lock = threading.Lock()
+        # Held for a whole delta compaction / merge so two never work on one rowset.
+        self.compact_lock = threading.Lock()
 
     # -- metadata ----------------------------------------------------------------------
     def metadata(self) -> dict:
-        undo, redo, _ = self._stores
-        return {"id": self.id, "num_rows": self.num_rows, "min_key": self.min_key.hex(),
+        undo, redo, _, _ = self._stores
+        return {"id": self.id, "col_files": self._col_files, "num_rows": self.num_rows, "min_key": self.min_key.hex(),
                 "max_key": self.max_key.hex(), "base_bytes": self.base_bytes,
                 "file_seq": self._file_seq, "flushed_index": self.flushed_index,
                 "undo": [self._desc(f) for f in undo], "redo": [self._desc(f) for f in redo]}
@@ -143,7 +156,7 @@ class DiskRowSet:
         return self._stores[2][-1]
 
     def delta_stats(self) -> dict:
-        undo, redo, dms = self._stores
+        undo, redo, dms, _ = self._stores
         return {"undo_files": len(undo), "undo_records": sum(len(f) for f in undo),
                 "redo_files": len(redo), "redo_records": sum(len(f) for f in redo),
                 "dms_records": sum(len(d) for d in dms), "dms_bytes": sum(d.nbytes for d in dms)}
@@ -220,7 +233,7 @@ class DiskRowSet:
             with self._dead_lock:
                 if self._dead is None:
                     dead = np.zeros(self.num_rows, dtype=bool)
-                    _, redo, dmss = self._stores
+                    _, redo, dmss, _ = self._stores
                     for batch in [f.records() for f in redo] + [d.view() for d in dmss]:
                         k = batch.kind != MutationKind.UPDATE
                         # REDOs of a DiskRowSet are UPDATE or DELETE only.
@@ -236,12 +249,13 @@ class DiskRowSet:
     # -- delta flush ---------------------------------------------------------------------
     def begin_dms_flush(self) -> DeltaMemStore | None:
         """Swap in a new DMS (caller holds the write lock); returns the one to flush."""
-        undo, redo, dmss = self._stores
-        old = dmss[-1]
-        if old.empty():
-            return None
-        self._stores = (undo, redo, dmss + (DeltaMemStore(),))
-        return old
+        with self._swap_lock:
+            undo, redo, dmss, readers = self._stores
+            old = dmss[-1]
+            if old.empty():
+                return None
+            self._stores = (undo, redo, dmss + (DeltaMemStore(),), readers)
+            return old
 
     def advance_flushed_index_if_clean(self, index: int) -> None:
         """Nothing unflushed (a single empty DMS): every op so far is durable here."""
@@ -260,17 +274,146 @@ class DiskRowSet:
                                     fsync)
             desc["file"] = name
             f = DeltaFile(path, desc)
-            undo, redo, dmss = self._stores
-            self._stores = (undo, redo + (f,), tuple(d for d in dmss if d is not old))
+            with self._swap_lock:
+                undo, redo, dmss, readers = self._stores
+                self._stores = (undo, redo + (f,), tuple(d for d in dmss if d is not old),
+                                readers)
             if fsync:
                 fsync_dir(self.dir)
             self.flushed_index = max(self.flushed_index, index)
 
+    # -- delta compactions and history GC (maintenance ops) -----------------------------
+    def redo_file_count(self) -> int:
+        return len(self._stores[1])
+
+    def redo_file_records(self) -> int:
+        return sum(len(f) for f in self._stores[1])
+
+    def undo_gc_candidates(self, ahm: int) -> list[DeltaFile]:
+        """UNDO files all of whose records are at or before the ancient history mark."""
+        return [f for f in self._stores[0] if f.max_ts <= ahm]
+
+    def _next_file(self, prefix: str, ext: str) -> tuple[str, str]:
+        self._file_seq += 1
+        name = f"{prefix}_{self._file_seq:06d}.{ext}"
+        return name, os.path.join(self.dir, name)
+
+    def _write_delta(self, batch: DeltaBatch, dtype: DeltaType) -> DeltaFile | None:
+        if not len(batch):
+            return None
+        name, path = self._next_file(dtype.value, "df")
+        desc = write_delta_file(path, batch, dtype, self.config.page_rows, self.config.fsync)
+        desc["file"] = name
+        return DeltaFile(path, desc)
+
+    def gc_undo(self, ahm: int) -> int:
+        """UndoDeltaBlockGC: drop UNDO files older than the ancient history mark. No read
+        at or after the mark applies them, and reads before it are refused."""
+        with self._swap_lock:
+            undo, redo, dmss, readers = self._stores
+            dead = [f for f in undo if f.max_ts <= ahm]
+            if not dead:
+                return 0
+            self._stores = (tuple(f for f in undo if f not in dead), redo, dmss, readers)
+        for f in dead:
+            _unlink(f.path)
+        return sum(f.count for f in dead)
+
+    def minor_delta_compact(self) -> int:
+        """Merge all REDO DeltaFiles into one (fewer files to open and merge per read)."""
+        with self.compact_lock:
+            inputs = self._stores[1]
+            if len(inputs) < 2:
+                return 0
+            merged = DeltaBatch.concat([f.records() for f in inputs])
+            out = self._write_delta(merged, DeltaType.REDO)
+            with self._swap_lock:
+                undo, redo, dmss, readers = self._stores
+                rest = tuple(f for f in redo if f not in inputs)
+                self._stores = (undo, (out,) + rest, dmss, readers)
+            for f in inputs:
+                _unlink(f.path)
+            return len(merged)
+
+    def major_delta_compact(self, ahm: int) -> int:
+        """Fold REDO DeltaFiles into base data, turning them into UNDO records.
+
+        Only the columns the REDOs change are rewritten (a new column file overrides them);
+        the values they replace become UNDO records, except those at or before the ancient
+        history mark, which no permitted read can need. A DELETE stays a REDO (the row's
+        base image is kept for reads before the delete). The DMS is not touched: writes
+        continue concurrently and stay in memory.
+        """
+        from engine.tablet.compaction import fold_history
+
+        with self.compact_lock:
+            st = self._stores
+            inputs = st[1]
+            if not inputs:
+                return 0
+            recs = DeltaBatch.concat([f.records() for f in inputs])
+            cols = [c for c in self.schema.columns if c.id in recs.columns]
+            readers = st[3]
+            base = {c.id: self._read_column(c, readers) for c in cols}
+            new_base, undo_new, kept = fold_history(self.num_rows, base, None, recs, cols)
+            if len(undo_new):
+                undo_new = undo_new.select(undo_new.ts > ahm)
+            col_file = None
+            new_readers = dict(readers)
+            if cols:
+                name, path = self._next_file("cols", "cf")
+                w = CFileWriter(path, fsync=self.config.fsync)
+                try:
+                    for c in cols:
+                        w.add_column(f"c{c.id}", new_base[c.id], self.config.page_rows,
+                                     ENCODING_BY_NAME[c.encoding], _compression(c, self.config))
+                    w.finish({"num_rows": self.num_rows})
+                except BaseException:
+                    w.abort()
+                    raise
+                r = CFileReader(path)
+                for c in cols:
+                    new_readers[c.id] = r.columns[f"c{c.id}"]
+                col_file = {"file": name, "columns": [c.id for c in cols]}
+            undo_file = self._write_delta(undo_new, DeltaType.UNDO)
+            kept_file = self._write_delta(kept, DeltaType.REDO)
+            if self.config.fsync:
+                fsync_dir(self.dir)
+            with self._swap_lock:
+                undo, redo, dmss, _ = self._stores
+                rest = tuple(f for f in redo if f not in inputs)
+                self._stores = (undo + ((undo_file,) if undo_file else ()),
+                                ((kept_file,) if kept_file else ()) + rest, dmss, new_readers)
+                if col_file:
+                    self._col_files.append(col_file)
+                old_files = self._drop_superseded_col_files(new_readers)
+            for f in inputs:
+                _unlink(f.path)
+            for name in old_files:
+                _unlink(os.path.join(self.dir, name))
+            return len(recs)
+
+    def _drop_superseded_col_files(self, readers: dict) -> list[str]:
+        """Column files (other than base.cf) no column reads from any more."""
+        used = {os.path.basename(r_path) for r_path in
+                (getattr(r, "_path", "") for r in readers.values())}
+        gone = [cf["file"] for cf in self._col_files
+                if cf["file"] != "base.cf" and cf["file"] not in used]
+        self._col_files = [cf for cf in self._col_files if cf["file"] not in gone]
+        return gone
+
+    def _read_column(self, col: ColumnSchema, readers) -> pa.Array:
+        r = readers.get(col.id)
+        if r is None:
+            return _fill_default(col, self.num_rows)
+        parts = [r.decode(p) for p in range(r.num_pages)]
+        return pa.concat_arrays(parts) if parts else pa.array([], type=col.physical_type)
+
     # -- read path -----------------------------------------------------------------------
-    def _deltas_for(self, snapshot: MvccSnapshot, col_ids: set[int]
+    def _deltas_for(self, snapshot: MvccSnapshot, col_ids: set[int], st=None
                     ) -> tuple[DeltaBatch | None, DeltaBatch | None]:
         """(UNDO records to roll back, REDO records to apply) for this snapshot."""
-        undo_files, redo_files, dmss = self._stores
+        undo_files, redo_files, dmss, _ = st or self._stores
         undos = []
         for f in undo_files:
             if snapshot.may_have_uncommitted_at_or_before(f.max_ts):
@@ -289,21 +432,18 @@ class DiskRowSet:
         return (undo if undo is not None and len(undo) else None,
                 redo if redo is not None and len(redo) else None)
 
-    def _column_reader(self, col: ColumnSchema):
-        return self._readers.get(col.id)
-
-    def _read_full(self, col: ColumnSchema, page: int, lo: int, hi: int) -> pa.Array:
-        r = self._column_reader(col)
+    def _read_full(self, col: ColumnSchema, page: int, lo: int, hi: int, readers) -> pa.Array:
+        r = readers.get(col.id)
         if r is None:
             return _fill_default(col, hi - lo)
         return r.decode(page)
 
     def _read_at(self, col: ColumnSchema, page: int, lo: int, hi: int,
-                 sel: np.ndarray | None) -> pa.Array:
+                 sel: np.ndarray | None, readers) -> pa.Array:
         """Physical values of rows lo+sel (sel=None: every row of the block)."""
         if sel is None:
-            return self._read_full(col, page, lo, hi)
-        r = self._column_reader(col)
+            return self._read_full(col, page, lo, hi, readers)
+        r = readers.get(col.id)
         if r is None:
             return _fill_default(col, len(sel))
         if len(sel) * 4 >= hi - lo:  # dense: one decode then take is cheaper than a gather
@@ -318,7 +458,9 @@ class DiskRowSet:
         if lo_row >= hi_row:
             return
         need = {c.id for c in columns} | {p.col_id for p in predicates}
-        undo, redo = self._deltas_for(snapshot, need)
+        st = self._stores
+        readers = st[3]
+        undo, redo = self._deltas_for(snapshot, need, st)
         pr = self.config.page_rows
         pred_cols = {p.col_id: p.col for p in predicates}
         for page in range(lo_row // pr, (hi_row - 1) // pr + 1):
@@ -341,7 +483,7 @@ class DiskRowSet:
             for p in predicates:
                 patched = (res_u is not None and p.col_id in res_u.patches) or (
                     res_r is not None and p.col_id in res_r.patches)
-                r = self._column_reader(p.col)
+                r = readers.get(p.col_id)
                 if not patched and r is not None and not p.may_match(*r.stats(page)):
                     skip = True
                     break
@@ -354,7 +496,7 @@ class DiskRowSet:
                 # Predicate columns one at a time, each read only at the rows that passed
                 # the previous ones; other columns only at the final survivors.
                 for p in predicates:
-                    m = p.evaluate(self._patched(p.col, page, blo, bhi, sel, res_u, res_r))
+                    m = p.evaluate(self._patched(p.col, page, blo, bhi, sel, res_u, res_r, readers))
                     if not m.all():
                         keep = np.flatnonzero(m)
                         sel = keep if sel is None else sel[keep]
@@ -366,10 +508,10 @@ class DiskRowSet:
                     continue
                 if sel is not None:
                     stats.cells_skipped_lazy += ((hi - lo) - len(sel)) * len(columns)
-                values = {c.id: self._patched(c, page, blo, bhi, sel, res_u, res_r)
+                values = {c.id: self._patched(c, page, blo, bhi, sel, res_u, res_r, readers)
                           for c in columns}
             else:
-                full = {cid: self._patched(col, page, blo, bhi, None, res_u, res_r)
+                full = {cid: self._patched(col, page, blo, bhi, None, res_u, res_r, readers)
                         for cid, col in ({c.id: c for c in columns} | pred_cols).items()}
                 m = live.copy()
                 for p in predicates:
@@ -388,8 +530,8 @@ class DiskRowSet:
             yield out if columns else {"__count__": nrows}
 
     def _patched(self, col: ColumnSchema, page: int, blo: int, bhi: int, sel: np.ndarray | None,
-                 res_u: Resolution | None, res_r: Resolution | None) -> pa.Array:
-        arr = self._read_at(col, page, blo, bhi, sel)
+                 res_u: Resolution | None, res_r: Resolution | None, readers) -> pa.Array:
+        arr = self._read_at(col, page, blo, bhi, sel, readers)
         for res in (res_u, res_r):
             if res is not None and col.id in res.patches:
                 pos, vals = res.patches[col.id]
@@ -400,7 +542,9 @@ class DiskRowSet:
     def materialize(self, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
                     ) -> Iterator[tuple[int, np.ndarray, dict[int, pa.Array]]]:
         """Every row, dead or alive, per block: (first rowid, live mask, physical columns)."""
-        undo, redo = self._deltas_for(snapshot, {c.id for c in columns})
+        st = self._stores
+        readers = st[3]
+        undo, redo = self._deltas_for(snapshot, {c.id for c in columns}, st)
         pr = self.config.page_rows
         for page in range((self.num_rows + pr - 1) // pr):
             blo, bhi = page * pr, min((page + 1) * pr, self.num_rows)
@@ -411,12 +555,13 @@ class DiskRowSet:
             for res in (res_u, res_r):
                 if res is not None:
                     live = res.apply_live(live)
-            cols = {c.id: self._patched(c, page, blo, bhi, None, res_u, res_r) for c in columns}
+            cols = {c.id: self._patched(c, page, blo, bhi, None, res_u, res_r, readers)
+                    for c in columns}
             yield blo, live, cols
 
     def changed_rowids(self, start_ts: int, end_ts: int) -> np.ndarray:
         """Sorted rowids with any UNDO or REDO record in (start_ts, end_ts]."""
-        undo_files, redo_files, dmss = self._stores
+        undo_files, redo_files, dmss, _ = self._stores
         parts = []
         for store in list(undo_files) + list(redo_files) + list(dmss):
             if len(store) == 0 or store.max_ts <= start_ts or store.min_ts > end_ts:
@@ -435,9 +580,10 @@ class DiskRowSet:
         a few microseconds per column whatever the page size, and needs no page cache.
         """
         res_list = []
-        if self._has_deltas_for(snapshot):
+        st = self._stores
+        if self._has_deltas_for(snapshot, st):
             live = True
-            undo, redo = self._deltas_for_row(rowid, snapshot)
+            undo, redo = self._deltas_for_row(rowid, snapshot, st)
             for recs, last in ((undo, False), (redo, True)):
                 if recs is not None and len(recs):
                     res = resolve(recs, rowid, 1, last, None)
@@ -446,7 +592,7 @@ class DiskRowSet:
                     res_list.append(res)
             if not live:
                 return None
-        readers = self._readers
+        readers = st[3]
         out = {}
         for c in columns:
             for res in res_list:
@@ -458,16 +604,16 @@ class DiskRowSet:
             out[c.id] = r.read_cell(rowid) if r is not None else _fill_default(c, 1)[0].as_py()
         return out
 
-    def _has_deltas_for(self, snapshot: MvccSnapshot) -> bool:
+    def _has_deltas_for(self, snapshot: MvccSnapshot, st) -> bool:
         """False when no UNDO must be rolled back and no REDO/DMS record exists at all."""
-        undo_files, redo_files, dmss = self._stores
+        undo_files, redo_files, dmss, _ = st
         if any(snapshot.may_have_uncommitted_at_or_before(f.max_ts) for f in undo_files):
             return True
         return any(len(s) for s in redo_files) or any(len(d) for d in dmss)
 
-    def _deltas_for_row(self, rowid: int, snapshot: MvccSnapshot
+    def _deltas_for_row(self, rowid: int, snapshot: MvccSnapshot, st
                         ) -> tuple[DeltaBatch | None, DeltaBatch | None]:
-        undo_files, redo_files, dmss = self._stores
+        undo_files, redo_files, dmss, _ = st
         undo = redo = None
         us = []
         for f in undo_files:
@@ -545,6 +691,15 @@ def write_diskrowset(dir_path: str, drs_id: int, schema: Schema, data: pa.Table,
     if config.fsync:
         fsync_dir(os.path.dirname(dir_path))
     return meta
+
+
+def _unlink(path: str) -> None:
+    """Remove a file replaced by a compaction. Readers that captured the old state keep
+    working: records are loaded and column files memory-mapped before they are dropped."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _fixed_to_binary(keys: np.ndarray) -> pa.Array:

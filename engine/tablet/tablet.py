@@ -51,7 +51,7 @@ from engine import errors
 from engine.cfile.block_cache import BlockCache
 from engine.cfile.bloom import hash_keys
 from engine.cfile.cfile import fsync_dir
-from engine.clock import Clock, HybridClock
+from engine.clock import Clock, HybridClock, from_micros, physical_micros
 from engine.consensus.log import WRITE, Log, LogEntry
 from engine.config import TabletConfig
 from engine.key_encoding import (
@@ -665,12 +665,26 @@ class Tablet:
             [pa.field(c.name, c.physical_type) for c in self.schema.columns]))
 
     # -- reads -------------------------------------------------------------------------
+    def ancient_history_mark(self) -> int:
+        """Timestamps at or before this are ancient: not readable, and collectable."""
+        age = self.config.history_max_age_s
+        if self.clock.is_hybrid:
+            now = physical_micros(self.clock.now())
+            return max(0, from_micros(max(0, now - int(age * 1_000_000))))
+        return max(0, self.mvcc.last_committed() - int(age))
+
     def _snapshot(self, snapshot: int | MvccSnapshot | None) -> MvccSnapshot:
         if snapshot is None:
             return self.mvcc.take_snapshot()
         if isinstance(snapshot, MvccSnapshot):
             return snapshot
         ts = int(snapshot)
+        ahm = self.ancient_history_mark()
+        if ts < ahm:
+            raise errors.SnapshotTooOld(
+                f"snapshot timestamp {ts} is before the ancient history mark {ahm}: history "
+                f"older than history_max_age_s={self.config.history_max_age_s} has been or "
+                f"may be garbage collected")
         # Make the read repeatable: no later op may take a timestamp <= ts, and every op
         # that already holds one must finish first (Kudu waits for "safe time").
         self.clock.update(ts)
@@ -916,6 +930,36 @@ class Tablet:
             return total
 
 
+    # -- delta compactions and history GC ---------------------------------------------
+    def _after_rowset_change(self) -> None:
+        with self._write_lock:
+            self._persist_metadata()
+
+    def minor_delta_compact(self, drs: DiskRowSet) -> int:
+        n = drs.minor_delta_compact()
+        if n:
+            self._after_rowset_change()
+        return n
+
+    def major_delta_compact(self, drs: DiskRowSet) -> int:
+        n = drs.major_delta_compact(self.ancient_history_mark())
+        if n:
+            self._after_rowset_change()
+        return n
+
+    def gc_undo_deltas(self) -> int:
+        """UndoDeltaBlockGC over every rowset; returns UNDO records dropped."""
+        ahm = self.ancient_history_mark()
+        n = sum(d.gc_undo(ahm) for d in self._components.drss)
+        if n:
+            self._after_rowset_change()
+        return n
+
+    def compact_deltas(self) -> int:
+        """Major-compact every rowset with REDO files (tests and benchmarks)."""
+        return sum(self.major_delta_compact(d) for d in self._components.drss)
+
+
 def _remove_orphans(path: str, meta: dict) -> None:
     """Delete files a crash left behind: rowsets and delta files the metadata does not name,
     and half-written `.tmp` files. They were never visible, so removing them loses nothing."""
@@ -932,7 +976,7 @@ def _remove_orphans(path: str, meta: dict) -> None:
             continue
         m = live[name]
         keep = {"base.cf", "bloom.bin", "meta.json"} | {d["file"] for d in m["undo"]} | {
-            d["file"] for d in m["redo"]}
+            d["file"] for d in m["redo"]} | {cf["file"] for cf in m.get("col_files", [])}
         for f in os.listdir(full):
             if f not in keep:
                 os.unlink(os.path.join(full, f))

@@ -175,7 +175,6 @@ class AllAtOnce:
         self.inserted = [0] * N_INSERTERS                    # rows acked per inserter
         self.insert_log: list[list[tuple[int, int]]] = [[] for _ in range(N_INSERTERS)]
         self.gens = {K_ATOMIC: 0, K_SPLIT: 0}
-        self.split_live = True
         self.stubborn_applied = 0
         self.scans = 0
         self.flushes = [0, 0]
@@ -255,12 +254,10 @@ class AllAtOnce:
             else:
                 r = self.t.delete({"id": [K_SPLIT]})
                 _assert_no_errors(r, "split delete")
-                self.split_live = False
                 gen = self.gens[K_SPLIT] + 1
                 r = self.t.insert({"id": [K_SPLIT], "counter": [gen]})
                 _assert_no_errors(r, "split reinsert")
                 self.gens[K_SPLIT] = gen
-                self.split_live = True
             self.writes += 1
 
     def stubborn(self) -> None:
@@ -426,7 +423,8 @@ def test_all_at_once(clock_kind):
                 for ts, n in log[:: max(1, len(log) // 20)]:
                     rows = _scan_dict(t, snapshot=ts)
                     got = sum(1 for k in rows if _inserter_of(k) == i)
-                    assert got == n, f"after run: scan at {ts} sees {got} rows of inserter {i}, expected {n}"
+                    assert got == n, (f"after run: scan at {ts} sees {got} rows of inserter "
+                                      f"{i}, expected {n}")
             t.close()
             t = Tablet.open(path, config=config, clock=clock)
             w.verify_final(t, "after reopen")
