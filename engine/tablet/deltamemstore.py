@@ -14,6 +14,7 @@ The sorted view is cached and rebuilt lazily after new appends.
 from __future__ import annotations
 
 import threading
+import time
 
 from engine.tablet.delta import DeltaBatch
 
@@ -27,6 +28,7 @@ class DeltaMemStore:
         self._count = 0
         self.min_ts = None
         self.max_ts = None
+        self.first_append_at: float | None = None
 
     def append(self, batch: DeltaBatch) -> None:
         if not len(batch):
@@ -37,6 +39,8 @@ class DeltaMemStore:
         self._nbytes += batch.nbytes
         self._count += len(batch)
         self._chunks.append(batch)
+        if self.first_append_at is None:
+            self.first_append_at = time.monotonic()
 
     def __len__(self) -> int:
         return self._count

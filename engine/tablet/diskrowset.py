@@ -283,6 +283,15 @@ class DiskRowSet:
             self.flushed_index = max(self.flushed_index, index)
 
     # -- delta compactions and history GC (maintenance ops) -----------------------------
+    def dms_memory_bytes(self) -> int:
+        return sum(d.nbytes for d in self._stores[2])
+
+    def dms_age_s(self) -> float:
+        import time
+
+        first = [d.first_append_at for d in self._stores[2] if d.first_append_at is not None]
+        return time.monotonic() - min(first) if first else 0.0
+
     def redo_file_count(self) -> int:
         return len(self._stores[1])
 
@@ -401,6 +410,11 @@ class DiskRowSet:
                 if cf["file"] != "base.cf" and cf["file"] not in used]
         self._col_files = [cf for cf in self._col_files if cf["file"] not in gone]
         return gone
+
+    def _read_column_raw(self, name: str) -> pa.Array:
+        r = self._base.column(name)
+        parts = [r.decode(p) for p in range(r.num_pages)]
+        return pa.concat_arrays(parts) if parts else pa.array([], type=r.type)
 
     def _read_column(self, col: ColumnSchema, readers) -> pa.Array:
         r = readers.get(col.id)

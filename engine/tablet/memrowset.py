@@ -30,6 +30,7 @@ replace before publishing a larger count.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -63,6 +64,7 @@ class MemRowSet:
         self._batch_starts: list[int] = []
         self._n = 0
         self._insert_ts = _GrowableArray(np.int64)
+        self._insert_seq = _GrowableArray(np.int64)
         self._live = _GrowableArray(bool)
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted keys, rowids)
         self.redo = DeltaMemStore()
@@ -71,6 +73,7 @@ class MemRowSet:
         self._cache_lock = threading.Lock()
         self.min_ts: int | None = None
         self.frozen = False
+        self._first_insert_at: float | None = None
 
     # -- sizes ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -83,8 +86,13 @@ class MemRowSet:
     def empty(self) -> bool:
         return self._n == 0
 
+    def age_s(self) -> float:
+        """Seconds since the first insert (how long the oldest row has been unflushed)."""
+        return 0.0 if self._first_insert_at is None else time.monotonic() - self._first_insert_at
+
     # -- write path (caller holds the tablet write lock) ------------------------------------
-    def insert(self, keys: np.ndarray, batch: pa.RecordBatch, ts: int) -> np.ndarray:
+    def insert(self, keys: np.ndarray, batch: pa.RecordBatch, ts: int, seq: int = 0
+               ) -> np.ndarray:
         """Append new rows (keys must not exist in this MRS). Returns their rowids."""
         assert not self.frozen
         n = len(keys)
@@ -93,6 +101,8 @@ class MemRowSet:
         self._insert_ts.ensure(start + n)
         self._live.ensure(start + n)
         self._insert_ts.arr[start:start + n] = ts
+        self._insert_seq.ensure(start + n)
+        self._insert_seq.arr[start:start + n] = seq
         self._live.arr[start:start + n] = True
         self._batches.append(batch)
         self._batch_keys.append(keys)
@@ -102,6 +112,7 @@ class MemRowSet:
         self._add_run(keys[order], rowids[order])
         if self.min_ts is None:
             self.min_ts = ts
+            self._first_insert_at = time.monotonic()
         self._n = start + n  # publish last
         return rowids
 
@@ -146,6 +157,10 @@ class MemRowSet:
             if pos < len(run_keys) and run_keys[pos] == key:
                 return int(run_rowids[pos])
         return -1
+
+    def insert_seqs(self, n: int) -> np.ndarray:
+        """The op-internal sequence (write round) each of the first n rows was inserted in."""
+        return self._insert_seq.arr[:n]
 
     def latest_live(self, rowids: np.ndarray) -> np.ndarray:
         return self._live.arr[rowids]

@@ -173,6 +173,8 @@ class Tablet:
         self._components = _Components(self._new_mrs(), (), self._tree(drss))
         self.log = Log(os.path.join(path, "wal"), config.wal_sync, config.wal_segment_bytes)
         self.replayed_ops = 0
+        self.maintenance = None  # set by MaintenanceManager.register
+        self.write_stalls = 0
 
     # -- lifecycle ---------------------------------------------------------------------
     @classmethod
@@ -323,6 +325,7 @@ class Tablet:
         for c in self._key_cols:
             if c.name not in table.column_names:
                 raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+        self._admit_write()
         if not pre_bad:
             return self._write_at(op_arr, table, None)
         # Rows whose values could not even form an Arrow column are reported, and the rest
@@ -333,6 +336,47 @@ class Tablet:
         for i, (code, msg) in pre_bad.items():
             errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
         return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
+
+    def memory_bytes(self) -> int:
+        """Bytes held by in-memory stores: MemRowSets (active and flushing) and DMSs."""
+        comps = self._components
+        return (comps.mrs.nbytes + sum(f.nbytes for f in comps.frozen)
+                + sum(d.dms_memory_bytes() for d in comps.drss))
+
+    def _admit_write(self) -> None:
+        """Apply back-pressure before a write when in-memory stores are too large.
+
+        Above the soft limit the writer sleeps a little (longer the closer to the limit)
+        while the maintenance manager flushes; at the limit it waits for flushes, and if
+        memory does not come down it is refused with ServiceUnavailable (SQLSTATE 53200)
+        rather than risking the process being killed for running out of memory.
+        """
+        limit = self.config.memory_limit_bytes
+        soft = limit * self.config.memory_soft_fraction
+        mem = self.memory_bytes()
+        if mem < soft:
+            return
+        self.write_stalls += 1
+        mm = self.maintenance
+        if mem < limit:
+            if mm is not None:
+                mm.wake()
+            import time
+            time.sleep(0.05 * (mem - soft) / max(limit - soft, 1))
+            return
+        if mm is None:  # nobody else will flush: do it inline
+            self.flush_mrs()
+            self.flush_dms()
+        else:
+            import time
+            deadline = time.monotonic() + 10.0
+            while self.memory_bytes() >= limit and time.monotonic() < deadline:
+                mm.wake()
+                time.sleep(0.01)
+        if self.memory_bytes() >= limit:
+            raise errors.ServiceUnavailable(
+                f"tablet {self.path}: in-memory stores hold {self.memory_bytes()} bytes, at "
+                f"the memory limit of {limit}; the write was refused, retry after flushes")
 
     def _table_from_pydict(self, rows: dict) -> tuple[pa.Table, dict, list]:
         """dict of Python lists -> Arrow table; values no Arrow column can hold become NULL
@@ -605,7 +649,7 @@ class Tablet:
         if new_rows.any():
             sel = idx[new_rows]
             batch = self._full_rows(sel, phys)
-            mrs.insert(keys[new_rows], batch, ts)
+            mrs.insert(keys[new_rows], batch, ts, seq)
         if reinsert.any():
             sel = idx[reinsert]
             full = self._full_rows(sel, phys)
@@ -872,11 +916,21 @@ class Tablet:
         committed = redo.select(snap.is_committed_array(redo.ts)) if len(redo) else redo
         redo_out = committed.remap_rowids(inv).sorted() if len(committed) else committed
         base = {c.id: data.column(c.name).combine_chunks() for c in self._non_key}
-        new_base, undo, kept = fold_history(n, base, insert_ts[order], redo_out, self._non_key)
+        new_base, undo, kept = fold_history(n, base, insert_ts[order], redo_out, self._non_key,
+                                            insert_seq=mrs.insert_seqs(n)[order])
         arrays = [data.column(c.name).combine_chunks() if c.id in self._key_ids
                   else new_base[c.id] for c in self.schema.columns]
         full = pa.Table.from_arrays(arrays, schema=data.schema)
-        # Roll to a new DiskRowSet every drs_target_bytes (in-memory size as the estimate).
+        new_drss, drs_of, local = self._write_rowsets(keys, full, undo, kept, flush_index)
+        # mrs rowid -> (new drs index, rowid in it)
+        return new_drss, (drs_of[inv], local[inv])
+
+    def _write_rowsets(self, keys: np.ndarray, full: pa.Table, undo: DeltaBatch,
+                       kept: DeltaBatch, flushed_index: int
+                       ) -> tuple[list[DiskRowSet], np.ndarray, np.ndarray]:
+        """Write key-sorted rows as DiskRowSets rolled every drs_target_bytes (in-memory
+        size as the estimate); returns them and each row's (rowset index, rowid)."""
+        n = full.num_rows
         per_row = max(full.nbytes / max(n, 1), 1)
         rows_per = max(int(self.config.drs_target_bytes // per_row), self.config.page_rows)
         drs_of = np.empty(n, dtype=np.int64)
@@ -890,12 +944,11 @@ class Tablet:
             meta = write_diskrowset(d, rid, self.schema, full.slice(a, b - a), keys[a:b],
                                     _shift(undo.slice_rows(a, b), a),
                                     _shift(kept.slice_rows(a, b), a), self.config,
-                                    flush_index)
+                                    flushed_index)
             new_drss.append(DiskRowSet(d, self.schema, meta, self.cache, self.config))
             drs_of[a:b] = j
             local[a:b] = np.arange(b - a)
-        # mrs rowid -> (new drs index, rowid in it)
-        return new_drss, (drs_of[inv], local[inv])
+        return new_drss, drs_of, local
 
     def _catch_up(self, mrs: MemRowSet, snap: MvccSnapshot,
                   remap: tuple[np.ndarray, np.ndarray], new_drss: list[DiskRowSet]) -> None:
@@ -930,6 +983,82 @@ class Tablet:
             return total
 
 
+    # -- the maintenance manager's view -------------------------------------------------
+    def maintenance_ops(self) -> list:
+        """Candidate maintenance ops with scores (see maintenance_manager.py)."""
+        from engine.tablet.maintenance_manager import MaintenanceOp
+
+        cfg = self.config
+        comps = self._components
+        ops = []
+        pressure = self.memory_bytes() / max(cfg.memory_limit_bytes, 1)
+        under_pressure = pressure >= cfg.memory_soft_fraction
+        log_boost = self.log.size_bytes() / (64 * (1 << 20))
+        mrs = comps.mrs
+        if not mrs.empty():
+            due = max(mrs.nbytes / cfg.mrs_flush_bytes, mrs.age_s() / cfg.mrs_flush_age_s)
+            score = 0.0
+            if under_pressure:
+                score = 100 + 10 * pressure
+            elif log_boost >= 1:
+                score = 40 + log_boost
+            elif due >= 1:
+                score = 30 + due
+            ops.append(MaintenanceOp("FlushMRS", score, self.flush_mrs))
+        dms_bytes = sum(d.dms.nbytes for d in comps.drss)
+        if dms_bytes:
+            oldest = max(d.dms_age_s() for d in comps.drss)
+            due = max(dms_bytes / cfg.dms_flush_bytes, oldest / cfg.dms_flush_age_s)
+            score = 0.0
+            if under_pressure:
+                score = 99 + 10 * pressure
+            elif log_boost >= 1:
+                score = 39 + log_boost
+            elif due >= 1:
+                score = 29 + due
+            ops.append(MaintenanceOp("FlushDMS", score, self.flush_dms))
+        ahm = self.ancient_history_mark()
+        for d in comps.drss:
+            ratio = d.redo_file_records() / max(d.num_rows, 1)
+            if ratio >= cfg.major_compact_min_ratio:
+                ops.append(MaintenanceOp("MajorDeltaCompaction", 10 + ratio,
+                                         lambda d=d: self.major_delta_compact(d)))
+            elif d.redo_file_count() >= cfg.minor_compact_min_files:
+                ops.append(MaintenanceOp("MinorDeltaCompaction",
+                                         5 + d.redo_file_count() / cfg.minor_compact_min_files,
+                                         lambda d=d: self.minor_delta_compact(d)))
+            gc = d.undo_gc_candidates(ahm)
+            if gc:
+                ops.append(MaintenanceOp("UndoDeltaBlockGC",
+                                         1 + sum(f.count for f in gc) / 1e6,
+                                         self.gc_undo_deltas))
+        pick = self.pick_compaction()
+        if pick:
+            ids, score = pick
+            ops.append(MaintenanceOp("MergingCompaction", 2 + 10 * score,
+                                     lambda ids=ids: self.compact_rowsets(ids)))
+        return ops
+
+    def pick_compaction(self) -> tuple[list[int], float] | None:
+        """Rowsets the budgeted knapsack policy would merge, with its score."""
+        from engine.tablet.compaction_policy import (
+            CompactionPolicyConfig,
+            RowSetInfo,
+            select_rowsets_to_compact,
+        )
+
+        drss = self._components.drss
+        if len(drss) < 2:
+            return None
+        infos = [RowSetInfo(d.id, d.base_bytes, d.min_key, d.max_key) for d in drss
+                 if not d.compact_lock.locked()]
+        sel = select_rowsets_to_compact(infos, CompactionPolicyConfig(
+            budget_bytes=self.config.compaction_budget_bytes,
+            target_rowset_bytes=self.config.drs_target_bytes))
+        if not sel.ids:
+            return None
+        return list(sel.ids), sel.score
+
     # -- delta compactions and history GC ---------------------------------------------
     def _after_rowset_change(self) -> None:
         with self._write_lock:
@@ -954,6 +1083,100 @@ class Tablet:
         if n:
             self._after_rowset_change()
         return n
+
+    def compact_rowsets(self, ids: Sequence[int]) -> int:
+        """Merging compaction of the DiskRowSets with these ids (Kudu's CompactRowSetsOp).
+
+        The inputs' DMSs are flushed first (so every op up to index G is in their files),
+        then their rows are merged by key — ghost versions of a key become one row whose
+        history is all of theirs — rows deleted at or before the ancient history mark are
+        dropped, histories are folded again into base + UNDO, and new rowsets are written
+        with flushed_index G. Mutations that arrived meanwhile (ops after G, in the inputs'
+        new DMSs) are moved to the outputs under the write lock, then the rowsets swap.
+        Returns the number of input rows.
+        """
+        from engine.key_encoding import binary_to_fixed
+        from engine.tablet.compaction import merge_histories, unfold_history
+        from engine.tablet.diskrowset import KEY_COLUMN
+
+        with self._flush_lock:
+            comps = self._components
+            inputs = [d for d in comps.drss if d.id in set(ids)]
+            if len(inputs) < 2:
+                return 0
+            locked = []
+            try:
+                for d in inputs:
+                    if not d.compact_lock.acquire(blocking=False):
+                        return 0
+                    locked.append(d)
+                with self._write_lock:
+                    pending = [(d, d.begin_dms_flush()) for d in inputs]
+                    index, ts = self.log.last_index, self._last_ts
+                self.mvcc.wait_for_safe(ts)
+                for d, old in pending:
+                    if old is not None:
+                        d.finish_dms_flush(old, self.config.fsync, index)
+                ahm = self.ancient_history_mark()
+                keys_l, ts_l, seq_l, fwd_l = [], [], [], []
+                vals_l = {c.id: [] for c in self.schema.columns}
+                offset = 0
+                offsets = []
+                for d in inputs:
+                    st = d._stores
+                    readers = st[3]
+                    n = d.num_rows
+                    keys_l.append(binary_to_fixed(d._read_column_raw(KEY_COLUMN)))
+                    base = {c.id: d._read_column(c, readers) for c in self.schema.columns}
+                    undo = DeltaBatch.concat([f.records() for f in st[0]])
+                    redo = DeltaBatch.concat([f.records() for f in st[1]])
+                    its, iseq, ivals, fwd = unfold_history(n, base, undo, redo, self._non_key)
+                    ts_l.append(its)
+                    seq_l.append(iseq)
+                    for c in self.schema.columns:
+                        vals_l[c.id].append(ivals[c.id] if c.id in ivals else base[c.id])
+                    fwd_l.append(_shift(fwd, -offset))
+                    offsets.append(offset)
+                    offset += n
+                keys = np.concatenate(keys_l)
+                values = {cid: pa.concat_arrays(v) for cid, v in vals_l.items()}
+                out_keys, out_of, base, out_ts, out_seq, merged, firsts = merge_histories(
+                    keys, np.concatenate(ts_l), np.concatenate(seq_l), values,
+                    DeltaBatch.concat(fwd_l), ahm, self._non_key)
+                new_base, undo, kept = fold_history(len(out_keys), base, out_ts, merged,
+                                                    self._non_key, insert_seq=out_seq)
+                if len(undo):
+                    undo = undo.select(undo.ts > ahm)
+                pf = pa.array(firsts)
+                arrays = [values[c.id].take(pf) if c.id in self._key_ids else new_base[c.id]
+                          for c in self.schema.columns]
+                full = pa.Table.from_arrays(arrays, schema=pa.schema(
+                    [pa.field(c.name, c.physical_type) for c in self.schema.columns]))
+                outputs, drs_of, local = self._write_rowsets(out_keys, full, undo, kept, index) \
+                    if len(out_keys) else ([], np.empty(0, np.int64), np.empty(0, np.int64))
+                with self._write_lock:
+                    for d, off in zip(inputs, offsets):
+                        late = DeltaBatch.concat([m.view() for m in d._stores[2]])
+                        if not len(late):
+                            continue
+                        rows = out_of[late.rowid + off]
+                        late = late.select(rows >= 0)
+                        rows = rows[rows >= 0]
+                        for j in np.unique(drs_of[rows]):
+                            part = late.select(drs_of[rows] == j)
+                            outputs[int(j)].mutate(part.remap_rowids(
+                                np.where(drs_of == j, local, -1)[out_of[np.arange(
+                                    d.num_rows) + off]]).sorted())
+                    comps = self._components
+                    drss = [x for x in comps.drss if x not in inputs] + outputs
+                    self._components = _Components(comps.mrs, comps.frozen, self._tree(drss))
+                    self._persist_metadata()
+                for d in inputs:
+                    d.delete_files()
+                return offset
+            finally:
+                for d in locked:
+                    d.compact_lock.release()
 
     def compact_deltas(self) -> int:
         """Major-compact every rowset with REDO files (tests and benchmarks)."""

@@ -1,14 +1,15 @@
 """Crash-test child: writes random batches to a tablet forever, until the parent kills it.
 
-    python -m tests.engine.crash_child DIR SEED [NEXT_BATCH]
-    python tests/engine/crash_child.py DIR SEED [NEXT_BATCH]
+    python -m tests.engine.crash_child DIR SEED [NEXT_BATCH [PROFILE]]
+    python tests/engine/crash_child.py DIR SEED [NEXT_BATCH [PROFILE]]
 
 Creates the tablet in DIR (schema: k INT64 key, v INT64 NULL, s STRING NULL) or opens it
 (replaying its WAL), then loops: batch n = NEXT_BATCH, NEXT_BATCH + 1, ... Each batch is a
 multi-row `Tablet.write` of random INSERT / UPSERT / UPDATE / DELETE rows (new keys,
 re-inserts of deleted keys, live keys, keys that fail with ALREADY_PRESENT / NOT_FOUND, the
 same key several times in one batch), 1..200 rows, sometimes 5000. Between batches it
-randomly calls `flush_mrs()` / `flush_dms()`.
+randomly calls `flush_mrs()` / `flush_dms()`. PROFILE "full" (default) does all of that;
+"fresh" never inserts or upserts a key an earlier batch used (see `make_batch`).
 
 Protocol on stdout (one line each, flushed at once):
 
@@ -52,6 +53,7 @@ CONFIG = TabletConfig(page_rows=64, drs_target_bytes=32 << 10, fsync=True,
 
 # Above this many live keys the generator favours deletes, so long runs stay small.
 MAX_LIVE = 20000
+KEY_STRIDE = 10000  # batch n creates keys n * KEY_STRIDE + j (a batch has <= 5000 rows)
 
 OPS = {"INSERT": int(OpType.INSERT), "UPSERT": int(OpType.UPSERT),
        "UPDATE": int(OpType.UPDATE), "DELETE": int(OpType.DELETE)}
@@ -103,63 +105,71 @@ def _value(rng: random.Random, col: str):
     return "".join(rng.choice("abcdefghijxyz\u00e9\u4e2d") for _ in range(n))
 
 
-def make_batch(rng: random.Random, live: KeySet, next_key: int) -> tuple[dict, int]:
-    """One random batch over the current live keys; returns (batch, new next_key).
+def make_batch(rng: random.Random, n: int, live: KeySet, dead: KeySet, profile: str
+               ) -> dict:
+    """Batch n over the current live keys (Kudu semantics decide each row's outcome).
 
-    `live` is updated to the expected live set after the batch (Kudu semantics), so the
-    next batch keeps targeting existing keys.
+    New keys of batch n are n * KEY_STRIDE + j, so keys are fresh across restarts without
+    any state. `live` / `dead` are updated to the live set after the batch, so the next batch
+    targets existing keys. Profile "fresh" never INSERTs / UPSERTs a key an earlier batch
+    used (no re-inserts, no ALREADY_PRESENT, no upsert-as-update).
     """
     r = rng.random()
     if r < 0.03:
-        n = 5000
+        rows = 5000
     elif r < 0.5:
-        n = rng.randint(1, 10)
+        rows = rng.randint(1, 10)
     else:
-        n = rng.randint(1, 200)
+        rows = rng.randint(1, 200)
     cols_choice = rng.random()
     names = ["k"] + (["v", "s"] if cols_choice < 0.6 else ["v"] if cols_choice < 0.8
                      else ["s"] if cols_choice < 0.97 else [])
     crowded = len(live) > MAX_LIVE
-    weights = {"new": 1 if crowded else 6, "reinsert": 1, "dup_insert": 0.3,
-               "upsert_live": 2, "upsert_new": 1, "update": 3, "update_missing": 0.3,
-               "delete": 8 if crowded else 2, "delete_missing": 0.3, "repeat": 1}
+    full = profile == "full"
+    weights = {"new": 1 if crowded else 6, "upsert_new": 1, "update": 3,
+               "update_missing": 0.3, "delete": 8 if crowded else 2, "delete_missing": 0.3,
+               "repeat": 1}
+    if full:
+        weights.update({"reinsert": 1, "dup_insert": 0.3, "upsert_live": 2})
     kinds, wts = zip(*weights.items())
-    ops, keys = [], []
-    for _ in range(n):
+    base = n * KEY_STRIDE
+    ops, keys, fresh = [], [], []
+    for _ in range(rows):
         kind = rng.choices(kinds, wts)[0]
-        if kind == "repeat" and keys:
-            k = rng.choice(keys)  # the same key again in this batch
-            op = rng.choice(list(OPS.values()))
-        elif kind in ("new", "upsert_new"):
-            k = next_key
-            next_key += 1
-            op = OPS["INSERT"] if kind == "new" else OPS["UPSERT"]
-        elif kind == "reinsert" and next_key:
-            k = rng.randrange(next_key)
+        if kind == "repeat" and keys:  # the same key again in this batch
+            if full or not fresh or rng.random() < 0.5:
+                k = rng.choice(keys)
+                op = rng.choice(list(OPS.values()) if full else [OPS["UPDATE"], OPS["DELETE"]])
+            else:
+                k = rng.choice(fresh)
+                op = rng.choice(list(OPS.values()))
+        elif kind in ("new", "upsert_new") or (kind == "repeat" and not keys):
+            k = base + len(fresh)
+            fresh.append(k)
+            op = OPS["UPSERT"] if kind == "upsert_new" else OPS["INSERT"]
+        elif kind == "reinsert" and len(dead):
+            k = dead.choice(rng)
             op = OPS["INSERT"] if rng.random() < 0.7 else OPS["UPSERT"]
-        elif kind in ("update_missing", "delete_missing"):
-            k = next_key + rng.randrange(1, 1000) if rng.random() < 0.5 else (
-                rng.randrange(next_key) if next_key else 0)
-            op = OPS["UPDATE"] if kind == "update_missing" else OPS["DELETE"]
-        elif len(live):
+        elif kind in ("update_missing", "delete_missing") or not len(live):
+            k = rng.randrange(base + KEY_STRIDE)  # mostly never used: NOT_FOUND
+            op = OPS["DELETE"] if kind == "delete_missing" else OPS["UPDATE"]
+        else:
             k = live.choice(rng)
             op = {"dup_insert": OPS["INSERT"], "upsert_live": OPS["UPSERT"],
-                  "update": OPS["UPDATE"], "delete": OPS["DELETE"]}.get(kind, OPS["UPDATE"])
-        else:
-            k = next_key
-            next_key += 1
-            op = OPS["INSERT"]
+                  "delete": OPS["DELETE"]}.get(kind, OPS["UPDATE"])
         ops.append(op)
         keys.append(k)
-        # track liveness (errors leave it unchanged)
-        if op == OPS["DELETE"]:
-            live.remove(k)
+        if op == OPS["DELETE"]:  # liveness after this row (errors leave it unchanged)
+            if k in live:
+                live.remove(k)
+                dead.add(k)
         elif op in (OPS["INSERT"], OPS["UPSERT"]):
             live.add(k)
+            dead.remove(k)
     cols = {"k": keys}
     for c in names[1:]:
-        cols[c] = [_value(rng, c) for _ in range(n)]
-    return {"ops": ops, "cols": cols}, next_key
+        cols[c] = [_value(rng, c) for _ in range(rows)]
+    return {"ops": ops, "cols": cols}
 
 
 def emit(line: str) -> None:
@@ -170,16 +180,17 @@ def emit(line: str) -> None:
 def main(argv: list[str]) -> int:
     path, seed = argv[0], int(argv[1])
     n = int(argv[2]) if len(argv) > 2 else 0
+    profile = argv[3] if len(argv) > 3 else "full"
+    if profile not in ("full", "fresh"):
+        raise SystemExit(f"unknown profile {profile!r}")
     t = open_or_create(path)
     keys = t.scan_table(["k"]).column("k").to_pylist()
     live = KeySet(keys)
-    # Keys below next_key may have existed (re-inserts); a restart derives it from what is
-    # live plus a per-seed floor so deleted keys are reused too.
-    next_key = max(keys, default=-1) + 1
+    dead = KeySet([])  # keys this process deleted: candidates for re-inserts
     emit(f"READY {n} {len(keys)} {t.current_timestamp()}")
     while True:
         rng = random.Random(f"{seed}-{n}")
-        batch, next_key = make_batch(rng, live, next_key)
+        batch = make_batch(rng, n, live, dead, profile)
         emit(f"BEGIN {n} {json.dumps(batch, separators=(',', ':'))}")
         res = t.write(batch["ops"], batch["cols"])
         emit(f"ACK {n} {res.timestamp} {res.num_applied}")
