@@ -575,10 +575,16 @@ class Tablet:
                                              replay_index)
         return applied
 
-    def _locate(self, keys: np.ndarray, comps: _Components):
+    def _locate(self, keys: np.ndarray, comps: _Components, replay_index: int | None = None):
         """Where each key is live: (kind, which, rowid) + active-MRS rowid of dead keys.
 
         kind: 0 = not live anywhere, 1 = active MRS, 2 = a frozen MRS, 3 = a DiskRowSet.
+
+        During WAL replay of op i a key can look live in two rowsets: the one op i really
+        touched, and a rowset holding a *later* version whose insertion (after i) is already
+        flushed. Such a future rowset has flushed_index > i, while the rowset op i touched
+        either has flushed_index < i (the op must be re-applied there) or >= i (the op is
+        durable: skipped whichever candidate is chosen). So a non-durable candidate wins.
         """
         n = len(keys)
         kind = np.zeros(n, dtype=np.int8)
@@ -600,7 +606,9 @@ class Tablet:
             which[lv] = j
             rowid[lv] = rid[lv]
         if len(comps.drss):
-            pending = np.flatnonzero(kind == 0)
+            durable = np.zeros(n, dtype=bool)  # current DRS choice already holds op i
+            pending = np.flatnonzero(kind == 0) if replay_index is None else np.flatnonzero(
+                (kind == 0) | (kind == 3))
             if len(pending):
                 pk = keys[pending]
                 order = np.argsort(pk)
@@ -616,17 +624,25 @@ class Tablet:
                         continue
                     lv = np.zeros(len(sub), dtype=bool)
                     lv[f] = ~drs.latest_dead()[rid[f]]
-                    tgt = pending[sub[lv]]
+                    tgt = pending[sub]
+                    if replay_index is None:
+                        lv &= kind[tgt] == 0
+                    else:
+                        this_durable = drs.flushed_index >= replay_index
+                        lv &= (kind[tgt] == 0) | (durable[tgt] & (not this_durable))
+                    tgt = tgt[lv]
                     kind[tgt] = 3
                     which[tgt] = comps.drss.index(drs)
                     rowid[tgt] = rid[lv]
+                    if replay_index is not None:
+                        durable[tgt] = drs.flushed_index >= replay_index
         return kind, which, rowid, mrs_rid
 
     def _apply_round(self, idx: np.ndarray, ops: np.ndarray, keys: np.ndarray,
                      phys: dict[int, pa.Array], ts: int, seq: int, bad: dict,
                      replay_index: int | None = None) -> int:
         comps = self._components
-        kind, which, rowid, mrs_rid = self._locate(keys, comps)
+        kind, which, rowid, mrs_rid = self._locate(keys, comps, replay_index)
         is_live = kind > 0
         ins = ops == OpType.INSERT
         ups = ops == OpType.UPSERT

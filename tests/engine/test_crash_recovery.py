@@ -37,7 +37,7 @@ import time
 
 import pytest
 
-from engine.clock import HybridClock
+from engine.clock import HybridClock, from_micros
 from engine.consensus.log import Log
 from engine.tablet import OpType, Tablet
 from tests.engine.crash_child import CONFIG
@@ -151,10 +151,11 @@ def describe_diff(got: dict, want: dict) -> str:
 
 # -- running the child -----------------------------------------------------------------
 class Child:
-    def __init__(self, path: str, seed: int, next_n: int):
+    def __init__(self, path: str, seed: int, next_n: int, profile: str):
         self.stderr = open(os.path.join(os.path.dirname(path), "child.stderr"), "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.engine.crash_child", path, str(seed), str(next_n)],
+            [sys.executable, "-m", "tests.engine.crash_child", path, str(seed), str(next_n),
+             profile],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=self.stderr)
         self.lines: list[bytes] = []
         self.ready = threading.Event()
@@ -248,27 +249,37 @@ def check_files(path: str, t: Tablet) -> None:
                               f"the log anchor {anchor} but was not GC'd")
 
 
-def check_time_travel(t: Tablet, hist: History, positions: list[int], ctx: str) -> None:
-    """Scan at each checked entry's ACK timestamp (and just before it)."""
+def check_time_travel(t: Tablet, hist: History, positions: list[int], before: int,
+                      ctx: str) -> None:
+    """Scan at each checked entry's ACK timestamp; for the last `before` of them also just
+    before it (ts - 1: the state after the previous batch)."""
     entries = hist.entries
     positions = [p for p in positions if 0 <= p < len(entries) and entries[p]["ts"]]
-    states = hist.states_after(positions + [p - 1 for p in positions])
+    prev = positions[-before:] if before else []
+    states = hist.states_after(positions + [p - 1 for p in prev])
     for p in positions:
         ts = entries[p]["ts"]
         got = scan_state(t, snapshot=ts)
         assert got == states[p], (f"{ctx}: time travel to batch {entries[p]['n']} "
                                   f"(ts={ts}): {describe_diff(got, states[p])}")
-        got = scan_state(t, snapshot=ts - 1)
+    for p in prev:
+        ts = entries[p]["ts"] - 1
+        got = scan_state(t, snapshot=ts)
         assert got == states[p - 1], (f"{ctx}: time travel to just before batch "
-                                      f"{entries[p]['n']} (ts={ts - 1}): "
+                                      f"{entries[p]['n']} (ts={ts}): "
                                       f"{describe_diff(got, states[p - 1])}")
 
 
 def pick_positions(rng: random.Random, hist: History, recent: int, older: int) -> list[int]:
+    """The last `recent` batches and `older` random earlier ones — only ACKs from the last
+    10 minutes: history older than TabletConfig.history_max_age_s (15 min) may be GC'd."""
     n = len(hist.entries)
     pos = set(range(max(0, n - recent), n))
-    if n > recent:
-        pos |= {rng.randrange(n - recent) for _ in range(older)}
+    horizon = from_micros(int((time.time() - 600) * 1e6))
+    old = [i for i in range(max(0, n - recent))
+           if (hist.entries[i]["ts"] or 0) > horizon]
+    if old:
+        pos |= {rng.choice(old) for _ in range(older)}
     return sorted(pos)
 
 
@@ -276,10 +287,10 @@ def open_tablet(path: str) -> Tablet:
     return Tablet.open(path, config=CONFIG, clock=HybridClock())
 
 
-def run_cycle(path: str, seed: int, rng: random.Random, hist: History, next_n: int,
-              mode: str, cycle: int, ctx: str) -> int:
+def run_cycle(path: str, seed: int, profile: str, rng: random.Random, hist: History,
+              next_n: int, mode: str, ctx: str) -> int:
     """Start the child, kill it, reopen and verify; returns the next batch number."""
-    child = Child(path, seed, next_n)
+    child = Child(path, seed, next_n, profile)
     try:
         if mode == "early":
             time.sleep(rng.uniform(0.0, 1.0))  # may land in imports, open or replay
@@ -342,9 +353,13 @@ def run_cycle(path: str, seed: int, rng: random.Random, hist: History, next_n: i
         else:
             assert got == hist.state, f"{ctx}: lost ACKed writes: {describe_diff(got, hist.state)}"
         assert t.current_timestamp() >= hist.max_ts()
+        in_flush = [ln for ln in child.lines if ln.startswith(b"FLUSH")][-1:]
+        print(f"{ctx}: {len(acked)} ACKed, unACKed: "
+              f"{'none' if pending is None else ('applied' if next_n == pending[0] + 1 else 'absent')}"
+              f", last flush line: {in_flush[0].decode().strip() if in_flush else '-'}, "
+              f"{len(hist.state)} rows, {t.num_rowsets()} rowsets, replayed {t.replayed_ops}")
         check_files(path, t)
-        positions = pick_positions(rng, hist, recent=6, older=4)
-        check_time_travel(t, hist, positions, ctx)
+        check_time_travel(t, hist, pick_positions(rng, hist, recent=4, older=3), 2, ctx)
     finally:
         t.close()
     # reopen right away (no kill in between): the same state, the same history
@@ -352,20 +367,21 @@ def run_cycle(path: str, seed: int, rng: random.Random, hist: History, next_n: i
     try:
         got2 = scan_state(t)
         assert got2 == hist.state, f"{ctx}: second reopen differs: {describe_diff(got2, hist.state)}"
-        check_time_travel(t, hist, pick_positions(rng, hist, recent=2, older=1), ctx + " reopen")
+        check_time_travel(t, hist, pick_positions(rng, hist, recent=1, older=1), 1,
+                          ctx + " reopen")
     finally:
         t.close()
     return next_n
 
 
-def run_crash_cycles(tmp_path, seed: int, modes: list[str]) -> None:
+def run_crash_cycles(tmp_path, seed: int, modes: list[str], profile: str) -> None:
     path = str(tmp_path / "tablet")
     rng = random.Random(seed)
     hist = History()
     next_n = 0
     for cycle, mode in enumerate(modes):
-        ctx = f"seed={seed} cycle={cycle} mode={mode} next_batch={next_n}"
-        next_n = run_cycle(path, seed, rng, hist, next_n, mode, cycle, ctx)
+        ctx = f"seed={seed} profile={profile} cycle={cycle} mode={mode} next_batch={next_n}"
+        next_n = run_cycle(path, seed, profile, rng, hist, next_n, mode, ctx)
     # Writing continues after the last reopen, with a larger timestamp.
     t = open_tablet(path)
     try:
@@ -389,20 +405,31 @@ def _seed(default: int) -> int:
     return int(s) if s else default
 
 
-@pytest.mark.parametrize("seed,modes", [
-    (1, ["timed", "flush", "early", "timed"]),
+REPLAY_BUG = ("engine bug: WAL replay of an UPSERT / failed INSERT of a DiskRowSet row "
+              "whose later DELETE is already flushed inserts a new MemRowSet row (time "
+              "travel shows duplicate keys); see test_wal.py::test_replay_*_bug")
+
+
+@pytest.mark.parametrize("profile", [
+    "fresh",
+    pytest.param("full", marks=pytest.mark.xfail(strict=False, reason=REPLAY_BUG)),
 ])
-def test_crash_recovery(tmp_path, seed, modes):
-    run_crash_cycles(tmp_path, _seed(seed), modes)
+def test_crash_recovery(tmp_path, profile):
+    modes = ["timed", "flush", "early"] if profile == "fresh" else ["timed", "flush", "timed"]
+    run_crash_cycles(tmp_path, _seed(1), modes, profile)
 
 
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long crash run")
-def test_crash_recovery_long(tmp_path):
+@pytest.mark.parametrize("profile", [
+    "fresh",
+    pytest.param("full", marks=pytest.mark.xfail(strict=False, reason=REPLAY_BUG)),
+])
+def test_crash_recovery_long(tmp_path, profile):
     seed = _seed(random.randrange(1 << 30))
     rng = random.Random(seed)
     # cycle 0 creates the tablet: an early kill there could leave no tablet at all
     modes = ["timed"] + [rng.choice(["timed", "timed", "flush", "flush", "early"])
                          for _ in range(59)]
     print(f"crash recovery long run: seed={seed}")
-    run_crash_cycles(tmp_path, seed, modes)
+    run_crash_cycles(tmp_path, seed, modes, profile)

@@ -15,7 +15,8 @@
     inserts, with and without a predicate, and slow scans that hold the iterator open
     across flushes, checking the invariants above on every scan
     (no duplicate keys, group sums, prefix property, monotonic counters/generations);
-  - a flusher: flush_mrs / flush_dms in a loop.
+  - a flusher: flush_mrs / flush_dms in a loop, and (when the engine has them) a compactor:
+    merging compaction of all or two rowsets and major delta compaction in a loop.
 At the end every row must hold its last written value, also after flush + close + reopen.
 
 `test_delete_and_reinsert` (Kudu's DeleteAndReinsert): several threads cycle insert/delete
@@ -29,6 +30,7 @@ Any exception in any thread fails the test. Runs a few seconds; KUDUSQL_LONG=1 r
 from __future__ import annotations
 
 import os
+import dataclasses
 import random
 import sys
 import tempfile
@@ -69,6 +71,35 @@ def _frequent_thread_switches():
     sys.setswitchinterval(1e-5)
     yield
     sys.setswitchinterval(old)
+
+
+def _config() -> TabletConfig:
+    """No fsync, no WAL sync (speed); history kept (readers scan at old acked timestamps,
+    which the ancient history mark must not pass). Unknown tunables are skipped."""
+    want = dict(fsync=False, wal_sync="never", history_max_age_s=1e15)
+    known = {f.name for f in dataclasses.fields(TabletConfig)}
+    return TabletConfig(**{k: v for k, v in want.items() if k in known})
+
+
+# Compactions beyond docs/engine-api.md, stressed when the engine has them (Kudu's
+# mt-tablet-test runs compact, flush-deltas and delta-compaction threads).
+HAS_WAL = any(f.name == "wal_sync" for f in dataclasses.fields(TabletConfig))
+HAS_COMPACTION = all(hasattr(Tablet, m) for m in
+                     ("compact_rowsets", "compact_deltas", "rowsets_info"))
+
+
+def _compactor(t: Tablet, stop: threading.Event, counter: list) -> None:
+    rng = random.Random(7)
+    while not stop.is_set():
+        ids = sorted(info["id"] for info in t.rowsets_info())
+        if len(ids) >= 2:
+            if rng.random() < 0.5:
+                ids = ids[:2] if rng.random() < 0.5 else ids
+            t.compact_rowsets(ids)
+            counter[0] += 1
+        t.compact_deltas()
+        counter[1] += 1
+        time.sleep(0.01)
 
 
 def _schema() -> Schema:
@@ -361,6 +392,18 @@ class AllAtOnce:
                     f"{what}: inserted row {k} has wrong values {rows[k]}")
 
     # -- end state -------------------------------------------------------------------------
+    def verify_history(self, t: Tablet, label: str) -> None:
+        """Every acked insert batch is visible at its own timestamp, exactly, and every
+        such snapshot satisfies the scan invariants."""
+        for i in range(N_INSERTERS):
+            log = self.insert_log[i]
+            for ts, n in log[:: max(1, len(log) // 15)]:
+                rows = _scan_dict(t, snapshot=ts)
+                self.check_snapshot(rows, f"{ts} ({label})", accounts_only=False)
+                got = sum(1 for k in rows if _inserter_of(k) == i)
+                assert got == n, (f"{label}: scan at {ts} sees {got} rows of inserter {i}, "
+                                  f"expected {n}")
+
     def verify_final(self, t: Tablet, label: str) -> None:
         rows = _scan_dict(t)
         for a, b in self.balances.items():
@@ -387,7 +430,7 @@ def test_all_at_once(clock_kind):
     with tempfile.TemporaryDirectory(prefix="mt-tablet-") as tmp:
         path = os.path.join(tmp, "tablet")
         clock = LogicalClock() if clock_kind == "logical" else HybridClock()
-        config = TabletConfig(fsync=False)
+        config = _config()
         t = Tablet.create(path, _schema(), config=config, clock=clock)
         try:
             w = AllAtOnce(t, seed)
@@ -403,31 +446,35 @@ def test_all_at_once(clock_kind):
             h.spawn("delete-reinsert", w.delete_reinsert)
             h.spawn("stubborn-updater", w.stubborn)
             h.spawn("flusher", w.flusher)
+            compactions = [0, 0]
+            if HAS_COMPACTION:
+                h.spawn("compactor", _compactor, t, h.stop, compactions)
             for r in range(3):
                 h.spawn(f"reader-{r}", w.reader, r)
             h.run(DURATION_S)
 
             print(f"all_at_once: {w.writes} write ops, {sum(w.inserted)} rows inserted, "
                   f"{w.scans} scans, {w.flushes[0]} MRS / {w.flushes[1]} DMS flushes, "
-                  f"{w.stubborn_applied} stubborn updates, {t.num_rowsets()} rowsets")
+                  f"{w.stubborn_applied} stubborn updates, {compactions[0]} rowset / "
+                  f"{compactions[1]} delta compactions, {t.num_rowsets()} rowsets")
             assert w.scans > 0 and w.writes > 0, "threads made no progress"
             assert w.flushes[0] > 0 and w.flushes[1] > 0, "the flusher never ran"
             w.check_snapshot(_scan_dict(t), None, accounts_only=False)
             w.verify_final(t, "end of run")
+            w.verify_history(t, "end of run")
+            if HAS_WAL:
+                # Restart without flushing: the MRS and DMS contents come back from the WAL.
+                t.close()
+                t = Tablet.open(path, config=config, clock=clock)
+                w.verify_final(t, "after restart (WAL replay)")
+                w.verify_history(t, "after restart (WAL replay)")
             t.flush_mrs()
             t.flush_dms()
             w.verify_final(t, "after final flush")
-            # Every acked insert batch is visible at its own timestamp, exactly.
-            for i in range(N_INSERTERS):
-                log = w.insert_log[i]
-                for ts, n in log[:: max(1, len(log) // 20)]:
-                    rows = _scan_dict(t, snapshot=ts)
-                    got = sum(1 for k in rows if _inserter_of(k) == i)
-                    assert got == n, (f"after run: scan at {ts} sees {got} rows of inserter "
-                                      f"{i}, expected {n}")
             t.close()
             t = Tablet.open(path, config=config, clock=clock)
-            w.verify_final(t, "after reopen")
+            w.verify_final(t, "after flush + reopen")
+            w.verify_history(t, "after flush + reopen")
         finally:
             t.close()
 
@@ -443,7 +490,8 @@ def test_delete_and_reinsert():
     seed = int(os.environ.get("KUDUSQL_MT_SEED", "1"))
     with tempfile.TemporaryDirectory(prefix="mt-tablet-") as tmp:
         path = os.path.join(tmp, "tablet")
-        t = Tablet.create(path, _schema(), config=TabletConfig(fsync=False), clock=LogicalClock())
+        clock = LogicalClock()
+        t = Tablet.create(path, _schema(), config=_config(), clock=clock)
         try:
             h = Harness()
             log: list[tuple[int, str, int, str | None]] = []  # (ts, op, value, error code)
@@ -486,12 +534,16 @@ def test_delete_and_reinsert():
                 h.spawn(f"cycler-{n}", cycler, n)
                 h.spawn(f"updater-{n}", updater, n)
             h.spawn("flusher", flusher)
+            compactions = [0, 0]
+            if HAS_COMPACTION:
+                h.spawn("compactor", _compactor, t, h.stop, compactions)
             h.run(DURATION_S)
 
             # Replay in timestamp order: timestamps must serialize the ops on the row.
             log.sort()
             print(f"delete_and_reinsert: {len(log)} ops, "
-                  f"{sum(1 for e in log if e[3] is None)} applied, {t.num_rowsets()} rowsets")
+                  f"{sum(1 for e in log if e[3] is None)} applied, {compactions} compactions, "
+                  f"{t.num_rowsets()} rowsets")
             stamps = [e[0] for e in log]
             assert len(set(stamps)) == len(stamps), "two write ops got the same timestamp"
             state: int | None = None  # the row's counter, None = not live
@@ -514,16 +566,27 @@ def test_delete_and_reinsert():
                     f"{[e for e in log if abs(e[0] - ts) <= 3]}")
                 history.append((ts, state))
 
-            def row_at(snapshot=None):
+            def row_at(snapshot, label):
                 rows = t.scan_table(snapshot=snapshot).to_pylist()
-                assert len(rows) <= 1, f"key {KEY} seen {len(rows)} times at {snapshot}: {rows}"
+                assert len(rows) <= 1, (f"{label}: key {KEY} seen {len(rows)} times at "
+                                        f"snapshot {snapshot}: {rows}")
                 return rows[0]["counter"] if rows else None
 
-            assert row_at() == state, f"final row {row_at()} != replayed {state}"
-            got = t.lookup((KEY,))
-            assert (None if got is None else got["counter"]) == state
-            rng = random.Random(seed)
-            for ts, st in rng.sample(history, min(60, len(history))):
-                assert row_at(ts) == st, f"scan at {ts}: {row_at(ts)} != replayed {st}"
+            def verify(label: str) -> None:
+                final = row_at(None, label)
+                assert final == state, f"{label}: final row {final} != replayed {state}"
+                got = t.lookup((KEY,))
+                assert (None if got is None else got["counter"]) == state, label
+                rng = random.Random(seed)
+                for ts, st in rng.sample(history, min(60, len(history))):
+                    got = row_at(ts, label)
+                    assert got == st, f"{label}: scan at {ts}: {got} != replayed {st}"
+
+            verify("end of run")
+            if HAS_WAL:
+                # Restart without flushing: WAL replay must reproduce every op's outcome.
+                t.close()
+                t = Tablet.open(path, config=_config(), clock=clock)
+                verify("after restart (WAL replay)")
         finally:
             t.close()
