@@ -88,6 +88,7 @@ class Log:
         self._syncing = False
         self.bytes_written = 0
         self.fsyncs = 0
+        self._seg_first_ts: dict[int, int] = {}  # segment first index -> its first timestamp
 
     # -- reading / recovery ----------------------------------------------------------------
     def segments(self) -> list[tuple[int, str]]:
@@ -106,6 +107,7 @@ class Log:
                 continue  # every entry here precedes min_index
             last_segment = i == len(segs) - 1
             for entry in self._read_segment(path, last_segment):
+                self._seg_first_ts.setdefault(first, entry.timestamp)
                 self._last_index = max(self._last_index, entry.index)
                 if entry.index >= min_index:
                     yield entry
@@ -174,6 +176,7 @@ class Log:
         if os.path.exists(path):  # an empty or torn segment left by a crash: start over
             os.unlink(path)
         self._f = open(path, "ab", buffering=0)
+        self._seg_first = first_index
         self._f.write(MAGIC)
         os.fsync(self._f.fileno())
         _fsync_dir(self.path)
@@ -192,6 +195,8 @@ class Log:
         with self._lock:
             if self._seg_size >= self.segment_bytes:
                 self._roll(entry.index)
+            if self._seg_size == len(MAGIC):
+                self._seg_first_ts[self._seg_first] = entry.timestamp
             self._f.write(data)
             self._seg_size += len(data)
             self.bytes_written += len(data)
@@ -234,6 +239,15 @@ class Log:
         with self._cond:
             self._synced = self._appended
 
+    def ts_at_or_before(self, index: int) -> int | None:
+        """A timestamp <= that of the entry at `index`: the first timestamp of the segment
+        holding it (None if no retained segment holds it)."""
+        best = None
+        for first, ts in self._seg_first_ts.items():
+            if first <= index and (best is None or first > best[0]):
+                best = (first, ts)
+        return None if best is None else best[1]
+
     def gc(self, anchor_index: int) -> int:
         """Delete segments whose entries all have index < anchor_index."""
         segs = self.segments()
@@ -241,6 +255,7 @@ class Log:
         for i, (first, path) in enumerate(segs[:-1]):  # never the segment being written
             if segs[i + 1][0] <= anchor_index:
                 os.unlink(path)
+                self._seg_first_ts.pop(first, None)
                 removed += 1
         if removed:
             _fsync_dir(self.path)

@@ -575,16 +575,20 @@ class Tablet:
                                              replay_index)
         return applied
 
-    def _locate(self, keys: np.ndarray, comps: _Components, replay_index: int | None = None):
+    def _locate(self, keys: np.ndarray, comps: _Components,
+                replay: tuple[int, int, int] | None = None):
         """Where each key is live: (kind, which, rowid) + active-MRS rowid of dead keys.
 
         kind: 0 = not live anywhere, 1 = active MRS, 2 = a frozen MRS, 3 = a DiskRowSet.
 
-        During WAL replay of op i a key can look live in two rowsets: the one op i really
-        touched, and a rowset holding a *later* version whose insertion (after i) is already
-        flushed. Such a future rowset has flushed_index > i, while the rowset op i touched
-        either has flushed_index < i (the op must be re-applied there) or >= i (the op is
-        durable: skipped whichever candidate is chosen). So a non-durable candidate wins.
+        WAL replay of op (index i, timestamp t, round r) must see the state op i saw, but
+        flushed rowsets may already hold the future (a later DELETE in a REDO file, a later
+        re-insertion flushed into another rowset). So during replay a DiskRowSet row counts
+        as live if its history says it was live just before round r of the op at t (every
+        op before i has been replayed or is durable), and among several such candidates one
+        whose
+        flushed_index < i wins: that rowset still needs op i (a durable candidate means op i
+        is already applied, and it is skipped whichever is chosen).
         """
         n = len(keys)
         kind = np.zeros(n, dtype=np.int8)
@@ -605,44 +609,49 @@ class Tablet:
             kind[lv] = 2
             which[lv] = j
             rowid[lv] = rid[lv]
-        if len(comps.drss):
-            durable = np.zeros(n, dtype=bool)  # current DRS choice already holds op i
-            pending = np.flatnonzero(kind == 0) if replay_index is None else np.flatnonzero(
-                (kind == 0) | (kind == 3))
-            if len(pending):
-                pk = keys[pending]
-                order = np.argsort(pk)
-                spk = pk[order]
-                hashes = None
-                for j, (drs, a, b) in enumerate(comps.tree.bulk_candidates(spk)):
-                    sub = order[a:b]
-                    if hashes is None:
-                        hashes = hash_keys(pk)
-                    rid = drs.find_keys(pk[sub], hashes[sub])
-                    f = rid >= 0
-                    if not f.any():
-                        continue
-                    lv = np.zeros(len(sub), dtype=bool)
-                    lv[f] = ~drs.latest_dead()[rid[f]]
-                    tgt = pending[sub]
-                    if replay_index is None:
-                        lv &= kind[tgt] == 0
-                    else:
-                        this_durable = drs.flushed_index >= replay_index
-                        lv &= (kind[tgt] == 0) | (durable[tgt] & (not this_durable))
-                    tgt = tgt[lv]
-                    kind[tgt] = 3
-                    which[tgt] = comps.drss.index(drs)
-                    rowid[tgt] = rid[lv]
-                    if replay_index is not None:
-                        durable[tgt] = drs.flushed_index >= replay_index
+        if not len(comps.drss):
+            return kind, which, rowid, mrs_rid
+        durable = np.zeros(n, dtype=bool)  # the chosen DRS already holds op i (replay)
+        pending = np.flatnonzero(kind == 0)
+        if not len(pending):
+            return kind, which, rowid, mrs_rid
+        pk = keys[pending]
+        order = np.argsort(pk)
+        spk = pk[order]
+        hashes = None
+        for drs, a, b in comps.tree.bulk_candidates(spk):
+            sub = order[a:b]
+            if hashes is None:
+                hashes = hash_keys(pk)
+            rid = drs.find_keys(pk[sub], hashes[sub])
+            f = rid >= 0
+            if not f.any():
+                continue
+            lv = np.zeros(len(sub), dtype=bool)
+            if replay is None:
+                lv[f] = ~drs.latest_dead()[rid[f]]
+            else:
+                lv[f] = drs.live_at(rid[f], replay[1], replay[2])
+            tgt = pending[sub]
+            if replay is None:
+                lv &= kind[tgt] == 0
+            else:
+                this_durable = drs.flushed_index >= replay[0]
+                lv &= (kind[tgt] == 0) | (durable[tgt] & (not this_durable))
+            tgt = tgt[lv]
+            kind[tgt] = 3
+            which[tgt] = comps.drss.index(drs)
+            rowid[tgt] = rid[lv]
+            if replay is not None:
+                durable[tgt] = drs.flushed_index >= replay[0]
         return kind, which, rowid, mrs_rid
 
     def _apply_round(self, idx: np.ndarray, ops: np.ndarray, keys: np.ndarray,
                      phys: dict[int, pa.Array], ts: int, seq: int, bad: dict,
                      replay_index: int | None = None) -> int:
         comps = self._components
-        kind, which, rowid, mrs_rid = self._locate(keys, comps, replay_index)
+        kind, which, rowid, mrs_rid = self._locate(
+            keys, comps, None if replay_index is None else (replay_index, ts, seq))
         is_live = kind > 0
         ins = ops == OpType.INSERT
         ups = ops == OpType.UPSERT
@@ -732,6 +741,17 @@ class Tablet:
             now = physical_micros(self.clock.now())
             return max(0, from_micros(max(0, now - int(age * 1_000_000))))
         return max(0, self.mvcc.last_committed() - int(age))
+
+    def history_gc_mark(self) -> int:
+        """History at or before this may be dropped by compactions and UNDO GC.
+
+        The ancient history mark, but never past the oldest op the WAL may still replay:
+        replay decides what each op saw from the rowsets' history (see `_locate`), so that
+        history must outlive the log entries that need it.
+        """
+        anchor_ts = self.log.ts_at_or_before(self._anchor_index())
+        ahm = self.ancient_history_mark()
+        return ahm if anchor_ts is None else min(ahm, anchor_ts - 1)
 
     def _snapshot(self, snapshot: int | MvccSnapshot | None) -> MvccSnapshot:
         if snapshot is None:
@@ -1033,7 +1053,7 @@ class Tablet:
             elif due >= 1:
                 score = 29 + due
             ops.append(MaintenanceOp("FlushDMS", score, self.flush_dms))
-        ahm = self.ancient_history_mark()
+        ahm = self.history_gc_mark()
         for d in comps.drss:
             ratio = d.redo_file_records() / max(d.num_rows, 1)
             if ratio >= cfg.major_compact_min_ratio:
@@ -1087,14 +1107,14 @@ class Tablet:
         return n
 
     def major_delta_compact(self, drs: DiskRowSet) -> int:
-        n = drs.major_delta_compact(self.ancient_history_mark())
+        n = drs.major_delta_compact(self.history_gc_mark())
         if n:
             self._after_rowset_change()
         return n
 
     def gc_undo_deltas(self) -> int:
         """UndoDeltaBlockGC over every rowset; returns UNDO records dropped."""
-        ahm = self.ancient_history_mark()
+        ahm = self.history_gc_mark()
         n = sum(d.gc_undo(ahm) for d in self._components.drss)
         if n:
             self._after_rowset_change()
@@ -1133,7 +1153,7 @@ class Tablet:
                 for d, old in pending:
                     if old is not None:
                         d.finish_dms_flush(old, self.config.fsync, index)
-                ahm = self.ancient_history_mark()
+                ahm = self.history_gc_mark()
                 keys_l, ts_l, seq_l, fwd_l = [], [], [], []
                 vals_l = {c.id: [] for c in self.schema.columns}
                 offset = 0

@@ -9,7 +9,9 @@ multi-row `Tablet.write` of random INSERT / UPSERT / UPDATE / DELETE rows (new k
 re-inserts of deleted keys, live keys, keys that fail with ALREADY_PRESENT / NOT_FOUND, the
 same key several times in one batch), 1..200 rows, sometimes 5000. Between batches it
 randomly calls `flush_mrs()` / `flush_dms()`. PROFILE "full" (default) does all of that;
-"fresh" never inserts or upserts a key an earlier batch used (see `make_batch`).
+"fresh" never inserts or upserts a key an earlier batch used (see `make_batch`). A suffix
+"+compact" ("full+compact", "fresh+compact") adds rowset compactions, major delta
+compactions and UNDO GC between batches (announced as FLUSH_BEGIN / FLUSH_END too).
 
 Protocol on stdout (one line each, flushed at once):
 
@@ -18,7 +20,7 @@ Protocol on stdout (one line each, flushed at once):
                          [...], "v": [...], "s": [...]}} (v / s may be missing: a batch sets
                          only the columns it names)
     ACK <n> <timestamp> <num_applied>    after `write` returned (the write is durable)
-    FLUSH_BEGIN mrs|dms / FLUSH_END mrs|dms <count>
+    FLUSH_BEGIN <what> / FLUSH_END <what> <count>   around flushes and compactions
 
 The parent reconstructs every batch from its BEGIN line and replays it against a model. A
 BEGIN line cut short (killed while printing) means the write had not started.
@@ -181,8 +183,10 @@ def main(argv: list[str]) -> int:
     path, seed = argv[0], int(argv[1])
     n = int(argv[2]) if len(argv) > 2 else 0
     profile = argv[3] if len(argv) > 3 else "full"
-    if profile not in ("full", "fresh"):
-        raise SystemExit(f"unknown profile {profile!r}")
+    profile, _, extra = profile.partition("+")
+    if profile not in ("full", "fresh") or extra not in ("", "compact"):
+        raise SystemExit(f"unknown profile {argv[3]!r}")
+    compact = extra == "compact"
     t = open_or_create(path)
     keys = t.scan_table(["k"]).column("k").to_pylist()
     live = KeySet(keys)
@@ -204,6 +208,30 @@ def main(argv: list[str]) -> int:
             emit("FLUSH_BEGIN dms")
             c = t.flush_dms()
             emit(f"FLUSH_END dms {c}")
+        elif compact and r < 0.16:
+            maintain(t, rng)
+
+
+def maintain(t: Tablet, rng: random.Random) -> None:
+    """Profile "+compact": a rowset compaction (2..6 rowsets), a major delta compaction of
+    every rowset, or UNDO GC — whichever the engine has."""
+    r = rng.random()
+    if r < 0.6 and hasattr(t, "compact_rowsets") and t.num_rowsets() >= 2:
+        infos = sorted(t.rowsets_info(), key=lambda i: i["min_key"])
+        m = rng.randint(2, min(6, len(infos)))
+        a = rng.randrange(len(infos) - m + 1)
+        ids = [i["id"] for i in infos[a:a + m]]  # neighbours by key range: they overlap
+        emit("FLUSH_BEGIN compact_rowsets")
+        c = t.compact_rowsets(ids)
+        emit(f"FLUSH_END compact_rowsets {c}")
+    elif r < 0.9 and hasattr(t, "compact_deltas"):
+        emit("FLUSH_BEGIN compact_deltas")
+        c = t.compact_deltas()
+        emit(f"FLUSH_END compact_deltas {c}")
+    elif hasattr(t, "gc_undo_deltas"):
+        emit("FLUSH_BEGIN gc_undo")
+        c = t.gc_undo_deltas()
+        emit(f"FLUSH_END gc_undo {c}")
 
 
 if __name__ == "__main__":

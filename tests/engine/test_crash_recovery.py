@@ -20,8 +20,10 @@ engine/consensus/log.py):
     timestamps are larger than every earlier one.
 
 Several cycles run on the same directory; the restarted child resumes at the next batch
-number. Default: 4 short cycles (< 30 s). KUDUSQL_LONG=1 adds a long run (60 cycles);
-KUDUSQL_CRASH_SEED picks the seed (failures print it).
+number. Two workload profiles (crash_child.py): "fresh" never re-inserts a key, "full" does
+everything and currently hits a known replay bug (xfail, see REPLAY_BUG). Default: 3
+cycles each (~15 s). KUDUSQL_LONG=1 adds a long run (60 cycles per profile);
+KUDUSQL_CRASH_SEED picks the seed (failures print it, as does `-s`).
 """
 
 from __future__ import annotations
@@ -353,10 +355,11 @@ def run_cycle(path: str, seed: int, profile: str, rng: random.Random, hist: Hist
         else:
             assert got == hist.state, f"{ctx}: lost ACKed writes: {describe_diff(got, hist.state)}"
         assert t.current_timestamp() >= hist.max_ts()
-        in_flush = [ln for ln in child.lines if ln.startswith(b"FLUSH")][-1:]
-        print(f"{ctx}: {len(acked)} ACKed, unACKed: "
-              f"{'none' if pending is None else ('applied' if next_n == pending[0] + 1 else 'absent')}"
-              f", last flush line: {in_flush[0].decode().strip() if in_flush else '-'}, "
+        flush_lines = [ln for ln in child.lines if ln.startswith(b"FLUSH")][-1:]
+        unacked = "none" if pending is None else (
+            "applied" if next_n == pending[0] + 1 else "absent")
+        print(f"{ctx}: {len(acked)} ACKed, unACKed: {unacked}, last flush line: "
+              f"{flush_lines[0].decode().strip() if flush_lines else '-'}, "
               f"{len(hist.state)} rows, {t.num_rowsets()} rowsets, replayed {t.replayed_ops}")
         check_files(path, t)
         check_time_travel(t, hist, pick_positions(rng, hist, recent=4, older=3), 2, ctx)
@@ -366,7 +369,8 @@ def run_cycle(path: str, seed: int, profile: str, rng: random.Random, hist: Hist
     t = open_tablet(path)
     try:
         got2 = scan_state(t)
-        assert got2 == hist.state, f"{ctx}: second reopen differs: {describe_diff(got2, hist.state)}"
+        assert got2 == hist.state, (f"{ctx}: second reopen differs: "
+                                    f"{describe_diff(got2, hist.state)}")
         check_time_travel(t, hist, pick_positions(rng, hist, recent=1, older=1), 1,
                           ctx + " reopen")
     finally:
@@ -375,6 +379,7 @@ def run_cycle(path: str, seed: int, profile: str, rng: random.Random, hist: Hist
 
 
 def run_crash_cycles(tmp_path, seed: int, modes: list[str], profile: str) -> None:
+    os.makedirs(tmp_path, exist_ok=True)
     path = str(tmp_path / "tablet")
     rng = random.Random(seed)
     hist = History()
@@ -426,10 +431,13 @@ def test_crash_recovery(tmp_path, profile):
     pytest.param("full", marks=pytest.mark.xfail(strict=False, reason=REPLAY_BUG)),
 ])
 def test_crash_recovery_long(tmp_path, profile):
+    """60 kill cycles: 6 tablets x 10 cycles each (without compactions the rowset count,
+    and with it every flush_dms and scan, keeps growing on a single tablet)."""
     seed = _seed(random.randrange(1 << 30))
-    rng = random.Random(seed)
-    # cycle 0 creates the tablet: an early kill there could leave no tablet at all
-    modes = ["timed"] + [rng.choice(["timed", "timed", "flush", "flush", "early"])
-                         for _ in range(59)]
     print(f"crash recovery long run: seed={seed}")
-    run_crash_cycles(tmp_path, seed, modes, profile)
+    for part in range(6):
+        rng = random.Random(seed * 10 + part)
+        # cycle 0 creates the tablet: an early kill there could leave no tablet at all
+        modes = ["timed"] + [rng.choice(["timed", "timed", "flush", "flush", "early"])
+                             for _ in range(9)]
+        run_crash_cycles(tmp_path / f"part{part}", seed * 10 + part, modes, profile)

@@ -637,11 +637,6 @@ def test_replay_delete_then_reinsert_flushed(tmp_path):
     assert _kv(t) == [(1, 4)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: WAL replay of an INSERT that failed with ALREADY_PRESENT (its key live in a "
-    "DiskRowSet whose later DELETE is already flushed to a REDO file): during replay the row "
-    "looks dead, so the INSERT is applied as a new MemRowSet row; time travel between the "
-    "two ops shows the key twice, once with values that were never written"))
 def test_replay_failed_insert_of_row_deleted_in_flushed_redo_bug(tmp_path):
     t = Tablet.create(str(tmp_path), _kv_schema(), TabletConfig(fsync=False))
     t.insert({"k": [1], "v": [1]})
@@ -657,11 +652,6 @@ def test_replay_failed_insert_of_row_deleted_in_flushed_redo_bug(tmp_path):
     assert _kv(t, snapshot=r.timestamp) == [(1, 1), (2, 2)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: WAL replay of an UPSERT of a row of a DiskRowSet whose "
-    "later DELETE is already flushed to a REDO file: the row looks dead during replay, so the "
-    "UPSERT becomes an insert of a new MemRowSet row; the latest state is right (the DELETE "
-    "replays onto it) but time travel between the two ops shows the key twice"))
 def test_replay_upsert_of_row_deleted_in_flushed_redo_bug(tmp_path):
     t = Tablet.create(str(tmp_path), _kv_schema(), TabletConfig(fsync=False))
     t.insert({"k": [1], "v": [1]})
