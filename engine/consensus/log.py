@@ -121,6 +121,7 @@ class Log:
                 return
             raise errors.Corruption(f"{path}: not a WAL segment (bad magic)")
         off = len(MAGIC)
+        last_index = None
         while off < len(data):
             bad = None
             if off + _REC.size > len(data):
@@ -135,23 +136,39 @@ class Log:
                     if zlib.crc32(payload) != crc or n < _ENTRY.size:
                         bad = "checksum mismatch"
             if bad is not None:
-                # Torn only if this is the final record of the final segment: nothing valid
-                # may follow it. Anything else is corruption of acknowledged data.
-                tail = bad.startswith("truncated") or self._is_last_record(data, off)
-                if last_segment and tail:
+                # Torn only at the end of the final segment with nothing valid after it
+                # (a crash mid-append, or the zeros an unsynced append can leave after a
+                # power loss). A valid record further on means a damaged record in the
+                # middle: acknowledged writes follow, so that is corruption.
+                if last_segment and not self._valid_record_after(data, off, last_index):
                     self._truncate(path, off, torn=True)
                     return
                 raise errors.Corruption(
                     f"{path}: corrupt WAL record at offset {off} ({bad}); refusing to open "
                     f"the tablet because acknowledged writes follow it")
             term, index, ts, typ = _ENTRY.unpack_from(payload, 0)
+            last_index = index
             yield LogEntry(term, index, ts, typ, payload[_ENTRY.size:])
             off = end
 
     @staticmethod
-    def _is_last_record(data: bytes, off: int) -> bool:
-        n, _ = _REC.unpack_from(data, off)
-        return off + _REC.size + n >= len(data)
+    def _valid_record_after(data: bytes, off: int, last_index: int | None) -> bool:
+        """Does a well-formed record start anywhere after `off`? (error path only: a scan
+        over the rest of one segment, checking the cheap header fields before the CRC)"""
+        if not any(data[off:]):
+            return False  # only zeros: an unsynced tail
+        hdr = _REC.size + _ENTRY.size
+        lo = 1 if last_index is None else last_index + 1
+        for p in range(off + 1, len(data) - hdr + 1):
+            n, crc = _REC.unpack_from(data, p)
+            if n < _ENTRY.size or p + _REC.size + n > len(data):
+                continue
+            index = struct.unpack_from("<Q", data, p + _REC.size + 8)[0]
+            if not lo <= index <= lo + (1 << 24):
+                continue
+            if zlib.crc32(data[p + _REC.size: p + _REC.size + n]) == crc:
+                return True
+        return False
 
     @staticmethod
     def _truncate(path: str, off: int, torn: bool) -> None:

@@ -58,6 +58,9 @@ class DeltaFile:
         self.column_ids = desc["columns"]
         self._batch: DeltaBatch | None = None
         self._lock = threading.Lock()
+        # Mapped now, read later: once mapped, the records stay readable even after a
+        # compaction or UNDO GC unlinks the file under a long-running scan.
+        self._reader = CFileReader(path)
 
     def __len__(self) -> int:
         return self.count
@@ -72,7 +75,7 @@ class DeltaFile:
             return self._batch
 
     def _load(self) -> DeltaBatch:
-        r = CFileReader(self.path)
+        r = self._reader
 
         def full(name: str) -> pa.Array:
             col = r.column(name)
@@ -85,10 +88,8 @@ class DeltaFile:
         cols = {}
         for cid in self.column_ids:
             cols[cid] = (np_full(f"c{cid}$set", bool), full(f"c{cid}"))
-        batch = DeltaBatch(np_full("rowid", np.int64), np_full("ts", np.int64),
-                           np_full("seq", np.int64), np_full("kind", np.int8), cols)
-        r.close()
-        return batch
+        return DeltaBatch(np_full("rowid", np.int64), np_full("ts", np.int64),
+                          np_full("seq", np.int64), np_full("kind", np.int8), cols)
 
     @property
     def nbytes(self) -> int:

@@ -491,15 +491,23 @@ class DiskRowSet:
             return r.decode(page).take(pa.array(sel))
         return r.gather(page, sel)
 
+    def capture(self):
+        """This rowset's stores as of now; a scan started later reads exactly them."""
+        return self._stores
+
     def scan(self, columns: Sequence[ColumnSchema], predicates: Sequence[BoundPredicate],
              snapshot: MvccSnapshot, lower: bytes | None, upper: bytes | None,
-             stats: ScanStats, lazy: bool = True) -> Iterator[dict[int, pa.Array]]:
-        """Yield {col_id: physical array} per block for live rows matching the predicates."""
+             stats: ScanStats, lazy: bool = True, st=None) -> Iterator[dict[int, pa.Array]]:
+        """Yield {col_id: physical array} per block for live rows matching the predicates.
+
+        `st` is the capture() taken when the tablet scan was opened, so compactions or
+        history GC that finish while the scan runs do not change what it returns.
+        """
         lo_row, hi_row = self.rowid_range(lower, upper)
         if lo_row >= hi_row:
             return
         need = {c.id for c in columns} | {p.col_id for p in predicates}
-        st = self._stores
+        st = st or self._stores
         readers = st[3]
         undo, redo = self._deltas_for(snapshot, need, st)
         pr = self.config.page_rows

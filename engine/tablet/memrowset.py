@@ -205,9 +205,12 @@ class MemRowSet:
         return redo.select(snapshot.is_committed_array(redo.ts))
 
     def scan(self, columns: Sequence[ColumnSchema], predicates, snapshot: MvccSnapshot,
-             lower: bytes | None, upper: bytes | None, stats) -> Iterator[dict[int, pa.Array]]:
-        """Yield {col_id: physical array} per insert batch for live matching rows."""
-        n, insert_ts, redo = self.capture()
+             lower: bytes | None, upper: bytes | None, stats, cap=None
+             ) -> Iterator[dict[int, pa.Array]]:
+        """Yield {col_id: physical array} per insert batch for live matching rows.
+
+        `cap` is a capture() taken when the scan was opened (default: now)."""
+        n, insert_ts, redo = cap or self.capture()
         redo = self._visible_redo(redo, snapshot)
         for start, batch, keys in self.batches(n):
             m = batch.num_rows

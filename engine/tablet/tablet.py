@@ -789,6 +789,8 @@ class Tablet:
              predicates: Sequence[ColumnPredicate] = (), snapshot=None,
              lower_key=None, upper_key=None, lazy: bool = True,
              stats: ScanStats | None = None) -> Iterator[pa.RecordBatch]:
+        """Open a scan now (snapshot taken, rowsets captured, bad input raised here) and
+        return an iterator of RecordBatches; see docs/engine-api.md."""
         names = list(columns) if columns is not None else self.schema.names
         cols = [self.schema.column(n) for n in names]
         bound = [BoundPredicate(p, self.schema.column(p.column)) for p in predicates]
@@ -799,15 +801,20 @@ class Tablet:
         comps = self._components
         if any(p.always_false for p in bound) or (
                 lower is not None and upper is not None and lower >= upper):
-            return
-        sources = [m.scan(cols, bound, snap, lower, upper, stats)
-                   for m in (comps.mrs, *comps.frozen)]
+            return iter(())
+        mrs_caps = [(m, m.capture()) for m in (comps.mrs, *comps.frozen)]
         drss = comps.tree.overlapping(lower, upper)
         stats.rowsets_pruned += len(comps.drss) - len(drss)
-        sources += [d.scan(cols, bound, snap, lower, upper, stats, lazy) for d in drss]
-        for src in sources:
-            for block in src:
-                yield self._to_batch(block, cols, out_schema)
+        drs_caps = [(d, d.capture()) for d in drss]
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for m, cap in mrs_caps:
+                for block in m.scan(cols, bound, snap, lower, upper, stats, cap):
+                    yield self._to_batch(block, cols, out_schema)
+            for d, cap in drs_caps:
+                for block in d.scan(cols, bound, snap, lower, upper, stats, lazy, cap):
+                    yield self._to_batch(block, cols, out_schema)
+        return batches()
 
     def _to_batch(self, block: dict, cols: Sequence[ColumnSchema], schema: pa.Schema
                   ) -> pa.RecordBatch:

@@ -259,9 +259,6 @@ def test_segment_torn_inside_its_magic(tmp_path):
         os.unlink(p)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: a zero-filled tail (what an unsynced append can leave after a power loss "
-    "on ext4/xfs) is reported as Corruption instead of being dropped like a torn record"))
 def test_zero_filled_tail_is_dropped(tmp_path):
     entries = [entry(i, size=40) for i in range(1, 6)]
     where = write_log(tmp_path, entries)
@@ -318,11 +315,6 @@ def test_flipped_length_byte_in_middle_of_older_segment_is_corruption(tmp_path):
             shutil.rmtree(d)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: a flipped bit in the length field of a middle record of the last segment "
-    "makes the record look longer than the file; _read_segment takes it for a torn tail, "
-    "truncates the segment there and silently drops that and every later (acknowledged) "
-    "record instead of raising Corruption"))
 def test_flipped_length_byte_in_middle_record_of_last_segment_is_corruption(tmp_path):
     entries, src, where = _corruption_setup(tmp_path, 1 << 20)
     seg, start = where[1]
