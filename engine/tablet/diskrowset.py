@@ -133,6 +133,7 @@ class DiskRowSet:
         self._dead: np.ndarray | None = None  # latest liveness for the write path
         self._dead_lock = threading.Lock()
         self._flush_lock = threading.Lock()
+        self._merge_cache: dict[str, tuple] = {}
         # Serialises read-modify-write of `_stores` (DMS flush, delta compactions, GC).
         self._swap_lock = threading.Lock()
         # Held for a whole delta compaction / merge so two never work on one rowset.
@@ -451,25 +452,32 @@ class DiskRowSet:
         return pa.concat_arrays(parts) if parts else pa.array([], type=col.physical_type)
 
     # -- read path -----------------------------------------------------------------------
+    def _merged(self, kind: str, stores) -> DeltaBatch:
+        """All records of these stores as one sorted batch, cached until the stores change
+        (each store is sorted; merging them for every scan would dominate scan time)."""
+        key = (kind, tuple((id(x), len(x)) for x in stores))
+        cached = self._merge_cache.get(kind)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        batch = DeltaBatch.concat([x.records() if isinstance(x, DeltaFile) else x.view()
+                                   for x in stores if len(x)])
+        self._merge_cache[kind] = (key, batch)
+        return batch
+
     def _deltas_for(self, snapshot: MvccSnapshot, col_ids: set[int], st=None
                     ) -> tuple[DeltaBatch | None, DeltaBatch | None]:
         """(UNDO records to roll back, REDO records to apply) for this snapshot."""
         undo_files, redo_files, dmss, _ = st or self._stores
-        undos = []
-        for f in undo_files:
-            if snapshot.may_have_uncommitted_at_or_before(f.max_ts):
-                b = f.records()
-                undos.append(b.select(~snapshot.is_committed_array(b.ts)))
-        redos = []
-        for store in list(redo_files) + list(dmss):
-            if len(store) == 0:
-                continue
-            if not snapshot.may_have_committed_at_or_after(store.min_ts):
-                continue
-            b = store.records() if isinstance(store, DeltaFile) else store.view()
-            redos.append(b.select(snapshot.is_committed_array(b.ts)))
-        undo = DeltaBatch.concat(undos).drop_columns(col_ids) if undos else None
-        redo = DeltaBatch.concat(redos).drop_columns(col_ids) if redos else None
+        undo = redo = None
+        u = [f for f in undo_files if snapshot.may_have_uncommitted_at_or_before(f.max_ts)]
+        if u:
+            b = self._merged("undo", u)
+            undo = b.select(~snapshot.is_committed_array(b.ts)).drop_columns(col_ids)
+        r = [x for x in list(redo_files) + list(dmss) if len(x) and
+             snapshot.may_have_committed_at_or_after(x.min_ts)]
+        if r:
+            b = self._merged("redo", r)
+            redo = b.select(snapshot.is_committed_array(b.ts)).drop_columns(col_ids)
         return (undo if undo is not None and len(undo) else None,
                 redo if redo is not None and len(redo) else None)
 

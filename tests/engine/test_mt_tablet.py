@@ -17,20 +17,26 @@
     (no duplicate keys, group sums, prefix property, monotonic counters/generations);
   - a flusher: flush_mrs / flush_dms in a loop, and (when the engine has them) a compactor:
     merging compaction of all or two rowsets and major delta compaction in a loop.
-At the end every row must hold its last written value, also after flush + close + reopen.
+At the end every row must hold its last written value, and every acked insert batch must be
+visible exactly at its timestamp, also after a restart without flushing (WAL replay, when the
+engine has a WAL) and after flush + close + reopen. Runs with a logical and a hybrid clock.
 
 `test_delete_and_reinsert` (Kudu's DeleteAndReinsert): several threads cycle insert/delete
 on one row while others stubbornly update it, with aggressive flushes. Every op's timestamp
 orders it: replaying all ops in timestamp order must reproduce each op's outcome (applied
-or its error code) and the final row, and snapshot scans at recorded timestamps must match.
+or its error code) and the final row, and snapshot scans at recorded timestamps must match,
+also after a restart without flushing (WAL replay).
 
-Any exception in any thread fails the test. Runs a few seconds; KUDUSQL_LONG=1 runs longer.
+Any exception in any thread fails the test (a thread still alive 60 s after the stop signal
+is reported as a deadlock). The GIL switch interval is lowered to 10 us so threads interleave
+inside the engine's critical sections. ~2.5 s of load per test; KUDUSQL_LONG=1 runs 30 s;
+KUDUSQL_MT_SEED picks the workers' random seeds. Run with -s to see throughput counters.
 """
 
 from __future__ import annotations
 
-import os
 import dataclasses
+import os
 import random
 import sys
 import tempfile
