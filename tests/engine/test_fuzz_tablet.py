@@ -1229,6 +1229,9 @@ if st is not None:
     )
     _other_op = st.one_of(
         st.just(("FLUSH_MRS",)), st.just(("FLUSH_DMS",)), st.just(("REOPEN",)),
+        *([st.just(("RESTART",))] if HAS_WAL else []),
+        *([st.just(("COMPACT_ROWSETS", "all")), st.just(("COMPACT_DELTAS",))]
+          if HAS_COMPACTION else []),
         st.tuples(st.just("SCAN_AT"), st.integers(0, 30), st.sampled_from([-1, 0, 1])),
         st.tuples(st.just("DIFF_SCAN"), st.integers(0, 30), st.sampled_from([-1, 0]),
                   st.integers(0, 30), st.sampled_from([-1, 0]), st.just(None)),
