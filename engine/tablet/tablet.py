@@ -559,20 +559,48 @@ class Tablet:
                                               type=a.type)) if a.null_count else a
                         for a in key_phys]
         keys = encode_keys(key_phys, self._key_cols)
-        # Round r = the r-th occurrence of a key in this batch (stable sort keeps order).
-        order = np.argsort(keys, kind="stable")
+        rows = np.flatnonzero(ok)
+        order = rows[np.argsort(keys[rows], kind="stable")]  # by key, then batch order
         sk = keys[order]
-        new_group = np.ones(n, dtype=bool)
-        new_group[1:] = sk[1:] != sk[:-1]
-        group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(n) - group_start
+        same = sk[1:] == sk[:-1]
+        # Consecutive UPDATEs of one key: only the last changes anything (they set the same
+        # columns and an UPDATE never changes whether a row is live), so the others take
+        # its outcome instead of costing a round each (a Zipf-skewed batch would need one
+        # round per repeat of its hottest key). Same op, same timestamp: no reader can see
+        # the intermediate values anyway.
+        is_upd = ops[order] == OpType.UPDATE
+        chain = same & is_upd[:-1] & is_upd[1:]
+        superseded, follows = np.empty(0, np.int64), np.empty(0, np.int64)
+        if chain.any():
+            m = len(order)
+            pos = np.arange(m)
+            boundary = np.ones(m, dtype=bool)
+            boundary[:-1] = ~chain
+            last_pos = np.minimum.accumulate(np.where(boundary, pos, m)[::-1])[::-1]
+            sup = np.flatnonzero(~boundary)
+            superseded, follows = order[sup], order[last_pos[sup]]
+            keep = boundary
+            order, sk = order[keep], sk[keep]
+            same = sk[1:] == sk[:-1]
+        # Round r = the r-th occurrence of a key in this batch (stable sort keeps order).
+        m = len(order)
+        new_group = np.ones(m, dtype=bool)
+        new_group[1:] = ~same
+        group_start = np.maximum.accumulate(np.where(new_group, np.arange(m), 0))
+        rank = np.arange(m) - group_start
         applied = 0
-        for r in range(int(rank.max()) + 1):
-            idx = np.flatnonzero((rank == r) & ok)
+        for r in range(int(rank.max()) + 1 if m else 0):
+            idx = np.sort(order[rank == r])
             if len(idx):
                 applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad,
                                              replay_index)
+        if not bad:
+            return applied + len(superseded)
+        for s_row, f_row in zip(superseded.tolist(), follows.tolist()):  # error path only:
+            if f_row in bad:  # copying per-row outcomes, the data work was done above
+                bad[s_row] = bad[f_row]
+            else:
+                applied += 1
         return applied
 
     def _locate(self, keys: np.ndarray, comps: _Components,

@@ -16,16 +16,25 @@ The model (`TabletFuzzer`) holds
     after it (fuzz-itest's `saved_values_`) and the keys it changed (its REDOs).
 
 Invariants, checked after *every* op (sequences are short, checks are exhaustive):
-  1. a latest scan equals the model, and a point lookup of every key in the keyspace
-     equals the model (fuzz-itest checks a point read before every mutation);
+  1. after every mutation or maintenance op, a latest scan equals the model, and point
+     lookups equal the model: the keys the write touched (fuzz-itest reads the key it
+     mutates), every key after a flush, compaction or restart;
   2. a snapshot scan at T equals the model state of the greatest write timestamp <= T;
   3. a diff scan (s, e] equals what docs/engine-api.md specifies, derived from the model
      (deleted rows compared by key only);
   4. write timestamps strictly increase, `current_timestamp()` covers every acked op, and
      `row_errors` / `num_applied` match the model exactly;
-  5. all of it holds across a close + `Tablet.open` (REOPEN).
-At the end of a sequence (and after every REOPEN) the whole history is checked: a scan at
-every write timestamp and at ts-1, and diff scans between consecutive writes and more.
+  5. all of it holds across flushes, compactions, and close + `Tablet.open` (REOPEN after
+     flushing everything; RESTART without flushing, so the WAL must replay the rest);
+  6. a scan opened earlier at snapshot T, drained later, still returns the state at T.
+At the end of a sequence the whole history is checked: a scan at every write timestamp (and
+a sample of ts-1), a point read at each change, and diff scans between consecutive writes,
+over the whole history, and between random write timestamps. After a REOPEN/RESTART a sample
+of it is checked at once.
+
+Ops beyond docs/engine-api.md (RESTART, COMPACT_*, MAINTENANCE) are generated only when the
+engine has them (HAS_WAL, HAS_COMPACTION). Tablets keep all history (history_max_age_s huge),
+so the ancient history mark never hides the snapshots the model checks.
 
 Op sequences are lists of plain tuples. Snapshots are named symbolically, `(i, d)` meaning
 "timestamp of the i-th write op, plus d", so a pinned sequence stays valid whatever the clock
@@ -57,8 +66,8 @@ Op forms:
                 ("less_equal", c, x), ("greater", c, x), ("greater_equal", c, x),
                 ("in_list", c, [x, ...]), ("is_null", c), ("is_not_null", c)]
 
-Default run: 80 seeds x 60 ops (~25 s of CPU). `KUDUSQL_LONG=1` adds 500 more seeds x 60 ops and
-20 seeds x 1000 ops (~15 min; 1000-op runs get slow as rowsets pile up without compaction).
+Default run: 80 seeds x 60 ops (~25 s of CPU). `KUDUSQL_LONG=1` adds 500 more seeds x 60
+ops and 20 seeds x 1000 ops (~15 min).
 Set `KUDUSQL_FUZZ_NO_SHRINK=1` to skip shrinking on failure, and
 `KUDUSQL_FUZZ_SKIP_OPS=RESTART,...` to leave op kinds out (triage while a bug is open).
 """
