@@ -103,7 +103,7 @@ def encode_keys(columns: Sequence[pa.Array], key_schema: Sequence[ColumnSchema])
             if w == 16:
                 parts.append(_int128_matrix(arr))
             else:
-                parts.append(_int_matrix(np.asarray(arr), w))
+                parts.append(_int_matrix(arr.to_numpy(zero_copy_only=False), w))
         m = np.hstack(parts) if len(parts) > 1 else parts[0]
         return np.ascontiguousarray(m).view(f"S{m.shape[1]}").reshape(n)
     # Variable-width keys: build each part as an Arrow binary array and join them.
@@ -117,7 +117,7 @@ def encode_keys(columns: Sequence[pa.Array], key_schema: Sequence[ColumnSchema])
                 b = pc.binary_join_element_wise(b, pa.scalar(b"\x00\x00"), pa.scalar(b""))
             pieces.append(b)
         else:
-            m = _int128_matrix(arr) if w == 16 else _int_matrix(np.asarray(arr), w)
+            m = _int128_matrix(arr) if w == 16 else _int_matrix(arr.to_numpy(zero_copy_only=False), w)
             fsb = pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(m)])
             pieces.append(fsb.cast(pa.binary()))
     joined = pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(
@@ -174,24 +174,13 @@ def physical_value(value: Any, col: ColumnSchema) -> Any:
 
 
 def encode_key(values: Sequence[Any], key_schema: Sequence[ColumnSchema]) -> bytes:
-    """Encode one key tuple of Python (logical) values; same bytes as `encode_keys`."""
+    """Encode one full key tuple of Python (logical) values; same bytes as `encode_keys`,
+    in canonical form: trailing zero bytes dropped, as numpy does on element access, so
+    Python-level comparisons agree with values read back from ``S<w>`` arrays."""
     if len(values) != len(key_schema):
         raise errors.InvalidArgument(
             f"key has {len(values)} values, the primary key has {len(key_schema)} columns")
-    out = bytearray()
-    last = len(key_schema) - 1
-    for i, (v, col) in enumerate(zip(values, key_schema)):
-        p = physical_value(v, col)
-        w = _fixed_width(col)
-        if w is None:
-            out += p.replace(b"\x00", b"\x00\x01")
-            if i != last:
-                out += b"\x00\x00"
-        else:
-            out += (p + (1 << (8 * w - 1))).to_bytes(w, "big")
-    # Canonical scalar form drops trailing zero bytes, as numpy does on element access, so
-    # Python-level comparisons agree with values read back from ``S<w>`` arrays.
-    return bytes(out).rstrip(b"\x00")
+    return encode_key_prefix(values, key_schema)
 
 
 def encode_key_prefix(values: Sequence[Any], key_schema: Sequence[ColumnSchema]) -> bytes:

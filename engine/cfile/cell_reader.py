@@ -2,10 +2,11 @@
 
 A point lookup needs one value from each of several pages. Decoding whole pages (tens of
 thousands of rows) for that would dominate, and caching decoded pages costs memory equal to
-the table. Instead `read_cell` reads the single value in place with `struct.unpack_from`,
-following the page layout documented in `encodings.py`: PLAIN, FOR and DICT are O(1), RLE is
-a binary search over the run ends. LZ4-compressed and BIT_SHUFFLE pages have no random access
-and fall back to `gather_page` (a whole-page decode).
+the table. Instead `page_cell_reader` parses a page's header once and returns a function
+that reads one value in place with `struct.unpack_from`, following the page layout
+documented in `encodings.py`: PLAIN, FOR and DICT are O(1), RLE is a binary search over the
+run ends. LZ4-compressed and BIT_SHUFFLE pages have no random access: they are decoded once
+into a list (the rare case of a point lookup on a compressed column).
 
 Values are returned in their *physical* form (int, float, bool, bytes, None).
 """
@@ -37,67 +38,6 @@ _FIXED = {  # physical type id -> (struct, width)
 
 def _pad8(x: int) -> int:
     return (x + 7) & ~7
-
-
-def read_cell(page, typ: pa.DataType, pos: int, name: str | None = None, base: int = 0):
-    """The physical value at row `pos` of an encoded page (None for NULL).
-
-    `page` is any buffer holding the page at offset `base` (the hot path passes a memoryview
-    of the whole mapped file, avoiding a slice per call); `name` is str(typ), computed once
-    per column by callers.
-    """
-    _, enc, comp, _, n, nulls, raw, stored = _HDR.unpack_from(page, base)
-    if comp or enc == Encoding.BIT_SHUFFLE:
-        buf = pa.py_buffer(page)[base: base + _HDR.size + stored] if base else page
-        return gather_page(buf, typ, np.array([pos], dtype=np.int64))[0].as_py()
-    if not 0 <= pos < n:
-        raise IndexError(f"row {pos} outside a page of {n} rows")
-    voff = base + _HDR.size
-    if nulls:
-        if not (page[voff + (pos >> 3)] >> (pos & 7)) & 1:
-            return None
-        voff += _pad8((n + 7) >> 3)
-    if name is None:
-        name = str(typ)
-    if enc == Encoding.PLAIN:
-        if name == "binary":
-            o1, o2 = _OFFS.unpack_from(page, voff + 4 * pos)
-            doff = voff + _pad8((n + 1) * 4)
-            return bytes(memoryview(page)[doff + o1: doff + o2])
-        if name == "bool":
-            return bool((page[voff + (pos >> 3)] >> (pos & 7)) & 1)
-        if name == "fixed_size_binary[16]":
-            return bytes(memoryview(page)[voff + 16 * pos: voff + 16 * pos + 16])
-        s, w = _FIXED[name]
-        return s.unpack_from(page, voff + w * pos)[0]
-    if enc == Encoding.FOR:
-        lo, dw = _FOR_HDR.unpack_from(page, voff)
-        d = _UNSIGNED[dw].unpack_from(page, voff + _FOR_HDR.size + dw * pos)[0]
-        bits = 8 * _FIXED[name][1]
-        v = (lo + d) & ((1 << bits) - 1)
-        return v - (1 << bits) if v >= 1 << (bits - 1) else v
-    if enc == Encoding.RLE:
-        (runs,) = _RLE_HDR.unpack_from(page, voff)
-        vals = voff + _RLE_HDR.size
-        if name == "bool":
-            vw, s = 1, _UNSIGNED[1]
-        else:
-            s, vw = _FIXED[name]
-        ends_off = vals + _pad8(runs * vw)
-        ends = memoryview(page)[ends_off: ends_off + 4 * runs].cast("I")
-        i = bisect.bisect_right(ends, pos)
-        v = s.unpack_from(page, vals + vw * i)[0]
-        return bool(v) if name == "bool" else v
-    if enc == Encoding.DICT:
-        k, cw = _DICT_HDR.unpack_from(page, voff)
-        offs = voff + _DICT_HDR.size
-        (dlen,) = _I32.unpack_from(page, offs + 4 * k)
-        data = offs + _pad8((k + 1) * 4)
-        codes = data + _pad8(dlen)
-        code = _UNSIGNED[cw].unpack_from(page, codes + cw * pos)[0]
-        o1, o2 = _OFFS.unpack_from(page, offs + 4 * code)
-        return bytes(memoryview(page)[data + o1: data + o2])
-    return gather_page(page, typ, np.array([pos], dtype=np.int64))[0].as_py()
 
 
 def page_cell_reader(page, typ: pa.DataType, base: int = 0, name: str | None = None):

@@ -138,10 +138,6 @@ def python_converter(col: ColumnSchema):
     return _identity
 
 
-def physical_to_python(v: Any, col: ColumnSchema) -> Any:
-    return python_converter(col)(v)
-
-
 class Tablet:
     def __init__(self, path: str, schema: Schema, config: TabletConfig, clock: Clock,
                  meta: dict | None = None):

@@ -1,0 +1,689 @@
+"""Catalog: the master's catalog manager (paper §3.4.1) for one node — tables and tablets.
+
+    DATA_DIR/
+     ├── catalog.json           every table: id, name, Schema, PartitionSchema, replication
+     │                          factor, the tablet id of each partition, comment, properties
+     └── tablets/<tablet_id>/   one engine Tablet per partition (Tablet.create / open)
+
+Kudu keeps the catalog in a single-tablet system table with a write-through in-memory cache;
+here the cache is a dict of immutable `TableMetadata` and the durable copy is one JSON file
+replaced atomically (write a temporary file, fsync, rename, fsync the directory), so a
+reader of the file sees the catalog before or after a DDL, never half of it.
+
+DDL and crash safety. DDL operations are serialised (`_ddl_lock`). Each one writes tablets
+first and the catalog last, and deletes tablets only after the catalog stopped naming them:
+
+    CREATE TABLE / ADD RANGE PARTITION   create tablet dirs -> write catalog -> publish
+    DROP TABLE / DROP RANGE PARTITION    write catalog -> publish -> delete tablet dirs
+    ADD / DROP COLUMN (empty table)      create new tablets -> write catalog -> publish ->
+                                         delete the old tablets
+
+A crash at any point leaves at worst tablet directories the catalog does not name; `open`
+deletes them (Kudu's master deletes replicas no table owns). The catalog never names a
+tablet that does not exist. If creating a tablet fails, the ones already created are
+removed before the error is raised.
+
+Tablets are opened lazily, on first use, and stay open: one Tablet object per tablet,
+shared by every Table facade and thread. Every operation that uses tablets takes a
+reference on them for its duration (a scan until it is exhausted or closed); a dropped
+tablet is closed and its directory deleted when the last reference goes, so a scan or
+write racing with DROP finishes against a consistent tablet (Kudu: an op racing with a
+drop either completes before it or fails; here it completes, then the data goes).
+
+All tablets share one clock (a tablet server has one HybridClock) and one TabletConfig; a
+MaintenanceManager, if given, gets every tablet registered when it is opened.
+
+Schema changes. RENAME COLUMN is metadata only: tablets keep their column ids, and the
+Table facade maps names by column id, so it works on tables with data. ADD COLUMN and DROP
+COLUMN need every tablet to change its schema, which the tablet layer has no operation for
+yet, so they are allowed only while the table holds no rows: the tablets are replaced by
+empty ones with the new schema (their history, e.g. rows inserted and later deleted, is
+discarded). On a table with rows they raise `NotSupported` (SQLSTATE 0A000). They wait (up
+to `busy_timeout_s`) for in-flight writes and open scans of the table to finish, so a
+write cannot slip in between the emptiness check and the swap.
+
+Limits (kudu-facts §2.5, single node): replication factor odd, 1..7 and at most the number
+of tablet servers (1 here unless told otherwise; `None` picks 3 if there are 3 servers,
+else 1); at most 300 columns; identifiers of 1..256 UTF-8 bytes; at most
+`max_create_tablets_per_ts` (60) x servers tablets at CREATE TABLE. Kudu skips the last
+check when the replication factor is 1; it is applied always here, because each tablet
+costs a directory, a WAL and open files on this one machine. Tables created with more
+tablets must add range partitions afterwards (Kudu's own advice in that message).
+
+Names are case-sensitive (the SQL layer folds case). Errors: `TableExists` (42P07),
+`errors.NotFound` (42P01), `ColumnExists` (42701), `NotSupported` (0A000), and
+`errors.InvalidArgument` for every validation failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable, Sequence
+
+from engine import errors
+from engine.catalog.partition import (
+    PartitionSchema,
+    RangeLike,
+    RangePartitionExists,
+)
+from engine.catalog.table import Table
+from engine.cfile.cfile import fsync_dir
+from engine.clock import Clock, HybridClock
+from engine.config import TabletConfig
+from engine.schema import ColumnSchema, Schema
+from engine.tablet.tablet import Tablet
+
+CATALOG_FILE = "catalog.json"
+TABLETS_DIR = "tablets"
+FORMAT_VERSION = 1
+
+MAX_NUM_COLUMNS = 300  # Kudu --max_num_columns
+MAX_IDENTIFIER_LENGTH = 256  # Kudu --max_identifier_length
+MAX_NUM_REPLICAS = 7  # Kudu --max_num_replicas
+DEFAULT_NUM_REPLICAS = 3  # Kudu --default_num_replicas
+MAX_CREATE_TABLETS_PER_TS = 60  # Kudu --max_create_tablets_per_ts
+
+
+class TableExists(errors.AlreadyPresent):
+    sqlstate = "42P07"
+
+
+class ColumnExists(errors.AlreadyPresent):
+    sqlstate = "42701"
+
+
+class NotSupported(errors.EngineError):
+    """A valid request the engine cannot carry out yet (SQLSTATE feature_not_supported)."""
+
+    sqlstate = "0A000"
+
+
+@dataclasses.dataclass(frozen=True)
+class TableMetadata:
+    """One table, immutable: every DDL publishes a new object."""
+
+    id: str
+    name: str
+    schema: Schema
+    partition_schema: PartitionSchema
+    replication_factor: int
+    tablet_ids: tuple[str, ...]  # tablet_ids[i] holds partition_schema.partitions[i]
+    comment: str | None = None
+    properties: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def partitions(self):
+        return self.partition_schema.partitions
+
+    def tablets(self) -> list[tuple[Any, str]]:
+        """[(Partition, tablet id)] in partition order."""
+        return list(zip(self.partition_schema.partitions, self.tablet_ids))
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "schema": self.schema.to_dict(),
+                "partition_schema": self.partition_schema.to_dict(),
+                "replication_factor": self.replication_factor,
+                "tablets": [{"tablet_id": tid, "hash_buckets": list(p.hash_buckets),
+                             "partition_key_start": p.partition_key_start.hex()}
+                            for p, tid in self.tablets()],
+                "comment": self.comment, "properties": dict(self.properties)}
+
+    @staticmethod
+    def from_dict(d: dict) -> "TableMetadata":
+        schema = Schema.from_dict(d["schema"])
+        ps = PartitionSchema.from_dict(d["partition_schema"], schema)
+        tablets = d["tablets"]
+        parts = ps.partitions
+        if len(tablets) != len(parts) or any(
+                tuple(t["hash_buckets"]) != p.hash_buckets or
+                bytes.fromhex(t["partition_key_start"]) != p.partition_key_start
+                for t, p in zip(tablets, parts)):
+            raise errors.Corruption(
+                f"catalog: the tablets of table {d['name']!r} do not match its partitions")
+        return TableMetadata(d["id"], d["name"], schema, ps, d["replication_factor"],
+                             tuple(t["tablet_id"] for t in tablets), d.get("comment"),
+                             dict(d.get("properties") or {}))
+
+
+class _TabletSlot:
+    """One tablet of the catalog: opened on first use, shared, reference counted."""
+
+    def __init__(self, catalog: "Catalog", tablet_id: str, tablet: Tablet | None = None):
+        self.catalog = catalog
+        self.tablet_id = tablet_id
+        self.path = catalog.tablet_path(tablet_id)
+        self._tablet = tablet
+        self._open_lock = threading.Lock()
+        self.refs = 0  # guarded by the catalog's _lock
+        self.dropped = False
+        self.renames: tuple | None = None  # (table Schema, {table name: tablet name})
+
+    def tablet(self) -> Tablet:
+        t = self._tablet
+        if t is None:
+            with self._open_lock:
+                if self._tablet is None:
+                    t = Tablet.open(self.path, config=self.catalog.config,
+                                    clock=self.catalog.clock)
+                    if self.catalog.maintenance is not None:
+                        self.catalog.maintenance.register(t)
+                    self._tablet = t
+                t = self._tablet
+        return t
+
+    @property
+    def is_open(self) -> bool:
+        return self._tablet is not None
+
+    def close(self) -> None:
+        with self._open_lock:
+            t, self._tablet = self._tablet, None
+        if t is not None:
+            if self.catalog.maintenance is not None:
+                self.catalog.maintenance.unregister(t)
+            t.close()
+
+    def column_renames(self, schema: Schema) -> dict[str, str] | None:
+        """{table column name: tablet column name} where they differ (matched by id)."""
+        cached = self.renames
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        ts = self.tablet().schema
+        m = {}
+        for c in schema.columns:
+            if not ts.has_column_id(c.id):
+                raise errors.Corruption(
+                    f"tablet {self.tablet_id} has no column with id {c.id} ({c.name})")
+            tn = ts.column_by_id(c.id).name
+            if tn != c.name:
+                m[c.name] = tn
+        out = m or None
+        self.renames = (schema, out)
+        return out
+
+
+class _StaleMetadata(Exception):
+    """The table changed between reading its metadata and taking its tablets: retry."""
+
+
+def _write_json_atomic(path: str, obj: Any, fsync: bool) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+def _check_identifier(kind: str, name: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise errors.InvalidArgument(f"invalid {kind} name: empty string not a valid identifier")
+    if len(name.encode()) > MAX_IDENTIFIER_LENGTH:
+        raise errors.InvalidArgument(
+            f"invalid {kind} name: identifier '{name}' longer than maximum permitted length "
+            f"{MAX_IDENTIFIER_LENGTH}")
+
+
+def _check_num_columns(n: int) -> None:
+    if n > MAX_NUM_COLUMNS:
+        raise errors.InvalidArgument(
+            f"number of columns {n} is greater than the permitted maximum {MAX_NUM_COLUMNS}")
+
+
+class Catalog:
+    """Tables of one data directory. Use `Catalog.open`; thread-safe."""
+
+    def __init__(self, data_dir: str, config: TabletConfig, clock: Clock,
+                 num_tablet_servers: int, maintenance, parallelism: int,
+                 max_create_tablets_per_ts: int, busy_timeout_s: float):
+        self.data_dir = data_dir
+        self.config = config
+        self.clock = clock
+        self.num_tablet_servers = num_tablet_servers
+        self.maintenance = maintenance
+        self.parallelism = parallelism
+        self.max_create_tablets_per_ts = max_create_tablets_per_ts
+        self.busy_timeout_s = busy_timeout_s
+        self._tables: dict[str, TableMetadata] = {}  # id -> metadata (replaced, never mutated)
+        self._by_name: dict[str, str] = {}
+        self._slots: dict[str, _TabletSlot] = {}
+        self._lock = threading.RLock()  # maps, slots, references (held briefly)
+        self._released = threading.Condition(self._lock)
+        self._ddl_lock = threading.RLock()  # serialises DDL (held for the whole DDL)
+        self._pool = ThreadPoolExecutor(max_workers=parallelism,
+                                        thread_name_prefix="kudusql-tablet")
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    def open(cls, data_dir: str, *, config: TabletConfig | None = None,
+             clock: Clock | None = None, num_tablet_servers: int = 1, maintenance=None,
+             parallelism: int | None = None,
+             max_create_tablets_per_ts: int = MAX_CREATE_TABLETS_PER_TS,
+             busy_timeout_s: float = 10.0) -> "Catalog":
+        """Open (or create) the catalog in `data_dir`; removes orphan tablet directories.
+
+        `parallelism`: threads that scan / write tablets concurrently (default: the CPU
+        count, 2..8).
+        """
+        if num_tablet_servers < 1:
+            raise errors.InvalidArgument("a catalog needs at least one tablet server")
+        os.makedirs(os.path.join(data_dir, TABLETS_DIR), exist_ok=True)
+        par = parallelism or max(2, min(8, os.cpu_count() or 2))
+        cat = cls(data_dir, config or TabletConfig(), clock or HybridClock(),
+                  num_tablet_servers, maintenance, par, max_create_tablets_per_ts,
+                  busy_timeout_s)
+        cat._load()
+        cat._remove_orphans()
+        return cat
+
+    def close(self) -> None:
+        """Close every open tablet (and delete dropped ones still referenced)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            slots = list(self._slots.values())
+            self._slots.clear()
+        self._pool.shutdown(wait=True)
+        for s in slots:
+            s.close()
+            if s.dropped:
+                shutil.rmtree(s.path, ignore_errors=True)
+
+    def __enter__(self) -> "Catalog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def tablet_path(self, tablet_id: str) -> str:
+        return os.path.join(self.data_dir, TABLETS_DIR, tablet_id)
+
+    def _load(self) -> None:
+        path = os.path.join(self.data_dir, CATALOG_FILE)
+        try:
+            with open(path) as f:
+                d = json.load(f)
+        except FileNotFoundError:
+            return
+        except ValueError as e:
+            raise errors.Corruption(f"{path}: {e}") from e
+        if d.get("format") != FORMAT_VERSION:
+            raise errors.Corruption(f"{path}: unknown catalog format {d.get('format')!r}")
+        for td in d["tables"]:
+            meta = TableMetadata.from_dict(td)
+            self._tables[meta.id] = meta
+            self._by_name[meta.name] = meta.id
+
+    def _remove_orphans(self) -> None:
+        """Delete tablet directories no table names (a crash in the middle of a DDL)."""
+        named = {tid for m in self._tables.values() for tid in m.tablet_ids}
+        tdir = os.path.join(self.data_dir, TABLETS_DIR)
+        for name in os.listdir(tdir):
+            if name not in named:
+                shutil.rmtree(os.path.join(tdir, name), ignore_errors=True)
+        tmp = os.path.join(self.data_dir, CATALOG_FILE + ".tmp")
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+    def _persist(self, tables: dict[str, TableMetadata]) -> None:
+        doc = {"format": FORMAT_VERSION,
+               "tables": [m.to_dict() for m in sorted(tables.values(), key=lambda m: m.name)]}
+        _write_json_atomic(os.path.join(self.data_dir, CATALOG_FILE), doc, self.config.fsync)
+
+    def _publish(self, tables: dict[str, TableMetadata]) -> None:
+        """Make a persisted catalog state current (caller holds _ddl_lock)."""
+        with self._lock:
+            self._tables = tables
+            self._by_name = {m.name: m.id for m in tables.values()}
+
+    # -- lookups ---------------------------------------------------------------------------
+    def list_tables(self) -> list[str]:
+        with self._lock:
+            return sorted(self._by_name)
+
+    def has_table(self, name: str) -> bool:
+        with self._lock:
+            return name in self._by_name
+
+    def get_table(self, name: str) -> TableMetadata:
+        with self._lock:
+            tid = self._by_name.get(name)
+            if tid is None:
+                raise errors.NotFound(f'table "{name}" does not exist')
+            return self._tables[tid]
+
+    def table(self, name: str) -> Table:
+        """The Table facade (reads, writes) of a table; it follows later DDL by table id."""
+        return Table(self, self.get_table(name).id)
+
+    def tablet(self, tablet_id: str) -> Tablet:
+        """The open Tablet object of a tablet (tools and tests; no reference is taken)."""
+        with self._lock:
+            slot = self._slots.get(tablet_id)
+            if slot is None:
+                if not any(tablet_id in m.tablet_ids for m in self._tables.values()):
+                    raise errors.NotFound(f"no tablet {tablet_id}")
+                slot = self._slots[tablet_id] = _TabletSlot(self, tablet_id)
+        return slot.tablet()
+
+    # -- references (used by Table) --------------------------------------------------------
+    def _metadata(self, table_id: str) -> TableMetadata:
+        with self._lock:
+            meta = self._tables.get(table_id)
+        if meta is None:
+            raise errors.NotFound(f"table with id {table_id} does not exist (it was dropped)")
+        return meta
+
+    def _acquire(self, meta: TableMetadata, tablet_ids: Iterable[str]) -> list[_TabletSlot]:
+        """Reference the tablets of `meta`; raises _StaleMetadata if the table changed."""
+        with self._lock:
+            if self._closed:
+                raise errors.ServiceUnavailable("the catalog is closed")
+            if self._tables.get(meta.id) is not meta:
+                if meta.id not in self._tables:
+                    raise errors.NotFound(f'table "{meta.name}" does not exist (dropped)')
+                raise _StaleMetadata()
+            out = []
+            for tid in tablet_ids:
+                slot = self._slots.get(tid)
+                if slot is None:
+                    slot = self._slots[tid] = _TabletSlot(self, tid)
+                slot.refs += 1
+                out.append(slot)
+            return out
+
+    def _release(self, slots: Sequence[_TabletSlot]) -> None:
+        finalize = []
+        with self._lock:
+            for s in slots:
+                s.refs -= 1
+                if s.refs == 0 and s.dropped:
+                    if self._slots.get(s.tablet_id) is s:
+                        del self._slots[s.tablet_id]
+                    finalize.append(s)
+            self._released.notify_all()
+        for s in finalize:
+            self._delete_tablet(s)
+
+    def _delete_tablet(self, slot: _TabletSlot) -> None:
+        slot.close()
+        shutil.rmtree(slot.path, ignore_errors=True)
+
+    def _drop_tablets(self, tablet_ids: Iterable[str]) -> None:
+        """Delete tablets the published catalog no longer names (deferred while in use)."""
+        now = []
+        with self._lock:
+            for tid in tablet_ids:
+                slot = self._slots.get(tid)
+                if slot is None:
+                    slot = _TabletSlot(self, tid)
+                slot.dropped = True
+                if slot.refs == 0:
+                    self._slots.pop(tid, None)
+                    now.append(slot)
+        for s in now:
+            self._delete_tablet(s)
+
+    def _create_tablets(self, schema: Schema, n: int) -> list[tuple[str, Tablet]]:
+        created: list[tuple[str, Tablet]] = []
+        try:
+            for _ in range(n):
+                tid = uuid.uuid4().hex
+                created.append((tid, Tablet.create(self.tablet_path(tid), schema,
+                                                   config=self.config, clock=self.clock)))
+            if self.config.fsync:
+                fsync_dir(os.path.join(self.data_dir, TABLETS_DIR))
+        except BaseException:
+            self._discard_created(created)
+            raise
+        return created
+
+    def _discard_created(self, created: Sequence[tuple[str, Tablet]]) -> None:
+        for tid, t in created:
+            try:
+                t.close()
+            finally:
+                shutil.rmtree(self.tablet_path(tid), ignore_errors=True)
+
+    def _adopt(self, created: Sequence[tuple[str, Tablet]]) -> None:
+        """Keep freshly created (open) tablets as slots."""
+        with self._lock:
+            for tid, t in created:
+                self._slots[tid] = _TabletSlot(self, tid, t)
+                if self.maintenance is not None:
+                    self.maintenance.register(t)
+
+    def _commit(self, tables: dict[str, TableMetadata],
+                created: Sequence[tuple[str, Tablet]] = ()) -> None:
+        """Persist, then publish; on a failed write remove the tablets created for it."""
+        try:
+            self._persist(tables)
+        except BaseException:
+            self._discard_created(created)
+            raise
+        self._adopt(created)
+        self._publish(tables)
+
+    # -- validation ------------------------------------------------------------------------
+    def _replication_factor(self, rf: int | None) -> int:
+        if rf is None:
+            return DEFAULT_NUM_REPLICAS if self.num_tablet_servers >= DEFAULT_NUM_REPLICAS else 1
+        if isinstance(rf, bool) or not isinstance(rf, int):
+            raise errors.InvalidArgument(f"illegal replication factor {rf!r} (not an integer)")
+        if rf <= 0:
+            raise errors.InvalidArgument(
+                f"illegal replication factor {rf} (replication factor must be positive)")
+        if rf % 2 == 0:
+            raise errors.InvalidArgument(
+                f"illegal replication factor {rf} (replication factor must be odd)")
+        if rf > MAX_NUM_REPLICAS:
+            raise errors.InvalidArgument(
+                f"illegal replication factor {rf} (max replication factor is "
+                f"{MAX_NUM_REPLICAS})")
+        if rf > self.num_tablet_servers:
+            raise errors.InvalidArgument(
+                f"replication factor {rf} exceeds the number of tablet servers "
+                f"({self.num_tablet_servers}): not enough live tablet servers to create a "
+                f"table with the requested replication factor {rf}")
+        return rf
+
+    def _table_meta(self, name: str) -> TableMetadata:
+        tid = self._by_name.get(name)
+        if tid is None:
+            raise errors.NotFound(f'table "{name}" does not exist')
+        return self._tables[tid]
+
+    # -- DDL -------------------------------------------------------------------------------
+    def create_table(self, name: str, schema: Schema,
+                     partition_schema: PartitionSchema | None = None, *,
+                     replication_factor: int | None = None, comment: str | None = None,
+                     properties: dict | None = None,
+                     if_not_exists: bool = False) -> TableMetadata:
+        """CREATE TABLE: one tablet per partition (no partitioning: one tablet)."""
+        _check_identifier("table", name)
+        for c in schema.columns:
+            _check_identifier("column", c.name)
+        _check_num_columns(len(schema.columns))
+        rf = self._replication_factor(replication_factor)
+        ps = partition_schema if partition_schema is not None else PartitionSchema.create(schema)
+        if tuple(ps.key_columns) != tuple(schema.key_columns):
+            raise errors.InvalidArgument(
+                "the partition schema was built for a different primary key than the table's")
+        n = len(ps.partitions)
+        limit = self.max_create_tablets_per_ts * self.num_tablet_servers
+        if n > limit:
+            raise errors.InvalidArgument(
+                f"The requested number of tablets is over the maximum permitted at creation "
+                f"time ({limit}). Additional tablets may be added by adding range partitions "
+                f"to the table post-creation.")
+        with self._ddl_lock:
+            if name in self._by_name:
+                if if_not_exists:
+                    return self._table_meta(name)
+                raise TableExists(f'table "{name}" already exists')
+            created = self._create_tablets(schema, n)
+            meta = TableMetadata(uuid.uuid4().hex, name, schema, ps, rf,
+                                 tuple(tid for tid, _ in created), comment,
+                                 dict(properties or {}))
+            self._commit({**self._tables, meta.id: meta}, created)
+            return meta
+
+    def drop_table(self, name: str, if_exists: bool = False) -> None:
+        """DROP TABLE: the catalog forgets it, then its tablets are deleted."""
+        with self._ddl_lock:
+            if name not in self._by_name:
+                if if_exists:
+                    return
+                raise errors.NotFound(f'table "{name}" does not exist')
+            meta = self._table_meta(name)
+            tables = {k: v for k, v in self._tables.items() if k != meta.id}
+            self._commit(tables)
+            self._drop_tablets(meta.tablet_ids)
+
+    def rename_table(self, name: str, new_name: str) -> TableMetadata:
+        _check_identifier("table", new_name)
+        with self._ddl_lock:
+            meta = self._table_meta(name)
+            if new_name in self._by_name:
+                raise TableExists(f'table "{new_name}" already exists')
+            new = dataclasses.replace(meta, name=new_name)
+            self._commit({**self._tables, meta.id: new})
+            return new
+
+    def set_properties(self, name: str, properties: dict | None = None,
+                       comment: Any = ..., unset: Iterable[str] = ()) -> TableMetadata:
+        """ALTER TABLE SET/UNSET TBLPROPERTIES, COMMENT (comment=None clears it)."""
+        with self._ddl_lock:
+            meta = self._table_meta(name)
+            props = {**meta.properties, **(properties or {})}
+            for k in unset:
+                props.pop(k, None)
+            new = dataclasses.replace(meta, properties=props,
+                                      comment=meta.comment if comment is ... else comment)
+            self._commit({**self._tables, meta.id: new})
+            return new
+
+    def _repartition(self, meta: TableMetadata, ps: PartitionSchema) -> TableMetadata:
+        """Publish `ps`: create tablets for new partitions, drop those of removed ones."""
+        old = {p.identity: tid for p, tid in meta.tablets()}
+        fresh = [p for p in ps.partitions if p.identity not in old]
+        created = self._create_tablets(meta.schema, len(fresh))
+        new_ids = dict(zip((p.identity for p in fresh), (tid for tid, _ in created)))
+        ids = tuple(old.get(p.identity) or new_ids[p.identity] for p in ps.partitions)
+        new = dataclasses.replace(meta, partition_schema=ps, tablet_ids=ids)
+        self._commit({**self._tables, meta.id: new}, created)
+        self._drop_tablets(set(meta.tablet_ids) - set(ids))
+        return new
+
+    def add_range_partition(self, name: str, spec: RangeLike,
+                            if_not_exists: bool = False) -> TableMetadata:
+        """ALTER TABLE ADD [IF NOT EXISTS] RANGE PARTITION (one new tablet per hash bucket)."""
+        with self._ddl_lock:
+            meta = self._table_meta(name)
+            try:
+                ps = meta.partition_schema.add_range_partition(spec)
+            except RangePartitionExists:
+                if if_not_exists:
+                    return meta
+                raise
+            return self._repartition(meta, ps)
+
+    def drop_range_partition(self, name: str, spec: RangeLike,
+                             if_exists: bool = False) -> TableMetadata:
+        """ALTER TABLE DROP [IF EXISTS] RANGE PARTITION: deletes that range's rows."""
+        with self._ddl_lock:
+            meta = self._table_meta(name)
+            if if_exists and not meta.partition_schema.has_range_partition(spec):
+                return meta
+            return self._repartition(meta, meta.partition_schema.drop_range_partition(spec))
+
+    def add_column(self, name: str, column: ColumnSchema,
+                   if_not_exists: bool = False) -> TableMetadata:
+        """ALTER TABLE ADD COLUMN — empty tables only for now (see module docstring)."""
+        _check_identifier("column", column.name)
+        with self._ddl_lock:
+            meta = self._table_meta(name)
+            if meta.schema.has_column(column.name):
+                if if_not_exists:
+                    return meta
+                raise ColumnExists(f'column "{column.name}" of relation "{name}" already exists')
+            _check_num_columns(len(meta.schema.columns) + 1)
+            return self._change_schema(meta, meta.schema.add_column(column), "ADD COLUMN")
+
+    def drop_column(self, name: str, column: str, if_exists: bool = False) -> TableMetadata:
+        """ALTER TABLE DROP COLUMN — empty tables only for now (see module docstring)."""
+        with self._ddl_lock:
+            meta = self._table_meta(name)
+            if not meta.schema.has_column(column):
+                if if_exists:
+                    return meta
+                raise errors.ColumnNotFound(
+                    f'column "{column}" of relation "{name}" does not exist')
+            return self._change_schema(meta, meta.schema.drop_column(column), "DROP COLUMN")
+
+    def rename_column(self, name: str, old: str, new: str) -> TableMetadata:
+        """ALTER TABLE CHANGE old new: metadata only, works on tables with data."""
+        _check_identifier("column", new)
+        with self._ddl_lock:
+            meta = self._table_meta(name)
+            if meta.schema.has_column(new):
+                raise ColumnExists(f'column "{new}" of relation "{name}" already exists')
+            schema = meta.schema.rename_column(old, new)
+            new_meta = dataclasses.replace(
+                meta, schema=schema,
+                partition_schema=meta.partition_schema.renamed(old, new, schema))
+            self._commit({**self._tables, meta.id: new_meta})
+            return new_meta
+
+    def _change_schema(self, meta: TableMetadata, schema: Schema, what: str) -> TableMetadata:
+        """Replace the (empty) tablets of a table by empty ones with `schema`."""
+        created = self._create_tablets(schema, len(meta.tablet_ids))
+        try:
+            deadline = time.monotonic() + self.busy_timeout_s
+            with self._released:
+                # Nobody may hold a tablet of the table between the check and the swap.
+                while True:
+                    busy = [s for s in (self._slots.get(t) for t in meta.tablet_ids)
+                            if s is not None and s.refs]
+                    left = deadline - time.monotonic()
+                    if not busy or left <= 0:
+                        break
+                    self._released.wait(left)
+                if busy:
+                    raise errors.ServiceUnavailable(
+                        f'ALTER TABLE {what}: table "{meta.name}" is busy (open scans or '
+                        f'writes did not finish within {self.busy_timeout_s} s); retry')
+                rows = 0
+                for tid in meta.tablet_ids:
+                    slot = self._slots.get(tid)
+                    if slot is None:
+                        slot = self._slots[tid] = _TabletSlot(self, tid)
+                    rows += slot.tablet().count_rows()
+                    if rows:
+                        break
+                if rows:
+                    raise NotSupported(
+                        f'ALTER TABLE {what} is only supported on an empty table for now: '
+                        f'table "{meta.name}" has rows, and the tablet layer has no '
+                        f'schema-change operation yet')
+                new = dataclasses.replace(meta, schema=schema,
+                                          tablet_ids=tuple(tid for tid, _ in created))
+                self._commit({**self._tables, meta.id: new}, created)
+                created = ()
+        finally:
+            if created:
+                self._discard_created(created)
+        self._drop_tablets(meta.tablet_ids)
+        return new
