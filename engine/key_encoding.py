@@ -117,7 +117,8 @@ def encode_keys(columns: Sequence[pa.Array], key_schema: Sequence[ColumnSchema])
                 b = pc.binary_join_element_wise(b, pa.scalar(b"\x00\x00"), pa.scalar(b""))
             pieces.append(b)
         else:
-            m = _int128_matrix(arr) if w == 16 else _int_matrix(arr.to_numpy(zero_copy_only=False), w)
+            m = (_int128_matrix(arr) if w == 16
+                 else _int_matrix(arr.to_numpy(zero_copy_only=False), w))
             fsb = pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(m)])
             pieces.append(fsb.cast(pa.binary()))
     joined = pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(

@@ -161,10 +161,9 @@ def _decimal_to_unscaled(arr: pa.Array, phys: pa.DataType) -> pa.Array:
     words = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=2 * (arr.offset + n))
     low = words[2 * arr.offset::2][:n]
     values = low.astype(phys.to_pandas_dtype(), copy=True)
-    validity = arr.buffers()[0]
     if arr.null_count == 0:
         return pa.array(values, type=phys)
-    mask = np.asarray(arr.is_null())
+    mask = arr.is_null().to_numpy(zero_copy_only=False)
     return pa.array(values, type=phys, mask=mask)
 
 
@@ -173,7 +172,8 @@ def _unscaled_to_decimal(arr: pa.Array, logical: pa.DataType) -> pa.Array:
     if pa.types.is_fixed_size_binary(arr.type):
         return arr.view(logical)
     n = len(arr)
-    vals = np.asarray(arr.fill_null(0) if arr.null_count else arr, dtype=np.int64)
+    vals = (arr.fill_null(0) if arr.null_count else arr).to_numpy(zero_copy_only=False)
+    vals = vals.astype(np.int64, copy=False)
     words = np.empty((n, 2), dtype=np.int64)
     words[:, 0] = vals
     words[:, 1] = vals >> 63
