@@ -680,8 +680,8 @@ class Catalog:
                         f'schema-change operation yet')
                 new = dataclasses.replace(meta, schema=schema,
                                           tablet_ids=tuple(tid for tid, _ in created))
-                self._commit({**self._tables, meta.id: new}, created)
-                created = ()
+                fresh, created = created, ()  # _commit discards them itself if it fails
+                self._commit({**self._tables, meta.id: new}, fresh)
         finally:
             if created:
                 self._discard_created(created)

@@ -81,10 +81,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engine import errors
 from engine.cfile.bloom import hash_key, hash_keys
+from engine.convert import cast_column
 from engine.key_encoding import (
     decimal_unscaled_exact,
     encode_key,
@@ -845,64 +845,17 @@ def _placeholder(col: ColumnSchema) -> Any:
     return b"" if col.type in _BYTES_TYPES else 0
 
 
-def _physical_array(values: list, col: ColumnSchema) -> pa.Array:
-    typ = col.physical_type
-    if pa.types.is_fixed_size_binary(typ):  # DECIMAL(p>18): 16-byte little-endian
-        values = [int(v).to_bytes(16, "little", signed=True) for v in values]
-    return pa.array(values, type=typ)
-
-
 def _key_column_physical(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
-    """Mirror of the tablet's write-path cast for one key column (vectorised path first)."""
-    try:
-        logical = _cast_logical(arr, col)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError,
-            ValueError, OverflowError):
-        logical = None
-    if logical is not None and logical.null_count == 0:
-        return to_physical(logical, col.type, col.precision)
-    # Error path: a loop per row, but only for a batch with a bad key value in it.
-    out = []
-    for i in range(len(arr)):
-        v = None
-        try:
-            v = arr[i].as_py()
-            if v is None:
-                bad.setdefault(i, (RowErrorCode.NOT_NULL.value,
-                                   f'null value in column "{col.name}" violates not-null '
-                                   f'constraint'))
-                out.append(_placeholder(col))
-                continue
-            if col.type is DataType.VARCHAR and isinstance(v, str):
-                v = v[: col.length]
-            if col.type in (DataType.STRING, DataType.VARCHAR) and isinstance(v, bytes):
-                v = v.decode("utf-8")
-            out.append(physical_value(v, col))
-        except Exception as e:  # noqa: BLE001 - reported as a per-row error
-            bad.setdefault(i, (RowErrorCode.INVALID.value,
-                               f"invalid value for column {col.name}: {v!r} ({e})"))
-            out.append(_placeholder(col))
-    return _physical_array(out, col)
+    """One key column converted exactly as the tablet converts it (engine.convert); NULL or
+    unconvertible values are reported in `bad` and replaced by a placeholder."""
+    phys = to_physical(cast_column(arr, col, bad), col.type, col.precision)
+    if phys.null_count:
+        for i in np.flatnonzero(phys.is_null().to_numpy(zero_copy_only=False)):
+            bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
+                                    f'null value in column "{col.name}" violates not-null '
+                                    f'constraint'))
+        fill = bytes(16) if pa.types.is_fixed_size_binary(phys.type) else _placeholder(col)
+        phys = phys.fill_null(pa.scalar(fill, type=phys.type))
+    return phys
 
 
-def _cast_logical(arr: pa.Array, col: ColumnSchema) -> pa.Array:
-    """The tablet's `_cast_column`, vectorised path only (raises where it would fall back)."""
-    target = col.arrow_type
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if col.type in (DataType.STRING, DataType.VARCHAR) and (
-            pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
-        arr = arr.cast(pa.string())
-    if col.type is DataType.VARCHAR and (pa.types.is_string(arr.type) or pa.types.is_large_string(
-            arr.type) or pa.types.is_string_view(arr.type)):
-        arr = arr.cast(pa.string())
-        if len(arr) and pc.any(pc.greater(pc.utf8_length(arr), col.length)).as_py():
-            arr = pc.utf8_slice_codeunits(arr, 0, col.length)
-        return arr
-    if col.type is DataType.TIMESTAMP and pa.types.is_timestamp(arr.type):
-        if arr.type.tz is not None:
-            arr = arr.cast(pa.timestamp(arr.type.unit))
-        return arr.cast(target, safe=False) if arr.type.unit == "ns" else arr.cast(target)
-    if arr.type == target:
-        return arr
-    return arr.cast(target, safe=True)

@@ -45,7 +45,6 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from engine import errors
 from engine.cfile.block_cache import BlockCache
@@ -69,6 +68,7 @@ from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.rowset_tree import RowSetTree
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
+from engine.convert import cast_column
 from engine.tablet.write_op import (
     OpType,
     RowError,
@@ -77,7 +77,7 @@ from engine.tablet.write_op import (
     decode_write,
     encode_write,
 )
-from engine.types import DataType, INTEGER_RANGES, to_logical, to_physical
+from engine.types import DataType, to_logical, to_physical
 
 META_FILE = "tablet-meta.json"
 _EPOCH_DATE = _dt.date(1970, 1, 1)
@@ -466,7 +466,7 @@ class Tablet:
                 continue  # a pure DELETE batch needs only the key
             arr = table.column(col.name).combine_chunks()
             col_bad: dict[int, tuple[str, str]] = {}
-            arr = self._cast_column(arr, col, col_bad)
+            arr = cast_column(arr, col, col_bad)
             if arr.null_count and not col.nullable:
                 nulls = np.asarray(arr.is_null())
                 for i in np.flatnonzero(nulls):
@@ -477,68 +477,6 @@ class Tablet:
                 if is_key or not_delete[i]:
                     bad.setdefault(i, err)
             out[col.id] = to_physical(arr, col.type, col.precision)
-        return out
-
-    def _cast_column(self, arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
-        target = col.arrow_type
-        if pa.types.is_dictionary(arr.type):
-            arr = arr.dictionary_decode()
-        if col.type in (DataType.STRING, DataType.VARCHAR) and (
-                pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
-            try:
-                arr = arr.cast(pa.string())  # validates UTF-8
-            except pa.ArrowInvalid:
-                return self._cast_rows(arr, col, target, bad)
-        if col.type is DataType.VARCHAR and (pa.types.is_string(arr.type) or
-                                             pa.types.is_large_string(arr.type) or
-                                             pa.types.is_string_view(arr.type)):
-            arr = arr.cast(pa.string())
-            # Kudu truncates VARCHAR values to their declared length (in characters).
-            if pc.any(pc.greater(pc.utf8_length(arr), col.length)).as_py():
-                arr = pc.utf8_slice_codeunits(arr, 0, col.length)
-            return arr
-        if col.type is DataType.TIMESTAMP and pa.types.is_timestamp(arr.type):
-            if arr.type.tz is not None:
-                arr = arr.cast(pa.timestamp(arr.type.unit))
-            # Sub-microsecond input is truncated to microseconds (Kudu's resolution).
-            return arr.cast(target, safe=False) if arr.type.unit == "ns" else arr.cast(target)
-        if arr.type == target:
-            return arr
-        try:
-            return arr.cast(target, safe=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            return self._cast_rows(arr, col, target, bad)
-
-    def _cast_rows(self, arr: pa.Array, col: ColumnSchema, target: pa.DataType,
-                   bad: dict) -> pa.Array:
-        """Error path only: convert row by row to report each offending row (a Python loop
-        per row is acceptable here: it runs only when the vectorised cast has failed)."""
-        good = []
-        for i in range(len(arr)):
-            try:
-                v = arr[i].as_py()
-            except Exception as e:  # noqa: BLE001 - reported as a per-row error
-                bad.setdefault(i, (RowErrorCode.INVALID.value,
-                                   f"invalid value for column {col.name} ({e})"))
-                good.append(None)
-                continue
-            if v is None:
-                good.append(None)
-                continue
-            try:
-                if col.type in INTEGER_RANGES:
-                    good.append(physical_value(v, col))
-                elif col.type in (DataType.STRING, DataType.VARCHAR) and isinstance(v, bytes):
-                    good.append(v.decode("utf-8"))
-                else:
-                    good.append(pa.scalar(v).cast(target, safe=True).as_py())
-            except Exception as e:  # noqa: BLE001 - reported as a per-row error
-                bad.setdefault(i, (RowErrorCode.INVALID.value,
-                                   f"invalid value for column {col.name}: {v!r} ({e})"))
-                good.append(None)
-        out = pa.array(good, type=target)
-        if col.type is DataType.VARCHAR:
-            out = pc.utf8_slice_codeunits(out, 0, col.length)
         return out
 
     def _apply(self, ops: np.ndarray, phys: dict[int, pa.Array], ts: int, bad: dict,

@@ -27,6 +27,7 @@ class RowErrorCode(str, enum.Enum):
     NOT_FOUND = "NOT_FOUND"  # UPDATE/DELETE of a key that is not live (02000)
     NOT_NULL = "NOT_NULL"  # NULL into a NOT NULL column (23502)
     INVALID = "INVALID"  # a value the column cannot hold (22P02 / 22003)
+    NO_PARTITION = "NO_PARTITION"  # no range partition covers the row's key (23514)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +40,7 @@ class RowError:
     @property
     def sqlstate(self) -> str:
         return {"ALREADY_PRESENT": "23505", "NOT_FOUND": "02000", "NOT_NULL": "23502",
-                "INVALID": "22P02"}[self.code]
+                "INVALID": "22P02", "NO_PARTITION": "23514"}[self.code]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,8 @@ same key several times in one batch), 1..200 rows, sometimes 5000. Between batch
 randomly calls `flush_mrs()` / `flush_dms()`. PROFILE "full" (default) does all of that;
 "fresh" never inserts or upserts a key an earlier batch used (see `make_batch`). A suffix
 "+compact" ("full+compact", "fresh+compact") adds rowset compactions, major delta
-compactions and UNDO GC between batches (announced as FLUSH_BEGIN / FLUSH_END too).
+compactions and UNDO GC between batches (announced as FLUSH_BEGIN / FLUSH_END too);
+"+rowsets" adds rowset compactions only.
 
 Protocol on stdout (one line each, flushed at once):
 
@@ -25,8 +26,10 @@ Protocol on stdout (one line each, flushed at once):
 The parent reconstructs every batch from its BEGIN line and replays it against a model. A
 BEGIN line cut short (killed while printing) means the write had not started.
 
-The randomness of batch n comes from Random((SEED, n)): a restarted child that is told the
-same next batch number over the same tablet state makes the same choices.
+The randomness of batch n comes from Random(f"{SEED}-{n}"), so a restarted child that is
+told the same next batch number over the same tablet state makes the same choices (except
+re-inserts: their candidates are the keys this process deleted). New keys of batch n are
+n * KEY_STRIDE + j, fresh whatever happened before.
 """
 
 from __future__ import annotations
@@ -184,9 +187,9 @@ def main(argv: list[str]) -> int:
     n = int(argv[2]) if len(argv) > 2 else 0
     profile = argv[3] if len(argv) > 3 else "full"
     profile, _, extra = profile.partition("+")
-    if profile not in ("full", "fresh") or extra not in ("", "compact"):
+    if profile not in ("full", "fresh") or extra not in ("", "compact", "rowsets"):
         raise SystemExit(f"unknown profile {argv[3]!r}")
-    compact = extra == "compact"
+    compact = extra
     t = open_or_create(path)
     keys = t.scan_table(["k"]).column("k").to_pylist()
     live = KeySet(keys)
@@ -209,13 +212,14 @@ def main(argv: list[str]) -> int:
             c = t.flush_dms()
             emit(f"FLUSH_END dms {c}")
         elif compact and r < 0.16:
-            maintain(t, rng)
+            maintain(t, rng, rowsets_only=compact == "rowsets")
 
 
-def maintain(t: Tablet, rng: random.Random) -> None:
+def maintain(t: Tablet, rng: random.Random, rowsets_only: bool) -> None:
     """Profile "+compact": a rowset compaction (2..6 rowsets), a major delta compaction of
-    every rowset, or UNDO GC — whichever the engine has."""
-    r = rng.random()
+    every rowset, or UNDO GC — whichever the engine has. "+rowsets": rowset compactions
+    only."""
+    r = 0.0 if rowsets_only else rng.random()
     if r < 0.6 and hasattr(t, "compact_rowsets") and t.num_rowsets() >= 2:
         infos = sorted(t.rowsets_info(), key=lambda i: i["min_key"])
         m = rng.randint(2, min(6, len(infos)))

@@ -20,10 +20,10 @@ engine/consensus/log.py):
     timestamps are larger than every earlier one.
 
 Several cycles run on the same directory; the restarted child resumes at the next batch
-number. Two workload profiles (crash_child.py): "fresh" never re-inserts a key, "full" does
-everything and currently hits a known replay bug (xfail, see REPLAY_BUG). Default: 3
-cycles each (~15 s). KUDUSQL_LONG=1 adds a long run (60 cycles per profile);
-KUDUSQL_CRASH_SEED picks the seed (failures print it, as does `-s`).
+number. Workload profiles (crash_child.py): "full" does everything, "fresh" never
+re-inserts a key, "+rowsets" adds rowset compactions, "+compact" delta compactions and
+UNDO GC too. Default: 3 cycles of "full" (~10 s). KUDUSQL_LONG=1 adds long runs (60
+cycles per profile); KUDUSQL_CRASH_SEED picks the seed (failures print it, as does `-s`).
 """
 
 from __future__ import annotations
@@ -304,14 +304,25 @@ def run_cycle(path: str, seed: int, profile: str, rng: random.Random, hist: Hist
             if mode == "flush":
                 child.arm_flush()
                 if child.flush_seen.wait(timeout=5):
-                    time.sleep(rng.choice([0, 0, rng.uniform(0, 0.003),
-                                           rng.uniform(0, 0.03)]))
+                    # a flush takes ~10-300 ms: land in its early or late phases
+                    time.sleep(rng.choice([0, rng.uniform(0, 0.003), rng.uniform(0, 0.03),
+                                           rng.uniform(0, 0.2)]))
             else:
                 time.sleep(rng.uniform(0.2, 2.0))
         assert not child.died_on_its_own(), f"{ctx}: child died:\n{child.stderr_text()}"
     finally:
         child.kill()
     assert not child.died_on_its_own(), f"{ctx}: child died:\n{child.stderr_text()}"
+    try:
+        return _verify_cycle(path, child, rng, hist, next_n, ctx)
+    except BaseException as e:
+        last = [ln.decode(errors="replace").rstrip()[:60] for ln in child.lines[-4:]]
+        e.add_note(f"{ctx}: the child's last output lines: {last}; tablet: {path}")
+        raise
+
+
+def _verify_cycle(path: str, child: Child, rng: random.Random, hist: History, next_n: int,
+                  ctx: str) -> int:
     ready, acked, pending = parse_output(child.lines)
 
     if ready is not None:
@@ -410,25 +421,24 @@ def _seed(default: int) -> int:
     return int(s) if s else default
 
 
-REPLAY_BUG = ("engine bug: WAL replay of an UPSERT / failed INSERT of a DiskRowSet row "
-              "whose later DELETE is already flushed inserts a new MemRowSet row (time "
-              "travel shows duplicate keys); see test_wal.py::test_replay_*_bug")
+COMPACTION_BUG = (
+    "engine bug: minor/major delta compaction unlinks the input REDO files before the tablet "
+    "metadata naming the new files is persisted; a crash in between leaves metadata naming "
+    "deleted files and Tablet.open fails (see test_crash_between_delta_compaction_and_"
+    "metadata_bug)")
 
 
-@pytest.mark.parametrize("profile", [
-    "fresh",
-    pytest.param("full", marks=pytest.mark.xfail(strict=False, reason=REPLAY_BUG)),
-])
-def test_crash_recovery(tmp_path, profile):
-    modes = ["timed", "flush", "early"] if profile == "fresh" else ["timed", "flush", "timed"]
-    run_crash_cycles(tmp_path, _seed(1), modes, profile)
+def test_crash_recovery(tmp_path):
+    run_crash_cycles(tmp_path, _seed(1), ["timed", "flush", "early"], "full")
 
 
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long crash run")
 @pytest.mark.parametrize("profile", [
+    "full",
     "fresh",
-    pytest.param("full", marks=pytest.mark.xfail(strict=False, reason=REPLAY_BUG)),
+    "full+rowsets",
+    pytest.param("full+compact", marks=pytest.mark.xfail(strict=False, reason=COMPACTION_BUG)),
 ])
 def test_crash_recovery_long(tmp_path, profile):
     """60 kill cycles: 6 tablets x 10 cycles each (without compactions the rowset count,
@@ -441,3 +451,41 @@ def test_crash_recovery_long(tmp_path, profile):
         modes = ["timed"] + [rng.choice(["timed", "timed", "flush", "flush", "early"])
                              for _ in range(9)]
         run_crash_cycles(tmp_path / f"part{part}", seed * 10 + part, modes, profile)
+
+
+# -- crashes inside maintenance, simulated in-process ----------------------------------
+class _Crash(BaseException):
+    """Stands for SIGKILL at a chosen point: nothing after it runs."""
+
+
+def _crash(*args, **kwargs):
+    raise _Crash()
+
+
+@pytest.mark.xfail(strict=True, reason=COMPACTION_BUG)
+@pytest.mark.parametrize("which", ["major", "minor"])
+def test_crash_between_delta_compaction_and_metadata_bug(tmp_path, monkeypatch, which):
+    from engine.schema import ColumnSchema, Schema
+    from engine.tablet import TabletConfig
+    from engine.types import DataType
+
+    schema = Schema([ColumnSchema("k", DataType.INT64),
+                     ColumnSchema("v", DataType.INT64, nullable=True)], key=["k"])
+    path = str(tmp_path / "t")
+    t = Tablet.create(path, schema, TabletConfig(fsync=False))
+    t.insert({"k": list(range(10)), "v": list(range(10))})
+    t.flush_mrs()
+    t.update({"k": [1], "v": [10]})
+    t.flush_dms()
+    t.update({"k": [2], "v": [20]})
+    t.flush_dms()  # two REDO files
+    want = sorted((k, 10 * k if k in (1, 2) else k) for k in range(10))
+    monkeypatch.setattr(Tablet, "_persist_metadata", _crash)  # killed before it persists
+    with pytest.raises(_Crash):
+        if which == "major":
+            t.compact_deltas()
+        else:
+            t.minor_delta_compact(t._components.drss[0])
+    monkeypatch.undo()
+    t = Tablet.open(path, TabletConfig(fsync=False))
+    assert sorted((r["k"], r["v"]) for r in t.scan_table().to_pylist()) == want

@@ -715,10 +715,30 @@ class OpGenerator:
             return (kind, self._snap() if rng.random() < 0.6 else None)
         return (kind,)
 
+    def next_ops(self) -> list[tuple]:
+        """One op, or a short burst that makes the maintenance op do real work: a delta
+        compaction right after DMS flushes (recent REDO records near the AHM), a merging
+        compaction right after an MRS flush (one more rowset)."""
+        op = self.next_op()
+        rng = self.rng
+        if op[0] == "MAJOR_COMPACT" and rng.random() < 0.5:
+            return [("FLUSH_DMS",), op]
+        if op[0] == "MINOR_COMPACT" and self.live and rng.random() < 0.6:
+            key = rng.choice(sorted(self.live, key=repr))
+            self.n_writes += 1
+            return [("FLUSH_DMS",), ("UPDATE", [self._row(key, self._cols())]),
+                    ("FLUSH_DMS",), op]
+        if op[0] == "COMPACT_TABLET" and rng.random() < 0.5:
+            return [("FLUSH_MRS",), op]
+        return [op]
+
 
 def generate_ops(seed: int, n_ops: int, schema: str) -> list[tuple]:
     gen = OpGenerator(random.Random(seed), schema)
-    return [gen.next_op() for _ in range(n_ops)]
+    ops: list[tuple] = []
+    while len(ops) < n_ops:
+        ops.extend(gen.next_ops())
+    return ops[:n_ops]
 
 
 def variant(seed: int) -> tuple[str, str]:
@@ -854,3 +874,56 @@ def test_composite_key_batches_and_compactions():
 
 
 # -- pinned regressions found by the fuzzer (shrunk output of failing seeds) -----------
+
+GHOST_BUG = ("engine bug: a merging compaction mis-orders the versions of a deleted and "
+             "reinserted key once a version's insertion UNDO is garbage collected (taken as "
+             "inserted at ts 0): the live row is lost, or a read at the AHM shows the old "
+             "version; minimal engine-level repro: test_history_gc.py::"
+             "test_bug_reinserted_row_lost_after_two_merging_compactions")
+
+
+@pytest.mark.xfail(strict=True, reason=GHOST_BUG)
+def test_regression_ghost_row_lost():
+    # long seed 1115 (shrunk): ('', 3) is upserted+deleted (ts 1-2), inserted again (ts 3);
+    # after UNDO GC and a merging compaction of everything the live row is gone.
+    run_sequence([
+        ('UPSERT', [{'k1': '', 'k2': 3, 'v': 9223372036854775807, 's': 'x' * 40}]),
+        ('DELETE', [{'k1': '', 'k2': 3}]),
+        ('FLUSH_MRS',),
+        ('INSERT', [{'k1': '', 'k2': 3, 's': 'a'}]),
+        ('FLUSH_MRS',),
+        ('INSERT', [{'k1': 'a', 'k2': -7, 's': ''}]),
+        ('UPDATE', [{'k1': 'a\x00', 'k2': 3, 'v': 9223372036854775807}]),
+        ('INSERT', [{'k1': '', 'k2': 3, 's': 'a'}]),
+        ('FLUSH_MRS',),
+        ('INSERT', [{'k1': 'a\x00', 'k2': 3, 'v': 42, 's': 'zz'}]),
+        ('DELETE', [{'k1': 'a\x00', 'k2': 3}]),
+        ('WRITE', [('UPDATE', {'k1': 'a', 'k2': -7, 'v': -9223372036854775808, 's': 'x' * 40})]),
+        ('UNDO_GC',),
+        ('COMPACT_TABLET', 'all'),
+    ], schema='composite', config='gc_small')
+
+
+@pytest.mark.xfail(strict=True, reason=GHOST_BUG)
+def test_regression_ghost_values_at_ahm():
+    # long seed 5003 (shrunk): ('a\x00', -7) is deleted and reinserted in ONE batch at ts 2;
+    # after two merging compactions a scan at ts 2 (= the AHM) returns the deleted
+    # version's values (MIN, 'zz') instead of (42, None).
+    run_sequence([
+        ('UPSERT', [{'k1': 'a\x00', 'k2': -7, 'v': -9223372036854775808, 's': 'zz'}]),
+        ('FLUSH_MRS',),
+        ('WRITE', [('DELETE', {'k1': 'a\x00', 'k2': -7, 'v': -9223372036854775808}),
+                   ('INSERT', {'k1': 'a\x00', 'k2': -7, 'v': 42})]),
+        ('FLUSH_MRS',),
+        ('WRITE', [('UPSERT', {'k1': 'a\x00', 'k2': 3, 'v': 42, 's': 'zz'})]),
+        ('FLUSH_MRS',),
+        ('DELETE', [{'k1': '', 'k2': -7}]),
+        ('INSERT', [{'k1': 'a', 'k2': 3, 's': None}]),
+        ('WRITE', [('UPDATE', {'k1': 'a\x00', 'k2': 3, 'v': 0, 's': '\u00e9\u20ac'})]),
+        ('UPDATE', [{'k1': 'a\x00', 'k2': -7, 'v': -1, 's': 'zz'}]),
+        ('FLUSH_DMS',),
+        ('UPDATE', [{'k1': 'a', 'k2': -7, 'v': 9223372036854775807}]),
+        ('FLUSH_MRS',),
+        ('COMPACT_TABLET', (5, 7, 3, 6)),
+        ('COMPACT_TABLET', (3, 0, 1, 5)),
+    ], schema='composite', config='gc_small')

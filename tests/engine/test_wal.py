@@ -11,7 +11,9 @@ durability, checked with a real SIGKILL); replay starts at the log anchor
 (`Tablet.replayed_ops`); segments below the anchor are GC'd; new timestamps follow replayed
 ones even when the wall clock went backwards; crash leftovers are removed on open.
 
-Known engine bugs are pinned as strict xfails (`reason="engine bug: ..."`).
+Also regressions of engine bugs these tests and the crash test found: a zero-filled tail,
+a flipped length byte in the last segment, and replay of ops whose rows later rowsets /
+REDO files already show in a later state.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import threading
 import pytest
 
 from engine import errors
-from engine.clock import HybridClock, from_micros
+from engine.clock import HybridClock
 from engine.consensus.log import MAGIC, WRITE, Log, LogEntry, _segment_name
 from engine.schema import ColumnSchema, Schema
 from engine.tablet import Tablet, TabletConfig
@@ -260,6 +262,8 @@ def test_segment_torn_inside_its_magic(tmp_path):
 
 
 def test_zero_filled_tail_is_dropped(tmp_path):
+    """What an unsynced append can leave after a power loss on ext4/xfs (the size grew,
+    the data blocks did not): a tail of zeros is a torn tail, not corruption."""
     entries = [entry(i, size=40) for i in range(1, 6)]
     where = write_log(tmp_path, entries)
     with open(where[-1][0], "ab") as f:
@@ -316,16 +320,58 @@ def test_flipped_length_byte_in_middle_of_older_segment_is_corruption(tmp_path):
 
 
 def test_flipped_length_byte_in_middle_record_of_last_segment_is_corruption(tmp_path):
+    """A middle record whose length now points past the end of the file is corruption,
+    not a torn tail: truncating there would silently drop acknowledged records."""
     entries, src, where = _corruption_setup(tmp_path, 1 << 20)
     seg, start = where[1]
-    p = os.path.join(src, os.path.basename(seg))
-    flip(p, start + 2, 0x01)  # payload_len += 65536: past the end of the file
-    size = os.path.getsize(p)
+    for b in range(4):
+        for mask in (0x01, 0x10, 0x80):  # e.g. byte 2, 0x01: payload_len += 65536
+            d = tmp_path / f"flip{b}-{mask}"
+            shutil.copytree(src, d)
+            p = os.path.join(d, os.path.basename(seg))
+            flip(p, start + b, mask)
+            size = os.path.getsize(p)
+            _expect_corruption(d, seg, start)
+            assert os.path.getsize(p) == size, (
+                f"the segment was truncated from {size} to {os.path.getsize(p)} bytes")
+            shutil.rmtree(d)
+
+
+@pytest.mark.parametrize("first_index", [
+    1, 1000,
+    pytest.param(20_000_000, marks=pytest.mark.xfail(strict=True, reason=(
+        "engine bug: Log._valid_record_after looks for a later valid record only with "
+        "index in [last_index + 1, last_index + 1 + 2**24], and with no valid record yet "
+        "in the segment it uses last_index = 0 instead of the segment's first index: past "
+        "16.7M ops a damaged first record of the last segment is taken for a torn tail "
+        "and the whole segment (acknowledged writes) is silently truncated away"))),
+])
+def test_corrupt_first_record_of_last_segment_is_corruption(tmp_path, first_index):
+    entries = [entry(i, size=40) for i in range(first_index, first_index + 5)]
+    where = write_log(tmp_path, entries)
+    seg, start = where[0]
+    flip(seg, start + REC_HEADER + 30)
+    size = os.path.getsize(seg)
     try:
-        _expect_corruption(src, seg, start)
+        _expect_corruption(tmp_path, seg, start)
     finally:
-        assert os.path.getsize(p) == size, (
-            f"the segment was truncated from {size} to {os.path.getsize(p)} bytes")
+        assert os.path.getsize(seg) == size, "the segment was truncated"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "engine bug (only with data that embeds a WAL record, e.g. WAL bytes stored in a "
+    "BINARY/STRING column): a torn last record whose written prefix contains a "
+    "well-formed record (plausible index, matching CRC) is reported as Corruption, so the "
+    "tablet cannot be opened after a crash mid-append; _valid_record_after scans inside "
+    "the torn record's own payload"))
+def test_torn_tail_whose_payload_embeds_a_record_is_dropped(tmp_path):
+    entries = [entry(i, size=40) for i in range(1, 6)]
+    inner = LogEntry(0, 7, 1049, WRITE, b"z" * 10).encode()
+    last = LogEntry(0, 6, 1042, WRITE, b"a" * 20 + inner + b"b" * 200)
+    where = write_log(tmp_path, entries + [last])
+    seg, _ = where[-1]
+    os.truncate(seg, os.path.getsize(seg) - 100)  # cut after the embedded record
+    assert read_all(tmp_path) == entries
 
 
 def test_bad_magic_of_older_segment_is_corruption(tmp_path):
@@ -602,7 +648,7 @@ def test_sigkill_after_acknowledged_writes(tmp_path, wal_sync):
     t.close()
 
 
-# -- replay bugs (see test_crash_recovery.py "full" profile) ----------------------------
+# -- replay regressions (found by test_crash_recovery.py's "full" profile) --------------
 def _kv_schema():
     return Schema([ColumnSchema("k", DataType.INT64),
                    ColumnSchema("v", DataType.INT64, nullable=True)], key=["k"])
@@ -629,7 +675,10 @@ def test_replay_delete_then_reinsert_flushed(tmp_path):
     assert _kv(t) == [(1, 4)]
 
 
-def test_replay_failed_insert_of_row_deleted_in_flushed_redo_bug(tmp_path):
+def test_replay_failed_insert_of_row_deleted_in_flushed_redo(tmp_path):
+    """Replay of an INSERT that failed with ALREADY_PRESENT (its key live in a DiskRowSet
+    whose later DELETE is already in a REDO file) must fail again: the row looks dead to
+    the final state, but it was live when the op ran. Found by the crash test."""
     t = Tablet.create(str(tmp_path), _kv_schema(), TabletConfig(fsync=False))
     t.insert({"k": [1], "v": [1]})
     t.flush_mrs()                               # DRS A: k=1
@@ -644,7 +693,10 @@ def test_replay_failed_insert_of_row_deleted_in_flushed_redo_bug(tmp_path):
     assert _kv(t, snapshot=r.timestamp) == [(1, 1), (2, 2)]
 
 
-def test_replay_upsert_of_row_deleted_in_flushed_redo_bug(tmp_path):
+def test_replay_upsert_of_row_deleted_in_flushed_redo(tmp_path):
+    """Replay of an UPSERT of a DiskRowSet row whose later DELETE is already in a REDO file
+    is an update that is already durable, not an insert of a new MemRowSet row (which time
+    travel between the two ops would show as a second copy of the key)."""
     t = Tablet.create(str(tmp_path), _kv_schema(), TabletConfig(fsync=False))
     t.insert({"k": [1], "v": [1]})
     t.flush_mrs()                               # DRS A: k=1

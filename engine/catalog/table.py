@@ -1,0 +1,596 @@
+"""Table: one table's reads and writes over its tablets (Kudu's client-side routing).
+
+A Table is a light facade bound to a table *id* in a Catalog (so it follows RENAME and ADD /
+DROP RANGE PARTITION). Every call reads the table's current immutable TableMetadata once
+and uses it throughout, and takes references on the tablets it touches for its duration
+(see catalog.py): a concurrent DDL never changes the partitioning under a running op.
+
+Writes (`write(ops, rows)`; insert/upsert/update/delete). The partition of every row is
+computed vectorised (`PartitionSchema.physical_columns` + `partition_indexes`); rows are
+grouped by partition with one stable argsort (so rows of one key stay in batch order) and
+each tablet gets *one* engine op with its share. Tablets are written in parallel on the
+catalog's thread pool when the batch is large enough to pay for it (WAL fsyncs and numpy /
+Arrow kernels release the GIL). Per-row errors of each tablet are mapped back to the rows'
+indexes in the caller's batch. Rows no range partition covers get a `NO_PARTITION` row
+error naming the key (Kudu: "No tablet covering the requested range partition"; Impala
+counts it as a row error, Postgres reports SQLSTATE 23514 "no partition of relation found
+for row"); rows whose key cannot be converted (NULL, out of range) get the tablet's codes,
+NOT_NULL / INVALID, without being sent anywhere. As in Kudu a batch is not atomic, and
+across tablets it is not even one timestamp: each tablet's share commits at its own
+timestamp (`TableWriteResult.tablet_timestamps`); `timestamp` is the largest, a client's
+"read your writes" token.
+
+Reads. `scan` prunes partitions with the predicates (`PartitionSchema.prune`), opens a scan
+on every remaining tablet at ONE snapshot timestamp, and returns a `TableScan`: an iterator
+of RecordBatches (unordered, Kudu's UNORDERED scan) carrying the snapshot (`timestamp`)
+and statistics for EXPLAIN (`stats`: tablets pruned / scanned, rows scanned / returned).
+
+Snapshot. With `snapshot=None` the scan reads at T = max over the scanned tablets of
+`current_timestamp()` (the last committed op of each): every write acknowledged before the
+scan started, on any of those tablets, has a timestamp <= T. Each tablet is first made
+safe at T — its clock moved past T (no later op can take a timestamp <= T) and its
+in-flight ops <= T waited for (`mvcc.wait_for_safe`) — then read with `MvccSnapshot.at(T)`,
+so the result is a consistent cut across tablets and repeatable: `scan(snapshot=T)` later
+returns the same rows (until T falls behind the ancient history mark). T is at or after
+every op of every scanned tablet, so it reads the latest retained state and needs no
+history check. A given `snapshot` (an int) is passed to every tablet as is (the tablet
+refuses one older than its ancient history mark).
+
+Parallel scan. Tablet scans are generators; each is advanced on the catalog's pool a
+chunk of `SCAN_CHUNK_BATCHES` batches at a time, at most `parallelism` chunks in flight,
+and the caller receives batches in completion order. A task never waits for the consumer
+(it returns its chunk and is resubmitted), so scans that are consumed slowly, nested
+(a self-join) or abandoned cannot exhaust the pool or deadlock it; memory is bounded by
+the chunks in flight. A single-tablet scan runs in the caller's thread.
+
+Column renames: tablets keep the names their schema had when they were created; the
+table schema is authoritative and names are mapped by column id on the way in and out
+(`_TabletSlot.column_renames`), which is what makes RENAME COLUMN metadata-only.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+from collections import deque
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from engine import errors
+from engine.tablet.diskrowset import ScanStats
+from engine.tablet.mvcc import MvccSnapshot
+from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
+from engine.tablet.write_op import OpType, RowError, RowErrorCode
+
+if TYPE_CHECKING:
+    from engine.catalog.catalog import Catalog, TableMetadata, _TabletSlot
+
+NO_PARTITION = "NO_PARTITION"
+# A scan task returns after this many batches of one tablet (then it is resubmitted).
+SCAN_CHUNK_BATCHES = 4
+# Below this many rows a multi-tablet write runs tablet by tablet in the caller's thread.
+PARALLEL_WRITE_MIN_ROWS = 512
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionRowError(RowError):
+    """A row no range partition covers (code NO_PARTITION)."""
+
+    @property
+    def sqlstate(self) -> str:
+        return "23514"
+
+
+@dataclasses.dataclass(frozen=True)
+class TableWriteResult:
+    timestamp: int  # the largest op timestamp among the tablets written (0: none)
+    num_applied: int
+    row_errors: list[RowError]  # sorted by index in the caller's batch
+    tablet_timestamps: dict[str, int]  # tablet id -> the timestamp of its op
+
+    @property
+    def ok(self) -> bool:
+        return not self.row_errors
+
+
+@dataclasses.dataclass
+class TableScanStats:
+    """What a table scan did (EXPLAIN ANALYZE). `scan` totals are complete once the scan
+    is exhausted."""
+
+    tablets_total: int = 0
+    tablets_scanned: int = 0
+    tablets_pruned: int = 0
+    per_tablet: dict[str, ScanStats] = dataclasses.field(default_factory=dict)
+
+    @property
+    def scan(self) -> ScanStats:
+        total = ScanStats()
+        for s in self.per_tablet.values():
+            total.add(s)
+        return total
+
+    @property
+    def rows_scanned(self) -> int:
+        return self.scan.rows_scanned
+
+    @property
+    def rows_returned(self) -> int:
+        return self.scan.rows_returned
+
+
+def _advance(it: Iterator[pa.RecordBatch], k: int) -> tuple[list[pa.RecordBatch], bool]:
+    """Next up to k batches of a tablet scan; True when the scan is exhausted."""
+    out = []
+    for b in it:
+        out.append(b)
+        if len(out) >= k:
+            return out, False
+    return out, True
+
+
+class TableScan:
+    """Iterator of RecordBatches over the pruned tablets at one snapshot (see above)."""
+
+    def __init__(self, release, iters: list, fix, timestamp: int, stats: TableScanStats,
+                 pool: cf.Executor | None, parallelism: int):
+        self.timestamp = timestamp
+        self.stats = stats
+        self._release_fn = release
+        self._iters = iters
+        self._fix = fix
+        self._pool = pool
+        self._parallelism = parallelism
+        self._pending: dict[cf.Future, int] = {}
+        self._gen = self._run()
+
+    def __iter__(self) -> "TableScan":
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        return next(self._gen)
+
+    def close(self) -> None:
+        self._gen.close()
+        self._release()
+
+    def __enter__(self) -> "TableScan":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def _release(self) -> None:
+        fn, self._release_fn = self._release_fn, None
+        if fn is None:
+            return
+        for f in self._pending:
+            f.cancel()
+        cf.wait(list(self._pending))  # running chunks finish before tablets may go
+        self._pending.clear()
+        fn()
+
+    def _run(self) -> Iterator[pa.RecordBatch]:
+        fix = self._fix
+        try:
+            if self._pool is None or len(self._iters) <= 1:
+                for it in self._iters:
+                    for b in it:
+                        yield fix(b)
+                return
+            queue = deque(range(len(self._iters)))
+            pending = self._pending
+
+            def submit(i: int) -> None:
+                pending[self._pool.submit(_advance, self._iters[i], SCAN_CHUNK_BATCHES)] = i
+
+            while queue and len(pending) < self._parallelism:
+                submit(queue.popleft())
+            while pending:
+                done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for f in done:
+                    i = pending.pop(f)
+                    batches, finished = f.result()
+                    if not finished:
+                        queue.append(i)
+                    while queue and len(pending) < self._parallelism:
+                        submit(queue.popleft())
+                    for b in batches:
+                        yield fix(b)
+        finally:
+            self._release()
+
+
+def _key_text(key: tuple) -> str:
+    return "(" + ", ".join(repr(v) for v in key) + ")"
+
+
+def _as_arrow(rows) -> pa.Table | None:
+    """Rows as an Arrow table; None for a dict Arrow cannot convert (the slow path)."""
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    if isinstance(rows, dict):
+        lens = {len(v) for v in rows.values()}
+        if len(lens) > 1:
+            raise errors.InvalidArgument("columns of the rows have different lengths")
+        try:
+            return pa.table({k: pa.array(list(v)) for k, v in rows.items()}) if rows \
+                else pa.table({})
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            return None
+    if isinstance(rows, list):
+        return pa.Table.from_pylist(rows)
+    raise errors.InvalidArgument(f"cannot write rows of type {type(rows).__name__}")
+
+
+def _op_array(ops, n: int) -> np.ndarray:
+    if np.isscalar(ops) or isinstance(ops, OpType):
+        return np.full(n, int(ops), dtype=np.int8)
+    arr = np.asarray(ops if isinstance(ops, np.ndarray) else [int(o) for o in ops],
+                     dtype=np.int8)
+    if len(arr) != n:
+        raise errors.InvalidArgument(f"{len(arr)} op types for {n} rows")
+    return arr
+
+
+class Table:
+    def __init__(self, catalog: "Catalog", table_id: str):
+        self.catalog = catalog
+        self.id = table_id
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def metadata(self) -> "TableMetadata":
+        return self.catalog._metadata(self.id)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def schema(self):
+        return self.metadata.schema
+
+    @property
+    def partition_schema(self):
+        return self.metadata.partition_schema
+
+    def __repr__(self) -> str:
+        m = self.metadata
+        return f"Table({m.name!r}, {len(m.tablet_ids)} tablets, {m.partition_schema})"
+
+    def _with_tablets(self, pick):
+        """(meta, slots) for the tablet ids `pick(meta)` names, retried if DDL intervenes."""
+        from engine.catalog.catalog import _StaleMetadata
+
+        for _ in range(100):
+            meta = self.metadata
+            tids = pick(meta)
+            try:
+                return meta, self.catalog._acquire(meta, tids)
+            except _StaleMetadata:
+                continue
+        raise errors.ServiceUnavailable(f'table "{self.name}" keeps changing; retry')
+
+    def _open(self, slots: Sequence["_TabletSlot"]) -> list:
+        """Open tablets (in parallel when several are still closed)."""
+        closed = [s for s in slots if not s.is_open]
+        if len(closed) > 1:
+            list(self.catalog._pool.map(lambda s: s.tablet(), closed))
+        return [s.tablet() for s in slots]
+
+    def prune(self, predicates: Sequence[ColumnPredicate] = ()) -> list:
+        """The partitions a scan with these predicates reads (EXPLAIN)."""
+        ps = self.partition_schema
+        return [ps.partitions[i] for i in ps.prune(predicates)]
+
+    def current_timestamp(self) -> int:
+        """A timestamp at or after every write acknowledged so far on this table."""
+        meta, slots = self._with_tablets(lambda m: m.tablet_ids)
+        try:
+            return max((t.current_timestamp() for t in self._open(slots)), default=0)
+        finally:
+            self.catalog._release(slots)
+
+    # -- writes ----------------------------------------------------------------------------
+    def insert(self, rows) -> TableWriteResult:
+        return self.write(OpType.INSERT, rows)
+
+    def upsert(self, rows) -> TableWriteResult:
+        return self.write(OpType.UPSERT, rows)
+
+    def update(self, rows) -> TableWriteResult:
+        return self.write(OpType.UPDATE, rows)
+
+    def delete(self, rows) -> TableWriteResult:
+        return self.write(OpType.DELETE, rows)
+
+    def write(self, ops, rows) -> TableWriteResult:
+        """Apply row operations, each routed to its partition's tablet (see module doc)."""
+        table = _as_arrow(rows)
+        if table is None:
+            return self._write_pydict(ops, rows)
+        n = table.num_rows
+        op_arr = _op_array(ops, n)
+        state: dict = {}
+
+        def pick(meta):
+            schema = meta.schema
+            for name in table.column_names:
+                schema.index_of(name)  # raises ColumnNotFound
+            for c in schema.key_columns:
+                if c.name not in table.column_names:
+                    raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+            ps = meta.partition_schema
+            phys, bad = ps.physical_columns(table)
+            part = ps.partition_indexes(phys, n)
+            if bad:
+                part[np.fromiter(bad, dtype=np.int64)] = -2
+            state.update(part=part, bad=bad)
+            routed = np.flatnonzero(part >= 0)
+            order = routed[np.argsort(part[routed], kind="stable")]
+            parts, starts = np.unique(part[order], return_index=True)
+            state["groups"] = np.split(order, starts[1:]) if len(order) else []
+            return [meta.tablet_ids[p] for p in parts.tolist()]
+
+        meta, slots = self._with_tablets(pick)
+        try:
+            results = self._write_groups(meta, slots, [(op_arr[idx], idx) for idx in
+                                                       state["groups"]], table)
+        finally:
+            self.catalog._release(slots)
+        errs: list[RowError] = []
+        stamps: dict[str, int] = {}
+        applied = 0
+        for slot, idx, r in results:
+            applied += r.num_applied
+            stamps[slot.tablet_id] = r.timestamp
+            errs.extend(dataclasses.replace(e, index=int(idx[e.index])) for e in r.row_errors)
+        part, bad = state["part"], state["bad"]
+        errs.extend(self._key_errors(meta, table, part, bad))
+        errs.sort(key=lambda e: e.index)
+        return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
+
+    def _key_errors(self, meta, table: pa.Table, part: np.ndarray, bad: dict) -> list:
+        """Row errors for rows that were not routed (error path: a loop over those rows)."""
+        unrouted = np.flatnonzero(part < 0)
+        if not len(unrouted):
+            return []
+        key_names = meta.schema.key_names
+        keys = table.select(key_names).take(pa.array(unrouted)).to_pylist()
+        out = []
+        for i, kd in zip(unrouted.tolist(), keys):
+            key = tuple(kd[k] for k in key_names)
+            if i in bad:
+                code, msg = bad[i]
+                out.append(RowError(i, code, msg, key))
+            else:
+                out.append(PartitionRowError(
+                    i, NO_PARTITION, f'no range partition of table "{meta.name}" covers key '
+                    f'{_key_text(key)} (no tablet covering the requested range partition)',
+                    key))
+        return out
+
+    def _write_groups(self, meta, slots, groups, table: pa.Table) -> list:
+        """One tablet op per (slot, group); parallel when worthwhile."""
+        def one(slot, ops, idx):
+            t = slot.tablet()
+            sub = table.take(pa.array(idx)) if len(idx) != table.num_rows else table
+            ren = slot.column_renames(meta.schema)
+            if ren:
+                sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
+            return slot, idx, t.write(ops, sub)
+
+        jobs = [(slot, ops, idx) for slot, (ops, idx) in zip(slots, groups)]
+        if len(jobs) <= 1 or table.num_rows < PARALLEL_WRITE_MIN_ROWS:
+            return [one(*j) for j in jobs]
+        futures = [self.catalog._pool.submit(one, *j) for j in jobs]
+        cf.wait(futures)  # every tablet op ends before its tablet is released
+        return [f.result() for f in futures]
+
+    def _write_pydict(self, ops, rows: dict) -> TableWriteResult:
+        """Error path for dict input Arrow cannot convert (mixed types): rows are routed
+        one by one and each tablet gets its share as a dict (it reports INVALID values)."""
+        n = len(next(iter(rows.values())))
+        op_arr = _op_array(ops, n)
+        cols = {k: list(v) for k, v in rows.items()}
+        state: dict = {}
+
+        def pick(meta):
+            for name in cols:
+                meta.schema.index_of(name)
+            key_names = meta.schema.key_names
+            for k in key_names:
+                if k not in cols:
+                    raise errors.InvalidArgument(f"key column {k!r} missing from the rows")
+            ps = meta.partition_schema
+            part, errs = [], []
+            for i in range(n):
+                key = tuple(cols[k][i] for k in key_names)
+                try:
+                    if any(v is None for v in key):
+                        raise errors.InvalidArgument("null key")
+                    p = ps.partition_index_for_key(dict(zip(key_names, key)))
+                except errors.EngineError as e:
+                    null = next((k for k, v in zip(key_names, key) if v is None), None)
+                    errs.append(RowError(i, RowErrorCode.NOT_NULL.value,
+                                         f'null value in column "{null}" violates not-null '
+                                         f'constraint', key) if null else
+                                RowError(i, RowErrorCode.INVALID.value,
+                                         f"invalid key {_key_text(key)}: {e}", key))
+                    p = -2
+                if p == -1:
+                    errs.append(PartitionRowError(
+                        i, NO_PARTITION, f'no range partition of table "{meta.name}" covers '
+                        f'key {_key_text(key)} (no tablet covering the requested range '
+                        f'partition)', key))
+                part.append(p)
+            part = np.asarray(part, dtype=np.int64)
+            groups = {}
+            for p in sorted(set(part.tolist()) - {-1, -2}):
+                groups[p] = np.flatnonzero(part == p)
+            state.update(groups=list(groups.values()), errs=errs)
+            return [meta.tablet_ids[p] for p in groups]
+
+        meta, slots = self._with_tablets(pick)
+        errs, stamps, applied = list(state["errs"]), {}, 0
+        try:
+            for slot, idx in zip(slots, state["groups"]):
+                ren = slot.column_renames(meta.schema) or {}
+                sub = {ren.get(k, k): [v[i] for i in idx.tolist()] for k, v in cols.items()}
+                r = slot.tablet().write(op_arr[idx], sub)
+                applied += r.num_applied
+                stamps[slot.tablet_id] = r.timestamp
+                errs.extend(dataclasses.replace(e, index=int(idx[e.index]))
+                            for e in r.row_errors)
+        finally:
+            self.catalog._release(slots)
+        errs.sort(key=lambda e: e.index)
+        return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
+
+    # -- reads -----------------------------------------------------------------------------
+    def scan(self, columns: Sequence[str] | None = None,
+             predicates: Sequence[ColumnPredicate] = (), snapshot=None,
+             lower_key=None, upper_key=None, lazy: bool = True) -> TableScan:
+        """Scan the pruned tablets at one snapshot; bad input raises here, not later."""
+        state: dict = {}
+
+        def pick(meta):
+            schema = meta.schema
+            names = list(columns) if columns is not None else schema.names
+            for nm in names:
+                schema.column(nm)
+            for p in predicates:
+                BoundPredicate(p, schema.column(p.column))  # raises on a bad literal
+            keep = meta.partition_schema.prune(predicates)
+            state.update(names=names, keep=keep)
+            return [meta.tablet_ids[i] for i in keep]
+
+        meta, slots = self._with_tablets(pick)
+        try:
+            tablets = self._open(slots)
+            names = state["names"]
+            stats = TableScanStats(len(meta.tablet_ids), len(slots),
+                                   len(meta.tablet_ids) - len(slots))
+            snap, ts = _pick_snapshot(tablets, snapshot)
+            out_schema = meta.schema.arrow_schema(names)
+            iters = []
+            renamed = False
+            for slot, t in zip(slots, tablets):
+                ren = slot.column_renames(meta.schema) or {}
+                renamed |= bool(ren)
+                st = stats.per_tablet[slot.tablet_id] = ScanStats()
+                preds = [dataclasses.replace(p, column=ren[p.column]) if p.column in ren else p
+                         for p in predicates]
+                iters.append(t.scan([ren.get(c, c) for c in names], preds, snap,
+                                    lower_key, upper_key, lazy, st))
+        except BaseException:
+            self.catalog._release(slots)
+            raise
+
+        if renamed and names:
+            def fix(b: pa.RecordBatch) -> pa.RecordBatch:
+                return pa.RecordBatch.from_arrays(b.columns, schema=out_schema)
+        else:
+            def fix(b: pa.RecordBatch) -> pa.RecordBatch:
+                return b
+        return TableScan(lambda: self.catalog._release(slots), iters, fix, ts, stats,
+                         self.catalog._pool, self.catalog.parallelism)
+
+    def scan_table(self, columns: Sequence[str] | None = None, *args, **kwargs) -> pa.Table:
+        """`scan` collected into one table (an empty projection gives a count-only table)."""
+        scan = self.scan(columns, *args, **kwargs)
+        batches = list(scan)
+        names = list(columns) if columns is not None else self.schema.names
+        if not names:
+            n = sum(b.num_rows for b in batches)
+            return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+        return pa.Table.from_batches(batches, schema=self.metadata.schema.arrow_schema(names))
+
+    def count_rows(self, snapshot=None, predicates: Sequence[ColumnPredicate] = ()) -> int:
+        return sum(b.num_rows for b in self.scan([], predicates, snapshot))
+
+    def lookup(self, key: Sequence[Any], columns: Sequence[str] | None = None,
+               snapshot=None) -> dict | None:
+        """One row by its full primary key (routed to its one tablet), or None."""
+        key = tuple(key)
+        state: dict = {}
+
+        def pick(meta):
+            names = meta.schema.key_names
+            if len(key) != len(names):
+                raise errors.InvalidArgument(
+                    f"key has {len(key)} values, the primary key has {len(names)} columns")
+            p = meta.partition_schema.partition_index_for_key(dict(zip(names, key)))
+            state["p"] = p
+            return [] if p < 0 else [meta.tablet_ids[p]]
+
+        meta, slots = self._with_tablets(pick)
+        if not slots:
+            return None
+        try:
+            slot = slots[0]
+            t = slot.tablet()
+            ren = slot.column_renames(meta.schema)
+            if columns is not None:
+                for c in columns:
+                    meta.schema.column(c)
+            if not ren:
+                return t.lookup(key, columns, snapshot)
+            names = list(columns) if columns is not None else meta.schema.names
+            row = t.lookup(key, [ren.get(c, c) for c in names], snapshot)
+            return None if row is None else {c: row[ren.get(c, c)] for c in names}
+        finally:
+            self.catalog._release(slots)
+
+    def diff_scan(self, start_ts: int, end_ts: int,
+                  columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows changed in (start_ts, end_ts] on every tablet, with `is_deleted`."""
+        meta, slots = self._with_tablets(lambda m: m.tablet_ids)
+        try:
+            tablets = self._open(slots)
+            schema = meta.schema
+            names = list(columns) if columns is not None else schema.names
+            for c in names:
+                schema.column(c)
+            names = [k for k in schema.key_names if k not in names] + names
+
+            def one(slot_t):
+                slot, t = slot_t
+                ren = slot.column_renames(schema) or {}
+                out = t.diff_scan(start_ts, end_ts, [ren.get(c, c) for c in names])
+                return out.rename_columns(names + ["is_deleted"]) if ren else out
+            pairs = list(zip(slots, tablets))
+            parts = list(self.catalog._pool.map(one, pairs)) if len(pairs) > 1 else [
+                one(p) for p in pairs]
+        finally:
+            self.catalog._release(slots)
+        out_schema = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
+        if not parts:
+            return out_schema.empty_table()
+        return pa.concat_tables([p.cast(out_schema) for p in parts])
+
+
+def _pick_snapshot(tablets: list, snapshot) -> tuple[Any, int]:
+    """(what to pass to Tablet.scan, the snapshot timestamp) — see the module docstring."""
+    if snapshot is not None:
+        if isinstance(snapshot, MvccSnapshot):
+            return snapshot, snapshot.all_committed_before - 1
+        if isinstance(snapshot, bool) or not isinstance(snapshot, (int, np.integer)):
+            raise errors.InvalidArgument(f"a snapshot is a timestamp (int), not {snapshot!r}")
+        return int(snapshot), int(snapshot)
+    ts = max((t.current_timestamp() for t in tablets), default=0)
+    for t in tablets:
+        t.clock.update(ts)
+        t.mvcc.wait_for_safe(ts)
+    return MvccSnapshot.at(ts), ts

@@ -1,0 +1,82 @@
+"""Converting input values to a column's type: the one conversion every write path uses.
+
+Vectorised casts first; only when one fails does the error path convert row by row, to
+report each offending row (Kudu reports per-row errors, never a whole-batch failure).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.key_encoding import physical_value
+from engine.schema import ColumnSchema
+from engine.types import INTEGER_RANGES, DataType
+
+def cast_column(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
+    """An input Arrow column -> the column's logical Arrow type, as every write path
+    converts it (so the catalog routes a row by exactly the key the tablet stores).
+
+    Rows that cannot be converted are recorded in `bad` as {row: (code, message)} and
+    become NULL; VARCHAR(n) values are truncated (Kudu), nanosecond timestamps truncated
+    to microseconds.
+    """
+    target = col.arrow_type
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if col.type in (DataType.STRING, DataType.VARCHAR) and (
+            pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+        try:
+            arr = arr.cast(pa.string())  # validates UTF-8
+        except pa.ArrowInvalid:
+            return _cast_rows(arr, col, target, bad)
+    if col.type is DataType.VARCHAR and (pa.types.is_string(arr.type) or
+                                         pa.types.is_large_string(arr.type) or
+                                         pa.types.is_string_view(arr.type)):
+        arr = arr.cast(pa.string())
+        # Kudu truncates VARCHAR values to their declared length (in characters).
+        if pc.any(pc.greater(pc.utf8_length(arr), col.length)).as_py():
+            arr = pc.utf8_slice_codeunits(arr, 0, col.length)
+        return arr
+    if col.type is DataType.TIMESTAMP and pa.types.is_timestamp(arr.type):
+        if arr.type.tz is not None:
+            arr = arr.cast(pa.timestamp(arr.type.unit))
+        # Sub-microsecond input is truncated to microseconds (Kudu's resolution).
+        return arr.cast(target, safe=False) if arr.type.unit == "ns" else arr.cast(target)
+    if arr.type == target:
+        return arr
+    try:
+        return arr.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _cast_rows(arr, col, target, bad)
+
+def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict) -> pa.Array:
+    """Error path only: convert row by row to report each offending row (a Python loop
+    per row is acceptable here: it runs only when the vectorised cast has failed)."""
+    good = []
+    for i in range(len(arr)):
+        try:
+            v = arr[i].as_py()
+        except Exception as e:  # noqa: BLE001 - reported as a per-row error
+            bad.setdefault(i, ("INVALID",
+                               f"invalid value for column {col.name} ({e})"))
+            good.append(None)
+            continue
+        if v is None:
+            good.append(None)
+            continue
+        try:
+            if col.type in INTEGER_RANGES:
+                good.append(physical_value(v, col))
+            elif col.type in (DataType.STRING, DataType.VARCHAR) and isinstance(v, bytes):
+                good.append(v.decode("utf-8"))
+            else:
+                good.append(pa.scalar(v).cast(target, safe=True).as_py())
+        except Exception as e:  # noqa: BLE001 - reported as a per-row error
+            bad.setdefault(i, ("INVALID",
+                               f"invalid value for column {col.name}: {v!r} ({e})"))
+            good.append(None)
+    out = pa.array(good, type=target)
+    if col.type is DataType.VARCHAR:
+        out = pc.utf8_slice_codeunits(out, 0, col.length)
+    return out

@@ -1,0 +1,246 @@
+"""Table: routed writes with per-row errors, scans, lookups and diff scans over several
+hash x range tablets, checked against a Python model; one snapshot across tablets while
+another thread writes."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from engine import errors
+from engine.catalog import (
+    NO_PARTITION,
+    Catalog,
+    HashBucketSchema,
+    PartitionRowError,
+    PartitionSchema,
+    RangeSpec,
+)
+from engine.clock import LogicalClock
+from engine.schema import ColumnSchema, Schema
+from engine.tablet import ColumnPredicate as P
+from engine.tablet import OpType, TabletConfig
+from engine.types import DataType as T
+
+CFG = TabletConfig(fsync=False, wal_sync="never", history_max_age_s=1e12, page_rows=64)
+
+
+def C(name, typ, **kw):
+    return ColumnSchema(name, typ, **kw)
+
+
+SCHEMA = Schema([C("k", T.INT32), C("g", T.STRING), C("v", T.INT64)], key=["k", "g"])
+GROUPS = ["a", "b", "c", "d", "e"]
+# HASH(g) 3 x RANGE(k) [0,100) [100,200) [300,400): keys 200..299 and <0 / >=400 uncovered
+RANGES = [(0, 100), (100, 200), (300, 400)]
+
+
+def covered(k: int) -> bool:
+    return any(lo <= k < hi for lo, hi in RANGES)
+
+
+@pytest.fixture
+def cat(tmp_path):
+    c = Catalog.open(str(tmp_path), config=CFG, clock=LogicalClock(), parallelism=4)
+    ps = PartitionSchema.create(SCHEMA, [HashBucketSchema(("g",), 3)], ["k"],
+                                [RangeSpec(lo, hi) for lo, hi in RANGES])
+    c.create_table("t", SCHEMA, ps)
+    yield c
+    c.close()
+
+
+def batch(keys, vals, ops=None):
+    t = pa.table({"k": pa.array([k for k, _ in keys], pa.int32()),
+                  "g": [g for _, g in keys], "v": pa.array(vals, pa.int64())})
+    return t
+
+
+def apply_model(model: dict, ops, keys, vals) -> dict[int, str]:
+    """Kudu semantics row by row; returns {row index: expected error code}."""
+    errs = {}
+    for i, (op, key, v) in enumerate(zip(ops, keys, vals)):
+        if not covered(key[0]):
+            errs[i] = NO_PARTITION
+        elif op == OpType.INSERT:
+            if key in model:
+                errs[i] = "ALREADY_PRESENT"
+            else:
+                model[key] = v
+        elif op == OpType.UPSERT:
+            model[key] = v
+        elif op == OpType.UPDATE:
+            if key in model:
+                model[key] = v
+            else:
+                errs[i] = "NOT_FOUND"
+        else:
+            if key in model:
+                del model[key]
+            else:
+                errs[i] = "NOT_FOUND"
+    return errs
+
+
+def table_rows(t, **kw) -> dict:
+    got = t.scan_table(["k", "g", "v"], **kw).to_pylist()
+    out = {(r["k"], r["g"]): r["v"] for r in got}
+    assert len(out) == len(got)
+    return out
+
+
+def test_write_scan_lookup_diff_against_model(cat):
+    t = cat.table("t")
+    rng = random.Random(7)
+    model: dict = {}
+    history = []  # (timestamp, model copy)
+    opts = [OpType.INSERT, OpType.UPSERT, OpType.UPDATE, OpType.DELETE]
+    for step in range(12):
+        n = rng.choice([5, 50, 700])  # 700 rows: tablets written in parallel
+        keys = [(rng.randrange(-20, 420), rng.choice(GROUPS)) for _ in range(n)]
+        ops = [rng.choice(opts) for _ in range(n)]
+        vals = [rng.randrange(1000) for _ in range(n)]
+        want_errs = apply_model(model, ops, keys, vals)
+        r = t.write(np.array([int(o) for o in ops], dtype=np.int8), batch(keys, vals))
+        got_errs = {e.index: e.code for e in r.row_errors}
+        assert got_errs == want_errs
+        assert r.num_applied == n - len(want_errs)
+        assert [e.index for e in r.row_errors] == sorted(got_errs)
+        for e in r.row_errors:
+            assert e.key == keys[e.index]
+            if e.code == NO_PARTITION:
+                assert isinstance(e, PartitionRowError) and e.sqlstate == "23514"
+                assert repr(keys[e.index][0]) in e.message and '"t"' in e.message
+        if r.tablet_timestamps:
+            assert r.timestamp == max(r.tablet_timestamps.values())
+        history.append((t.current_timestamp(), dict(model)))
+        if step == 5:  # move some tablets' rows to DiskRowSets
+            for tid in cat.get_table("t").tablet_ids[::2]:
+                cat.tablet(tid).flush_mrs()
+    assert table_rows(t) == model
+    assert t.count_rows() == len(model)
+    for ts, snap in history[::3]:  # time travel through each tablet at one timestamp
+        assert table_rows(t, snapshot=ts) == snap
+    for key in list(model)[:30] + [(250, "a"), (5, "zz"), (-1, "a")]:
+        row = t.lookup(key)
+        assert (row and row["v"]) == model.get(key)
+    # predicates, including on the partition columns, prune and still return all matches
+    for preds in ([P.equal("g", "b")], [P.range("k", 90, 310)], [P.in_list("g", ["a", "e"]),
+                  P.less("k", 150)], [P.equal("k", 5), P.equal("g", "c")]):
+        scan = t.scan(["k", "g", "v"], preds)
+        got = {(r["k"], r["g"]): r["v"] for b in scan for r in b.to_pylist()}
+        want = {key: v for key, v in model.items() if all(
+            _match(p, {"k": key[0], "g": key[1], "v": v}) for p in preds)}
+        assert got == want
+        assert scan.stats.tablets_scanned + scan.stats.tablets_pruned == 9
+        assert scan.stats.rows_returned == len(want)
+    assert t.scan(predicates=[P.equal("g", "b")]).stats.tablets_scanned == 3
+    assert t.scan(predicates=[P.equal("k", 5), P.equal("g", "c")]).stats.tablets_scanned == 1
+    # diff scan between two points of history
+    (t0, m0), (t1, m1) = history[3], history[8]
+    d = {(r["k"], r["g"]): r for r in t.diff_scan(t0, t1).to_pylist()}
+    changed = {key for key in set(m0) | set(m1) if m0.get(key) != m1.get(key)}
+    assert changed <= set(d)
+    for key, r in d.items():
+        if key in m1:
+            assert not r["is_deleted"] and r["v"] == m1[key]
+        else:
+            assert r["is_deleted"] and key in m0
+
+
+def _match(p, row) -> bool:
+    v = row[p.column]
+    if p.kind == "in":
+        return v in p.values
+    if p.lower is not None and not (v >= p.lower if p.lower_inclusive else v > p.lower):
+        return False
+    if p.upper is not None and not (v <= p.upper if p.upper_inclusive else v < p.upper):
+        return False
+    return True
+
+
+def test_bad_keys_and_dict_input(cat):
+    t = cat.table("t")
+    r = t.insert({"k": [1, None, 2, 250, 3], "g": ["a", "a", None, "a", "b"],
+                  "v": [1, 2, 3, 4, 5]})
+    assert [(e.index, e.code) for e in r.row_errors] == [
+        (1, "NOT_NULL"), (2, "NOT_NULL"), (3, NO_PARTITION)]
+    assert 'column "k"' in r.row_errors[0].message and r.row_errors[2].key == (250, "a")
+    assert r.num_applied == 2
+    # values of the wrong type in a non-key column: reported by the tablet, mapped back
+    r = t.insert({"k": [10, 11, 12], "g": ["a", "b", "c"], "v": [1, "x", 3]})
+    assert [(e.index, e.code) for e in r.row_errors] == [(1, "INVALID")]
+    assert t.lookup((12, "c"))["v"] == 3 and t.lookup((11, "b")) is None
+    r = t.insert({"k": [20, "bad", 330], "g": ["a", "b", "c"], "v": [1, 2, 3]})
+    assert [(e.index, e.code) for e in r.row_errors] == [(1, "INVALID")]
+    assert t.lookup((330, "c"))["v"] == 3
+    with pytest.raises(errors.InvalidArgument, match="key column 'g' missing"):
+        t.insert({"k": [1], "v": [1]})
+    with pytest.raises(errors.ColumnNotFound):
+        t.insert({"k": [1], "g": ["a"], "nope": [1]})
+    with pytest.raises(errors.InvalidArgument, match="key has 1 values"):
+        t.lookup((1,))
+    assert t.write(OpType.INSERT, batch([], [])).num_applied == 0
+
+
+def test_scan_with_unopened_and_empty_tablets(cat):
+    cat.close()  # reopen: tablets are opened lazily, in parallel, by the first scan
+    c2 = Catalog.open(cat.data_dir, config=CFG, clock=LogicalClock())
+    try:
+        t = c2.table("t")
+        assert t.count_rows() == 0
+        sc = t.scan()
+        assert list(sc) == [] and sc.timestamp == 0
+        assert t.scan_table([]).num_rows == 0
+    finally:
+        c2.close()
+
+
+def test_snapshot_scans_while_writing(cat):
+    """Every scan sees exactly the tablet ops with timestamp <= its snapshot, consistently
+    across tablets, and the same snapshot read again later gives the same rows."""
+    t = cat.table("t")
+    keys = [(k, g) for k in list(range(0, 200)) + list(range(300, 400)) for g in "abc"]
+    ps = cat.get_table("t").partition_schema
+    tids = cat.get_table("t").tablet_ids
+    tablet_of = {key: tids[ps.partition_index_for_key({"k": key[0], "g": key[1]})]
+                 for key in keys}
+    log = []  # (tablet timestamps, {key: v}) of each write
+    stop = threading.Event()
+
+    def writer():
+        rng = random.Random(1)
+        i = 0
+        while not stop.is_set() and i < 40:
+            i += 1
+            sample = rng.sample(keys, 600)  # >= PARALLEL_WRITE_MIN_ROWS: tablets in parallel
+            vals = [i] * len(sample)
+            r = t.upsert(batch(sample, vals))
+            assert r.ok
+            log.append((r.tablet_timestamps, dict(zip(sample, vals))))
+
+    th = threading.Thread(target=writer)
+    th.start()
+    seen = []
+    try:
+        while th.is_alive() and len(seen) < 60:
+            sc = t.scan(["k", "g", "v"])
+            got = {(r["k"], r["g"]): r["v"] for b in sc for r in b.to_pylist()}
+            seen.append((sc.timestamp, got))
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        th.join()
+    assert len(log) > 10 and len({ts for ts, _ in seen}) > 5
+    for ts, got in seen:
+        want: dict = {}
+        for stamps, writes in log:  # writes were issued in order: later ones overwrite
+            for key, v in writes.items():
+                if stamps[tablet_of[key]] <= ts:
+                    want[key] = v
+        assert got == want
+        assert table_rows(t, snapshot=ts) == got  # repeatable
