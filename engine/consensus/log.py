@@ -29,6 +29,7 @@ index whose effects are not yet in flushed files) is deleted.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import struct
@@ -89,6 +90,9 @@ class Log:
         self.bytes_written = 0
         self.fsyncs = 0
         self._seg_first_ts: dict[int, int] = {}  # segment first index -> its first timestamp
+        # (index, timestamp) of every entry not yet below the last gc() anchor, so the
+        # timestamp of the anchor op is known exactly (history GC must not pass it).
+        self._index_ts: list[tuple[int, int]] = []
 
     # -- reading / recovery ----------------------------------------------------------------
     def segments(self) -> list[tuple[int, str]]:
@@ -108,6 +112,7 @@ class Log:
             last_segment = i == len(segs) - 1
             for entry in self._read_segment(path, last_segment):
                 self._seg_first_ts.setdefault(first, entry.timestamp)
+                self._index_ts.append((entry.index, entry.timestamp))
                 self._last_index = max(self._last_index, entry.index)
                 if entry.index >= min_index:
                     yield entry
@@ -140,7 +145,9 @@ class Log:
                 # (a crash mid-append, or the zeros an unsynced append can leave after a
                 # power loss). A valid record further on means a damaged record in the
                 # middle: acknowledged writes follow, so that is corruption.
-                if last_segment and not self._valid_record_after(data, off, last_index):
+                expect = (last_index + 1) if last_index is not None else int(
+                    os.path.basename(path)[4:-4])
+                if last_segment and not self._valid_chain_after(data, off, expect):
                     self._truncate(path, off, torn=True)
                     return
                 raise errors.Corruption(
@@ -152,23 +159,50 @@ class Log:
             off = end
 
     @staticmethod
-    def _valid_record_after(data: bytes, off: int, last_index: int | None) -> bool:
-        """Does a well-formed record start anywhere after `off`? (error path only: a scan
-        over the rest of one segment, checking the cheap header fields before the CRC)"""
+    def _valid_chain_after(data: bytes, off: int, expect: int) -> bool:
+        """Do well-formed records follow `off`, chained to the end of the file? (error path
+        only: a scan over the rest of one segment.)
+
+        The damaged record at `off` should have index `expect`; records after it carry the
+        next indexes. A candidate must have such an index and be followed by consecutive
+        records up to the end of the file (or a torn last one). Bytes inside a torn record's
+        own payload practically never form such a chain, while the records after a damaged
+        one in the middle always do.
+        """
         if not any(data[off:]):
             return False  # only zeros: an unsynced tail
         hdr = _REC.size + _ENTRY.size
-        lo = 1 if last_index is None else last_index + 1
         for p in range(off + 1, len(data) - hdr + 1):
-            n, crc = _REC.unpack_from(data, p)
+            n, _ = _REC.unpack_from(data, p)
             if n < _ENTRY.size or p + _REC.size + n > len(data):
                 continue
-            index = struct.unpack_from("<Q", data, p + _REC.size + 8)[0]
-            if not lo <= index <= lo + (1 << 24):
+            idx = struct.unpack_from("<Q", data, p + _REC.size + 8)[0]
+            if not expect < idx <= expect + 1024 or Log._record_index(data, p) is None:
                 continue
-            if zlib.crc32(data[p + _REC.size: p + _REC.size + n]) == crc:
-                return True
+            q, nxt = p, idx
+            while True:
+                got = Log._record_index(data, q)
+                if got is None or got != nxt:
+                    break
+                n, _ = _REC.unpack_from(data, q)
+                q += _REC.size + n
+                nxt += 1
+            rest = len(data) - q
+            if rest == 0 or (rest < hdr or _REC.unpack_from(data, q)[0] + _REC.size > rest):
+                return True  # chained to EOF, or to a torn last record
         return False
+
+    @staticmethod
+    def _record_index(data: bytes, p: int) -> int | None:
+        """Index of a well-formed record at p (valid length and CRC), else None."""
+        if p + _REC.size + _ENTRY.size > len(data):
+            return None
+        n, crc = _REC.unpack_from(data, p)
+        if n < _ENTRY.size or p + _REC.size + n > len(data):
+            return None
+        if zlib.crc32(data[p + _REC.size: p + _REC.size + n]) != crc:
+            return None
+        return struct.unpack_from("<Q", data, p + _REC.size + 8)[0]
 
     @staticmethod
     def _truncate(path: str, off: int, torn: bool) -> None:
@@ -214,6 +248,7 @@ class Log:
                 self._roll(entry.index)
             if self._seg_size == len(MAGIC):
                 self._seg_first_ts[self._seg_first] = entry.timestamp
+            self._index_ts.append((entry.index, entry.timestamp))
             self._f.write(data)
             self._seg_size += len(data)
             self.bytes_written += len(data)
@@ -257,16 +292,18 @@ class Log:
             self._synced = self._appended
 
     def ts_at_or_before(self, index: int) -> int | None:
-        """A timestamp <= that of the entry at `index`: the first timestamp of the segment
-        holding it (None if no retained segment holds it)."""
-        best = None
-        for first, ts in self._seg_first_ts.items():
-            if first <= index and (best is None or first > best[0]):
-                best = (first, ts)
-        return None if best is None else best[1]
+        """The timestamp of the entry at `index` (or of the first entry after it), None if
+        no retained entry is at or after `index` (nothing left to replay)."""
+        with self._lock:
+            i = bisect.bisect_left(self._index_ts, (index, -1))
+            return self._index_ts[i][1] if i < len(self._index_ts) else None
 
     def gc(self, anchor_index: int) -> int:
         """Delete segments whose entries all have index < anchor_index."""
+        with self._lock:
+            i = bisect.bisect_left(self._index_ts, (anchor_index, -1))
+            if i:
+                del self._index_ts[:i]
         segs = self.segments()
         removed = 0
         for i, (first, path) in enumerate(segs[:-1]):  # never the segment being written

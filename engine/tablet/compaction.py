@@ -181,7 +181,7 @@ def merge_histories(keys: np.ndarray, insert_ts: np.ndarray, insert_seq: np.ndar
     """Merge row versions of the same key (ghosts) into one history per key.
 
     Versions of a key never overlap in time (at most one is live at once), so ordering them
-    by insertion gives the key's history: the oldest version's insertion is the row's
+    by when they ended gives the key's history: the oldest version's insertion is the row's
     insertion, each later version's insertion becomes a REINSERT. Keys whose history ends in
     a DELETE at or before the ancient history mark are dropped (history GC). Returns
     (unique sorted keys, old row -> output row (-1 = dropped), base values, insert_ts,
@@ -189,7 +189,17 @@ def merge_histories(keys: np.ndarray, insert_ts: np.ndarray, insert_seq: np.ndar
     came from).
     """
     n = len(keys)
-    order = np.lexsort((insert_seq, insert_ts, keys))
+    # Order versions by when they *ended* (their final DELETE; the live version last).
+    # Insertion time cannot be used: once a version's insertion UNDO is collected it reads
+    # as "inserted at 0" although it may be the newest version.
+    end_ts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    end_seq = np.zeros(n, dtype=np.int64)
+    if len(fwd):
+        last = _pick(fwd.rowid, True)
+        dead = last[fwd.kind[last] == MutationKind.DELETE]
+        end_ts[fwd.rowid[dead]] = fwd.ts[dead]
+        end_seq[fwd.rowid[dead]] = fwd.seq[dead]
+    order = np.lexsort((end_seq, end_ts, keys))
     sk = keys[order]
     new_key = np.ones(n, dtype=bool)
     new_key[1:] = sk[1:] != sk[:-1]
@@ -197,11 +207,19 @@ def merge_histories(keys: np.ndarray, insert_ts: np.ndarray, insert_seq: np.ndar
     out_of = np.empty(n, dtype=np.int64)
     out_of[order] = group
     firsts = order[new_key]
-    later = order[~new_key]  # versions after the first: their insert is a REINSERT
+    later_pos = np.flatnonzero(~new_key)
+    later = order[later_pos]  # versions after the first: their insert is a REINSERT
     parts = [fwd.remap_rowids(out_of)]
     if len(later):
+        prev = order[later_pos - 1]
+        # A version whose insertion time was collected re-inserted some time after the
+        # previous version ended: place it just after that DELETE (both are older than the
+        # ancient history mark, so no permitted read can tell the difference).
+        unknown = insert_ts[later] <= end_ts[prev]
+        r_ts = np.where(unknown, end_ts[prev], insert_ts[later])
+        r_seq = np.where(unknown, end_seq[prev] + 1, insert_seq[later])
         reins_vals = {c.id: values[c.id].take(pa.array(later)) for c in columns}
-        parts.append(DeltaBatch(out_of[later], insert_ts[later], insert_seq[later],
+        parts.append(DeltaBatch(out_of[later], r_ts, r_seq,
                                 np.full(len(later), int(MutationKind.REINSERT), np.int8),
                                 {cid: (np.ones(len(later), dtype=bool), v)
                                  for cid, v in reins_vals.items()}))

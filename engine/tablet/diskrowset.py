@@ -134,6 +134,9 @@ class DiskRowSet:
         self._dead_lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._merge_cache: dict[str, tuple] = {}
+        # Files replaced by a compaction or GC, deleted only once tablet metadata no longer
+        # names them (a crash in between must leave the old, complete state).
+        self.obsolete_files: list[str] = []
         # Serialises read-modify-write of `_stores` (DMS flush, delta compactions, GC).
         self._swap_lock = threading.Lock()
         # Held for a whole delta compaction / merge so two never work on one rowset.
@@ -352,8 +355,7 @@ class DiskRowSet:
             if not dead:
                 return 0
             self._stores = (tuple(f for f in undo if f not in dead), redo, dmss, readers)
-        for f in dead:
-            _unlink(f.path)
+        self.obsolete_files += [f.path for f in dead]
         return sum(f.count for f in dead)
 
     def minor_delta_compact(self) -> int:
@@ -368,8 +370,7 @@ class DiskRowSet:
                 undo, redo, dmss, readers = self._stores
                 rest = tuple(f for f in redo if f not in inputs)
                 self._stores = (undo, (out,) + rest, dmss, readers)
-            for f in inputs:
-                _unlink(f.path)
+            self.obsolete_files += [f.path for f in inputs]
             return len(merged)
 
     def major_delta_compact(self, ahm: int) -> int:
@@ -424,10 +425,8 @@ class DiskRowSet:
                 if col_file:
                     self._col_files.append(col_file)
                 old_files = self._drop_superseded_col_files(new_readers)
-            for f in inputs:
-                _unlink(f.path)
-            for name in old_files:
-                _unlink(os.path.join(self.dir, name))
+            self.obsolete_files += [f.path for f in inputs]
+            self.obsolete_files += [os.path.join(self.dir, name) for name in old_files]
             return len(recs)
 
     def _drop_superseded_col_files(self, readers: dict) -> list[str]:
@@ -748,6 +747,12 @@ def write_diskrowset(dir_path: str, drs_id: int, schema: Schema, data: pa.Table,
     if config.fsync:
         fsync_dir(os.path.dirname(dir_path))
     return meta
+
+
+def delete_obsolete(drs: "DiskRowSet") -> None:
+    files, drs.obsolete_files = drs.obsolete_files, []
+    for path in files:
+        _unlink(path)
 
 
 def _unlink(path: str) -> None:

@@ -63,7 +63,7 @@ from engine.key_encoding import (
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.compaction import fold_history
 from engine.tablet.delta import DeltaBatch, MutationKind
-from engine.tablet.diskrowset import DiskRowSet, ScanStats, write_diskrowset
+from engine.tablet.diskrowset import DiskRowSet, ScanStats, delete_obsolete, write_diskrowset
 from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.rowset_tree import RowSetTree
@@ -1066,8 +1066,12 @@ class Tablet:
 
     # -- delta compactions and history GC ---------------------------------------------
     def _after_rowset_change(self) -> None:
+        """Persist metadata naming the new files, then delete the files it no longer names
+        (in that order: a crash between the two leaves only garbage, never a hole)."""
         with self._write_lock:
             self._persist_metadata()
+        for d in self._components.drss:
+            delete_obsolete(d)
 
     def minor_delta_compact(self, drs: DiskRowSet) -> int:
         n = drs.minor_delta_compact()

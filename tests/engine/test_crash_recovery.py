@@ -179,6 +179,14 @@ class Child:
                     self.flush_seen.set()
         self.eof.set()
 
+    def wait_ready(self, timeout: float) -> bool:
+        """READY seen; False if the child exited first or the timeout passed."""
+        deadline = time.monotonic() + timeout
+        while not self.ready.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                return self.ready.is_set()
+        return True
+
     def arm_flush(self):
         self._want_flush_after = self._flushes
         self.flush_seen.clear()
@@ -297,7 +305,7 @@ def run_cycle(path: str, seed: int, profile: str, rng: random.Random, hist: Hist
         if mode == "early":
             time.sleep(rng.uniform(0.0, 1.0))  # may land in imports, open or replay
         else:
-            if not child.ready.wait(timeout=120):
+            if not child.wait_ready(timeout=120):
                 child.kill()
                 raise AssertionError(f"{ctx}: child never became READY:\n"
                                      f"{child.stderr_text()}")
@@ -438,7 +446,7 @@ def test_crash_recovery(tmp_path):
     "full",
     "fresh",
     "full+rowsets",
-    pytest.param("full+compact", marks=pytest.mark.xfail(strict=False, reason=COMPACTION_BUG)),
+    "full+compact",
 ])
 def test_crash_recovery_long(tmp_path, profile):
     """60 kill cycles: 6 tablets x 10 cycles each (without compactions the rowset count,
@@ -462,7 +470,6 @@ def _crash(*args, **kwargs):
     raise _Crash()
 
 
-@pytest.mark.xfail(strict=True, reason=COMPACTION_BUG)
 @pytest.mark.parametrize("which", ["major", "minor"])
 def test_crash_between_delta_compaction_and_metadata_bug(tmp_path, monkeypatch, which):
     from engine.schema import ColumnSchema, Schema

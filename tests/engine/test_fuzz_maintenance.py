@@ -882,7 +882,6 @@ GHOST_BUG = ("engine bug: a merging compaction mis-orders the versions of a dele
              "test_bug_reinserted_row_lost_after_two_merging_compactions")
 
 
-@pytest.mark.xfail(strict=True, reason=GHOST_BUG)
 def test_regression_ghost_row_lost():
     # long seed 1115 (shrunk): ('', 3) is upserted+deleted (ts 1-2), inserted again (ts 3);
     # after UNDO GC and a merging compaction of everything the live row is gone.
@@ -904,7 +903,6 @@ def test_regression_ghost_row_lost():
     ], schema='composite', config='gc_small')
 
 
-@pytest.mark.xfail(strict=True, reason=GHOST_BUG)
 def test_regression_ghost_values_at_ahm():
     # long seed 5003 (shrunk): ('a\x00', -7) is deleted and reinserted in ONE batch at ts 2;
     # after two merging compactions a scan at ts 2 (= the AHM) returns the deleted

@@ -620,8 +620,8 @@ def _seed(seed: int, max_age: int, bug: bool = False):
 
 
 @pytest.mark.parametrize("seed, max_age", [
-    _seed(0, 8, bug=True), _seed(1, 8), _seed(2, 8), _seed(3, 8), _seed(4, 8),
-    _seed(100, 5), _seed(101, 5), _seed(104, 5, bug=True), _seed(105, 5, bug=True),
+    _seed(0, 8), _seed(1, 8), _seed(2, 8), _seed(3, 8), _seed(4, 8),
+    _seed(100, 5), _seed(101, 5), _seed(104, 5), _seed(105, 5),
 ])
 def test_random_history_gc_workload(tmp_path, seed, max_age):
     stats = _random_workload(tmp_path, seed, n_actions=150, max_age=max_age)
@@ -646,7 +646,6 @@ KV = Schema([ColumnSchema("k", DataType.INT64), ColumnSchema("v", DataType.INT64
             key=["k"])
 
 
-@pytest.mark.xfail(strict=True, reason=GHOST_BUG)
 def test_bug_reinserted_row_lost_after_two_merging_compactions(tmp_path):
     """Key 1 has two versions on disk: A (inserted ts1, deleted ts2) in one rowset and B
     (reinserted ts3) in another. A first merging compaction (B + an unrelated rowset) drops
@@ -677,12 +676,7 @@ def test_bug_reinserted_row_lost_after_two_merging_compactions(tmp_path):
     t.close()
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: history_gc_mark() never passes the first "
-                   "timestamp of the WAL segment holding the log anchor, even when nothing "
-                   "is unflushed; with the default 8 MiB segments a tablet that has not "
-                   "written 8 MiB of WAL never collects any history (reads before the AHM "
-                   "are refused, but the history stays on disk forever)")
-def test_bug_history_gc_held_back_by_unrolled_wal_segment(tmp_path):
+def test_history_gc_not_held_back_by_an_unrolled_wal_segment(tmp_path):
     t = Tablet.create(str(tmp_path / "t"), KV,
                       config=config(2, wal_segment_bytes=TabletConfig().wal_segment_bytes),
                       clock=LogicalClock())

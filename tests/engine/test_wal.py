@@ -339,12 +339,7 @@ def test_flipped_length_byte_in_middle_record_of_last_segment_is_corruption(tmp_
 
 @pytest.mark.parametrize("first_index", [
     1, 1000,
-    pytest.param(20_000_000, marks=pytest.mark.xfail(strict=True, reason=(
-        "engine bug: Log._valid_record_after looks for a later valid record only with "
-        "index in [last_index + 1, last_index + 1 + 2**24], and with no valid record yet "
-        "in the segment it uses last_index = 0 instead of the segment's first index: past "
-        "16.7M ops a damaged first record of the last segment is taken for a torn tail "
-        "and the whole segment (acknowledged writes) is silently truncated away"))),
+    20_000_000,
 ])
 def test_corrupt_first_record_of_last_segment_is_corruption(tmp_path, first_index):
     entries = [entry(i, size=40) for i in range(first_index, first_index + 5)]
