@@ -697,7 +697,8 @@ class Tablet:
 
     # -- reads -------------------------------------------------------------------------
     def ancient_history_mark(self) -> int:
-        """Timestamps at or before this are ancient: not readable, and collectable."""
+        """The ancient history mark: reads at timestamps below it are refused, and history
+        at or before it may be collected (a read exactly at the mark needs none of it)."""
         age = self.config.history_max_age_s
         if self.clock.is_hybrid:
             now = physical_micros(self.clock.now())

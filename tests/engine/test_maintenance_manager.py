@@ -39,7 +39,7 @@ SCHEMA = Schema([ColumnSchema("k", DataType.INT64),
 
 
 def cfg(**kw) -> TabletConfig:
-    base = dict(fsync=False, wal_sync="never", history_max_age_s=1e12)
+    base = {"fsync": False, "wal_sync": "never", "history_max_age_s": 1e12}
     base.update(kw)
     return TabletConfig(**base)
 
@@ -103,12 +103,12 @@ def test_flush_mrs_chosen_when_mrs_is_big(tmp_path, mm):
 
 
 def test_flush_mrs_chosen_when_mrs_is_old(tmp_path, mm):
-    t = make(tmp_path, mrs_flush_age_s=0.2)
+    t = make(tmp_path, mrs_flush_age_s=0.5)
     mm.register(t)
     t.insert(rows(range(5)))
     assert scores(t)["FlushMRS"] == 0.0
     assert mm.run_once() is None
-    time.sleep(0.3)
+    time.sleep(0.6)
     assert scores(t)["FlushMRS"] > 30
     op = mm.run_once()
     assert op.name == "FlushMRS"
@@ -119,14 +119,14 @@ def test_flush_mrs_chosen_when_mrs_is_old(tmp_path, mm):
 
 
 def test_flush_dms_chosen_when_dms_is_big_or_old(tmp_path, mm):
-    t = make(tmp_path, dms_flush_bytes=5_000, dms_flush_age_s=0.2,
+    t = make(tmp_path, dms_flush_bytes=5_000, dms_flush_age_s=0.5,
              major_compact_min_ratio=1e9, minor_compact_min_files=1000)
     mm.register(t)
     t.insert(rows(range(1000)))
     t.flush_mrs()
     t.update(rows(range(3), v=1))
     assert scores(t)["FlushDMS"] == 0.0
-    time.sleep(0.3)
+    time.sleep(0.6)
     assert mm.run_once().name == "FlushDMS"
     t.update(rows(range(0, 1000, 2), v=2, s="z" * 30))
     assert t.dms_bytes() >= 5_000
@@ -294,7 +294,7 @@ def test_background_thread_with_concurrent_writers_and_readers(tmp_path, mm):
     n_writers = 3
     # writer w owns keys w, w + n, w + 2n, ...; it inserts, updates its own rows, deletes
     # some and reinserts them; `final[w]` is what it last wrote.
-    final: list[dict] = [dict() for _ in range(n_writers)]
+    final: list[dict] = [{} for _ in range(n_writers)]
     acked_ts: list[list[tuple[int, int]]] = [[] for _ in range(n_writers)]
 
     def writer(w: int) -> None:
