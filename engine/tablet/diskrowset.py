@@ -651,13 +651,12 @@ class DiskRowSet:
         readers = st[3]
         out = {}
         for c in columns:
-            for res in res_list:
-                if c.id in res.patches:
-                    out[c.id] = res.patches[c.id][1][0].as_py()
-            if c.id in out:
-                continue
             r = readers.get(c.id)
             out[c.id] = r.read_cell(rowid) if r is not None else _fill_default(c, 1)[0].as_py()
+        for res in res_list:  # newer values from the deltas (UNDO first, then REDO)
+            for cid, (_, vals) in res.patches.items():
+                if cid in out:
+                    out[cid] = vals[0].as_py()
         return out
 
     def _has_deltas_for(self, snapshot: MvccSnapshot, st) -> bool:

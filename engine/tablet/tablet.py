@@ -806,19 +806,24 @@ class Tablet:
         snap = self._snapshot(snapshot)
         comps = self._components
         conv = self._to_python
-        for mrs in (comps.mrs, *comps.frozen):
-            rid = mrs.find_one(k)
-            if rid >= 0:
-                row = mrs.lookup_row(rid, cols, snap)
-                if row is not None:
-                    return {c.name: conv[c.id](row[c.id]) for c in cols}
-        for drs in comps.tree.containing(k):
-            rid = drs.find_key(k)
-            if rid >= 0:
-                row = drs.lookup_row(rid, cols, snap)
-                if row is not None:
-                    return {c.name: conv[c.id](row[c.id]) for c in cols}
-        return None
+        row = None
+        if not comps.mrs.empty() or comps.frozen:
+            for mrs in (comps.mrs, *comps.frozen):
+                rid = mrs.find_one(k)
+                if rid >= 0:
+                    row = mrs.lookup_row(rid, cols, snap)
+                    if row is not None:
+                        break
+        if row is None:
+            for drs in comps.tree.containing(k):
+                rid = drs.find_key(k)
+                if rid >= 0:
+                    row = drs.lookup_row(rid, cols, snap)
+                    if row is not None:
+                        break
+        if row is None:
+            return None
+        return {c.name: conv[c.id](row[c.id]) for c in cols}
 
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
                   ) -> pa.Table:
