@@ -31,6 +31,17 @@ from engine.schema import ColumnSchema
 from engine.tablet.delta import DeltaBatch, MutationKind, _pick
 
 
+def _column_records(batch: DeltaBatch, cid: int, typ: pa.DataType
+                    ) -> tuple[np.ndarray, pa.Array]:
+    """(set mask, values) of one column over all records, typed like the base column."""
+    m = len(batch)
+    if cid in batch.columns:
+        mask, vals = batch.columns[cid]
+    else:
+        mask, vals = np.zeros(m, dtype=bool), pa.nulls(m, type=typ)
+    return mask, (vals.cast(typ) if vals.type != typ else vals)
+
+
 def fold_history(n: int, base: dict[int, pa.Array], insert_ts: np.ndarray | None,
                  redo: DeltaBatch, columns: Sequence[ColumnSchema],
                  insert_seq: np.ndarray | None = None
@@ -67,12 +78,7 @@ def fold_history(n: int, base: dict[int, pa.Array], insert_ts: np.ndarray | None
     for col in columns:
         cid = col.id
         b = base[cid]
-        if cid in redo.columns:
-            mask, vals = redo.columns[cid]
-        else:
-            mask, vals = np.zeros(m, dtype=bool), pa.nulls(m, type=b.type)
-        if vals.type != b.type:
-            vals = vals.cast(b.type)
+        mask, vals = _column_records(redo, cid, b.type)
         setter = np.where(mask, ar, -1)
         acc = np.maximum.accumulate(setter)
         prev = np.empty(m, dtype=np.int64)
@@ -141,12 +147,7 @@ def unfold_history(n: int, base: dict[int, pa.Array], undo: DeltaBatch, redo: De
     for col in columns:
         cid = col.id
         b = base[cid]
-        if cid in undo.columns:
-            mask, vals = undo.columns[cid]
-        else:
-            mask, vals = np.zeros(m, dtype=bool), pa.nulls(m, type=b.type)
-        if vals.type != b.type:
-            vals = vals.cast(b.type)
+        mask, vals = _column_records(undo, cid, b.type)
         setter = np.where(mask, ar, big)
         nxt_incl = np.minimum.accumulate(setter[::-1])[::-1]  # first setter at or after i
         nxt = np.empty(m, dtype=np.int64)

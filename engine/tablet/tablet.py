@@ -1005,29 +1005,25 @@ class Tablet:
         pressure = self.memory_bytes() / max(cfg.memory_limit_bytes, 1)
         under_pressure = pressure >= cfg.memory_soft_fraction
         log_boost = self.log.size_bytes() / (64 * (1 << 20))
+
+        def flush_score(due: float, bias: float) -> float:
+            """Memory pressure first, then WAL retention, then the store's own size/age;
+            `bias` keeps an MRS flush ahead of a DMS flush at equal urgency."""
+            if under_pressure:
+                return 99 + bias + 10 * pressure
+            if log_boost >= 1:
+                return 39 + bias + log_boost
+            return 29 + bias + due if due >= 1 else 0.0
+
         mrs = comps.mrs
         if not mrs.empty():
             due = max(mrs.nbytes / cfg.mrs_flush_bytes, mrs.age_s() / cfg.mrs_flush_age_s)
-            score = 0.0
-            if under_pressure:
-                score = 100 + 10 * pressure
-            elif log_boost >= 1:
-                score = 40 + log_boost
-            elif due >= 1:
-                score = 30 + due
-            ops.append(MaintenanceOp("FlushMRS", score, self.flush_mrs))
+            ops.append(MaintenanceOp("FlushMRS", flush_score(due, 1), self.flush_mrs))
         dms_bytes = sum(d.dms.nbytes for d in comps.drss)
         if dms_bytes:
             oldest = max(d.dms_age_s() for d in comps.drss)
             due = max(dms_bytes / cfg.dms_flush_bytes, oldest / cfg.dms_flush_age_s)
-            score = 0.0
-            if under_pressure:
-                score = 99 + 10 * pressure
-            elif log_boost >= 1:
-                score = 39 + log_boost
-            elif due >= 1:
-                score = 29 + due
-            ops.append(MaintenanceOp("FlushDMS", score, self.flush_dms))
+            ops.append(MaintenanceOp("FlushDMS", flush_score(due, 0), self.flush_dms))
         ahm = self.history_gc_mark()
         for d in comps.drss:
             ratio = d.redo_file_records() / max(d.num_rows, 1)
