@@ -31,10 +31,13 @@ not at all for blocks where nothing survives.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import os
+import shutil
 import threading
+import time
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -45,7 +48,9 @@ from engine.cfile.bloom import BloomFilter, hash_key, hash_keys
 from engine.cfile.cfile import ENCODING_BY_NAME, CFileReader, CFileWriter, fsync_dir
 from engine.cfile.encodings import Compression, Encoding
 from engine.config import TabletConfig
+from engine.key_encoding import binary_to_fixed, physical_value
 from engine.schema import ColumnSchema, Schema
+from engine.tablet.compaction import fold_history
 from engine.tablet.delta import (
     DeltaBatch,
     DeltaType,
@@ -85,8 +90,6 @@ def _compression(col: ColumnSchema, config: TabletConfig) -> Compression:
 
 def _fill_default(col: ColumnSchema, n: int) -> pa.Array:
     """A column added after this rowset was written reads as its default (or NULL)."""
-    from engine.key_encoding import physical_value
-
     if col.default is None:
         return pa.nulls(n, type=col.physical_type)
     v = physical_value(col.default, col) if col.type.name in (
@@ -167,8 +170,6 @@ class DiskRowSet:
 
     # -- key lookups ---------------------------------------------------------------------
     def _key_page(self, page: int) -> np.ndarray:
-        from engine.key_encoding import binary_to_fixed
-
         def load():
             arr = binary_to_fixed(self._keys.decode(page))
             return arr, arr.nbytes
@@ -223,8 +224,6 @@ class DiskRowSet:
     def _lower_bound(self, key: bytes) -> int:
         """First rowid whose key is >= key."""
         firsts = self._keys.first_values()
-        import bisect
-
         page = max(bisect.bisect_right(firsts, key) - 1, 0)
         keys = self._key_page(page)
         i = int(np.searchsorted(keys, key, "left"))
@@ -318,8 +317,6 @@ class DiskRowSet:
         return sum(d.nbytes for d in self._stores[2])
 
     def dms_age_s(self) -> float:
-        import time
-
         first = [d.first_append_at for d in self._stores[2] if d.first_append_at is not None]
         return time.monotonic() - min(first) if first else 0.0
 
@@ -382,8 +379,6 @@ class DiskRowSet:
         base image is kept for reads before the delete). The DMS is not touched: writes
         continue concurrently and stay in memory.
         """
-        from engine.tablet.compaction import fold_history
-
         with self.compact_lock:
             st = self._stores
             inputs = st[1]
@@ -694,8 +689,6 @@ class DiskRowSet:
         return max((f.max_ts for f in self._stores[0]), default=0)
 
     def delete_files(self) -> None:
-        import shutil
-
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.schema import ColumnSchema, Schema
-from engine.tablet.delta import DeltaBatch, resolve
+from engine.tablet.delta import DeltaBatch, patch_array, resolve
 from engine.tablet.deltamemstore import DeltaMemStore
 from engine.tablet.mvcc import MvccSnapshot
 
@@ -231,8 +231,6 @@ class MemRowSet:
             for cid, col in need.items():
                 arr = batch.column(self.schema.index_of(col.name))
                 if res is not None and cid in res.patches:
-                    from engine.tablet.delta import patch_array
-
                     pos, vals = res.patches[cid]
                     arr = patch_array(arr, pos, vals)
                 cols[cid] = arr
@@ -254,8 +252,6 @@ class MemRowSet:
         """Every row per insert batch: (first rowid, live mask, physical columns, keys)."""
         n, insert_ts, redo = self.capture()
         redo = self._visible_redo(redo, snapshot)
-        from engine.tablet.delta import patch_array
-
         for start, batch, keys in self.batches(n):
             m = batch.num_rows
             live = snapshot.is_committed_array(insert_ts[start:start + m])

@@ -40,7 +40,9 @@ import datetime as _dt
 import decimal
 import json
 import os
+import shutil
 import threading
+import time
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -55,15 +57,28 @@ from engine.consensus.log import WRITE, Log, LogEntry
 from engine.config import TabletConfig
 from engine.key_encoding import (
     DECIMAL_CONTEXT,
+    binary_to_fixed,
     compile_key_encoder,
     encode_key_prefix,
     encode_keys,
     physical_value,
 )
 from engine.schema import ColumnSchema, Schema
-from engine.tablet.compaction import fold_history
+from engine.tablet.compaction import fold_history, merge_histories, unfold_history
+from engine.tablet.compaction_policy import (
+    CompactionPolicyConfig,
+    RowSetInfo,
+    select_rowsets_to_compact,
+)
 from engine.tablet.delta import DeltaBatch, MutationKind
-from engine.tablet.diskrowset import DiskRowSet, ScanStats, delete_obsolete, write_diskrowset
+from engine.tablet.diskrowset import (
+    KEY_COLUMN,
+    DiskRowSet,
+    ScanStats,
+    delete_obsolete,
+    write_diskrowset,
+)
+from engine.tablet.maintenance_manager import MaintenanceOp
 from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.rowset_tree import RowSetTree
@@ -357,14 +372,12 @@ class Tablet:
         if mem < limit:
             if mm is not None:
                 mm.wake()
-            import time
             time.sleep(0.05 * (mem - soft) / max(limit - soft, 1))
             return
         if mm is None:  # nobody else will flush: do it inline
             self.flush_mrs()
             self.flush_dms()
         else:
-            import time
             deadline = time.monotonic() + 10.0
             while self.memory_bytes() >= limit and time.monotonic() < deadline:
                 mm.wake()
@@ -997,8 +1010,6 @@ class Tablet:
     # -- the maintenance manager's view -------------------------------------------------
     def maintenance_ops(self) -> list:
         """Candidate maintenance ops with scores (see maintenance_manager.py)."""
-        from engine.tablet.maintenance_manager import MaintenanceOp
-
         cfg = self.config
         comps = self._components
         ops = []
@@ -1048,12 +1059,6 @@ class Tablet:
 
     def pick_compaction(self) -> tuple[list[int], float] | None:
         """Rowsets the budgeted knapsack policy would merge, with its score."""
-        from engine.tablet.compaction_policy import (
-            CompactionPolicyConfig,
-            RowSetInfo,
-            select_rowsets_to_compact,
-        )
-
         drss = self._components.drss
         if len(drss) < 2:
             return None
@@ -1106,10 +1111,6 @@ class Tablet:
         new DMSs) are moved to the outputs under the write lock, then the rowsets swap.
         Returns the number of input rows.
         """
-        from engine.key_encoding import binary_to_fixed
-        from engine.tablet.compaction import merge_histories, unfold_history
-        from engine.tablet.diskrowset import KEY_COLUMN
-
         with self._flush_lock:
             comps = self._components
             inputs = [d for d in comps.drss if d.id in set(ids)]
@@ -1197,8 +1198,6 @@ class Tablet:
 def _remove_orphans(path: str, meta: dict) -> None:
     """Delete files a crash left behind: rowsets and delta files the metadata does not name,
     and half-written `.tmp` files. They were never visible, so removing them loses nothing."""
-    import shutil
-
     rs_dir = os.path.join(path, "rowsets")
     live = {f"{m['id']:08d}": m for m in meta.get("rowsets", [])}
     if not os.path.isdir(rs_dir):
