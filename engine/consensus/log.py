@@ -165,13 +165,18 @@ class Log:
 
         The damaged record at `off` should have index `expect`; records after it carry the
         next indexes. A candidate must have such an index and be followed by consecutive
-        records up to the end of the file (or a torn last one). Bytes inside a torn record's
-        own payload practically never form such a chain, while the records after a damaged
-        one in the middle always do.
+        records up to the end of the file (or a torn last one). A candidate inside the
+        damaged record's claimed extent counts only if that record validates when cut off
+        right there (its length field was what got damaged); otherwise it is part of a torn
+        record's own payload.
         """
         if not any(data[off:]):
             return False  # only zeros: an unsynced tail
         hdr = _REC.size + _ENTRY.size
+        claimed_end, claimed_crc = off, None
+        if off + _REC.size <= len(data):
+            n0, claimed_crc = _REC.unpack_from(data, off)
+            claimed_end = off + _REC.size + n0
         for p in range(off + 1, len(data) - hdr + 1):
             n, _ = _REC.unpack_from(data, p)
             if n < _ENTRY.size or p + _REC.size + n > len(data):
@@ -188,8 +193,14 @@ class Log:
                 q += _REC.size + n
                 nxt += 1
             rest = len(data) - q
-            if rest == 0 or (rest < hdr or _REC.unpack_from(data, q)[0] + _REC.size > rest):
-                return True  # chained to EOF, or to a torn last record
+            if not (rest == 0 or rest < hdr or _REC.unpack_from(data, q)[0] + _REC.size > rest):
+                continue  # the chain does not reach the end of the file
+            if p < claimed_end and zlib.crc32(data[off + _REC.size: p]) != claimed_crc:
+                # Inside the damaged record's own claimed extent, and that record does not
+                # validate as ending here: bytes of a torn record's payload that happen to
+                # look like records (e.g. WAL bytes stored in a BINARY column).
+                continue
+            return True  # a damaged record with acknowledged records after it
         return False
 
     @staticmethod

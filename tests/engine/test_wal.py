@@ -353,12 +353,6 @@ def test_corrupt_first_record_of_last_segment_is_corruption(tmp_path, first_inde
         assert os.path.getsize(seg) == size, "the segment was truncated"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug (only with data that embeds a WAL record, e.g. WAL bytes stored in a "
-    "BINARY/STRING column): a torn last record whose written prefix contains a "
-    "well-formed record (plausible index, matching CRC) is reported as Corruption, so the "
-    "tablet cannot be opened after a crash mid-append; _valid_record_after scans inside "
-    "the torn record's own payload"))
 def test_torn_tail_whose_payload_embeds_a_record_is_dropped(tmp_path):
     entries = [entry(i, size=40) for i in range(1, 6)]
     inner = LogEntry(0, 7, 1049, WRITE, b"z" * 10).encode()
