@@ -74,7 +74,7 @@ from engine.catalog.partition import (
     RangePartitionExists,
 )
 from engine.catalog.table import Table
-from engine.cfile.cfile import fsync_dir
+from engine.fs import fsync_dir, write_json_atomic
 from engine.clock import Clock, HybridClock
 from engine.config import TabletConfig
 from engine.schema import ColumnSchema, Schema
@@ -213,18 +213,6 @@ class _StaleMetadata(Exception):
     """The table changed between reading its metadata and taking its tablets: retry."""
 
 
-def _write_json_atomic(path: str, obj: Any, fsync: bool) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    if fsync:
-        fsync_dir(os.path.dirname(path) or ".")
-
-
 def _check_identifier(kind: str, name: str) -> None:
     if not isinstance(name, str) or not name:
         raise errors.InvalidArgument(f"invalid {kind} name: empty string not a valid identifier")
@@ -340,7 +328,8 @@ class Catalog:
     def _persist(self, tables: dict[str, TableMetadata]) -> None:
         doc = {"format": FORMAT_VERSION,
                "tables": [m.to_dict() for m in sorted(tables.values(), key=lambda m: m.name)]}
-        _write_json_atomic(os.path.join(self.data_dir, CATALOG_FILE), doc, self.config.fsync)
+        write_json_atomic(os.path.join(self.data_dir, CATALOG_FILE), doc, self.config.fsync,
+                          indent=1)
 
     def _publish(self, tables: dict[str, TableMetadata]) -> None:
         """Make a persisted catalog state current (caller holds _ddl_lock)."""

@@ -83,7 +83,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
-from engine.cfile.bloom import hash_key, hash_keys
+from engine.cfile.bloom import _fmix64, hash_key, hash_keys
 from engine.convert import cast_column
 from engine.key_encoding import (
     decimal_unscaled_exact,
@@ -116,15 +116,6 @@ _MICROS_MAX = 253402300799 * 1_000_000 + 999_999  # 9999-12-31T23:59:59.999999
 
 
 # -- the persisted hash ---------------------------------------------------------------------
-
-def _fmix64(h: int) -> int:
-    h ^= h >> 33
-    h = (h * _F1) & _M64
-    h ^= h >> 33
-    h = (h * _F2) & _M64
-    h ^= h >> 33
-    return h
-
 
 def _seed_word(seed: int) -> int:
     return _fmix64(((seed + 1) * _GOLDEN) & _M64)

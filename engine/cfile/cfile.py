@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine import errors
+from engine.fs import fsync_dir  # noqa: F401 - re-exported for the rowset writers
 from engine.cfile.cell_reader import page_cell_reader
 from engine.cfile.encodings import Compression, Encoding, decode_page, encode_page, gather_page
 
@@ -76,14 +77,6 @@ def _unstat(v: Any) -> Any:
     if isinstance(v, dict):
         return bytes.fromhex(v["b"])
     return v
-
-
-def fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class CFileWriter:

@@ -38,6 +38,7 @@ import zlib
 from typing import Iterator
 
 from engine import errors
+from engine.fs import fsync_dir
 
 MAGIC = b"KSQLWAL1"
 _REC = struct.Struct("<II")
@@ -61,14 +62,6 @@ class LogEntry:
 
 def _segment_name(first_index: int) -> str:
     return f"wal-{first_index:020d}.log"
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Log:
@@ -241,7 +234,7 @@ class Log:
         self._seg_first = first_index
         self._f.write(MAGIC)
         os.fsync(self._f.fileno())
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         self._seg_size = len(MAGIC)
 
     @property
@@ -323,7 +316,7 @@ class Log:
                 self._seg_first_ts.pop(first, None)
                 removed += 1
         if removed:
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
         return removed
 
     def size_bytes(self) -> int:

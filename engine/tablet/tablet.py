@@ -51,7 +51,7 @@ import pyarrow as pa
 from engine import errors
 from engine.cfile.block_cache import BlockCache
 from engine.cfile.bloom import hash_keys
-from engine.cfile.cfile import fsync_dir
+from engine.fs import write_json_atomic
 from engine.clock import Clock, HybridClock, from_micros, physical_micros
 from engine.consensus.log import WRITE, Log, LogEntry
 from engine.config import TabletConfig
@@ -113,18 +113,6 @@ class _Components:
     @property
     def drss(self) -> tuple[DiskRowSet, ...]:
         return self.tree.rowsets
-
-
-def _write_json_atomic(path: str, obj: Any, fsync: bool) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    if fsync:
-        fsync_dir(os.path.dirname(path) or ".")
 
 
 def _identity(v: Any) -> Any:
@@ -275,7 +263,7 @@ class Tablet:
                 "last_timestamp": max(self.mvcc.last_committed(), self._last_ts),
                 "mrs_flushed_index": self._mrs_flushed_index,
                 "rowsets": [d.metadata() for d in comps.drss]}
-        _write_json_atomic(os.path.join(self.path, META_FILE), meta, self.config.fsync)
+        write_json_atomic(os.path.join(self.path, META_FILE), meta, self.config.fsync)
         self.log.gc(self._anchor_index())
 
     # -- introspection -------------------------------------------------------------------
