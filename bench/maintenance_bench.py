@@ -45,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bench.common import Results, load_avg
 from engine.clock import HybridClock
 from engine.schema import ColumnSchema, Schema
 from engine.tablet import Tablet, TabletConfig
@@ -67,35 +68,6 @@ def fmt_bytes(n: float) -> str:
         n /= 1024
     return f"{n:.1f} GiB"
 
-
-def load_avg() -> str:
-    try:
-        return "load average %.2f %.2f %.2f" % os.getloadavg()
-    except OSError:  # pragma: no cover
-        return "load average n/a"
-
-
-class Results:
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, str, str, str]] = []  # (figure, value, target, verdict)
-        self.misses = 0
-
-    def add(self, figure: str, value: str, target: str = "-", ok: bool | None = None) -> None:
-        verdict = "-" if ok is None else ("PASS" if ok else "MISS")
-        if ok is False:
-            self.misses += 1
-        self.rows.append((figure, value, target, verdict))
-
-    def print(self) -> None:
-        w = [max(len(r[i]) for r in self.rows + [("figure", "value", "target", "")])
-             for i in range(4)]
-        line = "-" * (sum(w) + 9)
-        print(line)
-        print(f"{'figure':<{w[0]}} | {'value':>{w[1]}} | {'target':<{w[2]}} | result")
-        print(line)
-        for f, v, t, r in self.rows:
-            print(f"{f:<{w[0]}} | {v:>{w[1]}} | {t:<{w[2]}} | {r}")
-        print(line)
 
 
 class Profiler:
