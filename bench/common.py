@@ -35,3 +35,11 @@ class Results:
         for f, v, t, r in self.rows:
             print(f"{f:<{w[0]}} | {v:>{w[1]}} | {t:<{w[2]}} | {r}")
         print(line)
+
+    def report(self, title: str, strict: bool) -> int:
+        """Print the summary under `title`; the exit status (1 on a MISS with --strict)."""
+        print(f"\n== summary: {title} ==")
+        self.print()
+        print(f"{self.misses} figure(s) missed their target; {load_avg()} "
+              f"(other processes on the machine skew timings)")
+        return 1 if (strict and self.misses) else 0

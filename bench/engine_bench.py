@@ -559,11 +559,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(tablet_dir, ignore_errors=True)
 
-    print(f"\n== summary: TPC-H lineitem SF {args.sf:g}, {n:,} rows ==")
-    res.print()
-    print(f"{res.misses} figure(s) missed their target; {load_avg()} "
-          f"(other processes on the machine skew timings)")
-    return 1 if (args.strict and res.misses) else 0
+    return res.report(f"TPC-H lineitem SF {args.sf:g}, {n:,} rows", args.strict)
 
 
 if __name__ == "__main__":

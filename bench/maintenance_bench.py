@@ -668,11 +668,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(root, ignore_errors=True)
 
-    print(f"\n== summary: {n:,} rows, {time.perf_counter() - t_all:.0f}s total ==")
-    res.print()
-    print(f"{res.misses} figure(s) missed their target; {load_avg()} "
-          f"(other processes on the machine skew timings)")
-    return 1 if (args.strict and res.misses) else 0
+    return res.report(f"{n:,} rows, {time.perf_counter() - t_all:.0f}s total", args.strict)
 
 
 if __name__ == "__main__":
