@@ -1,8 +1,9 @@
 """KuduSQL: the sqlglot dialect of kudusql — Postgres, plus Impala's DDL for Kudu tables.
 
 The dialect subclasses sqlglot's Postgres dialect and only *extends* its class-level tables
-(`Tokenizer.KEYWORDS`, `Parser.PROPERTY_PARSERS` / `CONSTRAINT_PARSERS`,
-`Generator.TRANSFORMS` / `PROPERTIES_LOCATION`); no parser method is rewritten wholesale.
+(`Tokenizer.KEYWORDS` / `COMMANDS`, `Parser.PROPERTY_PARSERS` / `CONSTRAINT_PARSERS` /
+`ALTER_PARSERS` / `STATEMENT_PARSERS` / `SHOW_PARSERS`, `Generator.TRANSFORMS` /
+`PROPERTIES_LOCATION`); no parser method is rewritten wholesale.
 
 What it adds to Postgres (Impala grammar, kudu-facts §1.1):
 
@@ -35,12 +36,30 @@ Types: Impala spellings (TINYINT ... STRING, BINARY) and Postgres ones (INTEGER,
 BYTEA, REAL, DOUBLE PRECISION, NUMERIC, BOOL) both parse; unlike Postgres, FLOAT is Impala's
 4-byte FLOAT (Postgres reads it as DOUBLE PRECISION).
 
+Utility statements (Impala for Kudu, plus PostgreSQL spellings; executed by
+planner.utility):
+
+    ALTER TABLE t ADD [IF NOT EXISTS] [RANGE] PARTITION bound      -> KuduAddRangePartition
+    ALTER TABLE t DROP [IF EXISTS] [RANGE] PARTITION bound         -> KuduDropRangePartition
+    ALTER TABLE t ADD [IF NOT EXISTS] COLUMNS (col type ..., ...)  -> ColumnDef actions
+    ALTER TABLE t CHANGE [COLUMN] old new type                     -> KuduChangeColumn
+    ALTER TABLE t UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)       -> KuduUnsetProperties
+    SHOW TABLES [[LIKE] 'pattern'] | SHOW COLUMNS {FROM | IN} t | SHOW [RANGE] PARTITIONS t
+      | SHOW TABLETS t | SHOW CREATE TABLE t                        -> KuduShow(kind, this)
+    bound ::= ... | PARTITION UNBOUNDED          (what SHOW CREATE TABLE prints for a range
+                                                  with neither bound; `RANGE (c) ()` = no
+                                                  range at all; both are KuduSQL's own)
+
+The rest (DROP TABLE, ALTER TABLE RENAME [COLUMN] / ADD [COLUMN] / DROP [COLUMN] / SET
+TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. Another SHOW (`SHOW
+search_path`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
+
 Parse errors carry the 0-based character offset of the offending token in
 `ParseError.errors[i]["start"]` (see `KuduSQL.Parser.raise_error`), so callers need not
 convert sqlglot's line/column.
 
-Not done here: ALTER TABLE ... RANGE PARTITION, CTAS and CREATE EXTERNAL TABLE (they parse
-as whatever Postgres makes of them, usually `exp.Command`).
+Not done here: CTAS and CREATE EXTERNAL TABLE (they parse as whatever Postgres makes of
+them).
 """
 
 from __future__ import annotations
@@ -51,6 +70,7 @@ from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
+from sqlglot.trie import new_trie
 
 # -- nodes ----------------------------------------------------------------------------------
 
@@ -112,6 +132,37 @@ class KuduNonUniquePrimaryKeyColumnConstraint(exp.Expression, exp.ColumnConstrai
     arg_types: ClassVar[dict[str, bool]] = {}
 
 
+class KuduAddRangePartition(exp.Expression):
+    """ALTER TABLE ... ADD [IF NOT EXISTS] RANGE PARTITION `this` (a KuduRangeBound)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False}
+
+
+class KuduDropRangePartition(exp.Expression):
+    """ALTER TABLE ... DROP [IF EXISTS] RANGE PARTITION `this` (a KuduRangeBound)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "exists": False}
+
+
+class KuduChangeColumn(exp.Expression):
+    """Impala's ALTER TABLE ... CHANGE [COLUMN] `this` `expression` (new name, type ...)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
+
+
+class KuduUnsetProperties(exp.Expression):
+    """ALTER TABLE ... UNSET TBLPROPERTIES [IF EXISTS] ('k', ...)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"expressions": True, "exists": False}
+
+
+class KuduShow(exp.Expression):
+    """SHOW `kind` [table]: kind is TABLES (`like`: a pattern), COLUMNS, PARTITIONS (also
+    spelled RANGE PARTITIONS), TABLETS or CREATE TABLE."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"kind": True, "this": False, "like": False}
+
+
 # -- parser helpers -------------------------------------------------------------------------
 
 _RANGE_OPS = {TokenType.LT: "<", TokenType.LTE: "<="}
@@ -159,7 +210,9 @@ def _parse_range_bound(self: Parser) -> KuduRangeBound | None:
         self.raise_error("Expected PARTITION")
     token = self._prev
     args: dict = {}
-    if self._match_text_seq("VALUE"):
+    if self._match_text_seq("UNBOUNDED"):
+        pass  # neither bound
+    elif self._match_text_seq("VALUE"):
         if not self._match(TokenType.EQ):
             self.raise_error("Expected =")
         args["value"] = _parse_bound_value(self)
@@ -188,7 +241,10 @@ def _parse_range_bound(self: Parser) -> KuduRangeBound | None:
 def _parse_range(self: Parser) -> KuduRangePartition:
     # "RANGE" already consumed
     cols = _parse_optional_columns(self)
-    bounds = self._parse_wrapped_csv(lambda: _parse_range_bound(self))
+    if self._curr and self._next and self._match_pair(TokenType.L_PAREN, TokenType.R_PAREN):
+        bounds: list = []  # `RANGE (c) ()`: no range partition at all
+    else:
+        bounds = self._parse_wrapped_csv(lambda: _parse_range_bound(self))
     return self.expression(KuduRangePartition(expressions=cols, bounds=bounds))
 
 
@@ -240,6 +296,88 @@ def _parse_non_unique(self: Parser) -> exp.Expr | None:
     return None
 
 
+def _at_range_partition(self: Parser) -> bool:
+    """After ADD/DROP [IF [NOT] EXISTS]: is `[RANGE] PARTITION` next? Consumes RANGE only
+    if PARTITION follows. (Hive's `PARTITION (k = v)` means nothing for Kudu tables: a
+    parenthesis after PARTITION starts a tuple bound, `PARTITION (1, 'a') <= VALUES`.)"""
+    i = 1 if self._curr and self._curr.text.upper() == "RANGE" else 0
+    j = self._index + i
+    if j < len(self._tokens) and self._tokens[j].token_type == TokenType.PARTITION:
+        self._advance(i)
+        return True
+    return False
+
+
+def _parse_kudu_alter_add(self: Parser) -> list[exp.Expr]:
+    # "ADD" already consumed
+    index = self._index
+    exists = self._parse_exists(not_=True)
+    if _at_range_partition(self):
+        bound = _parse_range_bound(self)
+        return [self.expression(KuduAddRangePartition(this=bound, exists=exists))]
+    if exists and self._match_text_seq("COLUMNS"):  # Impala: ADD IF NOT EXISTS COLUMNS (...)
+        schema = self._parse_schema()
+        cols = list(schema.expressions) if isinstance(schema, exp.Schema) else []
+        if not cols:
+            self.raise_error("Expected a column list")
+        for c in cols:
+            c.set("exists", True)
+        return cols
+    self._retreat(index)
+    return self._parse_alter_table_add()
+
+
+def _parse_kudu_alter_drop(self: Parser) -> list[exp.Expr]:
+    # "DROP" already consumed
+    index = self._index
+    exists = self._parse_exists()
+    if _at_range_partition(self):
+        bound = _parse_range_bound(self)
+        return [self.expression(KuduDropRangePartition(this=bound, exists=exists))]
+    self._retreat(index)
+    return self._parse_alter_table_drop()
+
+
+def _parse_kudu_change(self: Parser) -> KuduChangeColumn | None:
+    # "CHANGE" already consumed: CHANGE [COLUMN] old new_name type [attributes]
+    self._match(TokenType.COLUMN)
+    old = self._parse_id_var(any_token=False)
+    new = self._parse_field_def()
+    if old is None or not isinstance(new, exp.ColumnDef) or new.args.get("kind") is None:
+        self.raise_error("Expected CHANGE [COLUMN] old_name new_name type")
+        return None
+    return self.expression(KuduChangeColumn(this=old, expression=new))
+
+
+def _parse_kudu_unset(self: Parser) -> KuduUnsetProperties | None:
+    # "UNSET" already consumed
+    if not self._match_text_seq("TBLPROPERTIES"):
+        self.raise_error("Expected TBLPROPERTIES")
+    exists = self._parse_exists()
+    keys = self._parse_wrapped_csv(self._parse_string)
+    return self.expression(KuduUnsetProperties(expressions=keys, exists=exists))
+
+
+def _show_table(kind: str, prefix: tuple[str, ...] = ()):
+    """A SHOW_PARSERS entry: `SHOW <kind> [prefix] table`."""
+
+    def parse(self: Parser) -> KuduShow:
+        if prefix and not self._match_texts(prefix):
+            self.raise_error(f"Expected {' or '.join(prefix)}")
+        table = self._parse_table_parts()
+        if table is None or not table.name:
+            self.raise_error("Expected a table name")
+        return self.expression(KuduShow(kind=kind, this=table))
+
+    return parse
+
+
+def _parse_show_tables(self: Parser) -> KuduShow:
+    self._match(TokenType.LIKE)  # Impala: SHOW TABLES [[LIKE] 'pattern']
+    like = self._parse_string()
+    return self.expression(KuduShow(kind="TABLES", like=like))
+
+
 # -- generator helpers ----------------------------------------------------------------------
 
 def _hash_sql(self: Generator, e: KuduHashPartition) -> str:
@@ -248,7 +386,9 @@ def _hash_sql(self: Generator, e: KuduHashPartition) -> str:
 
 
 def _bound_sql(self: Generator, e: KuduRangeBound) -> str:
-    if e.args.get("value") is not None:
+    if all(e.args.get(k) is None for k in ("value", "lower", "upper")):
+        s = "PARTITION UNBOUNDED"
+    elif e.args.get("value") is not None:
         s = f"PARTITION VALUE = {self.sql(e, 'value')}"
     else:
         s = "PARTITION "
@@ -268,6 +408,32 @@ def _range_sql(self: Generator, e: KuduRangePartition) -> str:
     return f"RANGE{f' ({cols})' if cols else ''} ({bounds})"
 
 
+def _show_sql(self: Generator, e: KuduShow) -> str:
+    kind = e.args["kind"]
+    s = f"SHOW {kind}"
+    if e.this is not None:
+        s += f" {'FROM ' if kind == 'COLUMNS' else ''}{self.sql(e, 'this')}"
+    if e.args.get("like") is not None:
+        s += f" LIKE {self.sql(e, 'like')}"
+    return s
+
+
+def _range_ddl_sql(verb: str, exists: str):
+    def gen(self: Generator, e: exp.Expr) -> str:
+        bound = self.sql(e, "this")  # "PARTITION ..."
+        return f"{verb}{f' {exists}' if e.args.get('exists') else ''} RANGE {bound}"
+
+    return gen
+
+
+def _alterset_sql(self: Generator, e: exp.AlterSet) -> str:
+    props = e.expressions
+    if props and all(isinstance(p, exp.Properties) for p in props):
+        items = ", ".join(self.sql(x) for p in props for x in p.expressions)
+        return f"SET TBLPROPERTIES ({items})"
+    return self.alterset_sql(e)
+
+
 def _property_sql(self: Generator, e: exp.Property) -> str:
     # keep a TBLPROPERTIES string key quoted: WITH ('kudu.num_tablet_replicas'='3')
     key = e.this
@@ -283,6 +449,8 @@ class KuduSQL(Postgres):
             "STRING": TokenType.TEXT,
             "BINARY": TokenType.VARBINARY,
         }
+        # SHOW is parsed (SHOW_PARSERS), not swallowed as a raw command string
+        COMMANDS: ClassVar[set] = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW}
 
     class Parser(Postgres.Parser):
         PROPERTY_PARSERS: ClassVar[dict] = {
@@ -302,13 +470,52 @@ class KuduSQL(Postgres):
             "NON": _parse_non_unique,
         }
 
+        ALTER_PARSERS: ClassVar[dict] = {
+            **Postgres.Parser.ALTER_PARSERS,
+            "ADD": _parse_kudu_alter_add,
+            "DROP": _parse_kudu_alter_drop,
+            "CHANGE": _parse_kudu_change,
+            "UNSET": _parse_kudu_unset,
+        }
+
+        STATEMENT_PARSERS: ClassVar[dict] = {
+            **Postgres.Parser.STATEMENT_PARSERS,
+            TokenType.SHOW: lambda self: self._parse_show(),
+        }
+
+        SHOW_PARSERS: ClassVar[dict] = {
+            **Postgres.Parser.SHOW_PARSERS,
+            "TABLES": _parse_show_tables,
+            "COLUMNS": _show_table("COLUMNS", ("FROM", "IN")),
+            "PARTITIONS": _show_table("PARTITIONS"),
+            "RANGE PARTITIONS": _show_table("PARTITIONS"),
+            "TABLETS": _show_table("TABLETS"),
+            "CREATE TABLE": _show_table("CREATE TABLE"),
+        }
+        SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
+
         def _parse_as_command(self, start: Token) -> exp.Command:
-            """A CREATE TABLE sqlglot cannot parse is a syntax error here, not a Command."""
+            """A CREATE TABLE or ALTER TABLE sqlglot cannot parse is a syntax error here, not
+            a Command."""
             if start.token_type == TokenType.CREATE and self._curr:
                 i = next((i for i, t in enumerate(self._tokens) if t is start), None)
                 if i is not None and any(t.token_type == TokenType.TABLE
                                          for t in self._tokens[i + 1:i + 4]):
                     self.raise_error(f'syntax error at or near "{self._curr.text}"')
+            if start.token_type == TokenType.ALTER:
+                i = next((i for i, t in enumerate(self._tokens) if t is start), None)
+                if i is not None and i + 1 < len(self._tokens) and \
+                        self._tokens[i + 1].token_type == TokenType.TABLE:
+                    if self._curr:
+                        self.raise_error(f'syntax error at or near "{self._curr.text}"')
+                    else:
+                        self.raise_error("syntax error at end of input")
+            if start.token_type == TokenType.SHOW:
+                # another SHOW (SHOW search_path): the same Command as Postgres makes of it
+                cmd = super()._parse_as_command(start)
+                rest = cmd.expression.strip() if isinstance(cmd.expression, str) else ""
+                return exp.Command(this="SHOW",
+                                   expression=exp.Literal.string(rest) if rest else None)
             return super()._parse_as_command(start)
 
         def raise_error(self, message: str, token: Token | None = None) -> None:  # type: ignore[override]
@@ -347,6 +554,15 @@ class KuduSQL(Postgres):
                 f"COMPRESSION {self.sql(e, 'this')}",
             KuduBlockSizeColumnConstraint: lambda self, e: f"BLOCK_SIZE {self.sql(e, 'this')}",
             KuduNonUniquePrimaryKeyColumnConstraint: lambda self, e: "NON UNIQUE PRIMARY KEY",
+            KuduAddRangePartition: _range_ddl_sql("ADD", "IF NOT EXISTS"),
+            KuduDropRangePartition: _range_ddl_sql("DROP", "IF EXISTS"),
+            KuduChangeColumn: lambda self, e:
+                f"CHANGE COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}",
+            KuduUnsetProperties: lambda self, e: "UNSET TBLPROPERTIES"
+            + (" IF EXISTS" if e.args.get("exists") else "")
+            + f" ({self.expressions(e, flat=True)})",
+            KuduShow: _show_sql,
+            exp.AlterSet: _alterset_sql,
         }
 
         TYPE_MAPPING: ClassVar[dict] = {
