@@ -215,10 +215,10 @@ def _key_text(key: tuple) -> str:
 
 def _as_arrow(rows) -> pa.Table | None:
     """Rows as an Arrow table; None for a dict Arrow cannot convert (the slow path)."""
-    if isinstance(rows, pa.Table):
-        return rows
     if isinstance(rows, pa.RecordBatch):
-        return pa.Table.from_batches([rows])
+        rows = pa.Table.from_batches([rows])
+    if isinstance(rows, pa.Table):
+        return _without_views(rows)
     if isinstance(rows, dict):
         lens = {len(v) for v in rows.values()}
         if len(lens) > 1:
@@ -231,6 +231,17 @@ def _as_arrow(rows) -> pa.Table | None:
     if isinstance(rows, list):
         return pa.Table.from_pylist(rows)
     raise errors.InvalidArgument(f"cannot write rows of type {type(rows).__name__}")
+
+
+def _without_views(t: pa.Table) -> pa.Table:
+    """string_view/binary_view columns (parquet readers produce them) as string/binary:
+    routing splits rows with `take`, which pyarrow lacks for view types."""
+    fix = {i: (pa.string() if pa.types.is_string_view(f.type) else pa.binary())
+           for i, f in enumerate(t.schema)
+           if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type)}
+    for i, typ in fix.items():
+        t = t.set_column(i, t.schema.field(i).name, t.column(i).cast(typ))
+    return t
 
 
 def _op_array(ops, n: int) -> np.ndarray:
