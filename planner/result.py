@@ -1,0 +1,52 @@
+"""The outcome of one SQL statement, shared by the DB-API driver, the wire server and the shell.
+
+Contract:
+- `command` is the PostgreSQL command verb ("SELECT", "INSERT", "CREATE TABLE", ...);
+  `tag()` renders the CommandComplete tag ("INSERT 0 5", "SELECT 3", "CREATE TABLE").
+- Row-returning statements set `table` (a `pyarrow.Table`, possibly with zero rows but always
+  with the result's column names and Arrow types); others leave it None.
+- `rowcount`: rows returned (SELECT/SHOW/...) or rows affected (INSERT/UPSERT/UPDATE/DELETE);
+  -1 when not meaningful (DDL).
+- `row_errors`: per-row failures of a DML statement that still applied the other rows (Kudu
+  semantics). Each is a `RowFailure` (1-based ordinal of the row in the statement, SQLSTATE,
+  message, key tuple). The session raises them (IntegrityError in the DB-API) after the rows
+  that succeeded are applied; `rowcount` is then the number applied.
+- `notices`: informational messages (PostgreSQL NoticeResponse).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pyarrow as pa
+
+
+@dataclasses.dataclass(frozen=True)
+class RowFailure:
+    ordinal: int          # 1-based position of the row in the statement's rows
+    sqlstate: str         # 23505 duplicate key, 23502 not null, 22P02, 22003, 23514, ...
+    message: str          # names the row: its ordinal and key
+    key: tuple | None = None
+
+
+@dataclasses.dataclass
+class StatementResult:
+    command: str
+    table: pa.Table | None = None
+    rowcount: int = -1
+    row_errors: list[RowFailure] = dataclasses.field(default_factory=list)
+    notices: list[str] = dataclasses.field(default_factory=list)
+    # EXPLAIN ANALYZE / diagnostics: whatever the executor wants to expose (plain data).
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def tag(self) -> str:
+        if self.command == "INSERT" or self.command == "UPSERT":
+            return f"INSERT 0 {max(self.rowcount, 0)}"
+        if self.command in ("SELECT", "UPDATE", "DELETE", "COPY", "FETCH", "MOVE"):
+            return f"{self.command} {max(self.rowcount, 0)}"
+        return self.command
+
+    @staticmethod
+    def rows(command: str, table: pa.Table, **kw) -> "StatementResult":
+        return StatementResult(command, table=table, rowcount=table.num_rows, **kw)
