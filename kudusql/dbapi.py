@@ -1,0 +1,371 @@
+"""PEP 249 (DB-API 2.0) driver for an embedded kudusql database.
+
+    import kudusql
+    conn = kudusql.connect("data-dir")
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (%s, %s)", (1, "a"))
+    cur.execute("SELECT * FROM t WHERE k > %(lo)s", {"lo": 0})
+    cur.fetchall(); cur.fetch_arrow_table(); cur.description
+
+- paramstyle "pyformat" (`%s` and `%(name)s`, as psycopg); `%%` is a literal percent. Without
+  parameters the SQL is passed through untouched.
+- Every exception carries `sqlstate` (PostgreSQL's code) and `position` (1-based, or None).
+  Class by SQLSTATE class: 23 IntegrityError, 22 DataError, 42 ProgrammingError, 0A
+  NotSupportedError, 08/53/57 OperationalError, XX InternalError, others DatabaseError.
+- A write whose rows partly fail (Kudu: each row is applied on its own) raises after the
+  good rows are applied; the exception has `row_errors` (a list of `RowFailure`: ordinal,
+  sqlstate, message, key) and `rowcount` (rows applied). `cursor.rowcount` is set too.
+- commit() is a no-op and rollback() cannot undo anything: each statement is applied when it
+  runs (see README, "Transactions").
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Iterable, Sequence
+
+import pyarrow as pa
+
+from kudusql.session import Database
+from planner.errors import SqlError
+from planner.result import StatementResult
+
+apilevel = "2.0"
+threadsafety = 1
+paramstyle = "pyformat"
+
+
+class Warning(Exception):  # noqa: A001 - the name PEP 249 requires
+    pass
+
+
+class Error(Exception):
+    def __init__(self, message: str, sqlstate: str | None = None, position: int | None = None,
+                 row_errors: list | None = None, rowcount: int = -1):
+        super().__init__(message)
+        self.message = message
+        self.sqlstate = sqlstate
+        self.position = position
+        self.row_errors = list(row_errors or [])
+        self.rowcount = rowcount
+
+
+class InterfaceError(Error):
+    pass
+
+
+class DatabaseError(Error):
+    pass
+
+
+class DataError(DatabaseError):
+    pass
+
+
+class OperationalError(DatabaseError):
+    pass
+
+
+class IntegrityError(DatabaseError):
+    pass
+
+
+class InternalError(DatabaseError):
+    pass
+
+
+class ProgrammingError(DatabaseError):
+    pass
+
+
+class NotSupportedError(DatabaseError):
+    pass
+
+
+def error_class(sqlstate: str | None) -> type[Error]:
+    cls = (sqlstate or "XX")[:2]
+    return {"23": IntegrityError, "22": DataError, "42": ProgrammingError,
+            "0A": NotSupportedError, "08": OperationalError, "53": OperationalError,
+            "57": OperationalError, "XX": InternalError, "21": ProgrammingError,
+            "54": OperationalError}.get(cls, DatabaseError)
+
+
+def _from_sql_error(e: SqlError) -> Error:
+    return error_class(e.sqlstate)(e.message, e.sqlstate, e.position)
+
+
+# -- type objects (PEP 249) ----------------------------------------------------------------
+class _TypeObject:
+    def __init__(self, name: str, pred):
+        self.name, self._pred = name, pred
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, pa.DataType) and self._pred(other)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+STRING = _TypeObject("STRING", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t))
+BINARY = _TypeObject("BINARY", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t))
+NUMBER = _TypeObject("NUMBER", lambda t: pa.types.is_integer(t) or pa.types.is_floating(t)
+                     or pa.types.is_decimal(t))
+DATETIME = _TypeObject("DATETIME", lambda t: pa.types.is_temporal(t))
+ROWID = _TypeObject("ROWID", lambda t: False)
+Date, Time, Timestamp = _dt.date, _dt.time, _dt.datetime
+Binary = bytes
+
+
+def convert_params(sql: str, params) -> tuple[str, list]:
+    """pyformat placeholders outside quotes/comments -> $n; returns (sql, values)."""
+    if params is None:
+        return sql, []
+    named = isinstance(params, dict)
+    values: list = []
+    index: dict[str, int] = {}
+    out = []
+    i, n = 0, len(sql)
+    seq = iter(params) if not named else None
+    while i < n:
+        ch = sql[i]
+        if ch in ("'", '"'):
+            j = i + 1
+            while j < n:
+                if sql[j] == ch:
+                    if j + 1 < n and sql[j + 1] == ch:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            out.append(sql[i:j + 1])
+            i = j + 1
+            continue
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            out.append(sql[i:j])
+            i = j
+            continue
+        if ch == "%" and i + 1 < n:
+            nxt = sql[i + 1]
+            if nxt == "%":
+                out.append("%")
+                i += 2
+                continue
+            if nxt == "s" and not named:
+                try:
+                    values.append(next(seq))
+                except StopIteration:
+                    raise ProgrammingError("not enough parameters for the placeholders",
+                                           "42P02") from None
+                out.append(f"${len(values)}")
+                i += 2
+                continue
+            if nxt == "(" and named:
+                j = sql.find(")s", i)
+                if j < 0:
+                    raise ProgrammingError("malformed %(name)s placeholder", "42601")
+                name = sql[i + 2:j]
+                if name not in params:
+                    raise ProgrammingError(f"no parameter named {name!r}", "42P02")
+                if name not in index:
+                    values.append(params[name])
+                    index[name] = len(values)
+                out.append(f"${index[name]}")
+                i = j + 2
+                continue
+        out.append(ch)
+        i += 1
+    if not named and next(seq, _SENTINEL) is not _SENTINEL:
+        raise ProgrammingError("more parameters than placeholders", "42P02")
+    return "".join(out), values
+
+
+_SENTINEL = object()
+
+
+class Cursor:
+    arraysize = 1
+
+    def __init__(self, conn: "Connection"):
+        self.connection = conn
+        self._result: StatementResult | None = None
+        self._table: pa.Table | None = None
+        self._pos = 0
+        self._rows: list[tuple] | None = None
+        self.rowcount = -1
+        self.lastrowid = None
+        self.notices: list[str] = []
+        self._closed = False
+
+    # -- execution -------------------------------------------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] | dict | None = None) -> "Cursor":
+        self._check()
+        text, values = convert_params(sql, params)
+        try:
+            results = self.connection._session.execute(text, values or None)
+        except SqlError as e:
+            self._reset(None)
+            raise _from_sql_error(e) from None
+        last = results[-1] if results else StatementResult("EMPTY")
+        self._reset(last)
+        self.notices = [n for r in results for n in r.notices]
+        failures = [f for r in results for f in r.row_errors]
+        if failures:
+            first = failures[0]
+            more = f" (and {len(failures) - 1} more failed rows)" if len(failures) > 1 else ""
+            raise error_class(first.sqlstate)(first.message + more, first.sqlstate, None,
+                                              failures, last.rowcount)
+        return self
+
+    def executemany(self, sql: str, seq_of_params: Iterable) -> "Cursor":
+        """One statement per parameter set (each applied on its own); rowcount is the
+        total. Row failures of all sets are collected and raised at the end."""
+        total, failures, last_exc = 0, [], None
+        for p in seq_of_params:
+            try:
+                self.execute(sql, p)
+                total += max(self.rowcount, 0)
+            except IntegrityError as e:
+                total += max(e.rowcount, 0)
+                failures.extend(e.row_errors)
+                last_exc = e
+        self.rowcount = total
+        if failures:
+            raise type(last_exc)(f"{len(failures)} row(s) failed; first: "
+                                 f"{failures[0].message}", failures[0].sqlstate, None,
+                                 failures, total)
+        return self
+
+    def _reset(self, result: StatementResult | None) -> None:
+        self._result = result
+        self._table = result.table if result is not None else None
+        self._pos = 0
+        self._rows = None
+        self.rowcount = result.rowcount if result is not None else -1
+
+    # -- results ---------------------------------------------------------------------------
+    @property
+    def description(self):
+        if self._table is None:
+            return None
+        return [(f.name, f.type, None, None,
+                 getattr(f.type, "precision", None), getattr(f.type, "scale", None), True)
+                for f in self._table.schema]
+
+    @property
+    def statusmessage(self) -> str | None:
+        return self._result.tag() if self._result is not None else None
+
+    def _materialize(self) -> list[tuple]:
+        if self._table is None:
+            raise ProgrammingError("no results: the last statement returned no rows")
+        if self._rows is None:
+            # DB-API rows are Python tuples: one conversion per column, then zip.
+            cols = [c.to_pylist() for c in self._table.columns]
+            self._rows = list(zip(*cols)) if cols else [()] * self._table.num_rows
+        return self._rows
+
+    def fetchone(self):
+        rows = self._materialize()
+        if self._pos >= len(rows):
+            return None
+        self._pos += 1
+        return rows[self._pos - 1]
+
+    def fetchmany(self, size: int | None = None):
+        rows = self._materialize()
+        size = self.arraysize if size is None else size
+        out = rows[self._pos:self._pos + size]
+        self._pos += len(out)
+        return out
+
+    def fetchall(self):
+        rows = self._materialize()
+        out = rows[self._pos:]
+        self._pos = len(rows)
+        return out
+
+    def fetch_arrow_table(self) -> pa.Table:
+        if self._table is None:
+            raise ProgrammingError("no results: the last statement returned no rows")
+        t = self._table.slice(self._pos)
+        self._pos = self._table.num_rows
+        return t
+
+    def __iter__(self):
+        while (row := self.fetchone()) is not None:
+            yield row
+
+    def setinputsizes(self, sizes) -> None:
+        pass
+
+    def setoutputsize(self, size, column=None) -> None:
+        pass
+
+    def close(self) -> None:
+        self._closed = True
+        self._table = None
+
+    def _check(self) -> None:
+        if self._closed:
+            raise InterfaceError("cursor is closed")
+        self.connection._check()
+
+    def __enter__(self) -> "Cursor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Connection:
+    def __init__(self, database: Database, owns: bool = True):
+        self.database = database
+        self._owns = owns
+        self._session = database.session()
+        self._closed = False
+
+    def cursor(self) -> Cursor:
+        self._check()
+        return Cursor(self)
+
+    def execute(self, sql: str, params=None) -> Cursor:
+        return self.cursor().execute(sql, params)
+
+    def commit(self) -> None:
+        self._check()
+
+    def rollback(self) -> None:
+        """Nothing to undo: every statement was applied when it ran (Kudu semantics)."""
+        self._check()
+
+    def cancel(self) -> None:
+        self._session.cancel()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._owns:
+                self.database.close()
+
+    def _check(self) -> None:
+        if self._closed:
+            raise InterfaceError("connection is closed")
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(dsn: str, **kwargs) -> Connection:
+    """Open the embedded database in directory `dsn` (created if missing)."""
+    if dsn.startswith(("postgresql://", "postgres://")):
+        raise NotSupportedError("the remote form comes with the wire server (kudusql serve)",
+                                "0A000")
+    return Connection(Database.open(dsn, **kwargs))

@@ -1,0 +1,179 @@
+"""Database and Session: the one entry point of the wire server, the DB-API driver, the shell
+and the TPC-H runner.
+
+    db = Database.open("data-dir")          # catalog + maintenance manager thread
+    s = db.session()
+    for result in s.execute("INSERT ...; SELECT ...", params): ...   # StatementResult each
+    db.close()
+
+A SQL string may hold several statements separated by `;`; they run in order and the first
+error stops the rest (PostgreSQL's simple-query behaviour). Errors are `planner.errors.SqlError`
+with a SQLSTATE and a 1-based position into the *whole* string. Per-row write failures do not
+raise here: they come back in `StatementResult.row_errors` with the other rows applied (the
+DB-API turns them into an IntegrityError / DataError carrying the list).
+
+Parameters: `$1`, `$2`, ... (PostgreSQL) or `?` (in order), bound as typed constants.
+
+Transactions: every statement is applied when it runs, row by row (Kudu has no multi-row
+transactions). BEGIN / COMMIT are accepted; ROLLBACK is accepted with a warning notice that
+the writes already applied stay applied - it never claims to undo them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from engine.catalog import Catalog
+from engine.tablet.maintenance_manager import MaintenanceManager
+from planner import statement
+from planner.ddl import parse
+from planner.dialect import KuduSQL
+from planner.errors import SqlError, SqlSyntaxError
+from planner.result import StatementResult
+
+_EXPLAIN = re.compile(r"^\s*explain\b\s*(?:\(\s*([a-z_,\s]*)\)|((?:\s*(?:analyze|analyse|verbose)"
+                      r"\b)*))", re.I)
+
+
+class QueryCanceled(SqlError):
+    sqlstate = "57014"
+
+
+def split_statements(sql: str) -> list[tuple[int, str]]:
+    """(offset, text) of each statement in `sql` (split at top-level semicolons)."""
+    try:
+        tokens = KuduSQL().tokenize(sql)
+    except Exception as e:  # sqlglot raises TokenError for an unterminated string etc.
+        raise SqlSyntaxError(f"syntax error: {e}") from None
+    out = []
+    seg_start = None
+    for t in tokens:
+        if t.token_type == TokenType.SEMICOLON:
+            if seg_start is not None:
+                out.append((seg_start, sql[seg_start:t.start].rstrip()))
+            seg_start = None
+        elif seg_start is None:
+            seg_start = t.start
+    if seg_start is not None:
+        out.append((seg_start, sql[seg_start:].rstrip()))
+    return out
+
+
+class Database:
+    """One data directory: the catalog (tables, tablets) and the maintenance thread."""
+
+    def __init__(self, catalog: Catalog, maintenance: MaintenanceManager | None):
+        self.catalog = catalog
+        self.maintenance = maintenance
+        self._closed = False
+
+    @classmethod
+    def open(cls, path: str, *, maintenance: bool = True, config=None) -> "Database":
+        mm = MaintenanceManager().start() if maintenance else None
+        try:
+            cat = Catalog.open(path, config=config, maintenance=mm)
+        except BaseException:
+            if mm is not None:
+                mm.shutdown()
+            raise
+        return cls(cat, mm)
+
+    def session(self) -> "Session":
+        return Session(self)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.maintenance is not None:
+            self.maintenance.shutdown()
+        self.catalog.close()
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Session:
+    """A connection's state. `cancel()` (from another thread) interrupts the running
+    statement with 57014."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self.in_transaction = False
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def _check_cancel(self) -> None:
+        if self._cancel.is_set():
+            self._cancel.clear()
+            raise QueryCanceled("canceling statement due to user request")
+
+    def execute(self, sql: str, params=None) -> list[StatementResult]:
+        """Run every statement in `sql`; see the module docstring."""
+        self._cancel.clear()
+        results = []
+        stmts = split_statements(sql)
+        if params and len(stmts) > 1:
+            raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
+        for offset, text in stmts:
+            try:
+                results.append(self.execute_one(text, params))
+            except SqlError as e:
+                if e.position is not None:
+                    e.position += offset
+                raise
+        return results
+
+    def execute_one(self, text: str, params=None) -> StatementResult:
+        m = _EXPLAIN.match(text)
+        if m:
+            opts = (m.group(1) or m.group(2) or "").lower()
+            analyze = "analy" in opts
+            inner = text[m.end():]
+            try:
+                asts = parse(inner)
+            except SqlError as e:
+                if e.position is not None:
+                    e.position += m.end()
+                raise
+            if len(asts) != 1:
+                raise SqlSyntaxError("EXPLAIN needs one statement", position=m.end() + 1)
+            try:
+                return statement.explain(self.db.catalog, asts[0], inner, params, analyze,
+                                         self._check_cancel)
+            except SqlError as e:
+                if e.position is not None:
+                    e.position += m.end()
+                raise
+        upsert = False
+        if text[:6].upper() == "UPSERT" and (len(text) == 6 or not text[6].isalnum()):
+            upsert = True
+            text = "INSERT" + text[6:]    # same length: error positions stay right
+        asts = parse(text)
+        if not asts:
+            return StatementResult("EMPTY")
+        ast = asts[0]
+        if isinstance(ast, exp.Transaction):
+            self.in_transaction = True
+            return StatementResult("BEGIN")
+        if isinstance(ast, exp.Commit):
+            self.in_transaction = False
+            return StatementResult("COMMIT")
+        if isinstance(ast, exp.Rollback):
+            self.in_transaction = False
+            return StatementResult("ROLLBACK", notices=[
+                "kudusql applies each statement when it runs (Kudu semantics): ROLLBACK "
+                "does not undo writes that were already applied"])
+        if isinstance(ast, exp.Set):
+            return StatementResult("SET")
+        return statement.execute(self.db.catalog, ast, text, params, upsert=upsert,
+                                 check_cancel=self._check_cancel)

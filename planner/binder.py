@@ -1,0 +1,915 @@
+"""Binder: a parsed query (sqlglot AST) -> a logical plan (`planner.logical`) over the catalog.
+
+    sql --parse--> AST --check tables--> --sqlglot qualify--> qualified AST --Binder--> Output
+
+- Tables are checked against the catalog first (42P01 with the name's position); sqlglot's
+  `qualify` then expands `*`, resolves every column to its source alias and rejects unknown
+  (42703) or ambiguous (42702) columns.
+- Each FROM source becomes a relation with a fresh internal prefix (`alias#n`), so the same
+  alias used in a subquery and its outer query never collide (TPC-H Q17, Q21).
+- Subqueries are decorrelated here, by shape:
+    EXISTS / NOT EXISTS (sel)      -> semi / anti join; correlated equalities become keys, other
+                                      correlated conjuncts the join's residual condition
+    x IN (sel) / x NOT IN (sel)    -> semi / null-aware anti join on x = sel's column
+    scalar, uncorrelated           -> `SubqueryRef`, run once by the executor (an init plan)
+    scalar, correlated by equality -> the subquery grouped by its correlated columns and
+                                      left-joined, the expression replaced by the result column
+  Other shapes raise 0A000 naming the construct.
+- Aggregates are collected from SELECT, HAVING and ORDER BY; avg(x) is planned as
+  sum(x) / count(x) so DECIMAL keeps its exactness (and double for integers and floats).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.qualify import qualify
+
+from planner import logical as L
+from planner.errors import FeatureNotSupported, SqlError
+from planner.expr import Const
+
+AGGREGATES: dict[type, str] = {
+    exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev", exp.StddevSamp: "stddev", exp.StddevPop: "stddev_pop",
+    exp.Variance: "variance", exp.VariancePop: "variance_pop",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or",
+}
+
+
+class SubqueryRef(exp.Expression):
+    """A scalar uncorrelated subquery: `this` is its `logical.Output`; the executor runs it
+    once and substitutes the value."""
+    arg_types = {"this": True}
+
+
+def position(sql: str, node: exp.Expression | None) -> int | None:
+    """1-based character offset of `node` in `sql` (PostgreSQL's error position)."""
+    while node is not None:
+        meta = node.meta if hasattr(node, "meta") else {}
+        if "start" in meta:
+            return meta["start"] + 1
+        if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier):
+            m = node.this.meta
+            if "start" in m:
+                return m["start"] + 1
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            m = node.this.meta
+            if "start" in m:
+                return m["start"] + 1
+        node = node.parent
+    return None
+
+
+def in_nested_subquery(node: exp.Expression, root: exp.Expression) -> bool:
+    """Whether `node` sits inside a subquery nested in `root` (not counting `root` itself)."""
+    if node is root:
+        return False
+    p = node.parent
+    while p is not None and p is not root:
+        if isinstance(p, (exp.Subquery, exp.Exists)) or (
+                isinstance(p, exp.Select) and p is not root):
+            return True
+        p = p.parent
+    return False
+
+
+def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    if e is None:
+        return []
+    if isinstance(e, exp.Paren):
+        return conjuncts(e.this)
+    if isinstance(e, exp.And):
+        return conjuncts(e.this) + conjuncts(e.expression)
+    return [e]
+
+
+def _ancestors(node: exp.Expression, root: exp.Expression):
+    """Parents of `node` up to (excluding) `root`."""
+    if node is root:
+        return
+    p = node.parent
+    while p is not None and p is not root:
+        yield p
+        p = p.parent
+
+
+def and_all(parts: list[exp.Expression]) -> exp.Expression | None:
+    out = None
+    for p in parts:
+        out = p if out is None else exp.And(this=out, expression=p)
+    return out
+
+
+def keycol(key: str) -> exp.Column:
+    return exp.Column(this=exp.Identifier(this=key, quoted=True))
+
+
+def refs(e: exp.Expression) -> set[str]:
+    """Internal keys an (already bound) expression reads."""
+    return {c.name for c in e.find_all(exp.Column)}
+
+
+class Scope:
+    """Aliases visible in one SELECT: alias -> {column name -> internal key}."""
+
+    def __init__(self, parent: "Scope | None" = None):
+        self.parent = parent
+        self.aliases: dict[str, dict[str, str]] = {}
+
+    def add(self, alias: str, columns: dict[str, str], node: exp.Expression, sql: str) -> None:
+        if alias in self.aliases:
+            raise SqlError(f'table name "{alias}" specified more than once', "42712",
+                           position(sql, node))
+        self.aliases[alias] = columns
+
+    def keys(self) -> set[str]:
+        return {k for cols in self.aliases.values() for k in cols.values()}
+
+
+class Binder:
+    def __init__(self, catalog, sql: str, params: list[Any] | None = None):
+        self.catalog = catalog
+        self.sql = sql
+        self.params = list(params or [])
+        self._n = itertools.count(1)
+        self._placeholder = itertools.count(0)
+        self._changes: dict[str, exp.Anonymous] = {}
+
+    # -- entry points ----------------------------------------------------------------------
+    def qualify(self, ast: exp.Expression) -> exp.Expression:
+        self.check_tables(ast)
+        schema = {}
+        # table_changes('t', from, to) AS x: a synthetic table so that qualify knows its
+        # columns (t's and is_deleted); `source` turns it back into a diff scan.
+        for t in list(ast.find_all(exp.Table)):
+            fn = t.this
+            if isinstance(fn, exp.Anonymous) and fn.name.lower() == "table_changes":
+                synthetic = f"__table_changes_{next(self._n)}"
+                self._changes[synthetic] = fn
+                args = fn.expressions
+                name = args[0].name if args and isinstance(args[0], exp.Literal) else None
+                if name is None or not self.catalog.has_table(name):
+                    raise SqlError(f'relation "{name}" does not exist', "42P01",
+                                   position(self.sql, args[0] if args else t))
+                cols = [c.name for c in self.catalog.table(name).schema.columns]
+                schema[synthetic] = {c: "text" for c in cols + ["is_deleted"]}
+                t.set("this", exp.to_identifier(synthetic))
+                if not t.alias:
+                    t.set("alias", exp.TableAlias(this=exp.to_identifier("table_changes")))
+        for t in ast.find_all(exp.Table):
+            name = t.name
+            if self.catalog.has_table(name):
+                sch = self.catalog.table(name).schema
+                schema[name] = {c.name: "text" for c in sch.columns}
+        try:
+            return qualify(ast, schema=schema, dialect="postgres", quote_identifiers=False,
+                           validate_qualify_columns=True, identify=False)
+        except OptimizeError as e:
+            raise self._qualify_error(ast, str(e)) from None
+
+    def bind_query(self, ast: exp.Expression) -> L.Output:
+        q = self.qualify(ast)
+        node, names, keys = self.query(q, None, {})
+        return L.Output(node, names, keys)
+
+    # -- errors ----------------------------------------------------------------------------
+    def _qualify_error(self, ast: exp.Expression, msg: str) -> SqlError:
+        import re
+        m = re.search(r"Column '\"?([^'\"]+)\"?' could not be resolved", msg) or \
+            re.search(r"Unknown column: (\S+)", msg)
+        if m:
+            name = m.group(1).split(".")[-1]
+            node = next((c for c in ast.find_all(exp.Column) if c.name == name), None)
+            return SqlError(f'column "{name}" does not exist', "42703", position(self.sql, node))
+        m = re.search(r"Ambiguous column[s]?:? '?\"?([^'\"\s]+)", msg) or \
+            re.search(r"Column '\"?([^'\"]+)\"?' is ambiguous", msg)
+        if m:
+            name = m.group(1)
+            node = next((c for c in ast.find_all(exp.Column) if c.name == name), None)
+            return SqlError(f'column reference "{name}" is ambiguous', "42702",
+                            position(self.sql, node))
+        return SqlError(msg, "42601")
+
+    def check_tables(self, ast: exp.Expression) -> None:
+        ctes = {c.alias_or_name for c in ast.find_all(exp.CTE)}
+        for t in ast.find_all(exp.Table):
+            if isinstance(t.this, exp.Func):
+                if t.this.name.lower() != "table_changes":
+                    raise SqlError(f"function {t.this.name}() does not exist", "42883",
+                                   position(self.sql, t))
+                continue
+            if not t.name:
+                continue
+            if t.name in ctes or self.catalog.has_table(t.name):
+                continue
+            raise SqlError(f'relation "{t.name}" does not exist', "42P01",
+                           position(self.sql, t))
+
+    # -- queries ---------------------------------------------------------------------------
+    def query(self, q: exp.Expression, parent: Scope | None, ctes: dict
+              ) -> tuple[L.Node, list[str], list[str]]:
+        """Bind a SELECT / set operation -> (node, output names, output keys)."""
+        with_ = q.args.get("with_") or q.args.get("with")
+        if with_ is not None:
+            ctes = dict(ctes)
+            for cte in with_.expressions:
+                ctes[cte.alias_or_name] = (cte.this, dict(ctes), cte)
+        if isinstance(q, exp.Subquery):
+            return self.query(q.this, parent, ctes)
+        if isinstance(q, exp.SetOperation):
+            return self.set_operation(q, parent, ctes)
+        if isinstance(q, exp.Select):
+            return self.select(q, parent, ctes)
+        if isinstance(q, exp.Values):
+            return self.values(q, parent)
+        raise FeatureNotSupported(f"unsupported query: {q.key}", position=position(self.sql, q))
+
+    def set_operation(self, q: exp.SetOperation, parent, ctes):
+        left, lnames, lkeys = self.query(q.this, parent, ctes)
+        right, _rnames, rkeys = self.query(q.expression, parent, ctes)
+        if len(lkeys) != len(rkeys):
+            raise SqlError("each UNION/INTERSECT/EXCEPT query must have the same number of "
+                           "columns", "42601", position(self.sql, q.expression))
+        kind = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}[type(q)]
+        keys = [f"$set{next(self._n)}" for _ in lkeys]
+        node: L.Node = L.SetOp(left, right, kind, not q.args.get("distinct", True), keys)
+        # ORDER BY / LIMIT on the whole set operation refer to output names or ordinals.
+        order = q.args.get("order")
+        if order is not None:
+            skeys = []
+            for o in order.expressions:
+                e = o.this
+                k = self._output_ref(e, lnames, keys)
+                if k is None:
+                    raise FeatureNotSupported(
+                        "ORDER BY on a set operation must name an output column",
+                        position=position(self.sql, e))
+                skeys.append(L.SortKey(keycol(k), bool(o.args.get("desc")),
+                                       o.args.get("nulls_first")))
+            node = L.Sort(node, skeys)
+        node = self._limit(q, node)
+        return node, lnames, keys
+
+    def _output_ref(self, e: exp.Expression, names: list[str], keys: list[str],
+                    aliases: dict[int, str] | None = None) -> str | None:
+        aliases = aliases or {}
+        if isinstance(e, exp.Literal) and not e.is_string:
+            i = int(e.this)
+            if not 1 <= i <= len(keys):
+                raise SqlError(f"ORDER BY position {i} is not in select list", "42P10",
+                               position(self.sql, e))
+            return keys[i - 1]
+        if isinstance(e, exp.Column) and not e.table:
+            for i, n in enumerate(names):
+                if e.name == n or e.name == aliases.get(i):
+                    return keys[i]
+        return None
+
+    def _limit(self, q: exp.Expression, node: L.Node) -> L.Node:
+        limit = q.args.get("limit")
+        offset = q.args.get("offset")
+        if limit is None and offset is None:
+            return node
+        n = self._int_clause(limit.expression if limit is not None else None)
+        off = self._int_clause(offset.expression if offset is not None else None) or 0
+        if isinstance(node, L.Sort) and n is not None:
+            node.limit = n + off
+        return L.Limit(node, n, off)
+
+    def _int_clause(self, e: exp.Expression | None) -> int | None:
+        if e is None:
+            return None
+        v = self.constant(self.expr(e, Scope()))
+        if v is None:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise SqlError("LIMIT/OFFSET must be a non-negative integer", "22023",
+                           position(self.sql, e))
+        return v
+
+    def constant(self, e: exp.Expression) -> Any:
+        from planner.expr import constant_value, fold_constants
+        ok, v, _ = constant_value(fold_constants(e))
+        if not ok:
+            raise SqlError("expected a constant expression", "42601", position(self.sql, e))
+        return v
+
+    def values(self, q: exp.Values, parent):
+        rows = []
+        width = None
+        for t in q.expressions:
+            items = t.expressions if isinstance(t, exp.Tuple) else [t]
+            if width is None:
+                width = len(items)
+            elif len(items) != width:
+                raise SqlError("VALUES lists must all be the same length", "42601",
+                               position(self.sql, t))
+            rows.append([self.expr(i, Scope(parent)) for i in items])
+        n = next(self._n)
+        keys = [f"$values{n}.{i}" for i in range(width or 0)]
+        names = [f"column{i + 1}" for i in range(width or 0)]
+        return L.Values(keys, rows), names, keys
+
+    # -- FROM sources ----------------------------------------------------------------------
+    def source(self, src: exp.Expression, scope: Scope, ctes: dict) -> L.Node:
+        alias = src.alias_or_name
+        if isinstance(src, exp.Table) and src.name in self._changes:
+            return self.table_function(src, self._changes[src.name], scope)
+        if isinstance(src, exp.Table) and src.name in ctes:
+            body, cte_ctes, cte = ctes[src.name]
+            node, names, keys = self.query(body, scope.parent, cte_ctes)
+            col_names = [c.name for c in cte.args["alias"].columns] \
+                if cte.args.get("alias") is not None and cte.args["alias"].columns else names
+            return self._register_derived(node, alias, col_names, keys, scope, src)
+        if isinstance(src, exp.Table):
+            table = self.catalog.table(src.name)
+            prefix = f"{alias}#{next(self._n)}"
+            cols = [c.name for c in table.schema.columns]
+            scope.add(alias, {c: f"{prefix}.{c}" for c in cols}, src, self.sql)
+            version = src.args.get("version")
+            snapshot = None
+            if version is not None:
+                if str(version.this).upper() not in ("TIMESTAMP", "SYSTEM_TIME") or \
+                        str(version.args.get("kind", "")).upper() != "AS OF":
+                    raise FeatureNotSupported("only FOR SYSTEM_TIME AS OF <timestamp> is "
+                                              "supported", position=position(self.sql, src))
+                snapshot = self.expr(version.expression, Scope())
+            return L.Scan(src.name, alias, prefix, cols, snapshot=snapshot)
+        if isinstance(src, exp.Subquery):
+            node, names, keys = self.query(src.this, scope.parent, ctes)
+            alias_node = src.args.get("alias")
+            if alias_node is not None and alias_node.columns:
+                names = [c.name for c in alias_node.columns]
+            return self._register_derived(node, alias, names, keys, scope, src)
+        if isinstance(src, exp.Values):
+            node, names, keys = self.values(src, scope.parent)
+            alias_node = src.args.get("alias")
+            if alias_node is not None and alias_node.columns:
+                names = [c.name for c in alias_node.columns]
+            return self._register_derived(node, alias or "values", names, keys, scope, src)
+        raise FeatureNotSupported(f"unsupported FROM item: {src.sql()}",
+                                  position=position(self.sql, src))
+
+    def _register_derived(self, node, alias, names, keys, scope, src) -> L.Node:
+        mapping: dict[str, str] = {}
+        for n, k in zip(names, keys):
+            mapping.setdefault(n, k)
+        scope.add(alias, mapping, src, self.sql)
+        return node
+
+    def table_function(self, src: exp.Table, fn: exp.Anonymous, scope: Scope) -> L.Node:
+        args = fn.expressions
+        if len(args) != 3:
+            raise SqlError("table_changes(table, from, to) takes three arguments", "42883",
+                           position(self.sql, src))
+        name = self.constant(self.expr(args[0], Scope()))
+        if not isinstance(name, str) or not self.catalog.has_table(name):
+            raise SqlError(f'relation "{name}" does not exist', "42P01",
+                           position(self.sql, args[0]))
+        table = self.catalog.table(name)
+        alias = src.alias or "table_changes"
+        prefix = f"{alias}#{next(self._n)}"
+        cols = [c.name for c in table.schema.columns] + ["is_deleted"]
+        scope.add(alias, {c: f"{prefix}.{c}" for c in cols}, src, self.sql)
+        return L.Scan(name, alias, prefix, cols[:-1],
+                      changes=(self.expr(args[1], Scope()), self.expr(args[2], Scope())))
+
+    # -- SELECT ----------------------------------------------------------------------------
+    def select(self, sel: exp.Select, parent: Scope | None, ctes: dict):
+        scope = Scope(parent)
+        node = self.from_where(sel, scope, ctes)
+        return self.finish_select(sel, node, scope, ctes)
+
+    def from_where(self, sel: exp.Select, scope: Scope, ctes: dict,
+                   where: list[exp.Expression] | None = None) -> L.Node:
+        """FROM, JOINs and WHERE (with its subqueries) of `sel`."""
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is None:
+            node: L.Node = L.Values([], [[]])
+            items, conds = [node], []
+        else:
+            items = [self.source(from_.this, scope, ctes)]
+            conds: list[exp.Expression] = []
+        for j in sel.args.get("joins") or []:
+            side = (j.side or "").upper()
+            kind = (j.kind or "").upper()
+            if kind in ("SEMI", "ANTI") or j.args.get("using"):
+                raise FeatureNotSupported(f"{kind or 'USING'} joins are not supported; "
+                                          "use ON", position=position(self.sql, j))
+            before = scope.keys()
+            right = self.source(j.this, scope, ctes)
+            on = [self.expr(c, scope) for c in conjuncts(j.args.get("on"))]
+            if side in ("", "INNER") and kind in ("", "INNER", "CROSS"):
+                items.append(right)
+                conds.extend(on)
+                continue
+            left = items[0] if len(items) == 1 and not conds else L.MultiJoin(items, conds)
+            rkeys = scope.keys() - before
+            if side == "RIGHT":
+                left, right = right, left
+                rkeys = before
+            if side not in ("LEFT", "RIGHT", "FULL"):
+                raise FeatureNotSupported(f"{side} {kind} JOIN is not supported",
+                                          position=position(self.sql, j))
+            items = [self._outer_join(left, right, "full" if side == "FULL" else "left",
+                                      on, rkeys)]
+            conds = []
+        for c in (where if where is not None else conjuncts(self._where(sel))):
+            if c.find(exp.Subquery, exp.Exists) is None and not (
+                    isinstance(c, exp.In) and c.args.get("query") is not None):
+                conds.append(self.expr(c, scope))
+        node = items[0] if len(items) == 1 and not conds else L.MultiJoin(items, conds)
+        for c in (where if where is not None else conjuncts(self._where(sel))):
+            if c.find(exp.Subquery, exp.Exists) is not None or (
+                    isinstance(c, exp.In) and c.args.get("query") is not None):
+                node = self.subquery_conjunct(c, node, scope, ctes)
+        return node
+
+    @staticmethod
+    def _where(sel: exp.Select) -> exp.Expression | None:
+        w = sel.args.get("where")
+        return w.this if w is not None else None
+
+    def _outer_join(self, left, right, kind, on, right_keys: set[str]) -> L.Node:
+        lk, rk, residual = [], [], []
+        for c in on:
+            r = refs(c)
+            if kind == "left" and r and r <= right_keys:
+                right = L.Filter(right, c)     # an ON condition on the inner side alone
+                continue
+            pair = self._equi(c, lambda s: s and not (s & right_keys),
+                              lambda s: s and s <= right_keys)
+            if pair:
+                lk.append(pair[0])
+                rk.append(pair[1])
+            else:
+                residual.append(c)
+        return L.Join(left, right, kind, lk, rk, and_all(residual))
+
+    @staticmethod
+    def _equi(c, is_left, is_right):
+        """`c` as (left expr, right expr) if it is an equality between the two sides."""
+        if not isinstance(c, exp.EQ):
+            return None
+        a, b = c.this, c.expression
+        ra, rb = refs(a), refs(b)
+        if is_left(ra) and is_right(rb):
+            return a, b
+        if is_left(rb) and is_right(ra):
+            return b, a
+        return None
+
+    # -- subqueries in WHERE ---------------------------------------------------------------
+    def subquery_conjunct(self, c: exp.Expression, node: L.Node, scope: Scope, ctes
+                          ) -> L.Node:
+        negated = False
+        inner = c
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Not):
+            negated = True
+            inner = inner.this
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+        if isinstance(inner, exp.Exists):
+            return self.exists(inner.this, node, scope, ctes, anti=negated)
+        if isinstance(inner, exp.In) and inner.args.get("query") is not None:
+            return self.in_subquery(inner, node, scope, ctes, negated)
+        # A scalar subquery somewhere inside an expression.
+        bound, node = self.expr_with_subqueries(c, node, scope, ctes)
+        return L.Filter(node, bound)
+
+    def _split_correlated(self, sel: exp.Select) -> tuple[list, list]:
+        """WHERE conjuncts of `sel` -> (local, correlated) by the aliases sel defines."""
+        local_aliases = set()
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        sources = ([from_.this] if from_ is not None else []) + \
+            [j.this for j in sel.args.get("joins") or []]
+        for s in sources:
+            local_aliases.add(s.alias_or_name)
+        local, corr = [], []
+        for c in conjuncts(self._where(sel)):
+            outer = [col for col in c.find_all(exp.Column)
+                     if col.table and col.table not in local_aliases
+                     and self._nearest_select(col) is sel]
+            (corr if outer else local).append(c)
+        return local, corr
+
+    @staticmethod
+    def _nearest_select(node: exp.Expression) -> exp.Expression | None:
+        p = node.parent
+        while p is not None and not isinstance(p, exp.Select):
+            p = p.parent
+        return p
+
+    def _subquery_select(self, q: exp.Expression) -> exp.Select:
+        while isinstance(q, exp.Subquery):
+            q = q.this
+        if not isinstance(q, exp.Select):
+            raise FeatureNotSupported("correlated set operations in subqueries are not "
+                                      "supported", position=position(self.sql, q))
+        return q
+
+    def exists(self, q, node, scope, ctes, anti: bool, in_pair=None) -> L.Node:
+        sel = self._subquery_select(q)
+        local, corr = self._split_correlated(sel)
+        if not corr and in_pair is None:
+            # Uncorrelated EXISTS: true iff the subquery has a row (a one-row semi join).
+            sub, _n, _k = self.query(sel, scope, ctes)
+            return L.Join(node, L.Limit(sub, 1), "anti" if anti else "semi", [], [])
+        if sel.args.get("group") or sel.args.get("having") or self._has_agg(sel) \
+                or sel.args.get("limit"):
+            raise FeatureNotSupported("correlated subqueries with GROUP BY, aggregates or "
+                                      "LIMIT in EXISTS/IN are not supported",
+                                      position=position(self.sql, sel))
+        sub_scope = Scope(scope)
+        sub = self.from_where(sel, sub_scope, ctes, where=local)
+        inner_keys = sub_scope.keys()
+        outer_keys = scope.keys()
+        lk, rk, residual = [], [], []
+        if in_pair is not None:
+            lk.append(in_pair[0])
+            rk.append(self.expr(in_pair[1], sub_scope))
+        for c in corr:
+            b = self.expr(c, sub_scope)
+            pair = self._equi(b, lambda s: s and s <= outer_keys,
+                              lambda s: s and s <= inner_keys)
+            if pair:
+                lk.append(pair[0])
+                rk.append(pair[1])
+            else:
+                residual.append(b)
+        return L.Join(node, sub, "anti" if anti else "semi", lk, rk, and_all(residual))
+
+    def in_subquery(self, c: exp.In, node, scope, ctes, negated: bool) -> L.Node:
+        q = c.args["query"]
+        sel = q.this if isinstance(q, exp.Subquery) else q
+        lhs = self.expr(c.this, scope)
+        if isinstance(sel, exp.Select):
+            _local, corr = self._split_correlated(sel)
+            if corr:
+                if negated:
+                    raise FeatureNotSupported("correlated NOT IN subqueries are not supported",
+                                              position=position(self.sql, c))
+                if len(sel.expressions) != 1:
+                    raise SqlError("subquery has too many columns", "42601",
+                                   position(self.sql, sel))
+                return self.exists(sel, node, scope, ctes, anti=False,
+                                   in_pair=(lhs, sel.expressions[0].unalias()))
+        sub, _names, keys = self.query(sel, scope, ctes)
+        if len(keys) != 1:
+            raise SqlError("subquery has too many columns", "42601", position(self.sql, sel))
+        return L.Join(node, sub, "anti" if negated else "semi", [lhs], [keycol(keys[0])],
+                      null_aware=negated)
+
+    def expr_with_subqueries(self, e: exp.Expression, node: L.Node, scope: Scope, ctes
+                             ) -> tuple[exp.Expression, L.Node]:
+        """Bind `e`, replacing each scalar subquery: uncorrelated ones by a SubqueryRef,
+        correlated ones by a left join with the grouped subquery."""
+        replacements: dict[int, exp.Expression] = {}
+        for sq in list(e.find_all(exp.Subquery)):
+            if in_nested_subquery(sq, e):
+                continue
+            sel = self._subquery_select(sq)
+            _local, corr = self._split_correlated(sel)
+            if not corr:
+                sub, _names, keys = self.query(sel, scope, ctes)
+                if len(keys) != 1:
+                    raise SqlError("subquery must return only one column", "42601",
+                                   position(self.sql, sq))
+                replacements[id(sq)] = SubqueryRef(this=L.Output(sub, _names, keys))
+            else:
+                ref, node = self.correlated_scalar(sel, node, scope, ctes)
+                replacements[id(sq)] = ref
+        for ex in list(e.find_all(exp.Exists)):
+            raise FeatureNotSupported("EXISTS inside an expression is not supported",
+                                      position=position(self.sql, ex))
+        return self.expr(e, scope, replacements=replacements), node
+
+    def correlated_scalar(self, sel: exp.Select, node: L.Node, scope: Scope, ctes):
+        local, corr = self._split_correlated(sel)
+        if sel.args.get("group") or sel.args.get("limit") or len(sel.expressions) != 1:
+            raise FeatureNotSupported("correlated scalar subqueries need a single aggregate "
+                                      "and no GROUP BY/LIMIT", position=position(self.sql, sel))
+        if not self._has_agg(sel):
+            raise FeatureNotSupported("correlated scalar subqueries without an aggregate are "
+                                      "not supported", position=position(self.sql, sel))
+        sub_scope = Scope(scope)
+        inner = self.from_where(sel, sub_scope, ctes, where=local)
+        inner_keys = sub_scope.keys()
+        outer_keys = scope.keys()
+        lk, rk = [], []
+        for c in corr:
+            b = self.expr(c, sub_scope)
+            pair = self._equi(b, lambda s: s and s <= outer_keys,
+                              lambda s: s and s <= inner_keys)
+            if pair is None:
+                raise FeatureNotSupported("correlated scalar subqueries must correlate by "
+                                          "equality", position=position(self.sql, c))
+            lk.append(pair[0])
+            rk.append(pair[1])
+        n = next(self._n)
+        groups = [(f"$corr{n}.{i}", e) for i, e in enumerate(rk)]
+        item = sel.expressions[0].unalias()
+        aggs: list[L.AggCall] = []
+        value = self.aggregate_expr(item, sub_scope, groups, aggs)
+        agg = L.Aggregate(inner, groups, aggs)
+        vkey = f"$corr{n}.value"
+        proj = L.Project(agg, [(k, keycol(k)) for k, _ in groups] + [(vkey, value)])
+        join = L.Join(node, proj, "left", lk, [keycol(k) for k, _ in groups])
+        return keycol(vkey), join
+
+    @staticmethod
+    def _has_agg(sel: exp.Select) -> bool:
+        return any(not in_nested_subquery(a, sel)
+                   for e in sel.expressions for a in e.find_all(exp.AggFunc))
+
+    # -- GROUP BY, projections, ORDER BY ---------------------------------------------------
+    def finish_select(self, sel: exp.Select, node: L.Node, scope: Scope, ctes):
+        items = sel.expressions
+        names = [output_name(i) for i in items]
+        aliases = {i: it.alias for i, it in enumerate(items) if isinstance(it, exp.Alias)}
+        group = sel.args.get("group")
+        having = sel.args.get("having")
+        order = sel.args.get("order")
+        has_agg = any(not in_nested_subquery(a, sel)
+                      for i in items for a in i.find_all(exp.AggFunc)) or \
+            (having is not None) or group is not None
+        n = next(self._n)
+        out_keys = [f"$out{n}.{i}" for i in range(len(items))]
+        order_items = order.expressions if order is not None else []
+        if has_agg:
+            groups: list[tuple[str, exp.Expression]] = []
+            for i, g in enumerate(group.expressions if group is not None else []):
+                if isinstance(g, exp.Literal) and not g.is_string:
+                    g = items[int(g.this) - 1].unalias()
+                groups.append((f"$grp{n}.{i}", self.expr(g, scope)))
+            aggs: list[L.AggCall] = []
+            proj_exprs = []
+            for it in items:
+                e = it.unalias()
+                proj_exprs.append(self.aggregate_expr(
+                    e, scope, groups, aggs, self.uncorrelated_subqueries(e, scope, ctes)))
+            hav = None
+            if having is not None:
+                hav = self.aggregate_expr(having.this, scope, groups, aggs,
+                                          self.uncorrelated_subqueries(having.this, scope, ctes))
+            node = L.Aggregate(node, groups, aggs)
+            if hav is not None:
+                node = L.Filter(node, hav)
+            bind_order = lambda e: self.aggregate_expr(e, scope, groups, aggs)  # noqa: E731
+            # aggregates first appearing in ORDER BY: bind before building the node list
+            order_bound = [self._order_expr(o.this, names, out_keys, bind_order, aliases)
+                           for o in order_items]
+        else:
+            proj_exprs = []
+            for it in items:
+                e = it.unalias()
+                if e.find(exp.Subquery):
+                    bound, node = self.expr_with_subqueries(e, node, scope, ctes)
+                    proj_exprs.append(bound)
+                else:
+                    proj_exprs.append(self.expr(e, scope))
+            order_bound = [self._order_expr(o.this, names, out_keys,
+                                            lambda e: self.expr(e, scope), aliases)
+                           for o in order_items]
+        proj = list(zip(out_keys, proj_exprs))
+        hidden = []
+        sort_keys = []
+        for o, (kind, val) in zip(order_items, order_bound):
+            if kind == "key":
+                k = val
+            else:
+                k = next((ok for ok, pe in proj if pe == val), None)
+                if k is None:
+                    if sel.args.get("distinct"):
+                        raise SqlError("for SELECT DISTINCT, ORDER BY expressions must appear "
+                                       "in select list", "42P10", position(self.sql, o))
+                    k = f"$ord{n}.{len(hidden)}"
+                    hidden.append((k, val))
+            sort_keys.append(L.SortKey(keycol(k), bool(o.args.get("desc")),
+                                       o.args.get("nulls_first")))
+        node = L.Project(node, proj + hidden)
+        if sel.args.get("distinct"):
+            if sel.args["distinct"].args.get("on"):
+                raise FeatureNotSupported("DISTINCT ON is not supported",
+                                          position=position(self.sql, sel))
+            node = L.Distinct(node)
+        if sort_keys:
+            node = L.Sort(node, sort_keys)
+        node = self._limit(sel, node)
+        if hidden:
+            node = L.Project(node, [(k, keycol(k)) for k in out_keys])
+        return node, names, out_keys
+
+    def uncorrelated_subqueries(self, e, scope, ctes) -> dict[int, exp.Expression]:
+        """Scalar subqueries above an aggregation (SELECT list, HAVING): uncorrelated only,
+        each becoming a SubqueryRef."""
+        out: dict[int, exp.Expression] = {}
+        for sq in e.find_all(exp.Subquery):
+            if in_nested_subquery(sq, e):
+                continue
+            sel = self._subquery_select(sq)
+            if self._split_correlated(sel)[1]:
+                raise FeatureNotSupported("correlated subqueries above an aggregation are not "
+                                          "supported", position=position(self.sql, sq))
+            sub, names, keys = self.query(sel, scope, ctes)
+            if len(keys) != 1:
+                raise SqlError("subquery must return only one column", "42601",
+                               position(self.sql, sq))
+            out[id(sq)] = SubqueryRef(this=L.Output(sub, names, keys))
+        return out
+
+    def _order_expr(self, e, names, out_keys, bind, aliases=None):
+        k = self._output_ref(e, names, out_keys, aliases)
+        if k is not None:
+            return "key", k
+        return "expr", bind(e)
+
+    def aggregate_expr(self, e: exp.Expression, scope: Scope, groups, aggs,
+                       subqueries: dict | None = None) -> exp.Expression:
+        """Bind `e` above an Aggregate: aggregate calls -> their output keys, GROUP BY
+        expressions -> theirs; any other column is an error (42803)."""
+        repl: dict[int, exp.Expression] = dict(subqueries or {})
+        for a in list(e.find_all(exp.AggFunc)):
+            if any(isinstance(x, exp.AggFunc) for x in _ancestors(a, e)) and \
+                    not in_nested_subquery(a, e):
+                raise SqlError("aggregate function calls cannot be nested", "42803",
+                               position(self.sql, a))
+            if in_nested_subquery(a, e) or any(id(x) in repl for x in
+                                                  _ancestors(a, e)):
+                continue
+            repl[id(a)] = self._agg_call(a, scope, aggs)
+        bound = self.expr(e, scope, replacements=repl)
+        group_map = {g.sql(): k for k, g in groups}
+        agg_keys = {c.key for c in aggs}
+
+        def sub(node):
+            if isinstance(node, exp.Column) and node.name in agg_keys:
+                return node
+            k = group_map.get(node.sql()) if not isinstance(node, (exp.Literal, Const)) else None
+            if k is not None:
+                return keycol(k)
+            return node
+        out = bound.transform(sub)
+        for col in out.find_all(exp.Column):
+            if col.name not in agg_keys and col.name not in group_map.values():
+                name = col.name.split(".")[-1]
+                raise SqlError(f'column "{name}" must appear in the GROUP BY clause or be used '
+                               "in an aggregate function", "42803", position(self.sql, e))
+        return out
+
+    def _agg_call(self, a: exp.AggFunc, scope: Scope, aggs: list[L.AggCall]) -> exp.Expression:
+        func = AGGREGATES.get(type(a))
+        if func is None:
+            raise FeatureNotSupported(f"aggregate function {a.sql_name().lower()} is not "
+                                      "supported", position=position(self.sql, a))
+        arg = a.this
+        distinct = False
+        if isinstance(arg, exp.Distinct):
+            distinct = True
+            if len(arg.expressions) != 1:
+                raise FeatureNotSupported("aggregates over several DISTINCT arguments are not "
+                                          "supported", position=position(self.sql, a))
+            arg = arg.expressions[0]
+        if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+            func, bound = "count_star", None
+        else:
+            if arg is None:
+                raise SqlError(f"{func}() needs an argument", "42883", position(self.sql, a))
+            bound = self.expr(arg, scope)
+        if distinct and func not in ("count", "min", "max"):
+            raise FeatureNotSupported(f"{func}(DISTINCT ...) is not supported",
+                                      position=position(self.sql, a))
+        n = next(self._n)
+        if func == "avg":
+            s = L.AggCall(f"$agg{n}.sum", "sum", bound)
+            c = L.AggCall(f"$agg{n}.count", "count", bound)
+            aggs.extend([s, c])
+            return AvgOf(this=keycol(s.key), expression=keycol(c.key))
+        call = L.AggCall(f"$agg{n}", func, bound, distinct)
+        for prev in aggs:
+            if (prev.func, prev.distinct) == (call.func, call.distinct) and (
+                    (prev.arg is None and bound is None) or
+                    (prev.arg is not None and bound is not None and prev.arg == bound)):
+                return keycol(prev.key)
+        aggs.append(call)
+        return keycol(call.key)
+
+    # -- expressions -----------------------------------------------------------------------
+    def expr(self, e: exp.Expression, scope: Scope, replacements: dict | None = None
+             ) -> exp.Expression:
+        """Copy of `e` with columns replaced by internal keys and parameters by constants."""
+        replacements = replacements or {}
+
+        def conv(node: exp.Expression) -> exp.Expression:
+            r = replacements.get(id(node))
+            if r is not None:
+                return r
+            if isinstance(node, exp.Column):
+                if isinstance(node.this, exp.Star):
+                    raise FeatureNotSupported("* is not allowed here",
+                                              position=position(self.sql, node))
+                return keycol(self.resolve(node, scope))
+            if isinstance(node, (exp.Parameter, exp.Placeholder)):
+                return self.parameter(node)
+            if isinstance(node, (exp.Subquery, exp.Exists)):
+                raise FeatureNotSupported("a subquery is not supported in this position",
+                                          position=position(self.sql, node))
+            if isinstance(node, exp.In) and node.args.get("query") is not None:
+                raise FeatureNotSupported("IN (subquery) is only supported as a WHERE "
+                                          "conjunct", position=position(self.sql, node))
+            if isinstance(node, exp.Window):
+                raise FeatureNotSupported("window functions are not supported",
+                                          position=position(self.sql, node))
+            return None
+
+        return _rebuild(e, conv)
+
+    def resolve(self, col: exp.Column, scope: Scope) -> str:
+        name = col.name
+        s: Scope | None = scope
+        while s is not None:
+            if col.table:
+                cols = s.aliases.get(col.table)
+                if cols is not None:
+                    if name in cols:
+                        return cols[name]
+                    raise SqlError(f'column {col.table}.{name} does not exist', "42703",
+                                   position(self.sql, col))
+            else:
+                hits = [cols[name] for cols in s.aliases.values() if name in cols]
+                if len(hits) == 1:
+                    return hits[0]
+                if len(hits) > 1:
+                    raise SqlError(f'column reference "{name}" is ambiguous', "42702",
+                                   position(self.sql, col))
+            s = s.parent
+        raise SqlError(f'column "{name}" does not exist', "42703", position(self.sql, col))
+
+    def parameter(self, node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Parameter):
+            i = int(node.name) - 1
+        else:
+            i = next(self._placeholder)
+        if not 0 <= i < len(self.params):
+            raise SqlError(f"there is no parameter ${i + 1}", "42P02", position(self.sql, node))
+        v = self.params[i]
+        return Const(this=v if isinstance(v, pa.Scalar) else pa.scalar(v))
+
+
+def output_name(item: exp.Expression) -> str:
+    """PostgreSQL's result column name: the alias, the column, the function's name, the
+    cast's type, else ?column? (qualify's generated `_col_<n>` aliases are not names)."""
+    import re
+    if isinstance(item, exp.Alias) and not re.fullmatch(r"_col_\d+", item.alias):
+        return item.alias
+    e = item.unalias()
+    if isinstance(e, exp.Column):
+        return e.name
+    if isinstance(e, exp.Cast):
+        return e.to.this.value.lower() if hasattr(e.to.this, "value") else "?column?"
+    if isinstance(e, exp.Func):
+        return e.sql_name().lower() if not isinstance(e, exp.Anonymous) else e.name.lower()
+    return "?column?"
+
+
+class AvgOf(exp.Expression):
+    """avg(x) as sum / count, with the result type of SQL's avg: DECIMAL for DECIMAL input
+    (exact division), double otherwise. Evaluated by the executor."""
+    arg_types = {"this": True, "expression": True}
+
+
+def _rebuild(e: exp.Expression, conv) -> exp.Expression:
+    """Copy `e`, replacing nodes for which `conv` returns a node (not descending into them)."""
+    r = conv(e)
+    if r is not None:
+        return r
+    new = e.__class__(**{k: v for k, v in e.args.items()
+                         if not isinstance(v, (exp.Expression, list))})
+    for k, v in e.args.items():
+        if isinstance(v, exp.Expression):
+            new.set(k, _rebuild(v, conv))
+        elif isinstance(v, list):
+            new.set(k, [_rebuild(x, conv) if isinstance(x, exp.Expression) else x for x in v])
+    new.meta.update(e.meta) if e._meta else None
+    return new
+
+
+def _register_sql(cls, render) -> None:
+    """Let sqlglot's generator print our plan-only nodes (EXPLAIN, structural matching):
+    the same registration planner.expr does for Const."""
+    import sqlglot.generator as g
+    setattr(g.Generator, f"{cls.key}_sql", render)
+    exp.EXPR_CLASSES.setdefault(cls.key, cls)
+    for dispatch in getattr(g, "_DISPATCH_CACHE", {}).values():
+        dispatch.setdefault(cls, render)
+
+
+_register_sql(AvgOf, lambda self, e: f"({self.sql(e, 'this')} / {self.sql(e, 'expression')})")
+_register_sql(SubqueryRef, lambda self, e: f"(subquery {id(e.this):x})")

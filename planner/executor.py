@@ -1,0 +1,644 @@
+"""Physical execution of a logical plan over Arrow: every operator consumes and produces
+`pyarrow.Table`s (scans stream RecordBatches from the tablets, filtered batch by batch).
+
+Operators and the kernels they use:
+  Scan        engine `Table.scan` (tablets pruned, scanned in parallel at one snapshot, engine
+              predicates, lazy materialization) + residual filters per batch
+  Filter      `planner.expr.evaluate_filter` + `Table.filter`
+  Project     `planner.expr.evaluate`
+  MultiJoin   greedy operator ordering (GOO): repeatedly join the two connected inputs whose
+              estimated result is smallest, estimating |A|*|B| / max(ndv_A(keys), ndv_B(keys))
+              from the actual inputs (their row counts and distinct key counts); the smaller
+              side is the hash table's build side (Acero hash join)
+  Join        Acero hash join (left outer, full outer, left semi, left anti); a residual
+              condition is applied on the inner join of the two sides and mapped back to the
+              left rows by row number; NOT IN is a null-aware anti join
+  Aggregate   Acero hash aggregation (`Table.group_by`), or whole-column kernels without
+              GROUP BY
+  Sort        `pc.sort_indices` (NULLS LAST for ASC, FIRST for DESC, as PostgreSQL) and
+              top-N by slicing the sorted indices
+  Limit, Distinct, SetOp, Values
+
+Every operator records rows out and wall time (EXPLAIN ANALYZE); scans also record the
+engine's scan statistics (rows scanned, blocks skipped by zone maps and by lazy
+materialization, cells never decoded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import itertools
+import time
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from engine import clock as _clock
+from engine.tablet.diskrowset import ScanStats
+from planner import logical as L
+from planner.binder import AvgOf, SubqueryRef, and_all, keycol, refs
+from planner.errors import SqlError
+from planner.expr import Const, constant_value, evaluate, evaluate_filter
+from planner.rules import output_keys
+
+MAX_CROSS_JOIN_ROWS = 100_000_000
+
+
+@dataclasses.dataclass
+class NodeStats:
+    rows: int = 0
+    seconds: float = 0.0
+    scan: ScanStats | None = None
+    tablets: tuple[int, int] | None = None
+    detail: list[str] = dataclasses.field(default_factory=list)
+
+
+def empty_rows(n: int) -> pa.Table:
+    """A table with `n` rows and no columns (SELECT without FROM, count(*) scans)."""
+    return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+
+
+class Executor:
+    def __init__(self, catalog, *, analyze: bool = False, check_cancel=None):
+        self.catalog = catalog
+        self.analyze = analyze
+        self.stats: dict[int, NodeStats] = {}
+        self._subquery_values: dict[int, Const] = {}
+        self._check_cancel = check_cancel or (lambda: None)
+        self._needed: dict[int, set[str]] = {}
+        self._root: L.Output | None = None
+
+    # -- entry -----------------------------------------------------------------------------
+    def run_output(self, out: L.Output) -> pa.Table:
+        self._root = out
+        t = self.run(out.plan)
+        cols = [t.column(k) for k in out.keys]
+        return pa.Table.from_arrays(cols, names=list(out.names)) if cols else t
+
+    def run(self, node: L.Node) -> pa.Table:
+        self._check_cancel()
+        t0 = time.perf_counter()
+        fn = getattr(self, "_" + type(node).__name__.lower())
+        result = fn(node)
+        st = self.stats.setdefault(id(node), NodeStats())
+        st.rows += result.num_rows
+        st.seconds += time.perf_counter() - t0
+        return result
+
+    # -- expressions -----------------------------------------------------------------------
+    def prepare(self, e: exp.Expression, table: pa.Table | None = None) -> exp.Expression:
+        """Substitute scalar subquery values and expand avg() for the input's types."""
+        if e.find(SubqueryRef, AvgOf) is None:
+            return e
+
+        def fix(n):
+            if isinstance(n, SubqueryRef):
+                return self.scalar_subquery(n)
+            if isinstance(n, AvgOf):
+                s, c = n.this, n.expression
+                typ = table.schema.field(s.name).type if table is not None else None
+                if typ is None or not pa.types.is_decimal(typ):
+                    s = exp.Cast(this=s, to=exp.DataType.build("double"))
+                return exp.Div(this=s, expression=exp.Nullif(this=c, expression=exp.Literal.number(0)))
+            return n
+        return e.transform(fix, copy=True)
+
+    def eval(self, e: exp.Expression, t: pa.Table):
+        return evaluate(self.prepare(e, t), t)
+
+    def eval_filter(self, e: exp.Expression, t: pa.Table):
+        return evaluate_filter(self.prepare(e, t), t)
+
+    def scalar_subquery(self, ref: SubqueryRef) -> Const:
+        v = self._subquery_values.get(id(ref.this))
+        if v is None:
+            sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self._check_cancel)
+            sub.stats = self.stats
+            t = sub.run_output(ref.this)
+            if t.num_columns != 1:
+                raise SqlError("subquery must return only one column", "42601")
+            if t.num_rows > 1:
+                raise SqlError("more than one row returned by a subquery used as an "
+                               "expression", "21000")
+            col = t.column(0)
+            v = Const(this=col[0] if t.num_rows else pa.scalar(None, col.type))
+            self._subquery_values[id(ref.this)] = v
+        return v
+
+    def constant(self, e: exp.Expression) -> Any:
+        e = self.prepare(e)
+        arr = evaluate(e, empty_rows(1))
+        return arr[0].as_py()
+
+    def timestamp(self, e: exp.Expression) -> int:
+        """FOR SYSTEM_TIME AS OF / table_changes bound -> a HybridTime."""
+        v = self.constant(e)
+        if isinstance(v, bool) or v is None:
+            raise SqlError("a snapshot time must be a timestamp or a HybridTime integer",
+                           "22023")
+        if isinstance(v, int):
+            return v
+        if isinstance(v, str):
+            try:
+                v = _dt.datetime.fromisoformat(v)
+            except ValueError:
+                raise SqlError(f'invalid input syntax for type timestamp: "{v}"',
+                               "22007") from None
+        if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
+            v = _dt.datetime(v.year, v.month, v.day)
+        if isinstance(v, _dt.datetime):
+            if v.tzinfo is None:
+                v = v.replace(tzinfo=_dt.timezone.utc)
+            micros = int(v.timestamp()) * 1_000_000 + v.microsecond
+            return _clock.upper_bound_for_micros(micros)
+        raise SqlError(f"cannot use {type(v).__name__} as a snapshot time", "22023")
+
+    # -- leaves ----------------------------------------------------------------------------
+    def _scan(self, node: L.Scan) -> pa.Table:
+        table = self.catalog.table(node.table)
+        st = self.stats.setdefault(id(node), NodeStats())
+        keys = [node.key(c) for c in node.columns]
+        if node.changes:
+            start, end = (self.timestamp(e) for e in node.changes)
+            t = table.diff_scan(start, end, columns=node.columns)
+            t = t.rename_columns(keys + [node.key("is_deleted")])
+            for f in node.filters:
+                t = t.filter(self.eval_filter(f, t))
+            return t
+        snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else None
+        scan = table.scan(node.columns, node.pushed, snapshot)
+        cond = and_all(node.filters)
+        batches = []
+        n = 0
+        try:
+            for b in scan:
+                self._check_cancel()
+                if not keys:
+                    n += b.num_rows
+                    continue
+                b = pa.RecordBatch.from_arrays(b.columns, names=keys)
+                if cond is not None:
+                    b = b.filter(self.eval_filter(cond, b))
+                if b.num_rows:
+                    batches.append(b)
+        finally:
+            scan.close()
+        st.scan = scan.stats.scan
+        st.tablets = (scan.stats.tablets_scanned, scan.stats.tablets_total)
+        if not keys:
+            return empty_rows(n)
+        schema = pa.schema([pa.field(k, f.type) for k, f in
+                            zip(keys, table.schema.arrow_schema(node.columns))])
+        return pa.Table.from_batches(batches, schema=schema)
+
+    def _values(self, node: L.Values) -> pa.Table:
+        if not node.keys:
+            return empty_rows(len(node.rows))
+        one = empty_rows(1)
+        cols = []
+        for j, k in enumerate(node.keys):
+            parts = [self.eval(r[j], one) for r in node.rows]
+            cols.append(_concat_promote(parts, k))
+        return pa.table(dict(zip(node.keys, cols)))
+
+    # -- row operators ---------------------------------------------------------------------
+    def _filter(self, node: L.Filter) -> pa.Table:
+        t = self.run(node.input)
+        return t.filter(self.eval_filter(node.condition, t))
+
+    def _project(self, node: L.Project) -> pa.Table:
+        t = self.run(node.input)
+        arrays = [self.eval(e, t) for _, e in node.items]
+        if not arrays:
+            return empty_rows(t.num_rows)
+        return pa.Table.from_arrays([_chunked(a, t.num_rows) for a in arrays],
+                                    names=[k for k, _ in node.items])
+
+    def _limit(self, node: L.Limit) -> pa.Table:
+        t = self.run(node.input)
+        end = t.num_rows if node.limit is None else min(t.num_rows, node.offset + node.limit)
+        return t.slice(node.offset, max(0, end - node.offset))
+
+    def _distinct(self, node: L.Distinct) -> pa.Table:
+        t = self.run(node.input)
+        return distinct(t)
+
+    def _sort(self, node: L.Sort) -> pa.Table:
+        t = self.run(node.input)
+        if t.num_rows <= 1:
+            return t
+        work = {}
+        sort_keys = []
+        for i, k in enumerate(node.keys):
+            arr = self.eval(k.expr, t)
+            nulls_first = k.nulls_first if k.nulls_first is not None else k.desc
+            if arr.null_count:
+                work[f"$sn{i}"] = pc.is_null(arr)
+                sort_keys.append((f"$sn{i}", "descending" if nulls_first else "ascending"))
+            work[f"$sk{i}"] = arr
+            sort_keys.append((f"$sk{i}", "descending" if k.desc else "ascending"))
+        keys_table = pa.table(work)
+        if node.limit is not None and node.limit < t.num_rows // 8:
+            idx = pc.select_k_unstable(keys_table, k=node.limit, sort_keys=sort_keys)
+            idx = idx.take(pc.sort_indices(keys_table.take(idx), sort_keys=sort_keys))
+        else:
+            idx = pc.sort_indices(keys_table, sort_keys=sort_keys)
+            if node.limit is not None:
+                idx = idx.slice(0, node.limit)
+        return t.take(idx)
+
+    # -- aggregation -----------------------------------------------------------------------
+    def _aggregate(self, node: L.Aggregate) -> pa.Table:
+        t = self.run(node.input)
+        cols: dict[str, Any] = {}
+        for k, e in node.groups:
+            cols[k] = _chunked(self.eval(e, t), t.num_rows)
+        for a in node.aggs:
+            if a.arg is not None and f"{a.key}$arg" not in cols:
+                cols[f"{a.key}$arg"] = _chunked(self.eval(a.arg, t), t.num_rows)
+        if not node.groups:
+            out = {}
+            for a in node.aggs:
+                out[a.key] = _aggregate_all(a, cols.get(f"{a.key}$arg"), t.num_rows)
+            if not out:
+                return empty_rows(1)
+            return pa.table(out)
+        work = pa.table(cols)
+        spec = []
+        names = []
+        for a in node.aggs:
+            fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
+            if a.func == "count_star":
+                spec.append(([], "count_all"))
+                names.append((a.key, "count_all"))
+            else:
+                spec.append((f"{a.key}$arg", fn, opts) if opts else (f"{a.key}$arg", fn))
+                names.append((a.key, f"{a.key}$arg_{fn}"))
+        gkeys = [k for k, _ in node.groups]
+        r = work.group_by(gkeys, use_threads=True).aggregate(spec)
+        return pa.table({**{k: r.column(k) for k in gkeys},
+                         **{k: r.column(n) for k, n in names}})
+
+    # -- joins -----------------------------------------------------------------------------
+    def _join(self, node: L.Join) -> pa.Table:
+        left = self.run(node.left)
+        right = self.run(node.right)
+        lk = [self.eval(e, left) for e in node.left_keys]
+        rk = [self.eval(e, right) for e in node.right_keys]
+        kind = node.kind
+        if node.null_aware:
+            if right.num_rows == 0:
+                return left
+            if any(k.null_count for k in rk):
+                return left.slice(0, 0)
+            keep = pc.invert(pc.is_null(lk[0]))
+            left, lk = left.filter(keep), [k.filter(keep) for k in lk]
+        if node.residual is None:
+            if not lk:
+                if kind in ("semi", "anti"):
+                    has = right.num_rows > 0
+                    return left if has == (kind == "semi") else left.slice(0, 0)
+                return self._cross_outer(left, right, kind)
+            return hash_join(left, right, lk, rk, {"left": "left outer", "full": "full outer",
+                                                   "semi": "left semi",
+                                                   "anti": "left anti"}[kind])
+        return self._residual_join(node, left, right, lk, rk)
+
+    def _residual_join(self, node, left, right, lk, rk) -> pa.Table:
+        """semi/anti/left join with a non-equi condition: inner join on the equi keys (or a
+        cross join), residual filter, matched left row numbers, then shape the result."""
+        rid = "$rid"
+        lt = left.append_column(rid, pa.array(np.arange(left.num_rows, dtype=np.int64)))
+        if lk:
+            matched = hash_join(lt, right, lk, rk, "inner")
+        else:
+            matched = cross_join(lt, right)
+        matched = matched.filter(self.eval_filter(node.residual, matched))
+        if node.kind in ("semi", "anti"):
+            ids = pc.unique(matched.column(rid))
+            mask = pc.is_in(lt.column(rid), value_set=ids)
+            if node.kind == "anti":
+                mask = pc.invert(mask)
+            return left.filter(mask)
+        if node.kind == "left":
+            ids = pc.unique(matched.column(rid))
+            unmatched = left.filter(pc.invert(pc.is_in(lt.column(rid), value_set=ids)))
+            pad = unmatched
+            for f in right.schema:
+                pad = pad.append_column(f.name, pa.nulls(unmatched.num_rows, f.type))
+            return pa.concat_tables([matched.drop_columns([rid]).select(pad.column_names), pad])
+        raise SqlError("FULL JOIN with a non-equality condition is not supported", "0A000")
+
+    def _cross_outer(self, left, right, kind) -> pa.Table:
+        if kind == "left" and right.num_rows == 0:
+            pad = left
+            for f in right.schema:
+                pad = pad.append_column(f.name, pa.nulls(left.num_rows, f.type))
+            return pad
+        if kind == "full":
+            raise SqlError("FULL JOIN without an equality condition is not supported", "0A000")
+        return cross_join(left, right)
+
+    def _multijoin(self, node: L.MultiJoin) -> pa.Table:
+        inputs = [self.run(i) for i in node.inputs]
+        owner = {}
+        for i, inp in enumerate(node.inputs):
+            for k in output_keys(inp):
+                owner[k] = i
+        needed = self.needed_above(node)
+        comps = [_Comp(t, {i}) for i, t in enumerate(inputs)]
+        pending = [(c, {owner[k] for k in refs(c) if k in owner}) for c in node.conditions]
+        order = []
+        # conditions over a single input or none (constant) apply at once
+        for c, ins in list(pending):
+            if len(ins) <= 1:
+                for comp in comps if not ins else [comps[next(iter(ins))]]:
+                    comp.table = comp.table.filter(self.eval_filter(c, comp.table))
+                pending.remove((c, ins))
+        while len(comps) > 1:
+            self._check_cancel()
+            best = None
+            for a, b in itertools.combinations(range(len(comps)), 2):
+                A, B = comps[a], comps[b]
+                keys = []
+                for c, ins in pending:
+                    if not ins <= (A.inputs | B.inputs) or ins <= A.inputs or ins <= B.inputs:
+                        continue
+                    pair = _split_equi(c, A.inputs, B.inputs, owner)
+                    if pair is not None:
+                        keys.append(pair)
+                if not keys:
+                    continue
+                est = self._estimate(A, B, keys)
+                if best is None or est < best[0]:
+                    best = (est, a, b, keys)
+            if best is None:      # no connected pair: cross join the two smallest
+                a, b = sorted(range(len(comps)), key=lambda i: comps[i].table.num_rows)[:2]
+                best = (comps[a].table.num_rows * comps[b].table.num_rows, a, b, [])
+            _est, a, b, keys = best
+            A, B = comps[a], comps[b]
+            if A.table.num_rows < B.table.num_rows:    # the smaller side builds the hash table
+                A, B = B, A
+                keys = [(r, l) for l, r in keys]
+            if keys:
+                lk = [self.eval(x, A.table) for x, _ in keys]
+                rk = [self.eval(y, B.table) for _, y in keys]
+                t = hash_join(A.table, B.table, lk, rk, "inner")
+            else:
+                t = cross_join(A.table, B.table)
+            merged = A.inputs | B.inputs
+            rest = []
+            for c, ins in pending:
+                if not ins <= merged:
+                    rest.append((c, ins))
+                elif not _is_key_of(c, keys):   # a non-equi condition now fully covered
+                    t = t.filter(self.eval_filter(c, t))
+            pending = rest
+            keep_cols = needed | {k for c, _ in pending for k in refs(c)}
+            t = t.select([n for n in t.column_names if n in keep_cols])
+            order.append(f"{sorted(A.inputs)} x {sorted(B.inputs)} -> {t.num_rows} rows")
+            comps = [c for i, c in enumerate(comps) if i not in (a, b)] + [_Comp(t, merged)]
+        if self.analyze:
+            self.stats.setdefault(id(node), NodeStats()).detail.extend(order)
+        t = comps[0].table
+        for c, _ in pending:
+            t = t.filter(self.eval_filter(c, t))
+        return t
+
+    def _estimate(self, A: "_Comp", B: "_Comp", keys) -> float:
+        na, nb = A.table.num_rows, B.table.num_rows
+        if na == 0 or nb == 0:
+            return 0.0
+        da = db = 1
+        for x, y in keys:
+            da *= A.ndv(x, self)
+            db *= B.ndv(y, self)
+        return na * nb / max(min(da, na), min(db, nb), 1)
+
+    def needed_above(self, node: L.Node) -> set[str]:
+        """Keys that nodes outside `node`'s subtree (or the output) read."""
+        if id(node) in self._needed:
+            return self._needed[id(node)]
+        inside = {id(n) for n in L.walk(node)}
+        needed = set(self._root.keys) if self._root is not None else set()
+        roots = [self._root.plan] if self._root is not None else []
+        for r in roots:
+            for n in _all_nodes(r):
+                if id(n) in inside:
+                    continue
+                for e in n.expressions():
+                    needed |= refs(e)
+                if isinstance(n, (L.Distinct, L.SetOp)):
+                    for c in n.children():
+                        needed |= set(output_keys(c))
+        if self._root is None:
+            needed = set(output_keys(node))
+        self._needed[id(node)] = needed
+        return needed
+
+    # -- set operations --------------------------------------------------------------------
+    def _setop(self, node: L.SetOp) -> pa.Table:
+        left = self.run(node.left)
+        right = self.run(node.right)
+        left = pa.Table.from_arrays(left.columns, names=node.keys)
+        right = pa.Table.from_arrays(right.columns, names=node.keys)
+        try:
+            both = pa.concat_tables([left, right], promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise SqlError(f"UNION/INTERSECT/EXCEPT types cannot be matched: {e}",
+                           "42804") from None
+        if node.kind == "union":
+            return both if node.all else distinct(both)
+        left, right = both.slice(0, left.num_rows), both.slice(left.num_rows)
+        if node.all:
+            raise SqlError(f"{node.kind.upper()} ALL is not supported", "0A000")
+        left, right = distinct(left), distinct(right)
+        keys = [left.column(k) for k in node.keys]
+        rkeys = [right.column(k) for k in node.keys]
+        return hash_join(left, right, keys, rkeys,
+                         "left semi" if node.kind == "intersect" else "left anti")
+
+
+class _Comp:
+    """A MultiJoin component: joined inputs and their result, with cached key NDVs."""
+
+    def __init__(self, table: pa.Table, inputs: set[int]):
+        self.table = table
+        self.inputs = inputs
+        self._ndv: dict[str, int] = {}
+
+    def ndv(self, e: exp.Expression, ex: Executor) -> int:
+        k = e.sql()
+        v = self._ndv.get(k)
+        if v is None:
+            arr = ex.eval(e, self.table)
+            v = self._ndv[k] = max(1, pc.count_distinct(arr).as_py())
+        return v
+
+
+def _is_key_of(c, keys) -> bool:
+    for x, y in keys:
+        if isinstance(c, exp.EQ) and ((c.this is x and c.expression is y) or
+                                      (c.this is y and c.expression is x) or
+                                      (c.this == x and c.expression == y) or
+                                      (c.this == y and c.expression == x)):
+            return True
+    return False
+
+
+def _split_equi(c, a_inputs, b_inputs, owner):
+    if not isinstance(c, exp.EQ):
+        return None
+    x, y = c.this, c.expression
+    rx = {owner.get(k) for k in refs(x)}
+    ry = {owner.get(k) for k in refs(y)}
+    if not rx or not ry or None in rx or None in ry:
+        return None
+    if rx <= a_inputs and ry <= b_inputs:
+        return x, y
+    if ry <= a_inputs and rx <= b_inputs:
+        return y, x
+    return None
+
+
+def _all_nodes(root: L.Node):
+    for n in L.walk(root):
+        yield n
+        for e in n.expressions():
+            for s in e.find_all(SubqueryRef):
+                yield from _all_nodes(s.this.plan)
+
+
+# -- kernels ---------------------------------------------------------------------------------
+def _chunked(a, n: int):
+    if isinstance(a, pa.Scalar):
+        return pa.repeat(a, n)
+    return a
+
+
+def _concat_promote(parts: list, name: str) -> pa.Array:
+    tables = [pa.table({name: p}) for p in parts]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive").column(0)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        raise SqlError("VALUES types cannot be matched", "42804") from None
+
+
+def distinct(t: pa.Table) -> pa.Table:
+    if t.num_columns == 0:
+        return empty_rows(min(t.num_rows, 1))
+    r = t.group_by(t.column_names, use_threads=True).aggregate([])
+    return r.select(t.column_names)
+
+
+def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    if a == b:
+        return None
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        return pa.int64()
+    if pa.types.is_decimal(a) and pa.types.is_decimal(b) or \
+            (pa.types.is_decimal(a) and pa.types.is_integer(b)) or \
+            (pa.types.is_integer(a) and pa.types.is_decimal(b)):
+        def ps(t):
+            return (t.precision, t.scale) if pa.types.is_decimal(t) else (19, 0)
+        (p1, s1), (p2, s2) = ps(a), ps(b)
+        s = max(s1, s2)
+        p = min(38, max(p1 - s1, p2 - s2) + s)
+        return pa.decimal128(p, s)
+    if pa.types.is_floating(a) or pa.types.is_floating(b):
+        return pa.float64()
+    if (pa.types.is_string(a) or pa.types.is_large_string(a)) and \
+            (pa.types.is_string(b) or pa.types.is_large_string(b)):
+        return pa.string()
+    if pa.types.is_date(a) and pa.types.is_timestamp(b):
+        return b
+    if pa.types.is_timestamp(a) and pa.types.is_date(b):
+        return a
+    return None
+
+
+def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: str) -> pa.Table:
+    """Acero hash join of `left` and `right` on evaluated key arrays `lk` / `rk`."""
+    ln, rn = [], []
+    for i, (a, b) in enumerate(zip(lk, rk)):
+        a, b = _chunked(a, left.num_rows), _chunked(b, right.num_rows)
+        common = _common_key_type(a.type, b.type)
+        if common is not None:
+            a, b = a.cast(common), b.cast(common)
+        elif a.type != b.type:
+            raise SqlError(f"cannot join on {a.type} = {b.type}", "42804")
+        left = left.append_column(f"$lk{i}", a)
+        right = right.append_column(f"$rk{i}", b)
+        ln.append(f"$lk{i}")
+        rn.append(f"$rk{i}")
+    if left.num_columns == len(ln) and join_type in ("inner", "left outer"):
+        left = left.append_column("$lpad", pa.nulls(left.num_rows, pa.int8()))
+    if right.num_columns == len(rn) and join_type in ("inner", "left outer", "full outer"):
+        right = right.append_column("$rpad", pa.nulls(right.num_rows, pa.int8()))
+    out = left.join(right, keys=ln, right_keys=rn, join_type=join_type, coalesce_keys=False,
+                    use_threads=True)
+    drop = [c for c in out.column_names if c.startswith(("$lk", "$rk", "$lpad", "$rpad"))]
+    return out.drop_columns(drop)
+
+
+def cross_join(left: pa.Table, right: pa.Table) -> pa.Table:
+    n = left.num_rows * right.num_rows
+    if n > MAX_CROSS_JOIN_ROWS:
+        raise SqlError(f"a cross join of {left.num_rows} x {right.num_rows} rows is too large",
+                       "54000")
+    li = np.repeat(np.arange(left.num_rows, dtype=np.int64), right.num_rows)
+    ri = np.tile(np.arange(right.num_rows, dtype=np.int64), left.num_rows)
+    lt = left.take(pa.array(li)) if left.num_columns else empty_rows(n)
+    rt = right.take(pa.array(ri))
+    out = lt
+    for name in rt.column_names:
+        out = out.append_column(name, rt.column(name))
+    return out
+
+
+_HASH_AGG = {
+    "sum": ("sum", None), "min": ("min", None), "max": ("max", None),
+    "count": ("count", pc.CountOptions(mode="only_valid")), "count_star": ("count_all", None),
+    "stddev": ("stddev", pc.VarianceOptions(ddof=1)),
+    "stddev_pop": ("stddev", pc.VarianceOptions(ddof=0)),
+    "variance": ("variance", pc.VarianceOptions(ddof=1)),
+    "variance_pop": ("variance", pc.VarianceOptions(ddof=0)),
+    "bool_and": ("all", None), "bool_or": ("any", None),
+}
+_DISTINCT_AGG = {
+    "count": ("count_distinct", pc.CountOptions(mode="only_valid")),
+    "min": ("min", None), "max": ("max", None),
+}
+
+
+def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
+    """One aggregate over a whole column (no GROUP BY) -> a one-element array."""
+    if a.func == "count_star":
+        return pa.array([n], pa.int64())
+    if a.func == "count":
+        v = pc.count_distinct(arr, mode="only_valid") if a.distinct else \
+            pc.count(arr, mode="only_valid")
+        return pa.array([v.as_py()], pa.int64())
+    if a.func == "sum":
+        s = pc.sum(arr, min_count=1)
+        return pa.array([s.as_py()], s.type)
+    if a.func in ("min", "max"):
+        s = pc.min_max(arr)[a.func]
+        return pa.array([s.as_py()], arr.type)
+    if a.func in ("stddev", "stddev_pop", "variance", "variance_pop"):
+        ddof = 0 if a.func.endswith("_pop") else 1
+        f = pc.stddev if a.func.startswith("stddev") else pc.variance
+        s = f(arr, ddof=ddof, min_count=1)
+        return pa.array([s.as_py()], pa.float64())
+    if a.func in ("bool_and", "bool_or"):
+        s = (pc.all if a.func == "bool_and" else pc.any)(arr, min_count=1)
+        return pa.array([s.as_py()], pa.bool_())
+    raise SqlError(f"aggregate {a.func} is not supported", "0A000")
+
+
+__all__ = ["Executor", "hash_join", "cross_join", "distinct", "empty_rows", "constant_value",
+           "keycol"]

@@ -1,0 +1,256 @@
+"""The logical plan: plain data the binder builds, the rules rewrite and the executor runs.
+
+Every node produces a relation whose columns have *internal keys*: unique strings such as
+`lineitem#2.l_orderkey` (a scan's alias, a per-statement relation number, the column) or
+`$agg3` (a computed value). Expressions inside nodes are sqlglot trees whose `exp.Column`s
+carry exactly one internal key as their name (no table part), so `planner.expr.evaluate`
+resolves them against the input batch by name. Only the final `Project` gives columns their
+user-visible names, which may repeat.
+
+Nodes (children first in each dataclass):
+  Scan        one table (or a table_changes() diff) with pushed ColumnPredicates, a residual
+              filter and the needed columns; `snapshot` is a timestamp expression or None
+  Values      literal rows
+  Filter      rows where `condition` is TRUE
+  Project     computed columns (key, expression)
+  MultiJoin   an inner join of several inputs on a conjunction; the executor orders the
+              joins greedily from the real input sizes (`planner.executor`)
+  Join        a binary join: left/full outer, semi, anti (NOT IN's null-aware anti as
+              `null_aware`); equi keys plus an optional residual condition
+  Aggregate   GROUP BY keys and aggregate calls
+  Sort        ORDER BY keys, optional top-N limit
+  Limit       LIMIT / OFFSET
+  Distinct    duplicate elimination on all columns
+  SetOp       UNION / INTERSECT / EXCEPT [ALL]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sqlglot import exp
+
+
+@dataclasses.dataclass
+class Node:
+    def children(self) -> list["Node"]:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)
+                if isinstance(getattr(self, f.name), Node)] + [
+            c for f in dataclasses.fields(self) if isinstance(getattr(self, f.name), list)
+            for c in getattr(self, f.name) if isinstance(c, Node)]
+
+    def expressions(self) -> list[exp.Expression]:
+        """Every expression the node evaluates (for column pruning and subquery resolution)."""
+        return []
+
+    def label(self) -> str:
+        return type(self).__name__
+
+
+@dataclasses.dataclass
+class Scan(Node):
+    table: str                       # catalog table name
+    alias: str                       # user alias
+    prefix: str                      # internal key prefix: `<alias>#<n>`
+    columns: list[str]               # table columns to read (pruned by the rules)
+    filters: list[exp.Expression] = dataclasses.field(default_factory=list)
+    pushed: list[Any] = dataclasses.field(default_factory=list)   # engine ColumnPredicates
+    snapshot: exp.Expression | None = None    # FOR SYSTEM_TIME AS OF <expr>
+    changes: tuple[exp.Expression, exp.Expression] | None = None  # table_changes(from, to)
+    pruned: tuple[int, int] | None = None     # (tablets scanned, tablets in the table)
+
+    def key(self, column: str) -> str:
+        return f"{self.prefix}.{column}"
+
+    def expressions(self):
+        return list(self.filters) + ([self.snapshot] if self.snapshot is not None else []) \
+            + (list(self.changes) if self.changes else [])
+
+    def label(self):
+        what = f"table_changes({self.table})" if self.changes else self.table
+        alias = f" AS {self.alias}" if self.alias != self.table else ""
+        return f"Scan {what}{alias}"
+
+
+@dataclasses.dataclass
+class Values(Node):
+    keys: list[str]
+    rows: list[list[exp.Expression]]
+
+    def expressions(self):
+        return [e for r in self.rows for e in r]
+
+    def label(self):
+        return f"Values {len(self.rows)} row(s)"
+
+
+@dataclasses.dataclass
+class Filter(Node):
+    input: Node
+    condition: exp.Expression
+
+    def expressions(self):
+        return [self.condition]
+
+
+@dataclasses.dataclass
+class Project(Node):
+    input: Node
+    items: list[tuple[str, exp.Expression]]     # (output key, expression)
+
+    def expressions(self):
+        return [e for _, e in self.items]
+
+
+@dataclasses.dataclass
+class MultiJoin(Node):
+    inputs: list[Node]
+    conditions: list[exp.Expression]
+
+    def expressions(self):
+        return list(self.conditions)
+
+    def label(self):
+        return f"InnerJoin {len(self.inputs)} inputs"
+
+
+@dataclasses.dataclass
+class Join(Node):
+    left: Node
+    right: Node
+    kind: str                                  # "left", "full", "semi", "anti"
+    left_keys: list[exp.Expression]
+    right_keys: list[exp.Expression]
+    residual: exp.Expression | None = None
+    null_aware: bool = False                   # NOT IN semantics for an anti join
+
+    def expressions(self):
+        return list(self.left_keys) + list(self.right_keys) + (
+            [self.residual] if self.residual is not None else [])
+
+    def label(self):
+        kind = {"left": "LeftJoin", "full": "FullJoin", "semi": "SemiJoin",
+                "anti": "NullAwareAntiJoin" if self.null_aware else "AntiJoin"}[self.kind]
+        return kind
+
+
+@dataclasses.dataclass
+class AggCall:
+    key: str                                   # output key
+    func: str                                  # sum, count, count_star, min, max, avg, ...
+    arg: exp.Expression | None
+    distinct: bool = False
+
+
+@dataclasses.dataclass
+class Aggregate(Node):
+    input: Node
+    groups: list[tuple[str, exp.Expression]]
+    aggs: list[AggCall]
+
+    def expressions(self):
+        return [e for _, e in self.groups] + [a.arg for a in self.aggs if a.arg is not None]
+
+
+@dataclasses.dataclass
+class SortKey:
+    expr: exp.Expression
+    desc: bool = False
+    nulls_first: bool | None = None            # None: PostgreSQL default (last for ASC)
+
+
+@dataclasses.dataclass
+class Sort(Node):
+    input: Node
+    keys: list[SortKey]
+    limit: int | None = None                   # top-N
+
+    def expressions(self):
+        return [k.expr for k in self.keys]
+
+
+@dataclasses.dataclass
+class Limit(Node):
+    input: Node
+    limit: int | None
+    offset: int = 0
+
+
+@dataclasses.dataclass
+class Distinct(Node):
+    input: Node
+
+
+@dataclasses.dataclass
+class SetOp(Node):
+    left: Node
+    right: Node
+    kind: str                                  # union, intersect, except
+    all: bool
+    keys: list[str] = dataclasses.field(default_factory=list)   # output keys
+
+
+@dataclasses.dataclass(eq=False)
+class Output:
+    """The root: a plan plus the user-visible column names of its (ordered) keys."""
+    plan: Node
+    names: list[str]
+    keys: list[str]
+
+
+def _sql(e: exp.Expression) -> str:
+    try:
+        return e.sql(dialect="postgres")
+    except Exception:  # a node the generator cannot render: show its class
+        return repr(e)
+
+
+def describe(node: Node) -> list[str]:
+    """One line of details per node for EXPLAIN (beyond its label)."""
+    out = []
+    if isinstance(node, Scan):
+        out.append("columns: " + ", ".join(node.columns))
+        if node.pushed:
+            out.append("pushed: " + " AND ".join(str(p) for p in node.pushed))
+        if node.filters:
+            out.append("filter: " + " AND ".join(_sql(f) for f in node.filters))
+        if node.pruned is not None:
+            out.append(f"tablets: {node.pruned[0]} of {node.pruned[1]}")
+        if node.snapshot is not None:
+            out.append("as of: " + _sql(node.snapshot))
+    elif isinstance(node, Filter):
+        out.append("condition: " + _sql(node.condition))
+    elif isinstance(node, Project):
+        out.append("items: " + ", ".join(f"{_sql(e)} AS {k}" for k, e in node.items))
+    elif isinstance(node, MultiJoin):
+        out.append("on: " + " AND ".join(_sql(c) for c in node.conditions))
+    elif isinstance(node, Join):
+        keys = ", ".join(f"{_sql(a)} = {_sql(b)}" for a, b in zip(node.left_keys,
+                                                                    node.right_keys))
+        out.append("keys: " + (keys or "(none)"))
+        if node.residual is not None:
+            out.append("residual: " + _sql(node.residual))
+    elif isinstance(node, Aggregate):
+        if node.groups:
+            out.append("group by: " + ", ".join(_sql(e) for _, e in node.groups))
+        out.append("aggregates: " + ", ".join(
+            f"{a.func}({'DISTINCT ' if a.distinct else ''}"
+            f"{_sql(a.arg) if a.arg is not None else '*'})" for a in node.aggs))
+    elif isinstance(node, Sort):
+        out.append("keys: " + ", ".join(_sql(k.expr) + (" DESC" if k.desc else "")
+                                        for k in node.keys))
+        if node.limit is not None:
+            out.append(f"top-N: {node.limit}")
+    elif isinstance(node, Limit):
+        out.append(f"limit: {node.limit} offset: {node.offset}")
+    elif isinstance(node, SetOp):
+        out.append(f"{node.kind}{' ALL' if node.all else ''}")
+    return out
+
+
+def walk(node: Node):
+    """Pre-order traversal."""
+    yield node
+    for c in node.children():
+        yield from walk(c)

@@ -1,0 +1,366 @@
+"""Named optimizer rules over the logical plan, applied in order by `optimize`.
+
+    fold_constants        constant subexpressions evaluated once (planner.expr)
+    factor_or             (A AND B) OR (A AND C) -> A AND (B OR C): exposes join keys that
+                          queries repeat in every OR branch (TPC-H Q19)
+    pushdown_predicates   WHERE/ON conjuncts moved to the lowest node that has their columns:
+                          into scans, into the inputs of inner joins, to the preserved side of
+                          outer/semi/anti joins, through projections
+    derive_or_predicates  for an OR spanning several join inputs, each input gets the implied
+                          OR of its own conjuncts as an extra filter (Q7's nation names, Q19)
+    scan_predicates       scan filters of the form column <op> constant, BETWEEN, IN, IS [NOT]
+                          NULL become engine ColumnPredicates: tablets pruned by partition,
+                          rowsets and pages skipped by key range and zone maps, lazy
+                          materialization; partition pruning is recorded for EXPLAIN
+    prune_columns         scans read only the columns something above them uses
+
+Join ordering is not a rule here: the executor's MultiJoin orders joins greedily from the
+true sizes and key cardinalities of its inputs once they are scanned and filtered (see
+planner/executor.py), which is both simpler and better informed than estimates.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from engine.tablet.scan_spec import ColumnPredicate
+from planner import logical as L
+from planner.binder import SubqueryRef, and_all, conjuncts, keycol, refs
+from planner.expr import Const, coerce_literal_to, constant_value, fold_constants
+
+
+def output_keys(node: L.Node) -> list[str]:
+    if isinstance(node, L.Scan):
+        return [node.key(c) for c in node.columns] + (
+            [node.key("is_deleted")] if node.changes else [])
+    if isinstance(node, L.Values):
+        return list(node.keys)
+    if isinstance(node, (L.Filter, L.Sort, L.Limit, L.Distinct)):
+        return output_keys(node.input)
+    if isinstance(node, L.Project):
+        return [k for k, _ in node.items]
+    if isinstance(node, L.MultiJoin):
+        return [k for i in node.inputs for k in output_keys(i)]
+    if isinstance(node, L.Join):
+        if node.kind in ("semi", "anti"):
+            return output_keys(node.left)
+        return output_keys(node.left) + output_keys(node.right)
+    if isinstance(node, L.Aggregate):
+        return [k for k, _ in node.groups] + [a.key for a in node.aggs]
+    if isinstance(node, L.SetOp):
+        return list(node.keys)
+    raise TypeError(node)
+
+
+def _map_exprs(node: L.Node, fn) -> None:
+    """Apply `fn` to every expression a node holds (in place on the node)."""
+    if isinstance(node, L.Scan):
+        node.filters = [fn(f) for f in node.filters]
+        if node.snapshot is not None:
+            node.snapshot = fn(node.snapshot)
+        if node.changes:
+            node.changes = (fn(node.changes[0]), fn(node.changes[1]))
+    elif isinstance(node, L.Values):
+        node.rows = [[fn(e) for e in r] for r in node.rows]
+    elif isinstance(node, L.Filter):
+        node.condition = fn(node.condition)
+    elif isinstance(node, L.Project):
+        node.items = [(k, fn(e)) for k, e in node.items]
+    elif isinstance(node, L.MultiJoin):
+        node.conditions = [fn(c) for c in node.conditions]
+    elif isinstance(node, L.Join):
+        node.left_keys = [fn(e) for e in node.left_keys]
+        node.right_keys = [fn(e) for e in node.right_keys]
+        if node.residual is not None:
+            node.residual = fn(node.residual)
+    elif isinstance(node, L.Aggregate):
+        node.groups = [(k, fn(e)) for k, e in node.groups]
+        for a in node.aggs:
+            if a.arg is not None:
+                a.arg = fn(a.arg)
+    elif isinstance(node, L.Sort):
+        for k in node.keys:
+            k.expr = fn(k.expr)
+
+
+def _subplans(node: L.Node):
+    """Plans of scalar subqueries referenced by the node's expressions."""
+    for e in node.expressions():
+        for s in e.find_all(SubqueryRef):
+            yield s.this
+
+
+def _all_nodes(root: L.Node):
+    for n in L.walk(root):
+        yield n
+        for sub in _subplans(n):
+            yield from _all_nodes(sub.plan)
+
+
+# -- fold_constants ------------------------------------------------------------------------
+def rule_fold_constants(out: L.Output, catalog) -> L.Output:
+    for n in list(_all_nodes(out.plan)):
+        _map_exprs(n, fold_constants)
+    return out
+
+
+# -- factor_or -----------------------------------------------------------------------------
+def _disjuncts(e: exp.Expression) -> list[exp.Expression]:
+    if isinstance(e, exp.Paren):
+        return _disjuncts(e.this)
+    if isinstance(e, exp.Or):
+        return _disjuncts(e.this) + _disjuncts(e.expression)
+    return [e]
+
+
+def _or_all(parts):
+    out = None
+    for p in parts:
+        out = p if out is None else exp.Or(this=out, expression=p)
+    return out
+
+
+def factor_or(e: exp.Expression) -> list[exp.Expression]:
+    """An OR whose branches share conjuncts -> [shared..., OR of the rests]."""
+    branches = _disjuncts(e)
+    if len(branches) < 2:
+        return [e]
+    sets = [conjuncts(b) for b in branches]
+    common = [c for c in sets[0] if all(any(c == d for d in s) for s in sets[1:])]
+    if not common:
+        return [e]
+    rests = []
+    for s in sets:
+        rest = [c for c in s if not any(c == d for d in common)]
+        if not rest:            # one branch is just the common part: the OR is true
+            return common
+        rests.append(exp.Paren(this=and_all(rest)))
+    return common + [_or_all(rests)]
+
+
+def rule_factor_or(out: L.Output, catalog) -> L.Output:
+    def fix(node):
+        if isinstance(node, L.Filter):
+            parts = [p for c in conjuncts(node.condition) for p in factor_or(c)]
+            node.condition = and_all(parts)
+        elif isinstance(node, L.MultiJoin):
+            node.conditions = [p for c in node.conditions for p in factor_or(c)]
+        elif isinstance(node, L.Scan):
+            node.filters = [p for c in node.filters for p in factor_or(c)]
+    for n in _all_nodes(out.plan):
+        fix(n)
+    return out
+
+
+# -- pushdown_predicates -------------------------------------------------------------------
+def _deterministic(e: exp.Expression) -> bool:
+    return e.find(exp.Rand, exp.AggFunc, SubqueryRef) is None
+
+
+def push(node: L.Node, preds: list[exp.Expression]) -> L.Node:
+    """Apply `preds` (conjuncts over node's output) as low in `node` as possible."""
+    if isinstance(node, L.Scan):
+        node.filters.extend(preds)
+        return node
+    if isinstance(node, L.Filter):
+        return push(node.input, conjuncts(node.condition) + preds)
+    if isinstance(node, L.MultiJoin):
+        conds = node.conditions + preds
+        owned: list[list[exp.Expression]] = [[] for _ in node.inputs]
+        keysets = [set(output_keys(i)) for i in node.inputs]
+        keep = []
+        for c in conds:
+            r = refs(c)
+            for i, ks in enumerate(keysets):
+                if r <= ks and _deterministic(c):
+                    owned[i].append(c)
+                    break
+            else:
+                keep.append(c)
+        for c in keep:                              # derive_or_predicates
+            if isinstance(c, (exp.Or, exp.Paren)):
+                for i, ks in enumerate(keysets):
+                    implied = _implied(c, ks)
+                    if implied is not None:
+                        owned[i].append(implied)
+        node.inputs = [push(inp, o) for inp, o in zip(node.inputs, owned)]
+        node.conditions = keep
+        if len(node.inputs) == 1 and not keep:
+            return node.inputs[0]
+        return node
+    if isinstance(node, L.Join):
+        left_keys = set(output_keys(node.left))
+        down, stay = [], []
+        for c in preds:
+            (down if refs(c) <= left_keys and node.kind != "full" and _deterministic(c)
+             else stay).append(c)
+        node.left = push(node.left, down)
+        node.right = push(node.right, [])
+        return L.Filter(node, and_all(stay)) if stay else node
+    if isinstance(node, L.Project):
+        mapping = {k: e for k, e in node.items}
+        down, stay = [], []
+        for c in preds:
+            if all(k in mapping and _deterministic(mapping[k]) for k in refs(c)):
+                down.append(c.transform(
+                    lambda n: mapping[n.name].copy() if isinstance(n, exp.Column)
+                    and n.name in mapping else n))
+            else:
+                stay.append(c)
+        node.input = push(node.input, down)
+        return L.Filter(node, and_all(stay)) if stay else node
+    if isinstance(node, L.Aggregate):
+        gmap = {k: e for k, e in node.groups}
+        down, stay = [], []
+        for c in preds:
+            if refs(c) and refs(c) <= set(gmap) and _deterministic(c):
+                down.append(c.transform(
+                    lambda n: gmap[n.name].copy() if isinstance(n, exp.Column)
+                    and n.name in gmap else n))
+            else:
+                stay.append(c)
+        node.input = push(node.input, down)
+        return L.Filter(node, and_all(stay)) if stay else node
+    # Sort, Limit, Distinct, SetOp, Values: recurse, keep preds above.
+    for f in ("input", "left", "right"):
+        if hasattr(node, f):
+            setattr(node, f, push(getattr(node, f), []))
+    return L.Filter(node, and_all(preds)) if preds else node
+
+
+def _implied(c: exp.Expression, keys: set[str]) -> exp.Expression | None:
+    """For OR `c`, the OR of each branch's conjuncts over `keys` alone (None if a branch
+    has none, i.e. nothing is implied)."""
+    parts = []
+    for b in _disjuncts(c):
+        mine = [x for x in conjuncts(b) if refs(x) and refs(x) <= keys]
+        if not mine:
+            return None
+        parts.append(exp.Paren(this=and_all(mine)))
+    return _or_all(parts) if len(parts) > 1 else None
+
+
+def rule_pushdown_predicates(out: L.Output, catalog) -> L.Output:
+    out.plan = push(out.plan, [])
+    for n in list(_all_nodes(out.plan)):
+        for sub in _subplans(n):
+            sub.plan = push(sub.plan, [])
+    return out
+
+
+# -- scan_predicates -----------------------------------------------------------------------
+_FLIP = {exp.LT: exp.GT, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.GTE: exp.LTE, exp.EQ: exp.EQ}
+
+
+def _scan_column(scan: L.Scan, e: exp.Expression) -> str | None:
+    if isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Column) and e.name.startswith(scan.prefix + "."):
+        col = e.name[len(scan.prefix) + 1:]
+        return col if col in scan.columns else None
+    return None
+
+
+def to_column_predicate(scan: L.Scan, c: exp.Expression, types: dict) -> ColumnPredicate | None:
+    def val(e, col):
+        ok, _, _ = constant_value(e)
+        if not ok:
+            return None
+        k = coerce_literal_to(e, types[col])
+        if k is None:
+            return None
+        v = k.this
+        return None if not v.is_valid else v.as_py()
+
+    if type(c) in _FLIP:
+        a, b, op = c.this, c.expression, type(c)
+        col = _scan_column(scan, a)
+        if col is None:
+            col, a, b, op = _scan_column(scan, b), b, a, _FLIP[op]
+        if col is None:
+            return None
+        v = val(b, col)
+        if v is None:
+            return None
+        return {exp.EQ: ColumnPredicate.equal, exp.LT: ColumnPredicate.less,
+                exp.LTE: ColumnPredicate.less_equal, exp.GT: ColumnPredicate.greater,
+                exp.GTE: ColumnPredicate.greater_equal}[op](col, v)
+    if isinstance(c, exp.Between):
+        col = _scan_column(scan, c.this)
+        if col is None:
+            return None
+        lo, hi = val(c.args["low"], col), val(c.args["high"], col)
+        if lo is None or hi is None:
+            return None
+        return ColumnPredicate.range(col, lo, hi, True, True)
+    if isinstance(c, exp.In) and not c.args.get("query"):
+        col = _scan_column(scan, c.this)
+        if col is None:
+            return None
+        vals = [val(e, col) for e in c.expressions]
+        if any(v is None for v in vals):
+            return None
+        return ColumnPredicate.in_list(col, vals)
+    if isinstance(c, exp.Is) and isinstance(c.expression, exp.Null):
+        col = _scan_column(scan, c.this)
+        return ColumnPredicate.is_null(col) if col else None
+    if isinstance(c, exp.Not) and isinstance(c.this, exp.Is) and \
+            isinstance(c.this.expression, exp.Null):
+        col = _scan_column(scan, c.this.this)
+        return ColumnPredicate.is_not_null(col) if col else None
+    return None
+
+
+def rule_scan_predicates(out: L.Output, catalog) -> L.Output:
+    for n in _all_nodes(out.plan):
+        if not isinstance(n, L.Scan) or n.changes:
+            continue
+        table = catalog.table(n.table)
+        types = {c.name: c.arrow_type for c in table.schema.columns}
+        rest = []
+        for f in n.filters:
+            p = to_column_predicate(n, f, types)
+            if p is None:
+                rest.append(f)
+            else:
+                n.pushed.append(p)
+        n.filters = rest
+        n.pruned = (len(table.prune(n.pushed)), len(table.partition_schema.partitions))
+    return out
+
+
+# -- prune_columns -------------------------------------------------------------------------
+def rule_prune_columns(out: L.Output, catalog) -> L.Output:
+    used = set(out.keys)
+    for n in _all_nodes(out.plan):
+        for e in n.expressions():
+            used |= refs(e)
+        if isinstance(n, L.Project):
+            pass
+        if isinstance(n, L.SetOp):
+            used |= set(output_keys(n.left)) | set(output_keys(n.right))
+        if isinstance(n, L.Distinct):
+            used |= set(output_keys(n.input))
+    for n in _all_nodes(out.plan):
+        if isinstance(n, L.Scan):
+            n.columns = [c for c in n.columns if n.key(c) in used]
+    return out
+
+
+RULES = [
+    ("fold_constants", rule_fold_constants),
+    ("factor_or", rule_factor_or),
+    ("pushdown_predicates", rule_pushdown_predicates),
+    ("fold_constants", rule_fold_constants),
+    ("scan_predicates", rule_scan_predicates),
+    ("prune_columns", rule_prune_columns),
+]
+
+
+def optimize(out: L.Output, catalog) -> L.Output:
+    for _name, rule in RULES:
+        out = rule(out, catalog)
+    return out
+
+
+__all__ = ["optimize", "RULES", "output_keys", "push", "factor_or", "keycol", "Const"]

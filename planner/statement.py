@@ -1,0 +1,274 @@
+"""Run one parsed statement against the catalog: queries, DML, EXPLAIN, utility statements.
+
+    execute(catalog, ast, sql, params) -> StatementResult
+
+- SELECT / set operations / VALUES: bind (planner.binder) -> optimize (planner.rules) ->
+  execute (planner.executor).
+- INSERT [ON CONFLICT DO NOTHING], UPSERT (`upsert=True`: the session rewrites the UPSERT
+  keyword), UPDATE ... WHERE, DELETE ... WHERE: Kudu semantics. The rows are computed first
+  (VALUES or a query; UPDATE/DELETE scan the table for the keys that match), then written as
+  one op per tablet; every row is applied on its own. Rows that fail are reported in
+  `StatementResult.row_errors` (1-based ordinal in the statement, SQLSTATE, key) while the
+  other rows stay applied; `rowcount` counts the applied rows. INSERT ... ON CONFLICT DO
+  NOTHING drops the duplicate-key failures. A row whose key vanished between UPDATE/DELETE's
+  scan and its write (a concurrent DELETE) is simply not counted.
+- EXPLAIN [ANALYZE] <query>: the optimized plan tree (pushed predicates, projected columns,
+  pruned tablets); ANALYZE runs it and adds rows and time per operator and the scans'
+  statistics (rows skipped by zone maps and lazy materialization).
+- Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from planner import logical as L
+from planner.binder import Binder, position
+from planner.errors import FeatureNotSupported, SqlError
+from planner.executor import Executor
+from planner.result import RowFailure, StatementResult
+from planner.rules import optimize
+
+QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
+
+
+def plan_query(catalog, ast: exp.Expression, sql: str, params=None) -> L.Output:
+    out = Binder(catalog, sql, params).bind_query(ast)
+    return optimize(out, catalog)
+
+
+def run_query(catalog, ast, sql, params=None, check_cancel=None) -> pa.Table:
+    out = plan_query(catalog, ast, sql, params)
+    return Executor(catalog, check_cancel=check_cancel).run_output(out)
+
+
+def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = None, *,
+            upsert: bool = False, check_cancel=None) -> StatementResult:
+    if isinstance(ast, QUERY_TYPES):
+        t = run_query(catalog, ast, sql, params, check_cancel)
+        return StatementResult.rows("SELECT", t)
+    if isinstance(ast, exp.Insert):
+        return insert(catalog, ast, sql, params, upsert, check_cancel)
+    if isinstance(ast, exp.Update):
+        return update(catalog, ast, sql, params, check_cancel)
+    if isinstance(ast, exp.Delete):
+        return delete(catalog, ast, sql, params, check_cancel)
+    from planner.utility import execute_utility, is_utility
+    if is_utility(ast):
+        if params:
+            raise SqlError("parameters are not allowed in utility statements", "42P02")
+        return execute_utility(catalog, ast, sql)
+    raise FeatureNotSupported(f"statement not supported: {ast.key.upper()}",
+                              position=position(sql, ast))
+
+
+# -- EXPLAIN ---------------------------------------------------------------------------------
+def explain(catalog, ast, sql, params=None, analyze: bool = False,
+            check_cancel=None) -> StatementResult:
+    if not isinstance(ast, QUERY_TYPES):
+        raise FeatureNotSupported("EXPLAIN supports queries only", position=position(sql, ast))
+    out = plan_query(catalog, ast, sql, params)
+    ex = Executor(catalog, analyze=True, check_cancel=check_cancel) if analyze else None
+    total = None
+    if ex is not None:
+        t0 = time.perf_counter()
+        result = ex.run_output(out)
+        total = (time.perf_counter() - t0, result.num_rows)
+    lines = render(out, ex)
+    if total is not None:
+        lines.append(f"Execution Time: {total[0] * 1000:.3f} ms ({total[1]} rows)")
+    return StatementResult.rows("EXPLAIN", pa.table({"QUERY PLAN": pa.array(lines, pa.string())}))
+
+
+def render(out: L.Output, ex: Executor | None) -> list[str]:
+    from planner.binder import SubqueryRef
+    lines: list[str] = []
+
+    def node_lines(node: L.Node, depth: int) -> None:
+        pad = "  " * depth
+        head = node.label()
+        if ex is not None:
+            st = ex.stats.get(id(node))
+            if st is not None:
+                head += f"  (rows={st.rows} time={st.seconds * 1000:.1f} ms)"
+            else:
+                head += "  (never executed)"
+        lines.append(("-> " if depth else "") + head if not depth else f"{pad}-> {head}")
+        for d in L.describe(node):
+            lines.append(f"{pad}     {d}")
+        if ex is not None:
+            st = ex.stats.get(id(node))
+            if st is not None and st.scan is not None:
+                s = st.scan
+                lines.append(f"{pad}     scanned: {s.rows_scanned} rows in "
+                             f"{st.tablets[0]} of {st.tablets[1]} tablets; "
+                             f"returned {s.rows_returned}")
+                lines.append(f"{pad}     skipped: {s.blocks_skipped_zone_map} blocks by zone "
+                             f"maps, {s.blocks_skipped_lazy} blocks and "
+                             f"{s.cells_skipped_lazy} cells by lazy materialization, "
+                             f"{s.rowsets_pruned} rowsets by key range")
+            if st is not None:
+                for d in st.detail:
+                    lines.append(f"{pad}     join: {d}")
+        for e in node.expressions():
+            for sq in e.find_all(SubqueryRef):
+                lines.append(f"{pad}     subquery:")
+                node_lines(sq.this.plan, depth + 3)
+        for c in node.children():
+            node_lines(c, depth + 1)
+
+    lines.append("Output: " + ", ".join(out.names))
+    node_lines(out.plan, 0)
+    return lines
+
+
+# -- DML -------------------------------------------------------------------------------------
+def _target(catalog, ast: exp.Expression, sql: str):
+    t = ast.this
+    if isinstance(t, exp.Schema):
+        t = t.this
+    if not isinstance(t, exp.Table):
+        raise SqlError("expected a table name", "42601", position(sql, ast))
+    if not catalog.has_table(t.name):
+        raise SqlError(f'relation "{t.name}" does not exist', "42P01", position(sql, t))
+    return t, catalog.table(t.name)
+
+
+def _row_failures(table_name: str, schema, errors, ordinals=None) -> list[RowFailure]:
+    out = []
+    for e in errors:
+        ordinal = (int(ordinals[e.index]) if ordinals is not None else e.index) + 1
+        key = tuple(e.key) if e.key is not None else None
+        sqlstate = e.sqlstate
+        if sqlstate == "22P02" and "range" in e.message:
+            sqlstate = "22003"
+        if e.code == "ALREADY_PRESENT":
+            cols = ", ".join(schema.key_names)
+            vals = ", ".join(str(v) for v in key or ())
+            msg = (f'duplicate key value violates the primary key of "{table_name}": row '
+                   f"{ordinal}: Key ({cols})=({vals}) already exists")
+        else:
+            msg = f"row {ordinal}: {e.message}"
+        out.append(RowFailure(ordinal, sqlstate, msg, key))
+    return out
+
+
+def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
+    tnode, table = _target(catalog, ast, sql)
+    schema = table.schema
+    target = ast.this
+    if isinstance(target, exp.Schema) and target.expressions:
+        cols = []
+        for c in target.expressions:
+            name = c.name
+            if not schema.has_column(name):
+                raise SqlError(f'column "{name}" of relation "{tnode.name}" does not exist',
+                               "42703", position(sql, c))
+            if name in cols:
+                raise SqlError(f'column "{name}" specified more than once', "42701",
+                               position(sql, c))
+            cols.append(name)
+    else:
+        cols = list(schema.names)
+    if ast.args.get("returning"):
+        raise FeatureNotSupported("RETURNING is not supported", position=position(sql, ast))
+    conflict = ast.args.get("conflict")
+    ignore_dups = False
+    if conflict is not None:
+        action = conflict.args.get("action")
+        if action is None or "NOTHING" not in str(action.this if hasattr(action, "this")
+                                                   else action).upper() or \
+                conflict.args.get("expressions"):
+            raise FeatureNotSupported("only ON CONFLICT DO NOTHING is supported (use UPSERT "
+                                      "to replace rows)", position=position(sql, conflict))
+        ignore_dups = True
+    source = ast.expression
+    rows = run_query(catalog, source, sql, params, check_cancel)
+    if rows.num_columns > len(cols):
+        raise SqlError("INSERT has more expressions than target columns", "42601",
+                       position(sql, source))
+    if rows.num_columns < len(cols):
+        if target is not None and isinstance(target, exp.Schema) and target.expressions:
+            raise SqlError("INSERT has more target columns than expressions", "42601",
+                           position(sql, source))
+        cols = cols[:rows.num_columns]
+    data = pa.Table.from_arrays(rows.columns, names=cols)
+    for k in schema.key_names:
+        if k not in cols:     # every row would fail alike: one statement-level error
+            raise SqlError(f'null value in column "{k}" of relation "{tnode.name}" violates '
+                           "not-null constraint (a primary key column)", "23502",
+                           position(sql, target))
+    if data.num_rows == 0:
+        return StatementResult("INSERT", rowcount=0)
+    r = table.upsert(data) if upsert else table.insert(data)
+    errs = [e for e in r.row_errors if not (ignore_dups and e.code == "ALREADY_PRESENT")]
+    return StatementResult("UPSERT" if upsert else "INSERT", rowcount=r.num_applied,
+                           row_errors=_row_failures(tnode.name, schema, errs))
+
+
+def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel):
+    """Rows of the target matching the WHERE clause: key columns then `extra` values."""
+    table = catalog.table(tnode.name)
+    keys = table.schema.key_names
+    alias = tnode.alias_or_name
+    sel = exp.select(*[exp.column(k, table=alias) for k in keys],
+                     *[e.as_(f"__set{i}") for i, e in enumerate(extra)])
+    sel = sel.from_(tnode.copy())
+    where = ast.args.get("where")
+    if where is not None:
+        sel = sel.where(where.this.copy())
+    if ast.args.get("from") or ast.args.get("from_") or ast.args.get("using"):
+        raise FeatureNotSupported("UPDATE ... FROM / DELETE ... USING is not supported",
+                                  position=position(sql, ast))
+    # keep positions: the copied nodes keep their meta
+    return run_query(catalog, sel, sql, params, check_cancel)
+
+
+def update(catalog, ast: exp.Update, sql, params, check_cancel) -> StatementResult:
+    tnode, table = _target(catalog, ast, sql)
+    schema = table.schema
+    names, values = [], []
+    for a in ast.expressions:
+        if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column):
+            raise SqlError("expected SET column = value", "42601", position(sql, a))
+        name = a.this.name
+        if not schema.has_column(name):
+            raise SqlError(f'column "{name}" of relation "{tnode.name}" does not exist',
+                           "42703", position(sql, a.this))
+        if schema.is_key(name):
+            raise SqlError(f'cannot update primary key column "{name}" of "{tnode.name}": '
+                           "primary keys are immutable (delete and insert the row instead)",
+                           "0A000", position(sql, a.this))
+        if name in names:
+            raise SqlError(f'multiple assignments to same column "{name}"', "42601",
+                           position(sql, a.this))
+        names.append(name)
+        values.append(a.expression)
+    rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel)
+    if rows.num_rows == 0:
+        return StatementResult("UPDATE", rowcount=0)
+    data = pa.Table.from_arrays(rows.columns, names=schema.key_names + names)
+    r = table.update(data)
+    errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
+    return StatementResult("UPDATE", rowcount=r.num_applied,
+                           row_errors=_row_failures(tnode.name, schema, errs))
+
+
+def delete(catalog, ast: exp.Delete, sql, params, check_cancel) -> StatementResult:
+    tnode, table = _target(catalog, ast, sql)
+    rows = _matching(catalog, ast, sql, params, tnode, [], check_cancel)
+    if rows.num_rows == 0:
+        return StatementResult("DELETE", rowcount=0)
+    data = pa.Table.from_arrays(rows.columns, names=table.schema.key_names)
+    r = table.delete(data)
+    errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
+    return StatementResult("DELETE", rowcount=r.num_applied,
+                           row_errors=_row_failures(tnode.name, table.schema, errs))
+
+
+__all__ = ["execute", "explain", "plan_query", "run_query", "render", "np"]

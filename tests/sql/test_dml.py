@@ -1,0 +1,128 @@
+"""INSERT / UPSERT / UPDATE / DELETE through the DB-API: Kudu's per-row semantics, the
+SQLSTATEs users see, parameters and errors with positions."""
+
+import datetime
+import decimal
+
+import pytest
+
+import kudusql
+
+
+@pytest.fixture
+def conn(tmp_path):
+    c = kudusql.connect(str(tmp_path / "db"))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v STRING, n INT NOT NULL DEFAULT 7) "
+                "PARTITION BY HASH (k) PARTITIONS 3")
+    yield c
+    c.close()
+
+
+def rows(cur, sql, params=None):
+    cur.execute(sql, params)
+    return sorted(cur.fetchall())
+
+
+def test_insert_values_and_select(conn):
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)")
+    assert cur.rowcount == 2
+    assert cur.statusmessage == "INSERT 0 2"
+    cur.execute("INSERT INTO t (k, v) VALUES (3, 'c')")
+    assert rows(cur, "SELECT k, v, n FROM t") == [(1, "a", 1), (2, "b", 2), (3, "c", 7)]
+    assert [d[0] for d in cur.description] == ["k", "v", "n"]
+
+
+def test_duplicate_keys_report_every_row_and_apply_the_rest(conn):
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2)")
+    with pytest.raises(kudusql.IntegrityError) as ei:
+        cur.execute("INSERT INTO t VALUES (5, 'x', 0), (1, 'dup', 0), (6, 'y', 0), (2, 'dup', 0)")
+    e = ei.value
+    assert e.sqlstate == "23505"
+    assert [(f.ordinal, f.sqlstate, f.key) for f in e.row_errors] == \
+        [(2, "23505", (1,)), (4, "23505", (2,))]
+    assert "row 2" in e.row_errors[0].message and "(k)=(1)" in e.row_errors[0].message
+    assert e.rowcount == 2
+    assert rows(cur, "SELECT k, v FROM t") == [(1, "a"), (2, "b"), (5, "x"), (6, "y")]
+
+
+def test_on_conflict_do_nothing_and_upsert(conn):
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (1, 'a', 1)")
+    cur.execute("INSERT INTO t VALUES (1, 'z', 9), (2, 'b', 2) ON CONFLICT DO NOTHING")
+    assert cur.rowcount == 1
+    cur.execute("UPSERT INTO t VALUES (1, 'A', 10), (3, 'c', 3)")
+    assert cur.rowcount == 2
+    assert rows(cur, "SELECT * FROM t") == [(1, "A", 10), (2, "b", 2), (3, "c", 3)]
+
+
+def test_not_null_and_bad_values(conn):
+    cur = conn.cursor()
+    with pytest.raises(kudusql.IntegrityError) as ei:
+        cur.execute("INSERT INTO t VALUES (1, 'a', NULL), (2, 'b', 2)")
+    assert ei.value.sqlstate == "23502"
+    assert [f.ordinal for f in ei.value.row_errors] == [1]
+    assert ei.value.rowcount == 1
+    with pytest.raises(kudusql.DataError) as ei:
+        cur.execute("INSERT INTO t VALUES (10, 'a', 99999999999)")
+    assert ei.value.sqlstate == "22003"
+    with pytest.raises(kudusql.DataError) as ei:
+        cur.execute("INSERT INTO t VALUES (11, 'a', 'abc')")
+    assert ei.value.sqlstate == "22P02"
+
+
+def test_update_and_delete(conn):
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t SELECT k, 'v' || k, k * 10 FROM "
+                "(VALUES (1), (2), (3), (4)) AS s(k)")
+    assert cur.rowcount == 4
+    cur.execute("UPDATE t SET n = n + 1, v = 'big' WHERE n >= 30")
+    assert cur.rowcount == 2
+    cur.execute("DELETE FROM t WHERE k = 1")
+    assert cur.rowcount == 1
+    cur.execute("DELETE FROM t WHERE k = 1")
+    assert cur.rowcount == 0
+    assert rows(cur, "SELECT k, v, n FROM t") == [(2, "v2", 20), (3, "big", 31), (4, "big", 41)]
+    with pytest.raises(kudusql.NotSupportedError) as ei:
+        cur.execute("UPDATE t SET k = 5 WHERE k = 2")
+    assert ei.value.sqlstate == "0A000" and ei.value.position == 14
+
+
+def test_parameters(conn):
+    cur = conn.cursor()
+    cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", [(1, "a%", 1), (2, "b", 2)])
+    assert cur.rowcount == 2
+    assert rows(cur, "SELECT v FROM t WHERE k = %(k)s", {"k": 1}) == [("a%",)]
+    assert rows(cur, "SELECT v FROM t WHERE v LIKE 'a%%' AND k > %s", (0,)) == [("a%",)]
+
+
+def test_errors_have_sqlstate_and_position(conn):
+    cur = conn.cursor()
+    with pytest.raises(kudusql.ProgrammingError) as ei:
+        cur.execute("SELECT nope FROM t")
+    assert ei.value.sqlstate == "42703" and ei.value.position == 8
+    with pytest.raises(kudusql.ProgrammingError) as ei:
+        cur.execute("SELECT * FROM missing")
+    assert ei.value.sqlstate == "42P01" and ei.value.position == 15
+    with pytest.raises(kudusql.ProgrammingError) as ei:
+        cur.execute("SELECT 1; SELEC 2")
+    assert ei.value.sqlstate == "42601" and ei.value.position >= 11
+    with pytest.raises(kudusql.IntegrityError) as ei:
+        cur.execute("INSERT INTO t (v) VALUES ('x')")
+    assert ei.value.sqlstate == "23502"
+
+
+def test_types_round_trip(tmp_path):
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE ty (id INT PRIMARY KEY, d DATE, ts TIMESTAMP, "
+                    "m DECIMAL(12,2), f DOUBLE, b BOOLEAN, s VARCHAR(10)) "
+                    "PARTITION BY HASH (id) PARTITIONS 2")
+        cur.execute("INSERT INTO ty VALUES (1, DATE '2024-02-29', "
+                    "TIMESTAMP '2024-01-01 10:00:00', 12.5, 1.5, true, 'x')")
+        cur.execute("SELECT * FROM ty")
+        assert cur.fetchone() == (1, datetime.date(2024, 2, 29),
+                                  datetime.datetime(2024, 1, 1, 10), decimal.Decimal("12.50"),
+                                  1.5, True, "x")
