@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import threading
 
+import pyarrow as pa
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
@@ -132,6 +133,50 @@ class Session:
                     e.position += offset
                 raise
         return results
+
+    def describe(self, sql: str):
+        """(parameter types, result schema) of one statement without running it: the wire
+        protocol's ParameterDescription and RowDescription. Types are Arrow types; a
+        parameter type is None when nothing in the statement implies one; the schema is None
+        for statements that return no rows."""
+        stmts = split_statements(sql)
+        if len(stmts) != 1:
+            if not stmts:
+                return [], None
+            raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
+        offset, text = stmts[0]
+        m = _EXPLAIN.match(text)
+        try:
+            if m:
+                asts = parse(text[m.end():])
+                types = statement.infer_parameter_types(self.db.catalog, asts[0]) if asts else {}
+                n = max(types) if types else 0
+                return [types.get(i) for i in range(1, n + 1)], \
+                    pa.schema([pa.field("QUERY PLAN", pa.string())])
+            if text[:6].upper() == "UPSERT":
+                text = "INSERT" + text[6:]
+            asts = parse(text)
+            if not asts:
+                return [], None
+            ast = asts[0]
+            if isinstance(ast, (exp.Transaction, exp.Commit, exp.Rollback, exp.Set)):
+                return [], None
+            from planner.utility import is_utility
+            if is_utility(ast):
+                schema = self._utility_schema(ast, text)
+                return [], schema
+            return statement.describe(self.db.catalog, ast, text)
+        except SqlError as e:
+            if e.position is not None:
+                e.position += offset
+            raise
+
+    def _utility_schema(self, ast, text):
+        """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
+        if isinstance(ast, (exp.Create, exp.Drop, exp.Alter, exp.Comment)):
+            return None
+        r = statement.execute(self.db.catalog, ast, text)
+        return r.table.schema if r.table is not None else None
 
     def execute_one(self, text: str, params=None) -> StatementResult:
         m = _EXPLAIN.match(text)

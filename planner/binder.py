@@ -48,7 +48,14 @@ class SubqueryRef(exp.Expression):
 
 
 def position(sql: str, node: exp.Expression | None) -> int | None:
-    """1-based character offset of `node` in `sql` (PostgreSQL's error position)."""
+    """1-based character offset of `node` in `sql` (PostgreSQL's error position): its own
+    token, else its first descendant's (sqlglot keeps positions on identifiers, literals and
+    functions), else the nearest ancestor's."""
+    if node is not None:
+        for d in node.walk(bfs=False):
+            m = d.meta if d._meta else {}
+            if "start" in m:
+                return m["start"] + 1
     while node is not None:
         meta = node.meta if hasattr(node, "meta") else {}
         if "start" in meta:
@@ -632,6 +639,10 @@ class Binder:
     # -- GROUP BY, projections, ORDER BY ---------------------------------------------------
     def finish_select(self, sel: exp.Select, node: L.Node, scope: Scope, ctes):
         items = sel.expressions
+        for w in sel.find_all(exp.Window):
+            if not in_nested_subquery(w, sel):
+                raise FeatureNotSupported("window functions (OVER) are not supported yet",
+                                          position=position(self.sql, w))
         names = [output_name(i) for i in items]
         aliases = {i: it.alias for i, it in enumerate(items) if isinstance(it, exp.Alias)}
         group = sel.args.get("group")

@@ -116,6 +116,18 @@ class KuduDistributeByProperty(exp.Property):
     arg_types: ClassVar[dict[str, bool]] = {"expressions": False, "buckets": True}
 
 
+class KuduPrimaryKeyProperty(exp.Property):
+    """Impala's CREATE TABLE AS SELECT key clause: `CREATE TABLE t PRIMARY KEY (a, b)
+    PARTITION BY ... AS SELECT ...`."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"expressions": True}
+
+
+def _parse_kudu_primary_key(self: Parser) -> KuduPrimaryKeyProperty:
+    return self.expression(KuduPrimaryKeyProperty(
+        expressions=self._parse_wrapped_csv(self._parse_id_var)))
+
+
 class KuduEncodingColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
     arg_types: ClassVar[dict[str, bool]] = {"this": True}
 
@@ -457,6 +469,7 @@ class KuduSQL(Postgres):
             **Postgres.Parser.PROPERTY_PARSERS,
             "PARTITION BY": _parse_kudu_partition_by,
             "DISTRIBUTE BY": _parse_kudu_distribute_by,
+            "PRIMARY KEY": _parse_kudu_primary_key,
         }
 
         CONSTRAINT_PARSERS: ClassVar[dict] = {
@@ -546,6 +559,8 @@ class KuduSQL(Postgres):
             KuduRangePartition: _range_sql,
             KuduPartitionByProperty: lambda self, e: "PARTITION BY "
             + ", ".join(self.sql(x) for x in e.expressions),
+            KuduPrimaryKeyProperty: lambda self, e:
+                f"PRIMARY KEY ({self.expressions(e, flat=True)})",
             KuduDistributeByProperty: lambda self, e: "DISTRIBUTE BY HASH"
             + (f" ({self.expressions(e, flat=True)})" if e.expressions else "")
             + f" INTO {self.sql(e, 'buckets')} BUCKETS",
@@ -577,6 +592,7 @@ class KuduSQL(Postgres):
             exp.SchemaCommentProperty: exp.Properties.Location.POST_SCHEMA,
             KuduPartitionByProperty: exp.Properties.Location.POST_SCHEMA,
             KuduDistributeByProperty: exp.Properties.Location.POST_SCHEMA,
+            KuduPrimaryKeyProperty: exp.Properties.Location.POST_SCHEMA,
         }
 
 

@@ -63,9 +63,12 @@ def empty_rows(n: int) -> pa.Table:
 
 
 class Executor:
-    def __init__(self, catalog, *, analyze: bool = False, check_cancel=None):
+    def __init__(self, catalog, *, analyze: bool = False, check_cancel=None,
+                 schema_only: bool = False):
+        """`schema_only`: scans return no rows (Describe learns result types cheaply)."""
         self.catalog = catalog
         self.analyze = analyze
+        self.schema_only = schema_only
         self.stats: dict[int, NodeStats] = {}
         self._subquery_values: dict[int, Const] = {}
         self._check_cancel = check_cancel or (lambda: None)
@@ -116,7 +119,8 @@ class Executor:
     def scalar_subquery(self, ref: SubqueryRef) -> Const:
         v = self._subquery_values.get(id(ref.this))
         if v is None:
-            sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self._check_cancel)
+            sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self._check_cancel,
+                           schema_only=self.schema_only)
             sub.stats = self.stats
             t = sub.run_output(ref.this)
             if t.num_columns != 1:
@@ -162,6 +166,12 @@ class Executor:
         table = self.catalog.table(node.table)
         st = self.stats.setdefault(id(node), NodeStats())
         keys = [node.key(c) for c in node.columns]
+        if self.schema_only:
+            fields = [pa.field(k, f.type) for k, f in
+                      zip(keys, table.schema.arrow_schema(node.columns))]
+            if node.changes:
+                fields.append(pa.field(node.key("is_deleted"), pa.bool_()))
+            return pa.schema(fields).empty_table()
         if node.changes:
             start, end = (self.timestamp(e) for e in node.changes)
             t = table.diff_scan(start, end, columns=node.columns)

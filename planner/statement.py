@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -58,6 +57,9 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
         return update(catalog, ast, sql, params, check_cancel)
     if isinstance(ast, exp.Delete):
         return delete(catalog, ast, sql, params, check_cancel)
+    if isinstance(ast, exp.Create) and ast.args.get("expression") is not None and \
+            str(ast.args.get("kind", "")).upper() == "TABLE":
+        return create_table_as(catalog, ast, sql, params, check_cancel)
     from planner.utility import execute_utility, is_utility
     if is_utility(ast):
         if params:
@@ -65,6 +67,95 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
         return execute_utility(catalog, ast, sql)
     raise FeatureNotSupported(f"statement not supported: {ast.key.upper()}",
                               position=position(sql, ast))
+
+
+# -- Describe (the wire protocol's Parse / Describe) ----------------------------------------
+def describe(catalog, ast: exp.Expression, sql: str
+             ) -> tuple[list[pa.DataType | None], pa.Schema | None]:
+    """Parameter types (inferred from context; None when nothing says) and the result schema
+    (None for statements that return no rows), without reading any table data: the plan
+    runs over empty inputs."""
+    types = infer_parameter_types(catalog, ast)
+    n = max(types) if types else 0
+    ptypes = [types.get(i) for i in range(1, n + 1)]
+    if not isinstance(ast, QUERY_TYPES):
+        return ptypes, None
+    params = [pa.scalar(None, t if t is not None else pa.null()) for t in ptypes]
+    out = plan_query(catalog, ast, sql, params)
+    t = Executor(catalog, schema_only=True).run_output(out)
+    return ptypes, t.schema
+
+
+def _param_index(node: exp.Expression, counter: list[int]) -> int:
+    if isinstance(node, exp.Parameter):
+        return int(node.name)
+    counter[0] += 1
+    return counter[0]
+
+
+def infer_parameter_types(catalog, ast: exp.Expression) -> dict[int, pa.DataType | None]:
+    """$n -> the type its context implies: the column it is compared with, assigned to or
+    inserted into, a CAST's type, integers for LIMIT/OFFSET; None when unknown (PostgreSQL
+    then calls it text)."""
+    from planner.expr import _arrow_type   # SQL type -> Arrow type, shared with CAST
+    schemas = {}
+    for t in ast.find_all(exp.Table):
+        if catalog.has_table(t.name):
+            sch = catalog.table(t.name).schema
+            schemas[t.alias_or_name] = sch
+            schemas.setdefault(t.name, sch)
+
+    def col_type(c: exp.Column) -> pa.DataType | None:
+        cands = [schemas[c.table]] if c.table in schemas else list(schemas.values())
+        hits = {sch.column(c.name).arrow_type for sch in cands if sch.has_column(c.name)}
+        return hits.pop() if len(hits) == 1 else None
+
+    insert_cols = None
+    if isinstance(ast, exp.Insert) and catalog.has_table(
+            (ast.this.this if isinstance(ast.this, exp.Schema) else ast.this).name):
+        tgt = ast.this.this if isinstance(ast.this, exp.Schema) else ast.this
+        sch = catalog.table(tgt.name).schema
+        names = [c.name for c in ast.this.expressions] if isinstance(ast.this, exp.Schema) \
+            and ast.this.expressions else sch.names
+        insert_cols = [sch.column(n).arrow_type if sch.has_column(n) else None for n in names]
+    out: dict[int, pa.DataType | None] = {}
+    counter = [0]
+    for p in ast.find_all(exp.Parameter, exp.Placeholder):
+        if isinstance(p, exp.Placeholder) and p.name and not p.args.get("jdbc"):
+            continue
+        idx = _param_index(p, counter)
+        node, parent = p, p.parent
+        while isinstance(parent, exp.Paren):
+            node, parent = parent, parent.parent
+        typ = None
+        other = None
+        if isinstance(parent, exp.Cast):
+            try:
+                typ = _arrow_type(parent.to, None, parent)
+            except Exception:  # an unknown type name: leave it to execution to report
+                typ = None
+        elif isinstance(parent, (exp.Limit, exp.Offset, exp.Fetch)):
+            typ = pa.int64()
+        elif isinstance(parent, exp.Between):
+            other = parent.this
+        elif isinstance(parent, exp.In) and node is not parent.this:
+            other = parent.this
+        elif isinstance(parent, exp.Tuple) and insert_cols is not None and \
+                isinstance(parent.parent, exp.Values):
+            i = parent.expressions.index(node)
+            typ = insert_cols[i] if i < len(insert_cols) else None
+        elif isinstance(parent, exp.Values) and insert_cols:
+            typ = insert_cols[0]
+        elif isinstance(parent, exp.Binary) and not isinstance(parent, (exp.And, exp.Or)):
+            other = parent.expression if parent.this is node else parent.this
+        if other is not None:
+            while isinstance(other, exp.Paren):
+                other = other.this
+            if isinstance(other, exp.Column):
+                typ = col_type(other)
+        if out.get(idx) is None:
+            out[idx] = typ
+    return out
 
 
 # -- EXPLAIN ---------------------------------------------------------------------------------
@@ -125,6 +216,83 @@ def render(out: L.Output, ex: Executor | None) -> list[str]:
     lines.append("Output: " + ", ".join(out.names))
     node_lines(out.plan, 0)
     return lines
+
+
+# -- CREATE TABLE AS SELECT ------------------------------------------------------------------
+_SQL_TYPES = [(pa.types.is_int8, "TINYINT"), (pa.types.is_int16, "SMALLINT"),
+              (pa.types.is_int32, "INT"), (pa.types.is_int64, "BIGINT"),
+              (pa.types.is_float32, "FLOAT"), (pa.types.is_float64, "DOUBLE"),
+              (pa.types.is_boolean, "BOOLEAN"), (pa.types.is_date, "DATE"),
+              (pa.types.is_timestamp, "TIMESTAMP"), (pa.types.is_string, "STRING"),
+              (pa.types.is_large_string, "STRING"), (pa.types.is_binary, "BINARY"),
+              (pa.types.is_null, "STRING")]
+
+
+def _column_type_sql(t: pa.DataType) -> str:
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({min(t.precision, 38)},{t.scale})"
+    for pred, name in _SQL_TYPES:
+        if pred(t):
+            return name
+    raise FeatureNotSupported(f"a column of type {t} cannot be stored")
+
+
+def create_table_as(catalog, ast: exp.Create, sql, params, check_cancel) -> StatementResult:
+    """Impala's CTAS: `CREATE TABLE t PRIMARY KEY (k) [PARTITION BY ...] AS SELECT ...`
+    (also `CREATE TABLE t (PRIMARY KEY (k)) ... AS SELECT`). Columns take the query's names
+    and types; the rows are then inserted with the usual per-row errors."""
+    from planner.ddl import create_table_spec, quote_identifier
+    from planner.dialect import KuduPrimaryKeyProperty, KuduSQL
+    target = ast.this
+    table = target.this if isinstance(target, exp.Schema) else target
+    key: list[str] = []
+    if isinstance(target, exp.Schema):
+        for e in target.expressions:
+            if isinstance(e, exp.PrimaryKey):
+                key = [i.name for i in e.expressions]
+            else:
+                raise FeatureNotSupported("CREATE TABLE AS SELECT takes its columns from the "
+                                          "query; only PRIMARY KEY (...) may be listed",
+                                          position=position(sql, e))
+    props = ast.args.get("properties")
+    other_props = []
+    for p in (props.expressions if props is not None else []):
+        if isinstance(p, KuduPrimaryKeyProperty):
+            key = [i.name for i in p.expressions]
+        else:
+            other_props.append(p)
+    if not key:
+        raise SqlError("CREATE TABLE AS SELECT needs a primary key: CREATE TABLE t "
+                       "PRIMARY KEY (col, ...) AS SELECT ...", "42P16", position(sql, table))
+    if catalog.has_table(table.name):
+        if ast.args.get("exists"):
+            return StatementResult("CREATE TABLE AS", rowcount=0, notices=[
+                f'relation "{table.name}" already exists, skipping'])
+        raise SqlError(f'relation "{table.name}" already exists', "42P07",
+                       position(sql, table))
+    rows = run_query(catalog, ast.expression, sql, params, check_cancel)
+    names = rows.column_names
+    if len(set(names)) != len(names):
+        raise SqlError("CREATE TABLE AS SELECT needs distinct column names (alias them)",
+                       "42701", position(sql, ast.expression))
+    for k in key:
+        if k not in names:
+            raise SqlError(f'primary key column "{k}" is not a column of the query', "42703",
+                           position(sql, table))
+    cols = [f"{quote_identifier(f.name)} {_column_type_sql(f.type)}"
+            + (" NOT NULL" if f.name in key else "") for f in rows.schema]
+    cols.append("PRIMARY KEY (" + ", ".join(quote_identifier(k) for k in key) + ")")
+    tail = " ".join(p.sql(dialect=KuduSQL) for p in other_props)
+    ddl = f"CREATE TABLE {quote_identifier(table.name)} ({', '.join(cols)}) {tail}"
+    spec = create_table_spec(ddl)
+    catalog.create_table(spec.name, spec.schema, spec.partition_schema,
+                         replication_factor=spec.replication_factor)
+    if rows.num_rows == 0:
+        return StatementResult("SELECT", rowcount=0)
+    tbl = catalog.table(table.name)
+    r = tbl.insert(rows)
+    return StatementResult("SELECT", rowcount=r.num_applied,
+                           row_errors=_row_failures(table.name, tbl.schema, r.row_errors))
 
 
 # -- DML -------------------------------------------------------------------------------------
@@ -271,4 +439,4 @@ def delete(catalog, ast: exp.Delete, sql, params, check_cancel) -> StatementResu
                            row_errors=_row_failures(tnode.name, table.schema, errs))
 
 
-__all__ = ["execute", "explain", "plan_query", "run_query", "render", "np"]
+__all__ = ["execute", "explain", "describe", "plan_query", "run_query", "render"]

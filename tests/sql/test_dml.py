@@ -126,3 +126,56 @@ def test_types_round_trip(tmp_path):
         assert cur.fetchone() == (1, datetime.date(2024, 2, 29),
                                   datetime.datetime(2024, 1, 1, 10), decimal.Decimal("12.50"),
                                   1.5, True, "x")
+
+
+def test_rows_outside_every_range_partition(tmp_path):
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE r (k INT PRIMARY KEY, v STRING) PARTITION BY RANGE (k) "
+                    "(PARTITION VALUES < 10, PARTITION 20 <= VALUES < 30)")
+        with pytest.raises(kudusql.IntegrityError) as ei:
+            cur.execute("INSERT INTO r VALUES (1, 'a'), (15, 'b'), (25, 'c'), (99, 'd')")
+        e = ei.value
+        assert e.sqlstate == "23514" and e.rowcount == 2
+        assert [(f.ordinal, f.key) for f in e.row_errors] == [(2, (15,)), (4, (99,))]
+        cur.execute("ALTER TABLE r ADD RANGE PARTITION 10 <= VALUES < 20")
+        cur.execute("INSERT INTO r VALUES (15, 'b')")
+        assert rows(cur, "SELECT k FROM r") == [(1,), (15,), (25,)]
+
+
+def test_create_table_as_select(conn):
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (1, 'a', 1), (2, 'a', 2), (3, 'b', 5)")
+    cur.execute("CREATE TABLE s PRIMARY KEY (v) PARTITION BY HASH (v) PARTITIONS 2 "
+                "AS SELECT v, sum(n) AS total, count(*) AS cnt FROM t GROUP BY v")
+    assert cur.rowcount == 2
+    assert rows(cur, "SELECT * FROM s") == [("a", 3, 2), ("b", 5, 1)]
+    cur.execute("DESCRIBE s")
+    assert [(r[0], r[2]) for r in cur.fetchall()] == [("v", True), ("total", False),
+                                                      ("cnt", False)]
+    with pytest.raises(kudusql.ProgrammingError) as ei:
+        cur.execute("CREATE TABLE s2 AS SELECT v FROM t")
+    assert ei.value.sqlstate == "42P16"
+    with pytest.raises(kudusql.IntegrityError) as ei:   # duplicate keys in the query's rows
+        cur.execute("CREATE TABLE s3 PRIMARY KEY (v) AS SELECT v, k FROM t")
+    assert ei.value.sqlstate == "23505" and ei.value.rowcount == 2
+
+
+def test_describe_infers_parameter_and_result_types(conn):
+    import pyarrow as pa
+    s = conn._session
+    params, schema = s.describe("SELECT v, n * 2 AS m FROM t WHERE k = $1 AND v LIKE $2 "
+                                "LIMIT $3")
+    assert params == [pa.int64(), pa.string(), pa.int64()]
+    assert schema.names == ["v", "m"] and schema.field("v").type == pa.string()
+    params, schema = s.describe("INSERT INTO t (v, k) VALUES ($1, $2)")
+    assert params == [pa.string(), pa.int64()] and schema is None
+    params, schema = s.describe("UPDATE t SET n = $1 WHERE k = $2")
+    assert params == [pa.int32(), pa.int64()]
+
+
+def test_unsupported_constructs_say_so(conn):
+    cur = conn.cursor()
+    with pytest.raises(kudusql.NotSupportedError) as ei:
+        cur.execute("SELECT k, row_number() OVER (ORDER BY k) FROM t")
+    assert ei.value.sqlstate == "0A000" and ei.value.position == 11
