@@ -2,8 +2,8 @@
 
 The planner hands over a sqlglot tree whose aggregates and subqueries are already replaced by
 column references, plus a `pa.Table` / `pa.RecordBatch`; `evaluate` returns one Arrow value
-per row. Every operator is one or a few `pyarrow.compute` kernels over whole columns; no
-Python code runs per row.
+per row. Every operator is one or a few `pyarrow.compute` kernels (or numpy, for calendar
+arithmetic) over whole columns; no Python code runs per row, with one exception below.
 
     evaluate(node, batch)
       └── _eval(node, ctx) ── _HANDLERS[type(node)](node, ctx) ──> Value
@@ -31,8 +31,11 @@ Semantics are PostgreSQL's unless noted:
   precision is first shrunk to the digits the data actually has (a zero-copy view after one
   `min_max` pass), and on decimal256 if that is still not enough; results are rounded half
   away from zero to the result scale. A value that does not fit its result type is 22003,
-  never a silent wrap. Integer constants combine with decimals as decimal(digits, 0).
-  Literals: `1` is int64, `0.06` is decimal(2, 2), `1e3` is float64.
+  never a silent wrap. Division and % work on the unscaled integers, so declared scales do
+  not inflate the kernel's precision. The one per-row path: dividing two columns that both
+  hold 38 significant digits (no Arrow kernel can), done with Python's decimal.
+  Integer constants combine with decimals as decimal(digits, 0). Literals: `1` is int64,
+  `0.06` is decimal(2, 2), `1e3` is float64.
 * A bare string literal has PostgreSQL's "unknown" type: next to a typed operand it is cast
   to that type (`o_orderdate >= '1994-01-01'` compares dates; `'abc' + 1` fails with
   22P02 like PostgreSQL). Any other text operand stays text (`text = date` is 42883).
@@ -56,7 +59,9 @@ Not supported (raise 0A000 or 42883): non-constant patterns and lengths for LIKE
 LEFT, RIGHT, LPAD/RPAD, REPLACE, POSITION and TRIM characters; multi-character pad strings;
 arithmetic on interval *columns* (only constant intervals; timestamp - timestamp yields an
 interval column that EXTRACT and CAST to text cannot yet read); SIMILAR TO, bitwise
-operators, array/row values; time zones (timestamps are naive UTC microseconds).
+operators, array/row values; time zones (timestamps are naive UTC microseconds). sqlglot
+itself keeps only the first `<n> <unit>` of an interval string that mixes units with a time
+(`interval '1 day 02:00'` arrives as `interval '1' day`); `'1 day 2 hours'` is intact.
 """
 
 from __future__ import annotations
@@ -289,9 +294,7 @@ def _unsupported(node: exp.Expr, ctx: _Ctx) -> None:
     if isinstance(node, (exp.Parameter, exp.Placeholder)):
         raise SqlError(f"there is no parameter {node.sql()}", "42P02", pos)
     if isinstance(node, exp.Func):
-        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
-        _no_function(name, node.args.get("expressions") if isinstance(node, exp.Anonymous)
-                     else list(node.iter_expressions()), ctx, pos)
+        _no_function(node.sql_name(), list(node.iter_expressions()), ctx, pos)
     raise FeatureNotSupported(f"unsupported expression: {node.sql()}", position=pos)
 
 
@@ -413,9 +416,7 @@ def _cap(p: int, s: int) -> pa.DataType:
 
 
 def _int_as_decimal_type(t: pa.DataType) -> pa.DataType:
-    digits = _INT_DIGITS[t.bit_width] + (1 if pa.types.is_unsigned_integer(t) and
-                                         t.bit_width == 64 else 0)
-    return pa.decimal128(digits, 0)
+    return pa.decimal128(_INT_DIGITS[t.bit_width], 0)
 
 
 def _digits(n: int) -> int:
@@ -448,8 +449,7 @@ def _supertype(types: list[pa.DataType]) -> pa.DataType | None:
             int_digits = max(t.precision - t.scale for t in decs)
             scale = max(t.scale for t in decs)
             return _cap(int_digits + scale, scale)
-        return max(ts, key=lambda t: t.bit_width) if not any(
-            pa.types.is_unsigned_integer(t) and t.bit_width == 64 for t in ts) else pa.int64()
+        return max(ts, key=lambda t: t.bit_width)
     if kinds == {"string"}:
         return pa.large_string() if any(pa.types.is_large_string(t) for t in ts) else pa.string()
     if kinds <= {"date", "timestamp"}:
@@ -483,16 +483,13 @@ def _per_array(fn: Callable[[pa.Array], pa.Array], v: Value) -> Value:
 
 
 def _view(v: Value, t: pa.DataType) -> Value:
-    """Relabel a decimal value with a same-width type whose precision the data fits."""
+    """Reinterpret a decimal's stored integers under another same-width decimal type (zero
+    copy, unchecked: callers choose a precision the data fits, or know why it need not)."""
     if isinstance(v, pa.Scalar):
-        return pa.scalar(v.as_py(), t)
+        return pa.repeat(v, 1).view(t)[0]
     if isinstance(v, pa.ChunkedArray):
         return pa.chunked_array([c.view(t) for c in v.chunks], type=t)
     return v.view(t)
-
-
-def _is_null_scalar(v: Value) -> bool:
-    return isinstance(v, pa.Scalar) and not v.is_valid
 
 
 def _null_of(t: pa.DataType) -> pa.Scalar:
@@ -641,51 +638,64 @@ def _string_to_number(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value
         raise _bad_input(to, e, v, node) from None
 
 
+def _reject(v: Value, bad: Value, to: pa.DataType, node: exp.Expr | None) -> None:
+    """Raise the input-syntax error for the first input where `bad` is true, if any."""
+    if isinstance(bad, pa.Scalar):
+        if bad.as_py():
+            raise _bad_input(to, None, v, node)
+    elif pc.any(bad).as_py():
+        raise _bad_input(to, None, pc.filter(v, bad), node)
+
+
 def _string_to_bool(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     t = pc.utf8_lower(_trimmed(v))
     is_true = pc.is_in(t, value_set=pa.array(_TRUE_WORDS))
     is_false = pc.is_in(t, value_set=pa.array(_FALSE_WORDS))
-    bad = pc.and_(pc.invert(pc.or_(is_true, is_false)), pc.is_valid(t))
-    if isinstance(bad, pa.Scalar) and bad.as_py():
-        raise _bad_input(to, None, v, node)
-    if not isinstance(bad, pa.Scalar) and pc.any(bad).as_py():
-        raise _bad_input(to, None, pc.filter(v, bad), node)
+    _reject(v, pc.and_(pc.invert(pc.or_(is_true, is_false)), pc.is_valid(t)), to, node)
     return pc.if_else(pc.is_valid(t), is_true, _null_of(pa.bool_()))
 
 
-def _string_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+_DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
+_TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
+
+
+def _strptime(v: Value, formats: tuple[str, ...], to: pa.DataType,
+              node: exp.Expr | None) -> Value:
+    """The first of `formats` each text parses with (accepts '1994-1-5'); else 22007/22008."""
     t = _trimmed(v)
-    try:
-        return t.cast(pa.date32())
+    parsed = [pc.strptime(t, format=f, unit="us", error_is_null=True) for f in formats]
+    r = pc.coalesce(*parsed)
+    # strptime rolls 1994-02-30 over to March 2nd: the fields must read back unchanged.
+    fields = pc.extract_regex(t, pattern=r"^(?P<y>\d+)-(?P<m>\d+)-(?P<d>\d+)")
+    same = pc.and_(pc.and_(
+        pc.equal(pc.year(r), pc.struct_field(fields, [0]).cast(pa.int64())),
+        pc.equal(pc.month(r), pc.struct_field(fields, [1]).cast(pa.int64()))),
+        pc.equal(pc.day(r), pc.struct_field(fields, [2]).cast(pa.int64())))
+    _reject(v, pc.and_(pc.is_valid(t), pc.invert(pc.fill_null(same, False))), to, node)
+    return r
+
+
+def _string_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    try:  # the common case: ISO dates, one kernel
+        return _trimmed(v).cast(pa.date32())
     except pa.ArrowInvalid:
-        pass
-    try:  # '1994-01-01 10:00:00' is a valid date input too
-        return _timestamp_to_date(t.cast(_TS), to, node)
-    except pa.ArrowInvalid:
-        pass
-    try:  # '1994-1-1'
-        return pc.strptime(t, format="%Y-%m-%d", unit="s").cast(pa.date32())
-    except pa.ArrowInvalid as e:
-        raise _bad_input(to, e, v, node) from None
+        return _timestamp_to_date(_strptime(v, _DATE_FORMATS, to, node), to, node)
 
 
 def _string_to_timestamp(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
-    t = _trimmed(v)
-    try:
-        return t.cast(to)
+    try:  # ISO timestamps, with fractions of a second
+        return _trimmed(v).cast(to)
     except pa.ArrowInvalid:
-        pass
-    try:
-        return _string_to_date(t, pa.date32(), node).cast(to)
-    except SqlError:
-        raise _bad_input(to, None, v, node) from None
+        return _strptime(v, _TIMESTAMP_FORMATS, to, node).cast(to)
 
 
 def _string_to_interval(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     if not isinstance(v, pa.Scalar):
         raise FeatureNotSupported("casting a text column to interval is not supported",
                                   position=_position(node))
-    return v if not v.is_valid else _interval_scalar(*_parse_interval(v.as_py(), None, node))
+    if not v.is_valid:
+        return _null_of(_INTERVAL)
+    return _interval_scalar(*_parse_interval(v.as_py(), None, node))
 
 
 def _timestamp_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
@@ -770,8 +780,11 @@ def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) ->
         params = [int(p.this.this) for p in dt.expressions]
         if params:
             p, s = params[0], params[1] if len(params) > 1 else 0
-            if not 1 <= p <= _MAX_PRECISION or not 0 <= s <= p:
+            if not 1 <= p <= _MAX_PRECISION:
                 raise _err(f"NUMERIC precision {p} must be between 1 and 38", "22023", node)
+            if not 0 <= s <= p:
+                raise _err(f"NUMERIC scale {s} must be between 0 and precision {p}", "22023",
+                           node)
             return pa.decimal128(p, s)
         if source is not None and _kind(source) == "decimal":
             return source if source.bit_width == 128 else _cap(source.precision, source.scale)
@@ -1015,7 +1028,8 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
                   for v, e in zip(values, items)]
     if _kind(x.type) == "decimal" or any(_kind(v.type) == "decimal" for v in values):
         values = [_int_to_decimal(v) if _kind(v.type) == "int" else v for v in values]
-    narrowed = [_narrow(v, x.type) if v.type != x.type else v for v in values]
+    narrowed = [v if v.type == x.type else _narrow(v, x.type) if v.is_valid
+                else v.cast(x.type) for v in values]
     if all(v is not None for v in narrowed):
         values = narrowed
     t = _supertype([x.type] + [v.type for v in values])
@@ -1128,11 +1142,12 @@ def _arith_node(node: exp.Binary, ctx: _Ctx) -> Value:
 def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
            node: exp.Expr) -> Value:
     ka, kb = _kind(a.type), _kind(b.type)
-    # Unknown literals take the other operand's type ('1 day' next to a date: an interval).
+    # An unknown literal takes the other operand's type, as PostgreSQL first tries; only
+    # date/timestamp + '...' (no date + date) reads it as an interval.
     if _is_unknown_literal(a_node) and kb not in ("string", "null"):
-        a = _cast(a, _INTERVAL if kb in ("date", "timestamp") else b.type, a_node)
+        a = _cast(a, _INTERVAL if kb in ("date", "timestamp") and op == "+" else b.type, a_node)
     elif _is_unknown_literal(b_node) and ka not in ("string", "null"):
-        b = _cast(b, _INTERVAL if ka in ("date", "timestamp") else a.type, b_node)
+        b = _cast(b, _INTERVAL if ka in ("date", "timestamp") and op == "+" else a.type, b_node)
     ka, kb = _kind(a.type), _kind(b.type)
     if ka == "null" and kb == "null":
         return pa.scalar(None)
@@ -1252,6 +1267,10 @@ def _decimal_kernel(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
         a, b = _shrink(a), _shrink(b)
         p, _ = _arrow_decimal_type(op, a.type, b.type)
     if p > _MAX_PRECISION_256:
+        p_a, p_b = a.type.precision, b.type.precision
+        if op == "*" and p_a + p_b <= _MAX_PRECISION_256:  # |a * b| < 10**76 always fits
+            label = min(p_a, _MAX_PRECISION_256 - 2)
+            return _unchecked_product(a, label, b, _MAX_PRECISION_256 - 1 - label)
         raise _err("numeric field overflow", "22003", node)
     bits = 128 if p <= _MAX_PRECISION else 256
     a, b = _as_width(a, bits), _as_width(b, bits)
@@ -1266,26 +1285,105 @@ def _decimal_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     if op == "/":
         return _decimal_to_decimal(_decimal_quotient(a, b, target.scale + 1, node), target,
                                    node)
-    # % and //: the truncated integer quotient, exactly.
-    q = _decimal_quotient(a, b, 0, node)
+    # % and //: integer arithmetic on the unscaled values at the common scale s.
+    s = max(a.type.scale, b.type.scale)
+    ia, ib = _unscaled(_upscale(a, s, node)), _unscaled(_upscale(b, s, node))
+    q = _decimal_quotient(ia, ib, 0, node)
     q = _round(q, 0, "towards_zero")
     q = _decimal_to_decimal(q, _decimal_type(max(q.type.precision - q.type.scale, 1), 0), node)
     if op == "//":
         return _decimal_to_decimal(q, target, node)
-    r = _decimal_kernel("-", a, _decimal_kernel("*", _shrink(b), _shrink(q), node), node)
-    return _decimal_to_decimal(r, target, node)
+    r = _decimal_kernel("-", ia, _product_bounded_by(ib, q, node), node)
+    return _decimal_to_decimal(_relabel(r, s, node), target, node)
+
+
+def _product_bounded_by(b: Value, q: Value, node: exp.Expr) -> Value:
+    """b * q for q = trunc(a / b), exact: |b * q| <= |a| row by row, although the largest b
+    and the largest q (from different rows) may together exceed decimal256's 76 digits.
+
+    Arrow's decimal kernels multiply the stored integers without checking them against the
+    declared precision, so the operands are relabelled (unchecked views) with precisions
+    whose sum fits; every actual product still fits, since |a| has at most 75 digits.
+    """
+    p, _ = _arrow_decimal_type("*", b.type, q.type)
+    if p <= _MAX_PRECISION_256:
+        return _decimal_kernel("*", b, q, node)
+    return _unchecked_product(b, _MAX_PRECISION, q, _MAX_PRECISION_256 - _MAX_PRECISION - 1)
+
+
+def _unchecked_product(a: Value, label_a: int, b: Value, label_b: int) -> Value:
+    """a * b on decimal256 with the operands labelled precision label_a and label_b (sum 75),
+    whatever digits they hold: the caller guarantees every product fits in 76 digits."""
+    def relabel(v: Value, precision: int) -> Value:
+        return _view(_as_width(v, 256), pa.decimal256(precision, v.type.scale))
+
+    return pc.multiply(relabel(a, label_a), relabel(b, label_b))
+
+
+def _upscale(v: Value, scale: int, node: exp.Expr) -> Value:
+    t = v.type
+    if t.scale >= scale:
+        return v
+    return _cast_checked(v, _decimal_type(t.precision + scale - t.scale, scale), node)
+
+
+def _unscaled(v: Value) -> Value:
+    """The unscaled integers of a decimal (a zero-copy view at scale 0), minimal precision."""
+    t = v.type
+    width = pa.decimal128 if t.bit_width == 128 else pa.decimal256
+    return _shrink(_view(v, width(t.precision, 0)))
+
+
+def _relabel(v: Value, scale: int, node: exp.Expr) -> Value:
+    """The same unscaled integers read at another scale (the value times 10**(old - new))."""
+    t = v.type
+    p = max(t.precision, scale, 1)
+    if p > _MAX_PRECISION_256:
+        raise _err("numeric field overflow", "22003", node)
+    if t.bit_width == 128 and p > _MAX_PRECISION:
+        v = _as_width(v, 256)
+    return _view(v, (pa.decimal128 if v.type.bit_width == 128 else pa.decimal256)(p, scale))
 
 
 def _decimal_quotient(a: Value, b: Value, min_scale: int, node: exp.Expr) -> Value:
-    """a / b truncated toward zero at a scale of at least `min_scale` (22012 on b = 0)."""
+    """a / b truncated toward zero at a scale of at least `min_scale` (22012 on b = 0).
+
+    Divides the unscaled integers, a / b = (A / B) * 10**(s2 - s1), so the declared scales
+    do not inflate the precision of Arrow's kernel (whose quotient scale is max(4, pB + 1)
+    for integer operands, and whose dividend it widens by that many digits).
+    """
     _check_nonzero(b, node)
-    a, b = _shrink(a), _shrink(b)
-    # Arrow's quotient scale is max(4, s1 + p2 - s2 + 1): raise the dividend's scale s1.
-    k = min_scale - (a.type.scale + b.type.precision - b.type.scale + 1)
+    shift = b.type.scale - a.type.scale
+    ia, ib = _unscaled(a), _unscaled(b)
+    need = max(min_scale + shift, shift, 0)  # scale of A / B
+    k = need - (ib.type.precision + 1)
     if k > 0:
-        t = a.type
-        a = _cast_checked(a, _decimal_type(t.precision + k, t.scale + k), node)
-    return _decimal_kernel("/", a, b, node)
+        ia = _upscale(ia, k, node)
+    p, _ = _arrow_decimal_type("/", ia.type, ib.type)
+    if p > _MAX_PRECISION_256:
+        q = _python_quotient(ia, ib, need)
+    else:
+        q = _decimal_kernel("/", ia, ib, node)
+    return _relabel(q, q.type.scale - shift, node)
+
+
+def _python_quotient(a: Value, b: Value, scale: int) -> Value:
+    """Truncated a / b with Python's decimal: only for operands that both carry 38
+    significant digits, which no Arrow kernel can divide exactly (per row, but rare)."""
+    quantum = decimal.Decimal(1).scaleb(-scale)
+    t = pa.decimal256(_MAX_PRECISION_256, scale)
+
+    def quotient(x: decimal.Decimal | None, y: decimal.Decimal | None) -> decimal.Decimal | None:
+        if x is None or y is None:
+            return None
+        return _DECIMAL_CTX.divide(x, y).quantize(quantum, rounding=decimal.ROUND_DOWN,
+                                                  context=_DECIMAL_CTX)
+
+    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
+        return pa.scalar(quotient(a.as_py(), b.as_py()), t)
+    n = len(b) if isinstance(a, pa.Scalar) else len(a)
+    xs, ys = _broadcast(a, n).to_pylist(), _broadcast(b, n).to_pylist()
+    return pa.array([quotient(x, y) for x, y in zip(xs, ys)], t)
 
 
 @_handles(exp.Neg)
