@@ -27,6 +27,7 @@ Nodes (children first in each dataclass):
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from sqlglot import exp
@@ -199,11 +200,16 @@ class Output:
     keys: list[str]
 
 
+_INTERNAL = re.compile(r'"([^"#]+)#\d+\.([^"]+)"')
+
+
 def _sql(e: exp.Expression) -> str:
+    """An expression for EXPLAIN: internal keys `"alias#n.col"` shown as `alias.col`."""
     try:
-        return e.sql(dialect="postgres")
+        text = e.sql(dialect="postgres")
     except Exception:  # a node the generator cannot render: show its class
-        return repr(e)
+        text = repr(e)
+    return _INTERNAL.sub(r"\1.\2", text)
 
 
 def describe(node: Node) -> list[str]:
