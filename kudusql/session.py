@@ -83,8 +83,10 @@ class Database:
             raise
         return cls(cat, mm)
 
-    def session(self) -> "Session":
-        return Session(self)
+    def session(self, catalog=None) -> "Session":
+        """A new session; `catalog` replaces the engine catalog for name resolution (the
+        wire server passes a wrapper that adds pg_catalog / information_schema views)."""
+        return Session(self, catalog)
 
     def close(self) -> None:
         if self._closed:
@@ -105,8 +107,9 @@ class Session:
     """A connection's state. `cancel()` (from another thread) interrupts the running
     statement with 57014."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, catalog=None):
         self.db = db
+        self.catalog = catalog if catalog is not None else db.catalog
         self.in_transaction = False
         self._cancel = threading.Event()
 
@@ -149,7 +152,7 @@ class Session:
         try:
             if m:
                 asts = parse(text[m.end():])
-                types = statement.infer_parameter_types(self.db.catalog, asts[0]) if asts else {}
+                types = statement.infer_parameter_types(self.catalog, asts[0]) if asts else {}
                 n = max(types) if types else 0
                 return [types.get(i) for i in range(1, n + 1)], \
                     pa.schema([pa.field("QUERY PLAN", pa.string())])
@@ -165,7 +168,7 @@ class Session:
             if is_utility(ast):
                 schema = self._utility_schema(ast, text)
                 return [], schema
-            return statement.describe(self.db.catalog, ast, text)
+            return statement.describe(self.catalog, ast, text)
         except SqlError as e:
             if e.position is not None:
                 e.position += offset
@@ -175,7 +178,7 @@ class Session:
         """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
         if isinstance(ast, (exp.Create, exp.Drop, exp.Alter, exp.Comment)):
             return None
-        r = statement.execute(self.db.catalog, ast, text)
+        r = statement.execute(self.catalog, ast, text)
         return r.table.schema if r.table is not None else None
 
     def execute_one(self, text: str, params=None) -> StatementResult:
@@ -193,7 +196,7 @@ class Session:
             if len(asts) != 1:
                 raise SqlSyntaxError("EXPLAIN needs one statement", position=m.end() + 1)
             try:
-                return statement.explain(self.db.catalog, asts[0], inner, params, analyze,
+                return statement.explain(self.catalog, asts[0], inner, params, analyze,
                                          self._check_cancel)
             except SqlError as e:
                 if e.position is not None:
@@ -220,5 +223,5 @@ class Session:
                 "does not undo writes that were already applied"])
         if isinstance(ast, exp.Set):
             return StatementResult("SET")
-        return statement.execute(self.db.catalog, ast, text, params, upsert=upsert,
+        return statement.execute(self.catalog, ast, text, params, upsert=upsert,
                                  check_cancel=self._check_cancel)

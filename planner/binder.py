@@ -149,6 +149,23 @@ class Binder:
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, ast: exp.Expression) -> exp.Expression:
+        # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
+        # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
+        # system views may serve (the engine catalog itself knows only bare names).
+        for t in list(ast.find_all(exp.Table)):
+            if t.args.get("db") is None or isinstance(t.this, exp.Func):
+                continue
+            db = t.db
+            if db.lower() == "public":
+                t.set("db", None)
+                continue
+            if not t.alias:
+                t.set("alias", exp.TableAlias(this=exp.to_identifier(t.name)))
+            ident = exp.to_identifier(f"{db}${t.name}", quoted=True)
+            if t.this._meta:
+                ident.meta.update(t.this.meta)
+            t.set("this", ident)
+            t.set("db", None)
         self.check_tables(ast)
         schema = {}
         # table_changes('t', from, to) AS x: a synthetic table so that qualify knows its
@@ -214,7 +231,7 @@ class Binder:
                 continue
             if t.name in ctes or self.catalog.has_table(t.name):
                 continue
-            raise SqlError(f'relation "{t.name}" does not exist', "42P01",
+            raise SqlError(f'relation "{t.name.replace("$", ".")}" does not exist', "42P01",
                            position(self.sql, t))
 
     # -- queries ---------------------------------------------------------------------------

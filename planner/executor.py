@@ -179,6 +179,14 @@ class Executor:
             for f in node.filters:
                 t = t.filter(self.eval_filter(f, t))
             return t
+        if getattr(table, "virtual", False):
+            # A system view (e.g. pg_catalog, provided by the wire layer through a catalog
+            # wrapper): `to_arrow(columns)` materialises it; filters apply here.
+            t = table.to_arrow(node.columns)
+            t = pa.Table.from_arrays(t.columns, names=keys) if keys else empty_rows(t.num_rows)
+            for f in node.filters:
+                t = t.filter(self.eval_filter(f, t))
+            return t
         snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else None
         scan = table.scan(node.columns, node.pushed, snapshot)
         cond = and_all(node.filters)

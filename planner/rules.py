@@ -316,6 +316,8 @@ def rule_scan_predicates(out: L.Output, catalog) -> L.Output:
         if not isinstance(n, L.Scan) or n.changes:
             continue
         table = catalog.table(n.table)
+        if getattr(table, "virtual", False):      # system views: filters stay residual
+            continue
         types = {c.name: c.arrow_type for c in table.schema.columns}
         rest = []
         for f in n.filters:
