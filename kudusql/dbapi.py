@@ -222,9 +222,32 @@ class Cursor:
         return self
 
     def executemany(self, sql: str, seq_of_params: Iterable) -> "Cursor":
-        """One statement per parameter set (each applied on its own); rowcount is the
-        total. Row failures of all sets are collected and raised at the end."""
+        """`INSERT/UPSERT ... VALUES (%s, ...)` goes to the database as one Arrow batch (row
+        ordinals in errors = positions in `seq_of_params`); other statements run once per
+        parameter set. rowcount is the total; row failures of all sets are raised at the
+        end, after every other row was applied."""
+        self._check()
+        seq = list(seq_of_params)
+        if seq:
+            converted = [convert_params(sql, p) for p in seq]
+            texts = {t for t, _ in converted}
+            if len(texts) == 1:
+                try:
+                    r = self.connection._session.execute_many(texts.pop(),
+                                                              [v for _, v in converted])
+                except SqlError as e:
+                    self._reset(None)
+                    raise _from_sql_error(e) from None
+                if r is not None:
+                    self._reset(r)
+                    if r.row_errors:
+                        first = r.row_errors[0]
+                        raise error_class(first.sqlstate)(
+                            f"{len(r.row_errors)} row(s) failed; first: {first.message}",
+                            first.sqlstate, None, r.row_errors, r.rowcount)
+                    return self
         total, failures, last_exc = 0, [], None
+        seq_of_params = seq
         for p in seq_of_params:
             try:
                 self.execute(sql, p)

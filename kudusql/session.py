@@ -181,6 +181,40 @@ class Session:
         r = statement.execute(self.catalog, ast, text)
         return r.table.schema if r.table is not None else None
 
+    def execute_many(self, sql: str, param_sets: list[list]) -> StatementResult | None:
+        """`INSERT/UPSERT ... VALUES ($1, ..., $n)` for many parameter sets as one Arrow
+        batch (one write per tablet instead of one statement per set); row ordinals in
+        errors are the parameter sets' 1-based positions. None when the statement has
+        another shape (the caller then runs the sets one by one)."""
+        stmts = split_statements(sql)
+        if len(stmts) != 1 or not param_sets:
+            return None
+        offset, text = stmts[0]
+        upsert = text[:6].upper() == "UPSERT"
+        if upsert:
+            text = "INSERT" + text[6:]
+        try:
+            asts = parse(text)
+        except SqlError:
+            return None
+        if len(asts) != 1:
+            return None
+        n = statement.bulk_parameters(asts[0])
+        if n is None or any(len(p) != n for p in param_sets):
+            return None
+        try:
+            columns = [pa.array([p[i] for p in param_sets]) for i in range(n)]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            return None        # values pyarrow cannot type as one column: the slow path
+        try:
+            target = statement.insert_target(self.catalog, asts[0], text)
+            rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
+            return statement.insert_rows(target, rows, upsert, text, asts[0].expression)
+        except SqlError as e:
+            if e.position is not None:
+                e.position += offset
+            raise
+
     def execute_one(self, text: str, params=None) -> StatementResult:
         m = _EXPLAIN.match(text)
         if m:

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -326,11 +327,23 @@ def _row_failures(table_name: str, schema, errors, ordinals=None) -> list[RowFai
     return out
 
 
-def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
+@dataclasses.dataclass
+class InsertTarget:
+    """What an INSERT writes to: the table, its target columns, ON CONFLICT DO NOTHING."""
+    name: str
+    table: Any
+    columns: list[str]
+    explicit: bool             # columns were listed: the source must match them exactly
+    ignore_dups: bool
+    node: exp.Expression       # for error positions
+
+
+def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
     tnode, table = _target(catalog, ast, sql)
     schema = table.schema
     target = ast.this
-    if isinstance(target, exp.Schema) and target.expressions:
+    explicit = isinstance(target, exp.Schema) and bool(target.expressions)
+    if explicit:
         cols = []
         for c in target.expressions:
             name = c.name
@@ -355,28 +368,56 @@ def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) ->
             raise FeatureNotSupported("only ON CONFLICT DO NOTHING is supported (use UPSERT "
                                       "to replace rows)", position=position(sql, conflict))
         ignore_dups = True
-    source = ast.expression
-    rows = run_query(catalog, source, sql, params, check_cancel)
+    return InsertTarget(tnode.name, table, cols, explicit, ignore_dups, target)
+
+
+def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
+                source: exp.Expression | None = None) -> StatementResult:
+    """Write computed rows (columns in target order) with Kudu's per-row semantics."""
+    cols = target.columns
     if rows.num_columns > len(cols):
         raise SqlError("INSERT has more expressions than target columns", "42601",
                        position(sql, source))
     if rows.num_columns < len(cols):
-        if target is not None and isinstance(target, exp.Schema) and target.expressions:
+        if target.explicit:
             raise SqlError("INSERT has more target columns than expressions", "42601",
                            position(sql, source))
         cols = cols[:rows.num_columns]
-    data = pa.Table.from_arrays(rows.columns, names=cols)
+    schema = target.table.schema
     for k in schema.key_names:
         if k not in cols:     # every row would fail alike: one statement-level error
-            raise SqlError(f'null value in column "{k}" of relation "{tnode.name}" violates '
+            raise SqlError(f'null value in column "{k}" of relation "{target.name}" violates '
                            "not-null constraint (a primary key column)", "23502",
-                           position(sql, target))
-    if data.num_rows == 0:
-        return StatementResult("INSERT", rowcount=0)
-    r = table.upsert(data) if upsert else table.insert(data)
-    errs = [e for e in r.row_errors if not (ignore_dups and e.code == "ALREADY_PRESENT")]
-    return StatementResult("UPSERT" if upsert else "INSERT", rowcount=r.num_applied,
-                           row_errors=_row_failures(tnode.name, schema, errs))
+                           position(sql, target.node))
+    verb = "UPSERT" if upsert else "INSERT"
+    if rows.num_rows == 0:
+        return StatementResult(verb, rowcount=0)
+    data = pa.Table.from_arrays(rows.columns, names=cols)
+    r = target.table.upsert(data) if upsert else target.table.insert(data)
+    errs = [e for e in r.row_errors if not (target.ignore_dups and e.code == "ALREADY_PRESENT")]
+    return StatementResult(verb, rowcount=r.num_applied,
+                           row_errors=_row_failures(target.name, schema, errs))
+
+
+def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
+    target = insert_target(catalog, ast, sql)
+    rows = run_query(catalog, ast.expression, sql, params, check_cancel)
+    return insert_rows(target, rows, upsert, sql, ast.expression)
+
+
+def bulk_parameters(ast: exp.Expression) -> int | None:
+    """n if `ast` is `INSERT ... VALUES ($1, ..., $n)` (one row of plain parameters in
+    order): executemany can then send every parameter set as one Arrow batch."""
+    if not isinstance(ast, exp.Insert) or not isinstance(ast.expression, exp.Values):
+        return None
+    rows = ast.expression.expressions
+    if len(rows) != 1 or not isinstance(rows[0], exp.Tuple):
+        return None
+    items = rows[0].expressions
+    for i, e in enumerate(items, 1):
+        if not isinstance(e, exp.Parameter) or e.name != str(i):
+            return None
+    return len(items)
 
 
 def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel):

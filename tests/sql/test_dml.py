@@ -179,3 +179,18 @@ def test_unsupported_constructs_say_so(conn):
     with pytest.raises(kudusql.NotSupportedError) as ei:
         cur.execute("SELECT k, row_number() OVER (ORDER BY k) FROM t")
     assert ei.value.sqlstate == "0A000" and ei.value.position == 11
+
+
+def test_executemany_inserts_one_batch_with_row_ordinals(conn):
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (3, 'x', 0)")
+    rows_in = [(i, f"v{i}", i) for i in range(1, 2001)]
+    with pytest.raises(kudusql.IntegrityError) as ei:
+        cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", rows_in)
+    assert ei.value.rowcount == 1999
+    assert [(f.ordinal, f.key) for f in ei.value.row_errors] == [(3, (3,))]
+    cur.executemany("UPSERT INTO t (k, v) VALUES (%(k)s, %(v)s)",
+                    [{"k": 1, "v": "one"}, {"k": 5000, "v": "new"}])
+    assert cur.rowcount == 2
+    assert rows(cur, "SELECT k, v, n FROM t WHERE k IN (1, 3, 5000)") == \
+        [(1, "one", 1), (3, "x", 0), (5000, "new", 7)]
