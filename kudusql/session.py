@@ -123,19 +123,23 @@ class Session:
 
     def execute(self, sql: str, params=None) -> list[StatementResult]:
         """Run every statement in `sql`; see the module docstring."""
+        return list(self.execute_iter(sql, params, stream=False))
+
+    def execute_iter(self, sql: str, params=None, stream: bool = True):
+        """Like `execute`, one result at a time: a statement runs when its result is asked
+        for. With `stream`, SELECT results stream their rows (`StatementResult.stream`);
+        consume each before asking for the next, since later statements may write."""
         self._cancel.clear()
-        results = []
         stmts = split_statements(sql)
         if params and len(stmts) > 1:
             raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
         for offset, text in stmts:
             try:
-                results.append(self.execute_one(text, params))
+                yield self.execute_one(text, params, stream=stream)
             except SqlError as e:
                 if e.position is not None:
                     e.position += offset
                 raise
-        return results
 
     def describe(self, sql: str):
         """(parameter types, result schema) of one statement without running it: the wire
@@ -215,7 +219,7 @@ class Session:
                 e.position += offset
             raise
 
-    def execute_one(self, text: str, params=None) -> StatementResult:
+    def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         m = _EXPLAIN.match(text)
         if m:
             opts = (m.group(1) or m.group(2) or "").lower()
@@ -258,4 +262,4 @@ class Session:
         if isinstance(ast, exp.Set):
             return StatementResult("SET")
         return statement.execute(self.catalog, ast, text, params, upsert=upsert,
-                                 check_cancel=self._check_cancel)
+                                 check_cancel=self._check_cancel, stream=stream)

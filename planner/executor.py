@@ -188,31 +188,103 @@ class Executor:
             for f in node.filters:
                 t = t.filter(self.eval_filter(f, t))
             return t
+        if not keys:
+            return empty_rows(sum(b.num_rows for b in self._scan_batches(node, table)))
+        return pa.Table.from_batches(list(self._scan_batches(node, table)),
+                                     schema=self._scan_schema(node, table))
+
+    def _scan_schema(self, node: L.Scan, table) -> pa.Schema:
+        return pa.schema([pa.field(node.key(c), f.type) for c, f in
+                          zip(node.columns, table.schema.arrow_schema(node.columns))])
+
+    def _scan_batches(self, node: L.Scan, table):
+        """The tablets' batches, renamed to internal keys, residual filters applied; the
+        engine scan is closed when the generator is (also on early exit: LIMIT)."""
+        st = self.stats.setdefault(id(node), NodeStats())
+        keys = [node.key(c) for c in node.columns]
         snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else None
         scan = table.scan(node.columns, node.pushed, snapshot)
         cond = and_all(node.filters)
-        batches = []
-        n = 0
         try:
             for b in scan:
                 self._check_cancel()
-                if not keys:
-                    n += b.num_rows
-                    continue
-                b = pa.RecordBatch.from_arrays(b.columns, names=keys)
-                if cond is not None:
-                    b = b.filter(self.eval_filter(cond, b))
+                if keys:
+                    b = pa.RecordBatch.from_arrays(b.columns, names=keys)
+                    if cond is not None:
+                        b = b.filter(self.eval_filter(cond, b))
                 if b.num_rows:
-                    batches.append(b)
+                    yield b
         finally:
             scan.close()
-        st.scan = scan.stats.scan
-        st.tablets = (scan.stats.tablets_scanned, scan.stats.tablets_total)
-        if not keys:
-            return empty_rows(n)
-        schema = pa.schema([pa.field(k, f.type) for k, f in
-                            zip(keys, table.schema.arrow_schema(node.columns))])
-        return pa.Table.from_batches(batches, schema=schema)
+            st.scan = scan.stats.scan
+            st.tablets = (scan.stats.tablets_scanned, scan.stats.tablets_total)
+
+    # -- streaming ---------------------------------------------------------------------------
+    def stream_output(self, out: L.Output):
+        """The result as a sequence of RecordBatches with the output names. Plans that are
+        projections, filters and limits over one table scan stream batch by batch (a large
+        SELECT never sits in memory whole); anything else is computed, then sliced."""
+        self._root = out
+        names = list(out.names)
+        for b in self._stream(out.plan):
+            cols = [b.column(b.schema.get_field_index(k)) for k in out.keys]
+            yield pa.RecordBatch.from_arrays(cols, names=names)
+
+    def _streamable(self, node: L.Node) -> bool:
+        if isinstance(node, (L.Project, L.Filter, L.Limit)):
+            return self._streamable(node.input)
+        if isinstance(node, L.Scan):
+            return not node.changes and not self.schema_only and node.columns and \
+                not getattr(self.catalog.table(node.table), "virtual", False)
+        return False
+
+    def _stream(self, node: L.Node):
+        if not self._streamable(node):
+            t = self.run(node)
+            yield from t.to_batches(max_chunksize=65536) if t.num_rows else \
+                [pa.RecordBatch.from_pylist([], schema=t.schema)]
+            return
+        st = self.stats.setdefault(id(node), NodeStats())
+        if isinstance(node, L.Scan):
+            src = self._scan_batches(node, self.catalog.table(node.table))
+            empty = self._scan_schema(node, self.catalog.table(node.table))
+            got = False
+            for b in src:
+                got = True
+                st.rows += b.num_rows
+                yield b
+            if not got:
+                yield pa.RecordBatch.from_pylist([], schema=empty)
+        elif isinstance(node, L.Filter):
+            for b in self._stream(node.input):
+                b = b.filter(self.eval_filter(node.condition, b))
+                st.rows += b.num_rows
+                yield b
+        elif isinstance(node, L.Project):
+            for b in self._stream(node.input):
+                arrays = [_chunked(self.eval(e, b), b.num_rows) for _, e in node.items]
+                out = pa.RecordBatch.from_arrays(
+                    [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+                     for a in arrays], names=[k for k, _ in node.items])
+                st.rows += out.num_rows
+                yield out
+        else:  # Limit
+            skip, left = node.offset, node.limit
+            gen = self._stream(node.input)
+            try:
+                for b in gen:
+                    if skip:
+                        cut = min(skip, b.num_rows)
+                        b, skip = b.slice(cut), skip - cut
+                    if left is not None:
+                        b = b.slice(0, left)
+                        left -= b.num_rows
+                    st.rows += b.num_rows
+                    yield b
+                    if left == 0:
+                        break
+            finally:
+                gen.close()
 
     def _values(self, node: L.Values) -> pa.Table:
         if not node.keys:

@@ -17,6 +17,7 @@ Contract:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -39,6 +40,18 @@ class StatementResult:
     notices: list[str] = dataclasses.field(default_factory=list)
     # EXPLAIN ANALYZE / diagnostics: whatever the executor wants to expose (plain data).
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # A streamed SELECT (Session.execute_iter): `table` is None, `schema` is set and
+    # `stream` yields RecordBatches; consume it before asking for the next result.
+    stream: Iterator[pa.RecordBatch] | None = None
+    schema: pa.Schema | None = None
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as RecordBatches, streamed or from `table`."""
+        if self.stream is not None:
+            return self.stream
+        if self.table is None:
+            return iter(())
+        return iter(self.table.to_batches(max_chunksize=65536))
 
     def tag(self) -> str:
         if self.command == "INSERT" or self.command == "UPSERT":

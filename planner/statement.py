@@ -47,8 +47,24 @@ def run_query(catalog, ast, sql, params=None, check_cancel=None) -> pa.Table:
     return Executor(catalog, check_cancel=check_cancel).run_output(out)
 
 
+def stream_query(catalog, ast, sql, params=None, check_cancel=None) -> StatementResult:
+    """A SELECT whose rows are streamed (see StatementResult.stream); planning errors raise
+    here, execution errors while the stream is consumed."""
+    out = plan_query(catalog, ast, sql, params)
+    ex = Executor(catalog, check_cancel=check_cancel)
+    gen = ex.stream_output(out)
+    first = next(gen)           # starts the scan now: its snapshot is taken here
+
+    def rows():
+        yield first
+        yield from gen
+    return StatementResult("SELECT", rowcount=-1, stream=rows(), schema=first.schema)
+
+
 def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = None, *,
-            upsert: bool = False, check_cancel=None) -> StatementResult:
+            upsert: bool = False, check_cancel=None, stream: bool = False) -> StatementResult:
+    if isinstance(ast, QUERY_TYPES) and stream:
+        return stream_query(catalog, ast, sql, params, check_cancel)
     if isinstance(ast, QUERY_TYPES):
         t = run_query(catalog, ast, sql, params, check_cancel)
         return StatementResult.rows("SELECT", t)

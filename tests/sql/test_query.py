@@ -151,3 +151,21 @@ def test_arrow_results(db):
         .fetch_arrow_table()
     assert t.schema.field(1).type == pa.decimal128(10, 2)
     assert t.column(0).to_pylist() == [1, 2]
+
+
+def test_streamed_results_match_and_stop_early(tmp_path):
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE big (k INT PRIMARY KEY, v STRING) "
+                    "PARTITION BY HASH (k) PARTITIONS 2")
+        cur.executemany("INSERT INTO big VALUES (%s, %s)", [(i, str(i)) for i in range(50_000)])
+        s = c._session
+        (r,) = list(s.execute_iter("SELECT k, v || '!' AS w FROM big WHERE k % 2 = 0"))
+        assert r.table is None and r.schema.names == ["k", "w"]
+        got = pa.Table.from_batches(list(r.stream))
+        assert got.num_rows == 25_000 and sorted(got.column("k").to_pylist())[:2] == [0, 2]
+        (r,) = list(s.execute_iter("SELECT k FROM big LIMIT 7"))
+        assert sum(b.num_rows for b in r.stream) == 7
+        # non-streamable plans still come back as batches
+        (r,) = list(s.execute_iter("SELECT count(*) FROM big"))
+        assert [b.to_pylist() for b in r.batches()] == [[{"count": 50_000}]]
