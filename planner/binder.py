@@ -30,6 +30,7 @@ from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify import qualify
 
 from planner import logical as L
+from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import Const
 
@@ -188,8 +189,7 @@ class Binder:
         for t in ast.find_all(exp.Table):
             name = t.name
             if self.catalog.has_table(name):
-                sch = self.catalog.table(name).schema
-                schema[name] = {c.name: "text" for c in sch.columns}
+                schema[name] = {c: "text" for c in declared_columns(self.catalog.table(name))}
         try:
             return qualify(ast, schema=schema, dialect="postgres", quote_identifiers=False,
                            validate_qualify_columns=True, identify=False)

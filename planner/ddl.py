@@ -782,3 +782,35 @@ def create_table_sql(name: str, schema: Schema, partition_schema: PartitionSchem
         items = ", ".join(f"{sql_literal(k)}={sql_literal(str(v))}" for k, v in props.items())
         out += f"\nTBLPROPERTIES ({items})"
     return out
+
+
+# -- declared column order -------------------------------------------------------------------
+# The engine stores key columns first (Kudu's rule); SQL users expect `SELECT *`, DESCRIBE and
+# INSERT without a column list to follow the order they declared. That order is kept in a
+# table property when it differs from the storage order.
+COLUMN_ORDER_PROPERTY = "kudusql.column_order"
+
+
+def column_order_properties(declared: list[str], schema: Schema, properties: dict) -> dict:
+    """`properties` plus the declared column order when it is not the storage order."""
+    out = dict(properties or {})
+    if list(declared) != list(schema.names):
+        import json
+        out[COLUMN_ORDER_PROPERTY] = json.dumps(list(declared))
+    return out
+
+
+def declared_columns(table) -> list[str]:
+    """Column names in declared order (storage order for tables without the property;
+    columns added or renamed later go last)."""
+    import json
+    names = list(table.schema.names)
+    meta = getattr(table, "metadata", None)
+    raw = (getattr(meta, "properties", None) or {}).get(COLUMN_ORDER_PROPERTY)
+    if not raw:
+        return names
+    try:
+        declared = [c for c in json.loads(raw) if c in names]
+    except ValueError:
+        return names
+    return declared + [c for c in names if c not in declared]

@@ -29,6 +29,7 @@ from sqlglot import exp
 
 from planner import logical as L
 from planner.binder import Binder, position
+from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
 from planner.executor import Executor
 from planner.result import RowFailure, StatementResult
@@ -258,7 +259,7 @@ def create_table_as(catalog, ast: exp.Create, sql, params, check_cancel) -> Stat
     """Impala's CTAS: `CREATE TABLE t PRIMARY KEY (k) [PARTITION BY ...] AS SELECT ...`
     (also `CREATE TABLE t (PRIMARY KEY (k)) ... AS SELECT`). Columns take the query's names
     and types; the rows are then inserted with the usual per-row errors."""
-    from planner.ddl import create_table_spec, quote_identifier
+    from planner.ddl import column_order_properties, create_table_spec, quote_identifier
     from planner.dialect import KuduPrimaryKeyProperty, KuduSQL
     target = ast.this
     table = target.this if isinstance(target, exp.Schema) else target
@@ -303,7 +304,9 @@ def create_table_as(catalog, ast: exp.Create, sql, params, check_cancel) -> Stat
     ddl = f"CREATE TABLE {quote_identifier(table.name)} ({', '.join(cols)}) {tail}"
     spec = create_table_spec(ddl)
     catalog.create_table(spec.name, spec.schema, spec.partition_schema,
-                         replication_factor=spec.replication_factor)
+                         replication_factor=spec.replication_factor,
+                         properties=column_order_properties(names, spec.schema,
+                                                            spec.properties))
     if rows.num_rows == 0:
         return StatementResult("SELECT", rowcount=0)
     tbl = catalog.table(table.name)
@@ -371,7 +374,7 @@ def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
                                position(sql, c))
             cols.append(name)
     else:
-        cols = list(schema.names)
+        cols = declared_columns(table)
     if ast.args.get("returning"):
         raise FeatureNotSupported("RETURNING is not supported", position=position(sql, ast))
     conflict = ast.args.get("conflict")

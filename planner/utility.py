@@ -90,12 +90,15 @@ from engine.catalog.catalog import TableMetadata
 from engine.catalog.partition import PartitionSchema, RangeSpec
 from engine.tablet.tablet import META_FILE
 from planner.ddl import (
+    COLUMN_ORDER_PROPERTY,
     REPLICAS_PROPERTY,
     _ident,
     _pos,
     column_from_def,
+    column_order_properties,
     create_table_spec,
     create_table_sql,
+    declared_columns,
     range_spec,
     sql_literal,
     sql_type,
@@ -275,11 +278,14 @@ class _Executor:
         if spec.if_not_exists and self.catalog.has_table(spec.name):
             self.notices.append(f'relation "{spec.name}" already exists, skipping')
             return self.result("CREATE TABLE")
+        declared = [c.name for c in ast.this.expressions if isinstance(c, exp.ColumnDef)] \
+            if isinstance(ast.this, exp.Schema) else list(spec.schema.names)
         try:
             self.catalog.create_table(
                 spec.name, spec.schema, spec.partition_schema,
                 replication_factor=spec.replication_factor, comment=spec.comment,
-                properties=spec.properties, if_not_exists=spec.if_not_exists)
+                properties=column_order_properties(declared, spec.schema, spec.properties),
+                if_not_exists=spec.if_not_exists)
         except engine_errors.AlreadyPresent as e:
             raise SqlError.from_engine(e, self.pos(name_node)) from None
         except engine_errors.EngineError as e:
@@ -583,9 +589,11 @@ class _Executor:
                 out = self.tablets(self.meta(table))
             case "CREATE TABLE":
                 m = self.meta(table)
+                props = {k: v for k, v in (m.properties or {}).items()
+                         if k != COLUMN_ORDER_PROPERTY}
                 text = create_table_sql(m.name, m.schema, m.partition_schema,
                                         replication_factor=m.replication_factor,
-                                        comment=m.comment, properties=m.properties)
+                                        comment=m.comment, properties=props)
                 out = pa.table([pa.array([text], pa.string())], schema=CREATE_SCHEMA)
             case _:
                 raise FeatureNotSupported(f"SHOW {kind} is not supported",
@@ -594,7 +602,7 @@ class _Executor:
 
     def describe(self, table: exp.Expr) -> pa.Table:
         schema = self.meta(table).schema
-        cols = schema.columns
+        cols = [schema.column(c) for c in declared_columns(self.catalog.table(_table_name(table)))]
         key = set(schema.key_names)
         data = [
             [c.name for c in cols],

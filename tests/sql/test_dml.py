@@ -194,3 +194,20 @@ def test_executemany_inserts_one_batch_with_row_ordinals(conn):
     assert cur.rowcount == 2
     assert rows(cur, "SELECT k, v, n FROM t WHERE k IN (1, 3, 5000)") == \
         [(1, "one", 1), (3, "x", 0), (5000, "new", 7)]
+
+
+def test_declared_column_order_is_the_sql_order(tmp_path):
+    # the engine stores key columns first; SQL keeps the order the user declared
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE o (v STRING, k INT, w INT, PRIMARY KEY (k)) "
+                    "PARTITION BY HASH (k) PARTITIONS 2")
+        cur.execute("INSERT INTO o VALUES ('a', 1, 10)")
+        cur.execute("SELECT * FROM o")
+        assert [d[0] for d in cur.description] == ["v", "k", "w"]
+        assert cur.fetchall() == [("a", 1, 10)]
+        cur.execute("DESCRIBE o")
+        assert [r[0] for r in cur.fetchall()] == ["v", "k", "w"]
+        cur.execute("CREATE TABLE o2 PRIMARY KEY (k) AS SELECT w, k FROM o")
+        cur.execute("SELECT * FROM o2")
+        assert [d[0] for d in cur.description] == ["w", "k"]
