@@ -346,11 +346,18 @@ class Executor:
     def _aggregate(self, node: L.Aggregate) -> pa.Table:
         t = self.run(node.input)
         cols: dict[str, Any] = {}
-        for k, e in node.groups:
-            cols[k] = _chunked(self.eval(e, t), t.num_rows)
+        exprs = [e for _, e in node.groups] + [a.arg for a in node.aggs if a.arg is not None]
+        prelude, rewritten = common_subexpressions(exprs)
+        for k, e in prelude:          # shared subexpressions once (Q1's price * (1 - disc))
+            t = t.append_column(k, _chunked(self.eval(e, t), t.num_rows))
+        it = iter(rewritten)
+        for k, _ in node.groups:
+            cols[k] = _chunked(self.eval(next(it), t), t.num_rows)
         for a in node.aggs:
-            if a.arg is not None and f"{a.key}$arg" not in cols:
-                cols[f"{a.key}$arg"] = _chunked(self.eval(a.arg, t), t.num_rows)
+            if a.arg is not None:
+                e = next(it)
+                if f"{a.key}$arg" not in cols:
+                    cols[f"{a.key}$arg"] = _chunked(self.eval(e, t), t.num_rows)
         if not node.groups:
             out = {}
             for a in node.aggs:
@@ -654,6 +661,44 @@ def _all_nodes(root: L.Node):
 
 
 # -- kernels ---------------------------------------------------------------------------------
+def common_subexpressions(exprs: list[exp.Expression]
+                          ) -> tuple[list[tuple[str, exp.Expression]], list[exp.Expression]]:
+    """Computed subexpressions that occur more than once across `exprs` -> (prelude of
+    (key, expression) to evaluate once, `exprs` rewritten to read those keys). Largest
+    first; a repeat inside an already shared expression is not shared again."""
+    counts: dict[str, int] = {}
+    nodes: dict[str, exp.Expression] = {}
+    for e in exprs:
+        for n in e.walk():
+            if isinstance(n, (exp.Column, exp.Literal, Const, exp.Paren, exp.Identifier,
+                              exp.DataType)) or n.find(SubqueryRef, AvgOf) is not None \
+                    or not n.find(exp.Column):
+                continue
+            k = n.sql()
+            counts[k] = counts.get(k, 0) + 1
+            nodes.setdefault(k, n)
+    shared = sorted((k for k, c in counts.items() if c > 1), key=len, reverse=True)
+    prelude: list[tuple[str, exp.Expression]] = []
+    keys: dict[str, str] = {}
+    for k in shared:
+        if any(k in big for big in keys):   # only occurs inside a shared expression
+            continue
+        keys[k] = f"$cse{len(keys)}"
+    if not keys:
+        return [], exprs
+    for k, key in keys.items():
+        prelude.append((key, nodes[k]))
+
+    def sub(n):
+        if not isinstance(n, (exp.Column, exp.Literal)):
+            key = keys.get(n.sql())
+            if key is not None:
+                return keycol(key)
+        return n
+    return prelude, [e.transform(sub) for e in exprs]
+
+
+
 def _chunked(a, n: int):
     if isinstance(a, pa.Scalar):
         return pa.repeat(a, n)
