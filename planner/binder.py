@@ -14,7 +14,13 @@
     scalar, uncorrelated           -> `SubqueryRef`, run once by the executor (an init plan)
     scalar, correlated by equality -> the subquery grouped by its correlated columns and
                                       left-joined, the expression replaced by the result column
-  Other shapes raise 0A000 naming the construct.
+  Other shapes - correlation by non-equalities, no aggregate, subqueries in other positions,
+  EXISTS and ARRAY(subquery) inside expressions - become SubPlans (planner.expr.SubPlan):
+  the subquery is bound and run once per distinct tuple of the outer values it reads, as
+  PostgreSQL's SubPlan does. array_agg / string_agg (with ORDER BY, DISTINCT) are SubPlans
+  per group. Set-returning functions in FROM (constant arguments) become VALUES lists, in
+  the SELECT list a join with row numbers. Functions and reg* casts a catalog wrapper
+  provides (`catalog.function(name)`, wire.pg_catalog) are bound as HostCalls.
 - Aggregates are collected from SELECT, HAVING and ORDER BY; avg(x) is planned as
   sum(x) / count(x) so DECIMAL keeps its exactness (and double for integers and floats).
 """
@@ -22,17 +28,27 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+import re
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from sqlglot import exp
-from sqlglot.errors import OptimizeError
+from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from planner import logical as L
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
-from planner.expr import Const
+from planner.expr import (
+    ArrayType,
+    Const,
+    HostCall,
+    SubPlan,
+    array_to_list,
+    constant_scalar,
+    constant_value,
+    fold_constants,
+)
 
 AGGREGATES: dict[type, str] = {
     exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
@@ -150,6 +166,7 @@ class Binder:
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, ast: exp.Expression) -> exp.Expression:
+        pg_rewrites(ast)
         # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
         # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
         # system views may serve (the engine catalog itself knows only bare names).
@@ -223,10 +240,7 @@ class Binder:
         ctes = {c.alias_or_name for c in ast.find_all(exp.CTE)}
         for t in ast.find_all(exp.Table):
             if isinstance(t.this, exp.Func):
-                if t.this.name.lower() != "table_changes":
-                    raise SqlError(f"function {t.this.name}() does not exist", "42883",
-                                   position(self.sql, t))
-                continue
+                continue      # table_changes(...) or a function in FROM (function_source)
             if not t.name:
                 continue
             if t.name in ctes or self.catalog.has_table(t.name):
@@ -344,6 +358,9 @@ class Binder:
         alias = src.alias_or_name
         if isinstance(src, exp.Table) and src.name in self._changes:
             return self.table_function(src, self._changes[src.name], scope)
+        if isinstance(src, exp.Unnest) or (isinstance(src, exp.Table) and
+                                            isinstance(src.this, exp.Func)):
+            return self.function_source(src, scope)
         if isinstance(src, exp.Table) and src.name in ctes:
             body, cte_ctes, cte = ctes[src.name]
             node, names, keys = self.query(body, scope.parent, cte_ctes)
@@ -407,6 +424,7 @@ class Binder:
     def select(self, sel: exp.Select, parent: Scope | None, ctes: dict):
         scope = Scope(parent)
         node = self.from_where(sel, scope, ctes)
+        sel, node = self.set_returning_items(sel, node, scope)
         return self.finish_select(sel, node, scope, ctes)
 
     def from_where(self, sel: exp.Select, scope: Scope, ctes: dict,
@@ -610,19 +628,13 @@ class Binder:
             else:
                 ref, node = self.correlated_scalar(sel, node, scope, ctes)
                 replacements[id(sq)] = ref
-        for ex in list(e.find_all(exp.Exists)):
-            raise FeatureNotSupported("EXISTS inside an expression is not supported",
-                                      position=position(self.sql, ex))
         return self.expr(e, scope, replacements=replacements), node
 
     def correlated_scalar(self, sel: exp.Select, node: L.Node, scope: Scope, ctes):
         local, corr = self._split_correlated(sel)
-        if sel.args.get("group") or sel.args.get("limit") or len(sel.expressions) != 1:
-            raise FeatureNotSupported("correlated scalar subqueries need a single aggregate "
-                                      "and no GROUP BY/LIMIT", position=position(self.sql, sel))
-        if not self._has_agg(sel):
-            raise FeatureNotSupported("correlated scalar subqueries without an aggregate are "
-                                      "not supported", position=position(self.sql, sel))
+        if sel.args.get("group") or sel.args.get("limit") or len(sel.expressions) != 1 or \
+                not self._has_agg(sel) or _has_lateral_source(sel):
+            return self.subplan(sel, scope, "scalar"), node   # run per outer row
         sub_scope = Scope(scope)
         inner = self.from_where(sel, sub_scope, ctes, where=local)
         inner_keys = sub_scope.keys()
@@ -632,9 +644,8 @@ class Binder:
             b = self.expr(c, sub_scope)
             pair = self._equi(b, lambda s: s and s <= outer_keys,
                               lambda s: s and s <= inner_keys)
-            if pair is None:
-                raise FeatureNotSupported("correlated scalar subqueries must correlate by "
-                                          "equality", position=position(self.sql, c))
+            if pair is None:                  # not an equality: run per outer row
+                return self.subplan(sel, scope, "scalar"), node
             lk.append(pair[0])
             rk.append(pair[1])
         n = next(self._n)
@@ -744,8 +755,8 @@ class Binder:
                 continue
             sel = self._subquery_select(sq)
             if self._split_correlated(sel)[1]:
-                raise FeatureNotSupported("correlated subqueries above an aggregation are not "
-                                          "supported", position=position(self.sql, sq))
+                out[id(sq)] = self.subplan(sel, scope, "scalar")
+                continue
             sub, names, keys = self.query(sel, scope, ctes)
             if len(keys) != 1:
                 raise SqlError("subquery must return only one column", "42601",
@@ -772,7 +783,9 @@ class Binder:
             if in_nested_subquery(a, e) or any(id(x) in repl for x in
                                                   _ancestors(a, e)):
                 continue
-            repl[id(a)] = self._agg_call(a, scope, aggs)
+            repl[id(a)] = self.ordered_aggregate(a, scope, groups) \
+                if isinstance(a, (exp.ArrayAgg, exp.GroupConcat)) else \
+                self._agg_call(a, scope, aggs)
         bound = self.expr(e, scope, replacements=repl)
         group_map = {g.sql(): k for k, g in groups}
         agg_keys = {c.key for c in aggs}
@@ -847,8 +860,14 @@ class Binder:
             if isinstance(node, (exp.Parameter, exp.Placeholder)):
                 return self.parameter(node)
             if isinstance(node, (exp.Subquery, exp.Exists)):
-                raise FeatureNotSupported("a subquery is not supported in this position",
-                                          position=position(self.sql, node))
+                return self.subplan(node.this, scope,
+                                    "exists" if isinstance(node, exp.Exists) else "scalar")
+            if isinstance(node, exp.Array) and node.expressions and \
+                    isinstance(node.expressions[0], exp.Query):
+                return self.subplan(node.expressions[0], scope, "array")
+            call = self.host_call(node, conv)
+            if call is not None:
+                return call
             if isinstance(node, exp.In) and node.args.get("query") is not None:
                 raise FeatureNotSupported("IN (subquery) is only supported as a WHERE "
                                           "conjunct", position=position(self.sql, node))
@@ -890,6 +909,243 @@ class Binder:
         v = self.params[i]
         return Const(this=v if isinstance(v, pa.Scalar) else pa.scalar(v))
 
+    # -- PostgreSQL compatibility: subplans, set-returning functions, catalog functions -----
+    # Client catalog queries (psql, SQLAlchemy, pgcli, JDBC) use shapes the decorrelation
+    # above does not cover. These fall back to SubPlans (planner.expr.SubPlan: the subquery
+    # bound and run once per distinct outer tuple), set-returning functions become joins
+    # with a series of row numbers, and functions / reg* casts the catalog wrapper provides
+    # (`catalog.function(name)`, e.g. wire.pg_catalog) become HostCalls.
+    def subplan(self, q: exp.Expression, scope: Scope, kind: str,
+                slots: list[tuple[exp.Expression, exp.Expression]] | None = None
+                ) -> SubPlan:
+        """A SubPlan for query `q` (a Select / set operation AST) evaluated in `scope`: its
+        references to outer columns become the SubPlan's arguments. `slots` adds (node in
+        `q`, bound value) pairs that are substituted the same way."""
+        q = q.copy() if slots is None else q
+        args: list[exp.Expression] = []
+        index: dict[str, int] = {}
+        for node, value in slots or []:
+            node.replace(_SubPlanSlot(this=len(args)))
+            args.append(value)
+        for col in list(q.find_all(exp.Column)):
+            if _defined_within(col, q):
+                continue
+            key = self.resolve(col, scope)
+            if key not in index:
+                index[key] = len(args)
+                args.append(keycol(key))
+            col.replace(_SubPlanSlot(this=index[key]))
+        return SubPlan(plan=_SubPlanSource(self, q), expressions=args, kind=kind)
+
+    def ordered_aggregate(self, a: exp.AggFunc, scope: Scope, groups) -> exp.Expression:
+        """array_agg / string_agg ([DISTINCT] x [ORDER BY ...]): per group, a SubPlan over
+        the same FROM and WHERE restricted to the group's key values."""
+        sel = self._nearest_select(a)
+        arg, order, distinct = a.this, None, False
+        if isinstance(arg, exp.Order):
+            arg, order = arg.this, arg.expressions
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise FeatureNotSupported("aggregates over several DISTINCT arguments are not "
+                                          "supported", position=position(self.sql, a))
+            arg, distinct = arg.expressions[0], True
+        items = sel.expressions
+        group_asts = []
+        for g in (sel.args["group"].expressions if sel.args.get("group") else []):
+            if isinstance(g, exp.Literal) and not g.is_string:
+                g = items[int(g.this) - 1].unalias()
+            group_asts.append(g)
+        q = exp.Select(expressions=[arg.copy()])
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is not None:
+            q.set("from_", from_.copy())
+        q.set("joins", [j.copy() for j in sel.args.get("joins") or []] or None)
+        conds = [self._where(sel).copy()] if self._where(sel) is not None else []
+        if isinstance(a, exp.GroupConcat):    # string_agg skips NULLs (all NULL: NULL)
+            conds.append(exp.Not(this=exp.Is(this=exp.Paren(this=arg.copy()),
+                                             expression=exp.Null())))
+        slots = []
+        for g, (gkey, _e) in zip(group_asts, groups):
+            slot = exp.Null()
+            conds.append(exp.NullSafeEQ(this=g.copy(), expression=slot))
+            slots.append((slot, keycol(gkey)))
+        if conds:
+            q.set("where", exp.Where(this=and_all(conds)))
+        if order:
+            q.set("order", exp.Order(expressions=[o.copy() for o in order]))
+        if distinct:
+            q.set("distinct", exp.Distinct())
+        value: exp.Expression = self.subplan(q, scope, "array_agg", slots)
+        if isinstance(a, exp.GroupConcat):
+            sep = a.args.get("separator")
+            value = exp.ArrayToString(this=value, expression=self.expr(sep, scope)
+                                      if sep is not None else exp.Literal.string(","))
+        return value
+
+    def function_source(self, src: exp.Expression, scope: Scope) -> L.Node:
+        """A function in FROM (`generate_series(1, 3) AS s(n)`, `unnest(array) [WITH
+        ORDINALITY]`, a set-returning catalog function): its arguments must be constants
+        (inside a SubPlan, outer references are); the rows become a VALUES list."""
+        fn = src if isinstance(src, exp.Unnest) else src.this
+        alias_node = src.args.get("alias")
+        alias = alias_node.name if alias_node is not None and alias_node.name else \
+            _function_name(fn)
+        columns = [c.name for c in alias_node.columns] if alias_node is not None else []
+        rows_of = [self._function_rows(exp.Explode(this=arg)) for arg in fn.expressions] \
+            if isinstance(fn, exp.Unnest) else [self._function_rows(fn)]
+        ordinality = bool(src.args.get("ordinality") or
+                          (isinstance(fn, exp.Unnest) and fn.args.get("offset")))
+        n = max((len(r) for r in rows_of), default=0)
+        arrays = [pa.concat_arrays([r, pa.nulls(n - len(r), r.type)]) if len(r) < n else r
+                  for r in rows_of]
+        if ordinality:
+            arrays.append(pa.array(range(1, n + 1), pa.int64()))
+        names = columns + [f"column{i + 1}" for i in range(len(columns), len(arrays))]
+        if len(arrays) == 1 and not columns:
+            names = [alias]
+        k = next(self._n)
+        keys = [f"$fn{k}.{i}" for i in range(len(arrays))]
+        node = _values_node(keys, arrays)
+        return self._register_derived(node, alias, names[:len(arrays)], keys, scope, src)
+
+    def _function_rows(self, call: exp.Expression) -> pa.Array:
+        """The rows of one function call in FROM, as an Arrow array (its arguments must be
+        constants)."""
+        def const(e: exp.Expression) -> pa.Scalar:
+            s = _constant(self.expr(e, Scope()))
+            if s is None:
+                raise FeatureNotSupported(
+                    "functions in FROM need constant arguments (LATERAL is not supported)",
+                    position=position(self.sql, e))
+            return s
+        name = _function_name(call)
+        args = [const(a) for a in _srf_args(call)]
+        if name == "generate_series":
+            start, stop = args[0].as_py(), args[1].as_py()
+            step = args[2].as_py() if len(args) > 2 else 1
+            if start is None or stop is None or step is None:
+                return pa.array([], pa.int64())
+            if not all(isinstance(v, int) for v in (start, stop, step)):
+                raise FeatureNotSupported("generate_series over non-integers is not supported",
+                                          position=position(self.sql, call))
+            if step == 0:
+                raise SqlError("step size cannot equal zero", "22023",
+                               position(self.sql, call))
+            count = max(0, (stop - start) // step + 1)
+            if count > _MAX_SERIES:
+                raise FeatureNotSupported(f"set-returning functions are limited to "
+                                          f"{_MAX_SERIES} rows", position=position(self.sql, call))
+            t = pa.int32() if all(a.type == pa.int32() for a in args) else pa.int64()
+            return pa.array(range(start, stop + (1 if step > 0 else -1), step), t)
+        if name in ("unnest", "generate_subscripts") or _is_srf(call):
+            value = args[0] if name in ("unnest", "generate_subscripts") else \
+                const(call)
+            if value.type == pa.null():
+                return pa.array([], pa.string())
+            if not isinstance(value.type, ArrayType):
+                raise SqlError(f"function {name}({value.type}) does not exist", "42883",
+                               position(self.sql, call))
+            value = array_to_list(value)
+            elems = value.values if value.is_valid else pa.array([], value.type.value_type)
+            if name == "generate_subscripts":
+                return pa.array(range(1, len(elems) + 1), pa.int32())
+            return elems
+        v = const(call)
+        return pa.array([v.as_py()], v.type)
+
+    def set_returning_items(self, sel: exp.Select, node: L.Node, scope: Scope
+                            ) -> tuple[exp.Select, L.Node]:
+        """Set-returning functions in the SELECT list (unnest, generate_series,
+        generate_subscripts, ...), run in lockstep as PostgreSQL 10+ does: the rows are
+        joined with row numbers 1..n, n the longest result of any of them in that row."""
+        srfs = []
+        for i, it in enumerate(sel.expressions):
+            e, field = it.unalias(), None
+            if isinstance(e, exp.Dot) and isinstance(e.this, exp.Paren) and \
+                    _is_srf(e.this.this):             # (_pg_expandarray(a)).n
+                e, field = e.this.this, e.name
+            if _is_srf(e):
+                srfs.append((i, e, field))
+        if not srfs:
+            return sel, node
+        k = next(self._n)
+        alias, key = f"$srf{k}", f"$srf{k}.i"
+        scope.add(alias, {"i": key}, sel, self.sql)
+        lengths = [self.expr(_srf_length(call), scope) for _, call, _f in srfs]
+        longest = lengths[0] if len(lengths) == 1 else exp.Greatest(
+            this=lengths[0], expressions=lengths[1:])
+        n = self._max_value(longest, node)
+        series = _values_node([key], [pa.array(range(1, n + 1), pa.int64())])
+        cond = exp.LTE(this=keycol(key), expression=longest)
+        node = L.MultiJoin([node, series], [cond])
+        sel = sel.copy()
+        renamed: dict[str, str] = {}
+        row = exp.column("i", table=alias)
+        for i, call, field in srfs:
+            item = sel.expressions[i]
+            value = _srf_value(call, row, field)
+            name = output_name(item) if isinstance(item, exp.Alias) and not re.fullmatch(
+                r"_col_\d+", item.alias) else field or _function_name(call)
+            if isinstance(item, exp.Alias):
+                renamed[item.alias] = name
+            item.replace(exp.alias_(value, name))
+        order = sel.args.get("order")
+        for col in list(order.find_all(exp.Column)) if order is not None else []:
+            if not col.table and col.name in renamed:   # ORDER BY <qualify's _col_n alias>
+                col.replace(exp.column(renamed[col.name]))
+        return sel, node
+
+    def _max_value(self, e: exp.Expression, node: L.Node) -> int:
+        """max(e) over the rows of `node`, computed now (the row count of a series)."""
+        ok, v, _ = constant_value(fold_constants(e))
+        if not ok:
+            from planner.executor import Executor
+            k = f"$max{next(self._n)}"
+            agg = L.Aggregate(node, [], [L.AggCall(k, "max", e)])
+            v = Executor(self.catalog).run_output(L.Output(agg, [k], [k])).column(0)[0].as_py()
+        n = int(v or 0)
+        if n > _MAX_SERIES:
+            raise FeatureNotSupported(f"set-returning functions are limited to {_MAX_SERIES} "
+                                      "rows", position=position(self.sql, e))
+        return max(n, 0)
+
+    def host_call(self, node: exp.Expression, conv) -> exp.Expression | None:
+        """A call of a function the catalog provides (or a reg* cast), bound as HostCall."""
+        lookup = getattr(self.catalog, "function", None)
+        if lookup is None:
+            return None
+        if isinstance(node, exp.Cast):
+            reg = _reg_type(node.args.get("to"))
+            inner = node.this
+            if reg is None and _is_text_type(node.args.get("to")) and \
+                    isinstance(inner, exp.Cast) and _reg_type(inner.args.get("to")):
+                # x::regclass::text is the name, not the number
+                reg = _reg_type(inner.args.get("to"))
+                fin, fout = lookup(reg), lookup(reg + "out")
+                if fin is None or fout is None:
+                    return None
+                value = HostCall(this=reg, expressions=[_rebuild(inner.this, conv)], fn=fin)
+                return HostCall(this=reg + "out", expressions=[value], fn=fout)
+            if reg is None:
+                return None
+            fn = lookup(reg)
+            return HostCall(this=reg, expressions=[_rebuild(inner, conv)], fn=fn) \
+                if fn is not None else None
+        name = _CATALOG_FUNCTION_NODES.get(type(node))
+        args: list[exp.Expression] = []
+        if name is None and isinstance(node, exp.Anonymous):
+            name, args = node.name.lower(), list(node.expressions)
+        elif name is not None and node.this is not None:
+            args = [node.this]
+        if name is None:
+            return None
+        fn = lookup(name)
+        if fn is None:
+            return None
+        call = HostCall(this=name, expressions=[_rebuild(a, conv) for a in args], fn=fn)
+        call.meta.update(node.meta) if node._meta else None
+        return call
+
 
 def output_name(item: exp.Expression) -> str:
     """PostgreSQL's result column name: the alias, the column, the function's name, the
@@ -901,10 +1157,26 @@ def output_name(item: exp.Expression) -> str:
     if isinstance(e, exp.Column):
         return e.name
     if isinstance(e, exp.Cast):
-        return e.to.this.value.lower() if hasattr(e.to.this, "value") else "?column?"
+        if isinstance(e.this, (exp.Column, exp.Cast)):  # a cast keeps a column's name
+            return output_name(e.this)
+        name = _type_name(e.to)
+        return name.rsplit(".", 1)[-1] if name and name != "userdefined" else "?column?"
+    if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and \
+            len(e.this.expressions) == 1:
+        return output_name(e.this.expressions[0])
+    if type(e) in _FUNCTION_NAMES:
+        return _FUNCTION_NAMES[type(e)]
     if isinstance(e, exp.Func):
         return e.sql_name().lower() if not isinstance(e, exp.Anonymous) else e.name.lower()
     return "?column?"
+
+
+# PostgreSQL's names of functions sqlglot parses into differently named nodes
+_FUNCTION_NAMES: dict[type, str] = {
+    exp.CurrentVersion: "version", exp.Explode: "unnest", exp.GroupConcat: "string_agg",
+    exp.ArraySize: "array_length", exp.ExplodingGenerateSeries: "generate_series",
+    exp.Array: "array",
+}
 
 
 class AvgOf(exp.Expression):
@@ -941,3 +1213,250 @@ def _register_sql(cls, render) -> None:
 
 _register_sql(AvgOf, lambda self, e: f"({self.sql(e, 'this')} / {self.sql(e, 'expression')})")
 _register_sql(SubqueryRef, lambda self, e: f"(subquery {id(e.this):x})")
+
+
+# -- PostgreSQL compatibility helpers (see Binder.subplan and friends) -----------------------
+_MAX_SERIES = 10_000       # rows a set-returning function may produce (a VALUES list)
+
+_SET_RETURNING = {"unnest", "generate_series", "generate_subscripts", "pg_partition_ancestors",
+                  "_pg_expandarray"}
+
+# sqlglot nodes for functions a catalog wrapper may provide
+_CATALOG_FUNCTION_NODES: dict[type, str] = {
+    exp.CurrentUser: "current_user", exp.SessionUser: "session_user",
+    exp.CurrentSchema: "current_schema", exp.CurrentSchemas: "current_schemas",
+    exp.CurrentDatabase: "current_database", exp.CurrentRole: "current_role",
+    exp.CurrentVersion: "version",
+}
+
+_REG_TYPES = {"regclass", "regtype", "regnamespace", "regrole", "regproc", "regprocedure"}
+
+
+class _SubPlanSlot(exp.Expression):
+    """Where a SubPlan's i-th outer value goes in its query (replaced before binding)."""
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
+class _SubPlanSource:
+    """What a SubPlan runs: the query with the outer values substituted, bound, optimized
+    and executed by a fresh Binder / Executor over the same catalog and parameters."""
+
+    def __init__(self, binder: Binder, query: exp.Expression):
+        self.catalog = binder.catalog
+        self.sql = binder.sql
+        self.params = binder.params
+        self.query = query
+
+    def __deepcopy__(self, memo: dict) -> _SubPlanSource:
+        return self
+
+    def run(self, values: list[pa.Scalar], schema_only: bool = False) -> pa.Table:
+        from planner.executor import Executor
+        from planner.rules import optimize
+
+        q = self.query.copy()
+        for slot in list(q.find_all(_SubPlanSlot)):
+            slot.replace(Const(this=values[slot.this]))
+        out = optimize(Binder(self.catalog, self.sql, self.params).bind_query(q), self.catalog)
+        return Executor(self.catalog, schema_only=schema_only).run_output(out)
+
+
+def _defined_within(col: exp.Column, root: exp.Expression) -> bool:
+    """Whether `col` refers to a source of a SELECT between `col` and `root`: its table
+    alias is one, or it is unqualified (qualify qualifies every column it can resolve; it
+    leaves outer columns a FROM-less derived table reads, e.g. pgcli's
+    `(SELECT unnest(confkey)) x`, unqualified)."""
+    if not col.table:
+        sel = col.parent
+        while sel is not None and not isinstance(sel, exp.Select):
+            sel = sel.parent
+        return sel is None or bool(sel.args.get("from_") or sel.args.get("from") or
+                                   sel.args.get("joins"))
+    p = col.parent
+    while p is not None:
+        if isinstance(p, exp.Select):
+            from_ = p.args.get("from_") or p.args.get("from")
+            sources = ([from_.this] if from_ is not None else []) + \
+                [j.this for j in p.args.get("joins") or []]
+            if any(s.alias_or_name == col.table for s in sources):
+                return True
+        if p is root:
+            return False
+        p = p.parent
+    return False
+
+
+def _has_lateral_source(sel: exp.Select) -> bool:
+    """Whether a FROM item of `sel` may read outer columns: a function call, or a derived
+    table with a column not defined inside it."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    sources = ([from_.this] if from_ is not None else []) + \
+        [j.this for j in sel.args.get("joins") or []]
+    for s in sources:
+        if isinstance(s, exp.Unnest) or (isinstance(s, exp.Table) and
+                                         isinstance(s.this, exp.Func)):
+            return True
+        if isinstance(s, exp.Subquery) and any(not _defined_within(c, s)
+                                               for c in s.find_all(exp.Column)):
+            return True
+    return False
+
+
+def _function_name(fn: exp.Expression) -> str:
+    if isinstance(fn, (exp.Unnest, exp.Explode)):
+        return "unnest"
+    if isinstance(fn, exp.GenerateSeries):
+        return "generate_series"
+    return fn.name.lower() if isinstance(fn, exp.Anonymous) else fn.sql_name().lower()
+
+
+def _is_srf(e: exp.Expression) -> bool:
+    if isinstance(e, (exp.Explode, exp.GenerateSeries, exp.Unnest)):
+        return True
+    return isinstance(e, exp.Anonymous) and e.name.lower() in _SET_RETURNING
+
+
+def _srf_args(call: exp.Expression) -> list[exp.Expression]:
+    if isinstance(call, exp.GenerateSeries):
+        return [call.args["start"], call.args["end"]] + (
+            [call.args["step"]] if call.args.get("step") is not None else [])
+    if isinstance(call, exp.Explode):
+        return [call.this] + list(call.expressions)
+    return list(call.expressions)
+
+
+def _constant(e: exp.Expression) -> pa.Scalar | None:
+    """The typed value of a constant (bound) expression, else None."""
+    return constant_scalar(e)
+
+
+def _srf_length(call: exp.Expression) -> exp.Expression:
+    """The number of rows a set-returning call yields for one input row."""
+    name = _function_name(call)
+    args = _srf_args(call)
+    if name == "generate_series":
+        step = args[2] if len(args) > 2 else exp.Literal.number(1)
+        return exp.Greatest(this=exp.Literal.number(0), expressions=[exp.Add(
+            this=exp.Div(this=exp.Sub(this=args[1].copy(), expression=args[0].copy()),
+                         expression=step.copy()),
+            expression=exp.Literal.number(1))])
+    arr = args[0] if name in ("unnest", "generate_subscripts", "_pg_expandarray") else call
+    return exp.Coalesce(this=exp.Anonymous(this="cardinality", expressions=[arr.copy()]),
+                        expressions=[exp.Literal.number(0)])
+
+
+def _srf_value(call: exp.Expression, row: exp.Column, field: str | None = None
+               ) -> exp.Expression:
+    """The value of a set-returning call at row number `row` (1-based; NULL past its end);
+    `field` picks a field of a record result."""
+    name = _function_name(call)
+    args = _srf_args(call)
+    within = exp.LTE(this=row.copy(), expression=_srf_length(call))
+    if name == "_pg_expandarray":      # information_schema's (x, n) records (JDBC)
+        x = exp.Bracket(this=exp.Paren(this=args[0].copy()), expressions=[row.copy()])
+        n = row.copy()
+        if field is not None:
+            value = {"x": x, "n": n}.get(field.lower())
+            if value is None:
+                raise SqlError(f'column "{field}" not found in data type record', "42703")
+        else:
+            value = exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("x"),
+                                                           expression=x),
+                                            exp.PropertyEQ(this=exp.to_identifier("n"),
+                                                           expression=n)])
+    elif name == "generate_series":
+        step = args[2] if len(args) > 2 else exp.Literal.number(1)
+        value = exp.Add(this=args[0].copy(), expression=exp.Mul(
+            this=exp.Paren(this=exp.Sub(this=row.copy(), expression=exp.Literal.number(1))),
+            expression=step.copy()))
+    elif name == "generate_subscripts":
+        value = row.copy()
+    else:
+        arr = args[0] if name == "unnest" else call
+        value = exp.Bracket(this=exp.Paren(this=arr.copy()), expressions=[row.copy()])
+    return exp.Case(ifs=[exp.If(this=within, true=value)])
+
+
+def _values_node(keys: list[str], arrays: list[pa.Array]) -> L.Node:
+    """A VALUES list of constant columns (a zero-row list is one NULL row filtered out)."""
+    n = len(arrays[0]) if arrays else 0
+    if n == 0:
+        row = [Const(this=pa.scalar(None, a.type)) for a in arrays]
+        return L.Filter(L.Values(keys, [row]), Const(this=pa.scalar(False)))
+    rows = [[Const(this=a[i]) for a in arrays] for i in range(n)]
+    return L.Values(keys, rows)
+
+
+def _type_name(dt: exp.Expression | None) -> str | None:
+    if isinstance(dt, exp.ObjectIdentifier):
+        return dt.name.lower()
+    if isinstance(dt, exp.DataType):
+        if dt.this == exp.DataType.Type.USERDEFINED and dt.args.get("kind") is not None:
+            return dt.args["kind"].name.lower()
+        return dt.this.value.lower() if hasattr(dt.this, "value") else None
+    return None
+
+
+def _reg_type(dt: exp.Expression | None) -> str | None:
+    name = _type_name(dt)
+    return name if name in _REG_TYPES else None
+
+
+def _is_text_type(dt: exp.Expression | None) -> bool:
+    return _type_name(dt) in ("text", "varchar", "name", "char", "bpchar", "nvarchar",
+                              "nchar")
+
+
+def _builtin_function(fn: exp.Expression) -> exp.Expression:
+    """`f(...)` read as sqlglot reads it without a schema (after `pg_catalog.f(...)` left it
+    an anonymous call): array_to_string -> exp.ArrayToString, ..."""
+    if not isinstance(fn, exp.Anonymous):
+        return fn
+    from planner.dialect import KuduSQL
+    build = KuduSQL.parser_class.FUNCTIONS.get(fn.name.upper())
+    if build is None:
+        return fn
+    args = list(fn.expressions)
+    try:
+        try:
+            new = build(args)
+        except TypeError:
+            new = build(args, KuduSQL())
+    except (TypeError, ValueError, IndexError, KeyError, SqlglotError):
+        return fn                    # a builder that rejects these arguments: keep the call
+    if fn._meta:
+        new.meta.update(fn.meta)
+    return new
+
+
+def pg_rewrites(ast: exp.Expression) -> None:
+    """PostgreSQL spellings the binder reads as their plain forms (in place):
+    `pg_catalog.f(...)` -> `f(...)`, `x COLLATE c` -> `x`, and functions in FROM get the
+    column names PostgreSQL gives them (`unnest(a)` -> column `unnest`; `f(...) AS x` ->
+    column `x`) so that qualify can resolve them."""
+    for d in list(ast.find_all(exp.Dot)):
+        if isinstance(d.this, exp.Identifier) and d.this.name.lower() in (
+                "pg_catalog", "information_schema") and isinstance(d.expression, exp.Func):
+            d.replace(_builtin_function(d.expression))
+    for c in list(ast.find_all(exp.Collate)):
+        c.replace(c.this)
+    for t in list(ast.find_all(exp.Table, exp.Unnest)):
+        fn = t if isinstance(t, exp.Unnest) else t.this
+        if not isinstance(fn, exp.Func) or (isinstance(fn, exp.Anonymous) and
+                                            fn.name.lower() == "table_changes"):
+            continue
+        if isinstance(t, exp.Unnest) and not isinstance(t.parent, (exp.From, exp.Join)):
+            continue
+        if isinstance(t, exp.Table) and t.args.get("db") is not None:
+            t.set("db", None)
+        alias = t.args.get("alias")
+        name = _function_name(fn)
+        if alias is None:
+            alias = exp.TableAlias(this=exp.to_identifier(name))
+            t.set("alias", alias)
+        if not alias.columns:
+            width = len(fn.expressions) if isinstance(fn, exp.Unnest) else 1
+            cols = [alias.name] if width == 1 else [f"column{i + 1}" for i in range(width)]
+            if t.args.get("ordinality") or (isinstance(fn, exp.Unnest) and fn.args.get("offset")):
+                cols.append("ordinality")
+            alias.set("columns", [exp.to_identifier(c) for c in cols])

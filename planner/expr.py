@@ -58,10 +58,18 @@ left as they are: folding gains nothing and would turn an "unknown" string into 
 Not supported (raise 0A000 or 42883): non-constant patterns and lengths for LIKE, SUBSTRING,
 LEFT, RIGHT, LPAD/RPAD, REPLACE, POSITION and TRIM characters; multi-character pad strings;
 arithmetic on interval *columns* (only constant intervals; timestamp - timestamp yields an
-interval column that EXTRACT and CAST to text cannot yet read); SIMILAR TO, bitwise
-operators, array/row values; time zones (timestamps are naive UTC microseconds). sqlglot
-itself keeps only the first `<n> <unit>` of an interval string that mixes units with a time
-(`interval '1 day 02:00'` arrives as `interval '1' day`); `'1 day 2 hours'` is intact.
+interval column that EXTRACT and CAST to text cannot yet read); SIMILAR TO, shifts,
+multi-dimensional arrays and array slices; time zones (timestamps are naive UTC
+microseconds). sqlglot itself keeps only the first `<n> <unit>` of an interval string that
+mixes units with a time (`interval '1 day 02:00'` arrives as `interval '1' day`); `'1 day 2
+hours'` is intact.
+
+PostgreSQL compatibility for client catalog queries (see the sections at the end): arrays
+(`ArrayType`: ARRAY[...], '{a,b}' literals, subscripts, = ANY / <> ALL, ||, array_to_string,
+cardinality, ...), OPERATOR(pg_catalog.~), COLLATE (ignored: one byte-order collation),
+E'...' strings, & | #, records of named fields, functions a host provides (`HostCall`, e.g.
+the wire layer's catalog functions) and `SubPlan`s, the binder's fallback for subqueries
+it cannot turn into joins.
 """
 
 from __future__ import annotations
@@ -177,6 +185,13 @@ def constant_value(node: exp.Expression) -> tuple[bool, Any, pa.DataType | None]
     if s is None:
         return False, None, None
     return True, s.as_py(), s.type
+
+
+def constant_scalar(node: exp.Expression) -> pa.Scalar | None:
+    """The typed value of a constant expression (None if it is not one, or raises)."""
+    while isinstance(node, (exp.Alias, exp.Paren)):
+        node = node.this
+    return _constant_scalar(node)
 
 
 def coerce_literal_to(value_node: exp.Expression, target_type: pa.DataType) -> Const | None:
@@ -368,6 +383,8 @@ def _kind(t: pa.DataType) -> str:
         return "interval"
     if pa.types.is_time(t):
         return "time"
+    if isinstance(t, ArrayType) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "list"
     return "other"
 
 
@@ -381,6 +398,8 @@ def _pg_name(t: pa.DataType) -> str:
         return {8: "tinyint", 16: "smallint", 32: "integer", 64: "bigint"}[t.bit_width]
     if k == "float":
         return "real" if t.bit_width == 32 else "double precision"
+    if k == "list":
+        return _pg_name(t.value_type) + "[]"
     return {"null": "unknown", "bool": "boolean", "decimal": "numeric", "string": "text",
             "binary": "bytea", "date": "date", "timestamp": "timestamp without time zone",
             "interval": "interval", "time": "time without time zone"}.get(k, str(t))
@@ -395,6 +414,8 @@ def _sql_type(t: pa.DataType) -> str:
         return "REAL" if t.bit_width == 32 else "DOUBLE PRECISION"
     if k == "decimal":
         return f"DECIMAL({t.precision}, {t.scale})"
+    if k == "list":
+        return _sql_type(t.value_type) + "[]"
     return {"bool": "BOOLEAN", "string": "TEXT", "binary": "BYTEA", "date": "DATE",
             "timestamp": "TIMESTAMP", "interval": "INTERVAL", "time": "TIME"}.get(k, str(t))
 
@@ -493,6 +514,8 @@ def _view(v: Value, t: pa.DataType) -> Value:
 
 
 def _null_of(t: pa.DataType) -> pa.Scalar:
+    if isinstance(t, ArrayType):
+        return pa.ExtensionScalar.from_storage(t, None)
     return pa.scalar(None, t)
 
 
@@ -524,7 +547,7 @@ def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
         return v
     ks, kt = _kind(src), _kind(to)
     if ks == "null":
-        return v.cast(to)
+        return _null_of(to) if isinstance(v, pa.Scalar) else pa.nulls(len(v), to)
     fn = _CASTS.get((ks, kt))
     if fn is None:
         raise _err(f"cannot cast type {_pg_name(src)} to {_pg_name(to)}", "42846", node)
@@ -758,13 +781,27 @@ _CASTS: dict[tuple[str, str], Callable[[Value, pa.DataType, exp.Expr | None], Va
     ("timestamp", "timestamp"): lambda v, to, node: v.cast(to),
     **{(k, "string"): _to_text for k in ("int", "float", "decimal", "bool", "date",
                                          "timestamp", "interval", "binary")},
+    ("string", "list"): lambda v, to, node: _parse_array_text(v, to, node),
+    ("list", "string"): lambda v, to, node: array_text(_as_array(v)).cast(to),
+    ("list", "list"): lambda v, to, node: _list_cast(v, to, node),
 }
 
 
 def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) -> pa.DataType:
     """The Arrow type of a SQL type name; NUMERIC without (p, s) adapts to `source`."""
     T = exp.DataType.Type
+    if isinstance(dt, exp.ObjectIdentifier):        # oid, regclass, regtype, ...
+        return _named_type(dt.name, node)
     t = dt.this
+    if t == T.USERDEFINED:                          # pg_catalog.text, "char", int2vector
+        kind = dt.args.get("kind")
+        return _named_type(kind.name if kind is not None else dt.sql(), node)
+    if t == T.ARRAY and dt.expressions:
+        elem = _arrow_type(dt.expressions[0], source.value_type if source is not None and
+                           _kind(source) == "list" else None, node)
+        return ArrayType(elem)
+    if t == T.NAME:
+        return pa.string()
     simple = {
         T.TINYINT: pa.int8(), T.SMALLINT: pa.int16(), T.INT: pa.int32(), T.BIGINT: pa.int64(),
         T.FLOAT: pa.float32(), T.DOUBLE: pa.float64(), T.BOOLEAN: pa.bool_(),
@@ -976,8 +1013,12 @@ def _check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
 @_handles(*_COMPARISONS)
 def _comparison(node: exp.Binary, ctx: _Ctx) -> Value:
     op, fn = _COMPARISONS[type(node)]
-    a, b = _coerce_pair(_eval(node.this, ctx), node.this, _eval(node.expression, ctx),
-                        node.expression, op, node)
+    if _is_quantifier(node.expression):
+        return _quantified(node, ctx, op, fn)
+    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+    if "list" in (_kind(a.type), _kind(b.type)):
+        return _list_equality(a, node.this, b, node.expression, op, node)
+    a, b = _coerce_pair(a, node.this, b, node.expression, op, node)
     _check_comparable(a, op, b, node)
     if _kind(a.type) == "null":
         return _null_of(pa.bool_())
@@ -1866,12 +1907,14 @@ def _conditional(node: exp.Expr, ctx: _Ctx, arms: list[tuple[exp.Expr, exp.Expr]
         values.append(pa.scalar(None))
         value_nodes.append(exp.Null())
     values, t = _unify(values, value_nodes, "CASE", node)
+    if isinstance(t, ArrayType):                    # choose among the arrays' text forms
+        values = [_storage(v) for v in values]
     result = values[-1]
     if _kind(t) == "null":
         return result
     for c, v in zip(reversed(conds), reversed(values[:-1])):
         result = pc.if_else(c, v, result)
-    return result
+    return _wrap(result, t) if isinstance(t, ArrayType) else result
 
 
 @_handles(exp.Case)
@@ -1898,6 +1941,8 @@ def _coalesce(node: exp.Coalesce, ctx: _Ctx) -> Value:
     values, t = _unify(values, nodes, "COALESCE", node)
     if _kind(t) == "null" or len(values) == 1:
         return values[0]
+    if isinstance(t, ArrayType):
+        return _wrap(pc.coalesce(*[_storage(v) for v in values]), t)
     return pc.coalesce(*values)
 
 
@@ -1958,8 +2003,10 @@ def _int_arg(v: Value, what: str, node: exp.Expr) -> int | None:
 
 @_handles(exp.DPipe)
 def _dpipe(node: exp.DPipe, ctx: _Ctx) -> Value:
-    a = _text(_eval(node.this, ctx), node.this)
-    b = _text(_eval(node.expression, ctx), node.expression)
+    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+    if "list" in (_kind(a.type), _kind(b.type)):
+        return _array_cat(a, node.this, b, node.expression, node)
+    a, b = _text(a, node.this), _text(b, node.expression)
     return pc.binary_join_element_wise(a, b, "")
 
 
@@ -2281,6 +2328,743 @@ def _anonymous(node: exp.Anonymous, ctx: _Ctx) -> Value:
     return fn(node, ctx)
 
 
+# -- PostgreSQL compatibility: arrays, ANY / ALL, OPERATOR(), E'' strings ------------------
+#
+# A SQL array is an `ArrayType` column: an Arrow extension type whose storage is the
+# array's PostgreSQL text form ('{1,2}', '{a,"b c",NULL}') and whose `value_type` is the
+# element type. Text storage lets arrays pass through every executor operator (Acero's hash
+# join carries no list columns) and go out on the wire as they are. Array functions work on
+# Arrow list arrays: `_as_list` parses the text (one split kernel; a Python loop only for
+# quoted elements), `_as_array` formats it back (`array_text`, vectorised). Arrays are
+# one-dimensional with lower bound 1 (PostgreSQL's int2vector and oidvector start at 0;
+# they are read as 1-based here). A bare string literal next to an array is an array literal
+# ('{r,p,""}'), as PostgreSQL resolves the unknown type from its context.
+
+
+class ArrayType(pa.ExtensionType):
+    """A one-dimensional SQL array of `value_type` (storage: its text form)."""
+
+    def __init__(self, value_type: pa.DataType):
+        self.value_type = value_type
+        super().__init__(pa.string(), "kudusql.array")
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return str(self.value_type).encode()
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes
+                                  ) -> ArrayType:
+        return cls(pa.type_for_alias(serialized.decode()))
+
+    def __reduce__(self):
+        return ArrayType, (self.value_type,)
+
+    def __hash__(self) -> int:
+        return hash(("kudusql.array", str(self.value_type)))
+
+
+pa.register_extension_type(ArrayType(pa.string()))
+
+# SQL type names sqlglot leaves as user-defined or object identifiers (`x::oid`,
+# `x::pg_catalog.text`, `x::"char"`): reg* values are OIDs, vectors are arrays.
+_NAMED_TYPES: dict[str, pa.DataType] = {
+    **dict.fromkeys(("text", "varchar", "character varying", "name", "char", "character",
+                     "bpchar", "json", "jsonb", "pg_node_tree", "aclitem", "unknown",
+                     "cstring", "uuid"), pa.string()),
+    **dict.fromkeys(("int2", "smallint"), pa.int16()),
+    **dict.fromkeys(("int4", "integer", "int"), pa.int32()),
+    **dict.fromkeys(("int8", "bigint", "oid", "xid", "cid"), pa.int64()),
+    # reg* values are OIDs that read and print as names: the catalog wrapper binds these
+    # casts to its lookups (planner.binder.host_call); what is left, e.g. the type of a
+    # parameter cast to regclass, is the name
+    **dict.fromkeys(("regclass", "regtype", "regproc", "regprocedure", "regnamespace",
+                     "regrole", "regoper", "regoperator", "regconfig", "regdictionary",
+                     "regcollation"), pa.string()),
+    **dict.fromkeys(("float4", "real"), pa.float32()),
+    **dict.fromkeys(("float8", "double precision"), pa.float64()),
+    **dict.fromkeys(("bool", "boolean"), pa.bool_()),
+    "numeric": _DEFAULT_NUMERIC, "decimal": _DEFAULT_NUMERIC, "date": pa.date32(),
+    "timestamp": _TS, "timestamptz": _TS, "bytea": pa.binary(), "interval": _INTERVAL,
+    "int2vector": ArrayType(pa.int16()), "oidvector": ArrayType(pa.int64()),
+}
+
+
+def _named_type(name: str, node: exp.Expr) -> pa.DataType:
+    n = name.strip().strip('"').lower()
+    n = n.removeprefix("pg_catalog.")
+    if n.endswith("[]"):
+        return ArrayType(_named_type(n[:-2], node))
+    t = _NAMED_TYPES.get(n)
+    if t is None:
+        raise UndefinedObject(f'type "{n}" does not exist', position=_position(node))
+    return t
+
+
+def parse_array_literal(text: str) -> list[str | None]:
+    """The elements of a one-dimensional array literal: '{a,"b c",NULL}' -> ['a', 'b c',
+    None]. Raises ValueError for anything else (nested arrays included)."""
+    s = text.strip()
+    if len(s) < 2 or s[0] != "{" or s[-1] != "}":
+        raise ValueError(text)
+    body, out, i = s[1:-1], [], 0
+    if not body.strip():
+        return out
+    while True:
+        while i < len(body) and body[i].isspace():
+            i += 1
+        buf: list[str] = []
+        if i < len(body) and body[i] == '"':
+            i += 1
+            while i < len(body) and body[i] != '"':
+                if body[i] == "\\" and i + 1 < len(body):
+                    i += 1
+                buf.append(body[i])
+                i += 1
+            if i >= len(body):
+                raise ValueError(text)
+            i += 1
+            out.append("".join(buf))
+        else:
+            while i < len(body) and body[i] != ",":
+                if body[i] in '{}"':
+                    raise ValueError(text)
+                if body[i] == "\\" and i + 1 < len(body):
+                    i += 1
+                buf.append(body[i])
+                i += 1
+            item = "".join(buf).strip()
+            if not item:
+                raise ValueError(text)
+            out.append(None if item.upper() == "NULL" else item)
+        while i < len(body) and body[i].isspace():
+            i += 1
+        if i >= len(body):
+            return out
+        if body[i] != ",":
+            raise ValueError(text)
+        i += 1
+
+
+def _list_from_parts(lengths: np.ndarray, values: pa.Array, null_mask: Value | None
+                     ) -> pa.Array:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    mask = None
+    if null_mask is not None:
+        mask = _combine(null_mask)
+        if not mask.null_count and not pc.any(mask).as_py():
+            mask = None
+    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=mask)
+
+
+def _list_lengths(arr: pa.Array) -> np.ndarray:
+    """Element counts of a list array, 0 for NULL lists."""
+    return pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False) \
+        .astype(np.int64)
+
+
+def _is_array(v: Value) -> bool:
+    return isinstance(v.type, ArrayType)
+
+
+def _storage(v: Value) -> Value:
+    """An array Value's text form (storage)."""
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(v.value.as_py() if v.is_valid else None, pa.string())
+    if isinstance(v, pa.ChunkedArray):
+        return pa.chunked_array([c.storage for c in v.chunks], pa.string())
+    return v.storage
+
+
+def _wrap(v: Value, t: ArrayType) -> Value:
+    """Text Value -> array Value of type `t` (the text must be in canonical form)."""
+    if isinstance(v, pa.Scalar):
+        return pa.ExtensionScalar.from_storage(t, v.as_py())
+    if isinstance(v, pa.ChunkedArray):
+        return pa.chunked_array([pa.ExtensionArray.from_storage(t, c) for c in v.chunks], t)
+    return pa.ExtensionArray.from_storage(t, v)
+
+
+def _as_array(v: Value) -> Value:
+    """Arrow list Value -> ArrayType Value."""
+    if isinstance(v.type, ArrayType):
+        return v
+    return _wrap(array_text(v), ArrayType(v.type.value_type))
+
+
+def _text_to_list(text: pa.Array, elem: pa.DataType, node: exp.Expr | None) -> pa.Array:
+    """Array literals (text) -> Arrow list array of `elem`."""
+    inner = pc.utf8_slice_codeunits(pc.utf8_trim_whitespace(text), 1, -1)
+    if not pc.any(pc.match_substring_regex(text, r'["\\]|^\s*[^{\s]|[^}\s]\s*$')).as_py():
+        parts = pc.split_pattern(inner, pattern=",")          # the common case: no quotes
+        empty = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(inner), ""), True)
+        lengths = np.where(empty.to_numpy(zero_copy_only=False), 0, _list_lengths(parts))
+        keep = pc.invert(pc.take(empty, pc.list_parent_indices(parts)))
+        items = pc.utf8_trim_whitespace(pc.list_flatten(parts).filter(keep))
+        if pc.any(pc.equal(items, "")).as_py():
+            raise _err(f'malformed array literal: "{_first_valid_text(text)}"', "22P02",
+                       node)
+        items = pc.if_else(pc.equal(pc.utf8_upper(items), "NULL"), _null_of(pa.string()),
+                           items)
+    else:
+        lengths_list, flat = [], []
+        for t in text.to_pylist():    # per row: only literals with quoted elements
+            try:
+                elems = parse_array_literal(t) if t is not None else []
+            except ValueError:
+                raise _err(f'malformed array literal: "{t}"', "22P02", node) from None
+            lengths_list.append(len(elems))
+            flat.extend(elems)
+        lengths, items = np.array(lengths_list, dtype=np.int64), pa.array(flat, pa.string())
+    return _list_from_parts(lengths, _cast(items, elem, node), pc.is_null(text))
+
+
+def _as_list(v: Value, node: exp.Expr | None = None) -> Value:
+    """ArrayType (or Arrow list) Value -> Arrow list Value."""
+    if not isinstance(v.type, ArrayType):
+        return v
+    elem = v.type.value_type
+    return _per_array(lambda a: _text_to_list(_combine(_storage(a)), elem, node), v)
+
+
+def array_to_list(v: Value) -> Value:
+    """An array Value (ArrayType) as an Arrow list Value."""
+    return _as_list(v)
+
+
+def list_to_array(v: Value) -> Value:
+    """An Arrow list Value as an array Value (ArrayType)."""
+    return _as_array(v)
+
+
+def _parse_array_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """Text -> array (PostgreSQL's array input, to a canonical text form)."""
+    return _as_array(_per_array(lambda a: _text_to_list(a, to.value_type, node), v))
+
+
+_NEEDS_QUOTES = r'^$|[{}",\\\s]|^[Nn][Uu][Ll][Ll]$'
+
+
+def array_text(v: Value) -> Value:
+    """Arrays (Arrow lists or ArrayType) in PostgreSQL's text form: '{a,"b c",NULL}',
+    booleans as t / f."""
+    if isinstance(v.type, ArrayType):
+        return _storage(v)
+
+    def one(arr: pa.Array) -> pa.Array:
+        elems = pc.list_flatten(arr)
+        if _kind(elems.type) == "bool":
+            texts = pc.if_else(elems, "t", "f")
+        else:
+            texts = _cast(elems, pa.string(), None)
+        escaped = pc.replace_substring_regex(texts, pattern=r'(["\\])', replacement=r"\\\1")
+        quoted = pc.binary_join_element_wise('"', escaped, '"', "")
+        texts = pc.fill_null(pc.if_else(pc.match_substring_regex(texts, _NEEDS_QUOTES),
+                                        quoted, texts), "NULL")
+        joined = pc.binary_join(_list_from_parts(_list_lengths(arr), texts, None), ",")
+        out = pc.binary_join_element_wise("{", joined, "}", "")
+        return pc.if_else(pc.is_null(arr), _null_of(pa.string()), out)
+    return _per_array(one, v)
+
+
+def _map_elements(v: Value, fn: Callable[[pa.Array], pa.Array]) -> Value:
+    """An array Value with `fn` applied to its elements (an Arrow list result)."""
+    def one(arr: pa.Array) -> pa.Array:
+        return _list_from_parts(_list_lengths(arr), fn(pc.list_flatten(arr)), pc.is_null(arr))
+    return _per_array(one, _as_list(v))
+
+
+def _list_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    if isinstance(v.type, ArrayType) and v.type.value_type == to.value_type:
+        return v
+    return _as_array(_map_elements(v, lambda a: _cast(a, to.value_type, node)))
+
+
+def _array_operand(v: Value, node: exp.Expr, elem: pa.DataType | None, what: str) -> Value:
+    """`v` as an array: an unknown literal or untyped text parameter is an array literal."""
+    k = _kind(v.type)
+    if k == "list":
+        return _as_array(v)
+    t = ArrayType(elem if elem is not None and _kind(elem) not in ("null", "list")
+                  else pa.string())
+    if k == "null":
+        return _null_of(t) if isinstance(v, pa.Scalar) else pa.nulls(len(v), t)
+    if k == "string":
+        return _parse_array_text(v, t, node)
+    raise _err(f"{what} requires array on right side", "42809", node)
+
+
+def _list_equality(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr, op: str,
+                   node: exp.Expr) -> Value:
+    """Array = / <> array (compared by their canonical text forms)."""
+    if _kind(a.type) != "list" and (_is_unknown_literal(a_node) or _kind(a.type) == "null"):
+        a = _array_operand(a, a_node, b.type.value_type, op)
+    if _kind(b.type) != "list" and (_is_unknown_literal(b_node) or _kind(b.type) == "null"):
+        b = _array_operand(b, b_node, a.type.value_type, op)
+    if _kind(a.type) != "list" or _kind(b.type) != "list" or op not in ("=", "<>"):
+        raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
+                   "42883", node)
+    eq = pc.equal(array_text(_as_array(a)), array_text(_as_array(b)))
+    return eq if op == "=" else pc.invert(eq)
+
+
+def _is_quantifier(node: exp.Expr) -> bool:
+    """ANY (...) / SOME (...) / ALL (...) on the right of a comparison (sqlglot reads
+    `ALL (array)` as a function call)."""
+    return isinstance(node, (exp.Any, exp.All)) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() in ("all", "any", "some")
+        and len(node.expressions) == 1)
+
+
+def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) -> Value:
+    """x op ANY (array) / x op ALL (array), with Kleene logic over the elements."""
+    q = node.expression
+    is_all = isinstance(q, exp.All) or (isinstance(q, exp.Anonymous) and q.name.lower() == "all")
+    inner = q.expressions[0] if isinstance(q, exp.Anonymous) else q.this
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if isinstance(inner, exp.Query):
+        raise FeatureNotSupported(f"{op} {'ALL' if is_all else 'ANY'} (subquery) is not "
+                                  "supported here", position=_position(node))
+    x = _eval(node.this, ctx)
+    arr = _as_list(_array_operand(_eval(inner, ctx), inner, x.type,
+                                  f"op {'ALL' if is_all else 'ANY'}"), inner)
+    if isinstance(arr, pa.Scalar):
+        if not arr.is_valid:
+            return _null_of(pa.bool_())
+        result: Value = pa.scalar(is_all)
+        elements = arr.values
+        for i in range(len(elements)):   # per element of one constant array, not per row
+            a, b = _coerce_pair(x, node.this, elements[i], q, op, node)
+            c = _null_of(pa.bool_()) if _kind(a.type) == "null" else fn(a, b)
+            result = (pc.and_kleene if is_all else pc.or_kleene)(result, c)
+        return result
+    n = ctx.num_rows
+    arr = _combine(arr)
+    parent = pc.list_parent_indices(arr)
+    xs = x if isinstance(x, pa.Scalar) else _combine(x).take(parent)
+    a, b = _coerce_pair(xs, node.this, pc.list_flatten(arr), q, op, node)
+    c = _null_of(pa.bool_()) if _kind(a.type) == "null" else fn(a, b)
+    c = _broadcast(c, len(parent))
+    decisive = pc.invert(c) if is_all else c          # one such element decides the row
+    g = pa.table({"p": parent, "d": pc.fill_null(decisive, False), "u": pc.is_null(c)}) \
+        .group_by("p").aggregate([("d", "any"), ("u", "any")])
+    hit, unknown = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    rows = g.column("p").to_numpy()
+    hit[rows] = g.column("d_any").to_numpy(zero_copy_only=False)
+    unknown[rows] = g.column("u_any").to_numpy(zero_copy_only=False)
+    out = pa.array(np.where(hit, not is_all, is_all))
+    out = pc.if_else(pa.array(~hit & unknown), _null_of(pa.bool_()), out)
+    return pc.if_else(pc.is_null(arr), _null_of(pa.bool_()), out)
+
+
+@_handles(exp.Array)
+def _array(node: exp.Array, ctx: _Ctx) -> Value:
+    items = node.expressions
+    if any(isinstance(i, exp.Query) for i in items):
+        raise FeatureNotSupported("ARRAY(subquery) must be planned as a subquery",
+                                  position=_position(node))
+    if not items:
+        return _wrap(pa.scalar("{}"), ArrayType(pa.string()))
+    values, t = _unify([_eval(e, ctx) for e in items], items, "ARRAY", node)
+    if _kind(t) == "null":
+        values, t = [v.cast(pa.string()) for v in values], pa.string()
+    if all(isinstance(v, pa.Scalar) for v in values):
+        return _as_array(pa.scalar([v.as_py() for v in values], pa.list_(t)))
+    n, k = ctx.num_rows, len(values)
+    flat = pa.concat_arrays([_combine(_broadcast(v, n)) for v in values])
+    order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).ravel()
+    return _as_array(_list_from_parts(np.full(n, k, dtype=np.int64),
+                                      flat.take(pa.array(order)), None))
+
+
+@_handles(exp.Bracket)
+def _subscript(node: exp.Bracket, ctx: _Ctx) -> Value:
+    if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
+        raise FeatureNotSupported("array slices are not supported", position=_position(node))
+    arr = _eval(node.this, ctx)
+    index_node = node.expressions[0]
+    i = _eval(index_node, ctx)
+    if _kind(arr.type) == "null":
+        return arr
+    if _kind(arr.type) != "list":
+        raise _err(f"cannot subscript type {_pg_name(arr.type)} because it does not support "
+                   "subscripting", "42804", node)
+    arr = _as_list(arr, node.this)
+    elem = arr.type.value_type
+    if _kind(i.type) not in ("int", "null"):
+        i = _cast(i, pa.int64(), index_node)
+    i = i.cast(pa.int64())
+    # sqlglot shifts a literal PostgreSQL subscript to 0-based while parsing (`a[1]` arrives
+    # as `a[0]`); any other subscript arrives as written, 1-based.
+    if isinstance(index_node, exp.Literal):
+        i = pc.add(i, 1)
+    if isinstance(arr, pa.Scalar) and isinstance(i, pa.Scalar):
+        k = i.as_py()
+        if not arr.is_valid or k is None or not 1 <= k <= len(arr.values):
+            return _null_of(elem)
+        return arr.values[k - 1]
+    n = ctx.num_rows
+    arr = _combine(_broadcast(arr, n))
+    idx = _combine(_broadcast(i, n))
+    if len(arr.values) == 0:
+        return pa.nulls(n, elem)
+    k = pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
+    ok = (k >= 1) & (k <= _list_lengths(arr))
+    starts = arr.offsets.to_numpy()[:-1]
+    out = arr.values.take(pa.array(np.where(ok, starts + k - 1, 0)))
+    return pc.if_else(pa.array(ok), out, _null_of(elem))
+
+
+def _array_cat(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
+               node: exp.Expr) -> Value:
+    """array || array, array || element, element || array (NULL arrays count as empty)."""
+    if _kind(a.type) != "list":
+        a = _array_operand(a, a_node, b.type.value_type, "||") if _is_unknown_literal(a_node) \
+            or _kind(a.type) == "null" else _as_singleton(a, b.type.value_type, a_node)
+    if _kind(b.type) != "list":
+        b = _array_operand(b, b_node, a.type.value_type, "||") if _is_unknown_literal(b_node) \
+            or _kind(b.type) == "null" else _as_singleton(b, a.type.value_type, b_node)
+    t = _supertype([a.type.value_type, b.type.value_type])
+    if t is None:
+        raise _err(f"operator does not exist: {_pg_name(a.type)} || {_pg_name(b.type)}",
+                   "42883", node)
+    if _kind(t) == "null":
+        t = pa.string()
+    a = _as_list(_list_cast(a, ArrayType(t), a_node))
+    b = _as_list(_list_cast(b, ArrayType(t), b_node))
+    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
+        if not a.is_valid and not b.is_valid:
+            return _null_of(ArrayType(t))
+        return _as_array(pa.scalar((a.as_py() or []) + (b.as_py() or []), pa.list_(t)))
+    n = len(b) if isinstance(a, pa.Scalar) else len(a)
+    A, B = _combine(_broadcast(a, n)), _combine(_broadcast(b, n))
+    la, lb = _list_lengths(A), _list_lengths(B)
+    total = la + lb
+    rows = np.repeat(np.arange(n), total)
+    out_starts = np.concatenate([[0], np.cumsum(total)])[:-1]
+    within = np.arange(int(total.sum())) - np.repeat(out_starts, total)
+    a_starts = np.concatenate([[0], np.cumsum(la)])[:-1]
+    b_starts = np.concatenate([[0], np.cumsum(lb)])[:-1]
+    flat_a = pc.list_flatten(A)
+    take = np.where(within < la[rows], a_starts[rows] + within,
+                    len(flat_a) + b_starts[rows] + within - la[rows])
+    values = pa.concat_arrays([flat_a, pc.list_flatten(B)]).take(pa.array(take, pa.int64()))
+    return _as_array(_list_from_parts(total, values, pc.and_(pc.is_null(A), pc.is_null(B))))
+
+
+def _as_singleton(v: Value, elem: pa.DataType, node: exp.Expr) -> Value:
+    v = _widen(v, elem, node) if _supertype([v.type, elem]) == elem else v
+    if isinstance(v, pa.Scalar):
+        return _as_array(pa.scalar([v.as_py()], pa.list_(v.type)))
+    return _as_array(_list_from_parts(np.ones(len(v), dtype=np.int64), _combine(v), None))
+
+
+@_handles(exp.ArrayToString)
+def _array_to_string(node: exp.ArrayToString, ctx: _Ctx) -> Value:
+    arr = _as_list(_array_operand(_eval(node.this, ctx), node.this, None, "array_to_string"))
+    sep = _const_arg(_eval(node.expression, ctx), "delimiter", node.expression)
+    null_node = node.args.get("null")
+    null_text = _const_arg(_eval(null_node, ctx), "null string", null_node) \
+        if null_node is not None else None
+    if sep is None:
+        return _null_of(pa.string())
+
+    def one(a: pa.Array) -> pa.Array:
+        texts = _cast(pc.list_flatten(a), pa.string(), node)
+        lengths = _list_lengths(a)
+        if null_text is not None:
+            texts = pc.fill_null(texts, null_text)
+        else:                       # NULL elements are skipped
+            keep = pc.is_valid(texts)
+            counts = pa.table({"p": pc.list_parent_indices(a).filter(keep)}) \
+                .group_by("p").aggregate([("p", "count")])
+            lengths = np.zeros(len(a), dtype=np.int64)
+            lengths[counts.column("p").to_numpy()] = counts.column("p_count").to_numpy()
+            texts = texts.filter(keep)
+        return pc.binary_join(_list_from_parts(lengths, texts, pc.is_null(a)), sep)
+    return _per_array(one, arr)
+
+
+def _array_length_fn(fn: str) -> Callable[[exp.Expr, _Ctx], Value]:
+    """array_length / array_upper (n), array_lower (1), cardinality; NULL for an empty array
+    or another dimension (cardinality of an empty array is 0)."""
+    def handler(node: exp.Expr, ctx: _Ctx) -> Value:
+        args = node.expressions if isinstance(node, exp.Anonymous) else \
+            [node.this] + ([node.expression] if node.expression is not None else [])
+        if len(args) != (1 if fn == "cardinality" else 2):
+            _no_function(fn, args, ctx, _position(node))
+        arr = _as_list(_array_operand(_eval(args[0], ctx), args[0], None, fn))
+        if isinstance(arr, pa.Scalar):
+            lengths: Value = pa.scalar(len(arr.values) if arr.is_valid else None, pa.int32())
+        else:
+            lengths = pc.list_value_length(arr).cast(pa.int32())
+        if fn == "cardinality":
+            return lengths
+        first_dim = pc.equal(_eval(args[1], ctx).cast(pa.int64()), 1)
+        value = pa.scalar(1, pa.int32()) if fn == "array_lower" else lengths
+        ok = pc.fill_null(pc.and_(pc.fill_null(first_dim, False), pc.greater(lengths, 0)),
+                          False)
+        return pc.if_else(ok, value, _null_of(pa.int32()))
+    return handler
+
+
+_HANDLERS[exp.ArraySize] = _array_length_fn("array_length")
+
+
+@_handles(exp.StringToArray)
+def _string_to_array(node: exp.StringToArray, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "string_to_array", node.this)
+    sep_node = node.expression
+    sep = _const_arg(_eval(sep_node, ctx), "delimiter", sep_node) if sep_node is not None \
+        else None
+    if sep is None or _kind(s.type) == "null":
+        raise FeatureNotSupported("string_to_array needs a constant delimiter",
+                                  position=_position(node))
+    if sep == "":
+        return _as_singleton(s, pa.string(), node)
+    return _as_array(pc.split_pattern(s, pattern=sep))
+
+
+def _json_build_object(node: exp.Anonymous, ctx: _Ctx) -> Value:
+    import json
+    args = node.expressions
+    if len(args) % 2:
+        raise _err("argument list must have even number of elements", "22023", node)
+    values = [_eval(a, ctx) for a in args]
+    n = 1 if all(isinstance(v, pa.Scalar) for v in values) else ctx.num_rows
+    cols = [_combine(_broadcast(v, n)).to_pylist() for v in values]
+    out = []
+    for r in range(n):   # per row: only client catalog queries build JSON objects
+        obj = {str(cols[i][r]): _json_value(cols[i + 1][r]) for i in range(0, len(cols), 2)}
+        out.append(json.dumps(obj, separators=(", ", " : ")))
+    if all(isinstance(v, pa.Scalar) for v in values):
+        return pa.scalar(out[0], pa.string())
+    return pa.array(out, pa.string())
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, (datetime.date, datetime.datetime)):
+        return v.isoformat()
+    return v
+
+
+_ANONYMOUS.update({
+    "array_upper": _array_length_fn("array_upper"),
+    "array_lower": _array_length_fn("array_lower"),
+    "cardinality": _array_length_fn("cardinality"),
+    "json_build_object": _json_build_object,
+})
+
+_BITWISE = {exp.BitwiseAnd: pc.bit_wise_and, exp.BitwiseOr: pc.bit_wise_or,
+            exp.BitwiseXor: pc.bit_wise_xor}
+
+
+@_handles(*_BITWISE)
+def _bitwise(node: exp.Binary, ctx: _Ctx) -> Value:
+    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+    if _kind(a.type) not in ("int", "null") or _kind(b.type) not in ("int", "null"):
+        raise _err(f"operator does not exist: {_pg_name(a.type)} & {_pg_name(b.type)}",
+                   "42883", node)
+    t = _supertype([a.type, b.type])
+    if _kind(t) == "null":
+        return _null_of(pa.int32())
+    return _BITWISE[type(node)](_widen(a, t, node.this), _widen(b, t, node.expression))
+
+
+@_handles(exp.Struct)
+def _struct(node: exp.Struct, ctx: _Ctx) -> Value:
+    """A record of named fields (`information_schema._pg_expandarray`'s (x, n))."""
+    names, values = [], []
+    for i, e in enumerate(node.expressions):
+        if isinstance(e, (exp.PropertyEQ, exp.Alias)):
+            names.append(e.this.name if isinstance(e, exp.PropertyEQ) else e.alias)
+            e = e.expression if isinstance(e, exp.PropertyEQ) else e.this
+        else:
+            names.append(f"f{i + 1}")
+        values.append(_eval(e, ctx))
+    if all(isinstance(v, pa.Scalar) for v in values):
+        return pa.scalar({n: v.as_py() for n, v in zip(names, values)},
+                         pa.struct([pa.field(n, v.type) for n, v in zip(names, values)]))
+    n = ctx.num_rows
+    return pc.make_struct(*[_combine(_broadcast(v, n)) for v in values], field_names=names)
+
+
+@_handles(exp.Dot)
+def _field(node: exp.Dot, ctx: _Ctx) -> Value:
+    """(record).field"""
+    v = _eval(node.this, ctx)
+    if not pa.types.is_struct(v.type):
+        raise FeatureNotSupported(f"unsupported expression: {node.sql()}",
+                                  position=_position(node))
+    name = node.name
+    names = [v.type.field(i).name for i in range(v.type.num_fields)]
+    match = [n for n in names if n.lower() == name.lower()]
+    if not match:
+        raise _err(f'column "{name}" not found in data type record', "42703", node)
+    if isinstance(v, pa.Scalar):
+        return v[match[0]] if v.is_valid else _null_of(v.type.field(match[0]).type)
+    return pc.struct_field(v, match[0])
+
+
+@_handles(exp.ByteString)
+def _escape_string(node: exp.ByteString, ctx: _Ctx) -> Value:
+    """E'...': the tokenizer has already resolved the backslash escapes."""
+    return pa.scalar(node.this, pa.string())
+
+
+@_handles(exp.Collate)
+def _collate(node: exp.Collate, ctx: _Ctx) -> Value:
+    return _eval(node.this, ctx)       # one collation: byte order (C)
+
+
+# OPERATOR(schema.op) -> the node the plain operator parses to
+_OPERATORS: dict[str, Callable[[exp.Expr, exp.Expr], exp.Expr]] = {
+    "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
+    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
+    "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
+    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "~~": lambda a, b: exp.Like(this=a, expression=b),
+    "~~*": lambda a, b: exp.ILike(this=a, expression=b),
+    "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
+    "!~~*": lambda a, b: exp.Not(this=exp.ILike(this=a, expression=b)),
+    "=": lambda a, b: exp.EQ(this=a, expression=b),
+    "<>": lambda a, b: exp.NEQ(this=a, expression=b),
+    "!=": lambda a, b: exp.NEQ(this=a, expression=b),
+    "<": lambda a, b: exp.LT(this=a, expression=b),
+    "<=": lambda a, b: exp.LTE(this=a, expression=b),
+    ">": lambda a, b: exp.GT(this=a, expression=b),
+    ">=": lambda a, b: exp.GTE(this=a, expression=b),
+    "||": lambda a, b: exp.DPipe(this=a, expression=b),
+    "+": lambda a, b: exp.Add(this=a, expression=b),
+    "-": lambda a, b: exp.Sub(this=a, expression=b),
+    "*": lambda a, b: exp.Mul(this=a, expression=b),
+    "/": lambda a, b: exp.Div(this=a, expression=b),
+}
+
+
+@_handles(exp.Operator)
+def _operator(node: exp.Operator, ctx: _Ctx) -> Value:
+    name = str(node.args["operator"]).strip()
+    name = name.rsplit(".", 1)[-1] if "." in name and not name.endswith(".") else name
+    make = _OPERATORS.get(name)
+    if make is None:
+        raise _err(f"operator does not exist: {name}", "42883", node)
+    return _eval(make(node.this, node.expression), ctx)
+
+
+# -- host functions and subplans -------------------------------------------------------------
+
+
+class HostFunction:
+    """A SQL function implemented by the host of the planner, e.g. the wire layer's catalog
+    (format_type, pg_get_indexdef, ::regclass): `fn(args, num_rows)` takes the argument
+    Values (scalars or arrays) and returns one Value. Shared, never copied, by the plan
+    nodes that call it. `volatile` functions are not folded at planning time."""
+
+    def __init__(self, name: str, fn: Callable[[list[Value], int], Value], *,
+                 volatile: bool = False):
+        self.name = name
+        self.fn = fn
+        self.volatile = volatile
+
+    def __deepcopy__(self, memo: dict) -> HostFunction:
+        return self
+
+    def __repr__(self) -> str:
+        return f"HostFunction({self.name})"
+
+
+class HostCall(exp.Expression, exp.Func):
+    """A call of a HostFunction: `this` is its name, `fn` the function."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False, "fn": True}
+
+
+@_handles(HostCall)
+def _host_call(node: HostCall, ctx: _Ctx) -> Value:
+    values = [_eval(a, ctx) for a in node.expressions]
+    return node.args["fn"].fn(values, ctx.num_rows)
+
+
+class SubPlan(exp.Expression):
+    """A subquery run once per distinct combination of the outer values it reads (what
+    PostgreSQL calls a SubPlan): the fallback for correlated subqueries the binder cannot
+    turn into joins, ARRAY(subquery) and ordered aggregates (array_agg, string_agg).
+
+    `expressions` are the outer values; `plan` has `run(values: list[pa.Scalar],
+    schema_only: bool) -> pa.Table` (one column) which binds and runs the subquery with those
+    values as constants; `kind` says what the rows become:
+        scalar     the one value (NULL without rows; 21000 with more than one)
+        exists     whether there is a row
+        array      the column as an array ('{}' without rows)
+        array_agg  the column as an array, NULL without rows
+    """
+
+    arg_types: ClassVar[dict[str, bool]] = {"plan": True, "expressions": False, "kind": True}
+
+
+@_handles(SubPlan)
+def _subplan(node: SubPlan, ctx: _Ctx) -> Value:
+    plan, kind = node.args["plan"], node.args["kind"]
+    values = [_eval(e, ctx) for e in node.expressions]
+    if all(isinstance(v, pa.Scalar) for v in values):
+        v = _subplan_value(plan, kind, values, node)[0]
+        return _as_array(v) if _kind(v.type) == "list" else v
+    n = ctx.num_rows
+    cols = [_combine(_broadcast(v, n)) for v in values]
+    if n == 0:
+        t = _subplan_value(plan, kind, [_null_of(c.type) for c in cols], node, True)[1]
+        return pa.nulls(0, ArrayType(t.value_type) if _kind(t) == "list" else t)
+    # One run per distinct outer tuple; the row -> tuple mapping is a Python loop over the
+    # rows (each run binds and executes a plan, which dominates).
+    groups: dict[tuple, int] = {}
+    inverse = np.empty(n, dtype=np.int64)
+    for r, key in enumerate(zip(*[c.to_pylist() for c in cols])):
+        inverse[r] = groups.setdefault(key, len(groups))
+    firsts = np.unique(inverse, return_index=True)[1]
+    results, t = [], None
+    for first in firsts:
+        v, t = _subplan_value(plan, kind, [c[int(first)] for c in cols], node)
+        results.append(v)
+    if isinstance(t, ArrayType):
+        arr = _wrap(pa.array([_storage(r).as_py() for r in results], pa.string()), t)
+    else:
+        arr = pa.array([r.as_py() for r in results], t)
+    arr = arr.take(pa.array(inverse))
+    return _as_array(arr) if _kind(t) == "list" else arr
+
+
+def _subplan_value(plan: Any, kind: str, values: list[pa.Scalar], node: SubPlan,
+                   schema_only: bool = False) -> tuple[pa.Scalar, pa.DataType]:
+    t = plan.run(values, schema_only)
+    if t.num_columns != 1 and kind != "exists":
+        raise _err("subquery must return only one column", "42601", node)
+    col = t.column(0) if t.num_columns else pa.chunked_array([], pa.null())
+    if kind == "exists":
+        return pa.scalar(t.num_rows > 0), pa.bool_()
+    if kind == "scalar":
+        if t.num_rows > 1:
+            raise _err("more than one row returned by a subquery used as an expression",
+                       "21000", node)
+        return (col[0] if t.num_rows else _null_of(col.type)), col.type
+    lt = pa.list_(col.type if _kind(col.type) != "null" else pa.string())
+    if kind == "array_agg" and t.num_rows == 0:
+        return _null_of(lt), lt
+    return pa.scalar(col.to_pylist(), lt), lt
+
+
+def _subplan_sql(self: sqlglot.generator.Generator, e: SubPlan) -> str:
+    args = ", ".join(self.sql(x) for x in e.expressions)
+    return f"(subplan {e.args['kind']} {id(e.args['plan']):x}({args}))"
+
+
+def _host_call_sql(self: sqlglot.generator.Generator, e: HostCall) -> str:
+    return f"{e.name}({', '.join(self.sql(x) for x in e.expressions)})"
+
+
 # -- constants: folding and rendering --------------------------------------------------------
 
 _NEUTRAL = (exp.DataType, exp.DataTypeParam, exp.Var)  # parts of a node, not values
@@ -2292,8 +3076,9 @@ def _foldable(node: exp.Expr, memo: dict[int, bool]) -> bool:
     if key in memo:
         return memo[key]
     t = type(node)
-    ok = t in _HANDLERS and t not in (exp.Column, exp.Rand, exp.Alias) and not (
-        t is exp.Anonymous and node.name.lower() in _NON_DETERMINISTIC)
+    ok = t in _HANDLERS and t not in (exp.Column, exp.Rand, exp.Alias, SubPlan) and not (
+        t is exp.Anonymous and node.name.lower() in _NON_DETERMINISTIC) and not (
+        t is HostCall and node.args["fn"].volatile)
     if ok:
         for child in node.iter_expressions():
             if not (isinstance(child, _NEUTRAL) or _foldable(child, memo)):
@@ -2355,6 +3140,8 @@ def _scalar_sql(s: pa.Scalar) -> str:
         return f"INTERVAL {_sql_string(_interval_text(*_interval_parts(s)))}"
     if k == "binary":
         return f"CAST('\\x{bytes(v).hex()}' AS BYTEA)"
+    if k == "list":
+        return f"CAST({_sql_string(_storage(s).as_py())} AS {_sql_type(s.type)})"
     return _sql_string(str(v))
 
 
@@ -2365,7 +3152,8 @@ def _const_sql(self: sqlglot.generator.Generator, e: Const) -> str:
 # sqlglot dispatches on `<key>_sql` methods it collects per generator class (and caches);
 # registering the method on the base class reaches every dialect, including caches built
 # before this module was imported.
-sqlglot.generator.Generator.const_sql = _const_sql
-exp.EXPR_CLASSES.setdefault(Const.key, Const)
-for _dispatch in getattr(sqlglot.generator, "_DISPATCH_CACHE", {}).values():
-    _dispatch.setdefault(Const, _const_sql)
+for _cls, _render in ((Const, _const_sql), (SubPlan, _subplan_sql), (HostCall, _host_call_sql)):
+    setattr(sqlglot.generator.Generator, f"{_cls.key}_sql", _render)
+    exp.EXPR_CLASSES.setdefault(_cls.key, _cls)
+    for _dispatch in getattr(sqlglot.generator, "_DISPATCH_CACHE", {}).values():
+        _dispatch.setdefault(_cls, _render)
