@@ -163,6 +163,7 @@ class Binder:
         self._n = itertools.count(1)
         self._placeholder = itertools.count(0)
         self._changes: dict[str, exp.Anonymous] = {}
+        self._window_keys: set[str] = set()
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, ast: exp.Expression) -> exp.Expression:
@@ -667,16 +668,18 @@ class Binder:
     # -- GROUP BY, projections, ORDER BY ---------------------------------------------------
     def finish_select(self, sel: exp.Select, node: L.Node, scope: Scope, ctes):
         items = sel.expressions
+        windows = [w for it in items for w in it.find_all(exp.Window)
+                   if not in_nested_subquery(w, sel)]
         for w in sel.find_all(exp.Window):
-            if not in_nested_subquery(w, sel):
-                raise FeatureNotSupported("window functions (OVER) are not supported yet",
-                                          position=position(self.sql, w))
+            if not in_nested_subquery(w, sel) and not any(w is x for x in windows):
+                raise FeatureNotSupported("window functions are supported in the SELECT list "
+                                          "only", position=position(self.sql, w))
         names = [output_name(i) for i in items]
         aliases = {i: it.alias for i, it in enumerate(items) if isinstance(it, exp.Alias)}
         group = sel.args.get("group")
         having = sel.args.get("having")
         order = sel.args.get("order")
-        has_agg = any(not in_nested_subquery(a, sel)
+        has_agg = any(not in_nested_subquery(a, sel) and not isinstance(a.parent, exp.Window)
                       for i in items for a in i.find_all(exp.AggFunc)) or \
             (having is not None) or group is not None
         n = next(self._n)
@@ -689,11 +692,6 @@ class Binder:
                     g = items[int(g.this) - 1].unalias()
                 groups.append((f"$grp{n}.{i}", self.expr(g, scope)))
             aggs: list[L.AggCall] = []
-            proj_exprs = []
-            for it in items:
-                e = it.unalias()
-                proj_exprs.append(self.aggregate_expr(
-                    e, scope, groups, aggs, self.uncorrelated_subqueries(e, scope, ctes)))
             hav = None
             if having is not None:
                 hav = self.aggregate_expr(having.this, scope, groups, aggs,
@@ -701,15 +699,26 @@ class Binder:
             node = L.Aggregate(node, groups, aggs)
             if hav is not None:
                 node = L.Filter(node, hav)
+            wrepl, node = self.window_calls(
+                windows, node, lambda e: self.aggregate_expr(e, scope, groups, aggs))
+            proj_exprs = []
+            for it in items:
+                e = it.unalias()
+                proj_exprs.append(self.aggregate_expr(
+                    e, scope, groups, aggs,
+                    {**self.uncorrelated_subqueries(e, scope, ctes), **wrepl}))
             bind_order = lambda e: self.aggregate_expr(e, scope, groups, aggs)  # noqa: E731
             # aggregates first appearing in ORDER BY: bind before building the node list
             order_bound = [self._order_expr(o.this, names, out_keys, bind_order, aliases)
                            for o in order_items]
         else:
+            wrepl, node = self.window_calls(windows, node, lambda e: self.expr(e, scope))
             proj_exprs = []
             for it in items:
                 e = it.unalias()
-                if e.find(exp.Subquery):
+                if wrepl and e.find(exp.Window):
+                    proj_exprs.append(self.expr(e, scope, replacements=wrepl))
+                elif e.find(exp.Subquery):
                     bound, node = self.expr_with_subqueries(e, node, scope, ctes)
                     proj_exprs.append(bound)
                 else:
@@ -746,6 +755,61 @@ class Binder:
             node = L.Project(node, [(k, keycol(k)) for k in out_keys])
         return node, names, out_keys
 
+    _WINDOW_FUNCS = {exp.RowNumber: "row_number", exp.Rank: "rank",
+                     exp.DenseRank: "dense_rank", exp.Lag: "lag", exp.Lead: "lead",
+                     exp.FirstValue: "first_value", exp.Sum: "sum", exp.Count: "count",
+                     exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+
+    def window_calls(self, windows, node, bind) -> tuple[dict[int, exp.Expression], L.Node]:
+        """OVER (...) calls of the SELECT list -> a Window node above `node` and the
+        replacements of each call by its output column. `bind` binds in the context the
+        window sees (after GROUP BY/HAVING when the query aggregates)."""
+        if not windows:
+            return {}, node
+        calls, repl = [], {}
+        for w in windows:
+            fn = w.this
+            func = self._WINDOW_FUNCS.get(type(fn))
+            if func is None or w.args.get("alias"):
+                raise FeatureNotSupported(f"window function {fn.sql_name().lower()}() is not "
+                                          "supported", position=position(self.sql, w))
+            if isinstance(fn.this, exp.Distinct):
+                raise FeatureNotSupported("DISTINCT in window functions is not supported",
+                                          position=position(self.sql, w))
+            args = []
+            if func in ("lag", "lead"):
+                args = [bind(fn.this)] + [bind(fn.args[a]) for a in ("offset", "default")
+                                          if fn.args.get(a) is not None]
+            elif func == "count" and (fn.this is None or isinstance(fn.this, exp.Star)):
+                func = "count_star"
+            elif fn.args.get("this") is not None and func not in ("row_number",):
+                args = [bind(fn.this)]
+            partition = [bind(e) for e in w.args.get("partition_by") or []]
+            order = [L.SortKey(bind(o.this), bool(o.args.get("desc")), o.args.get("nulls_first"))
+                     for o in (w.args["order"].expressions if w.args.get("order") else [])]
+            frame = "range" if order else "partition"
+            spec = w.args.get("spec")
+            if spec is not None:
+                start = str(spec.args.get("start") or "").upper()
+                end = str(spec.args.get("end") or "").upper()
+                kind = str(spec.args.get("kind") or "").lower()
+                if start == "UNBOUNDED" and end == "CURRENT ROW" and kind in ("rows", "range"):
+                    frame = kind if order else "partition"
+                elif start == "UNBOUNDED" and end == "UNBOUNDED":
+                    frame = "partition"
+                else:
+                    raise FeatureNotSupported("window frames other than UNBOUNDED PRECEDING "
+                                              "to CURRENT ROW / UNBOUNDED FOLLOWING are not "
+                                              "supported", position=position(self.sql, w))
+            if func in ("row_number", "rank", "dense_rank", "lag", "lead") and not order and \
+                    func != "row_number":
+                frame = "partition"
+            key = f"$win{next(self._n)}"
+            self._window_keys.add(key)
+            calls.append(L.WindowCall(key, func, args, partition, order, frame))
+            repl[id(w)] = keycol(key)
+        return repl, L.Window(node, calls)
+
     def uncorrelated_subqueries(self, e, scope, ctes) -> dict[int, exp.Expression]:
         """Scalar subqueries above an aggregation (SELECT list, HAVING): uncorrelated only,
         each becoming a SubqueryRef."""
@@ -781,7 +845,7 @@ class Binder:
                 raise SqlError("aggregate function calls cannot be nested", "42803",
                                position(self.sql, a))
             if in_nested_subquery(a, e) or any(id(x) in repl for x in
-                                                  _ancestors(a, e)):
+                                                  [*_ancestors(a, e), e]):
                 continue
             repl[id(a)] = self.ordered_aggregate(a, scope, groups) \
                 if isinstance(a, (exp.ArrayAgg, exp.GroupConcat)) else \
@@ -799,7 +863,8 @@ class Binder:
             return node
         out = bound.transform(sub)
         for col in out.find_all(exp.Column):
-            if col.name not in agg_keys and col.name not in group_map.values():
+            if col.name not in agg_keys and col.name not in group_map.values() and \
+                    col.name not in self._window_keys:
                 name = col.name.split(".")[-1]
                 raise SqlError(f'column "{name}" must appear in the GROUP BY clause or be used '
                                "in an aggregate function", "42803", position(self.sql, e))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import decimal
 import itertools
 import time
 from typing import Any
@@ -341,6 +342,148 @@ class Executor:
             if node.limit is not None:
                 idx = idx.slice(0, node.limit)
         return t.take(idx)
+
+    # -- window functions ------------------------------------------------------------------
+    def _window(self, node: L.Window) -> pa.Table:
+        t = self.run(node.input)
+        for c in node.calls:
+            t = t.append_column(c.key, self.window_call(c, t))
+        return t
+
+    def window_call(self, c: L.WindowCall, t: pa.Table) -> pa.Array:
+        """One window function over all rows of `t`: rows are sorted by (partition, order)
+        once, each function is computed on the sorted rows with numpy/pyarrow segment
+        arithmetic, and the result is put back in the input's row order."""
+        n = t.num_rows
+        work, sort_keys = {}, []
+        parts = [_chunked(self.eval(e, t), n) for e in c.partition]
+        orders = [_chunked(self.eval(k.expr, t), n) for k in c.order]
+        for i, a in enumerate(parts):
+            work[f"p{i}"] = a
+            sort_keys.append((f"p{i}", "ascending"))
+        for i, (k, a) in enumerate(zip(c.order, orders)):
+            nulls_first = k.nulls_first if k.nulls_first is not None else k.desc
+            if a.null_count:
+                work[f"n{i}"] = pc.is_null(a)
+                sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
+            work[f"o{i}"] = a
+            sort_keys.append((f"o{i}", "descending" if k.desc else "ascending"))
+        if sort_keys and n:
+            idx = pc.sort_indices(pa.table(work), sort_keys=sort_keys).to_numpy()
+        else:
+            idx = np.arange(n, dtype=np.int64)
+        pos = np.arange(n, dtype=np.int64)
+        new_part = np.zeros(n, dtype=bool)
+        if n:
+            new_part[0] = True
+        for a in parts:
+            new_part[1:] |= _changes(a.take(pa.array(idx)))
+        new_peer = new_part.copy()
+        for a in orders:
+            new_peer[1:] |= _changes(a.take(pa.array(idx)))
+        part_id = np.cumsum(new_part) - 1
+        starts = np.flatnonzero(new_part)
+        ends = np.append(starts[1:], n)                 # exclusive
+        row_start, row_end = starts[part_id], ends[part_id]
+        peer_id = np.cumsum(new_peer) - 1
+        peer_starts = np.flatnonzero(new_peer)
+        peer_last = np.append(peer_starts[1:], n) - 1
+        f = c.func
+        if f == "row_number":
+            vals = pa.array(pos - row_start + 1)
+        elif f == "rank":
+            vals = pa.array(peer_starts[peer_id] - row_start + 1)
+        elif f == "dense_rank":
+            vals = pa.array(peer_id - peer_id[row_start] + 1)
+        elif f in ("lag", "lead"):
+            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            k = 1
+            if len(c.args) > 1:
+                k = self.constant(c.args[1])
+            src = pos - k if f == "lag" else pos + k
+            ok = (src >= row_start) & (src < row_end)
+            vals = x.take(pa.array(np.where(ok, src, 0)))
+            default = pa.scalar(self.constant(c.args[2]) if len(c.args) > 2 else None,
+                                vals.type)
+            vals = pc.if_else(pa.array(ok), vals, default)
+        elif f == "first_value":
+            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            vals = x.take(pa.array(row_start))
+        else:
+            vals = self._window_aggregate(c, t, idx, part_id, row_start, row_end,
+                                          peer_id, peer_last, pos)
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[idx] = pos
+        return _combine_chunks(vals).take(pa.array(inverse))
+
+    def _window_aggregate(self, c, t, idx, part_id, row_start, row_end, peer_id, peer_last,
+                          pos):
+        n = t.num_rows
+        f = c.func
+        if f == "count_star":
+            valid = np.ones(n, dtype=np.int64)
+            x = None
+        else:
+            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            valid = pc.is_valid(x).to_numpy(zero_copy_only=False).astype(np.int64)
+        # the last row each row's frame reaches
+        if c.frame == "partition":
+            last = row_end - 1
+        elif c.frame == "rows":
+            last = pos
+        else:                                   # RANGE: up to the current row's last peer
+            last = peer_last[peer_id]
+        ccount = np.cumsum(valid)
+        before = np.where(row_start > 0, ccount[np.maximum(row_start - 1, 0)], 0)
+        count = ccount[last] - before
+        if f in ("count", "count_star"):
+            return pa.array(count)
+        if f in ("sum", "avg"):
+            if pa.types.is_decimal(x.type):      # running sums need SUM's width
+                x = x.cast(pa.decimal128(38, x.type.scale))
+            elif pa.types.is_integer(x.type):
+                x = x.cast(pa.int64())
+            zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)
+            filled = _combine_chunks(pc.fill_null(x, zero))
+            csum = _decimal_cumsum(filled) if pa.types.is_decimal(x.type) else \
+                pc.cumulative_sum_checked(filled)
+            zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(csum.type) else 0,
+                             csum.type)
+            prev = pc.if_else(pa.array(row_start > 0),
+                              csum.take(pa.array(np.maximum(row_start - 1, 0))), zero)
+            total = pc.subtract(csum.take(pa.array(last)), prev)
+            total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
+            if pa.types.is_decimal(total.type):
+                total = total.cast(pa.decimal128(38, total.type.scale))
+            if f == "sum":
+                return total
+            if pa.types.is_decimal(total.type):
+                total = total.cast(pa.float64())
+            return pc.divide(pc.cast(total, pa.float64()),
+                             pa.array(np.where(count > 0, count, 1).astype(np.float64)))
+        # min / max: running extremes over dense ranks (any sortable type, decimals and
+        # strings included); partitions are kept apart by offsetting the ranks so that a
+        # plain numpy accumulate restarts at every partition boundary.
+        x = _combine_chunks(x)
+        ranks = pc.rank(x, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
+            np.int64)                                   # 1..d (NULLs ranked last)
+        valid_mask = valid.astype(bool)
+        d = int(ranks.max()) if n else 0
+        span = d + 2
+        nparts = int(part_id[-1]) + 1 if n else 0
+        if f == "min":
+            r = np.where(valid_mask, ranks, d + 1) + (nparts - 1 - part_id) * span
+            run = np.minimum.accumulate(r) - (nparts - 1 - part_id) * span
+            none = run == d + 1
+        else:
+            r = np.where(valid_mask, ranks, 0) + part_id * span
+            run = np.maximum.accumulate(r) - part_id * span
+            none = run == 0
+        where = np.empty(d + 2, dtype=np.int64)
+        where[ranks] = pos                              # a row holding each rank
+        picked = run[last]
+        vals = x.take(pa.array(where[np.clip(picked, 1, max(d, 1))] if n else picked))
+        return pc.if_else(pa.array(~none[last]), vals, pa.scalar(None, x.type))
 
     # -- aggregation -----------------------------------------------------------------------
     def _aggregate(self, node: L.Aggregate) -> pa.Table:
@@ -697,6 +840,54 @@ def common_subexpressions(exprs: list[exp.Expression]
         return n
     return prelude, [e.transform(sub) for e in exprs]
 
+
+
+def _decimal_cumsum(x: pa.Array) -> pa.Array:
+    """Running sum of a decimal128 array without NULLs (Arrow has no decimal kernel): on the
+    unscaled integers - int64 when every running total fits, else Python ints (exact)."""
+    n = len(x)
+    words = np.frombuffer(x.buffers()[1], dtype=np.int64,
+                          count=2 * (x.offset + n))[2 * x.offset:].reshape(n, 2) if n else \
+        np.zeros((0, 2), dtype=np.int64)
+    lo, hi = words[:, 0], words[:, 1]
+    fits = bool(np.all(hi == (lo >> 63)))           # every value is an int64
+    if fits:
+        approx = np.cumsum(lo.astype(np.float64))
+        fits = bool(np.all(np.abs(approx) < 2.0 ** 62))
+    if fits:
+        total = np.cumsum(lo)
+        data = np.empty(2 * n, dtype=np.int64)
+        data[0::2] = total
+        data[1::2] = total >> 63
+        # |total| < 2^62 has at most 19 digits: a label that leaves room to subtract
+        return pa.Array.from_buffers(pa.decimal128(max(19, x.type.scale + 1), x.type.scale),
+                                     n, [None, pa.py_buffer(data)])
+    # Rare (totals beyond 2^62 unscaled): exact Python arithmetic, one step per row.
+    acc, out = decimal.Decimal(0), []
+    for v in x.to_pylist():
+        acc += v
+        out.append(acc)
+    try:
+        return pa.array(out, pa.decimal128(37, x.type.scale))
+    except (pa.ArrowInvalid, OverflowError):
+        raise SqlError("numeric field overflow in a window sum", "22003") from None
+
+
+def _combine_chunks(a):
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def _changes(a) -> np.ndarray:
+    """For sorted values: True where a row differs from the previous one (NULLs equal)."""
+    a = _combine_chunks(a)
+    if len(a) < 2:
+        return np.zeros(max(len(a) - 1, 0), dtype=bool)
+    cur, prev = a.slice(1), a.slice(0, len(a) - 1)
+    diff = pc.fill_null(pc.not_equal(cur, prev), True)
+    nul_c, nul_p = pc.is_null(cur), pc.is_null(prev)
+    same_null = pc.and_(nul_c, nul_p)
+    diff = pc.and_(diff, pc.invert(same_null))
+    return diff.to_numpy(zero_copy_only=False)
 
 
 def _chunked(a, n: int):

@@ -18,6 +18,7 @@ Nodes (children first in each dataclass):
   Join        a binary join: left/full outer, semi, anti (NOT IN's null-aware anti as
               `null_aware`); equi keys plus an optional residual condition
   Aggregate   GROUP BY keys and aggregate calls
+  Window      window functions (PARTITION BY / ORDER BY / frame) appended as columns
   Sort        ORDER BY keys, optional top-N limit
   Limit       LIMIT / OFFSET
   Distinct    duplicate elimination on all columns
@@ -155,6 +156,29 @@ class Aggregate(Node):
 
 
 @dataclasses.dataclass
+class WindowCall:
+    key: str                                   # output key
+    func: str                                  # row_number, rank, dense_rank, lag, lead,
+                                               # first_value, sum, count, count_star, avg,
+                                               # min, max
+    args: list[exp.Expression]
+    partition: list[exp.Expression]
+    order: list["SortKey"]
+    frame: str                                 # "partition" (whole), "range" (up to the
+                                               # current row's last peer), "rows" (up to it)
+
+
+@dataclasses.dataclass
+class Window(Node):
+    """Window functions over the input's rows; output = input columns + one per call."""
+    input: Node
+    calls: list[WindowCall]
+
+    def expressions(self):
+        return [e for c in self.calls for e in c.args + c.partition + [k.expr for k in c.order]]
+
+
+@dataclasses.dataclass
 class SortKey:
     expr: exp.Expression
     desc: bool = False
@@ -243,6 +267,13 @@ def describe(node: Node) -> list[str]:
         out.append("aggregates: " + ", ".join(
             f"{a.func}({'DISTINCT ' if a.distinct else ''}"
             f"{_sql(a.arg) if a.arg is not None else '*'})" for a in node.aggs))
+    elif isinstance(node, Window):
+        for c in node.calls:
+            part = ", ".join(_sql(e) for e in c.partition)
+            order = ", ".join(_sql(k.expr) + (" DESC" if k.desc else "") for k in c.order)
+            out.append(f"{c.func}({', '.join(_sql(a) for a in c.args)}) OVER ("
+                       + (f"PARTITION BY {part} " if part else "")
+                       + (f"ORDER BY {order} " if order else "") + f"[{c.frame}])")
     elif isinstance(node, Sort):
         out.append("keys: " + ", ".join(_sql(k.expr) + (" DESC" if k.desc else "")
                                         for k in node.keys))

@@ -49,6 +49,8 @@ def output_keys(node: L.Node) -> list[str]:
         return [k for k, _ in node.groups] + [a.key for a in node.aggs]
     if isinstance(node, L.SetOp):
         return list(node.keys)
+    if isinstance(node, L.Window):
+        return output_keys(node.input) + [c.key for c in node.calls]
     raise TypeError(node)
 
 
@@ -81,6 +83,12 @@ def _map_exprs(node: L.Node, fn) -> None:
     elif isinstance(node, L.Sort):
         for k in node.keys:
             k.expr = fn(k.expr)
+    elif isinstance(node, L.Window):
+        for c in node.calls:
+            c.args = [fn(e) for e in c.args]
+            c.partition = [fn(e) for e in c.partition]
+            for k in c.order:
+                k.expr = fn(k.expr)
 
 
 def _subplans(node: L.Node):

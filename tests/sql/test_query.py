@@ -169,3 +169,26 @@ def test_streamed_results_match_and_stop_early(tmp_path):
         # non-streamable plans still come back as batches
         (r,) = list(s.execute_iter("SELECT count(*) FROM big"))
         assert [b.to_pylist() for b in r.batches()] == [[{"count": 50_000}]]
+
+
+WINDOW_CASES = [
+    "SELECT id, row_number() OVER (PARTITION BY dept ORDER BY salary, id), "
+    "rank() OVER (PARTITION BY dept ORDER BY salary), dense_rank() OVER (ORDER BY salary) "
+    "FROM emp",
+    "SELECT id, sum(salary) OVER (PARTITION BY dept), sum(salary) OVER (PARTITION BY dept "
+    "ORDER BY salary), count(*) OVER (), count(salary) OVER (PARTITION BY dept ORDER BY id "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM emp",
+    "SELECT id, lag(salary) OVER (PARTITION BY dept ORDER BY id), lead(id, 1, -1) OVER "
+    "(ORDER BY id), first_value(name) OVER (PARTITION BY dept ORDER BY id DESC) FROM emp",
+    "SELECT id, avg(salary) OVER (PARTITION BY dept), min(salary) OVER (PARTITION BY dept "
+    "ORDER BY id), max(salary) OVER () FROM emp",
+    "SELECT dept, sum(salary), rank() OVER (ORDER BY sum(salary) DESC) FROM emp GROUP BY dept",
+]
+
+
+@pytest.mark.parametrize("sql", WINDOW_CASES)
+def test_window_functions_match_duckdb(db, sql):
+    def norm(rs):
+        return sorted((tuple(float(v) if hasattr(v, "as_tuple") else v for v in r)
+                       for r in rs), key=repr)
+    assert norm(q(db, sql)) == norm(duck(db, sql))
