@@ -6,12 +6,32 @@ report each offending row (Kudu reports per-row errors, never a whole-batch fail
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.key_encoding import physical_value
 from engine.schema import ColumnSchema
-from engine.types import INTEGER_RANGES, DataType
+from engine.types import INTEGER_RANGES, DataType, to_physical
+
+
+def default_array(col: ColumnSchema, n: int) -> pa.Array:
+    """n copies of a column's DEFAULT (NULL when it has none), as a physical array.
+
+    What a row reads for a column it was written without: an INSERT that leaves the column
+    out, and every row of a rowset written before ALTER TABLE ADD COLUMN (the MemRowSet and
+    DiskRowSets match columns by id and fill the ones they lack with this).
+    """
+    if col.default is None:
+        return pa.nulls(n, type=col.physical_type)
+    try:
+        one = to_physical(pa.array([col.default], type=col.arrow_type), col.type,
+                          col.precision)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        # a default stored as its physical value (DATE days, TIMESTAMP micros)
+        one = pa.array([physical_value(col.default, col)], type=col.physical_type)
+    return one.take(pa.array(np.zeros(n, dtype=np.int64)))
+
 
 def cast_column(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
     """An input Arrow column -> the column's logical Arrow type, as every write path

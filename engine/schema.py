@@ -173,6 +173,9 @@ class Schema:
                 if c.nullable:
                     c = dataclasses.replace(c, nullable=False)
             fixed.append(c)
+        ids = [c.id for c in fixed]
+        if len(set(ids)) != len(ids):
+            raise errors.InvalidArgument(f"column ids must be unique: {ids}")
         self.columns: tuple[ColumnSchema, ...] = tuple(fixed)
         self.num_key_columns = num_key_columns
         self.next_column_id = next_id
@@ -209,6 +212,11 @@ class Schema:
 
     def has_column_id(self, col_id: int) -> bool:
         return col_id in self._by_id
+
+    def position_of_id(self, col_id: int) -> int | None:
+        """Position of the column with this id, None if this schema has no such column
+        (it was added after, or dropped before, whatever holds this schema)."""
+        return self._by_id.get(col_id)
 
     def is_key(self, name: str) -> bool:
         return self.index_of(name) < self.num_key_columns

@@ -57,8 +57,11 @@ range bounds, names against the table as it is), then they are applied one at a 
 its own catalog DDL — so a failure part way leaves the earlier actions applied (Kudu's
 AlterTable is atomic; the catalog has no multi-step alter).
 
-Engine limits that show through (engine/catalog/catalog.py): ADD COLUMN and DROP COLUMN work
-only on tables without rows (0A000 otherwise); the catalog keeps no column comments
+Engine behaviour that shows through (engine/catalog/catalog.py): ADD COLUMN and DROP COLUMN
+alter every tablet in place, rows and all (existing rows read an added column's DEFAULT or
+NULL, also at earlier snapshots; a dropped column's data goes with later compactions; they
+wait for the table's running scans and writes, 53200 if those outlast the catalog's busy
+timeout); the catalog keeps no column comments
 (COMMENT on a column is accepted in CREATE TABLE with a notice, refused on its own);
 ALTER COLUMN (SET DEFAULT, ENCODING, ...) is not supported; the replication factor cannot
 change after CREATE TABLE.

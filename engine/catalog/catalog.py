@@ -15,8 +15,9 @@ first and the catalog last, and deletes tablets only after the catalog stopped n
 
     CREATE TABLE / ADD RANGE PARTITION   create tablet dirs -> write catalog -> publish
     DROP TABLE / DROP RANGE PARTITION    write catalog -> publish -> delete tablet dirs
-    ADD / DROP COLUMN (empty table)      create new tablets -> write catalog -> publish ->
-                                         delete the old tablets
+    ADD / DROP COLUMN                    write catalog (target schema, pending) -> alter
+                                         every tablet in place -> write catalog (schema =
+                                         target, version + 1) -> publish
 
 A crash at any point leaves at worst tablet directories the catalog does not name; `open`
 deletes them (Kudu's master deletes replicas no table owns). The catalog never names a
@@ -35,12 +36,28 @@ MaintenanceManager, if given, gets every tablet registered when it is opened.
 
 Schema changes. RENAME COLUMN is metadata only: tablets keep their column ids, and the
 Table facade maps names by column id, so it works on tables with data. ADD COLUMN and DROP
-COLUMN need every tablet to change its schema, which the tablet layer has no operation for
-yet, so they are allowed only while the table holds no rows: the tablets are replaced by
-empty ones with the new schema (their history, e.g. rows inserted and later deleted, is
-discarded). On a table with rows they raise `NotSupported` (SQLSTATE 0A000). They wait (up
-to `busy_timeout_s`) for in-flight writes and open scans of the table to finish, so a
-write cannot slip in between the emptiness check and the swap.
+COLUMN change every tablet's schema in place (`Tablet.alter_schema`, Kudu's AlterSchema:
+the tablet flushes and swaps its schema atomically; rows keep their data, an added column
+reads as its DEFAULT or NULL, a dropped one's data is left to compactions). A table has a
+schema version (`TableMetadata.schema_version`); each tablet records the version it has,
+and altering a tablet to a version it already has does nothing, so an alter can be re-sent.
+The order, Kudu's master's (it records the change, then pushes it to the tablets until
+every one has it, then marks the table done):
+  1. wait (up to `busy_timeout_s`) for the table's running writes and open scans, and in
+     the same critical section publish the table with `pending_schema` = the target: from
+     then on new operations on the table wait for the DDL (`_PendingAlter`);
+  2. persist the catalog with the pending target;
+  3. alter every tablet to (target, version + 1), in parallel;
+  4. persist and publish the table with schema = target, version + 1, nothing pending.
+Tablets are only ever ahead of the catalog while it records the alter as pending, so they
+never disagree silently. A crash before 2 leaves the old table; after 2, `open` rolls the
+alter forward (tablets that already have it skip it) — the user's ALTER had not returned,
+so either outcome is allowed, and forward is the one that needs no undo of a DROP. If a
+tablet's alter fails (e.g. disk full), the error is raised and the alter stays pending:
+the table's next operation, DDL or `open` retries it, and reports the error if it fails
+again. Operations racing with the DDL see the table before or after it, never a mix: a
+scan opened before finishes with the old columns; a write naming a dropped column fails
+with ColumnNotFound. New tablets (ADD RANGE PARTITION) are created at the table's version.
 
 Limits (kudu-facts §2.5, single node): replication factor odd, 1..7 and at most the number
 of tablet servers (1 here unless told otherwise; `None` picks 3 if there are 3 servers,
@@ -51,8 +68,9 @@ costs a directory, a WAL and open files on this one machine. Tables created with
 tablets must add range partitions afterwards (Kudu's own advice in that message).
 
 Names are case-sensitive (the SQL layer folds case). Errors: `TableExists` (42P07),
-`errors.NotFound` (42P01), `ColumnExists` (42701), `NotSupported` (0A000), and
-`errors.InvalidArgument` for every validation failure.
+`errors.NotFound` (42P01), `ColumnExists` (42701), `NotSupported` (0A000, for callers'
+requests the engine cannot carry out), and `errors.InvalidArgument` for every validation
+failure.
 """
 
 from __future__ import annotations
@@ -89,6 +107,7 @@ MAX_IDENTIFIER_LENGTH = 256  # Kudu --max_identifier_length
 MAX_NUM_REPLICAS = 7  # Kudu --max_num_replicas
 DEFAULT_NUM_REPLICAS = 3  # Kudu --default_num_replicas
 MAX_CREATE_TABLETS_PER_TS = 60  # Kudu --max_create_tablets_per_ts
+_POOL_PREFIX = "kudusql-tablet"
 
 
 class TableExists(errors.AlreadyPresent):
@@ -117,6 +136,12 @@ class TableMetadata:
     tablet_ids: tuple[str, ...]  # tablet_ids[i] holds partition_schema.partitions[i]
     comment: str | None = None
     properties: dict = dataclasses.field(default_factory=dict)
+    # Bumped by every ADD / DROP COLUMN; every tablet's schema version is at least this.
+    schema_version: int = 0
+    # An ADD / DROP COLUMN under way (or interrupted by a crash): the target schema, whose
+    # version is schema_version + 1. Tablets may already have it; the table is not used
+    # until the alter is finished (rolled forward), see the module docstring.
+    pending_schema: Schema | None = None
 
     @property
     def partitions(self):
@@ -133,7 +158,10 @@ class TableMetadata:
                 "tablets": [{"tablet_id": tid, "hash_buckets": list(p.hash_buckets),
                              "partition_key_start": p.partition_key_start.hex()}
                             for p, tid in self.tablets()],
-                "comment": self.comment, "properties": dict(self.properties)}
+                "comment": self.comment, "properties": dict(self.properties),
+                "schema_version": self.schema_version,
+                "pending_schema": None if self.pending_schema is None
+                else self.pending_schema.to_dict()}
 
     @staticmethod
     def from_dict(d: dict) -> "TableMetadata":
@@ -147,9 +175,11 @@ class TableMetadata:
                 for t, p in zip(tablets, parts)):
             raise errors.Corruption(
                 f"catalog: the tablets of table {d['name']!r} do not match its partitions")
+        pending = d.get("pending_schema")
         return TableMetadata(d["id"], d["name"], schema, ps, d["replication_factor"],
                              tuple(t["tablet_id"] for t in tablets), d.get("comment"),
-                             dict(d.get("properties") or {}))
+                             dict(d.get("properties") or {}), d.get("schema_version", 0),
+                             None if pending is None else Schema.from_dict(pending))
 
 
 class _TabletSlot:
@@ -213,6 +243,10 @@ class _StaleMetadata(Exception):
     """The table changed between reading its metadata and taking its tablets: retry."""
 
 
+class _PendingAlter(Exception):
+    """The table has an unfinished ADD / DROP COLUMN: finish it (`_complete_alter`), retry."""
+
+
 def _check_identifier(kind: str, name: str) -> None:
     if not isinstance(name, str) or not name:
         raise errors.InvalidArgument(f"invalid {kind} name: empty string not a valid identifier")
@@ -249,7 +283,7 @@ class Catalog:
         self._released = threading.Condition(self._lock)
         self._ddl_lock = threading.RLock()  # serialises DDL (held for the whole DDL)
         self._pool = ThreadPoolExecutor(max_workers=parallelism,
-                                        thread_name_prefix="kudusql-tablet")
+                                        thread_name_prefix=_POOL_PREFIX)
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -273,6 +307,7 @@ class Catalog:
                   busy_timeout_s)
         cat._load()
         cat._remove_orphans()
+        cat._finish_pending_alters()
         return cat
 
     def close(self) -> None:
@@ -324,6 +359,18 @@ class Catalog:
         tmp = os.path.join(self.data_dir, CATALOG_FILE + ".tmp")
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+    def _finish_pending_alters(self) -> None:
+        """Roll forward the ADD / DROP COLUMNs a crash interrupted (see the module doc).
+        One that fails again stays pending: the table's next use retries it and reports
+        the error (other tables stay usable)."""
+        with self._ddl_lock:
+            for meta in list(self._tables.values()):
+                if meta.pending_schema is not None:
+                    try:
+                        self._finish_alter(meta)
+                    except errors.EngineError:
+                        pass
 
     def _persist(self, tables: dict[str, TableMetadata]) -> None:
         doc = {"format": FORMAT_VERSION,
@@ -384,6 +431,8 @@ class Catalog:
                 if meta.id not in self._tables:
                     raise errors.NotFound(f'table "{meta.name}" does not exist (dropped)')
                 raise _StaleMetadata()
+            if meta.pending_schema is not None:
+                raise _PendingAlter()
             out = []
             for tid in tablet_ids:
                 slot = self._slots.get(tid)
@@ -425,13 +474,15 @@ class Catalog:
         for s in now:
             self._delete_tablet(s)
 
-    def _create_tablets(self, schema: Schema, n: int) -> list[tuple[str, Tablet]]:
+    def _create_tablets(self, schema: Schema, n: int, schema_version: int = 0
+                        ) -> list[tuple[str, Tablet]]:
         created: list[tuple[str, Tablet]] = []
         try:
             for _ in range(n):
                 tid = uuid.uuid4().hex
                 created.append((tid, Tablet.create(self.tablet_path(tid), schema,
-                                                   config=self.config, clock=self.clock)))
+                                                   config=self.config, clock=self.clock,
+                                                   schema_version=schema_version)))
             if self.config.fsync:
                 fsync_dir(os.path.join(self.data_dir, TABLETS_DIR))
         except BaseException:
@@ -488,11 +539,16 @@ class Catalog:
                 f"table with the requested replication factor {rf}")
         return rf
 
-    def _table_meta(self, name: str) -> TableMetadata:
+    def _table_meta(self, name: str, finish_alter: bool = True) -> TableMetadata:
+        """A table's metadata for a DDL (caller holds _ddl_lock); an unfinished ADD / DROP
+        COLUMN of it is finished first, so DDLs apply in order."""
         tid = self._by_name.get(name)
         if tid is None:
             raise errors.NotFound(f'table "{name}" does not exist')
-        return self._tables[tid]
+        meta = self._tables[tid]
+        if finish_alter and meta.pending_schema is not None:
+            meta = self._finish_alter(meta)
+        return meta
 
     # -- DDL -------------------------------------------------------------------------------
     def create_table(self, name: str, schema: Schema,
@@ -536,7 +592,7 @@ class Catalog:
                 if if_exists:
                     return
                 raise errors.NotFound(f'table "{name}" does not exist')
-            meta = self._table_meta(name)
+            meta = self._table_meta(name, finish_alter=False)
             tables = {k: v for k, v in self._tables.items() if k != meta.id}
             self._commit(tables)
             self._drop_tablets(meta.tablet_ids)
@@ -568,7 +624,7 @@ class Catalog:
         """Publish `ps`: create tablets for new partitions, drop those of removed ones."""
         old = {p.identity: tid for p, tid in meta.tablets()}
         fresh = [p for p in ps.partitions if p.identity not in old]
-        created = self._create_tablets(meta.schema, len(fresh))
+        created = self._create_tablets(meta.schema, len(fresh), meta.schema_version)
         new_ids = dict(zip((p.identity for p in fresh), (tid for tid, _ in created)))
         ids = tuple(old.get(p.identity) or new_ids[p.identity] for p in ps.partitions)
         new = dataclasses.replace(meta, partition_schema=ps, tablet_ids=ids)
@@ -600,7 +656,7 @@ class Catalog:
 
     def add_column(self, name: str, column: ColumnSchema,
                    if_not_exists: bool = False) -> TableMetadata:
-        """ALTER TABLE ADD COLUMN — empty tables only for now (see module docstring)."""
+        """ALTER TABLE ADD COLUMN: every tablet altered in place (see the module docstring)."""
         _check_identifier("column", column.name)
         with self._ddl_lock:
             meta = self._table_meta(name)
@@ -609,10 +665,11 @@ class Catalog:
                     return meta
                 raise ColumnExists(f'column "{column.name}" of relation "{name}" already exists')
             _check_num_columns(len(meta.schema.columns) + 1)
-            return self._change_schema(meta, meta.schema.add_column(column), "ADD COLUMN")
+            return self._alter_columns(meta, meta.schema.add_column(column), "ADD COLUMN")
 
     def drop_column(self, name: str, column: str, if_exists: bool = False) -> TableMetadata:
-        """ALTER TABLE DROP COLUMN — empty tables only for now (see module docstring)."""
+        """ALTER TABLE DROP COLUMN: every tablet altered in place; the data goes with the next
+        compactions (see the module docstring)."""
         with self._ddl_lock:
             meta = self._table_meta(name)
             if not meta.schema.has_column(column):
@@ -620,7 +677,7 @@ class Catalog:
                     return meta
                 raise errors.ColumnNotFound(
                     f'column "{column}" of relation "{name}" does not exist')
-            return self._change_schema(meta, meta.schema.drop_column(column), "DROP COLUMN")
+            return self._alter_columns(meta, meta.schema.drop_column(column), "DROP COLUMN")
 
     def rename_column(self, name: str, old: str, new: str) -> TableMetadata:
         """ALTER TABLE CHANGE old new: metadata only, works on tables with data."""
@@ -636,43 +693,68 @@ class Catalog:
             self._commit({**self._tables, meta.id: new_meta})
             return new_meta
 
-    def _change_schema(self, meta: TableMetadata, schema: Schema, what: str) -> TableMetadata:
-        """Replace the (empty) tablets of a table by empty ones with `schema`."""
-        created = self._create_tablets(schema, len(meta.tablet_ids))
+    def _alter_columns(self, meta: TableMetadata, schema: Schema, what: str
+                       ) -> TableMetadata:
+        """ADD / DROP COLUMN: record the target schema as pending, alter the tablets in
+        place, then publish it (caller holds _ddl_lock; see the module docstring)."""
+        target = dataclasses.replace(meta, pending_schema=schema)
+        deadline = time.monotonic() + self.busy_timeout_s
+        with self._released:
+            # Wait for the table's running scans and writes; new ones see the pending
+            # alter from the moment it is published (same critical section) and wait for
+            # this DDL (they take _ddl_lock in _complete_alter).
+            while True:
+                busy = [s for s in (self._slots.get(t) for t in meta.tablet_ids)
+                        if s is not None and s.refs]
+                left = deadline - time.monotonic()
+                if not busy or left <= 0:
+                    break
+                self._released.wait(left)
+            if busy:
+                raise errors.ServiceUnavailable(
+                    f'ALTER TABLE {what}: table "{meta.name}" is busy (open scans or '
+                    f'writes did not finish within {self.busy_timeout_s} s); retry')
+            self._tables = {**self._tables, meta.id: target}
         try:
-            deadline = time.monotonic() + self.busy_timeout_s
-            with self._released:
-                # Nobody may hold a tablet of the table between the check and the swap.
-                while True:
-                    busy = [s for s in (self._slots.get(t) for t in meta.tablet_ids)
-                            if s is not None and s.refs]
-                    left = deadline - time.monotonic()
-                    if not busy or left <= 0:
-                        break
-                    self._released.wait(left)
-                if busy:
-                    raise errors.ServiceUnavailable(
-                        f'ALTER TABLE {what}: table "{meta.name}" is busy (open scans or '
-                        f'writes did not finish within {self.busy_timeout_s} s); retry')
-                rows = 0
-                for tid in meta.tablet_ids:
-                    slot = self._slots.get(tid)
-                    if slot is None:
-                        slot = self._slots[tid] = _TabletSlot(self, tid)
-                    rows += slot.tablet().count_rows()
-                    if rows:
-                        break
-                if rows:
-                    raise NotSupported(
-                        f'ALTER TABLE {what} is only supported on an empty table for now: '
-                        f'table "{meta.name}" has rows, and the tablet layer has no '
-                        f'schema-change operation yet')
-                new = dataclasses.replace(meta, schema=schema,
-                                          tablet_ids=tuple(tid for tid, _ in created))
-                fresh, created = created, ()  # _commit discards them itself if it fails
-                self._commit({**self._tables, meta.id: new}, fresh)
-        finally:
-            if created:
-                self._discard_created(created)
-        self._drop_tablets(meta.tablet_ids)
+            self._persist(self._tables)
+        except BaseException:
+            with self._lock:
+                self._tables = {**self._tables, meta.id: meta}
+            raise
+        return self._finish_alter(target)
+
+    def _finish_alter(self, meta: TableMetadata) -> TableMetadata:
+        """Bring every tablet to `meta.pending_schema` (idempotent: a tablet already at the
+        target version does nothing), then persist and publish the table with it. Caller
+        holds _ddl_lock; on failure the alter stays pending and is retried later."""
+        schema, version = meta.pending_schema, meta.schema_version + 1
+        with self._lock:
+            slots = []
+            for tid in meta.tablet_ids:
+                slot = self._slots.get(tid)
+                if slot is None:
+                    slot = self._slots[tid] = _TabletSlot(self, tid)
+                slots.append(slot)
+
+        def alter(slot: _TabletSlot) -> None:
+            slot.tablet().alter_schema(schema, version)
+            slot.renames = None  # tablet names now equal the table's
+
+        in_pool = threading.current_thread().name.startswith(_POOL_PREFIX)
+        if len(slots) > 1 and not in_pool:  # a pool task must not wait for the pool
+            list(self._pool.map(alter, slots))
+        else:
+            for slot in slots:
+                alter(slot)
+        new = dataclasses.replace(meta, schema=schema, schema_version=version,
+                                  pending_schema=None)
+        self._commit({**self._tables, meta.id: new})
         return new
+
+    def _complete_alter(self, table_id: str) -> None:
+        """A table op found the table's alter pending: wait for the DDL running it, or, if
+        none is (it failed, or a crash interrupted it), finish it here."""
+        with self._ddl_lock:
+            meta = self._tables.get(table_id)
+            if meta is not None and meta.pending_schema is not None:
+                self._finish_alter(meta)

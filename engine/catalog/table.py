@@ -282,7 +282,7 @@ class Table:
 
     def _with_tablets(self, pick):
         """(meta, slots) for the tablet ids `pick(meta)` names, retried if DDL intervenes."""
-        from engine.catalog.catalog import _StaleMetadata
+        from engine.catalog.catalog import _PendingAlter, _StaleMetadata
 
         for _ in range(100):
             meta = self.metadata
@@ -290,6 +290,9 @@ class Table:
             try:
                 return meta, self.catalog._acquire(meta, tids)
             except _StaleMetadata:
+                continue
+            except _PendingAlter:  # an ADD / DROP COLUMN is under way: wait for it
+                self.catalog._complete_alter(self.id)
                 continue
         raise errors.ServiceUnavailable(f'table "{self.name}" keeps changing; retry')
 

@@ -181,46 +181,53 @@ def merge_histories(keys: np.ndarray, insert_ts: np.ndarray, insert_seq: np.ndar
                     columns: Sequence[ColumnSchema]):
     """Merge row versions of the same key (ghosts) into one history per key.
 
-    Versions of a key never overlap in time (at most one is live at once), so ordering them
-    by when they ended gives the key's history: the oldest version's insertion is the row's
-    insertion, each later version's insertion becomes a REINSERT. Keys whose history ends in
-    a DELETE at or before the ancient history mark are dropped (history GC). Returns
-    (unique sorted keys, old row -> output row (-1 = dropped), base values, insert_ts,
-    insert_seq, forward records over output rows, the input row each output row's base
-    came from).
+    Versions of a key never overlap in time (at most one is live at once), so all the
+    events of a key's input rows — each row's insertion and its forward records — sorted by
+    (timestamp, seq) are the key's history: the first insertion is the key's insertion,
+    every later one becomes a REINSERT. An input row may itself hold several versions (the
+    output of an earlier merge: insert, DELETE, REINSERT ...) with another row's version in
+    one of its gaps, which is why events are merged rather than whole rows ordered.
+
+    An insertion older than the retained history reads as "inserted at 0" (its UNDO was
+    collected) although it may belong to the newest version. Such a row's insertion is
+    placed just before its own first forward record, after every other row's event that
+    precedes that record (nothing of another version can lie between a version's start and
+    its first event), or after the key's last event if the row has no forward record (it
+    is then the version live at the end). Both are at or before the ancient history mark,
+    so no permitted read can tell the difference.
+
+    Keys whose history ends in a DELETE at or before the ancient history mark are dropped
+    (history GC). Returns (unique sorted keys, old row -> output row (-1 = dropped), base
+    values, insert_ts, insert_seq, forward records over output rows, the input row each
+    output row's base came from).
     """
     n = len(keys)
-    # Order versions by when they *ended* (their final DELETE; the live version last).
-    # Insertion time cannot be used: once a version's insertion UNDO is collected it reads
-    # as "inserted at 0" although it may be the newest version.
-    end_ts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-    end_seq = np.zeros(n, dtype=np.int64)
-    if len(fwd):
-        last = _pick(fwd.rowid, True)
-        dead = last[fwd.kind[last] == MutationKind.DELETE]
-        end_ts[fwd.rowid[dead]] = fwd.ts[dead]
-        end_seq[fwd.rowid[dead]] = fwd.seq[dead]
-    order = np.lexsort((end_seq, end_ts, keys))
-    sk = keys[order]
+    m = len(fwd)
+    ins_ts = np.asarray(insert_ts, dtype=np.int64).copy()
+    ins_seq = np.asarray(insert_seq, dtype=np.int64).copy()
+    unknown = np.flatnonzero(ins_ts == 0)
+    if len(unknown):
+        _place_unknown_insertions(keys, ins_ts, ins_seq, unknown, fwd)
+    # Every event of every key: insertions (tie 0) sort before forward records (tie 1) at
+    # an equal (ts, seq) — only an insertion placed above can meet its own first record.
+    ev_key = np.concatenate([keys, keys[fwd.rowid]]) if m else keys
+    ev_ts = np.concatenate([ins_ts, fwd.ts])
+    ev_seq = np.concatenate([ins_seq, fwd.seq])
+    ev_tie = np.concatenate([np.zeros(n, np.int8), np.ones(m, np.int8)])
+    order = np.lexsort((ev_tie, ev_seq, ev_ts, ev_key))
+    ins_order = order[order < n]  # input rows, by their insertion's place in the history
+    sk = keys[ins_order]
     new_key = np.ones(n, dtype=bool)
     new_key[1:] = sk[1:] != sk[:-1]
-    group = np.cumsum(new_key) - 1  # output row per sorted input row
+    group = np.cumsum(new_key) - 1  # output row per input row in ins_order
     out_of = np.empty(n, dtype=np.int64)
-    out_of[order] = group
-    firsts = order[new_key]
-    later_pos = np.flatnonzero(~new_key)
-    later = order[later_pos]  # versions after the first: their insert is a REINSERT
+    out_of[ins_order] = group
+    firsts = ins_order[new_key]
+    later = ins_order[~new_key]  # insertions after the key's first one: REINSERTs
     parts = [fwd.remap_rowids(out_of)]
     if len(later):
-        prev = order[later_pos - 1]
-        # A version whose insertion time was collected re-inserted some time after the
-        # previous version ended: place it just after that DELETE (both are older than the
-        # ancient history mark, so no permitted read can tell the difference).
-        unknown = insert_ts[later] <= end_ts[prev]
-        r_ts = np.where(unknown, end_ts[prev], insert_ts[later])
-        r_seq = np.where(unknown, end_seq[prev] + 1, insert_seq[later])
         reins_vals = {c.id: values[c.id].take(pa.array(later)) for c in columns}
-        parts.append(DeltaBatch(out_of[later], r_ts, r_seq,
+        parts.append(DeltaBatch(out_of[later], ins_ts[later], ins_seq[later],
                                 np.full(len(later), int(MutationKind.REINSERT), np.int8),
                                 {cid: (np.ones(len(later), dtype=bool), v)
                                  for cid, v in reins_vals.items()}))
@@ -228,7 +235,7 @@ def merge_histories(keys: np.ndarray, insert_ts: np.ndarray, insert_seq: np.ndar
     n_out = int(group[-1]) + 1 if n else 0
     base = {c.id: values[c.id].take(pa.array(firsts)) for c in columns}
     out_keys = keys[firsts]
-    out_ts, out_seq = insert_ts[firsts], insert_seq[firsts]
+    out_ts, out_seq = ins_ts[firsts], ins_seq[firsts]
     # History GC of deleted rows: the last record of a key is a DELETE at or before the AHM.
     drop = np.zeros(n_out, dtype=bool)
     if len(merged):
@@ -247,3 +254,35 @@ def merge_histories(keys: np.ndarray, insert_ts: np.ndarray, insert_seq: np.ndar
         out_of = np.where(keep[out_of], new_index[out_of], -1)
     firsts_kept = firsts if not drop.any() else firsts[~drop]
     return out_keys, out_of, base, out_ts, out_seq, merged, firsts_kept
+
+
+def _place_unknown_insertions(keys: np.ndarray, ins_ts: np.ndarray, ins_seq: np.ndarray,
+                              unknown: np.ndarray, fwd: DeltaBatch) -> None:
+    """Give the rows in `unknown` (insertion collected: ts 0) the (ts, seq + 1) of the
+    known event of their key that precedes their first forward record (see
+    merge_histories); rows with no such event stay at (0, -1). In place."""
+    n = len(keys)
+    known = np.flatnonzero(ins_ts != 0)
+    e_key = np.concatenate([keys[known], keys[fwd.rowid]]) if len(fwd) else keys[known]
+    e_ts = np.concatenate([ins_ts[known], fwd.ts])
+    e_seq = np.concatenate([ins_seq[known], fwd.seq])
+    order = np.lexsort((e_seq, e_ts, e_key))
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    s_key = e_key[order]
+    # first forward record of each row (fwd is sorted by rowid, ts, seq), as a position
+    first_rec = np.full(n, -1, dtype=np.int64)
+    if len(fwd):
+        firsts = _pick(fwd.rowid, False)
+        first_rec[fwd.rowid[firsts]] = firsts
+    fr = first_rec[unknown]
+    has = fr >= 0
+    p = np.searchsorted(s_key, keys[unknown], "right")  # no record: after the key's last
+    p[has] = pos[len(known) + fr[has]]
+    prev = p - 1
+    ok = prev >= 0
+    ok[ok] &= s_key[prev[ok]] == keys[unknown[ok]]
+    rows = unknown[ok]
+    src = order[prev[ok]]
+    ins_ts[rows] = e_ts[src]
+    ins_seq[rows] = e_seq[src] + 1

@@ -27,6 +27,18 @@ Lazy materialization (paper §4.8): predicate columns are read first, one at a t
 only at the rows that passed the previous ones; a page whose min/max rule out a predicate
 is skipped without decoding; other projected columns are read only for surviving rows, and
 not at all for blocks where nothing survives.
+
+Schema changes (`Tablet.alter_schema`, ALTER TABLE ADD / DROP COLUMN) never rewrite a
+rowset: files name columns by id (`c<id>`), never by name, and ids are never reused.
+  - a column added after the rowset was written has no file here: it reads as its DEFAULT
+    (or NULL) in every row and at every snapshot (`_fill_default`), until an UPDATE sets
+    it (a delta record with its id) or a compaction writes it out;
+  - a dropped column's data stays in the files, unread: reads ask for the ids they project
+    and delta application keeps only those (`_deltas_for`), delta compactions fold only the
+    current schema's columns (records of other ids are discarded), and a merging
+    compaction writes only the current schema's columns. Its reader stays in `_stores`,
+    so a scan opened before the DROP still finishes with the columns it started with.
+`schema` is replaced by the tablet, under its flush and write locks (`set_schema`).
 """
 
 from __future__ import annotations
@@ -48,7 +60,8 @@ from engine.cfile.bloom import BloomFilter, hash_key, hash_keys
 from engine.cfile.cfile import ENCODING_BY_NAME, CFileReader, CFileWriter, fsync_dir
 from engine.cfile.encodings import Compression, Encoding
 from engine.config import TabletConfig
-from engine.key_encoding import binary_to_fixed, physical_value
+from engine.convert import default_array
+from engine.key_encoding import binary_to_fixed
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.compaction import fold_history
 from engine.tablet.delta import (
@@ -89,12 +102,9 @@ def _compression(col: ColumnSchema, config: TabletConfig) -> Compression:
 
 
 def _fill_default(col: ColumnSchema, n: int) -> pa.Array:
-    """A column added after this rowset was written reads as its default (or NULL)."""
-    if col.default is None:
-        return pa.nulls(n, type=col.physical_type)
-    v = physical_value(col.default, col) if col.type.name in (
-        "DECIMAL", "DATE", "TIMESTAMP", "STRING", "VARCHAR", "BINARY") else col.default
-    return pa.array([v] * 1, type=col.physical_type).take(pa.array(np.zeros(n, dtype=np.int64)))
+    """A column added after this rowset was written (ALTER TABLE ADD COLUMN: no file of the
+    rowset has its id) reads as its default, or NULL."""
+    return default_array(col, n)
 
 
 class DiskRowSet:
@@ -144,6 +154,11 @@ class DiskRowSet:
         self._swap_lock = threading.Lock()
         # Held for a whole delta compaction / merge so two never work on one rowset.
         self.compact_lock = threading.Lock()
+
+    def set_schema(self, schema: Schema) -> None:
+        """The tablet's schema changed (ALTER TABLE): see the module docstring. Column
+        readers are kept, so scans that captured the old stores read what they expect."""
+        self.schema = schema
 
     # -- metadata ----------------------------------------------------------------------
     def metadata(self) -> dict:
@@ -287,11 +302,14 @@ class DiskRowSet:
             self._stores = (undo, redo, dmss + (DeltaMemStore(),), readers)
             return old
 
-    def advance_flushed_index_if_clean(self, index: int) -> None:
-        """Nothing unflushed (a single empty DMS): every op so far is durable here."""
+    def advance_flushed_index_if_clean(self, index: int) -> bool:
+        """Nothing unflushed (a single empty DMS): every op so far is durable here.
+        Returns whether that was the case."""
         dmss = self._stores[2]
         if len(dmss) == 1 and dmss[0].empty():
             self.flushed_index = max(self.flushed_index, index)
+            return True
+        return False
 
     def finish_dms_flush(self, old: DeltaMemStore, fsync: bool, index: int) -> None:
         """Write `old` as a REDO DeltaFile and replace it (no lock needed: readers see either
@@ -385,6 +403,7 @@ class DiskRowSet:
             if not inputs:
                 return 0
             recs = DeltaBatch.concat([f.records() for f in inputs])
+            # Only the schema's columns: records of dropped columns are discarded here.
             cols = [c for c in self.schema.columns if c.id in recs.columns]
             readers = st[3]
             base = {c.id: self._read_column(c, readers) for c in cols}

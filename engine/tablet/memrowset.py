@@ -25,6 +25,10 @@ by the write path, which runs under the tablet's write lock).
 Scans read the data in insertion order (Kudu's scans are unordered); a flush sorts by key.
 Readers never lock: they capture the row count first and then the arrays, which writers
 replace before publishing a larger count.
+
+An MRS keeps the schema it was created with for its whole life: ALTER TABLE
+(`Tablet.alter_schema`) flushes it and starts a new MRS with the new schema. Readers ask
+for columns by id (`_column`); one this MRS does not have reads as its default.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from engine.convert import default_array
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.delta import DeltaBatch, patch_array, resolve
 from engine.tablet.deltamemstore import DeltaMemStore
@@ -229,7 +234,7 @@ class MemRowSet:
             cols = {}
             need = {c.id: c for c in columns} | {p.col_id: p.col for p in predicates}
             for cid, col in need.items():
-                arr = batch.column(self.schema.index_of(col.name))
+                arr = self._column(batch, col)
                 if res is not None and cid in res.patches:
                     pos, vals = res.patches[cid]
                     arr = patch_array(arr, pos, vals)
@@ -261,7 +266,7 @@ class MemRowSet:
                 live = res.apply_live(live)
             cols = {}
             for c in columns:
-                arr = batch.column(self.schema.index_of(c.name))
+                arr = self._column(batch, c)
                 if res is not None and c.id in res.patches:
                     arr = patch_array(arr, *res.patches[c.id])
                 cols[c.id] = arr
@@ -295,8 +300,13 @@ class MemRowSet:
             if res is not None and c.id in res.patches:
                 out[c.id] = res.patches[c.id][1][0].as_py()
             else:
-                out[c.id] = batch.column(self.schema.index_of(c.name))[off].as_py()
+                out[c.id] = self._column(batch, c)[off].as_py()
         return out
+
+    def _column(self, batch: pa.RecordBatch, col: ColumnSchema) -> pa.Array:
+        """A column of one insert batch, matched by column id (see the module docstring)."""
+        i = self.schema.position_of_id(col.id)
+        return batch.column(i) if i is not None else default_array(col, batch.num_rows)
 
     def _physical_schema(self) -> pa.Schema:
         return pa.schema([pa.field(c.name, c.physical_type) for c in self.schema.columns])

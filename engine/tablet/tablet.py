@@ -29,8 +29,14 @@ Flush (`flush_mrs`), as in Kudu's flush with its "duplicating" phase made simple
      snapshot to the new DiskRowSets' DeltaMemStores (rowids translated), then swap the
      frozen MRS for the DiskRowSets and persist tablet metadata atomically.
 
-Durability of unflushed writes (the WAL) is the next layer up; `Tablet.open` restores the
-flushed state only.
+Durability: every op is in the WAL before it is acknowledged; `Tablet.open` restores the
+flushed state and replays the WAL from the log anchor (`_bootstrap`).
+
+Schema changes (`alter_schema`: ALTER TABLE ADD / DROP COLUMN): the MemRowSet and every
+DeltaMemStore are flushed, then the new schema and its version replace the old ones in the
+tablet metadata atomically, so WAL replay never meets an op logged under another schema.
+Rowsets are not rewritten; columns are matched by id everywhere. Readers take the schema
+from the captured `_Components`, so each read sees the schema before or after, never a mix.
 """
 
 from __future__ import annotations
@@ -61,7 +67,6 @@ from engine.key_encoding import (
     compile_key_encoder,
     encode_key_prefix,
     encode_keys,
-    physical_value,
 )
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.compaction import fold_history, merge_histories, unfold_history
@@ -83,7 +88,7 @@ from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.rowset_tree import RowSetTree
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
-from engine.convert import cast_column
+from engine.convert import cast_column, default_array
 from engine.tablet.write_op import (
     OpType,
     RowError,
@@ -100,15 +105,17 @@ _EPOCH_DT = _dt.datetime(1970, 1, 1)
 
 
 class _Components:
-    """What rowsets exist; replaced as a whole (readers capture one reference)."""
+    """What rowsets exist, and the schema to read them with; replaced as a whole (readers
+    capture one reference, so a read never mixes the schemas before and after an ALTER)."""
 
-    __slots__ = ("mrs", "frozen", "tree")
+    __slots__ = ("mrs", "frozen", "tree", "schema")
 
     def __init__(self, mrs: MemRowSet, frozen: tuple[MemRowSet, ...],
-                 tree: RowSetTree[DiskRowSet]):
+                 tree: RowSetTree[DiskRowSet], schema: Schema):
         self.mrs = mrs
         self.frozen = frozen
         self.tree = tree
+        self.schema = schema
 
     @property
     def drss(self) -> tuple[DiskRowSet, ...]:
@@ -151,14 +158,17 @@ class Tablet:
         self.mvcc = MvccManager()
         self.cache = BlockCache(config.block_cache_bytes)
         self._write_lock = threading.RLock()
-        self._flush_lock = threading.Lock()
+        # Held by flushes, merging compactions and alter_schema (which runs flushes inside).
+        self._flush_lock = threading.RLock()
         self._key_cols = schema.key_columns
-        self._key_ids = {c.id for c in self._key_cols}
-        self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
-        self._all_cols = list(schema.columns)
         self._encode_key = compile_key_encoder(self._key_cols)
-        self._to_python = {c.id: python_converter(c) for c in schema.columns}
+        # Physical -> Python converters by column id (ids are never reused, so converters
+        # of every schema this tablet has had can live in one dict).
+        self._to_python: dict[int, Any] = {}
+        self._set_schema(schema)
         meta = meta or {}
+        # Bumped by every alter_schema; persisted with the schema (see alter_schema).
+        self.schema_version = meta.get("schema_version", 0)
         self._next_rowset_id = meta.get("next_rowset_id", 0)
         self._next_mrs_id = meta.get("next_mrs_id", 0)
         # Every op with index <= this has its MemRowSet inserts in DiskRowSets.
@@ -169,7 +179,7 @@ class Tablet:
         if last_ts:
             self.clock.update(last_ts)  # MVCC catches up in _bootstrap, after replay
         self._last_ts = last_ts
-        self._components = _Components(self._new_mrs(), (), self._tree(drss))
+        self._components = _Components(self._new_mrs(), (), self._tree(drss), schema)
         self.log = Log(os.path.join(path, "wal"), config.wal_sync, config.wal_segment_bytes)
         self.replayed_ops = 0
         self.maintenance = None  # set by MaintenanceManager.register
@@ -178,11 +188,12 @@ class Tablet:
     # -- lifecycle ---------------------------------------------------------------------
     @classmethod
     def create(cls, path: str, schema: Schema, config: TabletConfig | None = None,
-               clock: Clock | None = None) -> "Tablet":
+               clock: Clock | None = None, schema_version: int = 0) -> "Tablet":
         os.makedirs(os.path.join(path, "rowsets"), exist_ok=True)
         if os.path.exists(os.path.join(path, META_FILE)):
             raise errors.AlreadyPresent(f"a tablet already exists at {path}")
-        t = cls(path, schema, config or TabletConfig(), clock or HybridClock())
+        t = cls(path, schema, config or TabletConfig(), clock or HybridClock(),
+                {"schema_version": schema_version})
         t.log.open_for_append(1)
         t._persist_metadata()
         return t
@@ -242,15 +253,29 @@ class Tablet:
         self._next_mrs_id += 1
         return MemRowSet(self.schema, self._next_mrs_id)
 
+    def _set_schema(self, schema: Schema) -> None:
+        """The schema the write path, flushes and compactions use, and what derives from it
+        (readers take theirs from the captured `_Components`)."""
+        self.schema = schema
+        self._key_cols = schema.key_columns  # same ids and types in every schema; names
+        # may change (a catalog RENAME COLUMN reaches the tablet with its next alter)
+        self._key_ids = {c.id for c in schema.key_columns}
+        self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
+        for c in schema.columns:
+            if c.id not in self._to_python:
+                self._to_python[c.id] = python_converter(c)
+
     @staticmethod
     def _tree(drss: Sequence[DiskRowSet]) -> RowSetTree[DiskRowSet]:
         return RowSetTree(drss, [(d.min_key, d.max_key) for d in drss])
 
-    def _persist_metadata(self) -> None:
+    def _persist_metadata(self, schema: tuple[Schema, int] | None = None) -> None:
         """Write tablet metadata atomically (caller holds the write lock), then GC the log.
 
         Stores with nothing unflushed are advanced to the last op index first: every op so
         far is durable as far as they are concerned, so they must not hold back log GC.
+        `schema`: (schema, version) to persist instead of the current ones (alter_schema
+        persists the new schema before it switches to it).
         """
         comps = self._components
         last = self.log.last_index
@@ -258,7 +283,9 @@ class Tablet:
             self._mrs_flushed_index = max(self._mrs_flushed_index, last)
         for d in comps.drss:
             d.advance_flushed_index_if_clean(last)
-        meta = {"schema": self.schema.to_dict(), "next_rowset_id": self._next_rowset_id,
+        schema, version = schema or (self.schema, self.schema_version)
+        meta = {"schema": schema.to_dict(), "schema_version": version,
+                "next_rowset_id": self._next_rowset_id,
                 "next_mrs_id": self._next_mrs_id,
                 "last_timestamp": max(self.mvcc.last_committed(), self._last_ts),
                 "mrs_flushed_index": self._mrs_flushed_index,
@@ -414,11 +441,23 @@ class Tablet:
 
     def _write_at(self, op_arr: np.ndarray, table: pa.Table, replay_ts: int | None,
                   replay_index: int | None = None) -> WriteResult:
-        """Log (unless replaying), apply under the write lock, wait for durability, commit."""
+        """Log (unless replaying), apply under the write lock, wait for durability, commit.
+
+        Values are converted before the lock is taken; if an ALTER TABLE switched the schema
+        in between, the rows are checked and converted again under the lock, so an op is
+        always logged and applied with the schema in force when it is (a write naming a
+        column dropped meanwhile fails with ColumnNotFound and leaves no trace).
+        """
+        schema = self.schema
         bad: dict[int, tuple[str, str]] = {}
         phys = self._convert(table, op_arr, bad)
         body = encode_write(op_arr, table) if replay_index is None else None
         with self._write_lock:
+            if self.schema is not schema:  # an alter_schema ran since the conversion
+                for name in table.column_names:
+                    self.schema.index_of(name)  # raises ColumnNotFound
+                bad = {}
+                phys = self._convert(table, op_arr, bad)
             ts = self.clock.now() if replay_ts is None else replay_ts
             self.mvcc.start_op(ts)
             index = replay_index
@@ -686,13 +725,8 @@ class Tablet:
         for col in self.schema.columns:
             if col.id in phys:
                 arrays.append(phys[col.id].take(psel))
-            elif col.default is not None:
-                v = physical_value(col.default, col) if col.type not in (
-                    DataType.FLOAT, DataType.DOUBLE, DataType.BOOL) else col.default
-                arrays.append(pa.array([v], type=col.physical_type).take(
-                    pa.array(np.zeros(m, dtype=np.int64))))
             else:
-                arrays.append(pa.nulls(m, type=col.physical_type))
+                arrays.append(default_array(col, m))
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(
             [pa.field(c.name, c.physical_type) for c in self.schema.columns]))
 
@@ -735,9 +769,26 @@ class Tablet:
         self.mvcc.wait_for_safe(ts)
         return MvccSnapshot.at(ts)
 
-    def _bounds(self, predicates: Sequence[ColumnPredicate], lower_key, upper_key
-                ) -> tuple[bytes | None, bytes | None]:
-        lo, hi = key_bounds(self.schema, predicates)
+    def _read_view(self, snapshot, prepare):
+        """(MVCC snapshot, components, prepare(schema)) for a read.
+
+        The snapshot is taken before the components are captured (the order flushes rely
+        on); `prepare` checks the request against the schema the components carry (bad
+        column names raise here) and returns what the read needs. If an alter_schema
+        swapped the components in between, it is done again with the new schema, so a read
+        uses exactly one schema: the one before the ALTER or the one after.
+        """
+        while True:
+            schema = self._components.schema
+            prepared = prepare(schema)
+            snap = self._snapshot(snapshot)
+            comps = self._components
+            if comps.schema is schema:
+                return snap, comps, prepared
+
+    def _bounds(self, schema: Schema, predicates: Sequence[ColumnPredicate], lower_key,
+                upper_key) -> tuple[bytes | None, bytes | None]:
+        lo, hi = key_bounds(schema, predicates)
         if lower_key is not None:
             k = encode_key_prefix(tuple(lower_key), self._key_cols)
             lo = k if lo is None else max(lo, k)
@@ -755,17 +806,25 @@ class Tablet:
              stats: ScanStats | None = None) -> Iterator[pa.RecordBatch]:
         """Open a scan now (snapshot taken, rowsets captured, bad input raised here) and
         return an iterator of RecordBatches; see docs/engine-api.md."""
-        names = list(columns) if columns is not None else self.schema.names
-        cols = [self.schema.column(n) for n in names]
-        bound = [BoundPredicate(p, self.schema.column(p.column)) for p in predicates]
-        snap = self._snapshot(snapshot)
-        lower, upper = self._bounds(predicates, lower_key, upper_key)
+        return self._open_scan(columns, predicates, snapshot, lower_key, upper_key, lazy,
+                               stats)[1]
+
+    def _open_scan(self, columns, predicates, snapshot, lower_key, upper_key, lazy, stats
+                   ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """`scan`, plus the Arrow schema of its batches."""
+        def prepare(schema: Schema):
+            names = list(columns) if columns is not None else schema.names
+            cols = [schema.column(n) for n in names]
+            bound = [BoundPredicate(p, schema.column(p.column)) for p in predicates]
+            return cols, bound, schema.arrow_schema(names), self._bounds(
+                schema, predicates, lower_key, upper_key)
+
+        snap, comps, (cols, bound, out_schema, (lower, upper)) = self._read_view(
+            snapshot, prepare)
         stats = stats if stats is not None else ScanStats()
-        out_schema = self.schema.arrow_schema(names)
-        comps = self._components
         if any(p.always_false for p in bound) or (
                 lower is not None and upper is not None and lower >= upper):
-            return iter(())
+            return out_schema, iter(())
         mrs_caps = [(m, m.capture()) for m in (comps.mrs, *comps.frozen)]
         drss = comps.tree.overlapping(lower, upper)
         stats.rowsets_pruned += len(comps.drss) - len(drss)
@@ -778,7 +837,7 @@ class Tablet:
             for d, cap in drs_caps:
                 for block in d.scan(cols, bound, snap, lower, upper, stats, lazy, cap):
                     yield self._to_batch(block, cols, out_schema)
-        return batches()
+        return out_schema, batches()
 
     def _to_batch(self, block: dict, cols: Sequence[ColumnSchema], schema: pa.Schema
                   ) -> pa.RecordBatch:
@@ -787,14 +846,18 @@ class Tablet:
         arrays = [to_logical(block[c.id], c.type, c.precision, c.scale) for c in cols]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
-    def scan_table(self, columns: Sequence[str] | None = None, *args, **kwargs) -> pa.Table:
+    def scan_table(self, columns: Sequence[str] | None = None,
+                   predicates: Sequence[ColumnPredicate] = (), snapshot=None,
+                   lower_key=None, upper_key=None, lazy: bool = True,
+                   stats: ScanStats | None = None) -> pa.Table:
         """`scan` collected into one table (an empty projection gives a count-only table)."""
-        names = list(columns) if columns is not None else self.schema.names
-        batches = list(self.scan(names, *args, **kwargs))
-        if not names:
+        schema, it = self._open_scan(columns, predicates, snapshot, lower_key, upper_key,
+                                     lazy, stats)
+        batches = list(it)
+        if not schema.names:
             n = sum(b.num_rows for b in batches)
             return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
-        return pa.Table.from_batches(batches, schema=self.schema.arrow_schema(names))
+        return pa.Table.from_batches(batches, schema=schema)
 
     def count_rows(self, snapshot=None) -> int:
         return sum(b.num_rows for b in self.scan([], snapshot=snapshot))
@@ -802,10 +865,9 @@ class Tablet:
     def lookup(self, key: Sequence[Any], columns: Sequence[str] | None = None,
                snapshot=None) -> dict | None:
         """One row by its full primary key, as {column: Python value}, or None."""
-        cols = self._all_cols if columns is None else [self.schema.column(n) for n in columns]
         k = self._encode_key(key)
-        snap = self._snapshot(snapshot)
-        comps = self._components
+        snap, comps, cols = self._read_view(snapshot, lambda schema: list(
+            schema.columns) if columns is None else [schema.column(n) for n in columns])
         conv = self._to_python
         row = None
         if not comps.mrs.empty() or comps.frozen:
@@ -829,11 +891,14 @@ class Tablet:
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
                   ) -> pa.Table:
         """Rows changed in (start_ts, end_ts] with an `is_deleted` column (see docs)."""
-        names = list(columns) if columns is not None else self.schema.names
-        names = [k.name for k in self._key_cols if k.name not in names] + names
-        cols = [self.schema.column(n) for n in names]
-        s_snap, e_snap = self._snapshot(start_ts), self._snapshot(end_ts)
-        comps = self._components
+        def prepare(schema: Schema):
+            names = list(columns) if columns is not None else schema.names
+            names = [k.name for k in schema.key_columns if k.name not in names] + names
+            return schema, names, [schema.column(n) for n in names]
+
+        s_snap = self._snapshot(start_ts)
+        e_snap, comps, (schema, names, cols) = self._read_view(end_ts, prepare)
+        key_cols = schema.key_columns
         pieces = []  # (keys, live_s, live_e, {cid: phys})
 
         def take_rows(rowids: np.ndarray, materialized, cols):
@@ -869,9 +934,9 @@ class Tablet:
             if keyparts:
                 keys = np.concatenate(keyparts)
             else:
-                keys = encode_keys([vals[c.id] for c in self._key_cols], self._key_cols)
+                keys = encode_keys([vals[c.id] for c in key_cols], key_cols)
             pieces.append((keys, live_s, live_e, vals))
-        out_schema = self.schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
+        out_schema = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
         if not pieces:
             return out_schema.empty_table()
         keys = np.concatenate([p[0] for p in pieces])
@@ -900,7 +965,7 @@ class Tablet:
                     return 0
                 old.frozen = True
                 self._components = _Components(self._new_mrs(), comps.frozen + (old,),
-                                               comps.tree)
+                                               comps.tree, comps.schema)
                 # Ops up to `flush_index` (timestamps <= flush_ts) have applied to `old`;
                 # later ops insert into the new MRS and their mutations of old rows are
                 # caught up below.
@@ -913,13 +978,16 @@ class Tablet:
                 comps = self._components
                 self._components = _Components(
                     comps.mrs, tuple(f for f in comps.frozen if f is not old),
-                    self._tree(list(comps.drss) + new_drss))
+                    self._tree(list(comps.drss) + new_drss), comps.schema)
                 self._mrs_flushed_index = max(self._mrs_flushed_index, flush_index)
                 self._persist_metadata()
             return len(old)
 
     def _write_flush(self, mrs: MemRowSet, snap: MvccSnapshot, flush_index: int
                      ) -> tuple[list[DiskRowSet], tuple[np.ndarray, np.ndarray]]:
+        # An MRS always has the tablet's schema: alter_schema flushes every MRS first, and
+        # it cannot run while a flush does (both hold _flush_lock).
+        assert mrs.schema is self.schema
         n, insert_ts, redo = mrs.capture()
         keys, order = mrs.sorted_rowids()
         data = mrs.table(n).take(pa.array(order))
@@ -994,6 +1062,76 @@ class Tablet:
                     self._persist_metadata()
             return total
 
+
+    # -- schema changes ----------------------------------------------------------------
+    def alter_schema(self, new_schema: Schema, version: int | None = None) -> int:
+        """ALTER TABLE ADD / DROP COLUMN on this tablet (Kudu's AlterSchema); returns the
+        tablet's schema version afterwards.
+
+        `new_schema` is the whole new schema: the same key columns (same ids and types),
+        the columns kept (same ids and definitions; only their names may differ, which is
+        how a catalog RENAME COLUMN reaches the tablet), minus dropped ones, plus added
+        ones with ids never used before (>= the current `next_column_id`), each nullable or
+        with a DEFAULT. `version`: the schema version this makes (default: current + 1); a
+        tablet already at or past it does nothing, so the catalog can re-send an alter
+        after a crash (Kudu: "if the current version >= new version, there is nothing to
+        do").
+
+        Design: flush, then swap the schema atomically in the tablet metadata. Kudu logs
+        the alter as its own WAL entry and replays writes before it with the old schema.
+        Here WAL entries carry rows by column *name* and replay converts them with the
+        tablet's schema, so instead no entry older than the alter may ever be replayed:
+          1. flush the MemRowSet and every DeltaMemStore, writers still running;
+          2. block writers (write lock) and flush what arrived meanwhile: now every op
+             logged so far is in flushed files, so the log anchor is past all of them;
+          3. persist the new schema and version atomically (tablet-meta.json), then switch
+             to them with a new, empty MemRowSet that has the new schema; unblock.
+        A crash before step 3's metadata swap reopens with the old schema and (only)
+        the flushes; a crash after it reopens with the new schema; either way WAL replay
+        starts after the alter's point, and only ops logged after it, all written under
+        the new schema, are replayed. No data is lost, nothing is rewritten: a rowset
+        written before the alter reads an added column as its DEFAULT and ignores a
+        dropped column's data and deltas (see diskrowset.py), and compactions write the
+        new schema's columns only. Writers wait for step 2's (small) flush only.
+
+        Reads use one schema each: a scan, lookup or diff scan takes the schema from the
+        components it captures (`_read_view`), so one opened before the alter finishes
+        with the old columns, reading the old stores. The alter has no MVCC timestamp:
+        time travel reads the *current* schema at every snapshot (PostgreSQL semantics:
+        an added column reads as its DEFAULT, or NULL, in snapshots before the ALTER too;
+        a dropped column is gone from every snapshot; a re-added name is a new column
+        that never sees the old one's data). A write that names a dropped column fails
+        with ColumnNotFound, also when it raced with the alter (`_write_at`).
+        """
+        with self._flush_lock:  # no flush or merging compaction runs meanwhile
+            if version is None:
+                version = self.schema_version + 1
+            elif version <= self.schema_version:
+                return self.schema_version  # already applied
+            _check_alter(self.schema, new_schema)
+            self.flush_mrs()
+            self.flush_dms()
+            with self._write_lock:
+                self.flush_mrs()
+                self.flush_dms()
+                comps = self._components
+                last = self.log.last_index
+                unflushed = (not comps.mrs.empty() or comps.frozen or any(
+                    not d.advance_flushed_index_if_clean(last) for d in comps.drss))
+                if unflushed:  # cannot happen: writers are blocked and the flushes are done
+                    raise errors.EngineError(
+                        f"tablet {self.path}: stores still hold unflushed data after the "
+                        f"flushes of ALTER TABLE; the schema was not changed")
+                self._next_mrs_id += 1
+                mrs = MemRowSet(new_schema, self._next_mrs_id)
+                # Persisted first: if this fails, the tablet keeps its old schema.
+                self._persist_metadata((new_schema, version))
+                self._set_schema(new_schema)
+                self.schema_version = version
+                for d in comps.drss:
+                    d.set_schema(new_schema)
+                self._components = _Components(mrs, (), comps.tree, new_schema)
+            return version
 
     # -- the maintenance manager's view -------------------------------------------------
     def maintenance_ops(self) -> list:
@@ -1169,7 +1307,8 @@ class Tablet:
                                     d.num_rows) + off]]).sorted())
                     comps = self._components
                     drss = [x for x in comps.drss if x not in inputs] + outputs
-                    self._components = _Components(comps.mrs, comps.frozen, self._tree(drss))
+                    self._components = _Components(comps.mrs, comps.frozen, self._tree(drss),
+                                                   comps.schema)
                     self._persist_metadata()
                 for d in inputs:
                     d.delete_files()
@@ -1181,6 +1320,35 @@ class Tablet:
     def compact_deltas(self) -> int:
         """Major-compact every rowset with REDO files (tests and benchmarks)."""
         return sum(self.major_delta_compact(d) for d in self._components.drss)
+
+
+def _check_alter(old: Schema, new: Schema) -> None:
+    """The rules of `Tablet.alter_schema`: raise InvalidArgument if `new` breaks one."""
+    def same(a: ColumnSchema, b: ColumnSchema) -> bool:
+        return dataclasses.replace(a, name="") == dataclasses.replace(b, name="")
+
+    if new.num_key_columns != old.num_key_columns or not all(
+            a.id == b.id and same(a, b) for a, b in zip(old.key_columns, new.key_columns)):
+        raise errors.InvalidArgument(
+            f"ALTER TABLE cannot change the primary key: {old!r} -> {new!r}")
+    if new.next_column_id < old.next_column_id:
+        raise errors.InvalidArgument(
+            f"ALTER TABLE: next column id {new.next_column_id} < {old.next_column_id} "
+            f"(column ids are never reused)")
+    for c in new.columns:
+        if old.has_column_id(c.id):
+            prev = old.column_by_id(c.id)
+            if not same(prev, c):
+                raise errors.InvalidArgument(
+                    f'ALTER TABLE cannot change the definition of column "{prev.name}" '
+                    f"(only its name): {prev} -> {c}")
+        elif c.id < old.next_column_id:
+            raise errors.InvalidArgument(
+                f'column "{c.name}": id {c.id} was used before (column ids are never '
+                f"reused, so a dropped column's data cannot reappear)")
+        elif not c.nullable and c.default is None:
+            raise errors.InvalidArgument(
+                f'A new non-null column must have a default value (column "{c.name}")')
 
 
 def _remove_orphans(path: str, meta: dict) -> None:

@@ -12,7 +12,10 @@ randomly calls `flush_mrs()` / `flush_dms()`. PROFILE "full" (default) does all 
 "fresh" never inserts or upserts a key an earlier batch used (see `make_batch`). A suffix
 "+compact" ("full+compact", "fresh+compact") adds rowset compactions, major delta
 compactions and UNDO GC between batches (announced as FLUSH_BEGIN / FLUSH_END too);
-"+rowsets" adds rowset compactions only.
+"+rowsets" adds rowset compactions only. "+alter" adds ALTER TABLE between batches
+(`Tablet.alter_schema`, announced as FLUSH_BEGIN alter / FLUSH_END alter): it adds a column
+x BIGINT NOT NULL DEFAULT 7 when there is none, else drops it; batches never name x, so
+every row must read x = 7 whenever the column exists (the parent checks that).
 
 Protocol on stdout (one line each, flushed at once):
 
@@ -187,7 +190,7 @@ def main(argv: list[str]) -> int:
     n = int(argv[2]) if len(argv) > 2 else 0
     profile = argv[3] if len(argv) > 3 else "full"
     profile, _, extra = profile.partition("+")
-    if profile not in ("full", "fresh") or extra not in ("", "compact", "rowsets"):
+    if profile not in ("full", "fresh") or extra not in ("", "compact", "rowsets", "alter"):
         raise SystemExit(f"unknown profile {argv[3]!r}")
     compact = extra
     t = open_or_create(path)
@@ -211,8 +214,21 @@ def main(argv: list[str]) -> int:
             emit("FLUSH_BEGIN dms")
             c = t.flush_dms()
             emit(f"FLUSH_END dms {c}")
+        elif compact == "alter" and r < 0.18:
+            alter(t)
         elif compact and r < 0.16:
             maintain(t, rng, rowsets_only=compact == "rowsets")
+
+
+def alter(t: Tablet) -> None:
+    """Profile "+alter": add column x (NOT NULL DEFAULT 7) if absent, else drop it."""
+    if t.schema.has_column("x"):
+        new = t.schema.drop_column("x")
+    else:
+        new = t.schema.add_column(ColumnSchema("x", DataType.INT64, nullable=False, default=7))
+    emit("FLUSH_BEGIN alter")
+    v = t.alter_schema(new)
+    emit(f"FLUSH_END alter {v}")
 
 
 def maintain(t: Tablet, rng: random.Random, rowsets_only: bool) -> None:

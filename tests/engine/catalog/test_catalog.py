@@ -15,7 +15,6 @@ from engine.catalog import (
     Catalog,
     ColumnExists,
     HashBucketSchema,
-    NotSupported,
     PartitionSchema,
     RangePartitionExists,
     RangeSpec,
@@ -257,10 +256,12 @@ def test_schema_changes(tmp_path):
         cat.create_table("t", s, hash_range(s))
         t = cat.table("t")
         old = cat.get_table("t").tablet_ids
-        # empty table: ADD / DROP COLUMN replace the tablets
+        # ADD / DROP COLUMN alter the tablets in place (empty or not)
         m = cat.add_column("t", C("w", T.STRING, default="x"))
-        assert m.schema.names == ["id", "s", "v", "w"] and set(m.tablet_ids).isdisjoint(old)
-        assert tablet_dirs(tmp_path) == set(m.tablet_ids)
+        assert m.schema.names == ["id", "s", "v", "w"] and m.tablet_ids == old
+        assert (m.schema_version, m.pending_schema) == (1, None)
+        assert tablet_dirs(tmp_path) == set(old)
+        assert all(cat.tablet(tid).schema_version == 1 for tid in old)
         with pytest.raises(ColumnExists, match='column "w" of relation "t" already exists') as e:
             cat.add_column("t", C("w", T.INT32))
         assert e.value.sqlstate == "42701"
@@ -268,26 +269,239 @@ def test_schema_changes(tmp_path):
         with pytest.raises(errors.InvalidArgument, match="non-null column must have a default"):
             cat.add_column("t", C("nn", T.INT32, nullable=False))
         m = cat.drop_column("t", "v")
-        assert m.schema.names == ["id", "s", "w"]
+        assert m.schema.names == ["id", "s", "w"] and m.schema_version == 2
         with pytest.raises(errors.InvalidArgument, match="cannot drop primary key column"):
             cat.drop_column("t", "id")
         with pytest.raises(errors.ColumnNotFound):
             cat.drop_column("t", "nope")
         cat.drop_column("t", "nope", if_exists=True)
-        # with rows: refused, table unchanged
+        # with rows: rows in MemRowSets, DiskRowSets and DeltaMemStores of every tablet
         assert t.insert({"id": [1, 150], "s": ["a", "b"]}).num_applied == 2
         assert t.lookup((1, "a")) == {"id": 1, "s": "a", "w": "x"}
-        with pytest.raises(NotSupported, match="only supported on an empty table") as e:
-            cat.add_column("t", C("z", T.INT32))
-        assert e.value.sqlstate == "0A000"
-        with pytest.raises(NotSupported):
-            cat.drop_column("t", "w")
-        assert cat.get_table("t") == m and tablet_dirs(tmp_path) == set(m.tablet_ids)
-        # after deleting every row it is empty again
-        t.delete({"id": [1, 150], "s": ["a", "b"]})
-        cat.add_column("t", C("z", T.INT32))
-        assert t.insert({"id": [2], "s": ["q"], "z": [7]}).ok
-        assert t.lookup((2, "q")) == {"id": 2, "s": "q", "w": "x", "z": 7}
+        assert t.insert(pa.table({"id": pa.array(range(10, 60), pa.int64()),
+                                  "s": [f"s{i % 5}" for i in range(50)],
+                                  "w": [f"w{i}" for i in range(50)]})).ok
+        for tid in old:
+            cat.tablet(tid).flush_mrs()
+        assert t.update({"id": [10], "s": ["s0"], "w": ["upd"]}).ok  # a DMS record
+        assert t.insert({"id": [2], "s": ["c"], "w": ["mrs"]}).ok  # an MRS row
+        ts_before = t.current_timestamp()
+        m = cat.add_column("t", C("z", T.INT32, nullable=False, default=-1))
+        assert m.tablet_ids == old and m.schema_version == 3
+        assert t.count_rows() == 53
+        assert t.count_rows(predicates=[P.equal("z", -1)]) == 53
+        assert t.lookup((10, "s0")) == {"id": 10, "s": "s0", "w": "upd", "z": -1}
+        assert t.lookup((2, "c")) == {"id": 2, "s": "c", "w": "mrs", "z": -1}
+        # time travel before the ALTER reads the current columns (the default for z)
+        assert t.lookup((10, "s0"), snapshot=ts_before) == {"id": 10, "s": "s0", "w": "upd",
+                                                           "z": -1}
+        assert t.insert({"id": [3], "s": ["q"], "z": [7]}).ok
+        assert t.update({"id": [1], "s": ["a"], "z": [8]}).ok
+        assert t.lookup((3, "q")) == {"id": 3, "s": "q", "w": "x", "z": 7}
+        assert t.lookup((1, "a")) == {"id": 1, "s": "a", "w": "x", "z": 8}
+        m = cat.drop_column("t", "w")
+        assert m.schema.names == ["id", "s", "z"]
+        with pytest.raises(errors.ColumnNotFound):
+            t.update({"id": [1], "s": ["a"], "w": ["gone"]})
+        with pytest.raises(errors.ColumnNotFound):
+            t.scan_table(["w"])
+        # a re-added name is a new column: the old data is not seen
+        m = cat.add_column("t", C("w", T.STRING))
+        assert t.count_rows(predicates=[P.is_not_null("w")]) == 0
+        assert t.lookup((10, "s0"), ["w"]) == {"w": None}
+        d = t.diff_scan(ts_before, t.current_timestamp(), ["w", "z"])
+        assert sorted(d.column("id").to_pylist()) == [1, 3]
+        assert set(d.column("w").to_pylist()) == {None}
+    with open_cat(tmp_path) as cat:
+        m2 = cat.get_table("t")
+        assert m2 == m and m2.schema_version == 5
+        t = cat.table("t")
+        assert t.count_rows() == 54 and t.lookup((1, "a")) == {"id": 1, "s": "a", "z": 8,
+                                                               "w": None}
+        # new range partitions get tablets at the table's schema version
+        m3 = cat.add_range_partition("t", RangeSpec(200, 300))
+        new = set(m3.tablet_ids) - set(m.tablet_ids)
+        assert [cat.tablet(tid).schema_version for tid in new] == [5, 5]
+        assert t.insert({"id": [250], "s": ["n"], "w": ["new"]}).ok
+        cat.drop_column("t", "z")
+        assert t.lookup((250, "n")) == {"id": 250, "s": "n", "w": "new"}
+
+
+def test_schema_change_renamed_columns_reach_tablets(tmp_path):
+    """RENAME COLUMN is catalog-only; the next ADD / DROP gives the tablets the names."""
+    with open_cat(tmp_path) as cat:
+        s = schema()
+        cat.create_table("t", s, hash_range(s))
+        t = cat.table("t")
+        t.insert(rows(range(100), v=3))
+        cat.rename_column("t", "v", "val")
+        cat.rename_column("t", "s", "str")  # a key column
+        tid = cat.get_table("t").tablet_ids[0]
+        assert cat.tablet(tid).schema.names == ["id", "s", "v"]
+        cat.add_column("t", C("w", T.INT64, default=0))
+        assert cat.tablet(tid).schema.names == ["id", "str", "val", "w"]
+        assert t.lookup((7, "s2")) == {"id": 7, "str": "s2", "val": 3, "w": 0}
+        assert t.update({"id": [7], "str": ["s2"], "val": [4], "w": [5]}).ok
+    with open_cat(tmp_path) as cat:
+        t = cat.table("t")
+        assert t.lookup((7, "s2")) == {"id": 7, "str": "s2", "val": 4, "w": 5}
+        assert t.count_rows(predicates=[P.equal("val", 3)]) == 99
+
+
+def test_schema_change_waits_for_open_scans(tmp_path):
+    """A scan opened before an ALTER holds it off (busy_timeout_s) and reads the old
+    columns; operations started during the ALTER wait for it and see the new schema."""
+    with open_cat(tmp_path, busy_timeout_s=0.2) as cat:
+        s = schema()
+        cat.create_table("t", s, hash_range(s))
+        t = cat.table("t")
+        t.insert(rows(range(200), v=1))
+        scan = t.scan(["id", "v"])
+        first = next(scan)
+        with pytest.raises(errors.ServiceUnavailable, match="busy"):
+            cat.drop_column("t", "v")
+        assert cat.get_table("t").schema.names == ["id", "s", "v"]
+        rest = [b for b in scan]
+        assert sum(b.num_rows for b in [first] + rest) == 200
+        assert all(b.column_names == ["id", "v"] for b in [first] + rest)
+        cat.drop_column("t", "v")  # the scan is exhausted: no longer busy
+        assert t.scan_table().column_names == ["id", "s"]
+
+
+def test_schema_change_interleaved_with_scans_and_writes(tmp_path):
+    """Threads scan and write while ADD / DROP COLUMN run: every scan returns one schema
+    (all rows with the columns it asked for, values consistent), every write either
+    applies or fails with ColumnNotFound for a column dropped meanwhile."""
+    import threading
+
+    with open_cat(tmp_path, busy_timeout_s=30) as cat:
+        s = schema()
+        cat.create_table("t", s, hash_range(s))
+        t = cat.table("t")
+        t.insert(rows(range(200), v=1))
+        stop = threading.Event()
+        problems: list = []
+
+        def scanner():
+            while not stop.is_set():
+                try:
+                    tbl = t.scan_table()
+                except errors.ColumnNotFound:
+                    continue
+                if tbl.num_rows != 200:
+                    problems.append(("rows", tbl.num_rows))
+                names = tbl.column_names
+                if "x" in names and set(tbl.column("x").to_pylist()) - {None, 5}:
+                    problems.append(("x", names))
+
+        def writer():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                try:
+                    r = t.update({"id": [i % 200], "s": [f"s{i % 200 % 5}"], "x": [5]})
+                    if not r.ok:
+                        problems.append(("write", r.row_errors))
+                except errors.ColumnNotFound:
+                    pass
+
+        threads = [threading.Thread(target=scanner), threading.Thread(target=writer)]
+        for th in threads:
+            th.start()
+        try:
+            for _ in range(4):
+                cat.add_column("t", C("x", T.INT32))
+                cat.drop_column("t", "x")
+        finally:
+            stop.set()
+            for th in threads:
+                th.join()
+        assert not problems, problems[:5]
+        assert cat.get_table("t").schema_version == 8
+
+
+def test_crash_during_schema_change_rolls_forward(tmp_path):
+    """Killed after the catalog recorded the pending ADD COLUMN and after one tablet was
+    altered: `open` finishes the alter on the others (the one done skips it)."""
+    code = ("real = catmod.Tablet.alter_schema\n"
+            "        calls = []\n"
+            "        def once(self, *a, **k):\n"
+            "            calls.append(1)\n"
+            "            if len(calls) == 2:\n"
+            "                os._exit(0)\n"
+            "            return real(self, *a, **k)\n"
+            "        catmod.Tablet.alter_schema = once\n"
+            "        cat._pool.shutdown(); cat.parallelism = 1\n"
+            "        cat._pool = type(cat._pool)(max_workers=1)")
+    _crash_child(tmp_path, code, "cat.table('keep').insert({'id': [1, 2, 3], 's': ['a', "
+                 "'b', 'c']}); cat.add_column('keep', ColumnSchema('w', T.INT32, default=4))")
+    import json
+
+    with open(os.path.join(str(tmp_path), "catalog.json")) as f:
+        doc = json.load(f)
+    assert doc["tables"][0]["pending_schema"] is not None  # the crash hit mid-alter
+    with open_cat(tmp_path) as cat:
+        m = cat.get_table("keep")
+        assert m.pending_schema is None and m.schema_version == 1
+        assert m.schema.names == ["id", "s", "w"]
+        assert [cat.tablet(tid).schema_version for tid in m.tablet_ids] == [1, 1]
+        assert sorted(cat.table("keep").scan_table().to_pylist(), key=lambda r: r["id"]) == [
+            {"id": i, "s": c, "w": 4} for i, c in ((1, "a"), (2, "b"), (3, "c"))]
+
+
+@pytest.mark.parametrize("which", [1, 2])
+def test_crash_at_catalog_writes_of_schema_change(tmp_path, which):
+    """Killed at the 1st catalog write (nothing happened: old schema) or the 2nd (every
+    tablet altered, the catalog still pending: rolled forward on open)."""
+    patch = ("real = catmod.Catalog._persist\n"
+             "        calls = []\n"
+             "        def nth(self, *a, **k):\n"
+             "            calls.append(1)\n"
+             f"            if len(calls) == {which}:\n"
+             "                os._exit(0)\n"
+             "            return real(self, *a, **k)")
+    _crash_child(tmp_path, "", "cat.table('keep').insert({'id': [1], 's': ['a']}); "
+                 "cat.close(); os._exit(0)")
+    _crash_child(tmp_path, patch + "\n        catmod.Catalog._persist = nth",
+                 "cat.add_column('keep', ColumnSchema('w', T.STRING, default='d'))")
+    with open_cat(tmp_path) as cat:
+        m = cat.get_table("keep")
+        assert m.pending_schema is None
+        want = {"id": 1, "s": "a"} if which == 1 else {"id": 1, "s": "a", "w": "d"}
+        assert m.schema.names == list(want) and m.schema_version == which - 1
+        assert cat.table("keep").lookup((1, "a")) == want
+        assert all(cat.tablet(t).schema_version == which - 1 for t in m.tablet_ids)
+        # and the ALTER can be run (again)
+        cat.add_column("keep", ColumnSchema("w2", T.INT32), if_not_exists=True)
+        assert cat.table("keep").lookup((1, "a"))["w2"] is None
+
+
+def test_failed_tablet_alter_stays_pending_and_is_retried(tmp_path, monkeypatch):
+    with open_cat(tmp_path) as cat:
+        s = schema()
+        cat.create_table("t", s, hash_range(s))
+        t = cat.table("t")
+        t.insert(rows(range(200), v=2))
+        real = Tablet.alter_schema
+        calls = []
+
+        def flaky(self, *a, **k):
+            calls.append(1)
+            if len(calls) == 3:
+                raise OSError("disk full")
+            return real(self, *a, **k)
+        monkeypatch.setattr(Tablet, "alter_schema", flaky)
+        cat._pool.shutdown()
+        from concurrent.futures import ThreadPoolExecutor
+        cat._pool = ThreadPoolExecutor(max_workers=1)
+        with pytest.raises(OSError, match="disk full"):
+            cat.drop_column("t", "v")
+        assert cat.get_table("t").pending_schema is not None
+        # the next use of the table finishes the alter first
+        assert t.scan_table().column_names == ["id", "s"]
+        m = cat.get_table("t")
+        assert m.pending_schema is None and m.schema_version == 1
+        assert t.count_rows() == 200
 
 
 def test_rename_column_with_data(tmp_path):
