@@ -1,5 +1,6 @@
 # Two commands set up a fresh machine from nothing:
-#   make run   - create .venv, install, run the engine demo/benchmark (the server replaces it later)
+#   make run   - create .venv, install, start the server (kudusql serve: Postgres wire protocol on
+#                127.0.0.1:5433, embedded single node, data in ./kudusql-data)
 #   make test  - create .venv, install with test extras, run the default test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 run: venv
-	$(PY) -m bench.engine_bench --sf 0.1
+	$(PY) -m kudusql serve --data-dir ./kudusql-data
 
 test: venv
 	$(PY) -m pytest -q

@@ -1,0 +1,99 @@
+"""The `kudusql` command: one entry point, one subcommand per tool.
+
+    kudusql serve [--data-dir DIR] [--host H] [--port N] [--auth METHOD]
+                  [--max-connections N] [--tls-cert F --tls-key F] [--require-tls]
+    kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
+
+`serve` runs the Postgres wire server (wire/server.py) over the database in the data
+directory (created if missing). Loopback addresses may use trust authentication (the
+default); any other address needs a password method, and the server refuses to start
+otherwise. `shell` is the SQL shell (shell/main.py, docs/shell.md). `tpch` arrives with
+its issue: each subcommand is a function
+`_cmd_<name>(args) -> exit status` registered in `_parser()`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from wire.server import ConfigError, ServerConfig, serve
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = ServerConfig(host=args.host, port=args.port, auth=args.auth,
+                          max_connections=args.max_connections, tls_cert=args.tls_cert,
+                          tls_key=args.tls_key, require_tls=args.require_tls)
+    try:
+        return serve(config, args.data_dir)
+    except ConfigError as e:
+        print(f"kudusql serve: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"kudusql serve: cannot listen on {args.host}:{args.port}: {e}",
+              file=sys.stderr)
+        return 1
+
+
+def _cmd_shell(args: argparse.Namespace) -> int:
+    from shell.main import run
+    return run(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kudusql",
+        description="kudusql: Apache Kudu's storage design with a SQL front end on the "
+                    "Postgres wire protocol.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    s = sub.add_parser(
+        "serve", help="run the Postgres wire server",
+        description="Serve the database in --data-dir to PostgreSQL clients (psql, asyncpg, "
+                    "psycopg, JDBC, ...). Connect with e.g. "
+                    "`psql -h 127.0.0.1 -p 5433 -U kudusql`.")
+    s.add_argument("--data-dir", default="./kudusql-data",
+                   help="database directory, created if missing (default: %(default)s)")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address(es) to listen on, comma-separated; non-loopback addresses "
+                        "require --auth with passwords (default: %(default)s)")
+    s.add_argument("--port", type=int, default=5433,
+                   help="TCP port (default: %(default)s)")
+    s.add_argument("--auth", default="trust",
+                   choices=["trust", "password", "md5", "scram-sha-256"],
+                   help="client authentication: trust (loopback only), password "
+                        "(cleartext), md5 or scram-sha-256; users live in users.json in the "
+                        "data directory, the default user is `kudusql` (its password can be "
+                        "set with the KUDUSQL_PASSWORD environment variable or ALTER USER) "
+                        "(default: %(default)s)")
+    s.add_argument("--max-connections", type=int, default=100,
+                   help="concurrent client sessions; one more gets SQLSTATE 53300 "
+                        "(default: %(default)s)")
+    s.add_argument("--tls-cert", default=None,
+                   help="PEM certificate: answer SSLRequest with TLS (with --tls-key)")
+    s.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+    s.add_argument("--require-tls", action="store_true",
+                   help="refuse connections that do not switch to TLS")
+    s.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    s.set_defaults(func=_cmd_serve)
+
+    from shell.main import add_arguments as shell_arguments
+    sh = sub.add_parser(
+        "shell", help="the SQL shell (embedded, or a server over the wire)",
+        description="An interactive SQL shell with completion, history and \\d; "
+                    "or run -c / -f / standard input and exit (status 1 on error).")
+    shell_arguments(sh)
+    sh.set_defaults(func=_cmd_shell)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

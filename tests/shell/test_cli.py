@@ -1,0 +1,130 @@
+"""`kudusql shell` / `python -m shell` without a terminal: -c, -f, standard input, exit
+statuses (0 ok, 1 a statement failed, 2 no connection)."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from shell.main import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_command(capsys, data_dir):
+    status, out, err = run(capsys, "-D", data_dir, "--no-maintenance", "-c",
+                           "SELECT host, value FROM metrics WHERE value > 1 ORDER BY host")
+    assert (status, err) == (0, "")
+    assert out == " host | value\n------+-------\n b    |   1.5\n c    |   2.5\n(2 rows)\n\n"
+
+
+def test_commands_and_files_run_in_order(capsys, data_dir, tmp_path):
+    f = tmp_path / "two.sql"
+    f.write_text("SELECT 2 AS two;\n")
+    status, out, _ = run(capsys, "-D", data_dir, "--no-maintenance", "-c", "SELECT 1 AS one",
+                         "-f", str(f), "-c", "\\format csv\nSELECT 3 AS three")
+    assert status == 0
+    assert out.index(" one") < out.index(" two") < out.index("Output format is csv.")
+    assert out.endswith("three\n3\n")
+
+
+def test_a_failing_statement_exits_1_and_stops(capsys, data_dir):
+    status, out, err = run(capsys, "-D", data_dir, "--no-maintenance",
+                           "-c", "SELECT 1 AS one; SELECT nope FROM metrics; SELECT 3 AS three")
+    assert status == 1
+    assert " one" in out and "three" not in out
+    assert err == ('ERROR:  column "nope" does not exist (SQLSTATE 42703)\n'
+                   "LINE 1: SELECT nope FROM metrics\n"
+                   "               ^\n")
+
+
+def test_a_failing_file_names_file_and_line(capsys, data_dir, tmp_path):
+    f = tmp_path / "bad.sql"
+    f.write_text("SELECT 1;\nSELECT 2;\nSELEC 3;\n")
+    status, _out, err = run(capsys, "-D", data_dir, "--no-maintenance", "-f", str(f))
+    assert status == 1 and err.startswith(f"{f}:3: ERROR:  ")
+    status, _out, err = run(capsys, "-D", data_dir, "-f", str(tmp_path / "missing.sql"))
+    assert status == 1 and "No such file" in err
+
+
+def test_sql_on_standard_input(capsys, data_dir, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(
+        "-- a script\nSELECT count(*) AS n\n  FROM metrics;\n\\x\nSELECT 'a' AS k\n"))
+    status, out, _ = run(capsys, "-D", data_dir, "--no-maintenance")
+    assert status == 0
+    assert out == (" n\n---\n 3\n(1 row)\n\nExpanded display is on.\n"
+                   "-[ RECORD 1 ]\nk | a\n\n")         # the last statement needs no `;`
+
+
+def test_formats_from_the_command_line(capsys, data_dir):
+    status, out, _ = run(capsys, "-D", data_dir, "--format", "json", "--no-maintenance",
+                         "-c", "SELECT host FROM metrics WHERE host = 'a'")
+    assert (status, out) == (0, '[\n{"host": "a"}\n]\n')
+    status, out, _ = run(capsys, "-D", data_dir, "-x", "--null", "NULL", "--no-maintenance",
+                         "-c", "SELECT note FROM metrics WHERE host = 'a'")
+    assert out == "-[ RECORD 1 ]\nnote | NULL\n\n"
+
+
+def test_no_connection_exits_2(capsys):
+    pytest.importorskip("psycopg")
+    status, _out, err = run(capsys, "postgresql://kudusql@127.0.0.1:1/x?connect_timeout=2",
+                            "-c", "SELECT 1")
+    assert status == 2 and err.startswith("ERROR:  could not connect")
+
+
+def test_python_dash_m_shell_reads_a_pipe(data_dir):
+    """The real entry point in a child process: SQL piped in, exit status out."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, "-m", "shell", "-D", data_dir, "--no-maintenance"],
+                       input="SELECT 'piped' AS p;\nSELECT nope;\nSELECT 'never' AS n;\n",
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=60,
+                       check=False)
+    assert p.returncode == 1
+    assert p.stdout == "   p\n-------\n piped\n(1 row)\n\n"
+    assert 'ERROR:  column "nope" does not exist' in p.stderr
+
+
+def test_sigint_cancels_the_running_statement_of_a_script(data_dir):
+    """Ctrl-C (SIGINT) during -c: a real cancel, the statement fails with 57014, exit 1."""
+    from shell.backend import EmbeddedBackend
+    b = EmbeddedBackend(data_dir, maintenance=False)
+    b.execute("CREATE TABLE slow_t (k INT NOT NULL, PRIMARY KEY (k)) "
+              "PARTITION BY HASH (k) PARTITIONS 4")
+    b.execute("INSERT INTO slow_t VALUES " + ", ".join(f"({k})" for k in range(100)))
+    b.close()
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "shell", "slow_shell.py"),
+                          "-D", data_dir, "--no-maintenance",
+                          "-c", "SELECT 'started' AS s", "-c", "SELECT * FROM slow_t a, slow_t b"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         cwd=ROOT)
+    try:
+        assert p.stdout.readline() == "    s\n"          # the first command ran
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1
+    assert "Cancel request sent" in err
+    assert "canceling statement due to user request (SQLSTATE 57014)" in err
+
+
+def test_kudusql_shell_subcommand(capsys, data_dir):
+    cli = pytest.importorskip("kudusql.cli")
+    assert cli.main(["shell", "-D", data_dir, "--no-maintenance", "-c",
+                     "SELECT count(*) AS n FROM metrics"]) == 0
+    assert capsys.readouterr().out == " n\n---\n 3\n(1 row)\n\n"

@@ -1,0 +1,165 @@
+"""asyncpg against the real server: it prepares every statement (Parse/Describe/Flush),
+asks for binary results, sends binary parameters typed by our ParameterDescription, and
+uses cursors, executemany pipelines, binary COPY and CancelRequest."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import decimal
+
+import asyncpg
+import numpy as np
+import pyarrow as pa
+import pytest
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="module")
+def big(server):
+    """A 1M-row table: long enough to stream that a cancel lands mid-query."""
+    s = server.db.session()
+    s.execute("CREATE TABLE big (k BIGINT PRIMARY KEY, v BIGINT, s STRING) "
+              "PARTITION BY HASH (k) PARTITIONS 2")
+    n = 1_000_000
+    server.db.catalog.table("big").insert(pa.table({
+        "k": np.arange(n), "v": np.arange(n) % 1000,
+        "s": pa.array(np.char.add("row", (np.arange(n) % 5000).astype(str)).tolist())}))
+    return n
+
+
+@pytest.fixture(scope="module")
+def typed_table(server):
+    s = server.db.session()
+    s.execute("CREATE TABLE ty (id INT PRIMARY KEY, i2 SMALLINT, i8 BIGINT, f4 REAL, "
+              "f8 DOUBLE, m DECIMAL(10,3), t STRING, ok BOOLEAN, d DATE, ts TIMESTAMP, "
+              "by BINARY) PARTITION BY HASH (id) PARTITIONS 2")
+    return "ty"
+
+
+ROW = (1, 2, 4, 1.5, 2.25, decimal.Decimal("1.234"), "h\u00e9llo", True, dt.date(2024, 1, 2),
+       dt.datetime(2024, 1, 2, 3, 4, 5, 6), b"\x00\x01")
+
+
+def test_typed_parameters_and_results(server, typed_table):
+    async def go():
+        c = await asyncpg.connect(**server.asyncpg_kw())
+        try:
+            await c.execute("INSERT INTO ty (id, i2, i8, f4, f8, m, t, ok) "
+                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", *ROW[:8])
+            await c.execute("UPDATE ty SET d = $1, ts = $2, by = $3 WHERE id = $4",
+                            ROW[8], ROW[9], ROW[10], 1)
+            rec = await c.fetchrow("SELECT * FROM ty WHERE id = $1", 1)
+            assert tuple(rec) == ROW
+            stmt = await c.prepare("SELECT i8, m FROM ty WHERE id = $1")
+            assert [p.name for p in stmt.get_parameters()] == ["int4"]
+            assert [a.type.name for a in stmt.get_attributes()] == ["int8", "numeric"]
+            assert await stmt.fetchrow(1) == (4, decimal.Decimal("1.234"))
+            assert await stmt.fetchval(2) is None
+            assert await c.fetchval("SELECT $1::int + 1", 41) == 42
+            assert await c.fetchval("SELECT count(*) FROM ty WHERE ts < $1",
+                                    dt.datetime(2030, 1, 1)) == 1
+        finally:
+            await c.close()
+    run(go())
+
+
+def test_executemany_copy_records_and_cursor(server, typed_table):
+    async def go():
+        c = await asyncpg.connect(**server.asyncpg_kw())
+        try:
+            await c.executemany("INSERT INTO ty (id, t) VALUES ($1, $2)",
+                                [(i, f"r{i}") for i in range(100, 150)])
+            assert await c.fetchval("SELECT count(*) FROM ty WHERE id >= 100") == 50
+            n = await c.copy_records_to_table("ty", records=[
+                (200 + i, i, i * 10, 0.5, 1.5, decimal.Decimal(i), f"c{i}", i % 2 == 0,
+                 dt.date(2020, 1, 1 + i), dt.datetime(2020, 1, 1, i), bytes([i]))
+                for i in range(10)])
+            assert n == "COPY 10"
+            rows = await c.fetch("SELECT id, m, d, by FROM ty WHERE id >= 200 ORDER BY id")
+            assert rows[3]["m"] == decimal.Decimal("3.000") and rows[3]["by"] == b"\x03"
+            async with c.transaction():
+                cur = await c.cursor("SELECT id FROM ty WHERE id >= 100 ORDER BY id")
+                first = await cur.fetch(5)
+                rest = await cur.fetch(1000)
+                assert [r["id"] for r in first + rest] == \
+                    list(range(100, 150)) + list(range(200, 210))
+                got = [r["id"] async for r in c.cursor(
+                    "SELECT id FROM ty WHERE id >= $1 ORDER BY id", 140, prefetch=3)]
+                assert got == list(range(140, 150)) + list(range(200, 210))
+        finally:
+            await c.close()
+    run(go())
+
+
+def test_errors_carry_sqlstate_and_position(server, typed_table):
+    async def go():
+        c = await asyncpg.connect(**server.asyncpg_kw())
+        try:
+            with pytest.raises(asyncpg.UndefinedColumnError) as ei:
+                await c.fetch("SELECT nosuch FROM ty")
+            assert ei.value.sqlstate == "42703" and ei.value.position == "8"
+            with pytest.raises(asyncpg.UniqueViolationError) as ei:
+                await c.execute("INSERT INTO ty (id) VALUES (1), (9001), (2)")
+            assert "row 1" in str(ei.value) and "9001" not in str(ei.value)
+            assert await c.fetchval("SELECT count(*) FROM ty WHERE id = 9001") == 1
+            with pytest.raises(asyncpg.PostgresSyntaxError):
+                await c.execute("SELEC 1")
+            assert await c.fetchval("SELECT 1") == 1
+        finally:
+            await c.close()
+    run(go())
+
+
+def test_cancel_long_query_then_connection_still_works(server, big):
+    async def go():
+        c = await asyncpg.connect(**server.asyncpg_kw())
+        try:
+            with pytest.raises(asyncio.TimeoutError):   # asyncpg sends a CancelRequest
+                await c.fetch("SELECT k, v, s FROM big", timeout=0.2)
+            assert await c.fetchval("SELECT 41 + 1") == 42
+            task = asyncio.create_task(c.fetch("SELECT * FROM big"))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert await c.fetchval("SELECT count(*) FROM big") == big
+        finally:
+            await c.close()
+    run(go())
+
+
+def test_statement_timeout(server, big):
+    async def go():
+        c = await asyncpg.connect(**server.asyncpg_kw(
+            server_settings={"statement_timeout": "150"}))
+        try:
+            with pytest.raises(asyncpg.QueryCanceledError) as ei:
+                await c.fetch("SELECT * FROM big")
+            assert "statement timeout" in str(ei.value)
+            await c.execute("SET statement_timeout = 0")
+            assert await c.fetchval("SELECT count(*) FROM big WHERE v = 3") == big // 1000
+        finally:
+            await c.close()
+    run(go())
+
+
+def test_pool_reset_and_connect_time_queries(server):
+    async def go():
+        pool = await asyncpg.create_pool(**server.asyncpg_kw(), min_size=1, max_size=2)
+        try:
+            async with pool.acquire() as c:
+                assert (await c.fetchval("select pg_catalog.version()")).startswith(
+                    "PostgreSQL 15")
+                assert await c.fetchval("select current_schema()") == "public"
+                assert await c.fetchval("show transaction isolation level") == \
+                    "read committed"
+                assert await c.fetchrow(";") is None
+            async with pool.acquire() as c:     # after the pool's RESET ALL / CLOSE ALL
+                assert await c.fetchval("SELECT 2") == 2
+        finally:
+            await pool.close()
+    run(go())

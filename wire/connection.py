@@ -1,0 +1,1042 @@
+"""One client connection: the v3 protocol's message flow around one `Session`.
+
+    startup   [SSLRequest -> 'N' | 'S' + TLS] [GSSENCRequest -> 'N'] StartupMessage
+              -> connection limit (FATAL 53300) -> auth (wire.auth) -> AuthenticationOk,
+              ParameterStatus x 13, BackendKeyData, ReadyForQuery
+              (a CancelRequest instead: cancel that backend's statement, close, no reply)
+    simple    Query -> per statement: [RowDescription DataRow*] CommandComplete |
+              EmptyQueryResponse | ErrorResponse (the rest skipped), then ReadyForQuery
+    extended  Parse/Bind/Describe/Execute/Close, Sync -> ReadyForQuery, Flush -> send now;
+              after an error every message up to Sync is skipped
+    copy      COPY ... FROM STDIN: CopyInResponse, CopyData* CopyDone | CopyFail
+              COPY ... TO STDOUT: CopyOutResponse, CopyData*, CopyDone
+
+Threads: the asyncio loop only moves bytes and keeps protocol state. Everything that can
+take time - running a statement, describing one, inserting a COPY chunk, encoding a big
+batch - runs in the server's thread pool (`_blocking`), so one connection's query never
+stalls another's, and a CancelRequest arriving on another connection can reach the
+running statement (`Session.cancel` -> 57014 at its next check). The connection's state is
+touched by at most one thread at a time: the loop awaits its own pool call.
+
+Results stream batch by batch (`ServerConfig.batch_rows` rows, encoded by
+wire.types.data_rows); the output is flushed every `flush_bytes` and the transport's drain
+is awaited (back-pressure: a slow client slows the sender, memory stays bounded by one
+batch). A portal's result is kept with a row position, so Execute with a row limit
+continues it (PortalSuspended) without running the query again.
+
+Statements the session does not know are answered here (see `_dispatch`): transaction
+control (wire.transaction), SET/RESET/SHOW (wire.settings), CREATE/ALTER/DROP USER
+(wire.auth), DECLARE/FETCH/MOVE/CLOSE/DEALLOCATE/DISCARD (wire.portal), COPY
+(wire.copy) and a few connect-time queries (wire.builtins). Everything else goes to
+`Session.execute` unchanged.
+
+Errors: a SqlError becomes an ErrorResponse with S/V/C/M/P (+D/H); a statement whose rows
+partly failed (Kudu semantics: the other rows are applied) ends in an ErrorResponse naming
+the failed rows instead of CommandComplete. A malformed message is FATAL 08P01 and closes
+this connection only; an unexpected exception is XX000 for that statement, logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from engine.errors import EngineError
+from kudusql.session import QueryCanceled, split_statements
+from planner.errors import SqlError
+from planner.result import StatementResult
+from wire import auth as A
+from wire import builtins
+from wire import protocol as P
+from wire import types as T
+from wire.copy import MAX_REPORTED_FAILURES, CopyIn, CopyOut, Failure, parse_copy
+from wire.lexer import LexError, first_words, tokenize
+from wire.portal import (
+    Portal,
+    PreparedStatement,
+    Rows,
+    fetch,
+    parse_close,
+    parse_deallocate,
+    parse_declare,
+    parse_fetch,
+)
+from wire.settings import REPORTED, Settings
+from wire.transaction import CONTROL, TransactionState
+
+if TYPE_CHECKING:
+    from wire.server import Server
+
+log = logging.getLogger("kudusql.wire")
+
+# statement kinds the wire layer answers without the session (first word)
+_WIRE_WORDS = CONTROL | {"set", "reset", "show", "declare", "fetch", "move", "close",
+                         "deallocate", "discard", "copy", "listen", "notify", "unlisten"}
+
+
+class Fatal(Exception):
+    """End the connection after sending a FATAL ErrorResponse."""
+
+    def __init__(self, message: str, sqlstate: str):
+        super().__init__(message)
+        self.message, self.sqlstate = message, sqlstate
+
+
+class Closed(Exception):
+    """The client went away."""
+
+
+# not a statement's failure: these end the connection (handled in Connection.run)
+_CONNECTION_ERRORS = (P.ProtocolViolation, Fatal, Closed, ConnectionError)
+
+
+def _kind(words: list[str]) -> str:
+    """What answers a statement: 'empty', 'copy', 'wire' or 'plain' (builtins/session)."""
+    if not words:
+        return "empty"
+    w = words[0]
+    if w == "copy":
+        return "copy"
+    if w in _WIRE_WORDS or (w in ("create", "alter", "drop") and len(words) > 1
+                            and words[1] in ("user", "role")):
+        return "wire"
+    return "plain"
+
+
+class Connection:
+    def __init__(self, server: Server, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter):
+        self.server = server
+        self.config = server.config
+        self.reader, self.writer = reader, writer
+        self.decoder = P.FrontendDecoder(self.config.max_message_bytes)
+        self.pushback: collections.deque = collections.deque()
+        self.out: list[bytes] = []
+        self.out_bytes = 0
+        self.pid, self.secret = server.new_backend_key()
+        self.user = ""
+        self.database = ""
+        self.superuser = False
+        self.session = None
+        self.settings: Settings | None = None
+        self.tx = TransactionState()
+        self.statements: dict[str, PreparedStatement] = {}
+        self.portals: dict[str, Portal] = {}
+        self.ext_error = False
+        self.running = False
+        self.cancel_reason: str | None = None
+        self.tls = False
+        self.registered = False
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+    # -- I/O --------------------------------------------------------------------------------
+    def send(self, data: bytes) -> None:
+        if data:
+            self.out.append(data)
+            self.out_bytes += len(data)
+
+    async def flush(self) -> None:
+        if self.out:
+            data = b"".join(self.out) if len(self.out) > 1 else self.out[0]
+            self.out.clear()
+            self.out_bytes = 0
+            self.writer.write(data)
+        await self.writer.drain()
+
+    async def maybe_flush(self) -> None:
+        if self.out_bytes >= self.config.flush_bytes:
+            await self.flush()
+
+    async def next_message(self) -> P.Message | None:
+        """The next frontend message (None: the client closed the connection). Output is
+        flushed before waiting for input, so a client that waits is never left waiting."""
+        if self.pushback:
+            return self.pushback.popleft()
+        while True:
+            msg = self.decoder.next()
+            if msg is not None:
+                return msg
+            if self.out:
+                await self.flush()
+            try:
+                data = await self.reader.read(self.config.read_bytes)
+            except (ConnectionError, OSError):
+                return None
+            if not data:
+                return None
+            self.decoder.feed(data)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def run(self) -> None:
+        try:
+            if await self._startup():
+                await self._serve()
+        except Fatal as e:
+            await self._fatal(e.message, e.sqlstate)
+        except P.ProtocolViolation as e:
+            await self._fatal(e.message, e.sqlstate)
+        except (ConnectionError, OSError, Closed, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            log.exception("connection %s (pid %d) failed", self.peer, self.pid)
+            await self._fatal("internal error; see the server log", "XX000")
+        finally:
+            self.server.unregister(self)
+            self._drop_portals(lambda p: True)
+            with contextlib.suppress(Exception):   # the transport may be broken already
+                self.writer.close()
+
+    async def _fatal(self, message: str, sqlstate: str) -> None:
+        with contextlib.suppress(Exception):   # the peer may be gone already
+            self.send(P.error_response(P.error_fields("FATAL", sqlstate, message)))
+            await self.flush()
+
+    def cancel(self, reason: str = "user") -> None:
+        """Interrupt the running statement (called on the loop thread)."""
+        if self.running and self.cancel_reason is None:
+            self.cancel_reason = reason
+            if self.session is not None:
+                self.session.cancel()
+
+    # -- startup ----------------------------------------------------------------------------
+    async def _startup(self) -> bool:
+        while True:
+            msg = await self.next_message()
+            if msg is None:
+                return False
+            match msg:
+                case P.SSLRequest():
+                    if self.server.ssl_context is not None and not self.tls:
+                        if self.decoder.buffered():
+                            raise Fatal("received unencrypted data after SSL request",
+                                        "08P01")
+                        self.writer.write(b"S")
+                        await self.writer.drain()
+                        await self.writer.start_tls(self.server.ssl_context)
+                        self.tls = True
+                    else:
+                        self.writer.write(b"N")
+                        await self.writer.drain()
+                case P.GSSENCRequest():
+                    self.writer.write(b"N")
+                    await self.writer.drain()
+                case P.CancelRequest(pid=pid, secret=secret):
+                    self.server.cancel(pid, secret)
+                    return False
+                case P.StartupMessage():
+                    return await self._start_session(msg)
+                case _:
+                    raise Fatal("unexpected message during startup", "08P01")
+
+    async def _start_session(self, msg: P.StartupMessage) -> bool:
+        params = dict(msg.params)
+        unknown = [k for k in params if k.startswith("_pq_.")]
+        if msg.minor > 0 or unknown:
+            self.send(P.negotiate_protocol_version(0, unknown))
+            for k in unknown:
+                params.pop(k)
+        user = params.get("user")
+        if not user:
+            raise Fatal("no PostgreSQL user name specified in startup packet", "28000")
+        self.user = user
+        self.database = params.get("database") or user
+        if self.config.require_tls and not self.tls:
+            raise Fatal("this server requires SSL/TLS connections", "28000")
+        if not self.server.register(self):
+            raise Fatal("sorry, too many clients already", "53300")
+        self.registered = True
+        record = self.server.users.get(user)
+        method = self.server.auth_method(self)
+        if method == "trust":
+            if record is None:
+                raise Fatal(f'role "{user}" does not exist', "28000")
+        else:
+            await self._authenticate(A.authenticator(method, record, user))
+        if record is not None and not record.login:
+            raise Fatal(f'role "{user}" is not permitted to log in', "28000")
+        self.superuser = bool(record and record.superuser)
+        try:
+            self.settings = Settings(params, user=user, superuser=self.superuser,
+                                     port=self.server.port)
+        except SqlError as e:
+            raise Fatal(e.message, e.sqlstate) from None
+        self.session = self.server.session_factory(self)
+        self.send(P.auth_ok())
+        for name in REPORTED:
+            self.send(P.parameter_status(name, self.settings.values[name]))
+        self.send(P.backend_key_data(self.pid, self.secret))
+        self.send(P.ready_for_query(b"I"))
+        await self.flush()
+        log.debug("pid %d: %s connected as %s", self.pid, self.peer, user)
+        return True
+
+    async def _authenticate(self, auth) -> None:
+        self.send(auth.start())
+        while True:
+            await self.flush()
+            msg = await self.next_message()
+            if msg is None:
+                raise Closed()
+            if not isinstance(msg, P.PasswordMessage):
+                raise Fatal("expected a password response", "08P01")
+            try:
+                reply, done = await self._blocking(auth.step, msg.data)
+            except A.AuthFailed as e:
+                raise Fatal(e.message, e.sqlstate) from None
+            self.send(reply)
+            if done:
+                return
+
+    # -- main loop --------------------------------------------------------------------------
+    async def _serve(self) -> None:
+        while True:
+            try:
+                msg = await self.next_message()
+            except P.ProtocolViolation as e:
+                if e.fatal:
+                    raise
+                await self._soft_violation(e)
+                continue
+            if msg is None or isinstance(msg, P.Terminate):
+                return
+            if self.ext_error and not isinstance(msg, P.Sync):
+                continue
+            match msg:
+                case P.Query():
+                    await self._on_query(msg.sql)
+                case P.Parse() | P.Bind() | P.Describe() | P.Execute() | P.Close():
+                    await self._extended(msg)
+                case P.Sync():
+                    self._on_sync()
+                    await self.flush()
+                case P.Flush():
+                    await self.flush()
+                case P.CopyData() | P.CopyDone() | P.CopyFail():
+                    pass    # stray copy messages after a failed COPY: ignored (protocol)
+                case P.FunctionCall():
+                    self._error(SqlError("the function call protocol is not supported",
+                                         "0A000"))
+                    self.send(P.ready_for_query(self.tx.status))
+                case _:
+                    raise Fatal(f"unexpected message {type(msg).__name__}", "08P01")
+
+    async def _soft_violation(self, e: P.ProtocolViolation) -> None:
+        self._error(SqlError(e.message, e.sqlstate))
+        if e.kind == b"Q":
+            self.send(P.ready_for_query(self.tx.status))
+        elif e.kind != b"S":
+            self.ext_error = True
+
+    # -- errors and notices -----------------------------------------------------------------
+    def _error(self, exc: BaseException, offset: int = 0) -> None:
+        """Send the ErrorResponse for `exc` (a failed statement)."""
+        if isinstance(exc, QueryCanceled) or (isinstance(exc, SqlError)
+                                              and exc.sqlstate == "57014"):
+            msg = "canceling statement due to statement timeout" \
+                if self.cancel_reason == "timeout" else exc.message
+            fields = P.error_fields("ERROR", "57014", msg)
+        elif isinstance(exc, SqlError):
+            pos = exc.position + offset if exc.position is not None else None
+            fields = P.error_fields("ERROR", exc.sqlstate or "XX000", exc.message,
+                                    position=pos, detail=getattr(exc, "detail", None),
+                                    hint=getattr(exc, "hint", None),
+                                    where=getattr(exc, "where", None))
+            if getattr(exc, "routine", None):
+                fields["R"] = exc.routine
+        elif isinstance(exc, T.ParamError):
+            fields = P.error_fields("ERROR", exc.sqlstate, exc.message)
+        elif isinstance(exc, EngineError):
+            fields = P.error_fields("ERROR", exc.sqlstate, str(exc))
+        else:
+            log.error("pid %d: internal error", self.pid, exc_info=exc)
+            fields = P.error_fields("ERROR", "XX000", f"internal error: {exc}")
+        self.send(P.error_response(fields))
+        self.tx.failed()
+
+    def _notices(self, result: StatementResult) -> None:
+        for n in result.notices:
+            sev = "NOTICE"
+            for s in ("WARNING", "NOTICE", "INFO"):
+                if n.startswith(s + ": "):
+                    sev, n = s, n[len(s) + 2:]
+                    break
+            if result.command == "ROLLBACK" and sev == "NOTICE":
+                sev = "WARNING"
+            code = "01000" if sev == "WARNING" else "00000"
+            self.send(P.notice_response(P.error_fields(sev, code, n)))
+        if self.settings is not None:
+            for k, v in self.settings.drain_changed():
+                self.send(P.parameter_status(k, v))
+
+    def _row_failure_error(self, result: StatementResult) -> None:
+        errs = result.row_errors
+        first = errs[0]
+        more = f" (and {len(errs) - 1} more failed rows)" if len(errs) > 1 else ""
+        detail = ""
+        if len(errs) > 1:
+            detail = "\n".join(f.message for f in errs[:MAX_REPORTED_FAILURES]) + "\n"
+            if len(errs) > MAX_REPORTED_FAILURES:
+                detail += f"... and {len(errs) - MAX_REPORTED_FAILURES} more\n"
+        detail += f"{max(result.rowcount, 0)} rows were applied (each row is applied on its " \
+                  "own)."
+        self.send(P.error_response(P.error_fields("ERROR", first.sqlstate,
+                                                  first.message + more, detail=detail)))
+        self.tx.failed()
+
+    # -- blocking work ----------------------------------------------------------------------
+    async def _blocking(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.server.pool, fn, *args)
+
+    def _begin_statement(self):
+        """Start the statement clock: cancel requests apply and statement_timeout runs."""
+        self.running = True
+        self.cancel_reason = None
+        ms = self.settings.statement_timeout_ms if self.settings is not None else 0
+        if ms > 0:
+            return asyncio.get_running_loop().call_later(ms / 1000, self.cancel, "timeout")
+        return None
+
+    def _end_statement(self, timer) -> None:
+        if timer is not None:
+            timer.cancel()
+        self.running = False
+
+    def _check_canceled(self) -> None:
+        if self.cancel_reason is not None:
+            raise QueryCanceled("canceling statement due to user request")
+
+    # -- statement dispatch (runs in the pool) ----------------------------------------------
+    def _ctx(self) -> builtins.Context:
+        return builtins.Context(self.user, self.database, self.pid, self.settings)
+
+    def _dispatch(self, text: str, params: list | None, words: list[str],
+                  stream: bool = True) -> StatementResult:
+        """Run one statement (not COPY); see the module docstring for who answers what.
+        With `stream`, a SELECT may come back as a stream of batches (Rows reads both)."""
+        self._settle_streams()
+        w0 = words[0] if words else ""
+        if w0 in CONTROL:
+            r = self.tx.execute(text, self.session)
+            if r.command in ("COMMIT", "ROLLBACK") and not self.tx.in_block:
+                self._end_transaction()
+            return r
+        if w0 in ("set", "reset", "show"):
+            r = self.settings.execute(text)
+            if r is not None:
+                return r
+        elif w0 in ("create", "alter", "drop") and len(words) > 1 and \
+                words[1] in ("user", "role"):
+            r = self.server.users.execute(text, self.user)
+            if r is not None:
+                return r
+        elif w0 == "declare":
+            return self._declare(text, params)
+        elif w0 in ("fetch", "move"):
+            f = parse_fetch(text)
+            portal = self.portals.get(f.name)
+            if portal is None:
+                raise SqlError(f'cursor "{f.name}" does not exist', "34000")
+            r = fetch(portal, f)
+            if portal.binary:
+                r.info["binary"] = True
+            return r
+        elif w0 == "close":
+            name = parse_close(text)
+            if name is None:
+                self._drop_portals(lambda p: True)
+                return StatementResult("CLOSE CURSOR ALL")
+            if name not in self.portals:
+                raise SqlError(f'cursor "{name}" does not exist', "34000")
+            self._drop_portals(lambda p: p.name == name)
+            return StatementResult("CLOSE CURSOR")
+        elif w0 == "deallocate":
+            name = parse_deallocate(text)
+            if name is None:
+                self.statements = {k: v for k, v in self.statements.items() if k == ""}
+                return StatementResult("DEALLOCATE ALL")
+            if self.statements.pop(name, None) is None:
+                raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+            return StatementResult("DEALLOCATE")
+        elif w0 == "discard":
+            what = (words[1] if len(words) > 1 else "").upper()
+            if what == "ALL":
+                if self.tx.in_block:
+                    raise SqlError("DISCARD ALL cannot run inside a transaction block",
+                                   "25001")
+                self.settings.reset_all()
+                self.statements.clear()
+                self._drop_portals(lambda p: True)
+            return StatementResult(f"DISCARD {what}".strip())
+        elif w0 in ("listen", "notify"):
+            raise SqlError(f"{w0.upper()} is not supported", "0A000")
+        r = builtins.answer(text, params, self._ctx())
+        if r is not None:
+            return r
+        run = getattr(self.session, "execute_iter", None) if stream else None
+        if run is not None:
+            # a SELECT streams its batches (StatementResult.stream); one statement only
+            r = next(iter(run(text, params, stream=True)), None)
+            return r if r is not None else StatementResult("EMPTY")
+        results = self.session.execute(text, params)
+        if not results:
+            return StatementResult("EMPTY")
+        return results[-1]
+
+    def _drop_portals(self, which) -> None:
+        for name in [k for k, p in self.portals.items() if which(p)]:
+            self.portals.pop(name).close()
+
+    def _run(self, text: str, params: list | None, words: list[str]
+             ) -> tuple[StatementResult, Rows]:
+        """`_dispatch`, then the first batch of rows read in the same pool call: a small
+        result is then complete without another trip to the pool."""
+        result = self._dispatch(text, params, words)
+        rows = Rows(result)
+        rows.fill(self.config.batch_rows)
+        return result, rows
+
+    def _end_transaction(self) -> None:
+        self._drop_portals(lambda p: not p.hold)
+
+    def _settle_streams(self) -> None:
+        """Before the session runs another statement, portals still streaming (suspended
+        by a row limit) read their remaining rows into memory."""
+        for p in self.portals.values():
+            if p.rows is not None and p.rows.streaming:
+                p.rows.materialize()
+
+    def _declare(self, text: str, params: list | None) -> StatementResult:
+        d = parse_declare(text)
+        if not d.hold and not self.tx.in_block:
+            raise SqlError("DECLARE CURSOR can only be used in transaction blocks", "25P01")
+        if d.name in self.portals:
+            raise SqlError(f'cursor "{d.name}" already exists', "42P03")
+        try:
+            result = self._dispatch(d.query, params, first_words(d.query, 3), stream=False)
+        except SqlError as e:
+            if e.position is not None:
+                e.position += d.query_offset
+            raise
+        if result.table is None:
+            raise SqlError(f"cannot open {result.command} query as cursor", "42P11")
+        self.portals[d.name] = Portal(d.name, None, [], (1,) if d.binary else (), result,
+                                      hold=d.hold, cursor=True, binary=d.binary)
+        return StatementResult("DECLARE CURSOR")
+
+    def _describe_sql(self, sql: str, words: list[str]) -> tuple[list, pa.Schema | None]:
+        """(parameter Arrow types, result schema) without running the statement."""
+        kind = _kind(words)
+        if kind == "empty":
+            return [], None
+        w0 = words[0]
+        if w0 == "show":
+            r = self.settings.execute(sql)      # SHOW is side-effect free
+            if r is not None:
+                return [], r.table.schema
+        elif w0 == "declare":
+            d = parse_declare(sql)
+            types, _ = self._describe_sql(d.query, first_words(d.query, 3))
+            return types, None
+        elif w0 == "fetch":
+            f = parse_fetch(sql)
+            p = self.portals.get(f.name)
+            if p is not None and p.result is not None and p.result.table is not None:
+                return [], p.result.table.schema
+            return [], None
+        elif kind in ("wire", "copy"):
+            return [], None
+        b = builtins.describe(sql, self._ctx())
+        if b is not None:
+            return b
+        describe = getattr(self.session, "describe", None)
+        if describe is not None:
+            try:
+                types, schema = describe(sql)
+                return list(types), schema
+            except (NotImplementedError, AttributeError):
+                pass
+        # fallback (no Session.describe): parameters as text, rows unknown (NoData)
+        try:
+            n = max((int(t.text[1:]) for t in tokenize(sql) if t.kind == "param"), default=0)
+        except LexError:
+            n = 0
+        return [None] * n, None
+
+    def _describe_statement(self, stmt: PreparedStatement) -> None:
+        if stmt.described:
+            return
+        types, schema = self._describe_sql(stmt.sql, stmt.words)
+        n = max(len(stmt.param_oids), len(types))
+        oids, arrow = [], []
+        for i in range(n):
+            client = stmt.param_oids[i] if i < len(stmt.param_oids) else 0
+            t = types[i] if i < len(types) else None
+            if client:
+                oids.append(client)
+                arrow.append(T.arrow_type_for(client) or t)
+            elif t is not None and not pa.types.is_null(t):
+                oids.append(T.type_oid(t)[0])
+                arrow.append(t)
+            else:
+                oids.append(T.TEXT)
+                arrow.append(None)
+        stmt.param_types = arrow
+        stmt.param_desc_oids = oids
+        stmt.schema = schema
+        stmt.result_oids = [T.type_oid(f.type) for f in schema] if schema is not None else None
+        stmt.described = True
+
+    # -- simple query -----------------------------------------------------------------------
+    async def _on_query(self, sql: str) -> None:
+        body = sql.strip()
+        try:
+            if ";" in body.rstrip(";"):
+                stmts = split_statements(sql)
+            else:
+                stmts = [(len(sql) - len(sql.lstrip()), body.rstrip(";").rstrip())] \
+                    if body.rstrip(";").strip() else []
+        except SqlError as e:
+            self._error(e)
+            self.send(P.ready_for_query(self.tx.status))
+            return
+        if not stmts:
+            self.send(P.empty_query_response())
+        for offset, text in stmts:
+            if not await self._run_simple(text, offset):
+                break
+        self.send(P.ready_for_query(self.tx.status))
+
+    async def _run_simple(self, text: str, offset: int) -> bool:
+        words = first_words(text, 3)
+        timer = self._begin_statement()
+        try:
+            self.tx.check(words)
+            if words and words[0] == "copy":
+                return await self._copy(text, offset, None)
+            result, rows = await self._blocking(self._run, text, None, words)
+            return await self._send_result(result, None, None, describe=True, rows=rows)
+        except _CONNECTION_ERRORS:
+            raise
+        except Exception as e:  # noqa: BLE001 - one statement failed; the connection lives
+            self._error(e, offset)
+            return False
+        finally:
+            self._end_statement(timer)
+
+    async def _send_result(self, result: StatementResult, formats: list[int] | None,
+                           announced: list | None, *, describe: bool,
+                           rows: Rows | None = None, limit: int = 0) -> bool:
+        """Notices, [RowDescription], DataRows (at most `limit`, 0 = all, read from `rows`),
+        then CommandComplete or the row-failure error. Returns False on failure; when the
+        limit is reached, sends PortalSuspended instead and returns True."""
+        self._notices(result)
+        if result.command == "EMPTY":
+            self.send(P.empty_query_response())
+            return True
+        if rows is None:
+            rows = Rows(result)
+        sent = 0
+        if rows.schema is not None:
+            if formats is None:
+                formats = [1 if result.info.get("binary") else 0] * len(rows.schema)
+            if describe:
+                self.send(P.row_description(T.field_descriptions(rows.schema, formats,
+                                                                 announced)))
+            sent = await self._stream(rows, formats, announced, limit)
+            if limit > 0 and sent == limit:
+                self.send(P.portal_suspended())
+                return True
+        if result.row_errors:
+            self._row_failure_error(result)
+            return False
+        if rows.schema is not None and result.command in ("SELECT", "FETCH"):
+            self.send(P.command_complete(f"{result.command} {sent}"))
+        else:
+            self.send(P.command_complete(result.tag()))
+        return True
+
+    def _encoded(self, rows: Rows, want: int, formats: list[int], announced):
+        """(rows, DataRow bytes) of the next batch; None at the end (may run a scan)."""
+        batch = rows.take(want)
+        if batch is None:
+            return None
+        if announced is not None:
+            batch = T.conform(batch, announced)
+        return batch.num_rows, T.data_rows(batch, formats)
+
+    async def _stream(self, rows: Rows, formats: list[int], announced: list | None,
+                      limit: int) -> int:
+        """DataRows batch by batch, flushing (and waiting for the client) as output builds
+        up; returns how many rows were sent."""
+        sent = 0
+        step = self.config.batch_rows
+        while limit <= 0 or sent < limit:
+            self._check_canceled()
+            want = step if limit <= 0 else min(step, limit - sent)
+            if rows.streaming or want >= self.config.inline_encode_rows and \
+                    rows.remaining() >= self.config.inline_encode_rows:
+                got = await self._blocking(self._encoded, rows, want, formats, announced)
+            else:
+                got = self._encoded(rows, want, formats, announced)
+            if got is None:
+                break
+            n, data = got
+            sent += n
+            self.send(data)
+            await self.maybe_flush()
+        return sent
+
+    # -- extended protocol ------------------------------------------------------------------
+    async def _extended(self, msg) -> None:
+        try:
+            match msg:
+                case P.Parse():
+                    self._on_parse(msg)
+                case P.Bind():
+                    await self._on_bind(msg)
+                case P.Describe():
+                    await self._on_describe(msg)
+                case P.Execute():
+                    await self._on_execute(msg)
+                case P.Close():
+                    self._on_close(msg)
+        except _CONNECTION_ERRORS:
+            raise
+        except Exception as e:  # noqa: BLE001 - reported to the client, then skip to Sync
+            self._error(e)
+            self.ext_error = True
+
+    def _on_parse(self, msg: P.Parse) -> None:
+        if msg.name and msg.name in self.statements:
+            raise SqlError(f'prepared statement "{msg.name}" already exists', "42P05")
+        body = msg.sql.strip().rstrip(";")
+        if ";" in body and len(split_statements(msg.sql)) > 1:
+            raise SqlError("cannot insert multiple commands into a prepared statement",
+                           "42601")
+        words = first_words(msg.sql, 3)
+        stmt = PreparedStatement(msg.name, msg.sql, msg.param_oids, _kind(words), words)
+        self.statements[msg.name] = stmt
+        self.send(P.parse_complete())
+
+    def _statement(self, name: str) -> PreparedStatement:
+        stmt = self.statements.get(name)
+        if stmt is None:
+            if name == "":
+                raise SqlError("unnamed prepared statement does not exist", "26000")
+            raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+        return stmt
+
+    async def _ensure_described(self, stmt: PreparedStatement) -> None:
+        if not stmt.described:
+            if stmt.kind == "plain":
+                await self._blocking(self._describe_statement, stmt)
+            else:
+                self._describe_statement(stmt)
+
+    async def _on_bind(self, msg: P.Bind) -> None:
+        stmt = self._statement(msg.statement)
+        if msg.portal and msg.portal in self.portals:
+            raise SqlError(f'portal "{msg.portal}" already exists', "42P03")
+        values = msg.params
+        n = len(values)
+        pf = msg.param_formats
+        if len(pf) not in (0, 1, n) and not (n == 0):
+            raise SqlError(f"bind message has {len(pf)} parameter formats but {n} "
+                           "parameters", "08P01")
+        fmts = [0] * n if not pf else ([pf[0]] * n if len(pf) == 1 else list(pf))
+        for f in fmts:
+            if f not in (0, 1):
+                raise SqlError(f"unsupported format code: {f}", "22023")
+        for f in msg.result_formats:
+            if f not in (0, 1):
+                raise SqlError(f"unsupported format code: {f}", "22023")
+        oids = list(stmt.param_oids) + [0] * max(0, n - len(stmt.param_oids))
+        need = any(v is not None and not oids[i] for i, v in enumerate(values))
+        if need:
+            await self._ensure_described(stmt)
+        if stmt.described and n != len(stmt.param_desc_oids):
+            raise SqlError(f'bind message supplies {n} parameters, but prepared statement '
+                           f'"{stmt.name}" requires {len(stmt.param_desc_oids)}', "08P01")
+        params = []
+        for i, v in enumerate(values):
+            arrow = stmt.param_types[i] if stmt.described else None
+            params.append(T.decode_param(v, fmts[i], oids[i], arrow))
+        self._drop_portals(lambda p: p.name == msg.portal)
+        self.portals[msg.portal] = Portal(msg.portal, stmt, params, msg.result_formats)
+        self.send(P.bind_complete())
+
+    def _portal(self, name: str) -> Portal:
+        p = self.portals.get(name)
+        if p is None:
+            raise SqlError(f'portal "{name}" does not exist' if name else
+                           "unnamed portal does not exist", "34000")
+        return p
+
+    async def _on_describe(self, msg: P.Describe) -> None:
+        if msg.kind == "S":
+            stmt = self._statement(msg.name)
+            await self._ensure_described(stmt)
+            self.send(P.parameter_description(stmt.param_desc_oids))
+            if stmt.schema is None:
+                self.send(P.no_data())
+            else:
+                self.send(P.row_description(T.field_descriptions(
+                    stmt.schema, None, stmt.result_oids)))
+                stmt.rows_announced = True
+            return
+        portal = self._portal(msg.name)
+        if portal.result is None:
+            stmt = portal.statement
+            if stmt.rows_announced or stmt.kind != "plain":
+                await self._ensure_described(stmt)
+                schema = stmt.schema
+                portal.announced = stmt.result_oids
+            else:
+                # run it now: the result's own types describe it, and it is planned once
+                await self._run_portal(portal)
+                schema = portal.rows.schema
+        else:
+            schema = (portal.rows or Rows(portal.result)).schema
+        if schema is None:
+            self.send(P.no_data())
+            return
+        if portal.announced is None:
+            portal.announced = [T.type_oid(f.type) for f in schema]
+        fmts = T.result_formats(portal.result_formats, len(schema))
+        self.send(P.row_description(T.field_descriptions(schema, fmts, portal.announced)))
+
+    async def _run_portal(self, portal: Portal) -> None:
+        stmt = portal.statement
+        timer = self._begin_statement()
+        try:
+            self.tx.check(stmt.words)
+            portal.result, portal.rows = await self._blocking(self._run, stmt.sql,
+                                                              portal.params, stmt.words)
+        finally:
+            self._end_statement(timer)
+
+    async def _on_execute(self, msg: P.Execute) -> None:
+        portal = self._portal(msg.portal)
+        stmt = portal.statement
+        if portal.result is None:
+            if stmt.kind == "empty":
+                self.send(P.empty_query_response())
+                return
+            if stmt.kind == "copy":
+                timer = self._begin_statement()
+                try:
+                    self.tx.check(stmt.words)
+                    if not await self._copy(stmt.sql, 0, portal):
+                        self.ext_error = True
+                finally:
+                    self._end_statement(timer)
+                portal.result = StatementResult("COPY")
+                portal.executed = True
+                return
+            await self._run_portal(portal)
+        elif portal.executed and (portal.rows or Rows(portal.result)).schema is None:
+            raise SqlError(f'portal "{portal.name}" cannot be run', "55000")
+        portal.executed = True
+        result = portal.result
+        if portal.rows is None:
+            portal.rows = Rows(result)
+            if portal.cursor and portal.pos:
+                portal.rows.take(portal.pos)
+        rows = portal.rows
+        ncols = len(rows.schema) if rows.schema is not None else 0
+        fmts = T.result_formats(portal.result_formats, ncols)
+        announced = portal.announced
+        if announced is None and stmt is not None and stmt.rows_announced:
+            announced = stmt.result_oids
+        if announced is not None and rows.schema is not None and \
+                len(announced) != len(rows.schema):
+            err = SqlError("cached plan must not change result type", "0A000")
+            err.routine = "RevalidateCachedQuery"
+            raise err
+        timer = self._begin_statement()
+        try:
+            ok = await self._send_result(result, fmts, announced, describe=False, rows=rows,
+                                         limit=max(msg.max_rows, 0))
+        finally:
+            self._end_statement(timer)
+        if not ok:
+            self.ext_error = True
+
+    def _on_close(self, msg: P.Close) -> None:
+        if msg.kind == "S":
+            stmt = self.statements.pop(msg.name, None)
+            if stmt is not None:
+                self._drop_portals(lambda p: p.statement is stmt)
+        else:
+            self._drop_portals(lambda p: p.name == msg.name)
+        self.send(P.close_complete())
+
+    def _on_sync(self) -> None:
+        self.ext_error = False
+        if not self.tx.in_block:
+            # the implicit transaction ends: its portals go (WITH HOLD cursors stay)
+            self._drop_portals(lambda p: not p.hold)
+        self.send(P.ready_for_query(self.tx.status))
+
+    # -- COPY -------------------------------------------------------------------------------
+    async def _copy(self, text: str, offset: int, portal: Portal | None) -> bool:
+        try:
+            spec = parse_copy(text)
+        except SqlError as e:
+            self._error(e, offset)
+            return False
+        if spec.direction == "to":
+            return await self._copy_out(spec, offset + spec.query_offset)
+        return await self._copy_in(spec)
+
+    def _copy_target(self, spec):
+        catalog = self.server.db.catalog
+        if not catalog.has_table(spec.table):
+            raise SqlError(f'relation "{spec.table}" does not exist', "42P01")
+        table = catalog.table(spec.table)
+        schema = table.schema
+        cols = list(spec.columns) if spec.columns else list(schema.names)
+        for c in cols:
+            if not schema.has_column(c):
+                raise SqlError(f'column "{c}" of relation "{spec.table}" does not exist',
+                               "42703")
+        if len(set(cols)) != len(cols):
+            raise SqlError("column specified more than once", "42701")
+        return table, cols, [schema.column(c).arrow_type for c in cols]
+
+    def _copy_insert(self, table, chunk, failures: list[Failure]) -> int:
+        failures.extend(chunk.failures)
+        if chunk.table.num_rows == 0:
+            return 0
+        r = table.insert(chunk.table)
+        keys = table.schema.key_names
+        for e in r.row_errors:
+            line = int(chunk.lines[e.index])
+            if e.code == "ALREADY_PRESENT":
+                vals = ", ".join(str(v) for v in (e.key or ()))
+                msg = (f'duplicate key value violates the primary key of "{table.name}": '
+                       f"Key ({', '.join(keys)})=({vals}) already exists")
+            else:
+                msg = e.message
+            failures.append(Failure(line, e.sqlstate, msg))
+        return r.num_applied
+
+    async def _copy_in(self, spec) -> bool:
+        try:
+            table, cols, types = await self._blocking(self._copy_target, spec)
+            reader = CopyIn(spec, cols, types)
+        except (SqlError, EngineError) as e:
+            self._error(e)
+            return False
+        self.send(P.copy_in_response(spec.format == "binary", len(cols)))
+        await self.flush()
+        applied, failures = 0, []
+        error: BaseException | None = None
+        while True:
+            try:
+                msg = await self.next_message()
+            except P.ProtocolViolation as e:
+                if e.fatal:
+                    raise
+                error = SqlError(e.message, e.sqlstate)
+                break
+            if msg is None:
+                raise Closed()
+            if isinstance(msg, P.CopyData):
+                try:
+                    self._check_canceled()
+                    for chunk in reader.feed(msg.data):
+                        applied += await self._blocking(self._copy_insert, table, chunk,
+                                                        failures)
+                except Exception as e:  # noqa: BLE001 - ends the COPY with an error
+                    error = e
+                    break
+            elif isinstance(msg, P.CopyDone):
+                break
+            elif isinstance(msg, P.CopyFail):
+                error = SqlError(f"COPY from stdin failed: {msg.message}", "57014")
+                break
+            elif isinstance(msg, (P.Flush, P.Sync)):
+                continue
+            else:
+                self.pushback.append(msg)
+                error = SqlError(f"unexpected message type 0x{ord(type(msg).__name__[0]):02X}"
+                                 " during COPY from stdin", "08P01")
+                break
+        if error is None:
+            try:
+                for chunk in reader.finish():
+                    applied += await self._blocking(self._copy_insert, table, chunk, failures)
+            except Exception as e:  # noqa: BLE001 - reported as the COPY's error
+                error = e
+        if error is not None:
+            if isinstance(error, SqlError) and applied and error.sqlstate != "57014":
+                error.message += f" ({applied} rows were applied before the error)"
+            self._error(error)
+            return False
+        if failures:
+            failures.sort(key=lambda f: f.line)
+            first = failures[0]
+            detail = "\n".join(f"line {f.line}: {f.message}"
+                               for f in failures[:MAX_REPORTED_FAILURES])
+            if len(failures) > MAX_REPORTED_FAILURES:
+                detail += f"\n... and {len(failures) - MAX_REPORTED_FAILURES} more"
+            self.send(P.error_response(P.error_fields(
+                "ERROR", first.sqlstate,
+                f"COPY {spec.table}: {len(failures)} rows failed, {applied} rows were "
+                f"applied (each row is applied on its own); first: line {first.line}: "
+                f"{first.message}", detail=detail, where=f"COPY {spec.table}, line "
+                                                        f"{first.line}")))
+            self.tx.failed()
+            return False
+        self.send(P.command_complete(f"COPY {applied}"))
+        return True
+
+    async def _copy_out(self, spec, offset: int) -> bool:
+        if spec.query is not None:
+            sql = spec.query
+        else:
+            cols = ", ".join('"' + c.replace('"', '""') + '"' for c in spec.columns) \
+                if spec.columns else "*"
+            sql = f"SELECT {cols} FROM {spec.table_sql}"
+        try:
+            result = await self._blocking(self._dispatch, sql, None, first_words(sql, 3))
+        except SqlError as e:
+            self._error(e, offset if spec.query is not None else 0)
+            return False
+        rows = Rows(result)
+        if rows.schema is None:
+            self._error(SqlError(f"COPY query must return rows ({result.command} does not)",
+                                 "0A000"))
+            return False
+        self.send(P.copy_out_response(spec.format == "binary", len(rows.schema)))
+        out = CopyOut(spec, rows.schema.names)
+        self.send(out.header())
+
+        def encoded():
+            b = rows.take(self.config.batch_rows)
+            return None if b is None else out.batch(b)
+
+        try:
+            while True:
+                self._check_canceled()
+                data = await self._blocking(encoded) if rows.streaming or \
+                    rows.remaining() >= self.config.inline_encode_rows else encoded()
+                if data is None:
+                    break
+                self.send(data)
+                await self.maybe_flush()
+        except Exception as e:  # noqa: BLE001 - ends copy-out mode with the error
+            rows.close()
+            self._error(e)
+            return False
+        self.send(out.trailer())
+        self.send(P.copy_done())
+        self.send(P.command_complete(f"COPY {rows.sent}"))
+        return True

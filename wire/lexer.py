@@ -1,0 +1,185 @@
+"""Just enough SQL lexing for the statements the wire layer answers itself.
+
+The wire layer never parses queries; it only needs to tell a `SET`, `SHOW`, `BEGIN`,
+`COPY`, `FETCH`, `CREATE USER` ... from everything else (which goes to the session
+unchanged), and to read the few operands those statements take. `Words` turns a statement
+into a list of tokens (words, quoted identifiers, string literals, numbers, punctuation),
+skipping comments; string literals follow standard_conforming_strings (backslashes are
+literal, '' is a quote) plus E'...' escapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from planner.errors import SqlError
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+|--[^\n]*|/\*.*?\*/)
+  | (?P<estr>[eE]'(?:[^'\\]|\\.|'')*')
+  | (?P<str>'(?:[^']|'')*')
+  | (?P<qid>"(?:[^"]|"")*")
+  | (?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<param>\$\d+)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_$]*(?:\.[A-Za-z_][A-Za-z0-9_$]*)*)
+  | (?P<op>::|<=|>=|<>|!=|[(),;=*.<>+\-/%\[\]])
+""", re.VERBOSE | re.DOTALL)
+
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "\\": "\\", "'": "'"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Token:
+    kind: str      # word | qid | str | num | param | op
+    text: str      # words lower-cased; identifiers/strings unquoted
+    raw: str
+    pos: int       # 0-based offset in the statement
+
+
+class LexError(SqlError):
+    sqlstate = "42601"   # syntax_error
+
+
+def _unescape_e(body: str) -> str:
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            n = body[i + 1]
+            if n in _ESCAPES:
+                out.append(_ESCAPES[n])
+                i += 2
+                continue
+            m = re.match(r"[0-7]{1,3}", body[i + 1:])
+            if m:
+                out.append(chr(int(m.group(), 8)))
+                i += 1 + len(m.group())
+                continue
+            m = re.match(r"x([0-9a-fA-F]{1,2})", body[i + 1:])
+            if m:
+                out.append(chr(int(m.group(1), 16)))
+                i += 1 + len(m.group())
+                continue
+            out.append(n)
+            i += 2
+            continue
+        if c == "'" and body[i + 1:i + 2] == "'":
+            out.append("'")
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def tokenize(sql: str) -> list[Token]:
+    out: list[Token] = []
+    pos = 0
+    n = len(sql)
+    while pos < n:
+        m = _TOKEN.match(sql, pos)
+        if m is None:
+            what = "unterminated quoted string" if sql[pos] in "'\"" else \
+                f'syntax error at or near "{sql[pos]}"'
+            raise LexError(what, position=pos + 1)
+        kind = m.lastgroup
+        raw = m.group()
+        if kind == "ws":
+            pass
+        elif kind == "word":
+            out.append(Token("word", raw.lower(), raw, pos))
+        elif kind == "qid":
+            out.append(Token("qid", raw[1:-1].replace('""', '"'), raw, pos))
+        elif kind == "str":
+            out.append(Token("str", raw[1:-1].replace("''", "'"), raw, pos))
+        elif kind == "estr":
+            out.append(Token("str", _unescape_e(raw[2:-1]), raw, pos))
+        else:
+            out.append(Token(kind, raw, raw, pos))
+        pos = m.end()
+    return out
+
+
+def first_words(sql: str, k: int = 2) -> list[str]:
+    """The first `k` words of a statement, lower-cased (comments skipped); cheap: only
+    the head of the statement is looked at."""
+    words: list[str] = []
+    pos, n = 0, len(sql)
+    while pos < n and len(words) < k:
+        m = _TOKEN.match(sql, pos)
+        if m is None:
+            break
+        if m.lastgroup == "word":
+            words.append(m.group().lower())
+        elif m.lastgroup != "ws":
+            break
+        pos = m.end()
+    return words
+
+
+def normalize(sql: str) -> str:
+    """Lower-case, single-spaced text of a statement without comments and trailing `;`,
+    for matching a handful of fixed statements."""
+    toks = tokenize(sql)
+    while toks and toks[-1].raw == ";":
+        toks.pop()
+    return " ".join(t.raw.lower() if t.kind in ("word", "op", "num") else t.raw
+                    for t in toks)
+
+
+class Words:
+    """A cursor over a statement's tokens for the small hand-written grammars."""
+
+    def __init__(self, sql: str):
+        self.sql = sql
+        self.toks = tokenize(sql)
+        while self.toks and self.toks[-1].raw == ";":
+            self.toks.pop()
+        self.i = 0
+
+    def peek(self, ahead: int = 0) -> Token | None:
+        j = self.i + ahead
+        return self.toks[j] if j < len(self.toks) else None
+
+    def at_end(self) -> bool:
+        return self.i >= len(self.toks)
+
+    def next(self) -> Token | None:
+        t = self.peek()
+        if t is not None:
+            self.i += 1
+        return t
+
+    def accept(self, *words: str) -> bool:
+        """Consume the words (each a keyword or punctuation) if they come next."""
+        for k, w in enumerate(words):
+            t = self.peek(k)
+            if t is None or t.kind not in ("word", "op") or t.text != w:
+                return False
+        self.i += len(words)
+        return True
+
+    def accept_any(self, *words: str) -> str | None:
+        t = self.peek()
+        if t is not None and t.kind in ("word", "op") and t.text in words:
+            self.i += 1
+            return t.text
+        return None
+
+    def ident(self) -> str | None:
+        """An identifier: unquoted (lower-cased) or "quoted" (as written)."""
+        t = self.peek()
+        if t is not None and t.kind in ("word", "qid"):
+            self.i += 1
+            return t.text
+        return None
+
+    def rest(self) -> str:
+        """The statement text from the current token on."""
+        t = self.peek()
+        return "" if t is None else self.sql[t.pos:].rstrip().rstrip(";").rstrip()
+
+    def position(self) -> int:
+        t = self.peek()
+        return (t.pos if t is not None else len(self.sql)) + 1

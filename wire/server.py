@@ -1,0 +1,279 @@
+"""The Postgres wire server: an asyncio listener, one `Connection` (and one Session) per
+client, a thread pool for statements, the backend-key table for CancelRequest.
+
+    server = Server(db, ServerConfig(port=5433))      # in a running event loop:
+    await server.start(); ...; await server.close()
+
+    ServerThread(db, config).start()   # the same, on a loop in a background thread
+                                       # (tests, benchmarks); .port, .stop()
+
+    serve(config, data_dir)            # `kudusql serve`: open the database, run until
+                                       # SIGINT/SIGTERM, close everything
+
+Contracts:
+- Authentication (`ServerConfig.auth`): "trust" is only allowed when every listening
+  address is a loopback one; `check_config` refuses the rest with a clear message, before
+  anything is opened. Password methods: password (cleartext), md5, scram-sha-256.
+- `max_connections` counts authenticated-or-authenticating sessions; one more gets FATAL
+  53300 "sorry, too many clients already". CancelRequest connections do not count.
+- A CancelRequest carries (pid, secret) from BackendKeyData; the secret is compared in
+  constant time, a mismatch is ignored silently (PostgreSQL sends nothing either way).
+- One connection's failure (malformed input -> FATAL 08P01, a crash in a handler) closes
+  that connection only.
+- TLS: with `tls_cert`/`tls_key`, SSLRequest is answered 'S' and the connection upgraded;
+  `require_tls` refuses plain connections (28000).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import contextlib
+import dataclasses
+import hmac
+import ipaddress
+import logging
+import os
+import secrets
+import signal
+import socket
+import ssl
+import threading
+
+from wire.pg_catalog import PgCatalog
+from wire.auth import DEFAULT_USER, METHODS, UserStore
+from wire.connection import Connection
+from wire.protocol import DEFAULT_MAX_MESSAGE
+
+log = logging.getLogger("kudusql.wire")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 5433                 # 0: any free port (tests)
+    auth: str = "trust"              # trust | password | md5 | scram-sha-256
+    max_connections: int = 100
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    require_tls: bool = False
+    # rows per encoded DataRow batch, and the batch size from which encoding moves off the
+    # event loop into the pool (small results are encoded inline: a pool hop costs more)
+    batch_rows: int = 16384
+    inline_encode_rows: int = 2048
+    flush_bytes: int = 256 * 1024    # write out once this much output is pending
+    read_bytes: int = 256 * 1024
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE
+
+
+class ConfigError(Exception):
+    pass
+
+
+def _is_loopback(host: str) -> bool:
+    if not host or host in ("*", "0.0.0.0", "::"):
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(host, None)
+        except OSError:
+            return False
+        return all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
+def check_config(config: ServerConfig) -> None:
+    """Refuse unsafe or inconsistent settings (raises ConfigError with the reason)."""
+    if config.auth not in METHODS:
+        raise ConfigError(f"unknown --auth {config.auth!r} (one of {', '.join(METHODS)})")
+    hosts = [h.strip() for h in config.host.split(",")]
+    if config.auth == "trust" and not all(_is_loopback(h) for h in hosts):
+        raise ConfigError(
+            f"refusing to listen on {config.host} with trust authentication: anyone who "
+            "can reach the port could connect as any user. Use --auth scram-sha-256 (or "
+            "md5/password) for non-loopback addresses, or --host 127.0.0.1.")
+    if bool(config.tls_cert) != bool(config.tls_key):
+        raise ConfigError("--tls-cert and --tls-key go together")
+    if config.require_tls and not config.tls_cert:
+        raise ConfigError("--require-tls needs --tls-cert and --tls-key")
+    if config.max_connections < 1:
+        raise ConfigError("--max-connections must be at least 1")
+
+
+class Server:
+    """`session_factory(connection) -> Session` makes each connection's session (default: a
+    session whose names resolve through pg_catalog / information_schema views for the
+    connection's user and database, wire/pg_catalog.py)."""
+
+    def __init__(self, db, config: ServerConfig | None = None,
+                 users: UserStore | None = None, session_factory=None):
+        self.db = db
+        self.session_factory = session_factory or (lambda conn: db.session(
+            catalog=PgCatalog(db.catalog, user=conn.user, database=conn.database,
+                              settings=conn.settings, pid=conn.pid)))
+        self.config = config or ServerConfig()
+        check_config(self.config)
+        self.users = users or UserStore(getattr(db.catalog, "data_dir", None))
+        self.pool = cf.ThreadPoolExecutor(max_workers=self.config.max_connections + 4,
+                                          thread_name_prefix="kudusql-wire")
+        self.connections: dict[int, Connection] = {}
+        self.ssl_context = None
+        if self.config.tls_cert:
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(self.config.tls_cert, self.config.tls_key)
+            self.ssl_context = ctx
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: dict[asyncio.Task, Connection] = {}   # every open client connection
+        self.port = self.config.port
+
+    def auth_method(self, conn: Connection) -> str:
+        return self.config.auth
+
+    def new_backend_key(self) -> tuple[int, int]:
+        while True:
+            pid = secrets.randbelow(2**31 - 2) + 1
+            if pid not in self.connections:
+                return pid, secrets.randbelow(2**32) - 2**31
+
+    def register(self, conn: Connection) -> bool:
+        if len(self.connections) >= self.config.max_connections:
+            return False
+        self.connections[conn.pid] = conn
+        return True
+
+    def unregister(self, conn: Connection) -> None:
+        if self.connections.get(conn.pid) is conn:
+            del self.connections[conn.pid]
+
+    def cancel(self, pid: int, secret: int) -> None:
+        conn = self.connections.get(pid)
+        if conn is not None and hmac.compare_digest(
+                secret.to_bytes(4, "big", signed=True), conn.secret.to_bytes(4, "big",
+                                                                           signed=True)):
+            conn.cancel("user")
+
+    async def _on_client(self, reader: asyncio.StreamReader,
+                         writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = Connection(self, reader, writer)
+        task = asyncio.current_task()
+        self._tasks[task] = conn
+        try:
+            await conn.run()
+        finally:
+            self._tasks.pop(task, None)
+
+    async def start(self) -> None:
+        hosts = [h.strip() for h in self.config.host.split(",")]
+        self._server = await asyncio.start_server(
+            self._on_client, hosts if len(hosts) > 1 else hosts[0], self.config.port,
+            limit=self.config.read_bytes, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("kudusql listening on %s port %d (auth %s%s)", self.config.host, self.port,
+                 self.config.auth, ", TLS" if self.ssl_context else "")
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self._tasks.values()):
+            conn.cancel("shutdown")
+            conn.writer.transport.abort()       # its read sees EOF: the handler returns
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        for t in list(self._tasks):
+            t.cancel()
+        if self._server is not None:
+            with contextlib.suppress(Exception):    # shutting down: best effort
+                await asyncio.wait_for(self._server.wait_closed(), 5)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class ServerThread:
+    """A Server on its own event loop in a background thread."""
+
+    def __init__(self, db, config: ServerConfig | None = None, users: UserStore | None = None,
+                 session_factory=None):
+        self.server = Server(db, config, users, session_factory)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="kudusql-wire-loop",
+                                        daemon=True)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.server.start())
+        except BaseException as e:  # noqa: BLE001 - handed to start()
+            self._error = e
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.server.close())
+        self.loop.close()
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ServerThread:  # noqa: PYI034 - start() returns self
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve(config: ServerConfig, data_dir: str) -> int:
+    """Run the server until SIGINT/SIGTERM (`kudusql serve`)."""
+    from kudusql.session import Database
+
+    check_config(config)
+    os.makedirs(data_dir, exist_ok=True)
+    db = Database.open(data_dir)
+    try:
+        users = UserStore(data_dir)
+        pw = os.environ.get("KUDUSQL_PASSWORD")
+        if pw:
+            users.set_password(DEFAULT_USER, pw)
+        if config.auth != "trust":
+            u = users.get(DEFAULT_USER)
+            if u is not None and not (u.scram or u.md5):
+                log.warning("user %s has no password: with --auth %s nobody can log in as it "
+                            "(set KUDUSQL_PASSWORD, or ALTER USER over a trust connection)",
+                            DEFAULT_USER, config.auth)
+
+        async def main() -> None:
+            server = Server(db, config, users)
+            await server.start()
+            print(f"kudusql: serving {os.path.abspath(data_dir)} on {config.host}:"
+                  f"{server.port} (auth {config.auth}); Ctrl-C stops", flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, stop.set)
+                except (NotImplementedError, RuntimeError):  # pragma: no cover
+                    pass
+            await stop.wait()
+            await server.close()
+
+        asyncio.run(main())
+    finally:
+        db.close()
+    return 0

@@ -1,0 +1,275 @@
+"""Session settings (PostgreSQL's GUCs) as clients see them on the wire.
+
+A connection starts with `DEFAULTS`, overlaid by its StartupMessage parameters; `SET`,
+`RESET` and `SHOW` act on them. The settings in `REPORTED` are sent as ParameterStatus
+after authentication and again whenever their value changes (PostgreSQL's GUC_REPORT):
+asyncpg needs `server_version`, libpq reads `client_encoding`/`standard_conforming_strings`,
+pgjdbc refuses a connection whose `client_encoding` is not UTF8, `DateStyle` not ISO or
+`integer_datetimes`/`standard_conforming_strings` not on/off.
+
+Values the server cannot honour are refused (22023): another client encoding than UTF8,
+a non-ISO DateStyle, standard_conforming_strings off. `statement_timeout` (milliseconds,
+or with a unit: '5s', '100ms', '1min') is read by the connection. Anything else is stored
+and shown back as given, like PostgreSQL's placeholder variables; no setting changes how
+queries run (TimeZone included: there is no timestamptz, timestamps are UTC).
+
+    SET [SESSION | LOCAL] name { TO | = } { value [, ...] | DEFAULT }
+    SET TIME ZONE { value | LOCAL | DEFAULT }
+    SET SESSION CHARACTERISTICS AS TRANSACTION ... / SET TRANSACTION ...   (accepted)
+    RESET name | RESET ALL
+    SHOW name | SHOW ALL
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+from planner.errors import SqlError
+from planner.result import StatementResult
+from wire.lexer import Words
+
+SERVER_VERSION = "15.6 (kudusql 0.1.0)"
+SERVER_VERSION_NUM = "150006"
+
+DEFAULTS: dict[str, str] = {
+    "application_name": "",
+    "client_encoding": "UTF8",
+    "DateStyle": "ISO, MDY",
+    "default_transaction_read_only": "off",
+    "in_hot_standby": "off",
+    "integer_datetimes": "on",
+    "IntervalStyle": "postgres",
+    "is_superuser": "on",
+    "server_encoding": "UTF8",
+    "server_version": SERVER_VERSION,
+    "session_authorization": "kudusql",
+    "standard_conforming_strings": "on",
+    "TimeZone": "UTC",
+    # not reported
+    "server_version_num": SERVER_VERSION_NUM,
+    "statement_timeout": "0",
+    "search_path": '"$user", public',
+    "transaction_isolation": "read committed",
+    "default_transaction_isolation": "read committed",
+    "transaction_read_only": "off",
+    "extra_float_digits": "1",
+    "max_identifier_length": "63",
+    "max_index_keys": "32",
+    "lc_collate": "C.UTF-8",
+    "lc_ctype": "C.UTF-8",
+    "lc_messages": "C.UTF-8",
+    "bytea_output": "hex",
+    "jit": "off",
+    "block_size": "8192",
+    "port": "5433",
+    "default_transaction_deferrable": "off",
+    "idle_in_transaction_session_timeout": "0",
+    "lock_timeout": "0",
+    "row_security": "on",
+    "synchronous_commit": "on",
+    "timezone_abbreviations": "Default",
+}
+
+REPORTED = ("application_name", "client_encoding", "DateStyle", "default_transaction_read_only",
+            "in_hot_standby", "integer_datetimes", "IntervalStyle", "is_superuser",
+            "server_encoding", "server_version", "session_authorization",
+            "standard_conforming_strings", "TimeZone")
+
+_CANON = {k.lower(): k for k in DEFAULTS}
+_ALIASES = {"time zone": "TimeZone", "transaction isolation level": "transaction_isolation",
+            "session authorization": "session_authorization", "names": "client_encoding"}
+_READ_ONLY = {"server_version", "server_version_num", "server_encoding", "integer_datetimes",
+              "in_hot_standby", "is_superuser", "session_authorization", "max_identifier_length",
+              "max_index_keys", "lc_collate", "lc_ctype", "block_size", "port"}
+_UTF8 = {"utf8", "utf-8", "unicode"}
+
+
+def canonical(name: str) -> str:
+    return _ALIASES.get(name.lower(), _CANON.get(name.lower(), name.lower()))
+
+
+def parse_interval_ms(value: str) -> int:
+    """statement_timeout's value: an integer (ms) or a number with a unit."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h|d|us)?\s*", value, re.IGNORECASE)
+    if not m:
+        raise SqlError(f'invalid value for parameter "statement_timeout": "{value}"', "22023")
+    scale = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
+    return int(float(m.group(1)) * scale[(m.group(2) or "ms").lower()])
+
+
+class Settings:
+    """One connection's settings; `changed` collects reported ones to send as
+    ParameterStatus (the connection drains it after each statement)."""
+
+    def __init__(self, startup: dict[str, str] | None = None, *, user: str = "kudusql",
+                 superuser: bool = True, port: int | None = None):
+        self.values = dict(DEFAULTS)
+        self.values["session_authorization"] = user
+        self.values["is_superuser"] = "on" if superuser else "off"
+        if port is not None:
+            self.values["port"] = str(port)
+        self.changed: list[str] = []
+        for k, v in (startup or {}).items():
+            if k in ("user", "database", "replication", "options"):
+                continue
+            self.set(k, v, startup=True)
+        if startup and startup.get("options"):
+            self._apply_options(startup["options"])
+        self.session_defaults = dict(self.values)
+        self.changed.clear()
+
+    def _apply_options(self, options: str) -> None:
+        """libpq's `options=-c name=value ...` (also `--name=value`)."""
+        for m in re.finditer(r"(?:-c\s*|--)([A-Za-z_.]+)=((?:\\.|\S)+)", options):
+            self.set(m.group(1).replace("-", "_"), m.group(2).replace("\\ ", " "),
+                     startup=True)
+
+    def get(self, name: str) -> str | None:
+        return self.values.get(canonical(name))
+
+    @property
+    def statement_timeout_ms(self) -> int:
+        return parse_interval_ms(self.values.get("statement_timeout", "0"))
+
+    def set(self, name: str, value: str, startup: bool = False) -> None:
+        key = canonical(name)
+        if key in _READ_ONLY and not startup:
+            raise SqlError(f'parameter "{key}" cannot be changed', "55P02")
+        if key in _READ_ONLY:
+            return
+        value = self._check(key, value)
+        if self.values.get(key) != value:
+            self.values[key] = value
+            if key in REPORTED:
+                self.changed.append(key)
+
+    def _check(self, key: str, value: str) -> str:
+        low = value.strip().strip("'").lower()
+        if key == "client_encoding":
+            if low not in _UTF8:
+                raise SqlError(f'invalid value for parameter "client_encoding": "{value}" '
+                               "(kudusql speaks UTF8 only)", "22023")
+            return "UTF8"
+        if key == "DateStyle":
+            parts = [p.strip().upper() for p in value.split(",")]
+            if any(p not in ("ISO", "MDY", "DMY", "YMD") for p in parts):
+                raise SqlError(f'invalid value for parameter "DateStyle": "{value}" (only '
+                               "ISO output is supported)", "22023")
+            order = next((p for p in parts if p != "ISO"), "MDY")
+            return f"ISO, {order}"
+        if key == "standard_conforming_strings":
+            if low not in ("on", "true", "1", "yes"):
+                raise SqlError('invalid value for parameter "standard_conforming_strings": '
+                               f'"{value}" (only on is supported)', "22023")
+            return "on"
+        if key == "statement_timeout":
+            return str(parse_interval_ms(value))
+        if key == "IntervalStyle" and low != "postgres":
+            raise SqlError(f'invalid value for parameter "IntervalStyle": "{value}"', "22023")
+        if key in ("TimeZone",) and low in ("local", "default"):
+            return DEFAULTS["TimeZone"]
+        return value
+
+    def reset(self, name: str) -> None:
+        key = canonical(name)
+        default = self.session_defaults.get(key)
+        if default is None:
+            self.values.pop(key, None)
+        elif self.values.get(key) != default:
+            self.values[key] = default
+            if key in REPORTED:
+                self.changed.append(key)
+
+    def reset_all(self) -> None:
+        for k in list(self.values):
+            if k not in _READ_ONLY:
+                self.reset(k)
+
+    def drain_changed(self) -> list[tuple[str, str]]:
+        out = [(k, self.values[k]) for k in dict.fromkeys(self.changed)]
+        self.changed.clear()
+        return out
+
+    # -- statements -------------------------------------------------------------------------
+    def execute(self, sql: str) -> StatementResult | None:
+        """Run SET / RESET / SHOW if `sql` is one this module answers, else None (e.g.
+        SHOW TABLES, which the session answers)."""
+        w = Words(sql)
+        if w.accept("set"):
+            return self._set(w)
+        if w.accept("reset"):
+            if w.accept("all"):
+                self.reset_all()
+            else:
+                name = self._name(w)
+                self.reset(name)
+            return StatementResult("RESET")
+        if w.accept("show"):
+            return self._show(w)
+        return None
+
+    def _name(self, w: Words) -> str:
+        for alias, name in _ALIASES.items():
+            if w.accept(*alias.split()):
+                return name
+        name = w.ident()
+        if name is None:
+            raise SqlError("syntax error: expected a parameter name", "42601", w.position())
+        return name
+
+    def _set(self, w: Words) -> StatementResult:
+        w.accept_any("session", "local")
+        if w.accept("transaction") or w.accept("session", "characteristics"):
+            return StatementResult("SET")
+        if w.accept("time", "zone"):
+            name = "TimeZone"
+        elif w.accept("names"):
+            name = "client_encoding"
+        elif w.accept("schema"):
+            name = "search_path"
+        else:
+            name = w.ident()
+            if name is None:
+                raise SqlError("syntax error at or near SET", "42601", w.position())
+            if not w.accept_any("to", "="):
+                raise SqlError("syntax error: expected TO or = after the parameter name",
+                               "42601", w.position())
+        if w.accept("default") or (name == "TimeZone" and w.accept("local")):
+            self.reset(name)
+            return StatementResult("SET")
+        values = []
+        while not w.at_end():
+            t = w.next()
+            if t.kind == "op" and t.text == ",":
+                continue
+            if t.kind == "op" and t.text in ("-", "+"):
+                nxt = w.next()
+                values.append(t.text + (nxt.raw if nxt else ""))
+                continue
+            values.append(t.text if t.kind in ("str", "qid") else t.raw)
+        if not values:
+            raise SqlError("syntax error: SET needs a value", "42601", w.position())
+        self.set(name, ", ".join(values))
+        return StatementResult("SET")
+
+    def _show(self, w: Words) -> StatementResult | None:
+        if w.accept("all"):
+            names = sorted(self.values, key=str.lower)
+            t = pa.table({"name": pa.array(names, pa.string()),
+                          "setting": pa.array([self.values[n] for n in names], pa.string()),
+                          "description": pa.array([""] * len(names), pa.string())})
+            return StatementResult.rows("SHOW", t)
+        start = w.i
+        name = self._name(w)
+        if not w.at_end():
+            w.i = start
+            return None         # SHOW COLUMNS FROM t, SHOW CREATE TABLE t, ...: the session's
+        key = canonical(name)
+        if key not in self.values:
+            if name.lower() in ("tables", "databases", "schemas"):
+                return None
+            raise SqlError(f'unrecognized configuration parameter "{name}"', "42704")
+        return StatementResult.rows("SHOW", pa.table({key: pa.array([self.values[key]],
+                                                                     pa.string())}))
