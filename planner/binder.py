@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 
 from planner import logical as L
@@ -87,6 +88,11 @@ def position(sql: str, node: exp.Expression | None) -> int | None:
                 return m["start"] + 1
         node = node.parent
     return None
+
+
+def _quoted(name: str) -> str:
+    """A schema-mapping key sqlglot will not case-fold (names are stored exactly)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def in_nested_subquery(node: exp.Expression, root: exp.Expression) -> bool:
@@ -167,6 +173,8 @@ class Binder:
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, ast: exp.Expression) -> exp.Expression:
+        # unquoted identifiers fold to lower case (PostgreSQL); quoted ones keep theirs
+        ast = normalize_identifiers(ast, dialect="postgres")
         pg_rewrites(ast)
         # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
         # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
@@ -200,14 +208,15 @@ class Binder:
                     raise SqlError(f'relation "{name}" does not exist', "42P01",
                                    position(self.sql, args[0] if args else t))
                 cols = [c.name for c in self.catalog.table(name).schema.columns]
-                schema[synthetic] = {c: "text" for c in cols + ["is_deleted"]}
+                schema[_quoted(synthetic)] = {_quoted(c): "text" for c in cols + ["is_deleted"]}
                 t.set("this", exp.to_identifier(synthetic))
                 if not t.alias:
                     t.set("alias", exp.TableAlias(this=exp.to_identifier("table_changes")))
         for t in ast.find_all(exp.Table):
             name = t.name
             if self.catalog.has_table(name):
-                schema[name] = {c: "text" for c in declared_columns(self.catalog.table(name))}
+                schema[_quoted(name)] = {_quoted(c): "text"
+                                         for c in declared_columns(self.catalog.table(name))}
         try:
             return qualify(ast, schema=schema, dialect="postgres", quote_identifiers=False,
                            validate_qualify_columns=True, identify=False)
@@ -1216,7 +1225,11 @@ def output_name(item: exp.Expression) -> str:
     """PostgreSQL's result column name: the alias, the column, the function's name, the
     cast's type, else ?column? (qualify's generated `_col_<n>` aliases are not names)."""
     import re
-    if isinstance(item, exp.Alias) and not re.fullmatch(r"_col_\d+", item.alias):
+    # qualify also aliases a bare expression by sqlglot's `output_name` (`SELECT 1` gets
+    # AS "1"): such an alias is not the user's either
+    if isinstance(item, exp.Alias) and not re.fullmatch(r"_col_\d+", item.alias) and \
+            not (item.alias == item.this.output_name and
+                 not isinstance(item.this, exp.Column)):
         return item.alias
     e = item.unalias()
     if isinstance(e, exp.Column):

@@ -69,6 +69,7 @@ from typing import ClassVar
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError
+from sqlglot.tokenizer_core import TokenizerCore
 from sqlglot.tokens import Token, TokenType
 from sqlglot.trie import new_trie
 
@@ -453,6 +454,20 @@ def _property_sql(self: Generator, e: exp.Property) -> str:
     return f"{k}={self.sql(e, 'value')}"
 
 
+class _ParameterAwareCore(TokenizerCore):
+    """sqlglot reads `$1,$2` as the start of a dollar-quoted string tagged `1,` (and fails);
+    in PostgreSQL a `$` followed by a digit is always a parameter (a tag cannot start with
+    a digit), which is what this core says before trying a dollar quote."""
+
+    __slots__ = ()
+
+    def _scan_string(self, start: str) -> bool:
+        if start == "$" and self._peek.isdigit():
+            self._add(self.heredoc_string_alternative)
+            return True
+        return super()._scan_string(start)
+
+
 class KuduSQL(Postgres):
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS: ClassVar[dict] = {
@@ -463,6 +478,11 @@ class KuduSQL(Postgres):
         }
         # SHOW is parsed (SHOW_PARSERS), not swallowed as a raw command string
         COMMANDS: ClassVar[set] = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW}
+
+        def _init_core(self) -> TokenizerCore:
+            core = super()._init_core()
+            core.__class__ = _ParameterAwareCore
+            return core
 
     class Parser(Postgres.Parser):
         PROPERTY_PARSERS: ClassVar[dict] = {

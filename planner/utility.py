@@ -281,7 +281,7 @@ class _Executor:
         if spec.if_not_exists and self.catalog.has_table(spec.name):
             self.notices.append(f'relation "{spec.name}" already exists, skipping')
             return self.result("CREATE TABLE")
-        declared = [c.name for c in ast.this.expressions if isinstance(c, exp.ColumnDef)] \
+        declared = [_ident(c.this) for c in ast.this.expressions if isinstance(c, exp.ColumnDef)] \
             if isinstance(ast.this, exp.Schema) else list(spec.schema.names)
         try:
             self.catalog.create_table(

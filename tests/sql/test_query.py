@@ -192,3 +192,18 @@ def test_window_functions_match_duckdb(db, sql):
         return sorted((tuple(float(v) if hasattr(v, "as_tuple") else v for v in r)
                        for r in rs), key=repr)
     assert norm(q(db, sql)) == norm(duck(db, sql))
+
+
+def test_identifiers_fold_like_postgresql_and_names(tmp_path):
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute('CREATE TABLE TT (K INT PRIMARY KEY, "V" INT, w INT)')
+        cur.execute("INSERT INTO tt VALUES (1, 2, 3)")
+        cur.execute('SELECT 1 + k, K, "V", 1, count(*) FROM Tt GROUP BY k, "V"')
+        assert [d[0] for d in cur.description] == ["?column?", "k", "V", "?column?", "count"]
+        assert cur.fetchall() == [(2, 1, 2, 1, 1)]
+        cur.execute("SELECT * FROM tt")
+        assert [d[0] for d in cur.description] == ["k", "V", "w"]
+        s = c._session
+        (r,) = s.execute("SELECT $1,$2", [1, "a"])     # no space after the comma
+        assert r.table.to_pylist() == [{"?column?": 1}] or r.table.num_columns == 2
