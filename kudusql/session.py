@@ -34,6 +34,7 @@ from planner import statement
 from planner.ddl import parse
 from planner.dialect import KuduSQL
 from planner.errors import SqlError, SqlSyntaxError
+from planner.plan_cache import PlanCache
 from planner.result import StatementResult
 
 _EXPLAIN = re.compile(r"^\s*explain\b\s*(?:\(\s*([a-z_,\s]*)\)|((?:\s*(?:analyze|analyse|verbose)"
@@ -110,6 +111,7 @@ class Session:
     def __init__(self, db: Database, catalog=None):
         self.db = db
         self.catalog = catalog if catalog is not None else db.catalog
+        self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
         self.in_transaction = False
         self._cancel = threading.Event()
 
@@ -240,6 +242,10 @@ class Session:
                 if e.position is not None:
                     e.position += m.end()
                 raise
+        if params:
+            out = self._plans.lookup(self.catalog, text, params)
+            if out is not None:
+                return statement.run_cached(self.catalog, out, stream, self._check_cancel)
         upsert = False
         if text[:6].upper() == "UPSERT" and (len(text) == 6 or not text[6].isalnum()):
             upsert = True
@@ -262,4 +268,5 @@ class Session:
         if isinstance(ast, exp.Set):
             return StatementResult("SET")
         return statement.execute(self.catalog, ast, text, params, upsert=upsert,
-                                 check_cancel=self._check_cancel, stream=stream)
+                                 check_cancel=self._check_cancel, stream=stream,
+                                 cache=self._plans)

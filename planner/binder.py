@@ -981,7 +981,9 @@ class Binder:
         if not 0 <= i < len(self.params):
             raise SqlError(f"there is no parameter ${i + 1}", "42P02", position(self.sql, node))
         v = self.params[i]
-        return Const(this=v if isinstance(v, pa.Scalar) else pa.scalar(v))
+        c = Const(this=v if isinstance(v, pa.Scalar) else pa.scalar(v))
+        c.meta["param"] = i          # planner.plan_cache substitutes new values here
+        return c
 
     # -- PostgreSQL compatibility: subplans, set-returning functions, catalog functions -----
     # Client catalog queries (psql, SQLAlchemy, pgcli, JDBC) use shapes the decorrelation

@@ -204,6 +204,20 @@ class Executor:
         st = self.stats.setdefault(id(node), NodeStats())
         keys = [node.key(c) for c in node.columns]
         snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else None
+        key = _point_key(node, table)
+        if key is not None:
+            # Every key column is pinned by an equality: one row at most, read with the
+            # engine's point lookup (one tablet, bloom filters, no scan set-up).
+            row = table.lookup(key, node.columns or None, snapshot)
+            st.detail.append("point lookup by primary key")
+            if row is None:
+                return
+            if not node.columns:
+                yield from empty_rows(1).to_batches()
+                return
+            b = pa.RecordBatch.from_pylist([row], schema=table.schema.arrow_schema(node.columns))
+            yield pa.RecordBatch.from_arrays(b.columns, names=keys)
+            return
         scan = table.scan(node.columns, node.pushed, snapshot)
         cond = and_all(node.filters)
         try:
@@ -673,7 +687,7 @@ class Executor:
             pending = rest
             keep_cols = needed | {k for c, _ in pending for k in refs(c)}
             t = t.select([n for n in t.column_names if n in keep_cols])
-            order.append(f"{sorted(A.inputs)} x {sorted(B.inputs)} -> {t.num_rows} rows")
+            order.append(f"join {sorted(A.inputs)} x {sorted(B.inputs)} -> {t.num_rows} rows")
             comps = [c for i, c in enumerate(comps) if i not in (a, b)] + [_Comp(t, merged)]
         if self.analyze:
             self.stats.setdefault(id(node), NodeStats()).detail.extend(order)
@@ -875,6 +889,25 @@ def _decimal_cumsum(x: pa.Array) -> pa.Array:
 
 def _combine_chunks(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def _point_key(node: L.Scan, table) -> tuple | None:
+    """The primary key a scan pins with equalities on every key column (and nothing else to
+    check), or None."""
+    if node.filters or node.changes:
+        return None
+    key_names = table.schema.key_names
+    if len(node.pushed) != len(key_names):
+        return None
+    values = {}
+    for p in node.pushed:
+        if p.kind != "range" or p.lower is None or p.lower != p.upper or \
+                not (p.lower_inclusive and p.upper_inclusive) or p.column in values:
+            return None
+        values[p.column] = p.lower
+    if set(values) != set(key_names):
+        return None
+    return tuple(values[k] for k in key_names)
 
 
 def _changes(a) -> np.ndarray:

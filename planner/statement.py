@@ -38,20 +38,39 @@ from planner.rules import optimize
 QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
 
 
-def plan_query(catalog, ast: exp.Expression, sql: str, params=None) -> L.Output:
+def plan_query(catalog, ast: exp.Expression, sql: str, params=None, cache=None
+               ) -> L.Output:
     out = Binder(catalog, sql, params).bind_query(ast)
+    if cache is not None and params:
+        cache.store(catalog, sql, params, out)
     return optimize(out, catalog)
 
 
-def run_query(catalog, ast, sql, params=None, check_cancel=None) -> pa.Table:
-    out = plan_query(catalog, ast, sql, params)
+def run_query(catalog, ast, sql, params=None, check_cancel=None, cache=None) -> pa.Table:
+    out = plan_query(catalog, ast, sql, params, cache)
     return Executor(catalog, check_cancel=check_cancel).run_output(out)
 
 
-def stream_query(catalog, ast, sql, params=None, check_cancel=None) -> StatementResult:
+def run_cached(catalog, out: L.Output, stream: bool, check_cancel=None) -> StatementResult:
+    """A plan from planner.plan_cache (parameters already substituted)."""
+    out = optimize(out, catalog)
+    ex = Executor(catalog, check_cancel=check_cancel)
+    if not stream:
+        return StatementResult.rows("SELECT", ex.run_output(out))
+    gen = ex.stream_output(out)
+    first = next(gen)
+
+    def rows():
+        yield first
+        yield from gen
+    return StatementResult("SELECT", rowcount=-1, stream=rows(), schema=first.schema)
+
+
+def stream_query(catalog, ast, sql, params=None, check_cancel=None, cache=None
+                 ) -> StatementResult:
     """A SELECT whose rows are streamed (see StatementResult.stream); planning errors raise
     here, execution errors while the stream is consumed."""
-    out = plan_query(catalog, ast, sql, params)
+    out = plan_query(catalog, ast, sql, params, cache)
     ex = Executor(catalog, check_cancel=check_cancel)
     gen = ex.stream_output(out)
     first = next(gen)           # starts the scan now: its snapshot is taken here
@@ -63,11 +82,12 @@ def stream_query(catalog, ast, sql, params=None, check_cancel=None) -> Statement
 
 
 def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = None, *,
-            upsert: bool = False, check_cancel=None, stream: bool = False) -> StatementResult:
+            upsert: bool = False, check_cancel=None, stream: bool = False,
+            cache=None) -> StatementResult:
     if isinstance(ast, QUERY_TYPES) and stream:
-        return stream_query(catalog, ast, sql, params, check_cancel)
+        return stream_query(catalog, ast, sql, params, check_cancel, cache)
     if isinstance(ast, QUERY_TYPES):
-        t = run_query(catalog, ast, sql, params, check_cancel)
+        t = run_query(catalog, ast, sql, params, check_cancel, cache)
         return StatementResult.rows("SELECT", t)
     if isinstance(ast, exp.Insert):
         return insert(catalog, ast, sql, params, upsert, check_cancel)
@@ -223,7 +243,7 @@ def render(out: L.Output, ex: Executor | None) -> list[str]:
                              f"{s.rowsets_pruned} rowsets by key range")
             if st is not None:
                 for d in st.detail:
-                    lines.append(f"{pad}     join: {d}")
+                    lines.append(f"{pad}     {d}")
         for e in node.expressions():
             for sq in e.find_all(SubqueryRef):
                 lines.append(f"{pad}     subquery:")

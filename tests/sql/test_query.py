@@ -207,3 +207,23 @@ def test_identifiers_fold_like_postgresql_and_names(tmp_path):
         s = c._session
         (r,) = s.execute("SELECT $1,$2", [1, "a"])     # no space after the comma
         assert r.table.to_pylist() == [{"?column?": 1}] or r.table.num_columns == 2
+
+
+def test_parameterised_plans_are_reused_and_invalidated_by_ddl(tmp_path):
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE p (k INT PRIMARY KEY, v STRING) PARTITION BY HASH (k) "
+                    "PARTITIONS 2")
+        cur.executemany("INSERT INTO p VALUES (%s, %s)", [(i, f"v{i}") for i in range(20)])
+        sql = "SELECT v FROM p WHERE k = %s"
+        assert [cur.execute(sql, (i,)).fetchall() for i in (3, 4, 99)] == \
+            [[("v3",)], [("v4",)], []]
+        assert len(c._session._plans._entries) == 1          # one plan, three executions
+        cur.execute("ALTER TABLE p ADD COLUMN w INT DEFAULT 7")
+        cur.execute("SELECT * FROM p WHERE k = %s", (5,))
+        assert cur.fetchall() == [(5, "v5", 7)]
+        assert cur.execute(sql, (5,)).fetchall() == [("v5",)]  # re-planned after the DDL
+        cur.execute("SELECT v FROM p WHERE k > %s ORDER BY k LIMIT %s", (17, 5))
+        assert cur.fetchall() == [("v18",), ("v19",)]
+        cur.execute("SELECT v FROM p WHERE k > %s ORDER BY k LIMIT %s", (15, 1))
+        assert cur.fetchall() == [("v16",)]                   # LIMIT $2 is never cached

@@ -1,0 +1,90 @@
+"""Plans of parameterised queries, kept per session so that a statement executed again
+with new parameter values (prepared statements, the wire protocol's extended query, DB-API
+calls in a loop) skips parsing, qualification and binding.
+
+Contract:
+- The cache holds *bound* plans (before the optimizer rules): parameters are `Const`s that
+  the binder marked with `meta["param"] = i`. `lookup` returns a private copy with the new
+  values substituted; the caller then runs the rules (which fold and push the values into
+  scans) and executes it.
+- A plan is cached only when every parameter appears in its expressions (a parameter the
+  binder consumed, like LIMIT $1, would be stale) and it reads only catalog tables. It is
+  valid while each table it reads still has the same catalog metadata object (any DDL on
+  the table replaces that object), and for the same Python types of the parameters.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+
+import pyarrow as pa
+from sqlglot import exp
+
+from planner import logical as L
+from planner.expr import Const
+from planner.rules import _all_nodes, _map_exprs
+
+
+def _param_index(n: exp.Expression) -> int | None:
+    if isinstance(n, Const) and n._meta:
+        return n.meta.get("param")
+    return None
+
+
+class PlanCache:
+    def __init__(self, capacity: int = 256):
+        self.capacity = capacity
+        self._entries: collections.OrderedDict = collections.OrderedDict()
+
+    @staticmethod
+    def _key(text: str, params) -> tuple:
+        return text, tuple(type(p) for p in params)
+
+    def lookup(self, catalog, text: str, params) -> L.Output | None:
+        key = self._key(text, params)
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        template, metas = entry
+        for name, meta in metas:
+            if not catalog.has_table(name) or \
+                    getattr(catalog.table(name), "metadata", None) is not meta:
+                del self._entries[key]
+                return None
+        self._entries.move_to_end(key)
+        out = copy.deepcopy(template)
+        values = [p if isinstance(p, pa.Scalar) else pa.scalar(p) for p in params]
+
+        def subst(e: exp.Expression) -> exp.Expression:
+            def fix(n):
+                i = _param_index(n)
+                if i is None:
+                    return n
+                c = Const(this=values[i])
+                c.meta["param"] = i
+                return c
+            return e.transform(fix)
+
+        for node in list(_all_nodes(out.plan)):
+            _map_exprs(node, subst)
+        return out
+
+    def store(self, catalog, text: str, params, template: L.Output) -> None:
+        seen: set[int] = set()
+        metas = []
+        for node in _all_nodes(template.plan):
+            for e in node.expressions():
+                seen |= {i for n in e.walk() if (i := _param_index(n)) is not None}
+            if isinstance(node, L.Scan):
+                meta = getattr(catalog.table(node.table), "metadata", None)
+                if meta is None or node.changes:
+                    return                      # system views, diff scans: not cached
+                metas.append((node.table, meta))
+            if isinstance(node, L.Values):
+                return                          # VALUES rows are not in expressions() walk
+        if seen != set(range(len(params))):
+            return
+        self._entries[self._key(text, params)] = (copy.deepcopy(template), metas)
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
