@@ -6,7 +6,10 @@ report each offending row (Kudu reports per-row errors, never a whole-batch fail
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -65,6 +68,10 @@ def cast_column(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
         return arr.cast(target, safe=False) if arr.type.unit == "ns" else arr.cast(target)
     if arr.type == target:
         return arr
+    if pa.types.is_decimal(target) and pa.types.is_integer(arr.type) and target.scale <= 19:
+        # Arrow refuses int64 -> DECIMAL(p, s) unless p >= 19 + s whatever the values are;
+        # going through DECIMAL(38, s) checks each value against p instead.
+        arr = arr.cast(pa.decimal128(38, target.scale))
     try:
         return arr.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
@@ -90,6 +97,8 @@ def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict)
                 good.append(physical_value(v, col))
             elif col.type in (DataType.STRING, DataType.VARCHAR) and isinstance(v, bytes):
                 good.append(v.decode("utf-8"))
+            elif col.type is DataType.DECIMAL and isinstance(v, (int, float, decimal.Decimal)):
+                good.append(_decimal_value(v, target))
             else:
                 good.append(pa.scalar(v).cast(target, safe=True).as_py())
         except Exception as e:  # noqa: BLE001 - reported as a per-row error
@@ -100,3 +109,14 @@ def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict)
     if col.type is DataType.VARCHAR:
         out = pc.utf8_slice_codeunits(out, 0, col.length)
     return out
+
+
+def _decimal_value(v, target: pa.DataType) -> decimal.Decimal:
+    """One value for DECIMAL(p, s): rounded half away from zero to s digits (PostgreSQL),
+    'out of range' when it needs more than p digits."""
+    d = decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
+    q = d.quantize(decimal.Decimal(1).scaleb(-target.scale), rounding=decimal.ROUND_HALF_UP)
+    if len(q.as_tuple().digits) > target.precision and q != 0:
+        raise ValueError(f"numeric value out of range for DECIMAL({target.precision},"
+                         f"{target.scale})")
+    return q

@@ -386,9 +386,10 @@ class Connection:
         self.close()
 
 
-def connect(dsn: str, **kwargs) -> Connection:
-    """Open the embedded database in directory `dsn` (created if missing)."""
+def connect(dsn: str, **kwargs):
+    """Open the embedded database in directory `dsn` (created if missing), or, for a
+    `postgresql://user:pw@host:port/db` DSN, connect to a server (kudusql/remote.py)."""
     if dsn.startswith(("postgresql://", "postgres://")):
-        raise NotSupportedError("the remote form comes with the wire server (kudusql serve)",
-                                "0A000")
+        from kudusql.remote import RemoteConnection
+        return RemoteConnection(dsn, **kwargs)
     return Connection(Database.open(dsn, **kwargs))

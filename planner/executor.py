@@ -930,9 +930,18 @@ def _chunked(a, n: int):
 
 
 def _concat_promote(parts: list, name: str) -> pa.Array:
-    tables = [pa.table({name: p}) for p in parts]
+    """One VALUES column from its rows' values: the common type by the expression rules
+    (1 and 1.5 give DECIMAL, as in PostgreSQL), 42804 when there is none."""
+    from planner.expr import _cast, _supertype
+    types = [p.type for p in parts if not pa.types.is_null(p.type)]
+    target = _supertype(types) if types else pa.null()
+    if target is None:
+        raise SqlError("VALUES types " + " and ".join(sorted({str(t) for t in types}))
+                       + " cannot be matched", "42804")
     try:
-        return pa.concat_tables(tables, promote_options="permissive").column(0)
+        cast = [p if p.type == target else _cast(p, target, None) for p in parts]
+        return pa.chunked_array([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+                                 for c in cast], type=target).combine_chunks()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         raise SqlError("VALUES types cannot be matched", "42804") from None
 

@@ -212,3 +212,16 @@ def test_declared_column_order_is_the_sql_order(tmp_path):
         cur.execute("CREATE TABLE o2 PRIMARY KEY (k) AS SELECT w, k FROM o")
         cur.execute("SELECT * FROM o2")
         assert [d[0] for d in cur.description] == ["w", "k"]
+
+
+def test_integer_and_mixed_literals_into_decimal(tmp_path):
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE d (k INT PRIMARY KEY, m DECIMAL(8,2))")
+        cur.execute("INSERT INTO d VALUES (1, 0), (2, 5), (3, 1.255), (4, NULL)")
+        assert rows(cur, "SELECT * FROM d") == [
+            (1, decimal.Decimal("0.00")), (2, decimal.Decimal("5.00")),
+            (3, decimal.Decimal("1.26")), (4, None)]
+        with pytest.raises(kudusql.DataError) as ei:
+            cur.execute("INSERT INTO d VALUES (5, 12345678), (6, 1)")
+        assert ei.value.sqlstate == "22003" and ei.value.rowcount == 1
