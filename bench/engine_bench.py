@@ -48,6 +48,7 @@ from engine.clock import HybridClock
 from engine.schema import ColumnSchema, Schema
 from engine.tablet import ColumnPredicate, ScanStats, Tablet, TabletConfig
 from engine.types import DataType
+from tpch import data as tpch_data
 
 try:  # declared in the `bench` extra; fall back to getrusage without it
     import psutil
@@ -192,14 +193,10 @@ best_of.cpu = 0.0
 
 
 def find_tpchgen() -> str:
-    cand = os.path.join(os.path.dirname(sys.executable), "tpchgen-cli")
-    if os.access(cand, os.X_OK):
-        return cand
-    found = shutil.which("tpchgen-cli")
-    if found:
-        return found
-    sys.exit("tpchgen-cli not found next to the Python executable nor on PATH; "
-             "install the bench extra: pip install -e '.[bench]'")
+    try:
+        return tpch_data.find_tpchgen()
+    except tpch_data.TpchgenNotFound as e:
+        sys.exit(str(e))
 
 
 def ensure_parquet(data_dir: str, sf: float) -> str:

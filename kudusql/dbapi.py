@@ -187,8 +187,42 @@ def convert_params(sql: str, params) -> tuple[str, list]:
 _SENTINEL = object()
 
 
-class Cursor:
+class RowFetching:
+    """fetchone / fetchmany / fetchall / iteration over `self._materialize()` (a list of
+    tuples) from position `self._pos`; shared by the embedded and the remote cursor."""
+
     arraysize = 1
+    _pos = 0
+
+    def _materialize(self) -> list[tuple]:
+        raise NotImplementedError
+
+    def fetchone(self):
+        rows = self._materialize()
+        if self._pos >= len(rows):
+            return None
+        self._pos += 1
+        return rows[self._pos - 1]
+
+    def fetchmany(self, size: int | None = None):
+        rows = self._materialize()
+        size = self.arraysize if size is None else size
+        out = rows[self._pos:self._pos + size]
+        self._pos += len(out)
+        return out
+
+    def fetchall(self):
+        rows = self._materialize()
+        out = rows[self._pos:]
+        self._pos = len(rows)
+        return out
+
+    def __iter__(self):
+        while (row := self.fetchone()) is not None:
+            yield row
+
+
+class Cursor(RowFetching):
 
     def __init__(self, conn: "Connection"):
         self.connection = conn
@@ -292,25 +326,6 @@ class Cursor:
             self._rows = list(zip(*cols)) if cols else [()] * self._table.num_rows
         return self._rows
 
-    def fetchone(self):
-        rows = self._materialize()
-        if self._pos >= len(rows):
-            return None
-        self._pos += 1
-        return rows[self._pos - 1]
-
-    def fetchmany(self, size: int | None = None):
-        rows = self._materialize()
-        size = self.arraysize if size is None else size
-        out = rows[self._pos:self._pos + size]
-        self._pos += len(out)
-        return out
-
-    def fetchall(self):
-        rows = self._materialize()
-        out = rows[self._pos:]
-        self._pos = len(rows)
-        return out
 
     def fetch_arrow_table(self) -> pa.Table:
         if self._table is None:
@@ -318,10 +333,6 @@ class Cursor:
         t = self._table.slice(self._pos)
         self._pos = self._table.num_rows
         return t
-
-    def __iter__(self):
-        while (row := self.fetchone()) is not None:
-            yield row
 
     def setinputsizes(self, sizes) -> None:
         pass

@@ -72,9 +72,7 @@ class RemoteConnection:
         self.close()
 
 
-class RemoteCursor:
-    arraysize = 1
-
+class RemoteCursor(dbapi.RowFetching):
     def __init__(self, conn: RemoteConnection):
         self.connection = conn
         self.description = None
@@ -135,30 +133,10 @@ class RemoteCursor:
         self.rowcount = total
         return self
 
-    def _need_rows(self) -> list[tuple]:
+    def _materialize(self) -> list[tuple]:
         if self._rows is None:
             raise dbapi.ProgrammingError("no results: the last statement returned no rows")
         return self._rows
-
-    def fetchone(self):
-        rows = self._need_rows()
-        if self._pos >= len(rows):
-            return None
-        self._pos += 1
-        return rows[self._pos - 1]
-
-    def fetchmany(self, size: int | None = None):
-        rows = self._need_rows()
-        size = self.arraysize if size is None else size
-        out = rows[self._pos:self._pos + size]
-        self._pos += len(out)
-        return out
-
-    def fetchall(self):
-        rows = self._need_rows()
-        out = rows[self._pos:]
-        self._pos = len(rows)
-        return out
 
     def fetch_arrow_table(self) -> pa.Table:
         rows = self.fetchall()
@@ -169,7 +147,3 @@ class RemoteCursor:
 
     def close(self) -> None:
         self._rows = None
-
-    def __iter__(self):
-        while (row := self.fetchone()) is not None:
-            yield row

@@ -337,16 +337,10 @@ class Executor:
         t = self.run(node.input)
         if t.num_rows <= 1:
             return t
-        work = {}
-        sort_keys = []
+        work: dict = {}
+        sort_keys: list = []
         for i, k in enumerate(node.keys):
-            arr = self.eval(k.expr, t)
-            nulls_first = k.nulls_first if k.nulls_first is not None else k.desc
-            if arr.null_count:
-                work[f"$sn{i}"] = pc.is_null(arr)
-                sort_keys.append((f"$sn{i}", "descending" if nulls_first else "ascending"))
-            work[f"$sk{i}"] = arr
-            sort_keys.append((f"$sk{i}", "descending" if k.desc else "ascending"))
+            _add_sort_key(work, sort_keys, f"s{i}", self.eval(k.expr, t), k)
         keys_table = pa.table(work)
         if node.limit is not None and node.limit < t.num_rows // 8:
             idx = pc.select_k_unstable(keys_table, k=node.limit, sort_keys=sort_keys)
@@ -376,12 +370,7 @@ class Executor:
             work[f"p{i}"] = a
             sort_keys.append((f"p{i}", "ascending"))
         for i, (k, a) in enumerate(zip(c.order, orders)):
-            nulls_first = k.nulls_first if k.nulls_first is not None else k.desc
-            if a.null_count:
-                work[f"n{i}"] = pc.is_null(a)
-                sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
-            work[f"o{i}"] = a
-            sort_keys.append((f"o{i}", "descending" if k.desc else "ascending"))
+            _add_sort_key(work, sort_keys, f"o{i}", a, k)
         if sort_keys and n:
             idx = pc.sort_indices(pa.table(work), sort_keys=sort_keys).to_numpy()
         else:
@@ -889,6 +878,17 @@ def _decimal_cumsum(x: pa.Array) -> pa.Array:
 
 def _combine_chunks(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> None:
+    """Sort columns for one ORDER BY key with PostgreSQL's NULL order (last for ASC, first
+    for DESC, unless NULLS FIRST/LAST): a NULL flag column first when there are NULLs."""
+    nulls_first = k.nulls_first if k.nulls_first is not None else k.desc
+    if arr.null_count:
+        work[f"{name}$null"] = pc.is_null(arr)
+        sort_keys.append((f"{name}$null", "descending" if nulls_first else "ascending"))
+    work[name] = arr
+    sort_keys.append((name, "descending" if k.desc else "ascending"))
 
 
 def _point_key(node: L.Scan, table) -> tuple | None:
