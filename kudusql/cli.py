@@ -3,13 +3,14 @@
     kudusql serve [--data-dir DIR] [--host H] [--port N] [--auth METHOD]
                   [--max-connections N] [--tls-cert F --tls-key F] [--require-tls]
     kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
+    kudusql tpch gen|load|run --sf N ...
 
 `serve` runs the Postgres wire server (wire/server.py) over the database in the data
 directory (created if missing). Loopback addresses may use trust authentication (the
 default); any other address needs a password method, and the server refuses to start
-otherwise. `shell` is the SQL shell (shell/main.py, docs/shell.md). `tpch` arrives with
-its issue: each subcommand is a function
-`_cmd_<name>(args) -> exit status` registered in `_parser()`.
+otherwise. `shell` is the SQL shell (shell/main.py, docs/shell.md). `tpch` generates,
+loads and runs TPC-H (tpch/cli.py). Each subcommand is a function `(args) -> exit status`
+registered in `_parser()`.
 """
 
 from __future__ import annotations
@@ -87,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
                     "or run -c / -f / standard input and exit (status 1 on error).")
     shell_arguments(sh)
     sh.set_defaults(func=_cmd_shell)
+
+    from tpch.cli import add_arguments as tpch_arguments
+    tp = sub.add_parser(
+        "tpch", help="generate, load and run TPC-H",
+        description="TPC-H: `gen` parquet with tpchgen-cli, `load` it into a database, "
+                    "`run` the 22 queries (optionally against DuckDB).")
+    tpch_arguments(tp)
     return p
 
 

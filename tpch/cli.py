@@ -1,0 +1,172 @@
+"""`kudusql tpch`: generate, load and run TPC-H against a kudusql database.
+
+    kudusql tpch gen  --sf N [--out DIR]                     tpchgen-cli -> parquet (cached)
+    kudusql tpch load --sf N --data-dir DB [--out DIR]       parquet -> kudusql tables (direct)
+    kudusql tpch run  --sf N (--data-dir DB | --dsn URL) [--queries 1,3-5] [--compare duckdb]
+
+`run` prints one line per query (time, rows, and with --compare: DuckDB's time on the same
+parquet, the ratio and whether the answers are equal), then the geometric mean of the
+ratios; the exit status is 1 if a query failed or answered differently. The parquet lives
+in `--out` (default ./tpch-data/sf<N>); the Spark load path (`--via spark`) arrives with the
+PySpark data source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+
+def _parquet_dir(args) -> str:
+    return args.out or os.path.join("tpch-data", f"sf{args.sf:g}")
+
+
+def _progress(table: str, done: int, total: int) -> None:
+    pct = 100.0 * done / total if total else 100.0
+    end = "\n" if done >= total else ""
+    print(f"\r  {table:<10} {done:>12,} / {total:,} rows ({pct:5.1f}%)", end=end, flush=True)
+
+
+def cmd_gen(args) -> int:
+    from tpch.data import TpchgenNotFound, generate
+    out = _parquet_dir(args)
+    t0 = time.perf_counter()
+    try:
+        generate(args.sf, out)
+    except TpchgenNotFound as e:
+        print(f"kudusql tpch gen: {e}", file=sys.stderr)
+        return 2
+    print(f"TPC-H SF {args.sf:g} parquet in {out} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def cmd_load(args) -> int:
+    import kudusql
+    from tpch.load import load
+    if args.via != "direct":
+        print("kudusql tpch load: --via spark comes with the PySpark data source; "
+              "use --via direct", file=sys.stderr)
+        return 2
+    rc = cmd_gen(args)
+    if rc:
+        return rc
+    t0 = time.perf_counter()
+    with kudusql.connect(args.data_dir) as conn:
+        rows = load(conn, _parquet_dir(args), progress=_progress)
+    dt = time.perf_counter() - t0
+    total = sum(rows.values())
+    print(f"loaded {total:,} rows into {args.data_dir} in {dt:.1f} s "
+          f"({total / dt:,.0f} rows/s)")
+    return 0
+
+
+def _connect(args):
+    import kudusql
+    if args.dsn:
+        return kudusql.connect(args.dsn)
+    return kudusql.connect(args.data_dir)
+
+
+def cmd_run(args) -> int:
+    from tpch.oracle import compare_query, duckdb_connect, duckdb_run
+    from tpch.queries import QUERIES, query
+    numbers = _parse_queries(args.queries) if args.queries else list(QUERIES)
+    duck = None
+    if args.compare == "duckdb":
+        rc = cmd_gen(args)
+        if rc:
+            return rc
+        duck = duckdb_connect(_parquet_dir(args))
+    failed = 0
+    ratios = []
+    header = f"{'query':<6}{'ms':>10}{'rows':>9}"
+    if duck is not None:
+        header += f"{'duckdb ms':>11}{'ratio':>8}  correct"
+    print(header)
+    with _connect(args) as conn:
+        for n in numbers:
+            sql = query(n)
+            t0 = time.perf_counter()
+            try:
+                ours = conn.cursor().execute(sql).fetch_arrow_table()
+            except Exception as e:  # noqa: BLE001 - a failing query is reported, not fatal
+                failed += 1
+                print(f"Q{n:02d}   FAILED: {type(e).__name__}: {e}")
+                continue
+            ms = (time.perf_counter() - t0) * 1000
+            line = f"Q{n:02d}  {ms:>10.1f}{ours.num_rows:>9,}"
+            if duck is not None:
+                t1 = time.perf_counter()
+                expected = duckdb_run(duck, sql)
+                dms = (time.perf_counter() - t1) * 1000
+                problems = compare_query(n, ours, expected)
+                failed += bool(problems)
+                ratios.append(ms / dms if dms > 0 else float("nan"))
+                line += f"{dms:>11.1f}{ratios[-1]:>7.1f}x  {'yes' if not problems else 'NO'}"
+                if problems and args.verbose:
+                    line += "\n      " + "\n      ".join(problems[:5])
+            print(line)
+    good = [r for r in ratios if r > 0 and not math.isnan(r)]
+    if good:
+        geo = math.exp(sum(math.log(r) for r in good) / len(good))
+        print(f"geometric mean of ours/duckdb over {len(good)} queries: {geo:.2f}x")
+    return 1 if failed else 0
+
+
+def _parse_queries(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    bad = [n for n in out if not 1 <= n <= 22]
+    if bad:
+        raise SystemExit(f"kudusql tpch run: no TPC-H queries {bad} (1..22)")
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="tpch_command", metavar="ACTION", required=True)
+
+    def common(sp, data_dir: bool):
+        sp.add_argument("--sf", type=float, default=1.0,
+                        help="scale factor (default: %(default)s)")
+        sp.add_argument("--out", default=None,
+                        help="parquet directory (default: ./tpch-data/sf<SF>)")
+        if data_dir:
+            sp.add_argument("--data-dir", default="./kudusql-data",
+                            help="kudusql database directory (default: %(default)s)")
+
+    g = sub.add_parser("gen", help="generate TPC-H parquet with tpchgen-cli (cached)",
+                       description="Generate the eight TPC-H tables as parquet (tpchgen-cli); "
+                                   "a complete earlier generation is reused.")
+    common(g, False)
+    g.set_defaults(func=cmd_gen)
+    ld = sub.add_parser("load", help="create the TPC-H tables and load them",
+                        description="Create the TPC-H tables (primary keys, hash "
+                                    "partitioning) in --data-dir and load the generated "
+                                    "parquet, with progress.")
+    common(ld, True)
+    ld.add_argument("--via", choices=["direct", "spark"], default="direct",
+                    help="load path (default: %(default)s; spark comes with the PySpark "
+                         "data source)")
+    ld.set_defaults(func=cmd_load)
+    r = sub.add_parser("run", help="run the 22 queries, optionally checked against DuckDB",
+                       description="Run TPC-H queries against --data-dir (embedded) or "
+                                   "--dsn (a server); with --compare duckdb, DuckDB runs the "
+                                   "same queries on the same parquet and the answers are "
+                                   "compared.")
+    common(r, True)
+    r.add_argument("--dsn", default=None, help="postgresql://... of a kudusql server instead "
+                                               "of --data-dir")
+    r.add_argument("--queries", default=None, help="e.g. 1,3,5-7 (default: all 22)")
+    r.add_argument("--compare", choices=["duckdb"], default=None,
+                   help="check answers and times against DuckDB (a test/bench dependency)")
+    r.add_argument("-v", "--verbose", action="store_true", help="print answer differences")
+    r.set_defaults(func=cmd_run)
