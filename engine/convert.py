@@ -112,10 +112,12 @@ def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict)
 
 
 def _decimal_value(v, target: pa.DataType) -> decimal.Decimal:
-    """One value for DECIMAL(p, s): rounded half away from zero to s digits (PostgreSQL),
-    'out of range' when it needs more than p digits."""
+    """One value for DECIMAL(p, s), exactly (Kudu refuses rather than rounds; the SQL layer
+    rounds before it gets here): 'out of range' when it needs more than p digits."""
     d = decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
     q = d.quantize(decimal.Decimal(1).scaleb(-target.scale), rounding=decimal.ROUND_HALF_UP)
+    if q != d:
+        raise ValueError(f"{d} does not fit scale {target.scale}")
     if len(q.as_tuple().digits) > target.precision and q != 0:
         raise ValueError(f"numeric value out of range for DECIMAL({target.precision},"
                          f"{target.scale})")

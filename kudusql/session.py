@@ -21,6 +21,7 @@ the writes already applied stay applied - it never claims to undo them.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 
@@ -45,8 +46,10 @@ class QueryCanceled(SqlError):
     sqlstate = "57014"
 
 
-def split_statements(sql: str) -> list[tuple[int, str]]:
-    """(offset, text) of each statement in `sql` (split at top-level semicolons)."""
+@functools.lru_cache(maxsize=1024)
+def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
+    """(offset, text) of each statement in `sql` (split at top-level semicolons); cached,
+    since clients send the same statement texts again and again."""
     try:
         tokens = KuduSQL().tokenize(sql)
     except Exception as e:  # sqlglot raises TokenError for an unterminated string etc.
@@ -62,7 +65,7 @@ def split_statements(sql: str) -> list[tuple[int, str]]:
             seg_start = t.start
     if seg_start is not None:
         out.append((seg_start, sql[seg_start:].rstrip()))
-    return out
+    return tuple(out)
 
 
 class Database:

@@ -144,15 +144,20 @@ def evaluate_filter(node: exp.Expression,
 
 
 def fold_constants(node: exp.Expression) -> exp.Expression:
-    """Return a copy of `node` with each maximal constant subtree replaced by a `Const`.
+    """`node` with each maximal constant subtree replaced by a `Const` (a copy; `node`
+    itself when there is nothing to fold).
 
     A subtree is constant when it has no column, aggregate, subquery, parameter or
     non-deterministic function (random(); now() and current_date do fold). A constant
     subtree whose evaluation raises is left as it is: the error surfaces at execution, and
     only if a row reaches it. Bare literals, aliases and CASE's WHEN arms are never replaced.
     """
-    root = node.copy()
     memo: dict[int, bool] = {}
+    if not any(_foldable(n, memo) and not _trivially_constant(n) and not _fixed_slot(n)
+               for n in node.walk()):
+        return node            # nothing to fold (the common case): no copy
+    root = node.copy()
+    memo = {}
     ctx = _Ctx(pa.table({}))
 
     def fold(n: exp.Expr) -> exp.Expr:

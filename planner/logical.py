@@ -28,19 +28,29 @@ Nodes (children first in each dataclass):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any
 
 from sqlglot import exp
 
 
+@functools.cache
+def _field_names(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 @dataclasses.dataclass
 class Node:
     def children(self) -> list["Node"]:
-        return [getattr(self, f.name) for f in dataclasses.fields(self)
-                if isinstance(getattr(self, f.name), Node)] + [
-            c for f in dataclasses.fields(self) if isinstance(getattr(self, f.name), list)
-            for c in getattr(self, f.name) if isinstance(c, Node)]
+        out: list[Node] = []
+        for name in _field_names(type(self)):
+            v = getattr(self, name)
+            if isinstance(v, Node):
+                out.append(v)
+            elif isinstance(v, list):
+                out.extend(c for c in v if isinstance(c, Node))
+        return out
 
     def expressions(self) -> list[exp.Expression]:
         """Every expression the node evaluates (for column pruning and subquery resolution)."""

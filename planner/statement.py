@@ -431,11 +431,26 @@ def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
     verb = "UPSERT" if upsert else "INSERT"
     if rows.num_rows == 0:
         return StatementResult(verb, rowcount=0)
-    data = pa.Table.from_arrays(rows.columns, names=cols)
+    data = pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
+                                 for a, c in zip(rows.columns, cols)], names=cols)
     r = target.table.upsert(data) if upsert else target.table.insert(data)
     errs = [e for e in r.row_errors if not (target.ignore_dups and e.code == "ALREADY_PRESENT")]
     return StatementResult(verb, rowcount=r.num_applied,
                            row_errors=_row_failures(target.name, schema, errs))
+
+
+def _sql_round(col, target: pa.DataType):
+    """SQL assignment to DECIMAL(p, s) rounds to s digits (PostgreSQL); the engine itself
+    refuses values that do not fit (Kudu). A column that cannot be cast as a whole is left
+    to the engine, which reports each bad row."""
+    if not pa.types.is_decimal(target) or col.type == target or not (
+            pa.types.is_decimal(col.type) or pa.types.is_floating(col.type)):
+        return col
+    from planner.expr import _cast
+    try:
+        return _cast(col, target, None)
+    except SqlError:
+        return col
 
 
 def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
@@ -500,7 +515,9 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel) -> StatementResu
     rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel)
     if rows.num_rows == 0:
         return StatementResult("UPDATE", rowcount=0)
-    data = pa.Table.from_arrays(rows.columns, names=schema.key_names + names)
+    cols = schema.key_names + names
+    data = pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
+                                 for a, c in zip(rows.columns, cols)], names=cols)
     r = table.update(data)
     errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
     return StatementResult("UPDATE", rowcount=r.num_applied,
