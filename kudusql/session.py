@@ -115,6 +115,7 @@ class Session:
         self.db = db
         self.catalog = catalog if catalog is not None else db.catalog
         self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
+        self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
         self.in_transaction = False
         self._cancel = threading.Event()
 
@@ -199,30 +200,40 @@ class Session:
         if len(stmts) != 1 or not param_sets:
             return None
         offset, text = stmts[0]
-        upsert = text[:6].upper() == "UPSERT"
-        if upsert:
-            text = "INSERT" + text[6:]
         try:
-            asts = parse(text)
-        except SqlError:
-            return None
-        if len(asts) != 1:
-            return None
-        n = statement.bulk_parameters(asts[0])
-        if n is None or any(len(p) != n for p in param_sets):
-            return None
-        try:
-            columns = [pa.array([p[i] for p in param_sets]) for i in range(n)]
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-            return None        # values pyarrow cannot type as one column: the slow path
-        try:
-            target = statement.insert_target(self.catalog, asts[0], text)
-            rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
-            return statement.insert_rows(target, rows, upsert, text, asts[0].expression)
+            return self._bulk_insert(text, param_sets)
         except SqlError as e:
             if e.position is not None:
                 e.position += offset
             raise
+
+    def _bulk_insert(self, text: str, param_sets) -> StatementResult | None:
+        """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
+        parse is cached per statement text. None for other statements."""
+        shape = self._insert_shapes.get(text)
+        if shape is None:
+            upsert = text[:6].upper() == "UPSERT"
+            sql = "INSERT" + text[6:] if upsert else text
+            try:
+                asts = parse(sql)
+            except SqlError:
+                asts = []
+            n = statement.bulk_parameters(asts[0]) if len(asts) == 1 else None
+            shape = (asts[0], n, upsert, sql) if n is not None else (None, None, None, None)
+            if len(self._insert_shapes) > 256:
+                self._insert_shapes.clear()
+            self._insert_shapes[text] = shape
+        ast, n, upsert, sql = shape
+        if ast is None or any(len(p) != n for p in param_sets):
+            return None
+        try:
+            columns = [pa.array([p[i].as_py() if isinstance(p[i], pa.Scalar) else p[i]
+                                 for p in param_sets]) for i in range(n)]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            return None        # values pyarrow cannot type as one column: the slow path
+        target = statement.insert_target(self.catalog, ast, sql)
+        rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
+        return statement.insert_rows(target, rows, upsert, sql, ast.expression)
 
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         m = _EXPLAIN.match(text)
@@ -249,6 +260,9 @@ class Session:
             out = self._plans.lookup(self.catalog, text, params)
             if out is not None:
                 return statement.run_cached(self.catalog, out, stream, self._check_cancel)
+            r = self._bulk_insert(text, [params])
+            if r is not None:
+                return r
         upsert = False
         if text[:6].upper() == "UPSERT" and (len(text) == 6 or not text[6].isalnum()):
             upsert = True
