@@ -46,7 +46,7 @@ from planner.errors import SqlError
 from planner.expr import Const, constant_value, evaluate, evaluate_filter
 from planner.rules import output_keys
 
-MAX_CROSS_JOIN_ROWS = 100_000_000
+MAX_CROSS_JOIN_ROWS = 50_000_000
 
 
 @dataclasses.dataclass
@@ -582,7 +582,7 @@ class Executor:
         if lk:
             matched = hash_join(lt, right, lk, rk, "inner")
         else:
-            matched = cross_join(lt, right)
+            matched = cross_join(lt, right, self._check_cancel)
         matched = matched.filter(self.eval_filter(node.residual, matched))
         if node.kind in ("semi", "anti"):
             ids = pc.unique(matched.column(rid))
@@ -607,7 +607,7 @@ class Executor:
             return pad
         if kind == "full":
             raise SqlError("FULL JOIN without an equality condition is not supported", "0A000")
-        return cross_join(left, right)
+        return cross_join(left, right, self._check_cancel)
 
     def _multijoin(self, node: L.MultiJoin) -> pa.Table:
         inputs = [self.run(i) for i in node.inputs]
@@ -665,7 +665,7 @@ class Executor:
                 rk = [self.eval(y, B.table) for _, y in keys]
                 t = hash_join(A.table, B.table, lk, rk, "inner")
             else:
-                t = cross_join(A.table, B.table)
+                t = cross_join(A.table, B.table, self._check_cancel)
             merged = A.inputs | B.inputs
             rest = []
             for c, ins in pending:
@@ -1012,19 +1012,32 @@ _SWAPPED = {"inner": "inner", "left semi": "right semi", "left anti": "right ant
             "left outer": "right outer"}
 
 
-def cross_join(left: pa.Table, right: pa.Table) -> pa.Table:
+CROSS_JOIN_CHUNK_ROWS = 1 << 20
+
+
+def cross_join(left: pa.Table, right: pa.Table, check_cancel=None) -> pa.Table:
+    """Every left row with every right row, built in chunks of about a million output rows
+    (a cancel is honoured between chunks); 54000 beyond MAX_CROSS_JOIN_ROWS."""
     n = left.num_rows * right.num_rows
     if n > MAX_CROSS_JOIN_ROWS:
         raise SqlError(f"a cross join of {left.num_rows} x {right.num_rows} rows is too large",
                        "54000")
-    li = np.repeat(np.arange(left.num_rows, dtype=np.int64), right.num_rows)
-    ri = np.tile(np.arange(right.num_rows, dtype=np.int64), left.num_rows)
-    lt = left.take(pa.array(li)) if left.num_columns else empty_rows(n)
-    rt = right.take(pa.array(ri))
-    out = lt
-    for name in rt.column_names:
-        out = out.append_column(name, rt.column(name))
-    return out
+    step = max(1, CROSS_JOIN_CHUNK_ROWS // max(right.num_rows, 1))
+    parts = []
+    for start in range(0, max(left.num_rows, 1), step):
+        if check_cancel is not None:
+            check_cancel()
+        rows = min(step, left.num_rows - start)   # (slicing a column-less table does not
+        chunk = left.slice(start, rows)           # clamp its length: count explicitly)
+        m = rows * right.num_rows
+        li = np.repeat(np.arange(rows, dtype=np.int64), right.num_rows)
+        ri = np.tile(np.arange(right.num_rows, dtype=np.int64), rows)
+        out = chunk.take(pa.array(li)) if chunk.num_columns else empty_rows(m)
+        rt = right.take(pa.array(ri))
+        for name in rt.column_names:
+            out = out.append_column(name, rt.column(name))
+        parts.append(out)
+    return pa.concat_tables(parts) if len(parts) != 1 else parts[0]
 
 
 _HASH_AGG = {

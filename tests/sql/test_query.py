@@ -229,3 +229,20 @@ def test_parameterised_plans_are_reused_and_invalidated_by_ddl(tmp_path):
         assert cur.fetchall() == [("v18",), ("v19",)]
         cur.execute("SELECT v FROM p WHERE k > %s ORDER BY k LIMIT %s", (15, 1))
         assert cur.fetchall() == [("v16",)]                   # LIMIT $2 is never cached
+
+
+def test_cross_joins_count_right_and_can_be_cancelled(tmp_path):
+    import threading
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE a (k INT PRIMARY KEY)")
+        cur.executemany("INSERT INTO a VALUES (%s)", [(i,) for i in range(3000)])
+        cur.execute("SELECT count(*) FROM a x, a y WHERE x.k < 3")    # column-less inputs
+        assert cur.fetchone() == (9000,)
+        timer = threading.Timer(0.3, c.cancel)
+        timer.start()
+        with pytest.raises(kudusql.OperationalError) as ei:
+            cur.execute("SELECT count(*) FROM a x, a y, a z WHERE x.k + y.k + z.k < 0 "
+                        "AND z.k < 4")
+        timer.cancel()
+        assert ei.value.sqlstate == "57014"
