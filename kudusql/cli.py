@@ -2,6 +2,7 @@
 
     kudusql serve [--data-dir DIR] [--host H] [--port N] [--auth METHOD]
                   [--max-connections N] [--tls-cert F --tls-key F] [--require-tls]
+                  [--flight-port N]
     kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
     kudusql tpch gen|load|run --sf N ...
 
@@ -27,7 +28,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = ServerConfig(host=args.host, port=args.port, auth=args.auth,
                           max_connections=args.max_connections, tls_cert=args.tls_cert,
-                          tls_key=args.tls_key, require_tls=args.require_tls)
+                          tls_key=args.tls_key, require_tls=args.require_tls,
+                          flight_port=args.flight_port)
     try:
         return serve(config, args.data_dir)
     except ConfigError as e:
@@ -78,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
     s.add_argument("--require-tls", action="store_true",
                    help="refuse connections that do not switch to TLS")
+    s.add_argument("--flight-port", type=int, default=None,
+                   help="also serve Arrow Flight (the PySpark data source's endpoint, "
+                        "docs/spark.md) on this port of the first --host, which must be a "
+                        "loopback address (no authentication); off by default")
     s.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     s.set_defaults(func=_cmd_serve)
 

@@ -57,6 +57,9 @@ class ServerConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     require_tls: bool = False
+    # -- Arrow Flight (wire/flight.py, docs/spark.md): the columnar endpoint of the PySpark
+    # data source, on `host`; None/0 = not started. No authentication: loopback only.
+    flight_port: int | None = None
     # rows per encoded DataRow batch, and the batch size from which encoding moves off the
     # event loop into the pool (small results are encoded inline: a pool hop costs more)
     batch_rows: int = 16384
@@ -258,6 +261,8 @@ def serve(config: ServerConfig, data_dir: str) -> int:
                             "(set KUDUSQL_PASSWORD, or ALTER USER over a trust connection)",
                             DEFAULT_USER, config.auth)
 
+        flight_server = _start_flight(db, config)
+
         async def main() -> None:
             server = Server(db, config, users)
             await server.start()
@@ -273,7 +278,27 @@ def serve(config: ServerConfig, data_dir: str) -> int:
             await stop.wait()
             await server.close()
 
-        asyncio.run(main())
+        try:
+            asyncio.run(main())
+        finally:
+            if flight_server is not None:
+                flight_server.shutdown()
     finally:
         db.close()
     return 0
+
+
+# -- Arrow Flight (docs/spark.md) --------------------------------------------------------------
+def _start_flight(db, config: ServerConfig):
+    """The Flight endpoint next to the pg-wire server when `config.flight_port` is set."""
+    if not config.flight_port:
+        return None
+    host = config.host.split(",")[0].strip()
+    if not _is_loopback(host):
+        raise ConfigError(f"--flight-port has no authentication: listen on a loopback "
+                          f"address, not {host}")
+    from wire.flight import start
+
+    fs = start(db, host, config.flight_port)
+    print(f"kudusql: Arrow Flight on {fs.location}", flush=True)
+    return fs

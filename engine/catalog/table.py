@@ -477,6 +477,20 @@ class Table:
              predicates: Sequence[ColumnPredicate] = (), snapshot=None,
              lower_key=None, upper_key=None, lazy: bool = True) -> TableScan:
         """Scan the pruned tablets at one snapshot; bad input raises here, not later."""
+        return self._scan(columns, predicates, snapshot, lower_key, upper_key, lazy, None)
+
+    def scan_partition(self, index: int, columns: Sequence[str] | None = None,
+                       predicates: Sequence[ColumnPredicate] = (), snapshot=None,
+                       lazy: bool = True) -> TableScan:
+        """`scan` restricted to one partition (`partition_schema.partitions[index]`, i.e.
+        tablet `metadata.tablet_ids[index]`): one Spark / Flight partition per tablet, as in
+        Kudu's Spark integration. The partition is still pruned by the predicates (then
+        nothing is read); pass the same `snapshot` to every partition's scan for one
+        consistent cut. An index outside the current partitions raises InvalidArgument."""
+        return self._scan(columns, predicates, snapshot, None, None, lazy, int(index))
+
+    def _scan(self, columns, predicates, snapshot, lower_key, upper_key, lazy,
+              only: int | None) -> TableScan:
         state: dict = {}
 
         def pick(meta):
@@ -487,6 +501,12 @@ class Table:
             for p in predicates:
                 BoundPredicate(p, schema.column(p.column))  # raises on a bad literal
             keep = meta.partition_schema.prune(predicates)
+            if only is not None:
+                if not 0 <= only < len(meta.tablet_ids):
+                    raise errors.InvalidArgument(
+                        f'table "{meta.name}" has no partition {only} '
+                        f'({len(meta.tablet_ids)} partitions)')
+                keep = [i for i in keep if i == only]
             state.update(names=names, keep=keep)
             return [meta.tablet_ids[i] for i in keep]
 

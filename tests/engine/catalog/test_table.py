@@ -256,3 +256,35 @@ def test_string_view_columns_are_routed(cat):
     assert sorted(cat.table("t").scan_table(["k", "g"]).to_pylist(),
                   key=lambda d: d["k"]) == [{"k": 1, "g": "a"}, {"k": 2, "g": "b"},
                                             {"k": 150, "g": "c"}]
+
+
+def test_scan_partition_reads_one_tablet_at_a_snapshot(cat):
+    """One scan per partition (the Flight / Spark split) covers the table exactly once."""
+    t = cat.table("t")
+    keys = [(k, g) for k in range(0, 400, 7) if covered(k) for g in GROUPS]
+    t.insert(batch(keys, list(range(len(keys)))))
+    ts = t.current_timestamp()
+    t.upsert(batch(keys[:5], [-1] * 5))  # after the snapshot: invisible at ts
+    n = len(t.partition_schema.partitions)
+    parts = []
+    for i in range(n):
+        sc = t.scan_partition(i, ["k", "g", "v"], snapshot=ts)
+        rows = pa.Table.from_batches(list(sc), schema=sc_schema(t)).to_pylist()
+        assert sc.stats.tablets_scanned == 1 and sc.stats.tablets_total == n
+        # every row of partition i belongs to tablet i
+        for r in rows:
+            assert t.partition_schema.partition_index_for_key({"k": r["k"], "g": r["g"]}) == i
+        parts.extend(rows)
+    assert sorted((r["k"], r["g"], r["v"]) for r in parts) == sorted(
+        (k, g, v) for (k, g), v in zip(keys, range(len(keys))))
+    # predicates still prune: a partition the predicate rules out reads nothing
+    pruned = [i for i in range(n) if i not in t.partition_schema.prune([P.equal("g", "a")])]
+    assert pruned
+    sc = t.scan_partition(pruned[0], ["k"], [P.equal("g", "a")], snapshot=ts)
+    assert list(sc) == [] and sc.stats.tablets_scanned == 0
+    with pytest.raises(errors.InvalidArgument):
+        t.scan_partition(n, ["k"])
+
+
+def sc_schema(t):
+    return t.schema.arrow_schema(["k", "g", "v"])

@@ -1,0 +1,277 @@
+"""The `kudusql` PySpark data source: Kudu's Spark integration over Arrow Flight.
+
+Kudu's connector (paper §5.1) makes one Spark partition per tablet, pushes column
+projections and simple predicates into the tablet scans, and reads every partition at one
+snapshot. Here, with PySpark's Python Data Source API (pyspark >= 4.1 for pushFilters):
+
+    driver (planning)                          executors
+    schema()      Flight get_schema             -
+    pushFilters() EqualTo, <, <=, >, >=, In,     -
+                  IsNull, IsNotNull,
+                  EqualNullSafe -> engine
+                  ColumnPredicates (the server
+                  binds them first; a filter it
+                  refuses stays with Spark)
+    partitions()  Flight get_flight_info:        read(p): do_get(ticket) -> Arrow batches
+                  snapshot T chosen once, one    (the tablet's scan at T, predicates and
+                  partition per unpruned tablet   projection applied in the engine)
+    writer()      -                              write(batches): do_put, insert | upsert;
+    commit()      sums the per-task summaries;   the server answers applied / failed per
+                  raises KudusqlWriteError if      code / the first row errors
+                  any row failed
+
+Pushed filters are evaluated exactly by the engine, so they are not returned to Spark
+(Kudu's connector does the same). Not pushed: Not, string LIKE forms, OR, nested fields.
+
+Options: `flight` (grpc://host:port, required), `table` (required); read: `snapshot`
+(a timestamp from the Flight action current_timestamp: time travel), `pushdown`
+("true" turns filter pushdown on; it needs spark.sql.python.filterPushdown.enabled=true,
+and is opt-in because of a PySpark 4.3 caching problem: a DataFrame that had filters
+pushed reuses that planned scan for a later query on it that pushes none — load a fresh
+DataFrame per query with pushdown on; see docs/spark.md); write: `mode` (insert,
+the default, or upsert), `ignore_row_errors` ("true": report failed rows in the log only).
+mode("overwrite") is refused: Kudu's connector has no truncate either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.flight as fl
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from wire.flight import value_to_json
+
+log = logging.getLogger("kudusql.spark")
+
+
+class KudusqlWriteError(RuntimeError):
+    """Rows of a DataFrame write failed (duplicate keys in insert mode, NOT NULL, no range
+    partition, ...). As in Kudu the other rows were applied and stay applied."""
+
+
+def _options(options) -> tuple[str, str]:
+    loc, table = options.get("flight"), options.get("table")
+    if not loc or not table:
+        raise ValueError('the kudusql data source needs .option("flight", "grpc://host:port") '
+                         'and .option("table", name)')
+    return loc, table
+
+
+def _cmd(**kw) -> fl.FlightDescriptor:
+    return fl.FlightDescriptor.for_command(json.dumps(kw).encode())
+
+
+def _action(loc: str, kind: str, body: dict):
+    with fl.connect(loc) as c:
+        res = list(c.do_action(fl.Action(kind, json.dumps(body).encode())))
+    return json.loads(res[0].body.to_pybytes())
+
+
+class KudusqlDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kudusql"
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        loc, table = _options(self.options)
+        with fl.connect(loc) as c:
+            arrow = c.get_schema(_cmd(table=table)).schema
+        return from_arrow_schema(arrow, prefer_timestamp_ntz=True)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        if str(self.options.get("pushdown", "false")).lower() == "true":
+            return KudusqlPushdownReader(self.options, schema)
+        return KudusqlReader(self.options, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> KudusqlWriter:
+        if overwrite:
+            raise ValueError('kudusql does not truncate tables: use mode("append") with '
+                             'option("mode", "insert" | "upsert")')
+        return KudusqlWriter(self.options, schema)
+
+
+# -- reads -------------------------------------------------------------------------------
+@dataclasses.dataclass
+class TabletPartition(InputPartition):
+    """One tablet of one planned scan: the Flight ticket and where to redeem it."""
+
+    ticket: bytes
+    locations: list[str]
+
+
+def _filter_to_predicate(f: Filter) -> dict | None:
+    """The engine predicate (JSON) equivalent to a Spark filter, or None."""
+    attr = getattr(f, "attribute", None)
+    if not isinstance(attr, tuple) or len(attr) != 1:
+        return None
+    col = attr[0]
+
+    def rng(lower=None, upper=None, li=True, ui=False) -> dict:
+        return {"column": col, "kind": "range", "lower": value_to_json(lower),
+                "upper": value_to_json(upper), "lower_inclusive": li, "upper_inclusive": ui}
+
+    match f:
+        case EqualTo(value=v) if v is not None:
+            return rng(v, v, True, True)
+        case EqualNullSafe(value=v):
+            return {"column": col, "kind": "is_null"} if v is None else rng(v, v, True, True)
+        case GreaterThan(value=v) if v is not None:
+            return rng(lower=v, li=False)
+        case GreaterThanOrEqual(value=v) if v is not None:
+            return rng(lower=v, li=True)
+        case LessThan(value=v) if v is not None:
+            return rng(upper=v, ui=False)
+        case LessThanOrEqual(value=v) if v is not None:
+            return rng(upper=v, ui=True)
+        case In(value=vs):
+            vals = [value_to_json(v) for v in vs if v is not None]  # NULL never matches
+            return {"column": col, "kind": "in", "values": vals} if vals else None
+        case IsNull():
+            return {"column": col, "kind": "is_null"}
+        case IsNotNull():
+            return {"column": col, "kind": "is_not_null"}
+    return None
+
+
+class KudusqlReader(DataSourceReader):
+    """Projection = the schema Spark passes (PySpark 4.3 passes the full schema: no column
+    pruning); no filter pushdown (the default; pushdown=true gives the subclass)."""
+
+    def __init__(self, options, schema: StructType):
+        self.location, self.table = _options(options)
+        self.columns = list(schema.fieldNames())
+        self.predicates: list[dict] = []
+        snap = options.get("snapshot")
+        self.snapshot = int(snap) if snap not in (None, "") else None
+        self.query_id: int | None = None
+
+    def plan(self) -> tuple[int, list[TabletPartition]]:
+        """(snapshot, partitions): one Flight get_flight_info (also used by partitions())."""
+        kw = {"table": self.table, "columns": self.columns, "predicates": self.predicates}
+        if self.snapshot is not None:
+            kw["snapshot"] = self.snapshot
+        with fl.connect(self.location) as c:
+            info = c.get_flight_info(_cmd(**kw))
+        meta = json.loads(info.app_metadata or b"{}")
+        self.query_id = meta.get("query_id")
+        parts = [TabletPartition(ep.ticket.ticket,
+                                 [loc.uri.decode() if isinstance(loc.uri, bytes) else loc.uri
+                                  for loc in ep.locations] or [self.location])
+                 for ep in info.endpoints]
+        return meta.get("snapshot"), parts
+
+    def partitions(self) -> list[InputPartition]:
+        _, parts = self.plan()
+        # Every tablet pruned: one empty partition (Spark expects at least one).
+        return parts or [TabletPartition(b"", [self.location])]
+
+    def read(self, partition: TabletPartition) -> Iterator[pa.RecordBatch]:
+        if not partition.ticket:
+            return
+        loc = partition.locations[0] if partition.locations else self.location
+        with fl.connect(loc) as c:
+            for chunk in c.do_get(fl.Ticket(partition.ticket)):
+                if chunk.data is not None and chunk.data.num_rows:
+                    yield chunk.data
+
+
+class KudusqlPushdownReader(KudusqlReader):
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        cands = [(f, _filter_to_predicate(f)) for f in filters]
+        jsons = [p for _, p in cands if p is not None]
+        ok = iter(_action(self.location, "bind", {"table": self.table, "predicates": jsons})
+                  if jsons else [])
+        for f, p in cands:
+            if p is not None and next(ok):
+                self.predicates.append(p)
+            else:
+                yield f  # Spark evaluates it
+
+
+# -- writes ------------------------------------------------------------------------------
+@dataclasses.dataclass
+class KudusqlCommitMessage(WriterCommitMessage):
+    rows: int
+    applied: int
+    failed: int
+    failed_by_code: dict
+    errors: list
+
+
+class KudusqlWriter(DataSourceArrowWriter):
+    def __init__(self, options, schema: StructType):
+        self.location, self.table = _options(options)
+        self.mode = str(options.get("mode", "insert")).lower()
+        if self.mode not in ("insert", "upsert"):
+            raise ValueError(f'option "mode" is insert or upsert, not {self.mode!r}')
+        self.ignore_row_errors = str(options.get("ignore_row_errors", "false")).lower() == \
+            "true"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KudusqlCommitMessage:
+        it = iter(iterator)
+        first = next((b for b in it if b.num_rows), None)
+        if first is None:
+            return KudusqlCommitMessage(0, 0, 0, {}, [])
+        with fl.connect(self.location) as c:
+            w, r = c.do_put(_cmd(table=self.table, mode=self.mode), first.schema)
+            w.write_batch(first)
+            for b in it:
+                if b.num_rows:
+                    w.write_batch(b)
+            w.done_writing()
+            buf = r.read()
+            w.close()
+        s = json.loads(buf.to_pybytes())
+        return KudusqlCommitMessage(s["rows"], s["applied"], s["failed"],
+                                    s["failed_by_code"], s["errors"][:20])
+
+    def commit(self, messages: list[KudusqlCommitMessage | None]) -> None:
+        msgs = [m for m in messages if m is not None]
+        rows = sum(m.rows for m in msgs)
+        applied = sum(m.applied for m in msgs)
+        failed = sum(m.failed for m in msgs)
+        codes: dict[str, int] = {}
+        for m in msgs:
+            for k, v in m.failed_by_code.items():
+                codes[k] = codes.get(k, 0) + v
+        summary = (f"kudusql {self.mode} into {self.table}: {rows} rows, {applied} applied, "
+                   f"{failed} failed")
+        if not failed:
+            log.info("%s", summary)
+            return
+        examples = "; ".join(f"{e['code']} key {e['key']}: {e['message']}"
+                             for m in msgs for e in m.errors[:3])[:2000]
+        text = (f"{summary} ({', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}); "
+                f"the other rows were applied and stay applied; e.g. {examples}")
+        if self.ignore_row_errors:
+            log.warning("%s", text)
+            return
+        raise KudusqlWriteError(text)
+
+    def abort(self, messages) -> None:
+        log.warning("kudusql write into %s aborted: rows already written stay applied "
+                    "(Kudu has no multi-row transactions)", self.table)

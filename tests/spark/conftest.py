@@ -1,0 +1,42 @@
+"""Fixtures: one database + Arrow Flight server per test module, one local SparkSession
+per test session (started only by the tests that need it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kudusql.session import Database
+from wire import flight
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    d = Database.open(str(tmp_path_factory.mktemp("spark-db")), maintenance=False)
+    yield d
+    d.close()
+
+
+@pytest.fixture(scope="module")
+def server(db):
+    s = flight.start(db)
+    yield s
+    s.shutdown()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    pytest.importorskip("pyspark", reason="pyspark>=4 is not installed (pip install "
+                                          "'kudusql[spark]')")
+    from kudusql.spark import SparkEnvironmentError, check_environment
+
+    try:
+        check_environment()
+    except SparkEnvironmentError as e:
+        pytest.skip(f"Spark cannot run here: {e}")
+    from kudusql.spark import local_session
+
+    s = local_session("local[2]", app_name="kudusql-tests",
+                      **{"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"})
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()

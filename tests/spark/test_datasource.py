@@ -1,0 +1,117 @@
+"""The `kudusql` PySpark data source end to end (local-mode Spark, Arrow Flight server):
+write through the data source, read back with pushed-down filters (checked in the server's
+scan statistics), snapshot reads, per-row errors on insert."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.flight as fl
+import pytest
+
+pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 is not installed")
+
+from kudusql.spark import KudusqlDataSource
+
+N = 2000
+
+
+def stats(server) -> list[dict]:
+    return server.stats.snapshot()
+
+
+@pytest.fixture(scope="module")
+def table(db, server, spark):
+    db.session().execute(
+        "CREATE TABLE s (k INT NOT NULL, g STRING, v DOUBLE, PRIMARY KEY (k)) "
+        "PARTITION BY HASH (k) PARTITIONS 4")
+    df = spark.createDataFrame([(i, f"g{i % 5}", i * 0.5) for i in range(N)],
+                               "k int, g string, v double")
+    (df.write.format("kudusql").mode("append").option("flight", server.location)
+     .option("table", "s").save())
+    return "s"
+
+
+def load(spark, server, table, **opts):
+    r = spark.read.format("kudusql").option("flight", server.location).option("table", table)
+    for k, v in opts.items():
+        r = r.option(k, str(v))
+    return r.load()
+
+
+def test_write_then_read_everything(db, spark, server, table):
+    assert db.catalog.table(table).count_rows() == N
+    df = load(spark, server, table)
+    assert df.schema.simpleString() == "struct<k:int,g:string,v:double>"
+    got = sorted(tuple(r) for r in df.collect())
+    assert got == [(i, f"g{i % 5}", i * 0.5) for i in range(N)]
+    assert stats(server)[-1]["tablets_read"] == 4  # one Spark partition per tablet
+
+
+def test_filters_are_pushed_down(spark, server, table):
+    server.stats.clear()
+    point = load(spark, server, table, pushdown="true").filter("k = 7").select("v").collect()
+    assert [r.v for r in point] == [3.5]
+    q = stats(server)[-1]
+    assert q["predicates"][0]["column"] == "k"
+    assert (q["tablets_pruned"], q["tablets_read"], q["rows_returned"]) == (3, 1, 1)
+    assert q["rows_scanned"] < N
+
+    df = load(spark, server, table, pushdown="true").filter(
+        "k < 100 and g in ('g1', 'g2') and v is not null")
+    assert sorted(r.k for r in df.collect()) == [k for k in range(100) if k % 5 in (1, 2)]
+    q = stats(server)[-1]
+    assert {p["kind"] for p in q["predicates"]} >= {"range", "in", "is_not_null"}
+    assert q["rows_returned"] == 40  # the engine filtered; Spark got 40 of 2000 rows
+
+    # pushdown off (the default): same answer, every row shipped to Spark
+    assert load(spark, server, table).filter("k = 7").count() == 1
+    assert stats(server)[-1]["rows_returned"] == N
+
+
+def test_snapshot_read_ignores_later_writes(spark, server, table):
+    # planning picks the snapshot: partitions planned before a write never see it
+    ds = KudusqlDataSource({"flight": server.location, "table": table})
+    reader = ds.reader(ds.schema())
+    parts = reader.partitions()
+    assert len(parts) == 4
+    later = spark.createDataFrame([(N + i, "new", 0.0) for i in range(10)],
+                                  "k int, g string, v double")
+    (later.write.format("kudusql").mode("append").option("flight", server.location)
+     .option("table", table).save())
+    assert sum(b.num_rows for p in parts for b in reader.read(p)) == N
+    assert load(spark, server, table).count() == N + 10
+
+    # an explicit snapshot option: time travel through Spark
+    with fl.connect(server.location) as c:
+        res = list(c.do_action(fl.Action("current_timestamp",
+                                          json.dumps({"table": table}).encode())))
+    ts = json.loads(res[0].body.to_pybytes())["timestamp"]
+    more = spark.createDataFrame([(N + 100, "newer", 1.0)], "k int, g string, v double")
+    (more.write.format("kudusql").mode("append").option("flight", server.location)
+     .option("table", table).save())
+    assert load(spark, server, table, snapshot=ts).count() == N + 10
+    assert load(spark, server, table).count() == N + 11
+
+
+def test_insert_duplicates_are_reported_and_upsert_applies(db, spark, server, table):
+    rows = spark.createDataFrame([(1, "dup", 9.0), (2, "dup", 9.0), (N + 500, "ok", 9.0)],
+                                 "k int, g string, v double").coalesce(1)
+    w = (rows.write.format("kudusql").mode("append").option("flight", server.location)
+         .option("table", table))
+    with pytest.raises(Exception, match=r"3 rows, 1 applied, 2 failed \(ALREADY_PRESENT: 2\)"):
+        w.save()
+    t = db.catalog.table(table)
+    assert t.lookup((N + 500,))["g"] == "ok"  # the good row stays applied (Kudu semantics)
+    assert t.lookup((1,))["g"] == "g1"
+    w.option("mode", "upsert").save()
+    assert t.lookup((1,))["g"] == "dup"
+
+
+@pytest.mark.xfail(strict=False, reason="PySpark 4.3: a DataFrame whose filters were pushed "
+                   "reuses that planned scan for a later query without pushable filters "
+                   "(why pushdown is opt-in; docs/spark.md)")
+def test_reusing_a_dataframe_after_pushdown(spark, server, table):
+    df = load(spark, server, table, pushdown="true")
+    assert df.filter("k < 10").count() == 10
+    assert df.count() > 10
