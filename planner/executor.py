@@ -43,7 +43,7 @@ from engine.tablet.diskrowset import ScanStats
 from planner import logical as L
 from planner.binder import AvgOf, SubqueryRef, and_all, keycol, refs
 from planner.errors import SqlError
-from planner.expr import Const, constant_value, evaluate, evaluate_filter
+from planner.expr import Const, evaluate, evaluate_filter
 from planner.rules import output_keys
 
 MAX_CROSS_JOIN_ROWS = 50_000_000
@@ -166,7 +166,6 @@ class Executor:
     # -- leaves ----------------------------------------------------------------------------
     def _scan(self, node: L.Scan) -> pa.Table:
         table = self.catalog.table(node.table)
-        st = self.stats.setdefault(id(node), NodeStats())
         keys = [node.key(c) for c in node.columns]
         if self.schema_only:
             fields = [pa.field(k, f.type) for k, f in
@@ -1080,5 +1079,4 @@ def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
     raise SqlError(f"aggregate {a.func} is not supported", "0A000")
 
 
-__all__ = ["Executor", "hash_join", "cross_join", "distinct", "empty_rows", "constant_value",
-           "keycol"]
+__all__ = ["Executor", "cross_join", "distinct", "empty_rows", "hash_join"]

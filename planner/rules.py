@@ -25,8 +25,8 @@ from sqlglot import exp
 
 from engine.tablet.scan_spec import ColumnPredicate
 from planner import logical as L
-from planner.binder import SubqueryRef, and_all, conjuncts, keycol, refs
-from planner.expr import Const, coerce_literal_to, constant_value, fold_constants
+from planner.binder import SubqueryRef, and_all, conjuncts, refs
+from planner.expr import coerce_literal_to, constant_value, fold_constants
 
 
 def output_keys(node: L.Node) -> list[str]:
@@ -373,4 +373,4 @@ def optimize(out: L.Output, catalog) -> L.Output:
     return out
 
 
-__all__ = ["optimize", "RULES", "output_keys", "push", "factor_or", "keycol", "Const"]
+__all__ = ["RULES", "factor_or", "optimize", "output_keys", "push"]
