@@ -3,6 +3,7 @@
     kudusql tpch gen  --sf N [--out DIR]                     tpchgen-cli -> parquet (cached)
     kudusql tpch load --sf N --data-dir DB [--out DIR]       parquet -> kudusql tables (direct)
     kudusql tpch run  --sf N (--data-dir DB | --dsn URL) [--queries 1,3-5] [--compare duckdb]
+    kudusql tpch spark --sf N --data-dir DB [--queries ...]   Spark SQL: kudusql vs Parquet
 
 `run` prints one line per query (time, rows, and with --compare: DuckDB's time on the same
 parquet, the ratio and whether the answers are equal), then the geometric mean of the
@@ -148,6 +149,68 @@ def cmd_run(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_spark(args) -> int:
+    """The paper's Table 1 comparison: the queries in Spark SQL over kudusql tables (read
+    through the data source, one partition per tablet, filters pushed) and over the same
+    data as Parquet; answers checked against each other, times and the geomean printed."""
+    import kudusql
+    from kudusql.spark import local_session
+    from tpch.data import parquet_files
+    from tpch.oracle import compare_query
+    from tpch.queries import QUERIES, query
+    from tpch.schema import TABLES
+    from wire.flight import start
+    numbers = _parse_queries(args.queries) if args.queries else list(QUERIES)
+    rc = cmd_gen(args)
+    if rc:
+        return rc
+    files = parquet_files(_parquet_dir(args))
+    failed, ratios = 0, []
+    with kudusql.connect(args.data_dir) as conn:
+        server = start(conn.database)
+        spark = local_session(app_name="kudusql-tpch-spark")
+        try:
+            def views(source: str) -> None:
+                for t in TABLES:
+                    if source == "kudusql":
+                        df = (spark.read.format("kudusql").option("flight", str(server.location))
+                              .option("table", t).option("pushdown", "true").load())
+                    else:
+                        df = spark.read.parquet(*files[t])
+                    df.createOrReplaceTempView(t)
+
+            def timed(n: int):
+                t0 = time.perf_counter()
+                table = spark.sql(query(n)).toArrow()
+                return table, (time.perf_counter() - t0) * 1000
+
+            print(f"{'query':<6}{'kudusql ms':>12}{'parquet ms':>12}{'ratio':>8}  same answer")
+            for n in numbers:
+                try:
+                    views("kudusql")
+                    ours, ms = timed(n)
+                    views("parquet")
+                    theirs, pms = timed(n)
+                except Exception as e:  # noqa: BLE001 - reported per query, not fatal
+                    failed += 1
+                    print(f"Q{n:02d}   FAILED: {type(e).__name__}: {str(e)[:200]}")
+                    continue
+                problems = compare_query(n, ours, theirs)
+                failed += bool(problems)
+                ratios.append(ms / pms if pms > 0 else float("nan"))
+                print(f"Q{n:02d}  {ms:>12.1f}{pms:>12.1f}{ratios[-1]:>7.1f}x  "
+                      f"{'yes' if not problems else 'NO'}")
+        finally:
+            spark.stop()
+            server.shutdown()
+    good = [r for r in ratios if r > 0 and not math.isnan(r)]
+    if good:
+        geo = math.exp(sum(math.log(r) for r in good) / len(good))
+        print(f"geometric mean of Spark-over-kudusql / Spark-over-Parquet over {len(good)} "
+              f"queries: {geo:.2f}x")
+    return 1 if failed else 0
+
+
 def _parse_queries(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -203,3 +266,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="check answers and times against DuckDB (a test/bench dependency)")
     r.add_argument("-v", "--verbose", action="store_true", help="print answer differences")
     r.set_defaults(func=cmd_run)
+    sp = sub.add_parser("spark", help="the queries in Spark SQL: over kudusql vs over Parquet",
+                        description="Run TPC-H queries in Spark SQL twice: reading the kudusql "
+                                    "tables in --data-dir through the kudusql data source, "
+                                    "and reading the same data as Parquet; answers are "
+                                    "compared and the time ratio reported (Kudu paper, "
+                                    "Table 1). Needs pyspark and Java 17.")
+    common(sp, True)
+    sp.add_argument("--queries", default=None, help="e.g. 1,3,5-7 (default: all 22)")
+    sp.set_defaults(func=cmd_spark)

@@ -37,3 +37,9 @@ def test_tpch_loaded_through_spark_gives_the_same_22_answers(tpch_parquet, tmp_p
     out = capsys.readouterr().out
     assert sum(1 for ln in out.splitlines() if ln.startswith("Q") and
                ln.rstrip().endswith("yes")) == 22, out
+    # Spark SQL over the kudusql tables vs over the same Parquet (the paper's Table 1)
+    assert main(["tpch", "spark", *common, "--queries", "3,6"]) == 0
+    out = capsys.readouterr().out
+    assert [ln.split()[0] for ln in out.splitlines() if ln.rstrip().endswith("yes")] == \
+        ["Q03", "Q06"], out
+    assert "Spark-over-kudusql / Spark-over-Parquet" in out
