@@ -3,6 +3,7 @@
     kudusql tpch gen  --sf N [--out DIR]                     tpchgen-cli -> parquet (cached)
     kudusql tpch load --sf N --data-dir DB [--out DIR]       parquet -> kudusql tables (direct)
     kudusql tpch run  --sf N (--data-dir DB | --dsn URL) [--queries 1,3-5] [--compare duckdb]
+                      [--chart out.png]
     kudusql tpch spark --sf N --data-dir DB [--queries ...]   Spark SQL: kudusql vs Parquet
 
 `run` prints one line per query (time, rows, and with --compare: DuckDB's time on the same
@@ -115,6 +116,7 @@ def cmd_run(args) -> int:
         duck = duckdb_connect(_parquet_dir(args))
     failed = 0
     ratios = []
+    chart_rows: list[tuple[int, float, float | None]] = []
     header = f"{'query':<6}{'ms':>10}{'rows':>9}"
     if duck is not None:
         header += f"{'duckdb ms':>11}{'ratio':>8}  correct"
@@ -139,14 +141,49 @@ def cmd_run(args) -> int:
                 failed += bool(problems)
                 ratios.append(ms / dms if dms > 0 else float("nan"))
                 line += f"{dms:>11.1f}{ratios[-1]:>7.1f}x  {'yes' if not problems else 'NO'}"
+                chart_rows.append((n, ms, dms))
                 if problems and args.verbose:
                     line += "\n      " + "\n      ".join(problems[:5])
+            if duck is None:
+                chart_rows.append((n, ms, None))
             print(line)
     good = [r for r in ratios if r > 0 and not math.isnan(r)]
     if good:
         geo = math.exp(sum(math.log(r) for r in good) / len(good))
         print(f"geometric mean of ours/duckdb over {len(good)} queries: {geo:.2f}x")
+    if args.chart:
+        draw_chart(args.chart, chart_rows, f"TPC-H SF {args.sf:g}")
     return 1 if failed else 0
+
+
+def draw_chart(path: str, rows: list[tuple[int, float, float | None]], title: str) -> None:
+    """Per-query times (log scale): kudusql, and DuckDB when compared. matplotlib is an
+    optional (bench) dependency: without it the chart is skipped with a message."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("--chart needs matplotlib: pip install -e '.[bench]'", file=sys.stderr)
+        return
+    labels = [f"Q{n}" for n, _, _ in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(max(6, len(rows) * 0.5), 4))
+    width = 0.4 if any(d is not None for _, _, d in rows) else 0.8
+    ax.bar([i - width / 2 if width < 0.8 else i for i in x], [m for _, m, _ in rows], width,
+           label="kudusql")
+    if width < 0.8:
+        ax.bar([i + width / 2 for i in x], [d or 0 for _, _, d in rows], width,
+               label="DuckDB (same parquet)")
+    ax.set_xticks(list(x), labels, rotation=90)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms (log scale)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    print(f"chart written to {path}")
 
 
 def cmd_spark(args) -> int:
@@ -265,6 +302,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--compare", choices=["duckdb"], default=None,
                    help="check answers and times against DuckDB (a test/bench dependency)")
     r.add_argument("-v", "--verbose", action="store_true", help="print answer differences")
+    r.add_argument("--chart", default=None, metavar="OUT.png",
+                   help="draw the per-query times (and DuckDB's) to a PNG (needs matplotlib)")
     r.set_defaults(func=cmd_run)
     sp = sub.add_parser("spark", help="the queries in Spark SQL: over kudusql vs over Parquet",
                         description="Run TPC-H queries in Spark SQL twice: reading the kudusql "

@@ -9,8 +9,11 @@ def test_load_then_run_against_duckdb(tpch_parquet, tmp_path, capsys):
     common = ["--sf", f"{TEST_SF:g}", "--out", tpch_parquet, "--data-dir", db]
     assert main(["tpch", "load", *common]) == 0
     assert "loaded" in capsys.readouterr().out
-    assert main(["tpch", "run", *common, "--queries", "1,6,13", "--compare", "duckdb"]) == 0
+    chart = tmp_path / "q.png"
+    assert main(["tpch", "run", *common, "--queries", "1,6,13", "--compare", "duckdb",
+                 "--chart", str(chart)]) == 0
     out = capsys.readouterr().out
+    assert chart.stat().st_size > 1000 and chart.read_bytes()[:4] == b"\x89PNG"
     for q in ("Q01", "Q06", "Q13"):
         line = next(ln for ln in out.splitlines() if ln.startswith(q))
         assert line.rstrip().endswith("yes"), line
