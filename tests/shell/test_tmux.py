@@ -78,7 +78,8 @@ def tmux(data_dir, tmp_path):
 def test_in_a_real_terminal(tmux):
     # completion of a table name: the menu shows it, Tab takes it
     tmux.type("SELECT count(*) AS n FROM met")
-    tmux.wait_for("metrics  table")
+    # the menu needs the background metadata refresh: slow on a loaded machine
+    tmux.wait_for("metrics  table", timeout=60)
     tmux.keys("Tab")
     tmux.type(";")
     tmux.keys("Enter")
