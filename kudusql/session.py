@@ -29,6 +29,7 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from engine import errors as engine_errors
 from engine.catalog import Catalog
 from engine.tablet.maintenance_manager import MaintenanceManager
 from planner import statement
@@ -66,6 +67,13 @@ def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
     if seg_start is not None:
         out.append((seg_start, sql[seg_start:].rstrip()))
     return tuple(out)
+
+
+def _engine_errors_as_sql(batches):
+    try:
+        yield from batches
+    except engine_errors.EngineError as e:
+        raise SqlError.from_engine(e) from None
 
 
 class Database:
@@ -179,6 +187,8 @@ class Session:
                 schema = self._utility_schema(ast, text)
                 return [], schema
             return statement.describe(self.catalog, ast, text)
+        except engine_errors.EngineError as e:
+            raise SqlError.from_engine(e) from None
         except SqlError as e:
             if e.position is not None:
                 e.position += offset
@@ -202,6 +212,8 @@ class Session:
         offset, text = stmts[0]
         try:
             return self._bulk_insert(text, param_sets)
+        except engine_errors.EngineError as e:
+            raise SqlError.from_engine(e) from None
         except SqlError as e:
             if e.position is not None:
                 e.position += offset
@@ -236,6 +248,16 @@ class Session:
         return statement.insert_rows(target, rows, upsert, sql, ast.expression)
 
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
+        """One statement; engine errors come out as SqlError with their SQLSTATE."""
+        try:
+            r = self._execute_one(text, params, stream)
+        except engine_errors.EngineError as e:
+            raise SqlError.from_engine(e) from None
+        if r.stream is not None:
+            r.stream = _engine_errors_as_sql(r.stream)
+        return r
+
+    def _execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         m = _EXPLAIN.match(text)
         if m:
             opts = (m.group(1) or m.group(2) or "").lower()

@@ -225,3 +225,16 @@ def test_integer_and_mixed_literals_into_decimal(tmp_path):
         with pytest.raises(kudusql.DataError) as ei:
             cur.execute("INSERT INTO d VALUES (5, 12345678), (6, 1)")
         assert ei.value.sqlstate == "22003" and ei.value.rowcount == 1
+
+
+def test_engine_errors_reach_the_driver_as_pep249_errors(conn):
+    cur = conn.cursor()
+    with pytest.raises(kudusql.DataError) as ei:          # SnapshotTooOld
+        cur.execute("SELECT * FROM t FOR SYSTEM_TIME AS OF 1")
+    assert ei.value.sqlstate == "22023" and "ancient history mark" in str(ei.value)
+    with pytest.raises(kudusql.DataError) as ei:          # replication factor on one node
+        cur.execute("CREATE TABLE n PRIMARY KEY (K) WITH (replication_factor = 3) "
+                    "AS SELECT 1 AS k")
+    assert ei.value.sqlstate == "22023" and "tablet servers" in str(ei.value)
+    cur.execute("CREATE TABLE n2 PRIMARY KEY (K) AS SELECT 1 AS k")   # K folds to k
+    assert rows(cur, "SELECT * FROM n2") == [(1,)]
