@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import math
 import os
 import shutil
 import sys
@@ -42,27 +41,11 @@ import pyarrow as pa
 from bench.common import Results, load_avg
 from bench.engine_bench import PeakRss, dir_size, fmt_bytes, release_memory, ru_maxrss_bytes
 from tpch.data import generate
+from tpch.cli import geometric_mean
 from tpch.load import load, parquet_row_counts
 from tpch.oracle import compare_query, duckdb_connect, duckdb_run
-from tpch.queries import QUERIES, query
+from tpch.queries import parse_selection, query
 from tpch.schema import TABLES
-
-
-def parse_queries(text: str | None) -> list[int]:
-    if not text:
-        return list(QUERIES)
-    out = []
-    for part in text.split(","):
-        part = part.strip().lower().lstrip("q")
-        if "-" in part:
-            lo, hi = (int(x) for x in part.split("-"))
-            out.extend(range(lo, hi + 1))
-        elif part:
-            out.append(int(part))
-    bad = [n for n in out if n not in QUERIES]
-    if bad:
-        raise ValueError(f"no TPC-H queries {bad} (1..22)")
-    return out
 
 
 def open_database(path: str):
@@ -225,7 +208,7 @@ def phase_answers(numbers: list[int], ours: dict[int, Outcome], duck: dict[int, 
         print(" | ".join(v.ljust(w[i]) if i in (0, 5) else v.rjust(w[i])
                          for i, v in enumerate(r)))
     print(line)
-    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+    geo, _ = geometric_mean(ratios)
     if geo is not None:
         print(f"  geometric mean of ours/duckdb over {len(ratios)} queries: {geo:,.2f}x")
     for d in details if verbose else details[:10]:
@@ -265,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1:
         ap.error("--repeat must be >= 1")
     try:
-        numbers = parse_queries(args.queries)
+        numbers = parse_selection(args.queries)
     except ValueError as e:
         ap.error(str(e))
     threads = args.duckdb_threads or os.cpu_count() or 1

@@ -21,6 +21,7 @@ the writes already applied stay applied - it never claims to undo them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
@@ -69,11 +70,24 @@ def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
     return tuple(out)
 
 
-def _engine_errors_as_sql(batches):
+@contextlib.contextmanager
+def _sql_errors(offset: int = 0):
+    """Errors as the session reports them: engine errors become SqlError with their
+    SQLSTATE, and positions (relative to a statement `offset` characters into the text the
+    caller passed) become positions in that text."""
     try:
-        yield from batches
+        yield
     except engine_errors.EngineError as e:
         raise SqlError.from_engine(e) from None
+    except SqlError as e:
+        if e.position is not None:
+            e.position += offset
+        raise
+
+
+def _engine_errors_as_sql(batches):
+    with _sql_errors():
+        yield from batches
 
 
 class Database:
@@ -148,12 +162,9 @@ class Session:
         if params and len(stmts) > 1:
             raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
         for offset, text in stmts:
-            try:
-                yield self.execute_one(text, params, stream=stream)
-            except SqlError as e:
-                if e.position is not None:
-                    e.position += offset
-                raise
+            with _sql_errors(offset):
+                r = self.execute_one(text, params, stream=stream)
+            yield r
 
     def describe(self, sql: str):
         """(parameter types, result schema) of one statement without running it: the wire
@@ -167,13 +178,11 @@ class Session:
             raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
         offset, text = stmts[0]
         m = _EXPLAIN.match(text)
-        try:
+        with _sql_errors(offset):
             if m:
                 asts = parse(text[m.end():])
-                types = statement.infer_parameter_types(self.catalog, asts[0]) if asts else {}
-                n = max(types) if types else 0
-                return [types.get(i) for i in range(1, n + 1)], \
-                    pa.schema([pa.field("QUERY PLAN", pa.string())])
+                params = statement.parameter_types(self.catalog, asts[0]) if asts else []
+                return params, pa.schema([pa.field("QUERY PLAN", pa.string())])
             if text[:6].upper() == "UPSERT":
                 text = "INSERT" + text[6:]
             asts = parse(text)
@@ -187,12 +196,6 @@ class Session:
                 schema = self._utility_schema(ast, text)
                 return [], schema
             return statement.describe(self.catalog, ast, text)
-        except engine_errors.EngineError as e:
-            raise SqlError.from_engine(e) from None
-        except SqlError as e:
-            if e.position is not None:
-                e.position += offset
-            raise
 
     def _utility_schema(self, ast, text):
         """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
@@ -210,14 +213,8 @@ class Session:
         if len(stmts) != 1 or not param_sets:
             return None
         offset, text = stmts[0]
-        try:
+        with _sql_errors(offset):
             return self._bulk_insert(text, param_sets)
-        except engine_errors.EngineError as e:
-            raise SqlError.from_engine(e) from None
-        except SqlError as e:
-            if e.position is not None:
-                e.position += offset
-            raise
 
     def _bulk_insert(self, text: str, param_sets) -> StatementResult | None:
         """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
@@ -249,10 +246,8 @@ class Session:
 
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         """One statement; engine errors come out as SqlError with their SQLSTATE."""
-        try:
+        with _sql_errors():
             r = self._execute_one(text, params, stream)
-        except engine_errors.EngineError as e:
-            raise SqlError.from_engine(e) from None
         if r.stream is not None:
             r.stream = _engine_errors_as_sql(r.stream)
         return r
@@ -263,21 +258,12 @@ class Session:
             opts = (m.group(1) or m.group(2) or "").lower()
             analyze = "analy" in opts
             inner = text[m.end():]
-            try:
+            with _sql_errors(m.end()):
                 asts = parse(inner)
-            except SqlError as e:
-                if e.position is not None:
-                    e.position += m.end()
-                raise
-            if len(asts) != 1:
-                raise SqlSyntaxError("EXPLAIN needs one statement", position=m.end() + 1)
-            try:
+                if len(asts) != 1:
+                    raise SqlSyntaxError("EXPLAIN needs one statement", position=1)
                 return statement.explain(self.catalog, asts[0], inner, params, analyze,
                                          self._check_cancel)
-            except SqlError as e:
-                if e.position is not None:
-                    e.position += m.end()
-                raise
         if params:
             out = self._plans.lookup(self.catalog, text, params)
             if out is not None:

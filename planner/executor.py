@@ -44,7 +44,7 @@ from planner import logical as L
 from planner.binder import AvgOf, SubqueryRef, and_all, keycol, refs
 from planner.errors import SqlError
 from planner.expr import Const, evaluate, evaluate_filter
-from planner.rules import output_keys
+from planner.rules import _all_nodes, output_keys
 
 MAX_CROSS_JOIN_ROWS = 50_000_000
 
@@ -795,14 +795,6 @@ def _split_equi(c, a_inputs, b_inputs, owner):
     if ry <= a_inputs and rx <= b_inputs:
         return y, x
     return None
-
-
-def _all_nodes(root: L.Node):
-    for n in L.walk(root):
-        yield n
-        for e in n.expressions():
-            for s in e.find_all(SubqueryRef):
-                yield from _all_nodes(s.this.plan)
 
 
 # -- kernels ---------------------------------------------------------------------------------

@@ -46,14 +46,15 @@ def plan_query(catalog, ast: exp.Expression, sql: str, params=None, cache=None
     return optimize(out, catalog)
 
 
-def run_query(catalog, ast, sql, params=None, check_cancel=None, cache=None) -> pa.Table:
-    out = plan_query(catalog, ast, sql, params, cache)
+def run_query(catalog, ast, sql, params=None, check_cancel=None) -> pa.Table:
+    out = plan_query(catalog, ast, sql, params)
     return Executor(catalog, check_cancel=check_cancel).run_output(out)
 
 
-def run_cached(catalog, out: L.Output, stream: bool, check_cancel=None) -> StatementResult:
-    """A plan from planner.plan_cache (parameters already substituted)."""
-    out = optimize(out, catalog)
+def run_select(catalog, out: L.Output, stream: bool, check_cancel=None) -> StatementResult:
+    """Execute an optimized query plan: the whole table, or with `stream` a streamed result
+    (see StatementResult.stream) whose first batch is computed here - the scan starts and
+    takes its snapshot now; later execution errors arise while the stream is consumed."""
     ex = Executor(catalog, check_cancel=check_cancel)
     if not stream:
         return StatementResult.rows("SELECT", ex.run_output(out))
@@ -66,29 +67,17 @@ def run_cached(catalog, out: L.Output, stream: bool, check_cancel=None) -> State
     return StatementResult("SELECT", rowcount=-1, stream=rows(), schema=first.schema)
 
 
-def stream_query(catalog, ast, sql, params=None, check_cancel=None, cache=None
-                 ) -> StatementResult:
-    """A SELECT whose rows are streamed (see StatementResult.stream); planning errors raise
-    here, execution errors while the stream is consumed."""
-    out = plan_query(catalog, ast, sql, params, cache)
-    ex = Executor(catalog, check_cancel=check_cancel)
-    gen = ex.stream_output(out)
-    first = next(gen)           # starts the scan now: its snapshot is taken here
-
-    def rows():
-        yield first
-        yield from gen
-    return StatementResult("SELECT", rowcount=-1, stream=rows(), schema=first.schema)
+def run_cached(catalog, out: L.Output, stream: bool, check_cancel=None) -> StatementResult:
+    """A plan from planner.plan_cache (parameters already substituted, rules not yet run)."""
+    return run_select(catalog, optimize(out, catalog), stream, check_cancel)
 
 
 def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = None, *,
             upsert: bool = False, check_cancel=None, stream: bool = False,
             cache=None) -> StatementResult:
-    if isinstance(ast, QUERY_TYPES) and stream:
-        return stream_query(catalog, ast, sql, params, check_cancel, cache)
     if isinstance(ast, QUERY_TYPES):
-        t = run_query(catalog, ast, sql, params, check_cancel, cache)
-        return StatementResult.rows("SELECT", t)
+        return run_select(catalog, plan_query(catalog, ast, sql, params, cache), stream,
+                          check_cancel)
     if isinstance(ast, exp.Insert):
         return insert(catalog, ast, sql, params, upsert, check_cancel)
     if isinstance(ast, exp.Update):
@@ -113,15 +102,19 @@ def describe(catalog, ast: exp.Expression, sql: str
     """Parameter types (inferred from context; None when nothing says) and the result schema
     (None for statements that return no rows), without reading any table data: the plan
     runs over empty inputs."""
-    types = infer_parameter_types(catalog, ast)
-    n = max(types) if types else 0
-    ptypes = [types.get(i) for i in range(1, n + 1)]
+    ptypes = parameter_types(catalog, ast)
     if not isinstance(ast, QUERY_TYPES):
         return ptypes, None
     params = [pa.scalar(None, t if t is not None else pa.null()) for t in ptypes]
     out = plan_query(catalog, ast, sql, params)
     t = Executor(catalog, schema_only=True).run_output(out)
     return ptypes, t.schema
+
+
+def parameter_types(catalog, ast: exp.Expression) -> list[pa.DataType | None]:
+    """The types of $1..$n in order (see infer_parameter_types)."""
+    types = infer_parameter_types(catalog, ast)
+    return [types.get(i) for i in range(1, max(types, default=0) + 1)]
 
 
 def _param_index(node: exp.Expression, counter: list[int]) -> int:

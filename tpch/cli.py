@@ -106,8 +106,8 @@ def _connect(args):
 
 def cmd_run(args) -> int:
     from tpch.oracle import compare_query, duckdb_connect, duckdb_run
-    from tpch.queries import QUERIES, query
-    numbers = _parse_queries(args.queries) if args.queries else list(QUERIES)
+    from tpch.queries import query
+    numbers = _selection(args)
     duck = None
     if args.compare == "duckdb":
         rc = cmd_gen(args)
@@ -147,10 +147,9 @@ def cmd_run(args) -> int:
             if duck is None:
                 chart_rows.append((n, ms, None))
             print(line)
-    good = [r for r in ratios if r > 0 and not math.isnan(r)]
-    if good:
-        geo = math.exp(sum(math.log(r) for r in good) / len(good))
-        print(f"geometric mean of ours/duckdb over {len(good)} queries: {geo:.2f}x")
+    geo, n = geometric_mean(ratios)
+    if geo is not None:
+        print(f"geometric mean of ours/duckdb over {n} queries: {geo:.2f}x")
     if args.chart:
         draw_chart(args.chart, chart_rows, f"TPC-H SF {args.sf:g}")
     return 1 if failed else 0
@@ -194,10 +193,10 @@ def cmd_spark(args) -> int:
     from kudusql.spark import local_session
     from tpch.data import parquet_files
     from tpch.oracle import compare_query
-    from tpch.queries import QUERIES, query
+    from tpch.queries import query
     from tpch.schema import TABLES
     from wire.flight import start
-    numbers = _parse_queries(args.queries) if args.queries else list(QUERIES)
+    numbers = _selection(args)
     rc = cmd_gen(args)
     if rc:
         return rc
@@ -240,27 +239,25 @@ def cmd_spark(args) -> int:
         finally:
             spark.stop()
             server.shutdown()
-    good = [r for r in ratios if r > 0 and not math.isnan(r)]
-    if good:
-        geo = math.exp(sum(math.log(r) for r in good) / len(good))
-        print(f"geometric mean of Spark-over-kudusql / Spark-over-Parquet over {len(good)} "
+    geo, n = geometric_mean(ratios)
+    if geo is not None:
+        print(f"geometric mean of Spark-over-kudusql / Spark-over-Parquet over {n} "
               f"queries: {geo:.2f}x")
     return 1 if failed else 0
 
 
-def _parse_queries(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            a, b = part.split("-", 1)
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
-    bad = [n for n in out if not 1 <= n <= 22]
-    if bad:
-        raise SystemExit(f"kudusql tpch run: no TPC-H queries {bad} (1..22)")
-    return out
+def _selection(args) -> list[int]:
+    from tpch.queries import parse_selection
+    try:
+        return parse_selection(args.queries)
+    except ValueError as e:
+        raise SystemExit(f"kudusql tpch: {e}") from None
+
+
+def geometric_mean(ratios) -> tuple[float | None, int]:
+    """(geometric mean, count) of the positive, finite ratios; (None, 0) without any."""
+    good = [r for r in ratios if r > 0 and math.isfinite(r)]
+    return (math.exp(sum(math.log(r) for r in good) / len(good)) if good else None), len(good)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -91,3 +91,22 @@ def order_keys(n: int) -> tuple[int, ...] | None:
             return None
         keys.append(outputs.index(name))
     return tuple(keys)
+
+
+def parse_selection(text: str | None) -> list[int]:
+    """"1,3,5-7" (or "q1,q3") -> [1, 3, 5, 6, 7]; empty or None -> all 22. ValueError
+    names numbers that are not TPC-H queries."""
+    if not text:
+        return list(QUERIES)
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip().lower().lstrip("q")
+        if "-" in part:
+            lo, hi = (int(x) for x in part.split("-"))
+            out.extend(range(lo, hi + 1))
+        elif part:
+            out.append(int(part))
+    bad = [n for n in out if n not in QUERIES]
+    if bad:
+        raise ValueError(f"no TPC-H queries {bad} (1..22)")
+    return out
