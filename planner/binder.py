@@ -488,20 +488,30 @@ class Binder:
         return w.this if w is not None else None
 
     def _outer_join(self, left, right, kind, on, right_keys: set[str]) -> L.Node:
-        lk, rk, residual = [], [], []
+        on_both = []
         for c in on:
             r = refs(c)
             if kind == "left" and r and r <= right_keys:
                 right = L.Filter(right, c)     # an ON condition on the inner side alone
                 continue
-            pair = self._equi(c, lambda s: s and not (s & right_keys),
-                              lambda s: s and s <= right_keys)
+            on_both.append(c)
+        lk, rk, residual = self._split_equi(on_both, lambda s: s and not (s & right_keys),
+                                            lambda s: s and s <= right_keys)
+        return L.Join(left, right, kind, lk, rk, and_all(residual))
+
+    @classmethod
+    def _split_equi(cls, conds, is_left, is_right) -> tuple[list, list, list]:
+        """Bound conditions -> (left keys, right keys, the others): equalities between an
+        expression over the left side and one over the right become join keys."""
+        lk, rk, rest = [], [], []
+        for c in conds:
+            pair = cls._equi(c, is_left, is_right)
             if pair:
                 lk.append(pair[0])
                 rk.append(pair[1])
             else:
-                residual.append(c)
-        return L.Join(left, right, kind, lk, rk, and_all(residual))
+                rest.append(c)
+        return lk, rk, rest
 
     @staticmethod
     def _equi(c, is_left, is_right):
@@ -583,19 +593,12 @@ class Binder:
         sub = self.from_where(sel, sub_scope, ctes, where=local)
         inner_keys = sub_scope.keys()
         outer_keys = scope.keys()
-        lk, rk, residual = [], [], []
+        lk, rk, residual = self._split_equi([self.expr(c, sub_scope) for c in corr],
+                                            lambda s: s and s <= outer_keys,
+                                            lambda s: s and s <= inner_keys)
         if in_pair is not None:
-            lk.append(in_pair[0])
-            rk.append(self.expr(in_pair[1], sub_scope))
-        for c in corr:
-            b = self.expr(c, sub_scope)
-            pair = self._equi(b, lambda s: s and s <= outer_keys,
-                              lambda s: s and s <= inner_keys)
-            if pair:
-                lk.append(pair[0])
-                rk.append(pair[1])
-            else:
-                residual.append(b)
+            lk.insert(0, in_pair[0])
+            rk.insert(0, self.expr(in_pair[1], sub_scope))
         return L.Join(node, sub, "anti" if anti else "semi", lk, rk, and_all(residual))
 
     def in_subquery(self, c: exp.In, node, scope, ctes, negated: bool) -> L.Node:
@@ -649,15 +652,11 @@ class Binder:
         inner = self.from_where(sel, sub_scope, ctes, where=local)
         inner_keys = sub_scope.keys()
         outer_keys = scope.keys()
-        lk, rk = [], []
-        for c in corr:
-            b = self.expr(c, sub_scope)
-            pair = self._equi(b, lambda s: s and s <= outer_keys,
-                              lambda s: s and s <= inner_keys)
-            if pair is None:                  # not an equality: run per outer row
-                return self.subplan(sel, scope, "scalar"), node
-            lk.append(pair[0])
-            rk.append(pair[1])
+        lk, rk, other = self._split_equi([self.expr(c, sub_scope) for c in corr],
+                                         lambda s: s and s <= outer_keys,
+                                         lambda s: s and s <= inner_keys)
+        if other:                             # not only equalities: run per outer row
+            return self.subplan(sel, scope, "scalar"), node
         n = next(self._n)
         groups = [(f"$corr{n}.{i}", e) for i, e in enumerate(rk)]
         item = sel.expressions[0].unalias()

@@ -207,33 +207,32 @@ def push(node: L.Node, preds: list[exp.Expression]) -> L.Node:
         return L.Filter(node, and_all(stay)) if stay else node
     if isinstance(node, L.Project):
         mapping = {k: e for k, e in node.items}
-        down, stay = [], []
-        for c in preds:
-            if all(k in mapping and _deterministic(mapping[k]) for k in refs(c)):
-                down.append(c.transform(
-                    lambda n: mapping[n.name].copy() if isinstance(n, exp.Column)
-                    and n.name in mapping else n))
-            else:
-                stay.append(c)
-        node.input = push(node.input, down)
-        return L.Filter(node, and_all(stay)) if stay else node
+        return _push_through(node, preds, mapping, lambda c: all(
+            k in mapping and _deterministic(mapping[k]) for k in refs(c)))
     if isinstance(node, L.Aggregate):
         gmap = {k: e for k, e in node.groups}
-        down, stay = [], []
-        for c in preds:
-            if refs(c) and refs(c) <= set(gmap) and _deterministic(c):
-                down.append(c.transform(
-                    lambda n: gmap[n.name].copy() if isinstance(n, exp.Column)
-                    and n.name in gmap else n))
-            else:
-                stay.append(c)
-        node.input = push(node.input, down)
-        return L.Filter(node, and_all(stay)) if stay else node
+        return _push_through(node, preds, gmap, lambda c: bool(
+            refs(c) and refs(c) <= set(gmap) and _deterministic(c)))
     # Sort, Limit, Distinct, SetOp, Values: recurse, keep preds above.
     for f in ("input", "left", "right"):
         if hasattr(node, f):
             setattr(node, f, push(getattr(node, f), []))
     return L.Filter(node, and_all(preds)) if preds else node
+
+
+def _push_through(node, preds, mapping: dict, movable) -> L.Node:
+    """Push the `movable` predicates below a Project / Aggregate, rewritten over its input
+    (each output key replaced by the expression that computes it); the rest stay above."""
+    down, stay = [], []
+    for c in preds:
+        if movable(c):
+            down.append(c.transform(
+                lambda n: mapping[n.name].copy() if isinstance(n, exp.Column)
+                and n.name in mapping else n))
+        else:
+            stay.append(c)
+    node.input = push(node.input, down)
+    return L.Filter(node, and_all(stay)) if stay else node
 
 
 def _implied(c: exp.Expression, keys: set[str]) -> exp.Expression | None:
