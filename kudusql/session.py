@@ -138,6 +138,7 @@ class Session:
         self.catalog = catalog if catalog is not None else db.catalog
         self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
         self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
+        self._dml_asts: dict[str, exp.Expression] = {}   # text -> parsed UPDATE / DELETE
         self.in_transaction = False
         self._cancel = threading.Event()
 
@@ -244,6 +245,19 @@ class Session:
         rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
         return statement.insert_rows(target, rows, upsert, sql, ast.expression)
 
+    def execute_point(self, text: str, params) -> StatementResult | None:
+        """The statement's result if it is a cached primary-key point read whose tablets are
+        open (bounded, in-memory work: the wire server runs it on its event loop), else
+        None without doing anything; see planner.fastpath."""
+        if not params:
+            return None
+        with _sql_errors():
+            fast = self._plans.point_read(self.catalog, text, params)
+            if fast is None or not fast.ready(self.catalog):
+                return None
+            t = fast.run(self.catalog, params)
+        return None if t is None else StatementResult.rows("SELECT", t)
+
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         """One statement; engine errors come out as SqlError with their SQLSTATE."""
         with _sql_errors():
@@ -265,6 +279,11 @@ class Session:
                 return statement.explain(self.catalog, asts[0], inner, params, analyze,
                                          self._check_cancel)
         if params:
+            fast = self._plans.point_read(self.catalog, text, params)
+            if fast is not None:
+                t = fast.run(self.catalog, params)
+                if t is not None:
+                    return StatementResult.rows("SELECT", t)
             out = self._plans.lookup(self.catalog, text, params)
             if out is not None:
                 return statement.run_cached(self.catalog, out, stream, self._check_cancel)
@@ -275,10 +294,18 @@ class Session:
         if text[:6].upper() == "UPSERT" and (len(text) == 6 or not text[6].isalnum()):
             upsert = True
             text = "INSERT" + text[6:]    # same length: error positions stay right
-        asts = parse(text)
-        if not asts:
-            return StatementResult("EMPTY")
-        ast = asts[0]
+        ast = self._dml_asts.get(text)
+        if ast is None:
+            asts = parse(text)
+            if not asts:
+                return StatementResult("EMPTY")
+            ast = asts[0]
+            if params and isinstance(ast, (exp.Update, exp.Delete)):
+                # UPDATE/DELETE read their AST without changing it (statement.update):
+                # executed again, they skip the parse and reach the plan cache
+                if len(self._dml_asts) > 256:
+                    self._dml_asts.clear()
+                self._dml_asts[text] = ast
         if isinstance(ast, exp.Transaction):
             self.in_transaction = True
             return StatementResult("BEGIN")

@@ -48,6 +48,7 @@ from planner.expr import (
     array_to_list,
     constant_scalar,
     constant_value,
+    param_scalar,
     fold_constants,
 )
 
@@ -980,7 +981,7 @@ class Binder:
         if not 0 <= i < len(self.params):
             raise SqlError(f"there is no parameter ${i + 1}", "42P02", position(self.sql, node))
         v = self.params[i]
-        c = Const(this=v if isinstance(v, pa.Scalar) else pa.scalar(v))
+        c = Const(this=param_scalar(v))
         c.meta["param"] = i          # planner.plan_cache substitutes new values here
         return c
 

@@ -178,6 +178,19 @@ def fold_constants(node: exp.Expression) -> exp.Expression:
     return fold(root)
 
 
+def param_scalar(v: Any) -> pa.Scalar:
+    """A statement parameter's value as a typed scalar. A Python int beyond BIGINT becomes
+    NUMERIC (as in PostgreSQL, where such a literal is numeric); beyond 38 digits, 22003."""
+    if isinstance(v, pa.Scalar):
+        return v
+    try:
+        return pa.scalar(v)
+    except OverflowError:
+        if isinstance(v, int) and abs(v) < 10 ** 38:
+            return pa.scalar(decimal.Decimal(v), pa.decimal128(38, 0))
+        raise SqlError(f"parameter value {v} is out of range", "22003") from None
+
+
 def constant_value(node: exp.Expression) -> tuple[bool, Any, pa.DataType | None]:
     """(True, python value, Arrow type) if `node` is a constant expression, else (False, None, None).
 

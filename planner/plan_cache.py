@@ -11,6 +11,10 @@ Contract:
   binder consumed, like LIMIT $1, would be stale) and it reads only catalog tables. It is
   valid while each table it reads still has the same catalog metadata object (any DDL on
   the table replaces that object), and for the same Python types of the parameters.
+- A plan that reads one row by its full primary key is also compiled into a
+  planner.fastpath.PointRead (`point_read`): it runs without copying the plan or running
+  the rules. It returns None when it cannot stand in for the plan; the caller then uses
+  `lookup` as usual.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from planner import logical as L
-from planner.expr import Const
+from planner.expr import Const, param_scalar
+from planner.fastpath import PointRead, compile_point_read
 from planner.rules import _all_nodes, _map_exprs
 
 
@@ -39,22 +44,33 @@ class PlanCache:
 
     @staticmethod
     def _key(text: str, params) -> tuple:
-        return text, tuple(type(p) for p in params)
+        # an int beyond BIGINT binds as NUMERIC (expr.param_scalar): a plan of its own
+        return text, tuple("numeric-int" if type(p) is int and not -2 ** 63 <= p < 2 ** 63
+                           else type(p) for p in params)
 
-    def lookup(self, catalog, text: str, params) -> L.Output | None:
-        key = self._key(text, params)
+    def _valid(self, catalog, key: tuple):
         entry = self._entries.get(key)
         if entry is None:
             return None
-        template, metas = entry
-        for name, meta in metas:
+        for name, meta in entry[1]:
             if not catalog.has_table(name) or \
                     getattr(catalog.table(name), "metadata", None) is not meta:
                 del self._entries[key]
                 return None
         self._entries.move_to_end(key)
-        out = copy.deepcopy(template)
-        values = [p if isinstance(p, pa.Scalar) else pa.scalar(p) for p in params]
+        return entry
+
+    def point_read(self, catalog, text: str, params) -> PointRead | None:
+        """The compiled point read for this statement and parameter types, if any."""
+        entry = self._valid(catalog, self._key(text, params))
+        return entry[2] if entry is not None else None
+
+    def lookup(self, catalog, text: str, params) -> L.Output | None:
+        entry = self._valid(catalog, self._key(text, params))
+        if entry is None:
+            return None
+        out = copy.deepcopy(entry[0])
+        values = [param_scalar(p) for p in params]
 
         def subst(e: exp.Expression) -> exp.Expression:
             def fix(n):
@@ -85,6 +101,8 @@ class PlanCache:
                 return                          # VALUES rows are not in expressions() walk
         if seen != set(range(len(params))):
             return
-        self._entries[self._key(text, params)] = (copy.deepcopy(template), metas)
+        template = copy.deepcopy(template)     # the caller's plan is optimized in place next
+        fast = compile_point_read(catalog, template) if len(metas) == 1 else None
+        self._entries[self._key(text, params)] = (template, metas, fast)
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)

@@ -81,9 +81,9 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
     if isinstance(ast, exp.Insert):
         return insert(catalog, ast, sql, params, upsert, check_cancel)
     if isinstance(ast, exp.Update):
-        return update(catalog, ast, sql, params, check_cancel)
+        return update(catalog, ast, sql, params, check_cancel, cache)
     if isinstance(ast, exp.Delete):
-        return delete(catalog, ast, sql, params, check_cancel)
+        return delete(catalog, ast, sql, params, check_cancel, cache)
     if isinstance(ast, exp.Create) and ast.args.get("expression") is not None and \
             str(ast.args.get("kind", "")).upper() == "TABLE":
         return create_table_as(catalog, ast, sql, params, check_cancel)
@@ -468,8 +468,25 @@ def bulk_parameters(ast: exp.Expression) -> int | None:
     return len(items)
 
 
-def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel):
-    """Rows of the target matching the WHERE clause: key columns then `extra` values."""
+def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel,
+              cache=None):
+    """Rows of the target matching the WHERE clause: key columns then `extra` values.
+
+    With a plan cache and parameters, the row-matching query is cached under the statement's
+    text (marked apart from a SELECT of the same text), and a match by the full primary key
+    runs as a point read (planner.fastpath): `UPDATE t SET v = v + 1 WHERE k = $1` executed
+    again skips parsing the query, binding and the rules."""
+    key = "\x00matching\x00" + sql
+    if cache is not None and params:
+        fast = cache.point_read(catalog, key, params)
+        if fast is not None:
+            t = fast.run(catalog, params)
+            if t is not None:
+                return t
+        out = cache.lookup(catalog, key, params)
+        if out is not None:
+            return Executor(catalog, check_cancel=check_cancel).run_output(
+                optimize(out, catalog))
     table = catalog.table(tnode.name)
     keys = table.schema.key_names
     alias = tnode.alias_or_name
@@ -483,10 +500,14 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
         raise FeatureNotSupported("UPDATE ... FROM / DELETE ... USING is not supported",
                                   position=position(sql, ast))
     # keep positions: the copied nodes keep their meta
-    return run_query(catalog, sel, sql, params, check_cancel)
+    out = Binder(catalog, sql, params).bind_query(sel)
+    if cache is not None and params:
+        cache.store(catalog, key, params, out)
+    return Executor(catalog, check_cancel=check_cancel).run_output(optimize(out, catalog))
 
 
-def update(catalog, ast: exp.Update, sql, params, check_cancel) -> StatementResult:
+def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
+           ) -> StatementResult:
     tnode, table = _target(catalog, ast, sql)
     schema = table.schema
     names, values = [], []
@@ -506,7 +527,7 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel) -> StatementResu
                            position(sql, a.this))
         names.append(name)
         values.append(a.expression)
-    rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel)
+    rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel, cache)
     if rows.num_rows == 0:
         return StatementResult("UPDATE", rowcount=0)
     cols = schema.key_names + names
@@ -518,9 +539,10 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel) -> StatementResu
                            row_errors=_row_failures(tnode.name, schema, errs))
 
 
-def delete(catalog, ast: exp.Delete, sql, params, check_cancel) -> StatementResult:
+def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
+           ) -> StatementResult:
     tnode, table = _target(catalog, ast, sql)
-    rows = _matching(catalog, ast, sql, params, tnode, [], check_cancel)
+    rows = _matching(catalog, ast, sql, params, tnode, [], check_cancel, cache)
     if rows.num_rows == 0:
         return StatementResult("DELETE", rowcount=0)
     data = pa.Table.from_arrays(rows.columns, names=table.schema.key_names)

@@ -813,6 +813,8 @@ class Connection:
 
     async def _run_portal(self, portal: Portal) -> None:
         stmt = portal.statement
+        if portal.params and stmt.kind == "plain" and self._run_point(portal):
+            return
         timer = self._begin_statement()
         try:
             self.tx.check(stmt.words)
@@ -820,6 +822,24 @@ class Connection:
                                                               portal.params, stmt.words)
         finally:
             self._end_statement(timer)
+
+    def _run_point(self, portal: Portal) -> bool:
+        """Run a cached primary-key point read right here on the event loop (see
+        Session.execute_point): it is bounded in-memory work, cheaper than the trip to the
+        thread pool and back. False (nothing done) for anything else, or while a portal still
+        streams (the session must first settle it, which is not bounded work)."""
+        run = getattr(self.session, "execute_point", None)
+        if run is None or any(p.rows is not None and p.rows.streaming
+                              for p in self.portals.values()):
+            return False
+        stmt = portal.statement
+        self.tx.check(stmt.words)
+        result = run(stmt.sql, portal.params)
+        if result is None:
+            return False
+        portal.result, portal.rows = result, Rows(result)
+        portal.rows.fill(self.config.batch_rows)
+        return True
 
     async def _on_execute(self, msg: P.Execute) -> None:
         portal = self._portal(msg.portal)

@@ -22,6 +22,7 @@ queries run (TimeZone included: there is no timestamptz, timestamps are UTC).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pyarrow as pa
@@ -90,8 +91,9 @@ def canonical(name: str) -> str:
     return _ALIASES.get(name.lower(), _CANON.get(name.lower(), name.lower()))
 
 
+@functools.lru_cache(maxsize=64)
 def parse_interval_ms(value: str) -> int:
-    """statement_timeout's value: an integer (ms) or a number with a unit."""
+    """statement_timeout's value (read before every statement: cached): an integer (ms) or a number with a unit."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h|d|us)?\s*", value, re.IGNORECASE)
     if not m:
         raise SqlError(f'invalid value for parameter "statement_timeout": "{value}"', "22023")

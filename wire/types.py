@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import functools
 import math
 import struct
 import uuid
@@ -99,8 +100,10 @@ def _array_element(t: pa.DataType) -> pa.DataType | None:
 
 
 # -- Arrow -> OID -----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=512)
 def type_oid(t: pa.DataType) -> tuple[int, int]:
-    """(oid, typmod) a column of Arrow type `t` is described with."""
+    """(oid, typmod) a column of Arrow type `t` is described with (cached: asked for every
+    column of every result)."""
     elem = _array_element(t)
     if elem is not None:
         return ARRAY_OF.get(type_oid(elem)[0], 1009), -1
@@ -635,6 +638,7 @@ _SF32, _SF64 = struct.Struct("!f"), struct.Struct("!d")
 _US = _dt.timedelta(microseconds=1)
 
 
+@functools.lru_cache(maxsize=512)
 def _small_encoder(t: pa.DataType, fmt: int):
     """A function Python value -> wire bytes for a column of type `t`, or None when this
     type takes the vectorised path."""

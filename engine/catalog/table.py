@@ -303,6 +303,20 @@ class Table:
             list(self.catalog._pool.map(lambda s: s.tablet(), closed))
         return [s.tablet() for s in slots]
 
+    def tablets_open(self) -> bool:
+        """True when every tablet of the table is open and no ALTER is under way: a
+        `lookup` then opens no files and waits for nothing (an event loop checks this before
+        it runs a lookup itself rather than in a worker thread)."""
+        meta = self.metadata
+        if meta.pending_schema is not None:
+            return False
+        slots = self.catalog._slots
+        for tid in meta.tablet_ids:
+            slot = slots.get(tid)
+            if slot is None or not slot.is_open:
+                return False
+        return True
+
     def prune(self, predicates: Sequence[ColumnPredicate] = ()) -> list:
         """The partitions a scan with these predicates reads (EXPLAIN)."""
         ps = self.partition_schema

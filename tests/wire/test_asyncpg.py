@@ -163,3 +163,43 @@ def test_pool_reset_and_connect_time_queries(server):
         finally:
             await pool.close()
     run(go())
+
+
+def test_repeated_point_reads_stay_right_while_cursors_and_writes_interleave(server):
+    """A prepared primary-key read executed again runs on the server's event loop
+    (Session.execute_point); its answers must not differ from the planner's: typed values,
+    NULLs, misses, rows written meanwhile by another connection, and a cursor of the same
+    connection suspended in the middle of its rows."""
+    s = server.db.session()
+    s.execute("CREATE TABLE pt (k INT PRIMARY KEY, v BIGINT, s STRING, d DECIMAL(8,2)) "
+              "PARTITION BY HASH (k) PARTITIONS 3")
+    s.execute("INSERT INTO pt SELECT k, k * 10, 'r' || k, k * 0.25 FROM generate_series(1, 200) "
+              "AS g(k)")
+
+    async def go():
+        a = await asyncpg.connect(**server.asyncpg_kw())
+        b = await asyncpg.connect(**server.asyncpg_kw())
+        try:
+            get = await a.prepare("SELECT s, v, d FROM pt WHERE k = $1")
+            for k in (1, 2, 199, 500, -3, 2):
+                row = await get.fetchrow(k)
+                if 1 <= k <= 200:
+                    assert tuple(row) == (f"r{k}", k * 10, decimal.Decimal(k) / 4)
+                else:
+                    assert row is None
+            await b.execute("UPDATE pt SET v = NULL, s = 'changed' WHERE k = 2")
+            await b.execute("INSERT INTO pt VALUES (500, 5, 'new', 1.25)")
+            assert tuple(await get.fetchrow(2)) == ("changed", None, decimal.Decimal("0.50"))
+            assert tuple(await get.fetchrow(500)) == ("new", 5, decimal.Decimal("1.25"))
+            async with a.transaction():
+                cur = await a.cursor("SELECT k FROM pt ORDER BY k")
+                first = await cur.fetch(5)
+                assert tuple(await get.fetchrow(3)) == ("r3", 30, decimal.Decimal("0.75"))
+                rest = await cur.fetch(1000)
+            assert [r["k"] for r in first + rest] == list(range(1, 201)) + [500]
+            with pytest.raises(asyncpg.DataError):
+                await get.fetchrow(2 ** 40)        # out of range for the int4 parameter
+        finally:
+            await a.close()
+            await b.close()
+    run(go())

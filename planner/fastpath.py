@@ -1,0 +1,256 @@
+"""Point reads: cached plans that read one row by its full primary key, run without the
+optimizer or the executor's operator tree.
+
+A prepared `SELECT v, s FROM kv WHERE k = $1` (or the row-matching query of
+`UPDATE kv SET v = v + 1 WHERE k = $1`) executed again with new values is the hot path of an
+OLTP client. Planning it again costs far more than the lookup itself, so the plan cache
+(planner.plan_cache) compiles such a plan once into a `PointRead`:
+
+    Output(Project(MultiJoin([Scan]) | Filter(Scan) | Scan))
+    where the conditions are exactly one equality `key column = constant or parameter` per
+    primary-key column, on a catalog table read at the current time.
+
+Contract:
+- `PointRead.run(catalog, params)` gives the same rows, names and types as optimizing and
+  executing the plan would (the project items are evaluated by the executor's own
+  expression evaluator over the 0- or 1-row batch), or None when it cannot promise that:
+  a parameter that does not convert losslessly to its key column's type (the optimizer
+  would then keep the condition as a residual filter, with SQL comparison semantics).
+  None means "run the ordinary plan", never "no rows".
+- `compile_point_read` returns None for every other plan shape; it never guesses.
+- The caller (the plan cache) checks that the table's catalog metadata is unchanged before
+  using a PointRead, exactly as for the cached plan it was compiled from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from planner import logical as L
+from planner.expr import Const, coerce_literal_to, param_scalar
+
+
+@dataclasses.dataclass
+class _KeyPart:
+    column: str
+    type: pa.DataType
+    param: int | None          # parameter index, or None for a constant
+    value: object = None       # the constant (already of the column's type)
+
+    def __post_init__(self):
+        t = self.type
+        self.is_string = pa.types.is_string(t) or pa.types.is_large_string(t)
+        self.bounds = None
+        if pa.types.is_integer(t):
+            info = np.iinfo(t.to_pandas_dtype())
+            self.bounds = (int(info.min), int(info.max))
+
+
+@dataclasses.dataclass
+class PointRead:
+    table: str
+    prefix: str                          # the scan's internal key prefix
+    key: list[_KeyPart]                  # in primary-key order
+    columns: list[str]                   # table columns the items read
+    items: list[tuple[str, exp.Expression]]
+    names: list[str]
+    keys: list[str]
+    plain: list[str] | None              # items that are plain columns: their column names
+    param_items: bool                    # some item holds a parameter: substitute per run
+    schema: pa.Schema                    # of the result (plain) or of the columns read
+
+    def key_values(self, params) -> tuple | None:
+        out = []
+        for part in self.key:
+            if part.param is None:
+                out.append(part.value)
+                continue
+            v = params[part.param]
+            # the common cases without Arrow: a Python int for an integer key column (in
+            # range), a str for a string one; anything else converts as the optimizer would
+            t = type(v)
+            if t is int and part.bounds is not None and part.bounds[0] <= v <= part.bounds[1]:
+                out.append(v)
+                continue
+            if t is str and part.is_string:
+                out.append(v)
+                continue
+            s = param_scalar(v)
+            if s.type != part.type:
+                c = Const(this=s)
+                c.meta["param"] = part.param
+                k = coerce_literal_to(c, part.type)
+                if k is None:
+                    return None
+                s = k.this
+            if not s.is_valid:
+                return None        # `k = NULL` matches nothing; the ordinary plan says so
+            out.append(s.as_py())
+        return tuple(out)
+
+    def ready(self, catalog) -> bool:
+        """True when `run` does only in-memory work now (see Table.tablets_open)."""
+        t = catalog.table(self.table)
+        return getattr(t, "tablets_open", None) is not None and t.tablets_open()
+
+    def run(self, catalog, params) -> pa.Table | None:
+        key = self.key_values(params)
+        if key is None:
+            return None
+        table = catalog.table(self.table)
+        row = table.lookup(key, self.columns or None)
+        if self.plain is not None:
+            if row is None:
+                return self.schema.empty_table()
+            # Python values -> one Arrow row (pyarrow has no cheaper constructor for it)
+            return pa.Table.from_pylist([{n: row[c] for n, c in zip(self.names, self.plain)}],
+                                        schema=self.schema)
+        from planner.executor import Executor, _chunked, empty_rows
+        if self.columns:
+            batch = pa.Table.from_pylist([] if row is None else [
+                {f.name: row[c] for c, f in zip(self.columns, self.schema)}],
+                schema=self.schema)
+        else:
+            batch = empty_rows(0 if row is None else 1)
+        ex = Executor(catalog)
+        items = self.items
+        if self.param_items:
+            items = [(k, _substitute(e, params)) for k, e in items]
+        arrays = {k: _chunked(ex.eval(e, batch), batch.num_rows) for k, e in items}
+        return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
+
+
+def _param_index(n: exp.Expression) -> int | None:
+    if isinstance(n, Const) and n._meta:
+        return n.meta.get("param")
+    return None
+
+
+def _substitute(e: exp.Expression, params) -> exp.Expression:
+    def fix(n):
+        i = _param_index(n)
+        if i is None:
+            return n
+        v = params[i]
+        c = Const(this=param_scalar(v))
+        c.meta["param"] = i
+        return c
+    return e.transform(fix, copy=True)
+
+
+def compile_point_read(catalog, out: L.Output) -> PointRead | None:
+    """A PointRead for a bound plan (parameters as marked Consts), or None."""
+    proj = out.plan
+    if not isinstance(proj, L.Project):
+        return None
+    node = proj.input
+    conditions: list[exp.Expression] = []
+    if isinstance(node, L.MultiJoin):
+        if len(node.inputs) != 1:
+            return None
+        conditions += node.conditions
+        node = node.inputs[0]
+    elif isinstance(node, L.Filter):
+        conditions.append(node.condition)
+        node = node.input
+    if not isinstance(node, L.Scan) or node.snapshot is not None or node.changes or \
+            node.pushed:
+        return None
+    conditions += node.filters
+    table = catalog.table(node.table)
+    if getattr(table, "virtual", False) or getattr(table, "metadata", None) is None:
+        return None
+    flat: list[exp.Expression] = []
+    for c in conditions:
+        flat += _conjuncts(c)
+    schema = table.schema
+    found: dict[str, _KeyPart] = {}
+    for c in flat:
+        part = _key_equality(node, c, schema)
+        if part is None or part.column in found:
+            return None
+        found[part.column] = part
+    if set(found) != set(schema.key_names):
+        return None
+    key = [found[k] for k in schema.key_names]
+    # the table columns the items read, in table order
+    refs: set[str] = set()
+    plain: list[str] | None = []
+    param_items = False
+    for _, e in proj.items:
+        for n in e.walk():
+            if isinstance(n, exp.Column):
+                col = _own_column(node, n)
+                if col is None:
+                    return None        # a reference to something else (outer query, ...)
+                refs.add(col)
+            elif isinstance(n, (exp.Subquery, exp.Select)) or type(n).__name__ in (
+                    "SubqueryRef", "AvgOf"):
+                return None
+            elif _param_index(n) is not None:
+                param_items = True
+        col = _own_column(node, e) if isinstance(e, exp.Column) else None
+        if plain is not None:
+            if col is None:
+                plain = None
+            else:
+                plain.append(col)
+    item_keys = [k for k, _ in proj.items]
+    if plain is not None and list(out.keys) != item_keys:
+        plain = None                   # reordered or repeated keys: take the general path
+    columns = [c.name for c in schema.columns if c.name in refs]
+    if plain is not None:
+        if len(set(out.names)) != len(out.names):
+            plain = None               # duplicate output names: from_pylist cannot build it
+    if plain is not None:
+        rschema = pa.schema([pa.field(n, f.type) for n, f in
+                             zip(out.names, schema.arrow_schema(plain))])
+    else:
+        rschema = pa.schema([pa.field(node.key(c), f.type) for c, f in
+                             zip(columns, schema.arrow_schema(columns))])
+    return PointRead(node.table, node.prefix, key, columns, list(proj.items), list(out.names),
+                     list(out.keys), plain, param_items, rschema)
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    return [e]
+
+
+def _own_column(scan: L.Scan, e: exp.Expression) -> str | None:
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Column) and not e.table and e.name.startswith(scan.prefix + "."):
+        col = e.name[len(scan.prefix) + 1:]
+        return col if col in scan.columns else None
+    return None
+
+
+def _key_equality(scan: L.Scan, c: exp.Expression, schema) -> _KeyPart | None:
+    """`key column = parameter or constant` (either side) -> its _KeyPart."""
+    if not isinstance(c, exp.EQ):
+        return None
+    for a, b in ((c.this, c.expression), (c.expression, c.this)):
+        col = _own_column(scan, a)
+        if col is None or not schema.is_key(col):
+            continue
+        while isinstance(b, exp.Paren):
+            b = b.this
+        typ = schema.column(col).arrow_type
+        i = _param_index(b)
+        if i is not None:
+            return _KeyPart(col, typ, i)
+        if any(_param_index(n) is not None for n in b.walk()):
+            return None            # an expression over a parameter: not compiled
+        k = coerce_literal_to(b, typ)
+        if k is None or not k.this.is_valid:
+            return None
+        return _KeyPart(col, typ, None, k.this.as_py())
+    return None

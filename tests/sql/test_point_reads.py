@@ -1,0 +1,167 @@
+"""Point reads (planner/fastpath.py): a parameterised statement that reads one row by its full
+primary key, executed again, skips the planner. Every answer it gives must be the one the
+planner would give: each case runs once to be cached, then with the values under test, and
+is compared with a fresh session (no cache) running the same values."""
+
+import datetime as dt
+import decimal
+
+import pytest
+
+from kudusql.session import Database
+from planner.errors import SqlError
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    db = Database.open(str(tmp_path_factory.mktemp("point") / "db"))
+    s = db.session()
+    s.execute("CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT, s STRING, d DECIMAL(10,2)) "
+              "PARTITION BY HASH (k) PARTITIONS 3")
+    s.execute("INSERT INTO kv VALUES (1, 10, 'one', 1.50), (2, NULL, 'two', NULL), "
+              "(3, 30, NULL, 3.25)")
+    s.execute("CREATE TABLE small (k INT PRIMARY KEY, v STRING) PARTITION BY HASH (k) "
+              "PARTITIONS 2")
+    s.execute("INSERT INTO small VALUES (1, 'a'), (2147483647, 'max')")
+    s.execute("CREATE TABLE comp (host STRING, ts TIMESTAMP, metric INT, val DOUBLE, "
+              "PRIMARY KEY (host, ts, metric)) PARTITION BY HASH (host) PARTITIONS 2, "
+              "RANGE (ts) (PARTITION VALUES < '2030-01-01')")
+    s.execute("INSERT INTO comp VALUES ('h1', '2024-01-01 10:00:00', 1, 0.5), "
+              "('h1', '2024-01-01 10:00:00', 2, 1.5), ('h2', '2025-06-01 00:00:00', 1, 2.5)")
+    yield db
+    db.close()
+
+
+def _rows(session, sql, params):
+    (r,) = session.execute(sql, params)
+    t = r.table
+    return t.schema, t.to_pylist()
+
+
+def _answer(session, sql, params):
+    """The rows with their schema, or the error's SQLSTATE."""
+    try:
+        return _rows(session, sql, params)
+    except SqlError as e:
+        return e.sqlstate
+
+
+def _compare(database, sql, warm, cases):
+    cached = database.session()
+    cached.execute(sql, warm)                       # planned, cached, compiled
+    for params in cases:
+        fresh = database.session()
+        assert _answer(cached, sql, params) == _answer(fresh, sql, params), params
+    return cached
+
+
+@pytest.mark.parametrize("sql, warm, cases", [
+    ("SELECT v, s FROM kv WHERE k = $1", [1], [[2], [3], [4], [None], [2 ** 70], ["3"]]),
+    ("SELECT * FROM kv WHERE k = $1", [1], [[1], [2], [99]]),
+    ("SELECT s AS x, v AS y, s AS z FROM kv WHERE $1 = k", [1], [[2], [3]]),
+    ("SELECT v + 1, upper(s), d * 2, k FROM kv WHERE k = $1", [1], [[2], [3], [77]]),
+    ("SELECT v + $2, s FROM kv WHERE k = $1", [1, 5], [[1, 7], [3, -30], [2, 1]]),
+    ("SELECT 1 FROM kv WHERE k = $1", [1], [[1], [5]]),
+    ("SELECT v FROM small WHERE k = $1", [1], [[2147483647], [2 ** 31], [-2 ** 40], [1.0],
+                                              [1.5]]),
+    ("SELECT val FROM comp WHERE host = $1 AND ts = $2 AND metric = $3",
+     ["h1", dt.datetime(2024, 1, 1, 10), 1],
+     [["h1", dt.datetime(2024, 1, 1, 10), 2], ["h2", dt.datetime(2025, 6, 1), 1],
+      ["h1", dt.datetime(2024, 1, 1, 10), 3], ["h3", dt.datetime(2024, 1, 1), 1]]),
+    ("SELECT val FROM comp WHERE host = 'h1' AND metric = $2 AND ts = $1",
+     [dt.datetime(2024, 1, 1, 10), 1], [[dt.datetime(2024, 1, 1, 10), 2]]),
+    ("SELECT k, d FROM kv WHERE k = $1 AND d = $2", [1, decimal.Decimal("1.50")],
+     [[3, decimal.Decimal("3.25")], [3, decimal.Decimal("3.00")]]),
+])
+def test_point_reads_answer_like_the_planner(database, sql, warm, cases):
+    _compare(database, sql, warm, cases)
+
+
+def test_a_full_key_equality_is_compiled_and_other_shapes_are_not(database):
+    s = database.session()
+    compiled = ["SELECT v FROM kv WHERE k = $1",
+                "SELECT v + 1 FROM kv WHERE k = $1",
+                "SELECT val FROM comp WHERE metric = $3 AND ts = $2 AND host = $1"]
+    not_compiled = ["SELECT v FROM kv WHERE k = $1 AND v > 0",       # a residual filter
+                    "SELECT val FROM comp WHERE host = $1 AND metric = $2",   # key prefix
+                    "SELECT v FROM kv WHERE k = $1 + 1",             # expression of a param
+                    "SELECT count(*) FROM kv WHERE k = $1",          # aggregate on top
+                    "SELECT v FROM kv WHERE k = $1 OR k = 2"]
+    params = {compiled[2]: ["h1", dt.datetime(2024, 1, 1, 10), 1],
+              not_compiled[1]: ["h1", 1]}
+    for sql in compiled + not_compiled:
+        p = params.get(sql, [1])
+        s.execute(sql, p)
+        assert (s._plans.point_read(s.catalog, sql, p) is not None) == (sql in compiled), sql
+
+
+def test_cached_point_reads_see_new_writes_and_ddl(tmp_path):
+    db = Database.open(str(tmp_path / "db"))
+    try:
+        s = db.session()
+        s.execute("CREATE TABLE t (k INT PRIMARY KEY, v STRING) PARTITION BY HASH (k) "
+                  "PARTITIONS 2")
+        sql = "SELECT * FROM t WHERE k = $1"
+        assert _rows(s, sql, [1])[1] == []
+        s.execute("INSERT INTO t VALUES (1, 'a')")
+        assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "a"}]
+        s.execute("UPDATE t SET v = 'b' WHERE k = 1")
+        assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "b"}]
+        s.execute("ALTER TABLE t ADD COLUMN w INT DEFAULT 7")
+        assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "b", "w": 7}]
+        s.execute("DROP TABLE t")
+        with pytest.raises(SqlError) as e:
+            s.execute(sql, [1])
+        assert e.value.sqlstate == "42P01"
+        s.execute("CREATE TABLE t (k INT PRIMARY KEY, x DOUBLE) PARTITION BY HASH (k) "
+                  "PARTITIONS 2")
+        s.execute("INSERT INTO t VALUES (1, 2.5)")
+        assert _rows(s, sql, [1])[1] == [{"k": 1, "x": 2.5}]
+    finally:
+        db.close()
+
+
+def test_time_travel_reads_are_not_served_from_the_latest_rows(tmp_path):
+    db = Database.open(str(tmp_path / "db"))
+    try:
+        s = db.session()
+        s.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT) PARTITION BY HASH (k) PARTITIONS 2")
+        s.execute("INSERT INTO t VALUES (1, 1)")
+        (r,) = s.execute("SELECT now()")
+        before = r.table.column(0)[0].as_py()
+        s.execute("UPDATE t SET v = 2 WHERE k = 1")
+        sql = "SELECT v FROM t FOR SYSTEM_TIME AS OF $2 WHERE k = $1"
+        for _ in range(2):
+            assert _rows(s, sql, [1, before])[1] == [{"v": 1}]
+    finally:
+        db.close()
+
+
+def test_repeated_updates_and_deletes_by_key_use_their_cached_plans(tmp_path):
+    db = Database.open(str(tmp_path / "db"))
+    try:
+        s = db.session()
+        s.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT, s STRING) PARTITION BY HASH (k) "
+                  "PARTITIONS 2")
+        s.execute("INSERT INTO t VALUES (1, 0, 'a'), (2, 0, 'b'), (3, 0, 'c')")
+        inc = "UPDATE t SET v = v + 1 WHERE k = $1"
+        for k in (1, 1, 2, 1, 9):
+            (r,) = s.execute(inc, [k])
+            assert r.rowcount == (0 if k == 9 else 1)
+        setv = "UPDATE t SET s = $2, v = v * $3 WHERE k = $1"
+        s.execute(setv, [1, "x", 10])
+        s.execute(setv, [2, "y", 5])
+        for k, deleted in ((3, 1), (3, 0), (42, 0)):
+            (r,) = s.execute("DELETE FROM t WHERE k = $1", [k])
+            assert r.rowcount == deleted
+        assert _rows(s, "SELECT * FROM t ORDER BY k", None)[1] == [
+            {"k": 1, "v": 30, "s": "x"}, {"k": 2, "v": 5, "s": "y"}]
+        assert s._plans.point_read(s.catalog, "\x00matching\x00" + inc, [1]) is not None
+        # an error in the SET expression still arrives with its SQLSTATE on the cached path
+        with pytest.raises(SqlError) as e:
+            s.execute("UPDATE t SET v = v / $2 WHERE k = $1", [1, 0])
+        with pytest.raises(SqlError) as e2:
+            s.execute("UPDATE t SET v = v / $2 WHERE k = $1", [2, 0])
+        assert e.value.sqlstate == e2.value.sqlstate == "22012"
+    finally:
+        db.close()
