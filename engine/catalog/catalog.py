@@ -91,6 +91,7 @@ from engine.catalog.partition import (
     RangeLike,
     RangePartitionExists,
 )
+from engine.catalog.coalesce import WriteCoalescer
 from engine.catalog.table import Table
 from engine.fs import fsync_dir, write_json_atomic
 from engine.clock import Clock, HybridClock
@@ -279,6 +280,7 @@ class Catalog:
         self._tables: dict[str, TableMetadata] = {}  # id -> metadata (replaced, never mutated)
         self._by_name: dict[str, str] = {}
         self._slots: dict[str, _TabletSlot] = {}
+        self._coalescers: dict[str, WriteCoalescer] = {}  # table id -> its small writes
         self._lock = threading.RLock()  # maps, slots, references (held briefly)
         self._released = threading.Condition(self._lock)
         self._ddl_lock = threading.RLock()  # serialises DDL (held for the whole DDL)
@@ -415,6 +417,13 @@ class Catalog:
         return slot.tablet()
 
     # -- references (used by Table) --------------------------------------------------------
+    def _coalescer(self, table_id: str) -> WriteCoalescer:
+        c = self._coalescers.get(table_id)
+        if c is None:
+            with self._lock:
+                c = self._coalescers.setdefault(table_id, WriteCoalescer())
+        return c
+
     def _metadata(self, table_id: str) -> TableMetadata:
         with self._lock:
             meta = self._tables.get(table_id)
@@ -595,6 +604,8 @@ class Catalog:
             meta = self._table_meta(name, finish_alter=False)
             tables = {k: v for k, v in self._tables.items() if k != meta.id}
             self._commit(tables)
+            with self._lock:
+                self._coalescers.pop(meta.id, None)
             self._drop_tablets(meta.tablet_ids)
 
     def rename_table(self, name: str, new_name: str) -> TableMetadata:

@@ -72,6 +72,8 @@ NO_PARTITION = "NO_PARTITION"
 SCAN_CHUNK_BATCHES = 4
 # Below this many rows a multi-tablet write runs tablet by tablet in the caller's thread.
 PARALLEL_WRITE_MIN_ROWS = 512
+# writes of at most this many rows may be applied together with concurrent ones (coalesce)
+COALESCE_MAX_ROWS = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -344,12 +346,18 @@ class Table:
         return self.write(OpType.DELETE, rows)
 
     def write(self, ops, rows) -> TableWriteResult:
-        """Apply row operations, each routed to its partition's tablet (see module doc)."""
+        """Apply row operations, each routed to its partition's tablet (see module doc).
+        Small writes that arrive concurrently are applied together (engine.catalog.coalesce)."""
         table = _as_arrow(rows)
         if table is None:
             return self._write_pydict(ops, rows)
+        op_arr = _op_array(ops, table.num_rows)
+        if 0 < table.num_rows <= COALESCE_MAX_ROWS:
+            return self.catalog._coalescer(self.id).write(op_arr, table, self._write_now)
+        return self._write_now(op_arr, table)
+
+    def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
         n = table.num_rows
-        op_arr = _op_array(ops, n)
         state: dict = {}
 
         def pick(meta):
