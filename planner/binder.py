@@ -48,8 +48,8 @@ from planner.expr import (
     array_to_list,
     constant_scalar,
     constant_value,
-    param_scalar,
     fold_constants,
+    param_scalar,
 )
 
 AGGREGATES: dict[type, str] = {

@@ -191,6 +191,26 @@ def param_scalar(v: Any) -> pa.Scalar:
         raise SqlError(f"parameter value {v} is out of range", "22003") from None
 
 
+def param_index(node: exp.Expression) -> int | None:
+    """The parameter index of a Const the binder made from `$n` (None for other nodes)."""
+    if isinstance(node, Const) and node._meta:
+        return node.meta.get("param")
+    return None
+
+
+def substitute_params(e: exp.Expression, scalars: list, copy: bool = True) -> exp.Expression:
+    """`e` with every parameter Const replaced by the new value (`param_scalar`s) for its
+    index: how a cached plan is reused with new parameters."""
+    def fix(n):
+        i = param_index(n)
+        if i is None:
+            return n
+        c = Const(this=scalars[i])
+        c.meta["param"] = i
+        return c
+    return e.transform(fix, copy=copy)
+
+
 def constant_value(node: exp.Expression) -> tuple[bool, Any, pa.DataType | None]:
     """(True, python value, Arrow type) if `node` is a constant expression, else (False, None, None).
 

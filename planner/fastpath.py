@@ -31,7 +31,15 @@ import pyarrow as pa
 from sqlglot import exp
 
 from planner import logical as L
-from planner.expr import Const, coerce_literal_to, param_scalar
+from planner.binder import AvgOf, SubqueryRef
+from planner.expr import (
+    Const,
+    SubPlan,
+    coerce_literal_to,
+    param_index,
+    param_scalar,
+    substitute_params,
+)
 
 
 @dataclasses.dataclass
@@ -119,27 +127,10 @@ class PointRead:
         ex = Executor(catalog)
         items = self.items
         if self.param_items:
-            items = [(k, _substitute(e, params)) for k, e in items]
+            values = [param_scalar(p) for p in params]
+            items = [(k, substitute_params(e, values)) for k, e in items]
         arrays = {k: _chunked(ex.eval(e, batch), batch.num_rows) for k, e in items}
         return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
-
-
-def _param_index(n: exp.Expression) -> int | None:
-    if isinstance(n, Const) and n._meta:
-        return n.meta.get("param")
-    return None
-
-
-def _substitute(e: exp.Expression, params) -> exp.Expression:
-    def fix(n):
-        i = _param_index(n)
-        if i is None:
-            return n
-        v = params[i]
-        c = Const(this=param_scalar(v))
-        c.meta["param"] = i
-        return c
-    return e.transform(fix, copy=True)
 
 
 def compile_point_read(catalog, out: L.Output) -> PointRead | None:
@@ -188,10 +179,9 @@ def compile_point_read(catalog, out: L.Output) -> PointRead | None:
                 if col is None:
                     return None        # a reference to something else (outer query, ...)
                 refs.add(col)
-            elif isinstance(n, (exp.Subquery, exp.Select)) or type(n).__name__ in (
-                    "SubqueryRef", "AvgOf"):
-                return None
-            elif _param_index(n) is not None:
+            elif isinstance(n, (exp.Subquery, exp.Select, SubqueryRef, AvgOf, SubPlan)):
+                return None            # needs the executor's context: the ordinary plan
+            elif param_index(n) is not None:
                 param_items = True
         col = _own_column(node, e) if isinstance(e, exp.Column) else None
         if plain is not None:
@@ -244,10 +234,10 @@ def _key_equality(scan: L.Scan, c: exp.Expression, schema) -> _KeyPart | None:
         while isinstance(b, exp.Paren):
             b = b.this
         typ = schema.column(col).arrow_type
-        i = _param_index(b)
+        i = param_index(b)
         if i is not None:
             return _KeyPart(col, typ, i)
-        if any(_param_index(n) is not None for n in b.walk()):
+        if any(param_index(n) is not None for n in b.walk()):
             return None            # an expression over a parameter: not compiled
         k = coerce_literal_to(b, typ)
         if k is None or not k.this.is_valid:

@@ -22,19 +22,10 @@ from __future__ import annotations
 import collections
 import copy
 
-import pyarrow as pa
-from sqlglot import exp
-
 from planner import logical as L
-from planner.expr import Const, param_scalar
+from planner.expr import param_index, param_scalar, substitute_params
 from planner.fastpath import PointRead, compile_point_read
 from planner.rules import _all_nodes, _map_exprs
-
-
-def _param_index(n: exp.Expression) -> int | None:
-    if isinstance(n, Const) and n._meta:
-        return n.meta.get("param")
-    return None
 
 
 class PlanCache:
@@ -72,18 +63,8 @@ class PlanCache:
         out = copy.deepcopy(entry[0])
         values = [param_scalar(p) for p in params]
 
-        def subst(e: exp.Expression) -> exp.Expression:
-            def fix(n):
-                i = _param_index(n)
-                if i is None:
-                    return n
-                c = Const(this=values[i])
-                c.meta["param"] = i
-                return c
-            return e.transform(fix)
-
         for node in list(_all_nodes(out.plan)):
-            _map_exprs(node, subst)
+            _map_exprs(node, lambda e: substitute_params(e, values, copy=False))
         return out
 
     def store(self, catalog, text: str, params, template: L.Output) -> None:
@@ -91,7 +72,7 @@ class PlanCache:
         metas = []
         for node in _all_nodes(template.plan):
             for e in node.expressions():
-                seen |= {i for n in e.walk() if (i := _param_index(n)) is not None}
+                seen |= {i for n in e.walk() if (i := param_index(n)) is not None}
             if isinstance(node, L.Scan):
                 meta = getattr(catalog.table(node.table), "metadata", None)
                 if meta is None or node.changes:

@@ -660,10 +660,19 @@ def _decode_binary_column(vals: list[bytes | None], typ: pa.DataType, name: str)
 _NEEDS_ESCAPE = r"[\\\x08\x0c\n\r\t\x0b]"
 
 
+def _plain_text(t: pa.DataType) -> bool:
+    """Types whose text form is made of letters, digits and `-+.:` only (numbers, NaN and
+    Infinity, booleans, dates): nothing to escape unless the delimiter is such a character."""
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or \
+        pa.types.is_boolean(t) or pa.types.is_date(t)
+
+
 def _text_field(col: pa.Array, spec: CopySpec) -> pa.Array:
     s = T.encode_text(col)
     if not (pa.types.is_string(s.type) or pa.types.is_large_string(s.type)):
         s = s.cast(pa.string())
+    if _plain_text(col.type) and not (spec.delimiter.isalnum() or spec.delimiter in "-+.:"):
+        return s.fill_null(spec.null)      # nothing to escape: skip the scan of every value
     pattern = _NEEDS_ESCAPE if spec.delimiter == "\t" else \
         _NEEDS_ESCAPE[:-1] + re.escape(spec.delimiter) + "]"
     if pc.any(pc.match_substring_regex(s, pattern)).as_py():
