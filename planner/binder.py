@@ -31,7 +31,9 @@ import itertools
 import re
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -44,11 +46,13 @@ from planner.expr import (
     ArrayType,
     Const,
     HostCall,
+    HostFunction,
     SubPlan,
     array_to_list,
     constant_scalar,
     constant_value,
     fold_constants,
+    list_to_array,
     param_scalar,
 )
 
@@ -265,6 +269,9 @@ class Binder:
         """Bind a SELECT / set operation -> (node, output names, output keys)."""
         with_ = q.args.get("with_") or q.args.get("with")
         if with_ is not None:
+            if with_.args.get("recursive"):
+                raise FeatureNotSupported("WITH RECURSIVE is not supported",
+                                          position=position(self.sql, with_))
             ctes = dict(ctes)
             for cte in with_.expressions:
                 ctes[cte.alias_or_name] = (cte.this, dict(ctes), cte)
@@ -1202,6 +1209,14 @@ class Binder:
                     return None
                 value = HostCall(this=reg, expressions=[_rebuild(inner.this, conv)], fn=fin)
                 return HostCall(this=reg + "out", expressions=[value], fn=fout)
+            elem = _array_reg_type(node.args.get("to"))
+            if reg is None and elem is not None:
+                # x::regtype[]: each element's name, as PostgreSQL prints such an array
+                fin, fout = lookup(elem), lookup(elem + "out")
+                if fin is None or fout is None:
+                    return None
+                return HostCall(this=elem + "[]", expressions=[_rebuild(inner, conv)],
+                                fn=_elementwise(elem + "[]", [fin, fout]))
             if reg is None:
                 return None
             fn = lookup(reg)
@@ -1480,6 +1495,41 @@ def _type_name(dt: exp.Expression | None) -> str | None:
 def _reg_type(dt: exp.Expression | None) -> str | None:
     name = _type_name(dt)
     return name if name in _REG_TYPES else None
+
+
+def _array_reg_type(dt: exp.Expression | None) -> str | None:
+    """`regtype` for the type `regtype[]` (any reg* type), else None."""
+    if isinstance(dt, exp.DataType) and dt.this == exp.DataType.Type.ARRAY and \
+            len(dt.expressions) == 1:
+        return _reg_type(dt.expressions[0])
+    return None
+
+
+def _elementwise(name: str, fns: list[HostFunction]) -> HostFunction:
+    """A function applying `fns` in turn to every element of a list value (NULL lists stay
+    NULL); the reg* casts of arrays."""
+    def call(values, n):
+        (v,) = values
+        if isinstance(v.type, ArrayType):
+            v = array_to_list(v)
+        scalar = isinstance(v, pa.Scalar)
+        arr = pa.array([v.as_py()], v.type) if scalar else (
+            v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v)
+        if pa.types.is_null(arr.type):
+            out = list_to_array(pa.nulls(len(arr), pa.list_(pa.string())))
+            return out[0] if scalar else out
+        flat = pc.list_flatten(arr)
+        for f in fns:
+            m = len(flat)
+            flat = f.fn([flat], m)
+            if isinstance(flat, pa.Scalar):           # a constant result: one per element
+                flat = pa.array([flat.as_py()] * m, flat.type)
+        lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        out = list_to_array(pa.ListArray.from_arrays(pa.array(offsets), flat,
+                                                     mask=arr.is_null()))
+        return out[0] if scalar else out
+    return HostFunction(name, call)
 
 
 def _is_text_type(dt: exp.Expression | None) -> bool:

@@ -527,6 +527,18 @@ class KuduSQL(Postgres):
         }
         SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
+        def _parse_types(self, *args, **kwargs):
+            """As sqlglot's, plus arrays of object identifiers: `x::regtype[]` (pgcli's
+            function list) is an ARRAY DataType whose element is the ObjectIdentifier."""
+            t = super()._parse_types(*args, **kwargs)
+            if isinstance(t, exp.ObjectIdentifier) and self._curr is not None and \
+                    self._curr.token_type == TokenType.L_BRACKET and \
+                    self._next is not None and self._next.token_type == TokenType.R_BRACKET:
+                self._advance(2)
+                return exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[t],
+                                    nested=True)
+            return t
+
         def _parse_as_command(self, start: Token) -> exp.Command:
             """A CREATE TABLE or ALTER TABLE sqlglot cannot parse is a syntax error here, not
             a Command."""
