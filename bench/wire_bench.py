@@ -10,7 +10,8 @@ For each server, with `--connections` asyncpg connections (default 16) running f
 
 ops/s and p50 / p99 latency; then 4. streaming one large result (`--stream-rows`, default
 1M rows of (bigint, bigint, text)) through one connection: rows/s with asyncpg's fetch
-(binary, decoded into Records) and with COPY TO STDOUT (text, not decoded). The summary
+(binary, decoded into Records) and with COPY TO STDOUT (text, not decoded), the median of
+`--stream-repeat` runs each. The summary
 prints kudusql / PostgreSQL ratios, and 5. the DataRow encoder alone (in-process rows/s
 for six typical columns, text and binary, and the cost of a one-row batch).
 
@@ -21,6 +22,7 @@ kudusql's WAL (group commit). Both are stopped and removed at the end.
 
     .venv/bin/python -m bench.wire_bench [--seconds 5] [--connections 16]
                                          [--rows 100000] [--stream-rows 1000000]
+                                         [--stream-repeat 3]
 
 A benchmark, not a test: it always exits 0 (figures have no targets).
 """
@@ -187,26 +189,30 @@ async def closed_loop(server, conns: int, seconds: float, make_args, sql: str):
     return len(lat) / elapsed, np.array(lat), errors
 
 
-async def stream(server, n: int) -> tuple[float, float]:
+async def stream(server, n: int, repeat: int) -> tuple[float, float]:
+    """(fetch rows/s, COPY TO rows/s), each the median of `repeat` runs: one run of either
+    swings by +-30% on a shared machine (client-side decoding and GC pauses)."""
     import asyncpg
     c = await asyncpg.connect(**server.kw)
+    fetch_rates, copy_rates = [], []
     try:
-        t0 = time.perf_counter()
-        rows = await c.fetch("SELECT k, v, s FROM big")
-        fetch_rate = len(rows) / (time.perf_counter() - t0)
-        assert len(rows) == n, (len(rows), n)
-        del rows
-        received = 0
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            rows = await c.fetch("SELECT k, v, s FROM big")
+            fetch_rates.append(len(rows) / (time.perf_counter() - t0))
+            assert len(rows) == n, (len(rows), n)
+            del rows
+            received = 0
 
-        async def sink(chunk: bytes) -> None:   # count and drop (no file I/O measured)
-            nonlocal received
-            received += len(chunk)
+            async def sink(chunk: bytes) -> None:   # count and drop (no file I/O measured)
+                nonlocal received
+                received += len(chunk)
 
-        t0 = time.perf_counter()
-        await c.copy_from_query("SELECT k, v, s FROM big", output=sink)
-        copy_rate = n / (time.perf_counter() - t0)
-        assert received > 0
-        return fetch_rate, copy_rate
+            t0 = time.perf_counter()
+            await c.copy_from_query("SELECT k, v, s FROM big", output=sink)
+            copy_rates.append(n / (time.perf_counter() - t0))
+            assert received > 0
+        return float(np.median(fetch_rates)), float(np.median(copy_rates))
     finally:
         await c.close()
 
@@ -231,7 +237,7 @@ async def run_server(server, args, out: dict) -> None:
         print(f"  {server.name} {name}: {rate:,.0f} ops/s p50 {out[name][1]:.2f} ms "
               f"p99 {out[name][2]:.2f} ms" + (f" ({errors} errors)" if errors else ""),
               flush=True)
-    out["stream"] = await stream(server, args.stream_rows)
+    out["stream"] = await stream(server, args.stream_rows, args.stream_repeat)
     print(f"  {server.name} stream: fetch {out['stream'][0]:,.0f} rows/s, "
           f"COPY TO {out['stream'][1]:,.0f} rows/s", flush=True)
 
@@ -269,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=5.0, help="per workload and server")
     ap.add_argument("--connections", type=int, default=16, help="asyncpg connections")
     ap.add_argument("--rows", type=int, default=100_000, help="rows in the point-op table")
+    ap.add_argument("--stream-repeat", type=int, default=3,
+                    help="streaming runs per server (the median is reported)")
     ap.add_argument("--stream-rows", type=int, default=1_000_000,
                     help="rows of the streamed result")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL anchor")

@@ -203,3 +203,47 @@ def test_repeated_point_reads_stay_right_while_cursors_and_writes_interleave(ser
             await a.close()
             await b.close()
     run(go())
+
+
+def test_concurrent_single_row_writes_each_get_their_own_outcome(server):
+    """Sixteen connections insert, upsert and update single rows at once; the server applies
+    concurrent small writes together (engine/catalog/coalesce.py), and still every statement
+    must get its own result: its duplicate key error (23505 with its key) or its row count,
+    and every acknowledged row must be there."""
+    s = server.db.session()
+    s.execute("CREATE TABLE cw (k INT PRIMARY KEY, w INT, n INT) "
+              "PARTITION BY HASH (k) PARTITIONS 3")
+    s.execute("INSERT INTO cw SELECT g, -1, 0 FROM generate_series(0, 99) AS t(g)")
+
+    async def worker(wid, conn):
+        dups, inserted = [], []
+        ins = await conn.prepare("INSERT INTO cw VALUES ($1, $2, 0)")
+        upd = await conn.prepare("UPDATE cw SET n = n + 1, w = $2 WHERE k = $1")
+        for i in range(40):
+            # keys 0..99 exist already: every 4th insert is a duplicate, the rest are new
+            k = (wid * 40 + i) % 100 if i % 4 == 0 else 1000 + wid * 40 + i
+            try:
+                await ins.fetch(k, wid)
+                inserted.append(k)
+            except asyncpg.UniqueViolationError as e:
+                assert f"({k})" in str(e), str(e)
+                dups.append(k)
+            assert (await upd.fetch(2000 + wid, wid)) == []      # no such key: UPDATE 0
+            status = await conn.execute("UPDATE cw SET n = n + 1 WHERE k = $1", k)
+            assert status == "UPDATE 1"
+        return dups, inserted
+
+    async def go():
+        conns = [await asyncpg.connect(**server.asyncpg_kw()) for _ in range(16)]
+        try:
+            return await asyncio.gather(*[worker(w, c) for w, c in enumerate(conns)])
+        finally:
+            for c in conns:
+                await c.close()
+    results = run(go())
+    assert all(len(d) == 10 and len(i) == 30 for d, i in results)
+    (r,) = s.execute("SELECT k, w FROM cw WHERE k >= 1000 ORDER BY k")
+    got = {row["k"]: row["w"] for row in r.table.to_pylist()}
+    assert got == {k: w for w, (_d, ins) in enumerate(results) for k in ins}
+    (r,) = s.execute("SELECT count(*) AS c FROM cw")
+    assert r.table.column(0)[0].as_py() == 100 + 16 * 30
