@@ -32,6 +32,14 @@ def database(tmp_path_factory):
     db.close()
 
 
+@pytest.fixture
+def s(tmp_path):
+    """A session on a database of its own."""
+    db = Database.open(str(tmp_path / "db"))
+    yield db.session()
+    db.close()
+
+
 def _rows(session, sql, params):
     (r,) = session.execute(sql, params)
     t = r.table
@@ -95,73 +103,58 @@ def test_a_full_key_equality_is_compiled_and_other_shapes_are_not(database):
         assert (s._plans.point_read(s.catalog, sql, p) is not None) == (sql in compiled), sql
 
 
-def test_cached_point_reads_see_new_writes_and_ddl(tmp_path):
-    db = Database.open(str(tmp_path / "db"))
-    try:
-        s = db.session()
-        s.execute("CREATE TABLE t (k INT PRIMARY KEY, v STRING) PARTITION BY HASH (k) "
-                  "PARTITIONS 2")
-        sql = "SELECT * FROM t WHERE k = $1"
-        assert _rows(s, sql, [1])[1] == []
-        s.execute("INSERT INTO t VALUES (1, 'a')")
-        assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "a"}]
-        s.execute("UPDATE t SET v = 'b' WHERE k = 1")
-        assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "b"}]
-        s.execute("ALTER TABLE t ADD COLUMN w INT DEFAULT 7")
-        assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "b", "w": 7}]
-        s.execute("DROP TABLE t")
-        with pytest.raises(SqlError) as e:
-            s.execute(sql, [1])
-        assert e.value.sqlstate == "42P01"
-        s.execute("CREATE TABLE t (k INT PRIMARY KEY, x DOUBLE) PARTITION BY HASH (k) "
-                  "PARTITIONS 2")
-        s.execute("INSERT INTO t VALUES (1, 2.5)")
-        assert _rows(s, sql, [1])[1] == [{"k": 1, "x": 2.5}]
-    finally:
-        db.close()
+def test_cached_point_reads_see_new_writes_and_ddl(s):
+    s.execute("CREATE TABLE t (k INT PRIMARY KEY, v STRING) PARTITION BY HASH (k) "
+              "PARTITIONS 2")
+    sql = "SELECT * FROM t WHERE k = $1"
+    assert _rows(s, sql, [1])[1] == []
+    s.execute("INSERT INTO t VALUES (1, 'a')")
+    assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "a"}]
+    s.execute("UPDATE t SET v = 'b' WHERE k = 1")
+    assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "b"}]
+    s.execute("ALTER TABLE t ADD COLUMN w INT DEFAULT 7")
+    assert _rows(s, sql, [1])[1] == [{"k": 1, "v": "b", "w": 7}]
+    s.execute("DROP TABLE t")
+    with pytest.raises(SqlError) as e:
+        s.execute(sql, [1])
+    assert e.value.sqlstate == "42P01"
+    s.execute("CREATE TABLE t (k INT PRIMARY KEY, x DOUBLE) PARTITION BY HASH (k) "
+              "PARTITIONS 2")
+    s.execute("INSERT INTO t VALUES (1, 2.5)")
+    assert _rows(s, sql, [1])[1] == [{"k": 1, "x": 2.5}]
 
 
-def test_time_travel_reads_are_not_served_from_the_latest_rows(tmp_path):
-    db = Database.open(str(tmp_path / "db"))
-    try:
-        s = db.session()
-        s.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT) PARTITION BY HASH (k) PARTITIONS 2")
-        s.execute("INSERT INTO t VALUES (1, 1)")
-        (r,) = s.execute("SELECT now()")
-        before = r.table.column(0)[0].as_py()
-        s.execute("UPDATE t SET v = 2 WHERE k = 1")
-        sql = "SELECT v FROM t FOR SYSTEM_TIME AS OF $2 WHERE k = $1"
-        for _ in range(2):
-            assert _rows(s, sql, [1, before])[1] == [{"v": 1}]
-    finally:
-        db.close()
+def test_time_travel_reads_are_not_served_from_the_latest_rows(s):
+    s.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT) PARTITION BY HASH (k) PARTITIONS 2")
+    s.execute("INSERT INTO t VALUES (1, 1)")
+    (r,) = s.execute("SELECT now()")
+    before = r.table.column(0)[0].as_py()
+    s.execute("UPDATE t SET v = 2 WHERE k = 1")
+    sql = "SELECT v FROM t FOR SYSTEM_TIME AS OF $2 WHERE k = $1"
+    for _ in range(2):
+        assert _rows(s, sql, [1, before])[1] == [{"v": 1}]
 
 
-def test_repeated_updates_and_deletes_by_key_use_their_cached_plans(tmp_path):
-    db = Database.open(str(tmp_path / "db"))
-    try:
-        s = db.session()
-        s.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT, s STRING) PARTITION BY HASH (k) "
-                  "PARTITIONS 2")
-        s.execute("INSERT INTO t VALUES (1, 0, 'a'), (2, 0, 'b'), (3, 0, 'c')")
-        inc = "UPDATE t SET v = v + 1 WHERE k = $1"
-        for k in (1, 1, 2, 1, 9):
-            (r,) = s.execute(inc, [k])
-            assert r.rowcount == (0 if k == 9 else 1)
-        setv = "UPDATE t SET s = $2, v = v * $3 WHERE k = $1"
-        s.execute(setv, [1, "x", 10])
-        s.execute(setv, [2, "y", 5])
-        for k, deleted in ((3, 1), (3, 0), (42, 0)):
-            (r,) = s.execute("DELETE FROM t WHERE k = $1", [k])
-            assert r.rowcount == deleted
-        assert _rows(s, "SELECT * FROM t ORDER BY k", None)[1] == [
-            {"k": 1, "v": 30, "s": "x"}, {"k": 2, "v": 5, "s": "y"}]
-        assert s._plans.point_read(s.catalog, "\x00matching\x00" + inc, [1]) is not None
-        # an error in the SET expression still arrives with its SQLSTATE on the cached path
-        with pytest.raises(SqlError) as e:
-            s.execute("UPDATE t SET v = v / $2 WHERE k = $1", [1, 0])
-        with pytest.raises(SqlError) as e2:
-            s.execute("UPDATE t SET v = v / $2 WHERE k = $1", [2, 0])
-        assert e.value.sqlstate == e2.value.sqlstate == "22012"
-    finally:
-        db.close()
+def test_repeated_updates_and_deletes_by_key_use_their_cached_plans(s):
+    s.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT, s STRING) PARTITION BY HASH (k) "
+              "PARTITIONS 2")
+    s.execute("INSERT INTO t VALUES (1, 0, 'a'), (2, 0, 'b'), (3, 0, 'c')")
+    inc = "UPDATE t SET v = v + 1 WHERE k = $1"
+    for k in (1, 1, 2, 1, 9):
+        (r,) = s.execute(inc, [k])
+        assert r.rowcount == (0 if k == 9 else 1)
+    setv = "UPDATE t SET s = $2, v = v * $3 WHERE k = $1"
+    s.execute(setv, [1, "x", 10])
+    s.execute(setv, [2, "y", 5])
+    for k, deleted in ((3, 1), (3, 0), (42, 0)):
+        (r,) = s.execute("DELETE FROM t WHERE k = $1", [k])
+        assert r.rowcount == deleted
+    assert _rows(s, "SELECT * FROM t ORDER BY k", None)[1] == [
+        {"k": 1, "v": 30, "s": "x"}, {"k": 2, "v": 5, "s": "y"}]
+    assert s._plans.point_read(s.catalog, "\x00matching\x00" + inc, [1]) is not None
+    # an error in the SET expression still arrives with its SQLSTATE on the cached path
+    with pytest.raises(SqlError) as e:
+        s.execute("UPDATE t SET v = v / $2 WHERE k = $1", [1, 0])
+    with pytest.raises(SqlError) as e2:
+        s.execute("UPDATE t SET v = v / $2 WHERE k = $1", [2, 0])
+    assert e.value.sqlstate == e2.value.sqlstate == "22012"
