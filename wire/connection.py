@@ -670,26 +670,59 @@ class Connection:
             batch = T.conform(batch, announced)
         return batch.num_rows, T.data_rows(batch, formats)
 
+    async def _pipelined(self, step, offload):
+        """Async iterator over `step()` results up to the first None. A step runs in the
+        pool when `offload()` says so (a scan to pull, or a big batch to encode), and then
+        the next step starts there as soon as the current result is handed out: the batch
+        after this one is encoded while this one is written and drained, so a fast client
+        never waits for the encoder (double buffering). Steps never overlap (`Rows` is read
+        by one thread at a time); leaving early waits for a step in flight."""
+        pending = None
+        try:
+            while True:
+                self._check_canceled()
+                if pending is not None:
+                    item, pending = await pending, None
+                else:
+                    item = await self._blocking(step) if offload() else step()
+                if item is None:
+                    return
+                if offload():
+                    pending = asyncio.ensure_future(self._blocking(step))
+                yield item
+        finally:
+            if pending is not None:
+                with contextlib.suppress(Exception):   # the error that ends us is reported
+                    await pending
+
     async def _stream(self, rows: Rows, formats: list[int], announced: list | None,
                       limit: int) -> int:
         """DataRows batch by batch, flushing (and waiting for the client) as output builds
         up; returns how many rows were sent."""
+        step_rows, inline = self.config.batch_rows, self.config.inline_encode_rows
+        taken = 0
+
+        def want() -> int:
+            return step_rows if limit <= 0 else min(step_rows, limit - taken)
+
+        def step():
+            nonlocal taken
+            if want() <= 0:
+                return None
+            got = self._encoded(rows, want(), formats, announced)
+            if got is not None:
+                taken += got[0]
+            return got
+
+        def offload() -> bool:
+            return rows.streaming or want() >= inline and rows.remaining() >= inline
+
         sent = 0
-        step = self.config.batch_rows
-        while limit <= 0 or sent < limit:
-            self._check_canceled()
-            want = step if limit <= 0 else min(step, limit - sent)
-            if rows.streaming or want >= self.config.inline_encode_rows and \
-                    rows.remaining() >= self.config.inline_encode_rows:
-                got = await self._blocking(self._encoded, rows, want, formats, announced)
-            else:
-                got = self._encoded(rows, want, formats, announced)
-            if got is None:
-                break
-            n, data = got
-            sent += n
-            self.send(data)
-            await self.maybe_flush()
+        async with contextlib.aclosing(self._pipelined(step, offload)) as batches:
+            async for n, data in batches:
+                sent += n
+                self.send(data)
+                await self.maybe_flush()
         return sent
 
     # -- extended protocol ------------------------------------------------------------------
@@ -1043,15 +1076,14 @@ class Connection:
             b = rows.take(self.config.batch_rows)
             return None if b is None else out.batch(b)
 
+        def offload() -> bool:
+            return rows.streaming or rows.remaining() >= self.config.inline_encode_rows
+
         try:
-            while True:
-                self._check_canceled()
-                data = await self._blocking(encoded) if rows.streaming or \
-                    rows.remaining() >= self.config.inline_encode_rows else encoded()
-                if data is None:
-                    break
-                self.send(data)
-                await self.maybe_flush()
+            async with contextlib.aclosing(self._pipelined(encoded, offload)) as chunks:
+                async for data in chunks:
+                    self.send(data)
+                    await self.maybe_flush()
         except Exception as e:  # noqa: BLE001 - ends copy-out mode with the error
             rows.close()
             self._error(e)
