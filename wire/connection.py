@@ -718,6 +718,14 @@ class Connection:
             return rows.streaming or want() >= inline and rows.remaining() >= inline
 
         sent = 0
+        if not offload():
+            # a small result already in memory (a point query's row): encoded right here,
+            # without the pipeline's generator and pool machinery
+            while (got := step()) is not None:
+                sent += got[0]
+                self.send(got[1])
+            await self.maybe_flush()
+            return sent
         async with contextlib.aclosing(self._pipelined(step, offload)) as batches:
             async for n, data in batches:
                 sent += n
