@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from planner import logical as L
 from planner.binder import AvgOf, SubqueryRef
+from planner.executor import Executor, _chunked, empty_rows
 from planner.expr import (
     Const,
     SubPlan,
@@ -117,7 +118,6 @@ class PointRead:
             # Python values -> one Arrow row (pyarrow has no cheaper constructor for it)
             return pa.Table.from_pylist([{n: row[c] for n, c in zip(self.names, self.plain)}],
                                         schema=self.schema)
-        from planner.executor import Executor, _chunked, empty_rows
         if self.columns:
             batch = pa.Table.from_pylist([] if row is None else [
                 {f.name: row[c] for c, f in zip(self.columns, self.schema)}],
