@@ -8,7 +8,7 @@ For each server, with `--connections` asyncpg connections (default 16) running f
   2. update         UPDATE kv SET v = v + 1 WHERE k = $1
   3. insert         INSERT INTO kv_ins VALUES ($1, $2, $3)   (fresh keys)
 
-ops/s and p50 / p99 latency; and, measured first on a quiet server, 4. streaming one
+ops/s and p50 / p99 latency; and, measured first (before the write workloads), 4. streaming one
 large result (`--stream-rows`, default 1M rows of (bigint, bigint, text)) through one
 connection: rows/s with asyncpg's fetch (binary, decoded into Records) and with COPY TO
 STDOUT (text, not decoded), the median of `--stream-repeat` runs each. The summary prints
