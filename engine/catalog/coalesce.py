@@ -66,7 +66,11 @@ class WriteCoalescer:
             if lead:
                 self._busy.add(key)
         if not lead:
-            me.done.wait()
+            try:
+                me.done.wait()
+            except BaseException:   # KeyboardInterrupt while waiting: step out cleanly
+                self._abandon(key, me)
+                raise
             if not me.lead:
                 return _outcome(me)
         try:
@@ -84,6 +88,23 @@ class WriteCoalescer:
                     self._queues.pop(key, None)
                     self._busy.discard(key)
         return _outcome(me)
+
+    def _abandon(self, key, me: _Request) -> None:
+        """A waiter leaves before its turn: out of the queue, and if it had just been made
+        leader, the leadership goes on (else every later writer would wait forever)."""
+        with self._lock:
+            queue = self._queues.get(key, [])
+            if me not in queue:
+                return                      # already taken into a group: nothing to undo
+            queue.remove(me)
+            if not me.lead:
+                return
+            if queue:
+                queue[0].lead = True
+                queue[0].done.set()
+            else:
+                self._queues.pop(key, None)
+                self._busy.discard(key)
 
     def _take(self, key) -> list[_Request]:
         """The queued requests of `key` up to MAX_GROUP_ROWS rows (at least one)."""

@@ -150,3 +150,23 @@ def test_large_writes_are_not_coalesced(cat, monkeypatch):
     cat.table("t").insert(rows(list(range(1000))))
     assert gate.calls == [1000]
     assert cat._coalescer(cat.table("t").id).requests == 0
+
+
+def test_a_waiter_that_gives_up_does_not_stall_the_table(cat, monkeypatch):
+    """A writer interrupted while queued (KeyboardInterrupt in its wait) leaves the queue;
+    if it had just been handed the leadership, the next writer gets it."""
+    from engine.catalog import coalesce
+
+    coalescer = cat._coalescer(cat.table("t").id)
+    key = rows([1]).schema
+    me = coalesce._Request(None, rows([1]))
+    other = coalesce._Request(None, rows([2]))
+    with coalescer._lock:
+        coalescer._queues[key] = [me, other]
+        coalescer._busy.add(key)
+        me.lead = True                         # promoted by a leader that just finished
+    coalescer._abandon(key, me)
+    assert coalescer._queues[key] == [other] and other.lead and other.done.is_set()
+    coalescer._abandon(key, other)             # the last one leaves: the schema is free
+    assert key not in coalescer._busy and key not in coalescer._queues
+    assert cat.table("t").insert(rows([5])).num_applied == 1
