@@ -124,7 +124,7 @@ class WriteCoalescer:
                 r = group[0]
                 r.result = write_now(r.ops, r.rows)
                 return
-            rows = pa.concat_tables([r.rows for r in group])
+            rows = pa.concat_tables([r.rows for r in group]).combine_chunks()
             result = write_now(np.concatenate([r.ops for r in group]), rows)
             _split(result, group)
         except BaseException as e:  # noqa: BLE001 - every request of the group sees it
