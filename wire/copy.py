@@ -707,45 +707,42 @@ def _csv_field(col: pa.Array, spec: CopySpec, force: bool) -> pa.Array:
     return s.fill_null(spec.null)
 
 
-def _fields_to_messages(fields: list[pa.Array], delimiter: str) -> bytes:
-    """One CopyData message per row of text fields (no NULLs left): `d`, the length, the
-    fields joined by the delimiter, a newline. One join builds every message (the lengths
-    are summed from the fields first), rather than joining the fields, then the newline,
-    then the headers."""
-    n = len(fields[0])
-    d = delimiter.encode()
-    size = np.full(n, 4 + len(d) * (len(fields) - 1) + 1, np.int64)
-    for f in fields:
-        size += pc.binary_length(f).to_numpy(zero_copy_only=False)
+def _copy_data(parts: list) -> bytes:
+    """One CopyData message per row: `d`, the length, then the row's `parts` concatenated
+    (binary arrays, and binary scalars that stand in every row). The lengths are summed
+    first, so one join builds every message."""
+    n = next(len(p) for p in parts if isinstance(p, pa.Array))
+    fixed = sum(len(p.as_py()) for p in parts if isinstance(p, pa.Scalar))
+    size = np.full(n, 4 + fixed, np.int64)
+    for p in parts:
+        if isinstance(p, pa.Array):
+            size += pc.binary_length(p).to_numpy(zero_copy_only=False)
     h = np.empty((n, 5), np.uint8)
     h[:, 0] = ord("d")
     h[:, 1:] = size.astype(">i4").view(np.uint8).reshape(n, 4)
     head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(5), n, [None, pa.py_buffer(h)]) \
         .cast(pa.binary())
-    parts: list = [head]
-    for i, f in enumerate(fields):
-        if i:
-            parts.append(pa.scalar(d, pa.binary()))
-        parts.append(f.cast(pa.binary()))
-    parts.append(pa.scalar(b"\n", pa.binary()))
-    joined = pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.binary()))
+    joined = pc.binary_join_element_wise(head, *parts, pa.scalar(b"", pa.binary()))
     offs = np.frombuffer(joined.buffers()[1], np.int32, n + 1, joined.offset * 4)
     return memoryview(joined.buffers()[2])[offs[0]:offs[-1]].tobytes()
+
+
+def _fields_to_messages(fields: list[pa.Array], delimiter: str) -> bytes:
+    """One CopyData message per row of text fields (no NULLs left): the fields joined by the
+    delimiter, then a newline, all in the one join of `_copy_data`."""
+    d = pa.scalar(delimiter.encode(), pa.binary())
+    parts: list = []
+    for i, f in enumerate(fields):
+        if i:
+            parts.append(d)
+        parts.append(f.cast(pa.binary()))
+    parts.append(pa.scalar(b"\n", pa.binary()))
+    return _copy_data(parts)
 
 
 def _lines_to_messages(lines: pa.Array) -> bytes:
     """One CopyData message per line (already terminated)."""
-    n = len(lines)
-    b = lines.cast(pa.binary())
-    ln = pc.binary_length(b).to_numpy(zero_copy_only=False).astype(np.int64) + 4
-    h = np.empty((n, 5), np.uint8)
-    h[:, 0] = ord("d")
-    h[:, 1:] = ln.astype(">i4").view(np.uint8).reshape(n, 4)
-    head = pa.FixedSizeBinaryArray.from_buffers(pa.binary(5), n, [None, pa.py_buffer(h)]) \
-        .cast(pa.binary())
-    joined = pc.binary_join_element_wise(head, b, b"")
-    offs = np.frombuffer(joined.buffers()[1], np.int32, n + 1, joined.offset * 4)
-    return memoryview(joined.buffers()[2])[offs[0]:offs[-1]].tobytes()
+    return _copy_data([lines.cast(pa.binary())])
 
 
 class CopyOut:
