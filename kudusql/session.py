@@ -252,10 +252,7 @@ class Session:
         if not params:
             return None
         with _sql_errors():
-            fast = self._plans.point_read(self.catalog, text, params)
-            if fast is None or not fast.ready(self.catalog):
-                return None
-            t = fast.run(self.catalog, params)
+            t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
         return None if t is None else StatementResult.rows("SELECT", t)
 
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
@@ -279,11 +276,9 @@ class Session:
                 return statement.explain(self.catalog, asts[0], inner, params, analyze,
                                          self._check_cancel)
         if params:
-            fast = self._plans.point_read(self.catalog, text, params)
-            if fast is not None:
-                t = fast.run(self.catalog, params)
-                if t is not None:
-                    return StatementResult.rows("SELECT", t)
+            t = self._plans.point_result(self.catalog, text, params)
+            if t is not None:
+                return StatementResult.rows("SELECT", t)
             out = self._plans.lookup(self.catalog, text, params)
             if out is not None:
                 return statement.run_cached(self.catalog, out, stream, self._check_cancel)

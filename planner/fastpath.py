@@ -11,9 +11,9 @@ OLTP client. Planning it again costs far more than the lookup itself, so the pla
     primary-key column, on a catalog table read at the current time.
 
 Contract:
-- `PointRead.run(catalog, params)` gives the same rows, names and types as optimizing and
-  executing the plan would (the project items are evaluated by the executor's own
-  expression evaluator over the 0- or 1-row batch), or None when it cannot promise that:
+- `PointRead.run(catalog, params)` (through PlanCache.point_result) gives the same rows,
+  names and types as optimizing and executing the plan would (the project items are
+  evaluated by the executor's own expression evaluator over the 0- or 1-row batch), or None when it cannot promise that:
   a parameter that does not convert losslessly to its key column's type (the optimizer
   would then keep the condition as a residual filter, with SQL comparison semantics).
   None means "run the ordinary plan", never "no rows".
@@ -101,16 +101,19 @@ class PointRead:
             out.append(s.as_py())
         return tuple(out)
 
-    def ready(self, catalog) -> bool:
-        """True when `run` does only in-memory work now (see Table.tablets_open)."""
-        t = catalog.table(self.table)
-        return getattr(t, "tablets_open", None) is not None and t.tablets_open()
+    @staticmethod
+    def ready(table) -> bool:
+        """True when `run` on this table does only in-memory work now (Table.tablets_open)."""
+        return getattr(table, "tablets_open", None) is not None and table.tablets_open()
 
-    def run(self, catalog, params) -> pa.Table | None:
+    def run(self, catalog, params, table=None) -> pa.Table | None:
+        """The result for these parameters; `table` is the catalog's facade of `self.table`
+        when the caller already has it."""
         key = self.key_values(params)
         if key is None:
             return None
-        table = catalog.table(self.table)
+        if table is None:
+            table = catalog.table(self.table)
         row = table.lookup(key, self.columns or None)
         if self.plain is not None:
             if row is None:

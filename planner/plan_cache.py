@@ -12,7 +12,7 @@ Contract:
   valid while each table it reads still has the same catalog metadata object (any DDL on
   the table replaces that object), and for the same Python types of the parameters.
 - A plan that reads one row by its full primary key is also compiled into a
-  planner.fastpath.PointRead (`point_read`): it runs without copying the plan or running
+  planner.fastpath.PointRead: `point_result` runs it without copying the plan or running
   the rules. It returns None when it cannot stand in for the plan; the caller then uses
   `lookup` as usual.
 """
@@ -55,6 +55,18 @@ class PlanCache:
         """The compiled point read for this statement and parameter types, if any."""
         entry = self._valid(catalog, self._key(text, params))
         return entry[2] if entry is not None else None
+
+    def point_result(self, catalog, text: str, params, in_memory_only: bool = False):
+        """The result (pa.Table) of the statement's compiled point read, or None: no point
+        read for it, parameters that need the ordinary plan, or with `in_memory_only` a
+        table whose tablets are not all open (see PointRead.ready)."""
+        fast = self.point_read(catalog, text, params)
+        if fast is None:
+            return None
+        table = catalog.table(fast.table)
+        if in_memory_only and not fast.ready(table):
+            return None
+        return fast.run(catalog, params, table)
 
     def lookup(self, catalog, text: str, params) -> L.Output | None:
         entry = self._valid(catalog, self._key(text, params))

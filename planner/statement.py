@@ -478,11 +478,9 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
     again skips parsing the query, binding and the rules."""
     key = "\x00matching\x00" + sql
     if cache is not None and params:
-        fast = cache.point_read(catalog, key, params)
-        if fast is not None:
-            t = fast.run(catalog, params)
-            if t is not None:
-                return t
+        t = cache.point_result(catalog, key, params)
+        if t is not None:
+            return t
         out = cache.lookup(catalog, key, params)
         if out is not None:
             return Executor(catalog, check_cancel=check_cancel).run_output(
