@@ -13,9 +13,10 @@ OLTP client. Planning it again costs far more than the lookup itself, so the pla
 Contract:
 - `PointRead.run(catalog, params)` (through PlanCache.point_result) gives the same rows,
   names and types as optimizing and executing the plan would (the project items are
-  evaluated by the executor's own expression evaluator over the 0- or 1-row batch), or None when it cannot promise that:
-  a parameter that does not convert losslessly to its key column's type (the optimizer
-  would then keep the condition as a residual filter, with SQL comparison semantics).
+  evaluated by the executor's own expression evaluator over the 0- or 1-row batch), or
+  None when it cannot promise that: a parameter that does not convert losslessly to its
+  key column's type (the optimizer would then keep the condition as a residual filter,
+  with SQL comparison semantics).
   None means "run the ordinary plan", never "no rows".
 - `compile_point_read` returns None for every other plan shape; it never guesses.
 - The caller (the plan cache) checks that the table's catalog metadata is unchanged before
