@@ -177,15 +177,27 @@ _MAYBE = re.compile(r"version|current_|session_user|\buser\b|pg_backend_pid|set_
                     r"pg_advisory|to_regtype", re.IGNORECASE)
 
 
-def answer(sql: str, params: list | None, ctx: Context) -> StatementResult | None:
+_UNLISTEN = "unlisten"
+
+
+def _candidate(sql: str):
+    """`_UNLISTEN`, the tokens of a SELECT this module may answer, or None (not ours)."""
     head = sql.lstrip()[:16].lower()
     if head.startswith("unlisten"):
-        return StatementResult("UNLISTEN")
+        return _UNLISTEN
     if not head.startswith("select") or _MAYBE.search(sql) is None:
         return None
     try:
-        toks = tokenize(sql)
+        return tokenize(sql)
     except LexError:
+        return None
+
+
+def answer(sql: str, params: list | None, ctx: Context) -> StatementResult | None:
+    toks = _candidate(sql)
+    if toks is _UNLISTEN:
+        return StatementResult("UNLISTEN")
+    if toks is None:
         return None
     items = _parse_select(toks)
     if items is not None:
@@ -208,14 +220,10 @@ def answer(sql: str, params: list | None, ctx: Context) -> StatementResult | Non
 
 def describe(sql: str, ctx: Context) -> tuple[list, pa.Schema] | None:
     """(parameter types, result schema) of a statement `answer` handles, else None."""
-    head = sql.lstrip()[:16].lower()
-    if head.startswith("unlisten"):
+    toks = _candidate(sql)
+    if toks is _UNLISTEN:
         return [], None
-    if not head.startswith("select") or _MAYBE.search(sql) is None:
-        return None
-    try:
-        toks = tokenize(sql)
-    except LexError:
+    if toks is None:
         return None
     nparams = max((int(t.text[1:]) for t in toks if t.kind == "param"), default=0)
     items = _parse_select(toks)
