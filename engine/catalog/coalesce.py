@@ -79,15 +79,18 @@ class WriteCoalescer:
             self._run(group, write_now)
         finally:
             with self._lock:
-                waiting = self._queues.get(key)
-                if waiting:
-                    nxt = waiting[0]
-                    nxt.lead = True
-                    nxt.done.set()
-                else:
-                    self._queues.pop(key, None)
-                    self._busy.discard(key)
+                self._pass_on(key)
         return _outcome(me)
+
+    def _pass_on(self, key) -> None:
+        """Leadership of `key` to the first waiter, or `key` is free (lock held)."""
+        waiting = self._queues.get(key)
+        if waiting:
+            waiting[0].lead = True
+            waiting[0].done.set()
+        else:
+            self._queues.pop(key, None)
+            self._busy.discard(key)
 
     def _abandon(self, key, me: _Request) -> None:
         """A waiter leaves before its turn: out of the queue, and if it had just been made
@@ -97,14 +100,8 @@ class WriteCoalescer:
             if me not in queue:
                 return                      # already taken into a group: nothing to undo
             queue.remove(me)
-            if not me.lead:
-                return
-            if queue:
-                queue[0].lead = True
-                queue[0].done.set()
-            else:
-                self._queues.pop(key, None)
-                self._busy.discard(key)
+            if me.lead:
+                self._pass_on(key)
 
     def _take(self, key) -> list[_Request]:
         """The queued requests of `key` up to MAX_GROUP_ROWS rows (at least one)."""
