@@ -327,6 +327,8 @@ class Simulation:
 
     def _client_op(self, c: dict, kind: str | None = None) -> Operation | None:
         live = [n for n in self.nodes.values() if n.alive]
+        if not live:
+            return None
         target = self.nodes.get(c["hint"]) if c["hint"] else None
         if target is None or not target.alive or self.rng.random() < 0.1:
             target = self.rng.choice(live)
