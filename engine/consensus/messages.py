@@ -141,8 +141,10 @@ class AppendResponse:
     term: int
     success: bool
     match_index: int  # success: the follower's log matches the leader's up to here
-    last_index: int  # the follower's last log index (a hint after a refusal)
-    committed_index: int  # the follower's commit index (Kudu's hint: retry from there)
+    last_index: int  # the follower's last log index
+    committed_index: int  # the follower's commit index
+    retry_index: int = 0  # refused: resend from here (its last index + 1 if it lacks `prev`,
+    # else its commit index + 1: Kudu's one-round-trip jump back over a divergent suffix)
 
 
 @dataclasses.dataclass(frozen=True)

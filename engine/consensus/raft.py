@@ -483,11 +483,7 @@ class RaftConsensus:
                 self._send(TimeoutNow(self.uuid, m.src, self.term))
             self._maybe_change_membership()
             return
-        if m.last_index < p.next_index - 1:
-            nxt = m.last_index + 1  # the follower is short of what we sent after
-        else:
-            nxt = m.committed_index + 1  # divergent: retry from its commit index
-        p.next_index = max(min(nxt, p.next_index), p.match_index + 1)
+        p.next_index = max(min(m.retry_index, p.next_index), p.match_index + 1)
         p.inflight = 0
         p.probing = True
         self._send_append(m.src, p, True)
@@ -594,7 +590,7 @@ class RaftConsensus:
         log = self.log
         prev, entries = m.prev, m.entries
         if prev.index > log.last_index:
-            self._refuse(m)
+            self._refuse(m, log.last_index + 1)  # short of `prev`
             return
         base = log.first_index - 1
         if prev.index < base:
@@ -603,7 +599,7 @@ class RaftConsensus:
             entries = tuple(e for e in entries if e.index > base)
             prev = OpId(log.term(base), base)
         elif log.term(prev.index) != prev.term:
-            self._refuse(m)
+            self._refuse(m, self.commit_index + 1)  # divergent: back to what is committed
             return
         verified = m.prev.index + len(m.entries)
         new = []
@@ -635,9 +631,9 @@ class RaftConsensus:
         self._send(AppendResponse(self.uuid, m.src, self.term, True, verified, log.last_index,
                                   self.commit_index))
 
-    def _refuse(self, m: AppendEntries) -> None:
+    def _refuse(self, m: AppendEntries, retry_index: int) -> None:
         self._send(AppendResponse(self.uuid, m.src, self.term, False, 0, self.log.last_index,
-                                  self.commit_index))
+                                  self.commit_index, retry_index))
 
     # -- tablet copy, GC -------------------------------------------------------------------
     def install_tablet_copy(self, last: OpId, timestamp: int, committed_config: RaftConfig,
