@@ -486,7 +486,7 @@ class RaftConsensus:
         p.next_index = max(min(m.retry_index, p.next_index), p.match_index + 1)
         p.inflight = 0
         p.probing = True
-        self._send_append(m.src, p, True)
+        self._send_append(m.src, p, False)  # entries at once; a bare probe waits a heartbeat
 
     def _advance_commit(self) -> None:
         n = self.queue.majority_replicated(self.config, self.log.durable_index)
