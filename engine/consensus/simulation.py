@@ -85,7 +85,7 @@ class SimOptions:
     broken: str | None = None
     raft: RaftOptions = RaftOptions(heartbeat_ticks=2, election_timeout_ticks=10,
                                     max_batch_entries=8, max_inflight=3,
-                                    log_retention_entries=25)
+                                    log_retention_entries=25, safe_time_noop_ticks=8)
 
 
 # -- deliberately broken nodes (only the simulator builds them) -----------------------------
@@ -542,6 +542,17 @@ class Simulation:
             raise Violation(f"history of key {key} is not linearizable")
         if ok is None:
             raise Violation(f"linearizability search for key {key} too large")
+
+
+    def fingerprint(self) -> str:
+        """A digest of what happened (committed log, client history, counters): equal for
+        two runs of one seed."""
+        import hashlib
+        h = hashlib.sha256(repr((self.now, sorted(self.committed.items()),
+                                 [(o.client, o.kind, o.key, o.value, o.call, o.ret, o.output)
+                                  for o in self.history],
+                                 sorted(self.stats.items()))).encode())
+        return h.hexdigest()
 
 
 def run_seed(seed: int, opts: SimOptions = SimOptions(), verbose: bool = False

@@ -87,7 +87,10 @@ class Cluster:
             h.copy_requests.extend(rd.copy_requests)
 
     def deliver(self) -> None:
+        budget = 20_000  # a message storm (two nodes answering each other forever) fails
         while self.queue:
+            budget -= 1
+            assert budget, "message storm: delivery never quiesced"
             m = self.queue.pop(0)
             if m.src in self.cut or m.dest in self.cut or m.dest not in self.hosts:
                 continue
@@ -339,3 +342,44 @@ def test_non_leaders_refuse_proposals_with_a_leader_hint():
     assert ei.value.sqlstate  # one error hierarchy with SQLSTATEs
     with pytest.raises(errors.InvalidArgument):
         ld.node.transfer_leadership("nobody")
+
+
+def test_follower_whose_last_entry_diverges_catches_up():
+    """Regression (simulator seed 57): a follower shorter than the leader whose *last*
+    entry is divergent must be walked back to its commit index, not re-sent its own
+    last index forever."""
+    c = Cluster()
+    logs = {"n0": [(1, 1), (3, 2), (3, 3)], "n1": [(1, 1), (2, 2)], "n2": [(1, 1), (3, 2), (3, 3)]}
+    from engine.consensus.log import LogEntry
+    for uuid, entries in logs.items():
+        h = c.hosts[uuid]
+        h.log.append([LogEntry(t, i, 10 * i + t, WRITE, b"%d" % t) for t, i in entries])
+        h.log.sync()
+        h.meta.save(ConsensusMetadata(3, None, h.node.committed_config))
+        h.node = RaftConsensus(uuid, h.log, h.meta.load(), h.clock, random.Random(7), OPTS)
+    ld = c.leader()
+    assert ld.uuid in ("n0", "n2")
+    c.tick(5)
+    f = c.hosts["n1"]
+    assert [f.log.term(i) for i in range(1, f.log.last_index + 1)] == \
+        [ld.log.term(i) for i in range(1, ld.log.last_index + 1)]
+
+
+def test_idle_leader_keeps_follower_safe_time_moving():
+    import dataclasses
+    c = Cluster(opts=dataclasses.replace(OPTS, safe_time_noop_ticks=3))
+    ld = c.leader()
+    c.propose(b"only write")
+    c.tick(2)
+    f = next(h for h in c.hosts.values() if h is not ld)
+    before = f.node.safe_time()
+    c.tick(12)  # no proposals: the leader's keep-alive NO_OPs commit and advance it
+    assert f.node.safe_time() > before
+    assert all(x.type == NO_OP for x in f.applied if x.timestamp > before)
+    c2 = Cluster()  # without the option an idle follower's safe time stands still
+    c2.leader()
+    c2.tick(3)
+    f2 = c2.hosts["n1"]
+    s = f2.node.safe_time()
+    c2.tick(12)
+    assert f2.node.safe_time() == s
