@@ -80,9 +80,6 @@ class RaftConfig:
     def majority(self) -> int:
         return len(self.voters()) // 2 + 1
 
-    def with_peers(self, peers: tuple[RaftPeer, ...], opid_index: int = 0) -> "RaftConfig":
-        return RaftConfig(opid_index, peers)
-
     def to_dict(self) -> dict:
         return {"opid_index": self.opid_index, "peers": [p.to_dict() for p in self.peers]}
 

@@ -61,7 +61,7 @@ from engine.consensus.consensus_metadata import ConsensusMetadata, MemoryMetadat
 from engine.consensus.linearizability import Operation, check
 from engine.consensus.log import WRITE, LogEntry
 from engine.consensus.log_storage import MemoryLogStorage
-from engine.consensus.messages import MemberType, OpId, RaftConfig, RaftPeer
+from engine.consensus.messages import OpId, RaftConfig, RaftPeer
 from engine.consensus.raft import ConfigChangeRefused, NotLeader, RaftConsensus, RaftOptions, Role
 from engine import errors
 
