@@ -74,6 +74,17 @@ class Violation(Exception):
     pass
 
 
+@dataclasses.dataclass(eq=False)
+class ClientOp(Operation):
+    """A client's op as the simulator tracks it: where it was proposed and until when the
+    client waits (`failed`: another entry won its index, so it never took effect)."""
+
+    index: int = 0
+    term: int = 0
+    deadline: int = 0
+    failed: bool = False
+
+
 @dataclasses.dataclass(frozen=True)
 class SimOptions:
     nodes: int = 3
@@ -129,7 +140,7 @@ class SimNode:
         self.kv: dict = {}
         self.applied = 0
         self.flushed = (0, {})  # durable state machine: (index, kv)
-        self.pending: dict[int, Operation] = {}  # index -> client op proposed here
+        self.pending: dict[int, ClientOp] = {}  # index -> client op proposed here
 
     @property
     def alive(self) -> bool:
@@ -154,8 +165,8 @@ class Simulation:
         self.completeness_checked: set[int] = set()
         self.committed: dict[int, tuple] = {}  # index -> (term, ts, type, body)
         self.seen: dict[tuple[int, int], tuple] = {}  # (index, term) -> (prev term, ...)
-        self.history: list[Operation] = []
-        self.acked: list[Operation] = []
+        self.history: list[ClientOp] = []
+        self.acked: list[ClientOp] = []
         self.clients: list[dict] = [{"id": c, "op": None, "hint": None, "seq": 0}
                                     for c in range(opts.clients)]
         self.stats = {"elections": 0, "tablet_copies": 0, "config_changes": 0, "crashes": 0,
@@ -238,7 +249,7 @@ class Simulation:
                 result = n.kv.get(op["key"])
         cop = n.pending.pop(e.index, None)
         if cop is not None:
-            if e.term == cop.value_term:
+            if e.term == cop.term:
                 self.events += 1
                 cop.ret, cop.output = self.events, result
                 self.acked.append(cop)
@@ -308,7 +319,7 @@ class Simulation:
                                     f"entry {n.applied + 1} has ts {nxt[1]}")
 
     # -- clients -----------------------------------------------------------------------------
-    def _client_done(self, op: Operation) -> None:
+    def _client_done(self, op: ClientOp) -> None:
         c = self.clients[op.client]
         if c["op"] is op:
             c["op"] = None
@@ -325,7 +336,7 @@ class Simulation:
                 continue
             self._client_op(c)
 
-    def _client_op(self, c: dict, kind: str | None = None) -> Operation | None:
+    def _client_op(self, c: dict, kind: str | None = None) -> ClientOp | None:
         live = [n for n in self.nodes.values() if n.alive]
         if not live:
             return None
@@ -339,7 +350,7 @@ class Simulation:
         if kind == "get" and self.opts.broken == "local_reads" and target.node.is_leader:
             # BROKEN: a leader answers from its local state without checking it still leads
             self.events += 1
-            op = Operation(c["id"], kind, key, None, self.events)
+            op = ClientOp(c["id"], kind, key, None, self.events)
             self.events += 1
             op.ret, op.output = self.events, target.kv.get(key)
             self.history.append(op)
@@ -352,8 +363,8 @@ class Simulation:
             return None
         c["hint"] = target.uuid
         self.events += 1
-        op = Operation(c["id"], kind, key, value, self.events)
-        op.index, op.value_term, op.deadline = e.index, e.term, self.now + 40
+        op = ClientOp(c["id"], kind, key, value, self.events, index=e.index, term=e.term,
+                      deadline=self.now + 40)
         self.history.append(op)
         target.pending[e.index] = op
         c["op"] = op
@@ -527,17 +538,17 @@ class Simulation:
         leader = self.leader_at_end
         log = leader.storage
         for op in self.acked:
-            if op.index >= log.first_index and log.term(op.index) != op.value_term:
+            if op.index >= log.first_index and log.term(op.index) != op.term:
                 raise Violation(f"acknowledged op at index {op.index} lost from the leader's log")
             c = self.committed.get(op.index)
-            if c is None or c[0] != op.value_term:
+            if c is None or c[0] != op.term:
                 raise Violation(f"acknowledged op at index {op.index} is not the committed one")
         members = [self.nodes[p.uuid] for p in leader.node.config.peers]
         for m in members:
             if m.applied == leader.applied and m.kv != leader.kv:
                 raise Violation(f"replicas diverged: {m.uuid} and {leader.uuid} at index "
                                 f"{m.applied}")
-        ok, key = check([op for op in self.history if not getattr(op, "failed", False)])
+        ok, key = check([op for op in self.history if not op.failed])
         if ok is False:
             raise Violation(f"history of key {key} is not linearizable")
         if ok is None:
