@@ -1,1 +1,2 @@
-"""Replication and the write-ahead log. Today: the Log (single replica); Raft comes later."""
+"""Replication and the write-ahead log: the Log (WAL segments) and Raft per tablet
+(RaftConsensus over the Log, proven by the deterministic simulator). See docs/consensus.md."""

@@ -25,6 +25,12 @@ and offset: silently skipping an acknowledged write would be data loss.
 
 Segment GC (`gc(anchor)`): a segment whose entries all precede the log anchor (the oldest
 index whose effects are not yet in flushed files) is deleted.
+
+Raft (engine/consensus/raft.py, through `log_storage.WalLogStorage`) also needs: reading an
+index range of an open log without recovery side effects (`read_range`), cutting a divergent
+suffix (`truncate_after`, durable when it returns) and starting over after a tablet copy
+(`reset`). Entry types other than WRITE (NO_OP, CHANGE_CONFIG) are Raft's; WAL replay in
+`Tablet._bootstrap` skips them.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ _REC = struct.Struct("<II")
 _ENTRY = struct.Struct("<QQQB")
 
 WRITE = 1
+NO_OP = 2  # a new Raft leader's first entry (commits the entries of earlier terms)
+CHANGE_CONFIG = 3  # body: a RaftConfig (engine/consensus/messages.py), JSON
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,6 +326,94 @@ class Log:
         if removed:
             fsync_dir(self.path)
         return removed
+
+    # -- Raft: range reads, suffix truncation, reset ----------------------------------------
+    def read_range(self, lo: int, hi: int) -> list[LogEntry]:
+        """Entries with lo <= index <= hi of an open log (no recovery side effects: nothing
+        is truncated or recorded). Stops at an incomplete record (being written)."""
+        out: list[LogEntry] = []
+        with self._lock:
+            if self._f is not None:
+                self._f.flush()
+            segs = self.segments()
+        for i, (first, path) in enumerate(segs):
+            nxt = segs[i + 1][0] if i + 1 < len(segs) else None
+            if (nxt is not None and nxt <= lo) or first > hi:
+                continue
+            with open(path, "rb") as f:
+                data = f.read()
+            off = len(MAGIC)
+            while off + _REC.size <= len(data):
+                n, crc = _REC.unpack_from(data, off)
+                end = off + _REC.size + n
+                if end > len(data):
+                    break
+                payload = data[off + _REC.size: end]
+                if zlib.crc32(payload) != crc:
+                    raise errors.Corruption(f"{path}: corrupt WAL record at offset {off}")
+                term, index, ts, typ = _ENTRY.unpack_from(payload, 0)
+                if index > hi:
+                    return out
+                if index >= lo:
+                    out.append(LogEntry(term, index, ts, typ, payload[_ENTRY.size:]))
+                off = end
+        return out
+
+    def truncate_after(self, index: int) -> None:
+        """Remove every entry with index > `index` (a divergent Raft suffix), durably; appends
+        continue at index + 1 in the segment that holds `index`."""
+        with self._lock:
+            if self._f is not None:
+                self._f.close()
+                self._f = None
+            segs = self.segments()
+            keep = [(first, path) for first, path in segs if first <= index]
+            for first, path in segs[len(keep):]:
+                os.unlink(path)
+                self._seg_first_ts.pop(first, None)
+            if keep:
+                first, path = keep[-1]
+                with open(path, "rb") as f:
+                    data = f.read()
+                off = len(MAGIC)
+                while off + _REC.size <= len(data):
+                    n, _ = _REC.unpack_from(data, off)
+                    if off + _REC.size + n > len(data):
+                        break
+                    if _ENTRY.unpack_from(data, off + _REC.size)[1] > index:
+                        break
+                    off += _REC.size + n
+                with open(path, "r+b") as f:
+                    f.truncate(off)
+                    os.fsync(f.fileno())
+                self._f = open(path, "ab", buffering=0)
+                self._seg_first = first
+                self._seg_size = off
+            fsync_dir(self.path)
+            i = bisect.bisect_right(self._index_ts, (index, 1 << 64))
+            del self._index_ts[i:]
+            self._last_index = min(self._last_index, index)
+            with self._cond:
+                self._appended = min(self._appended, index)
+                self._synced = min(self._synced, index)
+        if self._f is None:  # nothing at or below `index` was retained
+            self._roll(index + 1)
+
+    def reset(self, next_index: int) -> None:
+        """Delete every segment and continue at `next_index` (after a tablet copy)."""
+        with self._lock:
+            if self._f is not None:
+                self._f.close()
+                self._f = None
+            for _, path in self.segments():
+                os.unlink(path)
+            self._seg_first_ts.clear()
+            self._index_ts.clear()
+            fsync_dir(self.path)
+            self._last_index = next_index - 1
+            with self._cond:
+                self._appended = self._synced = next_index - 1
+        self._roll(next_index)
 
     def size_bytes(self) -> int:
         return sum(os.path.getsize(p) for _, p in self.segments())
