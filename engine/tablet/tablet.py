@@ -36,7 +36,7 @@ Schema changes (`alter_schema`: ALTER TABLE ADD / DROP COLUMN): the MemRowSet an
 DeltaMemStore are flushed, then the new schema and its version replace the old ones in the
 tablet metadata atomically, so WAL replay never meets an op logged under another schema.
 Rowsets are not rewritten; columns are matched by id everywhere. Readers take the schema
-from the captured `_Components`, so each read sees the schema before or after, never a mix.
+from the captured `TabletComponents`, so each read sees the schema before or after, never a mix.
 """
 
 from __future__ import annotations
@@ -44,9 +44,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import decimal
-import json
 import os
-import shutil
 import threading
 import time
 from typing import Any, Iterator, Sequence
@@ -57,7 +55,6 @@ import pyarrow as pa
 from engine import errors
 from engine.cfile.block_cache import BlockCache
 from engine.cfile.bloom import hash_keys
-from engine.fs import write_json_atomic
 from engine.clock import Clock, HybridClock, from_micros, physical_micros
 from engine.consensus.log import WRITE, Log, LogEntry
 from engine.config import TabletConfig
@@ -86,7 +83,14 @@ from engine.tablet.diskrowset import (
 from engine.tablet.maintenance_manager import MaintenanceOp
 from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
-from engine.tablet.rowset_tree import RowSetTree
+from engine.tablet.tablet_metadata import (  # META_FILE: re-exported for tools
+    META_FILE,
+    ROWSETS_DIR,
+    TabletComponents,
+    TabletMetadata,
+    rowset_dir,
+    rowset_tree,
+)
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
 from engine.convert import cast_column, default_array
 from engine.tablet.write_op import (
@@ -99,27 +103,8 @@ from engine.tablet.write_op import (
 )
 from engine.types import DataType, to_logical, to_physical
 
-META_FILE = "tablet-meta.json"
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_DT = _dt.datetime(1970, 1, 1)
-
-
-class _Components:
-    """What rowsets exist, and the schema to read them with; replaced as a whole (readers
-    capture one reference, so a read never mixes the schemas before and after an ALTER)."""
-
-    __slots__ = ("mrs", "frozen", "tree", "schema")
-
-    def __init__(self, mrs: MemRowSet, frozen: tuple[MemRowSet, ...],
-                 tree: RowSetTree[DiskRowSet], schema: Schema):
-        self.mrs = mrs
-        self.frozen = frozen
-        self.tree = tree
-        self.schema = schema
-
-    @property
-    def drss(self) -> tuple[DiskRowSet, ...]:
-        return self.tree.rowsets
 
 
 def _identity(v: Any) -> Any:
@@ -150,7 +135,7 @@ def python_converter(col: ColumnSchema):
 
 class Tablet:
     def __init__(self, path: str, schema: Schema, config: TabletConfig, clock: Clock,
-                 meta: dict | None = None):
+                 meta: TabletMetadata | None = None):
         self.path = path
         self.schema = schema
         self.config = config
@@ -166,20 +151,20 @@ class Tablet:
         # of every schema this tablet has had can live in one dict).
         self._to_python: dict[int, Any] = {}
         self._set_schema(schema)
-        meta = meta or {}
+        meta = meta or TabletMetadata(schema)
         # Bumped by every alter_schema; persisted with the schema (see alter_schema).
-        self.schema_version = meta.get("schema_version", 0)
-        self._next_rowset_id = meta.get("next_rowset_id", 0)
-        self._next_mrs_id = meta.get("next_mrs_id", 0)
+        self.schema_version = meta.schema_version
+        self._next_rowset_id = meta.next_rowset_id
+        self._next_mrs_id = meta.next_mrs_id
         # Every op with index <= this has its MemRowSet inserts in DiskRowSets.
-        self._mrs_flushed_index = meta.get("mrs_flushed_index", 0)
-        drss = [DiskRowSet(os.path.join(path, "rowsets", f"{m['id']:08d}"), schema, m,
-                           self.cache, config) for m in meta.get("rowsets", [])]
-        last_ts = meta.get("last_timestamp", 0)
+        self._mrs_flushed_index = meta.mrs_flushed_index
+        drss = [DiskRowSet(rowset_dir(path, m["id"]), schema, m, self.cache, config)
+                for m in meta.rowsets]
+        last_ts = meta.last_timestamp
         if last_ts:
-            self.clock.update(last_ts)  # MVCC catches up in _bootstrap, after replay
+            self.clock.update(last_ts)  # MVCC catches up in the bootstrap, after replay
         self._last_ts = last_ts
-        self._components = _Components(self._new_mrs(), (), self._tree(drss), schema)
+        self._components = TabletComponents(self._new_mrs(), (), rowset_tree(drss), schema)
         self.log = Log(os.path.join(path, "wal"), config.wal_sync, config.wal_segment_bytes)
         self.replayed_ops = 0
         self.maintenance = None  # set by MaintenanceManager.register
@@ -189,11 +174,11 @@ class Tablet:
     @classmethod
     def create(cls, path: str, schema: Schema, config: TabletConfig | None = None,
                clock: Clock | None = None, schema_version: int = 0) -> "Tablet":
-        os.makedirs(os.path.join(path, "rowsets"), exist_ok=True)
-        if os.path.exists(os.path.join(path, META_FILE)):
+        os.makedirs(os.path.join(path, ROWSETS_DIR), exist_ok=True)
+        if TabletMetadata.exists(path):
             raise errors.AlreadyPresent(f"a tablet already exists at {path}")
         t = cls(path, schema, config or TabletConfig(), clock or HybridClock(),
-                {"schema_version": schema_version})
+                TabletMetadata(schema, schema_version))
         t.log.open_for_append(1)
         t._persist_metadata()
         return t
@@ -201,16 +186,9 @@ class Tablet:
     @classmethod
     def open(cls, path: str, config: TabletConfig | None = None,
              clock: Clock | None = None) -> "Tablet":
-        try:
-            with open(os.path.join(path, META_FILE)) as f:
-                meta = json.load(f)
-        except FileNotFoundError:
-            raise errors.NotFound(f"no tablet at {path}") from None
-        except ValueError as e:
-            raise errors.Corruption(f"{path}/{META_FILE}: {e}") from e
-        _remove_orphans(path, meta)
-        t = cls(path, Schema.from_dict(meta["schema"]), config or TabletConfig(),
-                clock or HybridClock(), meta)
+        meta = TabletMetadata.load(path)
+        meta.remove_orphans(path)
+        t = cls(path, meta.schema, config or TabletConfig(), clock or HybridClock(), meta)
         t._bootstrap()
         return t
 
@@ -255,7 +233,7 @@ class Tablet:
 
     def _set_schema(self, schema: Schema) -> None:
         """The schema the write path, flushes and compactions use, and what derives from it
-        (readers take theirs from the captured `_Components`)."""
+        (readers take theirs from the captured `TabletComponents`)."""
         self.schema = schema
         self._key_cols = schema.key_columns  # same ids and types in every schema; names
         # may change (a catalog RENAME COLUMN reaches the tablet with its next alter)
@@ -264,10 +242,6 @@ class Tablet:
         for c in schema.columns:
             if c.id not in self._to_python:
                 self._to_python[c.id] = python_converter(c)
-
-    @staticmethod
-    def _tree(drss: Sequence[DiskRowSet]) -> RowSetTree[DiskRowSet]:
-        return RowSetTree(drss, [(d.min_key, d.max_key) for d in drss])
 
     def _persist_metadata(self, schema: tuple[Schema, int] | None = None) -> None:
         """Write tablet metadata atomically (caller holds the write lock), then GC the log.
@@ -284,13 +258,10 @@ class Tablet:
         for d in comps.drss:
             d.advance_flushed_index_if_clean(last)
         schema, version = schema or (self.schema, self.schema_version)
-        meta = {"schema": schema.to_dict(), "schema_version": version,
-                "next_rowset_id": self._next_rowset_id,
-                "next_mrs_id": self._next_mrs_id,
-                "last_timestamp": max(self.mvcc.last_committed(), self._last_ts),
-                "mrs_flushed_index": self._mrs_flushed_index,
-                "rowsets": [d.metadata() for d in comps.drss]}
-        write_json_atomic(os.path.join(self.path, META_FILE), meta, self.config.fsync)
+        TabletMetadata(schema, version, self._next_rowset_id, self._next_mrs_id,
+                       max(self.mvcc.last_committed(), self._last_ts),
+                       self._mrs_flushed_index, tuple(d.metadata() for d in comps.drss)
+                       ).write(self.path, self.config.fsync)
         self.log.gc(self._anchor_index())
 
     # -- introspection -------------------------------------------------------------------
@@ -577,7 +548,7 @@ class Tablet:
                 applied += 1
         return applied
 
-    def _locate(self, keys: np.ndarray, comps: _Components,
+    def _locate(self, keys: np.ndarray, comps: TabletComponents,
                 replay: tuple[int, int, int] | None = None):
         """Where each key is live: (kind, which, rowid) + active-MRS rowid of dead keys.
 
@@ -964,7 +935,7 @@ class Tablet:
                 if old.empty():
                     return 0
                 old.frozen = True
-                self._components = _Components(self._new_mrs(), comps.frozen + (old,),
+                self._components = TabletComponents(self._new_mrs(), comps.frozen + (old,),
                                                comps.tree, comps.schema)
                 # Ops up to `flush_index` (timestamps <= flush_ts) have applied to `old`;
                 # later ops insert into the new MRS and their mutations of old rows are
@@ -976,9 +947,9 @@ class Tablet:
             with self._write_lock:
                 self._catch_up(old, snap, remap, new_drss)
                 comps = self._components
-                self._components = _Components(
+                self._components = TabletComponents(
                     comps.mrs, tuple(f for f in comps.frozen if f is not old),
-                    self._tree(list(comps.drss) + new_drss), comps.schema)
+                    rowset_tree(list(comps.drss) + new_drss), comps.schema)
                 self._mrs_flushed_index = max(self._mrs_flushed_index, flush_index)
                 self._persist_metadata()
             return len(old)
@@ -1020,7 +991,7 @@ class Tablet:
             b = min(a + rows_per, n)
             self._next_rowset_id += 1
             rid = self._next_rowset_id
-            d = os.path.join(self.path, "rowsets", f"{rid:08d}")
+            d = rowset_dir(self.path, rid)
             meta = write_diskrowset(d, rid, self.schema, full.slice(a, b - a), keys[a:b],
                                     _shift(undo.slice_rows(a, b), a),
                                     _shift(kept.slice_rows(a, b), a), self.config,
@@ -1130,7 +1101,7 @@ class Tablet:
                 self.schema_version = version
                 for d in comps.drss:
                     d.set_schema(new_schema)
-                self._components = _Components(mrs, (), comps.tree, new_schema)
+                self._components = TabletComponents(mrs, (), comps.tree, new_schema)
             return version
 
     # -- the maintenance manager's view -------------------------------------------------
@@ -1307,7 +1278,7 @@ class Tablet:
                                     d.num_rows) + off]]).sorted())
                     comps = self._components
                     drss = [x for x in comps.drss if x not in inputs] + outputs
-                    self._components = _Components(comps.mrs, comps.frozen, self._tree(drss),
+                    self._components = TabletComponents(comps.mrs, comps.frozen, rowset_tree(drss),
                                                    comps.schema)
                     self._persist_metadata()
                 for d in inputs:
@@ -1349,29 +1320,6 @@ def _check_alter(old: Schema, new: Schema) -> None:
         elif not c.nullable and c.default is None:
             raise errors.InvalidArgument(
                 f'A new non-null column must have a default value (column "{c.name}")')
-
-
-def _remove_orphans(path: str, meta: dict) -> None:
-    """Delete files a crash left behind: rowsets and delta files the metadata does not name,
-    and half-written `.tmp` files. They were never visible, so removing them loses nothing."""
-    rs_dir = os.path.join(path, "rowsets")
-    live = {f"{m['id']:08d}": m for m in meta.get("rowsets", [])}
-    if not os.path.isdir(rs_dir):
-        return
-    for name in os.listdir(rs_dir):
-        full = os.path.join(rs_dir, name)
-        if name not in live:
-            shutil.rmtree(full, ignore_errors=True)
-            continue
-        m = live[name]
-        keep = {"base.cf", "bloom.bin", "meta.json"} | {d["file"] for d in m["undo"]} | {
-            d["file"] for d in m["redo"]} | {cf["file"] for cf in m.get("col_files", [])}
-        for f in os.listdir(full):
-            if f not in keep:
-                os.unlink(os.path.join(full, f))
-    for name in os.listdir(path):
-        if name.endswith(".tmp"):
-            os.unlink(os.path.join(path, name))
 
 
 def _shift(batch: DeltaBatch, offset: int) -> DeltaBatch:
