@@ -15,6 +15,15 @@ serialised by `_write_lock` (Python gives no parallel speed-up here; it also mak
 latest state" the write path consults well-defined). The op commits in MVCC before the lock
 is released, so its effects appear to readers atomically.
 
+Apply (`apply(op, timestamp=None, index=None)`): the one path every write takes. `write`
+validates the rows and applies memory back-pressure, then calls `apply(WriteOp)`: the
+tablet picks the timestamp (clock, under the write lock, so timestamp order is log order),
+appends the op to the WAL, applies it, waits for durability and commits it in MVCC. WAL
+replay calls `apply(op, ts, index=i)` with the logged timestamp and index: nothing is
+logged again and rows already in flushed files are skipped (tablet_bootstrap.py). A
+replicated tablet applies a committed Raft entry the same way, with its leader's
+timestamp, so embedded and replicated tablets share one apply path.
+
 Read path: a reader captures the component tuple (an immutable snapshot of which rowsets
 exist) and an MVCC snapshot, then never locks. Flushes build new components off to the side
 and swap the tuple.
@@ -30,13 +39,15 @@ Flush (`flush_mrs`), as in Kudu's flush with its "duplicating" phase made simple
      frozen MRS for the DiskRowSets and persist tablet metadata atomically.
 
 Durability: every op is in the WAL before it is acknowledged; `Tablet.open` restores the
-flushed state and replays the WAL from the log anchor (`_bootstrap`).
+flushed state (tablet_metadata.py) and replays the WAL from the log anchor
+(tablet_bootstrap.py).
 
 Schema changes (`alter_schema`: ALTER TABLE ADD / DROP COLUMN): the MemRowSet and every
 DeltaMemStore are flushed, then the new schema and its version replace the old ones in the
 tablet metadata atomically, so WAL replay never meets an op logged under another schema.
 Rowsets are not rewritten; columns are matched by id everywhere. Readers take the schema
-from the captured `TabletComponents`, so each read sees the schema before or after, never a mix.
+from the captured `TabletComponents`, so each read sees the schema before or after, never
+a mix.
 """
 
 from __future__ import annotations
@@ -83,6 +94,7 @@ from engine.tablet.diskrowset import (
 from engine.tablet.maintenance_manager import MaintenanceOp
 from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
+from engine.tablet.tablet_bootstrap import replay
 from engine.tablet.tablet_metadata import (  # META_FILE: re-exported for tools
     META_FILE,
     ROWSETS_DIR,
@@ -98,8 +110,7 @@ from engine.tablet.write_op import (
     RowError,
     RowErrorCode,
     WriteResult,
-    decode_write,
-    encode_write,
+    WriteOp,
 )
 from engine.types import DataType, to_logical, to_physical
 
@@ -193,24 +204,11 @@ class Tablet:
         return t
 
     def _bootstrap(self) -> None:
-        """Replay the WAL from the log anchor (Kudu's TabletBootstrap).
-
-        Ops whose effects are already in flushed files are filtered row by row: an insert
-        is skipped if its op index <= mrs_flushed_index; a mutation of a DiskRowSet row is
-        skipped if its index <= that rowset's flushed_index. Everything else is applied
-        again with its original timestamp, so time travel is unchanged by a restart.
-        """
+        """Replay the WAL from the log anchor and reopen it (tablet_bootstrap.py)."""
         start = self._anchor_index()
-        last = 0
-        for entry in self.log.read_from(start):
-            last = entry.index
-            if entry.type != WRITE:
-                continue
-            ops, rows = decode_write(entry.body)
-            self.clock.update(entry.timestamp)
-            self._write_at(ops, rows, entry.timestamp, replay_index=entry.index)
-            self.replayed_ops += 1
-        self.log.open_for_append(max(last, self.log.last_index, start - 1) + 1)
+        result = replay(self.log, start, lambda op, ts, index: self.apply(op, ts, index=index))
+        self.replayed_ops = result.ops_replayed
+        self.log.open_for_append(max(result.last_index, self.log.last_index, start - 1) + 1)
         self.mvcc.adjust_for_replay(self._last_ts)
         with self._write_lock:
             self._persist_metadata()
@@ -324,11 +322,11 @@ class Tablet:
                 raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
         self._admit_write()
         if not pre_bad:
-            return self._write_at(op_arr, table, None)
+            return self.apply(WriteOp(op_arr, table))
         # Rows whose values could not even form an Arrow column are reported, and the rest
         # are written (and logged) without them, so WAL replay sees exactly what applied.
         keep = np.array([i for i in range(n) if i not in pre_bad], dtype=np.int64)
-        r = self._write_at(op_arr[keep], table.take(pa.array(keep)), None)
+        r = self.apply(WriteOp(op_arr[keep], table.take(pa.array(keep))))
         errs = [dataclasses.replace(e, index=int(keep[e.index])) for e in r.row_errors]
         for i, (code, msg) in pre_bad.items():
             errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
@@ -410,28 +408,46 @@ class Tablet:
                     for i in range(n)] if bad else []
         return pa.table(cols) if cols else pa.table({}), bad, raw_keys
 
-    def _write_at(self, op_arr: np.ndarray, table: pa.Table, replay_ts: int | None,
-                  replay_index: int | None = None) -> WriteResult:
-        """Log (unless replaying), apply under the write lock, wait for durability, commit.
+    def apply(self, op: WriteOp, timestamp: int | None = None, *,
+              index: int | None = None) -> WriteResult:
+        """Apply one write op: the single path of every write (see "Apply" in the module
+        docstring). Returns once the op is committed in MVCC (visible to new readers).
+
+        `timestamp`: None: the tablet takes one from its clock under the write lock, so
+        timestamps increase with log order (the local write path). Given: the op's order
+        was decided elsewhere (WAL replay; a Raft follower applying its leader's op): the
+        clock is moved past it, and it must be above every timestamp applied so far.
+        `index`: None: the op is appended to the tablet's WAL and the call waits until it
+        is durable. Given: the op is already in the log at that index, so it is not logged
+        again, and rows whose effects flushed files already hold are skipped (replay).
 
         Values are converted before the lock is taken; if an ALTER TABLE switched the schema
         in between, the rows are checked and converted again under the lock, so an op is
         always logged and applied with the schema in force when it is (a write naming a
         column dropped meanwhile fails with ColumnNotFound and leaves no trace).
         """
+        if index is not None and timestamp is None:
+            raise errors.InvalidArgument("an op already in the log must come with its timestamp")
+        op_arr, table = op.ops, op.rows
+        if timestamp is not None:
+            self.clock.update(timestamp)
         schema = self.schema
         bad: dict[int, tuple[str, str]] = {}
         phys = self._convert(table, op_arr, bad)
-        body = encode_write(op_arr, table) if replay_index is None else None
+        body = op.encode() if index is None else None
         with self._write_lock:
             if self.schema is not schema:  # an alter_schema ran since the conversion
                 for name in table.column_names:
                     self.schema.index_of(name)  # raises ColumnNotFound
                 bad = {}
                 phys = self._convert(table, op_arr, bad)
-            ts = self.clock.now() if replay_ts is None else replay_ts
+            ts = self.clock.now() if timestamp is None else timestamp
+            if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
+                raise errors.InvalidArgument(
+                    f"tablet {self.path}: op timestamp {ts} is not after the last applied "
+                    f"timestamp {self._last_ts}")
             self.mvcc.start_op(ts)
-            index = replay_index
+            replay_index = index
             if index is None:
                 index = self.log.next_index()
                 self.log.append(LogEntry(0, index, ts, WRITE, body))
@@ -1072,7 +1088,7 @@ class Tablet:
         an added column reads as its DEFAULT, or NULL, in snapshots before the ALTER too;
         a dropped column is gone from every snapshot; a re-added name is a new column
         that never sees the old one's data). A write that names a dropped column fails
-        with ColumnNotFound, also when it raced with the alter (`_write_at`).
+        with ColumnNotFound, also when it raced with the alter (`apply`).
         """
         with self._flush_lock:  # no flush or merging compaction runs meanwhile
             if version is None:
