@@ -46,8 +46,6 @@ a mix.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import decimal
 import os
 import threading
 import time
@@ -61,10 +59,9 @@ from engine.cfile.block_cache import BlockCache
 from engine.cfile.bloom import hash_keys
 from engine.clock import Clock, HybridClock, from_micros, physical_micros
 from engine.consensus.log import WRITE, Log, LogEntry
-from engine.convert import cast_column, default_array
+from engine.convert import cast_column, default_array, python_converter, table_from_pydict
 from engine.config import TabletConfig
 from engine.key_encoding import (
-    DECIMAL_CONTEXT,
     compile_key_encoder,
     encode_key_prefix,
     encode_keys,
@@ -92,38 +89,10 @@ from engine.tablet.write_op import (
     WriteOp,
     WriteResult,
 )
-from engine.types import DataType, to_logical, to_physical
+from engine.types import to_logical, to_physical
 
 __all__ = ["META_FILE", "Tablet", "python_converter"]  # META_FILE: for tools reading a tablet
 
-_EPOCH_DATE = _dt.date(1970, 1, 1)
-_EPOCH_DT = _dt.datetime(1970, 1, 1)
-
-
-def _identity(v: Any) -> Any:
-    return v
-
-
-def python_converter(col: ColumnSchema):
-    """A function: physical scalar (int/bytes/None) -> Python value of the logical type."""
-    match col.type:
-        case DataType.DATE:
-            return lambda v: None if v is None else _EPOCH_DATE + _dt.timedelta(days=v)
-        case DataType.TIMESTAMP:
-            return lambda v: None if v is None else _EPOCH_DT + _dt.timedelta(microseconds=v)
-        case DataType.DECIMAL:
-            scale = col.scale
-
-            def dec(v):
-                if v is None:
-                    return None
-                if isinstance(v, bytes):
-                    v = int.from_bytes(v, "little", signed=True)
-                return decimal.Decimal(v).scaleb(-scale, context=DECIMAL_CONTEXT)
-            return dec
-        case DataType.STRING | DataType.VARCHAR:
-            return lambda v: None if v is None else v.decode()
-    return _identity
 
 
 class Tablet(TabletMaintenance):
@@ -286,7 +255,7 @@ class Tablet(TabletMaintenance):
         pre_bad: dict[int, tuple[str, str]] = {}
         raw_keys = None
         if isinstance(rows, dict):
-            table, pre_bad, raw_keys = self._table_from_pydict(rows)
+            table, pre_bad, raw_keys = table_from_pydict(self.schema, rows)
         else:
             table = _as_table(rows)
         n = table.num_rows
@@ -352,43 +321,6 @@ class Tablet(TabletMaintenance):
             raise errors.ServiceUnavailable(
                 f"tablet {self.path}: in-memory stores hold {self.memory_bytes()} bytes, at "
                 f"the memory limit of {limit}; the write was refused, retry after flushes")
-
-    def _table_from_pydict(self, rows: dict) -> tuple[pa.Table, dict, list]:
-        """dict of Python lists -> Arrow table; values no Arrow column can hold become NULL
-        and their rows are reported as INVALID (the error path converts value by value)."""
-        n = len(next(iter(rows.values()))) if rows else 0
-        cols, bad = {}, {}
-        for name, values in rows.items():
-            values = list(values)
-            if len(values) != n:
-                raise errors.InvalidArgument("columns of the rows have different lengths")
-            target = self.schema.column(name).arrow_type if self.schema.has_column(name) \
-                else None
-            try:
-                # Inferred first: pa.array(..., type=int64) would silently truncate 1.5.
-                # The inferred column is then cast safely (and per row on failure) later.
-                cols[name] = pa.array(values)
-                continue
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-                pass
-            good = []
-            integral = target is not None and pa.types.is_integer(target)
-            for i, v in enumerate(values):  # error path only
-                try:
-                    if integral and isinstance(v, float) and not v.is_integer():
-                        raise ValueError("not an integer")
-                    pa.array([v], type=target)
-                    good.append(v)
-                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError,
-                        ValueError) as e:
-                    bad.setdefault(i, (RowErrorCode.INVALID.value,
-                                       f"invalid value for column {name}: {v!r} ({e})"))
-                    good.append(None)
-            cols[name] = pa.array(good, type=target)
-        key_names = [c.name for c in self._key_cols]
-        raw_keys = [tuple(rows[k][i] if k in rows else None for k in key_names)
-                    for i in range(n)] if bad else []
-        return pa.table(cols) if cols else pa.table({}), bad, raw_keys
 
     def apply(self, op: WriteOp, timestamp: int | None = None, *,
               index: int | None = None) -> WriteResult:
