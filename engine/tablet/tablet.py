@@ -653,11 +653,14 @@ class Tablet(TabletMaintenance):
                 f"snapshot timestamp {ts} is before the ancient history mark {ahm}: history "
                 f"older than history_max_age_s={self.config.history_max_age_s} has been or "
                 f"may be garbage collected")
-        # Make the read repeatable: no later op may take a timestamp <= ts, and every op
-        # that already holds one must finish first (Kudu waits for "safe time").
+        self.wait_safe(ts)
+        return MvccSnapshot.at(ts)
+
+    def wait_safe(self, ts: int) -> None:
+        """Make a read at `ts` repeatable: no later op may take a timestamp <= ts, and every
+        op that already holds one must finish first (Kudu waits for "safe time")."""
         self.clock.update(ts)
         self.mvcc.wait_for_safe(ts)
-        return MvccSnapshot.at(ts)
 
     def _read_view(self, snapshot, prepare):
         """(MVCC snapshot, components, prepare(schema)) for a read.
