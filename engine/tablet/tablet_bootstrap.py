@@ -1,6 +1,7 @@
-"""TabletBootstrap: bring a tablet back to the state of its last acknowledged write.
+"""Tablet bootstrap: bring a tablet back to the state of its last acknowledged write.
 
-Opening a tablet (`Tablet.open`), as Kudu's TabletBootstrap does it:
+Opening a tablet (`Tablet.open`, then `Tablet._bootstrap`), as Kudu's TabletBootstrap
+does it:
 
   1. load the TabletMetadata (tablet_metadata.py) and delete the orphans a crash left;
   2. open the rowsets it names: the flushed state, each store knowing the last op index

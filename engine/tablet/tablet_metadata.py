@@ -18,7 +18,7 @@ What it records, and the invariant each field keeps:
   next_rowset_id,         id counters; ids are never reused (a crash between writing a
   next_mrs_id             rowset and naming it here leaves an orphan, never a clash).
   last_timestamp          at or after every op the metadata's files contain; the clock and
-                          MVCC resume after it on open (`TabletBootstrap`).
+                          MVCC resume after it on open (tablet_bootstrap.py).
   mrs_flushed_index       every op with index <= this has its MemRowSet inserts in
                           DiskRowSets (the WAL replays only later inserts).
   rowsets                 each DiskRowSet's own metadata (`DiskRowSet.metadata()`): its
