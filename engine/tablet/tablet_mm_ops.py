@@ -377,7 +377,7 @@ class TabletMaintenance:
         """History at or before this may be dropped by compactions and UNDO GC.
 
         The ancient history mark, but never past the oldest op the WAL may still replay:
-        replay decides what each op saw from the rowsets' history (see `_locate`), so that
+        replay decides what each op saw from the rowsets' history (see `RowOps._locate`), so that
         history must outlive the log entries that need it.
         """
         anchor_ts = self.log.ts_at_or_before(self._anchor_index())
