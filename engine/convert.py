@@ -1,20 +1,29 @@
-"""Converting input values to a column's type: the one conversion every write path uses.
+"""Converting values between what users write and what columns store.
 
-Vectorised casts first; only when one fails does the error path convert row by row, to
-report each offending row (Kudu reports per-row errors, never a whole-batch failure).
+In: `cast_column` and `table_from_pydict` turn input (Arrow columns, dicts of Python
+lists) into a column's type: the one conversion every write path uses. Vectorised casts
+first; only when one fails does the error path convert row by row, to report each
+offending row (Kudu reports per-row errors, never a whole-batch failure).
+
+Out: `python_converter` turns one stored (physical) value back into the Python value of
+its logical type (point lookups, partition bounds in messages); `default_array` is what a
+row reads for a column it was written without.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import decimal
+from typing import Any
 
 import numpy as np
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.key_encoding import physical_value
-from engine.schema import ColumnSchema
+from engine import errors
+from engine.key_encoding import DECIMAL_CONTEXT, physical_value
+from engine.schema import ColumnSchema, Schema
 from engine.types import INTEGER_RANGES, DataType, to_physical
 
 
@@ -122,3 +131,72 @@ def _decimal_value(v, target: pa.DataType) -> decimal.Decimal:
         raise ValueError(f"numeric value out of range for DECIMAL({target.precision},"
                          f"{target.scale})")
     return q
+
+
+def table_from_pydict(schema: Schema, rows: dict) -> tuple[pa.Table, dict, list]:
+    """dict of Python lists -> (Arrow table, {row: (code, message)}, raw keys of those rows):
+    values no Arrow column can hold become NULL and their rows are reported as INVALID
+    (the error path converts value by value)."""
+    n = len(next(iter(rows.values()))) if rows else 0
+    cols, bad = {}, {}
+    for name, values in rows.items():
+        values = list(values)
+        if len(values) != n:
+            raise errors.InvalidArgument("columns of the rows have different lengths")
+        target = schema.column(name).arrow_type if schema.has_column(name) \
+            else None
+        try:
+            # Inferred first: pa.array(..., type=int64) would silently truncate 1.5.
+            # The inferred column is then cast safely (and per row on failure) later.
+            cols[name] = pa.array(values)
+            continue
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            pass
+        good = []
+        integral = target is not None and pa.types.is_integer(target)
+        for i, v in enumerate(values):  # error path only
+            try:
+                if integral and isinstance(v, float) and not v.is_integer():
+                    raise ValueError("not an integer")
+                pa.array([v], type=target)
+                good.append(v)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError,
+                    ValueError) as e:
+                bad.setdefault(i, ("INVALID",
+                                   f"invalid value for column {name}: {v!r} ({e})"))
+                good.append(None)
+        cols[name] = pa.array(good, type=target)
+    key_names = schema.key_names
+    raw_keys = [tuple(rows[k][i] if k in rows else None for k in key_names)
+                for i in range(n)] if bad else []
+    return pa.table(cols) if cols else pa.table({}), bad, raw_keys
+
+
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_EPOCH_DT = _dt.datetime(1970, 1, 1)
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def python_converter(col: ColumnSchema):
+    """A function: physical scalar (int/bytes/None) -> Python value of the logical type."""
+    match col.type:
+        case DataType.DATE:
+            return lambda v: None if v is None else _EPOCH_DATE + _dt.timedelta(days=v)
+        case DataType.TIMESTAMP:
+            return lambda v: None if v is None else _EPOCH_DT + _dt.timedelta(microseconds=v)
+        case DataType.DECIMAL:
+            scale = col.scale
+
+            def dec(v):
+                if v is None:
+                    return None
+                if isinstance(v, bytes):
+                    v = int.from_bytes(v, "little", signed=True)
+                return decimal.Decimal(v).scaleb(-scale, context=DECIMAL_CONTEXT)
+            return dec
+        case DataType.STRING | DataType.VARCHAR:
+            return lambda v: None if v is None else v.decode()
+    return _identity

@@ -1,6 +1,9 @@
 """Imports point downward only (ARCHITECTURE.md): engine never imports planner, wire, shell
-or sqlglot; planner never imports wire or shell. Checked statically over the source so a
-lazy import inside a function is caught too."""
+or sqlglot; planner never imports wire or shell. And no two files of a package import each
+other, directly or around a circle (issue 14): a file cycle means neither file can be read,
+tested or replaced without the other. Checked statically over the source, so a lazy import
+inside a function is caught too; imports under `if TYPE_CHECKING:` are left out (they never
+run, and annotations may point anywhere)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,18 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FORBIDDEN = {
     "engine": {"planner", "wire", "shell", "sqlglot", "kudusql", "tpch"},
     "planner": {"wire", "shell"},
+}
+
+# Packages whose files must not import each other in a circle, each with the cycles it has
+# today (issue 14 removes them). A known cycle is allowed (and may disappear); any other
+# cycle, or a known one that grows, fails. Add a package here to hold it to the rule.
+CYCLE_FREE = {
+    "engine": [],
+    "planner": [{"planner/binder.py", "planner/executor.py", "planner/rules.py"}],
+    "wire": [],  # connection.py -> server.py is for annotations only (TYPE_CHECKING)
+    "kudusql": [{"kudusql/dbapi.py", "kudusql/remote.py"}],
+    "shell": [],
+    "tpch": [],
 }
 
 
@@ -44,3 +59,120 @@ def test_checker_detects_a_violation(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("def f():\n    from planner import rules\n    import sqlglot.expressions\n")
     assert {"planner", "sqlglot"} <= _imports(f)
+
+
+# -- file import cycles ------------------------------------------------------------------
+def _module_file(root: pathlib.Path, dotted: str) -> pathlib.Path | None:
+    p = root.joinpath(*dotted.split("."))
+    for cand in (p.with_suffix(".py"), p / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _runtime_imports(tree: ast.AST):
+    """Import nodes that run (those under `if TYPE_CHECKING:` do not)."""
+    def walk(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                yield from (x for s in child.orelse for x in walk_one(s))
+                continue
+            yield from walk_one(child)
+
+    def walk_one(node):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        yield from walk(node)
+    yield from walk(tree)
+
+
+def _file_edges(root: pathlib.Path, path: pathlib.Path) -> set[pathlib.Path]:
+    """Files of `root` this file imports (a submodule named in `from pkg import mod` counts
+    as that module's file; a parent package's __init__ is not implied)."""
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    pkg = parts[:-1]  # the package a relative import starts from
+    out = set()
+    for node in _runtime_imports(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+            for t in targets:
+                f = _module_file(root, t)
+                if f is not None:
+                    out.add(f)
+            continue
+        if node.level:
+            base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+            mod = ".".join(base + ([node.module] if node.module else []))
+        else:
+            mod = node.module
+        for a in node.names:
+            f = _module_file(root, f"{mod}.{a.name}") if mod else None
+            f = f or (_module_file(root, mod) if mod else None)
+            if f is not None:
+                out.add(f)
+    out.discard(path)
+    return out
+
+
+def file_cycles(root: pathlib.Path, package: str) -> list[set[str]]:
+    """The import cycles among the files of `package` (strongly connected components of
+    more than one file), as sets of paths relative to `root`."""
+    files = sorted((root / package).rglob("*.py"))
+    graph = {f: {g for g in _file_edges(root, f) if g.is_relative_to(root / package)}
+             for f in files}
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on: set = set()
+    out: list[set[str]] = []
+    counter = [0]
+
+    def strong(v):  # Tarjan's algorithm (the graphs are small: recursion is fine)
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w is v:
+                    break
+            if len(comp) > 1:
+                out.append({str(c.relative_to(root)) for c in comp})
+
+    for f in files:
+        if f not in index:
+            strong(f)
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(CYCLE_FREE))
+def test_no_file_import_cycles_inside_a_package(package):
+    known = CYCLE_FREE[package]
+    new = [c for c in file_cycles(ROOT, package) if not any(c <= k for k in known)]
+    assert not new, "file import cycles:\n" + "\n".join(
+        " <-> ".join(sorted(c)) for c in new)
+
+
+def test_cycle_checker_detects_a_cycle(tmp_path):
+    pkg = tmp_path / "p"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from p.sub.a import A\n")
+    (pkg / "sub" / "a.py").write_text("from typing import TYPE_CHECKING\n"
+                                      "from p import c\n"
+                                      "if TYPE_CHECKING:\n    from p.d import D\n")
+    (pkg / "b.py").write_text("def f():\n    from .sub import a\n")  # lazy, relative
+    (pkg / "c.py").write_text("import p.b\n")
+    (pkg / "d.py").write_text("from p.sub.a import A\n")  # a -> d only for type checking
+    assert file_cycles(tmp_path, "p") == [{"p/sub/a.py", "p/b.py", "p/c.py"}]

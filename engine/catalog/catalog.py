@@ -26,7 +26,9 @@ removed before the error is raised.
 
 Tablets are opened lazily, on first use, and stay open: one Tablet object per tablet,
 shared by every Table facade and thread. Every operation that uses tablets takes a
-reference on them for its duration (a scan until it is exhausted or closed); a dropped
+reference on them for its duration (a scan until it is exhausted or closed) through the
+public contract Table uses (`lease_tablets` and the rest of `TableCatalog`, leases.py;
+`_TabletSlot` is this catalog's `TabletHandle`); a dropped
 tablet is closed and its directory deleted when the last reference goes, so a scan or
 write racing with DROP finishes against a consistent tablet (Kudu: an op racing with a
 drop either completes before it or fails; here it completes, then the data goes).
@@ -83,7 +85,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from engine import errors
 from engine.catalog.partition import (
@@ -92,6 +94,8 @@ from engine.catalog.partition import (
     RangePartitionExists,
 )
 from engine.catalog.coalesce import WriteCoalescer
+from engine.catalog.leases import TabletLease
+from engine.catalog.metadata import TableMetadata
 from engine.catalog.table import Table
 from engine.fs import fsync_dir, write_json_atomic
 from engine.clock import Clock, HybridClock
@@ -125,66 +129,9 @@ class NotSupported(errors.EngineError):
     sqlstate = "0A000"
 
 
-@dataclasses.dataclass(frozen=True)
-class TableMetadata:
-    """One table, immutable: every DDL publishes a new object."""
-
-    id: str
-    name: str
-    schema: Schema
-    partition_schema: PartitionSchema
-    replication_factor: int
-    tablet_ids: tuple[str, ...]  # tablet_ids[i] holds partition_schema.partitions[i]
-    comment: str | None = None
-    properties: dict = dataclasses.field(default_factory=dict)
-    # Bumped by every ADD / DROP COLUMN; every tablet's schema version is at least this.
-    schema_version: int = 0
-    # An ADD / DROP COLUMN under way (or interrupted by a crash): the target schema, whose
-    # version is schema_version + 1. Tablets may already have it; the table is not used
-    # until the alter is finished (rolled forward), see the module docstring.
-    pending_schema: Schema | None = None
-
-    @property
-    def partitions(self):
-        return self.partition_schema.partitions
-
-    def tablets(self) -> list[tuple[Any, str]]:
-        """[(Partition, tablet id)] in partition order."""
-        return list(zip(self.partition_schema.partitions, self.tablet_ids))
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "name": self.name, "schema": self.schema.to_dict(),
-                "partition_schema": self.partition_schema.to_dict(),
-                "replication_factor": self.replication_factor,
-                "tablets": [{"tablet_id": tid, "hash_buckets": list(p.hash_buckets),
-                             "partition_key_start": p.partition_key_start.hex()}
-                            for p, tid in self.tablets()],
-                "comment": self.comment, "properties": dict(self.properties),
-                "schema_version": self.schema_version,
-                "pending_schema": None if self.pending_schema is None
-                else self.pending_schema.to_dict()}
-
-    @staticmethod
-    def from_dict(d: dict) -> "TableMetadata":
-        schema = Schema.from_dict(d["schema"])
-        ps = PartitionSchema.from_dict(d["partition_schema"], schema)
-        tablets = d["tablets"]
-        parts = ps.partitions
-        if len(tablets) != len(parts) or any(
-                tuple(t["hash_buckets"]) != p.hash_buckets or
-                bytes.fromhex(t["partition_key_start"]) != p.partition_key_start
-                for t, p in zip(tablets, parts)):
-            raise errors.Corruption(
-                f"catalog: the tablets of table {d['name']!r} do not match its partitions")
-        pending = d.get("pending_schema")
-        return TableMetadata(d["id"], d["name"], schema, ps, d["replication_factor"],
-                             tuple(t["tablet_id"] for t in tablets), d.get("comment"),
-                             dict(d.get("properties") or {}), d.get("schema_version", 0),
-                             None if pending is None else Schema.from_dict(pending))
-
-
 class _TabletSlot:
-    """One tablet of the catalog: opened on first use, shared, reference counted."""
+    """One tablet of the catalog: opened on first use, shared, reference counted (the
+    embedded `TabletHandle` of leases.py)."""
 
     def __init__(self, catalog: "Catalog", tablet_id: str, tablet: Tablet | None = None):
         self.catalog = catalog
@@ -416,20 +363,50 @@ class Catalog:
                 slot = self._slots[tablet_id] = _TabletSlot(self, tablet_id)
         return slot.tablet()
 
-    # -- references (used by Table) --------------------------------------------------------
-    def _coalescer(self, table_id: str) -> WriteCoalescer:
+    # -- the TableCatalog contract (engine/catalog/leases.py), used by Table -------------
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        return self._pool
+
+    def write_coalescer(self, table_id: str) -> WriteCoalescer:
         c = self._coalescers.get(table_id)
         if c is None:
             with self._lock:
                 c = self._coalescers.setdefault(table_id, WriteCoalescer())
         return c
 
-    def _metadata(self, table_id: str) -> TableMetadata:
+    def table_metadata(self, table_id: str) -> TableMetadata:
         with self._lock:
             meta = self._tables.get(table_id)
         if meta is None:
             raise errors.NotFound(f"table with id {table_id} does not exist (it was dropped)")
         return meta
+
+    def lease_tablets(self, table_id: str,
+                      pick: Callable[[TableMetadata], Sequence[str]]) -> TabletLease:
+        """Reference the tablets `pick(metadata)` names, retried if a DDL intervenes."""
+        for _ in range(100):
+            meta = self.table_metadata(table_id)
+            tids = pick(meta)
+            try:
+                return TabletLease(meta, self._acquire(meta, tids), self._release)
+            except _StaleMetadata:
+                continue
+            except _PendingAlter:  # an ADD / DROP COLUMN is under way: wait for it
+                self._complete_alter(table_id)
+                continue
+        raise errors.ServiceUnavailable(f'table "{meta.name}" keeps changing; retry')
+
+    def tablets_ready(self, table_id: str) -> bool:
+        meta = self.table_metadata(table_id)
+        if meta.pending_schema is not None:
+            return False
+        slots = self._slots
+        for tid in meta.tablet_ids:
+            slot = slots.get(tid)
+            if slot is None or not slot.is_open:
+                return False
+        return True
 
     def _acquire(self, meta: TableMetadata, tablet_ids: Iterable[str]) -> list[_TabletSlot]:
         """Reference the tablets of `meta`; raises _StaleMetadata if the table changed."""

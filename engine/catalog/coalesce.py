@@ -48,7 +48,7 @@ class _Request:
 
 
 class WriteCoalescer:
-    """One per table (Catalog._coalescer); `write_now` is the leader's own direct write."""
+    """One per table (`TableCatalog.write_coalescer`, leases.py); `write_now` is the leader's own direct write."""
 
     def __init__(self):
         self._lock = threading.Lock()

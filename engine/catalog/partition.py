@@ -84,7 +84,7 @@ import pyarrow as pa
 
 from engine import errors
 from engine.cfile.bloom import _fmix64, hash_key, hash_keys
-from engine.convert import cast_column
+from engine.convert import cast_column, python_converter
 from engine.key_encoding import (
     decimal_unscaled_exact,
     encode_key,
@@ -95,7 +95,6 @@ from engine.key_encoding import (
 )
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
-from engine.tablet.tablet import python_converter
 from engine.tablet.write_op import RowErrorCode
 from engine.types import INTEGER_RANGES, DataType, to_physical
 

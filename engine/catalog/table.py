@@ -3,7 +3,9 @@
 A Table is a light facade bound to a table *id* in a Catalog (so it follows RENAME and ADD /
 DROP RANGE PARTITION). Every call reads the table's current immutable TableMetadata once
 and uses it throughout, and takes references on the tablets it touches for its duration
-(see catalog.py): a concurrent DDL never changes the partitioning under a running op.
+(a `TabletLease`, see leases.py): a concurrent DDL never changes the partitioning under a
+running op. Table uses the catalog only through the `TableCatalog` contract of leases.py,
+so it runs unchanged over the embedded Catalog and, later, a remote catalog client.
 
 Writes (`write(ops, rows)`; insert/upsert/update/delete). The partition of every row is
 computed vectorised (`PartitionSchema.physical_columns` + `partition_indexes`); rows are
@@ -28,8 +30,8 @@ and statistics for EXPLAIN (`stats`: tablets pruned / scanned, rows scanned / re
 Snapshot. With `snapshot=None` the scan reads at T = max over the scanned tablets of
 `current_timestamp()` (the last committed op of each): every write acknowledged before the
 scan started, on any of those tablets, has a timestamp <= T. Each tablet is first made
-safe at T — its clock moved past T (no later op can take a timestamp <= T) and its
-in-flight ops <= T waited for (`mvcc.wait_for_safe`) — then read with `MvccSnapshot.at(T)`,
+safe at T (`Tablet.wait_safe`: its clock moved past T, so no later op can take a
+timestamp <= T, and its in-flight ops <= T waited for) — then read with `MvccSnapshot.at(T)`,
 so the result is a consistent cut across tablets and repeatable: `scan(snapshot=T)` later
 returns the same rows (until T falls behind the ancient history mark). T is at or after
 every op of every scanned tablet, so it reads the latest retained state and needs no
@@ -45,7 +47,7 @@ the chunks in flight. A single-tablet scan runs in the caller's thread.
 
 Column renames: tablets keep the names their schema had when they were created; the
 table schema is authoritative and names are mapped by column id on the way in and out
-(`_TabletSlot.column_renames`), which is what makes RENAME COLUMN metadata-only.
+(`TabletHandle.column_renames`), which is what makes RENAME COLUMN metadata-only.
 """
 
 from __future__ import annotations
@@ -53,19 +55,19 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from engine import errors
+from engine.catalog.leases import TableCatalog, TabletHandle
+from engine.catalog.metadata import TableMetadata
 from engine.tablet.diskrowset import ScanStats
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
 from engine.tablet.write_op import OpType, RowError, RowErrorCode
 
-if TYPE_CHECKING:
-    from engine.catalog.catalog import Catalog, TableMetadata, _TabletSlot
 
 NO_PARTITION = "NO_PARTITION"
 # A scan task returns after this many batches of one tablet (then it is resubmitted).
@@ -257,14 +259,14 @@ def _op_array(ops, n: int) -> np.ndarray:
 
 
 class Table:
-    def __init__(self, catalog: "Catalog", table_id: str):
+    def __init__(self, catalog: TableCatalog, table_id: str):
         self.catalog = catalog
         self.id = table_id
 
     # -- metadata --------------------------------------------------------------------------
     @property
-    def metadata(self) -> "TableMetadata":
-        return self.catalog._metadata(self.id)
+    def metadata(self) -> TableMetadata:
+        return self.catalog.table_metadata(self.id)
 
     @property
     def name(self) -> str:
@@ -282,42 +284,18 @@ class Table:
         m = self.metadata
         return f"Table({m.name!r}, {len(m.tablet_ids)} tablets, {m.partition_schema})"
 
-    def _with_tablets(self, pick):
-        """(meta, slots) for the tablet ids `pick(meta)` names, retried if DDL intervenes."""
-        from engine.catalog.catalog import _PendingAlter, _StaleMetadata
-
-        for _ in range(100):
-            meta = self.metadata
-            tids = pick(meta)
-            try:
-                return meta, self.catalog._acquire(meta, tids)
-            except _StaleMetadata:
-                continue
-            except _PendingAlter:  # an ADD / DROP COLUMN is under way: wait for it
-                self.catalog._complete_alter(self.id)
-                continue
-        raise errors.ServiceUnavailable(f'table "{self.name}" keeps changing; retry')
-
-    def _open(self, slots: Sequence["_TabletSlot"]) -> list:
+    def _open(self, slots: Sequence[TabletHandle]) -> list:
         """Open tablets (in parallel when several are still closed)."""
         closed = [s for s in slots if not s.is_open]
         if len(closed) > 1:
-            list(self.catalog._pool.map(lambda s: s.tablet(), closed))
+            list(self.catalog.executor.map(lambda s: s.tablet(), closed))
         return [s.tablet() for s in slots]
 
     def tablets_open(self) -> bool:
         """True when every tablet of the table is open and no ALTER is under way: a
         `lookup` then opens no files and waits for nothing (an event loop checks this before
         it runs a lookup itself rather than in a worker thread)."""
-        meta = self.metadata
-        if meta.pending_schema is not None:
-            return False
-        slots = self.catalog._slots
-        for tid in meta.tablet_ids:
-            slot = slots.get(tid)
-            if slot is None or not slot.is_open:
-                return False
-        return True
+        return self.catalog.tablets_ready(self.id)
 
     def prune(self, predicates: Sequence[ColumnPredicate] = ()) -> list:
         """The partitions a scan with these predicates reads (EXPLAIN)."""
@@ -326,11 +304,12 @@ class Table:
 
     def current_timestamp(self) -> int:
         """A timestamp at or after every write acknowledged so far on this table."""
-        meta, slots = self._with_tablets(lambda m: m.tablet_ids)
+        lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
+        slots = lease.handles
         try:
             return max((t.current_timestamp() for t in self._open(slots)), default=0)
         finally:
-            self.catalog._release(slots)
+            lease.release()
 
     # -- writes ----------------------------------------------------------------------------
     def insert(self, rows) -> TableWriteResult:
@@ -353,7 +332,7 @@ class Table:
             return self._write_pydict(ops, rows)
         op_arr = _op_array(ops, table.num_rows)
         if 0 < table.num_rows <= COALESCE_MAX_ROWS:
-            return self.catalog._coalescer(self.id).write(op_arr, table, self._write_now)
+            return self.catalog.write_coalescer(self.id).write(op_arr, table, self._write_now)
         return self._write_now(op_arr, table)
 
     def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
@@ -379,12 +358,13 @@ class Table:
             state["groups"] = np.split(order, starts[1:]) if len(order) else []
             return [meta.tablet_ids[p] for p in parts.tolist()]
 
-        meta, slots = self._with_tablets(pick)
+        lease = self.catalog.lease_tablets(self.id, pick)
+        meta, slots = lease.metadata, lease.handles
         try:
             results = self._write_groups(meta, slots, [(op_arr[idx], idx) for idx in
                                                        state["groups"]], table)
         finally:
-            self.catalog._release(slots)
+            lease.release()
         errs: list[RowError] = []
         stamps: dict[str, int] = {}
         applied = 0
@@ -430,7 +410,7 @@ class Table:
         jobs = [(slot, ops, idx) for slot, (ops, idx) in zip(slots, groups)]
         if len(jobs) <= 1 or table.num_rows < PARALLEL_WRITE_MIN_ROWS:
             return [one(*j) for j in jobs]
-        futures = [self.catalog._pool.submit(one, *j) for j in jobs]
+        futures = [self.catalog.executor.submit(one, *j) for j in jobs]
         cf.wait(futures)  # every tablet op ends before its tablet is released
         return [f.result() for f in futures]
 
@@ -478,7 +458,8 @@ class Table:
             state.update(groups=list(groups.values()), errs=errs)
             return [meta.tablet_ids[p] for p in groups]
 
-        meta, slots = self._with_tablets(pick)
+        lease = self.catalog.lease_tablets(self.id, pick)
+        meta, slots = lease.metadata, lease.handles
         errs, stamps, applied = list(state["errs"]), {}, 0
         try:
             for slot, idx in zip(slots, state["groups"]):
@@ -490,7 +471,7 @@ class Table:
                 errs.extend(dataclasses.replace(e, index=int(idx[e.index]))
                             for e in r.row_errors)
         finally:
-            self.catalog._release(slots)
+            lease.release()
         errs.sort(key=lambda e: e.index)
         return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
 
@@ -532,7 +513,8 @@ class Table:
             state.update(names=names, keep=keep)
             return [meta.tablet_ids[i] for i in keep]
 
-        meta, slots = self._with_tablets(pick)
+        lease = self.catalog.lease_tablets(self.id, pick)
+        meta, slots = lease.metadata, lease.handles
         try:
             tablets = self._open(slots)
             names = state["names"]
@@ -551,7 +533,7 @@ class Table:
                 iters.append(t.scan([ren.get(c, c) for c in names], preds, snap,
                                     lower_key, upper_key, lazy, st))
         except BaseException:
-            self.catalog._release(slots)
+            lease.release()
             raise
 
         if renamed and names:
@@ -560,8 +542,8 @@ class Table:
         else:
             def fix(b: pa.RecordBatch) -> pa.RecordBatch:
                 return b
-        return TableScan(lambda: self.catalog._release(slots), iters, fix, ts, stats,
-                         self.catalog._pool, self.catalog.parallelism)
+        return TableScan(lease.release, iters, fix, ts, stats,
+                         self.catalog.executor, self.catalog.parallelism)
 
     def scan_table(self, columns: Sequence[str] | None = None, *args, **kwargs) -> pa.Table:
         """`scan` collected into one table (an empty projection gives a count-only table)."""
@@ -591,7 +573,8 @@ class Table:
             state["p"] = p
             return [] if p < 0 else [meta.tablet_ids[p]]
 
-        meta, slots = self._with_tablets(pick)
+        lease = self.catalog.lease_tablets(self.id, pick)
+        meta, slots = lease.metadata, lease.handles
         if not slots:
             return None
         try:
@@ -607,12 +590,13 @@ class Table:
             row = t.lookup(key, [ren.get(c, c) for c in names], snapshot)
             return None if row is None else {c: row[ren.get(c, c)] for c in names}
         finally:
-            self.catalog._release(slots)
+            lease.release()
 
     def diff_scan(self, start_ts: int, end_ts: int,
                   columns: Sequence[str] | None = None) -> pa.Table:
         """Rows changed in (start_ts, end_ts] on every tablet, with `is_deleted`."""
-        meta, slots = self._with_tablets(lambda m: m.tablet_ids)
+        lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
+        meta, slots = lease.metadata, lease.handles
         try:
             tablets = self._open(slots)
             schema = meta.schema
@@ -627,10 +611,10 @@ class Table:
                 out = t.diff_scan(start_ts, end_ts, [ren.get(c, c) for c in names])
                 return out.rename_columns(names + ["is_deleted"]) if ren else out
             pairs = list(zip(slots, tablets))
-            parts = list(self.catalog._pool.map(one, pairs)) if len(pairs) > 1 else [
+            parts = list(self.catalog.executor.map(one, pairs)) if len(pairs) > 1 else [
                 one(p) for p in pairs]
         finally:
-            self.catalog._release(slots)
+            lease.release()
         out_schema = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
         if not parts:
             return out_schema.empty_table()
@@ -647,6 +631,5 @@ def _pick_snapshot(tablets: list, snapshot) -> tuple[Any, int]:
         return int(snapshot), int(snapshot)
     ts = max((t.current_timestamp() for t in tablets), default=0)
     for t in tablets:
-        t.clock.update(ts)
-        t.mvcc.wait_for_safe(ts)
+        t.wait_safe(ts)
     return MvccSnapshot.at(ts), ts

@@ -49,6 +49,8 @@ ENCODING_BY_NAME = {
     "PREFIX_ENCODING": Encoding.PREFIX, "RLE": Encoding.RLE, "DICT_ENCODING": Encoding.DICT,
     "BIT_SHUFFLE": Encoding.BIT_SHUFFLE, "FOR_ENCODING": Encoding.FOR,
 }
+# A column's COMPRESSION attribute; any other name (or none) is stored uncompressed.
+COMPRESSION_BY_NAME = {"LZ4": Compression.LZ4}
 
 _TYPES = {
     "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),

@@ -16,12 +16,17 @@ turns it into a REDO DeltaFile. A REDO never re-inserts a row here: inserting a 
 again goes to the MemRowSet, leaving a dead "ghost" here (at most one version of a key is
 live at any time).
 
-Reading a block of rows [lo, hi) at snapshot S (`_block`):
-  1. base values from the pages (decoded, or only gathered at the surviving positions)
+Reading at snapshot S goes block by block, one block per base page (`scan`, `materialize`):
+  1. base values from the pages (decoded, or only gathered at the surviving positions:
+     `_read_at`)
   2. UNDO records with timestamps not committed in S, applied newest first
   3. REDO records (files, then DMS) committed in S, applied oldest first
-Both steps are vectorised (`delta.resolve`), and both are skipped without reading anything
-when a store's timestamp range cannot matter for S.
+Steps 2 and 3 are vectorised (`delta.resolve` over the block's records from
+`_deltas_for`, patched into the values by `_patched`), and both are skipped without reading
+anything when a store's timestamp range cannot matter for S.
+
+REDO files pile up and UNDO history grows; delta compactions and UNDO GC (mixed in from
+delta_compaction.py) fold or drop them, swapping the rowset's stores as a whole.
 
 Lazy materialization (paper §4.8): predicate columns are read first, one at a time, each
 only at the rows that passed the previous ones; a page whose min/max rule out a predicate
@@ -57,13 +62,18 @@ import pyarrow as pa
 
 from engine.cfile.block_cache import BlockCache
 from engine.cfile.bloom import BloomFilter, hash_key, hash_keys
-from engine.cfile.cfile import ENCODING_BY_NAME, CFileReader, CFileWriter, fsync_dir
+from engine.cfile.cfile import (
+    COMPRESSION_BY_NAME,
+    ENCODING_BY_NAME,
+    CFileReader,
+    CFileWriter,
+    fsync_dir,
+)
 from engine.cfile.encodings import Compression, Encoding
 from engine.config import TabletConfig
 from engine.convert import default_array
 from engine.key_encoding import binary_to_fixed
 from engine.schema import ColumnSchema, Schema
-from engine.tablet.compaction import fold_history
 from engine.tablet.delta import (
     DeltaBatch,
     DeltaType,
@@ -73,6 +83,7 @@ from engine.tablet.delta import (
     patch_gathered,
     resolve,
 )
+from engine.tablet.delta_compaction import DeltaCompactions
 from engine.tablet.deltafile import DeltaFile, write_delta_file
 from engine.tablet.deltamemstore import DeltaMemStore
 from engine.tablet.mvcc import MvccSnapshot
@@ -97,17 +108,13 @@ class ScanStats:
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
-def _compression(col: ColumnSchema, config: TabletConfig) -> Compression:
-    return Compression.LZ4 if col.compression == "LZ4" else Compression.NONE
-
-
 def _fill_default(col: ColumnSchema, n: int) -> pa.Array:
     """A column added after this rowset was written (ALTER TABLE ADD COLUMN: no file of the
     rowset has its id) reads as its default, or NULL."""
     return default_array(col, n)
 
 
-class DiskRowSet:
+class DiskRowSet(DeltaCompactions):
     def __init__(self, dir_path: str, schema: Schema, meta: dict, cache: BlockCache,
                  config: TabletConfig):
         self.dir = dir_path
@@ -337,120 +344,6 @@ class DiskRowSet:
     def dms_age_s(self) -> float:
         first = [d.first_append_at for d in self._stores[2] if d.first_append_at is not None]
         return time.monotonic() - min(first) if first else 0.0
-
-    def redo_file_count(self) -> int:
-        return len(self._stores[1])
-
-    def redo_file_records(self) -> int:
-        return sum(len(f) for f in self._stores[1])
-
-    def undo_gc_candidates(self, ahm: int) -> list[DeltaFile]:
-        """UNDO files all of whose records are at or before the ancient history mark."""
-        return [f for f in self._stores[0] if f.max_ts <= ahm]
-
-    def _next_file(self, prefix: str, ext: str) -> tuple[str, str]:
-        self._file_seq += 1
-        name = f"{prefix}_{self._file_seq:06d}.{ext}"
-        return name, os.path.join(self.dir, name)
-
-    def _write_delta(self, batch: DeltaBatch, dtype: DeltaType) -> DeltaFile | None:
-        if not len(batch):
-            return None
-        name, path = self._next_file(dtype.value, "df")
-        desc = write_delta_file(path, batch, dtype, self.config.page_rows, self.config.fsync)
-        desc["file"] = name
-        return DeltaFile(path, desc)
-
-    def gc_undo(self, ahm: int) -> int:
-        """UndoDeltaBlockGC: drop UNDO files older than the ancient history mark. No read
-        at or after the mark applies them, and reads before it are refused."""
-        with self._swap_lock:
-            undo, redo, dmss, readers = self._stores
-            dead = [f for f in undo if f.max_ts <= ahm]
-            if not dead:
-                return 0
-            self._stores = (tuple(f for f in undo if f not in dead), redo, dmss, readers)
-        self.obsolete_files += [f.path for f in dead]
-        return sum(f.count for f in dead)
-
-    def minor_delta_compact(self) -> int:
-        """Merge all REDO DeltaFiles into one (fewer files to open and merge per read)."""
-        with self.compact_lock:
-            inputs = self._stores[1]
-            if len(inputs) < 2:
-                return 0
-            merged = DeltaBatch.concat([f.records() for f in inputs])
-            out = self._write_delta(merged, DeltaType.REDO)
-            with self._swap_lock:
-                undo, redo, dmss, readers = self._stores
-                rest = tuple(f for f in redo if f not in inputs)
-                self._stores = (undo, (out,) + rest, dmss, readers)
-            self.obsolete_files += [f.path for f in inputs]
-            return len(merged)
-
-    def major_delta_compact(self, ahm: int) -> int:
-        """Fold REDO DeltaFiles into base data, turning them into UNDO records.
-
-        Only the columns the REDOs change are rewritten (a new column file overrides them);
-        the values they replace become UNDO records, except those at or before the ancient
-        history mark, which no permitted read can need. A DELETE stays a REDO (the row's
-        base image is kept for reads before the delete). The DMS is not touched: writes
-        continue concurrently and stay in memory.
-        """
-        with self.compact_lock:
-            st = self._stores
-            inputs = st[1]
-            if not inputs:
-                return 0
-            recs = DeltaBatch.concat([f.records() for f in inputs])
-            # Only the schema's columns: records of dropped columns are discarded here.
-            cols = [c for c in self.schema.columns if c.id in recs.columns]
-            readers = st[3]
-            base = {c.id: self._read_column(c, readers) for c in cols}
-            new_base, undo_new, kept = fold_history(self.num_rows, base, None, recs, cols)
-            if len(undo_new):
-                undo_new = undo_new.select(undo_new.ts > ahm)
-            col_file = None
-            new_readers = dict(readers)
-            if cols:
-                name, path = self._next_file("cols", "cf")
-                w = CFileWriter(path, fsync=self.config.fsync)
-                try:
-                    for c in cols:
-                        w.add_column(f"c{c.id}", new_base[c.id], self.config.page_rows,
-                                     ENCODING_BY_NAME[c.encoding], _compression(c, self.config))
-                    w.finish({"num_rows": self.num_rows})
-                except BaseException:
-                    w.abort()
-                    raise
-                r = CFileReader(path)
-                for c in cols:
-                    new_readers[c.id] = r.columns[f"c{c.id}"]
-                col_file = {"file": name, "columns": [c.id for c in cols]}
-            undo_file = self._write_delta(undo_new, DeltaType.UNDO)
-            kept_file = self._write_delta(kept, DeltaType.REDO)
-            if self.config.fsync:
-                fsync_dir(self.dir)
-            with self._swap_lock:
-                undo, redo, dmss, _ = self._stores
-                rest = tuple(f for f in redo if f not in inputs)
-                self._stores = (undo + ((undo_file,) if undo_file else ()),
-                                ((kept_file,) if kept_file else ()) + rest, dmss, new_readers)
-                if col_file:
-                    self._col_files.append(col_file)
-                old_files = self._drop_superseded_col_files(new_readers)
-            self.obsolete_files += [f.path for f in inputs]
-            self.obsolete_files += [os.path.join(self.dir, name) for name in old_files]
-            return len(recs)
-
-    def _drop_superseded_col_files(self, readers: dict) -> list[str]:
-        """Column files (other than base.cf) no column reads from any more."""
-        used = {os.path.basename(r_path) for r_path in
-                (getattr(r, "_path", "") for r in readers.values())}
-        gone = [cf["file"] for cf in self._col_files
-                if cf["file"] != "base.cf" and cf["file"] not in used]
-        self._col_files = [cf for cf in self._col_files if cf["file"] not in gone]
-        return gone
 
     def _read_column_raw(self, name: str) -> pa.Array:
         r = self._base.column(name)
@@ -726,7 +619,8 @@ def write_diskrowset(dir_path: str, drs_id: int, schema: Schema, data: pa.Table,
     try:
         for col in schema.columns:
             w.add_column(f"c{col.id}", data.column(col.name), config.page_rows,
-                         ENCODING_BY_NAME[col.encoding], _compression(col, config))
+                         ENCODING_BY_NAME[col.encoding],
+                         COMPRESSION_BY_NAME.get(col.compression, Compression.NONE))
         w.add_column(KEY_COLUMN, _fixed_to_binary(keys), config.page_rows, Encoding.PLAIN, Compression.NONE,
                      value_index=True)
         base_bytes = w.finish({"num_rows": data.num_rows})

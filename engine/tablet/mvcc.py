@@ -13,7 +13,7 @@ A snapshot is "all timestamps < all_committed_before, plus the listed ones above
     MvccSnapshot(all_committed_before=8, committed={9, 11})
       committed:   ... 5 6 7 | 9 . 11        (8 and 10 still in flight when taken)
 
-`take_snapshot()` gives the latest consistent state; `snapshot_at(T)` is a time-travel
+`take_snapshot()` gives the latest consistent state; `MvccSnapshot.at(T)` is a time-travel
 snapshot that sees every op with timestamp <= T. A snapshot at T is only *repeatable* once
 no op with timestamp <= T can still commit; `wait_for_safe(T)` blocks until then.
 

@@ -1,8 +1,15 @@
-"""Row operations and their per-row results.
+"""Write ops, row operations and their per-row results.
 
-A write batch is N row operations; the tablet applies each on its own (Kudu: a batch is not
-atomic) and returns N outcomes as one `WriteResult`: the op's timestamp, how many rows were
-applied, and one `RowError` for every row that was not. Rows are never reported by raising.
+A `WriteOp` is what the tablet logs, replays and (with the cluster) replicates: N row
+operations (`ops`, one OpType each) over N rows (`rows`, an Arrow table of logical values,
+columns by name). It carries no timestamp and no log index: those are assigned by whoever
+orders the op (the tablet itself in embedded mode, a Raft leader later) and passed to
+`Tablet.apply` with it. `encode`/`decode` are its WAL entry body (the body of a
+`LogEntry` of type WRITE), so an op read back from the log is the op that was applied.
+
+The tablet applies each row on its own (Kudu: a batch is not atomic) and returns N
+outcomes as one `WriteResult`: the op's timestamp, how many rows were applied, and one
+`RowError` for every row that was not. Rows are never reported by raising.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ import struct
 
 import numpy as np
 import pyarrow as pa
+
+from engine import errors
 
 
 class OpType(enum.IntEnum):
@@ -52,6 +61,26 @@ class WriteResult:
     @property
     def ok(self) -> bool:
         return not self.row_errors
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class WriteOp:
+    """N row operations over N rows (see the module docstring); immutable once built."""
+
+    ops: np.ndarray  # int8 OpType per row
+    rows: pa.Table
+
+    def __post_init__(self):
+        if len(self.ops) != self.rows.num_rows:
+            raise errors.InvalidArgument(
+                f"{len(self.ops)} op types for {self.rows.num_rows} rows")
+
+    def encode(self) -> bytes:
+        return encode_write(self.ops, self.rows)
+
+    @staticmethod
+    def decode(body: bytes) -> "WriteOp":
+        return WriteOp(*decode_write(body))
 
 
 def encode_write(ops: np.ndarray, rows: pa.Table) -> bytes:

@@ -78,7 +78,7 @@ def run_concurrently(cat, gate, writes, queued=None):
     for i in range(1, len(writes)):
         threads.append(threading.Thread(target=one, args=(i,)))
         threads[-1].start()
-    coalescer = cat._coalescer(cat.table("t").id)
+    coalescer = cat.write_coalescer(cat.table("t").id)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:      # every follower queued behind the leader
         with coalescer._lock:
@@ -149,7 +149,7 @@ def test_large_writes_are_not_coalesced(cat, monkeypatch):
     gate.release()
     cat.table("t").insert(rows(list(range(1000))))
     assert gate.calls == [1000]
-    assert cat._coalescer(cat.table("t").id).requests == 0
+    assert cat.write_coalescer(cat.table("t").id).requests == 0
 
 
 def test_a_waiter_that_gives_up_does_not_stall_the_table(cat, monkeypatch):
@@ -157,7 +157,7 @@ def test_a_waiter_that_gives_up_does_not_stall_the_table(cat, monkeypatch):
     if it had just been handed the leadership, the next writer gets it."""
     from engine.catalog import coalesce
 
-    coalescer = cat._coalescer(cat.table("t").id)
+    coalescer = cat.write_coalescer(cat.table("t").id)
     key = rows([1]).schema
     me = coalesce._Request(None, rows([1]))
     other = coalesce._Request(None, rows([2]))
