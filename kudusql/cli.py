@@ -22,6 +22,7 @@ import sys
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from engine.errors import EngineError
     from wire.server import ConfigError, ServerConfig, serve
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -35,6 +36,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"kudusql serve: {e}", file=sys.stderr)
         return 2
+    except EngineError as e:    # e.g. 55006: another process owns the data directory
+        print(f"kudusql serve: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"kudusql serve: cannot listen on {args.host}:{args.port}: {e}",
               file=sys.stderr)
