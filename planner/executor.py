@@ -26,8 +26,8 @@ DISTINCT and hash joins (build and probe) run as Acero plans fed by `_source`, a
 morsels that checks the guard inside the plan; cross joins check per chunk, top-N per morsel,
 scans per batch. The guard also meters the Arrow data the statement holds (each operator's
 result while its parent runs, plus what an operator accumulates) and fails the statement
-with 53200 past `query_mem_limit`. A full sort's and a window's `sort_indices` remain single
-kernel calls (bounded by the memory limit through their input).
+with 53200 past `query_mem_limit`. Full sorts and windows sort by a sample sort on the first
+key (`Executor.sort_indices`: numeric/temporal first keys; other types, one kernel call).
 
 Every operator records rows out and wall time (EXPLAIN ANALYZE); scans also record the
 engine's scan statistics (rows scanned, blocks skipped by zone maps and by lazy
@@ -441,11 +441,72 @@ class Executor:
             idx = self._top_k(keys_table, node.limit, sort_keys)
             idx = idx.take(pc.sort_indices(keys_table.take(idx), sort_keys=sort_keys))
         else:
-            self.guard.check()
-            idx = pc.sort_indices(keys_table, sort_keys=sort_keys)   # one kernel call
+            idx = self.sort_indices(keys_table, sort_keys)
             if node.limit is not None:
                 idx = idx.slice(0, node.limit)
         return self.take(t, idx)
+
+    def sort_indices(self, keys: pa.Table, sort_keys: list) -> pa.Array:
+        """`pc.sort_indices(keys, sort_keys)` (stable), cut into steps with a check between:
+        a sample sort on the first key when it is numeric or temporal. Splitters from an
+        evenly strided sample cut the rows into buckets of ~4 morsels by the first key's
+        value (a morsel at a time); each bucket is sorted on its own, in bucket order. Rows
+        with equal first keys share a bucket, rows keep their order inside a bucket, so
+        the permutation is the one the single kernel call gives. Other key types, and a
+        first key too skewed to split, are sorted in one call."""
+        n, step = keys.num_rows, _guard.MORSEL_ROWS
+        self.guard.check()
+        col, order = sort_keys[0]
+        nulls = None
+        if col.endswith("$null") and len(sort_keys) > 1:     # the NULL flag of the key
+            nulls, (col, order) = (sort_keys[0][0], sort_keys[0][1]), sort_keys[1]
+        typ = keys.schema.field(col).type
+        if n <= 4 * step or not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or
+                                 pa.types.is_date(typ) or pa.types.is_timestamp(typ) or
+                                 pa.types.is_time(typ) or pa.types.is_duration(typ)):
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        vals = _sortable_numpy(keys.column(col))
+        if vals.dtype.kind == "f" and np.isnan(vals).any():    # Arrow's NaN order: one call
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        flag = None
+        if nulls is not None:
+            flag = keys.column(nulls[0]).to_numpy(zero_copy_only=False)
+        sample = vals[:: max(1, n // 8192)]
+        if flag is not None:
+            sample = sample[~flag[:: max(1, n // 8192)]]
+        nb = max(2, n // (4 * step))
+        splitters = np.unique(np.quantile(sample, np.linspace(0, 1, nb + 1)[1:-1],
+                                          method="lower")) if len(sample) else sample
+        if len(splitters) < 2:
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        nbk = len(splitters) + 3                # NULLs first | values ... | NULLs last
+        members: list[list[np.ndarray]] = [[] for _ in range(nbk)]
+        for start in range(0, n, step):
+            self.guard.check()
+            v = vals[start:start + step]
+            b = np.searchsorted(splitters, v, side="right")
+            if order == "descending":
+                b = len(splitters) - b
+            b = b + 1                           # 1..len(splitters)+1
+            if flag is not None:
+                f = flag[start:start + step]
+                # NULLs first (the flag sorts descending): bucket 0; else the last one
+                b = np.where(f, 0 if nulls[1] == "descending" else nbk - 1, b)
+            pos = np.argsort(b, kind="stable")
+            counts = np.bincount(b, minlength=nbk)
+            at = 0
+            for i, c in enumerate(counts):
+                if c:
+                    members[i].append(pos[at:at + c] + start)
+                    at += c
+        out = []
+        for parts in members:
+            if not parts:
+                continue
+            self.guard.check()
+            rows = pa.array(np.concatenate(parts))
+            out.append(rows.take(pc.sort_indices(keys.take(rows), sort_keys=sort_keys)))
+        return pa.concat_arrays(out).cast(pa.uint64())     # sort_indices' type
 
     def _top_k(self, keys_table: pa.Table, k: int, sort_keys) -> pa.Array:
         """Row numbers of the first `k` rows in `sort_keys` order (unordered): the top k
@@ -498,7 +559,7 @@ class Executor:
         for i, (k, a) in enumerate(zip(c.order, orders)):
             _add_sort_key(work, sort_keys, f"o{i}", a, k)
         if sort_keys and n:
-            idx = pc.sort_indices(pa.table(work), sort_keys=sort_keys).to_numpy()
+            idx = self.sort_indices(pa.table(work), sort_keys).to_numpy()
         else:
             idx = np.arange(n, dtype=np.int64)
         pos = np.arange(n, dtype=np.int64)
@@ -994,6 +1055,15 @@ def _decimal_cumsum(x: pa.Array) -> pa.Array:
         return pa.array(out, pa.decimal128(37, x.type.scale))
     except (pa.ArrowInvalid, OverflowError):
         raise SqlError("numeric field overflow in a window sum", "22003") from None
+
+
+def _sortable_numpy(a) -> np.ndarray:
+    """A numeric/temporal column as numbers that order as its values do (NULLs as 0:
+    the NULL flag column sorts them)."""
+    a = _combine_chunks(a)
+    if not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+        a = a.view(pa.int32() if a.type.bit_width == 32 else pa.int64())
+    return pc.fill_null(a, 0).to_numpy(zero_copy_only=False)
 
 
 def _combine_chunks(a):

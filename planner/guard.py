@@ -22,9 +22,10 @@ fails with 53200 (out_of_memory) before it grows the process further. The limit:
 `kudusql.connect(dir, query_mem_limit=...)`); its default is a quarter of the machine's
 RAM (`default_query_mem_limit`); 0 switches the limit off.
 
-Not covered: the single kernel calls that cannot be split without changing their result -
-a full sort's `sort_indices`, a window's sort, Acero's final merge of its hash tables - run
-to their end once started; they are bounded by the memory limit (their input size).
+Sorts (ORDER BY, windows) are split by a sample sort on a numeric or temporal first key
+(`Executor.sort_indices`). Not covered: the single kernel calls that cannot be split without
+changing their result - a sort on a text or numeric first key, Acero's final merge of its
+hash tables - run to their end once started; they are bounded by the memory limit.
 """
 
 from __future__ import annotations
