@@ -400,7 +400,10 @@ class Connection:
 
 def connect(dsn: str, **kwargs):
     """Open the embedded database in directory `dsn` (created if missing), or, for a
-    `postgresql://user:pw@host:port/db` DSN, connect to a server (kudusql/remote.py)."""
+    `postgresql://user:pw@host:port/db` DSN, connect to a server (kudusql/remote.py).
+    Embedded keywords go to `Database.open` (`maintenance`, `config`, `query_mem_limit`).
+    The directory is this process's until the connection is closed: another process (or a
+    second open here) gets OperationalError 55006 naming the owner (docs/guarantees.md)."""
     if dsn.startswith(("postgresql://", "postgres://")):
         from kudusql.remote import RemoteConnection
         return RemoteConnection(dsn, **kwargs)
