@@ -162,11 +162,13 @@ class Executor:
             parts.append(part)
         return pa.concat_tables(parts)
 
-    def source(self, t: pa.Table, prepare=None) -> "pa.RecordBatchReader":
-        """`t` as a stream of morsels for an Acero plan, each optionally transformed by
-        `prepare(table) -> table`; the guard is checked before each morsel, inside the
-        plan, which stops it (the exception comes out of the plan unchanged)."""
-        step = _guard.MORSEL_ROWS
+    def source(self, t: pa.Table, prepare=None, rows: int | None = None
+               ) -> "pa.RecordBatchReader":
+        """`t` as a stream of morsels (of `rows` rows, default MORSEL_ROWS) for an Acero
+        plan, each optionally transformed by `prepare(table) -> table`; the guard is
+        checked before each morsel, inside the plan, which stops it (the exception comes
+        out of the plan unchanged)."""
+        step = rows or _guard.MORSEL_ROWS
         first = t.slice(0, step)
         if prepare is not None:
             first = prepare(first)
@@ -1230,15 +1232,24 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
     else:
         from pyarrow import acero
 
-        def src(t):
+        def src(t, rows=None):
             return acero.Declaration("record_batch_reader_source",
-                                     acero.RecordBatchReaderSourceNodeOptions(ex.source(t)))
+                                     acero.RecordBatchReaderSourceNodeOptions(
+                                         ex.source(t, rows=rows)))
+        # One probe batch is one uninterruptible Acero task, and its work is its output:
+        # with F build rows per key, probe morsels of JOIN_OUTPUT_ROWS / F rows keep a
+        # task to about JOIN_OUTPUT_ROWS output rows (a self-join on a 2-valued key makes
+        # thousands of rows of every probe row).
+        fanout = right.num_rows / max(1, estimate_ndv(right.column(rn[0])))
+        probe_rows = max(64, min(_guard.MORSEL_ROWS, int(JOIN_OUTPUT_ROWS / max(fanout, 1))))
         decl = acero.Declaration("hashjoin", acero.HashJoinNodeOptions(join_type, ln, rn),
-                                 inputs=[src(left), src(right)])
+                                 inputs=[src(left, probe_rows), src(right)])
         out = ex.collect(decl.to_reader(use_threads=True))
     drop = [c for c in out.column_names if c.startswith(("$lk", "$rk", "$lpad", "$rpad"))]
     return out.drop_columns(drop)
 
+
+JOIN_OUTPUT_ROWS = 1 << 17      # output rows one probe morsel may make, about
 
 _SWAPPED = {"inner": "inner", "left semi": "right semi", "left anti": "right anti",
             "left outer": "right outer"}
