@@ -423,11 +423,16 @@ class Executor:
         """Acero hash (or, without keys, scalar) aggregation of `t`'s morsels, each turned
         into the aggregation's input columns by `prepare` on its way in."""
         from pyarrow import acero
+        agg = acero.Declaration("aggregate", acero.AggregateNodeOptions(spec, keys=keys))
+        if t.num_rows <= _guard.MORSEL_ROWS:     # one morsel of work: no stream to set up
+            src = acero.Declaration("table_source", acero.TableSourceNodeOptions(
+                prepare(t) if prepare is not None else t))
+            return acero.Declaration.from_sequence([src, agg]).to_table(use_threads=True)
         decl = acero.Declaration.from_sequence([
             acero.Declaration("record_batch_reader_source",
                               acero.RecordBatchReaderSourceNodeOptions(
                                   self.source(t, prepare))),
-            acero.Declaration("aggregate", acero.AggregateNodeOptions(spec, keys=keys))])
+            agg])
         return self.collect(decl.to_reader(use_threads=True))
 
     def _sort(self, node: L.Sort) -> pa.Table:
@@ -1226,7 +1231,11 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
     # Acero builds its hash table on the right input: keep the smaller side there.
     if right.num_rows > left.num_rows and join_type in _SWAPPED:
         left, right, ln, rn, join_type = right, left, rn, ln, _SWAPPED[join_type]
-    if ex is None:
+    fanout = right.num_rows / max(1, estimate_ndv(right.column(rn[0]))) \
+        if ex is not None and right.num_rows else 1.0
+    if ex is None or (max(left.num_rows, right.num_rows) <= _guard.MORSEL_ROWS and
+                      left.num_rows * max(fanout, 1.0) <= 4 * _guard.MORSEL_ROWS):
+        # small inputs and output (a few morsels of work): one Acero call, no streaming
         out = left.join(right, keys=ln, right_keys=rn, join_type=join_type,
                         coalesce_keys=False, use_threads=True)
     else:
@@ -1240,7 +1249,6 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
         # with F build rows per key, probe morsels of JOIN_OUTPUT_ROWS / F rows keep a
         # task to about JOIN_OUTPUT_ROWS output rows (a self-join on a 2-valued key makes
         # thousands of rows of every probe row).
-        fanout = right.num_rows / max(1, estimate_ndv(right.column(rn[0])))
         probe_rows = max(64, min(_guard.MORSEL_ROWS, int(JOIN_OUTPUT_ROWS / max(fanout, 1))))
         decl = acero.Declaration("hashjoin", acero.HashJoinNodeOptions(join_type, ln, rn),
                                  inputs=[src(left, probe_rows), src(right)])
