@@ -2,7 +2,7 @@
 
     kudusql serve [--data-dir DIR] [--host H] [--port N] [--auth METHOD]
                   [--max-connections N] [--tls-cert F --tls-key F] [--require-tls]
-                  [--flight-port N]
+                  [--flight-port N] [--query-mem-limit SIZE]
     kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
     kudusql tpch gen|load|run --sf N ...
 
@@ -22,6 +22,7 @@ import sys
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from engine.errors import EngineError
     from wire.server import ConfigError, ServerConfig, serve
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -29,12 +30,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     config = ServerConfig(host=args.host, port=args.port, auth=args.auth,
                           max_connections=args.max_connections, tls_cert=args.tls_cert,
                           tls_key=args.tls_key, require_tls=args.require_tls,
-                          flight_port=args.flight_port)
+                          flight_port=args.flight_port,
+                          query_mem_limit=args.query_mem_limit)
     try:
         return serve(config, args.data_dir)
     except ConfigError as e:
         print(f"kudusql serve: {e}", file=sys.stderr)
         return 2
+    except EngineError as e:    # e.g. 55006: another process owns the data directory
+        print(f"kudusql serve: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"kudusql serve: cannot listen on {args.host}:{args.port}: {e}",
               file=sys.stderr)
@@ -84,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="also serve Arrow Flight (the PySpark data source's endpoint, "
                         "docs/spark.md) on this port of the first --host, which must be a "
                         "loopback address (no authentication); off by default")
+    s.add_argument("--query-mem-limit", default=None, metavar="SIZE",
+                   help="memory one statement may hold for intermediate results before it "
+                        "fails with SQLSTATE 53200, e.g. 2GB (default: a quarter of the "
+                        "machine's RAM; 0: no limit); sessions may SET query_mem_limit")
     s.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     s.set_defaults(func=_cmd_serve)
 

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from engine.errors import EngineError
 from kudusql.session import Database
 from planner.errors import SqlError
 from planner.result import StatementResult
@@ -87,7 +88,7 @@ def error_class(sqlstate: str | None) -> type[Error]:
     return {"23": IntegrityError, "22": DataError, "42": ProgrammingError,
             "0A": NotSupportedError, "08": OperationalError, "53": OperationalError,
             "57": OperationalError, "XX": InternalError, "21": ProgrammingError,
-            "54": OperationalError}.get(cls, DatabaseError)
+            "54": OperationalError, "55": OperationalError}.get(cls, DatabaseError)
 
 
 def _from_sql_error(e: SqlError) -> Error:
@@ -399,8 +400,15 @@ class Connection:
 
 def connect(dsn: str, **kwargs):
     """Open the embedded database in directory `dsn` (created if missing), or, for a
-    `postgresql://user:pw@host:port/db` DSN, connect to a server (kudusql/remote.py)."""
+    `postgresql://user:pw@host:port/db` DSN, connect to a server (kudusql/remote.py).
+    Embedded keywords go to `Database.open` (`maintenance`, `config`, `query_mem_limit`).
+    The directory is this process's until the connection is closed: another process (or a
+    second open here) gets OperationalError 55006 naming the owner (docs/guarantees.md)."""
     if dsn.startswith(("postgresql://", "postgres://")):
         from kudusql.remote import RemoteConnection
         return RemoteConnection(dsn, **kwargs)
-    return Connection(Database.open(dsn, **kwargs))
+    try:
+        db = Database.open(dsn, **kwargs)
+    except EngineError as e:        # e.g. 55006: another process owns the directory
+        raise error_class(e.sqlstate)(str(e), e.sqlstate) from None
+    return Connection(db)

@@ -14,6 +14,13 @@ DB-API turns them into an IntegrityError / DataError carrying the list).
 
 Parameters: `$1`, `$2`, ... (PostgreSQL) or `?` (in order), bound as typed constants.
 
+Stopping and limits: `Session.cancel()` (any thread) stops the running statement with 57014
+within ~100 ms of work (planner/guard.py: every operator checks between morsels); each
+statement gets a `QueryGuard` that also meters its intermediate Arrow data against the
+session's `query_mem_limit` (53200 past it). The limit comes from `Database.open(...,
+query_mem_limit=)` (default: a quarter of the machine's RAM) and `SET query_mem_limit = '2GB'`
+changes it for the session (`'0'`: no limit; RESET / SET ... TO DEFAULT restores it).
+
 Transactions: every statement is applied when it runs, row by row (Kudu has no multi-row
 transactions). BEGIN / COMMIT are accepted; ROLLBACK is accepted with a warning notice that
 the writes already applied stay applied - it never claims to undo them.
@@ -37,6 +44,7 @@ from planner import statement
 from planner.ddl import parse
 from planner.dialect import KuduSQL
 from planner.errors import SqlError, SqlSyntaxError
+from planner.guard import QueryGuard, default_query_mem_limit, parse_bytes
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
 
@@ -93,13 +101,20 @@ def _engine_errors_as_sql(batches):
 class Database:
     """One data directory: the catalog (tables, tablets) and the maintenance thread."""
 
-    def __init__(self, catalog: Catalog, maintenance: MaintenanceManager | None):
+    def __init__(self, catalog: Catalog, maintenance: MaintenanceManager | None,
+                 query_mem_limit: int | None = None):
         self.catalog = catalog
         self.maintenance = maintenance
+        self.query_mem_limit = default_query_mem_limit() if query_mem_limit is None \
+            else parse_bytes(query_mem_limit)
         self._closed = False
 
     @classmethod
-    def open(cls, path: str, *, maintenance: bool = True, config=None) -> "Database":
+    def open(cls, path: str, *, maintenance: bool = True, config=None,
+             query_mem_limit: int | str | None = None) -> "Database":
+        """`query_mem_limit`: sessions' default per-statement memory limit (bytes or
+        '2GB'; None: a quarter of the machine's RAM; 0: none)."""
+        limit = None if query_mem_limit is None else parse_bytes(query_mem_limit)
         mm = MaintenanceManager().start() if maintenance else None
         try:
             cat = Catalog.open(path, config=config, maintenance=mm)
@@ -107,7 +122,7 @@ class Database:
             if mm is not None:
                 mm.shutdown()
             raise
-        return cls(cat, mm)
+        return cls(cat, mm, limit)
 
     def session(self, catalog=None) -> "Session":
         """A new session; `catalog` replaces the engine catalog for name resolution (the
@@ -141,6 +156,7 @@ class Session:
         self._dml_asts: dict[str, exp.Expression] = {}   # text -> parsed UPDATE / DELETE
         self.in_transaction = False
         self._cancel = threading.Event()
+        self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -149,6 +165,10 @@ class Session:
         if self._cancel.is_set():
             self._cancel.clear()
             raise QueryCanceled("canceling statement due to user request")
+
+    def _guard(self) -> QueryGuard:
+        """The running statement's cancel check and memory meter (planner/guard.py)."""
+        return QueryGuard(self._check_cancel, self.query_mem_limit)
 
     def execute(self, sql: str, params=None) -> list[StatementResult]:
         """Run every statement in `sql`; see the module docstring."""
@@ -166,6 +186,18 @@ class Session:
             with _sql_errors(offset):
                 r = self.execute_one(text, params, stream=stream)
             yield r
+
+    def _set(self, ast: exp.Set) -> None:
+        """SET query_mem_limit (the one setting the embedded session acts on; others are
+        accepted and ignored, as before)."""
+        for item in ast.expressions:
+            eq = item.this if isinstance(item, exp.SetItem) else None
+            if not isinstance(eq, exp.EQ) or eq.this.name.lower() != "query_mem_limit":
+                continue
+            v = eq.expression
+            text = v.name if isinstance(v, (exp.Literal, exp.Column, exp.Var)) else v.sql()
+            self.query_mem_limit = self.db.query_mem_limit if text.lower() == "default" \
+                else parse_bytes(text)
 
     def describe(self, sql: str):
         """(parameter types, result schema) of one statement without running it: the wire
@@ -274,14 +306,14 @@ class Session:
                 if len(asts) != 1:
                     raise SqlSyntaxError("EXPLAIN needs one statement", position=1)
                 return statement.explain(self.catalog, asts[0], inner, params, analyze,
-                                         self._check_cancel)
+                                         self._guard())
         if params:
             t = self._plans.point_result(self.catalog, text, params)
             if t is not None:
                 return StatementResult.rows("SELECT", t)
             out = self._plans.lookup(self.catalog, text, params)
             if out is not None:
-                return statement.run_cached(self.catalog, out, stream, self._check_cancel)
+                return statement.run_cached(self.catalog, out, stream, self._guard())
             r = self._bulk_insert(text, [params])
             if r is not None:
                 return r
@@ -313,7 +345,8 @@ class Session:
                 "kudusql applies each statement when it runs (Kudu semantics): ROLLBACK "
                 "does not undo writes that were already applied"])
         if isinstance(ast, exp.Set):
+            self._set(ast)
             return StatementResult("SET")
         return statement.execute(self.catalog, ast, text, params, upsert=upsert,
-                                 check_cancel=self._check_cancel, stream=stream,
+                                 check_cancel=self._guard(), stream=stream,
                                  cache=self._plans)

@@ -19,6 +19,16 @@ Operators and the kernels they use:
               top-N by slicing the sorted indices
   Limit, Distinct, SetOp, Values
 
+Every query can be stopped (planner/guard.py): operators work in morsels of at most
+`guard.MORSEL_ROWS` rows and consult the statement's `QueryGuard` between two of them -
+expression evaluation, Filter and Project over large inputs; Aggregate, Distinct, UNION's
+DISTINCT and hash joins (build and probe) run as Acero plans fed by `_source`, a generator of
+morsels that checks the guard inside the plan; cross joins check per chunk, top-N per morsel,
+scans per batch. The guard also meters the Arrow data the statement holds (each operator's
+result while its parent runs, plus what an operator accumulates) and fails the statement
+with 53200 past `query_mem_limit`. Full sorts and windows sort by a sample sort on the first
+key (`Executor.sort_indices`: numeric/temporal first keys; other types, one kernel call).
+
 Every operator records rows out and wall time (EXPLAIN ANALYZE); scans also record the
 engine's scan statistics (rows scanned, blocks skipped by zone maps and by lazy
 materialization, cells never decoded).
@@ -43,7 +53,9 @@ from engine.tablet.diskrowset import ScanStats
 from planner import logical as L
 from planner.binder import AvgOf, SubqueryRef, and_all, keycol, refs
 from planner.errors import SqlError
+from planner import guard as _guard
 from planner.expr import Const, evaluate, evaluate_filter
+from planner.guard import QueryGuard
 from planner.rules import _all_nodes, output_keys
 
 MAX_CROSS_JOIN_ROWS = 50_000_000
@@ -72,7 +84,8 @@ class Executor:
         self.schema_only = schema_only
         self.stats: dict[int, NodeStats] = {}
         self._subquery_values: dict[int, Const] = {}
-        self._check_cancel = check_cancel or (lambda: None)
+        self.guard = QueryGuard.of(check_cancel)     # cancel + memory (planner/guard.py)
+        self._check_cancel = self.guard
         self._needed: dict[int, set[str]] = {}
         self._prefilter: dict[int, tuple] = {}
         self._root: L.Output | None = None
@@ -85,10 +98,13 @@ class Executor:
         return pa.Table.from_arrays(cols, names=list(out.names)) if cols else t
 
     def run(self, node: L.Node) -> pa.Table:
-        self._check_cancel()
+        self.guard.check()
+        held = self.guard.held
         t0 = time.perf_counter()
         fn = getattr(self, "_" + type(node).__name__.lower())
         result = fn(node)
+        # the inputs are released, the result is held until the parent is done with it
+        self.guard.hold(held + _table_nbytes(result))
         st = self.stats.setdefault(id(node), NodeStats())
         st.rows += result.num_rows
         st.seconds += time.perf_counter() - t0
@@ -113,10 +129,73 @@ class Executor:
         return e.transform(fix, copy=True)
 
     def eval(self, e: exp.Expression, t: pa.Table):
-        return evaluate(self.prepare(e, t), t)
+        """`e` over every row of `t`, a morsel at a time (a check between two)."""
+        return self._morsels(evaluate, self.prepare(e, t), t)
 
     def eval_filter(self, e: exp.Expression, t: pa.Table):
-        return evaluate_filter(self.prepare(e, t), t)
+        return self._morsels(evaluate_filter, self.prepare(e, t), t)
+
+    def _morsels(self, fn, e: exp.Expression, t):
+        n, step = t.num_rows, _guard.MORSEL_ROWS
+        if n <= step:
+            return fn(e, t)
+        parts = []
+        for start in range(0, n, step):
+            self.guard.check()
+            a = fn(e, t.slice(start, step))
+            self.guard.charge(_array_nbytes(a))
+            parts.append(a)
+        return _join_parts(parts)
+
+    def filter_table(self, t: pa.Table, cond: exp.Expression) -> pa.Table:
+        """The rows of `t` that satisfy `cond`, a morsel at a time."""
+        n, step = t.num_rows, _guard.MORSEL_ROWS
+        cond = self.prepare(cond, t)
+        if n <= step:
+            return t.filter(evaluate_filter(cond, t))
+        parts = []
+        for start in range(0, n, step):
+            self.guard.check()
+            m = t.slice(start, step)
+            part = m.filter(evaluate_filter(cond, m))
+            self.guard.charge(_table_nbytes(part))
+            parts.append(part)
+        return pa.concat_tables(parts)
+
+    def source(self, t: pa.Table, prepare=None, rows: int | None = None
+               ) -> "pa.RecordBatchReader":
+        """`t` as a stream of morsels (of `rows` rows, default MORSEL_ROWS) for an Acero
+        plan, each optionally transformed by `prepare(table) -> table`; the guard is
+        checked before each morsel, inside the plan, which stops it (the exception comes
+        out of the plan unchanged)."""
+        step = rows or _guard.MORSEL_ROWS
+        first = t.slice(0, step)
+        if prepare is not None:
+            first = prepare(first)
+        schema = first.schema
+
+        def gen():
+            yield from first.to_batches()
+            for start in range(step, t.num_rows, step):
+                self.guard.check()
+                m = t.slice(start, step)
+                if prepare is not None:
+                    m = prepare(m)
+                    if m.schema != schema:
+                        m = m.cast(schema)
+                yield from m.to_batches()
+        return pa.RecordBatchReader.from_batches(schema, gen())
+
+    def collect(self, reader: "pa.RecordBatchReader") -> pa.Table:
+        """Read an Acero plan's output, metering it batch by batch."""
+        batches = []
+        try:
+            for b in reader:
+                self.guard.charge(b.nbytes)
+                batches.append(b)
+        finally:
+            reader.close()
+        return pa.Table.from_batches(batches, schema=reader.schema)
 
     def scalar_subquery(self, ref: SubqueryRef) -> Const:
         v = self._subquery_values.get(id(ref.this))
@@ -190,8 +269,11 @@ class Executor:
             return t
         if not keys:
             return empty_rows(sum(b.num_rows for b in self._scan_batches(node, table)))
-        return pa.Table.from_batches(list(self._scan_batches(node, table)),
-                                     schema=self._scan_schema(node, table))
+        batches = []
+        for b in self._scan_batches(node, table):
+            self.guard.charge(b.nbytes)
+            batches.append(b)
+        return pa.Table.from_batches(batches, schema=self._scan_schema(node, table))
 
     def _scan_schema(self, node: L.Scan, table) -> pa.Schema:
         return pa.schema([pa.field(node.key(c), f.type) for c, f in
@@ -313,7 +395,7 @@ class Executor:
     # -- row operators ---------------------------------------------------------------------
     def _filter(self, node: L.Filter) -> pa.Table:
         t = self.run(node.input)
-        return t.filter(self.eval_filter(node.condition, t))
+        return self.filter_table(t, node.condition)
 
     def _project(self, node: L.Project) -> pa.Table:
         t = self.run(node.input)
@@ -330,7 +412,28 @@ class Executor:
 
     def _distinct(self, node: L.Distinct) -> pa.Table:
         t = self.run(node.input)
-        return distinct(t)
+        return self.distinct(t)
+
+    def distinct(self, t: pa.Table) -> pa.Table:
+        if t.num_columns == 0 or t.num_rows <= _guard.MORSEL_ROWS:
+            return distinct(t)
+        return self.aggregate_plan(t, t.column_names, [], None).select(t.column_names)
+
+    def aggregate_plan(self, t: pa.Table, keys: list[str], spec: list, prepare) -> pa.Table:
+        """Acero hash (or, without keys, scalar) aggregation of `t`'s morsels, each turned
+        into the aggregation's input columns by `prepare` on its way in."""
+        from pyarrow import acero
+        agg = acero.Declaration("aggregate", acero.AggregateNodeOptions(spec, keys=keys))
+        if t.num_rows <= _guard.MORSEL_ROWS:     # one morsel of work: no stream to set up
+            src = acero.Declaration("table_source", acero.TableSourceNodeOptions(
+                prepare(t) if prepare is not None else t))
+            return acero.Declaration.from_sequence([src, agg]).to_table(use_threads=True)
+        decl = acero.Declaration.from_sequence([
+            acero.Declaration("record_batch_reader_source",
+                              acero.RecordBatchReaderSourceNodeOptions(
+                                  self.source(t, prepare))),
+            agg])
+        return self.collect(decl.to_reader(use_threads=True))
 
     def _sort(self, node: L.Sort) -> pa.Table:
         t = self.run(node.input)
@@ -342,13 +445,105 @@ class Executor:
             _add_sort_key(work, sort_keys, f"s{i}", self.eval(k.expr, t), k)
         keys_table = pa.table(work)
         if node.limit is not None and node.limit < t.num_rows // 8:
-            idx = pc.select_k_unstable(keys_table, k=node.limit, sort_keys=sort_keys)
+            idx = self._top_k(keys_table, node.limit, sort_keys)
             idx = idx.take(pc.sort_indices(keys_table.take(idx), sort_keys=sort_keys))
         else:
-            idx = pc.sort_indices(keys_table, sort_keys=sort_keys)
+            idx = self.sort_indices(keys_table, sort_keys)
             if node.limit is not None:
                 idx = idx.slice(0, node.limit)
-        return t.take(idx)
+        return self.take(t, idx)
+
+    def sort_indices(self, keys: pa.Table, sort_keys: list) -> pa.Array:
+        """`pc.sort_indices(keys, sort_keys)` (stable), cut into steps with a check between:
+        a sample sort on the first key when it is numeric or temporal. Splitters from an
+        evenly strided sample cut the rows into buckets of ~4 morsels by the first key's
+        value (a morsel at a time); each bucket is sorted on its own, in bucket order. Rows
+        with equal first keys share a bucket, rows keep their order inside a bucket, so
+        the permutation is the one the single kernel call gives. Other key types, and a
+        first key too skewed to split, are sorted in one call."""
+        n, step = keys.num_rows, _guard.MORSEL_ROWS
+        self.guard.check()
+        col, order = sort_keys[0]
+        nulls = None
+        if col.endswith("$null") and len(sort_keys) > 1:     # the NULL flag of the key
+            nulls, (col, order) = (sort_keys[0][0], sort_keys[0][1]), sort_keys[1]
+        typ = keys.schema.field(col).type
+        if n <= 4 * step or not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or
+                                 pa.types.is_date(typ) or pa.types.is_timestamp(typ) or
+                                 pa.types.is_time(typ) or pa.types.is_duration(typ)):
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        vals = _sortable_numpy(keys.column(col))
+        if vals.dtype.kind == "f" and np.isnan(vals).any():    # Arrow's NaN order: one call
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        flag = None
+        if nulls is not None:
+            flag = keys.column(nulls[0]).to_numpy(zero_copy_only=False)
+        sample = vals[:: max(1, n // 8192)]
+        if flag is not None:
+            sample = sample[~flag[:: max(1, n // 8192)]]
+        nb = max(2, n // (4 * step))
+        splitters = np.unique(np.quantile(sample, np.linspace(0, 1, nb + 1)[1:-1],
+                                          method="lower")) if len(sample) else sample
+        if len(splitters) < 2:
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        nbk = len(splitters) + 3                # NULLs first | values ... | NULLs last
+        members: list[list[np.ndarray]] = [[] for _ in range(nbk)]
+        for start in range(0, n, step):
+            self.guard.check()
+            v = vals[start:start + step]
+            b = np.searchsorted(splitters, v, side="right")
+            if order == "descending":
+                b = len(splitters) - b
+            b = b + 1                           # 1..len(splitters)+1
+            if flag is not None:
+                f = flag[start:start + step]
+                # NULLs first (the flag sorts descending): bucket 0; else the last one
+                b = np.where(f, 0 if nulls[1] == "descending" else nbk - 1, b)
+            pos = np.argsort(b, kind="stable")
+            counts = np.bincount(b, minlength=nbk)
+            at = 0
+            for i, c in enumerate(counts):
+                if c:
+                    members[i].append(pos[at:at + c] + start)
+                    at += c
+        out = []
+        for parts in members:
+            if not parts:
+                continue
+            self.guard.check()
+            rows = pa.array(np.concatenate(parts))
+            out.append(rows.take(pc.sort_indices(keys.take(rows), sort_keys=sort_keys)))
+        return pa.concat_arrays(out).cast(pa.uint64())     # sort_indices' type
+
+    def _top_k(self, keys_table: pa.Table, k: int, sort_keys) -> pa.Array:
+        """Row numbers of the first `k` rows in `sort_keys` order (unordered): the top k
+        of each morsel, then the top k of those candidates."""
+        step = _guard.MORSEL_ROWS
+        n = keys_table.num_rows
+        if n <= step:
+            return pc.select_k_unstable(keys_table, k=k, sort_keys=sort_keys)
+        cands = []
+        for start in range(0, n, step):
+            self.guard.check()
+            m = keys_table.slice(start, step)
+            i = pc.select_k_unstable(m, k=min(k, m.num_rows), sort_keys=sort_keys)
+            cands.append(pc.add(i.cast(pa.int64()), start))
+        cand = pa.concat_arrays(cands)
+        best = pc.select_k_unstable(keys_table.take(cand), k=k, sort_keys=sort_keys)
+        return cand.take(best)
+
+    def take(self, t: pa.Table, idx) -> pa.Table:
+        """`t.take(idx)`, a morsel of indices at a time."""
+        step = _guard.MORSEL_ROWS
+        if len(idx) <= step:
+            return t.take(idx)
+        parts = []
+        for start in range(0, len(idx), step):
+            self.guard.check()
+            part = t.take(idx.slice(start, step))
+            self.guard.charge(_table_nbytes(part))
+            parts.append(part)
+        return pa.concat_tables(parts)
 
     # -- window functions ------------------------------------------------------------------
     def _window(self, node: L.Window) -> pa.Table:
@@ -371,7 +566,7 @@ class Executor:
         for i, (k, a) in enumerate(zip(c.order, orders)):
             _add_sort_key(work, sort_keys, f"o{i}", a, k)
         if sort_keys and n:
-            idx = pc.sort_indices(pa.table(work), sort_keys=sort_keys).to_numpy()
+            idx = self.sort_indices(pa.table(work), sort_keys).to_numpy()
         else:
             idx = np.arange(n, dtype=np.int64)
         pos = np.arange(n, dtype=np.int64)
@@ -490,41 +685,43 @@ class Executor:
     # -- aggregation -----------------------------------------------------------------------
     def _aggregate(self, node: L.Aggregate) -> pa.Table:
         t = self.run(node.input)
-        cols: dict[str, Any] = {}
         exprs = [e for _, e in node.groups] + [a.arg for a in node.aggs if a.arg is not None]
         prelude, rewritten = common_subexpressions(exprs)
-        for k, e in prelude:          # shared subexpressions once (Q1's price * (1 - disc))
-            t = t.append_column(k, _chunked(self.eval(e, t), t.num_rows))
+        items: list[tuple[str, exp.Expression]] = []     # the aggregation's input columns
         it = iter(rewritten)
         for k, _ in node.groups:
-            cols[k] = _chunked(self.eval(next(it), t), t.num_rows)
+            items.append((k, next(it)))
         for a in node.aggs:
             if a.arg is not None:
                 e = next(it)
-                if f"{a.key}$arg" not in cols:
-                    cols[f"{a.key}$arg"] = _chunked(self.eval(e, t), t.num_rows)
-        if not node.groups:
-            out = {}
-            for a in node.aggs:
-                out[a.key] = _aggregate_all(a, cols.get(f"{a.key}$arg"), t.num_rows)
-            if not out:
-                return empty_rows(1)
-            return pa.table(out)
-        work = pa.table(cols)
-        spec = []
-        names = []
-        for a in node.aggs:
-            fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
-            if a.func == "count_star":
-                spec.append(([], "count_all"))
-                names.append((a.key, "count_all"))
-            else:
-                spec.append((f"{a.key}$arg", fn, opts) if opts else (f"{a.key}$arg", fn))
-                names.append((a.key, f"{a.key}$arg_{fn}"))
+                if f"{a.key}$arg" not in {k for k, _ in items}:
+                    items.append((f"{a.key}$arg", e))
+
+        def prepare(m: pa.Table) -> pa.Table:
+            """A morsel of the input -> the aggregation's input columns."""
+            for k, e in prelude:      # shared subexpressions once (Q1's price * (1 - disc))
+                m = m.append_column(k, _chunked(evaluate(self.prepare(e, m), m), m.num_rows))
+            return pa.table({k: _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
+                             for k, e in items})
+
+        aggs = list({a.key: a for a in node.aggs}.values())
         gkeys = [k for k, _ in node.groups]
-        r = work.group_by(gkeys, use_threads=True).aggregate(spec)
+        if not items:               # count(*) only, or nothing: the row count is enough
+            return pa.table({a.key: pa.array([t.num_rows], pa.int64()) for a in aggs}) \
+                if aggs else empty_rows(1)
+        spec = []
+        for a in aggs:
+            fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
+            fn = "hash_" + fn if gkeys else fn
+            spec.append(([] if a.func == "count_star" else f"{a.key}$arg", fn, opts, a.key))
+        if not gkeys and t.num_rows <= _guard.MORSEL_ROWS:
+            work = prepare(t)       # one morsel: the scalar kernels, no plan to set up
+            return pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
+                                                   is not None else None, t.num_rows)
+                             for a in aggs})
+        r = self.aggregate_plan(t, gkeys, spec, prepare)
         return pa.table({**{k: r.column(k) for k in gkeys},
-                         **{k: r.column(n) for k, n in names}})
+                         **{a.key: r.column(a.key) for a in aggs}})
 
     # -- joins -----------------------------------------------------------------------------
     def _join(self, node: L.Join) -> pa.Table:
@@ -563,14 +760,14 @@ class Executor:
                 return self._cross_outer(left, right, kind)
             return hash_join(left, right, lk, rk, {"left": "left outer", "full": "full outer",
                                                    "semi": "left semi",
-                                                   "anti": "left anti"}[kind])
+                                                   "anti": "left anti"}[kind], self)
         return self._residual_join(node, left, right, lk, rk)
 
     def _semi_filter(self, node: L.Join, left: pa.Table, right: pa.Table) -> pa.Table:
         lk = [self.eval(e, left) for e in node.left_keys]
         rk = [self.eval(e, right) for e in node.right_keys]
         if node.residual is None:
-            return hash_join(left, right, lk, rk, "left semi")
+            return hash_join(left, right, lk, rk, "left semi", self)
         return self._residual_join(node, left, right, lk, rk)
 
     def _residual_join(self, node, left, right, lk, rk) -> pa.Table:
@@ -579,10 +776,10 @@ class Executor:
         rid = "$rid"
         lt = left.append_column(rid, pa.array(np.arange(left.num_rows, dtype=np.int64)))
         if lk:
-            matched = hash_join(lt, right, lk, rk, "inner")
+            matched = hash_join(lt, right, lk, rk, "inner", self)
         else:
             matched = cross_join(lt, right, self._check_cancel)
-        matched = matched.filter(self.eval_filter(node.residual, matched))
+        matched = self.filter_table(matched, node.residual)
         if node.kind in ("semi", "anti"):
             ids = pc.unique(matched.column(rid))
             mask = pc.is_in(lt.column(rid), value_set=ids)
@@ -632,7 +829,7 @@ class Executor:
         for c, ins in list(pending):
             if len(ins) <= 1:
                 for comp in comps if not ins else [comps[next(iter(ins))]]:
-                    comp.table = comp.table.filter(self.eval_filter(c, comp.table))
+                    comp.table = self.filter_table(comp.table, c)
                 pending.remove((c, ins))
         while len(comps) > 1:
             self._check_cancel()
@@ -662,7 +859,7 @@ class Executor:
             if keys:
                 lk = [self.eval(x, A.table) for x, _ in keys]
                 rk = [self.eval(y, B.table) for _, y in keys]
-                t = hash_join(A.table, B.table, lk, rk, "inner")
+                t = hash_join(A.table, B.table, lk, rk, "inner", self)
             else:
                 t = cross_join(A.table, B.table, self._check_cancel)
             merged = A.inputs | B.inputs
@@ -671,7 +868,7 @@ class Executor:
                 if not ins <= merged:
                     rest.append((c, ins))
                 elif not _is_key_of(c, keys):   # a non-equi condition now fully covered
-                    t = t.filter(self.eval_filter(c, t))
+                    t = self.filter_table(t, c)
             pending = rest
             keep_cols = needed | {k for c, _ in pending for k in refs(c)}
             t = t.select([n for n in t.column_names if n in keep_cols])
@@ -681,7 +878,7 @@ class Executor:
             self.stats.setdefault(id(node), NodeStats()).detail.extend(order)
         t = comps[0].table
         for c, _ in pending:
-            t = t.filter(self.eval_filter(c, t))
+            t = self.filter_table(t, c)
         return t
 
     def _estimate(self, A: "_Comp", B: "_Comp", keys) -> float:
@@ -727,15 +924,15 @@ class Executor:
             raise SqlError(f"UNION/INTERSECT/EXCEPT types cannot be matched: {e}",
                            "42804") from None
         if node.kind == "union":
-            return both if node.all else distinct(both)
+            return both if node.all else self.distinct(both)
         left, right = both.slice(0, left.num_rows), both.slice(left.num_rows)
         if node.all:
             raise SqlError(f"{node.kind.upper()} ALL is not supported", "0A000")
-        left, right = distinct(left), distinct(right)
+        left, right = self.distinct(left), self.distinct(right)
         keys = [left.column(k) for k in node.keys]
         rkeys = [right.column(k) for k in node.keys]
         return hash_join(left, right, keys, rkeys,
-                         "left semi" if node.kind == "intersect" else "left anti")
+                         "left semi" if node.kind == "intersect" else "left anti", self)
 
 
 class _Comp:
@@ -867,6 +1064,15 @@ def _decimal_cumsum(x: pa.Array) -> pa.Array:
         raise SqlError("numeric field overflow in a window sum", "22003") from None
 
 
+def _sortable_numpy(a) -> np.ndarray:
+    """A numeric/temporal column as numbers that order as its values do (NULLs as 0:
+    the NULL flag column sorts them)."""
+    a = _combine_chunks(a)
+    if not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+        a = a.view(pa.int32() if a.type.bit_width == 32 else pa.int64())
+    return pc.fill_null(a, 0).to_numpy(zero_copy_only=False)
+
+
 def _combine_chunks(a):
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
@@ -912,6 +1118,36 @@ def _changes(a) -> np.ndarray:
     same_null = pc.and_(nul_c, nul_p)
     diff = pc.and_(diff, pc.invert(same_null))
     return diff.to_numpy(zero_copy_only=False)
+
+
+def _table_nbytes(t) -> int:
+    """Bytes of Arrow buffers `t` keeps alive (shared buffers counted once per column)."""
+    try:
+        return t.get_total_buffer_size()
+    except (AttributeError, pa.ArrowException):
+        return 0
+
+
+def _array_nbytes(a) -> int:
+    if isinstance(a, pa.Scalar):
+        return 0
+    try:
+        return a.get_total_buffer_size()
+    except (AttributeError, pa.ArrowException):
+        return a.nbytes
+
+
+def _join_parts(parts: list):
+    """Per-morsel results -> one ChunkedArray (a morsel typed NULL, e.g. all-NULL CASE
+    arms, takes the others' type)."""
+    chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else
+                                         [p])]
+    types = {c.type for c in chunks}
+    if len(types) > 1:
+        target = next((c.type for c in chunks if not pa.types.is_null(c.type)), chunks[0].type)
+        chunks = [c if c.type == target else c.cast(target) for c in chunks]
+        types = {target}
+    return pa.chunked_array(chunks, type=types.pop() if types else pa.null())
 
 
 def _chunked(a, n: int):
@@ -970,8 +1206,12 @@ def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: str) -> pa.Table:
-    """Acero hash join of `left` and `right` on evaluated key arrays `lk` / `rk`."""
+def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: str,
+              ex: Executor | None = None) -> pa.Table:
+    """Acero hash join of `left` and `right` on evaluated key arrays `lk` / `rk`. With an
+    executor `ex`, both inputs stream into the plan as morsels and the output is read
+    batch by batch, so its guard is consulted while the hash table is built, while it is
+    probed and while the output grows."""
     ln, rn = [], []
     for i, (a, b) in enumerate(zip(lk, rk)):
         a, b = _chunked(a, left.num_rows), _chunked(b, right.num_rows)
@@ -990,14 +1230,34 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
         right = right.append_column("$rpad", pa.nulls(right.num_rows, pa.int8()))
     # Acero builds its hash table on the right input: keep the smaller side there.
     if right.num_rows > left.num_rows and join_type in _SWAPPED:
-        out = right.join(left, keys=rn, right_keys=ln, join_type=_SWAPPED[join_type],
-                         coalesce_keys=False, use_threads=True)
-    else:
+        left, right, ln, rn, join_type = right, left, rn, ln, _SWAPPED[join_type]
+    fanout = right.num_rows / max(1, estimate_ndv(right.column(rn[0]))) \
+        if ex is not None and right.num_rows else 1.0
+    if ex is None or (max(left.num_rows, right.num_rows) <= _guard.MORSEL_ROWS and
+                      left.num_rows * max(fanout, 1.0) <= 4 * _guard.MORSEL_ROWS):
+        # small inputs and output (a few morsels of work): one Acero call, no streaming
         out = left.join(right, keys=ln, right_keys=rn, join_type=join_type,
                         coalesce_keys=False, use_threads=True)
+    else:
+        from pyarrow import acero
+
+        def src(t, rows=None):
+            return acero.Declaration("record_batch_reader_source",
+                                     acero.RecordBatchReaderSourceNodeOptions(
+                                         ex.source(t, rows=rows)))
+        # One probe batch is one uninterruptible Acero task, and its work is its output:
+        # with F build rows per key, probe morsels of JOIN_OUTPUT_ROWS / F rows keep a
+        # task to about JOIN_OUTPUT_ROWS output rows (a self-join on a 2-valued key makes
+        # thousands of rows of every probe row).
+        probe_rows = max(64, min(_guard.MORSEL_ROWS, int(JOIN_OUTPUT_ROWS / max(fanout, 1))))
+        decl = acero.Declaration("hashjoin", acero.HashJoinNodeOptions(join_type, ln, rn),
+                                 inputs=[src(left, probe_rows), src(right)])
+        out = ex.collect(decl.to_reader(use_threads=True))
     drop = [c for c in out.column_names if c.startswith(("$lk", "$rk", "$lpad", "$rpad"))]
     return out.drop_columns(drop)
 
+
+JOIN_OUTPUT_ROWS = 1 << 17      # output rows one probe morsel may make, about
 
 _SWAPPED = {"inner": "inner", "left semi": "right semi", "left anti": "right anti",
             "left outer": "right outer"}
@@ -1027,6 +1287,8 @@ def cross_join(left: pa.Table, right: pa.Table, check_cancel=None) -> pa.Table:
         rt = right.take(pa.array(ri))
         for name in rt.column_names:
             out = out.append_column(name, rt.column(name))
+        if isinstance(check_cancel, QueryGuard):
+            check_cancel.charge(_table_nbytes(out))
         parts.append(out)
     return pa.concat_tables(parts) if len(parts) != 1 else parts[0]
 

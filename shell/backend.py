@@ -126,7 +126,9 @@ class EmbeddedBackend:
         except SqlError as e:
             raise _from_sql_error(e) from None
         except Exception as e:  # noqa: BLE001 - boundary: any engine error opening the catalog
-            raise BackendError(f"could not open {data_dir}: {e}", "08006") from None
+            state = getattr(e, "sqlstate", None)       # an engine error says what it is
+            raise BackendError(str(e) if state else f"could not open {data_dir}: {e}",
+                               state or "08006") from None
         self.session = self.db.session()
         self._meta = self.db.session()          # completion queries, on their own session
         self._meta_lock = threading.Lock()

@@ -49,6 +49,7 @@ import pyarrow as pa
 from engine.errors import EngineError
 from kudusql.session import QueryCanceled, split_statements
 from planner.errors import SqlError
+from planner.guard import format_bytes
 from planner.result import StatementResult
 from wire import auth as A
 from wire import builtins
@@ -261,6 +262,9 @@ class Connection:
         if record is not None and not record.login:
             raise Fatal(f'role "{user}" is not permitted to log in', "28000")
         self.superuser = bool(record and record.superuser)
+        limit = getattr(self.server.db, "query_mem_limit", None)
+        if limit is not None:       # the server's default; a startup parameter overrides it
+            params.setdefault("query_mem_limit", format_bytes(limit))
         try:
             self.settings = Settings(params, user=user, superuser=self.superuser,
                                      port=self.server.port)
@@ -391,12 +395,54 @@ class Connection:
 
     # -- blocking work ----------------------------------------------------------------------
     async def _blocking(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(self.server.pool, fn, *args)
+        fut = asyncio.get_running_loop().run_in_executor(self.server.pool, fn, *args)
+        if not self.running:
+            return await fut
+        return await self._watching(fut)
+
+    async def _watching(self, fut):
+        """Await a running statement's pool call while watching the socket: when the
+        client goes away (EOF, reset) the statement is canceled, stops at its next check
+        (~100 ms of work, planner/guard.py) and the connection ends (Closed). Bytes that
+        arrive meanwhile (pipelined messages) go to the decoder for later."""
+        watch = asyncio.ensure_future(self._peer_gone())
+        try:
+            done, _ = await asyncio.wait({fut, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if fut in done or not watch.result():
+                return await fut
+            self.cancel("connection")
+            t0 = asyncio.get_running_loop().time()
+            with contextlib.suppress(Exception):      # the statement's end is not news
+                await fut
+            loop_time = asyncio.get_running_loop().time()
+            log.info("connection %s (pid %d) lost during a statement; the statement "
+                     "stopped after %.0f ms", self.peer, self.pid, (loop_time - t0) * 1000)
+            raise Closed()
+        finally:
+            if not watch.done():
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watch         # one reader at a time: let this one finish first
+
+    async def _peer_gone(self) -> bool:
+        """True once the client has closed the connection; False if it sent so much while
+        the statement ran that watching stops (the decoder keeps what it sent)."""
+        while self.decoder.buffered() < 4 * self.config.read_bytes:
+            try:
+                data = await self.reader.read(self.config.read_bytes)
+            except (ConnectionError, OSError):
+                return True
+            if not data:
+                return True
+            self.decoder.feed(data)
+        return False
 
     def _begin_statement(self):
         """Start the statement clock: cancel requests apply and statement_timeout runs."""
         self.running = True
         self.cancel_reason = None
+        if self.settings is not None and self.session is not None:
+            self.session.query_mem_limit = self.settings.query_mem_limit_bytes
         ms = self.settings.statement_timeout_ms if self.settings is not None else 0
         if ms > 0:
             return asyncio.get_running_loop().call_later(ms / 1000, self.cancel, "timeout")

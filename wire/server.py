@@ -67,6 +67,8 @@ class ServerConfig:
     flush_bytes: int = 256 * 1024    # write out once this much output is pending
     read_bytes: int = 256 * 1024
     max_message_bytes: int = DEFAULT_MAX_MESSAGE
+    # per-statement memory limit, bytes or '2GB' (planner/guard.py); None: a quarter of RAM
+    query_mem_limit: str | None = None
 
 
 class ConfigError(Exception):
@@ -102,6 +104,14 @@ def check_config(config: ServerConfig) -> None:
         raise ConfigError("--require-tls needs --tls-cert and --tls-key")
     if config.max_connections < 1:
         raise ConfigError("--max-connections must be at least 1")
+    if config.query_mem_limit is not None:
+        from planner.guard import parse_bytes
+        from planner.errors import SqlError
+        try:
+            parse_bytes(config.query_mem_limit)
+        except SqlError:
+            raise ConfigError(f"--query-mem-limit {config.query_mem_limit!r} is not a size "
+                              "(e.g. 2GB, 512MB, 0 for no limit)") from None
 
 
 class Server:
@@ -248,7 +258,7 @@ def serve(config: ServerConfig, data_dir: str) -> int:
 
     check_config(config)
     os.makedirs(data_dir, exist_ok=True)
-    db = Database.open(data_dir)
+    db = Database.open(data_dir, query_mem_limit=config.query_mem_limit)
     try:
         users = UserStore(data_dir)
         pw = os.environ.get("KUDUSQL_PASSWORD")

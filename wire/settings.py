@@ -28,6 +28,7 @@ import re
 import pyarrow as pa
 
 from planner.errors import SqlError
+from planner.guard import default_query_mem_limit, format_bytes, parse_bytes
 from planner.result import StatementResult
 from wire.lexer import Words
 
@@ -71,6 +72,9 @@ DEFAULTS: dict[str, str] = {
     "row_security": "on",
     "synchronous_commit": "on",
     "timezone_abbreviations": "Default",
+    # the per-statement memory limit (planner/guard.py); the server overrides this default
+    # with its --query-mem-limit at connection start
+    "query_mem_limit": format_bytes(default_query_mem_limit()),
 }
 
 REPORTED = ("application_name", "client_encoding", "DateStyle", "default_transaction_read_only",
@@ -132,6 +136,10 @@ class Settings:
         return self.values.get(canonical(name))
 
     @property
+    def query_mem_limit_bytes(self) -> int:
+        return parse_bytes(self.values.get("query_mem_limit", "0"))
+
+    @property
     def statement_timeout_ms(self) -> int:
         return parse_interval_ms(self.values.get("statement_timeout", "0"))
 
@@ -149,6 +157,8 @@ class Settings:
 
     def _check(self, key: str, value: str) -> str:
         low = value.strip().strip("'").lower()
+        if key == "query_mem_limit":            # bytes or kB/MB/GB/TB; 0 = no limit
+            return format_bytes(parse_bytes(value.strip().strip("'")))
         if key == "client_encoding":
             if low not in _UTF8:
                 raise SqlError(f'invalid value for parameter "client_encoding": "{value}" '

@@ -97,7 +97,7 @@ from engine.catalog.coalesce import WriteCoalescer
 from engine.catalog.leases import TabletLease
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.table import Table
-from engine.fs import fsync_dir, write_json_atomic
+from engine.fs import DirectoryLock, fsync_dir, write_json_atomic
 from engine.clock import Clock, HybridClock
 from engine.config import TabletConfig
 from engine.schema import ColumnSchema, Schema
@@ -234,6 +234,7 @@ class Catalog:
         self._pool = ThreadPoolExecutor(max_workers=parallelism,
                                         thread_name_prefix=_POOL_PREFIX)
         self._closed = False
+        self._dir_lock: DirectoryLock | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -250,13 +251,23 @@ class Catalog:
         if num_tablet_servers < 1:
             raise errors.InvalidArgument("a catalog needs at least one tablet server")
         os.makedirs(os.path.join(data_dir, TABLETS_DIR), exist_ok=True)
-        par = parallelism or max(2, min(8, os.cpu_count() or 2))
-        cat = cls(data_dir, config or TabletConfig(), clock or HybridClock(),
-                  num_tablet_servers, maintenance, par, max_create_tablets_per_ts,
-                  busy_timeout_s)
-        cat._load()
-        cat._remove_orphans()
-        cat._finish_pending_alters()
+        # One owner per data directory, before anything in it is read or repaired
+        # (engine.fs.DirectoryLock: 55006 naming the PID that holds it).
+        lock = DirectoryLock.acquire(data_dir)
+        try:
+            par = parallelism or max(2, min(8, os.cpu_count() or 2))
+            cat = cls(data_dir, config or TabletConfig(), clock or HybridClock(),
+                      num_tablet_servers, maintenance, par, max_create_tablets_per_ts,
+                      busy_timeout_s)
+            cat._dir_lock = lock
+            cat._load()
+            cat._remove_orphans()
+            cat._finish_pending_alters()
+        except BaseException:
+            if "cat" in locals():
+                cat._pool.shutdown(wait=False)
+            lock.release()
+            raise
         return cat
 
     def close(self) -> None:
@@ -268,10 +279,14 @@ class Catalog:
             slots = list(self._slots.values())
             self._slots.clear()
         self._pool.shutdown(wait=True)
-        for s in slots:
-            s.close()
-            if s.dropped:
-                shutil.rmtree(s.path, ignore_errors=True)
+        try:
+            for s in slots:
+                s.close()
+                if s.dropped:
+                    shutil.rmtree(s.path, ignore_errors=True)
+        finally:
+            if self._dir_lock is not None:      # the last step: the directory is let go
+                self._dir_lock.release()
 
     def __enter__(self) -> "Catalog":
         return self

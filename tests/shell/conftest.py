@@ -117,13 +117,15 @@ class Driver:
 
 
 @pytest.fixture
-def drive(backend, tmp_path):
-    """drive(**kw) -> a started Driver over the `metrics` database; closed afterwards."""
+def drive(request, tmp_path):
+    """drive(**kw) -> a started Driver over the `metrics` database; closed afterwards.
+    The embedded `backend` is opened only when no backend is given (a test driving its
+    own backend may hold the data directory itself: one owner per directory)."""
     drivers: list[Driver] = []
 
     def make(b=None, **kw) -> Driver:
         kw.setdefault("history", str(tmp_path / "history"))
-        d = Driver(b or backend, **kw).start()
+        d = Driver(b or request.getfixturevalue("backend"), **kw).start()
         drivers.append(d)
         return d
 
