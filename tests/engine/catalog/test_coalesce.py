@@ -75,16 +75,23 @@ def run_concurrently(cat, gate, writes, queued=None):
     threads = [threading.Thread(target=one, args=(0,))]
     threads[0].start()
     assert gate.entered.wait(10)
+    coalescer = cat.write_coalescer(cat.table("t").id)
+
+    def wait_queued(n):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with coalescer._lock:
+                if sum(len(q) for q in coalescer._queues.values()) >= n:
+                    return
+            time.sleep(0.005)
+
+    # Arrival order is queue order, not thread start order: on a loaded machine a thread
+    # started later can queue first. So each follower is queued before the next starts.
     for i in range(1, len(writes)):
         threads.append(threading.Thread(target=one, args=(i,)))
         threads[-1].start()
-    coalescer = cat.write_coalescer(cat.table("t").id)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:      # every follower queued behind the leader
-        with coalescer._lock:
-            if sum(len(q) for q in coalescer._queues.values()) == queued:
-                break
-        time.sleep(0.005)
+        wait_queued(min(i, queued))
+    wait_queued(queued)                     # every follower queued behind the leader
     gate.release()
     for t in threads:
         t.join(10)
