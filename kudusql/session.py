@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import re
 import threading
 
@@ -42,6 +43,9 @@ from planner.result import StatementResult
 
 _EXPLAIN = re.compile(r"^\s*explain\b\s*(?:\(\s*([a-z_,\s]*)\)|((?:\s*(?:analyze|analyse|verbose)"
                       r"\b)*))", re.I)
+
+
+_log = logging.getLogger("kudusql.session")
 
 
 class QueryCanceled(SqlError):
@@ -70,11 +74,25 @@ def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
     return tuple(out)
 
 
+class InternalError(SqlError):
+    """A failure that is a bug in kudusql (an exception no layer turned into a SQL error):
+    the statement fails with XX000 in SQL's words; the traceback goes to the log."""
+    sqlstate = "XX000"
+
+
+INTERNAL_ERROR_MESSAGE = ("internal error: the statement failed unexpectedly (a bug in "
+                          "kudusql; the server log has the details)")
+
+
 @contextlib.contextmanager
 def _sql_errors(offset: int = 0):
     """Errors as the session reports them: engine errors become SqlError with their
     SQLSTATE, and positions (relative to a statement `offset` characters into the text the
-    caller passed) become positions in that text."""
+    caller passed) become positions in that text. This is the boundary the DB-API driver,
+    the shell and the wire server rely on: anything else that escapes a statement (an
+    AssertionError in sqlglot, an ArrowInvalid no operator expected, ...) is a kudusql bug
+    and becomes XX000 with a message in SQL's words, never a Python repr; the traceback is
+    logged and chained as the cause."""
     try:
         yield
     except engine_errors.EngineError as e:
@@ -83,6 +101,11 @@ def _sql_errors(offset: int = 0):
         if e.position is not None:
             e.position += offset
         raise
+    except MemoryError:
+        raise SqlError("out of memory", "53200") from None
+    except Exception as e:  # noqa: BLE001 - the boundary: see the docstring
+        _log.error("internal error in a statement", exc_info=True)
+        raise InternalError(INTERNAL_ERROR_MESSAGE) from e
 
 
 def _engine_errors_as_sql(batches):

@@ -181,6 +181,7 @@ class Binder:
         # unquoted identifiers fold to lower case (PostgreSQL); quoted ones keep theirs
         ast = normalize_identifiers(ast, dialect="postgres")
         pg_rewrites(ast)
+        flatten_paren_joins(ast)
         # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
         # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
         # system views may serve (the engine catalog itself knows only bare names).
@@ -222,6 +223,15 @@ class Binder:
             if self.catalog.has_table(name):
                 schema[_quoted(name)] = {_quoted(c): "text"
                                          for c in declared_columns(self.catalog.table(name))}
+        # qualify aliases every unaliased SELECT item, but wraps a scalar subquery in a
+        # Subquery alias rather than an exp.Alias, and then fails an assertion when ORDER BY
+        # or GROUP BY names that item by position. Alias such items as qualify names other
+        # expressions (`_col_<i>`, which output_name does not take for a user's name).
+        for sel in list(ast.find_all(exp.Select)):
+            for i, item in enumerate(sel.expressions):
+                if isinstance(item, exp.Subquery) and not item.alias:
+                    item.replace(exp.Alias(this=item.copy(), alias=exp.to_identifier(
+                        f"_col_{i}")))
         try:
             return qualify(ast, schema=schema, dialect="postgres", quote_identifiers=False,
                            validate_qualify_columns=True, identify=False)
@@ -636,7 +646,7 @@ class Binder:
         correlated ones by a left join with the grouped subquery."""
         replacements: dict[int, exp.Expression] = {}
         for sq in list(e.find_all(exp.Subquery)):
-            if in_nested_subquery(sq, e):
+            if in_nested_subquery(sq, e) or _set_operand(sq):
                 continue
             sel = self._subquery_select(sq)
             _local, corr = self._split_correlated(sel)
@@ -831,7 +841,7 @@ class Binder:
         each becoming a SubqueryRef."""
         out: dict[int, exp.Expression] = {}
         for sq in e.find_all(exp.Subquery):
-            if in_nested_subquery(sq, e):
+            if in_nested_subquery(sq, e) or _set_operand(sq):
                 continue
             sel = self._subquery_select(sq)
             if self._split_correlated(sel)[1]:
@@ -905,13 +915,12 @@ class Binder:
             if arg is None:
                 raise SqlError(f"{func}() needs an argument", "42883", position(self.sql, a))
             bound = self.expr(arg, scope)
-        if distinct and func not in ("count", "min", "max"):
-            raise FeatureNotSupported(f"{func}(DISTINCT ...) is not supported",
-                                      position=position(self.sql, a))
+        if distinct and func in ("bool_and", "bool_or"):
+            distinct = False                   # the same result: duplicates change nothing
         n = next(self._n)
         if func == "avg":
-            s = L.AggCall(f"$agg{n}.sum", "sum", bound)
-            c = L.AggCall(f"$agg{n}.count", "count", bound)
+            s = L.AggCall(f"$agg{n}.sum", "sum", bound, distinct)
+            c = L.AggCall(f"$agg{n}.count", "count", bound, distinct)
             aggs.extend([s, c])
             return AvgOf(this=keycol(s.key), expression=keycol(c.key))
         call = L.AggCall(f"$agg{n}", func, bound, distinct)
@@ -950,8 +959,16 @@ class Binder:
             if call is not None:
                 return call
             if isinstance(node, exp.In) and node.args.get("query") is not None:
-                raise FeatureNotSupported("IN (subquery) is only supported as a WHERE "
-                                          "conjunct", position=position(self.sql, node))
+                # Outside a WHERE conjunct (those become semi / anti joins): x IN (sel) is
+                # x = ANY (the subquery's column as an array), with the same NULL logic
+                # (TRUE on a match, else NULL if x or an element is NULL, else FALSE).
+                q = node.args["query"]
+                return exp.EQ(this=_rebuild(node.this, conv), expression=exp.Any(
+                    this=self.subplan(q.this if isinstance(q, exp.Subquery) else q,
+                                      scope, "array")))
+            if isinstance(node, (exp.Any, exp.All)) and _quantified_query(node) is not None:
+                return node.__class__(this=self.subplan(_quantified_query(node), scope,
+                                                        "array"))
             if isinstance(node, exp.Window):
                 raise FeatureNotSupported("window functions are not supported",
                                           position=position(self.sql, node))
@@ -1590,3 +1607,100 @@ def pg_rewrites(ast: exp.Expression) -> None:
             if t.args.get("ordinality") or (isinstance(fn, exp.Unnest) and fn.args.get("offset")):
                 cols.append("ordinality")
             alias.set("columns", [exp.to_identifier(c) for c in cols])
+
+
+def _paren_item(src: exp.Expression) -> bool:
+    """Whether FROM item `src` is a parenthesised FROM item, `(t)` or `(a JOIN b ON ...)`,
+    which sqlglot parses as a Subquery around a Table (or derived table) that carries the
+    inner joins, rather than a subquery."""
+    if not isinstance(src, exp.Subquery):
+        return False
+    inner = src.this
+    return isinstance(inner, exp.Table) or bool(inner.args.get("joins")) or (
+        isinstance(inner, exp.Subquery) and (bool(inner.alias) or _paren_item(inner)))
+
+
+def _unparen(src: exp.Expression) -> tuple[exp.Expression, list[exp.Join]]:
+    """A parenthesised FROM item -> (its first source, the joins after it), flattened. An
+    aliased one (`(a JOIN b ON ...) AS j`) becomes the derived table `(SELECT * FROM a JOIN
+    b ON ...) AS j`, which exposes the same columns under `j`."""
+    if not _paren_item(src):
+        return src, []
+    if src.alias:
+        inner = src.this.copy()
+        joins = inner.args.get("joins") or []
+        inner.set("joins", None)
+        first, more = _unparen(inner)
+        body = exp.Select(expressions=[exp.Star()]).from_(first, copy=False)
+        body.set("joins", more + joins or None)
+        return exp.Subquery(this=body, alias=src.args["alias"].copy()), []
+    inner = src.this.copy()
+    joins = list(inner.args.get("joins") or [])
+    inner.set("joins", None)
+    first, more = _unparen(inner)
+    return first, more + joins
+
+
+def flatten_paren_joins(ast: exp.Expression) -> None:
+    """Parenthesised joins in FROM (in place, every SELECT): `FROM (a JOIN b ON p) LEFT JOIN
+    c ON q` is `FROM a JOIN b ON p LEFT JOIN c ON q` (joins associate to the left, so the
+    parentheses around the first item change nothing). On the right of a join, `a JOIN (b
+    JOIN c ON p) ON q` is flattened to `a CROSS JOIN b JOIN c ON p AND q` when every join
+    involved is inner or cross (the same conjunction of conditions); with an outer join
+    there the parentheses change the result and the shape is refused (0A000)."""
+    for sel in list(ast.find_all(exp.Select)):
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        joins = list(sel.args.get("joins") or [])
+        changed = False
+        if from_ is not None and _paren_item(from_.this):
+            first, more = _unparen(from_.this)
+            from_.set("this", first)
+            joins = more + joins
+            changed = True
+        out: list[exp.Join] = []
+        for j in joins:
+            if not _paren_item(j.this):
+                out.append(j)
+                continue
+            changed = True
+            first, more = _unparen(j.this)
+            if not more:
+                j.set("this", first)
+                out.append(j)
+                continue
+            inner_kinds = [(x.side or "", x.kind or "") for x in [j, *more]]
+            if any(side not in ("", "INNER") or kind not in ("", "INNER", "CROSS")
+                   for side, kind in inner_kinds) or j.args.get("using") or any(
+                    x.args.get("using") for x in more):
+                raise FeatureNotSupported(
+                    "a parenthesised join on the right of another join is supported for "
+                    "inner and cross joins only", position=position("", j))
+            out.append(exp.Join(this=first, kind="CROSS"))
+            last = more[-1]
+            conds = conjuncts(last.args.get("on")) + conjuncts(j.args.get("on"))
+            for x in more[:-1]:
+                out.append(x)
+            last.set("on", and_all([c.copy() for c in conds]))
+            if conds and (last.kind or "").upper() == "CROSS":
+                last.set("kind", None)
+            out.append(last)
+        if changed:
+            sel.set("joins", out or None)
+
+
+def _quantified_query(node: exp.Expression) -> exp.Expression | None:
+    """The query of `op ANY (subquery)` / `op ALL (subquery)`, else None (an array)."""
+    q = node.this
+    while isinstance(q, (exp.Subquery, exp.Paren)) and not q.alias:
+        if isinstance(q, exp.Subquery) and isinstance(q.this, exp.Query):
+            return q.this
+        q = q.this
+    return q if isinstance(q, exp.Query) else None
+
+
+def _set_operand(sq: exp.Subquery) -> bool:
+    """Whether subquery `sq` is the set of an IN / ANY / ALL (bound as an array SubPlan by
+    `Binder.expr`), not a scalar subquery."""
+    p = sq.parent
+    return (isinstance(p, exp.In) and p.args.get("query") is sq) or isinstance(p, (exp.Any,
+                                                                                   exp.All))

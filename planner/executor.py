@@ -224,8 +224,8 @@ class Executor:
                 self._check_cancel()
                 if keys:
                     b = pa.RecordBatch.from_arrays(b.columns, names=keys)
-                    if cond is not None:
-                        b = b.filter(self.eval_filter(cond, b))
+                if cond is not None:        # with no columns: a filter on constants only
+                    b = b.filter(self.eval_filter(cond, b))
                 if b.num_rows:
                     yield b
         finally:
@@ -513,8 +513,13 @@ class Executor:
         work = pa.table(cols)
         spec = []
         names = []
+        per_list = set()
         for a in node.aggs:
-            fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
+            if a.distinct and a.func not in _DISTINCT_AGG:
+                per_list.add(a.key)       # sum/avg(DISTINCT x): each group's distinct values,
+                fn, opts = "distinct", pc.CountOptions(mode="only_valid")   # then aggregated
+            else:
+                fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
             if a.func == "count_star":
                 spec.append(([], "count_all"))
                 names.append((a.key, "count_all"))
@@ -524,7 +529,8 @@ class Executor:
         gkeys = [k for k, _ in node.groups]
         r = work.group_by(gkeys, use_threads=True).aggregate(spec)
         return pa.table({**{k: r.column(k) for k in gkeys},
-                         **{k: r.column(n) for k, n in names}})
+                         **{k: _aggregate_lists(a, r.column(n)) if a.key in per_list
+                            else r.column(n) for a, (k, n) in zip(node.aggs, names)}})
 
     # -- joins -----------------------------------------------------------------------------
     def _join(self, node: L.Join) -> pa.Table:
@@ -1046,8 +1052,23 @@ _DISTINCT_AGG = {
 }
 
 
+def _aggregate_lists(a: L.AggCall, lists) -> pa.Array:
+    """`a` (non-DISTINCT form) over each list of a list column (hash_distinct's output):
+    one vectorised group_by over the flattened values keyed by list index; an empty list
+    (a group without non-NULL values) gives NULL."""
+    lists = _combine_chunks(lists)
+    n = len(lists)
+    fn, opts = _HASH_AGG[a.func]
+    flat = pa.table({"i": pc.list_parent_indices(lists), "v": pc.list_flatten(lists)})
+    r = flat.group_by("i").aggregate([("v", fn, opts) if opts else ("v", fn)])
+    pos = pc.index_in(pa.array(np.arange(n)), r.column("i"))
+    return pc.take(r.column(f"v_{fn}"), pos)
+
+
 def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
     """One aggregate over a whole column (no GROUP BY) -> a one-element array."""
+    if a.distinct and a.func not in _DISTINCT_AGG:     # sum/avg(DISTINCT x), ...
+        arr = pc.unique(_combine_chunks(arr))
     if a.func == "count_star":
         return pa.array([n], pa.int64())
     if a.func == "count":

@@ -1107,8 +1107,9 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
                   for v, e in zip(values, items)]
     if _kind(x.type) == "decimal" or any(_kind(v.type) == "decimal" for v in values):
         values = [_int_to_decimal(v) if _kind(v.type) == "int" else v for v in values]
+    # (x of type null - a bare NULL - narrows nothing: the list's type decides)
     narrowed = [v if v.type == x.type else _narrow(v, x.type) if v.is_valid
-                else v.cast(x.type) for v in values]
+                else v.cast(x.type) for v in values] if _kind(x.type) != "null" else [None]
     if all(v is not None for v in narrowed):
         values = narrowed
     t = _supertype([x.type] + [v.type for v in values])

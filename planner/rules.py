@@ -308,14 +308,34 @@ def to_column_predicate(scan: L.Scan, c: exp.Expression, types: dict) -> ColumnP
         if any(v is None for v in vals):
             return None
         return ColumnPredicate.in_list(col, vals)
-    if isinstance(c, exp.Is) and isinstance(c.expression, exp.Null):
-        col = _scan_column(scan, c.this)
-        return ColumnPredicate.is_null(col) if col else None
-    if isinstance(c, exp.Not) and isinstance(c.this, exp.Is) and \
-            isinstance(c.this.expression, exp.Null):
-        col = _scan_column(scan, c.this.this)
-        return ColumnPredicate.is_not_null(col) if col else None
+    test = null_test(c)
+    if test is not None:
+        col = _scan_column(scan, test[0])
+        if col is None:
+            return None
+        return ColumnPredicate.is_null(col) if test[1] else ColumnPredicate.is_not_null(col)
     return None
+
+
+def null_test(c: exp.Expression) -> tuple[exp.Expression, bool] | None:
+    """`x IS NULL` -> (x, True), `x IS NOT NULL` -> (x, False), else None.
+
+    sqlglot 30 parses `x IS NOT NULL` as `Is(x, Null, negate=True)` (older versions, and
+    trees built by hand, have `Not(Is(x, Null))`); both shapes, any parentheses and any
+    number of NOTs around them are read here, so the pushed predicate keeps its sense."""
+    positive = True
+    while True:
+        if isinstance(c, exp.Paren):
+            c = c.this
+        elif isinstance(c, exp.Not):
+            positive, c = not positive, c.this
+        else:
+            break
+    if not (isinstance(c, exp.Is) and isinstance(c.expression, exp.Null)):
+        return None
+    if c.args.get("negate"):
+        positive = not positive
+    return c.this, positive
 
 
 def rule_scan_predicates(out: L.Output, catalog) -> L.Output:

@@ -1,0 +1,148 @@
+"""Minimal regression tests for wrong answers and crashes found in the SQL layer.
+
+Each test names the query shape, what kudusql did, and (for bugs the fuzzers of
+tests/sql/fuzz found) the technique that found it. Issue 16's own list comes first.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import kudusql
+from kudusql.session import Database
+
+
+@pytest.fixture(scope="module")
+def con(tmp_path_factory):
+    c = kudusql.connect(str(tmp_path_factory.mktemp("regressions")))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE t (a INT NOT NULL, b INT, c INT, PRIMARY KEY (a)) "
+                "PARTITION BY HASH (a) PARTITIONS 2")
+    cur.execute("INSERT INTO t VALUES (1, 5, 10), (2, 6, 20), (3, NULL, 30), (4, 5, 10)")
+    yield c
+    c.close()
+
+
+def rows(con, sql, params=None):
+    cur = con.cursor()
+    cur.execute(sql, params)
+    return cur.fetchall()
+
+
+def err(con, sql) -> kudusql.Error:
+    with pytest.raises(kudusql.Error) as info:
+        rows(con, sql)
+    return info.value
+
+
+# -- issue 16 ------------------------------------------------------------------------------
+def test_is_not_null_is_pushed_as_is_not_null(con):
+    # sqlglot 30 parses IS NOT NULL as Is(negate=True); the pushdown read it as IS NULL
+    assert rows(con, "SELECT a FROM t WHERE b IS NOT NULL ORDER BY a") == [(1,), (2,), (4,)]
+    assert rows(con, "SELECT a FROM t WHERE NOT (b IS NOT NULL)") == [(3,)]
+    assert rows(con, "SELECT a FROM t WHERE NOT (b IS NULL) ORDER BY a") == [(1,), (2,), (4,)]
+    plan = "\n".join(r[0] for r in rows(con, "EXPLAIN SELECT * FROM t WHERE b IS NOT NULL"))
+    assert "pushed: b IS NOT NULL" in plan
+
+
+def test_constant_false_where_without_columns(con):
+    assert rows(con, "SELECT 1 FROM t WHERE 1 = 0") == []
+    assert rows(con, "SELECT count(*) FROM t WHERE 36 IS NULL") == [(0,)]
+    assert rows(con, "SELECT 1 FROM t WHERE 1 = 0 AND a > 0") == []
+    assert rows(con, "SELECT count(*) FROM t WHERE 1 = 1") == [(4,)]
+
+
+def test_order_by_position_of_unaliased_scalar_subquery(con):
+    assert rows(con, "SELECT a, (SELECT 1), c FROM t ORDER BY 2, 1") == [
+        (1, 1, 10), (2, 1, 20), (3, 1, 30), (4, 1, 10)]
+    cur = con.cursor()
+    cur.execute("SELECT a, (SELECT max(b) FROM t), c FROM t ORDER BY 2 DESC, 1 LIMIT 1")
+    assert [d[0] for d in cur.description] == ["a", "max", "c"]
+    assert cur.fetchall() == [(1, 6, 10)]
+
+
+def test_unexpected_internal_errors_are_internal_error_xx000(tmp_path, monkeypatch):
+    """The session boundary: an exception no layer turned into a SQL error is XX000 in
+    SQL's words (no Python class name or repr), also through the DB-API."""
+    import planner.statement as statement
+
+    def boom(*a, **k):
+        raise AssertionError("<sqlglot.expressions.Alias object at 0x7f>")
+    monkeypatch.setattr(statement, "plan_query", boom)
+    c = kudusql.connect(str(tmp_path))
+    try:
+        with pytest.raises(kudusql.InternalError) as info:
+            c.cursor().execute("SELECT 1")
+        e = info.value
+        assert e.sqlstate == "XX000"
+        assert "AssertionError" not in str(e) and "0x7f" not in str(e)
+        assert "internal error" in str(e)
+    finally:
+        c.close()
+
+
+def test_sum_and_avg_distinct(con):
+    assert rows(con, "SELECT sum(DISTINCT b), avg(DISTINCT b), count(DISTINCT b), "
+                     "sum(b) FROM t") == [(11, 5.5, 2, 16)]
+    assert rows(con, "SELECT a % 2, sum(DISTINCT b), avg(DISTINCT c) FROM t "
+                     "GROUP BY 1 ORDER BY 1") == [(0, 11, 15.0), (1, 5, 20.0)]
+    assert rows(con, "SELECT sum(DISTINCT b) FROM t WHERE a > 100") == [(None,)]
+    assert rows(con, "SELECT a, sum(DISTINCT b) FROM t WHERE a = 3 GROUP BY a") == [(3, None)]
+
+
+def test_parenthesised_joins_in_from(con):
+    assert rows(con, "SELECT count(*) FROM (t AS x CROSS JOIN t AS y)") == [(16,)]
+    assert rows(con, "SELECT x.a, z.a FROM (t AS x JOIN t AS y ON x.a = y.a) "
+                     "LEFT JOIN t z ON z.a = x.b ORDER BY 1") == [
+        (1, None), (2, None), (3, None), (4, None)]
+    assert rows(con, "SELECT count(*) FROM ((t x JOIN t y ON true)) AS j") == [(16,)]
+    assert rows(con, "SELECT x.a FROM t x JOIN (t y JOIN t z ON y.a = z.a) ON x.a = y.a "
+                     "ORDER BY 1") == [(1,), (2,), (3,), (4,)]
+    assert rows(con, "SELECT a FROM (t) ORDER BY a LIMIT 1") == [(1,)]
+    e = err(con, "SELECT 1 FROM t x LEFT JOIN (t y JOIN t z ON y.a = z.a) ON x.a = y.a")
+    assert e.sqlstate == "0A000"
+
+
+def test_in_subquery_anywhere(con):
+    assert rows(con, "SELECT 1 IN (SELECT a FROM t)") == [(True,)]
+    assert rows(con, "SELECT a FROM t WHERE a IN (SELECT b - 3 FROM t) OR a > 3 "
+                     "ORDER BY a") == [(2,), (3,), (4,)]
+    # NULL logic: no match but a NULL in the set is NULL
+    assert rows(con, "SELECT a, a IN (SELECT b FROM t), a NOT IN (SELECT b FROM t "
+                     "WHERE b IS NOT NULL) FROM t ORDER BY a") == [
+        (1, None, True), (2, None, True), (3, None, True), (4, None, True)]
+    # correlated
+    assert rows(con, "SELECT a, c IN (SELECT x.c FROM t x WHERE x.a > t.a) FROM t "
+                     "ORDER BY a") == [(1, True), (2, False), (3, False), (4, False)]
+    assert rows(con, "SELECT a FROM t WHERE a = ANY (SELECT b - 4 FROM t) ORDER BY 1") == [
+        (1,), (2,)]
+    assert rows(con, "SELECT CASE WHEN a IN (SELECT b FROM t WHERE b IS NOT NULL) THEN 1 "
+                     "ELSE 0 END FROM t ORDER BY a") == [(0,), (0,), (0,), (0,)]
+
+
+def test_null_in_typed_null(con):
+    assert rows(con, "SELECT NULL NOT IN (CAST(NULL AS INTEGER)), "
+                     "NULL IN (CAST(NULL AS INTEGER)), NULL IN (1)") == [(None, None, None)]
+
+
+def test_create_index_is_accepted_with_a_notice_and_unique_refused(tmp_path):
+    with Database.open(str(tmp_path), maintenance=False) as db:
+        s = db.session()
+        s.execute("CREATE TABLE u (a INT PRIMARY KEY, b INT)")
+        r = s.execute("CREATE INDEX u_b ON u (b)")[0]
+        assert r.command == "CREATE INDEX"
+        assert "no secondary indexes" in r.notices[0]
+        assert s.execute("DROP INDEX u_b")[0].command == "DROP INDEX"
+        for sql in ("CREATE UNIQUE INDEX u_b ON u (b)",
+                    "CREATE TABLE v (a INT PRIMARY KEY, b INT UNIQUE)",
+                    "CREATE TABLE v (a INT, b INT, PRIMARY KEY (a), UNIQUE (b))"):
+            with pytest.raises(Exception) as info:
+                s.execute(sql)
+            assert info.value.sqlstate == "0A000"
+            assert "only for the primary key" in info.value.message
+        with pytest.raises(Exception) as info:
+            s.execute("CREATE INDEX u_z ON u (z)")
+        assert info.value.sqlstate == "42703"
+        # UNIQUE that the primary key implies is accepted
+        s.execute("CREATE TABLE w (a INT PRIMARY KEY UNIQUE, b INT, UNIQUE (a, b))")
+
