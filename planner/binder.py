@@ -1616,6 +1616,8 @@ def _paren_item(src: exp.Expression) -> bool:
     if not isinstance(src, exp.Subquery):
         return False
     inner = src.this
+    if isinstance(inner, (exp.Select, exp.SetOperation, exp.Values)):
+        return False                      # a derived table (which may have joins inside)
     return isinstance(inner, exp.Table) or bool(inner.args.get("joins")) or (
         isinstance(inner, exp.Subquery) and (bool(inner.alias) or _paren_item(inner)))
 

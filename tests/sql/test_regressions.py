@@ -99,6 +99,9 @@ def test_parenthesised_joins_in_from(con):
     assert rows(con, "SELECT x.a FROM t x JOIN (t y JOIN t z ON y.a = z.a) ON x.a = y.a "
                      "ORDER BY 1") == [(1,), (2,), (3,), (4,)]
     assert rows(con, "SELECT a FROM (t) ORDER BY a LIMIT 1") == [(1,)]
+    # a derived table with a join inside is not a parenthesised join (TPC-H Q13's shape)
+    assert rows(con, "SELECT n, count(*) FROM (SELECT x.a, count(y.a) FROM t x LEFT JOIN t y "
+                     "ON y.b = x.c GROUP BY x.a) AS d (a, n) GROUP BY n") == [(0, 4)]
     e = err(con, "SELECT 1 FROM t x LEFT JOIN (t y JOIN t z ON y.a = z.a) ON x.a = y.a")
     assert e.sqlstate == "0A000"
 
