@@ -34,7 +34,7 @@ from sqlglot.tokens import TokenType
 from engine import errors as engine_errors
 from engine.catalog import Catalog
 from engine.tablet.maintenance_manager import MaintenanceManager
-from planner import statement
+from planner import rules, statement
 from planner.ddl import parse
 from planner.dialect import KuduSQL
 from planner.errors import SqlError, SqlSyntaxError
@@ -164,6 +164,9 @@ class Session:
         self._dml_asts: dict[str, exp.Expression] = {}   # text -> parsed UPDATE / DELETE
         self.in_transaction = False
         self._cancel = threading.Event()
+        # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
+        # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
+        self.disabled_rules: frozenset[str] = frozenset()
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -280,11 +283,23 @@ class Session:
 
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         """One statement; engine errors come out as SqlError with their SQLSTATE."""
-        with _sql_errors():
+        with _sql_errors(), rules.disabled_rules(self.disabled_rules):
             r = self._execute_one(text, params, stream)
         if r.stream is not None:
             r.stream = _engine_errors_as_sql(r.stream)
         return r
+
+    def _set(self, ast: exp.Set) -> None:
+        """SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are accepted
+        and ignored (the wire server keeps its own, wire.settings)."""
+        for item in ast.expressions:
+            eq = item.this if isinstance(item, exp.SetItem) else None
+            if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column) or \
+                    eq.this.sql().lower() != "kudusql.disabled_rules":
+                continue
+            v = eq.expression
+            text = "" if isinstance(v, exp.Var) and v.name.upper() == "DEFAULT" else v.name
+            self.disabled_rules = rules.check_rule_names(text.split(","))
 
     def _execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         m = _EXPLAIN.match(text)
@@ -336,6 +351,7 @@ class Session:
                 "kudusql applies each statement when it runs (Kudu semantics): ROLLBACK "
                 "does not undo writes that were already applied"])
         if isinstance(ast, exp.Set):
+            self._set(ast)
             return StatementResult("SET")
         return statement.execute(self.catalog, ast, text, params, upsert=upsert,
                                  check_cancel=self._check_cancel, stream=stream,
