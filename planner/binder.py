@@ -47,6 +47,7 @@ from planner.expr import (
     Const,
     HostCall,
     HostFunction,
+    InSubPlan,
     SubPlan,
     array_to_list,
     constant_scalar,
@@ -465,6 +466,11 @@ class Binder:
         else:
             items = [self.source(from_.this, scope, ctes)]
             conds: list[exp.Expression] = []
+        # `FROM a, b LEFT JOIN c ON ...` is `a, (b LEFT JOIN c ON ...)`: a comma binds looser
+        # than JOIN, so an outer join takes as its left side only what follows the last
+        # comma (`group`: the index of its first item and of its first ON condition).
+        group = (0, 0)
+        group_keys = scope.keys()
         for j in sel.args.get("joins") or []:
             side = (j.side or "").upper()
             kind = (j.kind or "").upper()
@@ -472,23 +478,33 @@ class Binder:
                 raise FeatureNotSupported(f"{kind or 'USING'} joins are not supported; "
                                           "use ON", position=position(self.sql, j))
             before = scope.keys()
+            comma = not side and not kind and j.args.get("on") is None
+            if comma:
+                group = (len(items), len(conds))
             right = self.source(j.this, scope, ctes)
+            if comma:
+                group_keys = scope.keys() - before
             on = [self.expr(c, scope) for c in conjuncts(j.args.get("on"))]
             if side in ("", "INNER") and kind in ("", "INNER", "CROSS"):
                 items.append(right)
                 conds.extend(on)
+                if not comma:
+                    group_keys = group_keys | (scope.keys() - before)
                 continue
-            left = items[0] if len(items) == 1 and not conds else L.MultiJoin(items, conds)
+            g_items, g_conds = items[group[0]:], conds[group[1]:]
+            left = g_items[0] if len(g_items) == 1 and not g_conds else \
+                L.MultiJoin(g_items, g_conds)
             rkeys = scope.keys() - before
             if side == "RIGHT":
                 left, right = right, left
-                rkeys = before
+                rkeys = set(group_keys)
             if side not in ("LEFT", "RIGHT", "FULL"):
                 raise FeatureNotSupported(f"{side} {kind} JOIN is not supported",
                                           position=position(self.sql, j))
-            items = [self._outer_join(left, right, "full" if side == "FULL" else "left",
-                                      on, rkeys)]
-            conds = []
+            items = items[:group[0]] + [self._outer_join(
+                left, right, "full" if side == "FULL" else "left", on, rkeys)]
+            conds = conds[:group[1]]
+            group_keys = group_keys | (scope.keys() - before)
         for c in (where if where is not None else conjuncts(self._where(sel))):
             if c.find(exp.Subquery, exp.Exists) is None and not (
                     isinstance(c, exp.In) and c.args.get("query") is not None):
@@ -626,9 +642,8 @@ class Binder:
         if isinstance(sel, exp.Select):
             _local, corr = self._split_correlated(sel)
             if corr:
-                if negated:
-                    raise FeatureNotSupported("correlated NOT IN subqueries are not supported",
-                                              position=position(self.sql, c))
+                if negated:       # NULL-aware and correlated: per outer tuple (InSubPlan)
+                    return L.Filter(node, exp.Not(this=self.expr(c, scope)))
                 if len(sel.expressions) != 1:
                     raise SqlError("subquery has too many columns", "42601",
                                    position(self.sql, sel))
@@ -684,7 +699,15 @@ class Binder:
         vkey = f"$corr{n}.value"
         proj = L.Project(agg, [(k, keycol(k)) for k, _ in groups] + [(vkey, value)])
         join = L.Join(node, proj, "left", lk, [keycol(k) for k, _ in groups])
-        return keycol(vkey), join
+        # An outer row without matching inner rows gets no group: its value is that of the
+        # aggregates over no rows (count 0, others NULL), not NULL - `(SELECT count(*) ...)`
+        # is 0 there. A joined group's first key is never NULL (it matched by equality).
+        empty = _empty_group_value(value, aggs)
+        if empty is None:
+            return keycol(vkey), join
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=keycol(groups[0][0]),
+                                                expression=exp.Null()), true=empty)],
+                        default=keycol(vkey)), join
 
     @staticmethod
     def _has_agg(sel: exp.Select) -> bool:
@@ -959,13 +982,11 @@ class Binder:
             if call is not None:
                 return call
             if isinstance(node, exp.In) and node.args.get("query") is not None:
-                # Outside a WHERE conjunct (those become semi / anti joins): x IN (sel) is
-                # x = ANY (the subquery's column as an array), with the same NULL logic
-                # (TRUE on a match, else NULL if x or an element is NULL, else FALSE).
+                # Outside a WHERE conjunct (those become semi / anti joins): an InSubPlan,
+                # the subquery run once per outer tuple it reads, x tested against its rows
                 q = node.args["query"]
-                return exp.EQ(this=_rebuild(node.this, conv), expression=exp.Any(
-                    this=self.subplan(q.this if isinstance(q, exp.Subquery) else q,
-                                      scope, "array")))
+                return InSubPlan(this=_rebuild(node.this, conv), expression=self.subplan(
+                    q.this if isinstance(q, exp.Subquery) else q, scope, "set"))
             if isinstance(node, (exp.Any, exp.All)) and _quantified_query(node) is not None:
                 return node.__class__(this=self.subplan(_quantified_query(node), scope,
                                                         "array"))
@@ -1706,3 +1727,23 @@ def _set_operand(sq: exp.Subquery) -> bool:
     p = sq.parent
     return (isinstance(p, exp.In) and p.args.get("query") is sq) or isinstance(p, (exp.Any,
                                                                                    exp.All))
+
+
+def _empty_group_value(value: exp.Expression, aggs: list[L.AggCall]) -> exp.Expression | None:
+    """`value` (an expression over aggregate keys) for a group with no rows: count and
+    count(*) are 0, the other aggregates NULL. None when that is simply NULL (no count in
+    `value`), so the plain left-join result needs no CASE."""
+    counts = {a.key for a in aggs if a.func in ("count", "count_star")}
+    value = value.copy().transform(                 # avg over no rows is NULL
+        lambda n: exp.Null() if isinstance(n, AvgOf) else n)
+    if not any(c.name in counts for c in value.find_all(exp.Column)):
+        if isinstance(value, exp.Column) or value.find(exp.Coalesce, exp.Case, exp.If,
+                                                       exp.Is) is None:
+            return None
+    keys = {a.key for a in aggs}
+
+    def sub(n):
+        if isinstance(n, exp.Column) and n.name in keys:
+            return exp.Literal.number(0) if n.name in counts else exp.Null()
+        return n
+    return value.transform(sub)

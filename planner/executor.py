@@ -502,7 +502,12 @@ class Executor:
             if a.arg is not None:
                 e = next(it)
                 if f"{a.key}$arg" not in cols:
-                    cols[f"{a.key}$arg"] = _chunked(self.eval(e, t), t.num_rows)
+                    arg = _chunked(self.eval(e, t), t.num_rows)
+                    if a.func == "sum" and pa.types.is_int64(arg.type):
+                        # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum
+                        # wraps around silently on overflow
+                        arg = arg.cast(pa.decimal128(38, 0))
+                    cols[f"{a.key}$arg"] = arg
         if not node.groups:
             out = {}
             for a in node.aggs:
@@ -725,8 +730,7 @@ class Executor:
     def _setop(self, node: L.SetOp) -> pa.Table:
         left = self.run(node.left)
         right = self.run(node.right)
-        left = pa.Table.from_arrays(left.columns, names=node.keys)
-        right = pa.Table.from_arrays(right.columns, names=node.keys)
+        left, right = _setop_types(left, right, node.keys)
         try:
             both = pa.concat_tables([left, right], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
@@ -738,8 +742,10 @@ class Executor:
         if node.all:
             raise SqlError(f"{node.kind.upper()} ALL is not supported", "0A000")
         left, right = distinct(left), distinct(right)
-        keys = [left.column(k) for k in node.keys]
-        rkeys = [right.column(k) for k in node.keys]
+        # rows are compared as in DISTINCT (NULL matches NULL), which a hash join does not
+        # do: each key is joined as (value with NULL filled in, is NULL)
+        keys = [p for k in node.keys for p in _not_distinct_key(left.column(k))]
+        rkeys = [p for k in node.keys for p in _not_distinct_key(right.column(k))]
         return hash_join(left, right, keys, rkeys,
                          "left semi" if node.kind == "intersect" else "left anti")
 
@@ -920,6 +926,45 @@ def _changes(a) -> np.ndarray:
     return diff.to_numpy(zero_copy_only=False)
 
 
+def _not_distinct_key(a) -> tuple:
+    """A join key column as (values with NULLs replaced, is NULL): equal pairs mean IS NOT
+    DISTINCT FROM. The replacement is one fixed value of the type (the same on both sides
+    of the join; only the flag tells NULLs apart)."""
+    a = _combine_chunks(a)
+    if pa.types.is_null(a.type):
+        a = a.cast(pa.int8())
+    flags = pc.is_null(a)
+    if a.null_count == 0:
+        return a, flags
+    for seed in (pa.scalar(0, pa.int32()), pa.scalar(0, pa.int64()), pa.scalar(""),
+                 pa.scalar(b"")):      # a zero / empty value of the type (date, timestamp..)
+        try:
+            return pc.fill_null(a, seed.cast(a.type)), flags
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    raise SqlError(f"cannot compare values of type {a.type} in a set operation", "42883")
+
+
+def _setop_types(left: pa.Table, right: pa.Table, keys: list[str]
+                 ) -> tuple[pa.Table, pa.Table]:
+    """Both inputs of a set operation renamed to `keys`, each column pair cast to its common
+    type by the expression rules (PostgreSQL's: int and numeric give numeric, numeric and
+    double give double), not Arrow's promotion; 42804 when there is none."""
+    from planner.expr import _cast, _supertype
+    lcols, rcols = [], []
+    for a, b in zip(left.columns, right.columns):
+        if a.type != b.type and not pa.types.is_null(a.type) and not pa.types.is_null(b.type):
+            t = _supertype([a.type, b.type])
+            if t is None:
+                raise SqlError(f"UNION/INTERSECT/EXCEPT types {a.type} and {b.type} cannot be "
+                               "matched", "42804")
+            a = a if a.type == t else _cast(_combine_chunks(a), t, None)
+            b = b if b.type == t else _cast(_combine_chunks(b), t, None)
+        lcols.append(a)
+        rcols.append(b)
+    return (pa.Table.from_arrays(lcols, names=keys), pa.Table.from_arrays(rcols, names=keys))
+
+
 def _chunked(a, n: int):
     if isinstance(a, pa.Scalar):
         return pa.repeat(a, n)
@@ -983,7 +1028,10 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
         a, b = _chunked(a, left.num_rows), _chunked(b, right.num_rows)
         common = _common_key_type(a.type, b.type)
         if common is not None:
-            a, b = a.cast(common), b.cast(common)
+            # integers beyond 2**53 compared with a double round, as in PostgreSQL (int8 =
+            # float8 converts the integer); Arrow's safe cast would refuse them
+            unsafe = pa.types.is_floating(common)
+            a, b = a.cast(common, safe=not unsafe), b.cast(common, safe=not unsafe)
         elif a.type != b.type:
             raise SqlError(f"cannot join on {a.type} = {b.type}", "42804")
         left = left.append_column(f"$lk{i}", a)

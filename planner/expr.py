@@ -2380,6 +2380,19 @@ def _anonymous(node: exp.Anonymous, ctx: _Ctx) -> Value:
 # ('{r,p,""}'), as PostgreSQL resolves the unknown type from its context.
 
 
+def _type_from_str(text: str) -> pa.DataType:
+    """An Arrow type from its str() (ArrayType's serialized element type): the aliases
+    pyarrow knows, plus the parameterised decimal128(p, s) / timestamp[unit] / date32[day]
+    it does not."""
+    m = re.fullmatch(r"decimal128\((\d+), (\d+)\)", text)
+    if m:
+        return pa.decimal128(int(m.group(1)), int(m.group(2)))
+    m = re.fullmatch(r"timestamp\[(\w+)\]", text)
+    if m:
+        return pa.timestamp(m.group(1))
+    return pa.type_for_alias({"date32[day]": "date32", "date64[ms]": "date64"}.get(text, text))
+
+
 class ArrayType(pa.ExtensionType):
     """A one-dimensional SQL array of `value_type` (storage: its text form)."""
 
@@ -2393,7 +2406,7 @@ class ArrayType(pa.ExtensionType):
     @classmethod
     def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes
                                   ) -> ArrayType:
-        return cls(pa.type_for_alias(serialized.decode()))
+        return cls(_type_from_str(serialized.decode()))
 
     def __reduce__(self):
         return ArrayType, (self.value_type,)
@@ -3076,6 +3089,75 @@ def _subplan(node: SubPlan, ctx: _Ctx) -> Value:
     return _as_array(arr) if _kind(t) == "list" else arr
 
 
+class InSubPlan(exp.Expression):
+    """`x IN (subquery)` where it cannot be a semi join (outside a WHERE conjunct: in an OR,
+    a CASE, the SELECT list): `this` is x, `expression` a SubPlan of kind "set" whose rows
+    are the set. The subquery runs once per distinct tuple of the outer values it reads
+    (once when uncorrelated), and x is tested against its column with PostgreSQL's NULL
+    logic, vectorised over the rows: TRUE on a match, else NULL if x is NULL (and the set
+    is not empty) or the set holds a NULL, else FALSE."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
+
+
+@_handles(InSubPlan)
+def _in_subplan(node: InSubPlan, ctx: _Ctx) -> Value:
+    sub: SubPlan = node.expression
+    plan = sub.args["plan"]
+    x = _eval(node.this, ctx)
+    values = [_eval(e, ctx) for e in sub.expressions]
+    if all(isinstance(v, pa.Scalar) for v in values):
+        return _in_set(x, node.this, _subplan_set(plan, values, node), node)
+    n = ctx.num_rows
+    cols = [_combine(_broadcast(v, n)) for v in values]
+    xs = _combine(_broadcast(x, n))
+    # One run per distinct outer tuple (a Python loop over the rows to group them, as in
+    # _subplan: each run binds and executes a plan, which dominates).
+    groups: dict[tuple, list[int]] = {}
+    for r, key in enumerate(zip(*[c.to_pylist() for c in cols])):
+        groups.setdefault(key, []).append(r)
+    parts, order = [], []
+    for rows in groups.values():
+        idx = pa.array(rows, pa.int64())
+        first = rows[0]
+        part = _in_set(xs.take(idx), node.this,
+                       _subplan_set(plan, [c[first] for c in cols], node), node)
+        parts.append(_combine(_broadcast(part, len(rows))).cast(pa.bool_()))
+        order.append(idx)
+    if not parts:
+        return pa.nulls(0, pa.bool_())
+    result = pa.concat_arrays(parts)
+    inverse = pc.sort_indices(pa.concat_arrays(order))
+    return result.take(inverse)
+
+
+def _subplan_set(plan: Any, values: list[pa.Scalar], node: exp.Expr) -> pa.Array:
+    t = plan.run(values, False)
+    if t.num_columns != 1:
+        raise _err("subquery has too many columns", "42601", node)
+    return _combine(t.column(0))
+
+
+def _in_set(x: Value, x_node: exp.Expr, col: pa.Array, node: exp.Expr) -> Value:
+    """x IN (the values of `col`) with SQL's NULL logic."""
+    if len(col) == 0:
+        return pa.scalar(False) if isinstance(x, pa.Scalar) else pa.array(
+            np.zeros(len(x), dtype=bool))
+    has_null = col.null_count > 0
+    present = pc.drop_null(col)
+    if _kind(present.type) == "null":
+        present = present.cast(x.type) if _kind(x.type) != "null" else present
+    a, b = _coerce_pair(x, x_node, present, exp.Column(), "=", node)
+    _check_comparable(a, "=", b, node)
+    if _kind(a.type) == "null":
+        return _null_of(pa.bool_())
+    found = pc.is_in(a, value_set=_combine(b), skip_nulls=True)
+    unknown = pc.is_null(a)
+    if has_null:
+        unknown = pc.or_(unknown, pa.scalar(True))
+    return pc.if_else(found, True, pc.if_else(unknown, _null_of(pa.bool_()), False))
+
+
 def _subplan_value(plan: Any, kind: str, values: list[pa.Scalar], node: SubPlan,
                    schema_only: bool = False) -> tuple[pa.Scalar, pa.DataType]:
     t = plan.run(values, schema_only)
@@ -3191,7 +3273,12 @@ def _const_sql(self: sqlglot.generator.Generator, e: Const) -> str:
 # sqlglot dispatches on `<key>_sql` methods it collects per generator class (and caches);
 # registering the method on the base class reaches every dialect, including caches built
 # before this module was imported.
-for _cls, _render in ((Const, _const_sql), (SubPlan, _subplan_sql), (HostCall, _host_call_sql)):
+def _in_subplan_sql(self: sqlglot.generator.Generator, e: InSubPlan) -> str:
+    return f"{self.sql(e.this)} IN {self.sql(e.expression)}"
+
+
+for _cls, _render in ((Const, _const_sql), (SubPlan, _subplan_sql), (HostCall, _host_call_sql),
+                      (InSubPlan, _in_subplan_sql)):
     setattr(sqlglot.generator.Generator, f"{_cls.key}_sql", _render)
     exp.EXPR_CLASSES.setdefault(_cls.key, _cls)
     for _dispatch in getattr(sqlglot.generator, "_DISPATCH_CACHE", {}).values():

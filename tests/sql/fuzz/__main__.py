@@ -1,0 +1,49 @@
+"""python -m tests.sql.fuzz [technique ...] [--queries N] [--seed S] [--per-world N]
+                        [--replay SEED] [-v]
+
+Runs the SQL fuzzers (tests/sql/fuzz/__init__.py) and prints, per technique,
+`N queries, M mismatches` with the wall time, then each mismatch (seed and SQL)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from tests.sql.fuzz.runner import TECHNIQUES, Runner
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.sql.fuzz")
+    ap.add_argument("techniques", nargs="*", default=list(TECHNIQUES),
+                    help=f"any of {', '.join(TECHNIQUES)} (default: all)")
+    ap.add_argument("--queries", type=int, default=1000, help="queries per technique")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--per-world", type=int, default=200,
+                    help="queries per random schema and data set")
+    ap.add_argument("--replay", type=int, metavar="SEED",
+                    help="run the one query of this seed (from a mismatch report) again")
+    ap.add_argument("-v", "--verbose", action="store_true", help="outcome counts too")
+    args = ap.parse_args(argv)
+    failed = False
+    for tech in args.techniques:
+        t = time.perf_counter()
+        r = Runner(tech, args.seed)
+        st = r.replay(args.replay) if args.replay is not None else \
+            r.run(args.queries, args.per_world)
+        secs = time.perf_counter() - t
+        print(f"{tech}: {st.queries} queries, {len(st.mismatches)} mismatches "
+              f"({secs:.1f} s)", flush=True)
+        if args.verbose:
+            for k, v in st.outcomes.most_common():
+                print(f"    {v:7d} {k}")
+            for k, v in st.unsupported.most_common(10):
+                print(f"    {v:7d} 0A000 {k}")
+        for m in st.mismatches[:20]:
+            print("  " + str(m).replace("\n", "\n  "))
+        failed |= bool(st.mismatches)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
