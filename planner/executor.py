@@ -447,6 +447,13 @@ class Executor:
                 x = x.cast(pa.int64())
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)
             filled = _combine_chunks(pc.fill_null(x, zero))
+            if pa.types.is_floating(x.type):
+                total = _float_window_sum(filled, row_start, last)
+                total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
+                if f == "sum":
+                    return total
+                return pc.divide(total, pa.array(np.where(count > 0, count, 1).astype(
+                    np.float64)))
             csum = _decimal_cumsum(filled) if pa.types.is_decimal(x.type) else \
                 pc.cumulative_sum_checked(filled)
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(csum.type) else 0,
@@ -497,12 +504,16 @@ class Executor:
             t = t.append_column(k, _chunked(self.eval(e, t), t.num_rows))
         it = iter(rewritten)
         for k, _ in node.groups:
-            cols[k] = _chunked(self.eval(next(it), t), t.num_rows)
+            cols[k] = hash_key(_chunked(self.eval(next(it), t), t.num_rows))
         for a in node.aggs:
             if a.arg is not None:
                 e = next(it)
                 if f"{a.key}$arg" not in cols:
                     arg = _chunked(self.eval(e, t), t.num_rows)
+                    if a.distinct:
+                        arg = hash_key(arg)     # -0.0 and 0.0 are one value
+                    if a.func == "count" and pa.types.is_null(arg.type):
+                        arg = arg.cast(pa.int8())     # count(DISTINCT NULL): no kernel
                     if a.func == "sum" and pa.types.is_int64(arg.type):
                         # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum
                         # wraps around silently on overflow
@@ -926,6 +937,25 @@ def _changes(a) -> np.ndarray:
     return diff.to_numpy(zero_copy_only=False)
 
 
+def _float_window_sum(x: pa.Array, row_start: np.ndarray, last: np.ndarray) -> pa.Array:
+    """Sums of x[row_start[i] .. last[i]] by differences of one cumulative sum, with the
+    non-finite values counted apart: an infinity or NaN in one partition must not turn the
+    differences of every later row into NaN (inf - inf)."""
+    v = x.to_numpy(zero_copy_only=False).astype(np.float64)
+    finite = np.isfinite(v)
+
+    def window(c: np.ndarray) -> np.ndarray:
+        c = np.cumsum(c)
+        return c[last] - np.where(row_start > 0, c[np.maximum(row_start - 1, 0)], 0)
+    total = window(np.where(finite, v, 0.0))
+    pos, neg, nan = (window(m.astype(np.int64)) for m in (v == np.inf, v == -np.inf,
+                                                           np.isnan(v)))
+    total = np.where(pos > 0, np.inf, total)
+    total = np.where(neg > 0, -np.inf, total)
+    total = np.where((nan > 0) | ((pos > 0) & (neg > 0)), np.nan, total)
+    return pa.array(total).cast(x.type)
+
+
 def _not_distinct_key(a) -> tuple:
     """A join key column as (values with NULLs replaced, is NULL): equal pairs mean IS NOT
     DISTINCT FROM. The replacement is one fixed value of the type (the same on both sides
@@ -988,9 +1018,19 @@ def _concat_promote(parts: list, name: str) -> pa.Array:
         raise SqlError("VALUES types cannot be matched", "42804") from None
 
 
+def hash_key(a):
+    """A column as a hash key (GROUP BY, DISTINCT, join keys): floats get -0.0 -> 0.0, since
+    SQL has -0.0 = 0.0 but Arrow's hashing tells them apart."""
+    if pa.types.is_floating(a.type):
+        return pc.add(a, pa.scalar(0.0, a.type))
+    return a
+
+
 def distinct(t: pa.Table) -> pa.Table:
     if t.num_columns == 0:
         return empty_rows(min(t.num_rows, 1))
+    if any(pa.types.is_floating(f.type) for f in t.schema):
+        t = pa.Table.from_arrays([hash_key(c) for c in t.columns], names=t.column_names)
     r = t.group_by(t.column_names, use_threads=True).aggregate([])
     return r.select(t.column_names)
 
@@ -1034,6 +1074,7 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
             a, b = a.cast(common, safe=not unsafe), b.cast(common, safe=not unsafe)
         elif a.type != b.type:
             raise SqlError(f"cannot join on {a.type} = {b.type}", "42804")
+        a, b = hash_key(a), hash_key(b)
         left = left.append_column(f"$lk{i}", a)
         right = right.append_column(f"$rk{i}", b)
         ln.append(f"$lk{i}")

@@ -1122,8 +1122,10 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
     x = _widen(x, t, node.this)
     present = [_widen(v, t, None) for v in values if v.is_valid]
     has_null = len(present) < len(values)
-    found = pc.is_in(x, value_set=pa.array([v.as_py() for v in present], type=t),
-                     skip_nulls=True)
+    value_set = pa.array([v.as_py() for v in present], type=t)
+    if _kind(t) == "float":       # -0.0 = 0.0, which the hash lookup does not know
+        x, value_set = pc.add(x, pa.scalar(0.0, t)), pc.add(value_set, pa.scalar(0.0, t))
+    found = pc.is_in(x, value_set=value_set, skip_nulls=True)
     no_answer = _null_of(pa.bool_())
     if has_null:  # no match against a list holding NULL is NULL
         return pc.if_else(found, True, no_answer)
@@ -3151,7 +3153,10 @@ def _in_set(x: Value, x_node: exp.Expr, col: pa.Array, node: exp.Expr) -> Value:
     _check_comparable(a, "=", b, node)
     if _kind(a.type) == "null":
         return _null_of(pa.bool_())
-    found = pc.is_in(a, value_set=_combine(b), skip_nulls=True)
+    b = _combine(b)
+    if _kind(a.type) == "float":  # -0.0 = 0.0, which the hash lookup does not know
+        a, b = pc.add(a, pa.scalar(0.0, a.type)), pc.add(b, pa.scalar(0.0, b.type))
+    found = pc.is_in(a, value_set=b, skip_nulls=True)
     unknown = pc.is_null(a)
     if has_null:
         unknown = pc.or_(unknown, pa.scalar(True))

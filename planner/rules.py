@@ -314,6 +314,8 @@ def to_column_predicate(scan: L.Scan, c: exp.Expression, types: dict) -> ColumnP
         vals = [val(e, col) for e in c.expressions]
         if any(v is None for v in vals):
             return None
+        if any(isinstance(v, float) and v == 0 for v in vals):
+            return None     # the engine's IN is a hash lookup, where -0.0 is not 0.0
         return ColumnPredicate.in_list(col, vals)
     test = null_test(c)
     if test is not None:

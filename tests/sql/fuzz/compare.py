@@ -14,7 +14,7 @@ import datetime as dt
 import math
 from decimal import Decimal
 
-REL = 1e-9
+REL = 1e-6
 
 
 def norm(v):

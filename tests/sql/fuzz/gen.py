@@ -208,6 +208,8 @@ def sql_value(v) -> str:
     if isinstance(v, float):
         if v != v:
             return "CAST('NaN' AS DOUBLE)"
+        if v == 0 and str(v).startswith("-"):
+            return "CAST('-0' AS DOUBLE)"
         if v in (float("inf"), float("-inf")):
             return f"CAST('{'-' if v < 0 else ''}Infinity' AS DOUBLE)"
         return repr(v)
