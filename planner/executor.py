@@ -966,7 +966,7 @@ def _not_distinct_key(a) -> tuple:
     flags = pc.is_null(a)
     if a.null_count == 0:
         return a, flags
-    for seed in (pa.scalar(0, pa.int32()), pa.scalar(0, pa.int64()), pa.scalar(""),
+    for seed in (pa.scalar(0, pa.int32()), pa.scalar(decimal.Decimal(0)), pa.scalar(""),
                  pa.scalar(b"")):      # a zero / empty value of the type (date, timestamp..)
         try:
             return pc.fill_null(a, seed.cast(a.type)), flags

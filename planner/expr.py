@@ -1060,7 +1060,29 @@ def _comparison(node: exp.Binary, ctx: _Ctx) -> Value:
     _check_comparable(a, op, b, node)
     if _kind(a.type) == "null":
         return _null_of(pa.bool_())
+    if _kind(a.type) == "float":
+        return _float_compare(op, fn, a, b)
     return fn(a, b)
+
+
+def _float_compare(op: str, fn: Callable[..., Value], a: Value, b: Value) -> Value:
+    """PostgreSQL's float comparison: NaN equals NaN and is greater than every other value
+    (so that floats sort and group totally); IEEE, which Arrow follows, has NaN unordered."""
+    r = fn(a, b)
+    an, bn = pc.fill_null(pc.is_nan(a), False), pc.fill_null(pc.is_nan(b), False)
+    if op in ("=", "<>"):
+        fix = pc.and_(an, bn)                            # NaN = NaN
+        value = op == "="
+    elif op in (">", ">="):
+        fix = pc.and_(an, pc.invert(bn)) if op == ">" else an
+        value = True
+    else:
+        fix = pc.and_(bn, pc.invert(an)) if op == "<" else bn
+        value = True
+    fix = pc.and_(fix, pc.and_(pc.is_valid(a), pc.is_valid(b)))     # NULL stays NULL
+    if isinstance(fix, pa.Scalar) and not fix.as_py():
+        return r
+    return pc.if_else(fix, pa.scalar(value), r)
 
 
 @_handles(exp.NullSafeEQ, exp.NullSafeNEQ)
@@ -1083,6 +1105,9 @@ def _between(node: exp.Between, ctx: _Ctx) -> Value:
     x2, hi = _coerce_pair(x, node.this, _eval(hi_node, ctx), hi_node, "<=", node)
     if _kind(x1.type) == "null" or _kind(x2.type) == "null":
         return _null_of(pa.bool_())
+    if _kind(x1.type) == "float" or _kind(x2.type) == "float":
+        return pc.and_kleene(_float_compare(">=", pc.greater_equal, x1, lo),
+                             _float_compare("<=", pc.less_equal, x2, hi))
     return pc.and_kleene(pc.greater_equal(x1, lo), pc.less_equal(x2, hi))
 
 

@@ -227,3 +227,20 @@ def test_minus_zero_equals_zero_in_in_group_by_distinct_and_joins(fz):
     assert rows(fz, "SELECT d, count(*) FROM f WHERE k > 2 GROUP BY d") == [(0.0, 2)]
     assert rows(fz, "SELECT count(DISTINCT d) FROM f WHERE k > 2") == [(1,)]
     assert rows(fz, "SELECT count(*) FROM f x JOIN f y ON x.d = y.d WHERE x.k > 2") == [(4,)]
+
+
+def test_nan_compares_as_in_postgresql(con):
+    # NaN = NaN and NaN > every other value (IEEE has NaN unordered); NULL stays NULL
+    assert rows(con, "SELECT x = y, x > y, x < y, x >= y, x <> y FROM (VALUES "
+                     "(CAST('NaN' AS DOUBLE), CAST('Infinity' AS DOUBLE)), "
+                     "(CAST('NaN' AS DOUBLE), CAST('NaN' AS DOUBLE)), "
+                     "(1.0, CAST('NaN' AS DOUBLE)), (NULL, CAST('NaN' AS DOUBLE))) v(x, y)") == [
+        (False, True, False, True, True), (True, False, False, True, False),
+        (False, False, True, False, True), (None, None, None, None, None)]
+
+
+def test_except_on_decimals_with_nulls(fz):
+    # the NULL-safe key of a DECIMAL(9, 2) column needs a zero of that type (XX000 before)
+    from decimal import Decimal
+    got = rows(fz, "SELECT m FROM f EXCEPT SELECT m FROM f WHERE k = 4")
+    assert sorted(got, key=str) == [(Decimal("2.25"),), (None,)]
