@@ -308,10 +308,17 @@ class Binder:
         # ORDER BY / LIMIT on the whole set operation refer to output names or ordinals.
         order = q.args.get("order")
         if order is not None:
+            # qualify may have turned `ORDER BY 2` into the name it gave that item of the
+            # leftmost SELECT (`_col_1` for `count(*)`): those names count too
+            first = q.this
+            while isinstance(first, (exp.SetOperation, exp.Subquery)):
+                first = first.this
+            aliases = {i: it.alias for i, it in enumerate(first.expressions)
+                       if isinstance(it, exp.Alias)} if isinstance(first, exp.Select) else {}
             skeys = []
             for o in order.expressions:
                 e = o.this
-                k = self._output_ref(e, lnames, keys)
+                k = self._output_ref(e, lnames, keys, aliases)
                 if k is None:
                     raise FeatureNotSupported(
                         "ORDER BY on a set operation must name an output column",

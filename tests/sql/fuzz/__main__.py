@@ -23,14 +23,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="queries per random schema and data set")
     ap.add_argument("--replay", type=int, metavar="SEED",
                     help="run the one query of this seed (from a mismatch report) again")
+    ap.add_argument("--progress", action="store_true",
+                    help="print the running counts after each world (long runs)")
     ap.add_argument("-v", "--verbose", action="store_true", help="outcome counts too")
     args = ap.parse_args(argv)
     failed = False
     for tech in args.techniques:
         t = time.perf_counter()
         r = Runner(tech, args.seed)
+        def progress(st, tech=tech, t0=t):
+            if args.progress:
+                print(f"  ... {tech}: {st.queries} queries, {len(st.mismatches)} mismatches "
+                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
         st = r.replay(args.replay) if args.replay is not None else \
-            r.run(args.queries, args.per_world)
+            r.run(args.queries, args.per_world, progress=progress)
         secs = time.perf_counter() - t
         print(f"{tech}: {st.queries} queries, {len(st.mismatches)} mismatches "
               f"({secs:.1f} s)", flush=True)
