@@ -186,19 +186,22 @@ class Runner:
         done = 0
         w = 0
         while done < queries and len(self.stats.mismatches) < max_mismatches:
-            world = World(self.seed * 100_003 + w)
-            try:
-                n = min(per_world, queries - done)
-                for i in range(n):
-                    qseed = (self.seed * 100_003 + w) * 1_000_003 + i
-                    self.one(world, qseed)
-                done += n
-            finally:
-                world.close()
+            n = min(per_world, queries - done)
+            self.run_world(w, n)
+            done += n
             w += 1
             if progress is not None:
                 progress(self.stats)
         return self.stats
+
+    def run_world(self, w: int, n: int) -> None:
+        """`n` queries in world number `w` of this runner's seed."""
+        world = World(self.seed * 100_003 + w)
+        try:
+            for i in range(n):
+                self.one(world, (self.seed * 100_003 + w) * 1_000_003 + i)
+        finally:
+            world.close()
 
     def replay(self, qseed: int) -> Stats:
         """Run the one query of seed `qseed` again (in the world it was generated for)."""
