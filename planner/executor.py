@@ -526,8 +526,12 @@ class Executor:
             if not out:
                 return empty_rows(1)
             return pa.table(out)
+        nan_max = [a for a in node.aggs if a.func == "max" and f"{a.key}$arg" in cols and
+                   pa.types.is_floating(cols[f"{a.key}$arg"].type)]
+        for a in nan_max:     # max over floats is NaN when the group has one (PostgreSQL)
+            cols[f"{a.key}$nan"] = pc.fill_null(pc.is_nan(cols[f"{a.key}$arg"]), False)
         work = pa.table(cols)
-        spec = []
+        spec = [(f"{a.key}$nan", "any") for a in nan_max]
         names = []
         per_list = set()
         for a in node.aggs:
@@ -544,9 +548,13 @@ class Executor:
                 names.append((a.key, f"{a.key}$arg_{fn}"))
         gkeys = [k for k, _ in node.groups]
         r = work.group_by(gkeys, use_threads=True).aggregate(spec)
-        return pa.table({**{k: r.column(k) for k in gkeys},
-                         **{k: _aggregate_lists(a, r.column(n)) if a.key in per_list
-                            else r.column(n) for a, (k, n) in zip(node.aggs, names)}})
+        out = {**{k: r.column(k) for k in gkeys},
+               **{k: _aggregate_lists(a, r.column(n)) if a.key in per_list
+                  else r.column(n) for a, (k, n) in zip(node.aggs, names)}}
+        for a in nan_max:
+            nan = pa.scalar(float("nan"), out[a.key].type)
+            out[a.key] = pc.if_else(r.column(f"{a.key}$nan_any"), nan, out[a.key])
+        return pa.table(out)
 
     # -- joins -----------------------------------------------------------------------------
     def _join(self, node: L.Join) -> pa.Table:
@@ -901,6 +909,11 @@ def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> 
     if arr.null_count:
         work[f"{name}$null"] = pc.is_null(arr)
         sort_keys.append((f"{name}$null", "descending" if nulls_first else "ascending"))
+    if pa.types.is_floating(arr.type) and pc.any(pc.is_nan(arr)).as_py():
+        # NaN is above every other float (PostgreSQL); Arrow places NaNs at the end
+        # whatever the direction, so a NaN flag orders them first
+        work[f"{name}$nan"] = pc.fill_null(pc.is_nan(arr), False)
+        sort_keys.append((f"{name}$nan", "descending" if k.desc else "ascending"))
     work[name] = arr
     sort_keys.append((name, "descending" if k.desc else "ascending"))
 
@@ -966,7 +979,8 @@ def _not_distinct_key(a) -> tuple:
     flags = pc.is_null(a)
     if a.null_count == 0:
         return a, flags
-    for seed in (pa.scalar(0, pa.int32()), pa.scalar(decimal.Decimal(0)), pa.scalar(""),
+    for seed in (pa.scalar(0, pa.int32()), pa.scalar(decimal.Decimal(0)),
+                 pa.scalar(0, pa.int64()), pa.scalar(""),
                  pa.scalar(b"")):      # a zero / empty value of the type (date, timestamp..)
         try:
             return pc.fill_null(a, seed.cast(a.type)), flags
@@ -1169,6 +1183,9 @@ def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
         return pa.array([s.as_py()], s.type)
     if a.func in ("min", "max"):
         s = pc.min_max(arr)[a.func]
+        if a.func == "max" and pa.types.is_floating(arr.type) and \
+                pc.any(pc.is_nan(arr)).as_py():
+            return pa.array([float("nan")], arr.type)      # NaN is the largest float
         return pa.array([s.as_py()], arr.type)
     if a.func in ("stddev", "stddev_pop", "variance", "variance_pop"):
         ddof = 0 if a.func.endswith("_pop") else 1

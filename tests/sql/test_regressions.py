@@ -6,6 +6,8 @@ tests/sql/fuzz found) the technique that found it. Issue 16's own list comes fir
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import kudusql
@@ -244,3 +246,21 @@ def test_except_on_decimals_with_nulls(fz):
     from decimal import Decimal
     got = rows(fz, "SELECT m FROM f EXCEPT SELECT m FROM f WHERE k = 4")
     assert sorted(got, key=str) == [(Decimal("2.25"),), (None,)]
+
+
+def test_nan_sorts_and_aggregates_as_the_largest_float(con):
+    v = ("(VALUES (CAST('NaN' AS DOUBLE)), (CAST('Infinity' AS DOUBLE)), (1.0), (NULL)) "
+         "v(x)")
+    got = rows(con, f"SELECT x FROM {v} ORDER BY 1 DESC")
+    assert got[0] == (None,) and math.isnan(got[1][0]) and got[2:] == [(math.inf,), (1.0,)]
+    got = rows(con, f"SELECT x FROM {v} ORDER BY 1 DESC NULLS LAST LIMIT 1")
+    assert math.isnan(got[0][0])
+    (mx, mn), = rows(con, f"SELECT max(x), min(x) FROM {v}")
+    assert math.isnan(mx) and mn == 1.0
+    (g, mx), = rows(con, f"SELECT 1, max(x) FROM {v} GROUP BY 1")
+    assert math.isnan(mx)
+
+
+def test_set_operation_keys_of_timestamps_with_nulls(con):
+    assert rows(con, "SELECT CAST(NULL AS TIMESTAMP) EXCEPT SELECT TIMESTAMP '2020-01-01'") \
+        == [(None,)]

@@ -68,20 +68,27 @@ class World:
     delta stores all hold rows) and in DuckDB; a snapshot `v1` taken before a round of
     UPDATE / DELETE / INSERT, kept in DuckDB as `<table>_v1` for time-travel queries."""
 
-    def __init__(self, seed: int, directory: str | None = None):
+    def __init__(self, seed: int, directory: str | None = None, execute=None):
+        """`execute(sql)`: where the kudusql statements go (default: an embedded database
+        in `directory` or a temporary one). With `execute` (the wire fuzzer's client) there
+        is no flushing and no snapshot (`v1` is None)."""
         self.seed = seed
         rng = random.Random(seed)
         self.rng = rng
-        self._tmp = directory is None
-        self.dir = directory or tempfile.mkdtemp(prefix="kudusql-fuzz-")
-        self.db = Database.open(self.dir, maintenance=False)
-        self.session = self.db.session()
+        self._tmp = directory is None and execute is None
+        self.db = None
+        if execute is None:
+            self.dir = directory or tempfile.mkdtemp(prefix="kudusql-fuzz-")
+            self.db = Database.open(self.dir, maintenance=False)
+            self.session = self.db.session()
+            execute = self.session.execute
+        self.execute = execute
         self.duck = duckdb.connect()
         self.tables = gen.gen_schema(rng, rng.choice([2, 3]))
         model: dict[str, dict] = {}
         for t in self.tables:
             kddl, dddl = t.ddl()
-            self.session.execute(kddl)
+            self.execute(kddl)
             rows = gen.gen_rows(rng, t, rng.randint(0, 14))
             self._insert(t, rows)
             if rng.random() < 0.7:
@@ -89,11 +96,13 @@ class World:
             more = gen.gen_rows(rng, t, rng.randint(0, 10), start=len(rows))
             self._insert(t, more)
             model[t.name] = {r[0]: r for r in rows + more}
-        time.sleep(0.002)
-        self.v1 = self.db.catalog.clock.now()
-        time.sleep(0.002)
-        for t in self.tables:
-            self._duck_table(f"{t.name}_v1", t, list(model[t.name].values()))
+        self.v1 = None
+        if self.db is not None:
+            time.sleep(0.002)
+            self.v1 = self.db.catalog.clock.now()
+            time.sleep(0.002)
+            for t in self.tables:
+                self._duck_table(f"{t.name}_v1", t, list(model[t.name].values()))
         # mutations after the snapshot: updates (some of flushed rows: DeltaMemStores),
         # deletes and new rows
         for t in self.tables:
@@ -103,12 +112,12 @@ class World:
                 ci = rng.randrange(1, len(t.columns))
                 c = t.columns[ci]
                 v = gen.value(rng, c, 0)
-                self.session.execute(f"UPDATE {t.name} SET {c.name} = {gen.sql_value(v)} "
-                                     f"WHERE k = {gen.sql_value(k)}")
+                self.execute(f"UPDATE {t.name} SET {c.name} = {gen.sql_value(v)} "
+                             f"WHERE k = {gen.sql_value(k)}")
                 m[k] = m[k][:ci] + (v,) + m[k][ci + 1:]
             for k in rng.sample(keys, min(len(keys), rng.randint(0, 2))):
                 if k in m:
-                    self.session.execute(f"DELETE FROM {t.name} WHERE k = {gen.sql_value(k)}")
+                    self.execute(f"DELETE FROM {t.name} WHERE k = {gen.sql_value(k)}")
                     del m[k]
             extra = gen.gen_rows(rng, t, rng.randint(0, 3), start=100)
             self._insert(t, extra)
@@ -120,9 +129,11 @@ class World:
     def _insert(self, t: gen.Table, rows: list[tuple]) -> None:
         if rows:
             values = ", ".join("(" + ", ".join(gen.sql_value(v) for v in r) + ")" for r in rows)
-            self.session.execute(f"INSERT INTO {t.name} VALUES {values}")
+            self.execute(f"INSERT INTO {t.name} VALUES {values}")
 
     def _flush(self, t: gen.Table, dms: bool) -> None:
+        if self.db is None:
+            return
         cat = self.db.catalog
         for _, tid in cat.get_table(t.name).tablets():
             tablet = cat.tablet(tid)
@@ -140,7 +151,8 @@ class World:
 
     def close(self) -> None:
         self.duck.close()
-        self.db.close()
+        if self.db is not None:
+            self.db.close()
         if self._tmp:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -214,7 +226,7 @@ class Runner:
 
     def one(self, world: World, qseed: int) -> None:
         rng = random.Random(qseed)
-        snapshot = world.v1 if rng.random() < 0.15 else None
+        snapshot = world.v1 if world.v1 is not None and rng.random() < 0.15 else None
         g = gen.QueryGen(rng, world.tables, snapshot=snapshot)
         getattr(self, "_" + self.technique)(world, g, qseed)
 
