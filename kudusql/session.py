@@ -283,7 +283,11 @@ class Session:
 
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         """One statement; engine errors come out as SqlError with their SQLSTATE."""
-        with _sql_errors(), rules.disabled_rules(self.disabled_rules):
+        # the session's rule switches, else whatever a caller's rules.disabled_rules block
+        # set for this thread
+        switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
+            contextlib.nullcontext()
+        with _sql_errors(), switches:
             r = self._execute_one(text, params, stream)
         if r.stream is not None:
             r.stream = _engine_errors_as_sql(r.stream)

@@ -264,3 +264,30 @@ def test_nan_sorts_and_aggregates_as_the_largest_float(con):
 def test_set_operation_keys_of_timestamps_with_nulls(con):
     assert rows(con, "SELECT CAST(NULL AS TIMESTAMP) EXCEPT SELECT TIMESTAMP '2020-01-01'") \
         == [(None,)]
+
+
+def test_parenthesised_query_over_the_extended_protocol(tmp_path):
+    """Found by the wire fuzzer: a statement starting with "(" was taken for an empty
+    query by Parse (its first word was looked for before the parenthesis), so asyncpg got
+    no rows for `(SELECT ...) UNION ALL (SELECT ...)`."""
+    import asyncio
+
+    import asyncpg
+
+    from tests.wire.conftest import start_server, stop_server
+    r = start_server(tmp_path / "db")
+
+    async def main():
+        c = await asyncpg.connect(**r.asyncpg_kw())
+        try:
+            await c.execute("CREATE TABLE p (a INT PRIMARY KEY, b INT)")
+            await c.execute("INSERT INTO p VALUES (1, 2)")
+            got = await c.fetch("(SELECT a FROM p) UNION ALL (SELECT b FROM p) ORDER BY 1")
+            assert [tuple(x) for x in got] == [(1,), (2,)]
+            assert [tuple(x) for x in await c.fetch("((SELECT a FROM p))")] == [(1,)]
+        finally:
+            await c.close()
+    try:
+        asyncio.run(main())
+    finally:
+        stop_server(r)
