@@ -443,6 +443,8 @@ class Executor:
         if f in ("sum", "avg"):
             if pa.types.is_decimal(x.type):      # running sums need SUM's width
                 x = x.cast(pa.decimal128(38, x.type.scale))
+            elif pa.types.is_int64(x.type):       # sum(bigint) is NUMERIC: no wrap-around
+                x = x.cast(pa.decimal128(38, 0))
             elif pa.types.is_integer(x.type):
                 x = x.cast(pa.int64())
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)

@@ -291,3 +291,9 @@ def test_parenthesised_query_over_the_extended_protocol(tmp_path):
         asyncio.run(main())
     finally:
         stop_server(r)
+
+
+def test_window_sum_of_bigint_does_not_overflow(fz):
+    from decimal import Decimal
+    assert rows(fz, "SELECT k, sum(i) OVER (ORDER BY k) FROM f WHERE k < 3 ORDER BY k") == [
+        (1, Decimal(2**63 - 1)), (2, Decimal(2**64 - 2))]

@@ -608,6 +608,9 @@ class QueryGen:
         fn = rng.choice(["rank()", "dense_rank()", "count(*)", "sum", "min", "max",
                          "row_number()", "lag", "first_value"])
         needs_total = fn in ("row_number()", "lag", "first_value")
+        if needs_total and {c.sql.split(".")[0] for c in keys} != {
+                c.sql.split(".")[0] for c in scope}:
+            fn, needs_total = "rank()", False  # a derived table has no key: no total order
         if needs_total:
             order = order + keys          # a total order (the keys of every table)
             if not order:
