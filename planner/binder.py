@@ -183,6 +183,7 @@ class Binder:
         ast = normalize_identifiers(ast, dialect="postgres")
         pg_rewrites(ast)
         flatten_paren_joins(ast)
+        rewrite_filter_clauses(ast)
         # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
         # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
         # system views may serve (the engine catalog itself knows only bare names).
@@ -403,6 +404,9 @@ class Binder:
             col_names = [c.name for c in cte.args["alias"].columns] \
                 if cte.args.get("alias") is not None and cte.args["alias"].columns else names
             return self._register_derived(node, alias, col_names, keys, scope, src)
+        if src.args.get("sample") is not None:
+            raise FeatureNotSupported("TABLESAMPLE is not supported",
+                                      position=position(self.sql, src))
         if isinstance(src, exp.Table):
             table = self.catalog.table(src.name)
             prefix = f"{alias}#{next(self._n)}"
@@ -626,10 +630,14 @@ class Binder:
             sub, _n, _k = self.query(sel, scope, ctes)
             return L.Join(node, L.Limit(sub, 1), "anti" if anti else "semi", [], [])
         if sel.args.get("group") or sel.args.get("having") or self._has_agg(sel) \
-                or sel.args.get("limit"):
-            raise FeatureNotSupported("correlated subqueries with GROUP BY, aggregates or "
-                                      "LIMIT in EXISTS/IN are not supported",
-                                      position=position(self.sql, sel))
+                or sel.args.get("limit") or sel.args.get("offset") or _has_lateral_source(sel):
+            # not a plain join: evaluated per outer tuple (SubPlan / InSubPlan)
+            if in_pair is not None:
+                test: exp.Expression = InSubPlan(this=in_pair[0], expression=self.subplan(
+                    sel, scope, "set"))
+            else:
+                test = self.subplan(sel, scope, "exists")
+            return L.Filter(node, exp.Not(this=test) if anti else test)
         sub_scope = Scope(scope)
         sub = self.from_where(sel, sub_scope, ctes, where=local)
         inner_keys = sub_scope.keys()
@@ -656,6 +664,9 @@ class Binder:
                                    position(self.sql, sel))
                 return self.exists(sel, node, scope, ctes, anti=False,
                                    in_pair=(lhs, sel.expressions[0].unalias()))
+        elif _outer_refs(sel):          # a correlated set operation: per outer tuple
+            test = InSubPlan(this=lhs, expression=self.subplan(sel, scope, "set"))
+            return L.Filter(node, exp.Not(this=test) if negated else test)
         sub, _names, keys = self.query(sel, scope, ctes)
         if len(keys) != 1:
             raise SqlError("subquery has too many columns", "42601", position(self.sql, sel))
@@ -672,6 +683,9 @@ class Binder:
                 continue
             sel = self._subquery_select(sq)
             _local, corr = self._split_correlated(sel)
+            if not corr and _outer_refs(sel):       # correlated outside its WHERE
+                replacements[id(sq)] = self.subplan(sel, scope, "scalar")
+                continue
             if not corr:
                 sub, _names, keys = self.query(sel, scope, ctes)
                 if len(keys) != 1:
@@ -741,6 +755,12 @@ class Binder:
         n = next(self._n)
         out_keys = [f"$out{n}.{i}" for i in range(len(items))]
         order_items = order.expressions if order is not None else []
+        if group is not None and (any(group.args.get(k) for k in ("rollup", "cube",
+                                                                   "grouping_sets")) or any(
+                isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                for g in group.expressions)):
+            raise FeatureNotSupported("ROLLUP, CUBE and GROUPING SETS are not supported",
+                                      position=position(self.sql, group))
         if has_agg:
             groups: list[tuple[str, exp.Expression]] = []
             for i, g in enumerate(group.expressions if group is not None else []):
@@ -874,7 +894,7 @@ class Binder:
             if in_nested_subquery(sq, e) or _set_operand(sq):
                 continue
             sel = self._subquery_select(sq)
-            if self._split_correlated(sel)[1]:
+            if self._split_correlated(sel)[1] or _outer_refs(sel):
                 out[id(sq)] = self.subplan(sel, scope, "scalar")
                 continue
             sub, names, keys = self.query(sel, scope, ctes)
@@ -935,7 +955,7 @@ class Binder:
         distinct = False
         if isinstance(arg, exp.Distinct):
             distinct = True
-            if len(arg.expressions) != 1:
+            if len(arg.expressions) != 1 or isinstance(arg.expressions[0], exp.Tuple):
                 raise FeatureNotSupported("aggregates over several DISTINCT arguments are not "
                                           "supported", position=position(self.sql, a))
             arg = arg.expressions[0]
@@ -1754,3 +1774,37 @@ def _empty_group_value(value: exp.Expression, aggs: list[L.AggCall]) -> exp.Expr
             return exp.Literal.number(0) if n.name in counts else exp.Null()
         return n
     return value.transform(sub)
+
+
+def _outer_refs(q: exp.Expression) -> bool:
+    """Whether query `q` reads a column of an enclosing query (anywhere, not only in its
+    WHERE: the SELECT list of `(SELECT t.b)`, a branch of a set operation)."""
+    return any(not _defined_within(c, q) for c in q.find_all(exp.Column))
+
+
+def rewrite_filter_clauses(ast: exp.Expression) -> None:
+    """`agg(x) FILTER (WHERE c)` -> `agg(CASE WHEN c THEN x END)` (in place): the aggregates
+    here all skip NULLs, so the rows the filter drops count for nothing; `count(*)` becomes
+    `count(CASE WHEN c THEN 1 END)`. array_agg / string_agg keep the clause (0A000)."""
+    for f in list(ast.find_all(exp.Filter)):
+        agg = f.this
+        cond = f.expression.this if isinstance(f.expression, exp.Where) else f.expression
+        if not isinstance(agg, exp.AggFunc) or isinstance(agg, (exp.ArrayAgg,
+                                                                exp.GroupConcat)):
+            raise FeatureNotSupported(f"FILTER on {agg.sql_name().lower()} is not supported")
+        arg = agg.this
+        target = arg.expressions[0] if isinstance(arg, exp.Distinct) and \
+            len(arg.expressions) == 1 else arg
+        if target is None or isinstance(target, exp.Star):
+            new_arg: exp.Expression = exp.Case(ifs=[exp.If(this=cond.copy(),
+                                                           true=exp.Literal.number(1))])
+            agg = exp.Count(this=new_arg)
+        else:
+            case = exp.Case(ifs=[exp.If(this=cond.copy(), true=target.copy())])
+            if isinstance(arg, exp.Distinct):
+                agg = agg.copy()
+                agg.this.set("expressions", [case])
+            else:
+                agg = agg.copy()
+                agg.set("this", case)
+        f.replace(agg)

@@ -297,3 +297,30 @@ def test_window_sum_of_bigint_does_not_overflow(fz):
     from decimal import Decimal
     assert rows(fz, "SELECT k, sum(i) OVER (ORDER BY k) FROM f WHERE k < 3 ORDER BY k") == [
         (1, Decimal(2**63 - 1)), (2, Decimal(2**64 - 2))]
+
+
+def test_subquery_shapes_that_were_refused_or_misread(con):
+    # correlated in its select list only (was bound as uncorrelated: 42703 on t#1.b)
+    assert rows(con, "SELECT (SELECT b) FROM t ORDER BY 1") == [(5,), (5,), (6,), (None,)]
+    # correlated EXISTS with LIMIT / HAVING and IN over a correlated UNION: per outer row
+    assert rows(con, "SELECT a FROM t x WHERE EXISTS (SELECT 1 FROM t z WHERE z.a > x.a "
+                     "LIMIT 1) ORDER BY a") == [(1,), (2,), (3,)]
+    assert rows(con, "SELECT a FROM t x WHERE NOT EXISTS (SELECT max(z.b) FROM t z WHERE "
+                     "z.a > x.a HAVING max(z.b) > 5) ORDER BY a") == [(2,), (3,), (4,)]
+    assert rows(con, "SELECT a FROM t WHERE a IN (SELECT y.b - 4 FROM t y WHERE y.a = t.a "
+                     "UNION SELECT 3) ORDER BY a") == [(1,), (2,), (3,)]
+    assert rows(con, "SELECT a FROM t WHERE a NOT IN (SELECT y.b - 4 FROM t y "
+                     "WHERE y.a = t.a) ORDER BY a") == [(4,)]
+
+
+def test_aggregate_filter_clause(con):
+    assert rows(con, "SELECT count(*) FILTER (WHERE b > 5), sum(c) FILTER (WHERE b IS NOT "
+                     "NULL), count(DISTINCT b) FILTER (WHERE a > 1) FROM t") == [(1, 40, 2)]
+
+
+def test_refusals_say_what_is_not_supported(con):
+    for sql, word in (("SELECT * FROM t TABLESAMPLE SYSTEM (10)", "TABLESAMPLE"),
+                      ("SELECT a FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
+                      ("SELECT count(DISTINCT (a, b)) FROM t", "several DISTINCT")):
+        e = err(con, sql)
+        assert e.sqlstate == "0A000" and word in str(e), (sql, e)
