@@ -108,6 +108,13 @@ class Executor:
                 typ = table.schema.field(s.name).type if table is not None else None
                 if typ is None or not pa.types.is_decimal(typ):
                     s = exp.Cast(this=s, to=exp.DataType.build("double"))
+                elif table is not None:
+                    # the sum's declared DECIMAL(38, s) leaves the quotient no digits for
+                    # its scale (6); typed by the digits the sums have, avg keeps at least
+                    # 16 significant digits, as PostgreSQL's does
+                    s = exp.Cast(this=s, to=exp.DataType.build(
+                        f"decimal({_digits(table.column(s.name), typ)}, {typ.scale})"))
+                    c = exp.Cast(this=c, to=exp.DataType.build("decimal(19, 0)"))
                 return exp.Div(this=s, expression=exp.Nullif(this=c, expression=exp.Literal.number(0)))
             return n
         return e.transform(fix, copy=True)
@@ -950,6 +957,14 @@ def _changes(a) -> np.ndarray:
     same_null = pc.and_(nul_c, nul_p)
     diff = pc.and_(diff, pc.invert(same_null))
     return diff.to_numpy(zero_copy_only=False)
+
+
+def _digits(col, typ: pa.DataType) -> int:
+    """The decimal precision the values of DECIMAL column `col` need (at least scale + 1)."""
+    mm = pc.min_max(col)
+    big = max((abs(v.as_py()) for v in (mm["min"], mm["max"]) if v.is_valid),
+              default=decimal.Decimal(0))
+    return min(38, max(len(str(int(big.scaleb(typ.scale)))), typ.scale + 1))
 
 
 def _float_window_sum(x: pa.Array, row_start: np.ndarray, last: np.ndarray) -> pa.Array:

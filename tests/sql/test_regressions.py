@@ -324,3 +324,13 @@ def test_refusals_say_what_is_not_supported(con):
                       ("SELECT count(DISTINCT (a, b)) FROM t", "several DISTINCT")):
         e = err(con, sql)
         assert e.sqlstate == "0A000" and word in str(e), (sql, e)
+
+
+def test_avg_of_decimal_keeps_sixteen_significant_digits(tmp_path):
+    from decimal import Decimal
+    with Database.open(str(tmp_path), maintenance=False) as db:
+        s = db.session()
+        s.execute("CREATE TABLE dd (k INT PRIMARY KEY, x DECIMAL(18,4))")
+        s.execute("INSERT INTO dd VALUES (1, 591.7), (2, 0), (3, 0)")
+        v = s.execute("SELECT avg(x) FROM dd")[0].table.column(0)[0].as_py()
+        assert abs(v - Decimal("197.2333333333333333")) < Decimal("1e-15")   # was 197.233333
