@@ -14,10 +14,20 @@
     scalar, uncorrelated           -> `SubqueryRef`, run once by the executor (an init plan)
     scalar, correlated by equality -> the subquery grouped by its correlated columns and
                                       left-joined, the expression replaced by the result column
-  Other shapes - correlation by non-equalities, no aggregate, subqueries in other positions,
-  EXISTS and ARRAY(subquery) inside expressions - become SubPlans (planner.expr.SubPlan):
-  the subquery is bound and run once per distinct tuple of the outer values it reads, as
-  PostgreSQL's SubPlan does. array_agg / string_agg (with ORDER BY, DISTINCT) are SubPlans
+  Other shapes - correlation by non-equalities or outside the WHERE, no aggregate,
+  subqueries in other positions, EXISTS and ARRAY(subquery) inside expressions, correlated
+  EXISTS with GROUP BY / aggregates / LIMIT - become SubPlans (planner.expr.SubPlan): the
+  subquery is bound and run once per distinct tuple of the outer values it reads, as
+  PostgreSQL's SubPlan does. `x IN (sel)` where it cannot be a join (an OR, a CASE, the
+  SELECT list, correlated NOT IN, a correlated set operation) is an InSubPlan: the set is
+  such a SubPlan's rows, tested against x with SQL's NULL logic.
+  A correlated scalar aggregate joined by its groups gets, where no group matched, the
+  aggregates' value over no rows (count 0), not NULL.
+- Before qualify: parenthesised joins in FROM are flattened (`flatten_paren_joins`),
+  `agg(x) FILTER (WHERE c)` becomes `agg(CASE WHEN c THEN x END)`, and unaliased scalar
+  subqueries in the SELECT list get qualify's `_col_<i>` alias (ORDER BY 2 naming one made
+  qualify fail an assertion). In FROM, a comma binds looser than JOIN: an outer join's left
+  side is what follows the last comma. array_agg / string_agg (with ORDER BY, DISTINCT) are SubPlans
   per group. Set-returning functions in FROM (constant arguments) become VALUES lists, in
   the SELECT list a join with row numbers. Functions and reg* casts a catalog wrapper
   provides (`catalog.function(name)`, wire.pg_catalog) are bound as HostCalls.
