@@ -16,7 +16,7 @@ from tests.sql.fuzz.runner import TECHNIQUES, Runner
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.sql.fuzz")
     ap.add_argument("techniques", nargs="*", default=list(TECHNIQUES),
-                    help=f"any of {', '.join(TECHNIQUES)} (default: all)")
+                    help=f"any of {', '.join(TECHNIQUES)}, wire (default: all but wire)")
     ap.add_argument("--queries", type=int, default=1000, help="queries per technique")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--per-world", type=int, default=200,
@@ -52,7 +52,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if any(r.stats.mismatches for r in runners.values()) else 0
     for tech in args.techniques:
         t = time.perf_counter()
-        r = Runner(tech, args.seed)
         shown = [0]
 
         def progress(st, tech=tech, t0=t):
@@ -62,8 +61,13 @@ def main(argv: list[str] | None = None) -> int:
                 for m in st.mismatches[shown[0]:]:
                     print("  " + str(m).replace("\n", "\n  "), flush=True)
                 shown[0] = len(st.mismatches)
-        st = r.replay(args.replay) if args.replay is not None else \
-            r.run(args.queries, args.per_world, progress=progress)
+        if tech == "wire":       # through a real `kudusql serve` (tests/sql/fuzz/wire.py)
+            from tests.sql.fuzz.wire import WireRunner
+            st = WireRunner(args.seed).run(args.queries, min(args.per_world, 100))
+        else:
+            r = Runner(tech, args.seed)
+            st = r.replay(args.replay) if args.replay is not None else \
+                r.run(args.queries, args.per_world, progress=progress)
         secs = time.perf_counter() - t
         print(f"{tech}: {st.queries} queries, {len(st.mismatches)} mismatches "
               f"({secs:.1f} s)", flush=True)
