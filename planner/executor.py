@@ -774,8 +774,13 @@ class Executor:
         # do: each key is joined as (value with NULL filled in, is NULL)
         keys = [p for k in node.keys for p in _not_distinct_key(left.column(k))]
         rkeys = [p for k in node.keys for p in _not_distinct_key(right.column(k))]
-        return hash_join(left, right, keys, rkeys,
+        # the join carries only a row number (Acero refuses NULL-typed payload columns,
+        # `SELECT NULL, 1 EXCEPT ...`); the surviving rows are taken from `left`
+        rows = pa.table({"$row": pa.array(np.arange(left.num_rows, dtype=np.int64))})
+        other = pa.table({"$pad": pa.nulls(right.num_rows, pa.int8())})
+        kept = hash_join(rows, other, keys, rkeys,
                          "left semi" if node.kind == "intersect" else "left anti")
+        return left.take(kept.column("$row"))
 
 
 class _Comp:

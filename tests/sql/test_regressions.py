@@ -334,3 +334,9 @@ def test_avg_of_decimal_keeps_sixteen_significant_digits(tmp_path):
         s.execute("INSERT INTO dd VALUES (1, 591.7), (2, 0), (3, 0)")
         v = s.execute("SELECT avg(x) FROM dd")[0].table.column(0)[0].as_py()
         assert abs(v - Decimal("197.2333333333333333")) < Decimal("1e-15")   # was 197.233333
+
+
+def test_intersect_except_with_null_typed_columns(con):
+    # Acero refused the NULL-typed payload column of the semi / anti join (XX000)
+    assert rows(con, "SELECT NULL, 1 EXCEPT SELECT NULL, 2") == [(None, 1)]
+    assert rows(con, "SELECT NULL, 1 INTERSECT SELECT NULL, 1") == [(None, 1)]
