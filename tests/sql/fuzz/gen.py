@@ -630,14 +630,11 @@ class QueryGen:
                 order = keys or scope[:1]
             spec.append("ORDER BY " + ", ".join(
                 f"{c.sql}{' DESC' if rng.random() < 0.3 else ''}" for c in order))
-        ordered_part = j(*[Sql(s) for s in [" ".join(spec)]])
-        if fn in ("rank()", "dense_rank()", "count(*)") or fn.startswith(("sum", "min",
-                                                                         "max")):
-            pass
-        # DESC without NULLS: PostgreSQL's NULLS FIRST; spelled out for DuckDB
-        d = ordered_part.d.replace(" DESC", " DESC NULLS FIRST")
-        d = _asc_nulls_last(d)
-        return Sql(f"{fn} OVER ({ordered_part.k})", f"{fn} OVER ({d})")
+        k = " ".join(spec)
+        # PostgreSQL's default NULL order (first for DESC, last for ASC), spelled out for
+        # DuckDB
+        d = _asc_nulls_last(k.replace(" DESC", " DESC NULLS FIRST"))
+        return Sql(f"{fn} OVER ({k})", f"{fn} OVER ({d})")
 
     def order_limit(self, q: Query) -> None:
         rng = self.rng
@@ -653,8 +650,6 @@ class QueryGen:
             k_parts.append(f"{p + 1}{' DESC' if desc else ''}{nulls}")
             dn = nulls or (" NULLS FIRST" if desc else " NULLS LAST")
             d_parts.append(f"{p + 1}{' DESC' if desc else ''}{dn}")
-            if nulls:
-                keys[keys.index((p, desc))] = (p, desc)
         s = Sql(" ORDER BY " + ", ".join(k_parts), " ORDER BY " + ", ".join(d_parts))
         if limit:
             s = j(s, f" LIMIT {rng.randint(0, 8)}")

@@ -4,7 +4,6 @@ generated queries against them; see tests/sql/fuzz/__init__.py for what each che
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import random
 import shutil
@@ -385,15 +384,3 @@ class Runner:
         off = frozenset({"scan_predicates"}) if seed % 2 else frozenset(
             {"scan_predicates", "pushdown_predicates"})
         self._kudu_pair(seed, q.sql.k, q.sql.k, q.ordered, q.total_order, off)
-
-
-@contextlib.contextmanager
-def timed():
-    t = time.perf_counter()
-    out = {}
-    yield out
-    out["seconds"] = time.perf_counter() - t
-
-
-def run(technique: str, queries: int, seed: int = 0, per_world: int = 200) -> Stats:
-    return Runner(technique, seed).run(queries, per_world)
