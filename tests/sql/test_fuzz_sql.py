@@ -22,8 +22,8 @@ from tests.sql.fuzz.wire import WireRunner
 
 LONG = os.environ.get("KUDUSQL_LONG") == "1"
 
-# default-run budget: about a minute and a half on a quiet machine for all of them
-DEFAULT = {"diff": 800, "tlp": 300, "norec": 300, "rules": 300, "pushdown": 300}
+# default run: ~2,000 queries; 4.7 min measured on the shared, heavily loaded machine
+DEFAULT = {"diff": 800, "tlp": 200, "norec": 300, "rules": 300, "pushdown": 300}
 
 
 def _report(technique: str, stats) -> None:
