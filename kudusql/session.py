@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import re
 import threading
 
@@ -40,7 +41,7 @@ from sqlglot.tokens import TokenType
 from engine import errors as engine_errors
 from engine.catalog import Catalog
 from engine.tablet.maintenance_manager import MaintenanceManager
-from planner import statement
+from planner import rules, statement
 from planner.ddl import parse
 from planner.dialect import KuduSQL
 from planner.errors import SqlError, SqlSyntaxError
@@ -50,6 +51,9 @@ from planner.result import StatementResult
 
 _EXPLAIN = re.compile(r"^\s*explain\b\s*(?:\(\s*([a-z_,\s]*)\)|((?:\s*(?:analyze|analyse|verbose)"
                       r"\b)*))", re.I)
+
+
+_log = logging.getLogger("kudusql.session")
 
 
 class QueryCanceled(SqlError):
@@ -78,11 +82,25 @@ def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
     return tuple(out)
 
 
+class InternalError(SqlError):
+    """A failure that is a bug in kudusql (an exception no layer turned into a SQL error):
+    the statement fails with XX000 in SQL's words; the traceback goes to the log."""
+    sqlstate = "XX000"
+
+
+INTERNAL_ERROR_MESSAGE = ("internal error: the statement failed unexpectedly (a bug in "
+                          "kudusql; the server log has the details)")
+
+
 @contextlib.contextmanager
 def _sql_errors(offset: int = 0):
     """Errors as the session reports them: engine errors become SqlError with their
     SQLSTATE, and positions (relative to a statement `offset` characters into the text the
-    caller passed) become positions in that text."""
+    caller passed) become positions in that text. This is the boundary the DB-API driver,
+    the shell and the wire server rely on: anything else that escapes a statement (an
+    AssertionError in sqlglot, an ArrowInvalid no operator expected, ...) is a kudusql bug
+    and becomes XX000 with a message in SQL's words, never a Python repr; the traceback is
+    logged and chained as the cause."""
     try:
         yield
     except engine_errors.EngineError as e:
@@ -91,6 +109,11 @@ def _sql_errors(offset: int = 0):
         if e.position is not None:
             e.position += offset
         raise
+    except MemoryError:
+        raise SqlError("out of memory", "53200") from None
+    except Exception as e:  # noqa: BLE001 - the boundary: see the docstring
+        _log.error("internal error in a statement", exc_info=True)
+        raise InternalError(INTERNAL_ERROR_MESSAGE) from e
 
 
 def _engine_errors_as_sql(batches):
@@ -157,6 +180,9 @@ class Session:
         self.in_transaction = False
         self._cancel = threading.Event()
         self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
+        # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
+        # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
+        self.disabled_rules: frozenset[str] = frozenset()
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -186,18 +212,6 @@ class Session:
             with _sql_errors(offset):
                 r = self.execute_one(text, params, stream=stream)
             yield r
-
-    def _set(self, ast: exp.Set) -> None:
-        """SET query_mem_limit (the one setting the embedded session acts on; others are
-        accepted and ignored, as before)."""
-        for item in ast.expressions:
-            eq = item.this if isinstance(item, exp.SetItem) else None
-            if not isinstance(eq, exp.EQ) or eq.this.name.lower() != "query_mem_limit":
-                continue
-            v = eq.expression
-            text = v.name if isinstance(v, (exp.Literal, exp.Column, exp.Var)) else v.sql()
-            self.query_mem_limit = self.db.query_mem_limit if text.lower() == "default" \
-                else parse_bytes(text)
 
     def describe(self, sql: str):
         """(parameter types, result schema) of one statement without running it: the wire
@@ -289,11 +303,35 @@ class Session:
 
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         """One statement; engine errors come out as SqlError with their SQLSTATE."""
-        with _sql_errors():
+        # the session's rule switches, else whatever a caller's rules.disabled_rules block
+        # set for this thread
+        switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
+            contextlib.nullcontext()
+        with _sql_errors(), switches:
             r = self._execute_one(text, params, stream)
         if r.stream is not None:
             r.stream = _engine_errors_as_sql(r.stream)
         return r
+
+    def _set(self, ast: exp.Set) -> None:
+        """The settings the embedded session acts on: SET query_mem_limit = '2GB' | DEFAULT
+        and SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are accepted
+        and ignored (the wire server keeps its own, wire.settings)."""
+        for item in ast.expressions:
+            eq = item.this if isinstance(item, exp.SetItem) else None
+            if not isinstance(eq, exp.EQ):
+                continue
+            name = eq.this.sql().lower() if isinstance(eq.this, exp.Column) else \
+                eq.this.name.lower()
+            v = eq.expression
+            text = v.name if isinstance(v, (exp.Literal, exp.Column, exp.Var)) else v.sql()
+            default = isinstance(v, (exp.Var, exp.Column)) and text.upper() == "DEFAULT"
+            if name == "query_mem_limit":
+                self.query_mem_limit = self.db.query_mem_limit if default or \
+                    text.lower() == "default" else parse_bytes(text)
+            elif name == "kudusql.disabled_rules":
+                self.disabled_rules = rules.check_rule_names(
+                    [] if default else text.split(","))
 
     def _execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         m = _EXPLAIN.match(text)

@@ -14,10 +14,20 @@
     scalar, uncorrelated           -> `SubqueryRef`, run once by the executor (an init plan)
     scalar, correlated by equality -> the subquery grouped by its correlated columns and
                                       left-joined, the expression replaced by the result column
-  Other shapes - correlation by non-equalities, no aggregate, subqueries in other positions,
-  EXISTS and ARRAY(subquery) inside expressions - become SubPlans (planner.expr.SubPlan):
-  the subquery is bound and run once per distinct tuple of the outer values it reads, as
-  PostgreSQL's SubPlan does. array_agg / string_agg (with ORDER BY, DISTINCT) are SubPlans
+  Other shapes - correlation by non-equalities or outside the WHERE, no aggregate,
+  subqueries in other positions, EXISTS and ARRAY(subquery) inside expressions, correlated
+  EXISTS with GROUP BY / aggregates / LIMIT - become SubPlans (planner.expr.SubPlan): the
+  subquery is bound and run once per distinct tuple of the outer values it reads, as
+  PostgreSQL's SubPlan does. `x IN (sel)` where it cannot be a join (an OR, a CASE, the
+  SELECT list, correlated NOT IN, a correlated set operation) is an InSubPlan: the set is
+  such a SubPlan's rows, tested against x with SQL's NULL logic.
+  A correlated scalar aggregate joined by its groups gets, where no group matched, the
+  aggregates' value over no rows (count 0), not NULL.
+- Before qualify: parenthesised joins in FROM are flattened (`flatten_paren_joins`),
+  `agg(x) FILTER (WHERE c)` becomes `agg(CASE WHEN c THEN x END)`, and unaliased scalar
+  subqueries in the SELECT list get qualify's `_col_<i>` alias (ORDER BY 2 naming one made
+  qualify fail an assertion). In FROM, a comma binds looser than JOIN: an outer join's left
+  side is what follows the last comma. array_agg / string_agg (with ORDER BY, DISTINCT) are SubPlans
   per group. Set-returning functions in FROM (constant arguments) become VALUES lists, in
   the SELECT list a join with row numbers. Functions and reg* casts a catalog wrapper
   provides (`catalog.function(name)`, wire.pg_catalog) are bound as HostCalls.
@@ -47,6 +57,7 @@ from planner.expr import (
     Const,
     HostCall,
     HostFunction,
+    InSubPlan,
     SubPlan,
     array_to_list,
     constant_scalar,
@@ -181,6 +192,8 @@ class Binder:
         # unquoted identifiers fold to lower case (PostgreSQL); quoted ones keep theirs
         ast = normalize_identifiers(ast, dialect="postgres")
         pg_rewrites(ast)
+        flatten_paren_joins(ast)
+        rewrite_filter_clauses(ast)
         # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
         # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
         # system views may serve (the engine catalog itself knows only bare names).
@@ -222,6 +235,15 @@ class Binder:
             if self.catalog.has_table(name):
                 schema[_quoted(name)] = {_quoted(c): "text"
                                          for c in declared_columns(self.catalog.table(name))}
+        # qualify aliases every unaliased SELECT item, but wraps a scalar subquery in a
+        # Subquery alias rather than an exp.Alias, and then fails an assertion when ORDER BY
+        # or GROUP BY names that item by position. Alias such items as qualify names other
+        # expressions (`_col_<i>`, which output_name does not take for a user's name).
+        for sel in list(ast.find_all(exp.Select)):
+            for i, item in enumerate(sel.expressions):
+                if isinstance(item, exp.Subquery) and not item.alias:
+                    item.replace(exp.Alias(this=item.copy(), alias=exp.to_identifier(
+                        f"_col_{i}")))
         try:
             return qualify(ast, schema=schema, dialect="postgres", quote_identifiers=False,
                            validate_qualify_columns=True, identify=False)
@@ -297,10 +319,17 @@ class Binder:
         # ORDER BY / LIMIT on the whole set operation refer to output names or ordinals.
         order = q.args.get("order")
         if order is not None:
+            # qualify may have turned `ORDER BY 2` into the name it gave that item of the
+            # leftmost SELECT (`_col_1` for `count(*)`): those names count too
+            first = q.this
+            while isinstance(first, (exp.SetOperation, exp.Subquery)):
+                first = first.this
+            aliases = {i: it.alias for i, it in enumerate(first.expressions)
+                       if isinstance(it, exp.Alias)} if isinstance(first, exp.Select) else {}
             skeys = []
             for o in order.expressions:
                 e = o.this
-                k = self._output_ref(e, lnames, keys)
+                k = self._output_ref(e, lnames, keys, aliases)
                 if k is None:
                     raise FeatureNotSupported(
                         "ORDER BY on a set operation must name an output column",
@@ -385,6 +414,9 @@ class Binder:
             col_names = [c.name for c in cte.args["alias"].columns] \
                 if cte.args.get("alias") is not None and cte.args["alias"].columns else names
             return self._register_derived(node, alias, col_names, keys, scope, src)
+        if src.args.get("sample") is not None:
+            raise FeatureNotSupported("TABLESAMPLE is not supported",
+                                      position=position(self.sql, src))
         if isinstance(src, exp.Table):
             table = self.catalog.table(src.name)
             prefix = f"{alias}#{next(self._n)}"
@@ -455,6 +487,11 @@ class Binder:
         else:
             items = [self.source(from_.this, scope, ctes)]
             conds: list[exp.Expression] = []
+        # `FROM a, b LEFT JOIN c ON ...` is `a, (b LEFT JOIN c ON ...)`: a comma binds looser
+        # than JOIN, so an outer join takes as its left side only what follows the last
+        # comma (`group`: the index of its first item and of its first ON condition).
+        group = (0, 0)
+        group_keys = scope.keys()
         for j in sel.args.get("joins") or []:
             side = (j.side or "").upper()
             kind = (j.kind or "").upper()
@@ -462,23 +499,33 @@ class Binder:
                 raise FeatureNotSupported(f"{kind or 'USING'} joins are not supported; "
                                           "use ON", position=position(self.sql, j))
             before = scope.keys()
+            comma = not side and not kind and j.args.get("on") is None
+            if comma:
+                group = (len(items), len(conds))
             right = self.source(j.this, scope, ctes)
+            if comma:
+                group_keys = scope.keys() - before
             on = [self.expr(c, scope) for c in conjuncts(j.args.get("on"))]
             if side in ("", "INNER") and kind in ("", "INNER", "CROSS"):
                 items.append(right)
                 conds.extend(on)
+                if not comma:
+                    group_keys = group_keys | (scope.keys() - before)
                 continue
-            left = items[0] if len(items) == 1 and not conds else L.MultiJoin(items, conds)
+            g_items, g_conds = items[group[0]:], conds[group[1]:]
+            left = g_items[0] if len(g_items) == 1 and not g_conds else \
+                L.MultiJoin(g_items, g_conds)
             rkeys = scope.keys() - before
             if side == "RIGHT":
                 left, right = right, left
-                rkeys = before
+                rkeys = set(group_keys)
             if side not in ("LEFT", "RIGHT", "FULL"):
                 raise FeatureNotSupported(f"{side} {kind} JOIN is not supported",
                                           position=position(self.sql, j))
-            items = [self._outer_join(left, right, "full" if side == "FULL" else "left",
-                                      on, rkeys)]
-            conds = []
+            items = items[:group[0]] + [self._outer_join(
+                left, right, "full" if side == "FULL" else "left", on, rkeys)]
+            conds = conds[:group[1]]
+            group_keys = group_keys | (scope.keys() - before)
         for c in (where if where is not None else conjuncts(self._where(sel))):
             if c.find(exp.Subquery, exp.Exists) is None and not (
                     isinstance(c, exp.In) and c.args.get("query") is not None):
@@ -593,10 +640,14 @@ class Binder:
             sub, _n, _k = self.query(sel, scope, ctes)
             return L.Join(node, L.Limit(sub, 1), "anti" if anti else "semi", [], [])
         if sel.args.get("group") or sel.args.get("having") or self._has_agg(sel) \
-                or sel.args.get("limit"):
-            raise FeatureNotSupported("correlated subqueries with GROUP BY, aggregates or "
-                                      "LIMIT in EXISTS/IN are not supported",
-                                      position=position(self.sql, sel))
+                or sel.args.get("limit") or sel.args.get("offset") or _has_lateral_source(sel):
+            # not a plain join: evaluated per outer tuple (SubPlan / InSubPlan)
+            if in_pair is not None:
+                test: exp.Expression = InSubPlan(this=in_pair[0], expression=self.subplan(
+                    sel, scope, "set"))
+            else:
+                test = self.subplan(sel, scope, "exists")
+            return L.Filter(node, exp.Not(this=test) if anti else test)
         sub_scope = Scope(scope)
         sub = self.from_where(sel, sub_scope, ctes, where=local)
         inner_keys = sub_scope.keys()
@@ -616,14 +667,16 @@ class Binder:
         if isinstance(sel, exp.Select):
             _local, corr = self._split_correlated(sel)
             if corr:
-                if negated:
-                    raise FeatureNotSupported("correlated NOT IN subqueries are not supported",
-                                              position=position(self.sql, c))
+                if negated:       # NULL-aware and correlated: per outer tuple (InSubPlan)
+                    return L.Filter(node, exp.Not(this=self.expr(c, scope)))
                 if len(sel.expressions) != 1:
                     raise SqlError("subquery has too many columns", "42601",
                                    position(self.sql, sel))
                 return self.exists(sel, node, scope, ctes, anti=False,
                                    in_pair=(lhs, sel.expressions[0].unalias()))
+        elif _outer_refs(sel):          # a correlated set operation: per outer tuple
+            test = InSubPlan(this=lhs, expression=self.subplan(sel, scope, "set"))
+            return L.Filter(node, exp.Not(this=test) if negated else test)
         sub, _names, keys = self.query(sel, scope, ctes)
         if len(keys) != 1:
             raise SqlError("subquery has too many columns", "42601", position(self.sql, sel))
@@ -636,10 +689,13 @@ class Binder:
         correlated ones by a left join with the grouped subquery."""
         replacements: dict[int, exp.Expression] = {}
         for sq in list(e.find_all(exp.Subquery)):
-            if in_nested_subquery(sq, e):
+            if in_nested_subquery(sq, e) or _set_operand(sq):
                 continue
             sel = self._subquery_select(sq)
             _local, corr = self._split_correlated(sel)
+            if not corr and _outer_refs(sel):       # correlated outside its WHERE
+                replacements[id(sq)] = self.subplan(sel, scope, "scalar")
+                continue
             if not corr:
                 sub, _names, keys = self.query(sel, scope, ctes)
                 if len(keys) != 1:
@@ -674,7 +730,15 @@ class Binder:
         vkey = f"$corr{n}.value"
         proj = L.Project(agg, [(k, keycol(k)) for k, _ in groups] + [(vkey, value)])
         join = L.Join(node, proj, "left", lk, [keycol(k) for k, _ in groups])
-        return keycol(vkey), join
+        # An outer row without matching inner rows gets no group: its value is that of the
+        # aggregates over no rows (count 0, others NULL), not NULL - `(SELECT count(*) ...)`
+        # is 0 there. A joined group's first key is never NULL (it matched by equality).
+        empty = _empty_group_value(value, aggs)
+        if empty is None:
+            return keycol(vkey), join
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=keycol(groups[0][0]),
+                                                expression=exp.Null()), true=empty)],
+                        default=keycol(vkey)), join
 
     @staticmethod
     def _has_agg(sel: exp.Select) -> bool:
@@ -701,6 +765,12 @@ class Binder:
         n = next(self._n)
         out_keys = [f"$out{n}.{i}" for i in range(len(items))]
         order_items = order.expressions if order is not None else []
+        if group is not None and (any(group.args.get(k) for k in ("rollup", "cube",
+                                                                   "grouping_sets")) or any(
+                isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                for g in group.expressions)):
+            raise FeatureNotSupported("ROLLUP, CUBE and GROUPING SETS are not supported",
+                                      position=position(self.sql, group))
         if has_agg:
             groups: list[tuple[str, exp.Expression]] = []
             for i, g in enumerate(group.expressions if group is not None else []):
@@ -831,10 +901,10 @@ class Binder:
         each becoming a SubqueryRef."""
         out: dict[int, exp.Expression] = {}
         for sq in e.find_all(exp.Subquery):
-            if in_nested_subquery(sq, e):
+            if in_nested_subquery(sq, e) or _set_operand(sq):
                 continue
             sel = self._subquery_select(sq)
-            if self._split_correlated(sel)[1]:
+            if self._split_correlated(sel)[1] or _outer_refs(sel):
                 out[id(sq)] = self.subplan(sel, scope, "scalar")
                 continue
             sub, names, keys = self.query(sel, scope, ctes)
@@ -895,7 +965,7 @@ class Binder:
         distinct = False
         if isinstance(arg, exp.Distinct):
             distinct = True
-            if len(arg.expressions) != 1:
+            if len(arg.expressions) != 1 or isinstance(arg.expressions[0], exp.Tuple):
                 raise FeatureNotSupported("aggregates over several DISTINCT arguments are not "
                                           "supported", position=position(self.sql, a))
             arg = arg.expressions[0]
@@ -905,13 +975,12 @@ class Binder:
             if arg is None:
                 raise SqlError(f"{func}() needs an argument", "42883", position(self.sql, a))
             bound = self.expr(arg, scope)
-        if distinct and func not in ("count", "min", "max"):
-            raise FeatureNotSupported(f"{func}(DISTINCT ...) is not supported",
-                                      position=position(self.sql, a))
+        if distinct and func in ("bool_and", "bool_or"):
+            distinct = False                   # the same result: duplicates change nothing
         n = next(self._n)
         if func == "avg":
-            s = L.AggCall(f"$agg{n}.sum", "sum", bound)
-            c = L.AggCall(f"$agg{n}.count", "count", bound)
+            s = L.AggCall(f"$agg{n}.sum", "sum", bound, distinct)
+            c = L.AggCall(f"$agg{n}.count", "count", bound, distinct)
             aggs.extend([s, c])
             return AvgOf(this=keycol(s.key), expression=keycol(c.key))
         call = L.AggCall(f"$agg{n}", func, bound, distinct)
@@ -950,8 +1019,14 @@ class Binder:
             if call is not None:
                 return call
             if isinstance(node, exp.In) and node.args.get("query") is not None:
-                raise FeatureNotSupported("IN (subquery) is only supported as a WHERE "
-                                          "conjunct", position=position(self.sql, node))
+                # Outside a WHERE conjunct (those become semi / anti joins): an InSubPlan,
+                # the subquery run once per outer tuple it reads, x tested against its rows
+                q = node.args["query"]
+                return InSubPlan(this=_rebuild(node.this, conv), expression=self.subplan(
+                    q.this if isinstance(q, exp.Subquery) else q, scope, "set"))
+            if isinstance(node, (exp.Any, exp.All)) and _quantified_query(node) is not None:
+                return node.__class__(this=self.subplan(_quantified_query(node), scope,
+                                                        "array"))
             if isinstance(node, exp.Window):
                 raise FeatureNotSupported("window functions are not supported",
                                           position=position(self.sql, node))
@@ -1590,3 +1665,156 @@ def pg_rewrites(ast: exp.Expression) -> None:
             if t.args.get("ordinality") or (isinstance(fn, exp.Unnest) and fn.args.get("offset")):
                 cols.append("ordinality")
             alias.set("columns", [exp.to_identifier(c) for c in cols])
+
+
+def _paren_item(src: exp.Expression) -> bool:
+    """Whether FROM item `src` is a parenthesised FROM item, `(t)` or `(a JOIN b ON ...)`,
+    which sqlglot parses as a Subquery around a Table (or derived table) that carries the
+    inner joins, rather than a subquery."""
+    if not isinstance(src, exp.Subquery):
+        return False
+    inner = src.this
+    if isinstance(inner, (exp.Select, exp.SetOperation, exp.Values)):
+        return False                      # a derived table (which may have joins inside)
+    return isinstance(inner, exp.Table) or bool(inner.args.get("joins")) or (
+        isinstance(inner, exp.Subquery) and (bool(inner.alias) or _paren_item(inner)))
+
+
+def _unparen(src: exp.Expression) -> tuple[exp.Expression, list[exp.Join]]:
+    """A parenthesised FROM item -> (its first source, the joins after it), flattened. An
+    aliased one (`(a JOIN b ON ...) AS j`) becomes the derived table `(SELECT * FROM a JOIN
+    b ON ...) AS j`, which exposes the same columns under `j`."""
+    if not _paren_item(src):
+        return src, []
+    if src.alias:
+        inner = src.this.copy()
+        joins = inner.args.get("joins") or []
+        inner.set("joins", None)
+        first, more = _unparen(inner)
+        body = exp.Select(expressions=[exp.Star()]).from_(first, copy=False)
+        body.set("joins", more + joins or None)
+        return exp.Subquery(this=body, alias=src.args["alias"].copy()), []
+    inner = src.this.copy()
+    joins = list(inner.args.get("joins") or [])
+    inner.set("joins", None)
+    first, more = _unparen(inner)
+    return first, more + joins
+
+
+def flatten_paren_joins(ast: exp.Expression) -> None:
+    """Parenthesised joins in FROM (in place, every SELECT): `FROM (a JOIN b ON p) LEFT JOIN
+    c ON q` is `FROM a JOIN b ON p LEFT JOIN c ON q` (joins associate to the left, so the
+    parentheses around the first item change nothing). On the right of a join, `a JOIN (b
+    JOIN c ON p) ON q` is flattened to `a CROSS JOIN b JOIN c ON p AND q` when every join
+    involved is inner or cross (the same conjunction of conditions); with an outer join
+    there the parentheses change the result and the shape is refused (0A000)."""
+    for sel in list(ast.find_all(exp.Select)):
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        joins = list(sel.args.get("joins") or [])
+        changed = False
+        if from_ is not None and _paren_item(from_.this):
+            first, more = _unparen(from_.this)
+            from_.set("this", first)
+            joins = more + joins
+            changed = True
+        out: list[exp.Join] = []
+        for j in joins:
+            if not _paren_item(j.this):
+                out.append(j)
+                continue
+            changed = True
+            first, more = _unparen(j.this)
+            if not more:
+                j.set("this", first)
+                out.append(j)
+                continue
+            inner_kinds = [(x.side or "", x.kind or "") for x in [j, *more]]
+            if any(side not in ("", "INNER") or kind not in ("", "INNER", "CROSS")
+                   for side, kind in inner_kinds) or j.args.get("using") or any(
+                    x.args.get("using") for x in more):
+                raise FeatureNotSupported(
+                    "a parenthesised join on the right of another join is supported for "
+                    "inner and cross joins only", position=position("", j))
+            out.append(exp.Join(this=first, kind="CROSS"))
+            last = more[-1]
+            conds = conjuncts(last.args.get("on")) + conjuncts(j.args.get("on"))
+            for x in more[:-1]:
+                out.append(x)
+            last.set("on", and_all([c.copy() for c in conds]))
+            if conds and (last.kind or "").upper() == "CROSS":
+                last.set("kind", None)
+            out.append(last)
+        if changed:
+            sel.set("joins", out or None)
+
+
+def _quantified_query(node: exp.Expression) -> exp.Expression | None:
+    """The query of `op ANY (subquery)` / `op ALL (subquery)`, else None (an array)."""
+    q = node.this
+    while isinstance(q, (exp.Subquery, exp.Paren)) and not q.alias:
+        if isinstance(q, exp.Subquery) and isinstance(q.this, exp.Query):
+            return q.this
+        q = q.this
+    return q if isinstance(q, exp.Query) else None
+
+
+def _set_operand(sq: exp.Subquery) -> bool:
+    """Whether subquery `sq` is the set of an IN / ANY / ALL (bound as an array SubPlan by
+    `Binder.expr`), not a scalar subquery."""
+    p = sq.parent
+    return (isinstance(p, exp.In) and p.args.get("query") is sq) or isinstance(p, (exp.Any,
+                                                                                   exp.All))
+
+
+def _empty_group_value(value: exp.Expression, aggs: list[L.AggCall]) -> exp.Expression | None:
+    """`value` (an expression over aggregate keys) for a group with no rows: count and
+    count(*) are 0, the other aggregates NULL. None when that is simply NULL (no count in
+    `value`), so the plain left-join result needs no CASE."""
+    counts = {a.key for a in aggs if a.func in ("count", "count_star")}
+    value = value.copy().transform(                 # avg over no rows is NULL
+        lambda n: exp.Null() if isinstance(n, AvgOf) else n)
+    if not any(c.name in counts for c in value.find_all(exp.Column)):
+        if isinstance(value, exp.Column) or value.find(exp.Coalesce, exp.Case, exp.If,
+                                                       exp.Is) is None:
+            return None
+    keys = {a.key for a in aggs}
+
+    def sub(n):
+        if isinstance(n, exp.Column) and n.name in keys:
+            return exp.Literal.number(0) if n.name in counts else exp.Null()
+        return n
+    return value.transform(sub)
+
+
+def _outer_refs(q: exp.Expression) -> bool:
+    """Whether query `q` reads a column of an enclosing query (anywhere, not only in its
+    WHERE: the SELECT list of `(SELECT t.b)`, a branch of a set operation)."""
+    return any(not _defined_within(c, q) for c in q.find_all(exp.Column))
+
+
+def rewrite_filter_clauses(ast: exp.Expression) -> None:
+    """`agg(x) FILTER (WHERE c)` -> `agg(CASE WHEN c THEN x END)` (in place): the aggregates
+    here all skip NULLs, so the rows the filter drops count for nothing; `count(*)` becomes
+    `count(CASE WHEN c THEN 1 END)`. array_agg / string_agg keep the clause (0A000)."""
+    for f in list(ast.find_all(exp.Filter)):
+        agg = f.this
+        cond = f.expression.this if isinstance(f.expression, exp.Where) else f.expression
+        if not isinstance(agg, exp.AggFunc) or isinstance(agg, (exp.ArrayAgg,
+                                                                exp.GroupConcat)):
+            raise FeatureNotSupported(f"FILTER on {agg.sql_name().lower()} is not supported")
+        arg = agg.this
+        target = arg.expressions[0] if isinstance(arg, exp.Distinct) and \
+            len(arg.expressions) == 1 else arg
+        if target is None or isinstance(target, exp.Star):
+            new_arg: exp.Expression = exp.Case(ifs=[exp.If(this=cond.copy(),
+                                                           true=exp.Literal.number(1))])
+            agg = exp.Count(this=new_arg)
+        else:
+            case = exp.Case(ifs=[exp.If(this=cond.copy(), true=target.copy())])
+            if isinstance(arg, exp.Distinct):
+                agg = agg.copy()
+                agg.this.set("expressions", [case])
+            else:
+                agg = agg.copy()
+                agg.set("this", case)
+        f.replace(agg)

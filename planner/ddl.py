@@ -264,7 +264,14 @@ class _Builder:
         key_pos: int | None = None
         comments: dict[str, str] = {}
         self._explicit_null: dict[str, bool] = {}
+        self._unique: list[tuple[list[str], exp.Expr]] = []
         for item in schema_node.expressions:
+            if isinstance(item, exp.Constraint) and len(item.expressions) == 1:
+                item = item.expressions[0]        # CONSTRAINT name UNIQUE (...)
+            if isinstance(item, exp.UniqueColumnConstraint) and \
+                    isinstance(item.this, exp.Schema):
+                self._unique.append(([_ident(e) for e in item.this.expressions], item))
+                continue
             if isinstance(item, exp.PrimaryKey):
                 if table_key is not None:
                     raise InvalidTableDefinition(
@@ -284,6 +291,16 @@ class _Builder:
             if comment is not None:
                 comments[col.name] = comment
             columns.append(col)
+        key = set(table_key if table_key is not None else inline_key)
+        for cols, node in self._unique:
+            # Kudu enforces uniqueness only for the primary key: a UNIQUE constraint that the
+            # key already implies (the key's columns or more) is accepted; any other would be
+            # a promise the engine does not keep, so it is refused rather than ignored.
+            if not key or not key <= set(cols):
+                raise FeatureNotSupported(
+                    f"UNIQUE ({', '.join(cols)}) is not supported: Kudu enforces uniqueness "
+                    "only for the primary key (make these columns the primary key, or check "
+                    "for duplicates before writing)", position=_pos(node))
         return columns, inline_key, table_key, key_pos, comments
 
     def _column(self, cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None]:
@@ -302,6 +319,8 @@ class _Builder:
             match k:
                 case exp.PrimaryKeyColumnConstraint():
                     is_key = True
+                case exp.UniqueColumnConstraint():
+                    self._unique.append(([name], cc))     # checked against the key later
                 case KuduNonUniquePrimaryKeyColumnConstraint():
                     raise FeatureNotSupported(
                         "NON UNIQUE PRIMARY KEY is not supported (no auto-incrementing "

@@ -124,6 +124,13 @@ class Executor:
                 typ = table.schema.field(s.name).type if table is not None else None
                 if typ is None or not pa.types.is_decimal(typ):
                     s = exp.Cast(this=s, to=exp.DataType.build("double"))
+                elif table is not None:
+                    # the sum's declared DECIMAL(38, s) leaves the quotient no digits for
+                    # its scale (6); typed by the digits the sums have, avg keeps at least
+                    # 16 significant digits, as PostgreSQL's does
+                    s = exp.Cast(this=s, to=exp.DataType.build(
+                        f"decimal({_digits(table.column(s.name), typ)}, {typ.scale})"))
+                    c = exp.Cast(this=c, to=exp.DataType.build("decimal(19, 0)"))
                 return exp.Div(this=s, expression=exp.Nullif(this=c, expression=exp.Literal.number(0)))
             return n
         return e.transform(fix, copy=True)
@@ -306,8 +313,8 @@ class Executor:
                 self._check_cancel()
                 if keys:
                     b = pa.RecordBatch.from_arrays(b.columns, names=keys)
-                    if cond is not None:
-                        b = b.filter(self.eval_filter(cond, b))
+                if cond is not None:        # with no columns: a filter on constants only
+                    b = b.filter(self.eval_filter(cond, b))
                 if b.num_rows:
                     yield b
         finally:
@@ -417,7 +424,12 @@ class Executor:
     def distinct(self, t: pa.Table) -> pa.Table:
         if t.num_columns == 0 or t.num_rows <= _guard.MORSEL_ROWS:
             return distinct(t)
-        return self.aggregate_plan(t, t.column_names, [], None).select(t.column_names)
+        prepare = None
+        if any(pa.types.is_floating(f.type) for f in t.schema):     # -0.0 = 0.0, as there
+            def prepare(m: pa.Table) -> pa.Table:
+                return pa.Table.from_arrays([hash_key(c) for c in m.columns],
+                                            names=m.column_names)
+        return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
 
     def aggregate_plan(self, t: pa.Table, keys: list[str], spec: list, prepare) -> pa.Table:
         """Acero hash (or, without keys, scalar) aggregation of `t`'s morsels, each turned
@@ -638,10 +650,19 @@ class Executor:
         if f in ("sum", "avg"):
             if pa.types.is_decimal(x.type):      # running sums need SUM's width
                 x = x.cast(pa.decimal128(38, x.type.scale))
+            elif pa.types.is_int64(x.type):       # sum(bigint) is NUMERIC: no wrap-around
+                x = x.cast(pa.decimal128(38, 0))
             elif pa.types.is_integer(x.type):
                 x = x.cast(pa.int64())
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)
             filled = _combine_chunks(pc.fill_null(x, zero))
+            if pa.types.is_floating(x.type):
+                total = _float_window_sum(filled, row_start, last)
+                total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
+                if f == "sum":
+                    return total
+                return pc.divide(total, pa.array(np.where(count > 0, count, 1).astype(
+                    np.float64)))
             csum = _decimal_cumsum(filled) if pa.types.is_decimal(x.type) else \
                 pc.cumulative_sum_checked(filled)
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(csum.type) else 0,
@@ -691,37 +712,77 @@ class Executor:
         it = iter(rewritten)
         for k, _ in node.groups:
             items.append((k, next(it)))
+        args: dict[str, L.AggCall] = {}                  # arg column -> its aggregate
         for a in node.aggs:
             if a.arg is not None:
                 e = next(it)
                 if f"{a.key}$arg" not in {k for k, _ in items}:
                     items.append((f"{a.key}$arg", e))
+                    args[f"{a.key}$arg"] = a
+        aggs = list({a.key: a for a in node.aggs}.values())
+        max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
+
+        def column(k: str, e, m: pa.Table):
+            """One input column of the aggregation, evaluated over morsel `m`."""
+            arg = _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
+            a = args.get(k)
+            if a is None or a.distinct:
+                return hash_key(arg)                     # -0.0 and 0.0 are one value
+            if a.func == "sum" and pa.types.is_int64(arg.type):
+                # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps
+                # around silently on overflow
+                return arg.cast(pa.decimal128(38, 0))
+            return arg
 
         def prepare(m: pa.Table) -> pa.Table:
             """A morsel of the input -> the aggregation's input columns."""
             for k, e in prelude:      # shared subexpressions once (Q1's price * (1 - disc))
                 m = m.append_column(k, _chunked(evaluate(self.prepare(e, m), m), m.num_rows))
-            return pa.table({k: _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
-                             for k, e in items})
+            cols = {k: column(k, e, m) for k, e in items}
+            for k, a in args.items():
+                if a.func == "count" and pa.types.is_null(cols[k].type):
+                    cols[k] = cols[k].cast(pa.int8())     # count(DISTINCT NULL): no kernel
+            for a in max_aggs:        # max over floats is NaN when a NaN is present
+                arg = cols[f"{a.key}$arg"]
+                cols[f"{a.key}$nan"] = pc.fill_null(pc.is_nan(arg), False) \
+                    if pa.types.is_floating(arg.type) else pa.nulls(len(arg), pa.bool_())
+            return pa.table(cols)
 
-        aggs = list({a.key: a for a in node.aggs}.values())
         gkeys = [k for k, _ in node.groups]
         if not items:               # count(*) only, or nothing: the row count is enough
             return pa.table({a.key: pa.array([t.num_rows], pa.int64()) for a in aggs}) \
                 if aggs else empty_rows(1)
-        spec = []
-        for a in aggs:
-            fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
-            fn = "hash_" + fn if gkeys else fn
-            spec.append(([] if a.func == "count_star" else f"{a.key}$arg", fn, opts, a.key))
-        if not gkeys and t.num_rows <= _guard.MORSEL_ROWS:
-            work = prepare(t)       # one morsel: the scalar kernels, no plan to set up
+        per_list = {a.key for a in aggs if a.distinct and a.func not in _DISTINCT_AGG}
+        if not gkeys and (t.num_rows <= _guard.MORSEL_ROWS or per_list):
+            # one morsel (the scalar kernels, no plan to set up), or sum/avg(DISTINCT x),
+            # which has no scalar plan kernel: the input columns are still evaluated a
+            # morsel at a time with a check between, then aggregated whole
+            work = prepare(t) if t.num_rows <= _guard.MORSEL_ROWS else \
+                pa.Table.from_batches(list(self.source(t, prepare)))
             return pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
                                                    is not None else None, t.num_rows)
                              for a in aggs})
+        hashed = "hash_" if gkeys else ""
+        spec = []
+        for a in aggs:
+            if a.key in per_list:     # each group's distinct values, then aggregated
+                fn, opts = "distinct", pc.CountOptions(mode="only_valid")
+            else:
+                fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
+            spec.append(([] if a.func == "count_star" else f"{a.key}$arg", hashed + fn, opts,
+                         a.key))
+        for a in max_aggs:
+            spec.append((f"{a.key}$nan", hashed + "any", None, f"{a.key}$nan"))
         r = self.aggregate_plan(t, gkeys, spec, prepare)
-        return pa.table({**{k: r.column(k) for k in gkeys},
-                         **{a.key: r.column(a.key) for a in aggs}})
+        out = {**{k: r.column(k) for k in gkeys},
+               **{a.key: _aggregate_lists(a, r.column(a.key)) if a.key in per_list
+                  else r.column(a.key) for a in aggs}}
+        for a in max_aggs:
+            if pa.types.is_floating(out[a.key].type):
+                nan = pa.scalar(float("nan"), out[a.key].type)
+                out[a.key] = pc.if_else(pc.fill_null(r.column(f"{a.key}$nan"), False), nan,
+                                        out[a.key])
+        return pa.table(out)
 
     # -- joins -----------------------------------------------------------------------------
     def _join(self, node: L.Join) -> pa.Table:
@@ -916,8 +977,7 @@ class Executor:
     def _setop(self, node: L.SetOp) -> pa.Table:
         left = self.run(node.left)
         right = self.run(node.right)
-        left = pa.Table.from_arrays(left.columns, names=node.keys)
-        right = pa.Table.from_arrays(right.columns, names=node.keys)
+        left, right = _setop_types(left, right, node.keys)
         try:
             both = pa.concat_tables([left, right], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
@@ -929,10 +989,17 @@ class Executor:
         if node.all:
             raise SqlError(f"{node.kind.upper()} ALL is not supported", "0A000")
         left, right = self.distinct(left), self.distinct(right)
-        keys = [left.column(k) for k in node.keys]
-        rkeys = [right.column(k) for k in node.keys]
-        return hash_join(left, right, keys, rkeys,
+        # rows are compared as in DISTINCT (NULL matches NULL), which a hash join does not
+        # do: each key is joined as (value with NULL filled in, is NULL)
+        keys = [p for k in node.keys for p in _not_distinct_key(left.column(k))]
+        rkeys = [p for k in node.keys for p in _not_distinct_key(right.column(k))]
+        # the join carries only a row number (Acero refuses NULL-typed payload columns,
+        # `SELECT NULL, 1 EXCEPT ...`); the surviving rows are taken from `left`
+        rows = pa.table({"$row": pa.array(np.arange(left.num_rows, dtype=np.int64))})
+        other = pa.table({"$pad": pa.nulls(right.num_rows, pa.int8())})
+        kept = hash_join(rows, other, keys, rkeys,
                          "left semi" if node.kind == "intersect" else "left anti", self)
+        return self.take(left, kept.column("$row"))
 
 
 class _Comp:
@@ -1084,6 +1151,11 @@ def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> 
     if arr.null_count:
         work[f"{name}$null"] = pc.is_null(arr)
         sort_keys.append((f"{name}$null", "descending" if nulls_first else "ascending"))
+    if pa.types.is_floating(arr.type) and pc.any(pc.is_nan(arr)).as_py():
+        # NaN is above every other float (PostgreSQL); Arrow places NaNs at the end
+        # whatever the direction, so a NaN flag orders them first
+        work[f"{name}$nan"] = pc.fill_null(pc.is_nan(arr), False)
+        sort_keys.append((f"{name}$nan", "descending" if k.desc else "ascending"))
     work[name] = arr
     sort_keys.append((name, "descending" if k.desc else "ascending"))
 
@@ -1150,6 +1222,73 @@ def _join_parts(parts: list):
     return pa.chunked_array(chunks, type=types.pop() if types else pa.null())
 
 
+def _digits(col, typ: pa.DataType) -> int:
+    """The decimal precision the values of DECIMAL column `col` need (at least scale + 1)."""
+    mm = pc.min_max(col)
+    big = max((abs(v.as_py()) for v in (mm["min"], mm["max"]) if v.is_valid),
+              default=decimal.Decimal(0))
+    return min(38, max(len(str(int(big.scaleb(typ.scale)))), typ.scale + 1))
+
+
+def _float_window_sum(x: pa.Array, row_start: np.ndarray, last: np.ndarray) -> pa.Array:
+    """Sums of x[row_start[i] .. last[i]] by differences of one cumulative sum, with the
+    non-finite values counted apart: an infinity or NaN in one partition must not turn the
+    differences of every later row into NaN (inf - inf)."""
+    v = x.to_numpy(zero_copy_only=False).astype(np.float64)
+    finite = np.isfinite(v)
+
+    def window(c: np.ndarray) -> np.ndarray:
+        c = np.cumsum(c)
+        return c[last] - np.where(row_start > 0, c[np.maximum(row_start - 1, 0)], 0)
+    total = window(np.where(finite, v, 0.0))
+    pos, neg, nan = (window(m.astype(np.int64)) for m in (v == np.inf, v == -np.inf,
+                                                           np.isnan(v)))
+    total = np.where(pos > 0, np.inf, total)
+    total = np.where(neg > 0, -np.inf, total)
+    total = np.where((nan > 0) | ((pos > 0) & (neg > 0)), np.nan, total)
+    return pa.array(total).cast(x.type)
+
+
+def _not_distinct_key(a) -> tuple:
+    """A join key column as (values with NULLs replaced, is NULL): equal pairs mean IS NOT
+    DISTINCT FROM. The replacement is one fixed value of the type (the same on both sides
+    of the join; only the flag tells NULLs apart)."""
+    a = _combine_chunks(a)
+    if pa.types.is_null(a.type):
+        a = a.cast(pa.int8())
+    flags = pc.is_null(a)
+    if a.null_count == 0:
+        return a, flags
+    for seed in (pa.scalar(0, pa.int32()), pa.scalar(decimal.Decimal(0)),
+                 pa.scalar(0, pa.int64()), pa.scalar(""),
+                 pa.scalar(b"")):      # a zero / empty value of the type (date, timestamp..)
+        try:
+            return pc.fill_null(a, seed.cast(a.type)), flags
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    raise SqlError(f"cannot compare values of type {a.type} in a set operation", "42883")
+
+
+def _setop_types(left: pa.Table, right: pa.Table, keys: list[str]
+                 ) -> tuple[pa.Table, pa.Table]:
+    """Both inputs of a set operation renamed to `keys`, each column pair cast to its common
+    type by the expression rules (PostgreSQL's: int and numeric give numeric, numeric and
+    double give double), not Arrow's promotion; 42804 when there is none."""
+    from planner.expr import _cast, _supertype
+    lcols, rcols = [], []
+    for a, b in zip(left.columns, right.columns):
+        if a.type != b.type and not pa.types.is_null(a.type) and not pa.types.is_null(b.type):
+            t = _supertype([a.type, b.type])
+            if t is None:
+                raise SqlError(f"UNION/INTERSECT/EXCEPT types {a.type} and {b.type} cannot be "
+                               "matched", "42804")
+            a = a if a.type == t else _cast(_combine_chunks(a), t, None)
+            b = b if b.type == t else _cast(_combine_chunks(b), t, None)
+        lcols.append(a)
+        rcols.append(b)
+    return (pa.Table.from_arrays(lcols, names=keys), pa.Table.from_arrays(rcols, names=keys))
+
+
 def _chunked(a, n: int):
     if isinstance(a, pa.Scalar):
         return pa.repeat(a, n)
@@ -1173,9 +1312,19 @@ def _concat_promote(parts: list, name: str) -> pa.Array:
         raise SqlError("VALUES types cannot be matched", "42804") from None
 
 
+def hash_key(a):
+    """A column as a hash key (GROUP BY, DISTINCT, join keys): floats get -0.0 -> 0.0, since
+    SQL has -0.0 = 0.0 but Arrow's hashing tells them apart."""
+    if pa.types.is_floating(a.type):
+        return pc.add(a, pa.scalar(0.0, a.type))
+    return a
+
+
 def distinct(t: pa.Table) -> pa.Table:
     if t.num_columns == 0:
         return empty_rows(min(t.num_rows, 1))
+    if any(pa.types.is_floating(f.type) for f in t.schema):
+        t = pa.Table.from_arrays([hash_key(c) for c in t.columns], names=t.column_names)
     r = t.group_by(t.column_names, use_threads=True).aggregate([])
     return r.select(t.column_names)
 
@@ -1217,9 +1366,13 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
         a, b = _chunked(a, left.num_rows), _chunked(b, right.num_rows)
         common = _common_key_type(a.type, b.type)
         if common is not None:
-            a, b = a.cast(common), b.cast(common)
+            # integers beyond 2**53 compared with a double round, as in PostgreSQL (int8 =
+            # float8 converts the integer); Arrow's safe cast would refuse them
+            unsafe = pa.types.is_floating(common)
+            a, b = a.cast(common, safe=not unsafe), b.cast(common, safe=not unsafe)
         elif a.type != b.type:
             raise SqlError(f"cannot join on {a.type} = {b.type}", "42804")
+        a, b = hash_key(a), hash_key(b)
         left = left.append_column(f"$lk{i}", a)
         right = right.append_column(f"$rk{i}", b)
         ln.append(f"$lk{i}")
@@ -1308,8 +1461,23 @@ _DISTINCT_AGG = {
 }
 
 
+def _aggregate_lists(a: L.AggCall, lists) -> pa.Array:
+    """`a` (non-DISTINCT form) over each list of a list column (hash_distinct's output):
+    one vectorised group_by over the flattened values keyed by list index; an empty list
+    (a group without non-NULL values) gives NULL."""
+    lists = _combine_chunks(lists)
+    n = len(lists)
+    fn, opts = _HASH_AGG[a.func]
+    flat = pa.table({"i": pc.list_parent_indices(lists), "v": pc.list_flatten(lists)})
+    r = flat.group_by("i").aggregate([("v", fn, opts) if opts else ("v", fn)])
+    pos = pc.index_in(pa.array(np.arange(n)), r.column("i"))
+    return pc.take(r.column(f"v_{fn}"), pos)
+
+
 def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
     """One aggregate over a whole column (no GROUP BY) -> a one-element array."""
+    if a.distinct and a.func not in _DISTINCT_AGG:     # sum/avg(DISTINCT x), ...
+        arr = pc.unique(_combine_chunks(arr))
     if a.func == "count_star":
         return pa.array([n], pa.int64())
     if a.func == "count":
@@ -1321,6 +1489,9 @@ def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
         return pa.array([s.as_py()], s.type)
     if a.func in ("min", "max"):
         s = pc.min_max(arr)[a.func]
+        if a.func == "max" and pa.types.is_floating(arr.type) and \
+                pc.any(pc.is_nan(arr)).as_py():
+            return pa.array([float("nan")], arr.type)      # NaN is the largest float
         return pa.array([s.as_py()], arr.type)
     if a.func in ("stddev", "stddev_pop", "variance", "variance_pop"):
         ddof = 0 if a.func.endswith("_pop") else 1

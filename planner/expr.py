@@ -1060,7 +1060,29 @@ def _comparison(node: exp.Binary, ctx: _Ctx) -> Value:
     _check_comparable(a, op, b, node)
     if _kind(a.type) == "null":
         return _null_of(pa.bool_())
+    if _kind(a.type) == "float":
+        return _float_compare(op, fn, a, b)
     return fn(a, b)
+
+
+def _float_compare(op: str, fn: Callable[..., Value], a: Value, b: Value) -> Value:
+    """PostgreSQL's float comparison: NaN equals NaN and is greater than every other value
+    (so that floats sort and group totally); IEEE, which Arrow follows, has NaN unordered."""
+    r = fn(a, b)
+    an, bn = pc.fill_null(pc.is_nan(a), False), pc.fill_null(pc.is_nan(b), False)
+    if op in ("=", "<>"):
+        fix = pc.and_(an, bn)                            # NaN = NaN
+        value = op == "="
+    elif op in (">", ">="):
+        fix = pc.and_(an, pc.invert(bn)) if op == ">" else an
+        value = True
+    else:
+        fix = pc.and_(bn, pc.invert(an)) if op == "<" else bn
+        value = True
+    fix = pc.and_(fix, pc.and_(pc.is_valid(a), pc.is_valid(b)))     # NULL stays NULL
+    if isinstance(fix, pa.Scalar) and not fix.as_py():
+        return r
+    return pc.if_else(fix, pa.scalar(value), r)
 
 
 @_handles(exp.NullSafeEQ, exp.NullSafeNEQ)
@@ -1083,6 +1105,9 @@ def _between(node: exp.Between, ctx: _Ctx) -> Value:
     x2, hi = _coerce_pair(x, node.this, _eval(hi_node, ctx), hi_node, "<=", node)
     if _kind(x1.type) == "null" or _kind(x2.type) == "null":
         return _null_of(pa.bool_())
+    if _kind(x1.type) == "float" or _kind(x2.type) == "float":
+        return pc.and_kleene(_float_compare(">=", pc.greater_equal, x1, lo),
+                             _float_compare("<=", pc.less_equal, x2, hi))
     return pc.and_kleene(pc.greater_equal(x1, lo), pc.less_equal(x2, hi))
 
 
@@ -1107,8 +1132,9 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
                   for v, e in zip(values, items)]
     if _kind(x.type) == "decimal" or any(_kind(v.type) == "decimal" for v in values):
         values = [_int_to_decimal(v) if _kind(v.type) == "int" else v for v in values]
+    # (x of type null - a bare NULL - narrows nothing: the list's type decides)
     narrowed = [v if v.type == x.type else _narrow(v, x.type) if v.is_valid
-                else v.cast(x.type) for v in values]
+                else v.cast(x.type) for v in values] if _kind(x.type) != "null" else [None]
     if all(v is not None for v in narrowed):
         values = narrowed
     t = _supertype([x.type] + [v.type for v in values])
@@ -1121,8 +1147,10 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
     x = _widen(x, t, node.this)
     present = [_widen(v, t, None) for v in values if v.is_valid]
     has_null = len(present) < len(values)
-    found = pc.is_in(x, value_set=pa.array([v.as_py() for v in present], type=t),
-                     skip_nulls=True)
+    value_set = pa.array([v.as_py() for v in present], type=t)
+    if _kind(t) == "float":       # -0.0 = 0.0, which the hash lookup does not know
+        x, value_set = pc.add(x, pa.scalar(0.0, t)), pc.add(value_set, pa.scalar(0.0, t))
+    found = pc.is_in(x, value_set=value_set, skip_nulls=True)
     no_answer = _null_of(pa.bool_())
     if has_null:  # no match against a list holding NULL is NULL
         return pc.if_else(found, True, no_answer)
@@ -2379,6 +2407,19 @@ def _anonymous(node: exp.Anonymous, ctx: _Ctx) -> Value:
 # ('{r,p,""}'), as PostgreSQL resolves the unknown type from its context.
 
 
+def _type_from_str(text: str) -> pa.DataType:
+    """An Arrow type from its str() (ArrayType's serialized element type): the aliases
+    pyarrow knows, plus the parameterised decimal128(p, s) / timestamp[unit] / date32[day]
+    it does not."""
+    m = re.fullmatch(r"decimal128\((\d+), (\d+)\)", text)
+    if m:
+        return pa.decimal128(int(m.group(1)), int(m.group(2)))
+    m = re.fullmatch(r"timestamp\[(\w+)\]", text)
+    if m:
+        return pa.timestamp(m.group(1))
+    return pa.type_for_alias({"date32[day]": "date32", "date64[ms]": "date64"}.get(text, text))
+
+
 class ArrayType(pa.ExtensionType):
     """A one-dimensional SQL array of `value_type` (storage: its text form)."""
 
@@ -2392,7 +2433,7 @@ class ArrayType(pa.ExtensionType):
     @classmethod
     def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes
                                   ) -> ArrayType:
-        return cls(pa.type_for_alias(serialized.decode()))
+        return cls(_type_from_str(serialized.decode()))
 
     def __reduce__(self):
         return ArrayType, (self.value_type,)
@@ -3075,6 +3116,78 @@ def _subplan(node: SubPlan, ctx: _Ctx) -> Value:
     return _as_array(arr) if _kind(t) == "list" else arr
 
 
+class InSubPlan(exp.Expression):
+    """`x IN (subquery)` where it cannot be a semi join (outside a WHERE conjunct: in an OR,
+    a CASE, the SELECT list): `this` is x, `expression` a SubPlan of kind "set" whose rows
+    are the set. The subquery runs once per distinct tuple of the outer values it reads
+    (once when uncorrelated), and x is tested against its column with PostgreSQL's NULL
+    logic, vectorised over the rows: TRUE on a match, else NULL if x is NULL (and the set
+    is not empty) or the set holds a NULL, else FALSE."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
+
+
+@_handles(InSubPlan)
+def _in_subplan(node: InSubPlan, ctx: _Ctx) -> Value:
+    sub: SubPlan = node.expression
+    plan = sub.args["plan"]
+    x = _eval(node.this, ctx)
+    values = [_eval(e, ctx) for e in sub.expressions]
+    if all(isinstance(v, pa.Scalar) for v in values):
+        return _in_set(x, node.this, _subplan_set(plan, values, node), node)
+    n = ctx.num_rows
+    cols = [_combine(_broadcast(v, n)) for v in values]
+    xs = _combine(_broadcast(x, n))
+    # One run per distinct outer tuple (a Python loop over the rows to group them, as in
+    # _subplan: each run binds and executes a plan, which dominates).
+    groups: dict[tuple, list[int]] = {}
+    for r, key in enumerate(zip(*[c.to_pylist() for c in cols])):
+        groups.setdefault(key, []).append(r)
+    parts, order = [], []
+    for rows in groups.values():
+        idx = pa.array(rows, pa.int64())
+        first = rows[0]
+        part = _in_set(xs.take(idx), node.this,
+                       _subplan_set(plan, [c[first] for c in cols], node), node)
+        parts.append(_combine(_broadcast(part, len(rows))).cast(pa.bool_()))
+        order.append(idx)
+    if not parts:
+        return pa.nulls(0, pa.bool_())
+    result = pa.concat_arrays(parts)
+    inverse = pc.sort_indices(pa.concat_arrays(order))
+    return result.take(inverse)
+
+
+def _subplan_set(plan: Any, values: list[pa.Scalar], node: exp.Expr) -> pa.Array:
+    t = plan.run(values, False)
+    if t.num_columns != 1:
+        raise _err("subquery has too many columns", "42601", node)
+    return _combine(t.column(0))
+
+
+def _in_set(x: Value, x_node: exp.Expr, col: pa.Array, node: exp.Expr) -> Value:
+    """x IN (the values of `col`) with SQL's NULL logic."""
+    if len(col) == 0:
+        return pa.scalar(False) if isinstance(x, pa.Scalar) else pa.array(
+            np.zeros(len(x), dtype=bool))
+    has_null = col.null_count > 0
+    present = pc.drop_null(col)
+    if _kind(present.type) == "null":
+        present = present.cast(x.type) if _kind(x.type) != "null" else present
+    a, b = _coerce_pair(x, x_node, present, exp.Column(), "=", node)
+    _check_comparable(a, "=", b, node)
+    if _kind(a.type) == "null":
+        return _null_of(pa.bool_())
+    b = _combine(b)
+    if _kind(a.type) == "float":  # -0.0 = 0.0, which the hash lookup does not know
+        a, b = pc.add(a, pa.scalar(0.0, a.type)), pc.add(b, pa.scalar(0.0, b.type))
+    found = pc.is_in(a, value_set=b, skip_nulls=True)
+    unknown = pc.is_null(a)
+    if has_null:
+        unknown = pc.or_(unknown, pa.scalar(True))
+    return pc.if_else(found, True, pc.if_else(unknown, _null_of(pa.bool_()), False))
+
+
 def _subplan_value(plan: Any, kind: str, values: list[pa.Scalar], node: SubPlan,
                    schema_only: bool = False) -> tuple[pa.Scalar, pa.DataType]:
     t = plan.run(values, schema_only)
@@ -3190,7 +3303,12 @@ def _const_sql(self: sqlglot.generator.Generator, e: Const) -> str:
 # sqlglot dispatches on `<key>_sql` methods it collects per generator class (and caches);
 # registering the method on the base class reaches every dialect, including caches built
 # before this module was imported.
-for _cls, _render in ((Const, _const_sql), (SubPlan, _subplan_sql), (HostCall, _host_call_sql)):
+def _in_subplan_sql(self: sqlglot.generator.Generator, e: InSubPlan) -> str:
+    return f"{self.sql(e.this)} IN {self.sql(e.expression)}"
+
+
+for _cls, _render in ((Const, _const_sql), (SubPlan, _subplan_sql), (HostCall, _host_call_sql),
+                      (InSubPlan, _in_subplan_sql)):
     setattr(sqlglot.generator.Generator, f"{_cls.key}_sql", _render)
     exp.EXPR_CLASSES.setdefault(_cls.key, _cls)
     for _dispatch in getattr(sqlglot.generator, "_DISPATCH_CACHE", {}).values():

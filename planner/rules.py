@@ -14,12 +14,19 @@
                           materialization; partition pruning is recorded for EXPLAIN
     prune_columns         scans read only the columns something above them uses
 
+Every rule can be switched off by name (`optimize(..., disabled=...)`, the `disabled_rules`
+context manager, or `SET kudusql.disabled_rules = 'name, ...'` in a session): a plan must
+give the same rows with any subset of the rules, which tests/sql/fuzz checks.
+
 Join ordering is not a rule here: the executor's MultiJoin orders joins greedily from the
 true sizes and key cardinalities of its inputs once they are scanned and filtered (see
 planner/executor.py), which is both simpler and better informed than estimates.
 """
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
 
 from sqlglot import exp
 
@@ -307,15 +314,37 @@ def to_column_predicate(scan: L.Scan, c: exp.Expression, types: dict) -> ColumnP
         vals = [val(e, col) for e in c.expressions]
         if any(v is None for v in vals):
             return None
+        if any(isinstance(v, float) and v == 0 for v in vals):
+            return None     # the engine's IN is a hash lookup, where -0.0 is not 0.0
         return ColumnPredicate.in_list(col, vals)
-    if isinstance(c, exp.Is) and isinstance(c.expression, exp.Null):
-        col = _scan_column(scan, c.this)
-        return ColumnPredicate.is_null(col) if col else None
-    if isinstance(c, exp.Not) and isinstance(c.this, exp.Is) and \
-            isinstance(c.this.expression, exp.Null):
-        col = _scan_column(scan, c.this.this)
-        return ColumnPredicate.is_not_null(col) if col else None
+    test = null_test(c)
+    if test is not None:
+        col = _scan_column(scan, test[0])
+        if col is None:
+            return None
+        return ColumnPredicate.is_null(col) if test[1] else ColumnPredicate.is_not_null(col)
     return None
+
+
+def null_test(c: exp.Expression) -> tuple[exp.Expression, bool] | None:
+    """`x IS NULL` -> (x, True), `x IS NOT NULL` -> (x, False), else None.
+
+    sqlglot 30 parses `x IS NOT NULL` as `Is(x, Null, negate=True)` (older versions, and
+    trees built by hand, have `Not(Is(x, Null))`); both shapes, any parentheses and any
+    number of NOTs around them are read here, so the pushed predicate keeps its sense."""
+    positive = True
+    while True:
+        if isinstance(c, exp.Paren):
+            c = c.this
+        elif isinstance(c, exp.Not):
+            positive, c = not positive, c.this
+        else:
+            break
+    if not (isinstance(c, exp.Is) and isinstance(c.expression, exp.Null)):
+        return None
+    if c.args.get("negate"):
+        positive = not positive
+    return c.this, positive
 
 
 def rule_scan_predicates(out: L.Output, catalog) -> L.Output:
@@ -366,10 +395,47 @@ RULES = [
 ]
 
 
-def optimize(out: L.Output, catalog) -> L.Output:
-    for _name, rule in RULES:
-        out = rule(out, catalog)
+RULE_NAMES = tuple(dict.fromkeys(name for name, _ in RULES))
+
+# Rules switched off by name for the current thread / task (`disabled_rules`). Each rule is
+# an optimisation only: a plan is correct with any subset of them, which the metamorphic
+# fuzzer (tests/sql/fuzz) checks by comparing results with each rule disabled in turn.
+_DISABLED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "kudusql_disabled_rules", default=frozenset())
+
+
+def check_rule_names(names) -> frozenset[str]:
+    """`names` as a frozenset, 22023 for a name that is not a rule."""
+    names = frozenset(n.strip().lower() for n in names if n.strip())
+    unknown = sorted(names - set(RULE_NAMES))
+    if unknown:
+        from planner.errors import InvalidParameterValue
+        raise InvalidParameterValue(f"unknown optimizer rule: {', '.join(unknown)} (rules: "
+                                    f"{', '.join(RULE_NAMES)})")
+    return names
+
+
+@contextlib.contextmanager
+def disabled_rules(names):
+    """Within the block, `optimize` skips the rules named in `names` (see RULE_NAMES):
+        with disabled_rules({"scan_predicates"}): ...   # no predicate reaches the engine
+    Sessions use this for `SET kudusql.disabled_rules = 'a, b'`."""
+    token = _DISABLED.set(check_rule_names(names))
+    try:
+        yield
+    finally:
+        _DISABLED.reset(token)
+
+
+def optimize(out: L.Output, catalog, disabled: frozenset[str] | None = None) -> L.Output:
+    """Run RULES in order over `out`, except those in `disabled` (default: the ones
+    `disabled_rules` switched off)."""
+    skip = _DISABLED.get() if disabled is None else disabled
+    for name, rule in RULES:
+        if name not in skip:
+            out = rule(out, catalog)
     return out
 
 
-__all__ = ["RULES", "factor_or", "optimize", "output_keys", "push"]
+__all__ = ["RULES", "RULE_NAMES", "check_rule_names", "disabled_rules", "factor_or",
+           "optimize", "output_keys", "push"]

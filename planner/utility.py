@@ -12,6 +12,9 @@ PostgreSQL spellings):
 
     CREATE TABLE [IF NOT EXISTS] ...       planner.ddl.create_table_spec -> create_table
     DROP TABLE [IF EXISTS] t [, ...]       every name is checked before any table is dropped
+    CREATE INDEX ... ON t (c, ...)         accepted, nothing created (Kudu has no secondary
+                                           indexes): a NOTICE; CREATE UNIQUE INDEX is 0A000
+    DROP INDEX [IF EXISTS] i               accepted with a NOTICE (no index exists)
     ALTER TABLE [IF EXISTS] t action [, action ...]
       RENAME TO t2                         rename_table
       RENAME COLUMN a TO b                 rename_column (key and partition columns too)
@@ -115,7 +118,12 @@ from planner.dialect import (
     KuduSQL,
     KuduUnsetProperties,
 )
-from planner.errors import FeatureNotSupported, InvalidTableDefinition, SqlError
+from planner.errors import (
+    FeatureNotSupported,
+    InvalidTableDefinition,
+    SqlError,
+    SqlSyntaxError,
+)
 from planner.result import StatementResult
 
 _REPLICA_KEYS = (REPLICAS_PROPERTY, "replication_factor")
@@ -143,8 +151,11 @@ def is_utility(ast: exp.Expr) -> bool:
     kind = kind.upper() if isinstance(kind, str) else ""
     match ast:
         case exp.Create():
-            return kind == "TABLE" and ast.args.get("expression") is None
-        case exp.Drop() | exp.Alter():
+            return (kind == "TABLE" and ast.args.get("expression") is None) or \
+                kind == "INDEX"
+        case exp.Drop():
+            return kind in ("TABLE", "INDEX")
+        case exp.Alter():
             return kind == "TABLE"
         case exp.Comment():
             return kind in ("TABLE", "COLUMN")
@@ -231,8 +242,12 @@ class _Executor:
 
     def run(self, ast: exp.Expr) -> StatementResult:
         match ast:
+            case exp.Create() if (ast.args.get("kind") or "").upper() == "INDEX":
+                return self.create_index(ast)
             case exp.Create():
                 return self.create_table(ast)
+            case exp.Drop() if (ast.args.get("kind") or "").upper() == "INDEX":
+                return self.drop_index(ast)
             case exp.Drop():
                 return self.drop_table(ast)
             case exp.Alter():
@@ -311,6 +326,41 @@ class _Executor:
             with self.engine(node):
                 self.catalog.drop_table(name, if_exists=True)
         return self.result("DROP TABLE")
+
+    def create_index(self, ast: exp.Create) -> StatementResult:
+        """Kudu has no secondary indexes. A plain index only speeds reads up, so CREATE INDEX
+        is accepted (after checking its table and columns) and creates nothing, with a
+        NOTICE: schema scripts and migrations written for PostgreSQL run unchanged. A UNIQUE
+        index would be a constraint the engine cannot enforce: refused."""
+        idx = ast.this
+        table = idx.args.get("table")
+        if ast.args.get("unique"):
+            raise FeatureNotSupported(
+                "CREATE UNIQUE INDEX is not supported: Kudu enforces uniqueness only for the "
+                "primary key", position=self.pos(ast))
+        if table is None:
+            raise SqlSyntaxError("CREATE INDEX needs ON table", position=self.pos(ast))
+        meta = self.meta(table)
+        params = idx.args.get("params")
+        known = set(meta.schema.names)
+        for o in (params.args.get("columns") or []) if params is not None else []:
+            col = o.this if isinstance(o, exp.Ordered) else o
+            for c in col.find_all(exp.Column):
+                if c.name not in known:
+                    raise SqlError(f'column "{c.name}" does not exist', "42703", self.pos(c))
+        name = f'index "{idx.name}"' if idx.name else "the index"
+        self.notices.append(
+            f"{name} was not created: kudusql (like Kudu) has no secondary indexes; "
+            "reads use the primary key, partition pruning and per-page min/max instead")
+        return self.result("CREATE INDEX")
+
+    def drop_index(self, ast: exp.Drop) -> StatementResult:
+        """CREATE INDEX creates nothing, so DROP INDEX has nothing to drop: accepted with
+        PostgreSQL's IF EXISTS notice whether or not IF EXISTS was written (a migration
+        that created an index drops it again without failing)."""
+        for node in ast.args.get("tables") or [ast.this]:
+            self.notices.append(f'index "{_table_name(node)}" does not exist, skipping')
+        return self.result("DROP INDEX")
 
     def comment(self, ast: exp.Comment) -> StatementResult:
         if ast.args["kind"].upper() != "TABLE":

@@ -112,8 +112,8 @@ def first_words(sql: str, k: int = 2) -> list[str]:
             break
         if m.lastgroup == "word":
             words.append(m.group().lower())
-        elif m.lastgroup != "ws":
-            break
+        elif m.lastgroup != "ws" and not (m.group() == "(" and not words):
+            break       # (a leading "(" is skipped: `(SELECT ...) UNION (SELECT ...)`)
         pos = m.end()
     return words
 

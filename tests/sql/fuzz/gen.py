@@ -1,0 +1,711 @@
+"""Random schemas, data and queries for the SQL fuzzers (see tests/sql/fuzz/__init__.py).
+
+Everything is drawn from one `random.Random(seed)`, so a seed names a world and a query.
+A query is rendered twice at once (`Sql`: `.k` for kudusql, `.d` for DuckDB) because the
+two dialects differ in a few spellings: type names, the default NULL order of DESC (the
+DuckDB text always spells PostgreSQL's default out), and time travel (kudusql reads `t FOR
+SYSTEM_TIME AS OF <ts>`; DuckDB reads a copy of the table taken at that snapshot).
+
+Kinds of values: int, float, dec, str, bool, date, ts. Columns carry a kind, a nullable
+flag and a narrower type (tinyint .. bigint, real / double, DECIMAL(p, s)).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import random
+from decimal import Decimal
+
+# -- dialect pairs -----------------------------------------------------------------------
+
+
+class Sql:
+    """SQL text for both engines: `k` (kudusql), `d` (DuckDB)."""
+
+    __slots__ = ("d", "k")
+
+    def __init__(self, k: str, d: str | None = None):
+        self.k = k
+        self.d = k if d is None else d
+
+    def __repr__(self) -> str:
+        return self.k if self.k == self.d else f"{self.k}  /* duckdb: {self.d} */"
+
+
+def j(*parts) -> Sql:
+    """Concatenate strings and Sqls."""
+    k, d = [], []
+    for p in parts:
+        if isinstance(p, Sql):
+            k.append(p.k)
+            d.append(p.d)
+        else:
+            k.append(str(p))
+            d.append(str(p))
+    return Sql("".join(k), "".join(d))
+
+
+def join(sep: str, parts) -> Sql:
+    out: list = []
+    for i, p in enumerate(parts):
+        if i:
+            out.append(sep)
+        out.append(p)
+    return j(*out)
+
+
+# -- schema and data ---------------------------------------------------------------------
+
+# (kudusql type, DuckDB type, kind)
+TYPES = [
+    ("TINYINT", "TINYINT", "int"), ("SMALLINT", "SMALLINT", "int"),
+    ("INT", "INTEGER", "int"), ("BIGINT", "BIGINT", "int"),
+    ("REAL", "REAL", "float"), ("DOUBLE", "DOUBLE", "float"),
+    ("DECIMAL(9,2)", "DECIMAL(9,2)", "dec"), ("DECIMAL(18,4)", "DECIMAL(18,4)", "dec"),
+    ("DECIMAL(38,10)", "DECIMAL(38,10)", "dec"),
+    ("STRING", "VARCHAR", "str"), ("VARCHAR(5)", "VARCHAR", "str"),
+    ("BOOLEAN", "BOOLEAN", "bool"), ("DATE", "DATE", "date"),
+    ("TIMESTAMP", "TIMESTAMP", "ts"),
+]
+
+INT_RANGE = {"TINYINT": 127, "SMALLINT": 32767, "INT": 2**31 - 1, "BIGINT": 2**63 - 1}
+# exactly representable in float32, so REAL and DOUBLE agree after any conversion
+FLOATS = [0.0, -0.0, 0.5, -0.5, 1.0, 1.25, -2.0, 3.75, 100.5, -1000.25, 65536.0,
+          float("inf"), float("-inf")]
+STRINGS = ["", "a", "b", "ab", "abc", "A", "B", " a", "a ", "ba", "xyz", "a%b", "_", "zz"]
+DATES = [dt.date(1970, 1, 1), dt.date(2000, 2, 29), dt.date(2024, 12, 31),
+         dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(2020, 6, 15), dt.date(1969, 7, 20)]
+TIMESTAMPS = [dt.datetime(1970, 1, 1), dt.datetime(2000, 2, 29, 12, 30, 15, 123456),
+              dt.datetime(2024, 12, 31, 23, 59, 59, 999999), dt.datetime(2020, 6, 15, 8),
+              dt.datetime(1969, 12, 31, 23, 59, 59), dt.datetime(2020, 6, 15, 8, 0, 0, 1)]
+
+
+@dataclasses.dataclass
+class Column:
+    name: str
+    ktype: str
+    dtype: str
+    kind: str
+    nullable: bool
+    key: bool = False
+
+
+@dataclasses.dataclass
+class Table:
+    name: str
+    columns: list[Column]
+    partitions: str                 # the PARTITION BY clause
+
+    def ddl(self) -> tuple[str, str]:
+        kcols = ", ".join(f"{c.name} {c.ktype}" + ("" if c.nullable else " NOT NULL")
+                          for c in self.columns)
+        dcols = ", ".join(f"{c.name} {c.dtype}" for c in self.columns)
+        keys = ", ".join(c.name for c in self.columns if c.key)
+        return (f"CREATE TABLE {self.name} ({kcols}, PRIMARY KEY ({keys})) {self.partitions}",
+                f"CREATE TABLE {self.name} ({dcols})")
+
+
+def value(rng: random.Random, c: Column, i: int):
+    """A random value for column `c` (`i` makes key values distinct)."""
+    if c.key:
+        if c.kind == "int":
+            return i * 3 - 7 if c.ktype != "TINYINT" else i - 60
+        return f"k{i:03d}"
+    if c.nullable and rng.random() < 0.2:
+        return None
+    if c.kind == "int":
+        lim = INT_RANGE[c.ktype]
+        r = rng.random()
+        if r < 0.05:
+            return rng.choice([lim, -lim - 1])
+        return rng.randint(-5, 12) if r < 0.85 else rng.randint(-120, 120)
+    if c.kind == "float":
+        return rng.choice(FLOATS) if rng.random() < 0.5 else rng.randint(-40, 40) / 4
+    if c.kind == "dec":
+        scale = int(c.ktype.rstrip(")").split(",")[1])
+        digits = rng.choice([1, 3, 5, 7])
+        v = Decimal(rng.randint(-10**digits, 10**digits)).scaleb(-min(scale, 2))
+        return v
+    if c.kind == "str":
+        s = rng.choice(STRINGS)
+        return s[:5] if c.ktype.startswith("VARCHAR") else s
+    if c.kind == "bool":
+        return rng.random() < 0.5
+    if c.kind == "date":
+        return rng.choice(DATES)
+    if c.kind == "ts":
+        return rng.choice(TIMESTAMPS)
+    raise AssertionError(c.kind)
+
+
+def gen_schema(rng: random.Random, n_tables: int = 3) -> list[Table]:
+    tables = []
+    for ti in range(n_tables):
+        key_t = rng.choice([("INT", "INTEGER", "int"), ("BIGINT", "BIGINT", "int"),
+                            ("STRING", "VARCHAR", "str")])
+        cols = [Column("k", key_t[0], key_t[1], key_t[2], False, key=True)]
+        picks = rng.sample(TYPES, rng.randint(3, 6))
+        # every table has an int and a str column, so joins and comparisons find partners
+        if not any(p[2] == "int" for p in picks):
+            picks.append(("INT", "INTEGER", "int"))
+        if not any(p[2] == "str" for p in picks):
+            picks.append(("STRING", "VARCHAR", "str"))
+        for ci, (kt, dt_, kind) in enumerate(picks):
+            cols.append(Column(f"c{ci}", kt, dt_, kind, rng.random() < 0.85))
+        parts = rng.choice([
+            "", "PARTITION BY HASH (k) PARTITIONS 3",
+            "PARTITION BY HASH (k) PARTITIONS 2",
+        ] + (["PARTITION BY RANGE (k) (PARTITION VALUES < 10, PARTITION 10 <= VALUES)"]
+             if key_t[2] == "int" else []))
+        tables.append(Table(f"t{ti}", cols, parts))
+    return tables
+
+
+def gen_rows(rng: random.Random, t: Table, n: int, start: int = 0) -> list[tuple]:
+    rows = [tuple(value(rng, c, start + i) for c in t.columns) for i in range(n)]
+    # duplicates of non-key values: copy some rows' values under new keys
+    for i in range(len(rows)):
+        if i and rng.random() < 0.25:
+            src = rows[rng.randrange(i)]
+            rows[i] = (rows[i][0],) + src[1:]
+    return rows
+
+
+# -- literals ------------------------------------------------------------------------------
+def lit(rng: random.Random, kind: str, c: Column | None = None) -> Sql:
+    if rng.random() < 0.07:
+        return Sql("NULL")
+    if kind == "int":
+        r = rng.random()
+        if r < 0.05:
+            return Sql(str(rng.choice([2147483647, -2147483648, 127, -128, 32767])))
+        return Sql(str(rng.randint(-5, 12)))
+    if kind == "float":
+        f = rng.choice([x for x in FLOATS if x == x and abs(x) != float("inf")] +
+                       [rng.randint(-40, 40) / 4])
+        return Sql(repr(float(f)) if f != 0 else "0.0")
+    if kind == "dec":
+        return Sql(str(Decimal(rng.randint(-2000, 2000)).scaleb(-2)))
+    if kind == "str":
+        s = rng.choice(STRINGS)
+        return Sql("'" + s.replace("'", "''") + "'")
+    if kind == "bool":
+        return Sql(rng.choice(["TRUE", "FALSE"]))
+    if kind == "date":
+        return Sql(f"DATE '{rng.choice(DATES).isoformat()}'")
+    if kind == "ts":
+        return Sql(f"TIMESTAMP '{rng.choice(TIMESTAMPS).isoformat(sep=' ')}'")
+    raise AssertionError(kind)
+
+
+def sql_value(v) -> str:
+    """A Python value as a SQL literal both engines read the same way."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, float):
+        if v != v:
+            return "CAST('NaN' AS DOUBLE)"
+        if v == 0 and str(v).startswith("-"):
+            return "CAST('-0' AS DOUBLE)"
+        if v in (float("inf"), float("-inf")):
+            return f"CAST('{'-' if v < 0 else ''}Infinity' AS DOUBLE)"
+        return repr(v)
+    if isinstance(v, (int, Decimal)):
+        return str(v)
+    if isinstance(v, dt.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"DATE '{v.isoformat()}'"
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+NUMERIC = ("int", "float", "dec")
+
+
+def comparable(a: str, b: str) -> bool:
+    return a == b or (a in NUMERIC and b in NUMERIC)
+
+
+# -- queries -------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Col:
+    """A column visible in a scope: its SQL (`alias.name`) and kind."""
+    sql: str
+    kind: str
+
+
+@dataclasses.dataclass
+class Query:
+    sql: Sql
+    kinds: list[str]                 # output column kinds
+    ordered: list[tuple[int, bool]] | None = None   # ORDER BY (position, desc) if it fixes
+                                                    # the order (else None)
+    total_order: bool = False        # ORDER BY covers every output column
+    has_limit: bool = False
+
+
+class QueryGen:
+    """Random queries over `tables`. `snapshot` (a HybridTime) makes every table reference
+    a time-travel read (DuckDB reads the `<table>_v1` copies then)."""
+
+    def __init__(self, rng: random.Random, tables: list[Table], *,
+                 snapshot: int | None = None, subqueries: bool = True,
+                 windows: bool = True):
+        self.rng = rng
+        self.tables = tables
+        self.snapshot = snapshot
+        self.subqueries = subqueries
+        self.windows = windows
+        self._alias = 0
+
+    # -- helpers ---------------------------------------------------------------------------
+    def alias(self) -> str:
+        self._alias += 1
+        return f"a{self._alias}"
+
+    def table_ref(self, t: Table, alias: str) -> Sql:
+        if self.snapshot is None:
+            return Sql(f"{t.name} AS {alias}")
+        return Sql(f"{t.name} FOR SYSTEM_TIME AS OF {self.snapshot} AS {alias}",
+                   f"{t.name}_v1 AS {alias}")
+
+    def scope_of(self, t: Table, alias: str) -> list[Col]:
+        return [Col(f"{alias}.{c.name}", c.kind) for c in t.columns]
+
+    # -- expressions -----------------------------------------------------------------------
+    def expr(self, kind: str, scope: list[Col], depth: int = 0, outer: list[Col] | None = None
+             ) -> Sql:
+        rng = self.rng
+        cols = [c for c in scope if c.kind == kind]
+        if depth >= 3 or rng.random() < 0.35:
+            if cols and rng.random() < 0.8:
+                return Sql(rng.choice(cols).sql)
+            return lit(rng, kind)
+        d = depth + 1
+        r = rng.random()
+        if r < 0.12:
+            return j("CASE WHEN ", self.pred(scope, d), " THEN ", self.expr(kind, scope, d),
+                     " ELSE ", self.expr(kind, scope, d), " END")
+        if r < 0.22:
+            return j("COALESCE(", self.expr(kind, scope, d), ", ", self.expr(kind, scope, d),
+                     ")")
+        if r < 0.27:
+            return j("NULLIF(", self.expr(kind, scope, d), ", ", self.expr(kind, scope, d),
+                     ")")
+        if kind == "int":
+            r = rng.random()
+            if r < 0.3:
+                return j("(", self.expr("int", scope, d), rng.choice([" + ", " - "]),
+                         self.expr("int", scope, d), ")")
+            if r < 0.4:
+                return j("(", self.expr("int", scope, d), " * ", rng.randint(-3, 3), ")")
+            if r < 0.5:
+                return j("(", self.expr("int", scope, d), " % ",
+                         rng.choice([1, 2, 3, 7, -4]), ")")
+            if r < 0.6:
+                return j("abs(", self.expr("int", scope, d), ")")
+            if r < 0.7:
+                return j("(- ", self.expr("int", scope, d), ")")
+            if r < 0.8:
+                return j("length(", self.expr("str", scope, d), ")")
+            if r < 0.85 and self.subqueries and depth == 0:
+                return self.scalar_subquery("int", scope)
+            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+        if kind == "float":
+            r = rng.random()
+            if r < 0.4:
+                return j("(", self.expr("float", scope, d), rng.choice([" + ", " - "]),
+                         self.expr(rng.choice(["float", "int"]), scope, d), ")")
+            if r < 0.55:
+                return j("abs(", self.expr("float", scope, d), ")")
+            if r < 0.7:
+                return j("(- ", self.expr("float", scope, d), ")")
+            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+        if kind == "dec":
+            r = rng.random()
+            if r < 0.4:
+                return j("(", self.expr("dec", scope, d), rng.choice([" + ", " - "]),
+                         self.expr(rng.choice(["dec", "int"]), scope, d), ")")
+            if r < 0.5:
+                return j("(", self.expr("dec", scope, d), " * ", rng.randint(-3, 3), ")")
+            if r < 0.6:
+                return j("abs(", self.expr("dec", scope, d), ")")
+            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+        if kind == "str":
+            r = rng.random()
+            if r < 0.2:
+                return j(rng.choice(["lower(", "upper("]), self.expr("str", scope, d), ")")
+            if r < 0.4:
+                return j("(", self.expr("str", scope, d), " || ", self.expr("str", scope, d),
+                         ")")
+            if r < 0.5:
+                return j("substr(", self.expr("str", scope, d), ", ", rng.randint(1, 3), ", ",
+                         rng.randint(0, 3), ")")
+            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+        if kind == "bool":
+            return self.pred(scope, d)
+        return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+
+    def operand_kinds(self, scope: list[Col]) -> str:
+        kinds = [c.kind for c in scope if c.kind != "bool"]
+        return self.rng.choice(kinds) if kinds else "int"
+
+    def pred(self, scope: list[Col], depth: int = 0) -> Sql:
+        rng = self.rng
+        d = depth + 1
+        if depth >= 3:
+            r = rng.random() * 0.55
+        else:
+            r = rng.random()
+        kind = self.operand_kinds(scope)
+        if r < 0.22:
+            op = rng.choice(["=", "<>", "<", "<=", ">", ">="])
+            k2 = kind if kind not in NUMERIC else rng.choice(
+                [kind, kind, rng.choice(NUMERIC)])
+            return j("(", self.expr(kind, scope, d), f" {op} ", self.expr(k2, scope, d), ")")
+        if r < 0.32:
+            return j("(", self.expr(kind, scope, d),
+                     rng.choice([" IS NULL", " IS NOT NULL"]), ")")
+        if r < 0.38:
+            return j("(", self.expr(kind, scope, d),
+                     rng.choice([" BETWEEN ", " NOT BETWEEN "]), lit(rng, kind), " AND ",
+                     self.expr(kind, scope, d), ")")
+        if r < 0.45:
+            items = [lit(rng, kind) for _ in range(rng.randint(1, 4))]
+            return j("(", self.expr(kind, scope, d), rng.choice([" IN (", " NOT IN ("]),
+                     join(", ", items), "))")
+        if r < 0.50 and any(c.kind == "str" for c in scope):
+            pat = rng.choice(["a%", "%b", "_", "%", "a_", "%a%", "", "A%"])
+            return j("(", self.expr("str", scope, d), rng.choice([" LIKE ", " NOT LIKE "]),
+                     f"'{pat}')")
+        if r < 0.55:
+            return j("(", self.expr(kind, scope, d),
+                     rng.choice([" IS DISTINCT FROM ", " IS NOT DISTINCT FROM "]),
+                     self.expr(kind, scope, d), ")")
+        if r < 0.65:
+            return j("(NOT ", self.pred(scope, d), ")")
+        if r < 0.82:
+            return j("(", self.pred(scope, d), rng.choice([" AND ", " OR "]),
+                     self.pred(scope, d), ")")
+        if r < 0.86:
+            bools = [c for c in scope if c.kind == "bool"]
+            if bools:
+                c = rng.choice(bools).sql
+                return Sql(rng.choice([c, f"({c} IS TRUE)", f"({c} IS NOT FALSE)",
+                                       f"(NOT {c})"]))
+            return Sql(rng.choice(["TRUE", "FALSE", "(NULL::BOOLEAN)"]),
+                       None)
+        if self.subqueries and depth <= 1:
+            return self.subquery_pred(scope)
+        return j("(", self.expr(kind, scope, d), " = ", self.expr(kind, scope, d), ")")
+
+    # -- subqueries ------------------------------------------------------------------------
+    def _correlation(self, inner: list[Col], outer: list[Col]) -> list[Sql]:
+        """Conditions tying the subquery to the outer row: an equality (so that the binder
+        may decorrelate it) and sometimes a non-equality."""
+        rng = self.rng
+        conds = []
+        pairs = [(i, o) for i in inner for o in outer if comparable(i.kind, o.kind)
+                 and i.kind != "bool"]
+        if pairs and rng.random() < 0.7:
+            i, o = rng.choice(pairs)
+            conds.append(Sql(f"{i.sql} = {o.sql}"))
+            if rng.random() < 0.3:
+                i, o = rng.choice(pairs)
+                conds.append(Sql(f"{i.sql} {rng.choice(['<', '<>', '>='])} {o.sql}"))
+        return conds
+
+    def _sub_from(self, outer: list[Col]):
+        t = self.rng.choice(self.tables)
+        a = self.alias()
+        inner = self.scope_of(t, a)
+        conds = self._correlation(inner, outer) if self.rng.random() < 0.6 else []
+        if self.rng.random() < 0.5:
+            conds.append(self.pred(inner, 2))
+        where = j(" WHERE ", join(" AND ", conds)) if conds else Sql("")
+        return self.table_ref(t, a), inner, where
+
+    def subquery_pred(self, outer: list[Col]) -> Sql:
+        rng = self.rng
+        ref, inner, where = self._sub_from(outer)
+        r = rng.random()
+        if r < 0.35:
+            return j("(", rng.choice(["EXISTS", "NOT EXISTS"]), " (SELECT 1 FROM ", ref,
+                     where, "))")
+        kinds = [c.kind for c in inner if c.kind != "bool" and
+                 any(comparable(c.kind, o.kind) for o in outer)]
+        if not kinds:
+            return j("(EXISTS (SELECT 1 FROM ", ref, where, "))")
+        kind = rng.choice(kinds)
+        col = rng.choice([c for c in inner if c.kind == kind]).sql
+        lhs_cols = [o for o in outer if comparable(o.kind, kind)]
+        lhs = Sql(rng.choice(lhs_cols).sql) if lhs_cols else lit(rng, kind)
+        if r < 0.75:
+            return j("(", lhs, rng.choice([" IN ", " NOT IN "]), "(SELECT ", col, " FROM ",
+                     ref, where, "))")
+        agg = rng.choice(["max", "min", "count"] if kind != "str" else ["max", "min"])
+        op = rng.choice(["=", "<", ">=", "<>"])
+        if agg == "count":
+            lhs_cols = [o for o in outer if o.kind in NUMERIC]
+            lhs = Sql(rng.choice(lhs_cols).sql) if lhs_cols else Sql("1")
+        return j("(", lhs, f" {op} (SELECT {agg}({col}) FROM ", ref, where, "))")
+
+    def scalar_subquery(self, kind: str, outer: list[Col]) -> Sql:
+        ref, inner, where = self._sub_from(outer)
+        cols = [c for c in inner if c.kind == kind]
+        if kind == "int" and (not cols or self.rng.random() < 0.4):
+            return j("(SELECT count(*) FROM ", ref, where, ")")
+        if not cols:
+            return lit(self.rng, kind)
+        return j(f"(SELECT {self.rng.choice(['max', 'min'])}({self.rng.choice(cols).sql}) "
+                 "FROM ", ref, where, ")")
+
+    # -- FROM --------------------------------------------------------------------------------
+    def from_clause(self) -> tuple[Sql, list[Col]]:
+        rng = self.rng
+        n = rng.choice([1, 1, 1, 2, 2, 3])
+        t = rng.choice(self.tables)
+        a = self.alias()
+        scope = self.scope_of(t, a)
+        if rng.random() < 0.08:             # a derived table
+            inner_scope = scope
+            items = rng.sample(inner_scope, min(len(inner_scope), rng.randint(1, 4)))
+            w = j(" WHERE ", self.pred(inner_scope, 1)) if rng.random() < 0.5 else Sql("")
+            b = self.alias()
+            sel = join(", ", [Sql(f"{c.sql} AS x{i}") for i, c in enumerate(items)])
+            src = j("(SELECT ", sel, " FROM ", self.table_ref(t, a), w, f") AS {b}")
+            scope = [Col(f"{b}.x{i}", c.kind) for i, c in enumerate(items)]
+        else:
+            src = self.table_ref(t, a)
+        parts = [src]
+        on_scope = scope        # what an ON condition may name: PostgreSQL's comma binds
+        for _ in range(n - 1):  # looser than JOIN, so ON sees nothing before a comma
+            t2 = rng.choice(self.tables)
+            a2 = self.alias()
+            s2 = self.scope_of(t2, a2)
+            kind = rng.choice(["INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN",
+                               "CROSS JOIN", ","])
+            if kind in ("CROSS JOIN", ","):
+                parts.append(j(f" {kind} " if kind != "," else ", ", self.table_ref(t2, a2)))
+                on_scope = s2 if kind == "," else on_scope + s2
+            else:
+                pairs = [(x, y) for x in on_scope for y in s2
+                         if comparable(x.kind, y.kind) and x.kind != "bool"]
+                conds = []
+                if pairs:
+                    x, y = rng.choice(pairs)
+                    conds.append(Sql(f"{x.sql} = {y.sql}"))
+                if kind == "FULL JOIN" and not conds:
+                    kind = "LEFT JOIN"   # kudusql: FULL JOIN needs an equality (0A000)
+                if kind != "FULL JOIN" and (not conds or rng.random() < 0.3):
+                    conds.append(self.pred(on_scope + s2, 2) if kind == "INNER JOIN" else
+                                 self.simple_pred(on_scope + s2))
+                parts.append(j(f" {kind} ", self.table_ref(t2, a2), " ON ",
+                               join(" AND ", conds)))
+                on_scope = on_scope + s2
+            scope = scope + s2
+        return j(*parts), scope
+
+    def simple_pred(self, scope: list[Col]) -> Sql:
+        """A predicate without subqueries (outer join ON conditions)."""
+        saved, self.subqueries = self.subqueries, False
+        try:
+            return self.pred(scope, 1)
+        finally:
+            self.subqueries = saved
+
+    # -- SELECT ------------------------------------------------------------------------------
+    def select(self, *, allow_order: bool = True, want_kinds: list[str] | None = None
+               ) -> Query:
+        rng = self.rng
+        src, scope = self.from_clause()
+        where = self.pred(scope) if rng.random() < 0.75 else None
+        mode = rng.choices(["plain", "agg", "group", "window", "distinct"],
+                           [5, 2, 3, 1 if self.windows else 0, 1])[0]
+        if want_kinds is not None:
+            mode = rng.choice(["plain", "distinct", "group"])
+        items: list[Sql] = []
+        kinds: list[str] = []
+        group: list[Sql] = []
+        having = None
+        if mode in ("plain", "distinct", "window"):
+            n = len(want_kinds) if want_kinds else rng.randint(1, 4)
+            for i in range(n):
+                kind = want_kinds[i] if want_kinds else rng.choice(
+                    [c.kind for c in scope] + ["int", "bool"])
+                items.append(self.expr(kind, scope))
+                kinds.append(kind)
+            if mode == "window":
+                items.append(self.window(scope))
+                kinds.append("win")
+        else:
+            if mode == "group":
+                gcols = rng.sample(scope, min(len(scope), rng.randint(1, 2)))
+                if want_kinds:
+                    gcols = []
+                    for k in want_kinds:
+                        cand = [c for c in scope if c.kind == k]
+                        if not cand:
+                            return self.select(allow_order=allow_order, want_kinds=want_kinds)
+                        gcols.append(rng.choice(cand))
+                group = [Sql(c.sql) for c in gcols]
+                for c in gcols:
+                    items.append(Sql(c.sql))
+                    kinds.append(c.kind)
+            if not want_kinds:
+                for _ in range(rng.randint(1, 3)):
+                    a, k = self.aggregate(scope)
+                    items.append(a)
+                    kinds.append(k)
+                if rng.random() < 0.3:
+                    a, k = self.aggregate(scope)
+                    if k in NUMERIC:
+                        having = j("(", a, rng.choice([" > ", " <= ", " <> "]),
+                                   rng.randint(0, 5), ")")
+        q = j("SELECT ", "DISTINCT " if mode == "distinct" else "",
+              join(", ", items), " FROM ", src)
+        if where is not None:
+            q = j(q, " WHERE ", where)
+        if group:
+            q = j(q, " GROUP BY ", join(", ", group))
+        if having is not None:
+            q = j(q, " HAVING ", having)
+        query = Query(q, kinds)
+        if allow_order and rng.random() < 0.45:
+            self.order_limit(query)
+        return query
+
+    def aggregate(self, scope: list[Col]) -> tuple[Sql, str]:
+        rng = self.rng
+        r = rng.random()
+        if r < 0.2:
+            return Sql("count(*)"), "int"
+        num = [c for c in scope if c.kind in NUMERIC]
+        any_ = [c for c in scope if c.kind != "bool"]
+        if r < 0.55 and num:
+            c = rng.choice(num)
+            fn = rng.choice(["sum", "avg", "min", "max", "sum", "count"])
+            dist = "DISTINCT " if rng.random() < 0.25 else ""
+            kind = {"sum": c.kind, "avg": "float" if c.kind != "dec" else "dec",
+                    "count": "int"}.get(fn, c.kind)
+            arg = self.expr(c.kind, scope, 2) if rng.random() < 0.3 else Sql(c.sql)
+            return j(f"{fn}({dist}", arg, ")"), kind
+        if any_:
+            c = rng.choice(any_)
+            fn = rng.choice(["min", "max", "count"])
+            dist = "DISTINCT " if fn == "count" and rng.random() < 0.4 else ""
+            return Sql(f"{fn}({dist}{c.sql})"), "int" if fn == "count" else c.kind
+        return Sql("count(*)"), "int"
+
+    def window(self, scope: list[Col]) -> Sql:
+        rng = self.rng
+        part = rng.sample(scope, min(len(scope), rng.randint(0, 2)))
+        keys = [c for c in scope if c.sql.endswith(".k")]
+        order = rng.sample(scope, min(len(scope), rng.randint(0, 2)))
+        fn = rng.choice(["rank()", "dense_rank()", "count(*)", "sum", "min", "max",
+                         "row_number()", "lag", "first_value"])
+        needs_total = fn in ("row_number()", "lag", "first_value")
+        if needs_total and {c.sql.split(".")[0] for c in keys} != {
+                c.sql.split(".")[0] for c in scope}:
+            fn, needs_total = "rank()", False  # a derived table has no key: no total order
+        if needs_total:
+            order = order + keys          # a total order (the keys of every table)
+            if not order:
+                fn = "count(*)"
+        if fn in ("sum", "min", "max", "lag", "first_value"):
+            num = [c for c in scope if c.kind in (NUMERIC if fn == "sum" else
+                                                  ("int", "str", "dec", "date"))]
+            if not num:
+                fn = "count(*)"
+            else:
+                fn = f"{fn}({rng.choice(num).sql})"
+        spec = []
+        if part:
+            spec.append("PARTITION BY " + ", ".join(c.sql for c in part))
+        if order or fn in ("rank()", "dense_rank()", "row_number()"):
+            if not order:
+                order = keys or scope[:1]
+            spec.append("ORDER BY " + ", ".join(
+                f"{c.sql}{' DESC' if rng.random() < 0.3 else ''}" for c in order))
+        k = " ".join(spec)
+        # PostgreSQL's default NULL order (first for DESC, last for ASC), spelled out for
+        # DuckDB
+        d = _asc_nulls_last(k.replace(" DESC", " DESC NULLS FIRST"))
+        return Sql(f"{fn} OVER ({k})", f"{fn} OVER ({d})")
+
+    def order_limit(self, q: Query) -> None:
+        rng = self.rng
+        n = len(q.kinds)
+        pos = rng.sample(range(n), rng.randint(1, n))
+        limit = rng.random() < 0.5
+        if limit:
+            pos = pos + [p for p in range(n) if p not in pos]    # a total order of rows
+        keys = [(p, rng.random() < 0.4) for p in pos]
+        k_parts, d_parts = [], []
+        for p, desc in keys:
+            nulls = rng.choice(["", "", " NULLS FIRST", " NULLS LAST"])
+            k_parts.append(f"{p + 1}{' DESC' if desc else ''}{nulls}")
+            dn = nulls or (" NULLS FIRST" if desc else " NULLS LAST")
+            d_parts.append(f"{p + 1}{' DESC' if desc else ''}{dn}")
+        s = Sql(" ORDER BY " + ", ".join(k_parts), " ORDER BY " + ", ".join(d_parts))
+        if limit:
+            s = j(s, f" LIMIT {rng.randint(0, 8)}")
+            if rng.random() < 0.3:
+                s = j(s, f" OFFSET {rng.randint(0, 3)}")
+        q.sql = j(q.sql, s)
+        q.ordered = [(p, d) for p, d in keys]
+        q.total_order = limit
+        q.has_limit = limit
+
+    def query(self) -> Query:
+        """A top-level query: a SELECT, sometimes a set operation or a CTE."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.12:
+            left = self.select(allow_order=False)
+            if "win" in left.kinds:
+                return self.select()
+            right = self.select(allow_order=False, want_kinds=left.kinds)
+            if len(right.kinds) != len(left.kinds):
+                return self.select()
+            op = rng.choice(["UNION", "UNION ALL", "INTERSECT", "EXCEPT"])
+            q = Query(j("(", left.sql, f") {op} (", right.sql, ")"), left.kinds)
+            if rng.random() < 0.3:
+                self.order_limit(q)
+            return q
+        if r < 0.17:
+            inner = self.select(allow_order=False)
+            if "win" in inner.kinds:
+                return self.select()
+            names = ", ".join(f"w{i}" for i in range(len(inner.kinds)))
+            b = self.alias()
+            cols = [Col(f"{b}.w{i}", k) for i, k in enumerate(inner.kinds)]
+            w = j(" WHERE ", self.simple_pred(cols)) if rng.random() < 0.6 else Sql("")
+            q = Query(j(f"WITH cte ({names}) AS (", inner.sql, f") SELECT {names} FROM cte "
+                        f"AS {b}", w), inner.kinds)
+            return q
+        return self.select()
+
+
+def _asc_nulls_last(s: str) -> str:
+    """In a DuckDB window ORDER BY: ascending keys get PostgreSQL's NULLS LAST."""
+    if "ORDER BY " not in s:
+        return s
+    head, tail = s.split("ORDER BY ", 1)
+    keys = [k.strip() for k in tail.split(",")]
+    keys = [k if "NULLS" in k else k + " NULLS LAST" for k in keys]
+    return head + "ORDER BY " + ", ".join(keys)
+
+
+def base_query(gen: QueryGen) -> tuple[Sql, Sql, list[Col], list[str]]:
+    """For TLP / NoREC: (select list, FROM, scope, kinds) of a plain SELECT."""
+    rng = gen.rng
+    src, scope = gen.from_clause()
+    n = rng.randint(1, 3)
+    kinds = [rng.choice([c.kind for c in scope]) for _ in range(n)]
+    items = [gen.expr(k, scope) if rng.random() < 0.5 else Sql(
+        rng.choice([c for c in scope if c.kind == k]).sql) for k in kinds]
+    return join(", ", items), src, scope, kinds

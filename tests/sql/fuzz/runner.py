@@ -1,0 +1,386 @@
+"""Worlds (a kudusql database and a DuckDB copy of the same rows) and the techniques that run
+generated queries against them; see tests/sql/fuzz/__init__.py for what each checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+import tempfile
+import time
+from collections import Counter
+
+import duckdb
+import pyarrow as pa
+
+from kudusql.session import Database
+from planner.errors import SqlError
+from planner.rules import RULE_NAMES
+from tests.sql.fuzz import gen
+from tests.sql.fuzz.compare import diff_rows
+
+TECHNIQUES = ("diff", "tlp", "norec", "rules", "pushdown")
+
+_ARROW = {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
+          "BIGINT": pa.int64(), "REAL": pa.float32(), "DOUBLE": pa.float64(),
+          "STRING": pa.string(), "BOOLEAN": pa.bool_(), "DATE": pa.date32(),
+          "TIMESTAMP": pa.timestamp("us")}
+
+
+def arrow_type(ktype: str) -> pa.DataType:
+    if ktype.startswith("DECIMAL"):
+        p, s = ktype[8:-1].split(",")
+        return pa.decimal128(int(p), int(s))
+    if ktype.startswith("VARCHAR"):
+        return pa.string()
+    return _ARROW[ktype]
+
+
+@dataclasses.dataclass
+class Mismatch:
+    technique: str
+    seed: int
+    sql: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"[{self.technique} seed={self.seed}] {self.detail}\n    {self.sql}"
+
+
+@dataclasses.dataclass
+class Stats:
+    queries: int = 0
+    mismatches: list[Mismatch] = dataclasses.field(default_factory=list)
+    outcomes: Counter = dataclasses.field(default_factory=Counter)
+    unsupported: Counter = dataclasses.field(default_factory=Counter)
+
+    def merge(self, other: Stats) -> None:
+        self.queries += other.queries
+        self.mismatches += other.mismatches
+        self.outcomes.update(other.outcomes)
+        self.unsupported.update(other.unsupported)
+
+
+class World:
+    """A random schema and data in kudusql (flushed in part: MemRowSets, DiskRowSets and
+    delta stores all hold rows) and in DuckDB; a snapshot `v1` taken before a round of
+    UPDATE / DELETE / INSERT, kept in DuckDB as `<table>_v1` for time-travel queries."""
+
+    def __init__(self, seed: int, directory: str | None = None, execute=None):
+        """`execute(sql)`: where the kudusql statements go (default: an embedded database
+        in `directory` or a temporary one). With `execute` (the wire fuzzer's client) there
+        is no flushing and no snapshot (`v1` is None)."""
+        self.seed = seed
+        rng = random.Random(seed)
+        self.rng = rng
+        self._tmp = directory is None and execute is None
+        self.db = None
+        if execute is None:
+            self.dir = directory or tempfile.mkdtemp(prefix="kudusql-fuzz-")
+            self.db = Database.open(self.dir, maintenance=False)
+            self.session = self.db.session()
+            execute = self.session.execute
+        self.execute = execute
+        self.duck = duckdb.connect()
+        self.tables = gen.gen_schema(rng, rng.choice([2, 3]))
+        model: dict[str, dict] = {}
+        for t in self.tables:
+            kddl, dddl = t.ddl()
+            self.execute(kddl)
+            rows = gen.gen_rows(rng, t, rng.randint(0, 14))
+            self._insert(t, rows)
+            if rng.random() < 0.7:
+                self._flush(t, dms=False)
+            more = gen.gen_rows(rng, t, rng.randint(0, 10), start=len(rows))
+            self._insert(t, more)
+            model[t.name] = {r[0]: r for r in rows + more}
+        self.v1 = None
+        if self.db is not None:
+            time.sleep(0.002)
+            self.v1 = self.db.catalog.clock.now()
+            time.sleep(0.002)
+            for t in self.tables:
+                self._duck_table(f"{t.name}_v1", t, list(model[t.name].values()))
+        # mutations after the snapshot: updates (some of flushed rows: DeltaMemStores),
+        # deletes and new rows
+        for t in self.tables:
+            m = model[t.name]
+            keys = sorted(m, key=str)
+            for k in rng.sample(keys, min(len(keys), rng.randint(0, 4))):
+                ci = rng.randrange(1, len(t.columns))
+                c = t.columns[ci]
+                v = gen.value(rng, c, 0)
+                self.execute(f"UPDATE {t.name} SET {c.name} = {gen.sql_value(v)} "
+                             f"WHERE k = {gen.sql_value(k)}")
+                m[k] = m[k][:ci] + (v,) + m[k][ci + 1:]
+            for k in rng.sample(keys, min(len(keys), rng.randint(0, 2))):
+                if k in m:
+                    self.execute(f"DELETE FROM {t.name} WHERE k = {gen.sql_value(k)}")
+                    del m[k]
+            extra = gen.gen_rows(rng, t, rng.randint(0, 3), start=100)
+            self._insert(t, extra)
+            m.update({r[0]: r for r in extra})
+            if rng.random() < 0.4:
+                self._flush(t, dms=True)
+            self._duck_table(t.name, t, list(m.values()))
+
+    def _insert(self, t: gen.Table, rows: list[tuple]) -> None:
+        if rows:
+            values = ", ".join("(" + ", ".join(gen.sql_value(v) for v in r) + ")" for r in rows)
+            self.execute(f"INSERT INTO {t.name} VALUES {values}")
+
+    def _flush(self, t: gen.Table, dms: bool) -> None:
+        if self.db is None:
+            return
+        cat = self.db.catalog
+        for _, tid in cat.get_table(t.name).tablets():
+            tablet = cat.tablet(tid)
+            tablet.flush_dms() if dms else tablet.flush_mrs()
+
+    def _duck_table(self, name: str, t: gen.Table, rows: list[tuple]) -> None:
+        cols = {c.name: pa.array([r[i] for r in rows], arrow_type(c.ktype))
+                for i, c in enumerate(t.columns)}
+        src = pa.table(cols)
+        _, dddl = t.ddl()
+        self.duck.execute(dddl.replace(f"CREATE TABLE {t.name} ", f"CREATE TABLE {name} "))
+        self.duck.register("src", src)
+        self.duck.execute(f"INSERT INTO {name} SELECT * FROM src")
+        self.duck.unregister("src")
+
+    def close(self) -> None:
+        self.duck.close()
+        if self.db is not None:
+            self.db.close()
+        if self._tmp:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- running ---------------------------------------------------------------------------
+    def ours(self, sql: str, rules_off: frozenset[str] = frozenset()):
+        """kudusql's rows, or the SqlError."""
+        try:
+            self.session.disabled_rules = rules_off      # the session's own setting
+            r = self.session.execute(sql)[-1]
+            t = r.table
+            return list(zip(*[c.to_pylist() for c in t.columns])) if t.num_columns else \
+                [()] * t.num_rows
+        except SqlError as e:
+            return e
+
+    def theirs(self, sql: str):
+        try:
+            return self.duck.execute(sql).fetchall()
+        except duckdb.Error as e:
+            return e
+
+
+def _is_bug(e: SqlError) -> bool:
+    """An error kudusql must never give for a query the generator writes: internal errors
+    and errors without a proper SQLSTATE."""
+    return e.sqlstate.startswith("XX") or not e.sqlstate
+
+
+class Runner:
+    """Runs one technique over `worlds` x `per_world` generated queries."""
+
+    def __init__(self, technique: str, seed: int = 0):
+        if technique not in TECHNIQUES:
+            raise ValueError(technique)
+        self.technique = technique
+        self.seed = seed
+        self.stats = Stats()
+
+    def run(self, queries: int, per_world: int = 200, max_mismatches: int = 50,
+            progress=None) -> Stats:
+        """`queries` queries, `per_world` per random world; `progress(stats)` is called
+        after each world (long runs print their running counts)."""
+        done = 0
+        w = 0
+        while done < queries and len(self.stats.mismatches) < max_mismatches:
+            n = min(per_world, queries - done)
+            self.run_world(w, n)
+            done += n
+            w += 1
+            if progress is not None:
+                progress(self.stats)
+        return self.stats
+
+    def run_world(self, w: int, n: int) -> None:
+        """`n` queries in world number `w` of this runner's seed."""
+        world = World(self.seed * 100_003 + w)
+        try:
+            for i in range(n):
+                self.one(world, (self.seed * 100_003 + w) * 1_000_003 + i)
+        finally:
+            world.close()
+
+    def replay(self, qseed: int) -> Stats:
+        """Run the one query of seed `qseed` again (in the world it was generated for)."""
+        world = World(qseed // 1_000_003)
+        try:
+            self.one(world, qseed)
+        finally:
+            world.close()
+        return self.stats
+
+    def one(self, world: World, qseed: int) -> None:
+        rng = random.Random(qseed)
+        snapshot = world.v1 if world.v1 is not None and rng.random() < 0.15 else None
+        g = gen.QueryGen(rng, world.tables, snapshot=snapshot)
+        getattr(self, "_" + self.technique)(world, g, qseed)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _count(self, outcome: str) -> None:
+        self.stats.queries += 1
+        self.stats.outcomes[outcome] += 1
+
+    def _mismatch(self, seed: int, sql: str, detail: str) -> None:
+        self.stats.mismatches.append(Mismatch(self.technique, seed, sql, detail))
+
+    def _ours_ok(self, seed: int, sql: str, r) -> bool:
+        """Classify a kudusql error; True if `r` holds rows."""
+        if isinstance(r, SqlError):
+            if r.sqlstate == "0A000":
+                self.stats.unsupported[r.message[:70]] += 1
+            if _is_bug(r):
+                self._mismatch(seed, sql, f"error {r.sqlstate}: {r.message}")
+            return False
+        return True
+
+    # -- techniques --------------------------------------------------------------------------
+    def _diff(self, world: World, g: gen.QueryGen, seed: int) -> None:
+        q = g.query()
+        ours, theirs = world.ours(q.sql.k), world.theirs(q.sql.d)
+        if isinstance(ours, SqlError) or isinstance(theirs, duckdb.Error):
+            if isinstance(ours, SqlError):
+                self._ours_ok(seed, q.sql.k, ours)
+            if isinstance(ours, SqlError) and isinstance(theirs, duckdb.Error):
+                self._count("both errors")
+            elif isinstance(ours, SqlError):
+                # kudusql refused what DuckDB ran: a data exception (22xxx: overflow) is
+                # PostgreSQL's stricter typing; anything else is reported
+                if ours.sqlstate.startswith("22") or ours.sqlstate == "21000":
+                    self._count(f"kudusql error {ours.sqlstate}, DuckDB ran")
+                elif ours.sqlstate != "0A000" and not _is_bug(ours):
+                    self._mismatch(seed, q.sql.k, f"kudusql error {ours.sqlstate}: "
+                                   f"{ours.message}; DuckDB ran it")
+                    self._count("mismatch")
+                else:
+                    self._count("unsupported")
+            else:
+                self._count("DuckDB error, kudusql ran")
+            return
+        d = diff_rows(ours, theirs, q.ordered, q.total_order)
+        if d is not None:
+            self._mismatch(seed, repr(q.sql), d)
+            self._count("mismatch")
+        else:
+            self._count("match")
+
+    def _kudu_pair(self, seed: int, sql_a: str, sql_b: str, ordered=None, total=False,
+                   rules_b: frozenset[str] = frozenset()) -> None:
+        a = self.ours_checked(seed, sql_a)
+        b = self.ours_checked(seed, sql_b, rules_b)
+        if a is None or b is None:
+            if (a is None) != (b is None) and not (
+                    isinstance(self._last_error, SqlError) and
+                    self._last_error.sqlstate.startswith("22")):
+                self._mismatch(seed, f"{sql_a}\n    vs {sql_b}", "only one side failed: "
+                               f"{self._last_error}")
+                self._count("mismatch")
+            else:
+                self._count("errors")
+            return
+        d = diff_rows(b, a, ordered, total)
+        if d is not None:
+            self._mismatch(seed, f"{sql_a}\n    vs {sql_b}" + (
+                f"\n    rules off: {sorted(rules_b)}" if rules_b else ""), d)
+            self._count("mismatch")
+        else:
+            self._count("match")
+
+    _last_error = None
+
+    def ours_checked(self, seed: int, sql: str, rules_off: frozenset[str] = frozenset()):
+        r = self._world.ours(sql, rules_off)
+        if isinstance(r, SqlError):
+            self._last_error = r
+            self._ours_ok(seed, sql, r)
+            return None
+        return r
+
+    def _tlp(self, world: World, g: gen.QueryGen, seed: int) -> None:
+        self._world = world
+        rng = g.rng
+        items, src, scope, _kinds = gen.base_query(g)
+        p = g.pred(scope)
+        where = g.pred(scope) if rng.random() < 0.3 else None
+        w = f" AND ({where.k})" if where is not None else ""
+        base = f"SELECT {items.k} FROM {src.k}" + (f" WHERE {where.k}" if where else "")
+        r = rng.random()
+        if r < 0.6:               # rows: Q = Q[p] UNION ALL Q[NOT p] UNION ALL Q[p IS NULL]
+            parts = [f"SELECT {items.k} FROM {src.k} WHERE ({p.k}){w}",
+                     f"SELECT {items.k} FROM {src.k} WHERE (NOT ({p.k})){w}",
+                     f"SELECT {items.k} FROM {src.k} WHERE (({p.k}) IS NULL){w}"]
+            self._kudu_pair(seed, base, " UNION ALL ".join(parts))
+        elif r < 0.75:            # DISTINCT: the partitions' UNION
+            parts = [f"SELECT DISTINCT {items.k} FROM {src.k} WHERE ({p.k}){w}",
+                     f"SELECT {items.k} FROM {src.k} WHERE (NOT ({p.k})){w}",
+                     f"SELECT {items.k} FROM {src.k} WHERE (({p.k}) IS NULL){w}"]
+            self._kudu_pair(seed, base.replace("SELECT ", "SELECT DISTINCT ", 1),
+                            " UNION ".join(parts))
+        else:                     # aggregates: combine the partitions' partial results
+            num = [c for c in scope if c.kind in ("int", "dec")]
+            col = rng.choice(num).sql if num else None
+            fn = rng.choice(["count", "min", "max", "sum"] if col else ["count"])
+            arg = col if col and fn != "count" else "*"
+            inner = " UNION ALL ".join(
+                f"SELECT {fn}({arg}) AS v FROM {src.k} WHERE {cond}{w}"
+                for cond in (f"({p.k})", f"(NOT ({p.k}))", f"(({p.k}) IS NULL)"))
+            combine = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}[fn]
+            whole = f"SELECT {fn}({arg}) FROM {src.k}" + (f" WHERE {where.k}" if where else "")
+            self._kudu_pair(seed, whole, f"SELECT {combine}(v) FROM ({inner}) AS parts")
+
+    def _norec(self, world: World, g: gen.QueryGen, seed: int) -> None:
+        """The rows WHERE p selects (optimised: pushdown, semi joins) equal the rows whose
+        `(p) IS TRUE` evaluated in the select list (per row, no optimisation) is true."""
+        self._world = world
+        items, src, scope, kinds = gen.base_query(g)
+        p = g.pred(scope)
+        filtered = self.ours_checked(seed, f"SELECT {items.k} FROM {src.k} WHERE {p.k}")
+        flagged = self.ours_checked(seed, f"SELECT {items.k}, ({p.k}) IS TRUE FROM {src.k}")
+        sql = f"SELECT {items.k} FROM {src.k} WHERE {p.k}"
+        if filtered is None or flagged is None:
+            # a data exception (22xxx) in the select list for a row the WHERE drops is
+            # legitimate (PostgreSQL evaluates the list only for rows that pass)
+            if (filtered is None) != (flagged is None) and not (
+                    isinstance(self._last_error, SqlError) and
+                    self._last_error.sqlstate.startswith("22")):
+                self._mismatch(seed, sql, f"only one form failed: {self._last_error}")
+                self._count("mismatch")
+            else:
+                self._count("errors")
+            return
+        expected = [r[:-1] for r in flagged if r[-1] is True]
+        d = diff_rows(filtered, expected)
+        if d is not None:
+            self._mismatch(seed, sql, d)
+            self._count("mismatch")
+        else:
+            self._count("match")
+
+    def _rules(self, world: World, g: gen.QueryGen, seed: int) -> None:
+        """The same query with one optimizer rule switched off (in turn, by seed)."""
+        self._world = world
+        q = g.query()
+        rule = RULE_NAMES[seed % len(RULE_NAMES)]
+        self._kudu_pair(seed, q.sql.k, q.sql.k, q.ordered, q.total_order, frozenset({rule}))
+
+    def _pushdown(self, world: World, g: gen.QueryGen, seed: int) -> None:
+        """Predicates pushed to the engine (ColumnPredicates: pruning, zone maps, key
+        ranges) or evaluated above the scan: the same rows."""
+        self._world = world
+        q = g.query()
+        off = frozenset({"scan_predicates"}) if seed % 2 else frozenset(
+            {"scan_predicates", "pushdown_predicates"})
+        self._kudu_pair(seed, q.sql.k, q.sql.k, q.ordered, q.total_order, off)
