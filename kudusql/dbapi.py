@@ -9,7 +9,8 @@
 
 - paramstyle "pyformat" (`%s` and `%(name)s`, as psycopg); `%%` is a literal percent. Without
   parameters the SQL is passed through untouched.
-- Every exception carries `sqlstate` (PostgreSQL's code) and `position` (1-based, or None).
+- Every exception carries `sqlstate` (PostgreSQL's code), `position` (1-based, or None) and
+  `detail` / `hint` (or None).
   Class by SQLSTATE class: 23 IntegrityError, 22 DataError, 42 ProgrammingError, 0A
   NotSupportedError, 08/53/57 OperationalError, XX InternalError, others DatabaseError.
 - A write whose rows partly fail (Kudu: each row is applied on its own) raises after the
@@ -41,13 +42,16 @@ class Warning(Exception):  # noqa: A001 - the name PEP 249 requires
 
 class Error(Exception):
     def __init__(self, message: str, sqlstate: str | None = None, position: int | None = None,
-                 row_errors: list | None = None, rowcount: int = -1):
+                 row_errors: list | None = None, rowcount: int = -1, *,
+                 detail: str | None = None, hint: str | None = None):
         super().__init__(message)
         self.message = message
         self.sqlstate = sqlstate
         self.position = position
         self.row_errors = list(row_errors or [])
         self.rowcount = rowcount
+        self.detail = detail
+        self.hint = hint
 
 
 class InterfaceError(Error):
@@ -91,7 +95,9 @@ def error_class(sqlstate: str | None) -> type[Error]:
 
 
 def _from_sql_error(e: SqlError) -> Error:
-    return error_class(e.sqlstate)(e.message, e.sqlstate, e.position)
+    return error_class(e.sqlstate)(e.message, e.sqlstate, e.position,
+                                   detail=getattr(e, "detail", None),
+                                   hint=getattr(e, "hint", None))
 
 
 # -- type objects (PEP 249) ----------------------------------------------------------------

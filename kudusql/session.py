@@ -35,7 +35,7 @@ from engine.catalog import Catalog
 from engine.tablet.maintenance_manager import MaintenanceManager
 from planner import statement
 from planner.ddl import parse
-from planner.dialect import KuduSQL
+from planner.dialect import KuduSQL, syntax_error
 from planner.errors import SqlError, SqlSyntaxError
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
@@ -54,8 +54,8 @@ def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
     since clients send the same statement texts again and again."""
     try:
         tokens = KuduSQL().tokenize(sql)
-    except Exception as e:  # sqlglot raises TokenError for an unterminated string etc.
-        raise SqlSyntaxError(f"syntax error: {e}") from None
+    except Exception as e:  # noqa: BLE001 - sqlglot's TokenError: an unterminated string...
+        raise syntax_error(sql, e) from None
     out = []
     seg_start = None
     for t in tokens:

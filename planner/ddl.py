@@ -64,6 +64,8 @@ from planner.dialect import (
     KuduRangeBound,
     KuduRangePartition,
     KuduSQL,
+    check_statement_starts,
+    syntax_error,
 )
 from planner.errors import (
     FeatureNotSupported,
@@ -129,24 +131,17 @@ class CreateTableSpec:
 # -- entry points ---------------------------------------------------------------------------
 
 def parse(sql: str) -> list[exp.Expr]:
-    """Parse KuduSQL text; a syntax error becomes SqlSyntaxError (42601) with a position."""
+    """Parse KuduSQL text; a syntax error becomes SqlSyntaxError (42601) in PostgreSQL's
+    words with a position (`planner.dialect.syntax_error`)."""
     dialect = KuduSQL()
     try:
+        tokens = dialect.tokenize(sql)
+        check_statement_starts(tokens, sql)
         # a trailing comment after the last ";" parses as a bare exp.Semicolon
-        stmts = dialect.parse(sql)
+        stmts = dialect.parser().parse(tokens, sql)
         return [e for e in stmts if e is not None and not isinstance(e, exp.Semicolon)]
-    except ParseError as e:
-        d = e.errors[0] if e.errors else {}
-        start = d.get("start")
-        if start is None and d.get("line"):
-            start = _offset(sql, d["line"], d["col"])
-        msg = d.get("description") or str(e)
-        if not msg.startswith("syntax error"):
-            msg = f"syntax error: {msg}"
-        raise SqlSyntaxError(msg, position=None if start is None
-                             else min(start, len(sql)) + 1) from None
-    except TokenError as e:
-        raise SqlSyntaxError(f"syntax error: {e}") from None
+    except (ParseError, TokenError) as e:
+        raise syntax_error(sql, e) from None
 
 
 def create_table_spec(sql_or_ast: str | exp.Expr) -> CreateTableSpec:
@@ -159,16 +154,10 @@ def create_table_spec(sql_or_ast: str | exp.Expr) -> CreateTableSpec:
     else:
         ast = sql_or_ast
     if isinstance(ast, exp.Command):
-        raise SqlSyntaxError(f"syntax error: cannot parse {ast.sql(dialect=KuduSQL)[:60]!r}")
+        raise SqlSyntaxError(f'syntax error at or near "{ast.name or ast.sql()[:20]}"')
     if not isinstance(ast, exp.Create) or (ast.args.get("kind") or "").upper() != "TABLE":
         raise SqlSyntaxError("not a CREATE TABLE statement")
     return _Builder(ast).build()
-
-
-def _offset(sql: str, line: int, col: int) -> int:
-    """sqlglot's 1-based line and column (of a token's last character) -> 0-based offset."""
-    lines = sql.split("\n")
-    return sum(len(x) + 1 for x in lines[: max(line - 1, 0)]) + max(col - 1, 0)
 
 
 def _pos(node: exp.Expr | None) -> int | None:

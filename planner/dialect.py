@@ -178,6 +178,13 @@ class KuduShow(exp.Expression):
 
 # -- parser helpers -------------------------------------------------------------------------
 
+def _raise(self: Parser, expected: str) -> None:
+    """A syntax error raised by this dialect's grammar: the message is PostgreSQL's
+    `syntax error at or near ...` (see `syntax_error`); `expected` ("Expected PARTITIONS")
+    becomes the error's hint."""
+    self._kudu_hint = expected
+    self.raise_error(expected)
+
 _RANGE_OPS = {TokenType.LT: "<", TokenType.LTE: "<="}
 
 
@@ -192,7 +199,7 @@ def _parse_hash(self: Parser) -> KuduHashPartition:
     token = self._prev
     cols = _parse_optional_columns(self)
     if not self._match_text_seq("PARTITIONS"):
-        self.raise_error("Expected PARTITIONS")
+        _raise(self, "Expected PARTITIONS")
     return self.expression(KuduHashPartition(expressions=cols, buckets=_expect_number(self)),
                            token=token)
 
@@ -200,7 +207,7 @@ def _parse_hash(self: Parser) -> KuduHashPartition:
 def _expect_number(self: Parser) -> exp.Expr | None:
     n = self._parse_number()
     if n is None:
-        self.raise_error("Expected a number")
+        _raise(self, "Expected a number")
     return n
 
 
@@ -208,7 +215,7 @@ def _parse_bound_value(self: Parser) -> exp.Expr | None:
     # _parse_bitwise stops before comparison operators: `10 <= VALUES` leaves `<=`.
     v = self._parse_bitwise()
     if v is None:
-        self.raise_error("Expected a constant")
+        _raise(self, "Expected a constant")
     return v
 
 
@@ -220,29 +227,29 @@ def _parse_range_op(self: Parser) -> str | None:
 
 def _parse_range_bound(self: Parser) -> KuduRangeBound | None:
     if not self._match(TokenType.PARTITION):
-        self.raise_error("Expected PARTITION")
+        _raise(self, "Expected PARTITION")
     token = self._prev
     args: dict = {}
     if self._match_text_seq("UNBOUNDED"):
         pass  # neither bound
     elif self._match_text_seq("VALUE"):
         if not self._match(TokenType.EQ):
-            self.raise_error("Expected =")
+            _raise(self, "Expected =")
         args["value"] = _parse_bound_value(self)
     else:
         if not self._match(TokenType.VALUES):
             args["lower"] = _parse_bound_value(self)
             args["lower_op"] = _parse_range_op(self)
             if args["lower_op"] is None:
-                self.raise_error("Expected < or <=")
+                _raise(self, "Expected < or <=")
             if not self._match(TokenType.VALUES):
-                self.raise_error("Expected VALUES")
+                _raise(self, "Expected VALUES")
         op = _parse_range_op(self)
         if op is not None:
             args["upper_op"] = op
             args["upper"] = _parse_bound_value(self)
         elif "lower" not in args:
-            self.raise_error("Expected < or <=")
+            _raise(self, "Expected < or <=")
     hashes = []
     while self._match_text_seq("HASH"):
         hashes.append(_parse_hash(self))
@@ -270,7 +277,7 @@ def _parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
             levels.append(_parse_range(self))
             break  # RANGE is last
         else:
-            self.raise_error("Expected HASH or RANGE")
+            _raise(self, "Expected HASH or RANGE")
             break
         # `, HASH` / `, RANGE` continues the clause; any other comma belongs to the caller.
         if (self._curr and self._curr.token_type == TokenType.COMMA and self._next
@@ -283,20 +290,20 @@ def _parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
 
 def _parse_kudu_distribute_by(self: Parser) -> KuduDistributeByProperty:
     if not self._match_text_seq("HASH"):
-        self.raise_error("Expected HASH")
+        _raise(self, "Expected HASH")
     cols = _parse_optional_columns(self)
     if not self._match_text_seq("INTO"):
-        self.raise_error("Expected INTO")
+        _raise(self, "Expected INTO")
     n = _expect_number(self)
     if not self._match_text_seq("BUCKETS"):
-        self.raise_error("Expected BUCKETS")
+        _raise(self, "Expected BUCKETS")
     return self.expression(KuduDistributeByProperty(expressions=cols, buckets=n))
 
 
 def _parse_name(self: Parser) -> exp.Expr | None:
     v = self._parse_var(any_token=True) or self._parse_string()
     if v is None:
-        self.raise_error("Expected a name")
+        _raise(self, "Expected a name")
     else:
         v.update_positions(self._prev)  # so errors about the name can point at it
     return v
@@ -305,7 +312,7 @@ def _parse_name(self: Parser) -> exp.Expr | None:
 def _parse_non_unique(self: Parser) -> exp.Expr | None:
     if self._match(TokenType.UNIQUE) and self._match(TokenType.PRIMARY_KEY):
         return self.expression(KuduNonUniquePrimaryKeyColumnConstraint())
-    self.raise_error("Expected UNIQUE PRIMARY KEY")
+    _raise(self, "Expected UNIQUE PRIMARY KEY")
     return None
 
 
@@ -332,7 +339,7 @@ def _parse_kudu_alter_add(self: Parser) -> list[exp.Expr]:
         schema = self._parse_schema()
         cols = list(schema.expressions) if isinstance(schema, exp.Schema) else []
         if not cols:
-            self.raise_error("Expected a column list")
+            _raise(self, "Expected a column list")
         for c in cols:
             c.set("exists", True)
         return cols
@@ -357,7 +364,7 @@ def _parse_kudu_change(self: Parser) -> KuduChangeColumn | None:
     old = self._parse_id_var(any_token=False)
     new = self._parse_field_def()
     if old is None or not isinstance(new, exp.ColumnDef) or new.args.get("kind") is None:
-        self.raise_error("Expected CHANGE [COLUMN] old_name new_name type")
+        _raise(self, "Expected CHANGE [COLUMN] old_name new_name type")
         return None
     return self.expression(KuduChangeColumn(this=old, expression=new))
 
@@ -365,7 +372,7 @@ def _parse_kudu_change(self: Parser) -> KuduChangeColumn | None:
 def _parse_kudu_unset(self: Parser) -> KuduUnsetProperties | None:
     # "UNSET" already consumed
     if not self._match_text_seq("TBLPROPERTIES"):
-        self.raise_error("Expected TBLPROPERTIES")
+        _raise(self, "Expected TBLPROPERTIES")
     exists = self._parse_exists()
     keys = self._parse_wrapped_csv(self._parse_string)
     return self.expression(KuduUnsetProperties(expressions=keys, exists=exists))
@@ -376,10 +383,10 @@ def _show_table(kind: str, prefix: tuple[str, ...] = ()):
 
     def parse(self: Parser) -> KuduShow:
         if prefix and not self._match_texts(prefix):
-            self.raise_error(f"Expected {' or '.join(prefix)}")
+            _raise(self, f"Expected {' or '.join(prefix)}")
         table = self._parse_table_parts()
         if table is None or not table.name:
-            self.raise_error("Expected a table name")
+            _raise(self, "Expected a table name")
         return self.expression(KuduShow(kind=kind, this=table))
 
     return parse
@@ -569,16 +576,19 @@ class KuduSQL(Postgres):
             token = token or self._curr or self._prev or Token.string("")
             # out of input: point just past the last token, as PostgreSQL does
             start = token.end + 1 if at_end and token else token.start
+            hint, self._kudu_hint = getattr(self, "_kudu_hint", None), None
             n = len(self.errors)
             try:
                 super().raise_error(message, token)
             except ParseError as e:
                 for d in e.errors:
                     d.setdefault("start", start)
+                    d.setdefault("hint", hint)
                 raise
             for err in self.errors[n:]:
                 for d in err.errors:
                     d.setdefault("start", start)
+                    d.setdefault("hint", hint)
 
     class Generator(Postgres.Generator):
         TRANSFORMS: ClassVar[dict] = {
@@ -630,3 +640,129 @@ class KuduSQL(Postgres):
 
 Parser = KuduSQL.Parser
 Generator = KuduSQL.Generator
+
+
+# -- syntax errors in PostgreSQL's words -----------------------------------------------------
+
+# What a statement may start with; anything else (`SELEC * FROM t`) is a syntax error at
+# that first word, as in PostgreSQL (sqlglot would read a bare word as an expression).
+STATEMENT_STARTS = frozenset(Parser.STATEMENT_PARSERS) | frozenset(KuduSQL.Tokenizer.COMMANDS) | {
+    TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES, TokenType.TABLE,
+    TokenType.SHOW, TokenType.COMMAND}
+
+_UNTERMINATED = (("/*", "unterminated /* comment"), ("'", "unterminated quoted string"),
+                 ('"', "unterminated quoted identifier"),
+                 ("$", "unterminated dollar-quoted string"))
+
+
+def _unterminated(sql: str) -> tuple[str, int] | None:
+    """(PostgreSQL's message, 0-based offset) of the quote or comment left open in `sql`,
+    or None. A small scanner of its own: sqlglot's TokenError does not say where."""
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if sql.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            if depth:
+                return _UNTERMINATED[0][1], i
+            i = j
+        elif c in "'\"":
+            escapes = c == "'" and i > 0 and sql[i - 1] in "eE" and \
+                (i < 2 or not (sql[i - 2].isalnum() or sql[i - 2] == "_"))
+            j = i + 1
+            while True:
+                if j >= n:
+                    return dict(_UNTERMINATED)[c], i - (1 if escapes else 0)
+                if escapes and sql[j] == "\\":
+                    j += 2
+                elif sql[j] == c:
+                    if sql[j + 1:j + 2] == c:
+                        j += 2
+                    else:
+                        break
+                else:
+                    j += 1
+            i = j + 1
+        elif c == "$" and not sql[i + 1:i + 2].isdigit() and \
+                (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
+            k = i + 1                                  # $tag$ ... $tag$ ($1 is a parameter)
+            while k < n and (sql[k].isalnum() or sql[k] == "_"):
+                k += 1
+            if k < n and sql[k] == "$":
+                j = sql.find(sql[i:k + 1], k + 1)
+                if j < 0:
+                    return _UNTERMINATED[3][1], i
+                i = j + k + 1 - i
+            else:
+                i += 1
+        else:
+            i += 1
+    return None
+
+
+def _near(sql: str, start: int) -> str:
+    return sql[start:start + 40].split("\n")[0]
+
+
+def syntax_error(sql: str, err: Exception | None = None):
+    """The `SqlSyntaxError` (42601) PostgreSQL would report for `sql`, given sqlglot's
+    ParseError or TokenError `err`: `syntax error at or near "TOKEN"` at that token's
+    1-based position, `syntax error at end of input` just past the end, or
+    `unterminated quoted string at or near "'abc"` at the opening quote. The dialect's
+    own grammar words ("Expected PARTITIONS") become the hint; sqlglot's descriptions,
+    which name its Python classes, are never shown."""
+    from planner.errors import SqlSyntaxError
+
+    try:
+        tokens = KuduSQL().tokenize(sql)
+    except Exception:  # noqa: BLE001 - sqlglot's TokenError, and anything it raises there
+        open_ = _unterminated(sql)
+        if open_ is not None:
+            msg, at = open_
+            return SqlSyntaxError(f'{msg} at or near "{_near(sql, at)}"', position=at + 1)
+        return SqlSyntaxError("syntax error", position=None)
+    d = (getattr(err, "errors", None) or [{}])[0]
+    hint = d.get("hint")
+    start = d.get("start")
+    first = _first_bad_start(tokens)
+    if first is not None:
+        start, hint = first.start, None
+    if start is None:
+        return SqlSyntaxError("syntax error", position=None)
+    tok = next((t for t in tokens if t.end >= start and t.token_type != TokenType.SEMICOLON),
+               None)
+    if tok is None:
+        return SqlSyntaxError("syntax error at end of input",
+                              position=len(sql.rstrip()) + 1, hint=hint)
+    return SqlSyntaxError(f'syntax error at or near "{sql[tok.start:tok.end + 1]}"',
+                          position=tok.start + 1, hint=hint)
+
+
+def _first_bad_start(tokens: list[Token]) -> Token | None:
+    """The first token of a statement that no statement starts with, if any."""
+    at_start = True
+    for t in tokens:
+        if t.token_type == TokenType.SEMICOLON:
+            at_start = True
+        elif at_start:
+            if t.token_type not in STATEMENT_STARTS:
+                return t
+            at_start = False
+    return None
+
+
+def check_statement_starts(tokens: list[Token], sql: str) -> None:
+    """Raise the syntax error for a statement beginning with a word no statement begins
+    with (before sqlglot reads it as a bare expression)."""
+    if _first_bad_start(tokens) is not None:
+        raise syntax_error(sql)

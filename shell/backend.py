@@ -165,7 +165,8 @@ class EmbeddedBackend:
 
 
 def _from_sql_error(e) -> BackendError:
-    return BackendError(e.message, e.sqlstate, e.position)
+    return BackendError(e.message, e.sqlstate, e.position, getattr(e, "detail", None),
+                        getattr(e, "hint", None))
 
 
 def _from_statement_result(r) -> Result:
