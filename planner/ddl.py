@@ -53,6 +53,7 @@ from engine.catalog.partition import (
 )
 from engine.schema import COMPRESSIONS, ENCODINGS, ColumnSchema, Schema
 from engine.types import INTEGER_RANGES, DataType
+from engine.types import sql_literal as typed_sql_literal
 from planner.dialect import (
     KuduBlockSizeColumnConstraint,
     KuduCompressionColumnConstraint,
@@ -663,25 +664,11 @@ def quote_identifier(name: str) -> str:
 
 def sql_literal(value: Any) -> str:
     """A constant (a DEFAULT or range bound value) as a KuduSQL literal that `_coerce`
-    turns back into the same value for the column's type."""
-    match value:
-        case None:
-            return "NULL"
-        case bool():
-            return "TRUE" if value else "FALSE"
-        case int():
-            return str(value)
-        case float():
-            return repr(value)
-        case decimal.Decimal():
-            return format(value, "f")
-        case _dt.datetime():
-            return sql_literal(value.isoformat(sep=" "))
-        case _dt.date():
-            return sql_literal(value.isoformat())
-        case bytes():
-            return sql_literal(value.decode("utf-8", errors="replace"))
-    return "'" + str(value).replace("'", "''") + "'"
+    turns back into the same value for the column's type: `engine.types.sql_literal`
+    untyped (the column gives the type), BINARY values as their text."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    return typed_sql_literal(value, typed=False)
 
 
 def _tuple_sql(values: tuple) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from engine.types import sql_literal
 from planner import logical as L
 from planner.binder import Binder, position
 from planner.ddl import declared_columns
@@ -351,7 +352,7 @@ def _row_failures(table_name: str, schema, errors, ordinals=None) -> list[RowFai
             sqlstate = "22003"
         if e.code == "ALREADY_PRESENT":
             cols = ", ".join(schema.key_names)
-            vals = ", ".join(str(v) for v in key or ())
+            vals = ", ".join(sql_literal(v) for v in key or ())
             msg = (f'duplicate key value violates the primary key of "{table_name}": row '
                    f"{ordinal}: Key ({cols})=({vals}) already exists")
         else:

@@ -63,6 +63,7 @@ from engine.tablet.diskrowset import ScanStats
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
 from engine.tablet.write_op import OpType, RowError, RowErrorCode
+from engine.types import sql_literal
 
 if TYPE_CHECKING:
     from engine.catalog.catalog import Catalog, TableMetadata, _TabletSlot
@@ -212,7 +213,7 @@ class TableScan:
 
 
 def _key_text(key: tuple) -> str:
-    return "(" + ", ".join(repr(v) for v in key) + ")"
+    return "(" + ", ".join(sql_literal(v) for v in key) + ")"
 
 
 def _as_arrow(rows) -> pa.Table | None:

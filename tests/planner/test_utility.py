@@ -489,7 +489,7 @@ def test_show_tablets(cat, tmp_path, monkeypatch):
         ("memrowset_rows", pa.int64()), ("on_disk_bytes", pa.int64())])
     got = t.to_pylist()
     assert [x["tablet_id"] for x in got] == list(meta.tablet_ids)
-    r2026, r2027 = "2026-01-01T00:00:00.000000Z", "2027-01-01T00:00:00.000000Z"
+    r2026, r2027 = "2026-01-01 00:00:00", "2027-01-01 00:00:00"  # as SHOW CREATE TABLE
     assert [x["partition"] for x in got] == [
         f"HASH(host): 0, RANGE: VALUES < {r2026}",
         f"HASH(host): 0, RANGE: {r2026} <= VALUES < {r2027}",
