@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from engine.key_encoding import physical_value
 from engine.schema import ColumnSchema
-from engine.types import INTEGER_RANGES, DataType, to_physical
+from engine.types import INTEGER_RANGES, DataType, invalid_value_message, to_physical
 
 
 def default_array(col: ColumnSchema, n: int) -> pa.Array:
@@ -85,8 +85,8 @@ def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict)
         try:
             v = arr[i].as_py()
         except Exception as e:  # noqa: BLE001 - reported as a per-row error
-            bad.setdefault(i, ("INVALID",
-                               f"invalid value for column {col.name} ({e})"))
+            bad.setdefault(i, ("INVALID", invalid_value_message(col.name, col.type_sql(),
+                                                                ..., e)))
             good.append(None)
             continue
         if v is None:
@@ -102,8 +102,8 @@ def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict)
             else:
                 good.append(pa.scalar(v).cast(target, safe=True).as_py())
         except Exception as e:  # noqa: BLE001 - reported as a per-row error
-            bad.setdefault(i, ("INVALID",
-                               f"invalid value for column {col.name}: {v!r} ({e})"))
+            bad.setdefault(i, ("INVALID", invalid_value_message(col.name, col.type_sql(),
+                                                                v, e)))
             good.append(None)
     out = pa.array(good, type=target)
     if col.type is DataType.VARCHAR:

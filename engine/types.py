@@ -258,3 +258,25 @@ def _interval_text(td: _dt.timedelta) -> str:
     clock = f"{h:02d}:{m:02d}:{sec:02d}" + (f".{frac:06d}".rstrip("0") if frac else "")
     out = f"{sign}{days} day{'s' if days != 1 else ''} " if days else ""
     return out + (f"{sign}{clock}" if clock != "00:00:00" or not days else "").rstrip()
+
+
+def invalid_value_message(column: str, type_sql: str | None, value: Any,
+                          err: BaseException | None = None) -> str:
+    """The per-row error for a value a column cannot hold, in SQL's words:
+    `invalid value for column n of type TINYINT: 300 (out of range)`. The reason is kept
+    only where it says something in SQL's terms; Arrow's and Python's own wording (cast
+    kernels, Python type names) is not shown."""
+    text = f"invalid value for column {column}"
+    if type_sql:
+        text += f" of type {type_sql}"
+    if value is not ...:                        # ...: the value could not be read
+        text += f": {sql_literal(value)}"
+    why = str(err or "").lower()
+    if any(w in why for w in ("out of range", "not in range", "overflow", "too big",
+                              "too large", "would overflow", "precision")):
+        return text + " (out of range)"
+    if "truncated" in why or "not an integer" in why:
+        return text + " (not an integer)"
+    if "utf" in why or "decode" in why:
+        return text + " (not valid UTF-8)"
+    return text

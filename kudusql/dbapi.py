@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from kudusql.session import Database
 from planner.errors import SqlError
-from planner.result import StatementResult
+from planner.result import StatementResult, row_failure_report
 
 apilevel = "2.0"
 threadsafety = 1
@@ -255,10 +255,9 @@ class Cursor(RowFetching):
         self.notices = [n for r in results for n in r.notices]
         failures = [f for r in results for f in r.row_errors]
         if failures:
-            first = failures[0]
-            more = f" (and {len(failures) - 1} more failed rows)" if len(failures) > 1 else ""
-            raise error_class(first.sqlstate)(first.message + more, first.sqlstate, None,
-                                              failures, last.rowcount)
+            message, detail = row_failure_report(failures, last.rowcount)
+            raise error_class(failures[0].sqlstate)(message, failures[0].sqlstate, None,
+                                                    failures, last.rowcount, detail=detail)
         return self
 
     def executemany(self, sql: str, seq_of_params: Iterable) -> "Cursor":

@@ -35,7 +35,7 @@ from engine.catalog import Catalog
 from engine.tablet.maintenance_manager import MaintenanceManager
 from planner import statement
 from planner.ddl import parse
-from planner.dialect import KuduSQL, syntax_error
+from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare, KuduSQL, syntax_error
 from planner.errors import SqlError, SqlSyntaxError
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
@@ -68,6 +68,11 @@ def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
     if seg_start is not None:
         out.append((seg_start, sql[seg_start:].rstrip()))
     return tuple(out)
+
+
+def _ident(node) -> str:
+    """An identifier's name as PostgreSQL folds it: unquoted lower-cased."""
+    return node.name if getattr(node, "quoted", False) else node.name.lower()
 
 
 @contextlib.contextmanager
@@ -141,6 +146,7 @@ class Session:
         self._dml_asts: dict[str, exp.Expression] = {}   # text -> parsed UPDATE / DELETE
         self.in_transaction = False
         self._cancel = threading.Event()
+        self.prepared: dict[str, statement.PreparedSql] = {}   # SQL-level PREPARE, by name
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -190,13 +196,52 @@ class Session:
             if not asts:
                 return [], None
             ast = asts[0]
-            if isinstance(ast, (exp.Transaction, exp.Commit, exp.Rollback, exp.Set)):
+            if isinstance(ast, (exp.Transaction, exp.Commit, exp.Rollback, exp.Set,
+                                KuduPrepare, KuduDeallocate)):
                 return [], None
+            if isinstance(ast, KuduExecute):
+                p = self.prepared.get(_ident(ast.this))
+                if p is None:
+                    raise SqlError(f'prepared statement "{_ident(ast.this)}" does not exist',
+                                   "26000")
+                inner = parse(p.text)[0]
+                if not isinstance(inner, statement.QUERY_TYPES):
+                    return [], None
+                params = [pa.scalar(None, t if t is not None else pa.null()) for t in p.types]
+                return [], statement.describe_query(self.catalog, inner, p.text, params)
             from planner.utility import is_utility
             if is_utility(ast):
                 schema = self._utility_schema(ast, text)
                 return [], schema
             return statement.describe(self.catalog, ast, text)
+
+    def _prepared_statement(self, ast, text: str, stream: bool) -> StatementResult:
+        """PREPARE / EXECUTE / DEALLOCATE: the session's named statements (PostgreSQL's
+        SQL-level prepared statements). EXECUTE runs the statement text with its arguments
+        as parameters, so a query goes through the plan cache as a Bind would."""
+        if isinstance(ast, KuduDeallocate):
+            if ast.this is None:
+                self.prepared.clear()
+                return StatementResult("DEALLOCATE ALL")
+            name = _ident(ast.this)
+            if self.prepared.pop(name, None) is None:
+                raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+            return StatementResult("DEALLOCATE")
+        name = _ident(ast.this)
+        if isinstance(ast, KuduPrepare):
+            if name in self.prepared:
+                raise SqlError(f'prepared statement "{name}" already exists', "42P05")
+            self.prepared[name] = statement.prepare(self.catalog, ast, text, name)
+            return StatementResult("PREPARE")
+        p = self.prepared.get(name)
+        if p is None:
+            raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+        params = statement.execute_arguments(self.catalog, p, ast, text)
+        try:
+            return self._execute_one(p.text, params or None, stream)
+        except SqlError as e:
+            e.position = None        # a position in the PREPAREd text, not in this one
+            raise
 
     def _utility_schema(self, ast, text):
         """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
@@ -314,6 +359,8 @@ class Session:
                 "does not undo writes that were already applied"])
         if isinstance(ast, exp.Set):
             return StatementResult("SET")
+        if isinstance(ast, (KuduPrepare, KuduExecute, KuduDeallocate)):
+            return self._prepared_statement(ast, text, stream)
         return statement.execute(self.catalog, ast, text, params, upsert=upsert,
                                  check_cancel=self._check_cancel, stream=stream,
                                  cache=self._plans)

@@ -176,6 +176,34 @@ class KuduShow(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"kind": True, "this": False, "like": False}
 
 
+class KuduNow(exp.CurrentTimestamp):
+    """`now()`: CURRENT_TIMESTAMP under its own name (PostgreSQL names the result column
+    `now`); evaluated as CURRENT_TIMESTAMP."""
+
+    _sql_names: ClassVar[list[str]] = ["NOW"]
+
+
+class KuduPrepare(exp.Expression):
+    """`PREPARE name [(type, ...)] AS statement`: `this` the name, `expressions` the
+    declared parameter types, `expression` the statement, `text` its SQL text as written
+    (what the session runs on EXECUTE, and pg_prepared_statements shows)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False,
+                                            "expression": True, "text": True}
+
+
+class KuduExecute(exp.Expression):
+    """`EXECUTE name [(value, ...)]`."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False}
+
+
+class KuduDeallocate(exp.Expression):
+    """`DEALLOCATE [PREPARE] name`; no `this` = `DEALLOCATE [PREPARE] ALL`."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": False}
+
+
 # -- parser helpers -------------------------------------------------------------------------
 
 def _raise(self: Parser, expected: str) -> None:
@@ -392,6 +420,51 @@ def _show_table(kind: str, prefix: tuple[str, ...] = ()):
     return parse
 
 
+def _parse_prepare(self: Parser) -> KuduPrepare | None:
+    # "PREPARE" already consumed
+    name = self._parse_id_var(any_token=False)
+    if name is None:
+        _raise(self, "Expected a statement name")
+    types = self._parse_wrapped_csv(self._parse_types) \
+        if self._curr and self._curr.token_type == TokenType.L_PAREN else []
+    if not self._match(TokenType.ALIAS):
+        _raise(self, "Expected AS")
+    start = self._curr
+    if start is None:
+        _raise(self, "Expected a statement")
+        return None
+    if start.token_type not in STATEMENT_STARTS:
+        self.raise_error("Expected a statement")
+    stmt = self._parse_statement()
+    return self.expression(KuduPrepare(this=name, expressions=types, expression=stmt,
+                                       text=self.sql[start.start:].strip().rstrip(";")))
+
+
+def _parse_execute(self: Parser) -> KuduExecute:
+    # "EXECUTE" already consumed
+    name = self._parse_id_var(any_token=False)
+    if name is None:
+        _raise(self, "Expected a statement name")
+    args = self._parse_wrapped_csv(self._parse_expression) \
+        if self._curr and self._curr.token_type == TokenType.L_PAREN else []
+    return self.expression(KuduExecute(this=name, expressions=args))
+
+
+def _parse_deallocate(self: Parser) -> KuduDeallocate:
+    # "DEALLOCATE" already consumed
+    self._match_text_seq("PREPARE")
+    if self._match(TokenType.ALL):
+        return self.expression(KuduDeallocate())
+    name = self._parse_id_var(any_token=False)
+    if name is None:
+        _raise(self, "Expected a statement name or ALL")
+    return self.expression(KuduDeallocate(this=name))
+
+
+# statements whose first word sqlglot does not know as a keyword: parsed by text
+_WORD_STATEMENTS = {"PREPARE": _parse_prepare, "DEALLOCATE": _parse_deallocate}
+
+
 def _parse_show_tables(self: Parser) -> KuduShow:
     self._match(TokenType.LIKE)  # Impala: SHOW TABLES [[LIKE] 'pattern']
     like = self._parse_string()
@@ -478,13 +551,15 @@ class _ParameterAwareCore(TokenizerCore):
 class KuduSQL(Postgres):
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS: ClassVar[dict] = {
-            **Postgres.Tokenizer.KEYWORDS,
+            **{k: v for k, v in Postgres.Tokenizer.KEYWORDS.items() if k != "PREPARE"},
             "FLOAT": TokenType.FLOAT,  # Impala: 4-byte float (Postgres: double precision)
             "STRING": TokenType.TEXT,
             "BINARY": TokenType.VARBINARY,
         }
-        # SHOW is parsed (SHOW_PARSERS), not swallowed as a raw command string
-        COMMANDS: ClassVar[set] = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW}
+        # SHOW and EXECUTE are parsed (SHOW_PARSERS, STATEMENT_PARSERS), PREPARE too (a plain
+        # word, see _WORD_STATEMENTS): none is swallowed as a raw command string
+        COMMANDS: ClassVar[set] = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW,
+                                                                 TokenType.EXECUTE}
 
         def _init_core(self) -> TokenizerCore:
             core = super()._init_core()
@@ -492,6 +567,11 @@ class KuduSQL(Postgres):
             return core
 
     class Parser(Postgres.Parser):
+        FUNCTIONS: ClassVar[dict] = {
+            **Postgres.Parser.FUNCTIONS,
+            "NOW": KuduNow.from_arg_list,
+        }
+
         PROPERTY_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.PROPERTY_PARSERS,
             "PARTITION BY": _parse_kudu_partition_by,
@@ -521,6 +601,7 @@ class KuduSQL(Postgres):
         STATEMENT_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.STATEMENT_PARSERS,
             TokenType.SHOW: lambda self: self._parse_show(),
+            TokenType.EXECUTE: _parse_execute,
         }
 
         SHOW_PARSERS: ClassVar[dict] = {
@@ -533,6 +614,15 @@ class KuduSQL(Postgres):
             "CREATE TABLE": _show_table("CREATE TABLE"),
         }
         SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
+
+        def _parse_statement(self) -> exp.Expr | None:
+            """As sqlglot's, plus the statements named by a plain word (_WORD_STATEMENTS)."""
+            if self._curr is not None and self._curr.token_type == TokenType.VAR:
+                parse = _WORD_STATEMENTS.get(self._curr.text.upper())
+                if parse is not None:
+                    self._advance()
+                    return parse(self)
+            return super()._parse_statement()
 
         def _parse_types(self, *args, **kwargs):
             """As sqlglot's, plus arrays of object identifiers: `x::regtype[]` (pgcli's
@@ -619,7 +709,15 @@ class KuduSQL(Postgres):
             + (" IF EXISTS" if e.args.get("exists") else "")
             + f" ({self.expressions(e, flat=True)})",
             KuduShow: _show_sql,
+            KuduNow: lambda self, e: "NOW()",
             exp.AlterSet: _alterset_sql,
+            KuduPrepare: lambda self, e: f"PREPARE {self.sql(e, 'this')}"
+            + (f" ({self.expressions(e, flat=True)})" if e.expressions else "")
+            + f" AS {e.args['text']}",
+            KuduExecute: lambda self, e: f"EXECUTE {self.sql(e, 'this')}"
+            + (f" ({self.expressions(e, flat=True)})" if e.expressions else ""),
+            KuduDeallocate: lambda self, e: "DEALLOCATE "
+            + (self.sql(e, "this") if e.this is not None else "ALL"),
         }
 
         TYPE_MAPPING: ClassVar[dict] = {
@@ -755,7 +853,8 @@ def _first_bad_start(tokens: list[Token]) -> Token | None:
         if t.token_type == TokenType.SEMICOLON:
             at_start = True
         elif at_start:
-            if t.token_type not in STATEMENT_STARTS:
+            if t.token_type not in STATEMENT_STARTS and not (
+                    t.token_type == TokenType.VAR and t.text.upper() in _WORD_STATEMENTS):
                 return t
             at_start = False
     return None

@@ -228,10 +228,13 @@ class SetOp(Node):
 
 @dataclasses.dataclass(eq=False)
 class Output:
-    """The root: a plan plus the user-visible column names of its (ordered) keys."""
+    """The root: a plan plus the user-visible column names of its (ordered) keys. `utc`:
+    positions of columns that are `now()` / `current_timestamp` as written, returned as
+    timestamp with time zone (UTC) as PostgreSQL types them (see statement.with_utc)."""
     plan: Node
     names: list[str]
     keys: list[str]
+    utc: tuple[int, ...] = ()
 
 
 _INTERNAL = re.compile(r'"([^"#]+)#\d+\.([^"]+)"')

@@ -49,7 +49,7 @@ import pyarrow as pa
 from engine.errors import EngineError
 from kudusql.session import QueryCanceled, split_statements
 from planner.errors import SqlError
-from planner.result import StatementResult
+from planner.result import RowFailure, StatementResult, row_failure_report
 from wire import auth as A
 from wire import builtins
 from wire import protocol as P
@@ -355,7 +355,10 @@ class Connection:
             fields = P.error_fields("ERROR", exc.sqlstate, str(exc))
         else:
             log.error("pid %d: internal error", self.pid, exc_info=exc)
-            fields = P.error_fields("ERROR", "XX000", f"internal error: {exc}")
+            # the exception's own text is Python's (class names, reprs): it goes to the log
+            fields = P.error_fields("ERROR", "XX000", "internal error; see the server log",
+                                    hint="This is a bug in kudusql: please report the "
+                                         "statement and the server log entry.")
         self.send(P.error_response(fields))
         self.tx.failed()
 
@@ -375,18 +378,10 @@ class Connection:
                 self.send(P.parameter_status(k, v))
 
     def _row_failure_error(self, result: StatementResult) -> None:
-        errs = result.row_errors
-        first = errs[0]
-        more = f" (and {len(errs) - 1} more failed rows)" if len(errs) > 1 else ""
-        detail = ""
-        if len(errs) > 1:
-            detail = "\n".join(f.message for f in errs[:MAX_REPORTED_FAILURES]) + "\n"
-            if len(errs) > MAX_REPORTED_FAILURES:
-                detail += f"... and {len(errs) - MAX_REPORTED_FAILURES} more\n"
-        detail += f"{max(result.rowcount, 0)} rows were applied (each row is applied on its " \
-                  "own)."
-        self.send(P.error_response(P.error_fields("ERROR", first.sqlstate,
-                                                  first.message + more, detail=detail)))
+        message, detail = row_failure_report(result.row_errors, result.rowcount,
+                                             MAX_REPORTED_FAILURES)
+        self.send(P.error_response(P.error_fields("ERROR", result.row_errors[0].sqlstate,
+                                                  message, detail=detail)))
         self.tx.failed()
 
     # -- blocking work ----------------------------------------------------------------------
@@ -1044,16 +1039,12 @@ class Connection:
         if failures:
             failures.sort(key=lambda f: f.line)
             first = failures[0]
-            detail = "\n".join(f"line {f.line}: {f.message}"
-                               for f in failures[:MAX_REPORTED_FAILURES])
-            if len(failures) > MAX_REPORTED_FAILURES:
-                detail += f"\n... and {len(failures) - MAX_REPORTED_FAILURES} more"
+            message, detail = row_failure_report(
+                [RowFailure(f.line, f.sqlstate, f"line {f.line}: {f.message}")
+                 for f in failures], applied, MAX_REPORTED_FAILURES)
             self.send(P.error_response(P.error_fields(
-                "ERROR", first.sqlstate,
-                f"COPY {spec.table}: {len(failures)} rows failed, {applied} rows were "
-                f"applied (each row is applied on its own); first: line {first.line}: "
-                f"{first.message}", detail=detail, where=f"COPY {spec.table}, line "
-                                                        f"{first.line}")))
+                "ERROR", first.sqlstate, f"COPY {spec.table}: {message}", detail=detail,
+                where=f"COPY {spec.table}, line {first.line}")))
             self.tx.failed()
             return False
         self.send(P.command_complete(f"COPY {applied}"))

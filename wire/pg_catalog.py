@@ -915,6 +915,8 @@ def _pg_settings(cat: PgCatalog, snap: _Snapshot):
         vartype = "integer" if re.fullmatch(r"-?\d+", default) else \
             "bool" if default in ("on", "off") else "string"
         yield {"name": name, "setting": value, "category": "Ungrouped", "context": "user",
+               "unit": "ms" if name in ("statement_timeout", "lock_timeout",
+                                        "idle_in_transaction_session_timeout") else None,
                "vartype": vartype, "source": "default", "boot_val": default,
                "reset_val": default, "pending_restart": False, "short_desc": ""}
 

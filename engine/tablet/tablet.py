@@ -97,7 +97,7 @@ from engine.tablet.write_op import (
     decode_write,
     encode_write,
 )
-from engine.types import DataType, to_logical, to_physical
+from engine.types import DataType, invalid_value_message, to_logical, to_physical
 
 META_FILE = "tablet-meta.json"
 _EPOCH_DATE = _dt.date(1970, 1, 1)
@@ -430,8 +430,9 @@ class Tablet:
                     good.append(v)
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError,
                         ValueError) as e:
-                    bad.setdefault(i, (RowErrorCode.INVALID.value,
-                                       f"invalid value for column {name}: {v!r} ({e})"))
+                    col = self.schema.column(name) if self.schema.has_column(name) else None
+                    bad.setdefault(i, (RowErrorCode.INVALID.value, invalid_value_message(
+                        name, col.type_sql() if col is not None else None, v, e)))
                     good.append(None)
             cols[name] = pa.array(good, type=target)
         key_names = [c.name for c in self._key_cols]
