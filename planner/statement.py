@@ -140,10 +140,11 @@ class PreparedSql:
     shows. `types`: $1..$n, declared or else inferred from the statement (None: unknown,
     PostgreSQL's text)."""
     name: str
-    text: str
+    text: str                  # the statement after AS (what EXECUTE runs)
     types: tuple[pa.DataType | None, ...]
     type_names: tuple[str, ...]
     prepare_time: Any
+    statement: str             # the whole PREPARE as written
 
 
 _PREPARABLE = QUERY_TYPES + (exp.Insert, exp.Update, exp.Delete)
@@ -172,7 +173,7 @@ def prepare(catalog, ast, sql: str, name: str) -> PreparedSql:
         _target(catalog, inner, sql)           # the table exists
     names = tuple(_pg_name(t) if t is not None else "text" for t in types)
     return PreparedSql(name, ast.args["text"], types, names,
-                       _dt.datetime.now(_dt.timezone.utc))
+                       _dt.datetime.now(_dt.timezone.utc), sql.strip().rstrip(";"))
 
 
 def execute_arguments(catalog, prepared: PreparedSql, ast, sql: str) -> list[pa.Scalar]:

@@ -56,6 +56,7 @@ from wire import protocol as P
 from wire import types as T
 from wire.copy import MAX_REPORTED_FAILURES, CopyIn, CopyOut, Failure, parse_copy
 from wire.lexer import LexError, first_words, tokenize
+from wire.pg_catalog import format_type
 from wire.portal import (
     Portal,
     PreparedStatement,
@@ -451,11 +452,15 @@ class Connection:
             self._drop_portals(lambda p: p.name == name)
             return StatementResult("CLOSE CURSOR")
         elif w0 == "deallocate":
+            # one namespace, as in PostgreSQL: the protocol's named statements and the
+            # session's SQL-level PREPAREs
             name = parse_deallocate(text)
+            prepared = getattr(self.session, "prepared", {})
             if name is None:
                 self.statements = {k: v for k, v in self.statements.items() if k == ""}
+                prepared.clear()
                 return StatementResult("DEALLOCATE ALL")
-            if self.statements.pop(name, None) is None:
+            if self.statements.pop(name, None) is None and prepared.pop(name, None) is None:
                 raise SqlError(f'prepared statement "{name}" does not exist', "26000")
             return StatementResult("DEALLOCATE")
         elif w0 == "discard":
@@ -748,8 +753,23 @@ class Connection:
             self._error(e)
             self.ext_error = True
 
+    def prepared_statements(self) -> list[dict]:
+        """pg_prepared_statements: the session's PREPAREs and the named protocol ones."""
+        rows = [{"name": p.name, "statement": p.statement,
+                 "prepare_time": p.prepare_time, "from_sql": True,
+                 "parameter_types": list(p.type_names),
+                 "generic_plans": 0, "custom_plans": 0}
+                for p in getattr(self.session, "prepared", {}).values()]
+        rows += [{"name": st.name, "statement": st.sql, "from_sql": False,
+                  "parameter_types": [format_type(o, -1) for o in
+                                      (st.param_desc_oids or st.param_oids)],
+                  "generic_plans": 0, "custom_plans": 0}
+                 for st in self.statements.values() if st.name]
+        return rows
+
     def _on_parse(self, msg: P.Parse) -> None:
-        if msg.name and msg.name in self.statements:
+        if msg.name and (msg.name in self.statements
+                         or msg.name in getattr(self.session, "prepared", {})):
             raise SqlError(f'prepared statement "{msg.name}" already exists', "42P05")
         body = msg.sql.strip().rstrip(";")
         if ";" in body and len(split_statements(msg.sql)) > 1:

@@ -503,8 +503,10 @@ class PgCatalog:
     """The engine catalog plus pg_catalog / information_schema for one session."""
 
     def __init__(self, catalog: Any, *, user: str = "kudusql", database: str = "kudusql",
-                 settings: Any = None, pid: int = 0):
+                 settings: Any = None, pid: int = 0, prepared: Any = None):
         self._catalog = catalog
+        # () -> rows of pg_prepared_statements (the connection's named statements)
+        self.prepared = prepared if prepared is not None else (lambda: [])
         self.user = user
         self.database = database
         self.settings = settings if settings is not None else _LocalSettings()
@@ -576,6 +578,8 @@ class PgCatalog:
 
     def _view_table(self, view: _ViewDef) -> pa.Table:
         snap = self.snapshot()
+        if view.qualified in _SESSION_VIEWS:        # session state: never cached
+            return _build(view, view.rows(self, snap))
         with snap.lock:
             t = snap.views.get(view.qualified)
             if t is None:
@@ -919,6 +923,18 @@ def _pg_settings(cat: PgCatalog, snap: _Snapshot):
                                         "idle_in_transaction_session_timeout") else None,
                "vartype": vartype, "source": "default", "boot_val": default,
                "reset_val": default, "pending_restart": False, "short_desc": ""}
+
+
+@_view(PG_CATALOG, "pg_prepared_statements", """name text, statement text,
+    prepare_time timestamptz, parameter_types text[], from_sql bool, generic_plans int8,
+    custom_plans int8""", relkind="v")
+def _pg_prepared_statements(cat: PgCatalog, snap: _Snapshot):
+    """SQL-level PREPAREs (from_sql) and the extended protocol's named statements; the
+    parameter types are their names (PostgreSQL's regtype[] prints the same)."""
+    yield from cat.prepared()
+
+
+_SESSION_VIEWS = {"pg_catalog$pg_prepared_statements"}
 
 
 _SETTINGS = {
