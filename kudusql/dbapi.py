@@ -94,6 +94,18 @@ def error_class(sqlstate: str | None) -> type[Error]:
             "54": OperationalError}.get(cls, DatabaseError)
 
 
+def _internal_error(e: Exception) -> Error:
+    """An unexpected exception (a bug) as the driver raises it: engine errors keep their
+    SQLSTATE and message; anything else is InternalError XX000 whose message names no
+    Python class (the exception is chained as __cause__ for whoever debugs it)."""
+    sqlstate = getattr(e, "sqlstate", None)
+    if sqlstate:
+        return error_class(sqlstate)(str(e), sqlstate)
+    return InternalError("internal error", "XX000",
+                         hint="This is a bug in kudusql: please report the statement "
+                              "(the exception is this error's __cause__).")
+
+
 def _from_sql_error(e: SqlError) -> Error:
     return error_class(e.sqlstate)(e.message, e.sqlstate, e.position,
                                    detail=getattr(e, "detail", None),
@@ -250,6 +262,9 @@ class Cursor(RowFetching):
         except SqlError as e:
             self._reset(None)
             raise _from_sql_error(e) from None
+        except Exception as e:  # noqa: BLE001 - the driver's boundary: see _internal_error
+            self._reset(None)
+            raise _internal_error(e) from e
         last = results[-1] if results else StatementResult("EMPTY")
         self._reset(last)
         self.notices = [n for r in results for n in r.notices]
@@ -277,6 +292,9 @@ class Cursor(RowFetching):
                 except SqlError as e:
                     self._reset(None)
                     raise _from_sql_error(e) from None
+                except Exception as e:  # noqa: BLE001 - the driver's boundary
+                    self._reset(None)
+                    raise _internal_error(e) from e
                 if r is not None:
                     self._reset(r)
                     if r.row_errors:

@@ -568,7 +568,7 @@ def _coerce(v: Any, col: ColumnSchema) -> Any:
     t = col.type
     if t.is_integer:
         if isinstance(v, (bool, str)):
-            raise ValueError(f"{v!r} is not an integer")
+            raise ValueError(f"{typed_sql_literal(v)} is not an integer")
         if isinstance(v, decimal.Decimal):
             if v != v.to_integral_value():
                 raise ValueError(f"{v} is not an integer")
@@ -579,11 +579,11 @@ def _coerce(v: Any, col: ColumnSchema) -> Any:
         return int(v)
     if t in (DataType.FLOAT, DataType.DOUBLE):
         if isinstance(v, (bool, str)):
-            raise ValueError(f"{v!r} is not a number")
+            raise ValueError(f"{typed_sql_literal(v)} is not a number")
         return float(v)
     if t is DataType.DECIMAL:
         if isinstance(v, (bool, str)):
-            raise ValueError(f"{v!r} is not a number")
+            raise ValueError(f"{typed_sql_literal(v)} is not a number")
         d = decimal.Decimal(v)
         q = d.quantize(decimal.Decimal(1).scaleb(-col.scale))
         if q != d or len(q.as_tuple().digits) > col.precision and q != 0:
@@ -591,28 +591,34 @@ def _coerce(v: Any, col: ColumnSchema) -> Any:
         return q
     if t is DataType.BOOL:
         if not isinstance(v, bool):
-            raise ValueError(f"{v!r} is not a boolean")
+            raise ValueError(f"{typed_sql_literal(v)} is not a boolean")
         return v
     if t in (DataType.STRING, DataType.VARCHAR):
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a string")
+            raise ValueError(f"{typed_sql_literal(v)} is not a string")
         return v[: col.length] if t is DataType.VARCHAR else v
     if t is DataType.BINARY:
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a string")
+            raise ValueError(f"{typed_sql_literal(v)} is not a string")
         return v.encode()
     if t is DataType.DATE:
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a date string")
-        return _dt.date.fromisoformat(v.strip())
+            raise ValueError(f"{typed_sql_literal(v)} is not a date string")
+        try:
+            return _dt.date.fromisoformat(v.strip())
+        except ValueError:
+            raise ValueError(f"{typed_sql_literal(v)} is not a valid date") from None
     if t is DataType.TIMESTAMP:
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a timestamp string")
-        ts = _dt.datetime.fromisoformat(v.strip())
+            raise ValueError(f"{typed_sql_literal(v)} is not a timestamp string")
+        try:
+            ts = _dt.datetime.fromisoformat(v.strip())
+        except ValueError:
+            raise ValueError(f"{typed_sql_literal(v)} is not a valid timestamp") from None
         if ts.tzinfo is not None:
             ts = ts.astimezone(_dt.UTC).replace(tzinfo=None)
         return ts
-    raise ValueError(f"cannot convert {v!r} to {t.name}")
+    raise ValueError(f"cannot convert {typed_sql_literal(v)} to {t.name}")
 
 
 # -- utility statements and SHOW CREATE TABLE (used by planner.utility) ---------------------
