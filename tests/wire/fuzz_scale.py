@@ -242,15 +242,36 @@ def _exchange(port: int, payload: bytes, bound: float, marker: bytes = b"alive",
         s.close()
 
 
+def _queries(payload: bytes) -> list[str]:
+    """The SQL texts (Query and Parse) in a payload, for reporting a slow connection."""
+    out = []
+    for kind, body in split(payload[payload.find(b"\0\0", 8) + 2:] if payload[:1] == b"\0"
+                            else payload):
+        if kind == b"Q":
+            out.append(body[:300].decode("utf-8", "replace"))
+        elif kind == b"P":
+            out.append(body.split(b"\0")[1][:300].decode("utf-8", "replace")
+                       if body.count(b"\0") > 1 else "")
+    return out[:20]
+
+
 def _message_worker(args) -> dict:
     port, seed, messages, bound = args
+    slow = bound / 2
     rng = random.Random(seed)
     units = trace_units() + list(CORPUS)
-    out = {"messages": 0, "connections": 0, "outcomes": {}, "hung_seeds": []}
+    out = {"messages": 0, "connections": 0, "outcomes": {}, "hung_seeds": [], "slow": []}
     while out["messages"] < messages:
         payload, n = build_payload(rng, units, rng.randint(20, 80))
         t0 = time.monotonic()
-        how = _exchange(port, payload, bound)
+        try:
+            how = _exchange(port, payload, bound)
+        except ConnectionRefusedError:          # the server is gone (see Watch): stop
+            out["outcomes"]["refused"] = out["outcomes"].get("refused", 0) + 1
+            break
+        if time.monotonic() - t0 > slow and len(out["slow"]) < 10:
+            out["slow"].append({"seconds": round(time.monotonic() - t0, 1), "outcome": how,
+                                "queries": _queries(payload)})
         out["messages"] += n + 2
         out["connections"] += 1
         out["outcomes"][how] = out["outcomes"].get(how, 0) + 1
@@ -626,9 +647,11 @@ class Server:
 class Watch(threading.Thread):
     """The canary query and the RSS samples, until `stop`."""
 
-    def __init__(self, server: Server, bound: float):
+    def __init__(self, server: Server, bound: float, rss_limit_mb: float = 3000):
         super().__init__(daemon=True)
         self.server, self.bound = server, bound
+        self.rss_limit_kb = rss_limit_mb * 1024
+        self.rss_over_limit_at: float | None = None
         self.stop_flag = threading.Event()
         self.rss_max = self.rss_first = server.rss_kb()
         self.canary_ok = self.canary_bad = 0
@@ -638,8 +661,14 @@ class Watch(threading.Thread):
     def run(self) -> None:
         conn = _Conn(self.server.port, self.bound)
         last = 0.0
+        t_start = time.monotonic()
         while not self.stop_flag.wait(0.25):
             self.rss_max = max(self.rss_max, self.server.rss_kb())
+            if self.rss_max > self.rss_limit_kb and self.rss_over_limit_at is None:
+                # the machine is shared: stop the server rather than let it take it all
+                self.rss_over_limit_at = round(time.monotonic() - t_start, 1)
+                self.server.proc.kill()
+                return
             if time.monotonic() - last < 0.5:
                 continue
             last = time.monotonic()
@@ -744,6 +773,7 @@ def run(messages: int, statements: int, workers: int = 4, bound: float = 10.0,
             "log_excerpt": [ln for ln in logtext.splitlines()
                             if "Traceback" in ln or "ERROR" in ln][:20],
         }
+        report["server"]["rss_over_limit_after_s"] = watch.rss_over_limit_at
         report["canary"] = {"ok": watch.canary_ok, "bad": watch.canary_bad,
                             "max_latency_s": round(watch.canary_max_s, 3),
                             "errors": watch.canary_errors[:10]}
@@ -769,6 +799,7 @@ def main(argv: list[str] | None = None) -> int:
     rep["wall_s"] = round(time.monotonic() - t0, 1)
     print(json.dumps(rep, indent=1, default=str))
     bad = (not rep["server"]["alive_at_end"] or rep["canary"]["bad"]
+           or rep["server"]["rss_over_limit_after_s"] is not None
            or rep.get("messages", {}).get("outcomes", {}).get("hung", 0)
            or rep.get("statements", {}).get("hung", 0)
            or rep.get("statements", {}).get("closed", 0)
