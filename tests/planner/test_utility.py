@@ -609,3 +609,13 @@ def test_show_create_table_after_alter(cat):
 
 def dataclasses_without_id(col: ColumnSchema) -> ColumnSchema:
     return dataclasses.replace(col, id=-1)
+
+
+def test_show_partitions_writes_timestamps_as_show_create_table_does(cat):
+    run(cat, "create table tsr (ts timestamp primary key) partition by range (ts) "
+             "(partition '2026-01-01' <= values < '2026-07-01 12:30:00.5')")
+    [row] = rows(cat, "show partitions tsr")
+    assert row["range_partition"] == \
+        "2026-01-01 00:00:00 <= VALUES < 2026-07-01 12:30:00.500000"
+    ddl = rows(cat, "show create table tsr")[0]["statement"]
+    assert "PARTITION '2026-01-01 00:00:00' <= VALUES < '2026-07-01 12:30:00.500000'" in ddl
