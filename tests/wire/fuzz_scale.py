@@ -294,6 +294,8 @@ _COLS = {
     "fb": {"k": "int", "s": "text", "x": "float"},
     "fz": {"k": "int", "v": "text"},
 }
+_CAST_TYPES = ["INT", "BIGINT", "TEXT", "DOUBLE PRECISION", "DATE", "TIMESTAMP",
+               "DECIMAL(10,2)", "BOOLEAN", "BYTEA", "SMALLINT", "REAL"]
 _KEYWORDS = ["SELECT", "FROM", "WHERE", "GROUP", "BY", "ORDER", "LIMIT", "AND", "OR", "NOT",
              "NULL", "(", ")", ",", "*", "=", "::", "'", "CASE", "END", "JOIN", "ON", "AS",
              "UNION", "INSERT", "VALUES", "SET", "TABLE", "PARTITION", ";", "$1", "1e400",
@@ -353,7 +355,7 @@ class SqlGen:
         if form == 3:
             return f"NOT {e('bool')}"
         if form == 4:
-            return f"CAST({e()} AS {r.choice(['INT', 'BIGINT', 'TEXT', 'DOUBLE PRECISION', 'DATE', 'TIMESTAMP', 'DECIMAL(10,2)', 'BOOLEAN', 'BYTEA', 'SMALLINT', 'REAL'])})"
+            return f"CAST({e()} AS {r.choice(_CAST_TYPES)})"
         if form == 5:
             return f"CASE WHEN {e('bool')} THEN {e(kind)} ELSE {e(kind)} END"
         if form == 6:
@@ -437,7 +439,8 @@ class SqlGen:
             return f"{verb} {t} VALUES ({key}{rest}){extra}"
         if kind == 8:
             c = r.choice([c for c in _COLS[t] if c != "k"] or ["k"])
-            return f"UPDATE {t} SET {c} = {self.expr(t, 1, _COLS[t][c])} WHERE {self.expr(t, 1, 'bool')}"
+            return f"UPDATE {t} SET {c} = {self.expr(t, 1, _COLS[t][c])} " \
+                   f"WHERE {self.expr(t, 1, 'bool')}"
         if kind == 9:
             return f"DELETE FROM {t} WHERE k > {r.randint(900, 3000)}"
         if kind == 10:
