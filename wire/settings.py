@@ -239,7 +239,7 @@ class Settings:
                 return name
         name = w.ident()
         if name is None:
-            raise SqlError("syntax error: expected a parameter name", "42601", w.position())
+            raise w.syntax_error('Expected a parameter name')
         return name
 
     def _set(self, w: Words) -> StatementResult:
@@ -255,10 +255,9 @@ class Settings:
         else:
             name = w.ident()
             if name is None:
-                raise SqlError("syntax error at or near SET", "42601", w.position())
+                raise w.syntax_error()
             if not w.accept_any("to", "="):
-                raise SqlError("syntax error: expected TO or = after the parameter name",
-                               "42601", w.position())
+                raise w.syntax_error('Expected TO or = after the parameter name')
         if w.accept("default") or (name == "TimeZone" and w.accept("local")):
             self.reset(name)
             return StatementResult("SET")
@@ -273,7 +272,7 @@ class Settings:
                 continue
             values.append(t.text if t.kind in ("str", "qid") else t.raw)
         if not values:
-            raise SqlError("syntax error: SET needs a value", "42601", w.position())
+            raise w.syntax_error('SET needs a value')
         self.set(name, ", ".join(values))
         return StatementResult("SET")
 

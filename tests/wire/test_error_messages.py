@@ -248,3 +248,24 @@ def test_row_errors_write_keys_as_sql_literals(embedded, wire):
     texts = [d.message_primary, d.message_detail]
     assert not _leaks(texts), texts
     assert "TIMESTAMP '2030-09-10 00:00:00'" in " ".join(t or "" for t in texts), texts
+
+
+@pytest.mark.parametrize("sql, token, hint", [
+    ("SET statement_timeout", None, "TO or ="),
+    ("DECLARE c FOR SELECT 1", "FOR", "CURSOR"),
+    ("COPY kt (s FROM STDIN", "FROM", ", or )"),
+    ("FETCH 1 FROM", None, "FETCH"),
+    ("CREATE USER u9 PASSWORD 5", "5", "PASSWORD"),
+])
+def test_statements_the_wire_server_reads_itself_word_syntax_errors_the_same(
+        wire, sql, token, hint):
+    with pytest.raises(psycopg.errors.SyntaxError) as ei:
+        wire.execute(sql)
+    d = ei.value.diag
+    if token is None:
+        assert d.message_primary == "syntax error at end of input"
+        assert d.statement_position == str(len(sql) + 1)
+    else:
+        assert d.message_primary == f'syntax error at or near "{token}"'
+        assert d.statement_position == str(sql.rindex(token) + 1)
+    assert hint in d.message_hint
