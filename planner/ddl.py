@@ -65,6 +65,7 @@ from planner.dialect import (
     KuduRangeBound,
     KuduRangePartition,
     KuduSQL,
+    check_complete,
     check_statement_starts,
     syntax_error,
 )
@@ -140,6 +141,7 @@ def parse(sql: str) -> list[exp.Expr]:
         check_statement_starts(tokens, sql)
         # a trailing comment after the last ";" parses as a bare exp.Semicolon
         stmts = dialect.parser().parse(tokens, sql)
+        check_complete(stmts, tokens, sql)
         return [e for e in stmts if e is not None and not isinstance(e, exp.Semicolon)]
     except (ParseError, TokenError) as e:
         raise syntax_error(sql, e) from None

@@ -860,6 +860,51 @@ def _first_bad_start(tokens: list[Token]) -> Token | None:
     return None
 
 
+# words PostgreSQL reserves: never a table alias without AS (`FROM t ORDER` is unfinished)
+_RESERVED = frozenset({"ORDER", "GROUP", "LIMIT", "OFFSET", "HAVING", "WHERE", "WINDOW",
+                       "UNION", "EXCEPT", "INTERSECT", "FETCH", "FOR", "INTO", "FROM",
+                       "SELECT", "ON", "USING", "JOIN", "SET", "VALUES", "RETURNING"})
+
+
+def check_complete(stmts: list, tokens: list[Token], sql: str) -> None:
+    """Raise the syntax error PostgreSQL gives for statements sqlglot accepts unfinished:
+    `UPDATE t SET` (no assignment), `... GROUP BY` (no expression), `FROM t ORDER` (a
+    reserved word read as an alias)."""
+    from planner.errors import SqlSyntaxError
+
+    def at_token(text: str, after: int = 0):
+        tok = next((t for t in tokens if t.start >= after and t.text.upper() == text), None)
+        if tok is None:
+            return SqlSyntaxError("syntax error at end of input",
+                                  position=len(sql.rstrip().rstrip(";").rstrip()) + 1)
+        return SqlSyntaxError(f'syntax error at or near "{sql[tok.start:tok.end + 1]}"',
+                              position=tok.start + 1)
+
+    def after(word: str):
+        """The error at the token after the last `word` (or at end of input)."""
+        idx = [i for i, t in enumerate(tokens) if t.text.upper() == word]
+        nxt = tokens[idx[-1] + 1] if idx and idx[-1] + 1 < len(tokens) else None
+        if nxt is None or nxt.token_type == TokenType.SEMICOLON:
+            return at_token("\0")
+        return at_token(nxt.text.upper(), nxt.start)
+
+    for stmt in stmts:
+        if stmt is None:
+            continue
+        if isinstance(stmt, exp.Update) and not stmt.expressions:
+            raise after("SET")
+        for g in stmt.find_all(exp.Group):
+            if not g.expressions and not g.args.get("grouping_sets") and \
+                    not g.args.get("rollup") and not g.args.get("cube") and \
+                    not g.args.get("all"):
+                raise after("GROUP BY")
+        for a in stmt.find_all(exp.TableAlias):
+            ident = a.this
+            if isinstance(ident, exp.Identifier) and not ident.quoted and \
+                    ident.name.upper() in _RESERVED:
+                raise at_token(ident.name.upper())
+
+
 def check_statement_starts(tokens: list[Token], sql: str) -> None:
     """Raise the syntax error for a statement beginning with a word no statement begins
     with (before sqlglot reads it as a bare expression)."""

@@ -149,6 +149,10 @@ SYNTAX = [
     ("ALTER TABLE kt FROBNICATE x", "FROBNICATE"),
     ("select 1; selec 2", "selec"),
     ("PREPARE p9 AS SELEC 1", "SELEC"),
+    ("SELECT * FROM kt ORDER", "ORDER"),                 # sqlglot took these as complete
+    ("UPDATE kt SET", None),
+    ("UPDATE kt SET WHERE n = 1", "WHERE"),
+    ("SELECT s FROM kt GROUP BY", None),
 ]
 
 
