@@ -173,7 +173,8 @@ def _random_message(rng: random.Random) -> bytes:
 _STARTUP = startup(extra=b"options\0-c statement_timeout=5s\0")
 
 
-def build_payload(rng: random.Random, units: list[bytes], target: int) -> tuple[bytes, int]:
+def build_payload(rng: random.Random, units: list[bytes], target: int,
+                  sql_damage: bool = True) -> tuple[bytes, int]:
     """(bytes, messages) for one connection: ~`target` messages of real traffic, then
     damaged: 60% well-framed with 1-3 damaged meanings (`mutate_bodies`), 8% framing
     damage (`mutate`), 2% a damaged startup packet, 1% of the units a random message."""
@@ -188,7 +189,7 @@ def build_payload(rng: random.Random, units: list[bytes], target: int) -> tuple[
     if r < 0.10:
         return _STARTUP + mutate(rng, body), n + 1
     if r < 0.70:
-        return _STARTUP + mutate_bodies(rng, body), n + 1
+        return _STARTUP + mutate_bodies(rng, body, sql=sql_damage), n + 1
     return _STARTUP + body, n + 1
 
 
@@ -261,13 +262,13 @@ def _queries(payload: bytes) -> list[str]:
 
 
 def _message_worker(args) -> dict:
-    port, seed, messages, bound = args
+    port, seed, messages, bound, sql_damage = args
     slow = bound / 2
     rng = random.Random(seed)
     units = trace_units() + list(CORPUS)
     out = {"messages": 0, "connections": 0, "outcomes": {}, "hung_seeds": [], "slow": []}
     while out["messages"] < messages:
-        payload, n = build_payload(rng, units, rng.randint(20, 80))
+        payload, n = build_payload(rng, units, rng.randint(20, 80), sql_damage)
         t0 = time.monotonic()
         try:
             how = _exchange(port, payload, bound)
@@ -730,12 +731,14 @@ def _merge(parts: list[dict]) -> dict:
 
 
 def run(messages: int, statements: int, workers: int = 4, bound: float = 10.0,
-        seed: int = 1, data_dir: str | None = None, log=print) -> dict:
+        seed: int = 1, data_dir: str | None = None, log=print, sql_damage: bool = True,
+        rss_limit_mb: float = 3000) -> dict:
     """Start a server, fuzz it with `messages` frontend messages and `statements` SQL
     statements over `workers` client processes each, stop it; the report."""
     tmp = tempfile.mkdtemp(prefix="kudusql-fuzz-") if data_dir is None else data_dir
     server = Server(os.path.join(tmp, "db"))
-    report: dict = {"seed": seed, "workers": workers, "bound_s": bound}
+    report: dict = {"seed": seed, "workers": workers, "bound_s": bound,
+                    "sql_damage": sql_damage}
     try:
         setup = _Conn(server.port, 60)
         for sql in SETUP_SQL:
@@ -743,15 +746,16 @@ def run(messages: int, statements: int, workers: int = 4, bound: float = 10.0,
             if errs:
                 raise RuntimeError(f"setup failed: {sql}: {errs}")
         setup.close()
-        watch = Watch(server, bound)
+        watch = Watch(server, bound, rss_limit_mb)
         watch.start()
         ctx = mp.get_context("fork")
         with ctx.Pool(workers) as pool:
             if messages:
                 t0 = time.monotonic()
                 per = -(-messages // workers)
-                parts = pool.map(_message_worker, [(server.port, seed * 1000 + i, per, bound)
-                                                   for i in range(workers)])
+                parts = pool.map(_message_worker, [
+                    (server.port, seed * 1000 + i, per, bound, sql_damage)
+                    for i in range(workers)])
                 wall = time.monotonic() - t0
                 m = _merge(parts)
                 report["messages"] = {**m, "wall_s": round(wall, 1),
@@ -800,10 +804,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bound", type=float, default=10.0,
                     help="seconds a connection may stay silent before it counts as hung")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-sql-damage", action="store_true",
+                    help="damage framing, names, parameters and formats but not the SQL text "
+                         "of replayed Query/Parse messages (the statements phase fuzzes SQL)")
+    ap.add_argument("--rss-limit-mb", type=float, default=3000,
+                    help="stop the server (and fail) when its RSS passes this")
     a = ap.parse_args(argv)
     t0 = time.monotonic()
     rep = run(a.messages, a.statements, a.workers, a.bound, a.seed,
-              log=lambda s: print(s, file=sys.stderr, flush=True))
+              log=lambda s: print(s, file=sys.stderr, flush=True),
+              sql_damage=not a.no_sql_damage, rss_limit_mb=a.rss_limit_mb)
     rep["wall_s"] = round(time.monotonic() - t0, 1)
     print(json.dumps(rep, indent=1, default=str))
     bad = (not rep["server"]["alive_at_end"] or rep["canary"]["bad"]

@@ -114,13 +114,15 @@ def _damage_sql(rng: random.Random, sql: bytes) -> bytes:
     return sql[:i] + rng.choice(_SQL_DAMAGE) + sql[i + rng.randint(0, 3):]
 
 
-def mutate_bodies(rng: random.Random, data: bytes) -> bytes:
-    """Keep every message well-formed, damage what it means: SQL text, statement and
-    portal names, parameter values and formats, row limits."""
+def mutate_bodies(rng: random.Random, data: bytes, sql: bool = True) -> bytes:
+    """Keep every message well-formed, damage what it means: SQL text (unless not `sql`),
+    statement and portal names, parameter values and formats, row limits."""
     msgs = split(data)
     for _ in range(rng.randint(1, 3)):
         k = rng.randrange(len(msgs))
         kind, body = msgs[k]
+        if not sql and kind in (b"Q", b"P"):
+            continue
         if kind == b"Q":
             body = _damage_sql(rng, body[:-1]).replace(b"\0", b"") + b"\0"
         elif kind == b"P":
