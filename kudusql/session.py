@@ -14,6 +14,10 @@ DB-API turns them into an IntegrityError / DataError carrying the list).
 
 Parameters: `$1`, `$2`, ... (PostgreSQL) or `?` (in order), bound as typed constants.
 
+Prepared statements: `PREPARE name [(types)] AS ...` / `EXECUTE name (args)` /
+`DEALLOCATE` keep `planner.statement.PreparedSql` in `Session.prepared` (docs/sql.md);
+EXECUTE runs the statement with its arguments as parameters, through the plan cache.
+
 Transactions: every statement is applied when it runs, row by row (Kudu has no multi-row
 transactions). BEGIN / COMMIT are accepted; ROLLBACK is accepted with a warning notice that
 the writes already applied stay applied - it never claims to undo them.

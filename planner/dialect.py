@@ -54,9 +54,24 @@ The rest (DROP TABLE, ALTER TABLE RENAME [COLUMN] / ADD [COLUMN] / DROP [COLUMN]
 TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. Another SHOW (`SHOW
 search_path`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
 
+Session statements (PostgreSQL's SQL-level prepared statements; run by kudusql.session):
+
+    PREPARE name [(type, ...)] AS statement   -> KuduPrepare(this, expressions, expression,
+                                                  text = the statement as written)
+    EXECUTE name [(value, ...)]               -> KuduExecute(this, expressions)
+    DEALLOCATE [PREPARE] name | ALL           -> KuduDeallocate(this | None)
+
+`now()` parses as KuduNow, a CURRENT_TIMESTAMP that keeps its name (the result column is
+`now`, as in PostgreSQL).
+
 Parse errors carry the 0-based character offset of the offending token in
-`ParseError.errors[i]["start"]` (see `KuduSQL.Parser.raise_error`), so callers need not
-convert sqlglot's line/column.
+`ParseError.errors[i]["start"]` (see `KuduSQL.Parser.raise_error`), and the grammar's own
+expectation ("Expected PARTITIONS") in `["hint"]`. `syntax_error(sql, err)` turns a
+ParseError or TokenError into PostgreSQL's words (`syntax error at or near "SELEC"`,
+`syntax error at end of input`, `unterminated quoted string at or near "'abc"`) with the
+token's 1-based position; `check_statement_starts` refuses a statement that starts with a
+word no statement starts with, `check_complete` the unfinished statements sqlglot accepts
+(`UPDATE t SET`, `GROUP BY` with nothing after, `FROM t ORDER`).
 
 Not done here: CTAS and CREATE EXTERNAL TABLE (they parse as whatever Postgres makes of
 them).

@@ -15,7 +15,12 @@
 - EXPLAIN [ANALYZE] <query>: the optimized plan tree (pushed predicates, projected columns,
   pruned tablets); ANALYZE runs it and adds rows and time per operator and the scans'
   statistics (rows skipped by zone maps and lazy materialization).
-- Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility.
+- PREPARE / EXECUTE (the session keeps the names): `prepare` checks a PREPARE and returns
+  its `PreparedSql`; `execute_arguments` casts EXECUTE's values to the parameter types.
+- `now()` / `current_timestamp` as a query's own result columns are timestamp with time
+  zone (`with_utc`); inside expressions timestamps have none (UTC).
+- Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility; a
+  statement kind nobody runs is 0A000 `VACUUM is not supported`.
 """
 
 from __future__ import annotations

@@ -28,11 +28,15 @@ Statements the session does not know are answered here (see `_dispatch`): transa
 control (wire.transaction), SET/RESET/SHOW (wire.settings), CREATE/ALTER/DROP USER
 (wire.auth), DECLARE/FETCH/MOVE/CLOSE/DEALLOCATE/DISCARD (wire.portal), COPY
 (wire.copy) and a few connect-time queries (wire.builtins). Everything else goes to
-`Session.execute` unchanged.
+`Session.execute` unchanged. SQL PREPARE / EXECUTE run in the session; DEALLOCATE and
+Parse treat the session's names and the protocol's named statements as one namespace, and
+`prepared_statements` lists both for pg_prepared_statements.
 
 Errors: a SqlError becomes an ErrorResponse with S/V/C/M/P (+D/H); a statement whose rows
 partly failed (Kudu semantics: the other rows are applied) ends in an ErrorResponse naming
-the failed rows instead of CommandComplete. A malformed message is FATAL 08P01 and closes
+the failed rows instead of CommandComplete (planner.result.row_failure_report). An
+unexpected exception is XX000 `internal error; see the server log` (the traceback is
+logged, never sent). A malformed message is FATAL 08P01 and closes
 this connection only; an unexpected exception is XX000 for that statement, logged.
 """
 
