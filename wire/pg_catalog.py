@@ -33,13 +33,17 @@ so an OID is the same in every statement and every session. Two ids hashing to o
 
 What is modelled. Each table is a relation (relkind 'r') with its columns in declared order
 (attnum 1..n), NOT NULL and DEFAULT from the Kudu schema; its primary key is a unique btree
-index `<table>_pkey` (relkind 'i', pg_index, pg_constraint 'p'); a table comment is its
+index `<table>_pkey` (relkind 'i', pg_index, pg_constraint 'p') - Kudu's primary key index
+(rows sorted by key, a B-tree of keys per rowset), the only index there is, so `\di` lists
+exactly one per table; a table comment is its
 pg_description. Kudu types map to int2 (INT8, INT16), int4, int8, float4, float8,
 numeric(p,s), text (STRING), varchar(n), bytea, bool, date and timestamp. The system views
 themselves are listed in pg_class / pg_attribute (pg_catalog ones as tables, the rest as
 views), so `\\d pg_class` works. There are no foreign keys, sequences, triggers, policies,
 inheritance, extensions or other schemas: those views exist with PostgreSQL's columns and
 no rows. Columns of array types (indkey, conkey, proargtypes, ...) are Arrow lists.
+pg_prepared_statements is session state, not catalog metadata: built on every read from
+the connection's `prepared` callable (never cached in the snapshot).
 
 Functions. Catalog functions are served here as `planner.expr.HostFunction`s that the
 binder binds by name (`function(name)`): format_type, pg_get_expr, pg_get_indexdef,
