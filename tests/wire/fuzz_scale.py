@@ -262,12 +262,12 @@ def _queries(payload: bytes) -> list[str]:
 
 
 def _message_worker(args) -> dict:
-    port, seed, messages, bound, sql_damage = args
+    port, seed, messages, bound, sql_damage, deadline = args
     slow = bound / 2
     rng = random.Random(seed)
     units = trace_units() + list(CORPUS)
     out = {"messages": 0, "connections": 0, "outcomes": {}, "hung_seeds": [], "slow": []}
-    while out["messages"] < messages:
+    while out["messages"] < messages and time.monotonic() < deadline:
         payload, n = build_payload(rng, units, rng.randint(20, 80), sql_damage)
         t0 = time.monotonic()
         try:
@@ -566,14 +566,14 @@ def leaks_in(err: dict) -> list[str]:
 
 
 def _sql_worker(args) -> dict:
-    port, seed, statements, bound = args
+    port, seed, statements, bound, deadline = args
     rng = random.Random(seed)
     gen = SqlGen(rng, seed % 1000)
     out = {"statements": 0, "errors": 0, "hung": 0, "closed": 0, "internal": [],
            "leaks": [], "sqlstates": {}}
     conn = _Conn(port, bound)
     conn.query("SET statement_timeout = '5s'")
-    while out["statements"] < statements:
+    while out["statements"] < statements and time.monotonic() < deadline:
         sql = gen.next()
         out["statements"] += 1
         try:
@@ -732,12 +732,13 @@ def _merge(parts: list[dict]) -> dict:
 
 def run(messages: int, statements: int, workers: int = 4, bound: float = 10.0,
         seed: int = 1, data_dir: str | None = None, log=print, sql_damage: bool = True,
-        rss_limit_mb: float = 3000) -> dict:
+        rss_limit_mb: float = 3000, max_seconds: float | None = None) -> dict:
     """Start a server, fuzz it with `messages` frontend messages and `statements` SQL
     statements over `workers` client processes each, stop it; the report."""
     tmp = tempfile.mkdtemp(prefix="kudusql-fuzz-") if data_dir is None else data_dir
     server = Server(os.path.join(tmp, "db"))
     report: dict = {"seed": seed, "workers": workers, "bound_s": bound,
+                    "max_seconds_per_phase": max_seconds,
                     "sql_damage": sql_damage}
     try:
         setup = _Conn(server.port, 60)
@@ -747,14 +748,16 @@ def run(messages: int, statements: int, workers: int = 4, bound: float = 10.0,
                 raise RuntimeError(f"setup failed: {sql}: {errs}")
         setup.close()
         watch = Watch(server, bound, rss_limit_mb)
+        span = max_seconds if max_seconds else 1e9      # per phase
         watch.start()
         ctx = mp.get_context("fork")
         with ctx.Pool(workers) as pool:
             if messages:
                 t0 = time.monotonic()
+                deadline = t0 + span
                 per = -(-messages // workers)
                 parts = pool.map(_message_worker, [
-                    (server.port, seed * 1000 + i, per, bound, sql_damage)
+                    (server.port, seed * 1000 + i, per, bound, sql_damage, deadline)
                     for i in range(workers)])
                 wall = time.monotonic() - t0
                 m = _merge(parts)
@@ -763,9 +766,11 @@ def run(messages: int, statements: int, workers: int = 4, bound: float = 10.0,
                 log(f"messages: {m['messages']} in {wall:.0f} s, {m['outcomes']}")
             if statements:
                 t0 = time.monotonic()
+                deadline = t0 + span
                 per = -(-statements // workers)
-                parts = pool.map(_sql_worker, [(server.port, seed * 2000 + i, per, bound)
-                                               for i in range(workers)])
+                parts = pool.map(_sql_worker, [
+                    (server.port, seed * 2000 + i, per, bound, deadline)
+                    for i in range(workers)])
                 wall = time.monotonic() - t0
                 m = _merge(parts)
                 report["statements"] = {**m, "wall_s": round(wall, 1),
@@ -807,13 +812,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sql-damage", action="store_true",
                     help="damage framing, names, parameters and formats but not the SQL text "
                          "of replayed Query/Parse messages (the statements phase fuzzes SQL)")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="stop each phase after this long and report what was done")
     ap.add_argument("--rss-limit-mb", type=float, default=3000,
                     help="stop the server (and fail) when its RSS passes this")
     a = ap.parse_args(argv)
     t0 = time.monotonic()
     rep = run(a.messages, a.statements, a.workers, a.bound, a.seed,
               log=lambda s: print(s, file=sys.stderr, flush=True),
-              sql_damage=not a.no_sql_damage, rss_limit_mb=a.rss_limit_mb)
+              sql_damage=not a.no_sql_damage, rss_limit_mb=a.rss_limit_mb,
+              max_seconds=a.max_seconds)
     rep["wall_s"] = round(time.monotonic() - t0, 1)
     print(json.dumps(rep, indent=1, default=str))
     bad = (not rep["server"]["alive_at_end"] or rep["canary"]["bad"]
