@@ -244,8 +244,8 @@ def _sql(e: exp.Expression) -> str:
     """An expression for EXPLAIN: internal keys `"alias#n.col"` shown as `alias.col`."""
     try:
         text = e.sql(dialect="postgres")
-    except Exception:  # a node the generator cannot render: show its class
-        text = repr(e)
+    except Exception:  # noqa: BLE001 - a node the generator cannot render: name its kind
+        text = f"({e.key} expression)"           # never a Python repr in user-facing text
     return _INTERNAL.sub(r"\1.\2", text)
 
 
