@@ -884,7 +884,8 @@ _RESERVED = frozenset({"ORDER", "GROUP", "LIMIT", "OFFSET", "HAVING", "WHERE", "
 def check_complete(stmts: list, tokens: list[Token], sql: str) -> None:
     """Raise the syntax error PostgreSQL gives for statements sqlglot accepts unfinished:
     `UPDATE t SET` (no assignment), `... GROUP BY` (no expression), `FROM t ORDER` (a
-    reserved word read as an alias)."""
+    reserved word read as an alias), `INSERT t` / `INSERT INTO t` (no INTO, no rows),
+    `ALTER TABLE t DROP COLUMN` (no column)."""
     from planner.errors import SqlSyntaxError
 
     def at_token(text: str, after: int = 0):
@@ -908,6 +909,18 @@ def check_complete(stmts: list, tokens: list[Token], sql: str) -> None:
             continue
         if isinstance(stmt, exp.Update) and not stmt.expressions:
             raise after("SET")
+        if isinstance(stmt, exp.Insert):
+            first = tokens[0] if tokens else None
+            if first is not None and first.token_type == TokenType.INSERT and \
+                    len(tokens) > 1 and tokens[1].token_type != TokenType.INTO:
+                raise at_token(tokens[1].text.upper(), tokens[1].start)   # INSERT t ...
+            if stmt.expression is None and not stmt.args.get("default"):
+                raise at_token("\0")                                      # INSERT INTO t
+        if isinstance(stmt, exp.Alter):
+            for action in stmt.args.get("actions") or []:
+                if isinstance(action, exp.Drop) and action.this is None and \
+                        not action.args.get("tables"):
+                    raise at_token("\0")                # ALTER TABLE t DROP COLUMN
         for g in stmt.find_all(exp.Group):
             if not g.expressions and not g.args.get("grouping_sets") and \
                     not g.args.get("rollup") and not g.args.get("cube") and \

@@ -153,6 +153,9 @@ SYNTAX = [
     ("UPDATE kt SET", None),
     ("UPDATE kt SET WHERE n = 1", "WHERE"),
     ("SELECT s FROM kt GROUP BY", None),
+    ("INSERT INTO kt", None),                            # found by tests/wire/fuzz_scale
+    ("UPSERT kt", "kt"),                                 # (an internal error before)
+    ("ALTER TABLE kt DROP COLUMN", None),
 ]
 
 
