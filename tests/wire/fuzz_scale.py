@@ -253,12 +253,14 @@ def _queries(payload: bytes) -> list[str]:
     out = []
     for kind, body in split(payload[payload.find(b"\0\0", 8) + 2:] if payload[:1] == b"\0"
                             else payload):
+        if len(out) >= 40:
+            break
         if kind == b"Q":
             out.append(body[:300].decode("utf-8", "replace"))
         elif kind == b"P":
             out.append(body.split(b"\0")[1][:300].decode("utf-8", "replace")
                        if body.count(b"\0") > 1 else "")
-    return out[:20]
+    return out
 
 
 def _message_worker(args) -> dict:
@@ -283,7 +285,7 @@ def _message_worker(args) -> dict:
         out["outcomes"][how] = out["outcomes"].get(how, 0) + 1
         out["max_connection_s"] = max(out.get("max_connection_s", 0.0), time.monotonic() - t0)
         if how == "hung" and len(out["hung_seeds"]) < 5:
-            out["hung_seeds"].append(payload[:2000].hex())
+            out["hung_seeds"].append({"payload": payload.hex(), "queries": _queries(payload)})
     return out
 
 
