@@ -60,7 +60,6 @@ def _optimize(out: L.Output, catalog) -> L.Output:
     return o
 
 
-_NOW = (exp.CurrentTimestamp,)      # now(), current_timestamp (not LOCALTIMESTAMP)
 
 
 def _now_columns(ast: exp.Expression) -> tuple[int, ...]:
