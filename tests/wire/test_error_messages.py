@@ -276,3 +276,13 @@ def test_statements_the_wire_server_reads_itself_word_syntax_errors_the_same(
         assert d.message_primary == f'syntax error at or near "{token}"'
         assert d.statement_position == str(sql.rindex(token) + 1)
     assert hint in d.message_hint
+
+
+def test_remote_dbapi_errors_carry_position_detail_and_hint(server, wire):
+    with kudusql.connect(f"postgresql://kudusql@127.0.0.1:{server.port}/kudusql") as c:
+        with pytest.raises(kudusql.ProgrammingError) as ei:
+            c.cursor().execute("SELEC 1")
+        assert (ei.value.message, ei.value.position) == ('syntax error at or near "SELEC"', 1)
+        with pytest.raises(kudusql.ProgrammingError) as ei:
+            c.cursor().execute("CREATE TABLE t5 (a INT PRIMARY KEY) PARTITION BY foo")
+        assert "HASH or RANGE" in ei.value.hint
