@@ -167,7 +167,7 @@ def prepare(catalog, ast, sql: str, name: str) -> PreparedSql:
         raise SqlError(f'syntax error at or near "{ast.args["text"].split()[0]}"', "42601",
                        position(sql, inner))
     declared = [_arrow_type(t, None, t) for t in ast.expressions]
-    inferred = parameter_types(catalog, inner)
+    inferred = parameter_types(catalog, inner, sql)
     n = max(len(declared), len(inferred))
     types = tuple(declared[i] if i < len(declared) else inferred[i] for i in range(n))
     if isinstance(inner, QUERY_TYPES):
@@ -209,7 +209,7 @@ def describe(catalog, ast: exp.Expression, sql: str
     """Parameter types (inferred from context; None when nothing says) and the result schema
     (None for statements that return no rows), without reading any table data: the plan
     runs over empty inputs."""
-    ptypes = parameter_types(catalog, ast)
+    ptypes = parameter_types(catalog, ast, sql)
     if not isinstance(ast, QUERY_TYPES):
         return ptypes, None
     params = [pa.scalar(None, t if t is not None else pa.null()) for t in ptypes]
@@ -222,10 +222,24 @@ def describe_query(catalog, ast: exp.Expression, sql: str, params: list) -> pa.S
     return with_utc(Executor(catalog, schema_only=True).run_output(out).schema, out.utc)
 
 
-def parameter_types(catalog, ast: exp.Expression) -> list[pa.DataType | None]:
-    """The types of $1..$n in order (see infer_parameter_types)."""
+# PostgreSQL's (and the protocol's) limit: Bind counts parameters in an int16
+MAX_PARAMETERS = 65535
+
+
+def parameter_types(catalog, ast: exp.Expression, sql: str | None = None
+                    ) -> list[pa.DataType | None]:
+    """The types of $1..$n in order (see infer_parameter_types). `$n` beyond
+    MAX_PARAMETERS is 42P02 (the list of n types would otherwise be built: `SELECT
+    $9999999999` made the server allocate without bound; found by tests/wire/fuzz_scale)."""
     types = infer_parameter_types(catalog, ast)
-    return [types.get(i) for i in range(1, max(types, default=0) + 1)]
+    n = max(types, default=0)
+    if n > MAX_PARAMETERS:
+        node = next((p for p in ast.find_all(exp.Parameter) if p.name.isdigit()
+                     and int(p.name) == n), None)
+        raise SqlError(f"there is no parameter ${n}", "42P02",
+                       position(sql, node) if sql is not None else None,
+                       hint=f"Parameters are numbered $1 to ${MAX_PARAMETERS}.")
+    return [types.get(i) for i in range(1, n + 1)]
 
 
 def _param_index(node: exp.Expression, counter: list[int]) -> int:

@@ -286,3 +286,28 @@ def test_remote_dbapi_errors_carry_position_detail_and_hint(server, wire):
         with pytest.raises(kudusql.ProgrammingError) as ei:
             c.cursor().execute("CREATE TABLE t5 (a INT PRIMARY KEY) PARTITION BY foo")
         assert "HASH or RANGE" in ei.value.hint
+
+
+def test_a_huge_parameter_number_is_an_error_not_an_unbounded_allocation(server, embedded):
+    """Found by tests/wire/fuzz_scale (a damaged `$4` became `$9999999999` in a replayed
+    Parse): describing it built a list of that many parameter types, the server's memory
+    grew without bound and the connection never answered. PostgreSQL numbers parameters
+    $1..$65535."""
+    import socket
+    import time
+
+    from tests.wire.test_fuzz import msg, startup
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(startup() + msg(b"P", b"\0SELECT $9999999999\0\0\0") + msg(b"D", b"S\0")
+                  + msg(b"S"))
+        buf = b""
+        while b"Z\0\0\0\5" not in buf[buf.find(b"E\0"):] if b"E\0" in buf else True:
+            data = s.recv(65536)
+            assert data
+            buf += data
+    assert b"C42P02\0" in buf and b"there is no parameter $9999999999" in buf
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(kudusql.ProgrammingError) as ei:
+        embedded.cursor().execute("PREPARE big AS SELECT $70000")
+    assert ei.value.sqlstate == "42P02"
