@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from engine import errors
 from engine.key_encoding import DECIMAL_CONTEXT, physical_value
 from engine.schema import ColumnSchema, Schema
-from engine.types import INTEGER_RANGES, DataType, to_physical
+from engine.types import INTEGER_RANGES, DataType, invalid_value_message, to_physical
 
 
 def default_array(col: ColumnSchema, n: int) -> pa.Array:
@@ -94,8 +94,8 @@ def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict)
         try:
             v = arr[i].as_py()
         except Exception as e:  # noqa: BLE001 - reported as a per-row error
-            bad.setdefault(i, ("INVALID",
-                               f"invalid value for column {col.name} ({e})"))
+            bad.setdefault(i, ("INVALID", invalid_value_message(col.name, col.type_sql(),
+                                                                ..., e)))
             good.append(None)
             continue
         if v is None:
@@ -111,8 +111,8 @@ def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict)
             else:
                 good.append(pa.scalar(v).cast(target, safe=True).as_py())
         except Exception as e:  # noqa: BLE001 - reported as a per-row error
-            bad.setdefault(i, ("INVALID",
-                               f"invalid value for column {col.name}: {v!r} ({e})"))
+            bad.setdefault(i, ("INVALID", invalid_value_message(col.name, col.type_sql(),
+                                                                v, e)))
             good.append(None)
     out = pa.array(good, type=target)
     if col.type is DataType.VARCHAR:
@@ -162,8 +162,9 @@ def table_from_pydict(schema: Schema, rows: dict) -> tuple[pa.Table, dict, list]
                 good.append(v)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError,
                     ValueError) as e:
-                bad.setdefault(i, ("INVALID",
-                                   f"invalid value for column {name}: {v!r} ({e})"))
+                col = schema.column(name) if schema.has_column(name) else None
+                bad.setdefault(i, ("INVALID", invalid_value_message(
+                    name, col.type_sql() if col is not None else None, v, e)))
                 good.append(None)
         cols[name] = pa.array(good, type=target)
     key_names = schema.key_names

@@ -16,11 +16,20 @@ Every column has a *logical* type (what the user declared) and a *physical* Arro
 DECIMAL keeps Kudu's DECIMAL32/64/128 storage sizes so TPC-H money columns (DECIMAL(15,2))
 cost 8 bytes a cell on disk, not 16. Conversions between logical and physical arrays are
 zero-copy or a single vectorised kernel (`to_physical`, `to_logical`).
+
+`sql_literal(value)` writes one value as a SQL literal (TIMESTAMP '2026-01-05 10:00:00',
+DATE '...', 1.50, 'it''s', '\\x00ff'::bytea, NULL): the one way every user-facing message
+and EXPLAIN line shows a value (never Python's repr), and, untyped, how SHOW CREATE TABLE
+writes DEFAULTs and range bounds.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
 import enum
+import math
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -182,3 +191,92 @@ def _unscaled_to_decimal(arr: pa.Array, logical: pa.DataType) -> pa.Array:
         validity = pc.is_valid(arr).buffers()[1]
     return pa.Array.from_buffers(logical, n, [validity, pa.py_buffer(words)],
                                  null_count=arr.null_count)
+
+
+def sql_literal(value: Any, typed: bool = True) -> str:
+    """`value` as a SQL literal that reads back as the same value.
+
+    Typed (messages, EXPLAIN): TIMESTAMP '2026-01-05 10:00:00', DATE '2026-01-05',
+    INTERVAL '...', '\\x0a1b'::bytea. Untyped (SHOW CREATE TABLE's DEFAULTs and range
+    bounds, where the column gives the type): the quoted text alone. Numbers, booleans and
+    NULL are bare; strings are single-quoted with '' for a quote; NaN and infinities are
+    the quoted strings PostgreSQL reads ('NaN', 'Infinity'); lists are ARRAY[...]. Arrow and
+    numpy scalars are first turned into their Python values."""
+    if isinstance(value, pa.Scalar):
+        value = value.as_py()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    match value:
+        case None:
+            return "NULL"
+        case bool():
+            return "TRUE" if value else "FALSE"
+        case int():
+            return str(value)
+        case float():
+            if math.isfinite(value):
+                return repr(value)
+            text = "'NaN'" if math.isnan(value) else \
+                ("'Infinity'" if value > 0 else "'-Infinity'")
+            return text + ("::double precision" if typed else "")
+        case decimal.Decimal():
+            if value.is_finite():
+                return format(value, "f")
+            return "'NaN'" + ("::numeric" if typed else "")
+        case _dt.datetime():
+            text = _quote(value.isoformat(sep=" ", timespec="microseconds"
+                                          if value.microsecond else "seconds"))
+            if not typed:
+                return text
+            return ("TIMESTAMPTZ " if value.tzinfo is not None else "TIMESTAMP ") + text
+        case _dt.date():
+            return ("DATE " if typed else "") + _quote(value.isoformat())
+        case _dt.time():
+            return ("TIME " if typed else "") + _quote(value.isoformat())
+        case _dt.timedelta():
+            return ("INTERVAL " if typed else "") + _quote(_interval_text(value))
+        case bytes() | bytearray() | memoryview():
+            text = _quote("\\x" + bytes(value).hex())
+            return text + ("::bytea" if typed else "")
+        case list() | tuple():
+            return "ARRAY[" + ", ".join(sql_literal(v, typed) for v in value) + "]"
+    return _quote(str(value))
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _interval_text(td: _dt.timedelta) -> str:
+    """A timedelta as PostgreSQL's interval text: `3 days 04:05:06.5`."""
+    us = td.days * 86_400_000_000 + td.seconds * 1_000_000 + td.microseconds
+    sign = "-" if us < 0 else ""
+    days, rest = divmod(abs(us), 86_400_000_000)
+    h, rest = divmod(rest, 3_600_000_000)
+    m, rest = divmod(rest, 60_000_000)
+    sec, frac = divmod(rest, 1_000_000)
+    clock = f"{h:02d}:{m:02d}:{sec:02d}" + (f".{frac:06d}".rstrip("0") if frac else "")
+    out = f"{sign}{days} day{'s' if days != 1 else ''} " if days else ""
+    return out + (f"{sign}{clock}" if clock != "00:00:00" or not days else "").rstrip()
+
+
+def invalid_value_message(column: str, type_sql: str | None, value: Any,
+                          err: BaseException | None = None) -> str:
+    """The per-row error for a value a column cannot hold, in SQL's words:
+    `invalid value for column n of type TINYINT: 300 (out of range)`. The reason is kept
+    only where it says something in SQL's terms; Arrow's and Python's own wording (cast
+    kernels, Python type names) is not shown."""
+    text = f"invalid value for column {column}"
+    if type_sql:
+        text += f" of type {type_sql}"
+    if value is not ...:                        # ...: the value could not be read
+        text += f": {sql_literal(value)}"
+    why = str(err or "").lower()
+    if any(w in why for w in ("out of range", "not in range", "overflow", "too big",
+                              "too large", "would overflow", "precision")):
+        return text + " (out of range)"
+    if "truncated" in why or "not an integer" in why:
+        return text + " (not an integer)"
+    if "utf" in why or "decode" in why:
+        return text + " (not valid UTF-8)"
+    return text

@@ -9,7 +9,8 @@
 
 - paramstyle "pyformat" (`%s` and `%(name)s`, as psycopg); `%%` is a literal percent. Without
   parameters the SQL is passed through untouched.
-- Every exception carries `sqlstate` (PostgreSQL's code) and `position` (1-based, or None).
+- Every exception carries `sqlstate` (PostgreSQL's code), `position` (1-based, or None) and
+  `detail` / `hint` (or None).
   Class by SQLSTATE class: 23 IntegrityError, 22 DataError, 42 ProgrammingError, 0A
   NotSupportedError, 08/53/57 OperationalError, XX InternalError, others DatabaseError.
 - A write whose rows partly fail (Kudu: each row is applied on its own) raises after the
@@ -29,7 +30,7 @@ import pyarrow as pa
 from engine.errors import EngineError
 from kudusql.session import Database
 from planner.errors import SqlError
-from planner.result import StatementResult
+from planner.result import StatementResult, row_failure_report
 
 apilevel = "2.0"
 threadsafety = 1
@@ -42,13 +43,16 @@ class Warning(Exception):  # noqa: A001 - the name PEP 249 requires
 
 class Error(Exception):
     def __init__(self, message: str, sqlstate: str | None = None, position: int | None = None,
-                 row_errors: list | None = None, rowcount: int = -1):
+                 row_errors: list | None = None, rowcount: int = -1, *,
+                 detail: str | None = None, hint: str | None = None):
         super().__init__(message)
         self.message = message
         self.sqlstate = sqlstate
         self.position = position
         self.row_errors = list(row_errors or [])
         self.rowcount = rowcount
+        self.detail = detail
+        self.hint = hint
 
 
 class InterfaceError(Error):
@@ -91,8 +95,22 @@ def error_class(sqlstate: str | None) -> type[Error]:
             "54": OperationalError, "55": OperationalError}.get(cls, DatabaseError)
 
 
+def _internal_error(e: Exception) -> Error:
+    """An unexpected exception (a bug) as the driver raises it: engine errors keep their
+    SQLSTATE and message; anything else is InternalError XX000 whose message names no
+    Python class (the exception is chained as __cause__ for whoever debugs it)."""
+    sqlstate = getattr(e, "sqlstate", None)
+    if sqlstate:
+        return error_class(sqlstate)(str(e), sqlstate)
+    return InternalError("internal error", "XX000",
+                         hint="This is a bug in kudusql: please report the statement "
+                              "(the exception is this error's __cause__).")
+
+
 def _from_sql_error(e: SqlError) -> Error:
-    return error_class(e.sqlstate)(e.message, e.sqlstate, e.position)
+    return error_class(e.sqlstate)(e.message, e.sqlstate, e.position,
+                                   detail=getattr(e, "detail", None),
+                                   hint=getattr(e, "hint", None))
 
 
 # -- type objects (PEP 249) ----------------------------------------------------------------
@@ -245,15 +263,17 @@ class Cursor(RowFetching):
         except SqlError as e:
             self._reset(None)
             raise _from_sql_error(e) from None
+        except Exception as e:  # noqa: BLE001 - the driver's boundary: see _internal_error
+            self._reset(None)
+            raise _internal_error(e) from e
         last = results[-1] if results else StatementResult("EMPTY")
         self._reset(last)
         self.notices = [n for r in results for n in r.notices]
         failures = [f for r in results for f in r.row_errors]
         if failures:
-            first = failures[0]
-            more = f" (and {len(failures) - 1} more failed rows)" if len(failures) > 1 else ""
-            raise error_class(first.sqlstate)(first.message + more, first.sqlstate, None,
-                                              failures, last.rowcount)
+            message, detail = row_failure_report(failures, last.rowcount)
+            raise error_class(failures[0].sqlstate)(message, failures[0].sqlstate, None,
+                                                    failures, last.rowcount, detail=detail)
         return self
 
     def executemany(self, sql: str, seq_of_params: Iterable) -> "Cursor":
@@ -273,6 +293,9 @@ class Cursor(RowFetching):
                 except SqlError as e:
                     self._reset(None)
                     raise _from_sql_error(e) from None
+                except Exception as e:  # noqa: BLE001 - the driver's boundary
+                    self._reset(None)
+                    raise _internal_error(e) from e
                 if r is not None:
                     self._reset(r)
                     if r.row_errors:

@@ -7,8 +7,8 @@ and each call waits for its coroutine. Parameters use the same pyformat style (`
 `%(name)s`), converted to `$n`. Results are fetched whole (`fetch_arrow_table()` builds an
 Arrow table from them). Errors keep the server's SQLSTATE and position and map to the same
 exception classes; a statement whose rows partly failed (Kudu semantics on the server)
-raises with the server's message and DETAIL (the per-row list is in the DETAIL text, not a
-structured `row_errors` list). commit/rollback: autocommit, as the embedded driver.
+raises with the server's message, `detail` and `hint` (the other failed rows are in the
+detail text, not a structured `row_errors` list). commit/rollback: autocommit, as the embedded driver.
 """
 
 from __future__ import annotations
@@ -119,11 +119,10 @@ class RemoteCursor(dbapi.RowFetching):
     def _error(e) -> dbapi.Error:
         sqlstate = getattr(e, "sqlstate", None)
         pos = getattr(e, "position", None)
-        msg = str(e)
+        msg = getattr(e, "message", None) or str(e)
         detail = getattr(e, "detail", None)
-        if detail:
-            msg = f"{msg}\nDETAIL: {detail}"
-        return dbapi.error_class(sqlstate)(msg, sqlstate, int(pos) if pos else None)
+        return dbapi.error_class(sqlstate)(msg, sqlstate, int(pos) if pos else None,
+                                           detail=detail, hint=getattr(e, "hint", None))
 
     def executemany(self, sql: str, seq_of_params) -> "RemoteCursor":
         total = 0

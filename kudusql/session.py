@@ -21,6 +21,10 @@ session's `query_mem_limit` (53200 past it). The limit comes from `Database.open
 query_mem_limit=)` (default: a quarter of the machine's RAM) and `SET query_mem_limit = '2GB'`
 changes it for the session (`'0'`: no limit; RESET / SET ... TO DEFAULT restores it).
 
+Prepared statements: `PREPARE name [(types)] AS ...` / `EXECUTE name (args)` /
+`DEALLOCATE` keep `planner.statement.PreparedSql` in `Session.prepared` (docs/sql.md);
+EXECUTE runs the statement with its arguments as parameters, through the plan cache.
+
 Transactions: every statement is applied when it runs, row by row (Kudu has no multi-row
 transactions). BEGIN / COMMIT are accepted; ROLLBACK is accepted with a warning notice that
 the writes already applied stay applied - it never claims to undo them.
@@ -43,7 +47,7 @@ from engine.catalog import Catalog
 from engine.tablet.maintenance_manager import MaintenanceManager
 from planner import rules, statement
 from planner.ddl import parse
-from planner.dialect import KuduSQL
+from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare, KuduSQL, syntax_error
 from planner.errors import SqlError, SqlSyntaxError
 from planner.guard import QueryGuard, default_query_mem_limit, parse_bytes
 from planner.plan_cache import PlanCache
@@ -66,8 +70,8 @@ def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
     since clients send the same statement texts again and again."""
     try:
         tokens = KuduSQL().tokenize(sql)
-    except Exception as e:  # sqlglot raises TokenError for an unterminated string etc.
-        raise SqlSyntaxError(f"syntax error: {e}") from None
+    except Exception as e:  # noqa: BLE001 - sqlglot's TokenError: an unterminated string...
+        raise syntax_error(sql, e) from None
     out = []
     seg_start = None
     for t in tokens:
@@ -90,6 +94,9 @@ class InternalError(SqlError):
 
 INTERNAL_ERROR_MESSAGE = ("internal error: the statement failed unexpectedly (a bug in "
                           "kudusql; the server log has the details)")
+def _ident(node) -> str:
+    """An identifier's name as PostgreSQL folds it: unquoted lower-cased."""
+    return node.name if getattr(node, "quoted", False) else node.name.lower()
 
 
 @contextlib.contextmanager
@@ -183,6 +190,7 @@ class Session:
         # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
         # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
         self.disabled_rules: frozenset[str] = frozenset()
+        self.prepared: dict[str, statement.PreparedSql] = {}   # SQL-level PREPARE, by name
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -236,13 +244,52 @@ class Session:
             if not asts:
                 return [], None
             ast = asts[0]
-            if isinstance(ast, (exp.Transaction, exp.Commit, exp.Rollback, exp.Set)):
+            if isinstance(ast, (exp.Transaction, exp.Commit, exp.Rollback, exp.Set,
+                                KuduPrepare, KuduDeallocate)):
                 return [], None
+            if isinstance(ast, KuduExecute):
+                p = self.prepared.get(_ident(ast.this))
+                if p is None:
+                    raise SqlError(f'prepared statement "{_ident(ast.this)}" does not exist',
+                                   "26000")
+                inner = parse(p.text)[0]
+                if not isinstance(inner, statement.QUERY_TYPES):
+                    return [], None
+                params = [pa.scalar(None, t if t is not None else pa.null()) for t in p.types]
+                return [], statement.describe_query(self.catalog, inner, p.text, params)
             from planner.utility import is_utility
             if is_utility(ast):
                 schema = self._utility_schema(ast, text)
                 return [], schema
             return statement.describe(self.catalog, ast, text)
+
+    def _prepared_statement(self, ast, text: str, stream: bool) -> StatementResult:
+        """PREPARE / EXECUTE / DEALLOCATE: the session's named statements (PostgreSQL's
+        SQL-level prepared statements). EXECUTE runs the statement text with its arguments
+        as parameters, so a query goes through the plan cache as a Bind would."""
+        if isinstance(ast, KuduDeallocate):
+            if ast.this is None:
+                self.prepared.clear()
+                return StatementResult("DEALLOCATE ALL")
+            name = _ident(ast.this)
+            if self.prepared.pop(name, None) is None:
+                raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+            return StatementResult("DEALLOCATE")
+        name = _ident(ast.this)
+        if isinstance(ast, KuduPrepare):
+            if name in self.prepared:
+                raise SqlError(f'prepared statement "{name}" already exists', "42P05")
+            self.prepared[name] = statement.prepare(self.catalog, ast, text, name)
+            return StatementResult("PREPARE")
+        p = self.prepared.get(name)
+        if p is None:
+            raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+        params = statement.execute_arguments(self.catalog, p, ast, text)
+        try:
+            return self._execute_one(p.text, params or None, stream)
+        except SqlError as e:
+            e.position = None        # a position in the PREPAREd text, not in this one
+            raise
 
     def _utility_schema(self, ast, text):
         """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
@@ -385,6 +432,8 @@ class Session:
         if isinstance(ast, exp.Set):
             self._set(ast)
             return StatementResult("SET")
+        if isinstance(ast, (KuduPrepare, KuduExecute, KuduDeallocate)):
+            return self._prepared_statement(ast, text, stream)
         return statement.execute(self.catalog, ast, text, params, upsert=upsert,
                                  check_cancel=self._guard(), stream=stream,
                                  cache=self._plans)

@@ -53,6 +53,7 @@ from engine.catalog.partition import (
 )
 from engine.schema import COMPRESSIONS, ENCODINGS, ColumnSchema, Schema
 from engine.types import INTEGER_RANGES, DataType
+from engine.types import sql_literal as typed_sql_literal
 from planner.dialect import (
     KuduBlockSizeColumnConstraint,
     KuduCompressionColumnConstraint,
@@ -64,6 +65,9 @@ from planner.dialect import (
     KuduRangeBound,
     KuduRangePartition,
     KuduSQL,
+    check_complete,
+    check_statement_starts,
+    syntax_error,
 )
 from planner.errors import (
     FeatureNotSupported,
@@ -129,24 +133,18 @@ class CreateTableSpec:
 # -- entry points ---------------------------------------------------------------------------
 
 def parse(sql: str) -> list[exp.Expr]:
-    """Parse KuduSQL text; a syntax error becomes SqlSyntaxError (42601) with a position."""
+    """Parse KuduSQL text; a syntax error becomes SqlSyntaxError (42601) in PostgreSQL's
+    words with a position (`planner.dialect.syntax_error`)."""
     dialect = KuduSQL()
     try:
+        tokens = dialect.tokenize(sql)
+        check_statement_starts(tokens, sql)
         # a trailing comment after the last ";" parses as a bare exp.Semicolon
-        stmts = dialect.parse(sql)
+        stmts = dialect.parser().parse(tokens, sql)
+        check_complete(stmts, tokens, sql)
         return [e for e in stmts if e is not None and not isinstance(e, exp.Semicolon)]
-    except ParseError as e:
-        d = e.errors[0] if e.errors else {}
-        start = d.get("start")
-        if start is None and d.get("line"):
-            start = _offset(sql, d["line"], d["col"])
-        msg = d.get("description") or str(e)
-        if not msg.startswith("syntax error"):
-            msg = f"syntax error: {msg}"
-        raise SqlSyntaxError(msg, position=None if start is None
-                             else min(start, len(sql)) + 1) from None
-    except TokenError as e:
-        raise SqlSyntaxError(f"syntax error: {e}") from None
+    except (ParseError, TokenError) as e:
+        raise syntax_error(sql, e) from None
 
 
 def create_table_spec(sql_or_ast: str | exp.Expr) -> CreateTableSpec:
@@ -159,16 +157,10 @@ def create_table_spec(sql_or_ast: str | exp.Expr) -> CreateTableSpec:
     else:
         ast = sql_or_ast
     if isinstance(ast, exp.Command):
-        raise SqlSyntaxError(f"syntax error: cannot parse {ast.sql(dialect=KuduSQL)[:60]!r}")
+        raise SqlSyntaxError(f'syntax error at or near "{ast.name or ast.sql()[:20]}"')
     if not isinstance(ast, exp.Create) or (ast.args.get("kind") or "").upper() != "TABLE":
         raise SqlSyntaxError("not a CREATE TABLE statement")
     return _Builder(ast).build()
-
-
-def _offset(sql: str, line: int, col: int) -> int:
-    """sqlglot's 1-based line and column (of a token's last character) -> 0-based offset."""
-    lines = sql.split("\n")
-    return sum(len(x) + 1 for x in lines[: max(line - 1, 0)]) + max(col - 1, 0)
 
 
 def _pos(node: exp.Expr | None) -> int | None:
@@ -597,7 +589,7 @@ def _coerce(v: Any, col: ColumnSchema) -> Any:
     t = col.type
     if t.is_integer:
         if isinstance(v, (bool, str)):
-            raise ValueError(f"{v!r} is not an integer")
+            raise ValueError(f"{typed_sql_literal(v)} is not an integer")
         if isinstance(v, decimal.Decimal):
             if v != v.to_integral_value():
                 raise ValueError(f"{v} is not an integer")
@@ -608,11 +600,11 @@ def _coerce(v: Any, col: ColumnSchema) -> Any:
         return int(v)
     if t in (DataType.FLOAT, DataType.DOUBLE):
         if isinstance(v, (bool, str)):
-            raise ValueError(f"{v!r} is not a number")
+            raise ValueError(f"{typed_sql_literal(v)} is not a number")
         return float(v)
     if t is DataType.DECIMAL:
         if isinstance(v, (bool, str)):
-            raise ValueError(f"{v!r} is not a number")
+            raise ValueError(f"{typed_sql_literal(v)} is not a number")
         d = decimal.Decimal(v)
         q = d.quantize(decimal.Decimal(1).scaleb(-col.scale))
         if q != d or len(q.as_tuple().digits) > col.precision and q != 0:
@@ -620,28 +612,34 @@ def _coerce(v: Any, col: ColumnSchema) -> Any:
         return q
     if t is DataType.BOOL:
         if not isinstance(v, bool):
-            raise ValueError(f"{v!r} is not a boolean")
+            raise ValueError(f"{typed_sql_literal(v)} is not a boolean")
         return v
     if t in (DataType.STRING, DataType.VARCHAR):
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a string")
+            raise ValueError(f"{typed_sql_literal(v)} is not a string")
         return v[: col.length] if t is DataType.VARCHAR else v
     if t is DataType.BINARY:
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a string")
+            raise ValueError(f"{typed_sql_literal(v)} is not a string")
         return v.encode()
     if t is DataType.DATE:
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a date string")
-        return _dt.date.fromisoformat(v.strip())
+            raise ValueError(f"{typed_sql_literal(v)} is not a date string")
+        try:
+            return _dt.date.fromisoformat(v.strip())
+        except ValueError:
+            raise ValueError(f"{typed_sql_literal(v)} is not a valid date") from None
     if t is DataType.TIMESTAMP:
         if not isinstance(v, str):
-            raise ValueError(f"{v!r} is not a timestamp string")
-        ts = _dt.datetime.fromisoformat(v.strip())
+            raise ValueError(f"{typed_sql_literal(v)} is not a timestamp string")
+        try:
+            ts = _dt.datetime.fromisoformat(v.strip())
+        except ValueError:
+            raise ValueError(f"{typed_sql_literal(v)} is not a valid timestamp") from None
         if ts.tzinfo is not None:
             ts = ts.astimezone(_dt.UTC).replace(tzinfo=None)
         return ts
-    raise ValueError(f"cannot convert {v!r} to {t.name}")
+    raise ValueError(f"cannot convert {typed_sql_literal(v)} to {t.name}")
 
 
 # -- utility statements and SHOW CREATE TABLE (used by planner.utility) ---------------------
@@ -693,25 +691,11 @@ def quote_identifier(name: str) -> str:
 
 def sql_literal(value: Any) -> str:
     """A constant (a DEFAULT or range bound value) as a KuduSQL literal that `_coerce`
-    turns back into the same value for the column's type."""
-    match value:
-        case None:
-            return "NULL"
-        case bool():
-            return "TRUE" if value else "FALSE"
-        case int():
-            return str(value)
-        case float():
-            return repr(value)
-        case decimal.Decimal():
-            return format(value, "f")
-        case _dt.datetime():
-            return sql_literal(value.isoformat(sep=" "))
-        case _dt.date():
-            return sql_literal(value.isoformat())
-        case bytes():
-            return sql_literal(value.decode("utf-8", errors="replace"))
-    return "'" + str(value).replace("'", "''") + "'"
+    turns back into the same value for the column's type: `engine.types.sql_literal`
+    untyped (the column gives the type), BINARY values as their text."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    return typed_sql_literal(value, typed=False)
 
 
 def _tuple_sql(values: tuple) -> str:

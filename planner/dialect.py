@@ -54,9 +54,24 @@ The rest (DROP TABLE, ALTER TABLE RENAME [COLUMN] / ADD [COLUMN] / DROP [COLUMN]
 TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. Another SHOW (`SHOW
 search_path`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
 
+Session statements (PostgreSQL's SQL-level prepared statements; run by kudusql.session):
+
+    PREPARE name [(type, ...)] AS statement   -> KuduPrepare(this, expressions, expression,
+                                                  text = the statement as written)
+    EXECUTE name [(value, ...)]               -> KuduExecute(this, expressions)
+    DEALLOCATE [PREPARE] name | ALL           -> KuduDeallocate(this | None)
+
+`now()` parses as KuduNow, a CURRENT_TIMESTAMP that keeps its name (the result column is
+`now`, as in PostgreSQL).
+
 Parse errors carry the 0-based character offset of the offending token in
-`ParseError.errors[i]["start"]` (see `KuduSQL.Parser.raise_error`), so callers need not
-convert sqlglot's line/column.
+`ParseError.errors[i]["start"]` (see `KuduSQL.Parser.raise_error`), and the grammar's own
+expectation ("Expected PARTITIONS") in `["hint"]`. `syntax_error(sql, err)` turns a
+ParseError or TokenError into PostgreSQL's words (`syntax error at or near "SELEC"`,
+`syntax error at end of input`, `unterminated quoted string at or near "'abc"`) with the
+token's 1-based position; `check_statement_starts` refuses a statement that starts with a
+word no statement starts with, `check_complete` the unfinished statements sqlglot accepts
+(`UPDATE t SET`, `GROUP BY` with nothing after, `FROM t ORDER`).
 
 Not done here: CTAS and CREATE EXTERNAL TABLE (they parse as whatever Postgres makes of
 them).
@@ -176,7 +191,42 @@ class KuduShow(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"kind": True, "this": False, "like": False}
 
 
+class KuduNow(exp.CurrentTimestamp):
+    """`now()`: CURRENT_TIMESTAMP under its own name (PostgreSQL names the result column
+    `now`); evaluated as CURRENT_TIMESTAMP."""
+
+    _sql_names: ClassVar[list[str]] = ["NOW"]
+
+
+class KuduPrepare(exp.Expression):
+    """`PREPARE name [(type, ...)] AS statement`: `this` the name, `expressions` the
+    declared parameter types, `expression` the statement, `text` its SQL text as written
+    (what the session runs on EXECUTE, and pg_prepared_statements shows)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False,
+                                            "expression": True, "text": True}
+
+
+class KuduExecute(exp.Expression):
+    """`EXECUTE name [(value, ...)]`."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False}
+
+
+class KuduDeallocate(exp.Expression):
+    """`DEALLOCATE [PREPARE] name`; no `this` = `DEALLOCATE [PREPARE] ALL`."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": False}
+
+
 # -- parser helpers -------------------------------------------------------------------------
+
+def _raise(self: Parser, expected: str) -> None:
+    """A syntax error raised by this dialect's grammar: the message is PostgreSQL's
+    `syntax error at or near ...` (see `syntax_error`); `expected` ("Expected PARTITIONS")
+    becomes the error's hint."""
+    self._kudu_hint = expected
+    self.raise_error(expected)
 
 _RANGE_OPS = {TokenType.LT: "<", TokenType.LTE: "<="}
 
@@ -192,7 +242,7 @@ def _parse_hash(self: Parser) -> KuduHashPartition:
     token = self._prev
     cols = _parse_optional_columns(self)
     if not self._match_text_seq("PARTITIONS"):
-        self.raise_error("Expected PARTITIONS")
+        _raise(self, "Expected PARTITIONS")
     return self.expression(KuduHashPartition(expressions=cols, buckets=_expect_number(self)),
                            token=token)
 
@@ -200,7 +250,7 @@ def _parse_hash(self: Parser) -> KuduHashPartition:
 def _expect_number(self: Parser) -> exp.Expr | None:
     n = self._parse_number()
     if n is None:
-        self.raise_error("Expected a number")
+        _raise(self, "Expected a number")
     return n
 
 
@@ -208,7 +258,7 @@ def _parse_bound_value(self: Parser) -> exp.Expr | None:
     # _parse_bitwise stops before comparison operators: `10 <= VALUES` leaves `<=`.
     v = self._parse_bitwise()
     if v is None:
-        self.raise_error("Expected a constant")
+        _raise(self, "Expected a constant")
     return v
 
 
@@ -220,29 +270,29 @@ def _parse_range_op(self: Parser) -> str | None:
 
 def _parse_range_bound(self: Parser) -> KuduRangeBound | None:
     if not self._match(TokenType.PARTITION):
-        self.raise_error("Expected PARTITION")
+        _raise(self, "Expected PARTITION")
     token = self._prev
     args: dict = {}
     if self._match_text_seq("UNBOUNDED"):
         pass  # neither bound
     elif self._match_text_seq("VALUE"):
         if not self._match(TokenType.EQ):
-            self.raise_error("Expected =")
+            _raise(self, "Expected =")
         args["value"] = _parse_bound_value(self)
     else:
         if not self._match(TokenType.VALUES):
             args["lower"] = _parse_bound_value(self)
             args["lower_op"] = _parse_range_op(self)
             if args["lower_op"] is None:
-                self.raise_error("Expected < or <=")
+                _raise(self, "Expected < or <=")
             if not self._match(TokenType.VALUES):
-                self.raise_error("Expected VALUES")
+                _raise(self, "Expected VALUES")
         op = _parse_range_op(self)
         if op is not None:
             args["upper_op"] = op
             args["upper"] = _parse_bound_value(self)
         elif "lower" not in args:
-            self.raise_error("Expected < or <=")
+            _raise(self, "Expected < or <=")
     hashes = []
     while self._match_text_seq("HASH"):
         hashes.append(_parse_hash(self))
@@ -270,7 +320,7 @@ def _parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
             levels.append(_parse_range(self))
             break  # RANGE is last
         else:
-            self.raise_error("Expected HASH or RANGE")
+            _raise(self, "Expected HASH or RANGE")
             break
         # `, HASH` / `, RANGE` continues the clause; any other comma belongs to the caller.
         if (self._curr and self._curr.token_type == TokenType.COMMA and self._next
@@ -283,20 +333,20 @@ def _parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
 
 def _parse_kudu_distribute_by(self: Parser) -> KuduDistributeByProperty:
     if not self._match_text_seq("HASH"):
-        self.raise_error("Expected HASH")
+        _raise(self, "Expected HASH")
     cols = _parse_optional_columns(self)
     if not self._match_text_seq("INTO"):
-        self.raise_error("Expected INTO")
+        _raise(self, "Expected INTO")
     n = _expect_number(self)
     if not self._match_text_seq("BUCKETS"):
-        self.raise_error("Expected BUCKETS")
+        _raise(self, "Expected BUCKETS")
     return self.expression(KuduDistributeByProperty(expressions=cols, buckets=n))
 
 
 def _parse_name(self: Parser) -> exp.Expr | None:
     v = self._parse_var(any_token=True) or self._parse_string()
     if v is None:
-        self.raise_error("Expected a name")
+        _raise(self, "Expected a name")
     else:
         v.update_positions(self._prev)  # so errors about the name can point at it
     return v
@@ -305,7 +355,7 @@ def _parse_name(self: Parser) -> exp.Expr | None:
 def _parse_non_unique(self: Parser) -> exp.Expr | None:
     if self._match(TokenType.UNIQUE) and self._match(TokenType.PRIMARY_KEY):
         return self.expression(KuduNonUniquePrimaryKeyColumnConstraint())
-    self.raise_error("Expected UNIQUE PRIMARY KEY")
+    _raise(self, "Expected UNIQUE PRIMARY KEY")
     return None
 
 
@@ -332,7 +382,7 @@ def _parse_kudu_alter_add(self: Parser) -> list[exp.Expr]:
         schema = self._parse_schema()
         cols = list(schema.expressions) if isinstance(schema, exp.Schema) else []
         if not cols:
-            self.raise_error("Expected a column list")
+            _raise(self, "Expected a column list")
         for c in cols:
             c.set("exists", True)
         return cols
@@ -357,7 +407,7 @@ def _parse_kudu_change(self: Parser) -> KuduChangeColumn | None:
     old = self._parse_id_var(any_token=False)
     new = self._parse_field_def()
     if old is None or not isinstance(new, exp.ColumnDef) or new.args.get("kind") is None:
-        self.raise_error("Expected CHANGE [COLUMN] old_name new_name type")
+        _raise(self, "Expected CHANGE [COLUMN] old_name new_name type")
         return None
     return self.expression(KuduChangeColumn(this=old, expression=new))
 
@@ -365,7 +415,7 @@ def _parse_kudu_change(self: Parser) -> KuduChangeColumn | None:
 def _parse_kudu_unset(self: Parser) -> KuduUnsetProperties | None:
     # "UNSET" already consumed
     if not self._match_text_seq("TBLPROPERTIES"):
-        self.raise_error("Expected TBLPROPERTIES")
+        _raise(self, "Expected TBLPROPERTIES")
     exists = self._parse_exists()
     keys = self._parse_wrapped_csv(self._parse_string)
     return self.expression(KuduUnsetProperties(expressions=keys, exists=exists))
@@ -376,13 +426,58 @@ def _show_table(kind: str, prefix: tuple[str, ...] = ()):
 
     def parse(self: Parser) -> KuduShow:
         if prefix and not self._match_texts(prefix):
-            self.raise_error(f"Expected {' or '.join(prefix)}")
+            _raise(self, f"Expected {' or '.join(prefix)}")
         table = self._parse_table_parts()
         if table is None or not table.name:
-            self.raise_error("Expected a table name")
+            _raise(self, "Expected a table name")
         return self.expression(KuduShow(kind=kind, this=table))
 
     return parse
+
+
+def _parse_prepare(self: Parser) -> KuduPrepare | None:
+    # "PREPARE" already consumed
+    name = self._parse_id_var(any_token=False)
+    if name is None:
+        _raise(self, "Expected a statement name")
+    types = self._parse_wrapped_csv(self._parse_types) \
+        if self._curr and self._curr.token_type == TokenType.L_PAREN else []
+    if not self._match(TokenType.ALIAS):
+        _raise(self, "Expected AS")
+    start = self._curr
+    if start is None:
+        _raise(self, "Expected a statement")
+        return None
+    if start.token_type not in STATEMENT_STARTS:
+        self.raise_error("Expected a statement")
+    stmt = self._parse_statement()
+    return self.expression(KuduPrepare(this=name, expressions=types, expression=stmt,
+                                       text=self.sql[start.start:].strip().rstrip(";")))
+
+
+def _parse_execute(self: Parser) -> KuduExecute:
+    # "EXECUTE" already consumed
+    name = self._parse_id_var(any_token=False)
+    if name is None:
+        _raise(self, "Expected a statement name")
+    args = self._parse_wrapped_csv(self._parse_expression) \
+        if self._curr and self._curr.token_type == TokenType.L_PAREN else []
+    return self.expression(KuduExecute(this=name, expressions=args))
+
+
+def _parse_deallocate(self: Parser) -> KuduDeallocate:
+    # "DEALLOCATE" already consumed
+    self._match_text_seq("PREPARE")
+    if self._match(TokenType.ALL):
+        return self.expression(KuduDeallocate())
+    name = self._parse_id_var(any_token=False)
+    if name is None:
+        _raise(self, "Expected a statement name or ALL")
+    return self.expression(KuduDeallocate(this=name))
+
+
+# statements whose first word sqlglot does not know as a keyword: parsed by text
+_WORD_STATEMENTS = {"PREPARE": _parse_prepare, "DEALLOCATE": _parse_deallocate}
 
 
 def _parse_show_tables(self: Parser) -> KuduShow:
@@ -471,13 +566,15 @@ class _ParameterAwareCore(TokenizerCore):
 class KuduSQL(Postgres):
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS: ClassVar[dict] = {
-            **Postgres.Tokenizer.KEYWORDS,
+            **{k: v for k, v in Postgres.Tokenizer.KEYWORDS.items() if k != "PREPARE"},
             "FLOAT": TokenType.FLOAT,  # Impala: 4-byte float (Postgres: double precision)
             "STRING": TokenType.TEXT,
             "BINARY": TokenType.VARBINARY,
         }
-        # SHOW is parsed (SHOW_PARSERS), not swallowed as a raw command string
-        COMMANDS: ClassVar[set] = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW}
+        # SHOW and EXECUTE are parsed (SHOW_PARSERS, STATEMENT_PARSERS), PREPARE too (a plain
+        # word, see _WORD_STATEMENTS): none is swallowed as a raw command string
+        COMMANDS: ClassVar[set] = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW,
+                                                                 TokenType.EXECUTE}
 
         def _init_core(self) -> TokenizerCore:
             core = super()._init_core()
@@ -485,6 +582,11 @@ class KuduSQL(Postgres):
             return core
 
     class Parser(Postgres.Parser):
+        FUNCTIONS: ClassVar[dict] = {
+            **Postgres.Parser.FUNCTIONS,
+            "NOW": KuduNow.from_arg_list,
+        }
+
         PROPERTY_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.PROPERTY_PARSERS,
             "PARTITION BY": _parse_kudu_partition_by,
@@ -514,6 +616,7 @@ class KuduSQL(Postgres):
         STATEMENT_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.STATEMENT_PARSERS,
             TokenType.SHOW: lambda self: self._parse_show(),
+            TokenType.EXECUTE: _parse_execute,
         }
 
         SHOW_PARSERS: ClassVar[dict] = {
@@ -526,6 +629,15 @@ class KuduSQL(Postgres):
             "CREATE TABLE": _show_table("CREATE TABLE"),
         }
         SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
+
+        def _parse_statement(self) -> exp.Expr | None:
+            """As sqlglot's, plus the statements named by a plain word (_WORD_STATEMENTS)."""
+            if self._curr is not None and self._curr.token_type == TokenType.VAR:
+                parse = _WORD_STATEMENTS.get(self._curr.text.upper())
+                if parse is not None:
+                    self._advance()
+                    return parse(self)
+            return super()._parse_statement()
 
         def _parse_types(self, *args, **kwargs):
             """As sqlglot's, plus arrays of object identifiers: `x::regtype[]` (pgcli's
@@ -569,16 +681,19 @@ class KuduSQL(Postgres):
             token = token or self._curr or self._prev or Token.string("")
             # out of input: point just past the last token, as PostgreSQL does
             start = token.end + 1 if at_end and token else token.start
+            hint, self._kudu_hint = getattr(self, "_kudu_hint", None), None
             n = len(self.errors)
             try:
                 super().raise_error(message, token)
             except ParseError as e:
                 for d in e.errors:
                     d.setdefault("start", start)
+                    d.setdefault("hint", hint)
                 raise
             for err in self.errors[n:]:
                 for d in err.errors:
                     d.setdefault("start", start)
+                    d.setdefault("hint", hint)
 
     class Generator(Postgres.Generator):
         TRANSFORMS: ClassVar[dict] = {
@@ -609,7 +724,15 @@ class KuduSQL(Postgres):
             + (" IF EXISTS" if e.args.get("exists") else "")
             + f" ({self.expressions(e, flat=True)})",
             KuduShow: _show_sql,
+            KuduNow: lambda self, e: "NOW()",
             exp.AlterSet: _alterset_sql,
+            KuduPrepare: lambda self, e: f"PREPARE {self.sql(e, 'this')}"
+            + (f" ({self.expressions(e, flat=True)})" if e.expressions else "")
+            + f" AS {e.args['text']}",
+            KuduExecute: lambda self, e: f"EXECUTE {self.sql(e, 'this')}"
+            + (f" ({self.expressions(e, flat=True)})" if e.expressions else ""),
+            KuduDeallocate: lambda self, e: "DEALLOCATE "
+            + (self.sql(e, "this") if e.this is not None else "ALL"),
         }
 
         TYPE_MAPPING: ClassVar[dict] = {
@@ -630,3 +753,188 @@ class KuduSQL(Postgres):
 
 Parser = KuduSQL.Parser
 Generator = KuduSQL.Generator
+
+
+# -- syntax errors in PostgreSQL's words -----------------------------------------------------
+
+# What a statement may start with; anything else (`SELEC * FROM t`) is a syntax error at
+# that first word, as in PostgreSQL (sqlglot would read a bare word as an expression).
+STATEMENT_STARTS = frozenset(Parser.STATEMENT_PARSERS) | frozenset(KuduSQL.Tokenizer.COMMANDS) | {
+    TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN, TokenType.VALUES, TokenType.TABLE,
+    TokenType.SHOW, TokenType.COMMAND}
+
+_UNTERMINATED = (("/*", "unterminated /* comment"), ("'", "unterminated quoted string"),
+                 ('"', "unterminated quoted identifier"),
+                 ("$", "unterminated dollar-quoted string"))
+
+
+def _unterminated(sql: str) -> tuple[str, int] | None:
+    """(PostgreSQL's message, 0-based offset) of the quote or comment left open in `sql`,
+    or None. A small scanner of its own: sqlglot's TokenError does not say where."""
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if sql.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            if depth:
+                return _UNTERMINATED[0][1], i
+            i = j
+        elif c in "'\"":
+            escapes = c == "'" and i > 0 and sql[i - 1] in "eE" and \
+                (i < 2 or not (sql[i - 2].isalnum() or sql[i - 2] == "_"))
+            j = i + 1
+            while True:
+                if j >= n:
+                    return dict(_UNTERMINATED)[c], i - (1 if escapes else 0)
+                if escapes and sql[j] == "\\":
+                    j += 2
+                elif sql[j] == c:
+                    if sql[j + 1:j + 2] == c:
+                        j += 2
+                    else:
+                        break
+                else:
+                    j += 1
+            i = j + 1
+        elif c == "$" and not sql[i + 1:i + 2].isdigit() and \
+                (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
+            k = i + 1                                  # $tag$ ... $tag$ ($1 is a parameter)
+            while k < n and (sql[k].isalnum() or sql[k] == "_"):
+                k += 1
+            if k < n and sql[k] == "$":
+                j = sql.find(sql[i:k + 1], k + 1)
+                if j < 0:
+                    return _UNTERMINATED[3][1], i
+                i = j + k + 1 - i
+            else:
+                i += 1
+        else:
+            i += 1
+    return None
+
+
+def _near(sql: str, start: int) -> str:
+    return sql[start:start + 40].split("\n")[0]
+
+
+def syntax_error(sql: str, err: Exception | None = None):
+    """The `SqlSyntaxError` (42601) PostgreSQL would report for `sql`, given sqlglot's
+    ParseError or TokenError `err`: `syntax error at or near "TOKEN"` at that token's
+    1-based position, `syntax error at end of input` just past the end, or
+    `unterminated quoted string at or near "'abc"` at the opening quote. The dialect's
+    own grammar words ("Expected PARTITIONS") become the hint; sqlglot's descriptions,
+    which name its Python classes, are never shown."""
+    from planner.errors import SqlSyntaxError
+
+    try:
+        tokens = KuduSQL().tokenize(sql)
+    except Exception:  # noqa: BLE001 - sqlglot's TokenError, and anything it raises there
+        open_ = _unterminated(sql)
+        if open_ is not None:
+            msg, at = open_
+            return SqlSyntaxError(f'{msg} at or near "{_near(sql, at)}"', position=at + 1)
+        return SqlSyntaxError("syntax error", position=None)
+    d = (getattr(err, "errors", None) or [{}])[0]
+    hint = d.get("hint")
+    start = d.get("start")
+    first = _first_bad_start(tokens)
+    if first is not None:
+        start, hint = first.start, None
+    if start is None:
+        return SqlSyntaxError("syntax error", position=None)
+    tok = next((t for t in tokens if t.end >= start and t.token_type != TokenType.SEMICOLON),
+               None)
+    if tok is None:
+        return SqlSyntaxError("syntax error at end of input",
+                              position=len(sql.rstrip()) + 1, hint=hint)
+    return SqlSyntaxError(f'syntax error at or near "{sql[tok.start:tok.end + 1]}"',
+                          position=tok.start + 1, hint=hint)
+
+
+def _first_bad_start(tokens: list[Token]) -> Token | None:
+    """The first token of a statement that no statement starts with, if any."""
+    at_start = True
+    for t in tokens:
+        if t.token_type == TokenType.SEMICOLON:
+            at_start = True
+        elif at_start:
+            if t.token_type not in STATEMENT_STARTS and not (
+                    t.token_type == TokenType.VAR and t.text.upper() in _WORD_STATEMENTS):
+                return t
+            at_start = False
+    return None
+
+
+# words PostgreSQL reserves: never a table alias without AS (`FROM t ORDER` is unfinished)
+_RESERVED = frozenset({"ORDER", "GROUP", "LIMIT", "OFFSET", "HAVING", "WHERE", "WINDOW",
+                       "UNION", "EXCEPT", "INTERSECT", "FETCH", "FOR", "INTO", "FROM",
+                       "SELECT", "ON", "USING", "JOIN", "SET", "VALUES", "RETURNING"})
+
+
+def check_complete(stmts: list, tokens: list[Token], sql: str) -> None:
+    """Raise the syntax error PostgreSQL gives for statements sqlglot accepts unfinished:
+    `UPDATE t SET` (no assignment), `... GROUP BY` (no expression), `FROM t ORDER` (a
+    reserved word read as an alias), `INSERT t` / `INSERT INTO t` (no INTO, no rows),
+    `ALTER TABLE t DROP COLUMN` (no column)."""
+    from planner.errors import SqlSyntaxError
+
+    def at_token(text: str, after: int = 0):
+        tok = next((t for t in tokens if t.start >= after and t.text.upper() == text), None)
+        if tok is None:
+            return SqlSyntaxError("syntax error at end of input",
+                                  position=len(sql.rstrip().rstrip(";").rstrip()) + 1)
+        return SqlSyntaxError(f'syntax error at or near "{sql[tok.start:tok.end + 1]}"',
+                              position=tok.start + 1)
+
+    def after(word: str):
+        """The error at the token after the last `word` (or at end of input)."""
+        idx = [i for i, t in enumerate(tokens) if t.text.upper() == word]
+        nxt = tokens[idx[-1] + 1] if idx and idx[-1] + 1 < len(tokens) else None
+        if nxt is None or nxt.token_type == TokenType.SEMICOLON:
+            return at_token("\0")
+        return at_token(nxt.text.upper(), nxt.start)
+
+    for stmt in stmts:
+        if stmt is None:
+            continue
+        if isinstance(stmt, exp.Update) and not stmt.expressions:
+            raise after("SET")
+        if isinstance(stmt, exp.Insert):
+            first = tokens[0] if tokens else None
+            if first is not None and first.token_type == TokenType.INSERT and \
+                    len(tokens) > 1 and tokens[1].token_type != TokenType.INTO:
+                raise at_token(tokens[1].text.upper(), tokens[1].start)   # INSERT t ...
+            if stmt.expression is None and not stmt.args.get("default"):
+                raise at_token("\0")                                      # INSERT INTO t
+        if isinstance(stmt, exp.Alter):
+            for action in stmt.args.get("actions") or []:
+                if isinstance(action, exp.Drop) and action.this is None and \
+                        not action.args.get("tables"):
+                    raise at_token("\0")                # ALTER TABLE t DROP COLUMN
+        for g in stmt.find_all(exp.Group):
+            if not g.expressions and not g.args.get("grouping_sets") and \
+                    not g.args.get("rollup") and not g.args.get("cube") and \
+                    not g.args.get("all"):
+                raise after("GROUP BY")
+        for a in stmt.find_all(exp.TableAlias):
+            ident = a.this
+            if isinstance(ident, exp.Identifier) and not ident.quoted and \
+                    ident.name.upper() in _RESERVED:
+                raise at_token(ident.name.upper())
+
+
+def check_statement_starts(tokens: list[Token], sql: str) -> None:
+    """Raise the syntax error for a statement beginning with a word no statement begins
+    with (before sqlglot reads it as a bare expression)."""
+    if _first_bad_start(tokens) is not None:
+        raise syntax_error(sql)

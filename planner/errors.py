@@ -2,6 +2,11 @@
 
 `position` is PostgreSQL's ErrorResponse `P` field: a 1-based character offset into the
 statement text (None when unknown). The wire layer copies it as is; the shell draws a caret.
+`detail` and `hint` are its `D` and `H` fields.
+
+Messages are in SQL's words (docs/sql.md, "Error messages"): PostgreSQL's wording where it
+has one (`syntax error at or near "SELEC"`), values written as SQL literals
+(`engine.types.sql_literal`), never a Python class name or repr.
 Engine errors (`engine.errors.EngineError`) already carry a SQLSTATE; the planner converts
 them with `SqlError.from_engine` where it wants to add a position.
 """
@@ -15,12 +20,15 @@ class SqlError(Exception):
     sqlstate = "XX000"
 
     def __init__(self, message: str, sqlstate: str | None = None,
-                 position: int | None = None):
+                 position: int | None = None, *, detail: str | None = None,
+                 hint: str | None = None):
         super().__init__(message)
         self.message = message
         if sqlstate is not None:
             self.sqlstate = sqlstate
         self.position = position
+        self.detail = detail
+        self.hint = hint
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, {self.sqlstate!r}, {self.position!r})"

@@ -87,6 +87,7 @@ import pyarrow.compute as pc
 import sqlglot.generator
 from sqlglot import exp
 
+from planner.dialect import KuduNow
 from planner.errors import FeatureNotSupported, SqlError, UndefinedObject
 
 Value = pa.Scalar | pa.Array | pa.ChunkedArray
@@ -1902,7 +1903,7 @@ def _current_date(node: exp.Expr, ctx: _Ctx) -> Value:
     return pa.scalar(_now().date(), pa.date32())
 
 
-@_handles(exp.CurrentTimestamp, exp.Localtimestamp, exp.CurrentDatetime)
+@_handles(exp.CurrentTimestamp, KuduNow, exp.Localtimestamp, exp.CurrentDatetime)
 def _current_timestamp(node: exp.Expr, ctx: _Ctx) -> Value:
     return pa.scalar(_now(), _TS)
 

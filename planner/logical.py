@@ -228,10 +228,13 @@ class SetOp(Node):
 
 @dataclasses.dataclass(eq=False)
 class Output:
-    """The root: a plan plus the user-visible column names of its (ordered) keys."""
+    """The root: a plan plus the user-visible column names of its (ordered) keys. `utc`:
+    positions of columns that are `now()` / `current_timestamp` as written, returned as
+    timestamp with time zone (UTC) as PostgreSQL types them (see statement.with_utc)."""
     plan: Node
     names: list[str]
     keys: list[str]
+    utc: tuple[int, ...] = ()
 
 
 _INTERNAL = re.compile(r'"([^"#]+)#\d+\.([^"]+)"')
@@ -241,8 +244,8 @@ def _sql(e: exp.Expression) -> str:
     """An expression for EXPLAIN: internal keys `"alias#n.col"` shown as `alias.col`."""
     try:
         text = e.sql(dialect="postgres")
-    except Exception:  # a node the generator cannot render: show its class
-        text = repr(e)
+    except Exception:  # noqa: BLE001 - a node the generator cannot render: name its kind
+        text = f"({e.key} expression)"           # never a Python repr in user-facing text
     return _INTERNAL.sub(r"\1.\2", text)
 
 

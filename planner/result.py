@@ -31,6 +31,30 @@ class RowFailure:
     key: tuple | None = None
 
 
+def rows_text(n: int) -> str:
+    """`1 row`, `0 rows`, `5 rows`."""
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def row_failure_report(errors: list[RowFailure], applied: int,
+                       max_listed: int = 10) -> tuple[str, str]:
+    """(message, detail) of a statement some of whose rows failed, as the wire server, the
+    DB-API and the shell report it: the message is the first failure (and how many more);
+    the detail lists the other failures, never the first again, and says how many rows
+    were applied: `2 rows were applied (each row is applied on its own).`"""
+    first = errors[0]
+    more = len(errors) - 1
+    message = first.message + (f" (and {more} more failed {'row' if more == 1 else 'rows'})"
+                               if more else "")
+    lines = [f.message for f in errors[1:1 + max_listed]]
+    if more > max_listed:
+        lines.append(f"... and {more - max_listed} more")
+    applied = max(applied, 0)
+    lines.append(f"{rows_text(applied)} {'was' if applied == 1 else 'were'} applied (each "
+                 "row is applied on its own).")
+    return message, "\n".join(lines)
+
+
 @dataclasses.dataclass
 class StatementResult:
     command: str

@@ -15,7 +15,12 @@
 - EXPLAIN [ANALYZE] <query>: the optimized plan tree (pushed predicates, projected columns,
   pruned tablets); ANALYZE runs it and adds rows and time per operator and the scans'
   statistics (rows skipped by zone maps and lazy materialization).
-- Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility.
+- PREPARE / EXECUTE (the session keeps the names): `prepare` checks a PREPARE and returns
+  its `PreparedSql`; `execute_arguments` casts EXECUTE's values to the parameter types.
+- `now()` / `current_timestamp` as a query's own result columns are timestamp with time
+  zone (`with_utc`); inside expressions timestamps have none (UTC).
+- Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility; a
+  statement kind nobody runs is 0A000 `VACUUM is not supported`.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from engine.types import sql_literal
 from planner import logical as L
 from planner.binder import Binder, position
+from planner.dialect import KuduNow
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
 from planner.executor import Executor
@@ -41,9 +48,41 @@ QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
 def plan_query(catalog, ast: exp.Expression, sql: str, params=None, cache=None
                ) -> L.Output:
     out = Binder(catalog, sql, params).bind_query(ast)
+    out.utc = _now_columns(ast)
     if cache is not None and params:
         cache.store(catalog, sql, params, out)
-    return optimize(out, catalog)
+    return _optimize(out, catalog)
+
+
+def _optimize(out: L.Output, catalog) -> L.Output:
+    o = optimize(out, catalog)
+    o.utc = out.utc
+    return o
+
+
+
+
+def _now_columns(ast: exp.Expression) -> tuple[int, ...]:
+    """Result positions that are `now()` / `current_timestamp` themselves: PostgreSQL types
+    them timestamp with time zone. Inside expressions the engine's timestamps stay
+    without a time zone (UTC), so only these top-level columns change type."""
+    if not isinstance(ast, exp.Select):
+        return ()
+    return tuple(i for i, e in enumerate(ast.expressions)
+                 if type(e.unalias()) in (exp.CurrentTimestamp, KuduNow))
+
+
+def with_utc(t, utc: tuple[int, ...]):
+    """A result table (or batch, or schema) with the `utc` columns as timestamp[us, UTC]."""
+    if not utc:
+        return t
+    tz = pa.timestamp("us", tz="UTC")
+    if isinstance(t, pa.Schema):
+        return pa.schema([f.with_type(tz) if i in utc and pa.types.is_timestamp(f.type)
+                          else f for i, f in enumerate(t)])
+    cols = [c.cast(tz) if i in utc and pa.types.is_timestamp(c.type) else c
+            for i, c in enumerate(t.columns)]
+    return type(t).from_arrays(cols, names=t.schema.names)
 
 
 def run_query(catalog, ast, sql, params=None, check_cancel=None) -> pa.Table:
@@ -57,19 +96,20 @@ def run_select(catalog, out: L.Output, stream: bool, check_cancel=None) -> State
     takes its snapshot now; later execution errors arise while the stream is consumed."""
     ex = Executor(catalog, check_cancel=check_cancel)
     if not stream:
-        return StatementResult.rows("SELECT", ex.run_output(out))
+        return StatementResult.rows("SELECT", with_utc(ex.run_output(out), out.utc))
     gen = ex.stream_output(out)
-    first = next(gen)
+    first = with_utc(next(gen), out.utc)
 
     def rows():
         yield first
-        yield from gen
+        for batch in gen:
+            yield with_utc(batch, out.utc)
     return StatementResult("SELECT", rowcount=-1, stream=rows(), schema=first.schema)
 
 
 def run_cached(catalog, out: L.Output, stream: bool, check_cancel=None) -> StatementResult:
     """A plan from planner.plan_cache (parameters already substituted, rules not yet run)."""
-    return run_select(catalog, optimize(out, catalog), stream, check_cancel)
+    return run_select(catalog, _optimize(out, catalog), stream, check_cancel)
 
 
 def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = None, *,
@@ -92,8 +132,75 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
         if params:
             raise SqlError("parameters are not allowed in utility statements", "42P02")
         return execute_utility(catalog, ast, sql)
-    raise FeatureNotSupported(f"statement not supported: {ast.key.upper()}",
-                              position=position(sql, ast))
+    what = str(ast.this).split()[0].upper() if isinstance(ast, exp.Command) and ast.this \
+        else ast.key.upper()
+    raise FeatureNotSupported(f"{what} is not supported", position=position(sql, ast))
+
+
+# -- SQL-level PREPARE / EXECUTE (the session keeps the PreparedSql by name) ------------------
+@dataclasses.dataclass(frozen=True)
+class PreparedSql:
+    """`PREPARE name [(types)] AS statement`: what EXECUTE needs, and pg_prepared_statements
+    shows. `types`: $1..$n, declared or else inferred from the statement (None: unknown,
+    PostgreSQL's text)."""
+    name: str
+    text: str                  # the statement after AS (what EXECUTE runs)
+    types: tuple[pa.DataType | None, ...]
+    type_names: tuple[str, ...]
+    prepare_time: Any
+    statement: str             # the whole PREPARE as written
+
+
+_PREPARABLE = QUERY_TYPES + (exp.Insert, exp.Update, exp.Delete)
+
+
+def prepare(catalog, ast, sql: str, name: str) -> PreparedSql:
+    """Check a PREPARE (a KuduPrepare node of `sql`) as PostgreSQL does: the statement must
+    be a SELECT / VALUES / INSERT / UPDATE / DELETE, and a query is planned (its tables,
+    columns and functions resolved) with the parameter types."""
+    import datetime as _dt
+
+    from planner.expr import _arrow_type, _pg_name
+
+    inner = ast.expression
+    if not isinstance(inner, _PREPARABLE):
+        raise SqlError(f'syntax error at or near "{ast.args["text"].split()[0]}"', "42601",
+                       position(sql, inner))
+    declared = [_arrow_type(t, None, t) for t in ast.expressions]
+    inferred = parameter_types(catalog, inner, sql)
+    n = max(len(declared), len(inferred))
+    types = tuple(declared[i] if i < len(declared) else inferred[i] for i in range(n))
+    if isinstance(inner, QUERY_TYPES):
+        params = [pa.scalar(None, t if t is not None else pa.null()) for t in types]
+        Executor(catalog, schema_only=True).run_output(plan_query(catalog, inner, sql, params))
+    else:
+        _target(catalog, inner, sql)           # the table exists
+    names = tuple(_pg_name(t) if t is not None else "text" for t in types)
+    return PreparedSql(name, ast.args["text"], types, names,
+                       _dt.datetime.now(_dt.timezone.utc), sql.strip().rstrip(";"))
+
+
+def execute_arguments(catalog, prepared: PreparedSql, ast, sql: str) -> list[pa.Scalar]:
+    """The values of `EXECUTE name (arg, ...)` (a KuduExecute node of `sql`), each cast to
+    its parameter's type as PostgreSQL's EXECUTE coerces them."""
+    from planner.expr import _sql_type
+
+    args = ast.expressions
+    if len(args) != len(prepared.types):
+        raise SqlError(f'wrong number of parameters for prepared statement "{prepared.name}"',
+                       "42601", position(sql, ast),
+                       detail=f"Expected {len(prepared.types)} parameters but got "
+                              f"{len(args)}.")
+    if not args:
+        return []
+    items = []
+    for a, t in zip(args, prepared.types):
+        a = a.copy()
+        if t is not None:
+            a = exp.Cast(this=a, to=exp.DataType.build(_sql_type(t), dialect="postgres"))
+        items.append(a)
+    table = execute(catalog, exp.Select(expressions=items), sql).table
+    return [table.column(i)[0] for i in range(len(items))]
 
 
 # -- Describe (the wire protocol's Parse / Describe) ----------------------------------------
@@ -102,19 +209,37 @@ def describe(catalog, ast: exp.Expression, sql: str
     """Parameter types (inferred from context; None when nothing says) and the result schema
     (None for statements that return no rows), without reading any table data: the plan
     runs over empty inputs."""
-    ptypes = parameter_types(catalog, ast)
+    ptypes = parameter_types(catalog, ast, sql)
     if not isinstance(ast, QUERY_TYPES):
         return ptypes, None
     params = [pa.scalar(None, t if t is not None else pa.null()) for t in ptypes]
+    return ptypes, describe_query(catalog, ast, sql, params)
+
+
+def describe_query(catalog, ast: exp.Expression, sql: str, params: list) -> pa.Schema:
+    """The result schema of a query (planned with `params`, run over empty inputs)."""
     out = plan_query(catalog, ast, sql, params)
-    t = Executor(catalog, schema_only=True).run_output(out)
-    return ptypes, t.schema
+    return with_utc(Executor(catalog, schema_only=True).run_output(out).schema, out.utc)
 
 
-def parameter_types(catalog, ast: exp.Expression) -> list[pa.DataType | None]:
-    """The types of $1..$n in order (see infer_parameter_types)."""
+# PostgreSQL's (and the protocol's) limit: Bind counts parameters in an int16
+MAX_PARAMETERS = 65535
+
+
+def parameter_types(catalog, ast: exp.Expression, sql: str | None = None
+                    ) -> list[pa.DataType | None]:
+    """The types of $1..$n in order (see infer_parameter_types). `$n` beyond
+    MAX_PARAMETERS is 42P02 (the list of n types would otherwise be built: `SELECT
+    $9999999999` made the server allocate without bound; found by tests/wire/fuzz_scale)."""
     types = infer_parameter_types(catalog, ast)
-    return [types.get(i) for i in range(1, max(types, default=0) + 1)]
+    n = max(types, default=0)
+    if n > MAX_PARAMETERS:
+        node = next((p for p in ast.find_all(exp.Parameter) if p.name.isdigit()
+                     and int(p.name) == n), None)
+        raise SqlError(f"there is no parameter ${n}", "42P02",
+                       position(sql, node) if sql is not None else None,
+                       hint=f"Parameters are numbered $1 to ${MAX_PARAMETERS}.")
+    return [types.get(i) for i in range(1, n + 1)]
 
 
 def _param_index(node: exp.Expression, counter: list[int]) -> int:
@@ -351,7 +476,7 @@ def _row_failures(table_name: str, schema, errors, ordinals=None) -> list[RowFai
             sqlstate = "22003"
         if e.code == "ALREADY_PRESENT":
             cols = ", ".join(schema.key_names)
-            vals = ", ".join(str(v) for v in key or ())
+            vals = ", ".join(sql_literal(v) for v in key or ())
             msg = (f'duplicate key value violates the primary key of "{table_name}": row '
                    f"{ordinal}: Key ({cols})=({vals}) already exists")
         else:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import decimal
+import logging
 import os
 import threading
 from typing import Protocol
@@ -35,6 +36,7 @@ from typing import Protocol
 import pyarrow as pa
 
 CANCELED = "57014"
+log = logging.getLogger("kudusql.shell")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,8 +141,10 @@ class EmbeddedBackend:
         except self._SqlError as e:
             raise _from_sql_error(e) from None
         except Exception as e:  # noqa: BLE001 - boundary: engine errors carry a SQLSTATE
-            raise BackendError(str(e) or type(e).__name__,
-                               getattr(e, "sqlstate", None) or "XX000") from None
+            if getattr(e, "sqlstate", None):
+                raise BackendError(str(e), e.sqlstate) from None
+            log.error("internal error", exc_info=e)
+            raise BackendError("internal error", "XX000", hint=_BUG_HINT) from None
         return [_from_statement_result(r) for r in out if r.command != "EMPTY"]
 
     def cancel(self) -> None:
@@ -166,8 +170,13 @@ class EmbeddedBackend:
         self.db.close()
 
 
+_BUG_HINT = "This is a bug in kudusql: please report the statement (the traceback is " \
+    "logged by the kudusql.shell logger)."
+
+
 def _from_sql_error(e) -> BackendError:
-    return BackendError(e.message, e.sqlstate, e.position)
+    return BackendError(e.message, e.sqlstate, e.position, getattr(e, "detail", None),
+                        getattr(e, "hint", None))
 
 
 def _from_statement_result(r) -> Result:

@@ -33,6 +33,7 @@ with status 1 (psql's ON_ERROR_STOP); interactive input carries on after errors.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -208,7 +209,9 @@ class Shell:
         except _ScriptFailed:
             return False
         except Exception as e:  # noqa: BLE001 - the shell loop is a boundary: report, go on
-            self._error(f"ERROR:  internal error: {type(e).__name__}: {e}", line)
+            logging.getLogger("kudusql.shell").error("internal error", exc_info=e)
+            self._error("ERROR:  internal error\nHINT:  This is a bug in kudusql: please "
+                        "report the statement.", line)
             return False
 
     def _run_command(self, line: str, lineno: int) -> bool:

@@ -104,10 +104,36 @@ def _connect(args):
     return kudusql.connect(args.data_dir)
 
 
+def _missing_tables(conn) -> list[str]:
+    """The TPC-H tables the connection's database does not have."""
+    from tpch.schema import TABLES
+    missing = []
+    for t in TABLES:
+        try:
+            conn.cursor().execute(f"SELECT 1 FROM {t} LIMIT 0")
+        except Exception as e:  # noqa: BLE001 - only "no such table" counts
+            if getattr(e, "sqlstate", None) != "42P01":
+                raise
+            missing.append(t)
+    return missing
+
+
 def cmd_run(args) -> int:
     from tpch.oracle import compare_query, duckdb_connect, duckdb_run
     from tpch.queries import query
     numbers = _selection(args)
+    load = f"kudusql tpch load --sf {args.sf:g} --data-dir {args.data_dir}"
+    if not args.dsn and not os.path.isdir(args.data_dir):   # connecting would create it
+        print(f"kudusql tpch run: {args.data_dir} does not exist: run `{load}` first",
+              file=sys.stderr)
+        return 2
+    with _connect(args) as conn:
+        missing = _missing_tables(conn)
+    if missing:
+        where = args.dsn or args.data_dir
+        print(f"kudusql tpch run: no TPC-H data in {where} (missing: {', '.join(missing)}): "
+              f"run `{load if not args.dsn else 'kudusql tpch load'}` first", file=sys.stderr)
+        return 2
     duck = None
     if args.compare == "duckdb":
         rc = cmd_gen(args)
@@ -129,7 +155,7 @@ def cmd_run(args) -> int:
                 ours = conn.cursor().execute(sql).fetch_arrow_table()
             except Exception as e:  # noqa: BLE001 - a failing query is reported, not fatal
                 failed += 1
-                print(f"Q{n:02d}   FAILED: {type(e).__name__}: {e}")
+                print(f"Q{n:02d}   FAILED: {getattr(e, 'sqlstate', None) or 'XX000'}: {e}")
                 continue
             ms = (time.perf_counter() - t0) * 1000
             line = f"Q{n:02d}  {ms:>10.1f}{ours.num_rows:>9,}"

@@ -183,7 +183,7 @@ class UserStore:
                 return self._drop(w, current_user, su)
             name = w.ident()
             if name is None:
-                raise SqlError("syntax error: expected a role name", "42601", w.position())
+                raise w.syntax_error('Expected a role name')
             if verb == "create":
                 if not su:
                     raise SqlError("permission denied to create role", "42501")
@@ -219,8 +219,9 @@ class UserStore:
                 elif t is not None and t.kind == "str":
                     user.set_password(t.text)
                 else:
-                    raise SqlError("syntax error: PASSWORD needs a string or NULL", "42601",
-                                   t.pos + 1 if t else None)
+                    if t is not None:
+                        w.i -= 1             # point at the token after PASSWORD
+                    raise w.syntax_error("PASSWORD takes a string or NULL")
                 continue
             opt = w.accept_any("superuser", "nosuperuser", "login", "nologin")
             if opt is not None:
@@ -249,7 +250,7 @@ class UserStore:
         while True:
             name = w.ident()
             if name is None:
-                raise SqlError("syntax error: expected a role name", "42601", w.position())
+                raise w.syntax_error('Expected a role name')
             names.append(name)
             if not w.accept(","):
                 break

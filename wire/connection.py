@@ -28,11 +28,15 @@ Statements the session does not know are answered here (see `_dispatch`): transa
 control (wire.transaction), SET/RESET/SHOW (wire.settings), CREATE/ALTER/DROP USER
 (wire.auth), DECLARE/FETCH/MOVE/CLOSE/DEALLOCATE/DISCARD (wire.portal), COPY
 (wire.copy) and a few connect-time queries (wire.builtins). Everything else goes to
-`Session.execute` unchanged.
+`Session.execute` unchanged. SQL PREPARE / EXECUTE run in the session; DEALLOCATE and
+Parse treat the session's names and the protocol's named statements as one namespace, and
+`prepared_statements` lists both for pg_prepared_statements.
 
 Errors: a SqlError becomes an ErrorResponse with S/V/C/M/P (+D/H); a statement whose rows
 partly failed (Kudu semantics: the other rows are applied) ends in an ErrorResponse naming
-the failed rows instead of CommandComplete. A malformed message is FATAL 08P01 and closes
+the failed rows instead of CommandComplete (planner.result.row_failure_report). An
+unexpected exception is XX000 `internal error; see the server log` (the traceback is
+logged, never sent). A malformed message is FATAL 08P01 and closes
 this connection only; an unexpected exception is XX000 for that statement, logged.
 """
 
@@ -50,13 +54,14 @@ from engine.errors import EngineError
 from kudusql.session import QueryCanceled, split_statements
 from planner.errors import SqlError
 from planner.guard import format_bytes
-from planner.result import StatementResult
+from planner.result import RowFailure, StatementResult, row_failure_report
 from wire import auth as A
 from wire import builtins
 from wire import protocol as P
 from wire import types as T
 from wire.copy import MAX_REPORTED_FAILURES, CopyIn, CopyOut, Failure, parse_copy
 from wire.lexer import LexError, first_words, tokenize
+from wire.pg_catalog import format_type
 from wire.portal import (
     Portal,
     PreparedStatement,
@@ -359,7 +364,10 @@ class Connection:
             fields = P.error_fields("ERROR", exc.sqlstate, str(exc))
         else:
             log.error("pid %d: internal error", self.pid, exc_info=exc)
-            fields = P.error_fields("ERROR", "XX000", f"internal error: {exc}")
+            # the exception's own text is Python's (class names, reprs): it goes to the log
+            fields = P.error_fields("ERROR", "XX000", "internal error; see the server log",
+                                    hint="This is a bug in kudusql: please report the "
+                                         "statement and the server log entry.")
         self.send(P.error_response(fields))
         self.tx.failed()
 
@@ -379,18 +387,10 @@ class Connection:
                 self.send(P.parameter_status(k, v))
 
     def _row_failure_error(self, result: StatementResult) -> None:
-        errs = result.row_errors
-        first = errs[0]
-        more = f" (and {len(errs) - 1} more failed rows)" if len(errs) > 1 else ""
-        detail = ""
-        if len(errs) > 1:
-            detail = "\n".join(f.message for f in errs[:MAX_REPORTED_FAILURES]) + "\n"
-            if len(errs) > MAX_REPORTED_FAILURES:
-                detail += f"... and {len(errs) - MAX_REPORTED_FAILURES} more\n"
-        detail += f"{max(result.rowcount, 0)} rows were applied (each row is applied on its " \
-                  "own)."
-        self.send(P.error_response(P.error_fields("ERROR", first.sqlstate,
-                                                  first.message + more, detail=detail)))
+        message, detail = row_failure_report(result.row_errors, result.rowcount,
+                                             MAX_REPORTED_FAILURES)
+        self.send(P.error_response(P.error_fields("ERROR", result.row_errors[0].sqlstate,
+                                                  message, detail=detail)))
         self.tx.failed()
 
     # -- blocking work ----------------------------------------------------------------------
@@ -502,11 +502,15 @@ class Connection:
             self._drop_portals(lambda p: p.name == name)
             return StatementResult("CLOSE CURSOR")
         elif w0 == "deallocate":
+            # one namespace, as in PostgreSQL: the protocol's named statements and the
+            # session's SQL-level PREPAREs
             name = parse_deallocate(text)
+            prepared = getattr(self.session, "prepared", {})
             if name is None:
                 self.statements = {k: v for k, v in self.statements.items() if k == ""}
+                prepared.clear()
                 return StatementResult("DEALLOCATE ALL")
-            if self.statements.pop(name, None) is None:
+            if self.statements.pop(name, None) is None and prepared.pop(name, None) is None:
                 raise SqlError(f'prepared statement "{name}" does not exist', "26000")
             return StatementResult("DEALLOCATE")
         elif w0 == "discard":
@@ -799,8 +803,23 @@ class Connection:
             self._error(e)
             self.ext_error = True
 
+    def prepared_statements(self) -> list[dict]:
+        """pg_prepared_statements: the session's PREPAREs and the named protocol ones."""
+        rows = [{"name": p.name, "statement": p.statement,
+                 "prepare_time": p.prepare_time, "from_sql": True,
+                 "parameter_types": list(p.type_names),
+                 "generic_plans": 0, "custom_plans": 0}
+                for p in getattr(self.session, "prepared", {}).values()]
+        rows += [{"name": st.name, "statement": st.sql, "from_sql": False,
+                  "parameter_types": [format_type(o, -1) for o in
+                                      (st.param_desc_oids or st.param_oids)],
+                  "generic_plans": 0, "custom_plans": 0}
+                 for st in self.statements.values() if st.name]
+        return rows
+
     def _on_parse(self, msg: P.Parse) -> None:
-        if msg.name and msg.name in self.statements:
+        if msg.name and (msg.name in self.statements
+                         or msg.name in getattr(self.session, "prepared", {})):
             raise SqlError(f'prepared statement "{msg.name}" already exists', "42P05")
         body = msg.sql.strip().rstrip(";")
         if ";" in body and len(split_statements(msg.sql)) > 1:
@@ -1090,16 +1109,12 @@ class Connection:
         if failures:
             failures.sort(key=lambda f: f.line)
             first = failures[0]
-            detail = "\n".join(f"line {f.line}: {f.message}"
-                               for f in failures[:MAX_REPORTED_FAILURES])
-            if len(failures) > MAX_REPORTED_FAILURES:
-                detail += f"\n... and {len(failures) - MAX_REPORTED_FAILURES} more"
+            message, detail = row_failure_report(
+                [RowFailure(f.line, f.sqlstate, f"line {f.line}: {f.message}")
+                 for f in failures], applied, MAX_REPORTED_FAILURES)
             self.send(P.error_response(P.error_fields(
-                "ERROR", first.sqlstate,
-                f"COPY {spec.table}: {len(failures)} rows failed, {applied} rows were "
-                f"applied (each row is applied on its own); first: line {first.line}: "
-                f"{first.message}", detail=detail, where=f"COPY {spec.table}, line "
-                                                        f"{first.line}")))
+                "ERROR", first.sqlstate, f"COPY {spec.table}: {message}", detail=detail,
+                where=f"COPY {spec.table}, line {first.line}")))
             self.tx.failed()
             return False
         self.send(P.command_complete(f"COPY {applied}"))

@@ -106,8 +106,7 @@ def parse_copy(sql: str) -> CopySpec:
         start = w.peek()
         table = w.ident()
         if table is None:
-            raise SqlError("syntax error: COPY needs a table or a (query)", "42601",
-                           w.position())
+            raise w.syntax_error('COPY needs a table or a (query)')
         table_sql = sql[start.pos:start.pos + len(start.raw)]
         if "." in table and start.kind == "word":      # schema-qualified: public.t
             schema, _, name = table.rpartition(".")
@@ -120,16 +119,16 @@ def parse_copy(sql: str) -> CopySpec:
             while True:
                 c = w.ident()
                 if c is None:
-                    raise SqlError("syntax error in COPY column list", "42601", w.position())
+                    raise w.syntax_error('Expected a column name')
                 cols.append(c)
                 if w.accept(")"):
                     break
                 if not w.accept(","):
-                    raise SqlError("syntax error in COPY column list", "42601", w.position())
+                    raise w.syntax_error('Expected , or )')
             columns = tuple(cols)
     direction = w.accept_any("from", "to")
     if direction is None:
-        raise SqlError("syntax error: expected FROM or TO", "42601", w.position())
+        raise w.syntax_error('Expected FROM or TO')
     if query is not None and direction == "from":
         raise SqlError("COPY (query) FROM is not supported: COPY a table FROM STDIN", "0A000")
     target = w.next()
@@ -144,7 +143,7 @@ def parse_copy(sql: str) -> CopySpec:
         while not w.accept(")"):
             name = w.next()
             if name is None:
-                raise SqlError("syntax error in COPY options", "42601", len(sql) + 1)
+                raise w.syntax_error("COPY options end with )")
             key = name.text.lower()
             if key == "format":
                 v = w.next()

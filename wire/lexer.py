@@ -183,3 +183,12 @@ class Words:
     def position(self) -> int:
         t = self.peek()
         return (t.pos if t is not None else len(self.sql)) + 1
+
+    def syntax_error(self, hint: str | None = None) -> SqlError:
+        """PostgreSQL's syntax error at the current token (`syntax error at or near
+        "TOKEN"`, or `at end of input`); `hint` says what the grammar expected."""
+        t = self.peek()
+        if t is None:
+            return SqlError("syntax error at end of input", "42601",
+                            len(self.sql.rstrip().rstrip(";").rstrip()) + 1, hint=hint)
+        return SqlError(f'syntax error at or near "{t.raw}"', "42601", t.pos + 1, hint=hint)

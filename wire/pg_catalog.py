@@ -33,13 +33,17 @@ so an OID is the same in every statement and every session. Two ids hashing to o
 
 What is modelled. Each table is a relation (relkind 'r') with its columns in declared order
 (attnum 1..n), NOT NULL and DEFAULT from the Kudu schema; its primary key is a unique btree
-index `<table>_pkey` (relkind 'i', pg_index, pg_constraint 'p'); a table comment is its
+index `<table>_pkey` (relkind 'i', pg_index, pg_constraint 'p') - Kudu's primary key index
+(rows sorted by key, a B-tree of keys per rowset), the only index there is, so `\di` lists
+exactly one per table; a table comment is its
 pg_description. Kudu types map to int2 (INT8, INT16), int4, int8, float4, float8,
 numeric(p,s), text (STRING), varchar(n), bytea, bool, date and timestamp. The system views
 themselves are listed in pg_class / pg_attribute (pg_catalog ones as tables, the rest as
 views), so `\\d pg_class` works. There are no foreign keys, sequences, triggers, policies,
 inheritance, extensions or other schemas: those views exist with PostgreSQL's columns and
 no rows. Columns of array types (indkey, conkey, proargtypes, ...) are Arrow lists.
+pg_prepared_statements is session state, not catalog metadata: built on every read from
+the connection's `prepared` callable (never cached in the snapshot).
 
 Functions. Catalog functions are served here as `planner.expr.HostFunction`s that the
 binder binds by name (`function(name)`): format_type, pg_get_expr, pg_get_indexdef,
@@ -503,8 +507,10 @@ class PgCatalog:
     """The engine catalog plus pg_catalog / information_schema for one session."""
 
     def __init__(self, catalog: Any, *, user: str = "kudusql", database: str = "kudusql",
-                 settings: Any = None, pid: int = 0):
+                 settings: Any = None, pid: int = 0, prepared: Any = None):
         self._catalog = catalog
+        # () -> rows of pg_prepared_statements (the connection's named statements)
+        self.prepared = prepared if prepared is not None else (lambda: [])
         self.user = user
         self.database = database
         self.settings = settings if settings is not None else _LocalSettings()
@@ -576,6 +582,8 @@ class PgCatalog:
 
     def _view_table(self, view: _ViewDef) -> pa.Table:
         snap = self.snapshot()
+        if view.qualified in _SESSION_VIEWS:        # session state: never cached
+            return _build(view, view.rows(self, snap))
         with snap.lock:
             t = snap.views.get(view.qualified)
             if t is None:
@@ -915,8 +923,22 @@ def _pg_settings(cat: PgCatalog, snap: _Snapshot):
         vartype = "integer" if re.fullmatch(r"-?\d+", default) else \
             "bool" if default in ("on", "off") else "string"
         yield {"name": name, "setting": value, "category": "Ungrouped", "context": "user",
+               "unit": "ms" if name in ("statement_timeout", "lock_timeout",
+                                        "idle_in_transaction_session_timeout") else None,
                "vartype": vartype, "source": "default", "boot_val": default,
                "reset_val": default, "pending_restart": False, "short_desc": ""}
+
+
+@_view(PG_CATALOG, "pg_prepared_statements", """name text, statement text,
+    prepare_time timestamptz, parameter_types text[], from_sql bool, generic_plans int8,
+    custom_plans int8""", relkind="v")
+def _pg_prepared_statements(cat: PgCatalog, snap: _Snapshot):
+    """SQL-level PREPAREs (from_sql) and the extended protocol's named statements; the
+    parameter types are their names (PostgreSQL's regtype[] prints the same)."""
+    yield from cat.prepared()
+
+
+_SESSION_VIEWS = {"pg_catalog$pg_prepared_statements"}
 
 
 _SETTINGS = {

@@ -168,7 +168,7 @@ def parse_declare(sql: str) -> Declare:
     w.accept("declare")
     name = w.ident()
     if name is None:
-        raise SqlError("syntax error: expected a cursor name", "42601", w.position())
+        raise w.syntax_error('Expected a cursor name')
     binary = hold = False
     while True:
         opt = w.accept_any("binary", "insensitive", "asensitive", "scroll", "no")
@@ -179,13 +179,13 @@ def parse_declare(sql: str) -> Declare:
         elif opt == "no":
             w.accept("scroll")
     if not w.accept("cursor"):
-        raise SqlError("syntax error: expected CURSOR", "42601", w.position())
+        raise w.syntax_error('Expected CURSOR')
     if w.accept("with", "hold"):
         hold = True
     else:
         w.accept("without", "hold")
     if not w.accept("for"):
-        raise SqlError("syntax error: expected FOR", "42601", w.position())
+        raise w.syntax_error('Expected FOR')
     t = w.peek()
     if t is None:
         raise SqlError("syntax error at end of input", "42601", len(sql) + 1)
@@ -238,8 +238,7 @@ def parse_fetch(sql: str) -> Fetch:
     w.accept_any("from", "in")
     name = w.ident()
     if name is None or not w.at_end():
-        raise SqlError("syntax error in FETCH: expected [direction] [FROM | IN] cursor",
-                       "42601", w.position())
+        raise w.syntax_error('FETCH [direction] [FROM | IN] cursor')
     return Fetch(name, move, kind, count)
 
 
@@ -290,7 +289,7 @@ def parse_close(sql: str) -> str | None:
         return None
     name = w.ident()
     if name is None or not w.at_end():
-        raise SqlError("syntax error in CLOSE", "42601", w.position())
+        raise w.syntax_error('CLOSE takes a cursor name or ALL')
     return name
 
 
@@ -303,5 +302,5 @@ def parse_deallocate(sql: str) -> str | None:
         return None
     name = w.ident()
     if name is None or not w.at_end():
-        raise SqlError("syntax error in DEALLOCATE", "42601", w.position())
+        raise w.syntax_error('DEALLOCATE takes a statement name or ALL')
     return name

@@ -124,7 +124,8 @@ class Server:
         self.db = db
         self.session_factory = session_factory or (lambda conn: db.session(
             catalog=PgCatalog(db.catalog, user=conn.user, database=conn.database,
-                              settings=conn.settings, pid=conn.pid)))
+                              settings=conn.settings, pid=conn.pid,
+                              prepared=conn.prepared_statements)))
         self.config = config or ServerConfig()
         check_config(self.config)
         self.users = users or UserStore(getattr(db.catalog, "data_dir", None))

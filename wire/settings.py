@@ -9,7 +9,9 @@ pgjdbc refuses a connection whose `client_encoding` is not UTF8, `DateStyle` not
 
 Values the server cannot honour are refused (22023): another client encoding than UTF8,
 a non-ISO DateStyle, standard_conforming_strings off. `statement_timeout` (milliseconds,
-or with a unit: '5s', '100ms', '1min') is read by the connection. Anything else is stored
+or with a unit: '5s', '100ms', '1min') is read by the connection; SHOW prints it and the
+other time settings as PostgreSQL does (`1s`, `500ms`, `90s`, `1min`, `0`), pg_settings
+gives the milliseconds with unit `ms`. Anything else is stored
 and shown back as given, like PostgreSQL's placeholder variables; no setting changes how
 queries run (TimeZone included: there is no timestamptz, timestamps are UTC).
 
@@ -95,14 +97,33 @@ def canonical(name: str) -> str:
     return _ALIASES.get(name.lower(), _CANON.get(name.lower(), name.lower()))
 
 
+# settings kept in milliseconds, shown as PostgreSQL shows them (`format_ms`)
+MS_SETTINGS = ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout")
+_MS_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1))
+
+
 @functools.lru_cache(maxsize=64)
-def parse_interval_ms(value: str) -> int:
-    """statement_timeout's value (read before every statement: cached): an integer (ms) or a number with a unit."""
+def parse_interval_ms(value: str, name: str = "statement_timeout") -> int:
+    """A time setting's value (read before every statement: cached): an integer (ms) or a
+    number with a unit, as PostgreSQL accepts it."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h|d|us)?\s*", value, re.IGNORECASE)
     if not m:
-        raise SqlError(f'invalid value for parameter "statement_timeout": "{value}"', "22023")
+        raise SqlError(f'invalid value for parameter "{name}": "{value}"', "22023",
+                       hint='Valid units for this parameter are "us", "ms", "s", "min", "h", '
+                            'and "d".' if re.search(r"\d", value) else None)
     scale = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
     return int(float(m.group(1)) * scale[(m.group(2) or "ms").lower()])
+
+
+def format_ms(ms: int) -> str:
+    """Milliseconds as SHOW prints a time setting: the largest unit that divides the value
+    (`1s`, `500ms`, `90s`, `1min`, `2h`), `0` for zero."""
+    if ms == 0:
+        return "0"
+    for unit, size in _MS_UNITS:
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
 
 
 class Settings:
@@ -176,8 +197,8 @@ class Settings:
                 raise SqlError('invalid value for parameter "standard_conforming_strings": '
                                f'"{value}" (only on is supported)', "22023")
             return "on"
-        if key == "statement_timeout":
-            return str(parse_interval_ms(value))
+        if key in MS_SETTINGS:
+            return str(parse_interval_ms(value, key))
         if key == "IntervalStyle" and low != "postgres":
             raise SqlError(f'invalid value for parameter "IntervalStyle": "{value}"', "22023")
         if key in ("TimeZone",) and low in ("local", "default"):
@@ -228,7 +249,7 @@ class Settings:
                 return name
         name = w.ident()
         if name is None:
-            raise SqlError("syntax error: expected a parameter name", "42601", w.position())
+            raise w.syntax_error('Expected a parameter name')
         return name
 
     def _set(self, w: Words) -> StatementResult:
@@ -244,10 +265,9 @@ class Settings:
         else:
             name = w.ident()
             if name is None:
-                raise SqlError("syntax error at or near SET", "42601", w.position())
+                raise w.syntax_error()
             if not w.accept_any("to", "="):
-                raise SqlError("syntax error: expected TO or = after the parameter name",
-                               "42601", w.position())
+                raise w.syntax_error('Expected TO or = after the parameter name')
         if w.accept("default") or (name == "TimeZone" and w.accept("local")):
             self.reset(name)
             return StatementResult("SET")
@@ -262,15 +282,20 @@ class Settings:
                 continue
             values.append(t.text if t.kind in ("str", "qid") else t.raw)
         if not values:
-            raise SqlError("syntax error: SET needs a value", "42601", w.position())
+            raise w.syntax_error('SET needs a value')
         self.set(name, ", ".join(values))
         return StatementResult("SET")
+
+    def show(self, key: str) -> str:
+        """A setting's value as SHOW prints it (time settings in PostgreSQL's units)."""
+        value = self.values[key]
+        return format_ms(int(value)) if key in MS_SETTINGS and value.isdigit() else value
 
     def _show(self, w: Words) -> StatementResult | None:
         if w.accept("all"):
             names = sorted(self.values, key=str.lower)
             t = pa.table({"name": pa.array(names, pa.string()),
-                          "setting": pa.array([self.values[n] for n in names], pa.string()),
+                          "setting": pa.array([self.show(n) for n in names], pa.string()),
                           "description": pa.array([""] * len(names), pa.string())})
             return StatementResult.rows("SHOW", t)
         start = w.i
@@ -283,5 +308,5 @@ class Settings:
             if name.lower() in ("tables", "databases", "schemas"):
                 return None
             raise SqlError(f'unrecognized configuration parameter "{name}"', "42704")
-        return StatementResult.rows("SHOW", pa.table({key: pa.array([self.values[key]],
+        return StatementResult.rows("SHOW", pa.table({key: pa.array([self.show(key)],
                                                                      pa.string())}))

@@ -222,8 +222,8 @@ def _value_text(v: Any) -> str:
     if isinstance(v, bytes):
         return '"' + v.decode("latin-1").encode("unicode_escape").decode().replace(
             '"', '\\"') + '"'
-    if isinstance(v, _dt.datetime):
-        return v.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if isinstance(v, _dt.datetime):  # as SHOW CREATE TABLE writes it (engine.types.sql_literal)
+        return v.isoformat(sep=" ", timespec="microseconds" if v.microsecond else "seconds")
     if isinstance(v, _dt.date):
         return v.isoformat()
     return str(v)

@@ -67,6 +67,7 @@ from engine.tablet.diskrowset import ScanStats
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
 from engine.tablet.write_op import OpType, RowError, RowErrorCode
+from engine.types import sql_literal
 
 
 NO_PARTITION = "NO_PARTITION"
@@ -214,7 +215,7 @@ class TableScan:
 
 
 def _key_text(key: tuple) -> str:
-    return "(" + ", ".join(repr(v) for v in key) + ")"
+    return "(" + ", ".join(sql_literal(v) for v in key) + ")"
 
 
 def _as_arrow(rows) -> pa.Table | None:

@@ -29,7 +29,7 @@ from engine.key_encoding import (
     successor_prefix,
 )
 from engine.schema import ColumnSchema, Schema
-from engine.types import INTEGER_RANGES, DataType, to_logical
+from engine.types import INTEGER_RANGES, DataType, sql_literal, to_logical
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,15 +87,17 @@ class ColumnPredicate:
             case "is_not_null":
                 return f"{c} IS NOT NULL"
             case "in":
-                return f"{c} IN ({', '.join(map(repr, self.values))})"
+                return f"{c} IN ({', '.join(map(sql_literal, self.values))})"
         if self.lower is not None and self.lower == self.upper and self.lower_inclusive \
                 and self.upper_inclusive:
-            return f"{c} = {self.lower!r}"
+            return f"{c} = {sql_literal(self.lower)}"
         parts = []
         if self.lower is not None:
-            parts.append(f"{c} {'>=' if self.lower_inclusive else '>'} {self.lower!r}")
+            parts.append(f"{c} {'>=' if self.lower_inclusive else '>'} "
+                         f"{sql_literal(self.lower)}")
         if self.upper is not None:
-            parts.append(f"{c} {'<=' if self.upper_inclusive else '<'} {self.upper!r}")
+            parts.append(f"{c} {'<=' if self.upper_inclusive else '<'} "
+                         f"{sql_literal(self.upper)}")
         return " AND ".join(parts) or f"{c} IS NOT NULL"
 
 

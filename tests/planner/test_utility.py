@@ -489,7 +489,7 @@ def test_show_tablets(cat, tmp_path, monkeypatch):
         ("memrowset_rows", pa.int64()), ("on_disk_bytes", pa.int64())])
     got = t.to_pylist()
     assert [x["tablet_id"] for x in got] == list(meta.tablet_ids)
-    r2026, r2027 = "2026-01-01T00:00:00.000000Z", "2027-01-01T00:00:00.000000Z"
+    r2026, r2027 = "2026-01-01 00:00:00", "2027-01-01 00:00:00"  # as SHOW CREATE TABLE
     assert [x["partition"] for x in got] == [
         f"HASH(host): 0, RANGE: VALUES < {r2026}",
         f"HASH(host): 0, RANGE: {r2026} <= VALUES < {r2027}",
@@ -609,3 +609,13 @@ def test_show_create_table_after_alter(cat):
 
 def dataclasses_without_id(col: ColumnSchema) -> ColumnSchema:
     return dataclasses.replace(col, id=-1)
+
+
+def test_show_partitions_writes_timestamps_as_show_create_table_does(cat):
+    run(cat, "create table tsr (ts timestamp primary key) partition by range (ts) "
+             "(partition '2026-01-01' <= values < '2026-07-01 12:30:00.5')")
+    [row] = rows(cat, "show partitions tsr")
+    assert row["range_partition"] == \
+        "2026-01-01 00:00:00 <= VALUES < 2026-07-01 12:30:00.500000"
+    ddl = rows(cat, "show create table tsr")[0]["statement"]
+    assert "PARTITION '2026-01-01 00:00:00' <= VALUES < '2026-07-01 12:30:00.500000'" in ddl

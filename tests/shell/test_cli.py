@@ -128,3 +128,14 @@ def test_kudusql_shell_subcommand(capsys, data_dir):
     assert cli.main(["shell", "-D", data_dir, "--no-maintenance", "-c",
                      "SELECT count(*) AS n FROM metrics"]) == 0
     assert capsys.readouterr().out == " n\n---\n 3\n(1 row)\n\n"
+
+
+def test_syntax_errors_in_postgres_words_with_caret_and_hint(capsys, data_dir):
+    status, _, err = run(capsys, "-D", data_dir, "--no-maintenance", "-c", "SELEC * FROM metrics")
+    assert status == 1
+    assert err.splitlines()[:3] == ['ERROR:  syntax error at or near "SELEC" (SQLSTATE 42601)',
+                                    "LINE 1: SELEC * FROM metrics", "        ^"], err
+    status, _, err = run(capsys, "-D", data_dir, "--no-maintenance", "-c",
+                         "CREATE TABLE t9 (a INT PRIMARY KEY) PARTITION BY foo")
+    assert 'syntax error at or near "foo"' in err and "HINT:  Expected HASH or RANGE" in err
+    assert "sqlglot" not in err and "<class" not in err

@@ -177,8 +177,11 @@ def test_row_errors_are_all_printed_and_fail_the_script(run):
     assert run.out.getvalue() == "INSERT 0 1\n"
     err = run.err.getvalue().splitlines()
     assert err[0] == "ERROR:  2 of 3 rows failed (1 applied)"
-    assert err[1].startswith("  row 1 (23505): duplicate key") and "(a, 2025-01-01 10:00)" in err[1]
-    assert err[2].startswith("  row 3 (23505): duplicate key") and "(b, 2026-01-01 10:00)" in err[2]
+    # key values as SQL literals (engine.types.sql_literal)
+    assert err[1].startswith("  row 1 (23505): duplicate key") and \
+        "('a', '2025-01-01 10:00')" in err[1]
+    assert err[2].startswith("  row 3 (23505): duplicate key") and \
+        "('b', '2026-01-01 10:00')" in err[2]
 
 
 def test_notices_go_to_stderr(run):

@@ -46,3 +46,18 @@ def test_tpch_loaded_through_spark_gives_the_same_22_answers(tpch_parquet, tmp_p
     assert [ln.split()[0] for ln in out.splitlines() if ln.rstrip().endswith("yes")] == \
         ["Q03", "Q06"], out
     assert "Spark-over-kudusql / Spark-over-Parquet" in out
+
+
+def test_run_without_data_says_to_load_first_and_creates_nothing(tmp_path, capsys):
+    db = tmp_path / "nodata"
+    assert main(["tpch", "run", "--sf", "0.01", "--data-dir", str(db), "--queries", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "kudusql tpch load --sf 0.01 --data-dir" in err and "first" in err
+    assert not db.exists()
+    # an existing database without the TPC-H tables: the same advice, naming what is missing
+    import kudusql
+    with kudusql.connect(str(db)) as conn:
+        conn.cursor().execute("CREATE TABLE region (r_regionkey INT PRIMARY KEY)")
+    assert main(["tpch", "run", "--sf", "0.01", "--data-dir", str(db), "--queries", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "no TPC-H data" in err and "lineitem" in err and "region," not in err

@@ -7,7 +7,10 @@
    once. The server must answer or close each connection, never crash a handler (no
    "connection ... failed" log record) and keep serving a well-behaved client.
 
-A few seconds by default; KUDUSQL_LONG=1 runs many more iterations.
+3. At scale (tests/wire/fuzz_scale.py): a slice against a real `kudusql serve` process, with
+   generated SQL, a canary session and RSS samples; the full runs are its command line.
+
+A few seconds by default (the slice ~30 s); KUDUSQL_LONG=1 runs many more iterations.
 """
 
 from __future__ import annotations
@@ -111,13 +114,15 @@ def _damage_sql(rng: random.Random, sql: bytes) -> bytes:
     return sql[:i] + rng.choice(_SQL_DAMAGE) + sql[i + rng.randint(0, 3):]
 
 
-def mutate_bodies(rng: random.Random, data: bytes) -> bytes:
-    """Keep every message well-formed, damage what it means: SQL text, statement and
-    portal names, parameter values and formats, row limits."""
+def mutate_bodies(rng: random.Random, data: bytes, sql: bool = True) -> bytes:
+    """Keep every message well-formed, damage what it means: SQL text (unless not `sql`),
+    statement and portal names, parameter values and formats, row limits."""
     msgs = split(data)
     for _ in range(rng.randint(1, 3)):
         k = rng.randrange(len(msgs))
         kind, body = msgs[k]
+        if not sql and kind in (b"Q", b"P"):
+            continue
         if kind == b"Q":
             body = _damage_sql(rng, body[:-1]).replace(b"\0", b"") + b"\0"
         elif kind == b"P":
@@ -228,3 +233,47 @@ def test_pre_startup_requests(server, payload):
             assert data
             buf += data
         assert b"R\0\0\0\x08\0\0\0\0" in buf
+
+
+def test_at_scale_slice_against_a_server_process():
+    """A slice of tests/wire/fuzz_scale.py (its docstring says what is checked): a real
+    `kudusql serve` process, damaged client traffic and generated SQL from several client
+    processes, a canary session and RSS samples. ~30 s; KUDUSQL_LONG=1 runs 25x more."""
+    from tests.wire.fuzz_scale import run
+    scale = 25 if LONG else 1
+    rep = run(messages=4000 * scale, statements=1500 * scale, workers=3, bound=10.0,
+              seed=20261125, log=lambda s: None)
+    m, s, srv = rep["messages"], rep["statements"], rep["server"]
+    assert srv["alive_at_end"] and srv["rss_over_limit_after_s"] is None, srv
+    assert m["messages"] >= 4000 * scale and m["outcomes"].get("hung", 0) == 0, m["outcomes"]
+    assert m["outcomes"].get("answered", 0) > m["connections"] // 4, m["outcomes"]
+    assert s["statements"] >= 1500 * scale and s["hung"] == 0 and s["closed"] == 0, s
+    assert s["errors"] > s["statements"] // 10          # near-valid statements do fail
+    assert not s["leaks"], s["leaks"][:3]
+    assert rep["canary"]["bad"] == 0 and rep["canary"]["ok"] > 0, rep["canary"]
+
+
+def test_hang_detection_bites():
+    """The fuzzer's verdicts on a listener that never answers: one that closes on EOF is
+    'closed_after_halfclose', one that ignores EOF too is 'hung'."""
+    import threading
+
+    from tests.wire.fuzz_scale import _exchange
+
+    def serve(close_on_eof: bool):
+        lsock = socket.create_server(("127.0.0.1", 0))
+
+        def loop():
+            c, _ = lsock.accept()
+            while c.recv(65536) or not close_on_eof:
+                if not close_on_eof:
+                    threading.Event().wait(3)
+                    break
+            c.close()
+            lsock.close()
+        threading.Thread(target=loop, daemon=True).start()
+        return lsock.getsockname()[1]
+
+    assert _exchange(serve(True), startup(), bound=1.0, answer_wait=0.2) == \
+        "closed_after_halfclose"
+    assert _exchange(serve(False), startup(), bound=1.0, answer_wait=0.2) == "hung"

@@ -100,10 +100,20 @@ def test_row_failures_name_each_row(conn):
     with pytest.raises(psycopg.errors.UniqueViolation) as ei:
         conn.execute("INSERT INTO st (k, v) VALUES (10, 'x'), (1, 'dup'), (11, 'y'), (2, 'd')")
     e = ei.value
-    assert "(and 1 more failed rows)" in str(e)
-    assert "row 2" in e.diag.message_detail and "row 4" in e.diag.message_detail
+    assert "row 2" in e.diag.message_primary and "(and 1 more failed row)" in str(e)
+    # the detail lists the other failures, not the first again, and counts what was applied
+    assert "row 4" in e.diag.message_detail and "row 2" not in e.diag.message_detail
     assert "2 rows were applied" in e.diag.message_detail
     assert conn.execute("SELECT count(*) FROM st WHERE k IN (10, 11)").fetchone() == (2,)
+
+
+def test_one_row_failure_detail_is_singular_and_not_a_repeat(conn):
+    with pytest.raises(psycopg.errors.UniqueViolation) as ei:
+        conn.execute("INSERT INTO st (k, v) VALUES (9020, 'x'), (1, 'dup')")
+    e = ei.value
+    assert "more failed" not in str(e)
+    assert e.diag.message_detail == "1 row was applied (each row is applied on its own)."
+    conn.execute("DELETE FROM st WHERE k = 9020")
 
 
 def test_copy_formats_round_trip(conn):
@@ -129,8 +139,8 @@ def test_copy_formats_round_trip(conn):
     with pytest.raises(psycopg.errors.BadCopyFileFormat) as ei, \
             cur.copy("COPY st (k, v) FROM STDIN") as cp:
         cp.write(b"40\tok\n41\ttoo\tmany\n42\n")
-    assert "line 2: extra data" in ei.value.diag.message_detail
-    assert "line 3: missing data" in ei.value.diag.message_detail
+    assert "line 2: extra data" in ei.value.diag.message_primary      # the first failure
+    assert "line 3: missing data" in ei.value.diag.message_detail     # the others
     assert conn.execute("SELECT count(*) FROM st WHERE k BETWEEN 40 AND 42").fetchone() == (1,)
 
 
