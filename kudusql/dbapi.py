@@ -346,7 +346,8 @@ class Cursor(RowFetching):
             raise ProgrammingError("no results: the last statement returned no rows")
         if self._rows is None:
             # DB-API rows are Python tuples: one conversion per column, then zip.
-            cols = [c.to_pylist() for c in self._table.columns]
+            cols = [_interval_values(c) if pa.types.is_interval(c.type) else c.to_pylist()
+                    for c in self._table.columns]
             self._rows = list(zip(*cols)) if cols else [()] * self._table.num_rows
         return self._rows
 
@@ -435,3 +436,11 @@ def connect(dsn: str, **kwargs):
     except EngineError as e:        # e.g. 55006: another process owns the directory
         raise error_class(e.sqlstate)(str(e), e.sqlstate) from None
     return Connection(db)
+
+
+def _interval_values(col) -> list:
+    """INTERVAL values as datetime.timedelta, a month counted as 30 days (as psycopg
+    returns them), not pyarrow's MonthDayNano tuples."""
+    return [None if v is None else _dt.timedelta(
+        days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
+        for v in col.to_pylist()]   # a loop per value: interval result columns are rare

@@ -34,7 +34,7 @@ so an OID is the same in every statement and every session. Two ids hashing to o
 What is modelled. Each table is a relation (relkind 'r') with its columns in declared order
 (attnum 1..n), NOT NULL and DEFAULT from the Kudu schema; its primary key is a unique btree
 index `<table>_pkey` (relkind 'i', pg_index, pg_constraint 'p') - Kudu's primary key index
-(rows sorted by key, a B-tree of keys per rowset), the only index there is, so `\di` lists
+(rows sorted by key, a B-tree of keys per rowset), the only index there is, so `\\di` lists
 exactly one per table; a table comment is its
 pg_description. Kudu types map to int2 (INT8, INT16), int4, int8, float4, float8,
 numeric(p,s), text (STRING), varchar(n), bytea, bool, date and timestamp. The system views

@@ -340,3 +340,23 @@ def test_intersect_except_with_null_typed_columns(con):
     # Acero refused the NULL-typed payload column of the semi / anti join (XX000)
     assert rows(con, "SELECT NULL, 1 EXCEPT SELECT NULL, 2") == [(None, 1)]
     assert rows(con, "SELECT NULL, 1 INTERSECT SELECT NULL, 1") == [(None, 1)]
+
+
+# -- found by the at-scale statement fuzzer (tests/wire/fuzz_scale.py) ----------------------
+def test_order_by_an_interval_column(con):
+    """ORDER BY an INTERVAL was XX000 (Arrow cannot sort MonthDayNano): intervals order by
+    their span, a month as 30 days, as in PostgreSQL; the DB-API returns timedelta."""
+    import datetime as dt
+    q = ("SELECT CASE a WHEN 1 THEN INTERVAL '25 hours' WHEN 2 THEN INTERVAL '1 day' "
+         "WHEN 3 THEN INTERVAL '1 month' END AS i FROM t ORDER BY 1")
+    assert rows(con, q) == [(dt.timedelta(days=1),), (dt.timedelta(days=1, hours=1),),
+                            (dt.timedelta(days=30),), (None,)]
+    assert rows(con, q + " DESC")[1:] == [(dt.timedelta(days=30),),
+                                         (dt.timedelta(days=1, hours=1),),
+                                         (dt.timedelta(days=1),)]
+
+
+def test_order_by_position_of_a_scalar_subquery_with_an_aggregate(con):
+    """SELECT (SELECT count(a) FROM t) FROM t ORDER BY 1 raised an AssertionError in the
+    binder before the unaliased-subquery fix (issue 16)."""
+    assert rows(con, "SELECT (SELECT count(a) FROM t) FROM t ORDER BY 1") == [(4,)] * 4
