@@ -727,8 +727,8 @@ class Executor:
             arg = _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
             a = args.get(k)
             if a is None or a.distinct:
-                return hash_key(arg)                     # -0.0 and 0.0 are one value
-            if a.func == "sum" and pa.types.is_int64(arg.type):
+                arg = hash_key(arg)                      # -0.0 and 0.0 are one value
+            if a is not None and a.func == "sum" and pa.types.is_int64(arg.type):
                 # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps
                 # around silently on overflow
                 return arg.cast(pa.decimal128(38, 0))
