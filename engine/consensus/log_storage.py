@@ -78,19 +78,20 @@ class MemoryLogStorage(LogStorage):
         self.durable_index = 0
 
     def term(self, index: int) -> int | None:
-        si, st, _ = self._snap
-        if index == si:
-            return st
-        if si < index <= self.last_index:
-            return self._entries[index - si - 1].term
-        return None
+        return self._field(index, 1)
 
     def timestamp(self, index: int) -> int | None:
-        si, _, sts = self._snap
+        return self._field(index, 2)
+
+    def _field(self, index: int, i: int) -> int | None:
+        """The term (i=1) or timestamp (i=2) of the entry at `index`, from the snapshot
+        just below the first entry or from the entry itself; None outside the log."""
+        si = self._snap[0]
         if index == si:
-            return sts
+            return self._snap[i]
         if si < index <= self.last_index:
-            return self._entries[index - si - 1].timestamp
+            e = self._entries[index - si - 1]
+            return e.term if i == 1 else e.timestamp
         return None
 
     def entries(self, lo: int, hi: int) -> list[LogEntry]:
