@@ -634,6 +634,7 @@ class Executor:
             x = None
         else:
             x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            _check_aggregate_arg(f, f, x.type)
             valid = pc.is_valid(x).to_numpy(zero_copy_only=False).astype(np.int64)
         # the last row each row's frame reaches
         if c.frame == "partition":
@@ -726,6 +727,8 @@ class Executor:
             """One input column of the aggregation, evaluated over morsel `m`."""
             arg = _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
             a = args.get(k)
+            if a is not None:
+                _check_aggregate_arg(a.func, a.key, arg.type)
             if a is None or a.distinct:
                 arg = hash_key(arg)                      # -0.0 and 0.0 are one value
             if a is not None and a.func == "sum" and pa.types.is_int64(arg.type):
@@ -1494,6 +1497,27 @@ def _aggregate_lists(a: L.AggCall, lists) -> pa.Array:
     r = flat.group_by("i").aggregate([("v", fn, opts) if opts else ("v", fn)])
     pos = pc.index_in(pa.array(np.arange(n)), r.column("i"))
     return pc.take(r.column(f"v_{fn}"), pos)
+
+
+_NUMERIC_AGGREGATES = {"sum", "avg", "stddev", "stddev_pop", "variance", "variance_pop"}
+
+
+def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
+    """42883 as PostgreSQL words it for an aggregate over a type it has no form for
+    (`sum(text)`, `bool_and(integer)`); Arrow's kernels would fail with their own text."""
+    if func in _NUMERIC_AGGREGATES:
+        ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
+            pa.types.is_decimal(typ) or pa.types.is_null(typ)
+    elif func in ("bool_and", "bool_or"):
+        ok = pa.types.is_boolean(typ) or pa.types.is_null(typ)
+    else:
+        return
+    if not ok:
+        from planner.expr import _pg_name
+        name = "avg" if key.endswith(".sum") else func    # avg is bound as sum / count
+        raise SqlError(f"function {name}({_pg_name(typ)}) does not exist", "42883",
+                       hint="No function matches the given name and argument types. You "
+                            "might need to add explicit type casts.")
 
 
 def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:

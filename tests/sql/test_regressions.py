@@ -378,3 +378,17 @@ def test_sum_and_avg_distinct_of_bigint_do_not_wrap_around(tmp_path):
     g, s, a = cur.fetchone()
     assert s == 18446744073709551613 and a > 0
     c.close()
+
+
+@pytest.mark.parametrize("q, words", [
+    ("SELECT sum(CAST(a AS STRING)) FROM t", "function sum(text) does not exist"),
+    ("SELECT avg(CAST(a AS STRING)) FROM t GROUP BY b", "function avg(text) does not exist"),
+    ("SELECT stddev(DATE '2026-01-01') FROM t", "function stddev(date) does not exist"),
+    ("SELECT bool_and(a) FROM t", "function bool_and(integer) does not exist"),
+    ("SELECT sum(CAST(a AS STRING)) OVER () FROM t", "function sum(text) does not exist"),
+])
+def test_aggregate_over_a_type_it_has_no_form_for(con, q, words):
+    """sum(text) and the like were XX000 (Arrow's kernel error); found by the at-scale
+    statement fuzzer. PostgreSQL: 42883 'function sum(text) does not exist'."""
+    e = err(con, q)
+    assert e.sqlstate == "42883" and str(e).startswith(words)
