@@ -61,7 +61,10 @@ def join(sep: str, parts) -> Sql:
 TYPES = [
     ("TINYINT", "TINYINT", "int"), ("SMALLINT", "SMALLINT", "int"),
     ("INT", "INTEGER", "int"), ("BIGINT", "BIGINT", "int"),
-    ("REAL", "REAL", "float"), ("DOUBLE", "DOUBLE", "float"),
+    # REAL is DOUBLE in DuckDB: DuckDB computes `real - integer` in float32, PostgreSQL
+    # (and kudusql) in double precision; the values are float32-exact (FLOATS below), so
+    # the stored values are the same either way
+    ("REAL", "DOUBLE", "float"), ("DOUBLE", "DOUBLE", "float"),
     ("DECIMAL(9,2)", "DECIMAL(9,2)", "dec"), ("DECIMAL(18,4)", "DECIMAL(18,4)", "dec"),
     ("DECIMAL(38,10)", "DECIMAL(38,10)", "dec"),
     ("STRING", "VARCHAR", "str"), ("VARCHAR(5)", "VARCHAR", "str"),
