@@ -1080,6 +1080,8 @@ class Connection:
                     for chunk in reader.feed(msg.data):
                         applied += await self._blocking(self._copy_insert, table, chunk,
                                                         failures)
+                except _CONNECTION_ERRORS:
+                    raise                   # the client went away: the connection ends
                 except Exception as e:  # noqa: BLE001 - ends the COPY with an error
                     error = e
                     break
@@ -1099,11 +1101,15 @@ class Connection:
             try:
                 for chunk in reader.finish():
                     applied += await self._blocking(self._copy_insert, table, chunk, failures)
+            except _CONNECTION_ERRORS:
+                raise
             except Exception as e:  # noqa: BLE001 - reported as the COPY's error
                 error = e
         if error is not None:
             if isinstance(error, SqlError) and applied and error.sqlstate != "57014":
-                error.message += f" ({applied} rows were applied before the error)"
+                error.message += (f" ({applied} row{'' if applied == 1 else 's'} "
+                                  f"{'was' if applied == 1 else 'were'} applied before the "
+                                  "error)")
             self._error(error)
             return False
         if failures:
@@ -1153,6 +1159,9 @@ class Connection:
                 async for data in chunks:
                     self.send(data)
                     await self.maybe_flush()
+        except _CONNECTION_ERRORS:
+            rows.close()            # the client went away: the connection ends, no error
+            raise
         except Exception as e:  # noqa: BLE001 - ends copy-out mode with the error
             rows.close()
             self._error(e)

@@ -609,6 +609,20 @@ def _sql_worker(args) -> dict:
 
 # -- the server and its watchers -------------------------------------------------------------
 
+def _tracebacks(logtext: str) -> list[str]:
+    """The logged tracebacks: each from its 'Traceback' line to the exception line."""
+    out, cur = [], None
+    for ln in logtext.splitlines():
+        if ln.startswith("Traceback"):
+            cur = [ln]
+        elif cur is not None:
+            cur.append(ln)
+            if not ln.startswith((" ", "\t")):
+                out.append("\n".join(cur))
+                cur = None
+    return out
+
+
 class Server:
     """`python -m kudusql serve` as a real process on a free 127.0.0.1 port."""
 
@@ -791,6 +805,8 @@ def run(messages: int, statements: int, workers: int = 4, bound: float = 10.0,
             "log_failed_connections": len(re.findall(r"connection .* failed", logtext)),
             "log_excerpt": [ln for ln in logtext.splitlines()
                             if "Traceback" in ln or "ERROR" in ln][:20],
+            # the first tracebacks whole: the log goes with the temporary directory
+            "log_tracebacks_text": _tracebacks(logtext)[:3],
         }
         report["server"]["rss_over_limit_after_s"] = watch.rss_over_limit_at
         report["canary"] = {"ok": watch.canary_ok, "bad": watch.canary_bad,
