@@ -743,8 +743,10 @@ class Executor:
                 m = m.append_column(k, _chunked(evaluate(self.prepare(e, m), m), m.num_rows))
             cols = {k: column(k, e, m) for k, e in items}
             for k, a in args.items():
-                if a.func == "count" and pa.types.is_null(cols[k].type):
-                    cols[k] = cols[k].cast(pa.int8())     # count(DISTINCT NULL): no kernel
+                if (a.func == "count" or a.distinct) and pa.types.is_null(cols[k].type):
+                    # count(DISTINCT NULL) has no kernel, and Acero's hash_distinct over a
+                    # NULL-typed column crashes the process (sum(DISTINCT NULL) GROUP BY)
+                    cols[k] = cols[k].cast(pa.int8())
             for a in max_aggs:        # max over floats is NaN when a NaN is present
                 arg = cols[f"{a.key}$arg"]
                 cols[f"{a.key}$nan"] = pc.fill_null(pc.is_nan(arg), False) \
