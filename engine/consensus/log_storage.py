@@ -37,12 +37,27 @@ class LogStorage:
     first_index: int
     last_index: int
     durable_index: int
+    _snap: tuple[int, int, int]     # (index, term, timestamp) just below the first entry
 
     def term(self, index: int) -> int | None:
         """Term of the entry at `index`; 0 for index 0; None if not retained."""
-        raise NotImplementedError
+        return self._at(index, 1)
 
     def timestamp(self, index: int) -> int | None:
+        return self._at(index, 2)
+
+    def _at(self, index: int, field: int) -> int | None:
+        """The term (field 1) or timestamp (field 2) at `index`: from the snapshot boundary
+        or from the retained entry; None outside the log."""
+        si = self._snap[0]
+        if index == si:
+            return self._snap[field]
+        if si < index <= self.last_index:
+            return self._retained(index - si - 1, field)
+        return None
+
+    def _retained(self, offset: int, field: int) -> int:
+        """The term (field 1) or timestamp (field 2) of the offset-th retained entry."""
         raise NotImplementedError
 
     def entries(self, lo: int, hi: int) -> list[LogEntry]:
@@ -77,22 +92,9 @@ class MemoryLogStorage(LogStorage):
         self.last_index = 0
         self.durable_index = 0
 
-    def term(self, index: int) -> int | None:
-        return self._field(index, 1)
-
-    def timestamp(self, index: int) -> int | None:
-        return self._field(index, 2)
-
-    def _field(self, index: int, i: int) -> int | None:
-        """The term (i=1) or timestamp (i=2) of the entry at `index`, from the snapshot
-        just below the first entry or from the entry itself; None outside the log."""
-        si = self._snap[0]
-        if index == si:
-            return self._snap[i]
-        if si < index <= self.last_index:
-            e = self._entries[index - si - 1]
-            return e.term if i == 1 else e.timestamp
-        return None
+    def _retained(self, offset: int, field: int) -> int:
+        e = self._entries[offset]
+        return e.term if field == 1 else e.timestamp
 
     def entries(self, lo: int, hi: int) -> list[LogEntry]:
         si = self._snap[0]
@@ -184,21 +186,8 @@ class WalLogStorage(LogStorage):
             # dicts keep insertion order: the oldest cached entry goes first
             del self._cache[next(iter(self._cache))]
 
-    def term(self, index: int) -> int | None:
-        si, st, _ = self._snap
-        if index == si:
-            return st
-        if si < index <= self.last_index:
-            return self._terms[index - si - 1]
-        return None
-
-    def timestamp(self, index: int) -> int | None:
-        si, _, sts = self._snap
-        if index == si:
-            return sts
-        if si < index <= self.last_index:
-            return self._ts[index - si - 1]
-        return None
+    def _retained(self, offset: int, field: int) -> int:
+        return (self._terms if field == 1 else self._ts)[offset]
 
     def entries(self, lo: int, hi: int) -> list[LogEntry]:
         si = self._snap[0]
