@@ -170,13 +170,20 @@ class Connection:
                 return msg
             if self.out:
                 await self.flush()
-            try:
-                data = await self.reader.read(self.config.read_bytes)
-            except (ConnectionError, OSError):
+            if not await self._read_more():
                 return None
-            if not data:
-                return None
-            self.decoder.feed(data)
+
+    async def _read_more(self) -> bool:
+        """Read what the client sent next into the decoder; False once it has closed the
+        connection (EOF or a socket error)."""
+        try:
+            data = await self.reader.read(self.config.read_bytes)
+        except (ConnectionError, OSError):
+            return False
+        if not data:
+            return False
+        self.decoder.feed(data)
+        return True
 
     # -- lifecycle --------------------------------------------------------------------------
     async def run(self) -> None:
@@ -428,13 +435,8 @@ class Connection:
         """True once the client has closed the connection; False if it sent so much while
         the statement ran that watching stops (the decoder keeps what it sent)."""
         while self.decoder.buffered() < 4 * self.config.read_bytes:
-            try:
-                data = await self.reader.read(self.config.read_bytes)
-            except (ConnectionError, OSError):
+            if not await self._read_more():
                 return True
-            if not data:
-                return True
-            self.decoder.feed(data)
         return False
 
     def _begin_statement(self):
