@@ -94,6 +94,8 @@ class InternalError(SqlError):
 
 INTERNAL_ERROR_MESSAGE = ("internal error: the statement failed unexpectedly (a bug in "
                           "kudusql; the server log has the details)")
+
+
 def _ident(node) -> str:
     """An identifier's name as PostgreSQL folds it: unquoted lower-cased."""
     return node.name if getattr(node, "quoted", False) else node.name.lower()

@@ -424,11 +424,8 @@ class Executor:
     def distinct(self, t: pa.Table) -> pa.Table:
         if t.num_columns == 0 or t.num_rows <= _guard.MORSEL_ROWS:
             return distinct(t)
-        prepare = None
-        if any(pa.types.is_floating(f.type) for f in t.schema):     # -0.0 = 0.0, as there
-            def prepare(m: pa.Table) -> pa.Table:
-                return pa.Table.from_arrays([hash_key(c) for c in m.columns],
-                                            names=m.column_names)
+        # -0.0 and 0.0 are one value, as in the one-call distinct()
+        prepare = _hash_keys if any(pa.types.is_floating(f.type) for f in t.schema) else None
         return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
 
     def aggregate_plan(self, t: pa.Table, keys: list[str], spec: list, prepare) -> pa.Table:
@@ -1347,11 +1344,16 @@ def hash_key(a):
     return a
 
 
+def _hash_keys(t: pa.Table) -> pa.Table:
+    """Every column of `t` as a hash key (floats: -0.0 -> 0.0)."""
+    return pa.Table.from_arrays([hash_key(c) for c in t.columns], names=t.column_names)
+
+
 def distinct(t: pa.Table) -> pa.Table:
     if t.num_columns == 0:
         return empty_rows(min(t.num_rows, 1))
     if any(pa.types.is_floating(f.type) for f in t.schema):
-        t = pa.Table.from_arrays([hash_key(c) for c in t.columns], names=t.column_names)
+        t = _hash_keys(t)
     r = t.group_by(t.column_names, use_threads=True).aggregate([])
     return r.select(t.column_names)
 
