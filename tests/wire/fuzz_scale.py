@@ -449,7 +449,7 @@ class SqlGen:
         if kind == 10:
             return f"EXPLAIN {r.choice(['', 'ANALYZE '])}{self.select()}"
         if kind == 11:
-            return r.choice([f"SHOW TABLES", f"SHOW COLUMNS FROM {t}", f"SHOW PARTITIONS {t}",
+            return r.choice(["SHOW TABLES", f"SHOW COLUMNS FROM {t}", f"SHOW PARTITIONS {t}",
                              f"SHOW CREATE TABLE {t}", "SHOW statement_timeout",
                              "SHOW search_path", f"SHOW TABLETS {t}", "SHOW ALL",
                              f"DESCRIBE {t}"])

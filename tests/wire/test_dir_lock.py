@@ -4,7 +4,6 @@ server's PID (printed cleanly, exit status non-zero), and the other way round.""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
