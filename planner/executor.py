@@ -51,12 +51,12 @@ from sqlglot import exp
 from engine import clock as _clock
 from engine.tablet.diskrowset import ScanStats
 from planner import logical as L
-from planner.binder import AvgOf, SubqueryRef, and_all, keycol, refs
+from planner.logical import AvgOf, SubqueryRef, and_all, keycol, output_keys, refs
+from planner.logical import all_nodes as _all_nodes
 from planner.errors import SqlError
 from planner import guard as _guard
 from planner.expr import Const, evaluate, evaluate_filter
 from planner.guard import QueryGuard
-from planner.rules import _all_nodes, output_keys
 
 MAX_CROSS_JOIN_ROWS = 50_000_000
 
@@ -1298,7 +1298,7 @@ def _setop_types(left: pa.Table, right: pa.Table, keys: list[str]
     """Both inputs of a set operation renamed to `keys`, each column pair cast to its common
     type by the expression rules (PostgreSQL's: int and numeric give numeric, numeric and
     double give double), not Arrow's promotion; 42804 when there is none."""
-    from planner.expr import _cast, _supertype
+    from planner.expr import cast as _cast, supertype as _supertype
     lcols, rcols = [], []
     for a, b in zip(left.columns, right.columns):
         if a.type != b.type and not pa.types.is_null(a.type) and not pa.types.is_null(b.type):
@@ -1322,7 +1322,7 @@ def _chunked(a, n: int):
 def _concat_promote(parts: list, name: str) -> pa.Array:
     """One VALUES column from its rows' values: the common type by the expression rules
     (1 and 1.5 give DECIMAL, as in PostgreSQL), 42804 when there is none."""
-    from planner.expr import _cast, _supertype
+    from planner.expr import cast as _cast, supertype as _supertype
     types = [p.type for p in parts if not pa.types.is_null(p.type)]
     target = _supertype(types) if types else pa.null()
     if target is None:
@@ -1517,7 +1517,7 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
     else:
         return
     if not ok:
-        from planner.expr import _pg_name
+        from planner.expr import pg_name as _pg_name
         name = "avg" if key.endswith(".sum") else func    # avg is bound as sum / count
         raise SqlError(f"function {name}({_pg_name(typ)}) does not exist", "42883",
                        hint="No function matches the given name and argument types. You "

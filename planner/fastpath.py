@@ -32,7 +32,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from planner import logical as L
-from planner.binder import AvgOf, SubqueryRef
+from planner.logical import AvgOf, SubqueryRef
 from planner.executor import Executor, _chunked, empty_rows
 from planner.expr import (
     Const,

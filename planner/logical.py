@@ -304,3 +304,87 @@ def walk(node: Node):
     yield node
     for c in node.children():
         yield from walk(c)
+
+
+# -- plan helpers: expressions over internal keys, and the plan-only expression nodes --------
+# (shared by the binder, the rules and the executor)
+
+
+class SubqueryRef(exp.Expression):
+    """A scalar uncorrelated subquery: `this` is its `logical.Output`; the executor runs it
+    once and substitutes the value."""
+    arg_types = {"this": True}
+
+
+class AvgOf(exp.Expression):
+    """avg(x) as sum / count, with the result type of SQL's avg: DECIMAL for DECIMAL input
+    (exact division), double otherwise. Evaluated by the executor."""
+    arg_types = {"this": True, "expression": True}
+
+
+def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    if e is None:
+        return []
+    if isinstance(e, exp.Paren):
+        return conjuncts(e.this)
+    if isinstance(e, exp.And):
+        return conjuncts(e.this) + conjuncts(e.expression)
+    return [e]
+
+
+def and_all(parts: list[exp.Expression]) -> exp.Expression | None:
+    out = None
+    for p in parts:
+        out = p if out is None else exp.And(this=out, expression=p)
+    return out
+
+
+def keycol(key: str) -> exp.Column:
+    return exp.Column(this=exp.Identifier(this=key, quoted=True))
+
+
+def refs(e: exp.Expression) -> set[str]:
+    """Internal keys an (already bound) expression reads."""
+    return {c.name for c in e.find_all(exp.Column)}
+
+
+def output_keys(node: Node) -> list[str]:
+    """The internal keys a node produces, in order."""
+    if isinstance(node, Scan):
+        return [node.key(c) for c in node.columns] + (
+            [node.key("is_deleted")] if node.changes else [])
+    if isinstance(node, Values):
+        return list(node.keys)
+    if isinstance(node, (Filter, Sort, Limit, Distinct)):
+        return output_keys(node.input)
+    if isinstance(node, Project):
+        return [k for k, _ in node.items]
+    if isinstance(node, MultiJoin):
+        return [k for i in node.inputs for k in output_keys(i)]
+    if isinstance(node, Join):
+        if node.kind in ("semi", "anti"):
+            return output_keys(node.left)
+        return output_keys(node.left) + output_keys(node.right)
+    if isinstance(node, Aggregate):
+        return [k for k, _ in node.groups] + [a.key for a in node.aggs]
+    if isinstance(node, SetOp):
+        return list(node.keys)
+    if isinstance(node, Window):
+        return output_keys(node.input) + [c.key for c in node.calls]
+    raise TypeError(node)
+
+
+def subquery_plans(node: Node):
+    """Plans (`Output`s) of the scalar subqueries referenced by the node's expressions."""
+    for e in node.expressions():
+        for s in e.find_all(SubqueryRef):
+            yield s.this
+
+
+def all_nodes(root: Node):
+    """Every node under `root`, pre-order, including the nodes of the scalar subqueries
+    (SubqueryRef) its expressions reference."""
+    for n in walk(root):
+        yield n
+        for sub in subquery_plans(n):
+            yield from all_nodes(sub.plan)

@@ -32,33 +32,10 @@ from sqlglot import exp
 
 from engine.tablet.scan_spec import ColumnPredicate
 from planner import logical as L
-from planner.binder import SubqueryRef, and_all, conjuncts, refs
+from planner.logical import all_nodes as _all_nodes
+from planner.logical import SubqueryRef, and_all, conjuncts, output_keys, refs
+from planner.logical import subquery_plans as _subplans
 from planner.expr import coerce_literal_to, constant_value, fold_constants
-
-
-def output_keys(node: L.Node) -> list[str]:
-    if isinstance(node, L.Scan):
-        return [node.key(c) for c in node.columns] + (
-            [node.key("is_deleted")] if node.changes else [])
-    if isinstance(node, L.Values):
-        return list(node.keys)
-    if isinstance(node, (L.Filter, L.Sort, L.Limit, L.Distinct)):
-        return output_keys(node.input)
-    if isinstance(node, L.Project):
-        return [k for k, _ in node.items]
-    if isinstance(node, L.MultiJoin):
-        return [k for i in node.inputs for k in output_keys(i)]
-    if isinstance(node, L.Join):
-        if node.kind in ("semi", "anti"):
-            return output_keys(node.left)
-        return output_keys(node.left) + output_keys(node.right)
-    if isinstance(node, L.Aggregate):
-        return [k for k, _ in node.groups] + [a.key for a in node.aggs]
-    if isinstance(node, L.SetOp):
-        return list(node.keys)
-    if isinstance(node, L.Window):
-        return output_keys(node.input) + [c.key for c in node.calls]
-    raise TypeError(node)
 
 
 def _map_exprs(node: L.Node, fn) -> None:
@@ -96,20 +73,6 @@ def _map_exprs(node: L.Node, fn) -> None:
             c.partition = [fn(e) for e in c.partition]
             for k in c.order:
                 k.expr = fn(k.expr)
-
-
-def _subplans(node: L.Node):
-    """Plans of scalar subqueries referenced by the node's expressions."""
-    for e in node.expressions():
-        for s in e.find_all(SubqueryRef):
-            yield s.this
-
-
-def _all_nodes(root: L.Node):
-    for n in L.walk(root):
-        yield n
-        for sub in _subplans(n):
-            yield from _all_nodes(sub.plan)
 
 
 # -- fold_constants ------------------------------------------------------------------------

@@ -47,11 +47,21 @@ QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
 
 def plan_query(catalog, ast: exp.Expression, sql: str, params=None, cache=None
                ) -> L.Output:
-    out = Binder(catalog, sql, params).bind_query(ast)
+    out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(ast)
     out.utc = _now_columns(ast)
     if cache is not None and params:
         cache.store(catalog, sql, params, out)
     return _optimize(out, catalog)
+
+
+def subquery_runner(catalog):
+    """The binder's SubqueryRunner (planner.binder.common): optimize a bound plan (unless
+    `rules=False`) and execute it with a fresh Executor over `catalog`."""
+    def run(plan: L.Output, *, rules: bool = True, schema_only: bool = False) -> pa.Table:
+        if rules:
+            plan = optimize(plan, catalog)
+        return Executor(catalog, schema_only=schema_only).run_output(plan)
+    return run
 
 
 def _optimize(out: L.Output, catalog) -> L.Output:
@@ -160,7 +170,7 @@ def prepare(catalog, ast, sql: str, name: str) -> PreparedSql:
     columns and functions resolved) with the parameter types."""
     import datetime as _dt
 
-    from planner.expr import _arrow_type, _pg_name
+    from planner.expr import arrow_type as _arrow_type, pg_name as _pg_name
 
     inner = ast.expression
     if not isinstance(inner, _PREPARABLE):
@@ -183,7 +193,7 @@ def prepare(catalog, ast, sql: str, name: str) -> PreparedSql:
 def execute_arguments(catalog, prepared: PreparedSql, ast, sql: str) -> list[pa.Scalar]:
     """The values of `EXECUTE name (arg, ...)` (a KuduExecute node of `sql`), each cast to
     its parameter's type as PostgreSQL's EXECUTE coerces them."""
-    from planner.expr import _sql_type
+    from planner.expr import sql_type as _sql_type
 
     args = ast.expressions
     if len(args) != len(prepared.types):
@@ -253,7 +263,7 @@ def infer_parameter_types(catalog, ast: exp.Expression) -> dict[int, pa.DataType
     """$n -> the type its context implies: the column it is compared with, assigned to or
     inserted into, a CAST's type, integers for LIMIT/OFFSET; None when unknown (PostgreSQL
     then calls it text)."""
-    from planner.expr import _arrow_type   # SQL type -> Arrow type, shared with CAST
+    from planner.expr import arrow_type as _arrow_type   # SQL type -> Arrow type, shared with CAST
     schemas = {}
     for t in ast.find_all(exp.Table):
         if catalog.has_table(t.name):
@@ -333,7 +343,7 @@ def explain(catalog, ast, sql, params=None, analyze: bool = False,
 
 
 def render(out: L.Output, ex: Executor | None) -> list[str]:
-    from planner.binder import SubqueryRef
+    from planner.logical import SubqueryRef
     lines: list[str] = []
 
     def node_lines(node: L.Node, depth: int) -> None:
@@ -565,7 +575,7 @@ def _sql_round(col, target: pa.DataType):
     if not pa.types.is_decimal(target) or col.type == target or not (
             pa.types.is_decimal(col.type) or pa.types.is_floating(col.type)):
         return col
-    from planner.expr import _cast
+    from planner.expr import cast as _cast
     try:
         return _cast(col, target, None)
     except SqlError:
@@ -623,7 +633,7 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
         raise FeatureNotSupported("UPDATE ... FROM / DELETE ... USING is not supported",
                                   position=position(sql, ast))
     # keep positions: the copied nodes keep their meta
-    out = Binder(catalog, sql, params).bind_query(sel)
+    out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
     if cache is not None and params:
         cache.store(catalog, key, params, out)
     return Executor(catalog, check_cancel=check_cancel).run_output(optimize(out, catalog))

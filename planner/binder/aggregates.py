@@ -1,0 +1,329 @@
+"""Aggregates and windows in the binder: what follows FROM / WHERE in a SELECT - GROUP BY,
+aggregate calls (avg as sum / count: `logical.AvgOf`), ordered aggregates (array_agg,
+string_agg: SubPlans per group), HAVING, window calls, the SELECT list, DISTINCT, ORDER BY
+and LIMIT - and the rewrite of `agg(x) FILTER (WHERE c)` before qualify.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from planner import logical as L
+from planner.errors import FeatureNotSupported, SqlError
+from planner.expr import Const
+from planner.logical import and_all, AvgOf, keycol
+from planner.binder.common import _ancestors, in_nested_subquery, output_name, position, Scope
+
+AGGREGATES: dict[type, str] = {
+    exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev", exp.StddevSamp: "stddev", exp.StddevPop: "stddev_pop",
+    exp.Variance: "variance", exp.VariancePop: "variance_pop",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or",
+}
+
+
+def rewrite_filter_clauses(ast: exp.Expression) -> None:
+    """`agg(x) FILTER (WHERE c)` -> `agg(CASE WHEN c THEN x END)` (in place): the aggregates
+    here all skip NULLs, so the rows the filter drops count for nothing; `count(*)` becomes
+    `count(CASE WHEN c THEN 1 END)`. array_agg / string_agg keep the clause (0A000)."""
+    for f in list(ast.find_all(exp.Filter)):
+        agg = f.this
+        cond = f.expression.this if isinstance(f.expression, exp.Where) else f.expression
+        if not isinstance(agg, exp.AggFunc) or isinstance(agg, (exp.ArrayAgg,
+                                                                exp.GroupConcat)):
+            raise FeatureNotSupported(f"FILTER on {agg.sql_name().lower()} is not supported")
+        arg = agg.this
+        target = arg.expressions[0] if isinstance(arg, exp.Distinct) and \
+            len(arg.expressions) == 1 else arg
+        if target is None or isinstance(target, exp.Star):
+            new_arg: exp.Expression = exp.Case(ifs=[exp.If(this=cond.copy(),
+                                                           true=exp.Literal.number(1))])
+            agg = exp.Count(this=new_arg)
+        else:
+            case = exp.Case(ifs=[exp.If(this=cond.copy(), true=target.copy())])
+            if isinstance(arg, exp.Distinct):
+                agg = agg.copy()
+                agg.this.set("expressions", [case])
+            else:
+                agg = agg.copy()
+                agg.set("this", case)
+        f.replace(agg)
+
+
+class AggregateBinding:
+    """GROUP BY, aggregates, HAVING, windows, ORDER BY / DISTINCT / LIMIT of a SELECT. Mixed into planner.binder.Binder."""
+
+    @staticmethod
+    def _has_agg(sel: exp.Select) -> bool:
+        return any(not in_nested_subquery(a, sel)
+                   for e in sel.expressions for a in e.find_all(exp.AggFunc))
+
+    # -- GROUP BY, projections, ORDER BY ---------------------------------------------------
+    def finish_select(self, sel: exp.Select, node: L.Node, scope: Scope, ctes):
+        items = sel.expressions
+        windows = [w for it in items for w in it.find_all(exp.Window)
+                   if not in_nested_subquery(w, sel)]
+        for w in sel.find_all(exp.Window):
+            if not in_nested_subquery(w, sel) and not any(w is x for x in windows):
+                raise FeatureNotSupported("window functions are supported in the SELECT list "
+                                          "only", position=position(self.sql, w))
+        names = [output_name(i) for i in items]
+        aliases = {i: it.alias for i, it in enumerate(items) if isinstance(it, exp.Alias)}
+        group = sel.args.get("group")
+        having = sel.args.get("having")
+        order = sel.args.get("order")
+        has_agg = any(not in_nested_subquery(a, sel) and not isinstance(a.parent, exp.Window)
+                      for i in items for a in i.find_all(exp.AggFunc)) or \
+            (having is not None) or group is not None
+        n = next(self._n)
+        out_keys = [f"$out{n}.{i}" for i in range(len(items))]
+        order_items = order.expressions if order is not None else []
+        if group is not None and (any(group.args.get(k) for k in ("rollup", "cube",
+                                                                   "grouping_sets")) or any(
+                isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                for g in group.expressions)):
+            raise FeatureNotSupported("ROLLUP, CUBE and GROUPING SETS are not supported",
+                                      position=position(self.sql, group))
+        if has_agg:
+            groups: list[tuple[str, exp.Expression]] = []
+            for i, g in enumerate(group.expressions if group is not None else []):
+                if isinstance(g, exp.Literal) and not g.is_string:
+                    g = items[int(g.this) - 1].unalias()
+                groups.append((f"$grp{n}.{i}", self.expr(g, scope)))
+            aggs: list[L.AggCall] = []
+            hav = None
+            if having is not None:
+                hav = self.aggregate_expr(having.this, scope, groups, aggs,
+                                          self.uncorrelated_subqueries(having.this, scope, ctes))
+            node = L.Aggregate(node, groups, aggs)
+            if hav is not None:
+                node = L.Filter(node, hav)
+            wrepl, node = self.window_calls(
+                windows, node, lambda e: self.aggregate_expr(e, scope, groups, aggs))
+            proj_exprs = []
+            for it in items:
+                e = it.unalias()
+                proj_exprs.append(self.aggregate_expr(
+                    e, scope, groups, aggs,
+                    {**self.uncorrelated_subqueries(e, scope, ctes), **wrepl}))
+            bind_order = lambda e: self.aggregate_expr(e, scope, groups, aggs)  # noqa: E731
+            # aggregates first appearing in ORDER BY: bind before building the node list
+            order_bound = [self._order_expr(o.this, names, out_keys, bind_order, aliases)
+                           for o in order_items]
+        else:
+            wrepl, node = self.window_calls(windows, node, lambda e: self.expr(e, scope))
+            proj_exprs = []
+            for it in items:
+                e = it.unalias()
+                if wrepl and e.find(exp.Window):
+                    proj_exprs.append(self.expr(e, scope, replacements=wrepl))
+                elif e.find(exp.Subquery):
+                    bound, node = self.expr_with_subqueries(e, node, scope, ctes)
+                    proj_exprs.append(bound)
+                else:
+                    proj_exprs.append(self.expr(e, scope))
+            order_bound = [self._order_expr(o.this, names, out_keys,
+                                            lambda e: self.expr(e, scope), aliases)
+                           for o in order_items]
+        proj = list(zip(out_keys, proj_exprs))
+        hidden = []
+        sort_keys = []
+        for o, (kind, val) in zip(order_items, order_bound):
+            if kind == "key":
+                k = val
+            else:
+                k = next((ok for ok, pe in proj if pe == val), None)
+                if k is None:
+                    if sel.args.get("distinct"):
+                        raise SqlError("for SELECT DISTINCT, ORDER BY expressions must appear "
+                                       "in select list", "42P10", position(self.sql, o))
+                    k = f"$ord{n}.{len(hidden)}"
+                    hidden.append((k, val))
+            sort_keys.append(L.SortKey(keycol(k), bool(o.args.get("desc")),
+                                       o.args.get("nulls_first")))
+        node = L.Project(node, proj + hidden)
+        if sel.args.get("distinct"):
+            if sel.args["distinct"].args.get("on"):
+                raise FeatureNotSupported("DISTINCT ON is not supported",
+                                          position=position(self.sql, sel))
+            node = L.Distinct(node)
+        if sort_keys:
+            node = L.Sort(node, sort_keys)
+        node = self._limit(sel, node)
+        if hidden:
+            node = L.Project(node, [(k, keycol(k)) for k in out_keys])
+        return node, names, out_keys
+
+    def window_calls(self, windows, node, bind) -> tuple[dict[int, exp.Expression], L.Node]:
+        """OVER (...) calls of the SELECT list -> a Window node above `node` and the
+        replacements of each call by its output column. `bind` binds in the context the
+        window sees (after GROUP BY/HAVING when the query aggregates)."""
+        if not windows:
+            return {}, node
+        calls, repl = [], {}
+        for w in windows:
+            fn = w.this
+            func = self._WINDOW_FUNCS.get(type(fn))
+            if func is None or w.args.get("alias"):
+                raise FeatureNotSupported(f"window function {fn.sql_name().lower()}() is not "
+                                          "supported", position=position(self.sql, w))
+            if isinstance(fn.this, exp.Distinct):
+                raise FeatureNotSupported("DISTINCT in window functions is not supported",
+                                          position=position(self.sql, w))
+            args = []
+            if func in ("lag", "lead"):
+                args = [bind(fn.this)] + [bind(fn.args[a]) for a in ("offset", "default")
+                                          if fn.args.get(a) is not None]
+            elif func == "count" and (fn.this is None or isinstance(fn.this, exp.Star)):
+                func = "count_star"
+            elif fn.args.get("this") is not None and func not in ("row_number",):
+                args = [bind(fn.this)]
+            partition = [bind(e) for e in w.args.get("partition_by") or []]
+            order = [L.SortKey(bind(o.this), bool(o.args.get("desc")), o.args.get("nulls_first"))
+                     for o in (w.args["order"].expressions if w.args.get("order") else [])]
+            frame = "range" if order else "partition"
+            spec = w.args.get("spec")
+            if spec is not None:
+                start = str(spec.args.get("start") or "").upper()
+                end = str(spec.args.get("end") or "").upper()
+                kind = str(spec.args.get("kind") or "").lower()
+                if start == "UNBOUNDED" and end == "CURRENT ROW" and kind in ("rows", "range"):
+                    frame = kind if order else "partition"
+                elif start == "UNBOUNDED" and end == "UNBOUNDED":
+                    frame = "partition"
+                else:
+                    raise FeatureNotSupported("window frames other than UNBOUNDED PRECEDING "
+                                              "to CURRENT ROW / UNBOUNDED FOLLOWING are not "
+                                              "supported", position=position(self.sql, w))
+            if func in ("row_number", "rank", "dense_rank", "lag", "lead") and not order and \
+                    func != "row_number":
+                frame = "partition"
+            key = f"$win{next(self._n)}"
+            self._window_keys.add(key)
+            calls.append(L.WindowCall(key, func, args, partition, order, frame))
+            repl[id(w)] = keycol(key)
+        return repl, L.Window(node, calls)
+
+    def _order_expr(self, e, names, out_keys, bind, aliases=None):
+        k = self._output_ref(e, names, out_keys, aliases)
+        if k is not None:
+            return "key", k
+        return "expr", bind(e)
+
+    def aggregate_expr(self, e: exp.Expression, scope: Scope, groups, aggs,
+                       subqueries: dict | None = None) -> exp.Expression:
+        """Bind `e` above an Aggregate: aggregate calls -> their output keys, GROUP BY
+        expressions -> theirs; any other column is an error (42803)."""
+        repl: dict[int, exp.Expression] = dict(subqueries or {})
+        for a in list(e.find_all(exp.AggFunc)):
+            if any(isinstance(x, exp.AggFunc) for x in _ancestors(a, e)) and \
+                    not in_nested_subquery(a, e):
+                raise SqlError("aggregate function calls cannot be nested", "42803",
+                               position(self.sql, a))
+            if in_nested_subquery(a, e) or any(id(x) in repl for x in
+                                                  [*_ancestors(a, e), e]):
+                continue
+            repl[id(a)] = self.ordered_aggregate(a, scope, groups) \
+                if isinstance(a, (exp.ArrayAgg, exp.GroupConcat)) else \
+                self._agg_call(a, scope, aggs)
+        bound = self.expr(e, scope, replacements=repl)
+        group_map = {g.sql(): k for k, g in groups}
+        agg_keys = {c.key for c in aggs}
+
+        def sub(node):
+            if isinstance(node, exp.Column) and node.name in agg_keys:
+                return node
+            k = group_map.get(node.sql()) if not isinstance(node, (exp.Literal, Const)) else None
+            if k is not None:
+                return keycol(k)
+            return node
+        out = bound.transform(sub)
+        for col in out.find_all(exp.Column):
+            if col.name not in agg_keys and col.name not in group_map.values() and \
+                    col.name not in self._window_keys:
+                name = col.name.split(".")[-1]
+                raise SqlError(f'column "{name}" must appear in the GROUP BY clause or be used '
+                               "in an aggregate function", "42803", position(self.sql, e))
+        return out
+
+    def _agg_call(self, a: exp.AggFunc, scope: Scope, aggs: list[L.AggCall]) -> exp.Expression:
+        func = AGGREGATES.get(type(a))
+        if func is None:
+            raise FeatureNotSupported(f"aggregate function {a.sql_name().lower()} is not "
+                                      "supported", position=position(self.sql, a))
+        arg = a.this
+        distinct = False
+        if isinstance(arg, exp.Distinct):
+            distinct = True
+            if len(arg.expressions) != 1 or isinstance(arg.expressions[0], exp.Tuple):
+                raise FeatureNotSupported("aggregates over several DISTINCT arguments are not "
+                                          "supported", position=position(self.sql, a))
+            arg = arg.expressions[0]
+        if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+            func, bound = "count_star", None
+        else:
+            if arg is None:
+                raise SqlError(f"{func}() needs an argument", "42883", position(self.sql, a))
+            bound = self.expr(arg, scope)
+        if distinct and func in ("bool_and", "bool_or"):
+            distinct = False                   # the same result: duplicates change nothing
+        n = next(self._n)
+        if func == "avg":
+            s = L.AggCall(f"$agg{n}.sum", "sum", bound, distinct)
+            c = L.AggCall(f"$agg{n}.count", "count", bound, distinct)
+            aggs.extend([s, c])
+            return AvgOf(this=keycol(s.key), expression=keycol(c.key))
+        call = L.AggCall(f"$agg{n}", func, bound, distinct)
+        for prev in aggs:
+            if (prev.func, prev.distinct) == (call.func, call.distinct) and (
+                    (prev.arg is None and bound is None) or
+                    (prev.arg is not None and bound is not None and prev.arg == bound)):
+                return keycol(prev.key)
+        aggs.append(call)
+        return keycol(call.key)
+
+    def ordered_aggregate(self, a: exp.AggFunc, scope: Scope, groups) -> exp.Expression:
+        """array_agg / string_agg ([DISTINCT] x [ORDER BY ...]): per group, a SubPlan over
+        the same FROM and WHERE restricted to the group's key values."""
+        sel = self._nearest_select(a)
+        arg, order, distinct = a.this, None, False
+        if isinstance(arg, exp.Order):
+            arg, order = arg.this, arg.expressions
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise FeatureNotSupported("aggregates over several DISTINCT arguments are not "
+                                          "supported", position=position(self.sql, a))
+            arg, distinct = arg.expressions[0], True
+        items = sel.expressions
+        group_asts = []
+        for g in (sel.args["group"].expressions if sel.args.get("group") else []):
+            if isinstance(g, exp.Literal) and not g.is_string:
+                g = items[int(g.this) - 1].unalias()
+            group_asts.append(g)
+        q = exp.Select(expressions=[arg.copy()])
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is not None:
+            q.set("from_", from_.copy())
+        q.set("joins", [j.copy() for j in sel.args.get("joins") or []] or None)
+        conds = [self._where(sel).copy()] if self._where(sel) is not None else []
+        if isinstance(a, exp.GroupConcat):    # string_agg skips NULLs (all NULL: NULL)
+            conds.append(exp.Not(this=exp.Is(this=exp.Paren(this=arg.copy()),
+                                             expression=exp.Null())))
+        slots = []
+        for g, (gkey, _e) in zip(group_asts, groups):
+            slot = exp.Null()
+            conds.append(exp.NullSafeEQ(this=g.copy(), expression=slot))
+            slots.append((slot, keycol(gkey)))
+        if conds:
+            q.set("where", exp.Where(this=and_all(conds)))
+        if order:
+            q.set("order", exp.Order(expressions=[o.copy() for o in order]))
+        if distinct:
+            q.set("distinct", exp.Distinct())
+        value: exp.Expression = self.subplan(q, scope, "array_agg", slots)
+        if isinstance(a, exp.GroupConcat):
+            sep = a.args.get("separator")
+            value = exp.ArrayToString(this=value, expression=self.expr(sep, scope)
+                                      if sep is not None else exp.Literal.string(","))
+        return value
+

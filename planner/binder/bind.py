@@ -1,0 +1,584 @@
+"""The `Binder` class: qualify (tables checked against the catalog, sqlglot's qualify,
+parenthesised joins flattened), queries and set operations, VALUES, FROM sources, WHERE
+and join conditions (equi-keys, outer joins), expressions and column resolution,
+parameters. Subqueries, aggregates and PostgreSQL functions come from its mixins.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.errors import OptimizeError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.optimizer.qualify import qualify
+
+from planner import logical as L
+from planner.ddl import declared_columns
+from planner.errors import FeatureNotSupported, SqlError
+from planner.expr import Const, InSubPlan, constant_value, fold_constants, param_scalar
+from planner.logical import and_all, conjuncts, keycol, refs
+from planner.binder.aggregates import AggregateBinding, rewrite_filter_clauses
+from planner.binder.common import Scope, SubqueryRunner, _quoted, _rebuild, position
+from planner.binder.decorrelate import SubqueryBinding, _quantified_query
+from planner.binder.pg_functions import PgFunctionBinding, pg_rewrites
+
+
+def _paren_item(src: exp.Expression) -> bool:
+    """Whether FROM item `src` is a parenthesised FROM item, `(t)` or `(a JOIN b ON ...)`,
+    which sqlglot parses as a Subquery around a Table (or derived table) that carries the
+    inner joins, rather than a subquery."""
+    if not isinstance(src, exp.Subquery):
+        return False
+    inner = src.this
+    if isinstance(inner, (exp.Select, exp.SetOperation, exp.Values)):
+        return False                      # a derived table (which may have joins inside)
+    return isinstance(inner, exp.Table) or bool(inner.args.get("joins")) or (
+        isinstance(inner, exp.Subquery) and (bool(inner.alias) or _paren_item(inner)))
+
+
+def _unparen(src: exp.Expression) -> tuple[exp.Expression, list[exp.Join]]:
+    """A parenthesised FROM item -> (its first source, the joins after it), flattened. An
+    aliased one (`(a JOIN b ON ...) AS j`) becomes the derived table `(SELECT * FROM a JOIN
+    b ON ...) AS j`, which exposes the same columns under `j`."""
+    if not _paren_item(src):
+        return src, []
+    if src.alias:
+        inner = src.this.copy()
+        joins = inner.args.get("joins") or []
+        inner.set("joins", None)
+        first, more = _unparen(inner)
+        body = exp.Select(expressions=[exp.Star()]).from_(first, copy=False)
+        body.set("joins", more + joins or None)
+        return exp.Subquery(this=body, alias=src.args["alias"].copy()), []
+    inner = src.this.copy()
+    joins = list(inner.args.get("joins") or [])
+    inner.set("joins", None)
+    first, more = _unparen(inner)
+    return first, more + joins
+
+
+def flatten_paren_joins(ast: exp.Expression) -> None:
+    """Parenthesised joins in FROM (in place, every SELECT): `FROM (a JOIN b ON p) LEFT JOIN
+    c ON q` is `FROM a JOIN b ON p LEFT JOIN c ON q` (joins associate to the left, so the
+    parentheses around the first item change nothing). On the right of a join, `a JOIN (b
+    JOIN c ON p) ON q` is flattened to `a CROSS JOIN b JOIN c ON p AND q` when every join
+    involved is inner or cross (the same conjunction of conditions); with an outer join
+    there the parentheses change the result and the shape is refused (0A000)."""
+    for sel in list(ast.find_all(exp.Select)):
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        joins = list(sel.args.get("joins") or [])
+        changed = False
+        if from_ is not None and _paren_item(from_.this):
+            first, more = _unparen(from_.this)
+            from_.set("this", first)
+            joins = more + joins
+            changed = True
+        out: list[exp.Join] = []
+        for j in joins:
+            if not _paren_item(j.this):
+                out.append(j)
+                continue
+            changed = True
+            first, more = _unparen(j.this)
+            if not more:
+                j.set("this", first)
+                out.append(j)
+                continue
+            inner_kinds = [(x.side or "", x.kind or "") for x in [j, *more]]
+            if any(side not in ("", "INNER") or kind not in ("", "INNER", "CROSS")
+                   for side, kind in inner_kinds) or j.args.get("using") or any(
+                    x.args.get("using") for x in more):
+                raise FeatureNotSupported(
+                    "a parenthesised join on the right of another join is supported for "
+                    "inner and cross joins only", position=position("", j))
+            out.append(exp.Join(this=first, kind="CROSS"))
+            last = more[-1]
+            conds = conjuncts(last.args.get("on")) + conjuncts(j.args.get("on"))
+            for x in more[:-1]:
+                out.append(x)
+            last.set("on", and_all([c.copy() for c in conds]))
+            if conds and (last.kind or "").upper() == "CROSS":
+                last.set("kind", None)
+            out.append(last)
+        if changed:
+            sel.set("joins", out or None)
+
+
+class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
+    """Binds one statement's query: `bind_query(ast) -> logical.Output`.
+
+    `runner` is how the binder gets a value it needs at bind time (a SubPlan's rows, the
+    length of a set-returning function's series): the statement layer passes a
+    `SubqueryRunner` that optimizes and executes a bound plan; the binder itself never
+    executes. Without one, binding a query that needs a run raises 0A000.
+    """
+
+    def __init__(self, catalog, sql: str, params: list[Any] | None = None,
+                 runner: SubqueryRunner | None = None):
+        self.catalog = catalog
+        self.sql = sql
+        self.params = list(params or [])
+        self.runner = runner
+        self._n = itertools.count(1)
+        self._placeholder = itertools.count(0)
+        self._changes: dict[str, exp.Anonymous] = {}
+        self._window_keys: set[str] = set()
+
+    # -- entry points ----------------------------------------------------------------------
+    def qualify(self, ast: exp.Expression) -> exp.Expression:
+        # unquoted identifiers fold to lower case (PostgreSQL); quoted ones keep theirs
+        ast = normalize_identifiers(ast, dialect="postgres")
+        pg_rewrites(ast)
+        flatten_paren_joins(ast)
+        rewrite_filter_clauses(ast)
+        # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
+        # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
+        # system views may serve (the engine catalog itself knows only bare names).
+        for t in list(ast.find_all(exp.Table)):
+            if t.args.get("db") is None or isinstance(t.this, exp.Func):
+                continue
+            db = t.db
+            if db.lower() == "public":
+                t.set("db", None)
+                continue
+            if not t.alias:
+                t.set("alias", exp.TableAlias(this=exp.to_identifier(t.name)))
+            ident = exp.to_identifier(f"{db}${t.name}", quoted=True)
+            if t.this._meta:
+                ident.meta.update(t.this.meta)
+            t.set("this", ident)
+            t.set("db", None)
+        self.check_tables(ast)
+        schema = {}
+        # table_changes('t', from, to) AS x: a synthetic table so that qualify knows its
+        # columns (t's and is_deleted); `source` turns it back into a diff scan.
+        for t in list(ast.find_all(exp.Table)):
+            fn = t.this
+            if isinstance(fn, exp.Anonymous) and fn.name.lower() == "table_changes":
+                synthetic = f"__table_changes_{next(self._n)}"
+                self._changes[synthetic] = fn
+                args = fn.expressions
+                name = args[0].name if args and isinstance(args[0], exp.Literal) else None
+                if name is None or not self.catalog.has_table(name):
+                    raise SqlError(f'relation "{name}" does not exist', "42P01",
+                                   position(self.sql, args[0] if args else t))
+                cols = [c.name for c in self.catalog.table(name).schema.columns]
+                schema[_quoted(synthetic)] = {_quoted(c): "text" for c in cols + ["is_deleted"]}
+                t.set("this", exp.to_identifier(synthetic))
+                if not t.alias:
+                    t.set("alias", exp.TableAlias(this=exp.to_identifier("table_changes")))
+        for t in ast.find_all(exp.Table):
+            name = t.name
+            if self.catalog.has_table(name):
+                schema[_quoted(name)] = {_quoted(c): "text"
+                                         for c in declared_columns(self.catalog.table(name))}
+        # qualify aliases every unaliased SELECT item, but wraps a scalar subquery in a
+        # Subquery alias rather than an exp.Alias, and then fails an assertion when ORDER BY
+        # or GROUP BY names that item by position. Alias such items as qualify names other
+        # expressions (`_col_<i>`, which output_name does not take for a user's name).
+        for sel in list(ast.find_all(exp.Select)):
+            for i, item in enumerate(sel.expressions):
+                if isinstance(item, exp.Subquery) and not item.alias:
+                    item.replace(exp.Alias(this=item.copy(), alias=exp.to_identifier(
+                        f"_col_{i}")))
+        try:
+            return qualify(ast, schema=schema, dialect="postgres", quote_identifiers=False,
+                           validate_qualify_columns=True, identify=False)
+        except OptimizeError as e:
+            raise self._qualify_error(ast, str(e)) from None
+
+    def bind_query(self, ast: exp.Expression) -> L.Output:
+        q = self.qualify(ast)
+        node, names, keys = self.query(q, None, {})
+        return L.Output(node, names, keys)
+
+    # -- errors ----------------------------------------------------------------------------
+    def _qualify_error(self, ast: exp.Expression, msg: str) -> SqlError:
+        m = re.search(r"Column '\"?([^'\"]+)\"?' could not be resolved", msg) or \
+            re.search(r"Unknown column: (\S+)", msg)
+        if m:
+            name = m.group(1).split(".")[-1]
+            node = next((c for c in ast.find_all(exp.Column) if c.name == name), None)
+            return SqlError(f'column "{name}" does not exist', "42703", position(self.sql, node))
+        m = re.search(r"Ambiguous column[s]?:? '?\"?([^'\"\s]+)", msg) or \
+            re.search(r"Column '\"?([^'\"]+)\"?' is ambiguous", msg)
+        if m:
+            name = m.group(1)
+            node = next((c for c in ast.find_all(exp.Column) if c.name == name), None)
+            return SqlError(f'column reference "{name}" is ambiguous', "42702",
+                            position(self.sql, node))
+        return SqlError(msg, "42601")
+
+    def check_tables(self, ast: exp.Expression) -> None:
+        ctes = {c.alias_or_name for c in ast.find_all(exp.CTE)}
+        for t in ast.find_all(exp.Table):
+            if isinstance(t.this, exp.Func):
+                continue      # table_changes(...) or a function in FROM (function_source)
+            if not t.name:
+                continue
+            if t.name in ctes or self.catalog.has_table(t.name):
+                continue
+            raise SqlError(f'relation "{t.name.replace("$", ".")}" does not exist', "42P01",
+                           position(self.sql, t))
+
+    # -- queries ---------------------------------------------------------------------------
+    def query(self, q: exp.Expression, parent: Scope | None, ctes: dict
+              ) -> tuple[L.Node, list[str], list[str]]:
+        """Bind a SELECT / set operation -> (node, output names, output keys)."""
+        with_ = q.args.get("with_") or q.args.get("with")
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                raise FeatureNotSupported("WITH RECURSIVE is not supported",
+                                          position=position(self.sql, with_))
+            ctes = dict(ctes)
+            for cte in with_.expressions:
+                ctes[cte.alias_or_name] = (cte.this, dict(ctes), cte)
+        if isinstance(q, exp.Subquery):
+            return self.query(q.this, parent, ctes)
+        if isinstance(q, exp.SetOperation):
+            return self.set_operation(q, parent, ctes)
+        if isinstance(q, exp.Select):
+            return self.select(q, parent, ctes)
+        if isinstance(q, exp.Values):
+            return self.values(q, parent)
+        raise FeatureNotSupported(f"unsupported query: {q.key}", position=position(self.sql, q))
+
+    def set_operation(self, q: exp.SetOperation, parent, ctes):
+        left, lnames, lkeys = self.query(q.this, parent, ctes)
+        right, _rnames, rkeys = self.query(q.expression, parent, ctes)
+        if len(lkeys) != len(rkeys):
+            raise SqlError("each UNION/INTERSECT/EXCEPT query must have the same number of "
+                           "columns", "42601", position(self.sql, q.expression))
+        kind = {exp.Union: "union", exp.Intersect: "intersect", exp.Except: "except"}[type(q)]
+        keys = [f"$set{next(self._n)}" for _ in lkeys]
+        node: L.Node = L.SetOp(left, right, kind, not q.args.get("distinct", True), keys)
+        # ORDER BY / LIMIT on the whole set operation refer to output names or ordinals.
+        order = q.args.get("order")
+        if order is not None:
+            # qualify may have turned `ORDER BY 2` into the name it gave that item of the
+            # leftmost SELECT (`_col_1` for `count(*)`): those names count too
+            first = q.this
+            while isinstance(first, (exp.SetOperation, exp.Subquery)):
+                first = first.this
+            aliases = {i: it.alias for i, it in enumerate(first.expressions)
+                       if isinstance(it, exp.Alias)} if isinstance(first, exp.Select) else {}
+            skeys = []
+            for o in order.expressions:
+                e = o.this
+                k = self._output_ref(e, lnames, keys, aliases)
+                if k is None:
+                    raise FeatureNotSupported(
+                        "ORDER BY on a set operation must name an output column",
+                        position=position(self.sql, e))
+                skeys.append(L.SortKey(keycol(k), bool(o.args.get("desc")),
+                                       o.args.get("nulls_first")))
+            node = L.Sort(node, skeys)
+        node = self._limit(q, node)
+        return node, lnames, keys
+
+    def _output_ref(self, e: exp.Expression, names: list[str], keys: list[str],
+                    aliases: dict[int, str] | None = None) -> str | None:
+        aliases = aliases or {}
+        if isinstance(e, exp.Literal) and not e.is_string:
+            i = int(e.this)
+            if not 1 <= i <= len(keys):
+                raise SqlError(f"ORDER BY position {i} is not in select list", "42P10",
+                               position(self.sql, e))
+            return keys[i - 1]
+        if isinstance(e, exp.Column) and not e.table:
+            for i, n in enumerate(names):
+                if e.name == n or e.name == aliases.get(i):
+                    return keys[i]
+        return None
+
+    def _limit(self, q: exp.Expression, node: L.Node) -> L.Node:
+        limit = q.args.get("limit")
+        offset = q.args.get("offset")
+        if limit is None and offset is None:
+            return node
+        n = self._int_clause(limit.expression if limit is not None else None)
+        off = self._int_clause(offset.expression if offset is not None else None) or 0
+        if isinstance(node, L.Sort) and n is not None:
+            node.limit = n + off
+        return L.Limit(node, n, off)
+
+    def _int_clause(self, e: exp.Expression | None) -> int | None:
+        if e is None:
+            return None
+        v = self.constant(self.expr(e, Scope()))
+        if v is None:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise SqlError("LIMIT/OFFSET must be a non-negative integer", "22023",
+                           position(self.sql, e))
+        return v
+
+    def constant(self, e: exp.Expression) -> Any:
+        ok, v, _ = constant_value(fold_constants(e))
+        if not ok:
+            raise SqlError("expected a constant expression", "42601", position(self.sql, e))
+        return v
+
+    def values(self, q: exp.Values, parent):
+        rows = []
+        width = None
+        for t in q.expressions:
+            items = t.expressions if isinstance(t, exp.Tuple) else [t]
+            if width is None:
+                width = len(items)
+            elif len(items) != width:
+                raise SqlError("VALUES lists must all be the same length", "42601",
+                               position(self.sql, t))
+            rows.append([self.expr(i, Scope(parent)) for i in items])
+        n = next(self._n)
+        keys = [f"$values{n}.{i}" for i in range(width or 0)]
+        names = [f"column{i + 1}" for i in range(width or 0)]
+        return L.Values(keys, rows), names, keys
+
+    # -- FROM sources ----------------------------------------------------------------------
+    def source(self, src: exp.Expression, scope: Scope, ctes: dict) -> L.Node:
+        alias = src.alias_or_name
+        if isinstance(src, exp.Table) and src.name in self._changes:
+            return self.table_function(src, self._changes[src.name], scope)
+        if isinstance(src, exp.Unnest) or (isinstance(src, exp.Table) and
+                                            isinstance(src.this, exp.Func)):
+            return self.function_source(src, scope)
+        if isinstance(src, exp.Table) and src.name in ctes:
+            body, cte_ctes, cte = ctes[src.name]
+            node, names, keys = self.query(body, scope.parent, cte_ctes)
+            col_names = [c.name for c in cte.args["alias"].columns] \
+                if cte.args.get("alias") is not None and cte.args["alias"].columns else names
+            return self._register_derived(node, alias, col_names, keys, scope, src)
+        if src.args.get("sample") is not None:
+            raise FeatureNotSupported("TABLESAMPLE is not supported",
+                                      position=position(self.sql, src))
+        if isinstance(src, exp.Table):
+            table = self.catalog.table(src.name)
+            prefix = f"{alias}#{next(self._n)}"
+            cols = [c.name for c in table.schema.columns]
+            scope.add(alias, {c: f"{prefix}.{c}" for c in cols}, src, self.sql)
+            version = src.args.get("version")
+            snapshot = None
+            if version is not None:
+                if str(version.this).upper() not in ("TIMESTAMP", "SYSTEM_TIME") or \
+                        str(version.args.get("kind", "")).upper() != "AS OF":
+                    raise FeatureNotSupported("only FOR SYSTEM_TIME AS OF <timestamp> is "
+                                              "supported", position=position(self.sql, src))
+                snapshot = self.expr(version.expression, Scope())
+            return L.Scan(src.name, alias, prefix, cols, snapshot=snapshot)
+        if isinstance(src, exp.Subquery):
+            node, names, keys = self.query(src.this, scope.parent, ctes)
+            alias_node = src.args.get("alias")
+            if alias_node is not None and alias_node.columns:
+                names = [c.name for c in alias_node.columns]
+            return self._register_derived(node, alias, names, keys, scope, src)
+        if isinstance(src, exp.Values):
+            node, names, keys = self.values(src, scope.parent)
+            alias_node = src.args.get("alias")
+            if alias_node is not None and alias_node.columns:
+                names = [c.name for c in alias_node.columns]
+            return self._register_derived(node, alias or "values", names, keys, scope, src)
+        raise FeatureNotSupported(f"unsupported FROM item: {src.sql()}",
+                                  position=position(self.sql, src))
+
+    def _register_derived(self, node, alias, names, keys, scope, src) -> L.Node:
+        mapping: dict[str, str] = {}
+        for n, k in zip(names, keys):
+            mapping.setdefault(n, k)
+        scope.add(alias, mapping, src, self.sql)
+        return node
+
+    # -- SELECT ----------------------------------------------------------------------------
+    def select(self, sel: exp.Select, parent: Scope | None, ctes: dict):
+        scope = Scope(parent)
+        node = self.from_where(sel, scope, ctes)
+        sel, node = self.set_returning_items(sel, node, scope)
+        return self.finish_select(sel, node, scope, ctes)
+
+    def from_where(self, sel: exp.Select, scope: Scope, ctes: dict,
+                   where: list[exp.Expression] | None = None) -> L.Node:
+        """FROM, JOINs and WHERE (with its subqueries) of `sel`."""
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is None:
+            node: L.Node = L.Values([], [[]])
+            items, conds = [node], []
+        else:
+            items = [self.source(from_.this, scope, ctes)]
+            conds: list[exp.Expression] = []
+        # `FROM a, b LEFT JOIN c ON ...` is `a, (b LEFT JOIN c ON ...)`: a comma binds looser
+        # than JOIN, so an outer join takes as its left side only what follows the last
+        # comma (`group`: the index of its first item and of its first ON condition).
+        group = (0, 0)
+        group_keys = scope.keys()
+        for j in sel.args.get("joins") or []:
+            side = (j.side or "").upper()
+            kind = (j.kind or "").upper()
+            if kind in ("SEMI", "ANTI") or j.args.get("using"):
+                raise FeatureNotSupported(f"{kind or 'USING'} joins are not supported; "
+                                          "use ON", position=position(self.sql, j))
+            before = scope.keys()
+            comma = not side and not kind and j.args.get("on") is None
+            if comma:
+                group = (len(items), len(conds))
+            right = self.source(j.this, scope, ctes)
+            if comma:
+                group_keys = scope.keys() - before
+            on = [self.expr(c, scope) for c in conjuncts(j.args.get("on"))]
+            if side in ("", "INNER") and kind in ("", "INNER", "CROSS"):
+                items.append(right)
+                conds.extend(on)
+                if not comma:
+                    group_keys = group_keys | (scope.keys() - before)
+                continue
+            g_items, g_conds = items[group[0]:], conds[group[1]:]
+            left = g_items[0] if len(g_items) == 1 and not g_conds else \
+                L.MultiJoin(g_items, g_conds)
+            rkeys = scope.keys() - before
+            if side == "RIGHT":
+                left, right = right, left
+                rkeys = set(group_keys)
+            if side not in ("LEFT", "RIGHT", "FULL"):
+                raise FeatureNotSupported(f"{side} {kind} JOIN is not supported",
+                                          position=position(self.sql, j))
+            items = items[:group[0]] + [self._outer_join(
+                left, right, "full" if side == "FULL" else "left", on, rkeys)]
+            conds = conds[:group[1]]
+            group_keys = group_keys | (scope.keys() - before)
+        for c in (where if where is not None else conjuncts(self._where(sel))):
+            if c.find(exp.Subquery, exp.Exists) is None and not (
+                    isinstance(c, exp.In) and c.args.get("query") is not None):
+                conds.append(self.expr(c, scope))
+        node = items[0] if len(items) == 1 and not conds else L.MultiJoin(items, conds)
+        for c in (where if where is not None else conjuncts(self._where(sel))):
+            if c.find(exp.Subquery, exp.Exists) is not None or (
+                    isinstance(c, exp.In) and c.args.get("query") is not None):
+                node = self.subquery_conjunct(c, node, scope, ctes)
+        return node
+
+    @staticmethod
+    def _where(sel: exp.Select) -> exp.Expression | None:
+        w = sel.args.get("where")
+        return w.this if w is not None else None
+
+    def _outer_join(self, left, right, kind, on, right_keys: set[str]) -> L.Node:
+        on_both = []
+        for c in on:
+            r = refs(c)
+            if kind == "left" and r and r <= right_keys:
+                right = L.Filter(right, c)     # an ON condition on the inner side alone
+                continue
+            on_both.append(c)
+        lk, rk, residual = self._split_equi(on_both, lambda s: s and not (s & right_keys),
+                                            lambda s: s and s <= right_keys)
+        return L.Join(left, right, kind, lk, rk, and_all(residual))
+
+    @classmethod
+    def _split_equi(cls, conds, is_left, is_right) -> tuple[list, list, list]:
+        """Bound conditions -> (left keys, right keys, the others): equalities between an
+        expression over the left side and one over the right become join keys."""
+        lk, rk, rest = [], [], []
+        for c in conds:
+            pair = cls._equi(c, is_left, is_right)
+            if pair:
+                lk.append(pair[0])
+                rk.append(pair[1])
+            else:
+                rest.append(c)
+        return lk, rk, rest
+
+    @staticmethod
+    def _equi(c, is_left, is_right):
+        """`c` as (left expr, right expr) if it is an equality between the two sides."""
+        if not isinstance(c, exp.EQ):
+            return None
+        a, b = c.this, c.expression
+        ra, rb = refs(a), refs(b)
+        if is_left(ra) and is_right(rb):
+            return a, b
+        if is_left(rb) and is_right(ra):
+            return b, a
+        return None
+
+    _WINDOW_FUNCS = {exp.RowNumber: "row_number", exp.Rank: "rank",
+                     exp.DenseRank: "dense_rank", exp.Lag: "lag", exp.Lead: "lead",
+                     exp.FirstValue: "first_value", exp.Sum: "sum", exp.Count: "count",
+                     exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+
+    # -- expressions -----------------------------------------------------------------------
+    def expr(self, e: exp.Expression, scope: Scope, replacements: dict | None = None
+             ) -> exp.Expression:
+        """Copy of `e` with columns replaced by internal keys and parameters by constants."""
+        replacements = replacements or {}
+
+        def conv(node: exp.Expression) -> exp.Expression:
+            r = replacements.get(id(node))
+            if r is not None:
+                return r
+            if isinstance(node, exp.Column):
+                if isinstance(node.this, exp.Star):
+                    raise FeatureNotSupported("* is not allowed here",
+                                              position=position(self.sql, node))
+                return keycol(self.resolve(node, scope))
+            if isinstance(node, (exp.Parameter, exp.Placeholder)):
+                return self.parameter(node)
+            if isinstance(node, (exp.Subquery, exp.Exists)):
+                return self.subplan(node.this, scope,
+                                    "exists" if isinstance(node, exp.Exists) else "scalar")
+            if isinstance(node, exp.Array) and node.expressions and \
+                    isinstance(node.expressions[0], exp.Query):
+                return self.subplan(node.expressions[0], scope, "array")
+            call = self.host_call(node, conv)
+            if call is not None:
+                return call
+            if isinstance(node, exp.In) and node.args.get("query") is not None:
+                # Outside a WHERE conjunct (those become semi / anti joins): an InSubPlan,
+                # the subquery run once per outer tuple it reads, x tested against its rows
+                q = node.args["query"]
+                return InSubPlan(this=_rebuild(node.this, conv), expression=self.subplan(
+                    q.this if isinstance(q, exp.Subquery) else q, scope, "set"))
+            if isinstance(node, (exp.Any, exp.All)) and _quantified_query(node) is not None:
+                return node.__class__(this=self.subplan(_quantified_query(node), scope,
+                                                        "array"))
+            if isinstance(node, exp.Window):
+                raise FeatureNotSupported("window functions are not supported",
+                                          position=position(self.sql, node))
+            return None
+
+        return _rebuild(e, conv)
+
+    def resolve(self, col: exp.Column, scope: Scope) -> str:
+        name = col.name
+        s: Scope | None = scope
+        while s is not None:
+            if col.table:
+                cols = s.aliases.get(col.table)
+                if cols is not None:
+                    if name in cols:
+                        return cols[name]
+                    raise SqlError(f'column {col.table}.{name} does not exist', "42703",
+                                   position(self.sql, col))
+            else:
+                hits = [cols[name] for cols in s.aliases.values() if name in cols]
+                if len(hits) == 1:
+                    return hits[0]
+                if len(hits) > 1:
+                    raise SqlError(f'column reference "{name}" is ambiguous', "42702",
+                                   position(self.sql, col))
+            s = s.parent
+        raise SqlError(f'column "{name}" does not exist', "42703", position(self.sql, col))
+
+    def parameter(self, node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Parameter):
+            i = int(node.name) - 1
+        else:
+            i = next(self._placeholder)
+        if not 0 <= i < len(self.params):
+            raise SqlError(f"there is no parameter ${i + 1}", "42P02", position(self.sql, node))
+        v = self.params[i]
+        c = Const(this=param_scalar(v))
+        c.meta["param"] = i          # planner.plan_cache substitutes new values here
+        return c
+

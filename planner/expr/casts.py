@@ -1,0 +1,350 @@
+"""CAST: `_cast(v, to, node)` looks up `_CASTS[(source kind, target kind)]` (arrays add their
+casts to the table) with PostgreSQL's rounding, accepted spellings and errors (22P02 for bad
+input, 22003 for out of range); `_arrow_type` maps a SQL type name to the Arrow type (shared
+with CREATE TABLE ... AS and PREPARE's declared types).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner.errors import FeatureNotSupported, SqlError, UndefinedObject
+from planner.expr.types import (
+    ArrayType,
+    _as_width,
+    _cap,
+    _DEFAULT_NUMERIC,
+    _err,
+    _HALF_AWAY,
+    _int_as_decimal_type,
+    _INTERVAL,
+    _interval_parts,
+    _interval_scalar,
+    _interval_text,
+    _kind,
+    _MAX_PRECISION,
+    _MAX_PRECISION_256,
+    _named_type,
+    _null_of,
+    _parse_interval,
+    _pg_name,
+    _position,
+    _TS,
+    Value,
+    _view,
+)
+from planner.expr.core import _Ctx, _eval, _handles
+
+
+# -- casts -----------------------------------------------------------------------------------
+
+_TRUE_WORDS = ["t", "tr", "tru", "true", "y", "ye", "yes", "on", "1"]
+_FALSE_WORDS = ["f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"]
+_PARSE_FAILURE = re.compile(r"Failed to parse string: '(.*)' as a scalar", re.DOTALL)
+
+
+def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """SQL CAST of `v` to Arrow type `to` with PostgreSQL's rounding and errors."""
+    src = v.type
+    if src == to:
+        return v
+    ks, kt = _kind(src), _kind(to)
+    if ks == "null":
+        return _null_of(to) if isinstance(v, pa.Scalar) else pa.nulls(len(v), to)
+    fn = _CASTS.get((ks, kt))
+    if fn is None:
+        raise _err(f"cannot cast type {_pg_name(src)} to {_pg_name(to)}", "42846", node)
+    return fn(v, to, node)
+
+
+def _cast_checked(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    try:
+        return v.cast(to)
+    except pa.ArrowInvalid:
+        raise _out_of_range(to, node) from None
+
+
+def _out_of_range(t: pa.DataType, node: exp.Expr | None) -> SqlError:
+    if _kind(t) == "int":
+        return _err(f"{_pg_name(t)} out of range", "22003", node)
+    if _kind(t) == "decimal":
+        return _err("numeric field overflow", "22003", node)
+    return _err(f"{_pg_name(t)} out of range", "22008" if _kind(t) in ("date", "timestamp")
+                else "22003", node)
+
+
+def _round(v: Value, ndigits: int, mode: str = _HALF_AWAY) -> Value:
+    """pc.round; a decimal first gains an integer digit, as Arrow wants room for a carry."""
+    t = v.type
+    if _kind(t) == "decimal":
+        if t.bit_width == 128 and t.precision < _MAX_PRECISION:
+            v = _view(v, pa.decimal128(t.precision + 1, t.scale))
+        elif t.precision < _MAX_PRECISION_256:
+            v = _as_width(v, 256)
+            v = _view(v, pa.decimal256(t.precision + 1, t.scale))
+    return pc.round(v, ndigits=ndigits, round_mode=mode)
+
+
+def _decimal_to_decimal(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    if to.scale < v.type.scale:
+        v = _round(v, to.scale)
+    if (to.scale == v.type.scale and to.precision >= v.type.precision
+            and to.bit_width == v.type.bit_width):
+        return _view(v, to)
+    return _cast_checked(v, to, node)
+
+
+def _int_to_decimal_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    # Arrow's int -> decimal cast wants room for the type's full range; check values instead.
+    return _decimal_to_decimal(v.cast(_int_as_decimal_type(v.type)), to, node)
+
+
+def _decimal_to_int(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    return _cast_checked(_round(v, 0), to, node)
+
+
+def _float_to_int(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    _check_finite(v, to, node)
+    return _cast_checked(_round(v, 0, "half_to_even"), to, node)  # PostgreSQL uses rint()
+
+
+def _float_to_decimal(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    _check_finite(v, to, node)
+    v = _round(_f64(v), to.scale)
+    bound = 10.0 ** (to.precision - to.scale)
+    top = v.as_py() if isinstance(v, pa.Scalar) else pc.max(pc.abs(v)).as_py()
+    if top is not None and abs(top) >= bound:
+        raise _out_of_range(to, node)
+    return v.cast(to, safe=False)
+
+
+def _check_finite(v: Value, to: pa.DataType, node: exp.Expr | None) -> None:
+    bad = pc.any(pc.invert(pc.is_finite(v))).as_py() if not isinstance(v, pa.Scalar) else (
+        v.is_valid and not math.isfinite(v.as_py()))
+    if bad:
+        raise _out_of_range(to, node)
+
+
+def _trimmed(v: Value) -> Value:
+    return pc.utf8_trim(v, characters=" \t\n\r\f\v")
+
+
+def _bad_input(to: pa.DataType, e: pa.ArrowInvalid | None, v: Value,
+               node: exp.Expr | None) -> SqlError:
+    m = _PARSE_FAILURE.search(str(e)) if e is not None else None
+    text = m.group(1) if m else _first_valid_text(v)
+    kind = _kind(to)
+    if kind == "int" and re.fullmatch(r"\s*[+-]?\d+\s*", text):
+        return _err(f'value "{text}" is out of range for type {_pg_name(to)}', "22003", node)
+    if kind in ("date", "timestamp"):
+        if re.fullmatch(r"\s*\d{4}-\d{1,2}-\d{1,2}([ T].*)?", text):
+            return _err(f'date/time field value out of range: "{text}"', "22008", node)
+        return _err(f'invalid input syntax for type {_pg_name(to)}: "{text}"', "22007", node)
+    return _err(f'invalid input syntax for type {_pg_name(to)}: "{text}"', "22P02", node)
+
+
+def _first_valid_text(v: Value) -> str:
+    if isinstance(v, pa.Scalar):
+        return str(v.as_py())
+    valid = pc.drop_null(v)
+    return str(valid[0].as_py()) if len(valid) else ""
+
+
+def _string_to_number(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    t = _trimmed(v)
+    if _kind(to) == "decimal":
+        try:
+            wide = t.cast(pa.decimal256(_MAX_PRECISION_256, _MAX_PRECISION))
+        except pa.ArrowInvalid as e:
+            raise _bad_input(to, e, v, node) from None
+        return _decimal_to_decimal(wide, to, node)
+    try:
+        return t.cast(to)
+    except pa.ArrowInvalid as e:
+        raise _bad_input(to, e, v, node) from None
+
+
+def _reject(v: Value, bad: Value, to: pa.DataType, node: exp.Expr | None) -> None:
+    """Raise the input-syntax error for the first input where `bad` is true, if any."""
+    if isinstance(bad, pa.Scalar):
+        if bad.as_py():
+            raise _bad_input(to, None, v, node)
+    elif pc.any(bad).as_py():
+        raise _bad_input(to, None, pc.filter(v, bad), node)
+
+
+def _string_to_bool(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    t = pc.utf8_lower(_trimmed(v))
+    is_true = pc.is_in(t, value_set=pa.array(_TRUE_WORDS))
+    is_false = pc.is_in(t, value_set=pa.array(_FALSE_WORDS))
+    _reject(v, pc.and_(pc.invert(pc.or_(is_true, is_false)), pc.is_valid(t)), to, node)
+    return pc.if_else(pc.is_valid(t), is_true, _null_of(pa.bool_()))
+
+
+_DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
+_TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
+
+
+def _strptime(v: Value, formats: tuple[str, ...], to: pa.DataType,
+              node: exp.Expr | None) -> Value:
+    """The first of `formats` each text parses with (accepts '1994-1-5'); else 22007/22008."""
+    t = _trimmed(v)
+    parsed = [pc.strptime(t, format=f, unit="us", error_is_null=True) for f in formats]
+    r = pc.coalesce(*parsed)
+    # strptime rolls 1994-02-30 over to March 2nd: the fields must read back unchanged.
+    fields = pc.extract_regex(t, pattern=r"^(?P<y>\d+)-(?P<m>\d+)-(?P<d>\d+)")
+    same = pc.and_(pc.and_(
+        pc.equal(pc.year(r), pc.struct_field(fields, [0]).cast(pa.int64())),
+        pc.equal(pc.month(r), pc.struct_field(fields, [1]).cast(pa.int64()))),
+        pc.equal(pc.day(r), pc.struct_field(fields, [2]).cast(pa.int64())))
+    _reject(v, pc.and_(pc.is_valid(t), pc.invert(pc.fill_null(same, False))), to, node)
+    return r
+
+
+def _string_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    try:  # the common case: ISO dates, one kernel
+        return _trimmed(v).cast(pa.date32())
+    except pa.ArrowInvalid:
+        return _timestamp_to_date(_strptime(v, _DATE_FORMATS, to, node), to, node)
+
+
+def _string_to_timestamp(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    try:  # ISO timestamps, with fractions of a second
+        return _trimmed(v).cast(to)
+    except pa.ArrowInvalid:
+        return _strptime(v, _TIMESTAMP_FORMATS, to, node).cast(to)
+
+
+def _string_to_interval(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    if not isinstance(v, pa.Scalar):
+        raise FeatureNotSupported("casting a text column to interval is not supported",
+                                  position=_position(node))
+    if not v.is_valid:
+        return _null_of(_INTERVAL)
+    return _interval_scalar(*_parse_interval(v.as_py(), None, node))
+
+
+def _timestamp_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    return pc.floor_temporal(v, unit="day").cast(pa.date32(), safe=False)
+
+
+def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    k = _kind(v.type)
+    if k == "timestamp":
+        s = pc.strftime(v.cast(_TS) if v.type.unit != "us" else v, format="%Y-%m-%d %H:%M:%S")
+        s = pc.replace_substring_regex(s, pattern=r"\.(\d*?)0+$", replacement=r".\1")
+        s = pc.replace_substring_regex(s, pattern=r"\.$", replacement="")
+    elif k == "float":
+        s = v.cast(pa.string())
+        s = pc.replace_substring_regex(s, pattern="^(-?)inf$", replacement=r"\1Infinity")
+        s = pc.replace_substring(s, pattern="nan", replacement="NaN")
+    elif k == "interval":
+        if not isinstance(v, pa.Scalar):
+            raise FeatureNotSupported("casting an interval column to text is not supported",
+                                      position=_position(node))
+        s = pa.scalar(None if not v.is_valid else _interval_text(*_interval_parts(v)))
+    else:
+        s = v.cast(pa.string())
+    return s.cast(to) if s.type != to else s
+
+
+def _numeric_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    return v.cast(to, safe=False)
+
+
+def _f64(v: Value) -> Value:
+    """A number as float64 (large integers round, as in PostgreSQL's casts)."""
+    return v.cast(pa.float64(), safe=False)
+
+
+_CASTS: dict[tuple[str, str], Callable[[Value, pa.DataType, exp.Expr | None], Value]] = {
+    ("int", "int"): _cast_checked,
+    ("int", "float"): _numeric_cast,
+    ("int", "decimal"): _int_to_decimal_cast,
+    ("int", "bool"): lambda v, to, node: pc.not_equal(v, 0),
+    ("bool", "int"): _cast_checked,
+    ("float", "float"): _numeric_cast,
+    ("float", "int"): _float_to_int,
+    ("float", "decimal"): _float_to_decimal,
+    ("decimal", "float"): _numeric_cast,
+    ("decimal", "int"): _decimal_to_int,
+    ("decimal", "decimal"): _decimal_to_decimal,
+    ("string", "int"): _string_to_number,
+    ("string", "float"): _string_to_number,
+    ("string", "decimal"): _string_to_number,
+    ("string", "bool"): _string_to_bool,
+    ("string", "date"): _string_to_date,
+    ("string", "timestamp"): _string_to_timestamp,
+    ("string", "interval"): _string_to_interval,
+    ("string", "string"): lambda v, to, node: v.cast(to),
+    ("string", "binary"): lambda v, to, node: v.cast(to),
+    ("binary", "binary"): lambda v, to, node: v.cast(to),
+    ("date", "timestamp"): lambda v, to, node: v.cast(to),
+    ("timestamp", "date"): _timestamp_to_date,
+    ("timestamp", "timestamp"): lambda v, to, node: v.cast(to),
+    **{(k, "string"): _to_text for k in ("int", "float", "decimal", "bool", "date",
+                                         "timestamp", "interval", "binary")},
+}   # planner.expr.arrays adds the array casts (string <-> list, list -> list)
+
+
+def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) -> pa.DataType:
+    """The Arrow type of a SQL type name; NUMERIC without (p, s) adapts to `source`."""
+    T = exp.DataType.Type
+    if isinstance(dt, exp.ObjectIdentifier):        # oid, regclass, regtype, ...
+        return _named_type(dt.name, node)
+    t = dt.this
+    if t == T.USERDEFINED:                          # pg_catalog.text, "char", int2vector
+        kind = dt.args.get("kind")
+        return _named_type(kind.name if kind is not None else dt.sql(), node)
+    if t == T.ARRAY and dt.expressions:
+        elem = _arrow_type(dt.expressions[0], source.value_type if source is not None and
+                           _kind(source) == "list" else None, node)
+        return ArrayType(elem)
+    if t == T.NAME:
+        return pa.string()
+    simple = {
+        T.TINYINT: pa.int8(), T.SMALLINT: pa.int16(), T.INT: pa.int32(), T.BIGINT: pa.int64(),
+        T.FLOAT: pa.float32(), T.DOUBLE: pa.float64(), T.BOOLEAN: pa.bool_(),
+        T.DATE: pa.date32(), T.TIMESTAMP: _TS, T.TIMESTAMPTZ: _TS, T.DATETIME: _TS,
+        T.TIMESTAMPNTZ: _TS, T.VARBINARY: pa.binary(), T.BINARY: pa.binary(),
+        T.BLOB: pa.binary(), T.INTERVAL: _INTERVAL,
+        T.TEXT: pa.string(), T.VARCHAR: pa.string(), T.CHAR: pa.string(),
+        T.NCHAR: pa.string(), T.NVARCHAR: pa.string(),
+    }
+    if t in simple:
+        return simple[t]
+    if t in (T.DECIMAL, T.BIGDECIMAL):
+        params = [int(p.this.this) for p in dt.expressions]
+        if params:
+            p, s = params[0], params[1] if len(params) > 1 else 0
+            if not 1 <= p <= _MAX_PRECISION:
+                raise _err(f"NUMERIC precision {p} must be between 1 and 38", "22023", node)
+            if not 0 <= s <= p:
+                raise _err(f"NUMERIC scale {s} must be between 0 and precision {p}", "22023",
+                           node)
+            return pa.decimal128(p, s)
+        if source is not None and _kind(source) == "decimal":
+            return source if source.bit_width == 128 else _cap(source.precision, source.scale)
+        if source is not None and _kind(source) == "int":
+            return _int_as_decimal_type(source)
+        return _DEFAULT_NUMERIC
+    raise UndefinedObject(f'type "{dt.sql(dialect="postgres").lower()}" does not exist',
+                          position=_position(node))
+
+
+@_handles(exp.Cast)
+def _cast_node(node: exp.Cast, ctx: _Ctx) -> Value:
+    v = _eval(node.this, ctx)
+    dt = node.args["to"]
+    to = _arrow_type(dt, v.type, node)
+    r = _cast(v, to, node.this)
+    T = exp.DataType.Type
+    if dt.this in (T.VARCHAR, T.CHAR, T.NCHAR, T.NVARCHAR) and dt.expressions:
+        r = pc.utf8_slice_codeunits(r, 0, int(dt.expressions[0].this.this))
+    return r

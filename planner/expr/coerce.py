@@ -1,0 +1,176 @@
+"""Coercion: bringing operands to one type (`_coerce_pair` for comparisons, `_unify` for CASE /
+COALESCE / VALUES-like lists, `_widen` to a supertype, a constant narrowed to its column's
+type when exact) and the argument checks of functions (`_string_arg`, `_int_arg`, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from planner.errors import FeatureNotSupported
+from planner.expr.types import (
+    _err,
+    _int_to_decimal,
+    _is_unknown_literal,
+    _kind,
+    _NUMERIC,
+    _pg_name,
+    _position,
+    _supertype,
+    Value,
+)
+from planner.expr.casts import _cast
+
+
+# -- boolean logic and comparisons -----------------------------------------------------------
+
+
+def _boolean_arg(v: Value, what: str, node: exp.Expr) -> Value:
+    k = _kind(v.type)
+    if k == "bool":
+        return v
+    if k == "null":
+        return v.cast(pa.bool_())
+    raise _err(f"argument of {what} must be type boolean, not type {_pg_name(v.type)}",
+               "42804", node)
+
+
+def _coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
+                 op: str, node: exp.Expr) -> tuple[Value, Value]:
+    """Bring two operands of a comparison to one type (PostgreSQL's resolution, simplified)."""
+    ka, kb = _kind(a.type), _kind(b.type)
+    if _is_unknown_literal(a_node) and kb not in ("string", "null"):
+        a, ka = _cast(a, b.type, a_node), kb
+    elif _is_unknown_literal(b_node) and ka not in ("string", "null"):
+        b, kb = _cast(b, a.type, b_node), ka
+    if a.type == b.type:
+        return a, b
+    if ka == "null":
+        return a.cast(b.type), b
+    if kb == "null":
+        return a, b.cast(a.type)
+    if "decimal" in (ka, kb):
+        if ka == "int" and isinstance(a, pa.Scalar):
+            a = _int_to_decimal(a)
+        if kb == "int" and isinstance(b, pa.Scalar):
+            b = _int_to_decimal(b)
+    t = _supertype([a.type, b.type])
+    if t is None:
+        raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
+                   "42883", node)
+    # A constant that fits the column's type exactly is cast instead of the column.
+    if isinstance(b, pa.Scalar) and not isinstance(a, pa.Scalar) and a.type != t:
+        narrowed = _narrow(b, a.type)
+        if narrowed is not None:
+            return a, narrowed
+    if isinstance(a, pa.Scalar) and not isinstance(b, pa.Scalar) and b.type != t:
+        narrowed = _narrow(a, b.type)
+        if narrowed is not None:
+            return narrowed, b
+    return _widen(a, t, a_node), _widen(b, t, b_node)
+
+
+def _narrow(s: pa.Scalar, t: pa.DataType) -> pa.Scalar | None:
+    """`s` cast to `t` if the cast is exact (same family, value preserved), else None."""
+    if _kind(s.type) != _kind(t) and {_kind(s.type), _kind(t)} != {"int", "decimal"}:
+        return None
+    try:
+        c = s.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return c if c.as_py() == s.as_py() else None
+
+
+def _widen(v: Value, t: pa.DataType, node: exp.Expr | None) -> Value:
+    """Cast to a supertype (exact for numbers except into float; date -> timestamp)."""
+    if v.type == t:
+        return v
+    return _cast(v, t, node)
+
+
+def _check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
+    if _kind(a.type) in ("interval", "other", "time") or _kind(b.type) in ("interval", "other"):
+        raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
+                   "42883", node)
+
+
+# -- conditionals ----------------------------------------------------------------------------
+
+
+def _unify(values: list[Value], nodes: list[exp.Expr], what: str,
+           node: exp.Expr) -> tuple[list[Value], pa.DataType]:
+    """Cast values to one type; unknown literals adopt the others' type (else text)."""
+    typed = [v for v, n in zip(values, nodes)
+             if not _is_unknown_literal(n) and _kind(v.type) != "null"]
+    if any(_kind(v.type) == "decimal" for v in typed):
+        typed = [_int_to_decimal(v) if _kind(v.type) == "int" and isinstance(v, pa.Scalar)
+                 else v for v in typed]
+    if typed:
+        t = _supertype([v.type for v in typed])
+        if t is None:
+            a, b = _first_mismatch([v.type for v in typed])
+            raise _err(f"{what} types {_pg_name(a)} and {_pg_name(b)} cannot be matched",
+                       "42804", node)
+    elif any(_is_unknown_literal(n) for n in nodes):
+        t = pa.string()
+    else:
+        t = pa.null()
+    return [_widen(v, t, n) for v, n in zip(values, nodes)], t
+
+
+def _first_mismatch(types: list[pa.DataType]) -> tuple[pa.DataType, pa.DataType]:
+    for i, a in enumerate(types):
+        for b in types[i + 1:]:
+            if _supertype([a, b]) is None:
+                return a, b
+    return types[0], types[-1]
+
+
+# -- strings ---------------------------------------------------------------------------------
+
+
+def _string_arg(v: Value, fn: str, node: exp.Expr) -> Value:
+    if _kind(v.type) in ("string", "null"):
+        return v
+    raise _err(f"function {fn}({_pg_name(v.type)}) does not exist", "42883", node)
+
+
+def _text(v: Value, node: exp.Expr) -> Value:
+    """Any value as text (for || and CONCAT)."""
+    k = _kind(v.type)
+    if k == "string":
+        return v
+    if k == "null":
+        return v.cast(pa.string())
+    return _cast(v, pa.string(), node)
+
+
+def _const_arg(v: Value, what: str, node: exp.Expr) -> Any:
+    """The Python value of an argument that must be constant (None for NULL)."""
+    if not isinstance(v, pa.Scalar):
+        raise FeatureNotSupported(f"a non-constant {what} is not supported",
+                                  position=_position(node))
+    return v.as_py()
+
+
+def _int_arg(v: Value, what: str, node: exp.Expr) -> int | None:
+    if _kind(v.type) not in ("int", "null", "decimal", "float"):
+        raise _err(f"{what} must be an integer, not type {_pg_name(v.type)}", "42804", node)
+    x = _const_arg(v, what, node)
+    return None if x is None else int(_cast(v, pa.int64(), node).as_py())
+
+
+# -- math ------------------------------------------------------------------------------------
+
+
+def _numeric_arg(v: Value, fn: str, node: exp.Expr) -> Value:
+    if _is_unknown_literal(node):
+        return _cast(v, pa.float64(), node)
+    if _kind(v.type) in _NUMERIC:
+        return v
+    if _kind(v.type) == "null":
+        return v.cast(pa.float64())
+    raise _err(f"function {fn}({_pg_name(v.type)}) does not exist", "42883", node)

@@ -1,0 +1,266 @@
+"""The evaluator's core: the dispatch registry and the public entry points.
+
+    evaluate(node, batch) -> _eval(node, ctx) -> _HANDLERS[type(node)](node, ctx) -> Value
+
+`@_handles(*node_types)` registers a handler; the other modules of planner.expr add theirs
+when imported. `_eval_where` evaluates on a subset of rows after a data exception (CASE,
+AND / OR). Leaves (columns, literals, NULL, booleans, Const) and the functions sqlglot leaves
+as `exp.Anonymous` (`_ANONYMOUS`, extended by strings, temporal and arrays) live here.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner.errors import FeatureNotSupported, SqlError
+from planner.expr.types import (
+    _broadcast,
+    _combine,
+    _digits,
+    _err,
+    _kind,
+    _MAX_PRECISION,
+    _pg_name,
+    _position,
+    Value,
+)
+
+
+# -- public API ------------------------------------------------------------------------------
+
+
+def column_key(col: exp.Column) -> str:
+    """The batch field name a column reference reads: `table.name`, or `name` unqualified."""
+    return f"{col.table}.{col.name}" if col.table else col.name
+
+
+class Const(exp.Expression):
+    """A folded constant: `this` is a typed `pa.Scalar` (possibly null).
+
+    `evaluate` broadcasts it; `.sql()` renders it as a SQL literal (`DATE '1998-09-02'`,
+    `0.06`, `CAST(NULL AS INTEGER)`).
+    """
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
+def evaluate(node: exp.Expression, batch: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
+    """Evaluate `node` over `batch`: exactly `batch.num_rows` Arrow values (constants broadcast).
+
+    Raises SqlError with PostgreSQL's SQLSTATE for unknown columns (42703), functions or
+    operators (42883), type mismatches (42804) and data errors (22xxx).
+    """
+    ctx = _Ctx(batch)
+    return _broadcast(_eval(node, ctx), ctx.num_rows)
+
+
+def evaluate_filter(node: exp.Expression,
+                    batch: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
+    """WHERE semantics: a boolean per row, NULL counted as false. Non-boolean is 42804."""
+    ctx = _Ctx(batch)
+    v = _eval(node, ctx)
+    if _kind(v.type) == "null":
+        return pa.repeat(pa.scalar(False), ctx.num_rows)
+    if _kind(v.type) != "bool":
+        raise SqlError(f"argument of WHERE must be type boolean, not type {_pg_name(v.type)}",
+                       "42804", _position(node))
+    if isinstance(v, pa.Scalar):
+        return pa.repeat(pa.scalar(bool(v.as_py())), ctx.num_rows)
+    return pc.fill_null(v, False)
+
+
+# -- evaluation context and dispatch ---------------------------------------------------------
+
+
+class _Ctx:
+    """The batch being evaluated and its name -> column index map."""
+
+    __slots__ = ("batch", "index", "num_rows")
+
+    def __init__(self, batch: pa.Table | pa.RecordBatch):
+        self.batch = batch
+        self.num_rows = batch.num_rows
+        self.index: dict[str, int] = {}
+        for i, name in enumerate(batch.schema.names):
+            self.index.setdefault(name, i)
+
+    def column(self, i: int) -> pa.Array | pa.ChunkedArray:
+        return self.batch.column(i)
+
+    def filtered(self, mask: Value) -> _Ctx:
+        """The rows where `mask` is true (a scalar mask keeps all rows or none)."""
+        if isinstance(mask, pa.Scalar):
+            return self if mask.as_py() else _Ctx(self.batch.slice(0, 0))
+        if isinstance(self.batch, pa.RecordBatch) and isinstance(mask, pa.ChunkedArray):
+            mask = mask.combine_chunks()
+        return _Ctx(self.batch.filter(mask))
+
+
+Handler = Callable[[Any, _Ctx], Value]
+_HANDLERS: dict[type, Handler] = {}
+
+
+def _handles(*types: type) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for t in types:
+            _HANDLERS[t] = fn
+        return fn
+    return register
+
+
+def _eval(node: exp.Expr, ctx: _Ctx) -> Value:
+    handler = _HANDLERS.get(type(node))
+    if handler is None:
+        _unsupported(node, ctx)
+    try:
+        return handler(node, ctx)
+    except pa.ArrowException as e:
+        raise _from_arrow(e, node) from None
+    except OverflowError:
+        raise SqlError("value out of range", "22003", _position(node)) from None
+
+
+def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
+    """`node` over the rows where `mask` holds; other rows are unspecified (null or a value).
+
+    Tries all rows first (one kernel call); only a data exception triggers the re-evaluation
+    on the masked rows, scattered back into a full-length column.
+    """
+    try:
+        return _eval(node, ctx)
+    except SqlError as e:
+        if mask is None or not e.sqlstate.startswith("22"):
+            raise
+        sub = ctx.filtered(mask)
+        if sub.num_rows == ctx.num_rows:
+            raise
+        v = _eval(node, sub)
+        if isinstance(v, pa.Scalar):
+            return v
+        return _scatter(mask, v, ctx.num_rows)
+
+
+def _scatter(mask: Value, values: pa.Array | pa.ChunkedArray, n: int) -> pa.Array:
+    mask = _combine(_broadcast(pc.fill_null(mask, False), n))
+    return pc.replace_with_mask(pa.nulls(n, values.type), mask, _combine(values))
+
+
+def _unsupported(node: exp.Expr, ctx: _Ctx) -> None:
+    pos = _position(node)
+    if isinstance(node, exp.AggFunc):
+        raise SqlError(f"aggregate function {node.sql_name().lower()}() is not allowed here",
+                       "42803", pos)
+    if isinstance(node, (exp.Query, exp.Subquery)):
+        raise FeatureNotSupported("subquery not expected in a scalar expression", position=pos)
+    if isinstance(node, (exp.Parameter, exp.Placeholder)):
+        raise SqlError(f"there is no parameter {node.sql()}", "42P02", pos)
+    if isinstance(node, exp.Func):
+        _no_function(node.sql_name(), list(node.iter_expressions()), ctx, pos)
+    raise FeatureNotSupported(f"unsupported expression: {node.sql()}", position=pos)
+
+
+def _no_function(name: str, args: list[exp.Expr] | None, ctx: _Ctx, pos: int | None) -> None:
+    types = []
+    for a in args or []:
+        try:
+            types.append(_pg_name(_eval(a, ctx).type))
+        except SqlError:
+            types.append("unknown")
+    raise SqlError(f"function {name.lower()}({', '.join(types)}) does not exist", "42883", pos)
+
+
+def _from_arrow(e: pa.ArrowException, node: exp.Expr) -> SqlError:
+    msg = str(e)
+    low = msg.lower()
+    if "divide by zero" in low:
+        return _err("division by zero", "22012", node)
+    if "square root of negative" in low:
+        return _err("cannot take square root of a negative number", "2201F", node)
+    if "logarithm of zero" in low:
+        return _err("cannot take logarithm of zero", "2201E", node)
+    if "logarithm of negative" in low:
+        return _err("cannot take logarithm of a negative number", "2201E", node)
+    if any(w in low for w in ("overflow", "out of bounds", "does not fit", "out of range")):
+        return _err("value out of range", "22003", node)
+    if isinstance(e, (pa.ArrowNotImplementedError, pa.ArrowTypeError)):
+        return _err(f"operator does not exist: {node.sql()}", "42883", node)
+    return _err(msg, "22000", node)
+
+
+# -- leaves ----------------------------------------------------------------------------------
+
+
+@_handles(exp.Column)
+def _column(node: exp.Column, ctx: _Ctx) -> Value:
+    key = column_key(node)
+    i = ctx.index.get(key)
+    if i is None:
+        if isinstance(node.this, exp.Star):
+            raise FeatureNotSupported("* is not a scalar expression", position=_position(node))
+        name = f"{node.table}.{node.name}" if node.table else f'"{node.name}"'
+        raise _err(f"column {name} does not exist", "42703", node)
+    return ctx.column(i)
+
+
+@_handles(exp.Literal)
+def _literal(node: exp.Literal, ctx: _Ctx) -> Value:
+    text = node.this
+    if node.is_string:
+        return pa.scalar(text, pa.string())
+    if re.fullmatch(r"[+-]?\d+", text):
+        n = int(text)
+        if -(2**63) <= n < 2**63:
+            return pa.scalar(n, pa.int64())
+        if _digits(n) > _MAX_PRECISION:
+            raise _err("value out of range", "22003", node)
+        return pa.scalar(decimal.Decimal(n), pa.decimal128(_digits(n), 0))
+    if re.search(r"[eE]", text):
+        return pa.scalar(float(text), pa.float64())
+    d = decimal.Decimal(text)
+    _, digits, exponent = d.as_tuple()
+    scale = max(-exponent, 0)
+    precision = max(len(digits), scale, 1)
+    if precision > _MAX_PRECISION:
+        raise _err("value out of range", "22003", node)
+    return pa.scalar(d, pa.decimal128(precision, scale))
+
+
+@_handles(exp.Null)
+def _null(node: exp.Null, ctx: _Ctx) -> Value:
+    return pa.scalar(None)
+
+
+@_handles(exp.Boolean)
+def _boolean(node: exp.Boolean, ctx: _Ctx) -> Value:
+    return pa.scalar(bool(node.this))
+
+
+@_handles(Const)
+def _const(node: Const, ctx: _Ctx) -> Value:
+    return node.this
+
+
+@_handles(exp.Paren, exp.Alias)
+def _child(node: exp.Expr, ctx: _Ctx) -> Value:
+    return _eval(node.this, ctx)
+
+
+# Functions sqlglot leaves as exp.Anonymous, by lower-case name; each concept's module adds its
+# own (strings: octet_length; temporal: transaction_timestamp, ...; arrays: json_build_object).
+_ANONYMOUS: dict[str, Callable[[exp.Anonymous, _Ctx], Value]] = {}
+_NON_DETERMINISTIC = {"clock_timestamp"}
+
+
+@_handles(exp.Anonymous)
+def _anonymous(node: exp.Anonymous, ctx: _Ctx) -> Value:
+    fn = _ANONYMOUS.get(node.name.lower())
+    if fn is None:
+        _no_function(node.name, node.expressions, ctx, _position(node))
+    return fn(node, ctx)

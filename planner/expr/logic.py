@@ -1,0 +1,349 @@
+"""Predicates and conditionals: Kleene AND / OR / NOT, IS, comparisons (PostgreSQL's NaN order),
+IS [NOT] DISTINCT FROM, BETWEEN, IN, LIKE / ILIKE / ESCAPE, regular expressions, CASE, IIF,
+COALESCE, NULLIF, GREATEST / LEAST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner.errors import FeatureNotSupported
+from planner.expr.types import (
+    ArrayType,
+    _err,
+    _int_to_decimal,
+    _is_unknown_literal,
+    _kind,
+    _null_of,
+    _pg_name,
+    _position,
+    _storage,
+    _supertype,
+    Value,
+    _wrap,
+)
+from planner.expr.core import _Ctx, _eval, _eval_where, _handles
+from planner.expr.casts import _cast
+from planner.expr.coerce import (
+    _boolean_arg,
+    _check_comparable,
+    _coerce_pair,
+    _const_arg,
+    _narrow,
+    _string_arg,
+    _unify,
+    _widen,
+)
+from planner.expr.arrays import _is_quantifier, _list_equality, _quantified
+
+
+@_handles(exp.And, exp.Or)
+def _and_or(node: exp.Connector, ctx: _Ctx) -> Value:
+    is_and = isinstance(node, exp.And)
+    what = "AND" if is_and else "OR"
+    left = _boolean_arg(_eval(node.this, ctx), what, node.this)
+    # The right side only matters where the left side did not decide the result.
+    undecided = pc.fill_null(left if is_and else pc.invert(left), True)
+    right = _boolean_arg(_eval_where(node.expression, ctx, undecided), what, node.expression)
+    return (pc.and_kleene if is_and else pc.or_kleene)(left, right)
+
+
+@_handles(exp.Not)
+def _not(node: exp.Not, ctx: _Ctx) -> Value:
+    return pc.invert(_boolean_arg(_eval(node.this, ctx), "NOT", node.this))
+
+
+@_handles(exp.Is)
+def _is(node: exp.Is, ctx: _Ctx) -> Value:
+    v = _eval(node.this, ctx)
+    target = node.expression
+    if isinstance(target, exp.Null):
+        r = pc.is_null(v)
+    elif isinstance(target, exp.Boolean):
+        b = _boolean_arg(v, "IS", node.this)
+        r = pc.fill_null(b if target.this else pc.invert(b), False)
+    else:
+        raise FeatureNotSupported(f"unsupported IS test: {node.sql()}", position=_position(node))
+    return pc.invert(r) if node.args.get("negate") else r
+
+
+_COMPARISONS: dict[type, tuple[str, Callable[..., Value]]] = {
+    exp.EQ: ("=", pc.equal), exp.NEQ: ("<>", pc.not_equal), exp.GT: (">", pc.greater),
+    exp.GTE: (">=", pc.greater_equal), exp.LT: ("<", pc.less), exp.LTE: ("<=", pc.less_equal),
+}
+
+
+@_handles(*_COMPARISONS)
+def _comparison(node: exp.Binary, ctx: _Ctx) -> Value:
+    op, fn = _COMPARISONS[type(node)]
+    if _is_quantifier(node.expression):
+        return _quantified(node, ctx, op, fn)
+    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+    if "list" in (_kind(a.type), _kind(b.type)):
+        return _list_equality(a, node.this, b, node.expression, op, node)
+    a, b = _coerce_pair(a, node.this, b, node.expression, op, node)
+    _check_comparable(a, op, b, node)
+    if _kind(a.type) == "null":
+        return _null_of(pa.bool_())
+    if _kind(a.type) == "float":
+        return _float_compare(op, fn, a, b)
+    return fn(a, b)
+
+
+def _float_compare(op: str, fn: Callable[..., Value], a: Value, b: Value) -> Value:
+    """PostgreSQL's float comparison: NaN equals NaN and is greater than every other value
+    (so that floats sort and group totally); IEEE, which Arrow follows, has NaN unordered."""
+    r = fn(a, b)
+    an, bn = pc.fill_null(pc.is_nan(a), False), pc.fill_null(pc.is_nan(b), False)
+    if op in ("=", "<>"):
+        fix = pc.and_(an, bn)                            # NaN = NaN
+        value = op == "="
+    elif op in (">", ">="):
+        fix = pc.and_(an, pc.invert(bn)) if op == ">" else an
+        value = True
+    else:
+        fix = pc.and_(bn, pc.invert(an)) if op == "<" else bn
+        value = True
+    fix = pc.and_(fix, pc.and_(pc.is_valid(a), pc.is_valid(b)))     # NULL stays NULL
+    if isinstance(fix, pa.Scalar) and not fix.as_py():
+        return r
+    return pc.if_else(fix, pa.scalar(value), r)
+
+
+@_handles(exp.NullSafeEQ, exp.NullSafeNEQ)
+def _distinct_from(node: exp.Binary, ctx: _Ctx) -> Value:
+    a, b = _coerce_pair(_eval(node.this, ctx), node.this, _eval(node.expression, ctx),
+                        node.expression, "IS DISTINCT FROM", node)
+    a_null, b_null = pc.is_null(a), pc.is_null(b)
+    if _kind(a.type) == "null":
+        same = pc.and_(a_null, b_null)
+    else:
+        same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(a_null, b_null))
+    return same if isinstance(node, exp.NullSafeEQ) else pc.invert(same)
+
+
+@_handles(exp.Between)
+def _between(node: exp.Between, ctx: _Ctx) -> Value:
+    x = _eval(node.this, ctx)
+    lo_node, hi_node = node.args["low"], node.args["high"]
+    x1, lo = _coerce_pair(x, node.this, _eval(lo_node, ctx), lo_node, ">=", node)
+    x2, hi = _coerce_pair(x, node.this, _eval(hi_node, ctx), hi_node, "<=", node)
+    if _kind(x1.type) == "null" or _kind(x2.type) == "null":
+        return _null_of(pa.bool_())
+    if _kind(x1.type) == "float" or _kind(x2.type) == "float":
+        return pc.and_kleene(_float_compare(">=", pc.greater_equal, x1, lo),
+                             _float_compare("<=", pc.less_equal, x2, hi))
+    return pc.and_kleene(pc.greater_equal(x1, lo), pc.less_equal(x2, hi))
+
+
+@_handles(exp.In)
+def _in(node: exp.In, ctx: _Ctx) -> Value:
+    if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+        raise FeatureNotSupported("IN (subquery) must be planned as a join",
+                                  position=_position(node))
+    x = _eval(node.this, ctx)
+    items = node.expressions
+    values = [_eval(e, ctx) for e in items]
+    if not all(isinstance(v, pa.Scalar) for v in values):
+        result: Value | None = None
+        for v, e in zip(values, items):
+            a, b = _coerce_pair(x, node.this, v, e, "=", node)
+            eq = _null_of(pa.bool_()) if _kind(a.type) == "null" else pc.equal(a, b)
+            result = eq if result is None else pc.or_kleene(result, eq)
+        return result
+    # All constants: one hash lookup per row. Literals take x's type; otherwise unify.
+    if _kind(x.type) not in ("string", "null"):
+        values = [_cast(v, x.type, e) if _is_unknown_literal(e) else v
+                  for v, e in zip(values, items)]
+    if _kind(x.type) == "decimal" or any(_kind(v.type) == "decimal" for v in values):
+        values = [_int_to_decimal(v) if _kind(v.type) == "int" else v for v in values]
+    # (x of type null - a bare NULL - narrows nothing: the list's type decides)
+    narrowed = [v if v.type == x.type else _narrow(v, x.type) if v.is_valid
+                else v.cast(x.type) for v in values] if _kind(x.type) != "null" else [None]
+    if all(v is not None for v in narrowed):
+        values = narrowed
+    t = _supertype([x.type] + [v.type for v in values])
+    if t is None:
+        bad = next(v.type for v in values if _supertype([x.type, v.type]) is None)
+        raise _err(f"operator does not exist: {_pg_name(x.type)} = {_pg_name(bad)}",
+                   "42883", node)
+    if _kind(t) == "null":
+        return _null_of(pa.bool_())
+    x = _widen(x, t, node.this)
+    present = [_widen(v, t, None) for v in values if v.is_valid]
+    has_null = len(present) < len(values)
+    value_set = pa.array([v.as_py() for v in present], type=t)
+    if _kind(t) == "float":       # -0.0 = 0.0, which the hash lookup does not know
+        x, value_set = pc.add(x, pa.scalar(0.0, t)), pc.add(value_set, pa.scalar(0.0, t))
+    found = pc.is_in(x, value_set=value_set, skip_nulls=True)
+    no_answer = _null_of(pa.bool_())
+    if has_null:  # no match against a list holding NULL is NULL
+        return pc.if_else(found, True, no_answer)
+    return pc.if_else(pc.is_null(x), no_answer, found)
+
+
+def _like_pattern(pattern: str, escape: str | None, node: exp.Expr) -> str:
+    """A LIKE pattern with escape character `escape` in Arrow's backslash-escape syntax."""
+    if escape is None:
+        escape = "\\"
+    if len(escape) > 1:
+        raise _err("invalid escape string", "22025", node)
+    out = []
+    chars = iter(pattern)
+    for c in chars:
+        if escape and c == escape:
+            nxt = next(chars, None)
+            if nxt is None:
+                raise _err("LIKE pattern must not end with escape character", "22025", node)
+            out.append("\\" + nxt if nxt in "%_\\" else nxt)
+        elif c == "\\":
+            out.append("\\\\")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _like(node: exp.Like | exp.ILike, ctx: _Ctx, escape: exp.Expr | None) -> Value:
+    s = _eval(node.this, ctx)
+    p = _eval(node.expression, ctx)
+    op = "~~*" if isinstance(node, exp.ILike) else "~~"
+    if _kind(s.type) not in ("string", "null") or _kind(p.type) not in ("string", "null"):
+        raise _err(f"operator does not exist: {_pg_name(s.type)} {op} {_pg_name(p.type)}",
+                   "42883", node)
+    if not isinstance(p, pa.Scalar):
+        raise FeatureNotSupported("LIKE with a non-constant pattern is not supported",
+                                  position=_position(node.expression))
+    esc = None
+    if escape is not None:
+        e = _eval(escape, ctx)
+        if not isinstance(e, pa.Scalar) or _kind(e.type) not in ("string", "null"):
+            raise FeatureNotSupported("ESCAPE must be a constant string",
+                                      position=_position(escape))
+        if not e.is_valid:
+            return _null_of(pa.bool_())
+        esc = e.as_py()
+    if not p.is_valid or _kind(s.type) == "null":
+        return _null_of(pa.bool_())
+    r = pc.match_like(s, pattern=_like_pattern(p.as_py(), esc, node),
+                      ignore_case=isinstance(node, exp.ILike))
+    return pc.invert(r) if node.args.get("negate") else r
+
+
+@_handles(exp.Like, exp.ILike)
+def _like_node(node: exp.Like | exp.ILike, ctx: _Ctx) -> Value:
+    return _like(node, ctx, None)
+
+
+@_handles(exp.Escape)
+def _escape(node: exp.Escape, ctx: _Ctx) -> Value:
+    inner = node.this
+    negate = False
+    if isinstance(inner, exp.Not):
+        inner, negate = inner.this, True
+    if not isinstance(inner, (exp.Like, exp.ILike)):
+        raise FeatureNotSupported(f"unsupported ESCAPE: {node.sql()}", position=_position(node))
+    r = _like(inner, ctx, node.expression)
+    return pc.invert(r) if negate else r
+
+
+@_handles(exp.RegexpLike, exp.RegexpILike)
+def _regexp(node: exp.Binary, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "~", node.this)
+    p = _const_arg(_eval(node.expression, ctx), "regular expression", node.expression)
+    if p is None or _kind(s.type) == "null":
+        return _null_of(pa.bool_())
+    return pc.match_substring_regex(s, pattern=p,
+                                    ignore_case=isinstance(node, exp.RegexpILike))
+
+
+def _conditional(node: exp.Expr, ctx: _Ctx, arms: list[tuple[exp.Expr, exp.Expr]],
+                 default: exp.Expr | None, subject: exp.Expr | None) -> Value:
+    """CASE: each arm's condition and value only for the rows still undecided."""
+    remaining: Value | None = None
+    conds: list[Value] = []
+    values: list[Value] = []
+    value_nodes: list[exp.Expr] = []
+    subject_value = _eval(subject, ctx) if subject is not None else None
+    for when, then in arms:
+        if subject is not None:
+            a, b = _coerce_pair(subject_value, subject, _eval_where(when, ctx, remaining), when,
+                                "=", node)
+            c = _null_of(pa.bool_()) if _kind(a.type) == "null" else pc.equal(a, b)
+        else:
+            c = _boolean_arg(_eval_where(when, ctx, remaining), "CASE/WHEN", when)
+        c = pc.fill_null(c, False)
+        if remaining is not None:
+            c = pc.and_(c, remaining)
+        conds.append(c)
+        values.append(_eval_where(then, ctx, c))
+        value_nodes.append(then)
+        remaining = pc.invert(c) if remaining is None else pc.and_not(remaining, c)
+    if default is not None:
+        values.append(_eval_where(default, ctx, remaining))
+        value_nodes.append(default)
+    else:
+        values.append(pa.scalar(None))
+        value_nodes.append(exp.Null())
+    values, t = _unify(values, value_nodes, "CASE", node)
+    if isinstance(t, ArrayType):                    # choose among the arrays' text forms
+        values = [_storage(v) for v in values]
+    result = values[-1]
+    if _kind(t) == "null":
+        return result
+    for c, v in zip(reversed(conds), reversed(values[:-1])):
+        result = pc.if_else(c, v, result)
+    return _wrap(result, t) if isinstance(t, ArrayType) else result
+
+
+@_handles(exp.Case)
+def _case(node: exp.Case, ctx: _Ctx) -> Value:
+    arms = [(i.this, i.args["true"]) for i in node.args.get("ifs") or []]
+    return _conditional(node, ctx, arms, node.args.get("default"), node.this)
+
+
+@_handles(exp.If)
+def _if(node: exp.If, ctx: _Ctx) -> Value:
+    return _conditional(node, ctx, [(node.this, node.args["true"])], node.args.get("false"),
+                        None)
+
+
+@_handles(exp.Coalesce)
+def _coalesce(node: exp.Coalesce, ctx: _Ctx) -> Value:
+    nodes = [node.this, *node.expressions]
+    values: list[Value] = []
+    missing: Value | None = None  # rows where every argument so far is NULL
+    for n in nodes:
+        v = _eval_where(n, ctx, missing)
+        values.append(v)
+        missing = pc.is_null(v) if missing is None else pc.and_(missing, pc.is_null(v))
+    values, t = _unify(values, nodes, "COALESCE", node)
+    if _kind(t) == "null" or len(values) == 1:
+        return values[0]
+    if isinstance(t, ArrayType):
+        return _wrap(pc.coalesce(*[_storage(v) for v in values]), t)
+    return pc.coalesce(*values)
+
+
+@_handles(exp.Nullif)
+def _nullif(node: exp.Nullif, ctx: _Ctx) -> Value:
+    a, b = _coerce_pair(_eval(node.this, ctx), node.this, _eval(node.expression, ctx),
+                        node.expression, "=", node)
+    if _kind(a.type) == "null":
+        return a
+    same = pc.fill_null(pc.equal(a, b), False)
+    return pc.if_else(same, _null_of(a.type), a)
+
+
+@_handles(exp.Greatest, exp.Least)
+def _greatest_least(node: exp.Func, ctx: _Ctx) -> Value:
+    nodes = [node.this, *node.expressions]
+    name = "GREATEST" if isinstance(node, exp.Greatest) else "LEAST"
+    values, t = _unify([_eval(n, ctx) for n in nodes], nodes, name, node)
+    if _kind(t) == "null":
+        return values[0]
+    fn = pc.max_element_wise if isinstance(node, exp.Greatest) else pc.min_element_wise
+    return fn(*values, skip_nulls=True)

@@ -1,0 +1,230 @@
+"""Arithmetic and math: + - * / % over integers (checked), floats and decimals (dispatching to
+planner.expr.decimals and to planner.expr.temporal for dates and intervals), unary minus,
+ABS, ROUND, TRUNC, FLOOR / CEIL, SIGN, the float functions, LOG, POWER, PI, RANDOM.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner.errors import FeatureNotSupported
+from planner.expr.types import (
+    _cap,
+    _err,
+    _HALF_AWAY,
+    _int_to_decimal,
+    _INTERVAL,
+    _interval_parts,
+    _interval_scalar,
+    _is_unknown_literal,
+    _kind,
+    _NUMERIC,
+    _pg_name,
+    _position,
+    Value,
+)
+from planner.expr.core import _Ctx, _eval, Handler, _HANDLERS, _handles
+from planner.expr.casts import _cast, _cast_checked, _f64, _round
+from planner.expr.coerce import _int_arg, _numeric_arg
+from planner.expr.decimals import _check_nonzero, _decimal_arith
+from planner.expr.temporal import _TEMPORAL_ARITH
+
+
+# -- arithmetic ------------------------------------------------------------------------------
+
+
+_ARITH_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%",
+              exp.IntDiv: "//"}
+
+
+@_handles(*_ARITH_OPS)
+def _arith_node(node: exp.Binary, ctx: _Ctx) -> Value:
+    op = _ARITH_OPS[type(node)]
+    a_node, b_node = node.this, node.expression
+    a, b = _eval(a_node, ctx), _eval(b_node, ctx)
+    return _arith(op, a, a_node, b, b_node, node)
+
+
+def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
+           node: exp.Expr) -> Value:
+    ka, kb = _kind(a.type), _kind(b.type)
+    # An unknown literal takes the other operand's type, as PostgreSQL first tries; only
+    # date/timestamp + '...' (no date + date) reads it as an interval.
+    if _is_unknown_literal(a_node) and kb not in ("string", "null"):
+        a = _cast(a, _INTERVAL if kb in ("date", "timestamp") and op == "+" else b.type, a_node)
+    elif _is_unknown_literal(b_node) and ka not in ("string", "null"):
+        b = _cast(b, _INTERVAL if ka in ("date", "timestamp") and op == "+" else a.type, b_node)
+    ka, kb = _kind(a.type), _kind(b.type)
+    if ka == "null" and kb == "null":
+        return pa.scalar(None)
+    # NULL takes the type that makes the operator exist: date - NULL is date - integer.
+    if ka == "null":
+        a, ka = a.cast(b.type), kb
+    elif kb == "null":
+        partner = {"date": pa.int64(), "timestamp": _INTERVAL}.get(ka, a.type)
+        b, kb = b.cast(partner), _kind(partner)
+    if ka in _NUMERIC and kb in _NUMERIC:
+        return _numeric_arith(op, a, b, node)
+    fn = _TEMPORAL_ARITH.get((ka, op, kb))
+    if fn is not None:
+        return fn(a, b, node)
+    raise _err(f"operator does not exist: {_pg_name(a.type)} {op if op != '//' else '/'} "
+               f"{_pg_name(b.type)}", "42883", node)
+
+
+_INT_KERNELS = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
+_FLOAT_KERNELS = {"+": pc.add, "-": pc.subtract, "*": pc.multiply}
+
+
+def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
+    kinds = {_kind(a.type), _kind(b.type)}
+    if "float" in kinds:
+        a, b = _f64(a), _f64(b)
+        if op in _FLOAT_KERNELS:
+            return _FLOAT_KERNELS[op](a, b)
+        _check_nonzero(b, node)
+        q = pc.divide(a, b)
+        if op == "/":
+            return q
+        t = pc.trunc(q)
+        return t if op == "//" else pc.subtract(a, pc.multiply(b, t))
+    if "decimal" in kinds:
+        if _kind(a.type) == "int":
+            a = _int_to_decimal(a)
+        if _kind(b.type) == "int":
+            b = _int_to_decimal(b)
+        return _decimal_arith(op, a, b, node)
+    a, b = a.cast(pa.int64()), b.cast(pa.int64())
+    if op in _INT_KERNELS:
+        return _INT_KERNELS[op](a, b)
+    q = pc.divide_checked(a, b)  # truncates toward zero; raises on a zero divisor
+    return q if op in ("/", "//") else pc.subtract(a, pc.multiply(b, q))
+
+
+@_handles(exp.Neg)
+def _neg(node: exp.Neg, ctx: _Ctx) -> Value:
+    v = _eval(node.this, ctx)
+    k = _kind(v.type)
+    if k == "int":
+        return pc.negate_checked(v.cast(pa.int64()))
+    if k in ("float", "decimal"):
+        return pc.negate(v)
+    if k == "null":
+        return v
+    if k == "interval" and isinstance(v, pa.Scalar):
+        m, d, us = _interval_parts(v)
+        return _interval_scalar(-m, -d, -us)
+    raise _err(f"operator does not exist: - {_pg_name(v.type)}", "42883", node)
+
+
+@_handles(exp.Abs)
+def _abs(node: exp.Abs, ctx: _Ctx) -> Value:
+    v = _numeric_arg(_eval(node.this, ctx), "abs", node.this)
+    return pc.abs_checked(v.cast(pa.int64()) if _kind(v.type) == "int" else v)
+
+
+def _decimal_places(node: exp.Expr, key: str, ctx: _Ctx) -> int:
+    arg = node.args.get(key)
+    if arg is None:
+        return 0
+    n = _int_arg(_eval(arg, ctx), "number of decimal places", arg)
+    return 0 if n is None else n
+
+
+def _round_to(v: Value, n: int, mode: str) -> Value:
+    """Round (or truncate) to n decimal places; decimals get scale max(min(n, s), 0)."""
+    k = _kind(v.type)
+    if k == "int":
+        return v.cast(pa.int64()) if n >= 0 else _round(v.cast(pa.int64()), n, mode)
+    if k == "float":
+        return _round(_f64(v), n, mode)
+    p, s = v.type.precision, v.type.scale
+    if n >= s:
+        return v
+    new_scale = max(n, 0)
+    carry = 0 if mode == "towards_zero" else 1
+    target = _cap(p - s + new_scale + carry, new_scale)
+    return _cast_checked(_round(v, n, mode), target, None)
+
+
+@_handles(exp.Round)
+def _round_node(node: exp.Round, ctx: _Ctx) -> Value:
+    v = _numeric_arg(_eval(node.this, ctx), "round", node.this)
+    return _round_to(v, _decimal_places(node, "decimals", ctx), _HALF_AWAY)
+
+
+@_handles(exp.Trunc)
+def _trunc(node: exp.Trunc, ctx: _Ctx) -> Value:
+    v = _numeric_arg(_eval(node.this, ctx), "trunc", node.this)
+    return _round_to(v, _decimal_places(node, "decimals", ctx), "towards_zero")
+
+
+@_handles(exp.Floor, exp.Ceil)
+def _floor_ceil(node: exp.Func, ctx: _Ctx) -> Value:
+    is_floor = isinstance(node, exp.Floor)
+    v = _numeric_arg(_eval(node.this, ctx), "floor" if is_floor else "ceil", node.this)
+    k = _kind(v.type)
+    if k == "int":
+        return v.cast(pa.int64())
+    r = _round(v, 0, "down" if is_floor else "up")
+    if k == "float":
+        return r
+    p, s = v.type.precision, v.type.scale
+    return _cast_checked(r, _cap(p - s + 1, 0), node)
+
+
+@_handles(exp.Sign)
+def _sign(node: exp.Sign, ctx: _Ctx) -> Value:
+    return pc.sign(_numeric_arg(_eval(node.this, ctx), "sign", node.this))
+
+
+def _float_fn(name: str, kernel: Callable[[Value], Value]) -> Handler:
+    def handler(node: exp.Func, ctx: _Ctx) -> Value:
+        v = _numeric_arg(_eval(node.this, ctx), name, node.this)
+        return kernel(_f64(v))
+    return handler
+
+
+_FLOAT_FUNCTIONS: dict[type, tuple[str, Callable[[Value], Value]]] = {
+    exp.Sqrt: ("sqrt", pc.sqrt_checked),
+    exp.Ln: ("ln", pc.ln_checked),
+    exp.Exp: ("exp", pc.exp),
+    exp.Cbrt: ("cbrt", lambda v: pc.multiply(pc.sign(v), pc.power(pc.abs(v), 1 / 3))),
+    exp.Degrees: ("degrees", lambda v: pc.multiply(v, 180 / math.pi)),
+    exp.Radians: ("radians", lambda v: pc.multiply(v, math.pi / 180)),
+}
+for _cls, (_name, _kernel) in _FLOAT_FUNCTIONS.items():
+    _HANDLERS[_cls] = _float_fn(_name, _kernel)
+
+
+@_handles(exp.Log)
+def _log(node: exp.Log, ctx: _Ctx) -> Value:
+    if node.expression is None:  # PostgreSQL's one-argument log is base 10
+        return pc.log10_checked(_f64(_numeric_arg(_eval(node.this, ctx), "log", node.this)))
+    base = _f64(_numeric_arg(_eval(node.this, ctx), "log", node.this))
+    x = _f64(_numeric_arg(_eval(node.expression, ctx), "log", node.expression))
+    return pc.divide(pc.ln_checked(x), pc.ln_checked(base))
+
+
+@_handles(exp.Pow)
+def _pow(node: exp.Pow, ctx: _Ctx) -> Value:
+    a = _f64(_numeric_arg(_eval(node.this, ctx), "power", node.this))
+    b = _f64(_numeric_arg(_eval(node.expression, ctx), "power", node.expression))
+    return pc.power(a, b)
+
+
+@_handles(exp.Pi)
+def _pi(node: exp.Pi, ctx: _Ctx) -> Value:
+    return pa.scalar(math.pi)
+
+
+@_handles(exp.Rand)
+def _random(node: exp.Rand, ctx: _Ctx) -> Value:
+    if node.this is not None:
+        raise FeatureNotSupported("random(seed) is not supported", position=_position(node))
+    return pc.random(ctx.num_rows)

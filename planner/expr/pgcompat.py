@@ -1,0 +1,123 @@
+"""PostgreSQL compatibility operators for client catalog queries: & | # on integers, records of
+named fields and their field access, E'' strings, COLLATE (ignored: one byte-order
+collation) and OPERATOR(schema.op), rewritten to the node the plain operator parses to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner.errors import FeatureNotSupported
+from planner.expr.types import (
+    _broadcast,
+    _combine,
+    _err,
+    _kind,
+    _null_of,
+    _pg_name,
+    _position,
+    _supertype,
+    Value,
+)
+from planner.expr.core import _Ctx, _eval, _handles
+from planner.expr.coerce import _widen
+
+_BITWISE = {exp.BitwiseAnd: pc.bit_wise_and, exp.BitwiseOr: pc.bit_wise_or,
+            exp.BitwiseXor: pc.bit_wise_xor}
+
+
+@_handles(*_BITWISE)
+def _bitwise(node: exp.Binary, ctx: _Ctx) -> Value:
+    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+    if _kind(a.type) not in ("int", "null") or _kind(b.type) not in ("int", "null"):
+        raise _err(f"operator does not exist: {_pg_name(a.type)} & {_pg_name(b.type)}",
+                   "42883", node)
+    t = _supertype([a.type, b.type])
+    if _kind(t) == "null":
+        return _null_of(pa.int32())
+    return _BITWISE[type(node)](_widen(a, t, node.this), _widen(b, t, node.expression))
+
+
+@_handles(exp.Struct)
+def _struct(node: exp.Struct, ctx: _Ctx) -> Value:
+    """A record of named fields (`information_schema._pg_expandarray`'s (x, n))."""
+    names, values = [], []
+    for i, e in enumerate(node.expressions):
+        if isinstance(e, (exp.PropertyEQ, exp.Alias)):
+            names.append(e.this.name if isinstance(e, exp.PropertyEQ) else e.alias)
+            e = e.expression if isinstance(e, exp.PropertyEQ) else e.this
+        else:
+            names.append(f"f{i + 1}")
+        values.append(_eval(e, ctx))
+    if all(isinstance(v, pa.Scalar) for v in values):
+        return pa.scalar({n: v.as_py() for n, v in zip(names, values)},
+                         pa.struct([pa.field(n, v.type) for n, v in zip(names, values)]))
+    n = ctx.num_rows
+    return pc.make_struct(*[_combine(_broadcast(v, n)) for v in values], field_names=names)
+
+
+@_handles(exp.Dot)
+def _field(node: exp.Dot, ctx: _Ctx) -> Value:
+    """(record).field"""
+    v = _eval(node.this, ctx)
+    if not pa.types.is_struct(v.type):
+        raise FeatureNotSupported(f"unsupported expression: {node.sql()}",
+                                  position=_position(node))
+    name = node.name
+    names = [v.type.field(i).name for i in range(v.type.num_fields)]
+    match = [n for n in names if n.lower() == name.lower()]
+    if not match:
+        raise _err(f'column "{name}" not found in data type record', "42703", node)
+    if isinstance(v, pa.Scalar):
+        return v[match[0]] if v.is_valid else _null_of(v.type.field(match[0]).type)
+    return pc.struct_field(v, match[0])
+
+
+@_handles(exp.ByteString)
+def _escape_string(node: exp.ByteString, ctx: _Ctx) -> Value:
+    """E'...': the tokenizer has already resolved the backslash escapes."""
+    return pa.scalar(node.this, pa.string())
+
+
+@_handles(exp.Collate)
+def _collate(node: exp.Collate, ctx: _Ctx) -> Value:
+    return _eval(node.this, ctx)       # one collation: byte order (C)
+
+
+# OPERATOR(schema.op) -> the node the plain operator parses to
+_OPERATORS: dict[str, Callable[[exp.Expr, exp.Expr], exp.Expr]] = {
+    "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
+    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
+    "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
+    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "~~": lambda a, b: exp.Like(this=a, expression=b),
+    "~~*": lambda a, b: exp.ILike(this=a, expression=b),
+    "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
+    "!~~*": lambda a, b: exp.Not(this=exp.ILike(this=a, expression=b)),
+    "=": lambda a, b: exp.EQ(this=a, expression=b),
+    "<>": lambda a, b: exp.NEQ(this=a, expression=b),
+    "!=": lambda a, b: exp.NEQ(this=a, expression=b),
+    "<": lambda a, b: exp.LT(this=a, expression=b),
+    "<=": lambda a, b: exp.LTE(this=a, expression=b),
+    ">": lambda a, b: exp.GT(this=a, expression=b),
+    ">=": lambda a, b: exp.GTE(this=a, expression=b),
+    "||": lambda a, b: exp.DPipe(this=a, expression=b),
+    "+": lambda a, b: exp.Add(this=a, expression=b),
+    "-": lambda a, b: exp.Sub(this=a, expression=b),
+    "*": lambda a, b: exp.Mul(this=a, expression=b),
+    "/": lambda a, b: exp.Div(this=a, expression=b),
+}
+
+
+@_handles(exp.Operator)
+def _operator(node: exp.Operator, ctx: _Ctx) -> Value:
+    name = str(node.args["operator"]).strip()
+    name = name.rsplit(".", 1)[-1] if "." in name and not name.endswith(".") else name
+    make = _OPERATORS.get(name)
+    if make is None:
+        raise _err(f"operator does not exist: {name}", "42883", node)
+    return _eval(make(node.this, node.expression), ctx)

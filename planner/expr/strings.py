@@ -1,0 +1,196 @@
+"""Text functions: ||'s text operands, CONCAT, SUBSTRING, LEFT / RIGHT, UPPER / LOWER, INITCAP,
+LENGTH, TRIM, REPLACE, POSITION, LPAD / RPAD, REVERSE, STARTS_WITH, REPEAT, octet_length.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner.errors import FeatureNotSupported
+from planner.expr.types import _err, _kind, _null_of, _pg_name, _position, Value
+from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
+from planner.expr.coerce import _const_arg, _int_arg, _string_arg, _text
+
+
+@_handles(exp.Concat)
+def _concat(node: exp.Concat, ctx: _Ctx) -> Value:
+    parts = [_text(_eval(e, ctx), e) for e in node.expressions]
+    return pc.binary_join_element_wise(*parts, "", null_handling="replace",
+                                       null_replacement="")
+
+
+@_handles(exp.ConcatWs)
+def _concat_ws(node: exp.ConcatWs, ctx: _Ctx) -> Value:
+    sep, *rest = [_text(_eval(e, ctx), e) for e in node.expressions]
+    if not rest:
+        return sep
+    joined = pc.binary_join_element_wise(*rest, sep, null_handling="skip")
+    return pc.if_else(pc.is_null(sep), _null_of(pa.string()), joined)
+
+
+def _slice(s: Value, start: int, stop: int | None) -> Value:
+    if _kind(s.type) == "binary":
+        return pc.binary_slice(s, start, stop)
+    return pc.utf8_slice_codeunits(s, start, stop)
+
+
+@_handles(exp.Substring)
+def _substring(node: exp.Substring, ctx: _Ctx) -> Value:
+    s = _eval(node.this, ctx)
+    if _kind(s.type) not in ("string", "binary", "null"):
+        s = _string_arg(s, "substring", node.this)
+    start = _int_arg(_eval(node.args["start"], ctx), "substring start", node)
+    length_node = node.args.get("length")
+    length = (_int_arg(_eval(length_node, ctx), "substring length", node)
+              if length_node is not None else None)
+    out_type = pa.string() if _kind(s.type) == "null" else s.type
+    if start is None or (length_node is not None and length is None) or \
+            _kind(s.type) == "null":
+        return _null_of(out_type)
+    if length is not None and length < 0:
+        raise _err("negative substring length not allowed", "22011", node)
+    # 1-based [start, start + length) clipped to the string: start < 1 eats into length.
+    begin = max(start - 1, 0)
+    stop = None if length is None else max(start - 1 + length, begin)
+    return _slice(s, begin, stop)
+
+
+@_handles(exp.Left, exp.Right)
+def _left_right(node: exp.Binary, ctx: _Ctx) -> Value:
+    fn = "left" if isinstance(node, exp.Left) else "right"
+    s = _string_arg(_eval(node.this, ctx), fn, node.this)
+    n = _int_arg(_eval(node.expression, ctx), f"{fn} length", node)
+    if n is None or _kind(s.type) == "null":
+        return _null_of(pa.string())
+    if isinstance(node, exp.Left):  # n < 0: all but the last |n| characters
+        return _slice(s, 0, n)
+    # n > 0: the last n characters (start -n); n < 0: all but the first |n| (start |n|)
+    return _slice(s, -n, None) if n != 0 else _slice(s, 0, 0)
+
+
+@_handles(exp.Upper, exp.Lower)
+def _upper_lower(node: exp.Func, ctx: _Ctx) -> Value:
+    fn = "upper" if isinstance(node, exp.Upper) else "lower"
+    s = _string_arg(_eval(node.this, ctx), fn, node.this)
+    if _kind(s.type) == "null":
+        return s.cast(pa.string())
+    return (pc.utf8_upper if isinstance(node, exp.Upper) else pc.utf8_lower)(s)
+
+
+@_handles(exp.Initcap)
+def _initcap(node: exp.Initcap, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "initcap", node.this)
+    return pc.utf8_title(pc.utf8_lower(s)) if _kind(s.type) != "null" else s
+
+
+@_handles(exp.Length)
+def _length(node: exp.Length, ctx: _Ctx) -> Value:
+    s = _eval(node.this, ctx)
+    k = _kind(s.type)
+    if k == "binary":
+        return pc.binary_length(s)
+    s = _string_arg(s, "length", node.this)
+    return pc.utf8_length(s) if k != "null" else _null_of(pa.int32())
+
+
+@_handles(exp.Trim)
+def _trim(node: exp.Trim, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "trim", node.this)
+    chars_node = node.args.get("expression")
+    chars = " "
+    if chars_node is not None:
+        chars = _const_arg(_eval(chars_node, ctx), "trim character set", chars_node)
+        if chars is None:
+            return _null_of(pa.string())
+    if _kind(s.type) == "null":
+        return s.cast(pa.string())
+    position = (node.args.get("position") or "BOTH").upper()
+    fn = {"LEADING": pc.utf8_ltrim, "TRAILING": pc.utf8_rtrim}.get(position, pc.utf8_trim)
+    return fn(s, characters=chars)
+
+
+@_handles(exp.Replace)
+def _replace(node: exp.Replace, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "replace", node.this)
+    old = _const_arg(_eval(node.expression, ctx), "replace pattern", node.expression)
+    new_node = node.args["replacement"]
+    new = _const_arg(_eval(new_node, ctx), "replacement", new_node)
+    if old is None or new is None or _kind(s.type) == "null":
+        return _null_of(pa.string())
+    if old == "":
+        return s
+    return pc.replace_substring(s, pattern=old, replacement=new)
+
+
+@_handles(exp.StrPosition)
+def _strpos(node: exp.StrPosition, ctx: _Ctx) -> Value:
+    if node.args.get("position") or node.args.get("occurrence"):
+        raise FeatureNotSupported("POSITION with a start or occurrence is not supported",
+                                  position=_position(node))
+    s = _string_arg(_eval(node.this, ctx), "strpos", node.this)
+    sub_node = node.args["substr"]
+    sub = _const_arg(_eval(sub_node, ctx), "search string", sub_node)
+    if sub is None or _kind(s.type) == "null":
+        return _null_of(pa.int32())
+    if sub == "":
+        return pc.if_else(pc.is_valid(s), pa.scalar(1, pa.int32()), _null_of(pa.int32()))
+    ascii_only = (pc.string_is_ascii(s).as_py() if isinstance(s, pa.Scalar)
+                  else pc.all(pc.string_is_ascii(s)).as_py() is not False)
+    if ascii_only:  # byte offsets are character offsets
+        return pc.add(pc.find_substring(s, pattern=sub), 1).cast(pa.int32())
+    parts = pc.split_pattern(s, pattern=sub, max_splits=1)
+    found = pc.equal(pc.list_value_length(parts), 2)
+    before = pc.utf8_length(pc.list_element(parts, 0))
+    return pc.if_else(found, pc.add(before, pa.scalar(1, pa.int32())), pa.scalar(0, pa.int32()))
+
+
+@_handles(exp.Pad)
+def _pad(node: exp.Pad, ctx: _Ctx) -> Value:
+    left = bool(node.args.get("is_left"))
+    fn = "lpad" if left else "rpad"
+    s = _string_arg(_eval(node.this, ctx), fn, node.this)
+    width = _int_arg(_eval(node.expression, ctx), f"{fn} length", node)
+    fill_node = node.args.get("fill_pattern")
+    fill = " " if fill_node is None else _const_arg(_eval(fill_node, ctx), "pad string",
+                                                    fill_node)
+    if width is None or fill is None or _kind(s.type) == "null":
+        return _null_of(pa.string())
+    width = max(width, 0)
+    if len(fill) > 1:
+        raise FeatureNotSupported("a multi-character pad string is not supported",
+                                  position=_position(fill_node))
+    if fill:
+        s = (pc.utf8_lpad if left else pc.utf8_rpad)(s, width=width, padding=fill)
+    return _slice(s, 0, width)  # PostgreSQL truncates strings longer than the width
+
+
+@_handles(exp.Reverse)
+def _reverse(node: exp.Reverse, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "reverse", node.this)
+    return pc.utf8_reverse(s) if _kind(s.type) != "null" else s.cast(pa.string())
+
+
+@_handles(exp.StartsWith)
+def _starts_with(node: exp.StartsWith, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "starts_with", node.this)
+    prefix = _const_arg(_eval(node.expression, ctx), "prefix", node.expression)
+    if prefix is None or _kind(s.type) == "null":
+        return _null_of(pa.bool_())
+    return pc.starts_with(s, pattern=prefix)
+
+
+@_handles(exp.Repeat)
+def _repeat(node: exp.Repeat, ctx: _Ctx) -> Value:
+    s = _string_arg(_eval(node.this, ctx), "repeat", node.this)
+    n = _eval(node.args["times"], ctx)
+    if _kind(n.type) != "int":
+        raise _err(f"function repeat(text, {_pg_name(n.type)}) does not exist", "42883", node)
+    if _kind(s.type) == "null":
+        return s.cast(pa.string())
+    return pc.binary_repeat(s, pc.max_element_wise(n.cast(pa.int64()), 0))
+
+
+_ANONYMOUS["octet_length"] = lambda node, ctx: pc.binary_length(
+    _string_arg(_eval(node.expressions[0], ctx), "octet_length", node))
