@@ -12,7 +12,7 @@ from planner import logical as L
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import Const
 from planner.logical import and_all, AvgOf, keycol
-from planner.binder.common import _ancestors, in_nested_subquery, output_name, position, Scope
+from planner.binder.common import Scope, _ancestors, in_nested_subquery, output_name, position
 
 AGGREGATES: dict[type, str] = {
     exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
@@ -51,7 +51,8 @@ def rewrite_filter_clauses(ast: exp.Expression) -> None:
 
 
 class AggregateBinding:
-    """GROUP BY, aggregates, HAVING, windows, ORDER BY / DISTINCT / LIMIT of a SELECT. Mixed into planner.binder.Binder."""
+    """GROUP BY, aggregates, HAVING, windows, ORDER BY / DISTINCT / LIMIT of a SELECT.
+    Mixed into planner.binder.Binder."""
 
     @staticmethod
     def _has_agg(sel: exp.Select) -> bool:

@@ -133,7 +133,8 @@ def _outer_refs(q: exp.Expression) -> bool:
 
 
 class SubqueryBinding:
-    """Subqueries: decorrelated into joins where their shape allows, else SubPlans. Mixed into planner.binder.Binder."""
+    """Subqueries: decorrelated into joins where their shape allows, else SubPlans.
+    Mixed into planner.binder.Binder."""
 
     # -- subqueries in WHERE ---------------------------------------------------------------
     def subquery_conjunct(self, c: exp.Expression, node: L.Node, scope: Scope, ctes

@@ -28,7 +28,14 @@ from planner.expr import (
     list_to_array,
 )
 from planner.logical import keycol
-from planner.binder.common import Scope, _rebuild, _type_name, need_runner, output_name, position
+from planner.binder.common import (
+    Scope,
+    _rebuild,
+    _type_name,
+    need_runner,
+    output_name,
+    position,
+)
 
 
 # -- PostgreSQL compatibility helpers (see Binder.subplan and friends) -----------------------
@@ -234,7 +241,8 @@ def pg_rewrites(ast: exp.Expression) -> None:
 
 
 class PgFunctionBinding:
-    """Set-returning functions and the functions and reg* casts a catalog provides. Mixed into planner.binder.Binder."""
+    """Set-returning functions and the functions and reg* casts a catalog provides.
+    Mixed into planner.binder.Binder."""
 
     def table_function(self, src: exp.Table, fn: exp.Anonymous, scope: Scope) -> L.Node:
         args = fn.expressions

@@ -387,8 +387,8 @@ _NAMED_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(("int4", "integer", "int"), pa.int32()),
     **dict.fromkeys(("int8", "bigint", "oid", "xid", "cid"), pa.int64()),
     # reg* values are OIDs that read and print as names: the catalog wrapper binds these
-    # casts to its lookups (planner.binder.host_call); what is left, e.g. the type of a
-    # parameter cast to regclass, is the name
+    # casts to its lookups (planner.binder.pg_functions host_call); what is left, e.g. the
+    # type of a parameter cast to regclass, is the name
     **dict.fromkeys(("regclass", "regtype", "regproc", "regprocedure", "regnamespace",
                      "regrole", "regoper", "regoperator", "regconfig", "regdictionary",
                      "regcollation"), pa.string()),
