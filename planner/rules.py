@@ -5,18 +5,22 @@
                           queries repeat in every OR branch (TPC-H Q19)
     pushdown_predicates   WHERE/ON conjuncts moved to the lowest node that has their columns:
                           into scans, into the inputs of inner joins, to the preserved side of
-                          outer/semi/anti joins, through projections
-    derive_or_predicates  for an OR spanning several join inputs, each input gets the implied
-                          OR of its own conjuncts as an extra filter (Q7's nation names, Q19)
+                          outer/semi/anti joins, through projections; and, as part of the
+                          same rule (not one of its own), for an OR spanning several join
+                          inputs each input gets the implied OR of its own conjuncts as an
+                          extra filter (Q7's nation names, Q19)
+    fold_constants        again, over the predicates pushdown combined
     scan_predicates       scan filters of the form column <op> constant, BETWEEN, IN, IS [NOT]
                           NULL become engine ColumnPredicates: tablets pruned by partition,
                           rowsets and pages skipped by key range and zone maps, lazy
                           materialization; partition pruning is recorded for EXPLAIN
     prune_columns         scans read only the columns something above them uses
 
-Every rule can be switched off by name (`optimize(..., disabled=...)`, the `disabled_rules`
-context manager, or `SET kudusql.disabled_rules = 'name, ...'` in a session): a plan must
-give the same rows with any subset of the rules, which tests/sql/fuzz checks.
+`RULES` is a tuple of `Rule(name, apply)` in that order. Every rule can be switched off by
+name (`optimize(..., disabled=...)`, the `disabled_rules` context manager, or `SET
+kudusql.disabled_rules = 'name, ...'` in a session): a plan must give the same rows with
+any subset of the rules, which tests/sql/fuzz checks; what each rule does to a plan is
+pinned by EXPLAIN golden files, with the rule on and off (tests/planner/test_rule_golden.py).
 
 Join ordering is not a rule here: the executor's MultiJoin orders joins greedily from the
 true sizes and key cardinalities of its inputs once they are scanned and filtered (see
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from sqlglot import exp
 
@@ -348,17 +354,26 @@ def rule_prune_columns(out: L.Output, catalog) -> L.Output:
     return out
 
 
-RULES = [
-    ("fold_constants", rule_fold_constants),
-    ("factor_or", rule_factor_or),
-    ("pushdown_predicates", rule_pushdown_predicates),
-    ("fold_constants", rule_fold_constants),
-    ("scan_predicates", rule_scan_predicates),
-    ("prune_columns", rule_prune_columns),
-]
+class Rule(NamedTuple):
+    """One optimizer rule: its name (what `disabled` and `SET kudusql.disabled_rules` use)
+    and the function that rewrites a plan with it."""
+    name: str
+    apply: Callable[[L.Output, Any], L.Output]
 
 
-RULE_NAMES = tuple(dict.fromkeys(name for name, _ in RULES))
+# The rules in the order `optimize` applies them. A name may appear more than once (constant
+# folding runs again after pushdown has combined predicates); disabling a name skips each.
+RULES: tuple[Rule, ...] = (
+    Rule("fold_constants", rule_fold_constants),
+    Rule("factor_or", rule_factor_or),
+    Rule("pushdown_predicates", rule_pushdown_predicates),
+    Rule("fold_constants", rule_fold_constants),
+    Rule("scan_predicates", rule_scan_predicates),
+    Rule("prune_columns", rule_prune_columns),
+)
+
+
+RULE_NAMES = tuple(dict.fromkeys(r.name for r in RULES))
 
 # Rules switched off by name for the current thread / task (`disabled_rules`). Each rule is
 # an optimisation only: a plan is correct with any subset of them, which the metamorphic
@@ -394,11 +409,11 @@ def optimize(out: L.Output, catalog, disabled: frozenset[str] | None = None) -> 
     """Run RULES in order over `out`, except those in `disabled` (default: the ones
     `disabled_rules` switched off)."""
     skip = _DISABLED.get() if disabled is None else disabled
-    for name, rule in RULES:
-        if name not in skip:
-            out = rule(out, catalog)
+    for rule in RULES:
+        if rule.name not in skip:
+            out = rule.apply(out, catalog)
     return out
 
 
-__all__ = ["RULES", "RULE_NAMES", "check_rule_names", "disabled_rules", "factor_or",
+__all__ = ["RULES", "RULE_NAMES", "Rule", "check_rule_names", "disabled_rules", "factor_or",
            "optimize", "output_keys", "push"]
