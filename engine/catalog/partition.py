@@ -51,17 +51,7 @@ encoding and `hash_keys` must never change; `tests/engine/catalog` pins known va
 Rows whose range key falls in no range get -1 (Kudu: "no tablet covering the requested
 range partition"); the Table turns that into a per-row NO_PARTITION error.
 
-Partition pruning (`prune`) takes scan predicates (`ColumnPredicate`, a conjunction) and
-returns the partitions that may hold matching rows. It is conservative: it may keep a
-partition without matches, never drop one with a match (a property test checks it).
-- Each key column's predicates are bound exactly like the scan binds them (`BoundPredicate`:
-  `i < 10.5` on an INT column is `i <= 10`), then folded into a value set (= and IN, or a
-  small integer range) and/or inclusive bounds; an impossible conjunction prunes everything.
-- A hash level whose every column has a value set keeps only the buckets of the
-  combinations (at most `MAX_PRUNE_COMBINATIONS`); otherwise all its buckets.
-- The range columns are walked in order: value sets extend a list of key prefixes, the
-  first column without one contributes its bounds; this gives encoded key intervals, and
-  only ranges overlapping one of them are kept.
+Partition pruning (`prune`, from scan predicates) is engine.catalog.partition_pruner's.
 
 ADD/DROP RANGE PARTITION return a new PartitionSchema (`add_range_partition`,
 `drop_range_partition`); the catalog creates or deletes the tablets of the difference.
@@ -84,34 +74,19 @@ import pyarrow as pa
 
 from engine import errors
 from engine.cfile.bloom import _fmix64, hash_key, hash_keys
+from engine.catalog.partition_pruner import PartitionPruning
+from engine.catalog.partition_pruner import int_limits as _int_limits
 from engine.convert import cast_column, python_converter
-from engine.key_encoding import (
-    decimal_unscaled_exact,
-    encode_key,
-    encode_key_prefix,
-    encode_keys,
-    physical_value,
-    successor_prefix,
-)
+from engine.key_encoding import decimal_unscaled_exact, encode_key, encode_keys, physical_value
 from engine.schema import ColumnSchema, Schema
-from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
 from engine.tablet.write_op import RowErrorCode
-from engine.types import INTEGER_RANGES, DataType, to_physical
-
-# Pruning enumerates at most this many value combinations per hash level / range prefix.
-MAX_PRUNE_COMBINATIONS = 4096
-# An integer range predicate spanning at most this many values is treated as an IN list.
-_SMALL_INT_RANGE = 16
+from engine.types import DataType, to_physical
 
 _M64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 _F1 = 0xFF51AFD7ED558CCD
 _F2 = 0xC4CEB9FE1A85EC53
 _BYTES_TYPES = (DataType.STRING, DataType.VARCHAR, DataType.BINARY)
-_DAYS_MIN = (_dt.date(1, 1, 1) - _dt.date(1970, 1, 1)).days  # Kudu's DATE range
-_DAYS_MAX = (_dt.date(9999, 12, 31) - _dt.date(1970, 1, 1)).days
-_MICROS_MIN = -62135596800 * 1_000_000  # 0001-01-01T00:00:00
-_MICROS_MAX = 253402300799 * 1_000_000 + 999_999  # 9999-12-31T23:59:59.999999
 
 
 # -- the persisted hash ---------------------------------------------------------------------
@@ -244,20 +219,6 @@ def _range_text(lower: tuple | None, upper: tuple | None, single_value: bool) ->
     return out + (f" < {_tuple_text(upper)}" if upper is not None else "")
 
 
-def _int_limits(col: ColumnSchema) -> tuple[int, int] | None:
-    t = col.type
-    if t in INTEGER_RANGES:
-        return INTEGER_RANGES[t]
-    if t is DataType.DATE:
-        return _DAYS_MIN, _DAYS_MAX
-    if t is DataType.TIMESTAMP:
-        return _MICROS_MIN, _MICROS_MAX
-    if t is DataType.DECIMAL:
-        m = 10 ** col.precision - 1
-        return -m, m
-    return None
-
-
 def _type_text(col: ColumnSchema) -> str:
     return col.type_sql()
 
@@ -279,7 +240,7 @@ def _from_json_value(v: Any, col: ColumnSchema) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class PartitionSchema:
+class PartitionSchema(PartitionPruning):
     """See the module docstring. Build with `PartitionSchema.create(schema, ...)`."""
 
     hash_schemas: tuple[HashBucketSchema, ...]
@@ -601,6 +562,12 @@ class PartitionSchema:
         return out, bad
 
     # -- scalar path (point lookups) -------------------------------------------------------
+    def _bucket_of(self, level: int, values: Sequence[Any]) -> int:
+        """The bucket of hash level `level` for its columns' logical values."""
+        cols = self._hash_cols[level]
+        hs = self.hash_schemas[level]
+        return bucket_hash(encode_key(list(values), cols), hs.seed) % hs.num_buckets
+
     def partition_index_for_key(self, key: Mapping[str, Any]) -> int:
         """Partition index of one key given as {column: logical value}, or -1."""
         buckets = []
@@ -625,145 +592,6 @@ class PartitionSchema:
             out += struct.pack(">I", bucket_hash(enc, hs.seed) % hs.num_buckets)
         if self.range_schema.columns:
             out += encode_key([key[c.name] for c in self._range_cols], self._range_cols)
-        return out
-
-    # -- pruning ---------------------------------------------------------------------------
-    def prune(self, predicates: Sequence[ColumnPredicate]) -> list[int]:
-        """Indexes of the partitions that may hold rows matching every predicate."""
-        cons = self._constraints(predicates)
-        if cons is None:
-            return []
-        bucket_sets = []
-        for level, hs in enumerate(self.hash_schemas):
-            bucket_sets.append(self._prune_level(level, cons))
-        ranges = self._prune_ranges(cons)
-        out = []
-        for buckets in itertools.product(*bucket_sets):
-            for r in ranges:
-                out.append(self.partition_index(buckets, r))
-        return sorted(out)
-
-    def _constraints(self, predicates: Sequence[ColumnPredicate]) -> dict | None:
-        """{column: _Constraint} for key columns; None if no row can match."""
-        cons: dict[str, _Constraint] = {}
-        for p in predicates:
-            col = self._key_by_name.get(p.column)
-            if col is None:
-                continue
-            if p.kind == "is_null":
-                return None  # key columns are NOT NULL
-            if p.kind == "is_not_null":
-                continue
-            try:
-                bp = BoundPredicate(p, col)
-            except errors.EngineError:
-                continue  # the tablet scan reports it; no pruning from it
-            if bp.always_false:
-                return None
-            c = cons.setdefault(p.column, _Constraint())
-            if p.kind == "in":
-                vals = {_bound_physical(v, col) for v in bp.values.to_pylist()}
-                c.values = vals if c.values is None else c.values & vals
-                continue
-            lo = None if bp.lower is None else _bound_physical(bp.lower.as_py(), col)
-            hi = None if bp.upper is None else _bound_physical(bp.upper.as_py(), col)
-            if lo is not None and (c.lo is None or lo > c.lo):
-                c.lo = lo
-            if hi is not None and (c.hi is None or hi < c.hi):
-                c.hi = hi
-        for name, c in cons.items():
-            col = self._key_by_name[name]
-            limits = _int_limits(col)
-            if c.values is None and c.lo is not None and c.lo == c.hi:
-                c.values = {c.lo}  # equality (conservatively also `> x AND < x`)
-            if c.values is None and limits is not None:
-                lo = c.lo if c.lo is not None else limits[0]
-                hi = c.hi if c.hi is not None else limits[1]
-                if hi - lo < _SMALL_INT_RANGE:
-                    c.values = set(range(lo, hi + 1))
-            if c.values is not None:
-                c.values = {v for v in c.values if (c.lo is None or v >= c.lo) and (
-                    c.hi is None or v <= c.hi)}
-                if not c.values:
-                    return None
-            elif c.lo is not None and c.hi is not None and c.lo > c.hi:
-                return None
-        return cons
-
-    def _prune_level(self, level: int, cons: dict) -> list[int]:
-        hs, cols = self.hash_schemas[level], self._hash_cols[level]
-        every = list(range(hs.num_buckets))
-        sets = [cons.get(c.name) for c in cols]
-        if any(s is None or s.values is None for s in sets):
-            return every
-        if np.prod([len(s.values) for s in sets], dtype=np.float64) > MAX_PRUNE_COMBINATIONS:
-            return every
-        try:
-            out = set()
-            for combo in itertools.product(*[sorted(s.values) for s in sets]):
-                logical = [python_converter(c)(v) for v, c in zip(combo, cols)]
-                out.add(bucket_hash(encode_key(logical, cols), hs.seed) % hs.num_buckets)
-        except (errors.EngineError, OverflowError, ValueError):
-            return every
-        return sorted(out)
-
-    def _key_intervals(self, cons: dict) -> list[tuple[bytes | None, bytes | None]]:
-        """Encoded range-key intervals [lo, hi) (None = unbounded) covering every match."""
-        cols = self._range_cols
-        prefixes: list[list] = [[]]
-        for col in cols:
-            c = cons.get(col.name)
-            conv = python_converter(col)
-            if c is not None and c.values is not None and \
-                    len(prefixes) * len(c.values) <= MAX_PRUNE_COMBINATIONS:
-                vals = [conv(v) for v in sorted(c.values)]
-                prefixes = [p + [v] for p in prefixes for v in vals]
-                continue
-            lo_v = hi_v = None
-            if c is not None:
-                if c.values is not None:
-                    lo_v, hi_v = min(c.values), max(c.values)
-                else:
-                    lo_v, hi_v = c.lo, c.hi
-            out = []
-            for p in prefixes:
-                lo = encode_key_prefix(p + [conv(lo_v)], cols) if lo_v is not None else (
-                    encode_key_prefix(p, cols) if p else None)
-                hi_prefix = p + [conv(hi_v)] if hi_v is not None else p
-                hi = successor_prefix(encode_key_prefix(hi_prefix, cols)) if hi_prefix else None
-                out.append((lo, hi))
-            return out
-        out = []
-        for p in prefixes:
-            enc = encode_key(p, cols)
-            out.append((enc, successor_prefix(enc)))
-        return out
-
-    def _prune_ranges(self, cons: dict) -> list[int]:
-        every = list(range(len(self.range_partitions)))
-        if not self.range_schema.columns or not any(c in cons for c in self.range_schema.columns):
-            return every
-        try:
-            intervals = self._key_intervals(cons)
-        except (errors.EngineError, OverflowError, ValueError):
-            return every
-        # merge into disjoint intervals sorted by lower bound; +inf sorts last
-        inf = (1, b"")
-        ivs = sorted(((iv[0] or b""), (0, iv[1]) if iv[1] is not None else inf)
-                     for iv in intervals)
-        merged: list[list] = []
-        for lo, hi in ivs:
-            if merged and (0, lo) <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], hi)
-            else:
-                merged.append([lo, hi])
-        his = [m[1] for m in merged]
-        out = []
-        for i, rp in enumerate(self.range_partitions):
-            lo = self._enc(rp.lower) or b""
-            j = bisect.bisect_right(his, (0, lo))  # first interval ending above lo
-            if j < len(merged) and (rp.upper is None or merged[j][0] < self._enc(rp.upper)):
-                out.append(i)
         return out
 
     # -- schema evolution and persistence ---------------------------------------------------
@@ -813,20 +641,6 @@ class RangePartitionExists(errors.AlreadyPresent):
     """ADD RANGE PARTITION of a range that exists exactly (Kudu: AlreadyPresent)."""
 
     sqlstate = "42710"
-
-
-@dataclasses.dataclass
-class _Constraint:
-    values: set | None = None  # physical values a matching row may have
-    lo: Any = None  # physical inclusive bounds (conservative)
-    hi: Any = None
-
-
-def _bound_physical(v: Any, col: ColumnSchema) -> Any:
-    """A BoundPredicate literal (physical, or logical Decimal for DECIMAL(p>18)) -> physical."""
-    if isinstance(v, decimal.Decimal):
-        return physical_value(v, col)
-    return v
 
 
 # -- logical -> physical key columns ---------------------------------------------------------

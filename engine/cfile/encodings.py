@@ -40,8 +40,9 @@ Value sections (n = row count, w = value width in bytes, "pad" = zero-pad to 8)
                  binary section with k rows, then n uint<8c> codes, pad.
     BIT_SHUFFLE  the n values (zero-padded to a multiple of 8 rows) bit-transposed: for every
                  byte j < w and bit b < 8, a plane of n/8 bytes whose byte g holds bit b of byte
-                 j of values 8g..8g+7 (LSB = value 8g). Like Kudu, always LZ4-compressed
-                 (whatever `compression` says), unless LZ4 does not shrink it (see below).
+                 j of values 8g..8g+7 (LSB = value 8g; engine.cfile.bitshuffle). Like Kudu,
+                 always LZ4-compressed (whatever `compression` says), unless LZ4 does not
+                 shrink it (see below).
 
 Invariants
 ----------
@@ -104,6 +105,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine.cfile.bitshuffle import bitshuffle as _bitshuffle
+from engine.cfile.bitshuffle import bitunshuffle as _bitunshuffle
 from engine.errors import Corruption
 
 __all__ = [
@@ -312,50 +315,6 @@ def _uwidth(span: int) -> int:
 
 def _rle_size(runs: int, w: int) -> int:
     return _RLE_HDR.size + _pad8(runs * w) + _pad8(runs * 4)
-
-
-# --------------------------------------------------------------------------------------------
-# Bit shuffle
-# --------------------------------------------------------------------------------------------
-
-_M7 = np.uint64(0x00AA00AA00AA00AA)
-_M14 = np.uint64(0x0000CCCC0000CCCC)
-_M28 = np.uint64(0x00000000F0F0F0F0)
-
-
-def _transpose8(x: np.ndarray) -> None:
-    """In place: each uint64, seen as an 8x8 bit matrix (byte i = row i, LSB first), transposed.
-
-    Hacker's Delight transpose8; the transpose is an involution, so this also inverts itself.
-    """
-    t = np.empty_like(x)
-    for shift, mask in ((7, _M7), (14, _M14), (28, _M28)):
-        s = np.uint64(shift)
-        np.right_shift(x, s, out=t)
-        t ^= x
-        t &= mask
-        x ^= t
-        t <<= s
-        x ^= t
-
-
-def _bitshuffle(mat: np.ndarray) -> np.ndarray:
-    """(n, w) uint8 value bytes -> (w*8 planes, ceil(n/8)) uint8, see the module docstring."""
-    n, w = mat.shape
-    n8 = (n + 7) >> 3
-    bt = np.zeros((w, n8 * 8), np.uint8)
-    bt[:, :n] = mat.T  # byte transpose: row j = byte j of every value
-    x = bt.view("<u8")  # (w, n8): word g of row j = byte j of values 8g..8g+7
-    _transpose8(x)  # word g now holds, in its byte b, bit b of those 8 bytes
-    return np.ascontiguousarray(x.view(np.uint8).reshape(w, n8, 8).transpose(0, 2, 1))
-
-
-def _bitunshuffle(planes: np.ndarray, n: int, w: int) -> np.ndarray:
-    """Inverse of _bitshuffle: flat plane bytes -> (n, w) uint8 (C-contiguous)."""
-    n8 = (n + 7) >> 3
-    bt = planes[: w * 8 * n8].reshape(w, 8, n8).transpose(0, 2, 1).copy()  # writable, C order
-    _transpose8(bt.reshape(w, n8 * 8).view("<u8"))
-    return np.ascontiguousarray(bt.reshape(w, n8 * 8)[:, :n].T)
 
 
 # --------------------------------------------------------------------------------------------
