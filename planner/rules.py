@@ -24,7 +24,7 @@ pinned by EXPLAIN golden files, with the rule on and off (tests/planner/test_rul
 
 Join ordering is not a rule here: the executor's MultiJoin orders joins greedily from the
 true sizes and key cardinalities of its inputs once they are scanned and filtered (see
-planner/executor.py), which is both simpler and better informed than estimates.
+planner/executor/joins.py), which is both simpler and better informed than estimates.
 """
 
 from __future__ import annotations

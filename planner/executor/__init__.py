@@ -1,0 +1,55 @@
+"""Physical execution of a logical plan over Arrow: every operator consumes and produces
+`pyarrow.Table`s (scans stream RecordBatches from the tablets, filtered batch by batch).
+
+Operators and the kernels they use:
+  Scan        engine `Table.scan` (tablets pruned, scanned in parallel at one snapshot, engine
+              predicates, lazy materialization) + residual filters per batch
+  Filter      `planner.expr.evaluate_filter` + `Table.filter`
+  Project     `planner.expr.evaluate`
+  MultiJoin   greedy operator ordering (GOO): repeatedly join the two connected inputs whose
+              estimated result is smallest, estimating |A|*|B| / max(ndv_A(keys), ndv_B(keys))
+              from the actual inputs (their row counts and distinct key counts); the smaller
+              side is the hash table's build side (Acero hash join)
+  Join        Acero hash join (left outer, full outer, left semi, left anti); a residual
+              condition is applied on the inner join of the two sides and mapped back to the
+              left rows by row number; NOT IN is a null-aware anti join
+  Aggregate   Acero hash aggregation (`Table.group_by`), or whole-column kernels without
+              GROUP BY
+  Sort        `pc.sort_indices` (NULLS LAST for ASC, FIRST for DESC, as PostgreSQL) and
+              top-N by slicing the sorted indices
+  Limit, Distinct, SetOp, Values
+
+Every query can be stopped (planner/guard.py): operators work in morsels of at most
+`guard.MORSEL_ROWS` rows and consult the statement's `QueryGuard` between two of them -
+expression evaluation, Filter and Project over large inputs; Aggregate, Distinct, UNION's
+DISTINCT and hash joins (build and probe) run as Acero plans fed by `_source`, a generator of
+morsels that checks the guard inside the plan; cross joins check per chunk, top-N per morsel,
+scans per batch. The guard also meters the Arrow data the statement holds (each operator's
+result while its parent runs, plus what an operator accumulates) and fails the statement
+with 53200 past `query_mem_limit`. Full sorts and windows sort by a sample sort on the first
+key (`Executor.sort_indices`: numeric/temporal first keys; other types, one kernel call).
+
+Every operator records rows out and wall time (EXPLAIN ANALYZE); scans also record the
+engine's scan statistics (rows scanned, blocks skipped by zone maps and by lazy
+materialization, cells never decoded).
+
+The package, each module importing only those above it:
+
+    kernels      NodeStats, empty_rows, common subexpressions, sizes, hash_key
+    joins        Join, MultiJoin, cross joins                      (JoinOperators)
+    sort         Sort, top-N, Distinct, set operations             (SortOperators)
+    aggregates   Aggregate, Window                                 (AggregateOperators)
+    core         `Executor`: run / stream a plan, expressions, Scan, Values, Filter, Project,
+                 Limit, scalar subqueries; the operators above are its mixins
+"""
+
+from __future__ import annotations
+
+from planner.executor.core import Executor
+from planner.executor.joins import cross_join, hash_join
+from planner.executor.kernels import _chunked, empty_rows
+from planner.executor.sort import _add_sort_key, distinct
+
+__all__ = ["Executor", "cross_join", "distinct", "empty_rows", "hash_join"]
+# _chunked (planner.fastpath) and _add_sort_key (tests/planner/test_guard.py) are reached here too
+_SHARED = (_add_sort_key, _chunked)

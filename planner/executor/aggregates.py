@@ -1,0 +1,420 @@
+"""Aggregation and windows: `Aggregate` (Acero hash aggregation fed by morsels; whole-column
+kernels without GROUP BY; DISTINCT arguments; ordered aggregates are SubPlans bound
+earlier) and `Window` (partition and peer boundaries from one sort, running and whole-frame
+aggregates, ranking functions).
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner import logical as L
+from planner.errors import SqlError
+from planner import guard as _guard
+from planner.expr import evaluate
+from planner.executor.kernels import (
+    _changes,
+    _chunked,
+    _combine_chunks,
+    common_subexpressions,
+    empty_rows,
+    hash_key,
+)
+from planner.executor.sort import _add_sort_key
+
+
+
+def _decimal_cumsum(x: pa.Array) -> pa.Array:
+    """Running sum of a decimal128 array without NULLs (Arrow has no decimal kernel): on the
+    unscaled integers - int64 when every running total fits, else Python ints (exact)."""
+    n = len(x)
+    words = np.frombuffer(x.buffers()[1], dtype=np.int64,
+                          count=2 * (x.offset + n))[2 * x.offset:].reshape(n, 2) if n else \
+        np.zeros((0, 2), dtype=np.int64)
+    lo, hi = words[:, 0], words[:, 1]
+    fits = bool(np.all(hi == (lo >> 63)))           # every value is an int64
+    if fits:
+        approx = np.cumsum(lo.astype(np.float64))
+        fits = bool(np.all(np.abs(approx) < 2.0 ** 62))
+    if fits:
+        total = np.cumsum(lo)
+        data = np.empty(2 * n, dtype=np.int64)
+        data[0::2] = total
+        data[1::2] = total >> 63
+        # |total| < 2^62 has at most 19 digits: a label that leaves room to subtract
+        return pa.Array.from_buffers(pa.decimal128(max(19, x.type.scale + 1), x.type.scale),
+                                     n, [None, pa.py_buffer(data)])
+    # Rare (totals beyond 2^62 unscaled): exact Python arithmetic, one step per row.
+    acc, out = decimal.Decimal(0), []
+    for v in x.to_pylist():
+        acc += v
+        out.append(acc)
+    try:
+        return pa.array(out, pa.decimal128(37, x.type.scale))
+    except (pa.ArrowInvalid, OverflowError):
+        raise SqlError("numeric field overflow in a window sum", "22003") from None
+
+
+def _digits(col, typ: pa.DataType) -> int:
+    """The decimal precision the values of DECIMAL column `col` need (at least scale + 1)."""
+    mm = pc.min_max(col)
+    big = max((abs(v.as_py()) for v in (mm["min"], mm["max"]) if v.is_valid),
+              default=decimal.Decimal(0))
+    return min(38, max(len(str(int(big.scaleb(typ.scale)))), typ.scale + 1))
+
+
+def _float_window_sum(x: pa.Array, row_start: np.ndarray, last: np.ndarray) -> pa.Array:
+    """Sums of x[row_start[i] .. last[i]] by differences of one cumulative sum, with the
+    non-finite values counted apart: an infinity or NaN in one partition must not turn the
+    differences of every later row into NaN (inf - inf)."""
+    v = x.to_numpy(zero_copy_only=False).astype(np.float64)
+    finite = np.isfinite(v)
+
+    def window(c: np.ndarray) -> np.ndarray:
+        c = np.cumsum(c)
+        return c[last] - np.where(row_start > 0, c[np.maximum(row_start - 1, 0)], 0)
+    total = window(np.where(finite, v, 0.0))
+    pos, neg, nan = (window(m.astype(np.int64)) for m in (v == np.inf, v == -np.inf,
+                                                           np.isnan(v)))
+    total = np.where(pos > 0, np.inf, total)
+    total = np.where(neg > 0, -np.inf, total)
+    total = np.where((nan > 0) | ((pos > 0) & (neg > 0)), np.nan, total)
+    return pa.array(total).cast(x.type)
+
+
+_HASH_AGG = {
+    "sum": ("sum", None), "min": ("min", None), "max": ("max", None),
+    "count": ("count", pc.CountOptions(mode="only_valid")), "count_star": ("count_all", None),
+    "stddev": ("stddev", pc.VarianceOptions(ddof=1)),
+    "stddev_pop": ("stddev", pc.VarianceOptions(ddof=0)),
+    "variance": ("variance", pc.VarianceOptions(ddof=1)),
+    "variance_pop": ("variance", pc.VarianceOptions(ddof=0)),
+    "bool_and": ("all", None), "bool_or": ("any", None),
+}
+_DISTINCT_AGG = {
+    "count": ("count_distinct", pc.CountOptions(mode="only_valid")),
+    "min": ("min", None), "max": ("max", None),
+}
+
+
+def _aggregate_lists(a: L.AggCall, lists) -> pa.Array:
+    """`a` (non-DISTINCT form) over each list of a list column (hash_distinct's output):
+    one vectorised group_by over the flattened values keyed by list index; an empty list
+    (a group without non-NULL values) gives NULL."""
+    lists = _combine_chunks(lists)
+    n = len(lists)
+    fn, opts = _HASH_AGG[a.func]
+    flat = pa.table({"i": pc.list_parent_indices(lists), "v": pc.list_flatten(lists)})
+    r = flat.group_by("i").aggregate([("v", fn, opts) if opts else ("v", fn)])
+    pos = pc.index_in(pa.array(np.arange(n)), r.column("i"))
+    return pc.take(r.column(f"v_{fn}"), pos)
+
+
+_NUMERIC_AGGREGATES = {"sum", "avg", "stddev", "stddev_pop", "variance", "variance_pop"}
+
+
+def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
+    """42883 as PostgreSQL words it for an aggregate over a type it has no form for
+    (`sum(text)`, `bool_and(integer)`); Arrow's kernels would fail with their own text."""
+    if func in _NUMERIC_AGGREGATES:
+        ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
+            pa.types.is_decimal(typ) or pa.types.is_null(typ)
+    elif func in ("bool_and", "bool_or"):
+        ok = pa.types.is_boolean(typ) or pa.types.is_null(typ)
+    else:
+        return
+    if not ok:
+        from planner.expr import pg_name as _pg_name
+        name = "avg" if key.endswith(".sum") else func    # avg is bound as sum / count
+        raise SqlError(f"function {name}({_pg_name(typ)}) does not exist", "42883",
+                       hint="No function matches the given name and argument types. You "
+                            "might need to add explicit type casts.")
+
+
+def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
+    """One aggregate over a whole column (no GROUP BY) -> a one-element array."""
+    if a.distinct and a.func not in _DISTINCT_AGG:     # sum/avg(DISTINCT x), ...
+        arr = pc.unique(_combine_chunks(arr))
+    if a.func == "count_star":
+        return pa.array([n], pa.int64())
+    if a.func == "count":
+        v = pc.count_distinct(arr, mode="only_valid") if a.distinct else \
+            pc.count(arr, mode="only_valid")
+        return pa.array([v.as_py()], pa.int64())
+    if a.func == "sum":
+        s = pc.sum(arr, min_count=1)
+        return pa.array([s.as_py()], s.type)
+    if a.func in ("min", "max"):
+        s = pc.min_max(arr)[a.func]
+        if a.func == "max" and pa.types.is_floating(arr.type) and \
+                pc.any(pc.is_nan(arr)).as_py():
+            return pa.array([float("nan")], arr.type)      # NaN is the largest float
+        return pa.array([s.as_py()], arr.type)
+    if a.func in ("stddev", "stddev_pop", "variance", "variance_pop"):
+        ddof = 0 if a.func.endswith("_pop") else 1
+        f = pc.stddev if a.func.startswith("stddev") else pc.variance
+        s = f(arr, ddof=ddof, min_count=1)
+        return pa.array([s.as_py()], pa.float64())
+    if a.func in ("bool_and", "bool_or"):
+        s = (pc.all if a.func == "bool_and" else pc.any)(arr, min_count=1)
+        return pa.array([s.as_py()], pa.bool_())
+    raise SqlError(f"aggregate {a.func} is not supported", "0A000")
+
+
+class AggregateOperators:
+    """Aggregate (Acero hash aggregation or whole-column kernels) and Window.
+    Mixed into planner.executor.Executor."""
+
+    def aggregate_plan(self, t: pa.Table, keys: list[str], spec: list, prepare) -> pa.Table:
+        """Acero hash (or, without keys, scalar) aggregation of `t`'s morsels, each turned
+        into the aggregation's input columns by `prepare` on its way in."""
+        from pyarrow import acero
+        agg = acero.Declaration("aggregate", acero.AggregateNodeOptions(spec, keys=keys))
+        if t.num_rows <= _guard.MORSEL_ROWS:     # one morsel of work: no stream to set up
+            src = acero.Declaration("table_source", acero.TableSourceNodeOptions(
+                prepare(t) if prepare is not None else t))
+            return acero.Declaration.from_sequence([src, agg]).to_table(use_threads=True)
+        decl = acero.Declaration.from_sequence([
+            acero.Declaration("record_batch_reader_source",
+                              acero.RecordBatchReaderSourceNodeOptions(
+                                  self.source(t, prepare))),
+            agg])
+        return self.collect(decl.to_reader(use_threads=True))
+
+    # -- window functions ------------------------------------------------------------------
+    def _window(self, node: L.Window) -> pa.Table:
+        t = self.run(node.input)
+        for c in node.calls:
+            t = t.append_column(c.key, self.window_call(c, t))
+        return t
+
+    def window_call(self, c: L.WindowCall, t: pa.Table) -> pa.Array:
+        """One window function over all rows of `t`: rows are sorted by (partition, order)
+        once, each function is computed on the sorted rows with numpy/pyarrow segment
+        arithmetic, and the result is put back in the input's row order."""
+        n = t.num_rows
+        work, sort_keys = {}, []
+        parts = [_chunked(self.eval(e, t), n) for e in c.partition]
+        orders = [_chunked(self.eval(k.expr, t), n) for k in c.order]
+        for i, a in enumerate(parts):
+            work[f"p{i}"] = a
+            sort_keys.append((f"p{i}", "ascending"))
+        for i, (k, a) in enumerate(zip(c.order, orders)):
+            _add_sort_key(work, sort_keys, f"o{i}", a, k)
+        if sort_keys and n:
+            idx = self.sort_indices(pa.table(work), sort_keys).to_numpy()
+        else:
+            idx = np.arange(n, dtype=np.int64)
+        pos = np.arange(n, dtype=np.int64)
+        new_part = np.zeros(n, dtype=bool)
+        if n:
+            new_part[0] = True
+        for a in parts:
+            new_part[1:] |= _changes(a.take(pa.array(idx)))
+        new_peer = new_part.copy()
+        for a in orders:
+            new_peer[1:] |= _changes(a.take(pa.array(idx)))
+        part_id = np.cumsum(new_part) - 1
+        starts = np.flatnonzero(new_part)
+        ends = np.append(starts[1:], n)                 # exclusive
+        row_start, row_end = starts[part_id], ends[part_id]
+        peer_id = np.cumsum(new_peer) - 1
+        peer_starts = np.flatnonzero(new_peer)
+        peer_last = np.append(peer_starts[1:], n) - 1
+        f = c.func
+        if f == "row_number":
+            vals = pa.array(pos - row_start + 1)
+        elif f == "rank":
+            vals = pa.array(peer_starts[peer_id] - row_start + 1)
+        elif f == "dense_rank":
+            vals = pa.array(peer_id - peer_id[row_start] + 1)
+        elif f in ("lag", "lead"):
+            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            k = 1
+            if len(c.args) > 1:
+                k = self.constant(c.args[1])
+            src = pos - k if f == "lag" else pos + k
+            ok = (src >= row_start) & (src < row_end)
+            vals = x.take(pa.array(np.where(ok, src, 0)))
+            default = pa.scalar(self.constant(c.args[2]) if len(c.args) > 2 else None,
+                                vals.type)
+            vals = pc.if_else(pa.array(ok), vals, default)
+        elif f == "first_value":
+            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            vals = x.take(pa.array(row_start))
+        else:
+            vals = self._window_aggregate(c, t, idx, part_id, row_start, row_end,
+                                          peer_id, peer_last, pos)
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[idx] = pos
+        return _combine_chunks(vals).take(pa.array(inverse))
+
+    def _window_aggregate(self, c, t, idx, part_id, row_start, row_end, peer_id, peer_last,
+                          pos):
+        n = t.num_rows
+        f = c.func
+        if f == "count_star":
+            valid = np.ones(n, dtype=np.int64)
+            x = None
+        else:
+            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            _check_aggregate_arg(f, f, x.type)
+            valid = pc.is_valid(x).to_numpy(zero_copy_only=False).astype(np.int64)
+        # the last row each row's frame reaches
+        if c.frame == "partition":
+            last = row_end - 1
+        elif c.frame == "rows":
+            last = pos
+        else:                                   # RANGE: up to the current row's last peer
+            last = peer_last[peer_id]
+        ccount = np.cumsum(valid)
+        before = np.where(row_start > 0, ccount[np.maximum(row_start - 1, 0)], 0)
+        count = ccount[last] - before
+        if f in ("count", "count_star"):
+            return pa.array(count)
+        if f in ("sum", "avg"):
+            if pa.types.is_decimal(x.type):      # running sums need SUM's width
+                x = x.cast(pa.decimal128(38, x.type.scale))
+            elif pa.types.is_int64(x.type):       # sum(bigint) is NUMERIC: no wrap-around
+                x = x.cast(pa.decimal128(38, 0))
+            elif pa.types.is_integer(x.type):
+                x = x.cast(pa.int64())
+            zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)
+            filled = _combine_chunks(pc.fill_null(x, zero))
+            if pa.types.is_floating(x.type):
+                total = _float_window_sum(filled, row_start, last)
+                total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
+                if f == "sum":
+                    return total
+                return pc.divide(total, pa.array(np.where(count > 0, count, 1).astype(
+                    np.float64)))
+            csum = _decimal_cumsum(filled) if pa.types.is_decimal(x.type) else \
+                pc.cumulative_sum_checked(filled)
+            zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(csum.type) else 0,
+                             csum.type)
+            prev = pc.if_else(pa.array(row_start > 0),
+                              csum.take(pa.array(np.maximum(row_start - 1, 0))), zero)
+            total = pc.subtract(csum.take(pa.array(last)), prev)
+            total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
+            if pa.types.is_decimal(total.type):
+                total = total.cast(pa.decimal128(38, total.type.scale))
+            if f == "sum":
+                return total
+            if pa.types.is_decimal(total.type):
+                total = total.cast(pa.float64())
+            return pc.divide(pc.cast(total, pa.float64()),
+                             pa.array(np.where(count > 0, count, 1).astype(np.float64)))
+        # min / max: running extremes over dense ranks (any sortable type, decimals and
+        # strings included); partitions are kept apart by offsetting the ranks so that a
+        # plain numpy accumulate restarts at every partition boundary.
+        x = _combine_chunks(x)
+        ranks = pc.rank(x, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
+            np.int64)                                   # 1..d (NULLs ranked last)
+        valid_mask = valid.astype(bool)
+        d = int(ranks.max()) if n else 0
+        span = d + 2
+        nparts = int(part_id[-1]) + 1 if n else 0
+        if f == "min":
+            r = np.where(valid_mask, ranks, d + 1) + (nparts - 1 - part_id) * span
+            run = np.minimum.accumulate(r) - (nparts - 1 - part_id) * span
+            none = run == d + 1
+        else:
+            r = np.where(valid_mask, ranks, 0) + part_id * span
+            run = np.maximum.accumulate(r) - part_id * span
+            none = run == 0
+        where = np.empty(d + 2, dtype=np.int64)
+        where[ranks] = pos                              # a row holding each rank
+        picked = run[last]
+        vals = x.take(pa.array(where[np.clip(picked, 1, max(d, 1))] if n else picked))
+        return pc.if_else(pa.array(~none[last]), vals, pa.scalar(None, x.type))
+
+    # -- aggregation -----------------------------------------------------------------------
+    def _aggregate(self, node: L.Aggregate) -> pa.Table:
+        t = self.run(node.input)
+        exprs = [e for _, e in node.groups] + [a.arg for a in node.aggs if a.arg is not None]
+        prelude, rewritten = common_subexpressions(exprs)
+        items: list[tuple[str, exp.Expression]] = []     # the aggregation's input columns
+        it = iter(rewritten)
+        for k, _ in node.groups:
+            items.append((k, next(it)))
+        args: dict[str, L.AggCall] = {}                  # arg column -> its aggregate
+        for a in node.aggs:
+            if a.arg is not None:
+                e = next(it)
+                if f"{a.key}$arg" not in {k for k, _ in items}:
+                    items.append((f"{a.key}$arg", e))
+                    args[f"{a.key}$arg"] = a
+        aggs = list({a.key: a for a in node.aggs}.values())
+        max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
+
+        def column(k: str, e, m: pa.Table):
+            """One input column of the aggregation, evaluated over morsel `m`."""
+            arg = _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
+            a = args.get(k)
+            if a is not None:
+                _check_aggregate_arg(a.func, a.key, arg.type)
+            if a is None or a.distinct:
+                arg = hash_key(arg)                      # -0.0 and 0.0 are one value
+            if a is not None and a.func == "sum" and pa.types.is_int64(arg.type):
+                # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps
+                # around silently on overflow
+                return arg.cast(pa.decimal128(38, 0))
+            return arg
+
+        def prepare(m: pa.Table) -> pa.Table:
+            """A morsel of the input -> the aggregation's input columns."""
+            for k, e in prelude:      # shared subexpressions once (Q1's price * (1 - disc))
+                m = m.append_column(k, _chunked(evaluate(self.prepare(e, m), m), m.num_rows))
+            cols = {k: column(k, e, m) for k, e in items}
+            for k, a in args.items():
+                if (a.func == "count" or a.distinct) and pa.types.is_null(cols[k].type):
+                    # count(DISTINCT NULL) has no kernel, and Acero's hash_distinct over a
+                    # NULL-typed column crashes the process (sum(DISTINCT NULL) GROUP BY)
+                    cols[k] = cols[k].cast(pa.int8())
+            for a in max_aggs:        # max over floats is NaN when a NaN is present
+                arg = cols[f"{a.key}$arg"]
+                cols[f"{a.key}$nan"] = pc.fill_null(pc.is_nan(arg), False) \
+                    if pa.types.is_floating(arg.type) else pa.nulls(len(arg), pa.bool_())
+            return pa.table(cols)
+
+        gkeys = [k for k, _ in node.groups]
+        if not items:               # count(*) only, or nothing: the row count is enough
+            return pa.table({a.key: pa.array([t.num_rows], pa.int64()) for a in aggs}) \
+                if aggs else empty_rows(1)
+        per_list = {a.key for a in aggs if a.distinct and a.func not in _DISTINCT_AGG}
+        if not gkeys and (t.num_rows <= _guard.MORSEL_ROWS or per_list):
+            # one morsel (the scalar kernels, no plan to set up), or sum/avg(DISTINCT x),
+            # which has no scalar plan kernel: the input columns are still evaluated a
+            # morsel at a time with a check between, then aggregated whole
+            work = prepare(t) if t.num_rows <= _guard.MORSEL_ROWS else \
+                pa.Table.from_batches(list(self.source(t, prepare)))
+            return pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
+                                                   is not None else None, t.num_rows)
+                             for a in aggs})
+        hashed = "hash_" if gkeys else ""
+        spec = []
+        for a in aggs:
+            if a.key in per_list:     # each group's distinct values, then aggregated
+                fn, opts = "distinct", pc.CountOptions(mode="only_valid")
+            else:
+                fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
+            spec.append(([] if a.func == "count_star" else f"{a.key}$arg", hashed + fn, opts,
+                         a.key))
+        for a in max_aggs:
+            spec.append((f"{a.key}$nan", hashed + "any", None, f"{a.key}$nan"))
+        r = self.aggregate_plan(t, gkeys, spec, prepare)
+        out = {**{k: r.column(k) for k in gkeys},
+               **{a.key: _aggregate_lists(a, r.column(a.key)) if a.key in per_list
+                  else r.column(a.key) for a in aggs}}
+        for a in max_aggs:
+            if pa.types.is_floating(out[a.key].type):
+                nan = pa.scalar(float("nan"), out[a.key].type)
+                out[a.key] = pc.if_else(pc.fill_null(r.column(f"{a.key}$nan"), False), nan,
+                                        out[a.key])
+        return pa.table(out)
+

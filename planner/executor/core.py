@@ -1,0 +1,419 @@
+"""The `Executor`: runs (`run_output`) or streams (`stream_output`) a logical plan over the
+catalog, dispatching on node type; evaluates expressions in morsels under the statement's
+QueryGuard; runs Scan (engine scans, residual filters, point lookups), Values, Filter,
+Project and Limit itself, and scalar subqueries once (`SubqueryRef`). Joins, sorting / set
+operations and aggregation / windows are its mixins (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from engine import clock as _clock
+from planner import logical as L
+from planner.logical import AvgOf, SubqueryRef, and_all, output_keys, refs
+from planner.logical import all_nodes as _all_nodes
+from planner.errors import SqlError
+from planner import guard as _guard
+from planner.expr import Const, evaluate, evaluate_filter
+from planner.guard import QueryGuard
+from planner.executor.kernels import (
+    _array_nbytes,
+    _chunked,
+    empty_rows,
+    _join_parts,
+    NodeStats,
+    _table_nbytes,
+)
+from planner.executor.joins import JoinOperators
+from planner.executor.sort import SortOperators, _concat_promote
+from planner.executor.aggregates import AggregateOperators, _digits
+
+
+def _point_key(node: L.Scan, table) -> tuple | None:
+    """The primary key a scan pins with equalities on every key column (and nothing else to
+    check), or None."""
+    if node.filters or node.changes:
+        return None
+    key_names = table.schema.key_names
+    if len(node.pushed) != len(key_names):
+        return None
+    values = {}
+    for p in node.pushed:
+        if p.kind != "range" or p.lower is None or p.lower != p.upper or \
+                not (p.lower_inclusive and p.upper_inclusive) or p.column in values:
+            return None
+        values[p.column] = p.lower
+    if set(values) != set(key_names):
+        return None
+    return tuple(values[k] for k in key_names)
+
+
+class Executor(JoinOperators, SortOperators, AggregateOperators):
+    def __init__(self, catalog, *, analyze: bool = False, check_cancel=None,
+                 schema_only: bool = False):
+        """`schema_only`: scans return no rows (Describe learns result types cheaply)."""
+        self.catalog = catalog
+        self.analyze = analyze
+        self.schema_only = schema_only
+        self.stats: dict[int, NodeStats] = {}
+        self._subquery_values: dict[int, Const] = {}
+        self.guard = QueryGuard.of(check_cancel)     # cancel + memory (planner/guard.py)
+        self._check_cancel = self.guard
+        self._needed: dict[int, set[str]] = {}
+        self._prefilter: dict[int, tuple] = {}
+        self._root: L.Output | None = None
+
+    # -- entry -----------------------------------------------------------------------------
+    def run_output(self, out: L.Output) -> pa.Table:
+        self._root = out
+        t = self.run(out.plan)
+        cols = [t.column(k) for k in out.keys]
+        return pa.Table.from_arrays(cols, names=list(out.names)) if cols else t
+
+    def run(self, node: L.Node) -> pa.Table:
+        self.guard.check()
+        held = self.guard.held
+        t0 = time.perf_counter()
+        fn = getattr(self, "_" + type(node).__name__.lower())
+        result = fn(node)
+        # the inputs are released, the result is held until the parent is done with it
+        self.guard.hold(held + _table_nbytes(result))
+        st = self.stats.setdefault(id(node), NodeStats())
+        st.rows += result.num_rows
+        st.seconds += time.perf_counter() - t0
+        return result
+
+    # -- expressions -----------------------------------------------------------------------
+    def prepare(self, e: exp.Expression, table: pa.Table | None = None) -> exp.Expression:
+        """Substitute scalar subquery values and expand avg() for the input's types."""
+        if e.find(SubqueryRef, AvgOf) is None:
+            return e
+
+        def fix(n):
+            if isinstance(n, SubqueryRef):
+                return self.scalar_subquery(n)
+            if isinstance(n, AvgOf):
+                s, c = n.this, n.expression
+                typ = table.schema.field(s.name).type if table is not None else None
+                if typ is None or not pa.types.is_decimal(typ):
+                    s = exp.Cast(this=s, to=exp.DataType.build("double"))
+                elif table is not None:
+                    # the sum's declared DECIMAL(38, s) leaves the quotient no digits for
+                    # its scale (6); typed by the digits the sums have, avg keeps at least
+                    # 16 significant digits, as PostgreSQL's does
+                    s = exp.Cast(this=s, to=exp.DataType.build(
+                        f"decimal({_digits(table.column(s.name), typ)}, {typ.scale})"))
+                    c = exp.Cast(this=c, to=exp.DataType.build("decimal(19, 0)"))
+                return exp.Div(this=s, expression=exp.Nullif(this=c, expression=exp.Literal.number(0)))
+            return n
+        return e.transform(fix, copy=True)
+
+    def eval(self, e: exp.Expression, t: pa.Table):
+        """`e` over every row of `t`, a morsel at a time (a check between two)."""
+        return self._morsels(evaluate, self.prepare(e, t), t)
+
+    def eval_filter(self, e: exp.Expression, t: pa.Table):
+        return self._morsels(evaluate_filter, self.prepare(e, t), t)
+
+    def _morsels(self, fn, e: exp.Expression, t):
+        n, step = t.num_rows, _guard.MORSEL_ROWS
+        if n <= step:
+            return fn(e, t)
+        parts = []
+        for start in range(0, n, step):
+            self.guard.check()
+            a = fn(e, t.slice(start, step))
+            self.guard.charge(_array_nbytes(a))
+            parts.append(a)
+        return _join_parts(parts)
+
+    def filter_table(self, t: pa.Table, cond: exp.Expression) -> pa.Table:
+        """The rows of `t` that satisfy `cond`, a morsel at a time."""
+        n, step = t.num_rows, _guard.MORSEL_ROWS
+        cond = self.prepare(cond, t)
+        if n <= step:
+            return t.filter(evaluate_filter(cond, t))
+        parts = []
+        for start in range(0, n, step):
+            self.guard.check()
+            m = t.slice(start, step)
+            part = m.filter(evaluate_filter(cond, m))
+            self.guard.charge(_table_nbytes(part))
+            parts.append(part)
+        return pa.concat_tables(parts)
+
+    def source(self, t: pa.Table, prepare=None, rows: int | None = None
+               ) -> "pa.RecordBatchReader":
+        """`t` as a stream of morsels (of `rows` rows, default MORSEL_ROWS) for an Acero
+        plan, each optionally transformed by `prepare(table) -> table`; the guard is
+        checked before each morsel, inside the plan, which stops it (the exception comes
+        out of the plan unchanged)."""
+        step = rows or _guard.MORSEL_ROWS
+        first = t.slice(0, step)
+        if prepare is not None:
+            first = prepare(first)
+        schema = first.schema
+
+        def gen():
+            yield from first.to_batches()
+            for start in range(step, t.num_rows, step):
+                self.guard.check()
+                m = t.slice(start, step)
+                if prepare is not None:
+                    m = prepare(m)
+                    if m.schema != schema:
+                        m = m.cast(schema)
+                yield from m.to_batches()
+        return pa.RecordBatchReader.from_batches(schema, gen())
+
+    def collect(self, reader: "pa.RecordBatchReader") -> pa.Table:
+        """Read an Acero plan's output, metering it batch by batch."""
+        batches = []
+        try:
+            for b in reader:
+                self.guard.charge(b.nbytes)
+                batches.append(b)
+        finally:
+            reader.close()
+        return pa.Table.from_batches(batches, schema=reader.schema)
+
+    def scalar_subquery(self, ref: SubqueryRef) -> Const:
+        v = self._subquery_values.get(id(ref.this))
+        if v is None:
+            sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self._check_cancel,
+                           schema_only=self.schema_only)
+            sub.stats = self.stats
+            t = sub.run_output(ref.this)
+            if t.num_columns != 1:
+                raise SqlError("subquery must return only one column", "42601")
+            if t.num_rows > 1:
+                raise SqlError("more than one row returned by a subquery used as an "
+                               "expression", "21000")
+            col = t.column(0)
+            v = Const(this=col[0] if t.num_rows else pa.scalar(None, col.type))
+            self._subquery_values[id(ref.this)] = v
+        return v
+
+    def constant(self, e: exp.Expression) -> Any:
+        e = self.prepare(e)
+        arr = evaluate(e, empty_rows(1))
+        return arr[0].as_py()
+
+    def timestamp(self, e: exp.Expression) -> int:
+        """FOR SYSTEM_TIME AS OF / table_changes bound -> a HybridTime."""
+        v = self.constant(e)
+        if isinstance(v, bool) or v is None:
+            raise SqlError("a snapshot time must be a timestamp or a HybridTime integer",
+                           "22023")
+        if isinstance(v, int):
+            return v
+        if isinstance(v, str):
+            try:
+                v = _dt.datetime.fromisoformat(v)
+            except ValueError:
+                raise SqlError(f'invalid input syntax for type timestamp: "{v}"',
+                               "22007") from None
+        if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
+            v = _dt.datetime(v.year, v.month, v.day)
+        if isinstance(v, _dt.datetime):
+            if v.tzinfo is None:
+                v = v.replace(tzinfo=_dt.timezone.utc)
+            micros = int(v.timestamp()) * 1_000_000 + v.microsecond
+            return _clock.upper_bound_for_micros(micros)
+        raise SqlError(f"cannot use {type(v).__name__} as a snapshot time", "22023")
+
+    # -- leaves ----------------------------------------------------------------------------
+    def _scan(self, node: L.Scan) -> pa.Table:
+        table = self.catalog.table(node.table)
+        keys = [node.key(c) for c in node.columns]
+        if self.schema_only:
+            fields = [pa.field(k, f.type) for k, f in
+                      zip(keys, table.schema.arrow_schema(node.columns))]
+            if node.changes:
+                fields.append(pa.field(node.key("is_deleted"), pa.bool_()))
+            return pa.schema(fields).empty_table()
+        if node.changes:
+            start, end = (self.timestamp(e) for e in node.changes)
+            t = table.diff_scan(start, end, columns=node.columns)
+            t = t.rename_columns(keys + [node.key("is_deleted")])
+            for f in node.filters:
+                t = t.filter(self.eval_filter(f, t))
+            return t
+        if getattr(table, "virtual", False):
+            # A system view (e.g. pg_catalog, provided by the wire layer through a catalog
+            # wrapper): `to_arrow(columns)` materialises it; filters apply here.
+            t = table.to_arrow(node.columns)
+            t = pa.Table.from_arrays(t.columns, names=keys) if keys else empty_rows(t.num_rows)
+            for f in node.filters:
+                t = t.filter(self.eval_filter(f, t))
+            return t
+        if not keys:
+            return empty_rows(sum(b.num_rows for b in self._scan_batches(node, table)))
+        batches = []
+        for b in self._scan_batches(node, table):
+            self.guard.charge(b.nbytes)
+            batches.append(b)
+        return pa.Table.from_batches(batches, schema=self._scan_schema(node, table))
+
+    def _scan_schema(self, node: L.Scan, table) -> pa.Schema:
+        return pa.schema([pa.field(node.key(c), f.type) for c, f in
+                          zip(node.columns, table.schema.arrow_schema(node.columns))])
+
+    def _scan_batches(self, node: L.Scan, table):
+        """The tablets' batches, renamed to internal keys, residual filters applied; the
+        engine scan is closed when the generator is (also on early exit: LIMIT)."""
+        st = self.stats.setdefault(id(node), NodeStats())
+        keys = [node.key(c) for c in node.columns]
+        snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else None
+        key = _point_key(node, table)
+        if key is not None:
+            # Every key column is pinned by an equality: one row at most, read with the
+            # engine's point lookup (one tablet, bloom filters, no scan set-up).
+            row = table.lookup(key, node.columns or None, snapshot)
+            st.detail.append("point lookup by primary key")
+            if row is None:
+                return
+            if not node.columns:
+                yield from empty_rows(1).to_batches()
+                return
+            b = pa.RecordBatch.from_pylist([row], schema=table.schema.arrow_schema(node.columns))
+            yield pa.RecordBatch.from_arrays(b.columns, names=keys)
+            return
+        scan = table.scan(node.columns, node.pushed, snapshot)
+        cond = and_all(node.filters)
+        try:
+            for b in scan:
+                self._check_cancel()
+                if keys:
+                    b = pa.RecordBatch.from_arrays(b.columns, names=keys)
+                if cond is not None:        # with no columns: a filter on constants only
+                    b = b.filter(self.eval_filter(cond, b))
+                if b.num_rows:
+                    yield b
+        finally:
+            scan.close()
+            st.scan = scan.stats.scan
+            st.tablets = (scan.stats.tablets_scanned, scan.stats.tablets_total)
+
+    # -- streaming ---------------------------------------------------------------------------
+    def stream_output(self, out: L.Output):
+        """The result as a sequence of RecordBatches with the output names. Plans that are
+        projections, filters and limits over one table scan stream batch by batch (a large
+        SELECT never sits in memory whole); anything else is computed, then sliced."""
+        self._root = out
+        names = list(out.names)
+        for b in self._stream(out.plan):
+            cols = [b.column(b.schema.get_field_index(k)) for k in out.keys]
+            yield pa.RecordBatch.from_arrays(cols, names=names)
+
+    def _streamable(self, node: L.Node) -> bool:
+        if isinstance(node, (L.Project, L.Filter, L.Limit)):
+            return self._streamable(node.input)
+        if isinstance(node, L.Scan):
+            return not node.changes and not self.schema_only and node.columns and \
+                not getattr(self.catalog.table(node.table), "virtual", False)
+        return False
+
+    def _stream(self, node: L.Node):
+        if not self._streamable(node):
+            t = self.run(node)
+            yield from t.to_batches(max_chunksize=65536) if t.num_rows else \
+                [pa.RecordBatch.from_pylist([], schema=t.schema)]
+            return
+        st = self.stats.setdefault(id(node), NodeStats())
+        if isinstance(node, L.Scan):
+            src = self._scan_batches(node, self.catalog.table(node.table))
+            empty = self._scan_schema(node, self.catalog.table(node.table))
+            got = False
+            for b in src:
+                got = True
+                st.rows += b.num_rows
+                yield b
+            if not got:
+                yield pa.RecordBatch.from_pylist([], schema=empty)
+        elif isinstance(node, L.Filter):
+            for b in self._stream(node.input):
+                b = b.filter(self.eval_filter(node.condition, b))
+                st.rows += b.num_rows
+                yield b
+        elif isinstance(node, L.Project):
+            for b in self._stream(node.input):
+                arrays = [_chunked(self.eval(e, b), b.num_rows) for _, e in node.items]
+                out = pa.RecordBatch.from_arrays(
+                    [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+                     for a in arrays], names=[k for k, _ in node.items])
+                st.rows += out.num_rows
+                yield out
+        else:  # Limit
+            skip, left = node.offset, node.limit
+            gen = self._stream(node.input)
+            try:
+                for b in gen:
+                    if skip:
+                        cut = min(skip, b.num_rows)
+                        b, skip = b.slice(cut), skip - cut
+                    if left is not None:
+                        b = b.slice(0, left)
+                        left -= b.num_rows
+                    st.rows += b.num_rows
+                    yield b
+                    if left == 0:
+                        break
+            finally:
+                gen.close()
+
+    def _values(self, node: L.Values) -> pa.Table:
+        if not node.keys:
+            return empty_rows(len(node.rows))
+        one = empty_rows(1)
+        cols = []
+        for j, k in enumerate(node.keys):
+            parts = [self.eval(r[j], one) for r in node.rows]
+            cols.append(_concat_promote(parts, k))
+        return pa.table(dict(zip(node.keys, cols)))
+
+    # -- row operators ---------------------------------------------------------------------
+    def _filter(self, node: L.Filter) -> pa.Table:
+        t = self.run(node.input)
+        return self.filter_table(t, node.condition)
+
+    def _project(self, node: L.Project) -> pa.Table:
+        t = self.run(node.input)
+        arrays = [self.eval(e, t) for _, e in node.items]
+        if not arrays:
+            return empty_rows(t.num_rows)
+        return pa.Table.from_arrays([_chunked(a, t.num_rows) for a in arrays],
+                                    names=[k for k, _ in node.items])
+
+    def _limit(self, node: L.Limit) -> pa.Table:
+        t = self.run(node.input)
+        end = t.num_rows if node.limit is None else min(t.num_rows, node.offset + node.limit)
+        return t.slice(node.offset, max(0, end - node.offset))
+
+    def needed_above(self, node: L.Node) -> set[str]:
+        """Keys that nodes outside `node`'s subtree (or the output) read."""
+        if id(node) in self._needed:
+            return self._needed[id(node)]
+        inside = {id(n) for n in L.walk(node)}
+        needed = set(self._root.keys) if self._root is not None else set()
+        roots = [self._root.plan] if self._root is not None else []
+        for r in roots:
+            for n in _all_nodes(r):
+                if id(n) in inside:
+                    continue
+                for e in n.expressions():
+                    needed |= refs(e)
+                if isinstance(n, (L.Distinct, L.SetOp)):
+                    for c in n.children():
+                        needed |= set(output_keys(c))
+        if self._root is None:
+            needed = set(output_keys(node))
+        self._needed[id(node)] = needed
+        return needed
+

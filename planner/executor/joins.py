@@ -1,0 +1,378 @@
+"""Joins: `Join` (Acero hash join: inner, left / full outer, semi, anti, the null-aware anti join
+of NOT IN; a residual condition through an inner join and row numbers), `MultiJoin` (greedy
+operator ordering over the actual inputs: |A|*|B| / max(ndv_A, ndv_B) from measured distinct
+key counts, the smaller side building) and cross joins (chunked, guarded, capped at
+MAX_CROSS_JOIN_ROWS).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner import logical as L
+from planner.logical import output_keys, refs
+from planner.errors import SqlError
+from planner import guard as _guard
+from planner.guard import QueryGuard
+from planner.executor.kernels import _chunked, empty_rows, hash_key, NodeStats, _table_nbytes
+
+if TYPE_CHECKING:  # annotations only: the Executor mixes these operators in
+    from planner.executor.core import Executor
+
+MAX_CROSS_JOIN_ROWS = 50_000_000
+
+
+class _Comp:
+    """A MultiJoin component: joined inputs and their result, with cached key NDVs."""
+
+    def __init__(self, table: pa.Table, inputs: set[int]):
+        self.table = table
+        self.inputs = inputs
+        self._ndv: dict[str, int] = {}
+
+    def ndv(self, e: exp.Expression, ex: Executor) -> int:
+        k = e.sql()
+        v = self._ndv.get(k)
+        if v is None:
+            v = self._ndv[k] = estimate_ndv(ex.eval(e, self.table))
+        return v
+
+
+NDV_SAMPLE = 65536
+
+
+def estimate_ndv(arr) -> int:
+    """Distinct values of `arr`: exact below NDV_SAMPLE rows, else the GEE estimator over
+    an evenly strided sample (sqrt(N/n) * singletons + the other distinct values), which is
+    within a small factor either way - enough to order joins."""
+    n = len(arr)
+    if n <= NDV_SAMPLE:
+        return max(1, pc.count_distinct(arr).as_py())
+    step = n // NDV_SAMPLE
+    sample = arr.take(pa.array(np.arange(0, n, step, dtype=np.int64)))
+    counts = pc.value_counts(sample).field("counts")
+    d = len(counts)
+    f1 = pc.sum(pc.equal(counts, 1)).as_py() or 0
+    return max(1, min(n, int((n / len(sample)) ** 0.5 * f1 + (d - f1))))
+
+
+def _is_key_of(c, keys) -> bool:
+    for x, y in keys:
+        if isinstance(c, exp.EQ) and ((c.this is x and c.expression is y) or
+                                      (c.this is y and c.expression is x) or
+                                      (c.this == x and c.expression == y) or
+                                      (c.this == y and c.expression == x)):
+            return True
+    return False
+
+
+def _split_equi(c, a_inputs, b_inputs, owner):
+    if not isinstance(c, exp.EQ):
+        return None
+    x, y = c.this, c.expression
+    rx = {owner.get(k) for k in refs(x)}
+    ry = {owner.get(k) for k in refs(y)}
+    if not rx or not ry or None in rx or None in ry:
+        return None
+    if rx <= a_inputs and ry <= b_inputs:
+        return x, y
+    if ry <= a_inputs and rx <= b_inputs:
+        return y, x
+    return None
+
+
+def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    if a == b:
+        return None
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        return pa.int64()
+    if pa.types.is_decimal(a) and pa.types.is_decimal(b) or \
+            (pa.types.is_decimal(a) and pa.types.is_integer(b)) or \
+            (pa.types.is_integer(a) and pa.types.is_decimal(b)):
+        def ps(t):
+            return (t.precision, t.scale) if pa.types.is_decimal(t) else (19, 0)
+        (p1, s1), (p2, s2) = ps(a), ps(b)
+        s = max(s1, s2)
+        p = min(38, max(p1 - s1, p2 - s2) + s)
+        return pa.decimal128(p, s)
+    if pa.types.is_floating(a) or pa.types.is_floating(b):
+        return pa.float64()
+    if (pa.types.is_string(a) or pa.types.is_large_string(a)) and \
+            (pa.types.is_string(b) or pa.types.is_large_string(b)):
+        return pa.string()
+    if pa.types.is_date(a) and pa.types.is_timestamp(b):
+        return b
+    if pa.types.is_timestamp(a) and pa.types.is_date(b):
+        return a
+    return None
+
+
+def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: str,
+              ex: Executor | None = None) -> pa.Table:
+    """Acero hash join of `left` and `right` on evaluated key arrays `lk` / `rk`. With an
+    executor `ex`, both inputs stream into the plan as morsels and the output is read
+    batch by batch, so its guard is consulted while the hash table is built, while it is
+    probed and while the output grows."""
+    ln, rn = [], []
+    for i, (a, b) in enumerate(zip(lk, rk)):
+        a, b = _chunked(a, left.num_rows), _chunked(b, right.num_rows)
+        common = _common_key_type(a.type, b.type)
+        if common is not None:
+            # integers beyond 2**53 compared with a double round, as in PostgreSQL (int8 =
+            # float8 converts the integer); Arrow's safe cast would refuse them
+            unsafe = pa.types.is_floating(common)
+            a, b = a.cast(common, safe=not unsafe), b.cast(common, safe=not unsafe)
+        elif a.type != b.type:
+            raise SqlError(f"cannot join on {a.type} = {b.type}", "42804")
+        a, b = hash_key(a), hash_key(b)
+        left = left.append_column(f"$lk{i}", a)
+        right = right.append_column(f"$rk{i}", b)
+        ln.append(f"$lk{i}")
+        rn.append(f"$rk{i}")
+    if left.num_columns == len(ln) and join_type in ("inner", "left outer"):
+        left = left.append_column("$lpad", pa.nulls(left.num_rows, pa.int8()))
+    if right.num_columns == len(rn) and join_type in ("inner", "left outer", "full outer"):
+        right = right.append_column("$rpad", pa.nulls(right.num_rows, pa.int8()))
+    # Acero builds its hash table on the right input: keep the smaller side there.
+    if right.num_rows > left.num_rows and join_type in _SWAPPED:
+        left, right, ln, rn, join_type = right, left, rn, ln, _SWAPPED[join_type]
+    fanout = right.num_rows / max(1, estimate_ndv(right.column(rn[0]))) \
+        if ex is not None and right.num_rows else 1.0
+    if ex is None or (max(left.num_rows, right.num_rows) <= _guard.MORSEL_ROWS and
+                      left.num_rows * max(fanout, 1.0) <= 4 * _guard.MORSEL_ROWS):
+        # small inputs and output (a few morsels of work): one Acero call, no streaming
+        out = left.join(right, keys=ln, right_keys=rn, join_type=join_type,
+                        coalesce_keys=False, use_threads=True)
+    else:
+        from pyarrow import acero
+
+        def src(t, rows=None):
+            return acero.Declaration("record_batch_reader_source",
+                                     acero.RecordBatchReaderSourceNodeOptions(
+                                         ex.source(t, rows=rows)))
+        # One probe batch is one uninterruptible Acero task, and its work is its output:
+        # with F build rows per key, probe morsels of JOIN_OUTPUT_ROWS / F rows keep a
+        # task to about JOIN_OUTPUT_ROWS output rows (a self-join on a 2-valued key makes
+        # thousands of rows of every probe row).
+        probe_rows = max(64, min(_guard.MORSEL_ROWS, int(JOIN_OUTPUT_ROWS / max(fanout, 1))))
+        decl = acero.Declaration("hashjoin", acero.HashJoinNodeOptions(join_type, ln, rn),
+                                 inputs=[src(left, probe_rows), src(right)])
+        out = ex.collect(decl.to_reader(use_threads=True))
+    drop = [c for c in out.column_names if c.startswith(("$lk", "$rk", "$lpad", "$rpad"))]
+    return out.drop_columns(drop)
+
+
+JOIN_OUTPUT_ROWS = 1 << 17      # output rows one probe morsel may make, about
+
+_SWAPPED = {"inner": "inner", "left semi": "right semi", "left anti": "right anti",
+            "left outer": "right outer"}
+
+
+CROSS_JOIN_CHUNK_ROWS = 1 << 20
+
+
+def cross_join(left: pa.Table, right: pa.Table, check_cancel=None) -> pa.Table:
+    """Every left row with every right row, built in chunks of about a million output rows
+    (a cancel is honoured between chunks); 54000 beyond MAX_CROSS_JOIN_ROWS."""
+    n = left.num_rows * right.num_rows
+    if n > MAX_CROSS_JOIN_ROWS:
+        raise SqlError(f"a cross join of {left.num_rows} x {right.num_rows} rows is too large",
+                       "54000")
+    step = max(1, CROSS_JOIN_CHUNK_ROWS // max(right.num_rows, 1))
+    parts = []
+    for start in range(0, max(left.num_rows, 1), step):
+        if check_cancel is not None:
+            check_cancel()
+        rows = min(step, left.num_rows - start)   # (slicing a column-less table does not
+        chunk = left.slice(start, rows)           # clamp its length: count explicitly)
+        m = rows * right.num_rows
+        li = np.repeat(np.arange(rows, dtype=np.int64), right.num_rows)
+        ri = np.tile(np.arange(right.num_rows, dtype=np.int64), rows)
+        out = chunk.take(pa.array(li)) if chunk.num_columns else empty_rows(m)
+        rt = right.take(pa.array(ri))
+        for name in rt.column_names:
+            out = out.append_column(name, rt.column(name))
+        if isinstance(check_cancel, QueryGuard):
+            check_cancel.charge(_table_nbytes(out))
+        parts.append(out)
+    return pa.concat_tables(parts) if len(parts) != 1 else parts[0]
+
+
+class JoinOperators:
+    """Join, MultiJoin (greedy operator ordering) and cross joins.
+    Mixed into planner.executor.Executor."""
+
+    # -- joins -----------------------------------------------------------------------------
+    def _join(self, node: L.Join) -> pa.Table:
+        if node.kind == "semi" and isinstance(node.left, L.MultiJoin) and node.left_keys:
+            # Semi-join reduction: run the subquery side first; if it is smaller than the
+            # inner-join input that owns the semi join's left columns, filter that input
+            # before the inner joins (TPC-H Q18: 57 order keys against 6M joined rows). The
+            # semi join is applied again on top, where it is then cheap.
+            right = self.run(node.right)
+            left_refs = set().union(*(refs(e) for e in node.left_keys))
+            if node.residual is not None:
+                left_refs |= refs(node.residual) - set(output_keys(node.right))
+            for i, inp in enumerate(node.left.inputs):
+                if left_refs <= set(output_keys(inp)):
+                    self._prefilter[id(node.left)] = (i, node, right)
+                    break
+            left = self.run(node.left)
+        else:
+            left = self.run(node.left)
+            right = self.run(node.right)
+        lk = [self.eval(e, left) for e in node.left_keys]
+        rk = [self.eval(e, right) for e in node.right_keys]
+        kind = node.kind
+        if node.null_aware:
+            if right.num_rows == 0:
+                return left
+            if any(k.null_count for k in rk):
+                return left.slice(0, 0)
+            keep = pc.invert(pc.is_null(lk[0]))
+            left, lk = left.filter(keep), [k.filter(keep) for k in lk]
+        if node.residual is None:
+            if not lk:
+                if kind in ("semi", "anti"):
+                    has = right.num_rows > 0
+                    return left if has == (kind == "semi") else left.slice(0, 0)
+                return self._cross_outer(left, right, kind)
+            return hash_join(left, right, lk, rk, {"left": "left outer", "full": "full outer",
+                                                   "semi": "left semi",
+                                                   "anti": "left anti"}[kind], self)
+        return self._residual_join(node, left, right, lk, rk)
+
+    def _semi_filter(self, node: L.Join, left: pa.Table, right: pa.Table) -> pa.Table:
+        lk = [self.eval(e, left) for e in node.left_keys]
+        rk = [self.eval(e, right) for e in node.right_keys]
+        if node.residual is None:
+            return hash_join(left, right, lk, rk, "left semi", self)
+        return self._residual_join(node, left, right, lk, rk)
+
+    def _residual_join(self, node, left, right, lk, rk) -> pa.Table:
+        """semi/anti/left join with a non-equi condition: inner join on the equi keys (or a
+        cross join), residual filter, matched left row numbers, then shape the result."""
+        rid = "$rid"
+        lt = left.append_column(rid, pa.array(np.arange(left.num_rows, dtype=np.int64)))
+        if lk:
+            matched = hash_join(lt, right, lk, rk, "inner", self)
+        else:
+            matched = cross_join(lt, right, self._check_cancel)
+        matched = self.filter_table(matched, node.residual)
+        if node.kind in ("semi", "anti"):
+            ids = pc.unique(matched.column(rid))
+            mask = pc.is_in(lt.column(rid), value_set=ids)
+            if node.kind == "anti":
+                mask = pc.invert(mask)
+            return left.filter(mask)
+        if node.kind == "left":
+            ids = pc.unique(matched.column(rid))
+            unmatched = left.filter(pc.invert(pc.is_in(lt.column(rid), value_set=ids)))
+            pad = unmatched
+            for f in right.schema:
+                pad = pad.append_column(f.name, pa.nulls(unmatched.num_rows, f.type))
+            return pa.concat_tables([matched.drop_columns([rid]).select(pad.column_names), pad])
+        raise SqlError("FULL JOIN with a non-equality condition is not supported", "0A000")
+
+    def _cross_outer(self, left, right, kind) -> pa.Table:
+        if kind == "left" and right.num_rows == 0:
+            pad = left
+            for f in right.schema:
+                pad = pad.append_column(f.name, pa.nulls(left.num_rows, f.type))
+            return pad
+        if kind == "full":
+            raise SqlError("FULL JOIN without an equality condition is not supported", "0A000")
+        return cross_join(left, right, self._check_cancel)
+
+    def _multijoin(self, node: L.MultiJoin) -> pa.Table:
+        inputs = [self.run(i) for i in node.inputs]
+        pre = self._prefilter.pop(id(node), None)
+        if pre is not None:
+            i, semi, right = pre
+            if right.num_rows < inputs[i].num_rows:
+                t = inputs[i]
+                inputs[i] = self._semi_filter(semi, t, right)
+                if self.analyze:
+                    self.stats.setdefault(id(node), NodeStats()).detail.append(
+                        f"semi-join reduction of input [{i}]: {t.num_rows} -> "
+                        f"{inputs[i].num_rows} rows")
+        owner = {}
+        for i, inp in enumerate(node.inputs):
+            for k in output_keys(inp):
+                owner[k] = i
+        needed = self.needed_above(node)
+        comps = [_Comp(t, {i}) for i, t in enumerate(inputs)]
+        pending = [(c, {owner[k] for k in refs(c) if k in owner}) for c in node.conditions]
+        order = []
+        # conditions over a single input or none (constant) apply at once
+        for c, ins in list(pending):
+            if len(ins) <= 1:
+                for comp in comps if not ins else [comps[next(iter(ins))]]:
+                    comp.table = self.filter_table(comp.table, c)
+                pending.remove((c, ins))
+        while len(comps) > 1:
+            self._check_cancel()
+            best = None
+            for a, b in itertools.combinations(range(len(comps)), 2):
+                A, B = comps[a], comps[b]
+                keys = []
+                for c, ins in pending:
+                    if not ins <= (A.inputs | B.inputs) or ins <= A.inputs or ins <= B.inputs:
+                        continue
+                    pair = _split_equi(c, A.inputs, B.inputs, owner)
+                    if pair is not None:
+                        keys.append(pair)
+                if not keys:
+                    continue
+                est = self._estimate(A, B, keys)
+                if best is None or est < best[0]:
+                    best = (est, a, b, keys)
+            if best is None:      # no connected pair: cross join the two smallest
+                a, b = sorted(range(len(comps)), key=lambda i: comps[i].table.num_rows)[:2]
+                best = (comps[a].table.num_rows * comps[b].table.num_rows, a, b, [])
+            _est, a, b, keys = best
+            A, B = comps[a], comps[b]
+            if A.table.num_rows < B.table.num_rows:    # the smaller side builds the hash table
+                A, B = B, A
+                keys = [(r, l) for l, r in keys]
+            if keys:
+                lk = [self.eval(x, A.table) for x, _ in keys]
+                rk = [self.eval(y, B.table) for _, y in keys]
+                t = hash_join(A.table, B.table, lk, rk, "inner", self)
+            else:
+                t = cross_join(A.table, B.table, self._check_cancel)
+            merged = A.inputs | B.inputs
+            rest = []
+            for c, ins in pending:
+                if not ins <= merged:
+                    rest.append((c, ins))
+                elif not _is_key_of(c, keys):   # a non-equi condition now fully covered
+                    t = self.filter_table(t, c)
+            pending = rest
+            keep_cols = needed | {k for c, _ in pending for k in refs(c)}
+            t = t.select([n for n in t.column_names if n in keep_cols])
+            order.append(f"join {sorted(A.inputs)} x {sorted(B.inputs)} -> {t.num_rows} rows")
+            comps = [c for i, c in enumerate(comps) if i not in (a, b)] + [_Comp(t, merged)]
+        if self.analyze:
+            self.stats.setdefault(id(node), NodeStats()).detail.extend(order)
+        t = comps[0].table
+        for c, _ in pending:
+            t = self.filter_table(t, c)
+        return t
+
+    def _estimate(self, A: "_Comp", B: "_Comp", keys) -> float:
+        na, nb = A.table.num_rows, B.table.num_rows
+        if na == 0 or nb == 0:
+            return 0.0
+        da = db = 1
+        for x, y in keys:
+            da *= A.ndv(x, self)
+            db *= B.ndv(y, self)
+        return na * nb / max(min(da, na), min(db, nb), 1)
+

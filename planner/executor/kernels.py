@@ -1,0 +1,135 @@
+"""What every operator of the executor shares: per-node statistics (`NodeStats`, EXPLAIN
+ANALYZE), common subexpressions, chunk and size helpers for the guard's memory metering, and
+the hash of a key tuple (`hash_key`) that joins, DISTINCT and set operations agree on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from engine.tablet.diskrowset import ScanStats
+from planner.logical import AvgOf, SubqueryRef, keycol
+from planner.expr import Const
+
+
+@dataclasses.dataclass
+class NodeStats:
+    rows: int = 0
+    seconds: float = 0.0
+    scan: ScanStats | None = None
+    tablets: tuple[int, int] | None = None
+    detail: list[str] = dataclasses.field(default_factory=list)
+
+
+def empty_rows(n: int) -> pa.Table:
+    """A table with `n` rows and no columns (SELECT without FROM, count(*) scans)."""
+    return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+
+
+# -- kernels ---------------------------------------------------------------------------------
+def common_subexpressions(exprs: list[exp.Expression]
+                          ) -> tuple[list[tuple[str, exp.Expression]], list[exp.Expression]]:
+    """Computed subexpressions that occur more than once across `exprs` -> (prelude of
+    (key, expression) to evaluate once, `exprs` rewritten to read those keys). Largest
+    first; a repeat inside an already shared expression is not shared again."""
+    counts: dict[str, int] = {}
+    nodes: dict[str, exp.Expression] = {}
+    for e in exprs:
+        for n in e.walk():
+            if isinstance(n, (exp.Column, exp.Literal, Const, exp.Paren, exp.Identifier,
+                              exp.DataType)) or n.find(SubqueryRef, AvgOf) is not None \
+                    or not n.find(exp.Column):
+                continue
+            k = n.sql()
+            counts[k] = counts.get(k, 0) + 1
+            nodes.setdefault(k, n)
+    shared = sorted((k for k, c in counts.items() if c > 1), key=len, reverse=True)
+    prelude: list[tuple[str, exp.Expression]] = []
+    keys: dict[str, str] = {}
+    for k in shared:
+        if any(k in big for big in keys):   # only occurs inside a shared expression
+            continue
+        keys[k] = f"$cse{len(keys)}"
+    if not keys:
+        return [], exprs
+    for k, key in keys.items():
+        prelude.append((key, nodes[k]))
+
+    def sub(n):
+        if not isinstance(n, (exp.Column, exp.Literal)):
+            key = keys.get(n.sql())
+            if key is not None:
+                return keycol(key)
+        return n
+    return prelude, [e.transform(sub) for e in exprs]
+
+
+def _combine_chunks(a):
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
+def _changes(a) -> np.ndarray:
+    """For sorted values: True where a row differs from the previous one (NULLs equal)."""
+    a = _combine_chunks(a)
+    if len(a) < 2:
+        return np.zeros(max(len(a) - 1, 0), dtype=bool)
+    cur, prev = a.slice(1), a.slice(0, len(a) - 1)
+    diff = pc.fill_null(pc.not_equal(cur, prev), True)
+    nul_c, nul_p = pc.is_null(cur), pc.is_null(prev)
+    same_null = pc.and_(nul_c, nul_p)
+    diff = pc.and_(diff, pc.invert(same_null))
+    return diff.to_numpy(zero_copy_only=False)
+
+
+def _table_nbytes(t) -> int:
+    """Bytes of Arrow buffers `t` keeps alive (shared buffers counted once per column)."""
+    try:
+        return t.get_total_buffer_size()
+    except (AttributeError, pa.ArrowException):
+        return 0
+
+
+def _array_nbytes(a) -> int:
+    if isinstance(a, pa.Scalar):
+        return 0
+    try:
+        return a.get_total_buffer_size()
+    except (AttributeError, pa.ArrowException):
+        return a.nbytes
+
+
+def _join_parts(parts: list):
+    """Per-morsel results -> one ChunkedArray (a morsel typed NULL, e.g. all-NULL CASE
+    arms, takes the others' type)."""
+    chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else
+                                         [p])]
+    types = {c.type for c in chunks}
+    if len(types) > 1:
+        target = next((c.type for c in chunks if not pa.types.is_null(c.type)), chunks[0].type)
+        chunks = [c if c.type == target else c.cast(target) for c in chunks]
+        types = {target}
+    return pa.chunked_array(chunks, type=types.pop() if types else pa.null())
+
+
+def _chunked(a, n: int):
+    if isinstance(a, pa.Scalar):
+        return pa.repeat(a, n)
+    return a
+
+
+def hash_key(a):
+    """A column as a hash key (GROUP BY, DISTINCT, join keys): floats get -0.0 -> 0.0, since
+    SQL has -0.0 = 0.0 but Arrow's hashing tells them apart."""
+    if pa.types.is_floating(a.type):
+        return pc.add(a, pa.scalar(0.0, a.type))
+    return a
+
+
+def _hash_keys(t: pa.Table) -> pa.Table:
+    """Every column of `t` as a hash key (floats: -0.0 -> 0.0)."""
+    return pa.Table.from_arrays([hash_key(c) for c in t.columns], names=t.column_names)

@@ -1,0 +1,287 @@
+"""Sorting and set operations: `Sort` (a sample sort on the first key for numeric and temporal
+keys, one kernel call otherwise; top-N per morsel; PostgreSQL's NULL order), `Distinct`
+(Acero's hash aggregation over the row hash, -0.0 equal to 0.0), UNION / INTERSECT / EXCEPT
+(types unified first, hash joins on the not-distinct key).
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from planner import logical as L
+from planner.errors import SqlError
+from planner import guard as _guard
+from planner.executor.kernels import _combine_chunks, empty_rows, _hash_keys, _table_nbytes
+from planner.executor.joins import hash_join
+
+
+def _sortable_numpy(a) -> np.ndarray:
+    """A numeric/temporal column as numbers that order as its values do (NULLs as 0:
+    the NULL flag column sorts them)."""
+    a = _combine_chunks(a)
+    if not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+        a = a.view(pa.int32() if a.type.bit_width == 32 else pa.int64())
+    return pc.fill_null(a, 0).to_numpy(zero_copy_only=False)
+
+
+def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> None:
+    """Sort columns for one ORDER BY key with PostgreSQL's NULL order (last for ASC, first
+    for DESC, unless NULLS FIRST/LAST): a NULL flag column first when there are NULLs."""
+    nulls_first = k.nulls_first if k.nulls_first is not None else k.desc
+    if arr.null_count:
+        work[f"{name}$null"] = pc.is_null(arr)
+        sort_keys.append((f"{name}$null", "descending" if nulls_first else "ascending"))
+    if pa.types.is_floating(arr.type) and pc.any(pc.is_nan(arr)).as_py():
+        # NaN is above every other float (PostgreSQL); Arrow places NaNs at the end
+        # whatever the direction, so a NaN flag orders them first
+        work[f"{name}$nan"] = pc.fill_null(pc.is_nan(arr), False)
+        sort_keys.append((f"{name}$nan", "descending" if k.desc else "ascending"))
+    if pa.types.is_interval(arr.type):
+        # Arrow cannot sort MonthDayNano; PostgreSQL orders intervals by their span with a
+        # month as 30 days: (whole days, nanoseconds within the day) after normalising
+        days, nanos = _interval_span(arr)
+        work[f"{name}$days"] = days
+        sort_keys.append((f"{name}$days", "descending" if k.desc else "ascending"))
+        arr = nanos
+    work[name] = arr
+    sort_keys.append((name, "descending" if k.desc else "ascending"))
+
+
+_DAY_NS = 86_400_000_000_000
+
+
+def _interval_span(arr) -> tuple[pa.Array, pa.Array]:
+    """MonthDayNano intervals -> (days, ns within the day) int64 arrays, months as 30 days:
+    ordering by the pair is PostgreSQL's interval order (a span in int64 nanoseconds would
+    overflow after ~292 years). Read from the values buffer (16 bytes a value), vectorised."""
+    a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    rec = np.frombuffer(a.buffers()[1], dtype=np.dtype(
+        [("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")]))[a.offset:a.offset + len(a)]
+    nanos = rec["nanos"]
+    days = rec["months"].astype(np.int64) * 30 + rec["days"] + nanos // _DAY_NS
+    return pa.array(days), pa.array(nanos % _DAY_NS)
+
+
+def _not_distinct_key(a) -> tuple:
+    """A join key column as (values with NULLs replaced, is NULL): equal pairs mean IS NOT
+    DISTINCT FROM. The replacement is one fixed value of the type (the same on both sides
+    of the join; only the flag tells NULLs apart)."""
+    a = _combine_chunks(a)
+    if pa.types.is_null(a.type):
+        a = a.cast(pa.int8())
+    flags = pc.is_null(a)
+    if a.null_count == 0:
+        return a, flags
+    for seed in (pa.scalar(0, pa.int32()), pa.scalar(decimal.Decimal(0)),
+                 pa.scalar(0, pa.int64()), pa.scalar(""),
+                 pa.scalar(b"")):      # a zero / empty value of the type (date, timestamp..)
+        try:
+            return pc.fill_null(a, seed.cast(a.type)), flags
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    raise SqlError(f"cannot compare values of type {a.type} in a set operation", "42883")
+
+
+def _setop_types(left: pa.Table, right: pa.Table, keys: list[str]
+                 ) -> tuple[pa.Table, pa.Table]:
+    """Both inputs of a set operation renamed to `keys`, each column pair cast to its common
+    type by the expression rules (PostgreSQL's: int and numeric give numeric, numeric and
+    double give double), not Arrow's promotion; 42804 when there is none."""
+    from planner.expr import cast as _cast, supertype as _supertype
+    lcols, rcols = [], []
+    for a, b in zip(left.columns, right.columns):
+        if a.type != b.type and not pa.types.is_null(a.type) and not pa.types.is_null(b.type):
+            t = _supertype([a.type, b.type])
+            if t is None:
+                raise SqlError(f"UNION/INTERSECT/EXCEPT types {a.type} and {b.type} cannot be "
+                               "matched", "42804")
+            a = a if a.type == t else _cast(_combine_chunks(a), t, None)
+            b = b if b.type == t else _cast(_combine_chunks(b), t, None)
+        lcols.append(a)
+        rcols.append(b)
+    return (pa.Table.from_arrays(lcols, names=keys), pa.Table.from_arrays(rcols, names=keys))
+
+
+def _concat_promote(parts: list, name: str) -> pa.Array:
+    """One VALUES column from its rows' values: the common type by the expression rules
+    (1 and 1.5 give DECIMAL, as in PostgreSQL), 42804 when there is none."""
+    from planner.expr import cast as _cast, supertype as _supertype
+    types = [p.type for p in parts if not pa.types.is_null(p.type)]
+    target = _supertype(types) if types else pa.null()
+    if target is None:
+        raise SqlError("VALUES types " + " and ".join(sorted({str(t) for t in types}))
+                       + " cannot be matched", "42804")
+    try:
+        cast = [p if p.type == target else _cast(p, target, None) for p in parts]
+        return pa.chunked_array([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+                                 for c in cast], type=target).combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        raise SqlError("VALUES types cannot be matched", "42804") from None
+
+
+def distinct(t: pa.Table) -> pa.Table:
+    if t.num_columns == 0:
+        return empty_rows(min(t.num_rows, 1))
+    if any(pa.types.is_floating(f.type) for f in t.schema):
+        t = _hash_keys(t)
+    r = t.group_by(t.column_names, use_threads=True).aggregate([])
+    return r.select(t.column_names)
+
+
+class SortOperators:
+    """Sort (sample sort, top-N), Distinct and set operations.
+    Mixed into planner.executor.Executor."""
+
+    def _distinct(self, node: L.Distinct) -> pa.Table:
+        t = self.run(node.input)
+        return self.distinct(t)
+
+    def distinct(self, t: pa.Table) -> pa.Table:
+        if t.num_columns == 0 or t.num_rows <= _guard.MORSEL_ROWS:
+            return distinct(t)
+        # -0.0 and 0.0 are one value, as in the one-call distinct()
+        prepare = _hash_keys if any(pa.types.is_floating(f.type) for f in t.schema) else None
+        return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
+
+    def _sort(self, node: L.Sort) -> pa.Table:
+        t = self.run(node.input)
+        if t.num_rows <= 1:
+            return t
+        work: dict = {}
+        sort_keys: list = []
+        for i, k in enumerate(node.keys):
+            _add_sort_key(work, sort_keys, f"s{i}", self.eval(k.expr, t), k)
+        keys_table = pa.table(work)
+        if node.limit is not None and node.limit < t.num_rows // 8:
+            idx = self._top_k(keys_table, node.limit, sort_keys)
+            idx = idx.take(pc.sort_indices(keys_table.take(idx), sort_keys=sort_keys))
+        else:
+            idx = self.sort_indices(keys_table, sort_keys)
+            if node.limit is not None:
+                idx = idx.slice(0, node.limit)
+        return self.take(t, idx)
+
+    def sort_indices(self, keys: pa.Table, sort_keys: list) -> pa.Array:
+        """`pc.sort_indices(keys, sort_keys)` (stable), cut into steps with a check between:
+        a sample sort on the first key when it is numeric or temporal. Splitters from an
+        evenly strided sample cut the rows into buckets of ~4 morsels by the first key's
+        value (a morsel at a time); each bucket is sorted on its own, in bucket order. Rows
+        with equal first keys share a bucket, rows keep their order inside a bucket, so
+        the permutation is the one the single kernel call gives. Other key types, and a
+        first key too skewed to split, are sorted in one call."""
+        n, step = keys.num_rows, _guard.MORSEL_ROWS
+        self.guard.check()
+        col, order = sort_keys[0]
+        nulls = None
+        if col.endswith("$null") and len(sort_keys) > 1:     # the NULL flag of the key
+            nulls, (col, order) = (sort_keys[0][0], sort_keys[0][1]), sort_keys[1]
+        typ = keys.schema.field(col).type
+        if n <= 4 * step or not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or
+                                 pa.types.is_date(typ) or pa.types.is_timestamp(typ) or
+                                 pa.types.is_time(typ) or pa.types.is_duration(typ)):
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        vals = _sortable_numpy(keys.column(col))
+        if vals.dtype.kind == "f" and np.isnan(vals).any():    # Arrow's NaN order: one call
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        flag = None
+        if nulls is not None:
+            flag = keys.column(nulls[0]).to_numpy(zero_copy_only=False)
+        sample = vals[:: max(1, n // 8192)]
+        if flag is not None:
+            sample = sample[~flag[:: max(1, n // 8192)]]
+        nb = max(2, n // (4 * step))
+        splitters = np.unique(np.quantile(sample, np.linspace(0, 1, nb + 1)[1:-1],
+                                          method="lower")) if len(sample) else sample
+        if len(splitters) < 2:
+            return pc.sort_indices(keys, sort_keys=sort_keys)
+        nbk = len(splitters) + 3                # NULLs first | values ... | NULLs last
+        members: list[list[np.ndarray]] = [[] for _ in range(nbk)]
+        for start in range(0, n, step):
+            self.guard.check()
+            v = vals[start:start + step]
+            b = np.searchsorted(splitters, v, side="right")
+            if order == "descending":
+                b = len(splitters) - b
+            b = b + 1                           # 1..len(splitters)+1
+            if flag is not None:
+                f = flag[start:start + step]
+                # NULLs first (the flag sorts descending): bucket 0; else the last one
+                b = np.where(f, 0 if nulls[1] == "descending" else nbk - 1, b)
+            pos = np.argsort(b, kind="stable")
+            counts = np.bincount(b, minlength=nbk)
+            at = 0
+            for i, c in enumerate(counts):
+                if c:
+                    members[i].append(pos[at:at + c] + start)
+                    at += c
+        out = []
+        for parts in members:
+            if not parts:
+                continue
+            self.guard.check()
+            rows = pa.array(np.concatenate(parts))
+            out.append(rows.take(pc.sort_indices(keys.take(rows), sort_keys=sort_keys)))
+        return pa.concat_arrays(out).cast(pa.uint64())     # sort_indices' type
+
+    def _top_k(self, keys_table: pa.Table, k: int, sort_keys) -> pa.Array:
+        """Row numbers of the first `k` rows in `sort_keys` order (unordered): the top k
+        of each morsel, then the top k of those candidates."""
+        step = _guard.MORSEL_ROWS
+        n = keys_table.num_rows
+        if n <= step:
+            return pc.select_k_unstable(keys_table, k=k, sort_keys=sort_keys)
+        cands = []
+        for start in range(0, n, step):
+            self.guard.check()
+            m = keys_table.slice(start, step)
+            i = pc.select_k_unstable(m, k=min(k, m.num_rows), sort_keys=sort_keys)
+            cands.append(pc.add(i.cast(pa.int64()), start))
+        cand = pa.concat_arrays(cands)
+        best = pc.select_k_unstable(keys_table.take(cand), k=k, sort_keys=sort_keys)
+        return cand.take(best)
+
+    def take(self, t: pa.Table, idx) -> pa.Table:
+        """`t.take(idx)`, a morsel of indices at a time."""
+        step = _guard.MORSEL_ROWS
+        if len(idx) <= step:
+            return t.take(idx)
+        parts = []
+        for start in range(0, len(idx), step):
+            self.guard.check()
+            part = t.take(idx.slice(start, step))
+            self.guard.charge(_table_nbytes(part))
+            parts.append(part)
+        return pa.concat_tables(parts)
+
+    # -- set operations --------------------------------------------------------------------
+    def _setop(self, node: L.SetOp) -> pa.Table:
+        left = self.run(node.left)
+        right = self.run(node.right)
+        left, right = _setop_types(left, right, node.keys)
+        try:
+            both = pa.concat_tables([left, right], promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise SqlError(f"UNION/INTERSECT/EXCEPT types cannot be matched: {e}",
+                           "42804") from None
+        if node.kind == "union":
+            return both if node.all else self.distinct(both)
+        left, right = both.slice(0, left.num_rows), both.slice(left.num_rows)
+        if node.all:
+            raise SqlError(f"{node.kind.upper()} ALL is not supported", "0A000")
+        left, right = self.distinct(left), self.distinct(right)
+        # rows are compared as in DISTINCT (NULL matches NULL), which a hash join does not
+        # do: each key is joined as (value with NULL filled in, is NULL)
+        keys = [p for k in node.keys for p in _not_distinct_key(left.column(k))]
+        rkeys = [p for k in node.keys for p in _not_distinct_key(right.column(k))]
+        # the join carries only a row number (Acero refuses NULL-typed payload columns,
+        # `SELECT NULL, 1 EXCEPT ...`); the surviving rows are taken from `left`
+        rows = pa.table({"$row": pa.array(np.arange(left.num_rows, dtype=np.int64))})
+        other = pa.table({"$pad": pa.nulls(right.num_rows, pa.int8())})
+        kept = hash_join(rows, other, keys, rkeys,
+                         "left semi" if node.kind == "intersect" else "left anti", self)
+        return self.take(left, kept.column("$row"))
+
