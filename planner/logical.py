@@ -23,6 +23,16 @@ Nodes (children first in each dataclass):
   Limit       LIMIT / OFFSET
   Distinct    duplicate elimination on all columns
   SetOp       UNION / INTERSECT / EXCEPT [ALL]
+
+Nodes (and AggCall, WindowCall, SortKey, Output) are frozen dataclasses: a stage that
+changes a plan builds a new one (`dataclasses.replace`; `with_children`, `map_expressions`
+and `rewrite_nodes` rebuild a path or every node, sharing what did not change), so the
+bound plan the plan cache keeps is never edited by the rules. Their list fields are still
+lists, by convention not modified after construction; the sqlglot expressions inside are
+sqlglot's mutable trees (`rewrite_nodes` re-points a SubqueryRef at its subquery's new
+plan). The plan helpers every stage shares live here too: `conjuncts`, `and_all`, `keycol`,
+`refs`, `output_keys`, `all_nodes`, and the plan-only expression nodes `SubqueryRef` and
+`AvgOf` (their SQL text: planner.expr.render).
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ def _field_names(cls) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Node:
     def children(self) -> list["Node"]:
         out: list[Node] = []
@@ -60,7 +70,7 @@ class Node:
         return type(self).__name__
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Scan(Node):
     table: str                       # catalog table name
     alias: str                       # user alias
@@ -85,7 +95,7 @@ class Scan(Node):
         return f"Scan {what}{alias}"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Values(Node):
     keys: list[str]
     rows: list[list[exp.Expression]]
@@ -97,7 +107,7 @@ class Values(Node):
         return f"Values {len(self.rows)} row(s)"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Filter(Node):
     input: Node
     condition: exp.Expression
@@ -106,7 +116,7 @@ class Filter(Node):
         return [self.condition]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Project(Node):
     input: Node
     items: list[tuple[str, exp.Expression]]     # (output key, expression)
@@ -115,7 +125,7 @@ class Project(Node):
         return [e for _, e in self.items]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class MultiJoin(Node):
     inputs: list[Node]
     conditions: list[exp.Expression]
@@ -127,7 +137,7 @@ class MultiJoin(Node):
         return f"InnerJoin {len(self.inputs)} inputs"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Join(Node):
     left: Node
     right: Node
@@ -147,7 +157,7 @@ class Join(Node):
         return kind
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class AggCall:
     key: str                                   # output key
     func: str                                  # sum, count, count_star, min, max, avg, ...
@@ -155,7 +165,7 @@ class AggCall:
     distinct: bool = False
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Aggregate(Node):
     input: Node
     groups: list[tuple[str, exp.Expression]]
@@ -165,7 +175,7 @@ class Aggregate(Node):
         return [e for _, e in self.groups] + [a.arg for a in self.aggs if a.arg is not None]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class WindowCall:
     key: str                                   # output key
     func: str                                  # row_number, rank, dense_rank, lag, lead,
@@ -178,7 +188,7 @@ class WindowCall:
                                                # current row's last peer), "rows" (up to it)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Window(Node):
     """Window functions over the input's rows; output = input columns + one per call."""
     input: Node
@@ -188,14 +198,14 @@ class Window(Node):
         return [e for c in self.calls for e in c.args + c.partition + [k.expr for k in c.order]]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class SortKey:
     expr: exp.Expression
     desc: bool = False
     nulls_first: bool | None = None            # None: PostgreSQL default (last for ASC)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Sort(Node):
     input: Node
     keys: list[SortKey]
@@ -205,19 +215,19 @@ class Sort(Node):
         return [k.expr for k in self.keys]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Limit(Node):
     input: Node
     limit: int | None
     offset: int = 0
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Distinct(Node):
     input: Node
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class SetOp(Node):
     left: Node
     right: Node
@@ -226,7 +236,7 @@ class SetOp(Node):
     keys: list[str] = dataclasses.field(default_factory=list)   # output keys
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Output:
     """The root: a plan plus the user-visible column names of its (ordered) keys. `utc`:
     positions of columns that are `now()` / `current_timestamp` as written, returned as
@@ -297,6 +307,24 @@ def describe(node: Node) -> list[str]:
     elif isinstance(node, SetOp):
         out.append(f"{node.kind}{' ALL' if node.all else ''}")
     return out
+
+
+def with_children(node: Node, fn) -> Node:
+    """`node` with each child `c` replaced by `fn(c)` (a new node when any child changed;
+    `node` itself otherwise). Plan nodes are frozen: this is how a rewrite rebuilds a
+    path of the tree."""
+    changes = {}
+    for name in _field_names(type(node)):
+        v = getattr(node, name)
+        if isinstance(v, Node):
+            c = fn(v)
+            if c is not v:
+                changes[name] = c
+        elif isinstance(v, list) and any(isinstance(c, Node) for c in v):
+            new = [fn(c) if isinstance(c, Node) else c for c in v]
+            if any(a is not b for a, b in zip(new, v)):
+                changes[name] = new
+    return dataclasses.replace(node, **changes) if changes else node
 
 
 def walk(node: Node):
@@ -388,3 +416,55 @@ def all_nodes(root: Node):
         yield n
         for sub in subquery_plans(n):
             yield from all_nodes(sub.plan)
+
+
+def map_expressions(node: Node, fn) -> Node:
+    """`node` with `fn` applied to every expression it holds (a new node: plan nodes are
+    frozen; its children stay as they are)."""
+    R = dataclasses.replace
+    if isinstance(node, Scan):
+        return R(node, filters=[fn(f) for f in node.filters],
+                 snapshot=fn(node.snapshot) if node.snapshot is not None else None,
+                 changes=(fn(node.changes[0]), fn(node.changes[1])) if node.changes
+                 else node.changes)
+    if isinstance(node, Values):
+        return R(node, rows=[[fn(e) for e in r] for r in node.rows])
+    if isinstance(node, Filter):
+        return R(node, condition=fn(node.condition))
+    if isinstance(node, Project):
+        return R(node, items=[(k, fn(e)) for k, e in node.items])
+    if isinstance(node, MultiJoin):
+        return R(node, conditions=[fn(c) for c in node.conditions])
+    if isinstance(node, Join):
+        return R(node, left_keys=[fn(e) for e in node.left_keys],
+                 right_keys=[fn(e) for e in node.right_keys],
+                 residual=fn(node.residual) if node.residual is not None else None)
+    if isinstance(node, Aggregate):
+        return R(node, groups=[(k, fn(e)) for k, e in node.groups],
+                 aggs=[R(a, arg=fn(a.arg)) if a.arg is not None else a for a in node.aggs])
+    if isinstance(node, Sort):
+        return R(node, keys=[R(k, expr=fn(k.expr)) for k in node.keys])
+    if isinstance(node, Window):
+        return R(node, calls=[R(c, args=[fn(e) for e in c.args],
+                                partition=[fn(e) for e in c.partition],
+                                order=[R(k, expr=fn(k.expr)) for k in c.order])
+                              for c in node.calls])
+    return node
+
+
+def subquery_refs(node: Node) -> list[SubqueryRef]:
+    """The SubqueryRef expressions in the node's own expressions."""
+    return [s for e in node.expressions() for s in e.find_all(SubqueryRef)]
+
+
+def rewrite_nodes(out: Output, fn) -> Output:
+    """`out` with every node rebuilt bottom-up as `fn(node with rebuilt children)`, in the
+    plans of the scalar subqueries its expressions reference too. The SubqueryRef
+    expressions are pointed at their new plans (expressions are sqlglot trees, not plan
+    nodes)."""
+    def visit(node: Node) -> Node:
+        node = fn(with_children(node, visit))
+        for ref in subquery_refs(node):
+            ref.set("this", dataclasses.replace(ref.this, plan=visit(ref.this.plan)))
+        return node
+    return dataclasses.replace(out, plan=visit(out.plan))

@@ -25,7 +25,8 @@ import copy
 from planner import logical as L
 from planner.expr import param_index, param_scalar, substitute_params
 from planner.fastpath import PointRead, compile_point_read
-from planner.rules import _all_nodes, _map_exprs
+from planner.logical import all_nodes as _all_nodes
+from planner.logical import map_expressions, rewrite_nodes
 
 
 class PlanCache:
@@ -75,9 +76,8 @@ class PlanCache:
         out = copy.deepcopy(entry[0])
         values = [param_scalar(p) for p in params]
 
-        for node in list(_all_nodes(out.plan)):
-            _map_exprs(node, lambda e: substitute_params(e, values, copy=False))
-        return out
+        return rewrite_nodes(out, lambda node: map_expressions(
+            node, lambda e: substitute_params(e, values, copy=False)))
 
     def store(self, catalog, text: str, params, template: L.Output) -> None:
         seen: set[int] = set()
@@ -94,7 +94,7 @@ class PlanCache:
                 return                          # VALUES rows are not in expressions() walk
         if seen != set(range(len(params))):
             return
-        template = copy.deepcopy(template)     # the caller's plan is optimized in place next
+        template = copy.deepcopy(template)     # the rules re-point the SubqueryRefs of the caller's plan
         fast = compile_point_read(catalog, template) if len(metas) == 1 else None
         self._entries[self._key(text, params)] = (template, metas, fast)
         if len(self._entries) > self.capacity:

@@ -16,7 +16,9 @@
                           materialization; partition pruning is recorded for EXPLAIN
     prune_columns         scans read only the columns something above them uses
 
-`RULES` is a tuple of `Rule(name, apply)` in that order. Every rule can be switched off by
+Plan nodes are frozen: a rule returns a new plan (`dataclasses.replace` from a changed
+node up to the root; unchanged subtrees are shared), never edits one in place. `RULES` is
+a tuple of `Rule(name, apply)` in that order. Every rule can be switched off by
 name (`optimize(..., disabled=...)`, the `disabled_rules` context manager, or `SET
 kudusql.disabled_rules = 'name, ...'` in a session): a plan must give the same rows with
 any subset of the rules, which tests/sql/fuzz checks; what each rule does to a plan is
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -39,53 +42,16 @@ from sqlglot import exp
 from engine.tablet.scan_spec import ColumnPredicate
 from planner import logical as L
 from planner.logical import all_nodes as _all_nodes
+from planner.logical import map_expressions as _map_exprs
+from planner.logical import rewrite_nodes as _rewrite_nodes
+from planner.logical import subquery_refs as _subquery_refs
 from planner.logical import SubqueryRef, and_all, conjuncts, output_keys, refs
-from planner.logical import subquery_plans as _subplans
 from planner.expr import coerce_literal_to, constant_value, fold_constants
-
-
-def _map_exprs(node: L.Node, fn) -> None:
-    """Apply `fn` to every expression a node holds (in place on the node)."""
-    if isinstance(node, L.Scan):
-        node.filters = [fn(f) for f in node.filters]
-        if node.snapshot is not None:
-            node.snapshot = fn(node.snapshot)
-        if node.changes:
-            node.changes = (fn(node.changes[0]), fn(node.changes[1]))
-    elif isinstance(node, L.Values):
-        node.rows = [[fn(e) for e in r] for r in node.rows]
-    elif isinstance(node, L.Filter):
-        node.condition = fn(node.condition)
-    elif isinstance(node, L.Project):
-        node.items = [(k, fn(e)) for k, e in node.items]
-    elif isinstance(node, L.MultiJoin):
-        node.conditions = [fn(c) for c in node.conditions]
-    elif isinstance(node, L.Join):
-        node.left_keys = [fn(e) for e in node.left_keys]
-        node.right_keys = [fn(e) for e in node.right_keys]
-        if node.residual is not None:
-            node.residual = fn(node.residual)
-    elif isinstance(node, L.Aggregate):
-        node.groups = [(k, fn(e)) for k, e in node.groups]
-        for a in node.aggs:
-            if a.arg is not None:
-                a.arg = fn(a.arg)
-    elif isinstance(node, L.Sort):
-        for k in node.keys:
-            k.expr = fn(k.expr)
-    elif isinstance(node, L.Window):
-        for c in node.calls:
-            c.args = [fn(e) for e in c.args]
-            c.partition = [fn(e) for e in c.partition]
-            for k in c.order:
-                k.expr = fn(k.expr)
 
 
 # -- fold_constants ------------------------------------------------------------------------
 def rule_fold_constants(out: L.Output, catalog) -> L.Output:
-    for n in list(_all_nodes(out.plan)):
-        _map_exprs(n, fold_constants)
-    return out
+    return _rewrite_nodes(out, lambda n: _map_exprs(n, fold_constants))
 
 
 # -- factor_or -----------------------------------------------------------------------------
@@ -126,14 +92,15 @@ def rule_factor_or(out: L.Output, catalog) -> L.Output:
     def fix(node):
         if isinstance(node, L.Filter):
             parts = [p for c in conjuncts(node.condition) for p in factor_or(c)]
-            node.condition = and_all(parts)
-        elif isinstance(node, L.MultiJoin):
-            node.conditions = [p for c in node.conditions for p in factor_or(c)]
-        elif isinstance(node, L.Scan):
-            node.filters = [p for c in node.filters for p in factor_or(c)]
-    for n in _all_nodes(out.plan):
-        fix(n)
-    return out
+            return dataclasses.replace(node, condition=and_all(parts))
+        if isinstance(node, L.MultiJoin):
+            return dataclasses.replace(
+                node, conditions=[p for c in node.conditions for p in factor_or(c)])
+        if isinstance(node, L.Scan):
+            return dataclasses.replace(
+                node, filters=[p for c in node.filters for p in factor_or(c)])
+        return node
+    return _rewrite_nodes(out, fix)
 
 
 # -- pushdown_predicates -------------------------------------------------------------------
@@ -144,8 +111,7 @@ def _deterministic(e: exp.Expression) -> bool:
 def push(node: L.Node, preds: list[exp.Expression]) -> L.Node:
     """Apply `preds` (conjuncts over node's output) as low in `node` as possible."""
     if isinstance(node, L.Scan):
-        node.filters.extend(preds)
-        return node
+        return dataclasses.replace(node, filters=node.filters + preds) if preds else node
     if isinstance(node, L.Filter):
         return push(node.input, conjuncts(node.condition) + preds)
     if isinstance(node, L.MultiJoin):
@@ -167,19 +133,18 @@ def push(node: L.Node, preds: list[exp.Expression]) -> L.Node:
                     implied = _implied(c, ks)
                     if implied is not None:
                         owned[i].append(implied)
-        node.inputs = [push(inp, o) for inp, o in zip(node.inputs, owned)]
-        node.conditions = keep
-        if len(node.inputs) == 1 and not keep:
-            return node.inputs[0]
-        return node
+        inputs = [push(inp, o) for inp, o in zip(node.inputs, owned)]
+        if len(inputs) == 1 and not keep:
+            return inputs[0]
+        return dataclasses.replace(node, inputs=inputs, conditions=keep)
     if isinstance(node, L.Join):
         left_keys = set(output_keys(node.left))
         down, stay = [], []
         for c in preds:
             (down if refs(c) <= left_keys and node.kind != "full" and _deterministic(c)
              else stay).append(c)
-        node.left = push(node.left, down)
-        node.right = push(node.right, [])
+        node = dataclasses.replace(node, left=push(node.left, down),
+                                   right=push(node.right, []))
         return L.Filter(node, and_all(stay)) if stay else node
     if isinstance(node, L.Project):
         mapping = {k: e for k, e in node.items}
@@ -190,9 +155,7 @@ def push(node: L.Node, preds: list[exp.Expression]) -> L.Node:
         return _push_through(node, preds, gmap, lambda c: bool(
             refs(c) and refs(c) <= set(gmap) and _deterministic(c)))
     # Sort, Limit, Distinct, SetOp, Values: recurse, keep preds above.
-    for f in ("input", "left", "right"):
-        if hasattr(node, f):
-            setattr(node, f, push(getattr(node, f), []))
+    node = L.with_children(node, lambda child: push(child, []))
     return L.Filter(node, and_all(preds)) if preds else node
 
 
@@ -207,7 +170,7 @@ def _push_through(node, preds, mapping: dict, movable) -> L.Node:
                 and n.name in mapping else n))
         else:
             stay.append(c)
-    node.input = push(node.input, down)
+    node = dataclasses.replace(node, input=push(node.input, down))
     return L.Filter(node, and_all(stay)) if stay else node
 
 
@@ -224,10 +187,10 @@ def _implied(c: exp.Expression, keys: set[str]) -> exp.Expression | None:
 
 
 def rule_pushdown_predicates(out: L.Output, catalog) -> L.Output:
-    out.plan = push(out.plan, [])
+    out = dataclasses.replace(out, plan=push(out.plan, []))
     for n in list(_all_nodes(out.plan)):
-        for sub in _subplans(n):
-            sub.plan = push(sub.plan, [])
+        for ref in _subquery_refs(n):
+            ref.set("this", dataclasses.replace(ref.this, plan=push(ref.this.plan, [])))
     return out
 
 
@@ -317,23 +280,23 @@ def null_test(c: exp.Expression) -> tuple[exp.Expression, bool] | None:
 
 
 def rule_scan_predicates(out: L.Output, catalog) -> L.Output:
-    for n in _all_nodes(out.plan):
+    def scan(n: L.Node) -> L.Node:
         if not isinstance(n, L.Scan) or n.changes:
-            continue
+            return n
         table = catalog.table(n.table)
         if getattr(table, "virtual", False):      # system views: filters stay residual
-            continue
+            return n
         types = {c.name: c.arrow_type for c in table.schema.columns}
-        rest = []
+        rest, pushed = [], list(n.pushed)
         for f in n.filters:
             p = to_column_predicate(n, f, types)
             if p is None:
                 rest.append(f)
             else:
-                n.pushed.append(p)
-        n.filters = rest
-        n.pruned = (len(table.prune(n.pushed)), len(table.partition_schema.partitions))
-    return out
+                pushed.append(p)
+        return dataclasses.replace(n, filters=rest, pushed=pushed, pruned=(
+            len(table.prune(pushed)), len(table.partition_schema.partitions)))
+    return _rewrite_nodes(out, scan)
 
 
 # -- prune_columns -------------------------------------------------------------------------
@@ -348,10 +311,8 @@ def rule_prune_columns(out: L.Output, catalog) -> L.Output:
             used |= set(output_keys(n.left)) | set(output_keys(n.right))
         if isinstance(n, L.Distinct):
             used |= set(output_keys(n.input))
-    for n in _all_nodes(out.plan):
-        if isinstance(n, L.Scan):
-            n.columns = [c for c in n.columns if n.key(c) in used]
-    return out
+    return _rewrite_nodes(out, lambda n: dataclasses.replace(
+        n, columns=[c for c in n.columns if n.key(c) in used]) if isinstance(n, L.Scan) else n)
 
 
 class Rule(NamedTuple):

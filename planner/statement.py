@@ -48,7 +48,7 @@ QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
 def plan_query(catalog, ast: exp.Expression, sql: str, params=None, cache=None
                ) -> L.Output:
     out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(ast)
-    out.utc = _now_columns(ast)
+    out = dataclasses.replace(out, utc=_now_columns(ast))
     if cache is not None and params:
         cache.store(catalog, sql, params, out)
     return _optimize(out, catalog)
@@ -66,8 +66,7 @@ def subquery_runner(catalog):
 
 def _optimize(out: L.Output, catalog) -> L.Output:
     o = optimize(out, catalog)
-    o.utc = out.utc
-    return o
+    return o if o.utc == out.utc else dataclasses.replace(o, utc=out.utc)
 
 
 

@@ -6,6 +6,7 @@ parameters. Subqueries, aggregates and PostgreSQL functions come from its mixins
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from typing import Any
@@ -302,7 +303,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         n = self._int_clause(limit.expression if limit is not None else None)
         off = self._int_clause(offset.expression if offset is not None else None) or 0
         if isinstance(node, L.Sort) and n is not None:
-            node.limit = n + off
+            node = dataclasses.replace(node, limit=n + off)
         return L.Limit(node, n, off)
 
     def _int_clause(self, e: exp.Expression | None) -> int | None:

@@ -106,3 +106,45 @@ def test_explain_with_and_without_rule_matches_golden(db, rule):
         f"EXPLAIN for rule {rule} changed; if intended, regenerate with "
         f"KUDUSQL_REGEN_GOLDEN=1 and review the diff of {path}")
     assert differing, f"no query in {path.name} plans differently without {rule}"
+
+
+def test_rules_return_a_new_plan_and_leave_the_bound_one_as_it_was(tmp_path):
+    """Plan nodes are frozen: optimize builds a new plan; the bound plan (what the plan
+    cache keeps) reads the same before and after."""
+    import dataclasses
+
+    import sqlglot
+
+    from engine.catalog import Catalog
+    from planner import logical as L
+    from planner.binder import Binder
+    from planner.dialect import KuduSQL
+    from planner.rules import optimize
+    from planner.statement import subquery_runner
+
+    path = str(tmp_path / "db")
+    c = kudusql.connect(path)
+    c.cursor().execute("CREATE TABLE emp (id INT PRIMARY KEY, name STRING, dept INT) "
+                       "PARTITION BY HASH (id) PARTITIONS 2")
+    c.cursor().execute("CREATE TABLE dept (id INT PRIMARY KEY, dname STRING) "
+                       "PARTITION BY HASH (id) PARTITIONS 2")
+    c.close()
+    catalog = Catalog.open(path)
+    try:
+        sql = ("SELECT e.name FROM emp e JOIN dept d ON e.dept = d.id "
+               "WHERE d.dname = 'eng' AND e.id = 1 + 1 AND e.name IN (SELECT dname FROM dept) "
+               "AND ((e.dept > 0 AND d.id > 1) OR (e.dept > 0 AND d.id < 9))")
+        bound = Binder(catalog, sql, [], subquery_runner(catalog)).bind_query(
+            sqlglot.parse_one(sql, read=KuduSQL))
+
+        def text(out):
+            return [line for n in L.walk(out.plan) for line in [n.label(), *L.describe(n)]]
+        before = text(bound)
+        for rule in RULE_NAMES:        # each rule alone, so no earlier rule copies for it
+            alone = optimize(bound, catalog, disabled=frozenset(RULE_NAMES) - {rule})
+            assert text(bound) == before, f"{rule} edited the plan it was given"
+            assert text(alone) != before, f"{rule} did nothing here: the check is void"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            alone.plan.input = None
+    finally:
+        catalog.close()
