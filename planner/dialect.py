@@ -54,7 +54,7 @@ The rest (DROP TABLE, ALTER TABLE RENAME [COLUMN] / ADD [COLUMN] / DROP [COLUMN]
 TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. Another SHOW (`SHOW
 search_path`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
 
-Session statements (PostgreSQL's SQL-level prepared statements; run by kudusql.session):
+Session statements (PostgreSQL's SQL-level prepared statements; run by session/session.py):
 
     PREPARE name [(type, ...)] AS statement   -> KuduPrepare(this, expressions, expression,
                                                   text = the statement as written)

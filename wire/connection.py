@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from engine.errors import EngineError
-from kudusql.session import QueryCanceled, split_statements
+from session import QueryCanceled, split_statements
 from planner.errors import SqlError
 from planner.guard import format_bytes
 from planner.result import RowFailure, StatementResult, row_failure_report
