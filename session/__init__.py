@@ -2,7 +2,9 @@
 every front end stands on (ARCHITECTURE.md, docs/architecture.md).
 
     database.py   Database: a data directory's catalog + maintenance thread; `session()`
-    session.py    Session: one connection's state; `execute(sql, params)` runs statements
+    frontdoor.py  the front door: a string -> Statements, each parsed once by the dialect
+    session.py    Session: one connection's state; `execute(sql, params)` runs statements,
+                  `run(stmt)` one, dispatched on its node's type
     errors.py     the SQL-error boundary (`sql_errors`), QueryCanceled (57014), XX000
 
 Layers: engine <- planner <- session <- {kudusql (DB-API driver, `kudusql.connect`), wire,
@@ -12,6 +14,8 @@ tests/test_layering.py holds it to that.
 
 from session.database import Database
 from session.errors import InternalError, QueryCanceled
-from session.session import Session, split_statements
+from session.frontdoor import Statement, split_statements
+from session.session import Session
 
-__all__ = ["Database", "InternalError", "QueryCanceled", "Session", "split_statements"]
+__all__ = ["Database", "InternalError", "QueryCanceled", "Session", "Statement",
+           "split_statements"]

@@ -1,18 +1,36 @@
-"""Database and Session: the one entry point of the wire server, the DB-API driver, the shell
-and the TPC-H runner.
+"""Session: one connection's state, and the dispatch of its statements by node type.
 
-    db = Database.open("data-dir")          # catalog + maintenance manager thread
-    s = db.session()
+    s = db.session()                                  # session/database.py
     for result in s.execute("INSERT ...; SELECT ...", params): ...   # StatementResult each
-    db.close()
+    s.run(stmt, params, stream)                       # one front-door Statement
 
 A SQL string may hold several statements separated by `;`; they run in order and the first
-error stops the rest (PostgreSQL's simple-query behaviour). Errors are `planner.errors.SqlError`
-with a SQLSTATE and a 1-based position into the *whole* string. Per-row write failures do not
-raise here: they come back in `StatementResult.row_errors` with the other rows applied (the
-DB-API turns them into an IntegrityError / DataError carrying the list).
+error stops the rest (PostgreSQL's simple-query behaviour). Each is parsed once, by the
+dialect, when it runs (session/frontdoor.py); `run` then dispatches on its node's type:
 
-Parameters: `$1`, `$2`, ... (PostgreSQL) or `?` (in order), bound as typed constants.
+    a handler the front end registered      `session.handlers[NodeType] = fn(stmt, params)`:
+      (Session.handlers)                    the wire server runs the commands whose state is
+                                            the connection's (settings, cursors, the
+                                            transaction block, roles: wire/connection.py)
+    KuduExplain                             planner.statement.explain
+    KuduTransaction                         BEGIN / COMMIT / ROLLBACK (`transaction`)
+    KuduSet                                 the session's own settings (`_set`)
+    KuduPrepare / KuduExecute / KuduDeallocate   SQL-level prepared statements
+    KuduListen                              LISTEN / NOTIFY 0A000; UNLISTEN: nothing to do
+    another session command                 0A000 `VERB is not supported` (SHOW a
+                                            setting, COPY, DECLARE ... need a server)
+    anything else                           planner.statement.execute (queries, INSERT and
+                                            KuduUpsert, UPDATE, DELETE, DDL, SHOW TABLES...)
+
+Errors are `planner.errors.SqlError` with a SQLSTATE and a 1-based position into the
+*whole* string (session/errors.py). Per-row write failures do not raise here: they come
+back in `StatementResult.row_errors` with the other rows applied (the DB-API turns them
+into an IntegrityError / DataError carrying the list).
+
+Parameters: `$1`, `$2`, ... (PostgreSQL) or `?` (in order), bound as typed constants. With
+parameters, a statement the plan cache knows (planner/plan_cache.py: by text) runs without
+being looked at again, and INSERT / UPSERT ... VALUES ($1, ...) go straight to the tablets
+(`_bulk_insert`).
 
 Stopping and limits: `Session.cancel()` (any thread) stops the running statement with 57014
 within ~100 ms of work (planner/guard.py: every operator checks between morsels); each
@@ -33,55 +51,40 @@ the writes already applied stay applied - it never claims to undo them.
 from __future__ import annotations
 
 import contextlib
-import functools
-import re
 import threading
+from typing import Callable
 
 import pyarrow as pa
 from sqlglot import exp
-from sqlglot.tokens import TokenType
 
 from planner import rules, statement
-from planner.ddl import parse
-from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare, KuduSQL, syntax_error
-from planner.errors import SqlError, SqlSyntaxError
+from planner.commands import (
+    KuduCommand,
+    KuduExplain,
+    KuduListen,
+    KuduSet,
+    KuduTransaction,
+    KuduUpsert,
+)
+from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare
+from planner.errors import FeatureNotSupported, SqlError
 from planner.guard import QueryGuard, parse_bytes
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
+from planner.utility import is_utility
 from session.errors import QueryCanceled, engine_errors_as_sql, sql_errors
+from session.frontdoor import Statement, split_statements, statements
 
-_EXPLAIN = re.compile(r"^\s*explain\b\s*(?:\(\s*([a-z_,\s]*)\)|((?:\s*(?:analyze|analyse|verbose)"
-                      r"\b)*))", re.I)
-
-
-
-
-@functools.lru_cache(maxsize=1024)
-def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
-    """(offset, text) of each statement in `sql` (split at top-level semicolons); cached,
-    since clients send the same statement texts again and again."""
-    try:
-        tokens = KuduSQL().tokenize(sql)
-    except Exception as e:  # noqa: BLE001 - sqlglot's TokenError: an unterminated string...
-        raise syntax_error(sql, e) from None
-    out = []
-    seg_start = None
-    for t in tokens:
-        if t.token_type == TokenType.SEMICOLON:
-            if seg_start is not None:
-                out.append((seg_start, sql[seg_start:t.start].rstrip()))
-            seg_start = None
-        elif seg_start is None:
-            seg_start = t.start
-    if seg_start is not None:
-        out.append((seg_start, sql[seg_start:].rstrip()))
-    return tuple(out)
+ROLLBACK_NOTICE = ("kudusql applies each statement when it runs (Kudu semantics): ROLLBACK "
+                   "does not undo writes that were already applied")
 
 
 def _ident(node) -> str:
     """An identifier's name as PostgreSQL folds it: unquoted lower-cased."""
     return node.name if getattr(node, "quoted", False) else node.name.lower()
 
+
+Handler = Callable[[Statement, "list | None"], StatementResult]
 
 
 class Session:
@@ -93,7 +96,6 @@ class Session:
         self.catalog = catalog if catalog is not None else db.catalog
         self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
         self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
-        self._dml_asts: dict[str, exp.Expression] = {}   # text -> parsed UPDATE / DELETE
         self.in_transaction = False
         self._cancel = threading.Event()
         self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
@@ -101,9 +103,16 @@ class Session:
         # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
         self.disabled_rules: frozenset[str] = frozenset()
         self.prepared: dict[str, statement.PreparedSql] = {}   # SQL-level PREPARE, by name
+        # node type -> the front end's handler for it (it runs before the session's own)
+        self.handlers: dict[type, Handler] = {}
 
     def cancel(self) -> None:
         self._cancel.set()
+
+    def reset_cancel(self) -> None:
+        """Forget a cancel that came after the statement it meant had ended (a front end
+        calls it as its next statement starts)."""
+        self._cancel.clear()
 
     def _check_cancel(self) -> None:
         if self._cancel.is_set():
@@ -114,6 +123,22 @@ class Session:
         """The running statement's cancel check and memory meter (planner/guard.py)."""
         return QueryGuard(self._check_cancel, self.query_mem_limit)
 
+    # -- the front door ---------------------------------------------------------------------
+    @staticmethod
+    def statements(sql: str) -> list[Statement]:
+        """The statements of a client's string (session/frontdoor.py), each parsed when it
+        is first looked at."""
+        return statements(sql)
+
+    @staticmethod
+    def statement(sql: str) -> Statement:
+        """`sql` as one statement (the wire's Parse message): 42601 if it holds more."""
+        body = sql.strip().rstrip(";")
+        if ";" in body and len(split_statements(sql)) > 1:
+            raise SqlError("cannot insert multiple commands into a prepared statement",
+                           "42601")
+        return Statement(sql)
+
     def execute(self, sql: str, params=None) -> list[StatementResult]:
         """Run every statement in `sql`; see the module docstring."""
         return list(self.execute_iter(sql, params, stream=False))
@@ -123,60 +148,153 @@ class Session:
         for. With `stream`, SELECT results stream their rows (`StatementResult.stream`);
         consume each before asking for the next, since later statements may write."""
         self._cancel.clear()
-        stmts = split_statements(sql)
+        stmts = statements(sql)
         if params and len(stmts) > 1:
             raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
-        for offset, text in stmts:
-            with sql_errors(offset):
-                r = self.execute_one(text, params, stream=stream)
+        for stmt in stmts:
+            with sql_errors(stmt.offset):
+                r = self.run(stmt, params, stream=stream)
             yield r
 
-    def describe(self, sql: str):
+    def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
+        """One statement's text (see `run`)."""
+        return self.run(Statement(text), params, stream)
+
+    def run(self, stmt: Statement, params=None, stream: bool = False) -> StatementResult:
+        """Run one statement; engine errors come out as SqlError with their SQLSTATE and
+        positions in `stmt.text` (the caller adds `stmt.offset`)."""
+        # the session's rule switches, else whatever a caller's rules.disabled_rules block
+        # set for this thread
+        switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
+            contextlib.nullcontext()
+        with sql_errors(), switches:
+            r = self._run(stmt, params, stream)
+        if r.stream is not None:
+            r.stream = engine_errors_as_sql(r.stream)
+        return r
+
+    def _run(self, stmt: Statement, params, stream: bool) -> StatementResult:
+        text = stmt.text
+        if params:
+            # by text, before the node is looked at: a statement the plan cache knows
+            t = self._plans.point_result(self.catalog, text, params)
+            if t is not None:
+                return StatementResult.rows("SELECT", t)
+            out = self._plans.lookup(self.catalog, text, params)
+            if out is not None:
+                return statement.run_cached(self.catalog, out, stream, self._guard())
+            r = self._bulk_insert(stmt, [params])
+            if r is not None:
+                return r
+        node = stmt.node
+        if node is None:
+            return StatementResult("EMPTY")
+        handler = self.handlers.get(type(node))
+        if handler is not None:
+            return handler(stmt, params)
+        if isinstance(node, KuduCommand):
+            return self._command(stmt, params, stream)
+        if isinstance(node, (KuduPrepare, KuduExecute, KuduDeallocate)):
+            return self._prepared_statement(stmt, stream)
+        return statement.execute(self.catalog, stmt.ast(), text, params,
+                                 upsert=isinstance(node, KuduUpsert),
+                                 check_cancel=self._guard(), stream=stream,
+                                 cache=self._plans)
+
+    def _command(self, stmt: Statement, params, stream: bool) -> StatementResult:
+        """The session commands the session runs itself (planner/commands.py)."""
+        node = stmt.node
+        if isinstance(node, KuduExplain):
+            with sql_errors(node.args["offset"]):
+                return statement.explain(self.catalog, node.this.copy(), node.args["inner"],
+                                         params, node.args["analyze"], self._guard())
+        if isinstance(node, KuduTransaction) and node.verb in ("BEGIN", "COMMIT", "ROLLBACK",
+                                                               "ROLLBACK TO"):
+            return self.transaction(node.verb.split()[0])
+        if isinstance(node, KuduSet):
+            self._set(node)
+            return StatementResult("SET")
+        if isinstance(node, KuduListen) and node.verb == "UNLISTEN":
+            return StatementResult("UNLISTEN")     # nothing is ever listened to
+        word = node.args.get("word") or node.verb.split()[0]
+        raise FeatureNotSupported(f"{word} is not supported", position=1)
+
+    def transaction(self, verb: str) -> StatementResult:
+        """BEGIN / COMMIT / ROLLBACK as the session sees them: nothing to undo or commit
+        (each statement was applied when it ran); ROLLBACK says so in a notice."""
+        if verb == "BEGIN":
+            self.in_transaction = True
+            return StatementResult("BEGIN")
+        self.in_transaction = False
+        if verb == "COMMIT":
+            return StatementResult("COMMIT")
+        return StatementResult("ROLLBACK", notices=[ROLLBACK_NOTICE])
+
+    def _set(self, node: KuduSet) -> None:
+        """The settings the embedded session acts on: SET query_mem_limit = '2GB' | DEFAULT
+        and SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are accepted
+        and ignored (the wire server keeps its own, wire.settings)."""
+        name = (node.args.get("name") or "").lower()
+        value = node.args.get("value")
+        if name == "query_mem_limit":
+            self.query_mem_limit = self.db.query_mem_limit \
+                if value is None or value.lower() == "default" else parse_bytes(value)
+        elif name == "kudusql.disabled_rules":
+            self.disabled_rules = rules.check_rule_names(
+                [] if value is None else value.split(","))
+
+    # -- describing ---------------------------------------------------------------------------
+    def describe(self, sql: str | Statement):
         """(parameter types, result schema) of one statement without running it: the wire
         protocol's ParameterDescription and RowDescription. Types are Arrow types; a
         parameter type is None when nothing in the statement implies one; the schema is None
         for statements that return no rows."""
-        stmts = split_statements(sql)
-        if len(stmts) != 1:
-            if not stmts:
+        if isinstance(sql, Statement):
+            stmt = sql
+        else:
+            stmts = statements(sql)
+            if len(stmts) != 1:
+                if not stmts:
+                    return [], None
+                raise SqlError("cannot insert multiple commands into a prepared statement",
+                               "42601")
+            stmt = stmts[0]
+        with sql_errors(stmt.offset):
+            node = stmt.node
+            if node is None:
                 return [], None
-            raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
-        offset, text = stmts[0]
-        m = _EXPLAIN.match(text)
-        with sql_errors(offset):
-            if m:
-                asts = parse(text[m.end():])
-                params = statement.parameter_types(self.catalog, asts[0]) if asts else []
+            if isinstance(node, KuduExplain):
+                params = statement.parameter_types(self.catalog, node.this.copy())
                 return params, pa.schema([pa.field("QUERY PLAN", pa.string())])
-            if text[:6].upper() == "UPSERT":
-                text = "INSERT" + text[6:]
-            asts = parse(text)
-            if not asts:
+            if isinstance(node, (KuduCommand, KuduPrepare, KuduDeallocate)):
                 return [], None
-            ast = asts[0]
-            if isinstance(ast, (exp.Transaction, exp.Commit, exp.Rollback, exp.Set,
-                                KuduPrepare, KuduDeallocate)):
-                return [], None
-            if isinstance(ast, KuduExecute):
-                p = self.prepared.get(_ident(ast.this))
+            if isinstance(node, KuduExecute):
+                p = self.prepared.get(_ident(node.this))
                 if p is None:
-                    raise SqlError(f'prepared statement "{_ident(ast.this)}" does not exist',
+                    raise SqlError(f'prepared statement "{_ident(node.this)}" does not exist',
                                    "26000")
-                inner = parse(p.text)[0]
+                inner = Statement(p.text).ast()
                 if not isinstance(inner, statement.QUERY_TYPES):
                     return [], None
                 params = [pa.scalar(None, t if t is not None else pa.null()) for t in p.types]
                 return [], statement.describe_query(self.catalog, inner, p.text, params)
-            from planner.utility import is_utility
-            if is_utility(ast):
-                schema = self._utility_schema(ast, text)
-                return [], schema
-            return statement.describe(self.catalog, ast, text)
+            if is_utility(node):
+                return [], self._utility_schema(stmt)
+            return statement.describe(self.catalog, stmt.ast(), stmt.text)
 
-    def _prepared_statement(self, ast, text: str, stream: bool) -> StatementResult:
+    def _utility_schema(self, stmt: Statement):
+        """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
+        if isinstance(stmt.node, (exp.Create, exp.Drop, exp.Alter, exp.Comment)):
+            return None
+        r = statement.execute(self.catalog, stmt.ast(), stmt.text)
+        return r.table.schema if r.table is not None else None
+
+    # -- prepared statements -----------------------------------------------------------------
+    def _prepared_statement(self, stmt: Statement, stream: bool) -> StatementResult:
         """PREPARE / EXECUTE / DEALLOCATE: the session's named statements (PostgreSQL's
         SQL-level prepared statements). EXECUTE runs the statement text with its arguments
         as parameters, so a query goes through the plan cache as a Bind would."""
+        ast, text = stmt.node, stmt.text
         if isinstance(ast, KuduDeallocate):
             if ast.this is None:
                 self.prepared.clear()
@@ -189,54 +307,48 @@ class Session:
         if isinstance(ast, KuduPrepare):
             if name in self.prepared:
                 raise SqlError(f'prepared statement "{name}" already exists', "42P05")
-            self.prepared[name] = statement.prepare(self.catalog, ast, text, name)
+            self.prepared[name] = statement.prepare(self.catalog, stmt.ast(), text, name)
             return StatementResult("PREPARE")
         p = self.prepared.get(name)
         if p is None:
             raise SqlError(f'prepared statement "{name}" does not exist', "26000")
         params = statement.execute_arguments(self.catalog, p, ast, text)
         try:
-            return self._execute_one(p.text, params or None, stream)
+            return self._run(Statement(p.text), params or None, stream)
         except SqlError as e:
             e.position = None        # a position in the PREPAREd text, not in this one
             raise
 
-    def _utility_schema(self, ast, text):
-        """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
-        if isinstance(ast, (exp.Create, exp.Drop, exp.Alter, exp.Comment)):
-            return None
-        r = statement.execute(self.catalog, ast, text)
-        return r.table.schema if r.table is not None else None
-
+    # -- many rows at once ---------------------------------------------------------------------
     def execute_many(self, sql: str, param_sets: list[list]) -> StatementResult | None:
         """`INSERT/UPSERT ... VALUES ($1, ..., $n)` for many parameter sets as one Arrow
         batch (one write per tablet instead of one statement per set); row ordinals in
         errors are the parameter sets' 1-based positions. None when the statement has
         another shape (the caller then runs the sets one by one)."""
-        stmts = split_statements(sql)
+        stmts = statements(sql)
         if len(stmts) != 1 or not param_sets:
             return None
-        offset, text = stmts[0]
-        with sql_errors(offset):
-            return self._bulk_insert(text, param_sets)
+        with sql_errors(stmts[0].offset):
+            return self._bulk_insert(stmts[0], param_sets)
 
-    def _bulk_insert(self, text: str, param_sets) -> StatementResult | None:
+    def _bulk_insert(self, stmt: Statement, param_sets) -> StatementResult | None:
         """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
-        parse is cached per statement text. None for other statements."""
+        shape is kept per statement text. None for other statements."""
+        text = stmt.text
         shape = self._insert_shapes.get(text)
         if shape is None:
-            upsert = text[:6].upper() == "UPSERT"
-            sql = "INSERT" + text[6:] if upsert else text
             try:
-                asts = parse(sql)
+                ast = stmt.node
             except SqlError:
-                asts = []
-            n = statement.bulk_parameters(asts[0]) if len(asts) == 1 else None
-            shape = (asts[0], n, upsert, sql) if n is not None else (None, None, None, None)
+                ast = None
+            n = statement.bulk_parameters(ast) if ast is not None else None
+            # the AST is only read from here on (insert_target, insert_rows)
+            shape = (ast, n, isinstance(ast, KuduUpsert)) if n is not None \
+                else (None, None, None)
             if len(self._insert_shapes) > 256:
                 self._insert_shapes.clear()
             self._insert_shapes[text] = shape
-        ast, n, upsert, sql = shape
+        ast, n, upsert = shape
         if ast is None or any(len(p) != n for p in param_sets):
             return None
         try:
@@ -244,9 +356,9 @@ class Session:
                                  for p in param_sets]) for i in range(n)]
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             return None        # values pyarrow cannot type as one column: the slow path
-        target = statement.insert_target(self.catalog, ast, sql)
+        target = statement.insert_target(self.catalog, ast, text)
         rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
-        return statement.insert_rows(target, rows, upsert, sql, ast.expression)
+        return statement.insert_rows(target, rows, upsert, text, ast.expression)
 
     def execute_point(self, text: str, params) -> StatementResult | None:
         """The statement's result if it is a cached primary-key point read whose tablets are
@@ -257,93 +369,3 @@ class Session:
         with sql_errors():
             t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
         return None if t is None else StatementResult.rows("SELECT", t)
-
-    def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
-        """One statement; engine errors come out as SqlError with their SQLSTATE."""
-        # the session's rule switches, else whatever a caller's rules.disabled_rules block
-        # set for this thread
-        switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
-            contextlib.nullcontext()
-        with sql_errors(), switches:
-            r = self._execute_one(text, params, stream)
-        if r.stream is not None:
-            r.stream = engine_errors_as_sql(r.stream)
-        return r
-
-    def _set(self, ast: exp.Set) -> None:
-        """The settings the embedded session acts on: SET query_mem_limit = '2GB' | DEFAULT
-        and SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are accepted
-        and ignored (the wire server keeps its own, wire.settings)."""
-        for item in ast.expressions:
-            eq = item.this if isinstance(item, exp.SetItem) else None
-            if not isinstance(eq, exp.EQ):
-                continue
-            name = eq.this.sql().lower() if isinstance(eq.this, exp.Column) else \
-                eq.this.name.lower()
-            v = eq.expression
-            text = v.name if isinstance(v, (exp.Literal, exp.Column, exp.Var)) else v.sql()
-            default = isinstance(v, (exp.Var, exp.Column)) and text.upper() == "DEFAULT"
-            if name == "query_mem_limit":
-                self.query_mem_limit = self.db.query_mem_limit if default or \
-                    text.lower() == "default" else parse_bytes(text)
-            elif name == "kudusql.disabled_rules":
-                self.disabled_rules = rules.check_rule_names(
-                    [] if default else text.split(","))
-
-    def _execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
-        m = _EXPLAIN.match(text)
-        if m:
-            opts = (m.group(1) or m.group(2) or "").lower()
-            analyze = "analy" in opts
-            inner = text[m.end():]
-            with sql_errors(m.end()):
-                asts = parse(inner)
-                if len(asts) != 1:
-                    raise SqlSyntaxError("EXPLAIN needs one statement", position=1)
-                return statement.explain(self.catalog, asts[0], inner, params, analyze,
-                                         self._guard())
-        if params:
-            t = self._plans.point_result(self.catalog, text, params)
-            if t is not None:
-                return StatementResult.rows("SELECT", t)
-            out = self._plans.lookup(self.catalog, text, params)
-            if out is not None:
-                return statement.run_cached(self.catalog, out, stream, self._guard())
-            r = self._bulk_insert(text, [params])
-            if r is not None:
-                return r
-        upsert = False
-        if text[:6].upper() == "UPSERT" and (len(text) == 6 or not text[6].isalnum()):
-            upsert = True
-            text = "INSERT" + text[6:]    # same length: error positions stay right
-        ast = self._dml_asts.get(text)
-        if ast is None:
-            asts = parse(text)
-            if not asts:
-                return StatementResult("EMPTY")
-            ast = asts[0]
-            if params and isinstance(ast, (exp.Update, exp.Delete)):
-                # UPDATE/DELETE read their AST without changing it (statement.update):
-                # executed again, they skip the parse and reach the plan cache
-                if len(self._dml_asts) > 256:
-                    self._dml_asts.clear()
-                self._dml_asts[text] = ast
-        if isinstance(ast, exp.Transaction):
-            self.in_transaction = True
-            return StatementResult("BEGIN")
-        if isinstance(ast, exp.Commit):
-            self.in_transaction = False
-            return StatementResult("COMMIT")
-        if isinstance(ast, exp.Rollback):
-            self.in_transaction = False
-            return StatementResult("ROLLBACK", notices=[
-                "kudusql applies each statement when it runs (Kudu semantics): ROLLBACK "
-                "does not undo writes that were already applied"])
-        if isinstance(ast, exp.Set):
-            self._set(ast)
-            return StatementResult("SET")
-        if isinstance(ast, (KuduPrepare, KuduExecute, KuduDeallocate)):
-            return self._prepared_statement(ast, text, stream)
-        return statement.execute(self.catalog, ast, text, params, upsert=upsert,
-                                 check_cancel=self._guard(), stream=stream,
-                                 cache=self._plans)
