@@ -203,8 +203,10 @@ def _setting_name(w: Words) -> str:
 def parse_set(sql: str) -> KuduSet:
     w = Words(sql)
     w.accept("set")
+    if w.accept("session", "characteristics"):          # ... AS TRANSACTION ...: accepted
+        return KuduSet(text=sql, verb="SET", noop=True)
     w.accept_any("session", "local")
-    if w.accept("transaction") or w.accept("session", "characteristics"):
+    if w.accept("transaction"):
         return KuduSet(text=sql, verb="SET", noop=True)
     if w.accept("time", "zone"):
         name = "TimeZone"

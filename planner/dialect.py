@@ -451,7 +451,7 @@ def _parse_prepare(self: Parser) -> KuduPrepare | None:
     if start is None:
         _raise(self, "Expected a statement")
         return None
-    if start.token_type not in STATEMENT_STARTS:
+    if start.token_type not in STATEMENT_STARTS and start.text.upper() not in COMMAND_WORDS:
         self.raise_error("Expected a statement")
     stmt = self._parse_statement()
     return self.expression(KuduPrepare(this=name, expressions=types, expression=stmt,
