@@ -55,7 +55,7 @@ LAYERS = {
 CYCLE_FREE = {
     "engine": [],
     "planner": [{"planner/binder.py", "planner/executor.py", "planner/rules.py"}],
-    "wire": [],  # connection.py -> server.py is for annotations only (TYPE_CHECKING)
+    "wire": [],
     "session": [],
     "kudusql": [],
     "shell": [],

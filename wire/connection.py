@@ -52,7 +52,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -83,8 +83,25 @@ from wire.portal import Fetch, Portal, PreparedStatement, Rows, fetch
 from wire.settings import REPORTED, Settings
 from wire.transaction import TransactionState
 
-if TYPE_CHECKING:
-    from wire.server import Server
+
+class Host(Protocol):
+    """What a connection needs from its server (wire/server.py `Server`): the listener's
+    bookkeeping, the users, the thread pool and the session factory. Named here so that
+    this module does not import the server that imports it."""
+
+    config: Any
+    db: Any
+    users: A.UserStore
+    pool: Any
+    port: int
+    ssl_context: Any
+    session_factory: Any
+
+    def register(self, conn: Connection) -> bool: ...
+    def unregister(self, conn: Connection) -> None: ...
+    def cancel(self, pid: int, secret: int) -> None: ...
+    def new_backend_key(self) -> tuple[int, int]: ...
+    def auth_method(self, conn: Connection) -> str: ...
 
 log = logging.getLogger("kudusql.wire")
 
@@ -106,7 +123,7 @@ _CONNECTION_ERRORS = (P.ProtocolViolation, Fatal, Closed, ConnectionError)
 
 
 class Connection:
-    def __init__(self, server: Server, reader: asyncio.StreamReader,
+    def __init__(self, server: Host, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter):
         self.server = server
         self.config = server.config
