@@ -51,8 +51,17 @@ planner.utility):
                                                   range at all; both are KuduSQL's own)
 
 The rest (DROP TABLE, ALTER TABLE RENAME [COLUMN] / ADD [COLUMN] / DROP [COLUMN] / SET
-TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. Another SHOW (`SHOW
-search_path`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
+TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. SHOW of a setting (`SHOW
+search_path`, `SHOW ALL`) is KuduShowSetting (planner/commands.py); another SHOW (`SHOW
+DATABASES`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
+
+The front door: every statement kind the server accepts is parsed here, once, into a node
+(`parse_sql`). PostgreSQL's session commands - transaction control, SET / RESET / SHOW a
+setting, CREATE / ALTER / DROP USER, DECLARE / FETCH / MOVE / CLOSE, DISCARD, LISTEN /
+NOTIFY / UNLISTEN, COPY, EXPLAIN - go from `Parser._parse_statement` to their grammars in
+planner/commands.py (`_command`: the grammar reads the statement's text; a statement
+inside one is parsed here with it; error positions move into the parsed string), and
+`UPSERT INTO ...` is parsed as INSERT into `KuduUpsert` (planner/commands.py).
 
 Session statements (PostgreSQL's SQL-level prepared statements; run by session/session.py):
 
