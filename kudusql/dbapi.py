@@ -428,6 +428,8 @@ def connect(dsn: str, **kwargs):
     (`maintenance`, `config`, `query_mem_limit`). The directory is this process's until the
     connection is closed: another process (or a second open here) gets OperationalError
     55006 naming the owner (docs/guarantees.md)."""
+    if dsn.startswith(("postgresql://", "postgres://")):
+        raise InterfaceError("a postgresql:// DSN is a server: connect with kudusql.connect")
     try:
         db = Database.open(dsn, **kwargs)
     except EngineError as e:        # e.g. 55006: another process owns the directory

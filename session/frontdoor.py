@@ -14,9 +14,9 @@ reads SQL text.
 
 Parses are cached by text (process-wide, statements up to `CACHE_TEXT_BYTES`): clients send
 the same statement texts again and again, and the wire's extended protocol parses at Parse.
-A cached node is shared, so it is never handed to the planner: `ast()` gives a copy (a
-fifth of a parse), except for nodes nothing changes (the session commands, UPDATE and
-DELETE, whose planning reads its AST only).
+A cached node is shared (between sessions and threads), so it is never handed to the
+planner: `ast()` gives a copy (about a fifth of a parse), except for the session commands'
+nodes, which nothing changes.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from planner.dialect import KuduSQL, parse_sql, syntax_error
 from planner.errors import SqlError
 
 CACHE_TEXT_BYTES = 4096
-_READ_ONLY = (KuduCommand, exp.Update, exp.Delete)
+_READ_ONLY = (KuduCommand,)
 _UNPARSED = object()
 
 

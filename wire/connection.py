@@ -103,6 +103,7 @@ class Host(Protocol):
     def new_backend_key(self) -> tuple[int, int]: ...
     def auth_method(self, conn: Connection) -> str: ...
 
+
 log = logging.getLogger("kudusql.wire")
 
 
