@@ -460,7 +460,8 @@ def _parse_prepare(self: Parser) -> KuduPrepare | None:
     if start is None:
         _raise(self, "Expected a statement")
         return None
-    if start.token_type not in STATEMENT_STARTS and start.text.upper() not in COMMAND_WORDS:
+    if start.token_type not in STATEMENT_STARTS and (
+            start.token_type in _QUOTED or start.text.upper() not in COMMAND_WORDS):
         self.raise_error("Expected a statement")
     stmt = self._parse_statement()
     return self.expression(KuduPrepare(this=name, expressions=types, expression=stmt,
@@ -493,6 +494,8 @@ _WORD_STATEMENTS = {"PREPARE": _parse_prepare, "DEALLOCATE": _parse_deallocate}
 
 # words a statement may start with besides sqlglot's statement keywords
 COMMAND_WORDS = frozenset(C.GRAMMARS) | frozenset(_WORD_STATEMENTS) | {"UPSERT"}
+# tokens whose text is not a word ('copy', "copy"): never a statement's verb
+_QUOTED = frozenset({TokenType.STRING, TokenType.IDENTIFIER})
 
 
 def _command(self: Parser, grammar) -> exp.Expr:
@@ -703,7 +706,7 @@ class KuduSQL(Postgres):
             word, or CREATE / ALTER / DROP USER | ROLE), UPSERT, and the statements named
             by a plain word (_WORD_STATEMENTS)."""
             cur = self._curr
-            if cur is not None:
+            if cur is not None and cur.token_type not in _QUOTED:
                 word = cur.text.upper()
                 grammar = C.GRAMMARS.get(word)
                 if grammar is None and word in ("CREATE", "ALTER", "DROP") and \
@@ -960,7 +963,8 @@ def _first_bad_start(tokens: list[Token]) -> Token | None:
         if t.token_type == TokenType.SEMICOLON:
             at_start = True
         elif at_start:
-            if t.token_type not in STATEMENT_STARTS and t.text.upper() not in COMMAND_WORDS:
+            if t.token_type not in STATEMENT_STARTS and (
+                    t.token_type in _QUOTED or t.text.upper() not in COMMAND_WORDS):
                 return t
             at_start = False
     return None
