@@ -10,7 +10,8 @@ Every front end hands the session Statements: the DB-API driver and the shell th
 `Session.execute`, the wire server through `Session.statements` / `Session.statement` and
 `Session.run` (it looks at the node's type only to pick its protocol: COPY's sub-protocol,
 an empty query, what a failed transaction block still accepts). Nothing above the session
-reads SQL text.
+parses SQL: the wire reads none (tests/test_layering.py keeps sqlglot out of wire/), and
+the shell only cuts its input at `;` as psql does (shell/statements.py).
 
 Parses are cached by text (process-wide, statements up to `CACHE_TEXT_BYTES`): clients send
 the same statement texts again and again, and the wire's extended protocol parses at Parse.
