@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 
 from engine.errors import EngineError
-from kudusql.session import Database
+from session import Database
 from planner.errors import SqlError
 from planner.result import StatementResult, row_failure_report
 
@@ -423,14 +423,13 @@ class Connection:
 
 
 def connect(dsn: str, **kwargs):
-    """Open the embedded database in directory `dsn` (created if missing), or, for a
-    `postgresql://user:pw@host:port/db` DSN, connect to a server (kudusql/remote.py).
-    Embedded keywords go to `Database.open` (`maintenance`, `config`, `query_mem_limit`).
-    The directory is this process's until the connection is closed: another process (or a
-    second open here) gets OperationalError 55006 naming the owner (docs/guarantees.md)."""
+    """Open the embedded database in directory `dsn` (created if missing); `kudusql.connect`
+    also takes a `postgresql://` DSN (kudusql/remote.py). Keywords go to `Database.open`
+    (`maintenance`, `config`, `query_mem_limit`). The directory is this process's until the
+    connection is closed: another process (or a second open here) gets OperationalError
+    55006 naming the owner (docs/guarantees.md)."""
     if dsn.startswith(("postgresql://", "postgres://")):
-        from kudusql.remote import RemoteConnection
-        return RemoteConnection(dsn, **kwargs)
+        raise InterfaceError("a postgresql:// DSN is a server: connect with kudusql.connect")
     try:
         db = Database.open(dsn, **kwargs)
     except EngineError as e:        # e.g. 55006: another process owns the directory

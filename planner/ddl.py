@@ -41,7 +41,6 @@ import decimal
 from typing import Any
 
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from engine import errors as engine_errors
 from engine.catalog.partition import (
@@ -65,9 +64,7 @@ from planner.dialect import (
     KuduRangeBound,
     KuduRangePartition,
     KuduSQL,
-    check_complete,
-    check_statement_starts,
-    syntax_error,
+    parse_sql,
 )
 from planner.errors import (
     FeatureNotSupported,
@@ -133,18 +130,9 @@ class CreateTableSpec:
 # -- entry points ---------------------------------------------------------------------------
 
 def parse(sql: str) -> list[exp.Expr]:
-    """Parse KuduSQL text; a syntax error becomes SqlSyntaxError (42601) in PostgreSQL's
-    words with a position (`planner.dialect.syntax_error`)."""
-    dialect = KuduSQL()
-    try:
-        tokens = dialect.tokenize(sql)
-        check_statement_starts(tokens, sql)
-        # a trailing comment after the last ";" parses as a bare exp.Semicolon
-        stmts = dialect.parser().parse(tokens, sql)
-        check_complete(stmts, tokens, sql)
-        return [e for e in stmts if e is not None and not isinstance(e, exp.Semicolon)]
-    except (ParseError, TokenError) as e:
-        raise syntax_error(sql, e) from None
+    """Parse KuduSQL text (planner.dialect.parse_sql: one node per statement); a syntax
+    error becomes SqlSyntaxError (42601) in PostgreSQL's words with a position."""
+    return parse_sql(sql)
 
 
 def create_table_spec(sql_or_ast: str | exp.Expr) -> CreateTableSpec:

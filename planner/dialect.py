@@ -51,10 +51,19 @@ planner.utility):
                                                   range at all; both are KuduSQL's own)
 
 The rest (DROP TABLE, ALTER TABLE RENAME [COLUMN] / ADD [COLUMN] / DROP [COLUMN] / SET
-TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. Another SHOW (`SHOW
-search_path`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
+TBLPROPERTIES, DESCRIBE, COMMENT ON) are sqlglot's own nodes. SHOW of a setting (`SHOW
+search_path`, `SHOW ALL`) is KuduShowSetting (planner/commands.py); another SHOW (`SHOW
+DATABASES`) stays an `exp.Command`; an ALTER TABLE sqlglot cannot parse is a syntax error.
 
-Session statements (PostgreSQL's SQL-level prepared statements; run by kudusql.session):
+The front door: every statement kind the server accepts is parsed here, once, into a node
+(`parse_sql`). PostgreSQL's session commands - transaction control, SET / RESET / SHOW a
+setting, CREATE / ALTER / DROP USER, DECLARE / FETCH / MOVE / CLOSE, DISCARD, LISTEN /
+NOTIFY / UNLISTEN, COPY, EXPLAIN - go from `Parser._parse_statement` to their grammars in
+planner/commands.py (`_command`: the grammar reads the statement's text; a statement
+inside one is parsed here with it; error positions move into the parsed string), and
+`UPSERT INTO ...` is parsed as INSERT into `KuduUpsert` (planner/commands.py).
+
+Session statements (PostgreSQL's SQL-level prepared statements; run by session/session.py):
 
     PREPARE name [(type, ...)] AS statement   -> KuduPrepare(this, expressions, expression,
                                                   text = the statement as written)
@@ -83,10 +92,13 @@ from typing import ClassVar
 
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import TokenizerCore
 from sqlglot.tokens import Token, TokenType
 from sqlglot.trie import new_trie
+
+from planner import commands as C
+from planner.errors import SqlError, SqlSyntaxError
 
 # -- nodes ----------------------------------------------------------------------------------
 
@@ -448,7 +460,8 @@ def _parse_prepare(self: Parser) -> KuduPrepare | None:
     if start is None:
         _raise(self, "Expected a statement")
         return None
-    if start.token_type not in STATEMENT_STARTS:
+    if start.token_type not in STATEMENT_STARTS and (
+            start.token_type in _QUOTED or start.text.upper() not in COMMAND_WORDS):
         self.raise_error("Expected a statement")
     stmt = self._parse_statement()
     return self.expression(KuduPrepare(this=name, expressions=types, expression=stmt,
@@ -478,6 +491,64 @@ def _parse_deallocate(self: Parser) -> KuduDeallocate:
 
 # statements whose first word sqlglot does not know as a keyword: parsed by text
 _WORD_STATEMENTS = {"PREPARE": _parse_prepare, "DEALLOCATE": _parse_deallocate}
+
+# words a statement may start with besides sqlglot's statement keywords
+COMMAND_WORDS = frozenset(C.GRAMMARS) | frozenset(_WORD_STATEMENTS) | {"UPSERT"}
+# tokens whose text is not a word ('copy', "copy"): never a statement's verb
+_QUOTED = frozenset({TokenType.STRING, TokenType.IDENTIFIER})
+
+
+def _command(self: Parser, grammar) -> exp.Expr:
+    """A session command (planner/commands.py): its grammar reads the statement's text,
+    from its first token to the end of the statement, and returns its node; a statement
+    inside it (EXPLAIN's, DECLARE's query, what COPY TO reads) is parsed here, once. Error
+    positions move from the command's text into the parsed string."""
+    start = self._curr.start
+    text = self.sql[start:self._tokens[-1].end + 1]
+    try:
+        node = grammar(text)
+        if isinstance(node, C.KuduExplain):
+            inner = _inner(node.args["inner"], node.args["offset"])
+            if len(inner) != 1:
+                raise SqlSyntaxError("EXPLAIN needs one statement",
+                                     position=node.args["offset"] + 1)
+            node.set("this", inner[0])
+        elif isinstance(node, C.KuduDeclare):
+            q = _inner(node.args["query_text"], node.args["query_offset"])
+            node.set("query", q[0] if q else None)
+        elif isinstance(node, C.KuduCopy) and node.args["spec"].direction == "to":
+            spec = node.args["spec"]
+            sql = spec.select_sql()
+            q = _inner(sql, spec.query_offset if spec.query is not None else None)
+            node.set("query", q[0] if q else None)
+            node.set("query_text", sql)
+    except SqlError as e:
+        if e.position is not None:
+            e.position += start
+        raise
+    if node is None:
+        return None
+    self._advance(len(self._tokens) - self._index)
+    return node
+
+
+def _inner(sql: str, offset: int | None) -> list[exp.Expr]:
+    """The statements of `sql`, a part of a command's text starting `offset` characters
+    into it (None: text of kudusql's making, whose positions mean nothing to the client)."""
+    try:
+        return parse_sql(sql)
+    except SqlError as e:
+        if e.position is not None:
+            e.position = None if offset is None else e.position + offset
+        raise
+
+
+def _parse_upsert(self: Parser) -> C.KuduUpsert:
+    # "UPSERT" already consumed: the rest is INSERT's (INTO required, as INSERT's)
+    if self._curr is None or self._curr.token_type != TokenType.INTO:
+        self.raise_error("Expected INTO")
+    ins = self._parse_insert()
+    return C.KuduUpsert(**ins.args) if isinstance(ins, exp.Insert) else ins
 
 
 def _parse_show_tables(self: Parser) -> KuduShow:
@@ -631,12 +702,26 @@ class KuduSQL(Postgres):
         SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
         def _parse_statement(self) -> exp.Expr | None:
-            """As sqlglot's, plus the statements named by a plain word (_WORD_STATEMENTS)."""
-            if self._curr is not None and self._curr.token_type == TokenType.VAR:
-                parse = _WORD_STATEMENTS.get(self._curr.text.upper())
-                if parse is not None:
-                    self._advance()
-                    return parse(self)
+            """As sqlglot's, plus the session commands (planner/commands.py: their first
+            word, or CREATE / ALTER / DROP USER | ROLE), UPSERT, and the statements named
+            by a plain word (_WORD_STATEMENTS)."""
+            cur = self._curr
+            if cur is not None and cur.token_type not in _QUOTED:
+                word = cur.text.upper()
+                grammar = C.GRAMMARS.get(word)
+                if grammar is None and word in ("CREATE", "ALTER", "DROP") and \
+                        self._next is not None and self._next.text.upper() in C.ROLE_WORDS:
+                    grammar = C.parse_role
+                if grammar is not None:
+                    return _command(self, grammar)
+                if cur.token_type == TokenType.VAR:
+                    if word == "UPSERT":
+                        self._advance()
+                        return _parse_upsert(self)
+                    parse = _WORD_STATEMENTS.get(word)
+                    if parse is not None:
+                        self._advance()
+                        return parse(self)
             return super()._parse_statement()
 
         def _parse_types(self, *args, **kwargs):
@@ -668,7 +753,13 @@ class KuduSQL(Postgres):
                     else:
                         self.raise_error("syntax error at end of input")
             if start.token_type == TokenType.SHOW:
-                # another SHOW (SHOW search_path): the same Command as Postgres makes of it
+                # SHOW a setting (SHOW search_path, SHOW ALL): KuduShowSetting
+                end = self._tokens[-1].end + 1 if self._tokens else start.end + 1
+                node = C.parse_show_setting(self.sql[start.start:end])
+                if node is not None:
+                    self._advance(len(self._tokens) - self._index)
+                    return node
+                # another SHOW (SHOW DATABASES): the same Command as Postgres makes of it
                 cmd = super()._parse_as_command(start)
                 rest = cmd.expression.strip() if isinstance(cmd.expression, str) else ""
                 return exp.Command(this="SHOW",
@@ -733,6 +824,11 @@ class KuduSQL(Postgres):
             + (f" ({self.expressions(e, flat=True)})" if e.expressions else ""),
             KuduDeallocate: lambda self, e: "DEALLOCATE "
             + (self.sql(e, "this") if e.this is not None else "ALL"),
+            C.KuduUpsert: lambda self, e: "UPSERT" + self.insert_sql(e)[len("INSERT"):],
+            **{cls: lambda self, e: e.args["text"] for cls in (
+                C.KuduTransaction, C.KuduSet, C.KuduReset, C.KuduShowSetting, C.KuduRole,
+                C.KuduDeclare, C.KuduFetch, C.KuduClose, C.KuduDiscard, C.KuduListen,
+                C.KuduCopy, C.KuduExplain)},
         }
 
         TYPE_MAPPING: ClassVar[dict] = {
@@ -834,7 +930,6 @@ def syntax_error(sql: str, err: Exception | None = None):
     `unterminated quoted string at or near "'abc"` at the opening quote. The dialect's
     own grammar words ("Expected PARTITIONS") become the hint; sqlglot's descriptions,
     which name its Python classes, are never shown."""
-    from planner.errors import SqlSyntaxError
 
     try:
         tokens = KuduSQL().tokenize(sql)
@@ -868,8 +963,8 @@ def _first_bad_start(tokens: list[Token]) -> Token | None:
         if t.token_type == TokenType.SEMICOLON:
             at_start = True
         elif at_start:
-            if t.token_type not in STATEMENT_STARTS and not (
-                    t.token_type == TokenType.VAR and t.text.upper() in _WORD_STATEMENTS):
+            if t.token_type not in STATEMENT_STARTS and (
+                    t.token_type in _QUOTED or t.text.upper() not in COMMAND_WORDS):
                 return t
             at_start = False
     return None
@@ -886,7 +981,6 @@ def check_complete(stmts: list, tokens: list[Token], sql: str) -> None:
     `UPDATE t SET` (no assignment), `... GROUP BY` (no expression), `FROM t ORDER` (a
     reserved word read as an alias), `INSERT t` / `INSERT INTO t` (no INTO, no rows),
     `ALTER TABLE t DROP COLUMN` (no column)."""
-    from planner.errors import SqlSyntaxError
 
     def at_token(text: str, after: int = 0):
         tok = next((t for t in tokens if t.start >= after and t.text.upper() == text), None)
@@ -931,6 +1025,22 @@ def check_complete(stmts: list, tokens: list[Token], sql: str) -> None:
             if isinstance(ident, exp.Identifier) and not ident.quoted and \
                     ident.name.upper() in _RESERVED:
                 raise at_token(ident.name.upper())
+
+
+def parse_sql(sql: str) -> list[exp.Expr]:
+    """The statements of `sql`, each parsed once into its node (the front door: queries,
+    DML, DDL, and the session commands of planner/commands.py); a syntax error becomes
+    SqlSyntaxError (42601) in PostgreSQL's words with a position (`syntax_error`)."""
+    dialect = KuduSQL()
+    try:
+        tokens = dialect.tokenize(sql)
+        check_statement_starts(tokens, sql)
+        # a trailing comment after the last ";" parses as a bare exp.Semicolon
+        stmts = dialect.parser().parse(tokens, sql)
+        check_complete(stmts, tokens, sql)
+        return [e for e in stmts if e is not None and not isinstance(e, exp.Semicolon)]
+    except (ParseError, TokenError) as e:
+        raise syntax_error(sql, e) from None
 
 
 def check_statement_starts(tokens: list[Token], sql: str) -> None:

@@ -4,8 +4,8 @@
 
 - SELECT / set operations / VALUES: bind (planner.binder) -> optimize (planner.rules) ->
   execute (planner.executor).
-- INSERT [ON CONFLICT DO NOTHING], UPSERT (`upsert=True`: the session rewrites the UPSERT
-  keyword), UPDATE ... WHERE, DELETE ... WHERE: Kudu semantics. The rows are computed first
+- INSERT [ON CONFLICT DO NOTHING], UPSERT (`upsert=True`: the session passes it for the
+  dialect's KuduUpsert node), UPDATE ... WHERE, DELETE ... WHERE: Kudu semantics. The rows are computed first
   (VALUES or a query; UPDATE/DELETE scan the table for the keys that match), then written as
   one op per tablet; every row is applied on its own. Rows that fail are reported in
   `StatementResult.row_errors` (1-based ordinal in the statement, SQLSTATE, key) while the

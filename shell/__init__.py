@@ -6,5 +6,5 @@
     commands.py     the backslash-command registry (\\? is generated from it)
     completion.py   keywords, tables, columns, functions; background metadata refresh
     format.py       results and errors as text: pure functions
-    backend.py      EmbeddedBackend (kudusql.session) and RemoteBackend (psycopg 3)
+    backend.py      EmbeddedBackend (session/) and RemoteBackend (psycopg 3)
 """

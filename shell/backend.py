@@ -111,14 +111,14 @@ def open_backend(target: str, *, maintenance: bool = True) -> Backend:
 
 
 # ---------------------------------------------------------------------------------------------
-# Embedded: kudusql.session in this process
+# Embedded: the session layer (session/) in this process
 
 
 class EmbeddedBackend:
-    """A data directory opened in this process (`kudusql.session.Database`)."""
+    """A data directory opened in this process (`session.Database`)."""
 
     def __init__(self, data_dir: str, *, maintenance: bool = True):
-        from kudusql.session import Database
+        from session import Database
         from planner.errors import SqlError
         self._SqlError = SqlError
         self.target = data_dir

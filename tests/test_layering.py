@@ -1,7 +1,10 @@
 """Imports point downward only (ARCHITECTURE.md): engine never imports planner, wire, shell
-or sqlglot; planner never imports wire or shell. And no two files of a package import each
-other, directly or around a circle (issue 14): a file cycle means neither file can be read,
-tested or replaced without the other. Checked statically over the source, so a lazy import
+or sqlglot; planner never imports wire or shell. The packages form layers (issue 14,
+docs/architecture.md): engine <- planner <- session <- the front ends (the DB-API driver in
+kudusql/, wire, shell, kudusql/spark, tpch, the `kudusql` command in kudusql/cli.py), and
+every import between two of them follows an edge of LAYERS, which is itself free of cycles.
+And no two files of a package import each other, directly or around a circle: a file cycle
+means neither file can be read, tested or replaced without the other. Checked statically over the source, so a lazy import
 inside a function is caught too; imports under `if TYPE_CHECKING:` are left out (they never
 run, and annotations may point anywhere)."""
 
@@ -17,6 +20,33 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FORBIDDEN = {
     "engine": {"planner", "wire", "shell", "sqlglot", "kudusql", "tpch"},
     "planner": {"wire", "shell"},
+    "session": {"wire", "shell", "kudusql", "tpch"},
+    # the wire reads no SQL: the session's front door parses every statement (issue 14)
+    "wire": {"sqlglot"},
+}
+
+# The components the package rule speaks of: a path prefix (the longest match wins) -> its
+# component. kudusql/ holds three: the DB-API driver (below tpch), the Spark data source and
+# the `kudusql` command (above everything).
+COMPONENTS = {
+    "engine": "engine", "planner": "planner", "session": "session", "wire": "wire",
+    "shell": "shell", "tpch": "tpch", "bench": "bench",
+    "kudusql": "driver", "kudusql/spark": "spark",
+    "kudusql/cli.py": "cli", "kudusql/__main__.py": "cli",
+}
+
+# component -> the components it may import (directly; a lower layer's own edges are its)
+LAYERS = {
+    "engine": set(),
+    "planner": {"engine"},
+    "session": {"planner", "engine"},
+    "driver": {"session", "planner", "engine"},
+    "wire": {"session", "planner", "engine"},
+    "shell": {"session", "planner", "engine"},
+    "spark": {"driver", "wire", "session", "planner", "engine"},
+    "tpch": {"driver", "spark", "wire", "session", "planner", "engine"},
+    "cli": {"tpch", "shell", "wire", "spark", "driver", "session", "planner", "engine"},
+    "bench": {"tpch", "wire", "driver", "session", "planner", "engine"},
 }
 
 # Packages whose files must not import each other in a circle, each with the cycles it has
@@ -25,8 +55,9 @@ FORBIDDEN = {
 CYCLE_FREE = {
     "engine": [],
     "planner": [],
-    "wire": [],  # connection.py -> server.py is for annotations only (TYPE_CHECKING)
-    "kudusql": [{"kudusql/dbapi.py", "kudusql/remote.py"}],
+    "wire": [],
+    "session": [],
+    "kudusql": [],
     "shell": [],
     "tpch": [],
 }
@@ -176,3 +207,88 @@ def test_cycle_checker_detects_a_cycle(tmp_path):
     (pkg / "c.py").write_text("import p.b\n")
     (pkg / "d.py").write_text("from p.sub.a import A\n")  # a -> d only for type checking
     assert file_cycles(tmp_path, "p") == [{"p/sub/a.py", "p/b.py", "p/c.py"}]
+
+
+# -- package (component) edges --------------------------------------------------------------
+def component(rel: str) -> str | None:
+    """The component of a file (a path relative to the repository root)."""
+    best = None
+    for prefix in COMPONENTS:
+        if (rel == prefix or rel.startswith(prefix + "/")) and \
+                (best is None or len(prefix) > len(best)):
+            best = prefix
+    return COMPONENTS[best] if best is not None else None
+
+
+def component_edges(root: pathlib.Path) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) component pairs -> the file imports that make them (runtime
+    imports only, lazy ones included)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for prefix in sorted({p.split("/")[0] for p in COMPONENTS}):
+        for f in sorted((root / prefix).rglob("*.py")):
+            a = component(str(f.relative_to(root)))
+            for g in _file_edges(root, f):
+                b = component(str(g.relative_to(root)))
+                if a is not None and b is not None and a != b:
+                    out.setdefault((a, b), []).append(
+                        f"{f.relative_to(root)} -> {g.relative_to(root)}")
+    return out
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of `graph` as a path of nodes, or None."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(v):
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph.get(v, ())):
+            if state.get(w) == 1:
+                return path[path.index(w):] + [w]
+            if w not in state:
+                found = visit(w)
+                if found:
+                    return found
+        state[v] = 2
+        path.pop()
+        return None
+
+    for v in sorted(graph):
+        if v not in state:
+            found = visit(v)
+            if found:
+                return found
+    return None
+
+
+def test_layers_have_no_cycle():
+    assert _cycle(LAYERS) is None
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_front_ends_stand_above_the_session():
+    below = {"engine", "planner", "session"}
+    for fe in ("driver", "wire", "shell", "spark", "tpch", "cli"):
+        assert fe not in set().union(*(LAYERS[c] for c in below))
+        assert "session" in LAYERS[fe] or fe == "cli"
+
+
+def test_package_imports_follow_the_layers():
+    edges = component_edges(ROOT)
+    bad = [f"{a} -> {b}: " + "; ".join(why[:3]) for (a, b), why in sorted(edges.items())
+           if b not in LAYERS[a]]
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+    assert _cycle({a: {b for (x, b) in edges if x == a} for a in LAYERS}) is None
+
+
+def test_package_checker_detects_an_upward_import(tmp_path):
+    for d in ("session", "wire", "kudusql"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "__init__.py").write_text("")
+    (tmp_path / "wire" / "conn.py").write_text("from session import x\n")
+    (tmp_path / "session" / "x.py").write_text("def f():\n    from wire import conn\n")
+    (tmp_path / "kudusql" / "cli.py").write_text("import wire.conn\n")
+    edges = component_edges(tmp_path)
+    assert set(edges) == {("wire", "session"), ("session", "wire"), ("cli", "wire")}
+    assert "wire" not in LAYERS["session"]

@@ -14,7 +14,8 @@ form (md5 authentication then runs SCRAM, as PostgreSQL does). The default user 
 methods give it one (`ALTER USER kudusql PASSWORD '...'`, or the KUDUSQL_PASSWORD environment
 variable at `kudusql serve` start).
 
-Statements (intercepted by the wire layer, tags as PostgreSQL's):
+Statements (parsed by the dialect into planner.commands.KuduRole, run by
+`UserStore.execute`; tags as PostgreSQL's):
 
     CREATE {USER | ROLE} name [[WITH] option ...]        CREATE ROLE
     ALTER {USER | ROLE} name [[WITH] option ...]         ALTER ROLE
@@ -47,7 +48,7 @@ from engine.fs import write_json_atomic
 from planner.errors import SqlError
 from planner.result import StatementResult
 from wire import protocol as P
-from wire.lexer import Words
+from planner.commands import KuduRole
 
 USERS_FILE = "users.json"
 DEFAULT_USER = "kudusql"
@@ -170,31 +171,27 @@ class UserStore:
             self._save()
 
     # -- statements -------------------------------------------------------------------------
-    def execute(self, sql: str, current_user: str) -> StatementResult | None:
-        """CREATE / ALTER / DROP USER|ROLE, or None when `sql` is not one of them."""
-        w = Words(sql)
-        verb = w.accept_any("create", "alter", "drop")
-        if verb is None or not w.accept_any("user", "role"):
-            return None
+    def execute(self, node: KuduRole, current_user: str) -> StatementResult:
+        """CREATE / ALTER / DROP USER|ROLE."""
         with self._lock:
             me = self.users.get(current_user)
             su = me is not None and me.superuser
-            if verb == "drop":
-                return self._drop(w, current_user, su)
-            name = w.ident()
-            if name is None:
-                raise w.syntax_error('Expected a role name')
-            if verb == "create":
+            verb = node.verb
+            if verb == "DROP ROLE":
+                return self._drop(node.args["names"], bool(node.args.get("if_exists")),
+                                  current_user, su)
+            name = node.args["names"][0]
+            if verb == "CREATE ROLE":
                 if not su:
                     raise SqlError("permission denied to create role", "42501")
                 if name in self.users:
                     raise SqlError(f'role "{name}" already exists', "42710")
                 user = User(name)
-                self._options(w, user, su)
+                self._options(node.args.get("options") or (), user, su)
                 self.users[name] = user
                 self._save()
                 return StatementResult("CREATE ROLE")
-            if w.accept("rename"):
+            if node.args.get("rename"):
                 raise SqlError("ALTER ROLE ... RENAME is not supported", "0A000")
             user = self.users.get(name)
             if user is None:
@@ -202,58 +199,25 @@ class UserStore:
             if not su and name != current_user:
                 raise SqlError("permission denied", "42501")
             changed = dataclasses.replace(user)
-            self._options(w, changed, su)
+            self._options(node.args.get("options") or (), changed, su)
             self.users[name] = changed
             self._save()
             return StatementResult("ALTER ROLE")
 
-    def _options(self, w: Words, user: User, su: bool) -> None:
-        w.accept("with")
-        while not w.at_end():
-            if w.accept("encrypted") or w.accept("unencrypted"):
-                pass
-            if w.accept("password"):
-                t = w.next()
-                if t is not None and t.kind == "word" and t.text == "null":
-                    user.set_password(None)
-                elif t is not None and t.kind == "str":
-                    user.set_password(t.text)
-                else:
-                    if t is not None:
-                        w.i -= 1             # point at the token after PASSWORD
-                    raise w.syntax_error("PASSWORD takes a string or NULL")
-                continue
-            opt = w.accept_any("superuser", "nosuperuser", "login", "nologin")
-            if opt is not None:
-                if opt in ("superuser", "nosuperuser") and not su:
+    @staticmethod
+    def _options(options, user: User, su: bool) -> None:
+        for opt, value in options:
+            if opt == "password":
+                user.set_password(value)
+            elif opt == "superuser":
+                if not su:
                     raise SqlError("must be superuser to change the superuser attribute",
                                    "42501")
-                if opt == "superuser":
-                    user.superuser = True
-                elif opt == "nosuperuser":
-                    user.superuser = False
-                else:
-                    user.login = opt == "login"
-                continue
-            t = w.next()
-            if t.kind != "word":
-                raise SqlError(f'syntax error at or near "{t.raw}"', "42601", t.pos + 1)
-            if t.text in ("valid", "connection", "in", "role", "admin", "user", "sysid"):
-                # VALID UNTIL 'x', CONNECTION LIMIT n, IN ROLE r, ...: accepted, ignored
-                while not w.at_end() and w.peek().kind != "word":
-                    w.next()
-                w.next()
+                user.superuser = value
+            elif opt == "login":
+                user.login = value
 
-    def _drop(self, w: Words, current_user: str, su: bool) -> StatementResult:
-        if_exists = w.accept("if", "exists")
-        names = []
-        while True:
-            name = w.ident()
-            if name is None:
-                raise w.syntax_error('Expected a role name')
-            names.append(name)
-            if not w.accept(","):
-                break
+    def _drop(self, names, if_exists: bool, current_user: str, su: bool) -> StatementResult:
         if not su:
             raise SqlError("permission denied to drop role", "42501")
         for n in names:

@@ -24,13 +24,19 @@ is awaited (back-pressure: a slow client slows the sender, memory stays bounded 
 batch). A portal's result is kept with a row position, so Execute with a row limit
 continues it (PortalSuspended) without running the query again.
 
-Statements the session does not know are answered here (see `_dispatch`): transaction
-control (wire.transaction), SET/RESET/SHOW (wire.settings), CREATE/ALTER/DROP USER
-(wire.auth), DECLARE/FETCH/MOVE/CLOSE/DEALLOCATE/DISCARD (wire.portal), COPY
-(wire.copy) and a few connect-time queries (wire.builtins). Everything else goes to
-`Session.execute` unchanged. SQL PREPARE / EXECUTE run in the session; DEALLOCATE and
-Parse treat the session's names and the protocol's named statements as one namespace, and
-`prepared_statements` lists both for pg_prepared_statements.
+Statements: this module reads no SQL. A Query's string becomes the session's front-door
+Statements (`Session.statements`, session/frontdoor.py: each parsed once by the dialect
+into a node), a Parse message's text one Statement (`Session.statement`), and each runs
+through `Session.run`, which dispatches on the node's type. The commands whose state is
+this connection's are run by handlers registered with the session at startup
+(`_register_handlers`): transaction control (wire.transaction), SET/RESET/SHOW a setting
+(wire.settings), CREATE/ALTER/DROP USER (wire.auth), DECLARE/FETCH/MOVE/CLOSE/DEALLOCATE/
+DISCARD (wire.portal). The node's type picks the protocol: COPY (KuduCopy) runs the copy
+sub-protocol (wire.copy), an empty statement is EmptyQueryResponse, and a failed
+transaction block refuses all but ROLLBACK/COMMIT (wire.transaction). SQL PREPARE /
+EXECUTE run in the session; DEALLOCATE and Parse treat the session's names and the
+protocol's named statements as one namespace, and `prepared_statements` lists both for
+pg_prepared_statements.
 
 Errors: a SqlError becomes an ErrorResponse with S/V/C/M/P (+D/H); a statement whose rows
 partly failed (Kudu semantics: the other rows are applied) ends in an ErrorResponse naming
@@ -46,43 +52,59 @@ import asyncio
 import collections
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from engine.errors import EngineError
-from kudusql.session import QueryCanceled, split_statements
+from planner.commands import (
+    KuduClose,
+    KuduCopy,
+    KuduDeclare,
+    KuduDiscard,
+    KuduFetch,
+    KuduReset,
+    KuduRole,
+    KuduSet,
+    KuduShowSetting,
+    KuduTransaction,
+)
+from planner.dialect import KuduDeallocate
 from planner.errors import SqlError
 from planner.guard import format_bytes
 from planner.result import RowFailure, StatementResult, row_failure_report
+from session import QueryCanceled, Statement
 from wire import auth as A
-from wire import builtins
 from wire import protocol as P
 from wire import types as T
-from wire.copy import MAX_REPORTED_FAILURES, CopyIn, CopyOut, Failure, parse_copy
-from wire.lexer import LexError, first_words, tokenize
+from wire.copy import MAX_REPORTED_FAILURES, CopyIn, CopyOut, Failure
 from wire.pg_catalog import format_type
-from wire.portal import (
-    Portal,
-    PreparedStatement,
-    Rows,
-    fetch,
-    parse_close,
-    parse_deallocate,
-    parse_declare,
-    parse_fetch,
-)
+from wire.portal import Fetch, Portal, PreparedStatement, Rows, fetch
 from wire.settings import REPORTED, Settings
-from wire.transaction import CONTROL, TransactionState
+from wire.transaction import TransactionState
 
-if TYPE_CHECKING:
-    from wire.server import Server
+
+class Host(Protocol):
+    """What a connection needs from its server (wire/server.py `Server`): the listener's
+    bookkeeping, the users, the thread pool and the session factory. Named here so that
+    this module does not import the server that imports it."""
+
+    config: Any
+    db: Any
+    users: A.UserStore
+    pool: Any
+    port: int
+    ssl_context: Any
+    session_factory: Any
+
+    def register(self, conn: Connection) -> bool: ...
+    def unregister(self, conn: Connection) -> None: ...
+    def cancel(self, pid: int, secret: int) -> None: ...
+    def new_backend_key(self) -> tuple[int, int]: ...
+    def auth_method(self, conn: Connection) -> str: ...
+
 
 log = logging.getLogger("kudusql.wire")
-
-# statement kinds the wire layer answers without the session (first word)
-_WIRE_WORDS = CONTROL | {"set", "reset", "show", "declare", "fetch", "move", "close",
-                         "deallocate", "discard", "copy", "listen", "notify", "unlisten"}
 
 
 class Fatal(Exception):
@@ -101,21 +123,8 @@ class Closed(Exception):
 _CONNECTION_ERRORS = (P.ProtocolViolation, Fatal, Closed, ConnectionError)
 
 
-def _kind(words: list[str]) -> str:
-    """What answers a statement: 'empty', 'copy', 'wire' or 'plain' (builtins/session)."""
-    if not words:
-        return "empty"
-    w = words[0]
-    if w == "copy":
-        return "copy"
-    if w in _WIRE_WORDS or (w in ("create", "alter", "drop") and len(words) > 1
-                            and words[1] in ("user", "role")):
-        return "wire"
-    return "plain"
-
-
 class Connection:
-    def __init__(self, server: Server, reader: asyncio.StreamReader,
+    def __init__(self, server: Host, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter):
         self.server = server
         self.config = server.config
@@ -283,6 +292,7 @@ class Connection:
         except SqlError as e:
             raise Fatal(e.message, e.sqlstate) from None
         self.session = self.server.session_factory(self)
+        self._register_handlers()
         self.send(P.auth_ok())
         for name in REPORTED:
             self.send(P.parameter_status(name, self.settings.values[name]))
@@ -443,6 +453,8 @@ class Connection:
         """Start the statement clock: cancel requests apply and statement_timeout runs."""
         self.running = True
         self.cancel_reason = None
+        if self.session is not None:
+            self.session.reset_cancel()    # a cancel that came after the last one ended
         if self.settings is not None and self.session is not None:
             self.session.query_mem_limit = self.settings.query_mem_limit_bytes
         ms = self.settings.statement_timeout_ms if self.settings is not None else 0
@@ -459,96 +471,94 @@ class Connection:
         if self.cancel_reason is not None:
             raise QueryCanceled("canceling statement due to user request")
 
-    # -- statement dispatch (runs in the pool) ----------------------------------------------
-    def _ctx(self) -> builtins.Context:
-        return builtins.Context(self.user, self.database, self.pid, self.settings)
+    # -- statements (run in the pool) --------------------------------------------------------
+    def _register_handlers(self) -> None:
+        """The session commands whose state is this connection's: the session dispatches
+        their nodes (planner/commands.py) to these."""
+        h = self.session.handlers
+        h[KuduTransaction] = self._transaction
+        h[KuduSet] = h[KuduReset] = h[KuduShowSetting] = self._setting
+        h[KuduRole] = lambda stmt, params: self.server.users.execute(stmt.node, self.user)
+        h[KuduDeclare] = self._declare
+        h[KuduFetch] = self._fetch
+        h[KuduClose] = self._close
+        h[KuduDeallocate] = self._deallocate
+        h[KuduDiscard] = self._discard
 
-    def _dispatch(self, text: str, params: list | None, words: list[str],
+    def _dispatch(self, stmt: Statement, params: list | None,
                   stream: bool = True) -> StatementResult:
-        """Run one statement (not COPY); see the module docstring for who answers what.
-        With `stream`, a SELECT may come back as a stream of batches (Rows reads both)."""
+        """Run one statement (not COPY) through the session. With `stream`, a SELECT may
+        come back as a stream of batches (Rows reads both)."""
         self._settle_streams()
-        w0 = words[0] if words else ""
-        if w0 in CONTROL:
-            r = self.tx.execute(text, self.session)
-            if r.command in ("COMMIT", "ROLLBACK") and not self.tx.in_block:
-                self._end_transaction()
-            return r
-        if w0 in ("set", "reset", "show"):
-            r = self.settings.execute(text)
-            if r is not None:
-                return r
-        elif w0 in ("create", "alter", "drop") and len(words) > 1 and \
-                words[1] in ("user", "role"):
-            r = self.server.users.execute(text, self.user)
-            if r is not None:
-                return r
-        elif w0 == "declare":
-            return self._declare(text, params)
-        elif w0 in ("fetch", "move"):
-            f = parse_fetch(text)
-            portal = self.portals.get(f.name)
-            if portal is None:
-                raise SqlError(f'cursor "{f.name}" does not exist', "34000")
-            r = fetch(portal, f)
-            if portal.binary:
-                r.info["binary"] = True
-            return r
-        elif w0 == "close":
-            name = parse_close(text)
-            if name is None:
-                self._drop_portals(lambda p: True)
-                return StatementResult("CLOSE CURSOR ALL")
-            if name not in self.portals:
-                raise SqlError(f'cursor "{name}" does not exist', "34000")
-            self._drop_portals(lambda p: p.name == name)
-            return StatementResult("CLOSE CURSOR")
-        elif w0 == "deallocate":
-            # one namespace, as in PostgreSQL: the protocol's named statements and the
-            # session's SQL-level PREPAREs
-            name = parse_deallocate(text)
-            prepared = getattr(self.session, "prepared", {})
-            if name is None:
-                self.statements = {k: v for k, v in self.statements.items() if k == ""}
-                prepared.clear()
-                return StatementResult("DEALLOCATE ALL")
-            if self.statements.pop(name, None) is None and prepared.pop(name, None) is None:
-                raise SqlError(f'prepared statement "{name}" does not exist', "26000")
-            return StatementResult("DEALLOCATE")
-        elif w0 == "discard":
-            what = (words[1] if len(words) > 1 else "").upper()
-            if what == "ALL":
-                if self.tx.in_block:
-                    raise SqlError("DISCARD ALL cannot run inside a transaction block",
-                                   "25001")
-                self.settings.reset_all()
-                self.statements.clear()
-                self._drop_portals(lambda p: True)
-            return StatementResult(f"DISCARD {what}".strip())
-        elif w0 in ("listen", "notify"):
-            raise SqlError(f"{w0.upper()} is not supported", "0A000")
-        r = builtins.answer(text, params, self._ctx())
-        if r is not None:
-            return r
-        run = getattr(self.session, "execute_iter", None) if stream else None
-        if run is not None:
-            # a SELECT streams its batches (StatementResult.stream); one statement only
-            r = next(iter(run(text, params, stream=True)), None)
-            return r if r is not None else StatementResult("EMPTY")
-        results = self.session.execute(text, params)
-        if not results:
-            return StatementResult("EMPTY")
-        return results[-1]
+        return self.session.run(stmt, params, stream=stream)
+
+    def _transaction(self, stmt: Statement, params) -> StatementResult:
+        r = self.tx.execute(stmt.node, self.session)
+        if r.command in ("COMMIT", "ROLLBACK") and not self.tx.in_block:
+            self._end_transaction()
+        return r
+
+    def _setting(self, stmt: Statement, params) -> StatementResult:
+        return self.settings.execute(stmt.node)
+
+    def _fetch(self, stmt: Statement, params) -> StatementResult:
+        f = Fetch.of(stmt.node)
+        portal = self.portals.get(f.name)
+        if portal is None:
+            raise SqlError(f'cursor "{f.name}" does not exist', "34000")
+        r = fetch(portal, f)
+        if portal.binary:
+            r.info["binary"] = True
+        return r
+
+    def _close(self, stmt: Statement, params) -> StatementResult:
+        name = stmt.node.args.get("name")
+        if name is None:
+            self._drop_portals(lambda p: True)
+            return StatementResult("CLOSE CURSOR ALL")
+        if name not in self.portals:
+            raise SqlError(f'cursor "{name}" does not exist', "34000")
+        self._drop_portals(lambda p: p.name == name)
+        return StatementResult("CLOSE CURSOR")
+
+    def _deallocate(self, stmt: Statement, params) -> StatementResult:
+        """One namespace, as in PostgreSQL: the protocol's named statements and the
+        session's SQL-level PREPAREs."""
+        node = stmt.node
+        prepared = self.session.prepared
+        if node.this is None:
+            self.statements = {k: v for k, v in self.statements.items() if k == ""}
+            prepared.clear()
+            return StatementResult("DEALLOCATE ALL")
+        name = node.this.name if node.this.args.get("quoted") else node.this.name.lower()
+        if self.statements.pop(name, None) is None and prepared.pop(name, None) is None:
+            raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+        return StatementResult("DEALLOCATE")
+
+    def _discard(self, stmt: Statement, params) -> StatementResult:
+        what = stmt.node.args.get("what") or ""
+        if what == "ALL":
+            if self.tx.in_block:
+                raise SqlError("DISCARD ALL cannot run inside a transaction block", "25001")
+            self.settings.reset_all()
+            self.statements.clear()
+            self._drop_portals(lambda p: True)
+        return StatementResult(f"DISCARD {what}".strip())
 
     def _drop_portals(self, which) -> None:
         for name in [k for k, p in self.portals.items() if which(p)]:
             self.portals.pop(name).close()
 
-    def _run(self, text: str, params: list | None, words: list[str]
-             ) -> tuple[StatementResult, Rows]:
+    def _run(self, stmt: Statement, params: list | None
+             ) -> tuple[StatementResult | None, Rows | None]:
         """`_dispatch`, then the first batch of rows read in the same pool call: a small
-        result is then complete without another trip to the pool."""
-        result = self._dispatch(text, params, words)
+        result is then complete without another trip to the pool. The statement is parsed
+        here (off the event loop) if it was not yet; (None, None) for a COPY, which the
+        caller runs (its sub-protocol)."""
+        self.tx.check(stmt)
+        if isinstance(stmt.node, KuduCopy):
+            return None, None
+        result = self._dispatch(stmt, params)
         rows = Rows(result)
         rows.fill(self.config.batch_rows)
         return result, rows
@@ -563,67 +573,49 @@ class Connection:
             if p.rows is not None and p.rows.streaming:
                 p.rows.materialize()
 
-    def _declare(self, text: str, params: list | None) -> StatementResult:
-        d = parse_declare(text)
-        if not d.hold and not self.tx.in_block:
+    def _declare(self, stmt: Statement, params: list | None) -> StatementResult:
+        d = stmt.node.args
+        if not d.get("hold") and not self.tx.in_block:
             raise SqlError("DECLARE CURSOR can only be used in transaction blocks", "25P01")
-        if d.name in self.portals:
-            raise SqlError(f'cursor "{d.name}" already exists', "42P03")
+        if d["name"] in self.portals:
+            raise SqlError(f'cursor "{d["name"]}" already exists', "42P03")
         try:
-            result = self._dispatch(d.query, params, first_words(d.query, 3), stream=False)
+            result = self._dispatch(Statement.parsed(d["query_text"], d.get("query")), params,
+                                    stream=False)
         except SqlError as e:
             if e.position is not None:
-                e.position += d.query_offset
+                e.position += d["query_offset"]
             raise
         if result.table is None:
             raise SqlError(f"cannot open {result.command} query as cursor", "42P11")
-        self.portals[d.name] = Portal(d.name, None, [], (1,) if d.binary else (), result,
-                                      hold=d.hold, cursor=True, binary=d.binary)
+        binary = bool(d.get("binary"))
+        self.portals[d["name"]] = Portal(d["name"], None, [], (1,) if binary else (), result,
+                                         hold=bool(d.get("hold")), cursor=True, binary=binary)
         return StatementResult("DECLARE CURSOR")
 
-    def _describe_sql(self, sql: str, words: list[str]) -> tuple[list, pa.Schema | None]:
+    def _describe_sql(self, stmt: Statement) -> tuple[list, pa.Schema | None]:
         """(parameter Arrow types, result schema) without running the statement."""
-        kind = _kind(words)
-        if kind == "empty":
+        node = stmt.node
+        if node is None:
             return [], None
-        w0 = words[0]
-        if w0 == "show":
-            r = self.settings.execute(sql)      # SHOW is side-effect free
-            if r is not None:
-                return [], r.table.schema
-        elif w0 == "declare":
-            d = parse_declare(sql)
-            types, _ = self._describe_sql(d.query, first_words(d.query, 3))
+        if isinstance(node, KuduShowSetting):
+            return [], self.settings.execute(node).table.schema   # SHOW is side-effect free
+        if isinstance(node, KuduDeclare):
+            types, _ = self._describe_sql(Statement.parsed(node.args["query_text"],
+                                                           node.args.get("query")))
             return types, None
-        elif w0 == "fetch":
-            f = parse_fetch(sql)
-            p = self.portals.get(f.name)
+        if isinstance(node, KuduFetch):
+            p = self.portals.get(node.args["name"])
             if p is not None and p.result is not None and p.result.table is not None:
                 return [], p.result.table.schema
             return [], None
-        elif kind in ("wire", "copy"):
-            return [], None
-        b = builtins.describe(sql, self._ctx())
-        if b is not None:
-            return b
-        describe = getattr(self.session, "describe", None)
-        if describe is not None:
-            try:
-                types, schema = describe(sql)
-                return list(types), schema
-            except (NotImplementedError, AttributeError):
-                pass
-        # fallback (no Session.describe): parameters as text, rows unknown (NoData)
-        try:
-            n = max((int(t.text[1:]) for t in tokenize(sql) if t.kind == "param"), default=0)
-        except LexError:
-            n = 0
-        return [None] * n, None
+        types, schema = self.session.describe(stmt)
+        return list(types), schema
 
     def _describe_statement(self, stmt: PreparedStatement) -> None:
         if stmt.described:
             return
-        types, schema = self._describe_sql(stmt.sql, stmt.words)
+        types, schema = self._describe_sql(stmt.statement)
         n = max(len(stmt.param_oids), len(types))
         oids, arrow = [], []
         for i in range(n):
@@ -649,9 +641,9 @@ class Connection:
         body = sql.strip()
         try:
             if ";" in body.rstrip(";"):
-                stmts = split_statements(sql)
+                stmts = self.session.statements(sql)
             else:
-                stmts = [(len(sql) - len(sql.lstrip()), body.rstrip(";").rstrip())] \
+                stmts = [Statement(body.rstrip(";").rstrip(), len(sql) - len(sql.lstrip()))] \
                     if body.rstrip(";").strip() else []
         except SqlError as e:
             self._error(e)
@@ -659,24 +651,22 @@ class Connection:
             return
         if not stmts:
             self.send(P.empty_query_response())
-        for offset, text in stmts:
-            if not await self._run_simple(text, offset):
+        for stmt in stmts:
+            if not await self._run_simple(stmt):
                 break
         self.send(P.ready_for_query(self.tx.status))
 
-    async def _run_simple(self, text: str, offset: int) -> bool:
-        words = first_words(text, 3)
+    async def _run_simple(self, stmt: Statement) -> bool:
         timer = self._begin_statement()
         try:
-            self.tx.check(words)
-            if words and words[0] == "copy":
-                return await self._copy(text, offset, None)
-            result, rows = await self._blocking(self._run, text, None, words)
+            result, rows = await self._blocking(self._run, stmt, None)
+            if result is None:
+                return await self._copy(stmt, stmt.offset, None)
             return await self._send_result(result, None, None, describe=True, rows=rows)
         except _CONNECTION_ERRORS:
             raise
         except Exception as e:  # noqa: BLE001 - one statement failed; the connection lives
-            self._error(e, offset)
+            self._error(e, stmt.offset)
             return False
         finally:
             self._end_statement(timer)
@@ -823,12 +813,9 @@ class Connection:
         if msg.name and (msg.name in self.statements
                          or msg.name in getattr(self.session, "prepared", {})):
             raise SqlError(f'prepared statement "{msg.name}" already exists', "42P05")
-        body = msg.sql.strip().rstrip(";")
-        if ";" in body and len(split_statements(msg.sql)) > 1:
-            raise SqlError("cannot insert multiple commands into a prepared statement",
-                           "42601")
-        words = first_words(msg.sql, 3)
-        stmt = PreparedStatement(msg.name, msg.sql, msg.param_oids, _kind(words), words)
+        # parsed when first needed (Describe, Bind, Execute), once
+        stmt = PreparedStatement(msg.name, msg.sql, msg.param_oids,
+                                 self.session.statement(msg.sql))
         self.statements[msg.name] = stmt
         self.send(P.parse_complete())
 
@@ -925,9 +912,8 @@ class Connection:
             return
         timer = self._begin_statement()
         try:
-            self.tx.check(stmt.words)
-            portal.result, portal.rows = await self._blocking(self._run, stmt.sql,
-                                                              portal.params, stmt.words)
+            portal.result, portal.rows = await self._blocking(self._run, stmt.statement,
+                                                              portal.params)
         finally:
             self._end_statement(timer)
 
@@ -936,13 +922,11 @@ class Connection:
         Session.execute_point): it is bounded in-memory work, cheaper than the trip to the
         thread pool and back. False (nothing done) for anything else, or while a portal still
         streams (the session must first settle it, which is not bounded work)."""
-        run = getattr(self.session, "execute_point", None)
-        if run is None or any(p.rows is not None and p.rows.streaming
-                              for p in self.portals.values()):
+        if any(p.rows is not None and p.rows.streaming for p in self.portals.values()):
             return False
         stmt = portal.statement
-        self.tx.check(stmt.words)
-        result = run(stmt.sql, portal.params)
+        self.tx.check(stmt.statement)
+        result = self.session.execute_point(stmt.sql, portal.params)
         if result is None:
             return False
         portal.result, portal.rows = result, Rows(result)
@@ -959,8 +943,8 @@ class Connection:
             if stmt.kind == "copy":
                 timer = self._begin_statement()
                 try:
-                    self.tx.check(stmt.words)
-                    if not await self._copy(stmt.sql, 0, portal):
+                    self.tx.check(stmt.statement)
+                    if not await self._copy(stmt.statement, 0, portal):
                         self.ext_error = True
                 finally:
                     self._end_statement(timer)
@@ -1013,14 +997,16 @@ class Connection:
         self.send(P.ready_for_query(self.tx.status))
 
     # -- COPY -------------------------------------------------------------------------------
-    async def _copy(self, text: str, offset: int, portal: Portal | None) -> bool:
+    async def _copy(self, stmt: Statement, offset: int, portal: Portal | None) -> bool:
         try:
-            spec = parse_copy(text)
+            node = stmt.node
         except SqlError as e:
             self._error(e, offset)
             return False
+        spec = node.args["spec"]
         if spec.direction == "to":
-            return await self._copy_out(spec, offset + spec.query_offset)
+            query = Statement.parsed(node.args["query_text"], node.args.get("query"))
+            return await self._copy_out(spec, query, offset + spec.query_offset)
         return await self._copy_in(spec)
 
     def _copy_target(self, spec):
@@ -1128,15 +1114,9 @@ class Connection:
         self.send(P.command_complete(f"COPY {applied}"))
         return True
 
-    async def _copy_out(self, spec, offset: int) -> bool:
-        if spec.query is not None:
-            sql = spec.query
-        else:
-            cols = ", ".join('"' + c.replace('"', '""') + '"' for c in spec.columns) \
-                if spec.columns else "*"
-            sql = f"SELECT {cols} FROM {spec.table_sql}"
+    async def _copy_out(self, spec, query: Statement, offset: int) -> bool:
         try:
-            result = await self._blocking(self._dispatch, sql, None, first_words(sql, 3))
+            result = await self._blocking(self._dispatch, query, None)
         except SqlError as e:
             self._error(e, offset if spec.query is not None else 0)
             return False

@@ -37,9 +37,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from planner.commands import CopySpec, KuduCopy
+from planner.dialect import parse_sql
 from planner.errors import SqlError
 from wire import types as T
-from wire.lexer import Words
 
 CHUNK_BYTES = 4 << 20
 BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\0"
@@ -48,179 +49,12 @@ BINARY_TRAILER = b"\xff\xff"
 MAX_REPORTED_FAILURES = 20
 
 
-@dataclasses.dataclass(frozen=True)
-class CopySpec:
-    table: str | None          # normalised table name (COPY table ...)
-    table_sql: str | None      # the table reference as written (for SELECT ... FROM it)
-    columns: tuple[str, ...] | None
-    query: str | None          # COPY (query) TO
-    query_offset: int
-    direction: str             # "from" | "to"
-    format: str = "text"       # text | csv | binary
-    delimiter: str = "\t"
-    null: str = "\\N"
-    header: bool = False
-    quote: str = '"'
-    escape: str = '"'
-    force_quote: tuple[str, ...] | bool = ()
-
-
-def _char(w: Words, what: str) -> str:
-    t = w.next()
-    if t is None or t.kind != "str":
-        raise SqlError(f"COPY {what} must be a quoted string", "42601", w.position())
-    return t.text
-
-
-def _bool_opt(w: Words) -> bool:
-    t = w.peek()
-    if t is not None and (t.kind == "str" or (t.kind in ("word", "num") and t.text in (
-            "true", "false", "on", "off", "1", "0", "match"))):
-        w.next()
-        return t.text.lower() in ("true", "on", "1", "match")
-    return True
-
-
 def parse_copy(sql: str) -> CopySpec:
-    w = Words(sql)
-    w.accept("copy")
-    table = table_sql = query = None
-    columns = None
-    qoff = 0
-    t = w.peek()
-    if t is not None and t.kind == "op" and t.text == "(":
-        depth, start = 0, t.pos
-        while True:
-            t = w.next()
-            if t is None:
-                raise SqlError("syntax error at end of input", "42601", len(sql) + 1)
-            if t.kind == "op" and t.text == "(":
-                depth += 1
-            elif t.kind == "op" and t.text == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-        query = sql[start + 1:t.pos].strip()
-        qoff = start + 1 + (len(sql[start + 1:t.pos]) - len(sql[start + 1:t.pos].lstrip()))
-    else:
-        start = w.peek()
-        table = w.ident()
-        if table is None:
-            raise w.syntax_error('COPY needs a table or a (query)')
-        table_sql = sql[start.pos:start.pos + len(start.raw)]
-        if "." in table and start.kind == "word":      # schema-qualified: public.t
-            schema, _, name = table.rpartition(".")
-            if schema not in ("public", "pg_catalog"):
-                raise SqlError(f'schema "{schema}" does not exist', "3F000", start.pos + 1)
-            table = name
-            table_sql = start.raw.rsplit(".", 1)[1]
-        if w.accept("("):
-            cols = []
-            while True:
-                c = w.ident()
-                if c is None:
-                    raise w.syntax_error('Expected a column name')
-                cols.append(c)
-                if w.accept(")"):
-                    break
-                if not w.accept(","):
-                    raise w.syntax_error('Expected , or )')
-            columns = tuple(cols)
-    direction = w.accept_any("from", "to")
-    if direction is None:
-        raise w.syntax_error('Expected FROM or TO')
-    if query is not None and direction == "from":
-        raise SqlError("COPY (query) FROM is not supported: COPY a table FROM STDIN", "0A000")
-    target = w.next()
-    want = "stdin" if direction == "from" else "stdout"
-    if target is None or target.kind != "word" or target.text != want:
-        raise SqlError(f"COPY {direction.upper()} a file or program is not supported by "
-                       f"kudusql: use {want.upper()} (psql's \\copy sends the file through "
-                       "it)", "0A000", target.pos + 1 if target else None)
-    opts: dict = {}
-    w.accept("with")
-    if w.accept("("):
-        while not w.accept(")"):
-            name = w.next()
-            if name is None:
-                raise w.syntax_error("COPY options end with )")
-            key = name.text.lower()
-            if key == "format":
-                v = w.next()
-                opts["format"] = (v.text if v else "").lower()
-            elif key in ("delimiter", "null", "quote", "escape", "encoding"):
-                opts[key] = _char(w, key.upper())
-            elif key == "header":
-                opts["header"] = _bool_opt(w)
-            elif key in ("force_quote",):
-                if w.accept("*"):
-                    opts["force_quote"] = True
-                else:
-                    w.accept("(")
-                    fq = []
-                    while not w.accept(")"):
-                        c = w.ident()
-                        if c is None:
-                            w.next()
-                        else:
-                            fq.append(c)
-                    opts["force_quote"] = tuple(fq)
-            elif key == "freeze":
-                _bool_opt(w)
-            else:
-                raise SqlError(f'option "{key}" not recognized', "42601", name.pos + 1)
-            w.accept(",")
-    else:
-        while not w.at_end():
-            k = w.accept_any("binary", "csv", "header", "delimiter", "null", "quote",
-                             "escape", "force", "encoding", "freeze")
-            if k is None:
-                t = w.peek()
-                raise SqlError(f'syntax error at or near "{t.raw}"', "42601", t.pos + 1)
-            if k in ("binary", "csv"):
-                opts["format"] = k
-            elif k == "header":
-                opts["header"] = True
-            elif k == "freeze":
-                pass
-            elif k == "force":
-                w.accept_any("quote")
-                if w.accept("*"):
-                    opts["force_quote"] = True
-                else:
-                    fq = []
-                    while (c := w.ident()) is not None:
-                        fq.append(c)
-                        if not w.accept(","):
-                            break
-                    opts["force_quote"] = tuple(fq)
-            else:
-                w.accept("as")
-                opts[k] = _char(w, k.upper())
-    fmt = opts.get("format", "text")
-    if fmt not in ("text", "csv", "binary"):
-        raise SqlError(f'COPY format "{fmt}" not recognized', "22023")
-    enc = opts.pop("encoding", "utf8").lower().replace("-", "")
-    if enc not in ("utf8", "unicode"):
-        raise SqlError("COPY supports ENCODING 'UTF8' only", "0A000")
-    spec: dict = {"format": fmt}
-    if fmt == "csv":
-        spec.update(delimiter=",", null="")
-    for k in ("delimiter", "null", "header", "quote", "escape", "force_quote"):
-        if k in opts:
-            spec[k] = opts[k]
-    if "escape" not in opts and "quote" in opts:
-        spec["escape"] = opts["quote"]
-    if fmt == "binary" and any(k in opts for k in ("delimiter", "null", "header")):
-        raise SqlError("cannot specify DELIMITER, NULL or HEADER in BINARY mode", "42601")
-    if len(spec.get("delimiter", "\t")) != 1:
-        raise SqlError("COPY delimiter must be a single one-byte character", "0A000")
-    if fmt != "csv" and ("quote" in opts or "escape" in opts or "force_quote" in opts):
-        raise SqlError("COPY QUOTE, ESCAPE and FORCE_QUOTE are available only in CSV mode",
-                       "0A000")
-    if direction == "from" and "force_quote" in opts:
-        raise SqlError("COPY FORCE_QUOTE is available only with COPY TO", "0A000")
-    return CopySpec(table, table_sql, columns, query, qoff, direction, **spec)
+    """The CopySpec of a COPY statement, as the dialect parses it (planner/commands.py)."""
+    stmts = parse_sql(sql)
+    if len(stmts) != 1 or not isinstance(stmts[0], KuduCopy):
+        raise SqlError("not a COPY statement", "42601")
+    return stmts[0].args["spec"]
 
 
 # -- COPY FROM --------------------------------------------------------------------------------

@@ -74,11 +74,9 @@ from engine.types import DataType
 from planner.ddl import declared_columns
 from planner.errors import SqlError, UndefinedObject
 from planner.expr import ArrayType, HostFunction, array_to_list, list_to_array
+from wire.settings import SERVER_VERSION, SERVER_VERSION_NUM
 
 Value = pa.Scalar | pa.Array | pa.ChunkedArray
-
-SERVER_VERSION = "15.6"
-
 
 def version_string(server_version: str) -> str:
     """version(): 'PostgreSQL 15.6 (...) on ...' (SQLAlchemy parses "PostgreSQL 15.6")."""
@@ -949,7 +947,7 @@ _SETTINGS = {
     "is_superuser": "on", "jit": "off", "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8",
     "max_identifier_length": "63", "max_index_keys": "32", "search_path": '"$user", public',
     "server_encoding": "UTF8", "server_version": SERVER_VERSION,
-    "server_version_num": "150006", "standard_conforming_strings": "on",
+    "server_version_num": SERVER_VERSION_NUM, "standard_conforming_strings": "on",
     "statement_timeout": "0", "TimeZone": "UTC", "transaction_isolation": "read committed",
     "transaction_read_only": "off",
 }

@@ -27,9 +27,10 @@ import dataclasses
 
 import pyarrow as pa
 
+from planner.commands import KuduCommand, KuduCopy, KuduExplain, KuduFetch
+from planner.dialect import KuduDeallocate
 from planner.errors import SqlError
 from planner.result import StatementResult
-from wire.lexer import Words
 
 
 @dataclasses.dataclass
@@ -37,14 +38,31 @@ class PreparedStatement:
     name: str
     sql: str
     param_oids: tuple[int, ...]
-    kind: str                                   # empty | copy | wire | plain (connection)
-    words: list[str] = dataclasses.field(default_factory=list)  # first words, lower-case
+    statement: object                           # the front door's Statement (session/)
     described: bool = False
     param_types: list[pa.DataType | None] = dataclasses.field(default_factory=list)
     schema: pa.Schema | None = None             # None: returns no rows
     result_oids: list[tuple[int, int]] | None = None   # what Describe S announced
     param_desc_oids: list[int] = dataclasses.field(default_factory=list)  # ditto
     rows_announced: bool = False                # a RowDescription for it was sent
+
+    @property
+    def kind(self) -> str:
+        """empty | copy | wire (a command the connection answers: described without the
+        pool) | plain (the session's: a query, DML, DDL, EXPLAIN; or one that does not
+        parse, whose error comes when it is described or run)."""
+        try:
+            node = self.statement.node
+        except SqlError:
+            return "plain"
+        if node is None:
+            return "empty"
+        if isinstance(node, KuduCopy):
+            return "copy"
+        if isinstance(node, (KuduCommand, KuduDeallocate)) and \
+                not isinstance(node, KuduExplain):
+            return "wire"
+        return "plain"
 
 
 class Rows:
@@ -147,99 +165,16 @@ class Portal:
 
 
 @dataclasses.dataclass(frozen=True)
-class Declare:
-    name: str
-    query: str
-    query_offset: int      # 0-based offset of the query in the statement (error positions)
-    hold: bool
-    binary: bool
-
-
-@dataclasses.dataclass(frozen=True)
 class Fetch:
     name: str
     move: bool
     kind: str              # "forward" | "backward" | "absolute" | "relative"
     count: int | None      # None = ALL
 
-
-def parse_declare(sql: str) -> Declare:
-    w = Words(sql)
-    w.accept("declare")
-    name = w.ident()
-    if name is None:
-        raise w.syntax_error('Expected a cursor name')
-    binary = hold = False
-    while True:
-        opt = w.accept_any("binary", "insensitive", "asensitive", "scroll", "no")
-        if opt is None:
-            break
-        if opt == "binary":
-            binary = True
-        elif opt == "no":
-            w.accept("scroll")
-    if not w.accept("cursor"):
-        raise w.syntax_error('Expected CURSOR')
-    if w.accept("with", "hold"):
-        hold = True
-    else:
-        w.accept("without", "hold")
-    if not w.accept("for"):
-        raise w.syntax_error('Expected FOR')
-    t = w.peek()
-    if t is None:
-        raise SqlError("syntax error at end of input", "42601", len(sql) + 1)
-    return Declare(name, w.rest(), t.pos, hold, binary)
-
-
-def _count(w: Words) -> int | None:
-    t = w.peek()
-    if t is not None and t.kind == "num":
-        w.next()
-        return int(float(t.text))
-    if t is not None and t.kind == "op" and t.text == "-":
-        w.next()
-        n = w.next()
-        return -int(float(n.text)) if n is not None and n.kind == "num" else 0
-    if w.accept("all"):
-        return None
-    return 1
-
-
-def parse_fetch(sql: str) -> Fetch:
-    w = Words(sql)
-    move = w.accept_any("fetch", "move") == "move"
-    kind, count = "forward", 1
-    d = w.accept_any("next", "prior", "first", "last", "absolute", "relative", "all",
-                     "forward", "backward")
-    if d == "next":
-        pass
-    elif d == "prior":
-        kind = "backward"
-    elif d == "first":
-        kind, count = "absolute", 1
-    elif d == "last":
-        kind, count = "absolute", -1
-    elif d in ("absolute", "relative"):
-        kind, count = d, _count(w)
-    elif d == "all":
-        count = None
-    elif d in ("forward", "backward"):
-        kind = d
-        t = w.peek()
-        count = _count(w) if t is not None and (t.kind == "num" or t.text in ("all", "-")) \
-            else 1
-    else:
-        t = w.peek()
-        if t is not None and (t.kind == "num" or (t.kind == "op" and t.text == "-")):
-            count = _count(w)
-            if count is not None and count < 0:
-                kind, count = "backward", -count
-    w.accept_any("from", "in")
-    name = w.ident()
-    if name is None or not w.at_end():
-        raise w.syntax_error('FETCH [direction] [FROM | IN] cursor')
-    return Fetch(name, move, kind, count)
+    @classmethod
+    def of(cls, node: KuduFetch) -> Fetch:
+        a = node.args
+        return cls(a["name"], bool(a.get("move")), a["kind"], a.get("count"))
 
 
 def fetch(portal: Portal, f: Fetch) -> StatementResult:
@@ -279,28 +214,3 @@ def _fetched(f: Fetch, rows, portal: Portal) -> StatementResult:
     if rows is None:
         rows = pa.table({})
     return StatementResult("FETCH", table=rows, rowcount=count)
-
-
-def parse_close(sql: str) -> str | None:
-    """CLOSE name -> name; CLOSE ALL -> None."""
-    w = Words(sql)
-    w.accept("close")
-    if w.accept("all") and w.at_end():
-        return None
-    name = w.ident()
-    if name is None or not w.at_end():
-        raise w.syntax_error('CLOSE takes a cursor name or ALL')
-    return name
-
-
-def parse_deallocate(sql: str) -> str | None:
-    """DEALLOCATE [PREPARE] name -> name; DEALLOCATE ALL -> None."""
-    w = Words(sql)
-    w.accept("deallocate")
-    w.accept("prepare")
-    if w.accept("all") and w.at_end():
-        return None
-    name = w.ident()
-    if name is None or not w.at_end():
-        raise w.syntax_error('DEALLOCATE takes a statement name or ALL')
-    return name

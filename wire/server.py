@@ -255,7 +255,7 @@ class ServerThread:
 
 def serve(config: ServerConfig, data_dir: str) -> int:
     """Run the server until SIGINT/SIGTERM (`kudusql serve`)."""
-    from kudusql.session import Database
+    from session import Database
 
     check_config(config)
     os.makedirs(data_dir, exist_ok=True)

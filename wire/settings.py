@@ -20,6 +20,10 @@ queries run (TimeZone included: there is no timestamptz, timestamps are UTC).
     SET SESSION CHARACTERISTICS AS TRANSACTION ... / SET TRANSACTION ...   (accepted)
     RESET name | RESET ALL
     SHOW name | SHOW ALL
+
+The dialect parses them (planner/commands.py: KuduSet, KuduReset, KuduShowSetting);
+`Settings.execute(node)` runs one. `SERVER_VERSION` is the one version string the server
+reports (ParameterStatus, SHOW server_version, version()).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import pyarrow as pa
 from planner.errors import SqlError
 from planner.guard import default_query_mem_limit, format_bytes, parse_bytes
 from planner.result import StatementResult
-from wire.lexer import Words
+from planner.commands import KuduReset, KuduSet, KuduShowSetting
 
 SERVER_VERSION = "15.6 (kudusql 0.1.0)"
 SERVER_VERSION_NUM = "150006"
@@ -226,87 +230,39 @@ class Settings:
         return out
 
     # -- statements -------------------------------------------------------------------------
-    def execute(self, sql: str) -> StatementResult | None:
-        """Run SET / RESET / SHOW if `sql` is one this module answers, else None (e.g.
-        SHOW TABLES, which the session answers)."""
-        w = Words(sql)
-        if w.accept("set"):
-            return self._set(w)
-        if w.accept("reset"):
-            if w.accept("all"):
+    def execute(self, node: KuduSet | KuduReset | KuduShowSetting) -> StatementResult:
+        """Run SET / RESET / SHOW (a node of planner/commands.py)."""
+        name = node.args.get("name")
+        if isinstance(node, KuduSet):
+            if not node.args.get("noop"):
+                value = node.args.get("value")
+                if value is None:
+                    self.reset(name)
+                else:
+                    self.set(name, value)
+            return StatementResult("SET")
+        if isinstance(node, KuduReset):
+            if name is None:
                 self.reset_all()
             else:
-                name = self._name(w)
                 self.reset(name)
             return StatementResult("RESET")
-        if w.accept("show"):
-            return self._show(w)
-        return None
-
-    def _name(self, w: Words) -> str:
-        for alias, name in _ALIASES.items():
-            if w.accept(*alias.split()):
-                return name
-        name = w.ident()
-        if name is None:
-            raise w.syntax_error('Expected a parameter name')
-        return name
-
-    def _set(self, w: Words) -> StatementResult:
-        w.accept_any("session", "local")
-        if w.accept("transaction") or w.accept("session", "characteristics"):
-            return StatementResult("SET")
-        if w.accept("time", "zone"):
-            name = "TimeZone"
-        elif w.accept("names"):
-            name = "client_encoding"
-        elif w.accept("schema"):
-            name = "search_path"
-        else:
-            name = w.ident()
-            if name is None:
-                raise w.syntax_error()
-            if not w.accept_any("to", "="):
-                raise w.syntax_error('Expected TO or = after the parameter name')
-        if w.accept("default") or (name == "TimeZone" and w.accept("local")):
-            self.reset(name)
-            return StatementResult("SET")
-        values = []
-        while not w.at_end():
-            t = w.next()
-            if t.kind == "op" and t.text == ",":
-                continue
-            if t.kind == "op" and t.text in ("-", "+"):
-                nxt = w.next()
-                values.append(t.text + (nxt.raw if nxt else ""))
-                continue
-            values.append(t.text if t.kind in ("str", "qid") else t.raw)
-        if not values:
-            raise w.syntax_error('SET needs a value')
-        self.set(name, ", ".join(values))
-        return StatementResult("SET")
+        return self._show(name)
 
     def show(self, key: str) -> str:
         """A setting's value as SHOW prints it (time settings in PostgreSQL's units)."""
         value = self.values[key]
         return format_ms(int(value)) if key in MS_SETTINGS and value.isdigit() else value
 
-    def _show(self, w: Words) -> StatementResult | None:
-        if w.accept("all"):
+    def _show(self, name: str | None) -> StatementResult:
+        if name is None:
             names = sorted(self.values, key=str.lower)
             t = pa.table({"name": pa.array(names, pa.string()),
                           "setting": pa.array([self.show(n) for n in names], pa.string()),
                           "description": pa.array([""] * len(names), pa.string())})
             return StatementResult.rows("SHOW", t)
-        start = w.i
-        name = self._name(w)
-        if not w.at_end():
-            w.i = start
-            return None         # SHOW COLUMNS FROM t, SHOW CREATE TABLE t, ...: the session's
         key = canonical(name)
         if key not in self.values:
-            if name.lower() in ("tables", "databases", "schemas"):
-                return None
             raise SqlError(f'unrecognized configuration parameter "{name}"', "42704")
         return StatementResult.rows("SHOW", pa.table({key: pa.array([self.show(key)],
                                                                      pa.string())}))

@@ -19,21 +19,25 @@ from __future__ import annotations
 
 from planner.errors import SqlError
 from planner.result import StatementResult
-from wire.lexer import Words
+from planner.commands import KuduTransaction
 
 NOT_UNDONE = ("kudusql applies each statement when it runs (Kudu semantics): ROLLBACK does "
               "not undo writes that were already applied")
-
-# first word(s) of the statements that manage the block
-CONTROL = {"begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release"}
 
 
 class InFailedTransaction(SqlError):
     sqlstate = "25P02"
 
 
-def allowed_when_failed(words: list[str]) -> bool:
-    return bool(words) and words[0] in ("rollback", "abort", "commit", "end")
+def allowed_when_failed(stmt) -> bool:
+    """ROLLBACK / ABORT / COMMIT / END / ROLLBACK TO end a failed block; `stmt` a
+    front-door Statement (session/frontdoor.py; one that does not parse is refused too)."""
+    try:
+        node = stmt.node
+    except SqlError:
+        return False
+    return isinstance(node, KuduTransaction) and node.verb in ("ROLLBACK", "ROLLBACK TO",
+                                                               "COMMIT")
 
 
 class TransactionState:
@@ -45,8 +49,10 @@ class TransactionState:
     def in_block(self) -> bool:
         return self.status != b"I"
 
-    def check(self, words: list[str]) -> None:
-        if self.status == b"E" and not allowed_when_failed(words):
+    def check(self, stmt) -> None:
+        """25P02 for a statement a failed block refuses (the statement is looked at only
+        then)."""
+        if self.status == b"E" and not allowed_when_failed(stmt):
             raise InFailedTransaction("current transaction is aborted, commands ignored "
                                       "until end of transaction block")
 
@@ -55,28 +61,24 @@ class TransactionState:
         if self.status == b"T":
             self.status = b"E"
 
-    def execute(self, sql: str, session) -> StatementResult:
-        """Run one block-control statement (its first word is in CONTROL); `session` is
-        told about BEGIN / COMMIT / ROLLBACK so its own bookkeeping matches."""
-        w = Words(sql)
-        verb = w.next().text
-        if verb in ("begin", "start"):
+    def execute(self, node: KuduTransaction, session) -> StatementResult:
+        """Run one block-control statement; `session` is told about BEGIN / COMMIT /
+        ROLLBACK (`Session.transaction`) so its own bookkeeping matches."""
+        verb, name = node.verb, node.args.get("name")
+        if verb == "BEGIN":
             if self.status != b"I":
                 return StatementResult("BEGIN", notices=[
                     "WARNING: there is already a transaction in progress"])
-            session.execute("BEGIN")
+            session.transaction("BEGIN")
             self.status = b"T"
             self.savepoints.clear()
             return StatementResult("BEGIN")
-        if verb == "savepoint":
-            name = w.ident()
+        if verb == "SAVEPOINT":
             if self.status == b"I":
                 raise SqlError("SAVEPOINT can only be used in transaction blocks", "25P01")
             self.savepoints.append(name or "")
             return StatementResult("SAVEPOINT")
-        if verb == "release":
-            w.accept("savepoint")
-            name = w.ident()
+        if verb == "RELEASE":
             if self.status == b"I":
                 raise SqlError("RELEASE SAVEPOINT can only be used in transaction blocks",
                                "25P01")
@@ -84,19 +86,16 @@ class TransactionState:
                 raise SqlError(f'savepoint "{name}" does not exist', "3B001")
             del self.savepoints[self.savepoints.index(name):]
             return StatementResult("RELEASE")
-        if verb in ("rollback", "abort"):
-            w.accept_any("work", "transaction")
-            if w.accept("to"):
-                w.accept("savepoint")
-                name = w.ident()
-                if self.status == b"I":
-                    raise SqlError("ROLLBACK TO SAVEPOINT can only be used in transaction "
-                                   "blocks", "25P01")
-                if name not in self.savepoints:
-                    raise SqlError(f'savepoint "{name}" does not exist', "3B001")
-                del self.savepoints[self.savepoints.index(name) + 1:]
-                self.status = b"T"
-                return StatementResult("ROLLBACK", notices=["WARNING: " + NOT_UNDONE])
+        if verb == "ROLLBACK TO":
+            if self.status == b"I":
+                raise SqlError("ROLLBACK TO SAVEPOINT can only be used in transaction "
+                               "blocks", "25P01")
+            if name not in self.savepoints:
+                raise SqlError(f'savepoint "{name}" does not exist', "3B001")
+            del self.savepoints[self.savepoints.index(name) + 1:]
+            self.status = b"T"
+            return StatementResult("ROLLBACK", notices=["WARNING: " + NOT_UNDONE])
+        if verb == "ROLLBACK":
             return self._end(session, "ROLLBACK")
         # commit / end
         return self._end(session, "ROLLBACK" if self.status == b"E" else "COMMIT")
@@ -105,10 +104,10 @@ class TransactionState:
         if self.status == b"I":
             return StatementResult(verb, notices=[
                 "WARNING: there is no transaction in progress"])
-        r = session.execute(verb)
+        r = session.transaction(verb)
         self.status = b"I"
         self.savepoints.clear()
-        notices = list(r[0].notices) if r else []
+        notices = list(r.notices)
         if verb == "ROLLBACK":
             notices = ["WARNING: " + n if not n.startswith("WARNING") else n
                        for n in notices] or ["WARNING: " + NOT_UNDONE]

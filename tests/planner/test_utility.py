@@ -133,10 +133,17 @@ def test_not_utility(sql):
     assert not is_utility(ast)
 
 
-def test_other_show_is_postgres_command():
-    """SHOW of a setting stays the Command Postgres makes of it (for the session layer)."""
-    for sql in ("SHOW search_path", "SHOW TRANSACTION ISOLATION LEVEL", "show all"):
-        assert parse(sql) == sqlglot.parse(sql, dialect="postgres")
+def test_show_of_a_setting_is_its_own_node():
+    """SHOW of a setting is parsed once, into KuduShowSetting (the front door, issue 14:
+    it was the Command Postgres makes of it, which the wire layer parsed again); another
+    SHOW stays that Command."""
+    from planner.commands import KuduShowSetting
+    for sql, name in (("SHOW search_path", "search_path"),
+                      ("SHOW TRANSACTION ISOLATION LEVEL", "transaction_isolation"),
+                      ("show all", None)):
+        (node,) = parse(sql)
+        assert isinstance(node, KuduShowSetting) and node.args.get("name") == name
+    assert parse("SHOW DATABASES") == sqlglot.parse("SHOW DATABASES", dialect="postgres")
 
 
 @pytest.mark.parametrize("sql, at", [

@@ -1,11 +1,11 @@
-"""Just enough SQL lexing for the statements the wire layer answers itself.
+"""The words of PostgreSQL's session commands, for their small grammars (planner/commands.py).
 
-The wire layer never parses queries; it only needs to tell a `SET`, `SHOW`, `BEGIN`,
-`COPY`, `FETCH`, `CREATE USER` ... from everything else (which goes to the session
-unchanged), and to read the few operands those statements take. `Words` turns a statement
-into a list of tokens (words, quoted identifiers, string literals, numbers, punctuation),
-skipping comments; string literals follow standard_conforming_strings (backslashes are
-literal, '' is a quote) plus E'...' escapes.
+The dialect (planner/dialect.py) hands a command's text - SET, SHOW, BEGIN, COPY, DECLARE,
+FETCH, CREATE USER, ... - to its grammar, which reads its operands through `Words`: a
+cursor over the statement's tokens (words, quoted identifiers, string literals, numbers,
+punctuation), comments skipped; string literals follow standard_conforming_strings
+(backslashes are literal, '' is a quote) plus E'...' escapes. Words are lower-cased,
+quoted identifiers kept as written, as PostgreSQL folds them.
 """
 
 from __future__ import annotations
@@ -99,33 +99,6 @@ def tokenize(sql: str) -> list[Token]:
             out.append(Token(kind, raw, raw, pos))
         pos = m.end()
     return out
-
-
-def first_words(sql: str, k: int = 2) -> list[str]:
-    """The first `k` words of a statement, lower-cased (comments skipped); cheap: only
-    the head of the statement is looked at."""
-    words: list[str] = []
-    pos, n = 0, len(sql)
-    while pos < n and len(words) < k:
-        m = _TOKEN.match(sql, pos)
-        if m is None:
-            break
-        if m.lastgroup == "word":
-            words.append(m.group().lower())
-        elif m.lastgroup != "ws" and not (m.group() == "(" and not words):
-            break       # (a leading "(" is skipped: `(SELECT ...) UNION (SELECT ...)`)
-        pos = m.end()
-    return words
-
-
-def normalize(sql: str) -> str:
-    """Lower-case, single-spaced text of a statement without comments and trailing `;`,
-    for matching a handful of fixed statements."""
-    toks = tokenize(sql)
-    while toks and toks[-1].raw == ";":
-        toks.pop()
-    return " ".join(t.raw.lower() if t.kind in ("word", "op", "num") else t.raw
-                    for t in toks)
 
 
 class Words:

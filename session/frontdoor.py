@@ -1,0 +1,120 @@
+"""The front door: a client's string -> Statements, each parsed once by the KuduSQL dialect.
+
+    split_statements(sql)    (offset, text) of each statement (top-level `;`), cached
+    Statement(text, offset)  one statement; `.node` its node, parsed on first use by
+                             planner.dialect.parse_sql (queries, DML, DDL and the session
+                             commands of planner/commands.py), None for an empty statement
+    Statement.ast()          the node for a layer that may change it (the planner)
+
+Every front end hands the session Statements: the DB-API driver and the shell through
+`Session.execute`, the wire server through `Session.statements` / `Session.statement` and
+`Session.run` (it looks at the node's type only to pick its protocol: COPY's sub-protocol,
+an empty query, what a failed transaction block still accepts). Nothing above the session
+parses SQL: the wire reads none (tests/test_layering.py keeps sqlglot out of wire/), and
+the shell only cuts its input at `;` as psql does (shell/statements.py).
+
+Parses are cached by text (process-wide, statements up to `CACHE_TEXT_BYTES`): clients send
+the same statement texts again and again, and the wire's extended protocol parses at Parse.
+A cached node is shared (between sessions and threads), so it is never handed to the
+planner: `ast()` gives a copy (about a fifth of a parse), except for the session commands'
+nodes, which nothing changes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from planner.commands import KuduCommand
+from planner.dialect import KuduSQL, parse_sql, syntax_error
+from planner.errors import SqlError
+
+CACHE_TEXT_BYTES = 4096
+_READ_ONLY = (KuduCommand,)
+_UNPARSED = object()
+
+
+@functools.lru_cache(maxsize=1024)
+def split_statements(sql: str) -> tuple[tuple[int, str], ...]:
+    """(offset, text) of each statement in `sql` (split at top-level semicolons); cached,
+    since clients send the same statement texts again and again."""
+    try:
+        tokens = KuduSQL().tokenize(sql)
+    except Exception as e:  # noqa: BLE001 - sqlglot's TokenError: an unterminated string...
+        raise syntax_error(sql, e) from None
+    out = []
+    seg_start = None
+    for t in tokens:
+        if t.token_type == TokenType.SEMICOLON:
+            if seg_start is not None:
+                out.append((seg_start, sql[seg_start:t.start].rstrip()))
+            seg_start = None
+        elif seg_start is None:
+            seg_start = t.start
+    if seg_start is not None:
+        out.append((seg_start, sql[seg_start:].rstrip()))
+    return tuple(out)
+
+
+def _parse_one(text: str) -> exp.Expr | None:
+    asts = parse_sql(text)
+    if len(asts) > 1:
+        raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
+    return asts[0] if asts else None
+
+
+_parse_cached = functools.lru_cache(maxsize=512)(_parse_one)
+
+
+class Statement:
+    """One statement of a client's string: `text`, `offset` (where it starts in that
+    string: the caller adds it to error positions) and its node, parsed once."""
+
+    __slots__ = ("text", "offset", "_node", "_shared", "_spent")
+
+    def __init__(self, text: str, offset: int = 0):
+        self.text = text
+        self.offset = offset
+        self._node = _UNPARSED
+        self._shared = False       # the node is the parse cache's
+        self._spent = False        # our own node went to the planner (it may have changed)
+
+    @property
+    def node(self) -> exp.Expr | None:
+        """The statement's node (SqlError 42601 if it does not parse); None: empty."""
+        if self._node is _UNPARSED:
+            self._shared = len(self.text) <= CACHE_TEXT_BYTES
+            self._node = _parse_cached(self.text) if self._shared else _parse_one(self.text)
+        return self._node
+
+    def ast(self) -> exp.Expr | None:
+        """The node for a layer that may change it: a copy of a shared node, our own node
+        the first time (parsed again after that)."""
+        node = self.node
+        if node is None or isinstance(node, _READ_ONLY):
+            return node
+        if self._shared:
+            return node.copy()
+        if self._spent:
+            return _parse_one(self.text)
+        self._spent = True
+        return node
+
+    @classmethod
+    def parsed(cls, text: str, node: exp.Expr | None, offset: int = 0) -> Statement:
+        """A statement already parsed as part of another (DECLARE's query, what COPY TO
+        reads, EXPLAIN's statement): its node is shared with that one's."""
+        s = cls(text, offset)
+        s._node, s._shared = node, True
+        return s
+
+    def __repr__(self) -> str:
+        return f"Statement({self.text!r}, offset={self.offset})"
+
+
+def statements(sql: str) -> list[Statement]:
+    """The Statements of a client's string (not parsed yet: each parses when it runs, so a
+    syntax error in the third stops the string there, after the first two ran)."""
+    return [Statement(text, offset) for offset, text in split_statements(sql)]

@@ -1,0 +1,371 @@
+"""Session: one connection's state, and the dispatch of its statements by node type.
+
+    s = db.session()                                  # session/database.py
+    for result in s.execute("INSERT ...; SELECT ...", params): ...   # StatementResult each
+    s.run(stmt, params, stream)                       # one front-door Statement
+
+A SQL string may hold several statements separated by `;`; they run in order and the first
+error stops the rest (PostgreSQL's simple-query behaviour). Each is parsed once, by the
+dialect, when it runs (session/frontdoor.py); `run` then dispatches on its node's type:
+
+    a handler the front end registered      `session.handlers[NodeType] = fn(stmt, params)`:
+      (Session.handlers)                    the wire server runs the commands whose state is
+                                            the connection's (settings, cursors, the
+                                            transaction block, roles: wire/connection.py)
+    KuduExplain                             planner.statement.explain
+    KuduTransaction                         BEGIN / COMMIT / ROLLBACK (`transaction`)
+    KuduSet                                 the session's own settings (`_set`)
+    KuduPrepare / KuduExecute / KuduDeallocate   SQL-level prepared statements
+    KuduListen                              LISTEN / NOTIFY 0A000; UNLISTEN: nothing to do
+    another session command                 0A000 `VERB is not supported` (SHOW a
+                                            setting, COPY, DECLARE ... need a server)
+    anything else                           planner.statement.execute (queries, INSERT and
+                                            KuduUpsert, UPDATE, DELETE, DDL, SHOW TABLES...)
+
+Errors are `planner.errors.SqlError` with a SQLSTATE and a 1-based position into the
+*whole* string (session/errors.py). Per-row write failures do not raise here: they come
+back in `StatementResult.row_errors` with the other rows applied (the DB-API turns them
+into an IntegrityError / DataError carrying the list).
+
+Parameters: `$1`, `$2`, ... (PostgreSQL) or `?` (in order), bound as typed constants. With
+parameters, a statement the plan cache knows (planner/plan_cache.py: by text) runs without
+being looked at again, and INSERT / UPSERT ... VALUES ($1, ...) go straight to the tablets
+(`_bulk_insert`).
+
+Stopping and limits: `Session.cancel()` (any thread) stops the running statement with 57014
+within ~100 ms of work (planner/guard.py: every operator checks between morsels); each
+statement gets a `QueryGuard` that also meters its intermediate Arrow data against the
+session's `query_mem_limit` (53200 past it). The limit comes from `Database.open(...,
+query_mem_limit=)` (default: a quarter of the machine's RAM) and `SET query_mem_limit = '2GB'`
+changes it for the session (`'0'`: no limit; RESET / SET ... TO DEFAULT restores it).
+
+Prepared statements: `PREPARE name [(types)] AS ...` / `EXECUTE name (args)` /
+`DEALLOCATE` keep `planner.statement.PreparedSql` in `Session.prepared` (docs/sql.md);
+EXECUTE runs the statement with its arguments as parameters, through the plan cache.
+
+Transactions: every statement is applied when it runs, row by row (Kudu has no multi-row
+transactions). BEGIN / COMMIT are accepted; ROLLBACK is accepted with a warning notice that
+the writes already applied stay applied - it never claims to undo them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable
+
+import pyarrow as pa
+from sqlglot import exp
+
+from planner import rules, statement
+from planner.commands import (
+    KuduCommand,
+    KuduExplain,
+    KuduListen,
+    KuduSet,
+    KuduTransaction,
+    KuduUpsert,
+)
+from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare
+from planner.errors import FeatureNotSupported, SqlError
+from planner.guard import QueryGuard, parse_bytes
+from planner.plan_cache import PlanCache
+from planner.result import StatementResult
+from planner.utility import is_utility
+from session.errors import QueryCanceled, engine_errors_as_sql, sql_errors
+from session.frontdoor import Statement, split_statements, statements
+
+ROLLBACK_NOTICE = ("kudusql applies each statement when it runs (Kudu semantics): ROLLBACK "
+                   "does not undo writes that were already applied")
+
+
+def _ident(node) -> str:
+    """An identifier's name as PostgreSQL folds it: unquoted lower-cased."""
+    return node.name if getattr(node, "quoted", False) else node.name.lower()
+
+
+Handler = Callable[[Statement, "list | None"], StatementResult]
+
+
+class Session:
+    """A connection's state. `cancel()` (from another thread) interrupts the running
+    statement with 57014."""
+
+    def __init__(self, db, catalog=None):
+        self.db = db
+        self.catalog = catalog if catalog is not None else db.catalog
+        self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
+        self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
+        self.in_transaction = False
+        self._cancel = threading.Event()
+        self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
+        # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
+        # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
+        self.disabled_rules: frozenset[str] = frozenset()
+        self.prepared: dict[str, statement.PreparedSql] = {}   # SQL-level PREPARE, by name
+        # node type -> the front end's handler for it (it runs before the session's own)
+        self.handlers: dict[type, Handler] = {}
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def reset_cancel(self) -> None:
+        """Forget a cancel that came after the statement it meant had ended (a front end
+        calls it as its next statement starts)."""
+        self._cancel.clear()
+
+    def _check_cancel(self) -> None:
+        if self._cancel.is_set():
+            self._cancel.clear()
+            raise QueryCanceled("canceling statement due to user request")
+
+    def _guard(self) -> QueryGuard:
+        """The running statement's cancel check and memory meter (planner/guard.py)."""
+        return QueryGuard(self._check_cancel, self.query_mem_limit)
+
+    # -- the front door ---------------------------------------------------------------------
+    @staticmethod
+    def statements(sql: str) -> list[Statement]:
+        """The statements of a client's string (session/frontdoor.py), each parsed when it
+        is first looked at."""
+        return statements(sql)
+
+    @staticmethod
+    def statement(sql: str) -> Statement:
+        """`sql` as one statement (the wire's Parse message): 42601 if it holds more."""
+        body = sql.strip().rstrip(";")
+        if ";" in body and len(split_statements(sql)) > 1:
+            raise SqlError("cannot insert multiple commands into a prepared statement",
+                           "42601")
+        return Statement(sql)
+
+    def execute(self, sql: str, params=None) -> list[StatementResult]:
+        """Run every statement in `sql`; see the module docstring."""
+        return list(self.execute_iter(sql, params, stream=False))
+
+    def execute_iter(self, sql: str, params=None, stream: bool = True):
+        """Like `execute`, one result at a time: a statement runs when its result is asked
+        for. With `stream`, SELECT results stream their rows (`StatementResult.stream`);
+        consume each before asking for the next, since later statements may write."""
+        self._cancel.clear()
+        stmts = statements(sql)
+        if params and len(stmts) > 1:
+            raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
+        for stmt in stmts:
+            with sql_errors(stmt.offset):
+                r = self.run(stmt, params, stream=stream)
+            yield r
+
+    def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
+        """One statement's text (see `run`)."""
+        return self.run(Statement(text), params, stream)
+
+    def run(self, stmt: Statement, params=None, stream: bool = False) -> StatementResult:
+        """Run one statement; engine errors come out as SqlError with their SQLSTATE and
+        positions in `stmt.text` (the caller adds `stmt.offset`)."""
+        # the session's rule switches, else whatever a caller's rules.disabled_rules block
+        # set for this thread
+        switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
+            contextlib.nullcontext()
+        with sql_errors(), switches:
+            r = self._run(stmt, params, stream)
+        if r.stream is not None:
+            r.stream = engine_errors_as_sql(r.stream)
+        return r
+
+    def _run(self, stmt: Statement, params, stream: bool) -> StatementResult:
+        text = stmt.text
+        if params:
+            # by text, before the node is looked at: a statement the plan cache knows
+            t = self._plans.point_result(self.catalog, text, params)
+            if t is not None:
+                return StatementResult.rows("SELECT", t)
+            out = self._plans.lookup(self.catalog, text, params)
+            if out is not None:
+                return statement.run_cached(self.catalog, out, stream, self._guard())
+            r = self._bulk_insert(stmt, [params])
+            if r is not None:
+                return r
+        node = stmt.node
+        if node is None:
+            return StatementResult("EMPTY")
+        handler = self.handlers.get(type(node))
+        if handler is not None:
+            return handler(stmt, params)
+        if isinstance(node, KuduCommand):
+            return self._command(stmt, params, stream)
+        if isinstance(node, (KuduPrepare, KuduExecute, KuduDeallocate)):
+            return self._prepared_statement(stmt, stream)
+        return statement.execute(self.catalog, stmt.ast(), text, params,
+                                 upsert=isinstance(node, KuduUpsert),
+                                 check_cancel=self._guard(), stream=stream,
+                                 cache=self._plans)
+
+    def _command(self, stmt: Statement, params, stream: bool) -> StatementResult:
+        """The session commands the session runs itself (planner/commands.py)."""
+        node = stmt.node
+        if isinstance(node, KuduExplain):
+            with sql_errors(node.args["offset"]):
+                return statement.explain(self.catalog, node.this.copy(), node.args["inner"],
+                                         params, node.args["analyze"], self._guard())
+        if isinstance(node, KuduTransaction) and node.verb in ("BEGIN", "COMMIT", "ROLLBACK",
+                                                               "ROLLBACK TO"):
+            return self.transaction(node.verb.split()[0])
+        if isinstance(node, KuduSet):
+            self._set(node)
+            return StatementResult("SET")
+        if isinstance(node, KuduListen) and node.verb == "UNLISTEN":
+            return StatementResult("UNLISTEN")     # nothing is ever listened to
+        word = node.args.get("word") or node.verb.split()[0]
+        raise FeatureNotSupported(f"{word} is not supported", position=1)
+
+    def transaction(self, verb: str) -> StatementResult:
+        """BEGIN / COMMIT / ROLLBACK as the session sees them: nothing to undo or commit
+        (each statement was applied when it ran); ROLLBACK says so in a notice."""
+        if verb == "BEGIN":
+            self.in_transaction = True
+            return StatementResult("BEGIN")
+        self.in_transaction = False
+        if verb == "COMMIT":
+            return StatementResult("COMMIT")
+        return StatementResult("ROLLBACK", notices=[ROLLBACK_NOTICE])
+
+    def _set(self, node: KuduSet) -> None:
+        """The settings the embedded session acts on: SET query_mem_limit = '2GB' | DEFAULT
+        and SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are accepted
+        and ignored (the wire server keeps its own, wire.settings)."""
+        name = (node.args.get("name") or "").lower()
+        value = node.args.get("value")
+        if name == "query_mem_limit":
+            self.query_mem_limit = self.db.query_mem_limit \
+                if value is None or value.lower() == "default" else parse_bytes(value)
+        elif name == "kudusql.disabled_rules":
+            self.disabled_rules = rules.check_rule_names(
+                [] if value is None else value.split(","))
+
+    # -- describing ---------------------------------------------------------------------------
+    def describe(self, sql: str | Statement):
+        """(parameter types, result schema) of one statement without running it: the wire
+        protocol's ParameterDescription and RowDescription. Types are Arrow types; a
+        parameter type is None when nothing in the statement implies one; the schema is None
+        for statements that return no rows."""
+        if isinstance(sql, Statement):
+            stmt = sql
+        else:
+            stmts = statements(sql)
+            if len(stmts) != 1:
+                if not stmts:
+                    return [], None
+                raise SqlError("cannot insert multiple commands into a prepared statement",
+                               "42601")
+            stmt = stmts[0]
+        with sql_errors(stmt.offset):
+            node = stmt.node
+            if node is None:
+                return [], None
+            if isinstance(node, KuduExplain):
+                params = statement.parameter_types(self.catalog, node.this.copy())
+                return params, pa.schema([pa.field("QUERY PLAN", pa.string())])
+            if isinstance(node, (KuduCommand, KuduPrepare, KuduDeallocate)):
+                return [], None
+            if isinstance(node, KuduExecute):
+                p = self.prepared.get(_ident(node.this))
+                if p is None:
+                    raise SqlError(f'prepared statement "{_ident(node.this)}" does not exist',
+                                   "26000")
+                inner = Statement(p.text).ast()
+                if not isinstance(inner, statement.QUERY_TYPES):
+                    return [], None
+                params = [pa.scalar(None, t if t is not None else pa.null()) for t in p.types]
+                return [], statement.describe_query(self.catalog, inner, p.text, params)
+            if is_utility(node):
+                return [], self._utility_schema(stmt)
+            return statement.describe(self.catalog, stmt.ast(), stmt.text)
+
+    def _utility_schema(self, stmt: Statement):
+        """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
+        if isinstance(stmt.node, (exp.Create, exp.Drop, exp.Alter, exp.Comment)):
+            return None
+        r = statement.execute(self.catalog, stmt.ast(), stmt.text)
+        return r.table.schema if r.table is not None else None
+
+    # -- prepared statements -----------------------------------------------------------------
+    def _prepared_statement(self, stmt: Statement, stream: bool) -> StatementResult:
+        """PREPARE / EXECUTE / DEALLOCATE: the session's named statements (PostgreSQL's
+        SQL-level prepared statements). EXECUTE runs the statement text with its arguments
+        as parameters, so a query goes through the plan cache as a Bind would."""
+        ast, text = stmt.node, stmt.text
+        if isinstance(ast, KuduDeallocate):
+            if ast.this is None:
+                self.prepared.clear()
+                return StatementResult("DEALLOCATE ALL")
+            name = _ident(ast.this)
+            if self.prepared.pop(name, None) is None:
+                raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+            return StatementResult("DEALLOCATE")
+        name = _ident(ast.this)
+        if isinstance(ast, KuduPrepare):
+            if name in self.prepared:
+                raise SqlError(f'prepared statement "{name}" already exists', "42P05")
+            self.prepared[name] = statement.prepare(self.catalog, stmt.ast(), text, name)
+            return StatementResult("PREPARE")
+        p = self.prepared.get(name)
+        if p is None:
+            raise SqlError(f'prepared statement "{name}" does not exist', "26000")
+        params = statement.execute_arguments(self.catalog, p, ast, text)
+        try:
+            return self._run(Statement(p.text), params or None, stream)
+        except SqlError as e:
+            e.position = None        # a position in the PREPAREd text, not in this one
+            raise
+
+    # -- many rows at once ---------------------------------------------------------------------
+    def execute_many(self, sql: str, param_sets: list[list]) -> StatementResult | None:
+        """`INSERT/UPSERT ... VALUES ($1, ..., $n)` for many parameter sets as one Arrow
+        batch (one write per tablet instead of one statement per set); row ordinals in
+        errors are the parameter sets' 1-based positions. None when the statement has
+        another shape (the caller then runs the sets one by one)."""
+        stmts = statements(sql)
+        if len(stmts) != 1 or not param_sets:
+            return None
+        with sql_errors(stmts[0].offset):
+            return self._bulk_insert(stmts[0], param_sets)
+
+    def _bulk_insert(self, stmt: Statement, param_sets) -> StatementResult | None:
+        """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
+        shape is kept per statement text. None for other statements."""
+        text = stmt.text
+        shape = self._insert_shapes.get(text)
+        if shape is None:
+            try:
+                ast = stmt.node
+            except SqlError:
+                ast = None
+            n = statement.bulk_parameters(ast) if ast is not None else None
+            # the AST is only read from here on (insert_target, insert_rows)
+            shape = (ast, n, isinstance(ast, KuduUpsert)) if n is not None \
+                else (None, None, None)
+            if len(self._insert_shapes) > 256:
+                self._insert_shapes.clear()
+            self._insert_shapes[text] = shape
+        ast, n, upsert = shape
+        if ast is None or any(len(p) != n for p in param_sets):
+            return None
+        try:
+            columns = [pa.array([p[i].as_py() if isinstance(p[i], pa.Scalar) else p[i]
+                                 for p in param_sets]) for i in range(n)]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            return None        # values pyarrow cannot type as one column: the slow path
+        target = statement.insert_target(self.catalog, ast, text)
+        rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
+        return statement.insert_rows(target, rows, upsert, text, ast.expression)
+
+    def execute_point(self, text: str, params) -> StatementResult | None:
+        """The statement's result if it is a cached primary-key point read whose tablets are
+        open (bounded, in-memory work: the wire server runs it on its event loop), else
+        None without doing anything; see planner.fastpath."""
+        if not params:
+            return None
+        with sql_errors():
+            t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
+        return None if t is None else StatementResult.rows("SELECT", t)
