@@ -279,6 +279,41 @@ class Tablet(TabletMaintenance):
             errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
         return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
 
+    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+        """(row, code, message) of the first row of `op` that `apply` would reject now, or
+        None when every row would apply; changes nothing. INSERT / UPSERT ops only (the
+        in-order writes of `Table.write(..., in_order=True)`); the caller holds the write
+        lock, so the answer stays true until it applies the op.
+
+        A row is rejected for a value that does not convert (NOT_NULL / INVALID, as
+        `apply` reports it) or, for an INSERT, a key that is live now or written by an
+        earlier row of the op: every earlier row is an INSERT or UPSERT that applies (the
+        first rejected row is what is being looked for), so it makes its key live."""
+        ops, table = op.ops, op.rows
+        if len(ops) == 0:
+            return None
+        if not np.isin(ops, (OpType.INSERT, OpType.UPSERT)).all():
+            raise errors.InvalidArgument("an in-order write holds INSERT and UPSERT rows only")
+        bad: dict[int, tuple[str, str]] = {}
+        phys = self._convert(table, ops, bad)
+        first = min(bad) if bad else len(ops)
+        ins = np.flatnonzero(ops[:first] == OpType.INSERT)
+        if len(ins):
+            key_phys = [phys[c.id].slice(0, first) for c in self._key_cols]
+            keys = encode_keys(key_phys, self._key_cols)
+            _, first_seen = np.unique(keys, return_index=True)
+            repeat = np.ones(first, dtype=bool)
+            repeat[first_seen] = False
+            comps = self._components
+            kind = RowOps(comps, self.schema, self._key_cols, self._non_key,
+                          self._mrs_flushed_index)._locate(keys[ins], comps)[0]
+            fails = ins[(kind > 0) | repeat[ins]]
+            if len(fails):
+                return int(fails[0]), RowErrorCode.ALREADY_PRESENT.value, "key already present"
+        if first < len(ops):
+            return first, *bad[first]
+        return None
+
     def memory_bytes(self) -> int:
         """Bytes held by in-memory stores: MemRowSets (active and flushing) and DMSs."""
         comps = self._components
