@@ -300,19 +300,23 @@ class Session:
         r = statement.execute(self.catalog, ast, text)
         return r.table.schema if r.table is not None else None
 
-    def execute_many(self, sql: str, param_sets: list[list]) -> StatementResult | None:
+    def execute_many(self, sql: str, param_sets: list[list], in_order: bool = False
+                     ) -> StatementResult | None:
         """`INSERT/UPSERT ... VALUES ($1, ..., $n)` for many parameter sets as one Arrow
         batch (one write per tablet instead of one statement per set); row ordinals in
         errors are the parameter sets' 1-based positions. None when the statement has
-        another shape (the caller then runs the sets one by one)."""
+        another shape (the caller then runs the sets one by one). `in_order`: the sets
+        apply up to the first that fails (`rowcount` of them), none after it; the wire
+        server's pipelined batches (wire/fastpath.py) then run the failing one alone."""
         stmts = split_statements(sql)
         if len(stmts) != 1 or not param_sets:
             return None
         offset, text = stmts[0]
         with _sql_errors(offset):
-            return self._bulk_insert(text, param_sets)
+            return self._bulk_insert(text, param_sets, in_order)
 
-    def _bulk_insert(self, text: str, param_sets) -> StatementResult | None:
+    def _bulk_insert(self, text: str, param_sets, in_order: bool = False
+                     ) -> StatementResult | None:
         """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
         parse is cached per statement text. None for other statements."""
         shape = self._insert_shapes.get(text)
@@ -337,8 +341,10 @@ class Session:
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             return None        # values pyarrow cannot type as one column: the slow path
         target = statement.insert_target(self.catalog, ast, sql)
+        if in_order and target.ignore_dups:
+            return None
         rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
-        return statement.insert_rows(target, rows, upsert, sql, ast.expression)
+        return statement.insert_rows(target, rows, upsert, sql, ast.expression, in_order)
 
     def execute_point(self, text: str, params) -> StatementResult | None:
         """The statement's result if it is a cached primary-key point read whose tablets are
