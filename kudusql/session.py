@@ -300,23 +300,25 @@ class Session:
         r = statement.execute(self.catalog, ast, text)
         return r.table.schema if r.table is not None else None
 
-    def execute_many(self, sql: str, param_sets: list[list], in_order: bool = False
-                     ) -> StatementResult | None:
+    def execute_many(self, sql: str, param_sets: list[list] | None, in_order: bool = False,
+                     columns: list | None = None) -> StatementResult | None:
         """`INSERT/UPSERT ... VALUES ($1, ..., $n)` for many parameter sets as one Arrow
         batch (one write per tablet instead of one statement per set); row ordinals in
         errors are the parameter sets' 1-based positions. None when the statement has
         another shape (the caller then runs the sets one by one). `in_order`: the sets
         apply up to the first that fails (`rowcount` of them), none after it; the wire
-        server's pipelined batches (wire/fastpath.py) then run the failing one alone."""
+        server's pipelined batches (wire/fastpath.py) then run the failing one alone.
+        `columns` instead of `param_sets`: the values by parameter, each a pyarrow Array
+        or a list (what `pa.array` makes of the sets' values)."""
         stmts = split_statements(sql)
-        if len(stmts) != 1 or not param_sets:
+        if len(stmts) != 1 or not (param_sets or columns):
             return None
         offset, text = stmts[0]
         with _sql_errors(offset):
-            return self._bulk_insert(text, param_sets, in_order)
+            return self._bulk_insert(text, param_sets, in_order, columns)
 
-    def _bulk_insert(self, text: str, param_sets, in_order: bool = False
-                     ) -> StatementResult | None:
+    def _bulk_insert(self, text: str, param_sets, in_order: bool = False,
+                     columns: list | None = None) -> StatementResult | None:
         """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
         parse is cached per statement text. None for other statements."""
         shape = self._insert_shapes.get(text)
@@ -333,11 +335,15 @@ class Session:
                 self._insert_shapes.clear()
             self._insert_shapes[text] = shape
         ast, n, upsert, sql = shape
-        if ast is None or any(len(p) != n for p in param_sets):
+        if ast is None or (len(columns) != n if columns is not None else
+                           any(len(p) != n for p in param_sets)):
             return None
         try:
-            columns = [pa.array([p[i].as_py() if isinstance(p[i], pa.Scalar) else p[i]
-                                 for p in param_sets]) for i in range(n)]
+            if columns is not None:
+                columns = [c if isinstance(c, pa.Array) else pa.array(c) for c in columns]
+            else:
+                columns = [pa.array([p[i].as_py() if isinstance(p[i], pa.Scalar) else p[i]
+                                     for p in param_sets]) for i in range(n)]
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             return None        # values pyarrow cannot type as one column: the slow path
         target = statement.insert_target(self.catalog, ast, sql)

@@ -32,22 +32,37 @@ statement and parameters those of the last set.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
 
 from planner.result import StatementResult
 from wire import protocol as P
+from wire import types as T
 from wire.portal import Portal, Rows
 
 if TYPE_CHECKING:
     from wire.connection import Connection
 
 MAX_BATCH = 8192          # parameter sets written as one batch at most
+READ_WAIT = 0.002         # s: how long the look-ahead waits for more of a run (see there)
 _BATCH_WORDS = ("insert", "upsert")
 
 
-def _look_ahead(conn: Connection) -> list:
-    """The messages already received after the current one, taken out of the queue (a
-    malformed one is kept as its ProtocolViolation, raised when the queue reaches it)."""
+_RUN = (P.Parse, P.Bind, P.Describe, P.Execute)
+
+
+async def _look_ahead(conn: Connection) -> list:
+    """The messages received after the current one, taken out of the queue (a malformed
+    one is kept as its ProtocolViolation, raised when the queue reaches it).
+
+    While everything received so far could still belong to the run (no Sync, Flush or
+    other message yet), more is read as long as it keeps arriving within READ_WAIT: a
+    driver sends a 5,000-row batch in many TCP segments, and one write for all of it
+    beats one per segment. A client owes no reply before its Sync or Flush (protocol),
+    so waiting for the end of the run cannot stall one; a pause ends the wait anyway."""
     out = list(conn.pushback)
     conn.pushback.clear()
     while len(out) < 4 * MAX_BATCH:
@@ -56,9 +71,16 @@ def _look_ahead(conn: Connection) -> list:
         except P.ProtocolViolation as e:
             out.append(e)
             break
-        if msg is None:
+        if msg is not None:
+            out.append(msg)
+            if not isinstance(msg, _RUN):
+                break
+            continue
+        try:
+            if not await asyncio.wait_for(conn._read_more(), READ_WAIT):
+                break                               # the client closed the connection
+        except asyncio.TimeoutError:
             break
-        out.append(msg)
     return out
 
 
@@ -103,26 +125,26 @@ async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
             (first.portal and first.portal in conn.portals) or \
             any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
         return False
-    msgs = _look_ahead(conn)
+    msgs = await _look_ahead(conn)
     spans, used = _items(first, stmt, msgs)
     if len(spans) < 2:
         conn.pushback.extendleft(reversed(msgs))
         return False
     seq = [first] + msgs
+    binds = [next(m for m in seq[a:b] if isinstance(m, P.Bind)) for a, b in spans]
     # decode every Bind first; one that fails ends the batch before it
-    param_sets = []
-    for a, b in spans:
-        bind = next(m for m in seq[a:b] if isinstance(m, P.Bind))
-        try:
-            param_sets.append(await conn._bind_params(stmt, bind))
-        except Exception:  # noqa: BLE001 - replayed below: the ordinary path reports it
-            break
+    try:
+        first_params = await conn._bind_params(stmt, first)
+    except Exception:  # noqa: BLE001 - replayed below: the ordinary path reports it
+        first_params = None
+    columns, count = ([], 0) if first_params is None else \
+        decode_columns(stmt, binds, first_params)
     result = None
-    if param_sets:
+    if count:
         timer = conn._begin_statement()
         try:
             conn.tx.check(stmt.words)
-            result = await conn._blocking(run, stmt.sql, param_sets, True)
+            result = await conn._blocking(run, stmt.sql, None, True, columns)
         except (P.ProtocolViolation, ConnectionError, OSError):
             raise
         except Exception as e:  # noqa: BLE001 - the ordinary path runs them and reports it
@@ -132,7 +154,7 @@ async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
             result = None
         finally:
             conn._end_statement(timer)
-    done = 0 if result is None else min(max(result.rowcount, 0), len(param_sets))
+    done = 0 if result is None else min(max(result.rowcount, 0), count)
     if done == 0:
         # nothing applied: every message, `first` aside, goes back for the ordinary path
         conn.pushback.extendleft(reversed(msgs))
@@ -152,7 +174,8 @@ async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
                 conn.send(tag)
     conn._drop_portals(lambda p: p.name == first.portal)
     last = StatementResult(result.command, rowcount=1)
-    conn.portals[first.portal] = Portal(first.portal, stmt, param_sets[done - 1],
+    conn.portals[first.portal] = Portal(first.portal, stmt,
+                                        [c[done - 1] for c in columns] if columns else [],
                                         first.result_formats, last, Rows(last),
                                         executed=True)
     # everything not applied goes back, in order, for the ordinary path
@@ -162,3 +185,101 @@ async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
     if done < len(spans):
         conn.batch_off = True
     return True
+
+
+# -- the parameter columns of a run ---------------------------------------------------------
+# binary formats decoded a column at a time: oid -> (big-endian numpy type, width)
+_BINARY_FIXED = {20: (">i8", 8), 23: (">i4", 4), 21: (">i2", 2), 701: (">f8", 8),
+                 700: (">f4", 4), 16: ("u1", 1), 1082: (">i4", 4), 1114: (">i8", 8),
+                 1184: (">i8", 8)}
+_TEXT_OIDS = {25, 1043, 1042, 19, 18}
+_PG_EPOCH_DAYS = 10957                       # 1970-01-01 -> 2000-01-01
+_PG_EPOCH_US = _PG_EPOCH_DAYS * 86_400_000_000
+# Python's date/datetime range (what decoding one value accepts), relative to 2000-01-01
+_DATE_DAYS = (-730119, 2921939)              # 0001-01-01 .. 9999-12-31
+_TS_US = (_DATE_DAYS[0] * 86_400_000_000, (_DATE_DAYS[1] + 1) * 86_400_000_000 - 1)
+
+
+def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
+    """The runs' parameters as one column per parameter (a pyarrow Array, or a list of
+    Python values where a column is decoded value by value), and how many Binds they
+    cover: those before the first one that differs in shape from the first Bind (count
+    or formats) or holds a value that does not decode. The values are exactly what
+    `Connection._bind_params` gives for each Bind, in the Arrow types `pa.array` infers
+    from those Python values (integers int64, floats double, ...).
+
+    Per value in Python only where a column needs it (text format, NUMERIC, ...); the
+    fixed-width binary formats and binary text are converted a column at a time."""
+    n = len(first_params)
+    first = binds[0]
+    shape = (first.param_formats, len(first.params), first.result_formats)
+    count = len(binds)
+    for j, b in enumerate(binds):
+        if (b.param_formats, len(b.params), b.result_formats) != shape:
+            count = j
+            break
+    pf = first.param_formats
+    fmts = [0] * n if not pf else ([pf[0]] * n if len(pf) == 1 else list(pf))
+    oids = list(stmt.param_oids) + [0] * max(0, n - len(stmt.param_oids))
+    columns = []
+    for i in range(n):
+        raw = [b.params[i] for b in binds[:count]]
+        arrow = stmt.param_types[i] if stmt.described else None
+        oid = oids[i]
+        if oid in (0, T.UNKNOWN) and arrow is not None:
+            oid = T.type_oid(arrow)[0]
+        col = _binary_column(raw, oid) if fmts[i] == 1 else None
+        if col is None:
+            col = [first_params[i]]
+            try:
+                for v in raw[1:]:    # a loop per value: formats without a column decoder
+                    col.append(T.decode_param(v, fmts[i], oids[i], arrow))
+            except Exception:  # noqa: BLE001 - this Bind fails in the ordinary path
+                count = len(col)
+        columns.append(col)
+    return [c[:count] for c in columns], count
+
+
+def _binary_column(raw: list, oid: int):
+    """A column of binary-format values of type `oid` as an Arrow array, or None when it
+    takes the value-by-value path (another type, a value of the wrong size, a date or
+    timestamp outside Python's range, bad UTF-8: that path reports the error)."""
+    if oid in _TEXT_OIDS:
+        try:
+            return pa.array(raw, pa.binary()).cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+    spec = _BINARY_FIXED.get(oid)
+    if spec is None:
+        return None
+    dtype, width = spec
+    nulls = raw.count(None)
+    if nulls == len(raw):
+        return None                    # all NULL: pa.array infers the null type
+    present = [v for v in raw if v is not None] if nulls else raw
+    if set(map(len, present)) != {width}:
+        return None
+    values = np.frombuffer(b"".join(present), dtype=dtype)
+    if oid == 16:
+        values = values != 0
+    elif oid in (700, 701):
+        values = values.astype(np.float64)
+    elif oid == 1082:
+        if values.min() < _DATE_DAYS[0] or values.max() > _DATE_DAYS[1]:
+            return None
+        values = values.astype(np.int32) + _PG_EPOCH_DAYS
+    elif oid in (1114, 1184):
+        if values.min() < _TS_US[0] or values.max() > _TS_US[1]:
+            return None
+        values = values.astype(np.int64) + _PG_EPOCH_US
+    else:
+        values = values.astype(np.int64)
+    mask = None
+    if nulls:
+        mask = np.array([v is None for v in raw])
+        full = np.zeros(len(raw), dtype=values.dtype)
+        full[~mask] = values
+        values = full
+    typ = {16: pa.bool_(), 700: pa.float64(), 701: pa.float64(), 1082: pa.date32(),
+           1114: pa.timestamp("us"), 1184: pa.timestamp("us")}.get(oid, pa.int64())
+    return pa.array(values, typ, mask=mask)

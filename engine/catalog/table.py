@@ -439,32 +439,36 @@ class Table:
                     sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
                 t._admit_write()
                 jobs.append((slot, t, idx, WriteOp(op_arr[idx], sub)))
-            locked = []
+            locked, pending = [], []
             try:
-                for _, t, _, _ in jobs:
-                    t._write_lock.acquire()
-                    locked.append(t)
-                for _, t, idx, op in jobs:
-                    f = t.first_failure(op)
-                    if f is not None and int(idx[f[0]]) < first:
-                        first = int(idx[f[0]])
-                        error = RowError(first, f[1], f[2], _row_key(meta, table, first))
-                for slot, t, idx, op in jobs:
-                    m = int(np.searchsorted(idx, first))   # idx ascending: rows < first
-                    if m == 0:
-                        continue
-                    if m < len(idx):
-                        op = WriteOp(op.ops[:m], op.rows.slice(0, m))
-                    r = t.apply(op)
-                    applied += r.num_applied
-                    stamps[slot.tablet_id] = r.timestamp
-                    if r.row_errors:  # cannot happen: first_failure said they all apply
-                        raise errors.EngineError(
-                            f"tablet {t.path}: an in-order write failed a row its check "
-                            f"passed ({r.row_errors[0].message})")
+                try:
+                    for _, t, _, _ in jobs:
+                        t._write_lock.acquire()
+                        locked.append(t)
+                    for _, t, idx, op in jobs:
+                        f = t.first_failure(op)
+                        if f is not None and int(idx[f[0]]) < first:
+                            first = int(idx[f[0]])
+                            error = RowError(first, f[1], f[2], _row_key(meta, table, first))
+                    for slot, t, idx, op in jobs:
+                        m = int(np.searchsorted(idx, first))   # idx ascending: rows < first
+                        if m == 0:
+                            continue
+                        if m < len(idx):
+                            op = WriteOp(op.ops[:m], op.rows.slice(0, m))
+                        pending.append((slot, t, t.apply_deferred(op)))
+                finally:
+                    for t in reversed(locked):
+                        t._write_lock.release()
             finally:
-                for t in reversed(locked):
-                    t._write_lock.release()
+                results = self._finish_all([f for _, _, f in pending])
+            for (slot, t, _), r in zip(pending, results):
+                applied += r.num_applied
+                stamps[slot.tablet_id] = r.timestamp
+                if r.row_errors:  # cannot happen: first_failure said they all apply
+                    raise errors.EngineError(
+                        f"tablet {t.path}: an in-order write failed a row its check "
+                        f"passed ({r.row_errors[0].message})")
         finally:
             lease.release()
         if error is None and first < n:      # the first failure is a routing one
@@ -506,11 +510,45 @@ class Table:
             return slot, idx, t.write(ops, sub)
 
         jobs = [(slot, ops, idx) for slot, (ops, idx) in zip(slots, groups)]
-        if len(jobs) <= 1 or table.num_rows < PARALLEL_WRITE_MIN_ROWS:
+        if len(jobs) <= 1:
             return [one(*j) for j in jobs]
+        if table.num_rows < PARALLEL_WRITE_MIN_ROWS:
+            # small shares: applied one after the other here, their fsyncs waited for
+            # together (Tablet.write_deferred)
+            pending = []
+            try:
+                for slot, ops, idx in jobs:
+                    t = slot.tablet()
+                    sub = table.take(pa.array(idx))
+                    ren = slot.column_renames(meta.schema)
+                    if ren:
+                        sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
+                    pending.append((slot, idx, t.write_deferred(ops, sub)))
+            finally:
+                results = self._finish_all([f for _, _, f in pending])
+            return [(slot, idx, r) for (slot, idx, _), r in zip(pending, results)]
         futures = [self.catalog.executor.submit(one, *j) for j in jobs]
         cf.wait(futures)  # every tablet op ends before its tablet is released
         return [f.result() for f in futures]
+
+    def _finish_all(self, finishers: list) -> list:
+        """Run the finishing calls of deferred tablet writes (`Tablet.apply_deferred`):
+        each waits for its tablet's WAL fsync, so they run at once (one here, the others
+        on the catalog's pool; fsync releases the GIL). Every one runs even if another
+        raises (each commits an op in MVCC that readers would otherwise wait for); the
+        first exception is raised after all have run."""
+        if len(finishers) <= 1:
+            return [f() for f in finishers]
+        futures = [self.catalog.executor.submit(f) for f in finishers[1:]]
+        first, error = None, None
+        try:
+            first = finishers[0]()
+        except BaseException as e:  # noqa: BLE001 - raised once the others have run
+            error = e
+        cf.wait(futures)
+        if error is not None:
+            raise error
+        return [first] + [f.result() for f in futures]
 
     def _write_pydict(self, ops, rows: dict) -> TableWriteResult:
         """Error path for dict input Arrow cannot convert (mixed types): rows are routed

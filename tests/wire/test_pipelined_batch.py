@@ -40,12 +40,31 @@ def parse(name: str, sql: str, oids: tuple[int, ...]) -> bytes:
                                                              *oids))
 
 
-def bind(stmt: str, values: list[str | None]) -> bytes:
-    body = _cstr("") + _cstr(stmt) + struct.pack("!h", 0) + struct.pack("!h", len(values))
+def bind(stmt: str, values: list, binary: bool = False) -> bytes:
+    """Text-format values (str), or with `binary` every value in binary format (bytes, as
+    given: the test makes some of the wrong size on purpose)."""
+    body = _cstr("") + _cstr(stmt) + (struct.pack("!hh", 1, 1) if binary else
+                                      struct.pack("!h", 0)) + struct.pack("!h", len(values))
     for v in values:
-        body += struct.pack("!i", -1) if v is None else \
-            struct.pack("!i", len(v.encode())) + v.encode()
+        b = v if isinstance(v, bytes) or v is None else v.encode()
+        body += struct.pack("!i", -1) if b is None else struct.pack("!i", len(b)) + b
     return _msg(b"B", body + struct.pack("!h", 0))
+
+
+def _binary(values: list) -> list:
+    """(k, v, s) text values -> binary ones: int8, int4 (a value that does not fit or is
+    not a number keeps a wrong size), text (sometimes invalid UTF-8)."""
+    k, v, s = values
+    out = [struct.pack("!q", int(k))]
+    if v is None:
+        out.append(None)
+    elif v.isdigit() and int(v) < 2**31:
+        out.append(struct.pack("!i", int(v)))
+    else:
+        out.append(v.encode()[:3])
+    out.append(None if s is None else (b"\xff" if s == "x" and int(k) % 7 == 0 else
+                                       s.encode()))
+    return out
 
 
 def describe_portal() -> bytes:
@@ -133,6 +152,7 @@ def _pipeline(rng: random.Random, used: set, n: int) -> bytes:
     describe = rng.random() < 0.3
     oids = rng.choice([(INT8, INT4, TEXT), (), (INT8, 0, 0)])
     name = "" if jdbc else rng.choice(["", "ins"])
+    binary = oids == (INT8, INT4, TEXT) and rng.random() < 0.5
     data = parse(name, INSERT, oids)
     for i in range(n):
         k = rng.randrange(300) if rng.random() < 0.15 else rng.randrange(10**6)
@@ -141,7 +161,8 @@ def _pipeline(rng: random.Random, used: set, n: int) -> bytes:
         used.add(k)
         if jdbc and i:
             data += parse(name, INSERT, oids)
-        data += bind(name, [str(k), _value(rng), rng.choice([None, "x", "é"])])
+        values = [str(k), _value(rng), rng.choice([None, "x", "é"])]
+        data += bind(name, _binary(values), True) if binary else bind(name, values)
         if describe:
             data += describe_portal()
         data += execute()
@@ -151,7 +172,7 @@ def _pipeline(rng: random.Random, used: set, n: int) -> bytes:
     return data
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_random_pipelines_batched_equal_one_by_one(pair, seed):
     rng = random.Random(seed)
     clients = [Raw(s.port) for s in pair]
@@ -184,9 +205,9 @@ def test_batching_happens(pair):
         sess_cls = type(batched.db.session())
         real = sess_cls.execute_many
 
-        def spy(self, sql, sets, in_order=False):
-            calls.append(len(sets))
-            return real(self, sql, sets, in_order)
+        def spy(self, sql, sets, in_order=False, columns=None):
+            calls.append(len(columns[0]) if columns else len(sets))
+            return real(self, sql, sets, in_order, columns)
         sess_cls.execute_many = spy
         try:
             data = parse("", INSERT, ()) + b"".join(
