@@ -362,6 +362,19 @@ class Session:
             t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
         return None if t is None else StatementResult.rows("SELECT", t)
 
+    def point_read(self, text: str, params):
+        """(PointRead, table) when `text` with these parameters is a cached primary-key
+        point read of plain columns whose tablets are open, else None (nothing done): the
+        wire server's fast path (wire/fastpath.py) runs it without building a result
+        table. See planner.fastpath."""
+        if not params:
+            return None
+        fast = self._plans.point_read(self.catalog, text, params)
+        if fast is None or fast.plain is None:
+            return None
+        table = self.catalog.table(fast.table)
+        return (fast, table) if fast.ready(table) else None
+
     def execute_one(self, text: str, params=None, stream: bool = False) -> StatementResult:
         """One statement; engine errors come out as SqlError with their SQLSTATE."""
         # the session's rule switches, else whatever a caller's rules.disabled_rules block

@@ -60,7 +60,7 @@ from wire import builtins
 from wire import protocol as P
 from wire import types as T
 from wire.copy import MAX_REPORTED_FAILURES, CopyIn, CopyOut, Failure, parse_copy
-from wire.fastpath import pipelined_batch
+from wire.fastpath import on_bind
 from wire.lexer import LexError, first_words, tokenize
 from wire.pg_catalog import format_type
 from wire.portal import (
@@ -329,7 +329,7 @@ class Connection:
             if self.ext_error and not isinstance(msg, P.Sync):
                 continue
             if isinstance(msg, P.Bind) and not self.batch_off and \
-                    await pipelined_batch(self, msg):
+                    await on_bind(self, msg):
                 continue
             match msg:
                 case P.Query():

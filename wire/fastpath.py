@@ -1,4 +1,24 @@
-"""Pipelined batches: a driver's run of Bind/Execute pairs of one prepared INSERT or
+"""Wire fast paths: prepared point reads, and pipelined batches of one prepared INSERT.
+
+Point reads
+-----------
+A prepared `SELECT cols FROM t WHERE pk = $1` executed as Bind, [Describe portal],
+Execute, Sync (asyncpg `fetch`, psycopg, JDBC after prepareThreshold) is the hot path of
+an OLTP client. When the session has it cached as a point read of plain columns
+(`Session.point_read`, planner/fastpath.py) and the statement was described, the Bind's
+key goes straight to `Table.lookup` and the reply - BindComplete, [RowDescription],
+DataRow, CommandComplete, ReadyForQuery - is built here from the row's Python values
+(`wire.types.value_encoder`), with the RowDescription and the encoders made once per
+statement and result formats: no Portal, no StatementResult, no Arrow table. Anything it
+cannot answer exactly as the ordinary path would (no compiled point read, a key that
+needs SQL's conversion rules, a transaction block, a column whose announced
+type differs from the result's, a type the value encoders do not cover) takes the
+ordinary path, having consumed nothing. tests/wire/test_fastpath.py runs both paths on
+generated tables and keys and compares every reply.
+
+Pipelined batches
+-----------------
+A driver's run of Bind/Execute pairs of one prepared INSERT or
 UPSERT, sent before one Sync, applied as one engine write.
 
 asyncpg and psycopg `executemany`, JDBC `executeBatch` and SQLAlchemy's bulk inserts all
@@ -114,14 +134,24 @@ def _items(first: P.Bind, stmt, msgs: list) -> tuple[list[tuple[int, int]], int]
     return spans, i
 
 
+async def on_bind(conn: Connection, bind: P.Bind) -> bool:
+    """The connection's hook for a Bind (outside a failed pipeline): True when the fast
+    paths here answered it and what followed it, False to take the ordinary path."""
+    stmt = conn.statements.get(bind.statement)
+    if stmt is None or stmt.kind != "plain" or not stmt.words or \
+            not conn.config.fast_paths:
+        return False
+    if stmt.words[0] == "select":
+        return await point_read(conn, stmt, bind)
+    return await pipelined_batch(conn, bind)
+
+
 async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
     """Handle `first` and the pipelined run it starts as one batch; False (nothing done,
     nothing consumed) when it is not such a run."""
     stmt = conn.statements.get(first.statement)
     run = getattr(conn.session, "execute_many", None)
-    if stmt is None or run is None or not conn.config.pipeline_batches or \
-            stmt.kind != "plain" or not stmt.words or \
-            stmt.words[0] not in _BATCH_WORDS or conn.tx.status == b"E" or \
+    if run is None or stmt.words[0] not in _BATCH_WORDS or conn.tx.status == b"E" or \
             (first.portal and first.portal in conn.portals) or \
             any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
         return False
@@ -283,3 +313,115 @@ def _binary_column(raw: list, oid: int):
     typ = {16: pa.bool_(), 700: pa.float64(), 701: pa.float64(), 1082: pa.date32(),
            1114: pa.timestamp("us"), 1184: pa.timestamp("us")}.get(oid, pa.int64())
     return pa.array(values, typ, mask=mask)
+
+
+# -- point reads ------------------------------------------------------------------------------
+_NULL = b"\xff\xff\xff\xff"
+_S32 = T._S32
+
+
+def _peek(conn: Connection, n: int) -> list:
+    """Up to n messages already received (not waited for), left in the queue."""
+    while len(conn.pushback) < n:
+        try:
+            msg = conn.decoder.next()
+        except P.ProtocolViolation as e:
+            conn.pushback.append(e)
+            break
+        if msg is None:
+            break
+        conn.pushback.append(msg)
+    return list(conn.pushback)[:n]
+
+
+def _point_plan(stmt, bind: P.Bind, fast, describe: bool):
+    """(RowDescription bytes or None, encoders) for this statement, result formats and
+    point read, cached on the statement; None when the fast path cannot answer it."""
+    key = (bind.result_formats, id(fast), describe)
+    plan = stmt.fast.get(key)
+    if plan is not None:
+        return plan or None
+    plan = ()
+    schema = fast.schema
+    announced = stmt.result_oids
+    if stmt.rows_announced and announced is not None and len(announced) == len(schema):
+        try:
+            fmts = T.result_formats(bind.result_formats, len(schema))
+        except T.ParamError:
+            fmts = None
+        if fmts is not None and all(T.type_oid(f.type)[0] == a[0]
+                                    for f, a in zip(schema, announced)):
+            encs = [T.value_encoder(f.type, fmt) for f, fmt in zip(schema, fmts)]
+            if all(e is not None for e in encs):
+                desc = P.row_description(T.field_descriptions(
+                    stmt.schema, fmts, announced)) if describe else None
+                plan = (desc, encs)
+    if len(stmt.fast) > 16:
+        stmt.fast.clear()
+    stmt.fast[key] = plan
+    return plan or None
+
+
+async def point_read(conn: Connection, stmt, bind: P.Bind) -> bool:
+    """Bind [Describe P] Execute Sync of a cached point read, answered here (see the
+    module docstring); False (nothing consumed) for anything else."""
+    point = getattr(conn.session, "point_read", None)
+    if point is None or conn.tx.in_block or bind.portal or conn.tx.status != b"I" or \
+            not stmt.described:
+        return False
+    nxt = _peek(conn, 3)
+    describe = bool(nxt) and isinstance(nxt[0], P.Describe) and nxt[0].kind == "P" and \
+        nxt[0].name == ""
+    rest = nxt[1:] if describe else nxt
+    if len(rest) < 2 or not isinstance(rest[0], P.Execute) or rest[0].portal != "" or \
+            not isinstance(rest[1], P.Sync):
+        return False
+    if any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
+        return False
+    try:
+        params = await conn._bind_params(stmt, bind)
+        found = point(stmt.sql, params)
+        if found is None:
+            return False
+        fast, table = found
+        plan = _point_plan(stmt, bind, fast, describe)
+        if plan is None:
+            return False
+        key = fast.key_values(params)
+        if key is None:
+            return False
+        row = table.lookup(key, fast.columns or None)
+    except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
+        return False
+    desc, encs = plan
+    conn._drop_portals(lambda p: p.name == "")
+    for _ in range(3 if describe else 2):          # the messages answered here
+        conn.pushback.popleft()
+    conn.send(P.bind_complete())
+    if describe:
+        conn.send(desc)
+    if row is None:
+        conn.send(_SELECT_0)
+    else:
+        parts = [_S16.pack(len(encs))]
+        for enc, col in zip(encs, fast.plain):   # a loop per column of one row
+            v = row[col]
+            if v is None:
+                parts.append(_NULL)
+            else:
+                b = enc(v)
+                parts.append(_S32.pack(len(b)))
+                parts.append(b)
+        body = b"".join(parts)
+        conn.send(b"D" + _S32.pack(len(body) + 4) + body)
+        # a row limit of 1 is reached: suspended, as the ordinary path (and PostgreSQL) say
+        conn.send(_SUSPENDED if rest[0].max_rows == 1 else _SELECT_1)
+    conn._on_sync()
+    await conn.flush()
+    return True
+
+
+_S16 = T._S16
+_SELECT_0 = P.command_complete("SELECT 0")
+_SELECT_1 = P.command_complete("SELECT 1")
+_SUSPENDED = P.portal_suspended()

@@ -69,9 +69,10 @@ class ServerConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE
     # per-statement memory limit, bytes or '2GB' (planner/guard.py); None: a quarter of RAM
     query_mem_limit: str | None = None
-    # a pipelined run of Bind/Execute of one prepared INSERT is written as one batch
-    # (wire/fastpath.py); False: each Execute on its own (the differential tests' reference)
-    pipeline_batches: bool = True
+    # wire/fastpath.py: prepared point reads answered without the general machinery, and a
+    # pipelined run of Bind/Execute of one prepared INSERT written as one batch; False:
+    # every message takes the ordinary path (the differential tests' reference)
+    fast_paths: bool = True
 
 
 class ConfigError(Exception):

@@ -5,7 +5,7 @@ Differential: random pipelines (good rows, duplicate keys - in the pipeline and 
 the table -, NULL in a NOT NULL column, values that do not decode for the parameter's type
 or do not fit the column, optional Parse-per-row as JDBC sends it, optional Describe of the
 portal) go over a raw protocol socket to two servers: one batching (the default), one with
-`pipeline_batches=False` (every Execute on its own). Every reply message (type, SQLSTATE,
+`fast_paths=False` (every Execute on its own). Every reply message (type, SQLSTATE,
 message text, command tag) and the final table must be the same. Then the drivers that
 pipeline this way: asyncpg and psycopg `executemany`, SQLAlchemy bulk insert (and JDBC
 `executeBatch` in test_jdbc.py)."""
@@ -13,42 +13,27 @@ pipeline this way: asyncpg and psycopg `executemany`, SQLAlchemy bulk insert (an
 from __future__ import annotations
 
 import random
-import socket
 import struct
 
 import pytest
 
 from tests.wire.conftest import start_server, stop_server
-
-INT4, INT8, TEXT = 23, 20, 25
+from tests.wire.raw_client import (
+    INT4,
+    INT8,
+    SYNC,
+    TEXT,
+    Raw,
+    _cstr,
+    _msg,
+    bind,
+    describe_portal,
+    execute,
+    parse,
+)
 DDL = ("CREATE TABLE t (k BIGINT NOT NULL, v INT NOT NULL, s TEXT, PRIMARY KEY (k)) "
        "PARTITION BY HASH (k) PARTITIONS 3")
 INSERT = "INSERT INTO t VALUES ($1, $2, $3)"
-
-
-# -- a raw v3 client: send frontend messages, read back every backend message -----------------
-def _msg(kind: bytes, body: bytes) -> bytes:
-    return kind + struct.pack("!i", len(body) + 4) + body
-
-
-def _cstr(s: str) -> bytes:
-    return s.encode() + b"\0"
-
-
-def parse(name: str, sql: str, oids: tuple[int, ...]) -> bytes:
-    return _msg(b"P", _cstr(name) + _cstr(sql) + struct.pack(f"!h{len(oids)}I", len(oids),
-                                                             *oids))
-
-
-def bind(stmt: str, values: list, binary: bool = False) -> bytes:
-    """Text-format values (str), or with `binary` every value in binary format (bytes, as
-    given: the test makes some of the wrong size on purpose)."""
-    body = _cstr("") + _cstr(stmt) + (struct.pack("!hh", 1, 1) if binary else
-                                      struct.pack("!h", 0)) + struct.pack("!h", len(values))
-    for v in values:
-        b = v if isinstance(v, bytes) or v is None else v.encode()
-        body += struct.pack("!i", -1) if b is None else struct.pack("!i", len(b)) + b
-    return _msg(b"B", body + struct.pack("!h", 0))
 
 
 def _binary(values: list) -> list:
@@ -67,70 +52,11 @@ def _binary(values: list) -> list:
     return out
 
 
-def describe_portal() -> bytes:
-    return _msg(b"D", b"P" + _cstr(""))
-
-
-def execute() -> bytes:
-    return _msg(b"E", _cstr("") + struct.pack("!i", 0))
-
-
-SYNC = _msg(b"S", b"")
-
-
-class Raw:
-    def __init__(self, port: int):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        body = struct.pack("!i", 196608) + _cstr("user") + _cstr("kudusql") + \
-            _cstr("database") + _cstr("kudusql") + b"\0"
-        self.sock.sendall(struct.pack("!i", len(body) + 4) + body)
-        self.buf = b""
-        self.until_ready()
-
-    def _read(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("server closed the connection")
-            self.buf += data
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
-    def until_ready(self) -> list:
-        """Backend messages up to ReadyForQuery, as comparable tuples."""
-        out = []
-        while True:
-            kind, n = struct.unpack("!ci", self._read(5))
-            body = self._read(n - 4)
-            if kind == b"Z":
-                out.append(("Z", body))
-                return out
-            if kind == b"E":
-                fields = dict((f[:1].decode(), f[1:].decode()) for f in body.split(b"\0") if f)
-                out.append(("E", fields.get("C"), fields.get("M"), fields.get("D")))
-            elif kind == b"C":
-                out.append(("C", body))
-            elif kind in (b"1", b"2", b"n", b"T", b"D", b"t", b"I", b"N", b"s"):
-                out.append((kind.decode(), body))
-            # AuthenticationOk, ParameterStatus, BackendKeyData: startup noise
-
-    def run(self, data: bytes) -> list:
-        self.sock.sendall(data)
-        return self.until_ready()
-
-    def query(self, sql: str) -> list:
-        return self.run(_msg(b"Q", _cstr(sql)))
-
-    def close(self) -> None:
-        self.sock.sendall(_msg(b"X", b""))
-        self.sock.close()
-
-
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipelined")
     batched = start_server(root / "a")
-    one_by_one = start_server(root / "b", pipeline_batches=False)
+    one_by_one = start_server(root / "b", fast_paths=False)
     yield batched, one_by_one
     stop_server(batched)
     stop_server(one_by_one)
