@@ -22,7 +22,8 @@ ops/s and p50 / p99 latency. Then:
                  median of `--stream-repeat` runs (measured first, before the writes)
   DataRow        the encoder alone, in process (six typical columns, text and binary)
   execute_point  in process (no server): `Session.execute_point` of the point select, us
-                 per call, on a fresh table and again after an update storm (5,000 updates)
+                 of the calling thread's CPU time per call, on a fresh table and again
+                 after an update storm (5,000 updates)
 
 kudusql runs as a separate process (`python -m kudusql serve`; `--kudusql-src DIR` runs it
 from another checkout, e.g. `git archive <commit>` unpacked, for before/after figures) so
@@ -452,10 +453,12 @@ def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tupl
             assert s.execute_point(READ, [0]) is not None, "not a point read"
 
             def timed() -> float:
-                t0 = time.perf_counter()
+                # this thread's CPU time: on a shared machine, wall time would also count
+                # the time the thread waited for a core
+                t0 = time.thread_time()
                 for k in keys:
                     s.execute_point(READ, [k])
-                return (time.perf_counter() - t0) / calls * 1e6
+                return (time.thread_time() - t0) / calls * 1e6
 
             before = timed()
             for _ in range(storm):
