@@ -1,30 +1,44 @@
-"""Wire-server benchmark: asyncpg against `kudusql serve` and, in the same run, a local
-PostgreSQL (the anchor) when its binaries are installed.
+"""Wire-server benchmark: kudusql against a local PostgreSQL (the anchor) in the same run,
+when its binaries are installed; the summary prints kudusql / PostgreSQL ratios.
 
-For each server, with `--connections` asyncpg connections (default 16) running for
-`--seconds` each:
+Closed-loop workloads, `--connections` connections in all (default 16), spread over
+`--client-procs` client processes (default 2, each an asyncpg client on uvloop when it is
+installed) so that the benchmark's own client is not what limits a server; each workload
+runs `--seconds`, and the clients' CPU use is reported (CPU seconds per wall second summed
+over the client processes: near `--client-procs` means the clients were the limit):
 
-  1. point select   SELECT v, s FROM kv WHERE k = $1        (random existing keys)
-  2. update         UPDATE kv SET v = v + 1 WHERE k = $1
-  3. insert         INSERT INTO kv_ins VALUES ($1, $2, $3)   (fresh keys)
+  point select   SELECT v, s FROM kv WHERE k = $1        (uniform random existing keys)
+  update         UPDATE kv SET v = v + 1 WHERE k = $1
+  insert         INSERT INTO kv_ins VALUES ($1, $2, $3)   (fresh keys)
+  YCSB-A/B/C     reads SELECT v, s FROM kv WHERE k = $1 and updates UPDATE kv SET s = $2
+                 WHERE k = $1, 50/50 (A), 95/5 (B), 100/0 (C), keys drawn from a scrambled
+                 Zipfian distribution (theta 0.99) as in YCSB and the Kudu paper's runs
 
-ops/s and p50 / p99 latency; and, measured first (before the write workloads), 4. streaming one
-large result (`--stream-rows`, default 1M rows of (bigint, bigint, text)) through one
-connection: rows/s with asyncpg's fetch (binary, decoded into Records) and with COPY TO
-STDOUT (text, not decoded), the median of `--stream-repeat` runs each. The summary prints
-kudusql / PostgreSQL ratios, and 5. the DataRow encoder alone (in-process rows/s for six
-typical columns, text and binary, and the cost of a one-row batch).
+ops/s and p50 / p99 latency. Then:
+  executemany    a driver's batch load: asyncpg `executemany` of INSERTs of 11 columns in
+                 `--load-batch`-row batches (default 5,000) on one connection, rows/s
+  stream         one large result (`--stream-rows`, default 1M rows of (bigint, bigint,
+                 text)) through one connection: asyncpg fetch and COPY TO STDOUT, the
+                 median of `--stream-repeat` runs (measured first, before the writes)
+  DataRow        the encoder alone, in process (six typical columns, text and binary)
+  execute_point  in process (no server): `Session.execute_point` of the point select, us
+                 of the calling thread's CPU time per call, on a fresh table and again
+                 after an update storm (5,000 updates)
 
-kudusql runs as a separate process (`python -m kudusql serve`) so client and server do not
-share a GIL; PostgreSQL 15 is initdb'ed in a temp dir (run as the `postgres` user when
-started as root), listening on 127.0.0.1 only, with default durability (fsync on), like
-kudusql's WAL (group commit). Both are stopped and removed at the end.
+kudusql runs as a separate process (`python -m kudusql serve`; `--kudusql-src DIR` runs it
+from another checkout, e.g. `git archive <commit>` unpacked, for before/after figures) so
+client and server do not share a GIL; PostgreSQL 15 is initdb'ed in a temp dir (run as
+the `postgres` user when started as root), listening on 127.0.0.1 only, with default
+durability (fsync on), like kudusql's WAL (group commit). Both are stopped and removed at
+the end.
 
-    .venv/bin/python -m bench.wire_bench [--seconds 5] [--connections 16]
+    .venv/bin/python -m bench.wire_bench [--seconds 5] [--connections 16] [--client-procs 2]
                                          [--rows 100000] [--stream-rows 1000000]
-                                         [--stream-repeat 3]
+                                         [--stream-repeat 3] [--load-batch 5000]
+                                         [--only point,update,...] [--no-postgres]
 
-A benchmark, not a test: it always exits 0 (figures have no targets).
+A benchmark, not a test: it always exits 0 (it prints ratios against the targets of
+issue 17 but does not fail on them).
 """
 
 from __future__ import annotations
@@ -71,13 +85,17 @@ def wait_port(port: int, timeout: float = 60) -> None:
 class Kudusql:
     name = "kudusql"
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, src: str | None = None):
         self.dir = os.path.join(root, "kudusql")
         self.port = free_port()
+        env = dict(os.environ)
+        if src:            # another checkout's code (its directory first on sys.path)
+            env["PYTHONPATH"] = os.path.abspath(src)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kudusql", "serve", "--data-dir", self.dir, "--port",
              str(self.port), "--max-connections", "64"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+            cwd=os.path.abspath(src) if src else None)
         wait_port(self.port)
         self.kw = {"host": "127.0.0.1", "port": self.port, "user": "kudusql",
                    "database": "kudusql"}
@@ -140,14 +158,19 @@ def find_postgres() -> str | None:
     return None
 
 
-# -- workloads --------------------------------------------------------------------------------
+# -- load ---------------------------------------------------------------------------------------
+LOAD_COLS = ("k BIGINT NOT NULL, a INT, b BIGINT, c DOUBLE PRECISION, d VARCHAR(32), "
+             "e VARCHAR(32), f BOOLEAN, g DATE, h TIMESTAMP, i NUMERIC(12, 2), j VARCHAR(32)")
+
+
 async def load(server, rows: int, stream_rows: int) -> None:
     import asyncpg
     c = await asyncpg.connect(**server.kw)
     try:
         for name, cols in (("kv", "k BIGINT NOT NULL, v BIGINT, s VARCHAR(32)"),
                            ("kv_ins", "k BIGINT NOT NULL, v BIGINT, s VARCHAR(32)"),
-                           ("big", "k BIGINT NOT NULL, v BIGINT, s VARCHAR(32)")):
+                           ("big", "k BIGINT NOT NULL, v BIGINT, s VARCHAR(32)"),
+                           ("load11", LOAD_COLS)):
             await c.execute(server.ddl(name, cols, "k"))
         for name, n in (("kv", rows), ("big", stream_rows)):
             step = 100_000
@@ -158,35 +181,167 @@ async def load(server, rows: int, stream_rows: int) -> None:
         await c.close()
 
 
-async def closed_loop(server, conns: int, seconds: float, make_args, sql: str):
-    """`conns` connections each running `sql` back to back; (ops, latencies in s)."""
+# -- client processes -------------------------------------------------------------------------
+def zipfian(n: int, size: int, rng: np.random.Generator, theta: float = 0.99) -> np.ndarray:
+    """YCSB's scrambled Zipfian key choice (Gray et al.'s generator, then FNV-1a-64 of
+    the rank modulo n, so the hot keys are spread over the key space) over 0..n-1."""
+    i = np.arange(1, n + 1, dtype=np.float64)
+    zetan = float(np.sum(i ** -theta))
+    zeta2 = 1 + 0.5 ** theta
+    alpha = 1 / (1 - theta)
+    eta = (1 - (2 / n) ** (1 - theta)) / (1 - zeta2 / zetan)
+    u = rng.random(size)
+    uz = u * zetan
+    rank = (n * (eta * u - eta + 1) ** alpha).astype(np.int64)
+    rank = np.where(uz < 1, 0, np.where(uz < zeta2, 1, rank))
+    rank = np.clip(rank, 0, n - 1).astype(np.uint64)
+    h = np.full(size, 0xCBF29CE484222325, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for shift in range(0, 64, 8):            # FNV-1a over the rank's 8 bytes
+            h ^= (rank >> np.uint64(shift)) & np.uint64(0xFF)
+            h *= np.uint64(0x100000001B3)
+    return (h % np.uint64(n)).astype(np.int64)
+
+
+READ = "SELECT v, s FROM kv WHERE k = $1"
+WORKLOADS = {
+    # name: (statements, read fraction or None, key choice)
+    "point select": ("point",),
+    "update": ("update",),
+    "insert": ("insert",),
+    "YCSB-A (50/50)": ("ycsb", 0.5),
+    "YCSB-B (95/5)": ("ycsb", 0.95),
+    "YCSB-C (100/0)": ("ycsb", 1.0),
+}
+
+
+async def _client(kw: dict, workload: tuple, conns: int, seconds: float, start_at: float,
+                  rows: int, wid_base: int) -> dict:
     import asyncpg
-    pool = [await asyncpg.connect(**server.kw) for _ in range(conns)]
+    pool = [await asyncpg.connect(**kw) for _ in range(conns)]
     lat: list[float] = []
-    stop = time.perf_counter() + seconds
     errors = 0
+    kind = workload[0]
+    span = {}
 
     async def worker(c, wid: int):
         nonlocal errors
-        stmt = await c.prepare(sql)
-        rng = random.Random(wid)
+        rng = np.random.default_rng(wid)
+        m = 400_000
+        keys = (zipfian(rows, m, rng) if kind == "ycsb" else rng.integers(0, rows, m)).tolist()
+        reads = (rng.random(m) < workload[1]).tolist() if kind == "ycsb" else None
+        read = await c.prepare(READ)
+        if kind == "update":
+            write = await c.prepare("UPDATE kv SET v = v + 1 WHERE k = $1")
+        elif kind == "insert":
+            write = await c.prepare("INSERT INTO kv_ins VALUES ($1, $2, $3)")
+        else:
+            write = await c.prepare("UPDATE kv SET s = $2 WHERE k = $1")
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        stop = time.perf_counter() + seconds
         i = 0
+        x16 = "x" * 16
         while time.perf_counter() < stop:
-            args = make_args(rng, wid, i)
+            j = i % m
             t0 = time.perf_counter()
             try:
-                await stmt.fetch(*args)
+                if kind == "point" or (kind == "ycsb" and reads[j]):
+                    await read.fetch(keys[j])
+                elif kind == "update":
+                    await write.fetch(keys[j])
+                elif kind == "insert":
+                    await write.fetch(wid * 10**9 + i, i, x16)
+                else:
+                    await write.fetch(keys[j], f"u{i:015d}")
             except asyncpg.PostgresError:
                 errors += 1
             lat.append(time.perf_counter() - t0)
             i += 1
 
-    t0 = time.perf_counter()
-    await asyncio.gather(*(worker(c, i) for i, c in enumerate(pool)))
-    elapsed = time.perf_counter() - t0
+    async def timed():
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        c0, t0 = time.process_time(), time.perf_counter()
+        span["start"] = (c0, t0)
+
+    tasks = [worker(c, wid_base + i) for i, c in enumerate(pool)]
+    await asyncio.gather(timed(), *tasks)
+    c0, t0 = span["start"]
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     for c in pool:
         await c.close()
-    return len(lat) / elapsed, np.array(lat), errors
+    return {"ops": len(lat), "lat": np.array(lat, dtype=np.float32), "errors": errors,
+            "cpu": cpu, "wall": wall}
+
+
+def _client_process(q, *args) -> None:
+    try:
+        import uvloop
+        uvloop.install()
+    except ImportError:
+        pass
+    try:
+        q.put(asyncio.run(_client(*args)))
+    except BaseException as e:  # noqa: BLE001 - reported by the parent
+        q.put({"error": repr(e)})
+
+
+def closed_loop(server, workload: tuple, args, wid_base: int) -> dict:
+    """`args.connections` connections over `args.client_procs` processes, each running
+    the workload back to back for `args.seconds`: ops/s, latencies, client CPU."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = max(1, min(args.client_procs, args.connections))
+    per = [args.connections // procs + (1 if i < args.connections % procs else 0)
+           for i in range(procs)]
+    start_at = time.time() + 3.0 + 0.15 * args.connections / procs
+    ps = [ctx.Process(target=_client_process,
+                      args=(q, server.kw, workload, n, args.seconds, start_at, args.rows,
+                            wid_base + 1000 * i))
+          for i, n in enumerate(per)]
+    for p in ps:
+        p.start()
+    outs = [q.get(timeout=args.seconds + 120) for _ in ps]
+    for p in ps:
+        p.join(30)
+    bad = [o["error"] for o in outs if "error" in o]
+    if bad:
+        raise RuntimeError(f"client process failed: {bad[0]}")
+    lat = np.concatenate([o["lat"] for o in outs])
+    wall = max(o["wall"] for o in outs)
+    return {"rate": sum(o["ops"] for o in outs) / wall,
+            "p50": float(np.percentile(lat, 50)) * 1000,
+            "p99": float(np.percentile(lat, 99)) * 1000,
+            "errors": sum(o["errors"] for o in outs),
+            "client_cpu": sum(o["cpu"] for o in outs) / wall}
+
+
+# -- a driver's batch load ----------------------------------------------------------------------
+async def executemany_load(server, batch: int, seconds: float) -> float:
+    """rows/s of asyncpg executemany batches of 11-column INSERTs (at least one batch, then
+    more until `seconds` have passed)."""
+    import datetime
+    import decimal
+
+    import asyncpg
+    c = await asyncpg.connect(**server.kw)
+    try:
+        stmt = "INSERT INTO load11 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        d0 = datetime.date(2020, 1, 1)
+        t0 = datetime.datetime(2020, 1, 1)
+        total, k = 0, 0
+        start = time.perf_counter()
+        while total == 0 or time.perf_counter() - start < seconds:
+            recs = [(k + i, i, k + i * 7, i * 0.5, f"name-{i}", "abcdefgh", i % 2 == 0,
+                     d0 + datetime.timedelta(days=i % 1000),
+                     t0 + datetime.timedelta(seconds=i), decimal.Decimal(i) / 100,
+                     "comment") for i in range(batch)]
+            await c.executemany(stmt, recs)
+            k += batch
+            total += batch
+        return total / (time.perf_counter() - start)
+    finally:
+        await c.close()
 
 
 async def stream(server, n: int, repeat: int) -> tuple[float, float]:
@@ -217,32 +372,34 @@ async def stream(server, n: int, repeat: int) -> tuple[float, float]:
         await c.close()
 
 
-async def run_server(server, args, out: dict) -> None:
+def run_server(server, args, out: dict) -> None:
     t0 = time.perf_counter()
-    await load(server, args.rows, args.stream_rows)
-    print(f"  {server.name}: loaded {args.rows:,} + {args.stream_rows:,} rows in "
-          f"{time.perf_counter() - t0:.1f}s", flush=True)
-    rows = args.rows
-    workloads = {
-        "point select": ("SELECT v, s FROM kv WHERE k = $1",
-                         lambda rng, w, i: (rng.randrange(rows),)),
-        "update": ("UPDATE kv SET v = v + 1 WHERE k = $1",
-                   lambda rng, w, i: (rng.randrange(rows),)),
-        "insert": ("INSERT INTO kv_ins VALUES ($1, $2, $3)",
-                   lambda rng, w, i: (w * 10**9 + i, i, "x" * 16)),
-    }
+    asyncio.run(load(server, args.rows, args.stream_rows if "stream" in args.only else 0))
+    print(f"  {server.name}: loaded {args.rows:,} rows in {time.perf_counter() - t0:.1f}s",
+          flush=True)
     # Streaming first: after the write workloads both servers are busy with their own
     # background work for a while (kudusql flushes and compacts what was just written,
     # PostgreSQL writes back and checkpoints), which would be measured as streaming speed.
-    out["stream"] = await stream(server, args.stream_rows, args.stream_repeat)
-    print(f"  {server.name} stream: fetch {out['stream'][0]:,.0f} rows/s, "
-          f"COPY TO {out['stream'][1]:,.0f} rows/s", flush=True)
-    for name, (sql, mk) in workloads.items():
-        rate, lat, errors = await closed_loop(server, args.connections, args.seconds, mk, sql)
-        out[name] = (rate, np.percentile(lat, 50) * 1000, np.percentile(lat, 99) * 1000)
-        print(f"  {server.name} {name}: {rate:,.0f} ops/s p50 {out[name][1]:.2f} ms "
-              f"p99 {out[name][2]:.2f} ms" + (f" ({errors} errors)" if errors else ""),
-              flush=True)
+    if "stream" in args.only:
+        out["stream"] = asyncio.run(stream(server, args.stream_rows, args.stream_repeat))
+        print(f"  {server.name} stream: fetch {out['stream'][0]:,.0f} rows/s, "
+              f"COPY TO {out['stream'][1]:,.0f} rows/s", flush=True)
+    for n, (name, workload) in enumerate(WORKLOADS.items()):
+        if _short(name) not in args.only:
+            continue
+        r = closed_loop(server, workload, args, 100_000 * (n + 1))
+        out[name] = r
+        print(f"  {server.name} {name}: {r['rate']:,.0f} ops/s p50 {r['p50']:.2f} ms "
+              f"p99 {r['p99']:.2f} ms, client CPU {r['client_cpu']:.2f}"
+              + (f" ({r['errors']} errors)" if r["errors"] else ""), flush=True)
+    if "executemany" in args.only:
+        out["executemany"] = asyncio.run(executemany_load(server, args.load_batch,
+                                                          args.seconds))
+        print(f"  {server.name} executemany: {out['executemany']:,.0f} rows/s", flush=True)
+
+
+def _short(name: str) -> str:
+    return {"point select": "point"}.get(name, name.split(" ")[0].lower())
 
 
 def encoding(n: int) -> dict[str, float]:
@@ -273,59 +430,141 @@ def encoding(n: int) -> dict[str, float]:
     return out
 
 
+def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tuple[float, float]:
+    """us per `Session.execute_point` of the point select on a fresh table, and after
+    `storm` single-row UPDATEs by key (uniform keys) through the same session."""
+    import pyarrow as pa
+
+    from kudusql.session import Database
+    root = tempfile.mkdtemp(prefix="kudusql-point-")
+    try:
+        with Database.open(os.path.join(root, "db")) as db:
+            s = db.session()
+            s.execute("CREATE TABLE kv (k BIGINT NOT NULL, v BIGINT, s VARCHAR(32), "
+                      "PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 4")
+            t = db.catalog.table("kv")
+            for lo in range(0, rows, 100_000):
+                k = np.arange(lo, min(rows, lo + 100_000))
+                t.insert(pa.table({"k": k, "v": k % 1000,
+                                   "s": pa.array([f"value-{i}" for i in k.tolist()])}))
+            rng = random.Random(1)
+            keys = [rng.randrange(rows) for _ in range(calls)]
+            s.execute(READ, [0])
+            assert s.execute_point(READ, [0]) is not None, "not a point read"
+
+            def timed() -> float:
+                # this thread's CPU time: on a shared machine, wall time would also count
+                # the time the thread waited for a core
+                t0 = time.thread_time()
+                for k in keys:
+                    s.execute_point(READ, [k])
+                return (time.thread_time() - t0) / calls * 1e6
+
+            before = timed()
+            for _ in range(storm):
+                s.execute("UPDATE kv SET v = v + 1 WHERE k = $1", [rng.randrange(rows)])
+            return before, timed()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+ALL = ("point", "update", "insert", "ycsb-a", "ycsb-b", "ycsb-c", "executemany", "stream",
+       "encoding", "inprocess")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=5.0, help="per workload and server")
-    ap.add_argument("--connections", type=int, default=16, help="asyncpg connections")
+    ap.add_argument("--connections", type=int, default=16, help="client connections")
+    ap.add_argument("--client-procs", type=int, default=2,
+                    help="client processes the connections are spread over")
     ap.add_argument("--rows", type=int, default=100_000, help="rows in the point-op table")
     ap.add_argument("--stream-repeat", type=int, default=3,
                     help="streaming runs per server (the median is reported)")
     ap.add_argument("--stream-rows", type=int, default=1_000_000,
                     help="rows of the streamed result")
+    ap.add_argument("--load-batch", type=int, default=5000, help="rows per executemany")
+    ap.add_argument("--only", default=",".join(ALL),
+                    help="comma-separated subset of " + ", ".join(ALL))
+    ap.add_argument("--kudusql-src", default=None,
+                    help="run the kudusql server from this checkout (before/after figures)")
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL anchor")
     args = ap.parse_args(argv)
-    print(f"wire benchmark: {args.connections} connections, {args.seconds}s per workload; "
-          f"{load_avg()}", flush=True)
+    args.only = {w.strip() for w in args.only.split(",") if w.strip()}
+    try:
+        import uvloop  # noqa: F401
+        loop = "uvloop"
+    except ImportError:
+        loop = "asyncio"
+    print(f"wire benchmark: {args.connections} connections over {args.client_procs} client "
+          f"processes ({loop}), {args.seconds}s per workload; {load_avg()}", flush=True)
     root = tempfile.mkdtemp(prefix="kudusql-wire-bench-")
     results: dict[str, dict] = {}
+    server_work = args.only - {"encoding", "inprocess"}
     try:
-        servers = [("kudusql", lambda: Kudusql(root))]
+        servers = [("kudusql", lambda: Kudusql(root, args.kudusql_src))]
         bindir = None if args.no_postgres else find_postgres()
         if bindir:
             servers.append(("postgres", lambda: Postgres(root, bindir)))
         else:
             print("  (no PostgreSQL binaries found: kudusql only)")
-        for name, make in servers:
+        for name, make in servers if server_work else []:
             server = make()
             try:
                 results[name] = {}
-                asyncio.run(run_server(server, args, results[name]))
+                run_server(server, args, results[name])
             finally:
                 server.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    enc = encoding(args.stream_rows)
     res = Results()
-    res.add("DataRow encoding, 6 columns, text (rows/s)", f"{enc['text']:,.0f}")
-    res.add("DataRow encoding, 6 columns, binary (rows/s)", f"{enc['binary']:,.0f}")
-    res.add("  one-row batch, 6 columns (us)", f"{enc['one_row_us']:.1f}")
-    k, p = results["kudusql"], results.get("postgres")
-    for name in ("point select", "update", "insert"):
-        rate, p50, p99 = k[name]
-        res.add(f"{name} ops/s ({args.connections} conns)", f"{rate:,.0f}")
-        res.add(f"  {name} p50 / p99 ms", f"{p50:.2f} / {p99:.2f}")
+    k, p = results.get("kudusql", {}), results.get("postgres")
+    targets = {"point select": 0.5, "update": 0.25, "insert": 0.25, "YCSB-A (50/50)": 0.3}
+    for name in WORKLOADS:
+        if name not in k:
+            continue
+        r = k[name]
+        res.add(f"{name} ops/s ({args.connections} conns)", f"{r['rate']:,.0f}")
+        res.add(f"  {name} p50 / p99 ms", f"{r['p50']:.2f} / {r['p99']:.2f}",
+                "p99 <= 3 ms" if name == "point select" else "-",
+                r["p99"] <= 3 if name == "point select" else None)
+        res.add(f"  {name} client CPU (cores)", f"{r['client_cpu']:.2f}"
+                + (f" (postgres run {p[name]['client_cpu']:.2f})" if p else ""))
         if p:
-            res.add(f"  {name}: kudusql / postgres", f"{rate / p[name][0]:.2f}x",
-                    f"postgres {p[name][0]:,.0f} ops/s, p50 {p[name][1]:.2f} ms")
-    res.add(f"stream {args.stream_rows:,} rows, asyncpg fetch (rows/s)",
-            f"{k['stream'][0]:,.0f}")
-    if p:
-        res.add("  fetch: kudusql / postgres", f"{k['stream'][0] / p['stream'][0]:.2f}x",
-                f"postgres {p['stream'][0]:,.0f} rows/s")
-    res.add("stream, COPY TO STDOUT (rows/s)", f"{k['stream'][1]:,.0f}")
-    if p:
-        res.add("  COPY: kudusql / postgres", f"{k['stream'][1] / p['stream'][1]:.2f}x",
-                f"postgres {p['stream'][1]:,.0f} rows/s")
+            ratio = r["rate"] / p[name]["rate"]
+            t = targets.get(name)
+            res.add(f"  {name}: kudusql / postgres", f"{ratio:.2f}x",
+                    f">= {t}x" if t else f"postgres {p[name]['rate']:,.0f} ops/s",
+                    ratio >= t if t else None)
+            res.add(f"  {name}: postgres ops/s, p50 / p99 ms", f"{p[name]['rate']:,.0f}",
+                    f"{p[name]['p50']:.2f} / {p[name]['p99']:.2f}")
+    if "executemany" in k:
+        res.add(f"executemany load, {args.load_batch}-row batches, 11 cols (rows/s)",
+                f"{k['executemany']:,.0f}")
+        if p:
+            ratio = k["executemany"] / p["executemany"]
+            res.add("  executemany: kudusql / postgres", f"{ratio:.2f}x", ">= 1x", ratio >= 1)
+            res.add("  executemany: postgres rows/s", f"{p['executemany']:,.0f}")
+    if "stream" in k:
+        res.add(f"stream {args.stream_rows:,} rows, asyncpg fetch (rows/s)",
+                f"{k['stream'][0]:,.0f}")
+        if p:
+            res.add("  fetch: kudusql / postgres", f"{k['stream'][0] / p['stream'][0]:.2f}x",
+                    f"postgres {p['stream'][0]:,.0f} rows/s")
+        res.add("stream, COPY TO STDOUT (rows/s)", f"{k['stream'][1]:,.0f}")
+        if p:
+            res.add("  COPY: kudusql / postgres", f"{k['stream'][1] / p['stream'][1]:.2f}x",
+                    f"postgres {p['stream'][1]:,.0f} rows/s")
+    if "encoding" in args.only:
+        enc = encoding(args.stream_rows)
+        res.add("DataRow encoding, 6 columns, text (rows/s)", f"{enc['text']:,.0f}")
+        res.add("DataRow encoding, 6 columns, binary (rows/s)", f"{enc['binary']:,.0f}")
+        res.add("  one-row batch, 6 columns (us)", f"{enc['one_row_us']:.1f}")
+    if "inprocess" in args.only:
+        before, after = point_in_process(args.rows)
+        res.add("execute_point in process (us)", f"{before:.1f}", "<= 25 us", before <= 25)
+        res.add("  after 5,000 updates (us)", f"{after:.1f}",
+                f"<= 1.2x ({after / before:.2f}x)", after <= 1.2 * before)
     res.report("wire server (asyncpg)", strict=False)
     return 0
 

@@ -539,8 +539,14 @@ def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
 
 
 def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
-                source: exp.Expression | None = None) -> StatementResult:
-    """Write computed rows (columns in target order) with Kudu's per-row semantics."""
+                source: exp.Expression | None = None, in_order: bool = False
+                ) -> StatementResult:
+    """Write computed rows (columns in target order) with Kudu's per-row semantics; with
+    `in_order`, as one-row statements run one after another up to the first that fails
+    (engine `Table.write(..., in_order=True)`; not with ON CONFLICT DO NOTHING, whose
+    skipped rows are no failures: the caller runs those one by one)."""
+    if in_order and target.ignore_dups:
+        raise SqlError("an in-order batch cannot skip conflicting rows", "0A000")
     cols = target.columns
     if rows.num_columns > len(cols):
         raise SqlError("INSERT has more expressions than target columns", "42601",
@@ -561,7 +567,7 @@ def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
         return StatementResult(verb, rowcount=0)
     data = pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
                                  for a, c in zip(rows.columns, cols)], names=cols)
-    r = target.table.upsert(data) if upsert else target.table.insert(data)
+    r = target.table.upsert(data, in_order) if upsert else target.table.insert(data, in_order)
     errs = [e for e in r.row_errors if not (target.ignore_dups and e.code == "ALREADY_PRESENT")]
     return StatementResult(verb, rowcount=r.num_applied,
                            row_errors=_row_failures(target.name, schema, errs))

@@ -320,18 +320,24 @@ class Session:
             raise
 
     # -- many rows at once ---------------------------------------------------------------------
-    def execute_many(self, sql: str, param_sets: list[list]) -> StatementResult | None:
+    def execute_many(self, sql: str, param_sets: list[list] | None, in_order: bool = False,
+                     columns: list | None = None) -> StatementResult | None:
         """`INSERT/UPSERT ... VALUES ($1, ..., $n)` for many parameter sets as one Arrow
         batch (one write per tablet instead of one statement per set); row ordinals in
         errors are the parameter sets' 1-based positions. None when the statement has
-        another shape (the caller then runs the sets one by one)."""
+        another shape (the caller then runs the sets one by one). `in_order`: the sets
+        apply up to the first that fails (`rowcount` of them), none after it; the wire
+        server's pipelined batches (wire/fastpath.py) then run the failing one alone.
+        `columns` instead of `param_sets`: the values by parameter, each a pyarrow Array
+        or a list (what `pa.array` makes of the sets' values)."""
         stmts = statements(sql)
-        if len(stmts) != 1 or not param_sets:
+        if len(stmts) != 1 or not (param_sets or columns):
             return None
         with sql_errors(stmts[0].offset):
-            return self._bulk_insert(stmts[0], param_sets)
+            return self._bulk_insert(stmts[0], param_sets, in_order, columns)
 
-    def _bulk_insert(self, stmt: Statement, param_sets) -> StatementResult | None:
+    def _bulk_insert(self, stmt: Statement, param_sets, in_order: bool = False,
+                     columns: list | None = None) -> StatementResult | None:
         """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
         shape is kept per statement text. None for other statements."""
         text = stmt.text
@@ -349,16 +355,22 @@ class Session:
                 self._insert_shapes.clear()
             self._insert_shapes[text] = shape
         ast, n, upsert = shape
-        if ast is None or any(len(p) != n for p in param_sets):
+        if ast is None or (len(columns) != n if columns is not None else
+                           any(len(p) != n for p in param_sets)):
             return None
         try:
-            columns = [pa.array([p[i].as_py() if isinstance(p[i], pa.Scalar) else p[i]
-                                 for p in param_sets]) for i in range(n)]
+            if columns is not None:
+                columns = [c if isinstance(c, pa.Array) else pa.array(c) for c in columns]
+            else:
+                columns = [pa.array([p[i].as_py() if isinstance(p[i], pa.Scalar) else p[i]
+                                     for p in param_sets]) for i in range(n)]
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             return None        # values pyarrow cannot type as one column: the slow path
         target = statement.insert_target(self.catalog, ast, text)
+        if in_order and target.ignore_dups:
+            return None
         rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
-        return statement.insert_rows(target, rows, upsert, text, ast.expression)
+        return statement.insert_rows(target, rows, upsert, text, ast.expression, in_order)
 
     def execute_point(self, text: str, params) -> StatementResult | None:
         """The statement's result if it is a cached primary-key point read whose tablets are
@@ -369,3 +381,16 @@ class Session:
         with sql_errors():
             t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
         return None if t is None else StatementResult.rows("SELECT", t)
+
+    def point_read(self, text: str, params):
+        """(PointRead, table) when `text` with these parameters is a cached primary-key
+        point read of plain columns whose tablets are open, else None (nothing done): the
+        wire server's fast path (wire/fastpath.py) runs it without building a result
+        table. See planner.fastpath."""
+        if not params:
+            return None
+        fast = self._plans.point_read(self.catalog, text, params)
+        if fast is None or fast.plain is None:
+            return None
+        table = self.catalog.table(fast.table)
+        return (fast, table) if fast.ready(table) else None

@@ -78,6 +78,7 @@ from wire import auth as A
 from wire import protocol as P
 from wire import types as T
 from wire.copy import MAX_REPORTED_FAILURES, CopyIn, CopyOut, Failure
+from wire.fastpath import on_bind
 from wire.pg_catalog import format_type
 from wire.portal import Fetch, Portal, PreparedStatement, Rows, fetch
 from wire.settings import REPORTED, Settings
@@ -143,6 +144,7 @@ class Connection:
         self.statements: dict[str, PreparedStatement] = {}
         self.portals: dict[str, Portal] = {}
         self.ext_error = False
+        self.batch_off = False       # wire.fastpath: no pipelined batch until the next Sync
         self.running = False
         self.cancel_reason: str | None = None
         self.tls = False
@@ -172,7 +174,10 @@ class Connection:
         """The next frontend message (None: the client closed the connection). Output is
         flushed before waiting for input, so a client that waits is never left waiting."""
         if self.pushback:
-            return self.pushback.popleft()
+            msg = self.pushback.popleft()
+            if isinstance(msg, P.ProtocolViolation):   # met while wire.fastpath looked ahead
+                raise msg
+            return msg
         while True:
             msg = self.decoder.next()
             if msg is not None:
@@ -332,6 +337,9 @@ class Connection:
             if msg is None or isinstance(msg, P.Terminate):
                 return
             if self.ext_error and not isinstance(msg, P.Sync):
+                continue
+            if isinstance(msg, P.Bind) and not self.batch_off and \
+                    await on_bind(self, msg):
                 continue
             match msg:
                 case P.Query():
@@ -838,6 +846,13 @@ class Connection:
         stmt = self._statement(msg.statement)
         if msg.portal and msg.portal in self.portals:
             raise SqlError(f'portal "{msg.portal}" already exists', "42P03")
+        params = await self._bind_params(stmt, msg)
+        self._drop_portals(lambda p: p.name == msg.portal)
+        self.portals[msg.portal] = Portal(msg.portal, stmt, params, msg.result_formats)
+        self.send(P.bind_complete())
+
+    async def _bind_params(self, stmt: PreparedStatement, msg: P.Bind) -> list:
+        """The Bind's parameter values, checked and decoded (also wire.fastpath's)."""
         values = msg.params
         n = len(values)
         pf = msg.param_formats
@@ -862,9 +877,7 @@ class Connection:
         for i, v in enumerate(values):
             arrow = stmt.param_types[i] if stmt.described else None
             params.append(T.decode_param(v, fmts[i], oids[i], arrow))
-        self._drop_portals(lambda p: p.name == msg.portal)
-        self.portals[msg.portal] = Portal(msg.portal, stmt, params, msg.result_formats)
-        self.send(P.bind_complete())
+        return params
 
     def _portal(self, name: str) -> Portal:
         p = self.portals.get(name)
@@ -991,6 +1004,7 @@ class Connection:
 
     def _on_sync(self) -> None:
         self.ext_error = False
+        self.batch_off = False
         if not self.tx.in_block:
             # the implicit transaction ends: its portals go (WITH HOLD cursors stay)
             self._drop_portals(lambda p: not p.hold)

@@ -45,6 +45,7 @@ class PreparedStatement:
     result_oids: list[tuple[int, int]] | None = None   # what Describe S announced
     param_desc_oids: list[int] = dataclasses.field(default_factory=list)  # ditto
     rows_announced: bool = False                # a RowDescription for it was sent
+    fast: dict = dataclasses.field(default_factory=dict)  # wire.fastpath's, per statement
 
     @property
     def kind(self) -> str:

@@ -265,14 +265,40 @@ def _parse_startup(body: bytes) -> Message:
 
 
 def _parse_bind(r: _Reader) -> Bind:
+    """Bind is the message a pipelined batch sends thousands of: the counts and codes are
+    read with one struct call each and the values sliced in one loop (the checks and
+    messages are `_Reader`'s)."""
     portal, stmt = r.cstr(), r.cstr()
-    pf = tuple(r.int16() for _ in range(_count(r)))
+    pf = _int16s(r)
+    nv = _count(r)
+    buf, pos = r.buf, r.pos
+    size = len(buf)
     values: list[bytes | None] = []
-    for _ in range(_count(r)):
-        n = r.int32()
-        values.append(None if n == -1 else r.bytes_(n))
-    rf = tuple(r.int16() for _ in range(_count(r)))
-    return Bind(portal, stmt, pf, tuple(values), rf)
+    unpack = _I32.unpack_from
+    for _ in range(nv):         # per value: its length decides where the next one starts
+        if pos + 4 > size:
+            raise r._bad("truncated int32")
+        (n,) = unpack(buf, pos)
+        pos += 4
+        if n == -1:
+            values.append(None)
+            continue
+        if n < 0 or pos + n > size:
+            raise r._bad("value length out of range")
+        values.append(buf[pos:pos + n])
+        pos += n
+    r.pos = pos
+    return Bind(portal, stmt, pf, tuple(values), _int16s(r))
+
+
+def _int16s(r: _Reader) -> tuple[int, ...]:
+    """A count, then that many int16 (format codes)."""
+    n = _count(r)
+    if r.pos + 2 * n > len(r.buf):
+        raise r._bad("truncated int16")
+    v = struct.unpack_from(f"!{n}h", r.buf, r.pos) if n else ()
+    r.pos += 2 * n
+    return v
 
 
 def _parse_typed(kind: bytes, body: bytes) -> Message:

@@ -69,6 +69,14 @@ class ServerConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE
     # per-statement memory limit, bytes or '2GB' (planner/guard.py); None: a quarter of RAM
     query_mem_limit: str | None = None
+    # wire/fastpath.py: prepared point reads answered without the general machinery, and a
+    # pipelined run of Bind/Execute of one prepared INSERT written as one batch; False:
+    # every message takes the ordinary path (the differential tests' reference)
+    fast_paths: bool = True
+    # `kudusql serve`'s event loop: asyncio | uvloop | auto (uvloop when installed).
+    # asyncio by default: uvloop measured no gain in server CPU per point read (82 vs
+    # 80-89 us, docs/wire.md); KUDUSQL_EVENT_LOOP overrides it for A/B runs
+    event_loop: str = "asyncio"
 
 
 class ConfigError(Exception):
@@ -290,13 +298,33 @@ def serve(config: ServerConfig, data_dir: str) -> int:
             await server.close()
 
         try:
-            asyncio.run(main())
+            _run_loop(main(), config.event_loop)
         finally:
             if flight_server is not None:
                 flight_server.shutdown()
     finally:
         db.close()
     return 0
+
+
+def _run_loop(coro, kind: str):
+    """Run the server's main coroutine on uvloop (kind "uvloop", or "auto" when it is
+    installed: libuv's socket writes and reads cost the loop less per message than
+    asyncio's selector transport) or on asyncio's own loop ("asyncio"). The environment
+    variable KUDUSQL_EVENT_LOOP overrides `kind` (A/B runs of bench/wire_bench.py)."""
+    kind = os.environ.get("KUDUSQL_EVENT_LOOP", kind)
+    if kind not in ("auto", "uvloop", "asyncio"):
+        raise ConfigError(f"unknown event loop {kind!r} (auto, uvloop or asyncio)")
+    if kind != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            if kind == "uvloop":
+                raise ConfigError("event loop uvloop: the uvloop package is not installed")
+        else:
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                return runner.run(coro)
+    return asyncio.run(coro)
 
 
 # -- Arrow Flight (docs/spark.md) --------------------------------------------------------------

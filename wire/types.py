@@ -693,6 +693,13 @@ def _small_encoder(t: pa.DataType, fmt: int):
     return None
 
 
+def value_encoder(t: pa.DataType, fmt: int):
+    """A function Python value (as `to_pylist` gives it) -> the wire bytes of a column of
+    type `t` in format `fmt`, or None for types only the vectorised encoder handles (the
+    point-read fast path, wire/fastpath.py, builds its DataRow with these)."""
+    return _small_encoder(t, fmt)
+
+
 def _data_rows_small(batch, formats: list[int]) -> bytes | None:
     encoders = []
     for col, fmt in zip(batch.columns, formats):

@@ -66,7 +66,7 @@ from engine.catalog.metadata import TableMetadata
 from engine.tablet.diskrowset import ScanStats
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
-from engine.tablet.write_op import OpType, RowError, RowErrorCode
+from engine.tablet.write_op import OpType, RowError, RowErrorCode, WriteOp
 from engine.types import sql_literal
 
 
@@ -313,11 +313,11 @@ class Table:
             lease.release()
 
     # -- writes ----------------------------------------------------------------------------
-    def insert(self, rows) -> TableWriteResult:
-        return self.write(OpType.INSERT, rows)
+    def insert(self, rows, in_order: bool = False) -> TableWriteResult:
+        return self.write(OpType.INSERT, rows, in_order)
 
-    def upsert(self, rows) -> TableWriteResult:
-        return self.write(OpType.UPSERT, rows)
+    def upsert(self, rows, in_order: bool = False) -> TableWriteResult:
+        return self.write(OpType.UPSERT, rows, in_order)
 
     def update(self, rows) -> TableWriteResult:
         return self.write(OpType.UPDATE, rows)
@@ -325,10 +325,19 @@ class Table:
     def delete(self, rows) -> TableWriteResult:
         return self.write(OpType.DELETE, rows)
 
-    def write(self, ops, rows) -> TableWriteResult:
+    def write(self, ops, rows, in_order: bool = False) -> TableWriteResult:
         """Apply row operations, each routed to its partition's tablet (see module doc).
-        Small writes that arrive concurrently are applied together (engine.catalog.coalesce)."""
+        Small writes that arrive concurrently are applied together (engine.catalog.coalesce).
+
+        `in_order` (INSERT / UPSERT rows given as Arrow): the rows behave as if written one
+        after another, stopping at the first that fails: the rows before it are applied,
+        it and every row after it are not, and `row_errors` holds its error alone (see
+        `_write_in_order`). A driver's pipelined batch of one prepared INSERT is this."""
         table = _as_arrow(rows)
+        if in_order:
+            if table is None:
+                raise errors.InvalidArgument("an in-order write takes Arrow rows")
+            return self._write_in_order(_op_array(ops, table.num_rows), table)
         if table is None:
             return self._write_pydict(ops, rows)
         op_arr = _op_array(ops, table.num_rows)
@@ -378,6 +387,98 @@ class Table:
         errs.sort(key=lambda e: e.index)
         return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
 
+    def _write_in_order(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
+        """`write(..., in_order=True)`: the rows up to the first failing one, in one op per
+        tablet.
+
+        The first failure is decided and the rows before it applied with the write locks
+        of every tablet involved held (taken in tablet-id order, so two in-order writes
+        cannot deadlock; everything else takes one tablet's write lock at a time): no
+        concurrent writer can make a row fail, or succeed, between the check
+        (`Tablet.first_failure`) and the apply. Tablets are then applied one after the
+        other on this thread (a pool thread could not take the locks held here). Memory
+        back-pressure (`Tablet._admit_write`) runs before the locks are taken: it may wait
+        for a flush, which needs the write lock."""
+        n = table.num_rows
+        if n == 0:
+            return TableWriteResult(0, 0, [], {})
+        state: dict = {}
+
+        def pick(meta):
+            schema = meta.schema
+            for name in table.column_names:
+                schema.index_of(name)  # raises ColumnNotFound
+            for c in schema.key_columns:
+                if c.name not in table.column_names:
+                    raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+            ps = meta.partition_schema
+            phys, bad = ps.physical_columns(table)
+            part = ps.partition_indexes(phys, n)
+            if bad:
+                part[np.fromiter(bad, dtype=np.int64)] = -2
+            state.update(part=part, bad=bad)
+            parts = np.unique(part[part >= 0])
+            state["groups"] = [np.flatnonzero(part == p) for p in parts.tolist()]
+            return [meta.tablet_ids[p] for p in parts.tolist()]
+
+        lease = self.catalog.lease_tablets(self.id, pick)
+        meta, slots = lease.metadata, lease.handles
+        part, bad = state["part"], state["bad"]
+        unrouted = np.flatnonzero(part < 0)
+        first = int(unrouted[0]) if len(unrouted) else n
+        error: RowError | None = None
+        stamps: dict[str, int] = {}
+        applied = 0
+        try:
+            jobs = []
+            for slot, idx in sorted(zip(slots, state["groups"]), key=lambda j: j[0].tablet_id):
+                t = slot.tablet()
+                sub = table.take(pa.array(idx)) if len(idx) != n else table
+                ren = slot.column_renames(meta.schema)
+                if ren:
+                    sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
+                t._admit_write()
+                jobs.append((slot, t, idx, WriteOp(op_arr[idx], sub)))
+            locked, pending = [], []
+            try:
+                try:
+                    for _, t, _, _ in jobs:
+                        t._write_lock.acquire()
+                        locked.append(t)
+                    for _, t, idx, op in jobs:
+                        f = t.first_failure(op)
+                        if f is not None and int(idx[f[0]]) < first:
+                            first = int(idx[f[0]])
+                            error = RowError(first, f[1], f[2], _row_key(meta, table, first))
+                    for slot, t, idx, op in jobs:
+                        m = int(np.searchsorted(idx, first))   # idx ascending: rows < first
+                        if m == 0:
+                            continue
+                        if m < len(idx):
+                            op = WriteOp(op.ops[:m], op.rows.slice(0, m))
+                        pending.append((slot, t, t.apply_deferred(op)))
+                finally:
+                    for t in reversed(locked):
+                        t._write_lock.release()
+            finally:
+                results = self._finish_all([f for _, _, f in pending])
+            for (slot, t, _), r in zip(pending, results):
+                applied += r.num_applied
+                stamps[slot.tablet_id] = r.timestamp
+                if r.row_errors:  # cannot happen: first_failure said they all apply
+                    raise errors.EngineError(
+                        f"tablet {t.path}: an in-order write failed a row its check "
+                        f"passed ({r.row_errors[0].message})")
+        finally:
+            lease.release()
+        if error is None and first < n:      # the first failure is a routing one
+            error = self._key_errors(meta, table.slice(first, 1),
+                                     part[first:first + 1], {0: bad[first]} if first in bad
+                                     else {})[0]
+            error = dataclasses.replace(error, index=first)
+        return TableWriteResult(max(stamps.values(), default=0), applied,
+                                [] if error is None else [error], stamps)
+
     def _key_errors(self, meta, table: pa.Table, part: np.ndarray, bad: dict) -> list:
         """Row errors for rows that were not routed (error path: a loop over those rows)."""
         unrouted = np.flatnonzero(part < 0)
@@ -409,11 +510,45 @@ class Table:
             return slot, idx, t.write(ops, sub)
 
         jobs = [(slot, ops, idx) for slot, (ops, idx) in zip(slots, groups)]
-        if len(jobs) <= 1 or table.num_rows < PARALLEL_WRITE_MIN_ROWS:
+        if len(jobs) <= 1:
             return [one(*j) for j in jobs]
+        if table.num_rows < PARALLEL_WRITE_MIN_ROWS:
+            # small shares: applied one after the other here, their fsyncs waited for
+            # together (Tablet.write_deferred)
+            pending = []
+            try:
+                for slot, ops, idx in jobs:
+                    t = slot.tablet()
+                    sub = table.take(pa.array(idx))
+                    ren = slot.column_renames(meta.schema)
+                    if ren:
+                        sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
+                    pending.append((slot, idx, t.write_deferred(ops, sub)))
+            finally:
+                results = self._finish_all([f for _, _, f in pending])
+            return [(slot, idx, r) for (slot, idx, _), r in zip(pending, results)]
         futures = [self.catalog.executor.submit(one, *j) for j in jobs]
         cf.wait(futures)  # every tablet op ends before its tablet is released
         return [f.result() for f in futures]
+
+    def _finish_all(self, finishers: list) -> list:
+        """Run the finishing calls of deferred tablet writes (`Tablet.apply_deferred`):
+        each waits for its tablet's WAL fsync, so they run at once (one here, the others
+        on the catalog's pool; fsync releases the GIL). Every one runs even if another
+        raises (each commits an op in MVCC that readers would otherwise wait for); the
+        first exception is raised after all have run."""
+        if len(finishers) <= 1:
+            return [f() for f in finishers]
+        futures = [self.catalog.executor.submit(f) for f in finishers[1:]]
+        first, error = None, None
+        try:
+            first = finishers[0]()
+        except BaseException as e:  # noqa: BLE001 - raised once the others have run
+            error = e
+        cf.wait(futures)
+        if error is not None:
+            raise error
+        return [first] + [f.result() for f in futures]
 
     def _write_pydict(self, ops, rows: dict) -> TableWriteResult:
         """Error path for dict input Arrow cannot convert (mixed types): rows are routed
@@ -634,3 +769,8 @@ def _pick_snapshot(tablets: list, snapshot) -> tuple[Any, int]:
     for t in tablets:
         t.wait_safe(ts)
     return MvccSnapshot.at(ts), ts
+
+
+def _row_key(meta, table: pa.Table, i: int) -> tuple:
+    """Row i's primary key as Python values (an error report's key)."""
+    return tuple(table.column(k)[i].as_py() for k in meta.schema.key_names)

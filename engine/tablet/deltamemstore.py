@@ -9,6 +9,15 @@ Concurrency contract: appends happen under the tablet's write lock (one writer a
 readers never lock. Appends add a new chunk to a list (atomic in CPython); a reader calls
 `view()` which returns an immutable, sorted DeltaBatch of the chunks present at that moment.
 The sorted view is cached and rebuilt lazily after new appends.
+
+Point lookups (`rows_records`, MemRowSet / DiskRowSet `lookup_row`) find a row's records
+without rebuilding that view after every write: the records appended since the view was
+built ("pending") are indexed by rowid as they are appended (single-row writes append
+small chunks), so a lookup takes its row's slice of the view by binary search plus the
+few pending records of its row. The view is rebuilt (by a lookup) only once the pending
+records exceed a quarter of it (at least PENDING_MIN): merges stay geometric, so a
+mixed read/update workload (YCSB-A) does not re-sort the whole store per read, and a
+lookup after an update storm costs what it did before it.
 """
 
 from __future__ import annotations
@@ -16,7 +25,12 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
+
 from engine.tablet.delta import DeltaBatch
+
+PENDING_MIN = 1024          # pending records a lookup tolerates before rebuilding the view
+INDEX_CHUNK_MAX = 64        # chunks up to this many records are indexed by rowid
 
 
 class DeltaMemStore:
@@ -29,6 +43,9 @@ class DeltaMemStore:
         self.min_ts = None
         self.max_ts = None
         self.first_append_at: float | None = None
+        # rowid -> positions in _chunks of pending chunks holding records of that row;
+        # None when a pending chunk was too big to index (lookups then rebuild the view)
+        self._pending: dict[int, list[int]] | None = {}
 
     def append(self, batch: DeltaBatch) -> None:
         if not len(batch):
@@ -38,9 +55,44 @@ class DeltaMemStore:
         self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
         self._nbytes += batch.nbytes
         self._count += len(batch)
+        pos = len(self._chunks)
+        if self._view[0] == pos:
+            self._pending = {}        # the view holds every chunk: a fresh, empty index
+        index = self._pending
+        if index is not None:
+            if len(batch) <= INDEX_CHUNK_MAX:
+                for r in set(batch.rowid.tolist()):  # a small chunk: a few rows each
+                    index.setdefault(r, []).append(pos)
+            else:
+                self._pending = None
         self._chunks.append(batch)
         if self.first_append_at is None:
             self.first_append_at = time.monotonic()
+
+    def rows_records(self, lo: int, hi: int) -> DeltaBatch:
+        """The records of rowids [lo, hi), sorted by (rowid, ts, seq): the view's slice
+        plus the matching pending records (see the module docstring); for point lookups,
+        hi = lo + 1 (a wider range searches the index per rowid)."""
+        chunks = self._chunks
+        n = len(chunks)
+        cached_n, cached = self._view
+        index = self._pending
+        if cached_n == n:
+            return cached.slice_rows(lo, hi)
+        pending = self._count - len(cached)
+        if index is None or hi - lo > 64 or pending > max(PENDING_MIN, len(cached) // 4):
+            return self.view().slice_rows(lo, hi)
+        parts = [cached.slice_rows(lo, hi)]
+        seen: set[int] = set()
+        for r in range(lo, hi):
+            for p in index.get(r, ()):
+                if cached_n <= p < n and p not in seen:
+                    seen.add(p)
+                    c = chunks[p]
+                    parts.append(c.take(np.flatnonzero((c.rowid >= lo) & (c.rowid < hi))))
+        if len(parts) == 1:
+            return parts[0]
+        return DeltaBatch.concat(parts)
 
     def __len__(self) -> int:
         return self._count

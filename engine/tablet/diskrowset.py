@@ -587,8 +587,8 @@ class DiskRowSet(DeltaCompactions):
         for store in list(redo_files) + list(dmss):
             if len(store) == 0 or not snapshot.may_have_committed_at_or_after(store.min_ts):
                 continue
-            b = (store.records() if isinstance(store, DeltaFile) else store.view()).slice_rows(
-                rowid, rowid + 1)
+            b = store.records().slice_rows(rowid, rowid + 1) if isinstance(
+                store, DeltaFile) else store.rows_records(rowid, rowid + 1)
             if len(b):
                 rs.append(b.select(snapshot.is_committed_array(b.ts)))
         if us:

@@ -281,10 +281,11 @@ class MemRowSet:
     def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
                    ) -> dict[int, object] | None:
         """Physical values of one row at a snapshot (None if not live)."""
-        n, insert_ts, redo = self.capture()
-        if rowid >= n or not snapshot.is_committed(int(insert_ts[rowid])):
+        n = self._n
+        if rowid >= n or not snapshot.is_committed(int(self._insert_ts.arr[rowid])):
             return None
-        recs = redo.slice_rows(rowid, rowid + 1) if len(redo) else redo
+        # the row's REDO records by rowid, without re-sorting the store (deltamemstore.py)
+        recs = self.redo.rows_records(rowid, rowid + 1)
         res = None
         if len(recs):
             recs = recs.select(snapshot.is_committed_array(recs.ts))

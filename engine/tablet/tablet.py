@@ -46,7 +46,7 @@ import dataclasses
 import os
 import threading
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -248,6 +248,11 @@ class Tablet(TabletMaintenance):
         return self.write(OpType.DELETE, rows)
 
     def write(self, ops, rows) -> WriteResult:
+        return self.write_deferred(ops, rows)()
+
+    def write_deferred(self, ops, rows) -> Callable[[], WriteResult]:
+        """`write` whose wait for durability is left to the returned call (see
+        `apply_deferred`)."""
         pre_bad: dict[int, tuple[str, str]] = {}
         raw_keys = None
         if isinstance(rows, dict):
@@ -269,15 +274,54 @@ class Tablet(TabletMaintenance):
                 raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
         self._admit_write()
         if not pre_bad:
-            return self.apply(WriteOp(op_arr, table))
+            return self.apply_deferred(WriteOp(op_arr, table))
         # Rows whose values could not even form an Arrow column are reported, and the rest
         # are written (and logged) without them, so WAL replay sees exactly what applied.
         keep = np.array([i for i in range(n) if i not in pre_bad], dtype=np.int64)
-        r = self.apply(WriteOp(op_arr[keep], table.take(pa.array(keep))))
-        errs = [dataclasses.replace(e, index=int(keep[e.index])) for e in r.row_errors]
-        for i, (code, msg) in pre_bad.items():
-            errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
-        return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
+        finish = self.apply_deferred(WriteOp(op_arr[keep], table.take(pa.array(keep))))
+
+        def finish_all() -> WriteResult:
+            r = finish()
+            errs = [dataclasses.replace(e, index=int(keep[e.index])) for e in r.row_errors]
+            for i, (code, msg) in pre_bad.items():
+                errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
+            return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
+        return finish_all
+
+    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+        """(row, code, message) of the first row of `op` that `apply` would reject now, or
+        None when every row would apply; changes nothing. INSERT / UPSERT ops only (the
+        in-order writes of `Table.write(..., in_order=True)`); the caller holds the write
+        lock, so the answer stays true until it applies the op.
+
+        A row is rejected for a value that does not convert (NOT_NULL / INVALID, as
+        `apply` reports it) or, for an INSERT, a key that is live now or written by an
+        earlier row of the op: every earlier row is an INSERT or UPSERT that applies (the
+        first rejected row is what is being looked for), so it makes its key live."""
+        ops, table = op.ops, op.rows
+        if len(ops) == 0:
+            return None
+        if not np.isin(ops, (OpType.INSERT, OpType.UPSERT)).all():
+            raise errors.InvalidArgument("an in-order write holds INSERT and UPSERT rows only")
+        bad: dict[int, tuple[str, str]] = {}
+        phys = self._convert(table, ops, bad)
+        first = min(bad) if bad else len(ops)
+        ins = np.flatnonzero(ops[:first] == OpType.INSERT)
+        if len(ins):
+            key_phys = [phys[c.id].slice(0, first) for c in self._key_cols]
+            keys = encode_keys(key_phys, self._key_cols)
+            _, first_seen = np.unique(keys, return_index=True)
+            repeat = np.ones(first, dtype=bool)
+            repeat[first_seen] = False
+            comps = self._components
+            kind = RowOps(comps, self.schema, self._key_cols, self._non_key,
+                          self._mrs_flushed_index)._locate(keys[ins], comps)[0]
+            fails = ins[(kind > 0) | repeat[ins]]
+            if len(fails):
+                return int(fails[0]), RowErrorCode.ALREADY_PRESENT.value, "key already present"
+        if first < len(ops):
+            return first, *bad[first]
+        return None
 
     def memory_bytes(self) -> int:
         """Bytes held by in-memory stores: MemRowSets (active and flushing) and DMSs."""
@@ -322,6 +366,18 @@ class Tablet(TabletMaintenance):
               index: int | None = None) -> WriteResult:
         """Apply one write op: the single path of every write (see "Apply" in the module
         docstring). Returns once the op is committed in MVCC (visible to new readers).
+        It is `apply_deferred(...)()`; see there for the arguments."""
+        return self.apply_deferred(op, timestamp, index=index)()
+
+    def apply_deferred(self, op: WriteOp, timestamp: int | None = None, *,
+                       index: int | None = None) -> Callable[[], WriteResult]:
+        """`apply` up to its wait for durability: when this returns, the op is in the WAL
+        (not yet fsynced) and applied to the stores under its timestamp, not yet visible;
+        the returned call waits until the WAL entry is durable, commits the op in MVCC
+        and returns its result. It must be called exactly once, soon (readers wanting a
+        timestamp at or after the op's wait for it). A write over several tablets applies
+        each one's share this way and then waits for their fsyncs together, in parallel
+        (`Table`), instead of one fsync after the other.
 
         `timestamp`: None: the tablet takes one from its clock under the write lock, so
         timestamps increase with log order (the local write path). Given: the op's order
@@ -369,19 +425,22 @@ class Tablet(TabletMaintenance):
             except BaseException:
                 self.mvcc.abort_op(ts)
                 raise
-        try:
-            if replay_index is None:
-                self.log.wait_durable(index)
-        finally:
-            self.mvcc.commit_op(ts)
-        errs = []
-        if bad:
-            key_cols = [table.column(c.name) for c in self._key_cols]
-            for i in sorted(bad):
-                code, msg = bad[i]
-                key = tuple(col[i].as_py() for col in key_cols)
-                errs.append(RowError(i, code, msg, key))
-        return WriteResult(ts, applied, errs)
+
+        def finish() -> WriteResult:
+            try:
+                if replay_index is None:
+                    self.log.wait_durable(index)
+            finally:
+                self.mvcc.commit_op(ts)
+            errs = []
+            if bad:
+                key_cols = [table.column(c.name) for c in self._key_cols]
+                for i in sorted(bad):
+                    code, msg = bad[i]
+                    key = tuple(col[i].as_py() for col in key_cols)
+                    errs.append(RowError(i, code, msg, key))
+            return WriteResult(ts, applied, errs)
+        return finish
 
     def _convert(self, table: pa.Table, ops: np.ndarray, bad: dict) -> dict[int, pa.Array]:
         """Logical input columns -> physical arrays; bad rows recorded in `bad`.

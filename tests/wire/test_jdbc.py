@@ -34,6 +34,8 @@ def test_jdbc_client(server):
     got = dict(line.split("\t", 1) for line in proc.stdout.splitlines() if "\t" in line)
     assert got["product"].startswith("PostgreSQL 15"), got["product"]
     assert got["batch_inserted"] == "20"
+    assert got["batch_duplicate"] == "23505"
+    assert got["batch_applied"] == "101,102,"     # applied as they ran, none after the error
     reads = got["prepared_reads"].rstrip(";").split(";")
     assert len(reads) == 10
     for i, r in enumerate(reads, 1):

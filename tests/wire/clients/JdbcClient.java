@@ -31,6 +31,29 @@ public class JdbcClient {
                 for (int n : p.executeBatch()) total += n;
                 out("batch_inserted", total);
             }
+            // a batch with a duplicate key in the middle (one pipelined run on the wire):
+            // the rows before it are applied, it fails, none after it is applied
+            try (PreparedStatement p = c.prepareStatement(
+                    "INSERT INTO books (id, title) VALUES (?, ?)")) {
+                for (int id : new int[] {101, 102, 5, 103}) {
+                    p.setInt(1, id);
+                    p.setString(2, "batch " + id);
+                    p.addBatch();
+                }
+                try {
+                    p.executeBatch();
+                    out("batch_duplicate", "no error");
+                } catch (BatchUpdateException e) {
+                    out("batch_duplicate", e.getSQLState());
+                }
+            }
+            try (Statement s = c.createStatement();
+                 ResultSet r = s.executeQuery("SELECT id FROM books WHERE id > 100 ORDER BY id")) {
+                StringBuilder sb = new StringBuilder();
+                while (r.next()) sb.append(r.getInt(1)).append(',');
+                out("batch_applied", sb);
+                s.executeUpdate("DELETE FROM books WHERE id > 100");
+            }
             // the same prepared query ten times: after prepareThreshold (5) executions the
             // driver switches to a named server-side statement with binary results
             try (PreparedStatement p = c.prepareStatement(
