@@ -126,9 +126,7 @@ def _raise_remote(e: fl.FlightError, addr: str):
             raise errors.InvalidArgument(
                 f"server {addr} refused the call: wrong or missing cluster secret") from None
         raise Unreachable(f"RPC to {addr} failed: {text[:300]}") from None
-    body = text[i + len(_ERR):]
-    j = body.rfind("}")
-    d = json.loads(body[:j + 1])
+    d, _ = json.JSONDecoder().raw_decode(text[i + len(_ERR):])
     cls_name = d["class"]
     if cls_name in ("NotLeader", "RemoteError", "TabletNotRunning", "ConfigChangeRefused"):
         err = RemoteError(d["message"], d.get("leader"))
@@ -136,7 +134,7 @@ def _raise_remote(e: fl.FlightError, addr: str):
         err = Unreachable(d["message"])
     else:
         err = _CLASSES.get(cls_name, errors.EngineError)(d["message"])
-    err.sqlstate = d["sqlstate"]
+        err.sqlstate = d["sqlstate"]
     err.remote_class = cls_name
     raise err from None
 

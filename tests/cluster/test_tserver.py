@@ -1,0 +1,129 @@
+"""engine/tserver: three in-process tablet servers replicating one tablet over real RPC.
+
+(The process-level kill -9 tests are in test_cluster.py; these check the replica logic:
+replication, exactly-once retries, failover, restart from the WAL.)"""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pytest
+
+from engine import errors
+from engine.rpc.rpc import RemoteError, RpcClient
+from engine.schema import ColumnSchema as C
+from engine.schema import DataType as T
+from engine.schema import Schema
+from engine.tserver.tablet_server import TabletServer
+
+SCHEMA = Schema([C("k", T.INT64), C("v", T.STRING)], key=["k"])
+SECRET = "test-secret"
+
+
+def _start(path, port=0):
+    return TabletServer(path, "127.0.0.1", port, SECRET, [], tick_ms=30, election_ticks=6,
+                        fsync=False)
+
+
+@pytest.fixture
+def servers(tmp_path):
+    ts = [_start(str(tmp_path / f"ts{i}")) for i in range(3)]
+    c = RpcClient(SECRET)
+    peers = [[t.uuid, t.addr] for t in ts]
+    for t in ts:
+        c.call(t.addr, "create_replica", {"tablet_id": "t1", "table_id": "x",
+                                          "table_name": "t", "schema": SCHEMA.to_dict(),
+                                          "peers": peers})
+    state = {"ts": ts, "client": c, "path": tmp_path}
+    try:
+        yield state
+    finally:
+        for t in state["ts"]:
+            try:
+                t.stop()
+            except Exception:  # noqa: BLE001 - teardown: stop the others
+                pass
+        c.close()
+
+
+def _leader(ts, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for t in ts:
+            r = t.replicas.get("t1")
+            if r is not None and not r.stopped and r.raft.is_leader:
+                try:
+                    r.check_leader_ready()
+                    return t
+                except errors.EngineError:
+                    pass
+        time.sleep(0.02)
+    raise AssertionError("no leader within the timeout")
+
+
+def _rows(keys):
+    return pa.table({"k": pa.array(keys, pa.int64()), "v": [f"v{k}" for k in keys],
+                     "__op": pa.array([1] * len(keys), pa.int8())})
+
+
+def _write(c, ts, seq, keys, client_id="c1", timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        t = _leader(ts)
+        try:
+            return c.put(t.addr, {"tablet": "t1", "client_id": client_id, "seq": seq},
+                         _rows(keys))
+        except (RemoteError, errors.ServiceUnavailable):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _count(t):
+    return t.replicas["t1"].tablet.count_rows()
+
+
+def _wait(pred, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def test_replicates_and_retries_apply_once(servers):
+    ts, c = servers["ts"], servers["client"]
+    r = _write(c, ts, 1, [1, 2, 3])
+    assert r["num_applied"] == 3 and r["row_errors"] == []
+    again = _write(c, ts, 1, [1, 2, 3])  # the same request id: the stored result
+    assert again == r
+    r2 = _write(c, ts, 2, [3, 4])
+    assert r2["num_applied"] == 1 and [e[1] for e in r2["row_errors"]] == ["ALREADY_PRESENT"]
+    _wait(lambda: all(_count(t) == 4 for t in ts))
+    follower = next(t for t in ts if t is not _leader(ts))
+    with pytest.raises(RemoteError) as ei:
+        c.put(follower.addr, {"tablet": "t1", "client_id": "c1", "seq": 3}, _rows([9]))
+    assert ei.value.leader_uuid == _leader(ts).uuid  # NOT_THE_LEADER with a hint
+
+
+def test_failover_and_restart_keep_every_acknowledged_row(servers):
+    ts, c, path = servers["ts"], servers["client"], servers["path"]
+    _write(c, ts, 1, list(range(100)))
+    old = _leader(ts)
+    i = ts.index(old)
+    old.stop()
+    rest = [t for t in ts if t is not old]
+    t0 = time.monotonic()
+    _write(c, rest, 2, list(range(100, 200)))
+    assert time.monotonic() - t0 < 5
+    ports = [t.server.port for t in ts]
+    ts[i] = _start(str(path / f"ts{i}"), ports[i])  # restarts from its WAL and catches up
+    servers["ts"] = ts
+    _wait(lambda: _count(ts[i]) == 200)
+    for t in ts:
+        t.stop()
+    ts[:] = [_start(str(path / f"ts{j}"), ports[j]) for j in range(3)]  # all restart
+    _write(c, ts, 3, [1000])
+    leader = _leader(ts)
+    assert _count(leader) == 201
+    _wait(lambda: all(_count(t) == 201 for t in ts))
