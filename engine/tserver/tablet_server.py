@@ -46,6 +46,7 @@ from engine.consensus.raft import RaftOptions
 from engine.rpc.rpc import RpcClient, RpcServer
 from engine.schema import Schema
 from engine.tablet.maintenance_manager import MaintenanceManager
+from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from engine.tserver.raft_host import Transport
 from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
@@ -53,6 +54,16 @@ from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
 log = logging.getLogger(__name__)
 
 OP_COLUMN = "__op"
+
+
+def _snapshot(r: TabletReplica, snap):
+    """A request's snapshot: None (the latest), or (ts, chosen_by_table) made safe here
+    first; a Table-chosen one reads as an MvccSnapshot (no ancient-history check)."""
+    if snap is None:
+        return None
+    ts, chosen = snap
+    r.wait_safe(ts)
+    return MvccSnapshot.at(ts) if chosen else ts
 
 
 def load_or_create_uuid(data_dir: str) -> str:
@@ -222,9 +233,7 @@ class TabletServer:
         r.check_leader_ready()
         if t.get("ts"):
             self.clock.update(t["ts"])
-        snap = t.get("snapshot")
-        if snap is not None:
-            r.wait_safe(snap)
+        snap = _snapshot(r, t.get("snapshot"))
         tablet = r.tablet
         schema = tablet._components.schema
         names = t.get("columns")
@@ -238,9 +247,7 @@ class TabletServer:
     def _h_lookup(self, p: dict):
         r = self.replica(p["tablet"])
         r.check_leader_ready()
-        snap = p.get("snapshot")
-        if snap is not None:
-            r.wait_safe(snap)
+        snap = _snapshot(r, p.get("snapshot"))
         return r.tablet.lookup(tuple(p["key"]), p.get("columns"), snap)
 
     def _h_tablet_ts(self, p: dict) -> int:
