@@ -22,8 +22,19 @@ RPCs (DoAction; all but `status` and `ping` are answered by the leader master on
                         highest term
     list_tservers, status
 
-Liveness: a tablet server is live if it heartbeated within `tserver_unresponsive_s`.
-(Re-replication of a dead server's replicas is not implemented yet: docs/cluster.md.)
+Liveness: a tablet server is live if it heartbeated within `tserver_unresponsive_s`
+(servers not heard from since this master became leader get that long from then).
+
+Re-replication (Kudu's 3-4-3, `_rereplicate`, every second on the leader master): for a
+tablet with a replica on a dead server and a live leader whose configuration matches the
+catalog, the master picks a new live server (power of two choices), records it in the
+catalog, creates an empty replica there (no configuration: it cannot vote or campaign
+until the leader's log gives it one) and asks the leader to `replace` the dead peer: the
+leader adds the new one as a learner, promotes it once caught up and then evicts the dead
+one (engine/consensus/raft.py). The catalog follows the leader's reported configuration
+(`set_replicas`); a server that comes back with an evicted replica is told to delete it.
+The new replica catches up from the leader's log; if that log was GC'd past what it needs,
+it would need a tablet copy, which is not implemented (docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -89,8 +100,13 @@ class Master:
                                               election_timeout_ticks=election_ticks),
                                   fsync=fsync)
         self._tick_s = tick_ms / 1000
+        self._leader_since: float | None = None
+        self._pending: dict[str, float] = {}  # tablet id -> when a replacement was started
         self._thread = threading.Thread(target=self._tick_loop, daemon=True, name="ticker")
         self._thread.start()
+        self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
+                                         name="rereplication")
+        self._monitor.start()
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:
@@ -129,22 +145,87 @@ class Master:
                 tid = x["tablet_id"]
                 peers = cat.replicas.get(tid, [])
                 if u in peers and tid not in reported:
-                    create.append(self._replica_spec(t, tid))
-        known = set(cat.replicas)
-        delete = [tid for tid in reported if tid not in known]
+                    create.append(self._replica_spec(t, tid, u))
+        delete = [tid for tid in reported if u not in cat.replicas.get(tid, ())]
         return {"create": create, "delete": delete, "directory": dict(cat.tservers)}
 
-    def _replica_spec(self, t: dict, tid: str) -> dict:
+    def _replica_spec(self, t: dict, tid: str, uuid: str | None = None) -> dict:
+        """What a server needs to create a replica: a replica of the initial placement
+        starts with the initial configuration; one added later starts with none (it
+        learns its configuration from the leader's log)."""
         cat = self.catalog
+        initial = cat.initial.get(tid, [])
+        peers = [[p, cat.tservers.get(p, "")] for p in initial] \
+            if uuid is None or uuid in initial else []
         return {"tablet_id": tid, "table_id": t["id"], "table_name": t["name"],
-                "schema": t["schema"],
-                "peers": [[p, cat.tservers.get(p, "")] for p in cat.replicas[tid]]}
+                "schema": t["schema"], "peers": peers}
 
     def live_tservers(self) -> dict[str, str]:
         now = time.monotonic()
         with self._lock:
             return {u: a for u, (a, t) in self._live.items()
                     if now - t <= self.tserver_unresponsive_s}
+
+    # -- re-replication --------------------------------------------------------------------
+    def _monitor_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                if not self.catalog.ready_leader():
+                    self._leader_since = None
+                    continue
+                if self._leader_since is None:
+                    self._leader_since = time.monotonic()
+                self._rereplicate()
+            except Exception:  # noqa: BLE001 - retried at the next round
+                log.exception("re-replication round failed")
+
+    def _reported_leader(self, tid: str) -> tuple[str, dict] | None:
+        live = self.live_tservers()
+        best = None
+        for u, st in self._reports.get(tid, {}).items():
+            if st.get("role") == "LEADER" and u in live and \
+                    (best is None or st.get("term", 0) > best[1].get("term", 0)):
+                best = (u, st)
+        return best
+
+    def _rereplicate(self) -> None:
+        now = time.monotonic()
+        if now - self._leader_since < self.tserver_unresponsive_s:
+            return  # give every server a chance to report to the new leader master
+        cat = self.catalog
+        live = self.live_tservers()
+        for t in list(cat.tables.values()):
+            rf = t["replication_factor"]
+            for x in t["tablets"]:
+                tid = x["tablet_id"]
+                lead = self._reported_leader(tid)
+                if lead is None:
+                    continue
+                leader, st = lead
+                cfg = list(st.get("peers", []))
+                peers = cat.replicas.get(tid, [])
+                if cfg and set(cfg) != set(peers):
+                    cat.propose({"op": "set_replicas", "tablet_id": tid, "replicas": cfg})
+                    continue
+                dead = [u for u in peers if u not in live]
+                if not dead or len(peers) != rf or now - self._pending.get(tid, -1e9) < 10:
+                    continue
+                cands = [u for u in live if u not in peers]
+                if not cands:
+                    continue
+                new = self._place(1, 1, cands)[0][0]
+                self._pending[tid] = now
+                log.info("re-replicating tablet %s: replacing dead %s by %s", tid, dead[0], new)
+                cat.propose({"op": "set_replicas", "tablet_id": tid,
+                             "replicas": peers + [new]})
+                try:
+                    self.rpc_client.call(live[new], "create_replica",
+                                         self._replica_spec(t, tid, new), timeout_s=5)
+                    self.rpc_client.call(live[leader], "change_config", {
+                        "tablet": tid, "op": "replace", "old": dead[0], "new": new,
+                        "new_addr": live[new]}, timeout_s=5)
+                except errors.EngineError as e:
+                    log.info("re-replication of %s: %s (retried)", tid, e)
 
     def tservers(self) -> list[dict]:
         live = self.live_tservers()
@@ -310,6 +391,7 @@ class Master:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        self._monitor.join(timeout=5)
         self.server.stop()
         self.transport.stop()
         self.catalog.close()

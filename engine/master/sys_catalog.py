@@ -7,6 +7,7 @@ entry), applied in log order on every master:
 
     {"op": "put_table", "table": {...}, "replicas": {tablet_id: [uuid, ...]}}
     {"op": "drop_table", "id": table_id}
+    {"op": "set_replicas", "tablet_id": t, "replicas": [uuid, ...]}   (re-replication)
     {"op": "register_tserver", "uuid": u, "addr": a}
 
 The state lives in memory; a restarting master rebuilds it by applying the log again, from
@@ -35,6 +36,7 @@ class SysCatalog(RaftHost):
     def __init__(self, *args, **kwargs):
         self.tables: dict[str, dict] = {}
         self.replicas: dict[str, list[str]] = {}  # tablet id -> tserver uuids
+        self.initial: dict[str, list[str]] = {}  # tablet id -> the uuids it was created on
         self.tservers: dict[str, str] = {}  # uuid -> addr
         self._waiters: dict[int, tuple[int, cf.Future]] = {}
         super().__init__(*args, applied_index=0, **kwargs)
@@ -58,11 +60,16 @@ class SysCatalog(RaftHost):
             t = op["table"]
             self.tables[t["id"]] = t
             self.replicas.update(op.get("replicas", {}))
+            self.initial.update(op.get("replicas", {}))
+        elif kind == "set_replicas":
+            if op["tablet_id"] in self.replicas:
+                self.replicas[op["tablet_id"]] = list(op["replicas"])
         elif kind == "drop_table":
             t = self.tables.pop(op["id"], None)
             if t is not None:
                 for x in t["tablets"]:
                     self.replicas.pop(x["tablet_id"], None)
+                    self.initial.pop(x["tablet_id"], None)
         elif kind == "register_tserver":
             self.tservers[op["uuid"]] = op["addr"]
 

@@ -20,7 +20,8 @@ RPCs (DoAction unless said otherwise)
     tablet_ts        {tablet} -> the leader's last committed timestamp
     wait_safe        {tablet, ts}
     status           -> this server's uuid, address and every replica's Raft state
-    transfer_leader  {tablet}: hand leadership of a tablet to another voter
+    transfer_leader  {tablet, target}: hand leadership of a tablet to another voter
+    change_config    {tablet, op: "replace", old, new, new_addr}: 3-4-3 replacement (leader)
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here); clients route with them (engine/client).
@@ -43,7 +44,7 @@ from engine import errors
 from engine.clock import HybridClock
 from engine.config import TabletConfig
 from engine.consensus.raft import RaftOptions
-from engine.rpc.rpc import RpcClient, RpcServer
+from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
 from engine.schema import Schema
 from engine.tablet.maintenance_manager import MaintenanceManager
 from engine.tablet.mvcc import MvccSnapshot
@@ -112,7 +113,7 @@ class TabletServer:
             "raft": self._h_raft, "create_replica": self._h_create, "delete_replica":
             self._h_delete, "lookup": self._h_lookup, "tablet_ts": self._h_tablet_ts,
             "wait_safe": self._h_wait_safe, "status": lambda p: self.status(),
-            "transfer_leader": self._h_transfer}, self._h_write, self._h_scan)
+            "transfer_leader": self._h_transfer, "change_config": self._h_change_config}, self._h_write, self._h_scan)
         self.addr = self.server.addr
         self._threads = [threading.Thread(target=self._tick_loop, daemon=True, name="ticker"),
                          threading.Thread(target=self._heartbeat_loop, daemon=True,
@@ -265,6 +266,18 @@ class TabletServer:
             target = r.raft.transfer_leadership(p.get("target"))
             r.process()
         return {"target": target}
+
+    def _h_change_config(self, p: dict) -> dict:
+        r = self.replica(p["tablet"])
+        with r.lock:
+            if p["op"] != "replace":
+                raise errors.InvalidArgument(f"unknown configuration change {p['op']!r}")
+            try:
+                r.raft.replace_peer(p["old"], p["new"], addr=p.get("new_addr", ""))
+            except errors.ServiceUnavailable as e:
+                raise RemoteError(str(e), r.raft.leader_uuid) from None
+            r.process()
+        return {"ok": True}
 
     # -- status / lifecycle ------------------------------------------------------------------
     def status(self) -> dict:

@@ -31,15 +31,16 @@ def kudusql(*args, timeout=120) -> subprocess.CompletedProcess:
 
 
 class LocalCluster:
-    def __init__(self, path: str, tservers: int = 3):
+    def __init__(self, path: str, tservers: int = 3, extra: tuple = ()):
         self.dir = path
         self.port = free_port()
         self.tservers = tservers
+        self.extra = list(extra)
 
     def start(self, first: bool = True) -> str:
         args = ["cluster", "start", "--data-dir", self.dir, "--timeout", "60", *TIMING]
         if first:
-            args += ["--tservers", str(self.tservers), "--port", str(self.port)]
+            args += ["--tservers", str(self.tservers), "--port", str(self.port), *self.extra]
         r = kudusql(*args)
         assert r.returncode == 0, r.stdout + r.stderr + self.logs()
         return r.stdout
@@ -83,7 +84,17 @@ class LocalCluster:
 
 @pytest.fixture
 def cluster(tmp_path):
-    c = LocalCluster(str(tmp_path / "cluster"))
+    yield from _run(LocalCluster(str(tmp_path / "cluster")))
+
+
+@pytest.fixture
+def cluster4(tmp_path):
+    """Four tablet servers; a server silent for 3 s counts as dead."""
+    yield from _run(LocalCluster(str(tmp_path / "cluster"), 4,
+                                 ("--tserver-unresponsive-timeout", "3")))
+
+
+def _run(c: LocalCluster):
     try:
         c.start()
         yield c
