@@ -94,6 +94,12 @@ def cluster4(tmp_path):
                                  ("--tserver-unresponsive-timeout", "3")))
 
 
+@pytest.fixture
+def cluster3m(tmp_path):
+    """Three masters (the sys catalog replicated by Raft), three tablet servers."""
+    yield from _run(LocalCluster(str(tmp_path / "cluster"), 3, ("--masters", "3")))
+
+
 def _run(c: LocalCluster):
     try:
         c.start()

@@ -154,9 +154,7 @@ def test_cluster_sql_errors_and_refusals(cluster):
             assert e.sqlstate == "0A000"
         rows = conn.execute("SELECT w, count(*) FROM s GROUP BY w").fetchall()
         assert rows == [(1, 2)]
-
-
-def test_rpc_refuses_calls_without_the_secret(cluster):
+    # RPC calls without the cluster secret are refused; the secret file is 0600
     from engine import errors
     from engine.rpc.rpc import RpcClient
     master = next(p for p in cluster.processes() if p["role"] == "master")
@@ -168,6 +166,8 @@ def test_rpc_refuses_calls_without_the_secret(cluster):
     assert os.stat(os.path.join(cluster.dir, "rpc-secret")).st_mode & 0o777 == 0o600
     r = kudusql("cluster", "status", "--data-dir", cluster.dir)
     assert r.returncode == 0 and "tserver-2" in r.stdout
+
+
 
 
 def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
@@ -222,3 +222,27 @@ def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
             with c.connect() as conn:
                 assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 300
     rpc.close()
+
+
+def test_three_masters_survive_kill9_of_the_leader_master(cluster3m):
+    c = cluster3m
+    with c.connect() as conn:
+        _create(conn)
+        conn.execute("INSERT INTO s VALUES (1, 1, 'a')")
+    masters = [p for p in c.status() if p["role"] == "master"]
+    leader = next(p for p in masters if p.get("raft_role") == "LEADER")
+    os.kill(leader["pid"], signal.SIGKILL)
+    t0 = time.monotonic()
+    with c.connect() as conn:
+        # DDL needs the catalog: a new leader master, elected by the two others
+        conn.execute("CREATE TABLE s2 (k INT PRIMARY KEY) WITH (replication_factor = 3)")
+        conn.execute("INSERT INTO s2 VALUES (7)")
+        ddl_s = time.monotonic() - t0
+        assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 1
+        assert conn.execute("SELECT k FROM s2").fetchall() == [(7,)]
+    print(f"\nDDL answered {ddl_s:.2f} s after kill -9 of the leader master")
+    c.stop()
+    c.start(first=False)
+    with c.connect() as conn:
+        assert conn.execute("SELECT k FROM s2").fetchall() == [(7,)]
+        assert sorted(r[0] for r in conn.execute("SHOW TABLES").fetchall()) == ["s", "s2"]
