@@ -298,6 +298,19 @@ def cmd_cluster_start(args) -> int:
     return 0
 
 
+def restart_process(data_dir: str, name: str) -> int:
+    """Start one process of the cluster again (same address and directory): fault tests
+    restart a server they killed. Returns the new PID."""
+    data_dir = os.path.abspath(data_dir)
+    doc = _load(data_dir)
+    p = next(p for p in doc["processes"] if p["name"] == name)
+    if _alive(p.get("pid")):
+        raise SystemExit(f"kudusql cluster: {name} is running (PID {p['pid']})")
+    p["pid"] = _spawn(data_dir, name, _proc_argv(data_dir, p, doc))
+    _save(data_dir, doc)
+    return p["pid"]
+
+
 def cmd_cluster_stop(args) -> int:
     data_dir = os.path.abspath(args.data_dir)
     doc = _load(data_dir)
