@@ -19,6 +19,17 @@ LONG = os.environ.get("KUDUSQL_LONG") == "1"
 NEMESIS_S = float(os.environ.get("KUDUSQL_JEPSEN_S", "60"))
 
 
+def _wait_up(rpc, addr: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            rpc.call(addr, "ping", timeout_s=2)
+            return
+        except Exception:  # noqa: BLE001 - still starting
+            assert time.monotonic() < deadline, f"{addr} did not come back in {timeout} s"
+            time.sleep(0.1)
+
+
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the Jepsen-style set test")
 def test_set_under_kills_pauses_and_partitions(cluster):
@@ -42,6 +53,7 @@ def test_set_under_kills_pauses_and_partitions(cluster):
                 os.kill(victim["pid"], signal.SIGKILL)
                 time.sleep(hold)
                 restart_process(cluster.dir, victim["name"])
+                _wait_up(rpc, victim["addr"])
             elif fault == "pause":
                 os.kill(victim["pid"], signal.SIGSTOP)
                 try:
