@@ -254,12 +254,26 @@ class RpcClient:
     def _opts(self, timeout_s: float | None) -> fl.FlightCallOptions:
         return fl.FlightCallOptions(timeout=timeout_s or self.timeout_s, headers=self._headers)
 
+    def _forget(self, addr: str, e: BaseException) -> None:
+        """After a failure to reach `addr`, drop its channel: a new one connects at once
+        when the server is back, where gRPC's own reconnect backoff of a failed channel
+        grows to minutes."""
+        if isinstance(e, (fl.FlightUnavailableError, OSError)):
+            with self._lock:
+                c = self._clients.pop(addr, None)
+            if c is not None:
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001 - a broken channel: nothing to keep
+                    pass
+
     def call(self, addr: str, action: str, payload=None, timeout_s: float | None = None):
         c = self._client(addr)
         try:
             res = list(c.do_action(fl.Action(action, codec.encode(payload)),
                                    options=self._opts(timeout_s)))
         except fl.FlightError as e:
+            self._forget(addr, e)
             _raise_remote(e, addr)
         except OSError as e:
             raise Unreachable(f"server {addr} is unreachable: {e}") from None
@@ -277,6 +291,7 @@ class RpcClient:
             finally:
                 writer.close()
         except fl.FlightError as e:
+            self._forget(addr, e)
             _raise_remote(e, addr)
         except (OSError, pa.ArrowException) as e:
             raise Unreachable(f"server {addr} is unreachable: {e}") from None
@@ -290,6 +305,7 @@ class RpcClient:
             return _Stream(c.do_get(fl.Ticket(codec.encode(ticket)),
                                     options=self._opts(timeout_s)), addr)
         except fl.FlightError as e:
+            self._forget(addr, e)
             _raise_remote(e, addr)
 
     def close(self) -> None:
