@@ -10,7 +10,8 @@ wait_safe), each an RPC to the tablet's leader.
 
 Metadata cache. Table metadata is fetched from the leader master whenever a statement
 resolves a name (`get_table`, `has_table`) and kept by table id for the operations of that
-statement; tablet locations (replicas, addresses, the last known leader) are kept per
+statement (while no master answers, the last version seen is used, so reads and writes go
+on without masters); tablet locations (replicas, addresses, the last known leader) are kept per
 tablet and refreshed from the master when every known replica has refused.
 
 Routing and retries. Every tablet call goes to the replica believed to lead. NOT_THE_LEADER
@@ -159,6 +160,8 @@ class RemoteCatalog:
         self._meta: dict[str, TableMetadata] = {}
         self._locs: dict[str, _TabletLocations] = {}
         self._coalescers: dict[str, WriteCoalescer] = {}
+        self._by_name: dict[str, TableMetadata] = {}
+        self._master_down_until = 0.0
         self._lock = threading.Lock()
         self.data_dir = None
 
@@ -190,7 +193,26 @@ class RemoteCatalog:
             return False
 
     def get_table(self, name: str) -> TableMetadata:
-        return self._remember(self.client.master_call("get_table", {"name": name}))
+        """The table's current metadata from the leader master. While no master answers,
+        the last version seen is used (data keeps flowing without masters; a DDL made
+        meanwhile elsewhere is not seen until one answers again)."""
+        cached = self._by_name.get(name)
+        if cached is not None and time.monotonic() < self._master_down_until:
+            return cached
+        try:
+            meta = self._remember(self.client.master_call(
+                "get_table", {"name": name}, timeout_s=None if cached is None else 3.0))
+        except errors.NotFound:
+            self._by_name.pop(name, None)
+            raise
+        except errors.ServiceUnavailable:
+            if cached is None:
+                raise
+            self._master_down_until = time.monotonic() + 5.0
+            return cached
+        self._master_down_until = 0.0
+        self._by_name[name] = meta
+        return meta
 
     def table(self, name: str) -> Table:
         return Table(self, self.get_table(name).id)

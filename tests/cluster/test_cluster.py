@@ -166,6 +166,11 @@ def test_cluster_sql_errors_and_refusals(cluster):
     assert os.stat(os.path.join(cluster.dir, "rpc-secret")).st_mode & 0o777 == 0o600
     r = kudusql("cluster", "status", "--data-dir", cluster.dir)
     assert r.returncode == 0 and "tserver-2" in r.stdout
+    # without any master, reads and writes of known tables go on (cached metadata)
+    os.kill(master["pid"], signal.SIGKILL)
+    with cluster.connect() as conn:
+        conn.execute("INSERT INTO s VALUES (3, 1, 'c')")
+        assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 3
 
 
 
