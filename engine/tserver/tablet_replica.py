@@ -124,9 +124,14 @@ class _RaftLogView:
             return 0
 
     def ts_at_or_before(self, index: int) -> int | None:
+        # called from maintenance under the tablet's locks, so without the replica lock
+        # (apply takes them in the other order): a concurrent GC may move the log's start
         s = self.replica.storage
-        i = max(index, s.first_index)
-        return s.timestamp(i) if i <= s.last_index else None
+        try:
+            i = max(index, s.first_index)
+            return s.timestamp(i) if i <= s.last_index else None
+        except IndexError:
+            return None
 
     def close(self) -> None:
         pass
