@@ -110,7 +110,8 @@ class RaftHost:
 
     def __init__(self, group_id: str, uuid: str, directory: str, clock: Clock,
                  transport: Transport, options: RaftOptions, applied_index: int = 0,
-                 fsync: bool = True, resolve_addr: Callable[[str], str] | None = None):
+                 fsync: bool = True, resolve_addr: Callable[[str], str] | None = None,
+                 segment_bytes: int = 8 << 20):
         self.group_id = group_id
         self.uuid = uuid
         self.directory = directory
@@ -119,7 +120,7 @@ class RaftHost:
         self.fsync = fsync
         self.resolve_addr = resolve_addr or (lambda uuid: "")
         self.lock = threading.RLock()
-        self.storage = WalLogStorage(f"{directory}/raft-wal", fsync=fsync)
+        self.storage = WalLogStorage(f"{directory}/raft-wal", segment_bytes, fsync=fsync)
         self.cmeta_store = FileMetadataStore(directory, fsync=fsync)
         cmeta = self.cmeta_store.load()
         if cmeta is None:

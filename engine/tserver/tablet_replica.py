@@ -29,6 +29,11 @@ to GC below its replay anchor. Here `last_index` is the last *applied* index, an
 records the anchor: the host GCs the Raft log under its lock, below min(anchor, Raft's own
 bound) — never from inside the tablet's write lock, which apply holds.
 
+Tablet copy: when the leader asks (StartTabletCopy: the entries this replica needs were
+GC'd), `on_copy_request` copies the tablet from it in a thread (tablet_copy.py) while the
+replica ignores Raft traffic, then `install_copy` swaps the copied files in and resets the
+Raft log after the copied state.
+
 Reads are served by the leader once it has applied an entry of its own term (before that a
 new leader may not have applied everything committed). A snapshot read at `ts` first moves
 the clock past `ts` and waits until every entry the leader had appended is applied, so no
@@ -39,7 +44,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import logging
 import os
+import shutil
 import struct
 import threading
 import time
@@ -61,9 +68,11 @@ from engine.tablet.tablet_metadata import TabletMetadata
 from engine.tablet.write_op import WriteOp
 from engine.tserver.raft_host import RaftHost, Transport
 
+GC_MIN_ENTRIES = 1000  # the Raft log is GC'd in steps of at least this many entries
 REPLICATED_WRITE = 4  # a Raft log entry type: request id envelope + WriteOp body
 REPLICA_FILE = "replica.json"
 _ENV = struct.Struct("<HQ")
+log = logging.getLogger(__name__)
 
 
 def encode_request(client_id: str, seq: int, op: WriteOp) -> bytes:
@@ -145,14 +154,13 @@ class TabletReplica(RaftHost):
         self.tablet_id = info["tablet_id"]
         self.table_id = info["table_id"]
         self.table_name = info["table_name"]
-        tpath = os.path.join(directory, "tablet")
-        meta = TabletMetadata.load(tpath)
-        meta.remove_orphans(tpath)
-        tablet = Tablet(tpath, meta.schema, config, clock, meta)
-        tablet.log.close()
+        self.copying = False
+        self.on_tablet_replaced = None  # (old Tablet, new Tablet): the server's MM hook
+        self.rpc = None  # set by the server: for tablet copies
         self._view = _RaftLogView(self)
-        tablet.log = self._view
-        self.tablet = tablet
+        self._config = config
+        self._clock = clock
+        tablet = self._open_tablet(os.path.join(directory, "tablet"))
         applied = tablet._anchor_index() - 1
         self._view.applied = applied
         self.tracker = ResultTracker()
@@ -160,10 +168,67 @@ class TabletReplica(RaftHost):
         self._inflight: dict[tuple[str, int], cf.Future] = {}
         self._applied_cond = threading.Condition()
         super().__init__(self.tablet_id, server_uuid, directory, clock, transport, options,
-                         applied_index=applied, fsync=config.fsync, resolve_addr=resolve_addr)
+                         applied_index=applied, fsync=config.fsync, resolve_addr=resolve_addr,
+                         segment_bytes=config.wal_segment_bytes)
         ts = self.storage.timestamp(applied) or 0
         # ops up to the flushed state are committed in MVCC; later ones are applied again
         tablet.mvcc.adjust_for_replay(ts)
+
+    def _open_tablet(self, tpath: str) -> Tablet:
+        """Open the tablet's flushed state, without replaying any log (see RaftHost)."""
+        meta = TabletMetadata.load(tpath)
+        meta.remove_orphans(tpath)
+        tablet = Tablet(tpath, meta.schema, self._config, self._clock, meta)
+        tablet.log.close()
+        tablet.log = self._view
+        self.tablet = tablet
+        return tablet
+
+    # -- tablet copy (tablet_copy.py) --------------------------------------------------------
+    def on_copy_request(self, req) -> None:
+        if self.copying or self.rpc is None:
+            return
+        addr = self._addr_of(req.src)
+        if not addr:
+            return
+        self.copying = True
+
+        def run():
+            from engine.tserver.tablet_copy import run_copy
+            try:
+                ok = run_copy(self, self.rpc, addr)
+                log.info("tablet copy of %s from %s: %s", self.tablet_id, addr,
+                         "installed" if ok else "stale, discarded")
+            except Exception as e:  # noqa: BLE001 - the leader asks again later
+                log.warning("tablet copy of %s from %s failed: %s", self.tablet_id, addr, e)
+            finally:
+                self.copying = False
+        threading.Thread(target=run, daemon=True, name=f"copy-{self.tablet_id}").start()
+
+    def install_copy(self, copied_dir: str, last, timestamp: int, config, suffix: list,
+                     source_term: int) -> bool:
+        with self.lock:
+            r = self.raft
+            if source_term < r.term or last.index <= r.commit_index:
+                return False  # stale: what RaftConsensus.install_tablet_copy would refuse
+            old = self.tablet
+            old.close()
+            tpath = os.path.join(self.directory, "tablet")
+            trash = os.path.join(self.directory, "tablet.old")
+            shutil.rmtree(trash, ignore_errors=True)
+            os.rename(tpath, trash)
+            os.rename(copied_dir, tpath)
+            shutil.rmtree(trash, ignore_errors=True)
+            self._view.applied = last.index
+            tablet = self._open_tablet(tpath)
+            tablet.mvcc.adjust_for_replay(timestamp)
+            installed = r.install_tablet_copy(last, timestamp, config, suffix, source_term)
+            assert installed, "checked above"
+            self.tracker = ResultTracker()
+            if self.on_tablet_replaced is not None:
+                self.on_tablet_replaced(old, tablet)
+            self.process()
+            return True
 
     # -- creation --------------------------------------------------------------------------
     @staticmethod
@@ -173,8 +238,7 @@ class TabletReplica(RaftHost):
         """Lay out a new replica (before its first open): tablet, initial Raft config."""
         tmp = directory + ".tmp"
         if os.path.exists(tmp):
-            import shutil
-            shutil.rmtree(tmp)
+                shutil.rmtree(tmp)
         os.makedirs(tmp)
         t = Tablet.create(os.path.join(tmp, "tablet"), schema, config=config, clock=clock)
         t.close()
@@ -219,6 +283,14 @@ class TabletReplica(RaftHost):
                 "row_errors": [[x.index, x.code, x.message, list(x.key)]
                                for x in r.row_errors]}
 
+    def step(self, msg) -> None:
+        if not self.copying:  # while copying, answers would ack a log about to be replaced
+            super().step(msg)
+
+    def tick(self) -> None:
+        if not self.copying:
+            super().tick()
+
     def after_process(self) -> None:
         if not self.raft.is_leader and self._waiters:
             hint = self.raft.leader_uuid
@@ -230,7 +302,7 @@ class TabletReplica(RaftHost):
             self._inflight.clear()
         s = self.storage
         bound = min(self._view.anchor, self.raft.log_gc_bound())
-        if bound - 1 > s.first_index + 1000:
+        if bound - s.first_index > min(GC_MIN_ENTRIES, self.raft.opts.log_retention_entries):
             s.gc(bound)
 
     # -- leader-side requests -------------------------------------------------------------

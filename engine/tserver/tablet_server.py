@@ -22,6 +22,7 @@ RPCs (DoAction unless said otherwise)
     status           -> this server's uuid, address and every replica's Raft state
     transfer_leader  {tablet, target}: hand leadership of a tablet to another voter
     change_config    {tablet, op: "replace", old, new, new_addr}: 3-4-3 replacement (leader)
+    copy_begin, copy_fetch, copy_end   tablet copy from this server (tablet_copy.py)
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here); clients route with them (engine/client).
@@ -50,6 +51,7 @@ from engine.tablet.maintenance_manager import MaintenanceManager
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from engine.tserver.raft_host import Transport
+from engine.tserver.tablet_copy import CopySessions
 from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
 
 log = logging.getLogger(__name__)
@@ -86,14 +88,16 @@ def load_or_create_uuid(data_dir: str) -> str:
 class TabletServer:
     def __init__(self, data_dir: str, host: str, port: int, secret: str, masters: list[str],
                  tick_ms: int = 100, election_ticks: int = 10, heartbeat_ms: int = 1000,
-                 fsync: bool = True, tablet_config: TabletConfig | None = None):
+                 fsync: bool = True, tablet_config: TabletConfig | None = None,
+                 log_retention_entries: int = 10_000):
         os.makedirs(os.path.join(data_dir, "tablets"), exist_ok=True)
         self.data_dir = data_dir
         self.uuid = load_or_create_uuid(data_dir)
         self.masters = list(masters)
         self.tick_s = tick_ms / 1000
         self.heartbeat_s = heartbeat_ms / 1000
-        self.raft_options = RaftOptions(heartbeat_ticks=1, election_timeout_ticks=election_ticks)
+        self.raft_options = RaftOptions(heartbeat_ticks=1, election_timeout_ticks=election_ticks,
+                                        log_retention_entries=log_retention_entries)
         self.config = tablet_config or TabletConfig(fsync=fsync,
                                                     wal_sync="commit" if fsync else "never")
         self.clock = HybridClock()
@@ -104,6 +108,7 @@ class TabletServer:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self.mm = MaintenanceManager().start()
+        self.copies = CopySessions(data_dir)
         for tid in sorted(os.listdir(os.path.join(data_dir, "tablets"))):
             if tid.endswith(".tmp"):
                 shutil.rmtree(os.path.join(data_dir, "tablets", tid), ignore_errors=True)
@@ -113,7 +118,9 @@ class TabletServer:
             "raft": self._h_raft, "create_replica": self._h_create, "delete_replica":
             self._h_delete, "lookup": self._h_lookup, "tablet_ts": self._h_tablet_ts,
             "wait_safe": self._h_wait_safe, "status": lambda p: self.status(),
-            "transfer_leader": self._h_transfer, "change_config": self._h_change_config}, self._h_write, self._h_scan)
+            "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
+            "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
+            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end}, self._h_write, self._h_scan)
         self.addr = self.server.addr
         self._threads = [threading.Thread(target=self._tick_loop, daemon=True, name="ticker"),
                          threading.Thread(target=self._heartbeat_loop, daemon=True,
@@ -128,6 +135,12 @@ class TabletServer:
     def _open_replica(self, tablet_id: str) -> TabletReplica:
         r = TabletReplica(self._replica_dir(tablet_id), self.uuid, self.clock, self.transport,
                           self.raft_options, self.config, self.directory.get)
+        r.rpc = self.rpc_client
+
+        def replaced(old, new):
+            self.mm.unregister(old)
+            self.mm.register(new)
+        r.on_tablet_replaced = replaced
         with self._lock:
             self.replicas[tablet_id] = r
         self.mm.register(r.tablet)

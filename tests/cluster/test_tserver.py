@@ -150,3 +150,53 @@ def test_restart_after_flush_starts_from_the_flushed_state(servers):
     _wait(lambda: all(_count(t) == 151 for t in ts))
     rows = _leader(ts).replicas["t1"].tablet.scan_table(["k"]).column("k").to_pylist()
     assert sorted(rows) == list(range(151))
+
+
+def test_a_replica_behind_the_gcd_log_gets_a_tablet_copy(tmp_path, monkeypatch):
+    """A follower down while the leader's log is GC'd past it catches up by tablet copy:
+    files pinned by hard links on the leader, its log reset after the copied state."""
+    from engine.tserver import tablet_replica
+    monkeypatch.setattr(tablet_replica, "GC_MIN_ENTRIES", 20)
+    from engine.config import TabletConfig
+    cfg = TabletConfig(fsync=False, wal_sync="never", wal_segment_bytes=2048)
+
+    def start(i, port=0):
+        return TabletServer(str(tmp_path / f"ts{i}"), "127.0.0.1", port, SECRET, [],
+                            tick_ms=30, election_ticks=6, fsync=False, tablet_config=cfg,
+                            log_retention_entries=20)
+    ts = [start(i) for i in range(3)]
+    c = RpcClient(SECRET)
+    try:
+        peers = [[t.uuid, t.addr] for t in ts]
+        for t in ts:
+            c.call(t.addr, "create_replica", {"tablet_id": "t1", "table_id": "x",
+                                              "table_name": "t", "schema": SCHEMA.to_dict(),
+                                              "peers": peers})
+        _write(c, ts, 1, [0])
+        lagger = next(t for t in ts if t is not _leader(ts))
+        i, port = ts.index(lagger), lagger.server.port
+        lagger.stop()
+        live = [t for t in ts if t is not lagger]
+        for k in range(1, 120):
+            _write(c, live, k + 1, [k])
+            if k % 40 == 0:
+                for t in live:
+                    t.replicas["t1"].tablet.flush_mrs()
+        leader = _leader(live)
+        storage = leader.replicas["t1"].storage
+        _wait(lambda: storage.first_index > 2)  # the log no longer holds what it needs
+        ts[i] = start(i, port)
+        _wait(lambda: _count(ts[i]) == 120, timeout=30)
+        r = ts[i].replicas["t1"]
+        assert r.storage.first_index > 2  # its log starts after the copied state
+        _write(c, ts, 500, [1000])
+        _wait(lambda: _count(ts[i]) == 121)
+        got = sorted(r.tablet.scan_table(["k"]).column("k").to_pylist())
+        assert got == list(range(120)) + [1000]
+    finally:
+        for t in ts:
+            try:
+                t.stop()
+            except Exception:  # noqa: BLE001 - teardown
+                pass
+        c.close()
