@@ -121,6 +121,33 @@ async def _point_ops(port: int, table: str, seconds: float, conns: int, nkeys: i
             await c.close()
 
 
+def _wait_caught_up(data_dir: str, name: str, timeout: float = 60.0) -> None:
+    """Until the restarted server answers and every replica it hosts has applied what its
+    leader had committed when we first looked (so the next kill leaves a majority)."""
+    from engine.rpc.rpc import RpcClient, read_secret_file
+    from kudusql.cluster import cluster_status
+    rpc = RpcClient(read_secret_file(os.path.join(data_dir, "rpc-secret")), 3)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            st = {p["name"]: p for p in cluster_status(data_dir)}
+            me = st[name]
+            if me.get("uuid"):
+                mine = rpc.call(me["addr"], "status")["tablets"]
+                lead_commit = {}
+                for p in st.values():
+                    if p["role"] == "tserver" and p.get("uuid") and p["name"] != name:
+                        for tid, t in rpc.call(p["addr"], "status")["tablets"].items():
+                            if t["role"] == "LEADER":
+                                lead_commit[tid] = t["commit_index"]
+                if mine and all(tid in lead_commit and t["applied_index"] >= lead_commit[tid]
+                                - 50 for tid, t in mine.items()):
+                    return
+            time.sleep(0.5)
+    finally:
+        rpc.close()
+
+
 def _failover(data_dir: str, port: int, kills: int) -> list[float]:
     import psycopg
     from kudusql.cluster import cluster_status, restart_process
@@ -158,7 +185,7 @@ def _failover(data_dir: str, port: int, kills: int) -> list[float]:
                          key=lambda p: p["leads"] or 0)
             t_kill = time.monotonic()
             os.kill(victim["pid"], signal.SIGKILL)
-            time.sleep(6)
+            time.sleep(10)
             worst = 0.0
             for times in acks:
                 before = [t for t in times if t <= t_kill]
@@ -172,6 +199,7 @@ def _failover(data_dir: str, port: int, kills: int) -> list[float]:
             print(f"  kill -9 {victim['name']} (leading {victim['leads']}): gap {worst:.2f} s",
                   flush=True)
             restart_process(data_dir, victim["name"])
+            _wait_caught_up(data_dir, victim["name"])
     finally:
         stop.set()
         for t in threads:

@@ -8,9 +8,10 @@ Session, wire server) run unchanged over a cluster. A leased `TabletHandle.table
 `RemoteTablet`: the Tablet methods Table calls (write, scan, lookup, current_timestamp,
 wait_safe), each an RPC to the tablet's leader.
 
-Metadata cache. Table metadata is fetched from the leader master whenever a statement
-resolves a name (`get_table`, `has_table`) and kept by table id for the operations of that
-statement (while no master answers, the last version seen is used, so reads and writes go
+Metadata cache. Table metadata is fetched from the leader master when a statement
+resolves a name (`get_table`, `has_table`) and the cached version is older than
+METADATA_TTL_S (1 s; this front end's own DDL refreshes it at once, another front end's
+is seen within that time), and kept by table id for the operations of that statement (while no master answers, the last version seen is used, so reads and writes go
 on without masters); tablet locations (replicas, addresses, the last known leader) are kept per
 tablet and refreshed from the master when every known replica has refused.
 
@@ -62,6 +63,9 @@ from engine.tablet.write_op import OpType, RowError, WriteResult
 
 OP_COLUMN = "__op"
 DEFAULT_TIMEOUT_S = 30.0
+# A name's metadata is asked from the master again after this long (a statement resolves
+# names several times; this front end's own DDL updates the cache at once).
+METADATA_TTL_S = 1.0
 
 
 class NotSupportedOnCluster(errors.EngineError):
@@ -161,6 +165,7 @@ class RemoteCatalog:
         self._locs: dict[str, _TabletLocations] = {}
         self._coalescers: dict[str, WriteCoalescer] = {}
         self._by_name: dict[str, TableMetadata] = {}
+        self._fetched: dict[str, float] = {}  # name -> when its metadata came from a master
         self._master_down_until = 0.0
         self._lock = threading.Lock()
         self.data_dir = None
@@ -197,7 +202,9 @@ class RemoteCatalog:
         the last version seen is used (data keeps flowing without masters; a DDL made
         meanwhile elsewhere is not seen until one answers again)."""
         cached = self._by_name.get(name)
-        if cached is not None and time.monotonic() < self._master_down_until:
+        now = time.monotonic()
+        if cached is not None and (now < self._master_down_until or
+                                   now - self._fetched.get(name, 0.0) < METADATA_TTL_S):
             return cached
         try:
             meta = self._remember(self.client.master_call(
@@ -212,6 +219,7 @@ class RemoteCatalog:
             return cached
         self._master_down_until = 0.0
         self._by_name[name] = meta
+        self._fetched[name] = time.monotonic()
         return meta
 
     def table(self, name: str) -> Table:
@@ -240,12 +248,20 @@ class RemoteCatalog:
             else partition_schema.to_dict(),
             "replication_factor": replication_factor, "comment": comment,
             "properties": dict(properties or {}), "if_not_exists": if_not_exists})
+        self._forget_name(name)
         return self._remember({"table": t})
 
+    def _forget_name(self, name: str) -> None:
+        self._by_name.pop(name, None)
+        self._fetched.pop(name, None)
+
     def drop_table(self, name: str, if_exists: bool = False) -> None:
+        self._forget_name(name)
         self.client.master_call("drop_table", {"name": name, "if_exists": if_exists})
 
     def rename_table(self, name: str, new_name: str) -> TableMetadata:
+        self._forget_name(name)
+        self._forget_name(new_name)
         return self._remember({"table": self.client.master_call(
             "rename_table", {"name": name, "new_name": new_name})})
 
@@ -332,6 +348,7 @@ class RemoteTablet:
         self.meta = meta
         self.schema = meta.schema
         self.tablet_id = tablet_id
+        self._safe = 0  # a timestamp its leader reported as its last committed one
 
     # -- routing --------------------------------------------------------------------------
     def _retry(self, fn: Callable[[str], Any], what: str, timeout_s: float | None = None):
@@ -353,6 +370,8 @@ class RemoteTablet:
                 delay = min(delay * 2, 0.5)
                 try:
                     self.catalog.refresh_locations(self.meta.id)
+                except errors.NotFound:
+                    raise  # the table was dropped meanwhile: no point retrying
                 except errors.EngineError as e:
                     last = e
                 loc = self.catalog.locations(self.tablet_id, self.meta.id)
@@ -424,9 +443,15 @@ class RemoteTablet:
         ts = self._retry(lambda a: self.client.rpc.call(a, "tablet_ts",
                                                         {"tablet": self.tablet_id}),
                          "timestamp request")
+        self._safe = max(self._safe, ts)
         return max(ts, self.client.last_ts)
 
     def wait_safe(self, ts: int) -> None:
+        # The leader's last committed timestamp is safe there already: ops it has proposed
+        # but not applied carry later timestamps (its clock orders its log). (The scan
+        # itself makes the snapshot safe on whichever leader serves it.)
+        if ts <= self._safe:
+            return
         self._retry(lambda a: self.client.rpc.call(a, "wait_safe", {"tablet": self.tablet_id,
                                                                     "ts": ts},
                                                    timeout_s=15), "safe-time wait")
