@@ -101,6 +101,7 @@ class Master:
                                   fsync=fsync)
         self._tick_s = tick_ms / 1000
         self._leader_since: float | None = None
+        self._led_term, self._led_since = -1, 0.0
         self._pending: dict[str, float] = {}  # tablet id -> when a replacement was started
         self._thread = threading.Thread(target=self._tick_loop, daemon=True, name="ticker")
         self._thread.start()
@@ -237,6 +238,23 @@ class Master:
                         "last_heartbeat_s": None if seen is None else round(now - seen[1], 3)})
         return out
 
+    def _leader_age(self) -> float:
+        """Seconds since this master became leader (of its current term)."""
+        term = self.catalog.raft.term
+        if self._led_term != term:
+            self._led_term, self._led_since = term, time.monotonic()
+        return time.monotonic() - self._led_since
+
+    def _wait_live(self, want: int, settle_s: float = 5.0) -> list[str]:
+        """Live servers; a master that has just become leader has heard from nobody yet,
+        so it waits (up to `settle_s` into its leadership) for `want` of them to report."""
+        while True:
+            live = sorted(self.live_tservers())
+            left = settle_s - self._leader_age()
+            if len(live) >= want or left <= 0:
+                return live
+            time.sleep(min(0.1, left))
+
     def _place(self, n_tablets: int, rf: int, live: list[str]) -> list[list[str]]:
         """Power-of-two choices: each replica goes to the less loaded of two random live
         servers not yet holding the tablet (load = replicas placed, counting this table)."""
@@ -264,9 +282,12 @@ class Master:
         schema = Schema.from_dict(p["schema"])
         ps = PartitionSchema.from_dict(p["partition_schema"], schema) \
             if p.get("partition_schema") else PartitionSchema.create(schema)
-        live = sorted(self.live_tservers())
+        want = p.get("replication_factor")
+        if not isinstance(want, int) or isinstance(want, bool):
+            want = len(self.catalog.tservers)  # the default RF depends on how many are live
+        live = self._wait_live(want)
         if not live:
-            raise errors.ServiceUnavailable("no live tablet servers: cannot create a table")
+            raise errors.InvalidArgument("no live tablet servers: cannot create a table")
         rf = Catalog._replication_factor(types.SimpleNamespace(num_tablet_servers=len(live)),
                                          p.get("replication_factor"))
         with self._ddl_lock:
