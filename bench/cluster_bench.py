@@ -140,8 +140,10 @@ def _wait_caught_up(data_dir: str, name: str, timeout: float = 60.0) -> None:
                         for tid, t in rpc.call(p["addr"], "status")["tablets"].items():
                             if t["role"] == "LEADER":
                                 lead_commit[tid] = t["commit_index"]
-                if mine and all(tid in lead_commit and t["applied_index"] >= lead_commit[tid]
-                                - 50 for tid, t in mine.items()):
+                # (a replica that leads again, e.g. of an RF=1 tablet, is caught up)
+                if mine and all(t["role"] == "LEADER" or (
+                        tid in lead_commit and t["applied_index"] >= lead_commit[tid] - 50)
+                        for tid, t in mine.items()):
                     return
             time.sleep(0.5)
     finally:
