@@ -5,6 +5,7 @@
                   [--flight-port N] [--query-mem-limit SIZE]
     kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
     kudusql tpch gen|load|run --sf N ...
+    kudusql master | tserver | cluster start|stop|status   (kudusql/cluster.py)
 
 `serve` runs the Postgres wire server (wire/server.py) over the database in the data
 directory (created if missing). Loopback addresses may use trust authentication (the
@@ -33,6 +34,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                           flight_port=args.flight_port,
                           query_mem_limit=args.query_mem_limit)
     try:
+        if args.masters:
+            from kudusql.cluster import _masters, _secret, serve_cluster
+            return serve_cluster(config, _masters(args.masters), _secret(args))
         return serve(config, args.data_dir)
     except ConfigError as e:
         print(f"kudusql serve: {e}", file=sys.stderr)
@@ -94,7 +98,11 @@ def _parser() -> argparse.ArgumentParser:
                         "fails with SQLSTATE 53200, e.g. 2GB (default: a quarter of the "
                         "machine's RAM; 0: no limit); sessions may SET query_mem_limit")
     s.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    from kudusql.cluster import add_commands as cluster_commands
+    from kudusql.cluster import add_serve_arguments
+    add_serve_arguments(s)
     s.set_defaults(func=_cmd_serve)
+    cluster_commands(sub)
 
     from shell.main import add_arguments as shell_arguments
     sh = sub.add_parser(

@@ -1,0 +1,7 @@
+"""The cluster client (docs/cluster.md): the catalog contract over RPC.
+
+    client.py   ClusterClient (masters, request ids, propagated timestamps, retries),
+                RemoteCatalog (the TableCatalog contract of engine/catalog/leases.py plus
+                the DDL the SQL layer calls), RemoteTablet (the Tablet methods Table uses,
+                each an RPC to the tablet's leader)
+"""

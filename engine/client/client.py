@@ -1,0 +1,509 @@
+"""The cluster client: the planner's catalog contract, served by masters and tablet servers.
+
+`RemoteCatalog` implements `TableCatalog` (engine/catalog/leases.py) and the DDL surface
+of the embedded `Catalog` the SQL layer uses (list_tables, has_table, get_table, table,
+create_table, drop_table, rename_table), so `engine.catalog.table.Table` — routing,
+partition pruning, snapshot choice, parallel scans — and everything above it (planner,
+Session, wire server) run unchanged over a cluster. A leased `TabletHandle.tablet()` is a
+`RemoteTablet`: the Tablet methods Table calls (write, scan, lookup, current_timestamp,
+wait_safe), each an RPC to the tablet's leader.
+
+Metadata cache. Table metadata is fetched from the leader master when a statement
+resolves a name (`get_table`, `has_table`) and the cached version is older than
+METADATA_TTL_S (1 s; this front end's own DDL refreshes it at once, another front end's
+is seen within that time), and kept by table id for the operations of that statement (while no master answers, the last version seen is used, so reads and writes go
+on without masters); tablet locations (replicas, addresses, the last known leader) are kept per
+tablet and refreshed from the master when every known replica has refused.
+
+Routing and retries. Every tablet call goes to the replica believed to lead. NOT_THE_LEADER
+answers carry the leader's uuid: the next try goes there. A server that cannot be reached
+(refused, timed out, traffic dropped) is skipped for the next replica; after a round over
+all replicas the locations are refreshed from the master. Tries back off from 20 ms,
+doubling to 500 ms, until the operation's deadline (`timeout_s`, default 30 s); then the
+call fails with SQLSTATE 57P03/08006 and a message naming the tablet and the last error.
+
+Exactly once. A ClusterClient has a random client id; every write gets the next sequence
+number and keeps it across all its retries, so the tablet servers' result tracker applies it
+once (engine/tserver/tablet_replica.py). Each request also carries the lowest sequence
+number still outstanding, which lets servers forget older results.
+
+Timestamps (client-propagated consistency, paper §2.5): the client remembers the largest
+timestamp it has seen (write results) and sends it with every request; servers move their
+clock past it, so a read after a write (on any server) is not ordered before it.
+
+Scans run on the leader, at the snapshot Table chose (the largest of the tablets' latest
+committed timestamps, made safe on every tablet first), with projection and predicates
+pushed to the server (DoGet). A scan whose server fails before its first batch is retried
+elsewhere at the same snapshot; one that fails mid-stream raises 57P03 (resuming from the
+last key is not implemented: docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import threading
+import time
+import uuid as uuidlib
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from engine import errors
+from engine.catalog.coalesce import WriteCoalescer
+from engine.catalog.leases import TabletLease
+from engine.catalog.metadata import TableMetadata
+from engine.catalog.table import Table
+from engine.convert import table_from_pydict
+from engine.rpc.rpc import RemoteError, RpcClient, Unreachable
+from engine.schema import Schema
+from engine.tablet.mvcc import MvccSnapshot
+from engine.tablet.write_op import OpType, RowError, WriteResult
+
+OP_COLUMN = "__op"
+DEFAULT_TIMEOUT_S = 30.0
+# A name's metadata is asked from the master again after this long (a statement resolves
+# names several times; this front end's own DDL updates the cache at once).
+METADATA_TTL_S = 1.0
+
+
+class NotSupportedOnCluster(errors.EngineError):
+    sqlstate = "0A000"
+
+
+class TabletUnavailable(errors.ServiceUnavailable):
+    sqlstate = "57P03"
+
+
+_RETRYABLE = (RemoteError, Unreachable)
+
+
+class ClusterClient:
+    def __init__(self, masters: Sequence[str], secret: str,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, rpc_timeout_s: float = 5.0):
+        self.masters = list(masters)
+        self.rpc = RpcClient(secret, rpc_timeout_s)
+        self.timeout_s = timeout_s
+        self.client_id = uuidlib.uuid4().hex
+        self._seq = 0
+        self._outstanding: set[int] = set()
+        self._lock = threading.Lock()
+        self.last_ts = 0
+        self._master_leader = 0
+
+    # -- request ids, timestamps ---------------------------------------------------------
+    def next_seq(self) -> int:
+        with self._lock:
+            self._seq += 1
+            self._outstanding.add(self._seq)
+            return self._seq
+
+    def done_seq(self, seq: int) -> None:
+        with self._lock:
+            self._outstanding.discard(seq)
+
+    def first_incomplete(self) -> int:
+        with self._lock:
+            return min(self._outstanding, default=self._seq + 1)
+
+    def observe_ts(self, ts: int) -> None:
+        if ts and ts > self.last_ts:
+            with self._lock:
+                self.last_ts = max(self.last_ts, ts)
+
+    # -- masters -------------------------------------------------------------------------
+    def master_call(self, action: str, payload=None, timeout_s: float | None = None):
+        deadline = time.monotonic() + (timeout_s or self.timeout_s)
+        delay, last = 0.02, None
+        n = len(self.masters)
+        while True:
+            for k in range(n):
+                i = (self._master_leader + k) % n
+                try:
+                    out = self.rpc.call(self.masters[i], action, payload)
+                    self._master_leader = i
+                    return out
+                except _RETRYABLE as e:
+                    last = e
+            if time.monotonic() + delay > deadline:
+                raise errors.ServiceUnavailable(
+                    f"no leader master reachable at {','.join(self.masters)} within "
+                    f"{timeout_s or self.timeout_s:.0f} s (last error: {last})") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def close(self) -> None:
+        self.rpc.close()
+
+
+class _TabletLocations:
+    """Where one tablet's replicas are and which one leads (as far as we know)."""
+
+    def __init__(self, tablet_id: str, info: dict):
+        self.tablet_id = tablet_id
+        self.update(info)
+
+    def update(self, info: dict) -> None:
+        self.replicas = [(r["uuid"], r["addr"]) for r in info["replicas"]]
+        self.leader = info.get("leader")
+
+    def order(self) -> list[tuple[str, str]]:
+        """Replicas to try: the believed leader first."""
+        return sorted(self.replicas, key=lambda r: r[0] != self.leader)
+
+
+class RemoteCatalog:
+    """TableCatalog over a cluster (see the module docstring)."""
+
+    def __init__(self, client: ClusterClient, parallelism: int = 4):
+        self.client = client
+        self.parallelism = parallelism
+        self._pool = cf.ThreadPoolExecutor(max_workers=parallelism,
+                                           thread_name_prefix="kudusql-remote")
+        self._meta: dict[str, TableMetadata] = {}
+        self._locs: dict[str, _TabletLocations] = {}
+        self._coalescers: dict[str, WriteCoalescer] = {}
+        self._by_name: dict[str, TableMetadata] = {}
+        self._fetched: dict[str, float] = {}  # name -> when its metadata came from a master
+        self._master_down_until = 0.0
+        self._lock = threading.Lock()
+        self.data_dir = None
+
+    @classmethod
+    def connect(cls, masters: Sequence[str], secret: str, **kw) -> "RemoteCatalog":
+        return cls(ClusterClient(masters, secret, **kw))
+
+    # -- metadata --------------------------------------------------------------------------
+    def _remember(self, resp: dict) -> TableMetadata:
+        meta = TableMetadata.from_dict(resp["table"])
+        with self._lock:
+            self._meta[meta.id] = meta
+            for tid, info in resp.get("locations", {}).items():
+                loc = self._locs.get(tid)
+                if loc is None:
+                    self._locs[tid] = _TabletLocations(tid, info)
+                else:
+                    loc.update(info)
+        return meta
+
+    def list_tables(self) -> list[str]:
+        return self.client.master_call("list_tables")
+
+    def has_table(self, name: str) -> bool:
+        try:
+            self.get_table(name)
+            return True
+        except errors.NotFound:
+            return False
+
+    def get_table(self, name: str) -> TableMetadata:
+        """The table's current metadata from the leader master. While no master answers,
+        the last version seen is used (data keeps flowing without masters; a DDL made
+        meanwhile elsewhere is not seen until one answers again)."""
+        cached = self._by_name.get(name)
+        now = time.monotonic()
+        if cached is not None and (now < self._master_down_until or
+                                   now - self._fetched.get(name, 0.0) < METADATA_TTL_S):
+            return cached
+        try:
+            meta = self._remember(self.client.master_call(
+                "get_table", {"name": name}, timeout_s=None if cached is None else 3.0))
+        except errors.NotFound:
+            self._by_name.pop(name, None)
+            raise
+        except errors.ServiceUnavailable:
+            if cached is None:
+                raise
+            self._master_down_until = time.monotonic() + 5.0
+            return cached
+        self._master_down_until = 0.0
+        self._by_name[name] = meta
+        self._fetched[name] = time.monotonic()
+        return meta
+
+    def table(self, name: str) -> Table:
+        return Table(self, self.get_table(name).id)
+
+    def refresh_locations(self, table_id: str) -> None:
+        self._remember(self.client.master_call("locations", {"table_id": table_id}))
+
+    def locations(self, tablet_id: str, table_id: str) -> _TabletLocations:
+        loc = self._locs.get(tablet_id)
+        if loc is None:
+            self.refresh_locations(table_id)
+            loc = self._locs.get(tablet_id)
+            if loc is None:
+                raise errors.NotFound(f"tablet {tablet_id} is not in the catalog (dropped)")
+        return loc
+
+    # -- DDL ------------------------------------------------------------------------------
+    def create_table(self, name: str, schema: Schema, partition_schema=None, *,
+                     replication_factor: int | None = None, comment: str | None = None,
+                     properties: dict | None = None,
+                     if_not_exists: bool = False) -> TableMetadata:
+        t = self.client.master_call("create_table", {
+            "name": name, "schema": schema.to_dict(),
+            "partition_schema": None if partition_schema is None
+            else partition_schema.to_dict(),
+            "replication_factor": replication_factor, "comment": comment,
+            "properties": dict(properties or {}), "if_not_exists": if_not_exists})
+        self._forget_name(name)
+        return self._remember({"table": t})
+
+    def _forget_name(self, name: str) -> None:
+        self._by_name.pop(name, None)
+        self._fetched.pop(name, None)
+
+    def drop_table(self, name: str, if_exists: bool = False) -> None:
+        self._forget_name(name)
+        self.client.master_call("drop_table", {"name": name, "if_exists": if_exists})
+
+    def rename_table(self, name: str, new_name: str) -> TableMetadata:
+        self._forget_name(name)
+        self._forget_name(new_name)
+        return self._remember({"table": self.client.master_call(
+            "rename_table", {"name": name, "new_name": new_name})})
+
+    def _unsupported(self, what: str):
+        raise NotSupportedOnCluster(f"{what} is not supported on a cluster yet")
+
+    def set_properties(self, *a, **k):
+        self._unsupported("ALTER TABLE ... SET / COMMENT ON")
+
+    def add_range_partition(self, *a, **k):
+        self._unsupported("ALTER TABLE ... ADD RANGE PARTITION")
+
+    def drop_range_partition(self, *a, **k):
+        self._unsupported("ALTER TABLE ... DROP RANGE PARTITION")
+
+    def add_column(self, *a, **k):
+        self._unsupported("ALTER TABLE ... ADD COLUMN")
+
+    def drop_column(self, *a, **k):
+        self._unsupported("ALTER TABLE ... DROP COLUMN")
+
+    def rename_column(self, *a, **k):
+        self._unsupported("ALTER TABLE ... RENAME COLUMN")
+
+    def tablet_path(self, tablet_id: str):
+        self._unsupported("reading a tablet's files (SHOW TABLETS sizes)")
+
+    # -- TableCatalog ---------------------------------------------------------------------
+    @property
+    def executor(self) -> cf.Executor:
+        return self._pool
+
+    def table_metadata(self, table_id: str) -> TableMetadata:
+        meta = self._meta.get(table_id)
+        if meta is None:
+            self.refresh_locations(table_id)
+            meta = self._meta[table_id]
+        return meta
+
+    def lease_tablets(self, table_id: str,
+                      pick: Callable[[TableMetadata], Sequence[str]]) -> TabletLease:
+        meta = self.table_metadata(table_id)
+        tids = pick(meta)
+        return TabletLease(meta, [RemoteTabletHandle(self, meta, t) for t in tids],
+                           lambda handles: None)
+
+    def tablets_ready(self, table_id: str) -> bool:
+        return False  # every tablet call is a network round trip: never on an event loop
+
+    def write_coalescer(self, table_id: str) -> WriteCoalescer:
+        c = self._coalescers.get(table_id)
+        if c is None:
+            with self._lock:
+                c = self._coalescers.setdefault(table_id, WriteCoalescer())
+        return c
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+        self.client.close()
+
+
+class RemoteTabletHandle:
+    def __init__(self, catalog: RemoteCatalog, meta: TableMetadata, tablet_id: str):
+        self.tablet_id = tablet_id
+        self._t = RemoteTablet(catalog, meta, tablet_id)
+
+    @property
+    def is_open(self) -> bool:
+        return True
+
+    def tablet(self) -> "RemoteTablet":
+        return self._t
+
+    def column_renames(self, schema: Schema) -> dict[str, str] | None:
+        return None
+
+
+class RemoteTablet:
+    """The Tablet methods Table uses, each an RPC to the leader (module docstring)."""
+
+    def __init__(self, catalog: RemoteCatalog, meta: TableMetadata, tablet_id: str):
+        self.catalog = catalog
+        self.client = catalog.client
+        self.meta = meta
+        self.schema = meta.schema
+        self.tablet_id = tablet_id
+        self._safe = 0  # a timestamp its leader reported as its last committed one
+
+    # -- routing --------------------------------------------------------------------------
+    def _retry(self, fn: Callable[[str], Any], what: str, timeout_s: float | None = None):
+        """Run fn(addr) against the leader, following hints and skipping dead servers."""
+        deadline = time.monotonic() + (timeout_s or self.client.timeout_s)
+        delay, last = 0.02, None
+        loc = self.catalog.locations(self.tablet_id, self.meta.id)
+        tried: set[str] = set()
+        while True:
+            cands = [r for r in loc.order() if r[0] not in tried]
+            if not cands:
+                tried.clear()
+                if time.monotonic() + delay > deadline:
+                    raise TabletUnavailable(
+                        f"tablet {self.tablet_id} of table \"{self.meta.name}\" is "
+                        f"unavailable: no leader answered the {what} within "
+                        f"{timeout_s or self.client.timeout_s:.0f} s (last error: {last})")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+                try:
+                    self.catalog.refresh_locations(self.meta.id)
+                except errors.NotFound:
+                    raise  # the table was dropped meanwhile: no point retrying
+                except errors.EngineError as e:
+                    last = e
+                loc = self.catalog.locations(self.tablet_id, self.meta.id)
+                continue
+            uuid, addr = cands[0]
+            try:
+                out = fn(addr)
+                loc.leader = uuid
+                return out
+            except _RETRYABLE as e:
+                last = e
+                tried.add(uuid)
+                hint = getattr(e, "leader_uuid", None)
+                if hint and hint not in tried and any(r[0] == hint for r in loc.replicas):
+                    loc.leader = hint
+
+    # -- Tablet API ---------------------------------------------------------------------
+    def write(self, ops, rows) -> WriteResult:
+        pre_bad: dict = {}
+        raw_keys = None
+        if isinstance(rows, dict):
+            table, pre_bad, raw_keys = table_from_pydict(self.schema, rows)
+        else:
+            table = rows
+        n = table.num_rows
+        if np.isscalar(ops) or isinstance(ops, OpType):
+            op_arr = np.full(n, int(ops), dtype=np.int8)
+        else:
+            op_arr = np.asarray(ops, dtype=np.int8)
+        keep = None
+        if pre_bad:
+            keep = np.array([i for i in range(n) if i not in pre_bad], dtype=np.int64)
+            table = table.take(pa.array(keep))
+            op_arr = op_arr[keep]
+        r = self._send_write(op_arr, table)
+        errs = r.row_errors
+        if keep is not None:
+            errs = [dataclasses.replace(e, index=int(keep[e.index])) for e in errs]
+            for i, (code, msg) in pre_bad.items():
+                errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
+            errs.sort(key=lambda e: e.index)
+        return WriteResult(r.timestamp, r.num_applied, errs)
+
+    def _send_write(self, op_arr: np.ndarray, table: pa.Table) -> WriteResult:
+        if table.num_rows == 0:
+            return WriteResult(0, 0, [])
+        c = self.client
+        seq = c.next_seq()
+        body = table.append_column(OP_COLUMN, pa.array(op_arr, pa.int8()))
+        try:
+            def call(addr):
+                return c.rpc.put(addr, {"tablet": self.tablet_id, "client_id": c.client_id,
+                                        "seq": seq, "first_incomplete": c.first_incomplete(),
+                                        "ts": c.last_ts}, body)
+            out = self._retry(call, "write")
+        finally:
+            c.done_seq(seq)
+        if "error" in out:
+            e = out["error"]
+            err = errors.EngineError(e["message"])
+            err.sqlstate = e["sqlstate"]
+            raise err
+        c.observe_ts(out["timestamp"])
+        return WriteResult(out["timestamp"], out["num_applied"],
+                           [RowError(i, code, msg, tuple(key))
+                            for i, code, msg, key in out["row_errors"]])
+
+    def current_timestamp(self) -> int:
+        ts = self._retry(lambda a: self.client.rpc.call(a, "tablet_ts",
+                                                        {"tablet": self.tablet_id}),
+                         "timestamp request")
+        self._safe = max(self._safe, ts)
+        return max(ts, self.client.last_ts)
+
+    def wait_safe(self, ts: int) -> None:
+        # The leader's last committed timestamp is safe there already: ops it has proposed
+        # but not applied carry later timestamps (its clock orders its log). (The scan
+        # itself makes the snapshot safe on whichever leader serves it.)
+        if ts <= self._safe:
+            return
+        self._retry(lambda a: self.client.rpc.call(a, "wait_safe", {"tablet": self.tablet_id,
+                                                                    "ts": ts},
+                                                   timeout_s=15), "safe-time wait")
+
+    def lookup(self, key, columns=None, snapshot=None):
+        snap = _snapshot_ts(snapshot)
+        return self._retry(lambda a: self.client.rpc.call(a, "lookup", {
+            "tablet": self.tablet_id, "key": list(key),
+            "columns": None if columns is None else list(columns), "snapshot": snap}),
+            "lookup")
+
+    def scan(self, columns=None, predicates=(), snapshot=None, lower_key=None,
+             upper_key=None, lazy=True, stats=None):
+        ticket = {"tablet": self.tablet_id,
+                  "columns": None if columns is None else list(columns),
+                  "predicates": list(predicates), "snapshot": _snapshot_ts(snapshot),
+                  "lower_key": None if lower_key is None else list(lower_key),
+                  "upper_key": None if upper_key is None else list(upper_key),
+                  "lazy": lazy, "ts": self.client.last_ts}
+        return self._scan(ticket, stats)
+
+    def _scan(self, ticket: dict, stats):
+        def open_stream(addr):
+            s = self.client.rpc.get(addr, ticket)
+            it = iter(s)
+            first = next(it, None)  # errors before the first batch are retried
+            return first, it
+        first, it = self._retry(open_stream, "scan")
+        if first is None:
+            return
+        if stats is not None:
+            stats.rows_returned += first.num_rows
+        yield first
+        try:
+            for b in it:
+                if stats is not None:
+                    stats.rows_returned += b.num_rows
+                yield b
+        except _RETRYABLE as e:
+            raise TabletUnavailable(
+                f"the scan of tablet {self.tablet_id} of table \"{self.meta.name}\" was "
+                f"interrupted ({e}); run the statement again") from None
+
+    def diff_scan(self, *a, **k):
+        raise NotSupportedOnCluster("diff scans are not supported on a cluster yet")
+
+
+def _snapshot_ts(snapshot) -> tuple[int, bool] | None:
+    """(timestamp, chosen by Table) — a Table-chosen snapshot (an MvccSnapshot) is at or
+    after every committed op, so it skips the ancient-history check an explicit one gets."""
+    if snapshot is None:
+        return None
+    if isinstance(snapshot, MvccSnapshot):
+        return snapshot.all_committed_before - 1, True
+    return int(snapshot), False

@@ -1,0 +1,419 @@
+"""Master: the process that keeps the catalog and places replicas (`kudusql master`).
+
+State: the SysCatalog (sys_catalog.py, replicated by Raft among 1 or 3 masters; on disk in
+`<data>/sys-catalog/`: its WAL and consensus metadata) and, in memory only, what tablet
+servers report in their heartbeats (liveness, each replica's role and term).
+
+A master's Raft uuid is its RPC address as given on the command line (`--rpc-addr`), so
+the masters of a cluster know each other from `--masters` alone.
+
+RPCs (DoAction; all but `status` and `ping` are answered by the leader master only)
+    tserver_heartbeat   a tablet server's report {uuid, addr, tablets: {id: raft status}};
+                        the answer: replicas to create (assigned here, not reported),
+                        replicas to delete (reported, not in the catalog), the directory
+                        of server addresses
+    create_table        {name, schema, partition_schema, replication_factor, comment,
+                        properties, if_not_exists}: placement by power-of-two choices among
+                        live servers (the less loaded of two random candidates, per
+                        replica); refused if fewer live servers than replicas
+    drop_table, rename_table, list_tables, get_table {name} (metadata + locations),
+    locations {table_id}: every tablet's replicas with their address and last reported
+                        role; `leader` is the replica that reported LEADER in the
+                        highest term
+    list_tservers, status
+
+Liveness: a tablet server is live if it heartbeated within `tserver_unresponsive_s`
+(servers not heard from since this master became leader get that long from then).
+
+Re-replication (Kudu's 3-4-3, `_rereplicate`, every second on the leader master): for a
+tablet with a replica on a dead server and a live leader whose configuration matches the
+catalog, the master picks a new live server (power of two choices), records it in the
+catalog, creates an empty replica there (no configuration: it cannot vote or campaign
+until the leader's log gives it one) and asks the leader to `replace` the dead peer: the
+leader adds the new one as a learner, promotes it once caught up and then evicts the dead
+one (engine/consensus/raft.py). The catalog follows the leader's reported configuration
+(`set_replicas`); a server that comes back with an evicted replica is told to delete it.
+The new replica catches up from the leader's log; if that log was GC'd past what it needs,
+it would need a tablet copy, which is not implemented (docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+import types
+import uuid as uuidlib
+
+from engine import errors
+from engine.catalog.catalog import Catalog, TableExists
+from engine.catalog.metadata import TableMetadata
+from engine.catalog.partition import PartitionSchema
+from engine.clock import HybridClock
+from engine.consensus.consensus_metadata import ConsensusMetadata
+from engine.consensus.messages import RaftConfig, RaftPeer
+from engine.consensus.raft import RaftOptions
+from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
+from engine.schema import Schema
+from engine.master.sys_catalog import SysCatalog
+from engine.tserver.raft_host import RaftHost, Transport
+
+log = logging.getLogger(__name__)
+
+
+class Master:
+    def __init__(self, data_dir: str, host: str, port: int, secret: str,
+                 masters: list[str] | None = None, tick_ms: int = 100,
+                 election_ticks: int = 10, tserver_unresponsive_s: float = 60.0,
+                 fsync: bool = True):
+        self.data_dir = data_dir
+        self.tserver_unresponsive_s = tserver_unresponsive_s
+        self.rpc_client = RpcClient(secret)
+        self.transport = Transport(self.rpc_client)
+        self._live: dict[str, tuple[str, float]] = {}  # tserver uuid -> (addr, last heard)
+        self._reports: dict[str, dict[str, dict]] = {}  # tablet id -> uuid -> raft status
+        self._lock = threading.RLock()
+        self._ddl_lock = threading.Lock()
+        self._stop = threading.Event()
+        self.server = RpcServer(host, port, secret, {
+            "raft": self._h_raft, "tserver_heartbeat": self._h_heartbeat,
+            "create_table": self._h_create_table, "drop_table": self._h_drop_table,
+            "rename_table": self._h_rename_table, "list_tables": self._h_list_tables,
+            "get_table": self._h_get_table, "locations": self._h_locations,
+            "list_tservers": lambda p: self.tservers(), "status": lambda p: self.status()})
+        self.addr = self.server.addr
+        self.uuid = self.addr
+        masters = list(masters or [self.addr])
+        if self.addr not in masters:
+            raise errors.InvalidArgument(f"--masters {','.join(masters)} does not name this "
+                                         f"master's --rpc-addr {self.addr}")
+        self.masters = masters
+        d = os.path.join(data_dir, "sys-catalog")
+        os.makedirs(d, exist_ok=True)
+        if not os.path.exists(os.path.join(d, "consensus-meta.json")):
+            cfg = RaftConfig(0, tuple(RaftPeer(m, addr=m) for m in masters))
+            RaftHost.create_metadata(d, ConsensusMetadata(0, None, cfg), fsync)
+        self.catalog = SysCatalog("sys-catalog", self.uuid, d, HybridClock(), self.transport,
+                                  RaftOptions(heartbeat_ticks=1,
+                                              election_timeout_ticks=election_ticks),
+                                  fsync=fsync)
+        self._tick_s = tick_ms / 1000
+        self._leader_since: float | None = None
+        self._led_term, self._led_since = -1, 0.0
+        self._pending: dict[str, float] = {}  # tablet id -> when a replacement was started
+        self._thread = threading.Thread(target=self._tick_loop, daemon=True, name="ticker")
+        self._thread.start()
+        self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
+                                         name="rereplication")
+        self._monitor.start()
+
+    # -- Raft ----------------------------------------------------------------------------------
+    def _h_raft(self, batch: list) -> None:
+        for group, msg in batch:
+            if group == "sys-catalog":
+                self.catalog.step(msg)
+
+    def _tick_loop(self) -> None:
+        while not self._stop.wait(self._tick_s):
+            try:
+                self.catalog.tick()
+            except Exception:  # noqa: BLE001 - keep ticking
+                log.exception("sys catalog tick failed")
+
+    def _require_leader(self) -> None:
+        if not self.catalog.ready_leader():
+            raise RemoteError(f"master {self.addr} is not the leader master",
+                              self.catalog.raft.leader_uuid)
+
+    # -- tablet servers ------------------------------------------------------------------------
+    def _h_heartbeat(self, rep: dict) -> dict:
+        if not self.catalog.ready_leader():
+            return {"not_leader": True, "leader": self.catalog.raft.leader_uuid}
+        u, addr = rep["uuid"], rep["addr"]
+        with self._lock:
+            self._live[u] = (addr, time.monotonic())
+            for tid, st in rep.get("tablets", {}).items():
+                self._reports.setdefault(tid, {})[u] = st
+        cat = self.catalog
+        if cat.tservers.get(u) != addr:
+            cat.propose({"op": "register_tserver", "uuid": u, "addr": addr})
+        create, delete = [], []
+        reported = set(rep.get("tablets", {}))
+        for t in list(cat.tables.values()):
+            for x in t["tablets"]:
+                tid = x["tablet_id"]
+                peers = cat.replicas.get(tid, [])
+                if u in peers and tid not in reported:
+                    create.append(self._replica_spec(t, tid, u))
+        delete = [tid for tid in reported if u not in cat.replicas.get(tid, ())]
+        return {"create": create, "delete": delete, "directory": dict(cat.tservers)}
+
+    def _replica_spec(self, t: dict, tid: str, uuid: str | None = None) -> dict:
+        """What a server needs to create a replica: a replica of the initial placement
+        starts with the initial configuration; one added later starts with none (it
+        learns its configuration from the leader's log)."""
+        cat = self.catalog
+        initial = cat.initial.get(tid, [])
+        peers = [[p, cat.tservers.get(p, "")] for p in initial] \
+            if uuid is None or uuid in initial else []
+        return {"tablet_id": tid, "table_id": t["id"], "table_name": t["name"],
+                "schema": t["schema"], "peers": peers}
+
+    def live_tservers(self) -> dict[str, str]:
+        now = time.monotonic()
+        with self._lock:
+            return {u: a for u, (a, t) in self._live.items()
+                    if now - t <= self.tserver_unresponsive_s}
+
+    # -- re-replication --------------------------------------------------------------------
+    def _monitor_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                if not self.catalog.ready_leader():
+                    self._leader_since = None
+                    continue
+                if self._leader_since is None:
+                    self._leader_since = time.monotonic()
+                self._rereplicate()
+            except Exception:  # noqa: BLE001 - retried at the next round
+                log.exception("re-replication round failed")
+
+    def _reported_leader(self, tid: str) -> tuple[str, dict] | None:
+        live = self.live_tservers()
+        best = None
+        for u, st in self._reports.get(tid, {}).items():
+            if st.get("role") == "LEADER" and u in live and \
+                    (best is None or st.get("term", 0) > best[1].get("term", 0)):
+                best = (u, st)
+        return best
+
+    def _rereplicate(self) -> None:
+        now = time.monotonic()
+        if now - self._leader_since < self.tserver_unresponsive_s:
+            return  # give every server a chance to report to the new leader master
+        cat = self.catalog
+        live = self.live_tservers()
+        for t in list(cat.tables.values()):
+            rf = t["replication_factor"]
+            for x in t["tablets"]:
+                tid = x["tablet_id"]
+                lead = self._reported_leader(tid)
+                if lead is None:
+                    continue
+                leader, st = lead
+                cfg = list(st.get("peers", []))
+                peers = cat.replicas.get(tid, [])
+                if cfg and set(cfg) != set(peers):
+                    cat.propose({"op": "set_replicas", "tablet_id": tid, "replicas": cfg})
+                    continue
+                dead = [u for u in peers if u not in live]
+                if not dead or len(peers) != rf or now - self._pending.get(tid, -1e9) < 10:
+                    continue
+                cands = [u for u in live if u not in peers]
+                if not cands:
+                    continue
+                new = self._place(1, 1, cands)[0][0]
+                self._pending[tid] = now
+                log.info("re-replicating tablet %s: replacing dead %s by %s", tid, dead[0], new)
+                cat.propose({"op": "set_replicas", "tablet_id": tid,
+                             "replicas": peers + [new]})
+                try:
+                    self.rpc_client.call(live[new], "create_replica",
+                                         self._replica_spec(t, tid, new), timeout_s=5)
+                    self.rpc_client.call(live[leader], "change_config", {
+                        "tablet": tid, "op": "replace", "old": dead[0], "new": new,
+                        "new_addr": live[new]}, timeout_s=5)
+                except errors.EngineError as e:
+                    log.info("re-replication of %s: %s (retried)", tid, e)
+
+    def tservers(self) -> list[dict]:
+        live = self.live_tservers()
+        now = time.monotonic()
+        out = []
+        for u, a in sorted(self.catalog.tservers.items()):
+            seen = self._live.get(u)
+            out.append({"uuid": u, "addr": a, "live": u in live,
+                        "last_heartbeat_s": None if seen is None else round(now - seen[1], 3)})
+        return out
+
+    def _leader_age(self) -> float:
+        """Seconds since this master became leader (of its current term)."""
+        term = self.catalog.raft.term
+        if self._led_term != term:
+            self._led_term, self._led_since = term, time.monotonic()
+        return time.monotonic() - self._led_since
+
+    def _wait_live(self, want: int, settle_s: float = 5.0) -> list[str]:
+        """Live servers; a master that has just become leader has heard from nobody yet,
+        so it waits (up to `settle_s` into its leadership) for `want` of them to report."""
+        while True:
+            live = sorted(self.live_tservers())
+            left = settle_s - self._leader_age()
+            if len(live) >= want or left <= 0:
+                return live
+            time.sleep(min(0.1, left))
+
+    def _place(self, n_tablets: int, rf: int, live: list[str]) -> list[list[str]]:
+        """Power-of-two choices: each replica goes to the less loaded of two random live
+        servers not yet holding the tablet (load = replicas placed, counting this table)."""
+        load = {u: 0 for u in live}
+        for peers in self.catalog.replicas.values():
+            for u in peers:
+                if u in load:
+                    load[u] += 1
+        out = []
+        for _ in range(n_tablets):
+            chosen: list[str] = []
+            for _ in range(rf):
+                cands = [u for u in live if u not in chosen]
+                pick = random.sample(cands, min(2, len(cands)))
+                best = min(pick, key=lambda u: (load[u], u))
+                chosen.append(best)
+                load[best] += 1
+            out.append(chosen)
+        return out
+
+    # -- DDL -----------------------------------------------------------------------------------
+    def _h_create_table(self, p: dict) -> dict:
+        self._require_leader()
+        name = p["name"]
+        schema = Schema.from_dict(p["schema"])
+        ps = PartitionSchema.from_dict(p["partition_schema"], schema) \
+            if p.get("partition_schema") else PartitionSchema.create(schema)
+        want = p.get("replication_factor")
+        if not isinstance(want, int) or isinstance(want, bool):
+            want = len(self.catalog.tservers)  # the default RF depends on how many are live
+        live = self._wait_live(want)
+        if not live:
+            raise errors.InvalidArgument("no live tablet servers: cannot create a table")
+        rf = Catalog._replication_factor(types.SimpleNamespace(num_tablet_servers=len(live)),
+                                         p.get("replication_factor"))
+        with self._ddl_lock:
+            existing = self._by_name(name)
+            if existing is not None:
+                if p.get("if_not_exists"):
+                    return existing
+                raise TableExists(f'table "{name}" already exists')
+            n = len(ps.partitions)
+            tids = [uuidlib.uuid4().hex for _ in range(n)]
+            meta = TableMetadata(uuidlib.uuid4().hex, name, schema, ps, rf, tuple(tids),
+                                 p.get("comment"), dict(p.get("properties") or {}))
+            placement = self._place(n, rf, live)
+            t = meta.to_dict()
+            self.catalog.propose({"op": "put_table", "table": t,
+                                  "replicas": dict(zip(tids, placement))})
+        self._push_replicas(t)
+        return t
+
+    def _push_replicas(self, t: dict) -> None:
+        """Ask the chosen servers to create the replicas now (heartbeats retry it)."""
+        specs = []
+        for x in t["tablets"]:
+            spec = self._replica_spec(t, x["tablet_id"])
+            for u, addr in spec["peers"]:
+                specs.append((addr, spec))
+
+        def one(addr_spec):
+            addr, spec = addr_spec
+            try:
+                self.rpc_client.call(addr, "create_replica", spec, timeout_s=5)
+            except errors.EngineError as e:
+                log.info("creating replica of %s on %s: %s (retried by heartbeats)",
+                         spec["tablet_id"], addr, e)
+        threads = [threading.Thread(target=one, args=(s,), daemon=True) for s in specs]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=6)
+
+    def _by_name(self, name: str) -> dict | None:
+        for t in self.catalog.tables.values():
+            if t["name"] == name:
+                return t
+        return None
+
+    def _h_drop_table(self, p: dict) -> dict:
+        self._require_leader()
+        with self._ddl_lock:
+            t = self._by_name(p["name"])
+            if t is None:
+                if p.get("if_exists"):
+                    return {"dropped": False}
+                raise errors.NotFound(f'table "{p["name"]}" does not exist')
+            peers = {x["tablet_id"]: list(self.catalog.replicas.get(x["tablet_id"], []))
+                     for x in t["tablets"]}
+            self.catalog.propose({"op": "drop_table", "id": t["id"]})
+        for tid, us in peers.items():
+            for u in us:
+                addr = self.catalog.tservers.get(u)
+                try:
+                    self.rpc_client.call(addr, "delete_replica", {"tablet_id": tid},
+                                         timeout_s=3)
+                except errors.EngineError:
+                    pass  # the heartbeat's delete list finishes it
+        return {"dropped": True}
+
+    def _h_rename_table(self, p: dict) -> dict:
+        self._require_leader()
+        with self._ddl_lock:
+            t = self._by_name(p["name"])
+            if t is None:
+                raise errors.NotFound(f'table "{p["name"]}" does not exist')
+            if self._by_name(p["new_name"]) is not None:
+                raise TableExists(f'table "{p["new_name"]}" already exists')
+            t = dict(t, name=p["new_name"])
+            self.catalog.propose({"op": "put_table", "table": t})
+        return t
+
+    def _h_list_tables(self, p) -> list[str]:
+        self._require_leader()
+        return sorted(t["name"] for t in self.catalog.tables.values())
+
+    def _h_get_table(self, p: dict) -> dict:
+        self._require_leader()
+        t = self._by_name(p["name"])
+        if t is None:
+            raise errors.NotFound(f'table "{p["name"]}" does not exist')
+        return {"table": t, "locations": self._locations(t)}
+
+    def _h_locations(self, p: dict) -> dict:
+        self._require_leader()
+        t = self.catalog.tables.get(p["table_id"])
+        if t is None:
+            raise errors.NotFound(f"table with id {p['table_id']} does not exist (dropped)")
+        return {"table": t, "locations": self._locations(t)}
+
+    def _locations(self, t: dict) -> dict:
+        cat = self.catalog
+        live = self.live_tservers()
+        out = {}
+        for x in t["tablets"]:
+            tid = x["tablet_id"]
+            reps = self._reports.get(tid, {})
+            leader, best = None, -1
+            for u, st in reps.items():
+                if st.get("role") == "LEADER" and st.get("term", 0) > best and u in live:
+                    leader, best = u, st["term"]
+            out[tid] = {"leader": leader, "replicas": [
+                {"uuid": u, "addr": cat.tservers.get(u, ""), "live": u in live,
+                 "role": reps.get(u, {}).get("role", "UNKNOWN")}
+                for u in cat.replicas.get(tid, [])]}
+        return out
+
+    # -- status / lifecycle ------------------------------------------------------------------
+    def status(self) -> dict:
+        st = self.catalog.status()
+        return {"role": "master", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
+                "raft_role": st["role"], "leader": st["leader"], "term": st["term"],
+                "tables": len(self.catalog.tables), "tservers": self.tservers()}
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._monitor.join(timeout=5)
+        self.server.stop()
+        self.transport.stop()
+        self.catalog.close()
+        self.rpc_client.close()

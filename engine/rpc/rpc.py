@@ -1,0 +1,341 @@
+"""RpcServer / RpcClient: every process of a cluster talks Arrow Flight.
+
+Calls
+    DoAction(name, payload)     control, heartbeats, Raft messages, lookups; the payload and
+                                the answer are codec.py blobs
+    DoPut(descriptor, batches)  writes: the descriptor's command is a codec payload (which
+                                tablet, op types are the `__op` column, request id); the
+                                answer comes back as one metadata message
+    DoGet(ticket)               scans: the ticket is a codec payload, the answer a stream
+                                of record batches
+
+Authentication: every call carries the cluster secret in the `x-kudusql-secret` header; the
+server's middleware refuses a call without it (or with another one) before any handler runs
+(compared in constant time). The secret lives in a file of mode 0600 (`create_secret_file`,
+`read_secret_file` refuses a file others can read). Servers bind to loopback by default.
+
+Errors: a handler's EngineError crosses the wire as JSON (class, SQLSTATE, message, leader
+hint) inside the Flight error and is raised again on the client as the same class with the
+same SQLSTATE (`RemoteError` subclasses keep `leader_uuid`). A server that cannot be reached
+or does not answer within the call's deadline raises `Unreachable` (SQLSTATE 08006).
+
+Failpoint (for the nemesis of fault tests): `drop_traffic_to(addrs)` makes this process's
+client refuse to send to those addresses, as if the network dropped the packets; servers
+expose it as the `failpoint` action so a test can cut chosen links between live servers.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import secrets
+import stat
+import threading
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.flight as fl
+
+from engine import errors
+from engine.rpc import codec
+
+log = logging.getLogger(__name__)
+
+SECRET_HEADER = "x-kudusql-secret"
+_ERR = "KUDUSQL-ERROR:"
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class Unreachable(errors.ServiceUnavailable):
+    """A server could not be reached or did not answer in time."""
+
+    sqlstate = "08006"
+
+
+class RemoteError(errors.ServiceUnavailable):
+    """A retryable refusal from a server (not the leader, tablet not running here)."""
+
+    sqlstate = "57P03"
+
+    def __init__(self, msg: str, leader_uuid: str | None = None):
+        super().__init__(msg)
+        self.leader_uuid = leader_uuid
+
+
+# -- the cluster secret -----------------------------------------------------------------------
+def create_secret_file(path: str) -> str:
+    """A new random secret in `path` (mode 0600, created exclusively); returns it."""
+    secret = secrets.token_hex(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret + "\n")
+    return secret
+
+
+def read_secret_file(path: str) -> str:
+    st = os.stat(path)
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise errors.InvalidArgument(
+            f"the RPC secret file {path} is readable by others (mode "
+            f"{stat.S_IMODE(st.st_mode):o}); chmod 600 it")
+    with open(path) as f:
+        secret = f.read().strip()
+    if not secret:
+        raise errors.InvalidArgument(f"the RPC secret file {path} is empty")
+    return secret
+
+
+# -- failpoint ----------------------------------------------------------------------------------
+_dropped: set[str] = set()
+
+
+def drop_traffic_to(addrs) -> None:
+    """Replace the set of addresses this process refuses to send to (empty: heal)."""
+    global _dropped
+    _dropped = set(addrs)
+
+
+def dropped_addresses() -> set[str]:
+    return set(_dropped)
+
+
+# -- errors across the wire -----------------------------------------------------------------
+def _error_json(e: BaseException) -> str:
+    d = {"class": type(e).__name__, "message": str(e),
+         "sqlstate": getattr(e, "sqlstate", "XX000"),
+         "leader": getattr(e, "leader_uuid", None)}
+    return _ERR + json.dumps(d)
+
+
+_CLASSES = {c.__name__: c for c in (errors.InvalidArgument, errors.ColumnNotFound,
+                                    errors.NotFound, errors.AlreadyPresent, errors.Corruption,
+                                    errors.SnapshotTooOld, errors.ServiceUnavailable)}
+
+
+def _raise_remote(e: fl.FlightError, addr: str):
+    text = str(e)
+    i = text.find(_ERR)
+    if i < 0:
+        if isinstance(e, (fl.FlightUnavailableError, fl.FlightTimedOutError,
+                          fl.FlightCancelledError)):
+            raise Unreachable(f"server {addr} is unreachable: "
+                              f"{text.split('. Detail')[0][:200]}") from None
+        if isinstance(e, fl.FlightUnauthenticatedError):
+            raise errors.InvalidArgument(
+                f"server {addr} refused the call: wrong or missing cluster secret") from None
+        raise Unreachable(f"RPC to {addr} failed: {text[:300]}") from None
+    d, _ = json.JSONDecoder().raw_decode(text[i + len(_ERR):])
+    cls_name = d["class"]
+    if cls_name in ("NotLeader", "RemoteError", "TabletNotRunning", "ConfigChangeRefused"):
+        err = RemoteError(d["message"], d.get("leader"))
+    elif cls_name == "Unreachable":
+        err = Unreachable(d["message"])
+    else:
+        err = _CLASSES.get(cls_name, errors.EngineError)(d["message"])
+        err.sqlstate = d["sqlstate"]
+    err.remote_class = cls_name
+    raise err from None
+
+
+# -- server -----------------------------------------------------------------------------------
+class _AuthFactory(fl.ServerMiddlewareFactory):
+    def __init__(self, secret: str):
+        self._secret = secret.encode()
+
+    def start_call(self, info, headers):
+        got = headers.get(SECRET_HEADER) or headers.get(SECRET_HEADER.encode())
+        value = got[0] if got else b""
+        if isinstance(value, str):
+            value = value.encode()
+        if not hmac.compare_digest(value, self._secret):
+            raise fl.FlightUnauthenticatedError("missing or wrong cluster secret")
+        return None
+
+
+class RpcServer(fl.FlightServerBase):
+    """Dispatches DoAction to `handlers[name](payload) -> payload`, DoPut to
+    `put_handler(command, table) -> payload`, DoGet to `get_handler(ticket) ->
+    (schema, iterator of batches)`. Handler errors go back as described above."""
+
+    def __init__(self, host: str, port: int, secret: str,
+                 handlers: dict[str, Callable], put_handler: Callable | None = None,
+                 get_handler: Callable | None = None):
+        super().__init__(f"grpc://{host}:{port}", middleware={"auth": _AuthFactory(secret)})
+        self.host = host
+        self.addr = f"{host}:{self.port}"
+        self.handlers = dict(handlers)
+        self.handlers.setdefault("failpoint", self._failpoint)
+        self.handlers.setdefault("ping", lambda p: {"ok": True})
+        self.put_handler = put_handler
+        self.get_handler = get_handler
+        self._thread = threading.Thread(target=self.serve, name=f"rpc-{self.port}",
+                                        daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _failpoint(p: dict) -> dict:
+        drop_traffic_to(p.get("drop_to", ()))
+        return {"dropped": sorted(_dropped)}
+
+    def _guard(self, fn, *args):
+        try:
+            return fn(*args)
+        except fl.FlightError:
+            raise
+        except errors.EngineError as e:
+            raise fl.FlightServerError(_error_json(e)) from None
+        except Exception as e:  # noqa: BLE001 - reported to the caller, logged here
+            log.exception("RPC handler failed")
+            raise fl.FlightServerError(_error_json(errors.EngineError(
+                f"internal error on {self.addr}: {type(e).__name__}: {e}"))) from None
+
+    def do_action(self, context, action):
+        fn = self.handlers.get(action.type)
+        if fn is None:
+            raise fl.FlightServerError(_error_json(errors.InvalidArgument(
+                f"unknown RPC {action.type!r}")))
+        payload = codec.decode(action.body.to_pybytes()) if action.body.size else None
+        out = self._guard(fn, payload)
+        return [fl.Result(pa.py_buffer(codec.encode(out)))]
+
+    def do_put(self, context, descriptor, reader, writer):
+        if self.put_handler is None:
+            raise fl.FlightServerError(_error_json(errors.InvalidArgument("no DoPut here")))
+        cmd = codec.decode(descriptor.command)
+        table = reader.read_all()
+        out = self._guard(self.put_handler, cmd, table)
+        writer.write(pa.py_buffer(codec.encode(out)))
+
+    def do_get(self, context, ticket):
+        if self.get_handler is None:
+            raise fl.FlightServerError(_error_json(errors.InvalidArgument("no DoGet here")))
+        schema, batches = self._guard(self.get_handler, codec.decode(ticket.ticket))
+        return fl.GeneratorStream(schema, self._guarded_iter(batches))
+
+    def _guarded_iter(self, batches):
+        it = iter(batches)
+        while True:
+            try:
+                b = next(it)
+            except StopIteration:
+                return
+            except errors.EngineError as e:
+                raise fl.FlightServerError(_error_json(e)) from None
+            yield b
+
+    def stop(self) -> None:
+        self.shutdown()
+        self._thread.join(timeout=10)
+
+
+# -- client -----------------------------------------------------------------------------------
+class RpcClient:
+    """Calls to any server of the cluster; one Flight connection per address."""
+
+    def __init__(self, secret: str, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self._headers = [(SECRET_HEADER.encode(), secret.encode())]
+        self.timeout_s = timeout_s
+        self._clients: dict[str, fl.FlightClient] = {}
+        self._lock = threading.Lock()
+
+    def _client(self, addr: str) -> fl.FlightClient:
+        if addr in _dropped:
+            raise Unreachable(f"server {addr} is unreachable (traffic dropped by failpoint)")
+        c = self._clients.get(addr)
+        if c is None:
+            with self._lock:
+                c = self._clients.get(addr)
+                if c is None:
+                    c = self._clients[addr] = fl.FlightClient(f"grpc://{addr}")
+        return c
+
+    def _opts(self, timeout_s: float | None) -> fl.FlightCallOptions:
+        return fl.FlightCallOptions(timeout=timeout_s or self.timeout_s, headers=self._headers)
+
+    def _forget(self, addr: str, e: BaseException) -> None:
+        """After a failure to reach `addr`, drop its channel: a new one connects at once
+        when the server is back, where gRPC's own reconnect backoff of a failed channel
+        grows to minutes."""
+        if isinstance(e, (fl.FlightUnavailableError, OSError)):
+            with self._lock:
+                c = self._clients.pop(addr, None)
+            if c is not None:
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001 - a broken channel: nothing to keep
+                    pass
+
+    def call(self, addr: str, action: str, payload=None, timeout_s: float | None = None):
+        c = self._client(addr)
+        try:
+            res = list(c.do_action(fl.Action(action, codec.encode(payload)),
+                                   options=self._opts(timeout_s)))
+        except fl.FlightError as e:
+            self._forget(addr, e)
+            _raise_remote(e, addr)
+        except OSError as e:
+            raise Unreachable(f"server {addr} is unreachable: {e}") from None
+        return codec.decode(res[0].body.to_pybytes()) if res else None
+
+    def put(self, addr: str, command, table: pa.Table, timeout_s: float | None = None):
+        c = self._client(addr)
+        try:
+            writer, reader = c.do_put(fl.FlightDescriptor.for_command(codec.encode(command)),
+                                      table.schema, options=self._opts(timeout_s))
+            try:
+                writer.write_table(table)
+                writer.done_writing()
+                buf = reader.read()
+            finally:
+                writer.close()
+        except fl.FlightError as e:
+            self._forget(addr, e)
+            _raise_remote(e, addr)
+        except (OSError, pa.ArrowException) as e:
+            raise Unreachable(f"server {addr} is unreachable: {e}") from None
+        return codec.decode(buf.to_pybytes())
+
+    def get(self, addr: str, ticket, timeout_s: float | None = None):
+        """A reader of record batches (`read_chunk()` / iteration); errors surface while
+        reading as the same exceptions as `call`."""
+        c = self._client(addr)
+        try:
+            return _Stream(c.do_get(fl.Ticket(codec.encode(ticket)),
+                                    options=self._opts(timeout_s)), addr)
+        except fl.FlightError as e:
+            self._forget(addr, e)
+            _raise_remote(e, addr)
+
+    def close(self) -> None:
+        with self._lock:
+            for c in self._clients.values():
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001 - closing: best effort
+                    pass
+            self._clients.clear()
+
+
+class _Stream:
+    def __init__(self, reader, addr: str):
+        self._reader = reader
+        self._addr = addr
+
+    @property
+    def schema(self) -> pa.Schema:
+        try:
+            return self._reader.schema
+        except fl.FlightError as e:
+            _raise_remote(e, self._addr)
+
+    def __iter__(self):
+        while True:
+            try:
+                chunk = self._reader.read_chunk()
+            except StopIteration:
+                return
+            except fl.FlightError as e:
+                _raise_remote(e, self._addr)
+            yield chunk.data

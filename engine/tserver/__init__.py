@@ -1,0 +1,9 @@
+"""The tablet server (docs/cluster.md): replicas of tablets, each a Raft peer.
+
+    raft_host.py      RaftHost: runs one RaftConsensus over a WAL, handles its Ready in the
+                      persistence order of docs/consensus.md; Transport: ships Raft messages
+                      to peers over RPC (shared with the master's sys catalog)
+    tablet_replica.py TabletReplica: RaftHost + Tablet + result tracker
+    tablet_copy.py    tablet copy: source sessions (hard-linked files) and the fetch loop
+    tablet_server.py  TabletServer: the process (RPC handlers, tick loop, heartbeats)
+"""

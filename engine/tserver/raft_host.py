@@ -1,0 +1,209 @@
+"""RaftHost: one Raft peer hosted in a server process, and the Transport between peers.
+
+A RaftHost owns a `RaftConsensus` (engine/consensus/raft.py, sans-I/O), its log
+(`WalLogStorage`: the Raft log is the WAL) and its `FileMetadataStore` (cmeta). Every input
+(a message, a tick, a proposal) is fed under `self.lock` and followed by `process()`, which
+drains `ready()` in the order docs/consensus.md prescribes:
+
+  1. new metadata (term, vote, committed config) is saved (write-fsync-rename) first;
+  2. the log is synced if the node asks (a follower's ack must be durable) or if it holds
+     entries not yet durable (the leader's own appends; then `log_synced()`, which may
+     advance the commit index);
+  3. messages are handed to the Transport (which sends them asynchronously);
+  4. committed entries are applied in index order through `apply_entries` (subclass);
+  5. tablet copy requests go to `on_copy_request` (subclass).
+
+`process()` loops until `ready()` is empty, since `log_synced()` can commit more.
+
+Restart: the host passes `applied_index` = what its state machine holds durably (a tablet:
+the lowest flushed index; the master's in-memory catalog: 0). There are no COMMIT records
+in the WAL, so entries after it are applied again only once a leader has told this peer
+the commit index (Raft's own commit path) — never an entry that was merely logged. The
+cost: after a restart a replica's data (past its flushed state) is visible only once a
+leader exists and has committed an entry of its term.
+
+Transport: one sender thread per destination address; messages queue there and go out in
+batches as one `raft` DoAction (a list of (group id, message)). A send that fails is
+dropped — Raft retries (heartbeats, probes) — and the queue is bounded, so a dead or paused
+peer never blocks the sender of another.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+from typing import Callable
+
+from engine.clock import Clock
+from engine.consensus.consensus_metadata import ConsensusMetadata, FileMetadataStore
+from engine.consensus.log import LogEntry
+from engine.consensus.log_storage import WalLogStorage
+from engine.consensus.raft import RaftConsensus, RaftOptions, Role
+from engine.rpc.rpc import RpcClient
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED_PER_PEER = 2000
+
+
+class Transport:
+    """Asynchronous, lossy, batched delivery of Raft messages to peer addresses."""
+
+    def __init__(self, rpc: RpcClient, timeout_s: float = 2.0):
+        self.rpc = rpc
+        self.timeout_s = timeout_s
+        self._queues: dict[str, queue.Queue] = {}
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def send(self, addr: str, group: str, msg) -> None:
+        if not addr or self._stopped:
+            return
+        q = self._queues.get(addr)
+        if q is None:
+            with self._lock:
+                q = self._queues.get(addr)
+                if q is None:
+                    q = self._queues[addr] = queue.Queue()
+                    threading.Thread(target=self._run, args=(addr, q), daemon=True,
+                                     name=f"raft-send-{addr}").start()
+        if q.qsize() >= MAX_QUEUED_PER_PEER:
+            try:
+                q.get_nowait()  # drop the oldest: Raft resends what matters
+            except queue.Empty:
+                pass
+        q.put((group, msg))
+
+    def _run(self, addr: str, q: queue.Queue) -> None:
+        while not self._stopped:
+            try:
+                first = q.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < 256:
+                try:
+                    m = q.get_nowait()
+                except queue.Empty:
+                    break
+                if m is None:
+                    return
+                batch.append(m)
+            try:
+                self.rpc.call(addr, "raft", batch, timeout_s=self.timeout_s)
+            except Exception as e:  # noqa: BLE001 - lossy by design: Raft retries
+                log.debug("raft messages to %s dropped: %s", addr, e)
+
+    def stop(self) -> None:
+        self._stopped = True
+        with self._lock:
+            for q in self._queues.values():
+                q.put(None)
+
+
+class RaftHost:
+    """One Raft peer in this process (see the module docstring)."""
+
+    def __init__(self, group_id: str, uuid: str, directory: str, clock: Clock,
+                 transport: Transport, options: RaftOptions, applied_index: int = 0,
+                 fsync: bool = True, resolve_addr: Callable[[str], str] | None = None,
+                 segment_bytes: int = 8 << 20):
+        self.group_id = group_id
+        self.uuid = uuid
+        self.directory = directory
+        self.clock = clock
+        self.transport = transport
+        self.fsync = fsync
+        self.resolve_addr = resolve_addr or (lambda uuid: "")
+        self.lock = threading.RLock()
+        self.storage = WalLogStorage(f"{directory}/raft-wal", segment_bytes, fsync=fsync)
+        self.cmeta_store = FileMetadataStore(directory, fsync=fsync)
+        cmeta = self.cmeta_store.load()
+        if cmeta is None:
+            raise FileNotFoundError(f"{directory}: no consensus metadata")
+        self.raft = RaftConsensus(uuid, self.storage, cmeta, clock, random.Random(),
+                                  options, applied_index=applied_index)
+        self.stopped = False
+
+    @staticmethod
+    def create_metadata(directory: str, cmeta: ConsensusMetadata, fsync: bool = True) -> None:
+        FileMetadataStore(directory, fsync=fsync).save(cmeta)
+
+    # -- inputs --------------------------------------------------------------------------------
+    def step(self, msg) -> None:
+        with self.lock:
+            if self.stopped:
+                return
+            self.raft.step(msg)
+            self.process()
+
+    def tick(self) -> None:
+        with self.lock:
+            if self.stopped:
+                return
+            self.raft.tick()
+            self.process()
+
+    # -- the Ready loop ------------------------------------------------------------------------
+    def process(self) -> None:
+        """Drain ready() (caller holds self.lock)."""
+        for _ in range(100):
+            rd = self.raft.ready()
+            storage = self.storage
+            need_sync = rd.sync_log or storage.durable_index < storage.last_index
+            if rd.empty() and not need_sync:
+                break
+            if rd.metadata is not None:
+                self.cmeta_store.save(rd.metadata)
+            if need_sync:
+                storage.sync()
+                self.raft.log_synced()
+            for m in rd.messages:
+                self.transport.send(self._addr_of(m.dest), self.group_id, m)
+            if rd.committed:
+                self.apply_entries(rd.committed)
+            for req in rd.copy_requests:
+                self.on_copy_request(req)
+        self.after_process()
+
+    def _addr_of(self, uuid: str) -> str:
+        p = self.raft.config.peer(uuid) or self.raft.committed_config.peer(uuid)
+        if p is not None and p.addr:
+            return p.addr
+        return self.resolve_addr(uuid)
+
+    # -- for subclasses ----------------------------------------------------------------------
+    def apply_entries(self, entries: list[LogEntry]) -> None:
+        raise NotImplementedError
+
+    def on_copy_request(self, req) -> None:
+        log.warning("%s: tablet copy requested by %s, not implemented", self.group_id, req.src)
+
+    def after_process(self) -> None:
+        pass
+
+    # -- status --------------------------------------------------------------------------------
+    @property
+    def role(self) -> str:
+        r = self.raft.role
+        if r == Role.LEADER:
+            return "LEADER"
+        return "LEARNER" if self.raft.member_type() == "LEARNER" else "FOLLOWER"
+
+    def status(self) -> dict:
+        with self.lock:
+            return {"role": self.role, "term": self.raft.term, "leader": self.raft.leader_uuid,
+                    "commit_index": self.raft.commit_index,
+                    "last_index": self.storage.last_index,
+                    "applied_index": self.raft.last_applied,
+                    "member_type": self.raft.member_type(),
+                    "peers": [p.uuid for p in self.raft.config.peers]}
+
+    def close(self) -> None:
+        with self.lock:
+            self.stopped = True
+            self.storage.close()

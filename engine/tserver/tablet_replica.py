@@ -1,0 +1,386 @@
+"""TabletReplica: one replica of one tablet — a Raft peer (RaftHost) over a Tablet.
+
+    <data>/tablets/<tablet_id>/
+        replica.json          tablet id, table id and name (what the master assigned)
+        consensus-meta.json   term, vote, committed config (cmeta)
+        raft-wal/             the Raft log = this replica's WAL (WalLogStorage)
+        tablet/               the Tablet's flushed data and metadata (its own `wal/` stays
+                              empty: the tablet never logs, Raft does)
+
+Writes. The leader validates a write, proposes it as one REPLICATED_WRITE entry (body: the
+request id envelope below + `WriteOp.encode()`, the engine's one write-op encoding) and
+waits until that entry is applied. Every replica applies committed entries in log order
+with `Tablet.apply(op, entry.timestamp, index=entry.index)` — the leader's timestamp, so
+all replicas have the same MVCC history.
+
+Exactly once (Kudu's ResultTracker). A request carries (client id, sequence number); the
+result of every applied request is remembered per client, so
+  - a retry that reaches a replica which has applied it gets the stored result;
+  - a retry of a request still pending here waits for the same entry;
+  - a retry proposed again while an earlier copy is in the log (a leader change in
+    between) is caught *at apply time*: the second entry finds the id applied and is
+    skipped on every replica alike (apply is deterministic in log order).
+Clients send the lowest sequence number they still wait for; results below it are dropped.
+The tracker is rebuilt from the entries re-applied after a restart (those after the flushed
+state); a retry of a request older than that is not recognised (documented limit).
+
+The tablet's log view. The Tablet asks its `log` for the last index (to stamp flushes) and
+to GC below its replay anchor. Here `last_index` is the last *applied* index, and GC only
+records the anchor: the host GCs the Raft log under its lock, below min(anchor, Raft's own
+bound) — never from inside the tablet's write lock, which apply holds.
+
+Tablet copy: when the leader asks (StartTabletCopy: the entries this replica needs were
+GC'd), `on_copy_request` copies the tablet from it in a thread (tablet_copy.py) while the
+replica ignores Raft traffic, then `install_copy` swaps the copied files in and resets the
+Raft log after the copied state.
+
+Reads are served by the leader once it has applied an entry of its own term (before that a
+new leader may not have applied everything committed). A snapshot read at `ts` first moves
+the clock past `ts` and waits until every entry the leader had appended is applied, so no
+op with a timestamp <= ts is still on its way (the leader's safe time).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import logging
+import os
+import shutil
+import struct
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from engine import errors
+from engine.clock import Clock
+from engine.config import TabletConfig
+from engine.consensus.consensus_metadata import ConsensusMetadata
+from engine.consensus.log import LogEntry
+from engine.consensus.messages import RaftConfig, RaftPeer
+from engine.consensus.raft import NotLeader, RaftOptions
+from engine.rpc.rpc import RemoteError
+from engine.schema import Schema
+from engine.tablet.tablet import Tablet
+from engine.tablet.tablet_metadata import TabletMetadata
+from engine.tablet.write_op import WriteOp
+from engine.tserver.raft_host import RaftHost, Transport
+
+GC_MIN_ENTRIES = 1000  # the Raft log is GC'd in steps of at least this many entries
+REPLICATED_WRITE = 4  # a Raft log entry type: request id envelope + WriteOp body
+REPLICA_FILE = "replica.json"
+_ENV = struct.Struct("<HQ")
+log = logging.getLogger(__name__)
+
+
+def encode_request(client_id: str, seq: int, op: WriteOp) -> bytes:
+    cid = client_id.encode()
+    return _ENV.pack(len(cid), seq) + cid + op.encode()
+
+
+def decode_request(body: bytes) -> tuple[str, int, bytes]:
+    n, seq = _ENV.unpack_from(body, 0)
+    off = _ENV.size
+    return body[off:off + n].decode(), seq, body[off + n:]
+
+
+class TabletNotRunning(RemoteError):
+    """This server holds no running replica of the tablet (retry elsewhere)."""
+
+
+class ResultTracker:
+    def __init__(self):
+        self._done: dict[str, dict[int, dict]] = {}
+
+    def get(self, client_id: str, seq: int) -> dict | None:
+        return self._done.get(client_id, {}).get(seq)
+
+    def record(self, client_id: str, seq: int, result: dict) -> None:
+        self._done.setdefault(client_id, {})[seq] = result
+
+    def gc(self, client_id: str, first_incomplete: int) -> None:
+        d = self._done.get(client_id)
+        if d and len(d) > 64:
+            for s in [s for s in d if s < first_incomplete]:
+                del d[s]
+
+
+class _RaftLogView:
+    """What the Tablet sees as its log (see the module docstring)."""
+
+    def __init__(self, replica: "TabletReplica"):
+        self.replica = replica
+        self.applied = 0
+        self.anchor = 1
+
+    @property
+    def last_index(self) -> int:
+        return self.applied
+
+    def next_index(self) -> int:
+        raise errors.InvalidArgument("a replicated tablet is written through Raft only")
+
+    def gc(self, anchor_index: int) -> int:
+        self.anchor = anchor_index
+        return 0
+
+    def size_bytes(self) -> int:
+        try:
+            return self.replica.storage.log.size_bytes()
+        except OSError:
+            return 0
+
+    def ts_at_or_before(self, index: int) -> int | None:
+        # called from maintenance under the tablet's locks, so without the replica lock
+        # (apply takes them in the other order): a concurrent GC may move the log's start
+        s = self.replica.storage
+        try:
+            i = max(index, s.first_index)
+            return s.timestamp(i) if i <= s.last_index else None
+        except IndexError:
+            return None
+
+    def close(self) -> None:
+        pass
+
+
+class TabletReplica(RaftHost):
+    def __init__(self, directory: str, server_uuid: str, clock: Clock, transport: Transport,
+                 options: RaftOptions, config: TabletConfig, resolve_addr=None):
+        with open(os.path.join(directory, REPLICA_FILE)) as f:
+            info = json.load(f)
+        self.tablet_id = info["tablet_id"]
+        self.table_id = info["table_id"]
+        self.table_name = info["table_name"]
+        self.copying = False
+        self.on_tablet_replaced = None  # (old Tablet, new Tablet): the server's MM hook
+        self.rpc = None  # set by the server: for tablet copies
+        self._view = _RaftLogView(self)
+        self._config = config
+        self._clock = clock
+        tablet = self._open_tablet(os.path.join(directory, "tablet"))
+        applied = tablet._anchor_index() - 1
+        self._view.applied = applied
+        self.tracker = ResultTracker()
+        self._waiters: dict[int, tuple[int, cf.Future]] = {}
+        self._inflight: dict[tuple[str, int], cf.Future] = {}
+        self._applied_cond = threading.Condition()
+        super().__init__(self.tablet_id, server_uuid, directory, clock, transport, options,
+                         applied_index=applied, fsync=config.fsync, resolve_addr=resolve_addr,
+                         segment_bytes=config.wal_segment_bytes)
+        ts = self.storage.timestamp(applied) or 0
+        # ops up to the flushed state are committed in MVCC; later ones are applied again
+        tablet.mvcc.adjust_for_replay(ts)
+
+    def _open_tablet(self, tpath: str) -> Tablet:
+        """Open the tablet's flushed state, without replaying any log (see RaftHost)."""
+        meta = TabletMetadata.load(tpath)
+        meta.remove_orphans(tpath)
+        tablet = Tablet(tpath, meta.schema, self._config, self._clock, meta)
+        tablet.log.close()
+        tablet.log = self._view
+        self.tablet = tablet
+        return tablet
+
+    # -- tablet copy (tablet_copy.py) --------------------------------------------------------
+    def on_copy_request(self, req) -> None:
+        if self.copying or self.rpc is None:
+            return
+        addr = self._addr_of(req.src)
+        if not addr:
+            return
+        self.copying = True
+
+        def run():
+            from engine.tserver.tablet_copy import run_copy
+            try:
+                ok = run_copy(self, self.rpc, addr)
+                log.info("tablet copy of %s from %s: %s", self.tablet_id, addr,
+                         "installed" if ok else "stale, discarded")
+            except Exception as e:  # noqa: BLE001 - the leader asks again later
+                log.warning("tablet copy of %s from %s failed: %s", self.tablet_id, addr, e)
+            finally:
+                self.copying = False
+        threading.Thread(target=run, daemon=True, name=f"copy-{self.tablet_id}").start()
+
+    def install_copy(self, copied_dir: str, last, timestamp: int, config, suffix: list,
+                     source_term: int) -> bool:
+        with self.lock:
+            r = self.raft
+            if source_term < r.term or last.index <= r.commit_index:
+                return False  # stale: what RaftConsensus.install_tablet_copy would refuse
+            old = self.tablet
+            old.close()
+            tpath = os.path.join(self.directory, "tablet")
+            trash = os.path.join(self.directory, "tablet.old")
+            shutil.rmtree(trash, ignore_errors=True)
+            os.rename(tpath, trash)
+            os.rename(copied_dir, tpath)
+            shutil.rmtree(trash, ignore_errors=True)
+            self._view.applied = last.index
+            tablet = self._open_tablet(tpath)
+            tablet.mvcc.adjust_for_replay(timestamp)
+            installed = r.install_tablet_copy(last, timestamp, config, suffix, source_term)
+            assert installed, "checked above"
+            self.tracker = ResultTracker()
+            if self.on_tablet_replaced is not None:
+                self.on_tablet_replaced(old, tablet)
+            self.process()
+            return True
+
+    # -- creation --------------------------------------------------------------------------
+    @staticmethod
+    def create(directory: str, tablet_id: str, table_id: str, table_name: str,
+               schema: Schema, peers: list[tuple[str, str]], config: TabletConfig,
+               clock: Clock) -> None:
+        """Lay out a new replica (before its first open): tablet, initial Raft config."""
+        tmp = directory + ".tmp"
+        if os.path.exists(tmp):
+                shutil.rmtree(tmp)
+        os.makedirs(tmp)
+        t = Tablet.create(os.path.join(tmp, "tablet"), schema, config=config, clock=clock)
+        t.close()
+        cfg = RaftConfig(0, tuple(RaftPeer(u, addr=a) for u, a in peers))
+        RaftHost.create_metadata(tmp, ConsensusMetadata(0, None, cfg), config.fsync)
+        with open(os.path.join(tmp, REPLICA_FILE), "w") as f:
+            json.dump({"tablet_id": tablet_id, "table_id": table_id,
+                       "table_name": table_name}, f)
+        os.rename(tmp, directory)  # a replica directory is complete or absent
+
+    # -- apply -------------------------------------------------------------------------------
+    def apply_entries(self, entries: list[LogEntry]) -> None:
+        for e in entries:
+            result = None
+            if e.type == REPLICATED_WRITE:
+                cid, seq, body = decode_request(e.body)
+                result = self.tracker.get(cid, seq)
+                if result is None:
+                    result = self._apply_write(body, e)
+                    self.tracker.record(cid, seq, result)
+                self._inflight.pop((cid, seq), None)
+            w = self._waiters.pop(e.index, None)
+            if w is not None:
+                term, fut = w
+                if term == e.term and result is not None:
+                    fut.set_result(result)
+                else:
+                    fut.set_exception(NotLeader(
+                        f"tablet {self.tablet_id}: the write was replaced by a new leader's "
+                        f"log; retry", self.raft.leader_uuid))
+            self._view.applied = e.index
+        with self._applied_cond:
+            self._applied_cond.notify_all()
+
+    def _apply_write(self, body: bytes, e: LogEntry) -> dict:
+        try:
+            r = self.tablet.apply(WriteOp.decode(body), e.timestamp, index=e.index)
+        except errors.EngineError as ex:
+            return {"error": {"class": type(ex).__name__, "message": str(ex),
+                              "sqlstate": ex.sqlstate}}
+        return {"timestamp": r.timestamp, "num_applied": r.num_applied,
+                "row_errors": [[x.index, x.code, x.message, list(x.key)]
+                               for x in r.row_errors]}
+
+    def step(self, msg) -> None:
+        if not self.copying:  # while copying, answers would ack a log about to be replaced
+            super().step(msg)
+
+    def tick(self) -> None:
+        if not self.copying:
+            super().tick()
+
+    def after_process(self) -> None:
+        if not self.raft.is_leader and self._waiters:
+            hint = self.raft.leader_uuid
+            for _, fut in self._waiters.values():
+                fut.set_exception(NotLeader(
+                    f"replica {self.uuid} of tablet {self.tablet_id} lost leadership before "
+                    f"the write committed; retry", hint))
+            self._waiters.clear()
+            self._inflight.clear()
+        s = self.storage
+        bound = min(self._view.anchor, self.raft.log_gc_bound())
+        if bound - s.first_index > min(GC_MIN_ENTRIES, self.raft.opts.log_retention_entries):
+            s.gc(bound)
+
+    # -- leader-side requests -------------------------------------------------------------
+    def _not_leader(self) -> NotLeader:
+        return NotLeader(f"replica {self.uuid} of tablet {self.tablet_id} is not the leader",
+                         self.raft.leader_uuid)
+
+    def check_leader_ready(self) -> None:
+        """Raise unless this replica leads and has applied an entry of its own term."""
+        with self.lock:
+            r = self.raft
+            if not r.is_leader:
+                raise self._not_leader()
+            if self.storage.term(r.last_applied) != r.term:
+                raise RemoteError(f"tablet {self.tablet_id}: the new leader is still "
+                                  f"catching up; retry", self.uuid)
+
+    def write(self, client_id: str, seq: int, first_incomplete: int, ops: np.ndarray,
+              rows: pa.Table, timeout_s: float) -> dict:
+        with self.lock:
+            done = self.tracker.get(client_id, seq)
+            if done is not None:
+                return done
+            fut = self._inflight.get((client_id, seq))
+        if fut is None:
+            schema = self.tablet.schema
+            for name in rows.column_names:
+                schema.index_of(name)  # raises ColumnNotFound
+            for c in schema.key_columns:
+                if c.name not in rows.column_names:
+                    raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+            self.tablet._admit_write()  # memory back-pressure, as on the local write path
+            body = encode_request(client_id, seq, WriteOp(ops, rows))
+            with self.lock:
+                if self.stopped:
+                    raise TabletNotRunning(f"tablet {self.tablet_id} is shutting down")
+                done = self.tracker.get(client_id, seq)
+                if done is not None:
+                    return done
+                fut = self._inflight.get((client_id, seq))
+                if fut is None:
+                    self.tracker.gc(client_id, first_incomplete)
+                    try:
+                        entry = self.raft.propose(REPLICATED_WRITE, body)
+                    except NotLeader:
+                        raise self._not_leader() from None
+                    fut = cf.Future()
+                    self._waiters[entry.index] = (entry.term, fut)
+                    self._inflight[(client_id, seq)] = fut
+                    self.process()
+        try:
+            return fut.result(timeout=timeout_s)
+        except cf.TimeoutError:
+            raise RemoteError(f"tablet {self.tablet_id}: the write was not replicated to a "
+                              f"majority within {timeout_s:.0f} s; retry",
+                              self.raft.leader_uuid) from None
+
+    def wait_safe(self, ts: int, timeout_s: float = 10.0) -> None:
+        self.check_leader_ready()
+        self.clock.update(ts)
+        with self.lock:
+            target = self.storage.last_index
+        deadline = time.monotonic() + timeout_s
+        with self._applied_cond:
+            while self.raft.last_applied < target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RemoteError(f"tablet {self.tablet_id}: timed out waiting for safe "
+                                      f"time", None)
+                self._applied_cond.wait(min(left, 0.05))
+        self.tablet.wait_safe(ts)
+
+    def close(self) -> None:
+        with self.lock:
+            for _, fut in self._waiters.values():
+                fut.set_exception(TabletNotRunning(f"tablet {self.tablet_id} is shutting down"))
+            self._waiters.clear()
+            try:
+                self.tablet.close()
+            finally:
+                super().close()

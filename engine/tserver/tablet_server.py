@@ -1,0 +1,313 @@
+"""TabletServer: the process that hosts tablet replicas (`kudusql tserver`).
+
+    <data>/instance.json     this server's permanent uuid
+    <data>/tablets/<id>/     one directory per replica (tablet_replica.py)
+
+Threads: the RPC server (Flight; handlers run on its pool), one tick thread (every
+`tick_ms` it ticks every replica's Raft node: heartbeats, elections), one heartbeat thread
+(every `heartbeat_ms` it reports its replicas and their roles to the master, and receives
+the replicas it should create or delete), the Transport's sender threads, and one
+MaintenanceManager for all tablets (flushes, compactions).
+
+RPCs (DoAction unless said otherwise)
+    raft             [(tablet id, message)]: Raft traffic between replicas
+    create_replica   {tablet_id, table_id, table_name, schema, peers: [[uuid, addr]]}
+    delete_replica   {tablet_id}
+    DoPut write      {tablet, client_id, seq, first_incomplete, ts}; rows with an `__op`
+                     column -> {timestamp, num_applied, row_errors} (leader only)
+    DoGet scan       {tablet, columns, predicates, snapshot, lower_key, upper_key}
+    lookup           {tablet, key, columns, snapshot} -> row or None
+    tablet_ts        {tablet} -> the leader's last committed timestamp
+    wait_safe        {tablet, ts}
+    status           -> this server's uuid, address and every replica's Raft state
+    transfer_leader  {tablet, target}: hand leadership of a tablet to another voter
+    change_config    {tablet, op: "replace", old, new, new_addr}: 3-4-3 replacement (leader)
+    copy_begin, copy_fetch, copy_end   tablet copy from this server (tablet_copy.py)
+
+Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
+running here); clients route with them (engine/client).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid as uuidlib
+
+import numpy as np
+import pyarrow as pa
+
+from engine import errors
+from engine.clock import HybridClock
+from engine.config import TabletConfig
+from engine.consensus.raft import RaftOptions
+from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
+from engine.schema import Schema
+from engine.tablet.maintenance_manager import MaintenanceManager
+from engine.tablet.mvcc import MvccSnapshot
+from engine.tablet.scan_spec import ColumnPredicate
+from engine.tserver.raft_host import Transport
+from engine.tserver.tablet_copy import CopySessions
+from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
+
+log = logging.getLogger(__name__)
+
+OP_COLUMN = "__op"
+
+
+def _snapshot(r: TabletReplica, snap):
+    """A request's snapshot: None (the latest), or (ts, chosen_by_table) made safe here
+    first; a Table-chosen one reads as an MvccSnapshot (no ancient-history check)."""
+    if snap is None:
+        return None
+    ts, chosen = snap
+    r.wait_safe(ts)
+    return MvccSnapshot.at(ts) if chosen else ts
+
+
+def load_or_create_uuid(data_dir: str) -> str:
+    path = os.path.join(data_dir, "instance.json")
+    try:
+        with open(path) as f:
+            return json.load(f)["uuid"]
+    except FileNotFoundError:
+        u = uuidlib.uuid4().hex
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"uuid": u}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, path)
+        return u
+
+
+class TabletServer:
+    def __init__(self, data_dir: str, host: str, port: int, secret: str, masters: list[str],
+                 tick_ms: int = 100, election_ticks: int = 10, heartbeat_ms: int = 1000,
+                 fsync: bool = True, tablet_config: TabletConfig | None = None,
+                 log_retention_entries: int = 10_000):
+        os.makedirs(os.path.join(data_dir, "tablets"), exist_ok=True)
+        self.data_dir = data_dir
+        self.uuid = load_or_create_uuid(data_dir)
+        self.masters = list(masters)
+        self.tick_s = tick_ms / 1000
+        self.heartbeat_s = heartbeat_ms / 1000
+        self.raft_options = RaftOptions(heartbeat_ticks=1, election_timeout_ticks=election_ticks,
+                                        log_retention_entries=log_retention_entries)
+        self.config = tablet_config or TabletConfig(fsync=fsync,
+                                                    wal_sync="commit" if fsync else "never")
+        self.clock = HybridClock()
+        self.rpc_client = RpcClient(secret)
+        self.transport = Transport(self.rpc_client)
+        self.directory: dict[str, str] = {}  # server uuid -> address (from the master)
+        self.replicas: dict[str, TabletReplica] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self.mm = MaintenanceManager().start()
+        self.copies = CopySessions(data_dir)
+        for tid in sorted(os.listdir(os.path.join(data_dir, "tablets"))):
+            if tid.endswith(".tmp"):
+                shutil.rmtree(os.path.join(data_dir, "tablets", tid), ignore_errors=True)
+                continue
+            self._open_replica(tid)
+        self.server = RpcServer(host, port, secret, {
+            "raft": self._h_raft, "create_replica": self._h_create, "delete_replica":
+            self._h_delete, "lookup": self._h_lookup, "tablet_ts": self._h_tablet_ts,
+            "wait_safe": self._h_wait_safe, "status": lambda p: self.status(),
+            "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
+            "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
+            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end}, self._h_write, self._h_scan)
+        self.addr = self.server.addr
+        self._threads = [threading.Thread(target=self._tick_loop, daemon=True, name="ticker"),
+                         threading.Thread(target=self._heartbeat_loop, daemon=True,
+                                          name="heartbeat")]
+        for t in self._threads:
+            t.start()
+
+    # -- replicas ------------------------------------------------------------------------------
+    def _replica_dir(self, tablet_id: str) -> str:
+        return os.path.join(self.data_dir, "tablets", tablet_id)
+
+    def _open_replica(self, tablet_id: str) -> TabletReplica:
+        r = TabletReplica(self._replica_dir(tablet_id), self.uuid, self.clock, self.transport,
+                          self.raft_options, self.config, self.directory.get)
+        r.rpc = self.rpc_client
+
+        def replaced(old, new):
+            self.mm.unregister(old)
+            self.mm.register(new)
+        r.on_tablet_replaced = replaced
+        with self._lock:
+            self.replicas[tablet_id] = r
+        self.mm.register(r.tablet)
+        return r
+
+    def replica(self, tablet_id: str) -> TabletReplica:
+        r = self.replicas.get(tablet_id)
+        if r is None or r.stopped:
+            raise TabletNotRunning(f"tablet {tablet_id} is not running on server {self.uuid} "
+                                   f"({self.addr})")
+        return r
+
+    def _h_create(self, p: dict) -> dict:
+        tid = p["tablet_id"]
+        with self._lock:
+            if tid in self.replicas:
+                return {"created": False}
+            d = self._replica_dir(tid)
+            if not os.path.exists(d):
+                TabletReplica.create(d, tid, p["table_id"], p["table_name"],
+                                     Schema.from_dict(p["schema"]),
+                                     [tuple(x) for x in p["peers"]], self.config, self.clock)
+            self._open_replica(tid)
+        return {"created": True}
+
+    def _h_delete(self, p: dict) -> dict:
+        tid = p["tablet_id"]
+        with self._lock:
+            r = self.replicas.pop(tid, None)
+        if r is not None:
+            self.mm.unregister(r.tablet)
+            r.close()
+        shutil.rmtree(self._replica_dir(tid), ignore_errors=True)
+        return {"deleted": r is not None}
+
+    # -- Raft ----------------------------------------------------------------------------------
+    def _h_raft(self, batch: list) -> None:
+        for tablet_id, msg in batch:
+            r = self.replicas.get(tablet_id)
+            if r is not None:
+                r.step(msg)
+        return None
+
+    def _tick_loop(self) -> None:
+        nxt = time.monotonic()
+        while not self._stop.is_set():
+            nxt += self.tick_s
+            for r in list(self.replicas.values()):
+                try:
+                    r.tick()
+                except Exception:  # noqa: BLE001 - one replica must not stop the others
+                    log.exception("tick of tablet %s failed", r.tablet_id)
+            delay = nxt - time.monotonic()
+            if delay < 0:
+                nxt = time.monotonic()
+                delay = 0
+            self._stop.wait(delay)
+
+    # -- master heartbeats -------------------------------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.heartbeat()
+            except Exception as e:  # noqa: BLE001 - the master may be down: keep trying
+                log.debug("heartbeat failed: %s", e)
+            self._stop.wait(self.heartbeat_s)
+
+    def heartbeat(self) -> None:
+        report = {"uuid": self.uuid, "addr": self.addr,
+                  "tablets": {tid: r.status() for tid, r in list(self.replicas.items())}}
+        last = None
+        for m in self.masters:
+            try:
+                resp = self.rpc_client.call(m, "tserver_heartbeat", report, timeout_s=3)
+            except errors.EngineError as e:
+                last = e
+                continue
+            if resp.get("not_leader"):
+                continue
+            self.directory.update(resp.get("directory", {}))
+            for spec in resp.get("create", []):
+                try:
+                    self._h_create(spec)
+                except Exception:  # noqa: BLE001 - retried at the next heartbeat
+                    log.exception("creating replica %s failed", spec.get("tablet_id"))
+            for tid in resp.get("delete", []):
+                self._h_delete({"tablet_id": tid})
+            return
+        if last is not None:
+            raise last
+
+    # -- data RPCs -----------------------------------------------------------------------------
+    def _h_write(self, cmd: dict, table: pa.Table) -> dict:
+        r = self.replica(cmd["tablet"])
+        if cmd.get("ts"):
+            self.clock.update(cmd["ts"])
+        ops = table.column(OP_COLUMN).to_numpy().astype(np.int8)
+        rows = table.drop_columns([OP_COLUMN])
+        return r.write(cmd["client_id"], cmd["seq"], cmd.get("first_incomplete", 0), ops,
+                       rows, cmd.get("timeout_s", 10.0))
+
+    def _h_scan(self, t: dict):
+        r = self.replica(t["tablet"])
+        r.check_leader_ready()
+        if t.get("ts"):
+            self.clock.update(t["ts"])
+        snap = _snapshot(r, t.get("snapshot"))
+        tablet = r.tablet
+        schema = tablet._components.schema
+        names = t.get("columns")
+        names = schema.names if names is None else list(names)
+        preds = [p if isinstance(p, ColumnPredicate) else ColumnPredicate(**p)
+                 for p in t.get("predicates", ())]
+        it = tablet.scan(names, preds, snap, t.get("lower_key"), t.get("upper_key"),
+                         t.get("lazy", True))
+        return schema.arrow_schema(names), it
+
+    def _h_lookup(self, p: dict):
+        r = self.replica(p["tablet"])
+        r.check_leader_ready()
+        snap = _snapshot(r, p.get("snapshot"))
+        return r.tablet.lookup(tuple(p["key"]), p.get("columns"), snap)
+
+    def _h_tablet_ts(self, p: dict) -> int:
+        r = self.replica(p["tablet"])
+        r.check_leader_ready()
+        return r.tablet.current_timestamp()
+
+    def _h_wait_safe(self, p: dict) -> None:
+        self.replica(p["tablet"]).wait_safe(p["ts"])
+        return None
+
+    def _h_transfer(self, p: dict) -> dict:
+        r = self.replica(p["tablet"])
+        with r.lock:
+            target = r.raft.transfer_leadership(p.get("target"))
+            r.process()
+        return {"target": target}
+
+    def _h_change_config(self, p: dict) -> dict:
+        r = self.replica(p["tablet"])
+        with r.lock:
+            if p["op"] != "replace":
+                raise errors.InvalidArgument(f"unknown configuration change {p['op']!r}")
+            try:
+                r.raft.replace_peer(p["old"], p["new"], addr=p.get("new_addr", ""))
+            except errors.ServiceUnavailable as e:
+                raise RemoteError(str(e), r.raft.leader_uuid) from None
+            r.process()
+        return {"ok": True}
+
+    # -- status / lifecycle ------------------------------------------------------------------
+    def status(self) -> dict:
+        return {"role": "tserver", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
+                "tablets": {tid: dict(r.status(), table=r.table_name)
+                            for tid, r in list(self.replicas.items())}}
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=5)
+        self.server.stop()
+        self.transport.stop()
+        self.mm.shutdown()
+        for r in list(self.replicas.values()):
+            try:
+                r.close()
+            except Exception:  # noqa: BLE001 - shutting down: close the others
+                log.exception("closing tablet %s", r.tablet_id)
+        self.rpc_client.close()

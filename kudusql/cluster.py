@@ -1,0 +1,464 @@
+"""The cluster commands: `kudusql master`, `kudusql tserver`, `kudusql serve --masters`,
+`kudusql cluster start|stop|status` (docs/cluster.md).
+
+    kudusql master  --data-dir D --rpc-addr H:P [--masters A,B,C] [--rpc-secret-file F]
+    kudusql tserver --data-dir D --rpc-addr H:P --masters A,B,C [--rpc-secret-file F]
+    kudusql serve   --masters A,B,C [--rpc-secret-file F] [--port N] ...
+    kudusql cluster start  --data-dir D [--tservers 3] [--masters 1|3] [--port 5433]
+    kudusql cluster stop   --data-dir D
+    kudusql cluster status --data-dir D [--json]
+
+`cluster start` lays out D (a cluster secret in D/rpc-secret, mode 0600; one directory per
+process; logs in D/logs), starts every process in the background (own session, so it
+outlives the command), records them in D/cluster.json and returns once a SQL query through
+the front end succeeds, printing the address (like `pg_ctl start`). `cluster stop` sends
+SIGTERM and, after 10 s, SIGKILL. `cluster status` lists every process: role, uuid, RPC
+address, PID, alive or not, tablets led and followed.
+
+The server commands run until SIGTERM or SIGINT. The secret defaults to the file
+`rpc-secret` next to the data directory's cluster.json when started by `cluster start`;
+standalone processes need --rpc-secret-file (or the KUDUSQL_RPC_SECRET variable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+CLUSTER_FILE = "cluster.json"
+SECRET_FILE = "rpc-secret"
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _split_addr(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    if not host or not port.isdigit():
+        raise SystemExit(f"kudusql: bad address {addr!r} (want HOST:PORT)")
+    return host, int(port)
+
+
+def _secret(args) -> str:
+    from engine.rpc.rpc import read_secret_file
+    if args.rpc_secret_file:
+        return read_secret_file(args.rpc_secret_file)
+    env = os.environ.get("KUDUSQL_RPC_SECRET")
+    if env:
+        return env
+    raise SystemExit("kudusql: the cluster secret is needed: --rpc-secret-file FILE "
+                     "(mode 0600) or KUDUSQL_RPC_SECRET")
+
+
+def _masters(s: str) -> list[str]:
+    return [m.strip() for m in s.split(",") if m.strip()]
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *a: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+def _logging(args) -> None:
+    import logging
+    logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False)
+                        else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+# -- server processes -------------------------------------------------------------------------
+def cmd_master(args) -> int:
+    from engine.master.master import Master
+    _logging(args)
+    host, port = _split_addr(args.rpc_addr)
+    m = Master(args.data_dir, host, port, _secret(args),
+               _masters(args.masters) if args.masters else None, tick_ms=args.tick_ms,
+               election_ticks=args.election_ticks,
+               tserver_unresponsive_s=args.tserver_unresponsive_timeout,
+               fsync=not args.no_fsync)
+    print(f"kudusql master {m.uuid} on {m.addr}", flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        m.stop()
+    return 0
+
+
+def cmd_tserver(args) -> int:
+    from engine.tserver.tablet_server import TabletServer
+    _logging(args)
+    host, port = _split_addr(args.rpc_addr)
+    ts = TabletServer(args.data_dir, host, port, _secret(args), _masters(args.masters),
+                      tick_ms=args.tick_ms, election_ticks=args.election_ticks,
+                      heartbeat_ms=args.heartbeat_ms, fsync=not args.no_fsync)
+    print(f"kudusql tserver {ts.uuid} on {ts.addr}", flush=True)
+    try:
+        _wait_for_signal()
+    finally:
+        ts.stop()
+    return 0
+
+
+def serve_cluster(config, masters: list[str], secret: str) -> int:
+    """The Postgres wire server over a cluster (stateless: several may run)."""
+    import asyncio
+
+    from engine.client.client import RemoteCatalog
+    from kudusql.session import Database
+    from wire.auth import UserStore
+    from wire.server import Server, check_config
+
+    check_config(config)
+    db = Database(RemoteCatalog.connect(masters, secret), None, config.query_mem_limit)
+    try:
+        async def main() -> None:
+            server = Server(db, config, UserStore(None))
+            await server.start()
+            print(f"kudusql: serving the cluster of masters {','.join(masters)} on "
+                  f"{config.host}:{server.port}; Ctrl-C stops", flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            await server.close()
+        asyncio.run(main())
+    finally:
+        db.close()
+    return 0
+
+
+# -- cluster start / stop / status -----------------------------------------------------------
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _load(data_dir: str) -> dict:
+    try:
+        with open(os.path.join(data_dir, CLUSTER_FILE)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise SystemExit(f"kudusql cluster: no cluster in {data_dir} (run `kudusql cluster "
+                         f"start --data-dir {data_dir}`)") from None
+
+
+def _save(data_dir: str, doc: dict) -> None:
+    tmp = os.path.join(data_dir, CLUSTER_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, os.path.join(data_dir, CLUSTER_FILE))
+
+
+def _spawn(data_dir: str, name: str, argv: list[str]) -> int:
+    logs = os.path.join(data_dir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    out = open(os.path.join(logs, f"{name}.log"), "ab")
+    p = subprocess.Popen([sys.executable, "-m", "kudusql.cli", *argv], stdout=out,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    out.close()
+    return p.pid
+
+
+def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
+    masters = ",".join(m["addr"] for m in doc["masters"])
+    common = ["--rpc-secret-file", os.path.join(data_dir, SECRET_FILE)]
+    timing = ["--tick-ms", str(doc["tick_ms"]), "--election-ticks", str(doc["election_ticks"])]
+    if doc.get("no_fsync"):
+        timing.append("--no-fsync")
+    d = os.path.join(data_dir, proc["name"])
+    if proc["role"] == "master":
+        return ["master", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters", masters,
+                "--tserver-unresponsive-timeout", str(doc["tserver_unresponsive_s"])] + \
+            common + timing
+    if proc["role"] == "tserver":
+        return ["tserver", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters",
+                masters, "--heartbeat-ms", str(doc["heartbeat_ms"])] + common + timing
+    return ["serve", "--masters", masters, "--host", "127.0.0.1", "--port",
+            str(proc["port"])] + common
+
+
+def _wait_sql(port: int, timeout_s: float, procs: list[dict]) -> None:
+    import asyncio
+
+    import asyncpg
+
+    deadline = time.monotonic() + timeout_s
+    last = None
+
+    async def once():
+        conn = await asyncpg.connect(host="127.0.0.1", port=port, user="kudusql",
+                                     database="kudusql", timeout=5)
+        try:
+            await conn.fetch("SELECT count(*) FROM (SELECT 1) t")
+        finally:
+            await conn.close()
+    while time.monotonic() < deadline:
+        dead = [p["name"] for p in procs if not _alive(p.get("pid"))]
+        if dead:
+            raise SystemExit(f"kudusql cluster start: {', '.join(dead)} exited; see the logs "
+                             f"in the data directory's logs/")
+        try:
+            asyncio.run(once())
+            return
+        except Exception as e:  # noqa: BLE001 - not up yet: retry until the deadline
+            last = e
+            time.sleep(0.2)
+    raise SystemExit(f"kudusql cluster start: SQL did not answer on port {port} within "
+                     f"{timeout_s:.0f} s (last error: {last})")
+
+
+def _wait_tservers(doc: dict, n: int, timeout_s: float) -> None:
+    """Until the leader master sees n live tablet servers."""
+    from engine.rpc.rpc import RpcClient, read_secret_file
+    rpc = RpcClient(read_secret_file(os.path.join(doc["data_dir"], SECRET_FILE)), 2)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            for m in doc["masters"]:
+                try:
+                    ts = rpc.call(m["addr"], "list_tservers")
+                    if sum(1 for t in ts if t["live"]) >= n:
+                        return
+                except Exception:  # noqa: BLE001 - not up or not the leader yet
+                    pass
+            time.sleep(0.2)
+    finally:
+        rpc.close()
+    raise SystemExit(f"kudusql cluster start: {n} tablet servers did not register with the "
+                     f"master within {timeout_s:.0f} s")
+
+
+def cmd_cluster_start(args) -> int:
+    from engine.rpc.rpc import create_secret_file
+    data_dir = os.path.abspath(args.data_dir)
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, CLUSTER_FILE)
+    if os.path.exists(path):
+        doc = _load(data_dir)
+        running = [p["name"] for p in doc["processes"] if _alive(p.get("pid"))]
+        if running:
+            print(f"kudusql cluster: already running in {data_dir} ({', '.join(running)})",
+                  file=sys.stderr)
+            return 1
+    else:
+        if args.masters not in (1, 3):
+            raise SystemExit("kudusql cluster start: --masters is 1 or 3")
+        procs = [{"role": "master", "name": f"master-{i}",
+                  "addr": f"127.0.0.1:{_free_port()}"} for i in range(args.masters)]
+        procs += [{"role": "tserver", "name": f"tserver-{i}",
+                   "addr": f"127.0.0.1:{_free_port()}"} for i in range(args.tservers)]
+        procs.append({"role": "sql", "name": "sql", "port": args.port})
+        doc = {"data_dir": data_dir, "processes": procs,
+               "masters": [p for p in procs if p["role"] == "master"],
+               "tick_ms": args.tick_ms, "election_ticks": args.election_ticks,
+               "heartbeat_ms": args.heartbeat_ms,
+               "tserver_unresponsive_s": args.tserver_unresponsive_timeout,
+               "no_fsync": args.no_fsync}
+        if not os.path.exists(os.path.join(data_dir, SECRET_FILE)):
+            create_secret_file(os.path.join(data_dir, SECRET_FILE))
+    for p in doc["processes"]:
+        p["pid"] = _spawn(data_dir, p["name"], _proc_argv(data_dir, p, doc))
+        _save(data_dir, doc)
+    n_ts = sum(1 for p in doc["processes"] if p["role"] == "tserver")
+    _wait_tservers(doc, n_ts, args.timeout)
+    sql = next(p for p in doc["processes"] if p["role"] == "sql")
+    _wait_sql(sql["port"], args.timeout, doc["processes"])
+    print(f"kudusql cluster started: SQL at 127.0.0.1:{sql['port']} "
+          f"(psql -h 127.0.0.1 -p {sql['port']} -U kudusql); masters "
+          f"{','.join(m['addr'] for m in doc['masters'])}", flush=True)
+    return 0
+
+
+def restart_process(data_dir: str, name: str) -> int:
+    """Start one process of the cluster again (same address and directory): fault tests
+    restart a server they killed. Returns the new PID."""
+    data_dir = os.path.abspath(data_dir)
+    doc = _load(data_dir)
+    p = next(p for p in doc["processes"] if p["name"] == name)
+    if _alive(p.get("pid")):
+        raise SystemExit(f"kudusql cluster: {name} is running (PID {p['pid']})")
+    p["pid"] = _spawn(data_dir, name, _proc_argv(data_dir, p, doc))
+    _save(data_dir, doc)
+    return p["pid"]
+
+
+def cmd_cluster_stop(args) -> int:
+    data_dir = os.path.abspath(args.data_dir)
+    doc = _load(data_dir)
+    procs = [p for p in doc["processes"] if _alive(p.get("pid"))]
+    # the front end first, masters last (tablet servers keep heartbeating to them)
+    order = {"sql": 0, "tserver": 1, "master": 2}
+    procs.sort(key=lambda p: order[p["role"]])
+    for p in procs:
+        os.kill(p["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p["pid"]) for p in procs):
+        time.sleep(0.1)
+    for p in procs:
+        if _alive(p["pid"]):
+            os.kill(p["pid"], signal.SIGKILL)
+    print(f"kudusql cluster stopped ({len(procs)} processes)")
+    return 0
+
+
+def cluster_status(data_dir: str) -> list[dict]:
+    from engine.rpc.rpc import RpcClient, read_secret_file
+    doc = _load(data_dir)
+    rpc = RpcClient(read_secret_file(os.path.join(data_dir, SECRET_FILE)), 2)
+    out = []
+    try:
+        for p in doc["processes"]:
+            row = {"role": p["role"], "name": p["name"], "pid": p.get("pid"),
+                   "alive": _alive(p.get("pid")), "uuid": None,
+                   "addr": p.get("addr") or f"127.0.0.1:{p.get('port')}",
+                   "leads": None, "follows": None}
+            if row["alive"] and p["role"] in ("master", "tserver"):
+                try:
+                    st = rpc.call(p["addr"], "status")
+                    row["uuid"] = st["uuid"]
+                    if p["role"] == "tserver":
+                        roles = [t["role"] for t in st["tablets"].values()]
+                        row["leads"] = roles.count("LEADER")
+                        row["follows"] = len(roles) - row["leads"]
+                    else:
+                        row["raft_role"] = st["raft_role"]
+                except Exception as e:  # noqa: BLE001 - reported in the listing
+                    row["error"] = str(e)
+            out.append(row)
+    finally:
+        rpc.close()
+    return out
+
+
+def cmd_cluster_status(args) -> int:
+    rows = cluster_status(os.path.abspath(args.data_dir))
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'NAME':<11} {'ROLE':<8} {'PID':>7} {'ALIVE':<6} {'ADDRESS':<22} "
+          f"{'LEADS':>5} {'FOLLOWS':>7}  UUID")
+    for r in rows:
+        print(f"{r['name']:<11} {r['role']:<8} {r['pid'] or '':>7} "
+              f"{'yes' if r['alive'] else 'NO':<6} {r['addr']:<22} "
+              f"{'' if r['leads'] is None else r['leads']:>5} "
+              f"{'' if r['follows'] is None else r['follows']:>7}  {r['uuid'] or ''}")
+    return 0
+
+
+# -- argument parsing --------------------------------------------------------------------------
+def _timing(p, tick_ms=100, election_ticks=10) -> None:
+    p.add_argument("--tick-ms", type=int, default=tick_ms,
+                   help="Raft tick: heartbeats go out every tick (default: %(default)s)")
+    p.add_argument("--election-ticks", type=int, default=election_ticks,
+                   help="minimum election timeout in ticks, randomised up to twice that "
+                        "(default: %(default)s)")
+    p.add_argument("--no-fsync", action="store_true",
+                   help="do not fsync WALs and metadata (tests only: a machine crash loses "
+                        "acknowledged writes)")
+
+
+def _secret_arg(p) -> None:
+    p.add_argument("--rpc-secret-file", default=None,
+                   help="file (mode 0600) holding the cluster secret every RPC must carry "
+                        "(default: the KUDUSQL_RPC_SECRET environment variable)")
+
+
+def add_commands(sub) -> None:
+    m = sub.add_parser("master", help="run a master (the cluster's catalog)",
+                       description="Run a master: the catalog of tables and tablet replicas, "
+                                   "replicated by Raft among 1 or 3 masters.")
+    m.add_argument("--data-dir", required=True, help="the master's directory")
+    m.add_argument("--rpc-addr", required=True, help="HOST:PORT to serve RPC on (loopback "
+                                                     "unless you mean otherwise)")
+    m.add_argument("--masters", default=None,
+                   help="every master's HOST:PORT, comma-separated (default: this one)")
+    m.add_argument("--tserver-unresponsive-timeout", type=float, default=60.0,
+                   help="seconds without a heartbeat before a tablet server counts as dead "
+                        "(default: %(default)s)")
+    _secret_arg(m)
+    _timing(m)
+    m.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    m.set_defaults(func=cmd_master)
+
+    t = sub.add_parser("tserver", help="run a tablet server",
+                       description="Run a tablet server: hosts tablet replicas, each a Raft "
+                                   "peer with its WAL, MVCC and maintenance.")
+    t.add_argument("--data-dir", required=True, help="the tablet server's directory")
+    t.add_argument("--rpc-addr", required=True, help="HOST:PORT to serve RPC on")
+    t.add_argument("--masters", required=True, help="the masters' HOST:PORT, comma-separated")
+    t.add_argument("--heartbeat-ms", type=int, default=1000,
+                   help="heartbeat interval to the master (default: %(default)s)")
+    _secret_arg(t)
+    _timing(t)
+    t.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    t.set_defaults(func=cmd_tserver)
+
+    c = sub.add_parser("cluster", help="start, stop or inspect a local cluster",
+                       description="A local cluster of background processes (masters, "
+                                   "tablet servers, one SQL front end) in one directory.")
+    csub = c.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+    s = csub.add_parser("start", help="start the cluster; returns once SQL works",
+                        description="Start (or restart) the local cluster in --data-dir and "
+                                    "return once a SQL query succeeds; prints the SQL address.")
+    s.add_argument("--data-dir", required=True, help="the cluster's directory")
+    s.add_argument("--tservers", type=int, default=3,
+                   help="tablet servers (first start only; default: %(default)s)")
+    s.add_argument("--masters", type=int, default=1,
+                   help="masters, 1 or 3 (first start only; default: %(default)s)")
+    s.add_argument("--port", type=int, default=5433,
+                   help="the SQL front end's port (first start only; default: %(default)s)")
+    s.add_argument("--heartbeat-ms", type=int, default=500,
+                   help="tablet server heartbeat interval (default: %(default)s)")
+    s.add_argument("--tserver-unresponsive-timeout", type=float, default=60.0,
+                   help="seconds before the master counts a silent tablet server as dead "
+                        "(default: %(default)s)")
+    s.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds to wait for SQL to work (default: %(default)s)")
+    _timing(s)
+    s.set_defaults(func=cmd_cluster_start)
+    st = csub.add_parser("stop", help="stop every process of the cluster",
+                         description="SIGTERM every process (SIGKILL after 10 s).")
+    st.add_argument("--data-dir", required=True, help="the cluster's directory")
+    st.set_defaults(func=cmd_cluster_stop)
+    ss = csub.add_parser("status", help="list the cluster's processes",
+                         description="Every process: role, uuid, RPC address, PID, alive or "
+                                     "not, tablets led and followed.")
+    ss.add_argument("--data-dir", required=True, help="the cluster's directory")
+    ss.add_argument("--json", action="store_true", help="machine-readable output")
+    ss.set_defaults(func=cmd_cluster_status)
+
+
+def add_serve_arguments(s) -> None:
+    s.add_argument("--masters", default=None,
+                   help="serve a cluster: the masters' HOST:PORT, comma-separated (instead "
+                        "of --data-dir; needs the cluster secret)")
+    _secret_arg(s)

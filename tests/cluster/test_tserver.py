@@ -1,0 +1,202 @@
+"""engine/tserver: three in-process tablet servers replicating one tablet over real RPC.
+
+(The process-level kill -9 tests are in test_cluster.py; these check the replica logic:
+replication, exactly-once retries, failover, restart from the WAL.)"""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pytest
+
+from engine import errors
+from engine.rpc.rpc import RemoteError, RpcClient
+from engine.schema import ColumnSchema as C
+from engine.schema import DataType as T
+from engine.schema import Schema
+from engine.tserver.tablet_server import TabletServer
+
+SCHEMA = Schema([C("k", T.INT64), C("v", T.STRING)], key=["k"])
+SECRET = "test-secret"
+
+
+def _start(path, port=0):
+    return TabletServer(path, "127.0.0.1", port, SECRET, [], tick_ms=30, election_ticks=6,
+                        fsync=False)
+
+
+@pytest.fixture
+def servers(tmp_path):
+    ts = [_start(str(tmp_path / f"ts{i}")) for i in range(3)]
+    c = RpcClient(SECRET)
+    peers = [[t.uuid, t.addr] for t in ts]
+    for t in ts:
+        c.call(t.addr, "create_replica", {"tablet_id": "t1", "table_id": "x",
+                                          "table_name": "t", "schema": SCHEMA.to_dict(),
+                                          "peers": peers})
+    state = {"ts": ts, "client": c, "path": tmp_path}
+    try:
+        yield state
+    finally:
+        for t in state["ts"]:
+            try:
+                t.stop()
+            except Exception:  # noqa: BLE001 - teardown: stop the others
+                pass
+        c.close()
+
+
+def _leader(ts, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for t in ts:
+            r = t.replicas.get("t1")
+            if r is not None and not r.stopped and r.raft.is_leader:
+                try:
+                    r.check_leader_ready()
+                    return t
+                except errors.EngineError:
+                    pass
+        time.sleep(0.02)
+    raise AssertionError("no leader within the timeout")
+
+
+def _rows(keys):
+    return pa.table({"k": pa.array(keys, pa.int64()), "v": [f"v{k}" for k in keys],
+                     "__op": pa.array([1] * len(keys), pa.int8())})
+
+
+def _write(c, ts, seq, keys, client_id="c1", timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        t = _leader(ts)
+        try:
+            return c.put(t.addr, {"tablet": "t1", "client_id": client_id, "seq": seq},
+                         _rows(keys))
+        except (RemoteError, errors.ServiceUnavailable):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _count(t):
+    return t.replicas["t1"].tablet.count_rows()
+
+
+def _wait(pred, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def test_replicates_and_retries_apply_once(servers):
+    ts, c = servers["ts"], servers["client"]
+    r = _write(c, ts, 1, [1, 2, 3])
+    assert r["num_applied"] == 3 and r["row_errors"] == []
+    again = _write(c, ts, 1, [1, 2, 3])  # the same request id: the stored result
+    assert again == r
+    r2 = _write(c, ts, 2, [3, 4])
+    assert r2["num_applied"] == 1 and [e[1] for e in r2["row_errors"]] == ["ALREADY_PRESENT"]
+    _wait(lambda: all(_count(t) == 4 for t in ts))
+    follower = next(t for t in ts if t is not _leader(ts))
+    with pytest.raises(RemoteError) as ei:
+        c.put(follower.addr, {"tablet": "t1", "client_id": "c1", "seq": 3}, _rows([9]))
+    assert ei.value.leader_uuid == _leader(ts).uuid  # NOT_THE_LEADER with a hint
+
+
+def test_failover_and_restart_keep_every_acknowledged_row(servers):
+    ts, c, path = servers["ts"], servers["client"], servers["path"]
+    _write(c, ts, 1, list(range(100)))
+    old = _leader(ts)
+    i = ts.index(old)
+    old.stop()
+    rest = [t for t in ts if t is not old]
+    t0 = time.monotonic()
+    _write(c, rest, 2, list(range(100, 200)))
+    assert time.monotonic() - t0 < 5
+    ports = [t.server.port for t in ts]
+    ts[i] = _start(str(path / f"ts{i}"), ports[i])  # restarts from its WAL and catches up
+    servers["ts"] = ts
+    _wait(lambda: _count(ts[i]) == 200)
+    for t in ts:
+        t.stop()
+    ts[:] = [_start(str(path / f"ts{j}"), ports[j]) for j in range(3)]  # all restart
+    _write(c, ts, 3, [1000])
+    leader = _leader(ts)
+    assert _count(leader) == 201
+    _wait(lambda: all(_count(t) == 201 for t in ts))
+
+
+def test_restart_after_flush_starts_from_the_flushed_state(servers):
+    """Replicas restart from flushed rowsets + the log after them (applied index = the
+    flushed index): no row lost, none doubled, MVCC accepts the re-applied ops."""
+    ts, c, path = servers["ts"], servers["client"], servers["path"]
+    _write(c, ts, 1, list(range(100)))
+    _wait(lambda: all(_count(t) == 100 for t in ts))
+    for t in ts:
+        t.replicas["t1"].tablet.flush_mrs()
+    _write(c, ts, 2, list(range(100, 150)))
+    _wait(lambda: all(_count(t) == 150 for t in ts))
+    ports = [t.server.port for t in ts]
+    for t in ts:
+        t.stop()
+    ts[:] = [_start(str(path / f"ts{j}"), ports[j]) for j in range(3)]
+    for t in ts:
+        assert t.replicas["t1"].raft.last_applied >= 2  # started past the flushed ops
+    r = _write(c, ts, 3, [149, 150])  # 149 exists: one row error, one applied
+    assert r["num_applied"] == 1 and [e[1] for e in r["row_errors"]] == ["ALREADY_PRESENT"]
+    _wait(lambda: all(_count(t) == 151 for t in ts))
+    rows = _leader(ts).replicas["t1"].tablet.scan_table(["k"]).column("k").to_pylist()
+    assert sorted(rows) == list(range(151))
+
+
+def test_a_replica_behind_the_gcd_log_gets_a_tablet_copy(tmp_path, monkeypatch):
+    """A follower down while the leader's log is GC'd past it catches up by tablet copy:
+    files pinned by hard links on the leader, its log reset after the copied state."""
+    from engine.tserver import tablet_replica
+    monkeypatch.setattr(tablet_replica, "GC_MIN_ENTRIES", 20)
+    from engine.config import TabletConfig
+    cfg = TabletConfig(fsync=False, wal_sync="never", wal_segment_bytes=2048)
+
+    def start(i, port=0):
+        return TabletServer(str(tmp_path / f"ts{i}"), "127.0.0.1", port, SECRET, [],
+                            tick_ms=30, election_ticks=6, fsync=False, tablet_config=cfg,
+                            log_retention_entries=20)
+    ts = [start(i) for i in range(3)]
+    c = RpcClient(SECRET)
+    try:
+        peers = [[t.uuid, t.addr] for t in ts]
+        for t in ts:
+            c.call(t.addr, "create_replica", {"tablet_id": "t1", "table_id": "x",
+                                              "table_name": "t", "schema": SCHEMA.to_dict(),
+                                              "peers": peers})
+        _write(c, ts, 1, [0])
+        lagger = next(t for t in ts if t is not _leader(ts))
+        i, port = ts.index(lagger), lagger.server.port
+        lagger.stop()
+        live = [t for t in ts if t is not lagger]
+        for k in range(1, 120):
+            _write(c, live, k + 1, [k])
+            if k % 40 == 0:
+                for t in live:
+                    t.replicas["t1"].tablet.flush_mrs()
+        leader = _leader(live)
+        storage = leader.replicas["t1"].storage
+        _wait(lambda: storage.first_index > 2)  # the log no longer holds what it needs
+        ts[i] = start(i, port)
+        _wait(lambda: _count(ts[i]) == 120, timeout=30)
+        r = ts[i].replicas["t1"]
+        assert r.storage.first_index > 2  # its log starts after the copied state
+        _write(c, ts, 500, [1000])
+        _wait(lambda: _count(ts[i]) == 121)
+        got = sorted(r.tablet.scan_table(["k"]).column("k").to_pylist())
+        assert got == list(range(120)) + [1000]
+    finally:
+        for t in ts:
+            try:
+                t.stop()
+            except Exception:  # noqa: BLE001 - teardown
+                pass
+        c.close()
