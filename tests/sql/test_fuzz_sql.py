@@ -72,3 +72,42 @@ def test_fuzz_long(technique):
 def test_fuzz_over_the_wire_long():
     stats = WireRunner(seed=1000).run(5_000, per_world=250)
     _report("wire", stats)
+
+
+# -- the tolerant row matcher (tests/sql/fuzz/compare.py) ----------------------------------
+def test_matcher_floats_within_relative_tolerance_in_any_order():
+    from tests.sql.fuzz.compare import diff_rows
+    tenth = sum([0.1] * 10)                                    # 0.9999999999999999
+    assert diff_rows([(1, tenth)], [(1, 1.0)]) is None
+    # two values a hair apart on either side of a 9-digit rounding boundary still match
+    assert diff_rows([("a", 1.00000000049)], [("a", 1.0000000005)]) is None
+    # near-equal floats in a different order within the same exact key
+    ours = [("x", 1.0 + 1e-12), ("x", 1.0), ("x", 2.0)]
+    theirs = [("x", 2.0), ("x", 1.0 - 1e-12), ("x", 1.0)]
+    assert diff_rows(ours, theirs) is None
+    # a Decimal avg against a double avg, an integer Decimal against an int
+    from decimal import Decimal
+    assert diff_rows([(Decimal("2.3333333333"), 5)], [(7 / 3, Decimal("5"))]) is None
+
+
+def test_matcher_reports_real_differences():
+    from tests.sql.fuzz.compare import diff_rows
+    assert diff_rows([(1, 1.0)], [(1, 1.001)]) is not None
+    assert diff_rows([(1, 1.0), (1, 1.0)], [(1, 1.0), (2, 1.0)]) is not None
+    assert diff_rows([(1,), (1,)], [(1,)]) is not None
+    assert diff_rows([(1, None)], [(1, 0.0)]) is not None
+    assert diff_rows([(float("inf"),)], [(1e308,)]) is not None
+    assert diff_rows([(1,), (2,)], [(2,), (1,)], ordered=[(0, False)]) is not None
+    assert diff_rows([("a", 1.5), ("b", 2.5)], [("a", 2.5), ("b", 1.5)]) is not None
+
+
+def test_matcher_intervals_and_arrays():
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from tests.sql.fuzz.compare import diff_rows
+    mdn = pa.scalar((0, 2, 36_000_000_000_000), pa.month_day_nano_interval()).as_py()
+    assert diff_rows([(mdn,)], [(dt.timedelta(days=2, hours=10),)]) is None
+    assert diff_rows([(mdn,)], [(dt.timedelta(days=2, hours=11),)]) is not None
+    assert diff_rows([("{1,NULL,\"a b\",\"\"}",)], [([1, None, "a b", ""],)]) is None

@@ -21,6 +21,8 @@ from tests.sql.fuzz import gen
 from tests.sql.fuzz.compare import diff_rows
 
 TECHNIQUES = ("diff", "tlp", "norec", "rules", "pushdown")
+# predicates checked per generated FROM and select list (tlp, norec)
+PREDICATES = 3
 
 _ARROW = {"TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(),
           "BIGINT": pa.int64(), "REAL": pa.float32(), "DOUBLE": pa.float64(),
@@ -194,25 +196,29 @@ class Runner:
             progress=None) -> Stats:
         """`queries` queries, `per_world` per random world; `progress(stats)` is called
         after each world (long runs print their running counts)."""
-        done = 0
         w = 0
-        while done < queries and len(self.stats.mismatches) < max_mismatches:
-            n = min(per_world, queries - done)
-            self.run_world(w, n)
-            done += n
+        while self.stats.queries < queries and len(self.stats.mismatches) < max_mismatches:
+            self.run_world(w, min(per_world, queries - self.stats.queries))
             w += 1
             if progress is not None:
                 progress(self.stats)
         return self.stats
 
-    def run_world(self, w: int, n: int) -> None:
-        """`n` queries in world number `w` of this runner's seed."""
-        world = World(self.seed * 100_003 + w)
+    def run_world(self, w: int, n: int, world: World | None = None) -> None:
+        """Generated queries in world number `w` of this runner's seed until `n` more
+        checks are counted (a generated query may count several: see PREDICATES)."""
+        wseed = self.seed * 100_003 + w
+        own = world is None
+        world = world or World(wseed)
         try:
-            for i in range(n):
-                self.one(world, (self.seed * 100_003 + w) * 1_000_003 + i)
+            target = self.stats.queries + n
+            i = 0
+            while self.stats.queries < target:
+                self.one(world, wseed * 1_000_003 + i)
+                i += 1
         finally:
-            world.close()
+            if own:
+                world.close()
 
     def replay(self, qseed: int) -> Stats:
         """Run the one query of seed `qseed` again (in the world it was generated for)."""
@@ -277,16 +283,19 @@ class Runner:
         else:
             self._count("match")
 
-    def _kudu_pair(self, seed: int, sql_a: str, sql_b: str, ordered=None, total=False,
-                   rules_b: frozenset[str] = frozenset()) -> None:
-        a = self.ours_checked(seed, sql_a)
+    def _compare(self, seed: int, sql_a: str, sql_b: str, a, ordered=None, total=False,
+                 rules_b: frozenset[str] = frozenset()) -> None:
+        """One check: `a` (the rows of `sql_a`, None if it failed with `_last_error`)
+        against `sql_b` run with `rules_b` off."""
+        err_a = self._last_error
         b = self.ours_checked(seed, sql_b, rules_b)
         if a is None or b is None:
+            failed = err_a if a is None else self._last_error
             if (a is None) != (b is None) and not (
-                    isinstance(self._last_error, SqlError) and
-                    self._last_error.sqlstate.startswith("22")):
-                self._mismatch(seed, f"{sql_a}\n    vs {sql_b}", "only one side failed: "
-                               f"{self._last_error}")
+                    isinstance(failed, SqlError) and failed.sqlstate.startswith("22")):
+                self._mismatch(seed, f"{sql_a}\n    vs {sql_b}" + (
+                    f"\n    rules off: {sorted(rules_b)}" if rules_b else ""),
+                    f"only one side failed: {failed}")
                 self._count("mismatch")
             else:
                 self._count("errors")
@@ -310,77 +319,123 @@ class Runner:
         return r
 
     def _tlp(self, world: World, g: gen.QueryGen, seed: int) -> None:
+        """One base query, partitioned by `PREDICATES` predicates in turn (each one check:
+        the base is run once for all of them)."""
         self._world = world
         rng = g.rng
         items, src, scope, _kinds = gen.base_query(g)
-        p = g.pred(scope)
         where = g.pred(scope) if rng.random() < 0.3 else None
         w = f" AND ({where.k})" if where is not None else ""
         base = f"SELECT {items.k} FROM {src.k}" + (f" WHERE {where.k}" if where else "")
         r = rng.random()
         if r < 0.6:               # rows: Q = Q[p] UNION ALL Q[NOT p] UNION ALL Q[p IS NULL]
-            parts = [f"SELECT {items.k} FROM {src.k} WHERE ({p.k}){w}",
-                     f"SELECT {items.k} FROM {src.k} WHERE (NOT ({p.k})){w}",
-                     f"SELECT {items.k} FROM {src.k} WHERE (({p.k}) IS NULL){w}"]
-            self._kudu_pair(seed, base, " UNION ALL ".join(parts))
+            whole = base
         elif r < 0.75:            # DISTINCT: the partitions' UNION
-            parts = [f"SELECT DISTINCT {items.k} FROM {src.k} WHERE ({p.k}){w}",
-                     f"SELECT {items.k} FROM {src.k} WHERE (NOT ({p.k})){w}",
-                     f"SELECT {items.k} FROM {src.k} WHERE (({p.k}) IS NULL){w}"]
-            self._kudu_pair(seed, base.replace("SELECT ", "SELECT DISTINCT ", 1),
-                            " UNION ".join(parts))
+            whole = base.replace("SELECT ", "SELECT DISTINCT ", 1)
         else:                     # aggregates: combine the partitions' partial results
             num = [c for c in scope if c.kind in ("int", "dec")]
             col = rng.choice(num).sql if num else None
             fn = rng.choice(["count", "min", "max", "sum"] if col else ["count"])
             arg = col if col and fn != "count" else "*"
-            inner = " UNION ALL ".join(
-                f"SELECT {fn}({arg}) AS v FROM {src.k} WHERE {cond}{w}"
-                for cond in (f"({p.k})", f"(NOT ({p.k}))", f"(({p.k}) IS NULL)"))
             combine = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}[fn]
             whole = f"SELECT {fn}({arg}) FROM {src.k}" + (f" WHERE {where.k}" if where else "")
-            self._kudu_pair(seed, whole, f"SELECT {combine}(v) FROM ({inner}) AS parts")
+        expected = self.ours_checked(seed, whole)
+        expected_error = self._last_error
+        for _ in range(PREDICATES):
+            p = g.pred(scope)
+            if r < 0.6:
+                parts = [f"SELECT {items.k} FROM {src.k} WHERE ({p.k}){w}",
+                         f"SELECT {items.k} FROM {src.k} WHERE (NOT ({p.k})){w}",
+                         f"SELECT {items.k} FROM {src.k} WHERE (({p.k}) IS NULL){w}"]
+                combined = " UNION ALL ".join(parts)
+            elif r < 0.75:
+                parts = [f"SELECT DISTINCT {items.k} FROM {src.k} WHERE ({p.k}){w}",
+                         f"SELECT {items.k} FROM {src.k} WHERE (NOT ({p.k})){w}",
+                         f"SELECT {items.k} FROM {src.k} WHERE (({p.k}) IS NULL){w}"]
+                combined = " UNION ".join(parts)
+            else:
+                inner = " UNION ALL ".join(
+                    f"SELECT {fn}({arg}) AS v FROM {src.k} WHERE {cond}{w}"
+                    for cond in (f"({p.k})", f"(NOT ({p.k}))", f"(({p.k}) IS NULL)"))
+                combined = f"SELECT {combine}(v) FROM ({inner}) AS parts"
+            self._last_error = expected_error
+            self._compare(seed, whole, combined, expected)
 
     def _norec(self, world: World, g: gen.QueryGen, seed: int) -> None:
         """The rows WHERE p selects (optimised: pushdown, semi joins) equal the rows whose
-        `(p) IS TRUE` evaluated in the select list (per row, no optimisation) is true."""
+        `(p) IS TRUE` evaluated in the select list (per row, no optimisation) is true.
+        `PREDICATES` predicates over one FROM and select list: their flags are computed
+        by one query, each filter is its own check."""
         self._world = world
         items, src, scope, kinds = gen.base_query(g)
-        p = g.pred(scope)
-        filtered = self.ours_checked(seed, f"SELECT {items.k} FROM {src.k} WHERE {p.k}")
-        flagged = self.ours_checked(seed, f"SELECT {items.k}, ({p.k}) IS TRUE FROM {src.k}")
-        sql = f"SELECT {items.k} FROM {src.k} WHERE {p.k}"
-        if filtered is None or flagged is None:
-            # a data exception (22xxx) in the select list for a row the WHERE drops is
-            # legitimate (PostgreSQL evaluates the list only for rows that pass)
-            if (filtered is None) != (flagged is None) and not (
-                    isinstance(self._last_error, SqlError) and
-                    self._last_error.sqlstate.startswith("22")):
-                self._mismatch(seed, sql, f"only one form failed: {self._last_error}")
+        preds = [g.pred(scope) for _ in range(PREDICATES)]
+        n = len(kinds)
+        flags = ", ".join(f"({p.k}) IS TRUE" for p in preds)
+        flagged_all = self.ours_checked(seed, f"SELECT {items.k}, {flags} FROM {src.k}")
+        for i, p in enumerate(preds):
+            sql = f"SELECT {items.k} FROM {src.k} WHERE {p.k}"
+            filtered = self.ours_checked(seed, sql)
+            if flagged_all is not None:
+                flagged = [r[:n] + (r[n + i],) for r in flagged_all]
+            else:     # one of the flags failed (say 22012 for some row): this one alone
+                flagged = self.ours_checked(
+                    seed, f"SELECT {items.k}, ({p.k}) IS TRUE FROM {src.k}")
+            if filtered is None or flagged is None:
+                # a data exception (22xxx) in the select list for a row the WHERE drops is
+                # legitimate (PostgreSQL evaluates the list only for rows that pass)
+                if (filtered is None) != (flagged is None) and not (
+                        isinstance(self._last_error, SqlError) and
+                        self._last_error.sqlstate.startswith("22")):
+                    self._mismatch(seed, sql, f"only one form failed: {self._last_error}")
+                    self._count("mismatch")
+                else:
+                    self._count("errors")
+                continue
+            expected = [r[:-1] for r in flagged if r[-1] is True]
+            d = diff_rows(filtered, expected)
+            if d is not None:
+                self._mismatch(seed, sql, d)
                 self._count("mismatch")
             else:
-                self._count("errors")
-            return
-        expected = [r[:-1] for r in flagged if r[-1] is True]
-        d = diff_rows(filtered, expected)
-        if d is not None:
-            self._mismatch(seed, sql, d)
-            self._count("mismatch")
-        else:
-            self._count("match")
+                self._count("match")
 
     def _rules(self, world: World, g: gen.QueryGen, seed: int) -> None:
-        """The same query with one optimizer rule switched off (in turn, by seed)."""
+        """The same query with each optimizer rule switched off in turn (one check each;
+        the query with every rule on is run once for all of them)."""
         self._world = world
         q = g.query()
-        rule = RULE_NAMES[seed % len(RULE_NAMES)]
-        self._kudu_pair(seed, q.sql.k, q.sql.k, q.ordered, q.total_order, frozenset({rule}))
+        expected = self.ours_checked(seed, q.sql.k)
+        err = self._last_error
+        for rule in RULE_NAMES:
+            self._last_error = err
+            self._compare(seed, q.sql.k, q.sql.k, expected, q.ordered, q.total_order,
+                          frozenset({rule}))
 
     def _pushdown(self, world: World, g: gen.QueryGen, seed: int) -> None:
         """Predicates pushed to the engine (ColumnPredicates: pruning, zone maps, key
-        ranges) or evaluated above the scan: the same rows."""
+        ranges), evaluated just above the scan, or not pushed down at all: the same rows
+        (two checks against one run with everything on)."""
         self._world = world
         q = g.query()
-        off = frozenset({"scan_predicates"}) if seed % 2 else frozenset(
-            {"scan_predicates", "pushdown_predicates"})
-        self._kudu_pair(seed, q.sql.k, q.sql.k, q.ordered, q.total_order, off)
+        expected = self.ours_checked(seed, q.sql.k)
+        err = self._last_error
+        for off in (frozenset({"scan_predicates"}),
+                    frozenset({"scan_predicates", "pushdown_predicates"})):
+            self._last_error = err
+            self._compare(seed, q.sql.k, q.sql.k, expected, q.ordered, q.total_order, off)
+
+
+def world_task(args: tuple) -> tuple[int, dict[str, Stats]]:
+    """(techniques, seed, w, n) -> (w, {technique: Stats}): `n` checks of each technique in
+    world `w` of `seed`, the world built once for all of them (a worker of --jobs)."""
+    techniques, seed, w, n = args
+    world = World(seed * 100_003 + w)
+    out = {}
+    try:
+        for tech in techniques:
+            r = Runner(tech, seed)
+            r.run_world(w, n, world)
+            out[tech] = r.stats
+    finally:
+        world.close()
+    return w, out
