@@ -413,3 +413,20 @@ def test_distinct_aggregate_of_null_with_group_by_does_not_crash(tmp_path):
                        timeout=120)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert r.stdout.strip() == "[(1, None, None, 0), (2, None, None, 0)]"
+
+
+# -- found by the extended differential fuzzer (casts, dates, arrays, parameters) ----------
+def test_cast_of_a_small_decimal_to_text_has_no_exponent(tmp_path):
+    """CAST(numeric AS VARCHAR) wrote Arrow's '0E-10' / '-1E-10' for values with few
+    digits at a large scale; PostgreSQL writes every scale digit ('0.0000000000').
+    Found by diff (seed 1100042300139)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE d (k INT PRIMARY KEY, v DECIMAL(38,10))")
+    cur.execute("INSERT INTO d VALUES (1, 0), (2, -0.0000000001), (3, 1.5), (4, NULL)")
+    cur.execute("SELECT CAST(v AS VARCHAR) FROM d ORDER BY k")
+    assert cur.fetchall() == [("0.0000000000",), ("-0.0000000001",), ("1.5000000000",),
+                              (None,)]
+    cur.execute("SELECT CAST(CAST(0 AS DECIMAL(38,10)) AS VARCHAR)")
+    assert cur.fetchall() == [("0.0000000000",)]
+    c.close()
