@@ -430,3 +430,19 @@ def test_cast_of_a_small_decimal_to_text_has_no_exponent(tmp_path):
     cur.execute("SELECT CAST(CAST(0 AS DECIMAL(38,10)) AS VARCHAR)")
     assert cur.fetchall() == [("0.0000000000",)]
     c.close()
+
+
+def test_order_by_an_array_column(tmp_path):
+    """ORDER BY an array (array_agg) was an internal error (Arrow cannot sort the array
+    type); PostgreSQL orders arrays element by element, NULL elements last, a prefix
+    first. Found by diff (seed 1100040300295)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE a (k INT PRIMARY KEY, g INT, v INT)")
+    cur.execute("INSERT INTO a VALUES (1, 1, 10), (2, 2, 9), (3, 3, 9), (4, 3, 10), "
+                "(5, 4, 9), (6, 4, NULL), (7, 5, NULL)")
+    cur.execute("SELECT g, array_agg(v ORDER BY v) FROM a GROUP BY g ORDER BY 2, 1")
+    assert [r[0] for r in cur.fetchall()] == [2, 3, 4, 1, 5]
+    cur.execute("SELECT g FROM a GROUP BY g ORDER BY array_agg(v ORDER BY v) DESC, g")
+    assert [r[0] for r in cur.fetchall()] == [5, 1, 4, 3, 2]
+    c.close()
