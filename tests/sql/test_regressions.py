@@ -446,3 +446,18 @@ def test_order_by_an_array_column(tmp_path):
     cur.execute("SELECT g FROM a GROUP BY g ORDER BY array_agg(v ORDER BY v) DESC, g")
     assert [r[0] for r in cur.fetchall()] == [5, 1, 4, 3, 2]
     c.close()
+
+
+def test_join_on_x_equals_any_or_all_of_an_array(tmp_path):
+    """`ON x.a = ANY (ARRAY[y.k])` / `= ALL (...)` was taken for an equi-join of x.a and
+    the array (0A000 unsupported expression ANY(...), 42883 function all(integer[]));
+    a quantified comparison is no join key. Found by diff (seed 1100037300254)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE q (k INT PRIMARY KEY, a INT)")
+    cur.execute("INSERT INTO q VALUES (1, 1), (2, 2), (3, NULL)")
+    cur.execute("SELECT x.k, y.k FROM q x JOIN q y ON x.a = ANY(ARRAY[y.k, 7]) ORDER BY 1")
+    assert cur.fetchall() == [(1, 1), (2, 2)]
+    cur.execute("SELECT x.k, y.k FROM q x LEFT JOIN q y ON x.a = ALL(ARRAY[y.k]) ORDER BY 1")
+    assert cur.fetchall() == [(1, 1), (2, 2), (3, None)]
+    c.close()
