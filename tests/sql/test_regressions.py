@@ -461,3 +461,40 @@ def test_join_on_x_equals_any_or_all_of_an_array(tmp_path):
     cur.execute("SELECT x.k, y.k FROM q x LEFT JOIN q y ON x.a = ALL(ARRAY[y.k]) ORDER BY 1")
     assert cur.fetchall() == [(1, 1), (2, 2), (3, None)]
     c.close()
+
+
+def test_interval_results_over_the_wire(tmp_path):
+    """An interval result (timestamp - timestamp) went out as text holding Python's repr
+    'MonthDayNano(months=0, days=365, ...)'; it is interval (OID 1186) in PostgreSQL's
+    text and binary forms. Found by the wire fuzzer (seed 100003300021)."""
+    import asyncio
+    import datetime as dt
+
+    import asyncpg
+    import psycopg
+
+    from tests.wire.conftest import start_server, stop_server
+    r = start_server(tmp_path / "db")
+    q = ("SELECT TIMESTAMP '2020-01-01 10:00:00' - TIMESTAMP '2019-01-01 00:00:00', "
+         "TIMESTAMP '1969-07-20 00:00:00' - TIMESTAMP '2000-02-29 12:30:15.123456', "
+         "CAST(NULL AS TIMESTAMP) - TIMESTAMP '2000-01-01 00:00:00'")
+    want = (dt.timedelta(days=365, hours=10),
+            -dt.timedelta(days=11181, hours=12, minutes=30, seconds=15, microseconds=123456),
+            None)
+
+    async def binary():
+        c = await asyncpg.connect(**r.asyncpg_kw())
+        try:
+            return tuple((await c.fetch(q))[0])
+        finally:
+            await c.close()
+    try:
+        assert asyncio.run(binary()) == want
+        kw = r.asyncpg_kw()
+        with psycopg.connect(host=kw["host"], port=kw["port"], user=kw["user"],
+                             dbname=kw.get("database", "kudusql")) as c:
+            cur = c.execute(q)
+            assert cur.fetchone() == want
+            assert [d.type_code for d in cur.description] == [1186] * 3
+    finally:
+        stop_server(r)
