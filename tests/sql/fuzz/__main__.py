@@ -22,7 +22,8 @@ from tests.sql.fuzz.runner import TECHNIQUES, Runner, Stats, world_task
 def _worlds(techniques, seed: int, queries: int, per_world: int, jobs: int):
     """Yields (w, {technique: Stats}) world by world, in order, until every technique has
     `queries` checks."""
-    worlds = -(-queries // per_world)     # each world counts at least per_world checks
+    # a world counts at least per_world checks, a large one (runner.BIG_EVERY) a tenth
+    worlds = -(-queries * 11 // (per_world * 10)) + 2
     tasks = [(tuple(techniques), seed, w, per_world) for w in range(worlds)]
     if jobs <= 1:
         for t in tasks:

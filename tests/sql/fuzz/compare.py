@@ -26,6 +26,8 @@ import datetime as dt
 import math
 from decimal import Decimal
 
+import pyarrow as pa
+
 REL = 1e-6
 ABS = 1e-9
 
@@ -58,6 +60,44 @@ def array_text(v: list) -> str:
     return "{" + ",".join(_array_elem(x) for x in v) + "}"
 
 
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _column_values(col) -> list:
+    """An Arrow column as Python values; dates and timestamps outside Python's years 1 to
+    9999 (PostgreSQL has them: `DATE '9999-12-31' + 1`) become ("date", days) and
+    ("ts", microseconds) instead of failing to convert."""
+    t = col.type
+    if pa.types.is_date32(t) or pa.types.is_timestamp(t):
+        unit = 1 if pa.types.is_date32(t) else {"s": 1_000_000, "ms": 1000, "us": 1,
+                                                "ns": 0.001}[t.unit]
+        raw = col.cast(pa.int32() if unit == 1 and pa.types.is_date32(t) else pa.int64())
+        out = []
+        for v in raw.to_pylist():      # a loop per value: fuzzer results are small
+            if v is None:
+                out.append(None)
+            elif pa.types.is_date32(t):
+                o = v + _EPOCH_ORDINAL
+                out.append(dt.date.fromordinal(o) if 1 <= o <= dt.date.max.toordinal()
+                           else ("date", v))
+            else:
+                us = int(v * unit)
+                try:
+                    out.append(_EPOCH + dt.timedelta(microseconds=us))
+                except OverflowError:
+                    out.append(("ts", us))
+        return out
+    return col.to_pylist()
+
+
+def arrow_rows(table) -> list[tuple]:
+    """An Arrow table's rows as tuples (see _column_values)."""
+    if not table.num_columns:
+        return [()] * table.num_rows
+    return list(zip(*[_column_values(c) for c in table.columns]))
+
+
 def _approx(v) -> bool:
     return isinstance(v, float) or (isinstance(v, Decimal) and v.is_finite() and
                                     v != v.to_integral_value())
@@ -86,12 +126,20 @@ def norm(v):
     if isinstance(v, (bytes, bytearray, memoryview)):
         return (5, bytes(v)), bytes(v)
     if isinstance(v, dt.datetime):
-        return (6, v.isoformat()), v.replace(tzinfo=None)
+        v = v.replace(tzinfo=None)
+        return (6, v.isoformat()), v
     if isinstance(v, dt.date):
-        return (7, v.isoformat()), v
+        # a date is its midnight: kudusql keeps date ± interval (no time part) a DATE where
+        # PostgreSQL returns the timestamp at midnight (planner/expr.py, docs/sql.md)
+        v = dt.datetime(v.year, v.month, v.day)
+        return (6, v.isoformat()), v
     us = _interval_us(v)
     if us is not None:
         return (9, us), ("interval", us)
+    if isinstance(v, tuple) and len(v) == 2 and v[0] in ("date", "ts"):
+        # outside Python's years (arrow_rows); a date as its midnight
+        us = v[1] * _DAY_US if v[0] == "date" else v[1]
+        return (10, us), ("ts", us)
     if isinstance(v, (list, tuple)):
         s = array_text(list(v))
         return (4, s), s

@@ -125,7 +125,8 @@ class WireRunner:
             real_cols = {c.name for t in world.tables for c in t.columns if c.ktype == "REAL"}
             for i in range(n):
                 qseed = wseed * 1_000_003 + i
-                q = gen.QueryGen(random.Random(qseed), world.tables).query()
+                q = gen.QueryGen(random.Random(qseed), world.tables,
+                                 array_results=False).query()
                 self._one(world, text_conn, binary, loop, q, qseed, real_cols)
         finally:
             world.close()
