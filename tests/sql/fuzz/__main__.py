@@ -59,8 +59,18 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         if group == ["wire"]:        # through a real `kudusql serve` (tests/sql/fuzz/wire.py)
             from tests.sql.fuzz.wire import WireRunner
-            results = {"wire": WireRunner(args.seed).run(args.queries,
-                                                         min(args.per_world, 100))}
+            shown = [0]
+
+            def wire_progress(st):
+                if args.progress:
+                    secs = time.perf_counter() - t0
+                    print(f"  ... wire: {st.queries} queries, {len(st.mismatches)} "
+                          f"mismatches ({secs:.0f} s, {st.queries / secs:.1f}/s)", flush=True)
+                    for m in st.mismatches[shown[0]:]:
+                        print("  " + str(m).replace("\n", "\n  "), flush=True)
+                    shown[0] = len(st.mismatches)
+            results = {"wire": WireRunner(args.seed).run(
+                args.queries, min(args.per_world, 100), progress=wire_progress)}
         elif args.replay is not None:
             results = {t: Runner(t, args.seed).replay(args.replay) for t in group}
         else:

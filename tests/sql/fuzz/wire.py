@@ -94,7 +94,8 @@ class WireRunner:
         self.seed = seed
         self.stats = Stats()
 
-    def run(self, queries: int, per_world: int = 100) -> Stats:
+    def run(self, queries: int, per_world: int = 100, progress=None) -> Stats:
+        """`queries` queries, `per_world` per world; `progress(stats)` after each world."""
         loop = asyncio.new_event_loop()
         try:
             with kudusql_server() as port:
@@ -110,6 +111,8 @@ class WireRunner:
                             self._world(text_conn, binary, loop, w, n)
                             done += n
                             w += 1
+                            if progress is not None:
+                                progress(self.stats)
                     finally:
                         loop.run_until_complete(binary.close())
         finally:
