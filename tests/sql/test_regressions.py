@@ -498,3 +498,19 @@ def test_interval_results_over_the_wire(tmp_path):
             assert [d.type_code for d in cur.description] == [1186] * 3
     finally:
         stop_server(r)
+
+
+def test_fetching_a_date_past_year_9999_is_a_data_error(tmp_path):
+    """`DATE '9999-12-31' + 1` is 10000-01-01 (PostgreSQL's dates run much further), which
+    Python's date cannot hold: fetching it raised a bare OverflowError through the DB-API;
+    it is DataError 22008 (as psycopg answers), and fetch_arrow_table() has the value.
+    Found by the extended differential fuzzer (date arithmetic at the extremes)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("SELECT DATE '9999-12-31' + 1 AS d, 1 AS n")
+    with pytest.raises(kudusql.DataError) as info:
+        cur.fetchall()
+    assert info.value.sqlstate == "22008" and '"d"' in info.value.message
+    cur.execute("SELECT DATE '9999-12-31' + 1 AS d")
+    assert cur.fetch_arrow_table().column(0).cast("int32").to_pylist() == [2932897]
+    c.close()
