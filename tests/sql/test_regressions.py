@@ -514,3 +514,21 @@ def test_fetching_a_date_past_year_9999_is_a_data_error(tmp_path):
     cur.execute("SELECT DATE '9999-12-31' + 1 AS d")
     assert cur.fetch_arrow_table().column(0).cast("int32").to_pylist() == [2932897]
     c.close()
+
+
+def test_intervals_compare_by_their_span(con, tmp_path):
+    """`interval = interval` (and <, >=, ...) was 42883 "operator does not exist";
+    PostgreSQL compares intervals by their span, a month as 30 days and a day as 24 hours.
+    Found while extending the differential fuzzer to interval results."""
+    assert rows(con, "SELECT INTERVAL '1 day' = INTERVAL '24 hours', "
+                     "INTERVAL '1 month' = INTERVAL '30 days', "
+                     "INTERVAL '1 day' < INTERVAL '25 hours', "
+                     "INTERVAL '-1 day' > INTERVAL '-1 day -1 second'") == [(True,) * 4]
+    c = kudusql.connect(str(tmp_path))
+    c.cursor().execute("CREATE TABLE ts (k INT PRIMARY KEY, a TIMESTAMP, b TIMESTAMP)")
+    c.cursor().execute("INSERT INTO ts VALUES (1, '2020-01-02', '2020-01-01'), "
+                       "(2, '2020-01-01 12:00:00', '2020-01-01'), (3, NULL, '2020-01-01')")
+    assert rows(c, "SELECT k, a - b = INTERVAL '1 day', a - b < INTERVAL '13 hours' FROM ts "
+                   "ORDER BY k") == [(1, True, False), (2, False, True), (3, None, None)]
+    assert rows(c, "SELECT k FROM ts WHERE a - b > INTERVAL '12 hours'") == [(1,)]
+    c.close()
