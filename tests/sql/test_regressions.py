@@ -532,3 +532,16 @@ def test_intervals_compare_by_their_span(con, tmp_path):
                    "ORDER BY k") == [(1, True, False), (2, False, True), (3, None, None)]
     assert rows(c, "SELECT k FROM ts WHERE a - b > INTERVAL '12 hours'") == [(1,)]
     c.close()
+
+
+def test_comparison_with_a_constant_date_past_year_9999(tmp_path):
+    """`col = DATE '9999-12-31' + INTERVAL '1 year 1 days'` was an internal error: the
+    scan-predicate rule read the constant as a Python date, which stops at year 9999.
+    Found by tlp (seed 2100073300215)."""
+    c = kudusql.connect(str(tmp_path))
+    c.cursor().execute("CREATE TABLE dd (k INT PRIMARY KEY, d DATE)")
+    c.cursor().execute("INSERT INTO dd VALUES (1, '2020-01-01'), (2, NULL)")
+    assert rows(c, "SELECT k FROM dd WHERE d = (DATE '9999-12-31' + INTERVAL '1 year 1 days')"
+                ) == []
+    assert rows(c, "SELECT k FROM dd WHERE d < DATE '9999-12-31' + INTERVAL '1 day'") == [(1,)]
+    c.close()
