@@ -346,8 +346,8 @@ class Cursor(RowFetching):
             raise ProgrammingError("no results: the last statement returned no rows")
         if self._rows is None:
             # DB-API rows are Python tuples: one conversion per column, then zip.
-            cols = [_interval_values(c) if pa.types.is_interval(c.type) else c.to_pylist()
-                    for c in self._table.columns]
+            cols = [_column_values(c, f.name)
+                    for c, f in zip(self._table.columns, self._table.schema)]
             self._rows = list(zip(*cols)) if cols else [()] * self._table.num_rows
         return self._rows
 
@@ -435,6 +435,23 @@ def connect(dsn: str, **kwargs):
     except EngineError as e:        # e.g. 55006: another process owns the directory
         raise error_class(e.sqlstate)(str(e), e.sqlstate) from None
     return Connection(db)
+
+
+def _column_values(col, name: str) -> list:
+    """A result column as Python values. A date or timestamp outside Python's years 1 to
+    9999 (PostgreSQL's dates run to 5874897 AD: `DATE '9999-12-31' + 1`) is a DataError
+    (22008, as psycopg answers), never a bare OverflowError."""
+    if pa.types.is_interval(col.type):
+        return _interval_values(col)
+    try:
+        return col.to_pylist()
+    except (OverflowError, ValueError):
+        if not (pa.types.is_date(col.type) or pa.types.is_timestamp(col.type)):
+            raise
+        kind = "date" if pa.types.is_date(col.type) else "timestamp"
+        raise DataError(f'{kind} out of range for Python in column "{name}": Python holds '
+                        "years 1 to 9999 only (fetch_arrow_table() returns the value)",
+                        "22008") from None
 
 
 def _interval_values(col) -> list:

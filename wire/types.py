@@ -31,9 +31,12 @@ Parameters arrive one value at a time (`decode_param`): text or binary, by OID, 
 Python values `Session.execute` binds. When a parameter's OID is 0 (unspecified) the type
 the statement implies (`Session.describe`) decides; with neither, the text stays a str.
 
-Not done: arrays (asyncpg would then introspect types through pg_catalog), intervals and
-times as results beyond their text form, BC dates (PostgreSQL prints "0044-03-15 BC", we
-print Arrow's "-0043-03-15").
+Intervals go out as interval (1186): PostgreSQL's text form ('1 year 2 mons 3 days
+04:05:06') or its binary form (int64 microseconds, int32 days, int32 months).
+
+Not done: arrays for asyncpg (it introspects array types with a WITH RECURSIVE query over
+pg_catalog, which kudusql refuses), times as results beyond their text form, BC dates
+(PostgreSQL prints "0044-03-15 BC", we print Arrow's "-0043-03-15").
 """
 
 from __future__ import annotations
@@ -132,6 +135,8 @@ def type_oid(t: pa.DataType) -> tuple[int, int]:
         return (TIMESTAMPTZ if t.tz else TIMESTAMP), -1
     if pa.types.is_time(t):
         return TIME, -1
+    if pa.types.is_interval(t):
+        return INTERVAL, -1
     return TEXT, -1
 
 
@@ -335,6 +340,40 @@ def _timestamp_text(arr: pa.Array) -> pa.Array:
     return s
 
 
+def _interval_fields(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MonthDayNano intervals -> (months, days, microseconds) from the values buffer."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    rec = np.frombuffer(arr.buffers()[1], dtype=np.dtype(
+        [("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")]))
+    rec = rec[arr.offset:arr.offset + len(arr)]
+    return rec["months"], rec["days"], rec["nanos"] // 1000
+
+
+def _interval_text(arr: pa.Array) -> pa.Array:
+    """interval's output (IntervalStyle postgres): '1 year 2 mons -3 days 04:05:06.5', each
+    field with its own sign. A loop per value: interval results are rare and short, and
+    the plural forms and signs make a vectorised form longer than it is worth."""
+    out = []
+    for (m, d, us), ok in zip(zip(*_interval_fields(arr)), arr.is_valid().to_pylist()):
+        if not ok:
+            out.append(None)
+            continue
+        m, d, us = int(m), int(d), int(us)
+        parts = []
+        years, mons = int(m / 12), m - 12 * int(m / 12)
+        for n, unit in ((years, "year"), (mons, "mon"), (d, "day")):
+            if n:
+                parts.append(f"{n} {unit}{'s' if abs(n) != 1 else ''}")
+        if us or not parts:
+            secs, frac = divmod(abs(us), 1_000_000)
+            text = (f"{'-' if us < 0 else ''}{secs // 3600:02d}:{secs // 60 % 60:02d}:"
+                    f"{secs % 60:02d}")
+            parts.append(text + (f".{frac:06d}".rstrip("0") if frac else ""))
+        out.append(" ".join(parts))
+    return pa.array(out, pa.string())
+
+
 def _decimal_text(arr: pa.Array) -> pa.Array:
     """numeric's output: all `scale` fraction digits, never an exponent. Arrow's cast
     writes '7.15E-16' / '0E-18' for small values at large scales, so p <= 18 is formatted
@@ -385,6 +424,8 @@ def encode_text(arr: pa.Array) -> pa.Array:
         return _bytea_text(arr)
     if pa.types.is_decimal(t):
         return _decimal_text(arr)
+    if pa.types.is_interval(t):
+        return _interval_text(arr)
     try:
         return pc.cast(arr, pa.string())
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
@@ -556,6 +597,11 @@ def encode_binary(arr: pa.Array) -> pa.Array:
     if pa.types.is_time(t):
         a = arr.cast(pa.time64("us")).cast(pa.int64())
         return _fixed(_numpy(a).astype(">i8"), v)
+    if pa.types.is_interval(t):         # int64 microseconds, int32 days, int32 months
+        m, d, us = _interval_fields(arr)
+        rec = np.empty(len(arr), np.dtype([("us", ">i8"), ("days", ">i4"), ("months", ">i4")]))
+        rec["us"], rec["days"], rec["months"] = us, d, m
+        return _fixed(rec, v)
     if pa.types.is_decimal(t):
         return _numeric_binary(arr)
     if pa.types.is_null(t):

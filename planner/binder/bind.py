@@ -493,8 +493,10 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
     @staticmethod
     def _equi(c, is_left, is_right):
         """`c` as (left expr, right expr) if it is an equality between the two sides."""
-        if not isinstance(c, exp.EQ):
-            return None
+        if not isinstance(c, exp.EQ) or isinstance(c.expression, (exp.Any, exp.All)) or (
+                isinstance(c.expression, exp.Anonymous)
+                and c.expression.name.lower() in ("all", "any", "some")):
+            return None     # `x = ANY (array)` / ALL (sqlglot: a call) compares each element
         a, b = c.this, c.expression
         ra, rb = refs(a), refs(b)
         if is_left(ra) and is_right(rb):

@@ -73,8 +73,10 @@ def _is_key_of(c, keys) -> bool:
 
 
 def _split_equi(c, a_inputs, b_inputs, owner):
-    if not isinstance(c, exp.EQ):
-        return None
+    if not isinstance(c, exp.EQ) or isinstance(c.expression, (exp.Any, exp.All)) or (
+            isinstance(c.expression, exp.Anonymous)
+            and c.expression.name.lower() in ("all", "any", "some")):
+        return None     # `x = ANY (array)` / ALL (sqlglot: a call) compares each element
     x, y = c.this, c.expression
     rx = {owner.get(k) for k in refs(x)}
     ry = {owner.get(k) for k in refs(y)}

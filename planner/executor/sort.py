@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from planner import logical as L
 from planner.errors import SqlError
+from planner.expr import ArrayType, parse_array_literal
 from planner import guard as _guard
 from planner.executor.kernels import _combine_chunks, empty_rows, _hash_keys, _table_nbytes
 from planner.executor.joins import hash_join
@@ -40,6 +41,8 @@ def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> 
         # whatever the direction, so a NaN flag orders them first
         work[f"{name}$nan"] = pc.fill_null(pc.is_nan(arr), False)
         sort_keys.append((f"{name}$nan", "descending" if k.desc else "ascending"))
+    if isinstance(arr.type, ArrayType):
+        arr = _array_rank(arr)
     if pa.types.is_interval(arr.type):
         # Arrow cannot sort MonthDayNano; PostgreSQL orders intervals by their span with a
         # month as 30 days: (whole days, nanoseconds within the day) after normalising
@@ -52,6 +55,28 @@ def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> 
 
 
 _DAY_NS = 86_400_000_000_000
+
+
+def _array_rank(arr) -> pa.Array:
+    """Arrays (stored as their text) -> int64 ranks in PostgreSQL's array order: element
+    by element in the element type's order, NULL elements after the others, a prefix
+    before the longer array. A Python loop per distinct array: Arrow cannot sort lists,
+    and arrays as sort keys are rare and short."""
+    a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    vt = arr.type.value_type
+    if pa.types.is_integer(vt) or pa.types.is_floating(vt) or pa.types.is_decimal(vt):
+        conv = float if pa.types.is_floating(vt) else (
+            decimal.Decimal if pa.types.is_decimal(vt) else int)
+    else:
+        conv = str
+
+    def key(text: str) -> tuple:
+        return tuple((1, 0) if e is None else (0, conv(e)) for e in parse_array_literal(text))
+    dictionary = pc.unique(a.storage)
+    texts = [t for t in dictionary.to_pylist() if t is not None]
+    rank = {t: i for i, t in enumerate(sorted(texts, key=key))}
+    ranks = pa.array([rank.get(t) for t in dictionary.to_pylist()], pa.int64())
+    return ranks.take(pc.index_in(a.storage, value_set=dictionary))
 
 
 def _interval_span(arr) -> tuple[pa.Array, pa.Array]:

@@ -249,6 +249,20 @@ def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
             raise FeatureNotSupported("casting an interval column to text is not supported",
                                       position=_position(node))
         s = pa.scalar(None if not v.is_valid else _interval_text(*_interval_parts(v)))
+    elif k == "decimal":
+        # numeric's text has every scale digit and no exponent; Arrow writes '0E-10' for
+        # small values at large scales, so those (rare) values are formatted one by one
+        s = v.cast(pa.string())
+        if isinstance(s, pa.Scalar):
+            s = pa.scalar(format(v.as_py(), "f") if s.is_valid and "E" in s.as_py() else
+                          s.as_py(), pa.string())
+        else:
+            if isinstance(s, pa.ChunkedArray):
+                s = s.combine_chunks()
+            odd = pc.fill_null(pc.match_substring(s, "E"), False)
+            if pc.any(odd).as_py():
+                vals = [format(x, "f") for x, o in zip(v.to_pylist(), odd.to_pylist()) if o]
+                s = pc.replace_with_mask(s, odd, pa.array(vals, pa.string()))
     else:
         s = v.cast(pa.string())
     return s.cast(to) if s.type != to else s

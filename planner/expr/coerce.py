@@ -92,6 +92,8 @@ def _widen(v: Value, t: pa.DataType, node: exp.Expr | None) -> Value:
 
 
 def _check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
+    if _kind(a.type) == _kind(b.type) == "interval":
+        return
     if _kind(a.type) in ("interval", "other", "time") or _kind(b.type) in ("interval", "other"):
         raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
                    "42883", node)

@@ -90,14 +90,18 @@ def constant_value(node: exp.Expression) -> tuple[bool, Any, pa.DataType | None]
     """(True, python value, Arrow type) if `node` is a constant expression, else (False, None, None).
 
     Python values are what `pa.Scalar.as_py()` gives (int, Decimal, datetime.date, ...).
-    A constant whose evaluation raises counts as not constant.
+    A constant whose evaluation raises, or that has no Python value (a date past year
+    9999), counts as not constant.
     """
     while isinstance(node, (exp.Alias, exp.Paren)):
         node = node.this
     s = _constant_scalar(node)
     if s is None:
         return False, None, None
-    return True, s.as_py(), s.type
+    try:
+        return True, s.as_py(), s.type
+    except (OverflowError, ValueError):   # a date past year 9999: no Python value, so
+        return False, None, None          # it is evaluated, not pushed down
 
 
 def constant_scalar(node: exp.Expression) -> pa.Scalar | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
@@ -91,7 +92,31 @@ def _comparison(node: exp.Binary, ctx: _Ctx) -> Value:
         return _null_of(pa.bool_())
     if _kind(a.type) == "float":
         return _float_compare(op, fn, a, b)
+    if _kind(a.type) == "interval":
+        return _interval_compare(fn, a, b)
     return fn(a, b)
+
+
+def _interval_span(v: Value) -> tuple[Value, Value]:
+    """MonthDayNano -> (whole days with a month as 30, nanoseconds within the day) int64:
+    PostgreSQL compares intervals by that span ('1 mon' = '30 days', '1 day' = '24:00')."""
+    day = 86_400_000_000_000
+    if isinstance(v, pa.Scalar):
+        if not v.is_valid:
+            return pa.scalar(None, pa.int64()), pa.scalar(None, pa.int64())
+        m, d, ns = v.as_py()
+        return pa.scalar(m * 30 + d + ns // day, pa.int64()), pa.scalar(ns % day, pa.int64())
+    a = v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+    rec = np.frombuffer(a.buffers()[1], dtype=np.dtype(
+        [("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")]))[a.offset:a.offset + len(a)]
+    mask = a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None
+    days = rec["months"].astype(np.int64) * 30 + rec["days"] + rec["nanos"] // day
+    return pa.array(days, mask=mask), pa.array(rec["nanos"] % day, mask=mask)
+
+
+def _interval_compare(fn: Callable[..., Value], a: Value, b: Value) -> Value:
+    (da, na), (db, nb) = _interval_span(a), _interval_span(b)
+    return pc.if_else(pc.equal(da, db), fn(na, nb), fn(da, db))
 
 
 def _float_compare(op: str, fn: Callable[..., Value], a: Value, b: Value) -> Value:

@@ -413,3 +413,135 @@ def test_distinct_aggregate_of_null_with_group_by_does_not_crash(tmp_path):
                        timeout=120)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert r.stdout.strip() == "[(1, None, None, 0), (2, None, None, 0)]"
+
+
+# -- found by the extended differential fuzzer (casts, dates, arrays, parameters) ----------
+def test_cast_of_a_small_decimal_to_text_has_no_exponent(tmp_path):
+    """CAST(numeric AS VARCHAR) wrote Arrow's '0E-10' / '-1E-10' for values with few
+    digits at a large scale; PostgreSQL writes every scale digit ('0.0000000000').
+    Found by diff (seed 1100042300139)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE d (k INT PRIMARY KEY, v DECIMAL(38,10))")
+    cur.execute("INSERT INTO d VALUES (1, 0), (2, -0.0000000001), (3, 1.5), (4, NULL)")
+    cur.execute("SELECT CAST(v AS VARCHAR) FROM d ORDER BY k")
+    assert cur.fetchall() == [("0.0000000000",), ("-0.0000000001",), ("1.5000000000",),
+                              (None,)]
+    cur.execute("SELECT CAST(CAST(0 AS DECIMAL(38,10)) AS VARCHAR)")
+    assert cur.fetchall() == [("0.0000000000",)]
+    c.close()
+
+
+def test_order_by_an_array_column(tmp_path):
+    """ORDER BY an array (array_agg) was an internal error (Arrow cannot sort the array
+    type); PostgreSQL orders arrays element by element, NULL elements last, a prefix
+    first. Found by diff (seed 1100040300295)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE a (k INT PRIMARY KEY, g INT, v INT)")
+    cur.execute("INSERT INTO a VALUES (1, 1, 10), (2, 2, 9), (3, 3, 9), (4, 3, 10), "
+                "(5, 4, 9), (6, 4, NULL), (7, 5, NULL)")
+    cur.execute("SELECT g, array_agg(v ORDER BY v) FROM a GROUP BY g ORDER BY 2, 1")
+    assert [r[0] for r in cur.fetchall()] == [2, 3, 4, 1, 5]
+    cur.execute("SELECT g FROM a GROUP BY g ORDER BY array_agg(v ORDER BY v) DESC, g")
+    assert [r[0] for r in cur.fetchall()] == [5, 1, 4, 3, 2]
+    c.close()
+
+
+def test_join_on_x_equals_any_or_all_of_an_array(tmp_path):
+    """`ON x.a = ANY (ARRAY[y.k])` / `= ALL (...)` was taken for an equi-join of x.a and
+    the array (0A000 unsupported expression ANY(...), 42883 function all(integer[]));
+    a quantified comparison is no join key. Found by diff (seed 1100037300254)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE q (k INT PRIMARY KEY, a INT)")
+    cur.execute("INSERT INTO q VALUES (1, 1), (2, 2), (3, NULL)")
+    cur.execute("SELECT x.k, y.k FROM q x JOIN q y ON x.a = ANY(ARRAY[y.k, 7]) ORDER BY 1")
+    assert cur.fetchall() == [(1, 1), (2, 2)]
+    cur.execute("SELECT x.k, y.k FROM q x LEFT JOIN q y ON x.a = ALL(ARRAY[y.k]) ORDER BY 1")
+    assert cur.fetchall() == [(1, 1), (2, 2), (3, None)]
+    c.close()
+
+
+def test_interval_results_over_the_wire(tmp_path):
+    """An interval result (timestamp - timestamp) went out as text holding Python's repr
+    'MonthDayNano(months=0, days=365, ...)'; it is interval (OID 1186) in PostgreSQL's
+    text and binary forms. Found by the wire fuzzer (seed 100003300021)."""
+    import asyncio
+    import datetime as dt
+
+    import asyncpg
+    import psycopg
+
+    from tests.wire.conftest import start_server, stop_server
+    r = start_server(tmp_path / "db")
+    q = ("SELECT TIMESTAMP '2020-01-01 10:00:00' - TIMESTAMP '2019-01-01 00:00:00', "
+         "TIMESTAMP '1969-07-20 00:00:00' - TIMESTAMP '2000-02-29 12:30:15.123456', "
+         "CAST(NULL AS TIMESTAMP) - TIMESTAMP '2000-01-01 00:00:00'")
+    want = (dt.timedelta(days=365, hours=10),
+            -dt.timedelta(days=11181, hours=12, minutes=30, seconds=15, microseconds=123456),
+            None)
+
+    async def binary():
+        c = await asyncpg.connect(**r.asyncpg_kw())
+        try:
+            return tuple((await c.fetch(q))[0])
+        finally:
+            await c.close()
+    try:
+        assert asyncio.run(binary()) == want
+        kw = r.asyncpg_kw()
+        with psycopg.connect(host=kw["host"], port=kw["port"], user=kw["user"],
+                             dbname=kw.get("database", "kudusql")) as c:
+            cur = c.execute(q)
+            assert cur.fetchone() == want
+            assert [d.type_code for d in cur.description] == [1186] * 3
+    finally:
+        stop_server(r)
+
+
+def test_fetching_a_date_past_year_9999_is_a_data_error(tmp_path):
+    """`DATE '9999-12-31' + 1` is 10000-01-01 (PostgreSQL's dates run much further), which
+    Python's date cannot hold: fetching it raised a bare OverflowError through the DB-API;
+    it is DataError 22008 (as psycopg answers), and fetch_arrow_table() has the value.
+    Found by the extended differential fuzzer (date arithmetic at the extremes)."""
+    c = kudusql.connect(str(tmp_path))
+    cur = c.cursor()
+    cur.execute("SELECT DATE '9999-12-31' + 1 AS d, 1 AS n")
+    with pytest.raises(kudusql.DataError) as info:
+        cur.fetchall()
+    assert info.value.sqlstate == "22008" and '"d"' in info.value.message
+    cur.execute("SELECT DATE '9999-12-31' + 1 AS d")
+    assert cur.fetch_arrow_table().column(0).cast("int32").to_pylist() == [2932897]
+    c.close()
+
+
+def test_intervals_compare_by_their_span(con, tmp_path):
+    """`interval = interval` (and <, >=, ...) was 42883 "operator does not exist";
+    PostgreSQL compares intervals by their span, a month as 30 days and a day as 24 hours.
+    Found while extending the differential fuzzer to interval results."""
+    assert rows(con, "SELECT INTERVAL '1 day' = INTERVAL '24 hours', "
+                     "INTERVAL '1 month' = INTERVAL '30 days', "
+                     "INTERVAL '1 day' < INTERVAL '25 hours', "
+                     "INTERVAL '-1 day' > INTERVAL '-1 day -1 second'") == [(True,) * 4]
+    c = kudusql.connect(str(tmp_path))
+    c.cursor().execute("CREATE TABLE ts (k INT PRIMARY KEY, a TIMESTAMP, b TIMESTAMP)")
+    c.cursor().execute("INSERT INTO ts VALUES (1, '2020-01-02', '2020-01-01'), "
+                       "(2, '2020-01-01 12:00:00', '2020-01-01'), (3, NULL, '2020-01-01')")
+    assert rows(c, "SELECT k, a - b = INTERVAL '1 day', a - b < INTERVAL '13 hours' FROM ts "
+                   "ORDER BY k") == [(1, True, False), (2, False, True), (3, None, None)]
+    assert rows(c, "SELECT k FROM ts WHERE a - b > INTERVAL '12 hours'") == [(1,)]
+    c.close()
+
+
+def test_comparison_with_a_constant_date_past_year_9999(tmp_path):
+    """`col = DATE '9999-12-31' + INTERVAL '1 year 1 days'` was an internal error: the
+    scan-predicate rule read the constant as a Python date, which stops at year 9999.
+    Found by tlp (seed 2100073300215)."""
+    c = kudusql.connect(str(tmp_path))
+    c.cursor().execute("CREATE TABLE dd (k INT PRIMARY KEY, d DATE)")
+    c.cursor().execute("INSERT INTO dd VALUES (1, '2020-01-01'), (2, NULL)")
+    assert rows(c, "SELECT k FROM dd WHERE d = (DATE '9999-12-31' + INTERVAL '1 year 1 days')"
+                ) == []
+    assert rows(c, "SELECT k FROM dd WHERE d < DATE '9999-12-31' + INTERVAL '1 day'") == [(1,)]
+    c.close()

@@ -1,16 +1,37 @@
 """python -m tests.sql.fuzz [technique ...] [--queries N] [--seed S] [--per-world N]
-                        [--replay SEED] [-v]
+                        [--jobs J] [--interleave] [--progress] [--replay SEED] [-v]
 
 Runs the SQL fuzzers (tests/sql/fuzz/__init__.py) and prints, per technique,
-`N queries, M mismatches` with the wall time, then each mismatch (seed and SQL)."""
+`N queries, M mismatches` with the wall time, then each mismatch (seed and SQL).
+
+`--jobs J` runs the worlds in J worker processes (world w of seed S is the same world
+whichever process builds it, so the seeds stay disjoint and replayable); results are
+merged in world order. `--interleave` advances every technique together, world by world,
+each world built once for all of them."""
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 import time
 
-from tests.sql.fuzz.runner import TECHNIQUES, Runner
+from tests.sql.fuzz.runner import TECHNIQUES, Runner, Stats, world_task
+
+
+def _worlds(techniques, seed: int, queries: int, per_world: int, jobs: int):
+    """Yields (w, {technique: Stats}) world by world, in order, until every technique has
+    `queries` checks."""
+    # a world counts at least per_world checks, a large one (runner.BIG_EVERY) a tenth
+    worlds = -(-queries * 11 // (per_world * 10)) + 2
+    tasks = [(tuple(techniques), seed, w, per_world) for w in range(worlds)]
+    if jobs <= 1:
+        for t in tasks:
+            yield world_task(t)
+        return
+    ctx = multiprocessing.get_context("spawn")     # no fork of a process holding threads
+    with ctx.Pool(jobs, maxtasksperchild=20) as pool:
+        yield from pool.imap(world_task, tasks)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,64 +42,72 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--per-world", type=int, default=200,
                     help="queries per random schema and data set")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (worlds)")
     ap.add_argument("--replay", type=int, metavar="SEED",
                     help="run the one query of this seed (from a mismatch report) again")
     ap.add_argument("--interleave", action="store_true",
                     help="advance all techniques together, world by world")
     ap.add_argument("--progress", action="store_true",
                     help="print the running counts after each world (long runs)")
+    ap.add_argument("--max-mismatches", type=int, default=50,
+                    help="stop a technique after this many mismatches")
     ap.add_argument("-v", "--verbose", action="store_true", help="outcome counts too")
     args = ap.parse_args(argv)
     failed = False
-    if args.interleave:       # every technique advances world by world (partial runs count)
-        runners = {tech: Runner(tech, args.seed) for tech in args.techniques}
-        shown = dict.fromkeys(runners, 0)
+    groups = [args.techniques] if args.interleave else [[t] for t in args.techniques]
+    for group in groups:
         t0 = time.perf_counter()
-        done, w = 0, 0
-        while done < args.queries:
-            n = min(args.per_world, args.queries - done)
-            for r in runners.values():
-                r.run_world(w, n)
-            done += n
-            w += 1
-            secs = time.perf_counter() - t0
-            for tech, r in runners.items():
-                print(f"{'  ... ' if done < args.queries else ''}{tech}: {r.stats.queries} "
-                      f"queries, {len(r.stats.mismatches)} mismatches ({secs:.0f} s)",
-                      flush=True)
-                for m in r.stats.mismatches[shown[tech]:]:
-                    print("  " + str(m).replace("\n", "\n  "), flush=True)
-                shown[tech] = len(r.stats.mismatches)
-        return 1 if any(r.stats.mismatches for r in runners.values()) else 0
-    for tech in args.techniques:
-        t = time.perf_counter()
-        shown = [0]
-
-        def progress(st, tech=tech, t0=t):
-            if args.progress:
-                print(f"  ... {tech}: {st.queries} queries, {len(st.mismatches)} mismatches "
-                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
-                for m in st.mismatches[shown[0]:]:
-                    print("  " + str(m).replace("\n", "\n  "), flush=True)
-                shown[0] = len(st.mismatches)
-        if tech == "wire":       # through a real `kudusql serve` (tests/sql/fuzz/wire.py)
+        if group == ["wire"]:        # through a real `kudusql serve` (tests/sql/fuzz/wire.py)
             from tests.sql.fuzz.wire import WireRunner
-            st = WireRunner(args.seed).run(args.queries, min(args.per_world, 100))
+            shown = [0]
+
+            def wire_progress(st):
+                if args.progress:
+                    secs = time.perf_counter() - t0
+                    print(f"  ... wire: {st.queries} queries, {len(st.mismatches)} "
+                          f"mismatches ({secs:.0f} s, {st.queries / secs:.1f}/s)", flush=True)
+                    for m in st.mismatches[shown[0]:]:
+                        print("  " + str(m).replace("\n", "\n  "), flush=True)
+                    shown[0] = len(st.mismatches)
+            results = {"wire": WireRunner(args.seed).run(
+                args.queries, min(args.per_world, 100), progress=wire_progress)}
+        elif args.replay is not None:
+            results = {t: Runner(t, args.seed).replay(args.replay) for t in group}
         else:
-            r = Runner(tech, args.seed)
-            st = r.replay(args.replay) if args.replay is not None else \
-                r.run(args.queries, args.per_world, progress=progress)
-        secs = time.perf_counter() - t
-        print(f"{tech}: {st.queries} queries, {len(st.mismatches)} mismatches "
-              f"({secs:.1f} s)", flush=True)
-        if args.verbose:
-            for k, v in st.outcomes.most_common():
-                print(f"    {v:7d} {k}")
-            for k, v in st.unsupported.most_common(10):
-                print(f"    {v:7d} 0A000 {k}")
-        for m in st.mismatches[shown[0]:][:20]:
-            print("  " + str(m).replace("\n", "\n  "))
-        failed |= bool(st.mismatches)
+            if "wire" in group:
+                ap.error("wire runs on its own (not with --interleave)")
+            results = {t: Stats() for t in group}
+            shown = dict.fromkeys(group, 0)
+            for _w, out in _worlds(group, args.seed, args.queries, args.per_world, args.jobs):
+                for t, st in out.items():
+                    if results[t].queries < args.queries:
+                        results[t].merge(st)
+                if args.progress:
+                    secs = time.perf_counter() - t0
+                    for t, st in results.items():
+                        print(f"  ... {t}: {st.queries} queries, {len(st.mismatches)} "
+                              f"mismatches ({secs:.0f} s, {st.queries / secs:.1f}/s)",
+                              flush=True)
+                        for m in st.mismatches[shown[t]:]:
+                            print("  " + str(m).replace("\n", "\n  "), flush=True)
+                        shown[t] = len(st.mismatches)
+                if all(st.queries >= args.queries or len(st.mismatches) >= args.max_mismatches
+                       for st in results.values()):
+                    break
+        secs = time.perf_counter() - t0
+        for t, st in results.items():
+            if args.verbose:
+                for k, v in st.outcomes.most_common():
+                    print(f"    {v:7d} {k}")
+                for k, v in st.unsupported.most_common(10):
+                    print(f"    {v:7d} 0A000 {k}")
+            if not args.progress or args.replay is not None:
+                for m in st.mismatches[:20]:
+                    print("  " + str(m).replace("\n", "\n  "))
+            failed |= bool(st.mismatches)
+        for t, st in results.items():   # the last lines: `N queries, M mismatches`
+            print(f"{t}: {st.queries} queries, {len(st.mismatches)} mismatches "
+                  f"({secs:.1f} s, {st.queries / max(secs, 1e-9):.1f}/s)", flush=True)
     return 1 if failed else 0
 
 

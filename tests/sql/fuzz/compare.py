@@ -1,11 +1,23 @@
 """Result comparison for the SQL fuzzers: multisets of rows, ordered where ORDER BY fixes
-the order, numbers compared across types (int / Decimal / float) with a float tolerance.
+the order, numbers compared across types (int / Decimal / float), floats with a relative
+tolerance.
 
-Values are normalised first: every number becomes one kind ('n') so that DuckDB's HUGEINT
-sum and kudusql's BIGINT sum, or an exact DECIMAL avg and a double avg, compare equal;
--0.0 is 0.0; NaN equals NaN. Integers (and Decimals holding integers) compare exactly;
-anything with a fraction or a float compares with a relative tolerance of 1e-9 (1e-6 for
-REAL, float32 data widened either way).
+Values are normalised first: every number becomes one kind so that DuckDB's HUGEINT sum
+and kudusql's BIGINT sum, or an exact DECIMAL avg and a double avg, compare equal; -0.0 is
+0.0; NaN equals NaN; an interval is its length in microseconds (PostgreSQL's interval
+equality: a month is 30 days, a day 24 hours), whether it comes as Arrow's MonthDayNano or
+a timedelta; a list (DuckDB's array) is its PostgreSQL text form `{1,NULL,"a b"}`, which is
+how kudusql's arrays arrive.
+
+The tolerant matcher. A column is *approximate* when either result holds a float or a
+Decimal with a fraction in it; the other columns compare exactly (integers, Decimals
+holding integers, strings, dates, ...). Floats summed in a different order differ in the
+last bits, so approximate values match when they are within a relative tolerance
+(`REL`, 1e-6: REAL data is float32 either way) - never by rounding both sides to some
+digits, which puts two values a hair apart on either side of a rounding boundary. Rows are
+grouped by their exact columns; within a group the approximate columns are matched row to
+row (sorted, then, if that pairing fails, a greedy search for a partner within tolerance),
+so nearly-equal values in a different order still match.
 """
 
 from __future__ import annotations
@@ -14,11 +26,86 @@ import datetime as dt
 import math
 from decimal import Decimal
 
+import pyarrow as pa
+
 REL = 1e-6
+ABS = 1e-9
+
+_DAY_US = 86_400_000_000
+
+
+def _interval_us(v) -> int | None:
+    """An interval (Arrow MonthDayNano or timedelta) in microseconds, else None."""
+    if isinstance(v, dt.timedelta):
+        return (v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds
+    if type(v).__name__ == "MonthDayNano":
+        months, days, ns = v
+        return (months * 30 + days) * _DAY_US + ns // 1000
+    return None
+
+
+def _array_elem(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "t" if v else "f"
+    s = str(v)
+    if (s == "" or s.upper() == "NULL" or any(ch in s for ch in '{}," \\\t\n')):
+        return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return s
+
+
+def array_text(v: list) -> str:
+    """A list as PostgreSQL's text form of a one-dimensional array."""
+    return "{" + ",".join(_array_elem(x) for x in v) + "}"
+
+
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _column_values(col) -> list:
+    """An Arrow column as Python values; dates and timestamps outside Python's years 1 to
+    9999 (PostgreSQL has them: `DATE '9999-12-31' + 1`) become ("date", days) and
+    ("ts", microseconds) instead of failing to convert."""
+    t = col.type
+    if pa.types.is_date32(t) or pa.types.is_timestamp(t):
+        unit = 1 if pa.types.is_date32(t) else {"s": 1_000_000, "ms": 1000, "us": 1,
+                                                "ns": 0.001}[t.unit]
+        raw = col.cast(pa.int32() if unit == 1 and pa.types.is_date32(t) else pa.int64())
+        out = []
+        for v in raw.to_pylist():      # a loop per value: fuzzer results are small
+            if v is None:
+                out.append(None)
+            elif pa.types.is_date32(t):
+                o = v + _EPOCH_ORDINAL
+                out.append(dt.date.fromordinal(o) if 1 <= o <= dt.date.max.toordinal()
+                           else ("date", v))
+            else:
+                us = int(v * unit)
+                try:
+                    out.append(_EPOCH + dt.timedelta(microseconds=us))
+                except OverflowError:
+                    out.append(("ts", us))
+        return out
+    return col.to_pylist()
+
+
+def arrow_rows(table) -> list[tuple]:
+    """An Arrow table's rows as tuples (see _column_values)."""
+    if not table.num_columns:
+        return [()] * table.num_rows
+    return list(zip(*[_column_values(c) for c in table.columns]))
+
+
+def _approx(v) -> bool:
+    return isinstance(v, float) or (isinstance(v, Decimal) and v.is_finite() and
+                                    v != v.to_integral_value())
 
 
 def norm(v):
-    """A value -> (sort key, comparable value)."""
+    """A value -> (sort key, comparable value). Numbers sort by their exact value (a float
+    as the Decimal it is), so that near-equal floats sort next to each other."""
     if v is None:
         return (0,), None
     if isinstance(v, bool):
@@ -33,15 +120,29 @@ def norm(v):
         if isinstance(v, int):
             return (2, Decimal(v)), v
         f = float(v) + 0.0
-        return (2, Decimal(f"{f:.9g}")), f
+        return (2, Decimal(f)), f
     if isinstance(v, str):
         return (4, v), v
     if isinstance(v, (bytes, bytearray, memoryview)):
         return (5, bytes(v)), bytes(v)
     if isinstance(v, dt.datetime):
-        return (6, v.isoformat()), v.replace(tzinfo=None)
+        v = v.replace(tzinfo=None)
+        return (6, v.isoformat()), v
     if isinstance(v, dt.date):
-        return (7, v.isoformat()), v
+        # a date is its midnight: kudusql keeps date ± interval (no time part) a DATE where
+        # PostgreSQL returns the timestamp at midnight (planner/expr.py, docs/sql.md)
+        v = dt.datetime(v.year, v.month, v.day)
+        return (6, v.isoformat()), v
+    us = _interval_us(v)
+    if us is not None:
+        return (9, us), ("interval", us)
+    if isinstance(v, tuple) and len(v) == 2 and v[0] in ("date", "ts"):
+        # outside Python's years (arrow_rows); a date as its midnight
+        us = v[1] * _DAY_US if v[0] == "date" else v[1]
+        return (10, us), ("ts", us)
+    if isinstance(v, (list, tuple)):
+        s = array_text(list(v))
+        return (4, s), s
     return (8, repr(v)), v
 
 
@@ -56,7 +157,7 @@ def same_value(a, b, rel: float = REL) -> bool:
             return a == b
         if math.isinf(a) or math.isinf(b):
             return a == b
-        return math.isclose(a, b, rel_tol=rel, abs_tol=1e-9)
+        return math.isclose(a, b, rel_tol=rel, abs_tol=ABS)
     return a == b
 
 
@@ -70,6 +171,66 @@ def norm_rows(rows) -> list[tuple[tuple, tuple]]:
 
 def same_row(a: tuple, b: tuple, rel: float = REL) -> bool:
     return len(a) == len(b) and all(same_value(x, y, rel) for x, y in zip(a, b))
+
+
+def approximate_columns(*results) -> frozenset[int]:
+    """Positions holding a float or a fractional Decimal in any row of any result."""
+    cols: set[int] = set()
+    for rows in results:
+        for r in rows:
+            for i, v in enumerate(r):
+                if i not in cols and _approx(v):
+                    cols.add(i)
+    return frozenset(cols)
+
+
+def _match_group(xs: list[tuple], ys: list[tuple], rel: float) -> tuple | None:
+    """Match two equally long lists of normalised rows (equal on the exact columns) within
+    tolerance; None if every row found a partner, else the first row of `xs` without."""
+    if all(same_row(x, y, rel) for x, y in zip(xs, ys)):
+        return None
+    free = list(ys)        # greedy: a partner within tolerance for each row in turn
+    for x in xs:
+        for i, y in enumerate(free):
+            if same_row(x, y, rel):
+                del free[i]
+                break
+        else:
+            return x
+    return None
+
+
+def multiset_diff(a: list, b: list, approx: frozenset[int], rel: float = REL) -> str | None:
+    """`a`, `b`: normalised rows (norm_rows) of equal count."""
+    def exact_key(r):
+        return tuple(k if i not in approx else () for i, k in enumerate(r[0]))
+
+    def approx_key(r):      # inside a group: sort on the approximate values
+        return tuple(k for i, k in enumerate(r[0]) if i in approx)
+    ga: dict[tuple, list] = {}
+    gb: dict[tuple, list] = {}
+    for r in a:
+        ga.setdefault(exact_key(r), []).append(r)
+    for r in b:
+        gb.setdefault(exact_key(r), []).append(r)
+    if ga.keys() != gb.keys():
+        missing = sorted(ga.keys() ^ gb.keys())[0]
+        side = ga if missing in ga else gb
+        row = side[missing][0][1]
+        return (f"multiset differs: {row!r} only in "
+                f"{'the result' if side is ga else 'the expected'}")
+    for key, xs in ga.items():
+        ys = gb[key]
+        if len(xs) != len(ys):
+            return (f"multiset differs: {xs[0][1]!r} {len(xs)} times, expected "
+                    f"{len(ys)} times")
+        if approx:
+            xs = [r[1] for r in sorted(xs, key=approx_key)]
+            ys = [r[1] for r in sorted(ys, key=approx_key)]
+            bad = _match_group(xs, ys, rel)
+            if bad is not None:
+                return f"multiset differs at {bad!r}, expected one of {ys[:3]!r}"
+    return None
 
 
 def diff_rows(ours, theirs, ordered: list[tuple[int, bool]] | None = None,
@@ -86,10 +247,9 @@ def diff_rows(ours, theirs, ordered: list[tuple[int, bool]] | None = None,
             if not same_row(x, y, rel):
                 return f"row {i}: {x!r}, expected {y!r}"
         return None
-    sa, sb = sorted(a, key=lambda r: r[0]), sorted(b, key=lambda r: r[0])
-    for (_, x), (_, y) in zip(sa, sb):
-        if not same_row(x, y, rel):
-            return f"multiset differs at {x!r}, expected {y!r}"
+    d = multiset_diff(a, b, approximate_columns(ours, theirs), rel)
+    if d is not None:
+        return d
     if ordered:
         for i, ((_, x), (_, y)) in enumerate(zip(a, b)):
             kx = tuple(x[p] for p, _ in ordered)

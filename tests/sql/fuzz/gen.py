@@ -202,6 +202,23 @@ def lit(rng: random.Random, kind: str, c: Column | None = None) -> Sql:
     raise AssertionError(kind)
 
 
+def literal_value(text: str, kind: str):
+    """The Python value of a literal `lit` wrote (a parameter's value)."""
+    if kind == "int":
+        return int(text)
+    if kind in ("float", "dec"):      # `0.5` is numeric in SQL: a Decimal parameter
+        return Decimal(text)
+    if kind == "str":
+        return text[1:-1].replace("''", "'")
+    if kind == "bool":
+        return text == "TRUE"
+    if kind == "date":
+        return dt.date.fromisoformat(text[6:-1])
+    if kind == "ts":
+        return dt.datetime.fromisoformat(text[11:-1])
+    raise AssertionError(kind)
+
+
 def sql_value(v) -> str:
     """A Python value as a SQL literal both engines read the same way."""
     if v is None:
@@ -226,6 +243,8 @@ def sql_value(v) -> str:
 
 
 NUMERIC = ("int", "float", "dec")
+_NULL_TYPE = {"int": "INT", "float": "DOUBLE", "dec": "DECIMAL(9,2)", "str": "VARCHAR",
+              "bool": "BOOLEAN", "date": "DATE", "ts": "TIMESTAMP"}
 
 
 def comparable(a: str, b: str) -> bool:
@@ -256,13 +275,32 @@ class QueryGen:
 
     def __init__(self, rng: random.Random, tables: list[Table], *,
                  snapshot: int | None = None, subqueries: bool = True,
-                 windows: bool = True):
+                 windows: bool = True, params: list | None = None, extended: bool = True,
+                 joins: bool = True, array_results: bool = True):
+        """`params`: a list makes some literals `$n` parameters for kudusql (their values
+        are appended to it; DuckDB reads the literal). `extended`: casts, date and
+        interval arithmetic, extract, date_trunc, arrays (ANY/ALL, subscripts,
+        array_agg), string_agg. `joins` False: one table per FROM (large worlds).
+        `array_results` False: no array_agg (asyncpg cannot read arrays from kudusql:
+        wire/types.py)."""
         self.rng = rng
         self.tables = tables
         self.snapshot = snapshot
         self.subqueries = subqueries
         self.windows = windows
+        self.params = params
+        self.extended = extended
+        self.joins = joins
+        self.array_results = array_results
         self._alias = 0
+
+    def lit(self, kind: str) -> Sql:
+        """A literal, or (with `params`) sometimes a `$n` parameter holding its value."""
+        s = lit(self.rng, kind)
+        if self.params is None or s.k == "NULL" or self.rng.random() < 0.6:
+            return s
+        self.params.append(literal_value(s.k, kind))
+        return Sql(f"${len(self.params)}", s.d)
 
     # -- helpers ---------------------------------------------------------------------------
     def alias(self) -> str:
@@ -286,8 +324,12 @@ class QueryGen:
         if depth >= 3 or rng.random() < 0.35:
             if cols and rng.random() < 0.8:
                 return Sql(rng.choice(cols).sql)
-            return lit(rng, kind)
+            return self.lit(kind)
         d = depth + 1
+        if self.extended and rng.random() < 0.15:
+            e = self.extended_expr(kind, scope, d)
+            if e is not None:
+                return e
         r = rng.random()
         if r < 0.12:
             return j("CASE WHEN ", self.pred(scope, d), " THEN ", self.expr(kind, scope, d),
@@ -316,7 +358,7 @@ class QueryGen:
                 return j("length(", self.expr("str", scope, d), ")")
             if r < 0.85 and self.subqueries and depth == 0:
                 return self.scalar_subquery("int", scope)
-            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+            return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
         if kind == "float":
             r = rng.random()
             if r < 0.4:
@@ -326,7 +368,7 @@ class QueryGen:
                 return j("abs(", self.expr("float", scope, d), ")")
             if r < 0.7:
                 return j("(- ", self.expr("float", scope, d), ")")
-            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+            return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
         if kind == "dec":
             r = rng.random()
             if r < 0.4:
@@ -336,7 +378,7 @@ class QueryGen:
                 return j("(", self.expr("dec", scope, d), " * ", rng.randint(-3, 3), ")")
             if r < 0.6:
                 return j("abs(", self.expr("dec", scope, d), ")")
-            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+            return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
         if kind == "str":
             r = rng.random()
             if r < 0.2:
@@ -347,10 +389,111 @@ class QueryGen:
             if r < 0.5:
                 return j("substr(", self.expr("str", scope, d), ", ", rng.randint(1, 3), ", ",
                          rng.randint(0, 3), ")")
-            return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+            return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
         if kind == "bool":
             return self.pred(scope, d)
-        return Sql(rng.choice(cols).sql) if cols else lit(rng, kind)
+        return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
+
+    # -- casts, dates and intervals, arrays ---------------------------------------------------
+    def interval(self) -> str:
+        rng = self.rng
+        n = rng.choice([1, 2, 3, 12, 30, 45, -1, -7])
+        unit = rng.choice(["day", "days", "month", "months", "hour", "minute", "year",
+                           "week"])
+        if rng.random() < 0.15:
+            return f"INTERVAL '1 year {abs(n)} days'"
+        return f"INTERVAL '{n} {unit}'"
+
+    def extended_expr(self, kind: str, scope: list[Col], d: int) -> Sql | None:
+        """Casts between kinds, date/interval arithmetic, extract, date_trunc, array
+        subscripts; None when nothing fits."""
+        rng = self.rng
+
+        def e(k: str, scope: list[Col], d: int) -> Sql:
+            # a bare NULL operand typed (`date - NULL` has no one reading in PostgreSQL)
+            x = self.expr(k, scope, d)
+            return Sql(f"CAST(NULL AS {_NULL_TYPE[k]})") if x.k == "NULL" else x
+        if kind == "int":
+            r = rng.random()
+            if r < 0.15:
+                return j("CAST(", e("dec", scope, d), rng.choice([" AS INT)", " AS BIGINT)"]))
+            if r < 0.25:
+                # quarter-valued floats: .5 rounds to even in both (rint / DuckDB)
+                return j("CAST(", e("float", scope, d), " AS BIGINT)")
+            if r < 0.32:
+                return j("CAST(", self.pred(scope, d), " AS INT)")
+            if r < 0.47:
+                f = rng.choice(["year", "month", "day", "dow", "doy"])
+                return j(f"extract({f} FROM ", e("date", scope, d), ")")
+            if r < 0.57:
+                # a time field of a column or literal: `date + interval` stays a DATE in
+                # kudusql (docs/sql.md), where extract(hour ...) is 42883 as for any date
+                ts = [c for c in scope if c.kind == "ts"]
+                f = rng.choice(["year", "month", "day", "hour", "minute"])
+                arg = Sql(rng.choice(ts).sql) if ts and rng.random() < 0.8 else lit(rng, "ts")
+                return j(f"extract({f} FROM ", arg, ")")
+            if r < 0.72:
+                return j("(", e("date", scope, d), " - ", e("date", scope, d), ")")
+            if r < 0.85:
+                items = [e("int", scope, d) for _ in range(rng.randint(1, 3))]
+                return j("(ARRAY[", join(", ", items), f"])[{rng.randint(0, 4)}]")
+            return j("CAST(", e("str", scope, d), " IS NULL AS INT)")
+        if kind == "float":
+            return j("CAST(", e(rng.choice(["int", "dec"]), scope, d), " AS DOUBLE)")
+        if kind == "dec":
+            r = rng.random()
+            if r < 0.4:
+                return j("CAST(", e("int", scope, d), " AS DECIMAL(18,4))")
+            if r < 0.7:
+                return j("CAST(", e("float", scope, d), " AS DECIMAL(12,1))")
+            return j("CAST(", e("dec", scope, d), " AS DECIMAL(12,1))")
+        if kind == "str":
+            r = rng.random()
+            if r < 0.35:
+                return j("CAST(", e("int", scope, d), " AS VARCHAR)")
+            if r < 0.55:
+                return j("CAST(", e("date", scope, d), " AS VARCHAR)")
+            if r < 0.7:
+                return j("CAST(", self.pred(scope, d), " AS VARCHAR)")
+            cols = [c for c in scope if c.kind in ("dec", "ts")]
+            if cols:
+                return Sql(f"CAST({rng.choice(cols).sql} AS VARCHAR)")
+            return None
+        if kind == "date":
+            r = rng.random()
+            if r < 0.5:
+                return j("(", e("date", scope, d), rng.choice([" + ", " - "]),
+                         rng.choice(["1", "30", "365", "-2", "0"]), ")")
+            return j("CAST(", e("ts", scope, d), " AS DATE)")
+        if kind == "ts":
+            r = rng.random()
+            if r < 0.4:
+                return j("(", e("ts", scope, d), rng.choice([" + ", " - "]),
+                         self.interval(), ")")
+            if r < 0.6:
+                return j("(", e("date", scope, d), " + ", self.interval(), ")")
+            if r < 0.8:
+                return j("CAST(", e("date", scope, d), " AS TIMESTAMP)")
+            unit = rng.choice(["year", "month", "day", "hour", "minute"])
+            return j(f"date_trunc('{unit}', ", e("ts", scope, d), ")")
+        return None
+
+    def array_pred(self, scope: list[Col], d: int) -> Sql:
+        """x op ANY / ALL (ARRAY[...])"""
+        rng = self.rng
+        kind = rng.choice([k for k in ("int", "str", "dec", "date")
+                           if k == "int" or any(c.kind == k for c in scope)])
+        items = [self.lit(kind) if rng.random() < 0.8 else self.expr(kind, scope, d)
+                 for _ in range(rng.randint(1, 4))]
+        if all(i.k == "NULL" for i in items):      # ARRAY[NULL] is text[] (42883 for a date)
+            x = lit(rng, kind)
+            while x.k == "NULL":
+                x = lit(rng, kind)
+            items.append(x)
+        op = rng.choice(["=", "<>", "<", ">="])
+        q = rng.choice(["ANY", "ALL"])
+        return j("(", self.expr(kind, scope, d), f" {op} {q}(ARRAY[", join(", ", items),
+                 "]))")
 
     def operand_kinds(self, scope: list[Col]) -> str:
         kinds = [c.kind for c in scope if c.kind != "bool"]
@@ -374,10 +517,10 @@ class QueryGen:
                      rng.choice([" IS NULL", " IS NOT NULL"]), ")")
         if r < 0.38:
             return j("(", self.expr(kind, scope, d),
-                     rng.choice([" BETWEEN ", " NOT BETWEEN "]), lit(rng, kind), " AND ",
+                     rng.choice([" BETWEEN ", " NOT BETWEEN "]), self.lit(kind), " AND ",
                      self.expr(kind, scope, d), ")")
         if r < 0.45:
-            items = [lit(rng, kind) for _ in range(rng.randint(1, 4))]
+            items = [self.lit(kind) for _ in range(rng.randint(1, 4))]
             return j("(", self.expr(kind, scope, d), rng.choice([" IN (", " NOT IN ("]),
                      join(", ", items), "))")
         if r < 0.50 and any(c.kind == "str" for c in scope):
@@ -401,6 +544,8 @@ class QueryGen:
                                        f"(NOT {c})"]))
             return Sql(rng.choice(["TRUE", "FALSE", "(NULL::BOOLEAN)"]),
                        None)
+        if self.extended and rng.random() < 0.3:
+            return self.array_pred(scope, d)
         if self.subqueries and depth <= 1:
             return self.subquery_pred(scope)
         return j("(", self.expr(kind, scope, d), " = ", self.expr(kind, scope, d), ")")
@@ -445,7 +590,7 @@ class QueryGen:
         kind = rng.choice(kinds)
         col = rng.choice([c for c in inner if c.kind == kind]).sql
         lhs_cols = [o for o in outer if comparable(o.kind, kind)]
-        lhs = Sql(rng.choice(lhs_cols).sql) if lhs_cols else lit(rng, kind)
+        lhs = Sql(rng.choice(lhs_cols).sql) if lhs_cols else self.lit(kind)
         if r < 0.75:
             return j("(", lhs, rng.choice([" IN ", " NOT IN "]), "(SELECT ", col, " FROM ",
                      ref, where, "))")
@@ -462,14 +607,14 @@ class QueryGen:
         if kind == "int" and (not cols or self.rng.random() < 0.4):
             return j("(SELECT count(*) FROM ", ref, where, ")")
         if not cols:
-            return lit(self.rng, kind)
+            return self.lit(kind)
         return j(f"(SELECT {self.rng.choice(['max', 'min'])}({self.rng.choice(cols).sql}) "
                  "FROM ", ref, where, ")")
 
     # -- FROM --------------------------------------------------------------------------------
     def from_clause(self) -> tuple[Sql, list[Col]]:
         rng = self.rng
-        n = rng.choice([1, 1, 1, 2, 2, 3])
+        n = rng.choice([1, 1, 1, 2, 2, 3]) if self.joins else 1
         t = rng.choice(self.tables)
         a = self.alias()
         scope = self.scope_of(t, a)
@@ -539,6 +684,11 @@ class QueryGen:
             for i in range(n):
                 kind = want_kinds[i] if want_kinds else rng.choice(
                     [c.kind for c in scope] + ["int", "bool"])
+                if not want_kinds and self.extended and rng.random() < 0.04:
+                    items.append(j("(", self.expr("ts", scope, 1), " - ",
+                                   self.expr("ts", scope, 1), ")"))     # an interval
+                    kinds.append("interval")
+                    continue
                 items.append(self.expr(kind, scope))
                 kinds.append(kind)
             if mode == "window":
@@ -596,6 +746,14 @@ class QueryGen:
                     "count": "int"}.get(fn, c.kind)
             arg = self.expr(c.kind, scope, 2) if rng.random() < 0.3 else Sql(c.sql)
             return j(f"{fn}({dist}", arg, ")"), kind
+        if self.extended and r > 0.9:
+            srt = [c for c in scope
+                   if c.kind in (("int", "str") if self.array_results else ("str",))]
+            if srt:
+                c = rng.choice(srt)
+                if c.kind == "str" and (rng.random() < 0.5 or not self.array_results):
+                    return Sql(f"string_agg({c.sql}, ',' ORDER BY {c.sql})"), "str"
+                return Sql(f"array_agg({c.sql} ORDER BY {c.sql})"), "array"
         if any_:
             c = rng.choice(any_)
             fn = rng.choice(["min", "max", "count"])
@@ -669,7 +827,7 @@ class QueryGen:
         r = rng.random()
         if r < 0.12:
             left = self.select(allow_order=False)
-            if "win" in left.kinds:
+            if {"win", "array", "interval"} & set(left.kinds):
                 return self.select()
             right = self.select(allow_order=False, want_kinds=left.kinds)
             if len(right.kinds) != len(left.kinds):
@@ -681,7 +839,7 @@ class QueryGen:
             return q
         if r < 0.17:
             inner = self.select(allow_order=False)
-            if "win" in inner.kinds:
+            if {"win", "array", "interval"} & set(inner.kinds):
                 return self.select()
             names = ", ".join(f"w{i}" for i in range(len(inner.kinds)))
             b = self.alias()

@@ -94,7 +94,8 @@ class WireRunner:
         self.seed = seed
         self.stats = Stats()
 
-    def run(self, queries: int, per_world: int = 100) -> Stats:
+    def run(self, queries: int, per_world: int = 100, progress=None) -> Stats:
+        """`queries` queries, `per_world` per world; `progress(stats)` after each world."""
         loop = asyncio.new_event_loop()
         try:
             with kudusql_server() as port:
@@ -110,6 +111,8 @@ class WireRunner:
                             self._world(text_conn, binary, loop, w, n)
                             done += n
                             w += 1
+                            if progress is not None:
+                                progress(self.stats)
                     finally:
                         loop.run_until_complete(binary.close())
         finally:
@@ -125,7 +128,8 @@ class WireRunner:
             real_cols = {c.name for t in world.tables for c in t.columns if c.ktype == "REAL"}
             for i in range(n):
                 qseed = wseed * 1_000_003 + i
-                q = gen.QueryGen(random.Random(qseed), world.tables).query()
+                q = gen.QueryGen(random.Random(qseed), world.tables,
+                                 array_results=False).query()
                 self._one(world, text_conn, binary, loop, q, qseed, real_cols)
         finally:
             world.close()
