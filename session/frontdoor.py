@@ -102,6 +102,21 @@ class Statement:
         self._spent = True
         return node
 
+    @property
+    def verb(self) -> str | None:
+        """'select' (a SELECT), 'insert' (INSERT or UPSERT) or None (anything else, or a
+        statement that does not parse): what lets a front end pick a fast path (the wire's
+        point reads and pipelined batches, wire/fastpath.py) without reading SQL."""
+        try:
+            node = self.node
+        except SqlError:
+            return None
+        if isinstance(node, exp.Select):
+            return "select"
+        if isinstance(node, exp.Insert):       # KuduUpsert is an exp.Insert
+            return "insert"
+        return None
+
     @classmethod
     def parsed(cls, text: str, node: exp.Expr | None, offset: int = 0) -> Statement:
         """A statement already parsed as part of another (DECLARE's query, what COPY TO

@@ -68,7 +68,6 @@ if TYPE_CHECKING:
 
 MAX_BATCH = 8192          # parameter sets written as one batch at most
 READ_WAIT = 0.002         # s: how long the look-ahead waits for more of a run (see there)
-_BATCH_WORDS = ("insert", "upsert")
 
 
 _RUN = (P.Parse, P.Bind, P.Describe, P.Execute)
@@ -138,12 +137,14 @@ async def on_bind(conn: Connection, bind: P.Bind) -> bool:
     """The connection's hook for a Bind (outside a failed pipeline): True when the fast
     paths here answered it and what followed it, False to take the ordinary path."""
     stmt = conn.statements.get(bind.statement)
-    if stmt is None or stmt.kind != "plain" or not stmt.words or \
-            not conn.config.fast_paths:
+    if stmt is None or stmt.kind != "plain" or not conn.config.fast_paths:
         return False
-    if stmt.words[0] == "select":
+    verb = stmt.statement.verb
+    if verb == "select":
         return await point_read(conn, stmt, bind)
-    return await pipelined_batch(conn, bind)
+    if verb == "insert":
+        return await pipelined_batch(conn, bind)
+    return False
 
 
 async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
@@ -151,7 +152,7 @@ async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
     nothing consumed) when it is not such a run."""
     stmt = conn.statements.get(first.statement)
     run = getattr(conn.session, "execute_many", None)
-    if run is None or stmt.words[0] not in _BATCH_WORDS or conn.tx.status == b"E" or \
+    if run is None or conn.tx.status == b"E" or \
             (first.portal and first.portal in conn.portals) or \
             any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
         return False
@@ -173,7 +174,7 @@ async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
     if count:
         timer = conn._begin_statement()
         try:
-            conn.tx.check(stmt.words)
+            conn.tx.check(stmt.statement)
             result = await conn._blocking(run, stmt.sql, None, True, columns)
         except (P.ProtocolViolation, ConnectionError, OSError):
             raise
