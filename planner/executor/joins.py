@@ -8,7 +8,6 @@ MAX_CROSS_JOIN_ROWS).
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -22,21 +21,20 @@ from planner import guard as _guard
 from planner.guard import QueryGuard
 from planner.executor.kernels import _chunked, empty_rows, hash_key, NodeStats, _table_nbytes
 
-if TYPE_CHECKING:  # annotations only: the Executor mixes these operators in
-    from planner.executor.core import Executor
-
 MAX_CROSS_JOIN_ROWS = 50_000_000
 
 
 class _Comp:
-    """A MultiJoin component: joined inputs and their result, with cached key NDVs."""
+    """A MultiJoin component: joined inputs and their result, with cached key NDVs. (`ex`
+    arguments here are the Executor, which mixes JoinOperators in: annotated by the mixin
+    so that this file does not import the one that imports it.)"""
 
     def __init__(self, table: pa.Table, inputs: set[int]):
         self.table = table
         self.inputs = inputs
         self._ndv: dict[str, int] = {}
 
-    def ndv(self, e: exp.Expression, ex: Executor) -> int:
+    def ndv(self, e: exp.Expression, ex: JoinOperators) -> int:
         k = e.sql()
         v = self._ndv.get(k)
         if v is None:
@@ -116,7 +114,7 @@ def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
 
 
 def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: str,
-              ex: Executor | None = None) -> pa.Table:
+              ex: JoinOperators | None = None) -> pa.Table:
     """Acero hash join of `left` and `right` on evaluated key arrays `lk` / `rk`. With an
     executor `ex`, both inputs stream into the plan as morsels and the output is read
     batch by batch, so its guard is consulted while the hash table is built, while it is
