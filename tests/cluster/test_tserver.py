@@ -182,17 +182,19 @@ def test_a_replica_behind_the_gcd_log_gets_a_tablet_copy(tmp_path, monkeypatch):
             if k % 40 == 0:
                 for t in live:
                     t.replicas["t1"].tablet.flush_mrs()
-        leader = _leader(live)
-        storage = leader.replicas["t1"].storage
-        _wait(lambda: storage.first_index > 2)  # the log no longer holds what it needs
+        for t in live:
+            t.replicas["t1"].tablet.flush_mrs()
+        _write(c, live, 200, [120])
+        # neither live replica's log holds what the lagger needs (whichever leads next)
+        _wait(lambda: all(t.replicas["t1"].storage.first_index > 2 for t in live))
         ts[i] = start(i, port)
-        _wait(lambda: _count(ts[i]) == 120, timeout=30)
+        _wait(lambda: _count(ts[i]) == 121, timeout=30)
         r = ts[i].replicas["t1"]
         assert r.storage.first_index > 2  # its log starts after the copied state
         _write(c, ts, 500, [1000])
-        _wait(lambda: _count(ts[i]) == 121)
+        _wait(lambda: _count(ts[i]) == 122)
         got = sorted(r.tablet.scan_table(["k"]).column("k").to_pylist())
-        assert got == list(range(120)) + [1000]
+        assert got == list(range(121)) + [1000]
     finally:
         for t in ts:
             try:
