@@ -367,7 +367,7 @@ class TabletReplica(RaftHost):
             target = self.storage.last_index
         deadline = time.monotonic() + timeout_s
         with self._applied_cond:
-            while self.raft.last_applied < target:
+            while self._view.applied < target:  # (raft.last_applied moves before apply)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise RemoteError(f"tablet {self.tablet_id}: timed out waiting for safe "
