@@ -160,7 +160,7 @@ class TabletReplica(RaftHost):
         self._view = _RaftLogView(self)
         self._config = config
         self._clock = clock
-        tablet = self._open_tablet(os.path.join(directory, "tablet"))
+        tablet = self.tablet = self._open_tablet(os.path.join(directory, "tablet"))
         applied = tablet._anchor_index() - 1
         self._view.applied = applied
         self.tracker = ResultTracker()
@@ -181,7 +181,6 @@ class TabletReplica(RaftHost):
         tablet = Tablet(tpath, meta.schema, self._config, self._clock, meta)
         tablet.log.close()
         tablet.log = self._view
-        self.tablet = tablet
         return tablet
 
     # -- tablet copy (tablet_copy.py) --------------------------------------------------------
@@ -224,6 +223,7 @@ class TabletReplica(RaftHost):
             tablet.mvcc.adjust_for_replay(timestamp)
             installed = r.install_tablet_copy(last, timestamp, config, suffix, source_term)
             assert installed, "checked above"
+            self.tablet = tablet  # published once the Raft state matches it
             self.tracker = ResultTracker()
             if self.on_tablet_replaced is not None:
                 self.on_tablet_replaced(old, tablet)
@@ -367,7 +367,7 @@ class TabletReplica(RaftHost):
             target = self.storage.last_index
         deadline = time.monotonic() + timeout_s
         with self._applied_cond:
-            while self.raft.last_applied < target:
+            while self._view.applied < target:  # (raft.last_applied moves before apply)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise RemoteError(f"tablet {self.tablet_id}: timed out waiting for safe "

@@ -182,17 +182,19 @@ def test_a_replica_behind_the_gcd_log_gets_a_tablet_copy(tmp_path, monkeypatch):
             if k % 40 == 0:
                 for t in live:
                     t.replicas["t1"].tablet.flush_mrs()
-        leader = _leader(live)
-        storage = leader.replicas["t1"].storage
-        _wait(lambda: storage.first_index > 2)  # the log no longer holds what it needs
+        for t in live:
+            t.replicas["t1"].tablet.flush_mrs()
+        _write(c, live, 200, [120])
+        # neither live replica's log holds what the lagger needs (whichever leads next)
+        _wait(lambda: all(t.replicas["t1"].storage.first_index > 2 for t in live))
         ts[i] = start(i, port)
-        _wait(lambda: _count(ts[i]) == 120, timeout=30)
+        _wait(lambda: _count(ts[i]) == 121, timeout=30)
         r = ts[i].replicas["t1"]
         assert r.storage.first_index > 2  # its log starts after the copied state
         _write(c, ts, 500, [1000])
-        _wait(lambda: _count(ts[i]) == 121)
+        _wait(lambda: _count(ts[i]) == 122)
         got = sorted(r.tablet.scan_table(["k"]).column("k").to_pylist())
-        assert got == list(range(120)) + [1000]
+        assert got == list(range(121)) + [1000]
     finally:
         for t in ts:
             try:
@@ -200,3 +202,32 @@ def test_a_replica_behind_the_gcd_log_gets_a_tablet_copy(tmp_path, monkeypatch):
             except Exception:  # noqa: BLE001 - teardown
                 pass
         c.close()
+
+
+def test_a_request_in_the_log_twice_is_applied_once(servers):
+    """A retry proposed again by a new leader while the first copy is still in the log
+    (the apply-time check of the result tracker): both entries commit, one applies."""
+    import numpy as np
+
+    from engine.tablet.write_op import WriteOp
+    from engine.tserver.tablet_replica import REPLICATED_WRITE, encode_request
+    ts, c = servers["ts"], servers["client"]
+    _write(c, ts, 1, [1])
+    leader = _leader(ts)
+    r = leader.replicas["t1"]
+    rows = _rows([2]).drop_columns(["__op"])
+    body = encode_request("c9", 7, WriteOp(np.array([1], np.int8), rows))
+    with r.lock:
+        first = r.raft.propose(REPLICATED_WRITE, body)
+        second = r.raft.propose(REPLICATED_WRITE, body)
+        r.process()
+    _wait(lambda: all(t.replicas["t1"]._view.applied >= second.index for t in ts))
+    for t in ts:
+        rep = t.replicas["t1"]
+        assert rep.tracker.get("c9", 7)["num_applied"] == 1
+        assert sorted(rep.tablet.scan_table(["k"]).column("k").to_pylist()) == [1, 2]
+    assert first.index < second.index
+    # and a client retry of that id gets the first result, not a duplicate-key error
+    again = c.put(_leader(ts).addr, {"tablet": "t1", "client_id": "c9", "seq": 7},
+                  _rows([2]))
+    assert again["num_applied"] == 1 and again["row_errors"] == []
