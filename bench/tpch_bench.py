@@ -41,7 +41,7 @@ import pyarrow as pa
 from bench.common import Results, load_avg
 from bench.engine_bench import PeakRss, dir_size, fmt_bytes, release_memory, ru_maxrss_bytes
 from tpch.data import generate
-from tpch.cli import geometric_mean
+from tpch.oracle import geometric_mean
 from tpch.load import load, parquet_row_counts
 from tpch.oracle import compare_query, duckdb_connect, duckdb_run
 from tpch.queries import parse_selection, query

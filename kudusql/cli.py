@@ -11,7 +11,7 @@
 directory (created if missing). Loopback addresses may use trust authentication (the
 default); any other address needs a password method, and the server refuses to start
 otherwise. `shell` is the SQL shell (shell/main.py, docs/shell.md). `tpch` generates,
-loads and runs TPC-H (tpch/cli.py). Each subcommand is a function `(args) -> exit status`
+loads and runs TPC-H (kudusql/tpch_cli.py over the tpch package). Each subcommand is a function `(args) -> exit status`
 registered in `_parser()`.
 """
 
@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     shell_arguments(sh)
     sh.set_defaults(func=_cmd_shell)
 
-    from tpch.cli import add_arguments as tpch_arguments
+    from kudusql.tpch_cli import add_arguments as tpch_arguments
     tp = sub.add_parser(
         "tpch", help="generate, load and run TPC-H",
         description="TPC-H: `gen` parquet with tpchgen-cli, `load` it into a database, "

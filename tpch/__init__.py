@@ -18,6 +18,7 @@
         assert not compare_query(n, cur.fetch_arrow_table(),
                                  duckdb_answer("bench-data/tpch-sf0.01", n))
 
-The benchmark is bench/tpch_bench.py, the tests tests/tpch/. DuckDB is an oracle and a
+The command is `kudusql tpch` (kudusql/tpch_cli.py), the benchmark bench/tpch_bench.py, the
+tests tests/tpch/. DuckDB is an oracle and a
 benchmark anchor only, never on kudusql's query path (imported lazily in oracle.py).
 """

@@ -26,6 +26,8 @@ LIMIT is still compared in order and the others as multisets.
 
 Not handled: a LIMIT that cuts through a run of ties may legitimately keep different
 rows; none of the 22 queries does so on tpchgen data at the scale factors we test.
+
+`geometric_mean(ratios)`: the summary of per-query time ratios (the command, the benchmark).
 """
 
 from __future__ import annotations
@@ -235,3 +237,9 @@ def compare_query(n: int, ours: pa.Table, expected: pa.Table) -> list[str]:
     if keys is not None:
         return compare(ours, expected, ordered_by_query=True, order_keys=keys)
     return compare(ours, expected, ordered_by_query=has_limit(n))
+
+
+def geometric_mean(ratios) -> tuple[float | None, int]:
+    """(geometric mean, count) of the positive, finite ratios; (None, 0) without any."""
+    good = [r for r in ratios if r > 0 and math.isfinite(r)]
+    return (math.exp(sum(math.log(r) for r in good) / len(good)) if good else None), len(good)

@@ -12,12 +12,15 @@ ratios; the exit status is 1 if a query failed or answered differently. The parq
 in `--out` (default ./tpch-data/sf<N>). `load --via spark` is the data pipeline: Spark reads
 the parquet and writes it through the `kudusql` data source (kudusql/spark) into the
 database, over an in-process Arrow Flight endpoint.
+
+It lives with the `kudusql` command (kudusql/cli.py), not in tpch/: it stands on the DB-API
+driver, the Spark source and the Flight endpoint, while the tpch package (schema, data,
+loading, queries, oracle) stands only on the planner and the engine.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -119,7 +122,7 @@ def _missing_tables(conn) -> list[str]:
 
 
 def cmd_run(args) -> int:
-    from tpch.oracle import compare_query, duckdb_connect, duckdb_run
+    from tpch.oracle import compare_query, duckdb_connect, duckdb_run, geometric_mean
     from tpch.queries import query
     numbers = _selection(args)
     load = f"kudusql tpch load --sf {args.sf:g} --data-dir {args.data_dir}"
@@ -218,7 +221,7 @@ def cmd_spark(args) -> int:
     import kudusql
     from kudusql.spark import local_session
     from tpch.data import parquet_files
-    from tpch.oracle import compare_query
+    from tpch.oracle import compare_query, geometric_mean
     from tpch.queries import query
     from tpch.schema import TABLES
     from wire.flight import start
@@ -278,12 +281,6 @@ def _selection(args) -> list[int]:
         return parse_selection(args.queries)
     except ValueError as e:
         raise SystemExit(f"kudusql tpch: {e}") from None
-
-
-def geometric_mean(ratios) -> tuple[float | None, int]:
-    """(geometric mean, count) of the positive, finite ratios; (None, 0) without any."""
-    good = [r for r in ratios if r > 0 and math.isfinite(r)]
-    return (math.exp(sum(math.log(r) for r in good) / len(good)) if good else None), len(good)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
