@@ -32,6 +32,7 @@ from engine.tablet.delta import DeltaBatch
 
 PENDING_MIN = 1024          # pending records a lookup tolerates before rebuilding the view
 INDEX_CHUNK_MAX = 64        # chunks up to this many records are indexed by rowid
+_EMPTY = DeltaBatch.empty()
 ROW_PENDING_MAX = 8         # pending chunks of the rows looked up before the view is rebuilt
 
 
@@ -75,6 +76,8 @@ class DeltaMemStore:
         """The records of rowids [lo, hi), sorted by (rowid, ts, seq): the view's slice
         plus the matching pending records (see the module docstring); for point lookups,
         hi = lo + 1 (a wider range searches the index per rowid)."""
+        if not self._count:
+            return _EMPTY
         chunks = self._chunks
         n = len(chunks)
         cached_n, cached = self._view
