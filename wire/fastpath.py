@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from planner.errors import SqlError
 from planner.result import StatementResult
 from wire import protocol as P
 from wire import types as T
@@ -176,13 +177,8 @@ async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
         try:
             conn.tx.check(stmt.statement)
             result = await conn._blocking(run, stmt.sql, None, True, columns)
-        except (P.ProtocolViolation, ConnectionError, OSError):
-            raise
-        except Exception as e:  # noqa: BLE001 - the ordinary path runs them and reports it
-            from wire.connection import Closed, Fatal
-            if isinstance(e, (Closed, Fatal)):
-                raise
-            result = None
+        except SqlError:        # the session's errors (all of them: its boundary): the
+            result = None       # ordinary path runs the sets one by one and reports it
         finally:
             conn._end_statement(timer)
     done = 0 if result is None else min(max(result.rowcount, 0), count)

@@ -98,8 +98,8 @@ class DeltaBatch:
 
     def slice_rows(self, lo: int, hi: int) -> "DeltaBatch":
         """Records for rowids in [lo, hi) (requires sorted order)."""
-        a = int(np.searchsorted(self.rowid, lo, "left"))
-        b = int(np.searchsorted(self.rowid, hi, "left"))
+        a = int(self.rowid.searchsorted(lo))     # the method: np.searchsorted's wrapper
+        b = int(self.rowid.searchsorted(hi))     # costs more than the search (lookups)
         if a == 0 and b == len(self.rowid):
             return self
         cols = {}

@@ -33,6 +33,7 @@ for columns by id (`_column`); one this MRS does not have reads as its default.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from typing import Iterator, Sequence
@@ -158,7 +159,7 @@ class MemRowSet:
 
     def find_one(self, key: bytes) -> int:
         for run_keys, run_rowids in self._runs:
-            pos = int(np.searchsorted(run_keys, key))
+            pos = int(run_keys.searchsorted(key))
             if pos < len(run_keys) and run_keys[pos] == key:
                 return int(run_rowids[pos])
         return -1
@@ -293,7 +294,7 @@ class MemRowSet:
                 res = resolve(recs, rowid, 1, True, None)
                 if res.live is not None and res.live[0] == 0:
                     return None
-        k = int(np.searchsorted(self._batch_starts, rowid, "right")) - 1
+        k = bisect.bisect_right(self._batch_starts, rowid) - 1   # a list: no numpy call
         batch = self._batches[k]
         off = rowid - self._batch_starts[k]
         out = {}

@@ -74,6 +74,10 @@ class MvccManager:
         self._in_flight: set[Timestamp] = set()
         self._last_committed: Timestamp = 0
         self._max_started: Timestamp = 0
+        # ops that committed while an older one is still in flight: a snapshot lists them
+        # (its watermark stops at the oldest in-flight op), else a writer's own committed
+        # op would be invisible to its next read until that older op commits
+        self._committed_above: set[Timestamp] = set()
 
     def start_op(self, ts: Timestamp) -> None:
         with self._cond:
@@ -86,12 +90,23 @@ class MvccManager:
         with self._cond:
             self._in_flight.remove(ts)
             self._last_committed = max(self._last_committed, ts)
+            self._committed_above.add(ts)
+            self._prune()
             self._cond.notify_all()
 
     def abort_op(self, ts: Timestamp) -> None:
         with self._cond:
             self._in_flight.discard(ts)
+            self._prune()
             self._cond.notify_all()
+
+    def _prune(self) -> None:
+        """Keep only committed timestamps above the oldest in-flight op (lock held)."""
+        if not self._in_flight:
+            self._committed_above.clear()
+        elif self._committed_above:
+            low = min(self._in_flight)
+            self._committed_above = {t for t in self._committed_above if t > low}
 
     def adjust_for_replay(self, ts: Timestamp) -> None:
         """After bootstrap: ops up to ts are committed."""
@@ -104,11 +119,9 @@ class MvccManager:
         with self._cond:
             if not self._in_flight:
                 return MvccSnapshot(self._last_committed + 1)
-            low = min(self._in_flight)
-            committed = frozenset()  # ops above `low` that committed are not tracked
-            # individually; the snapshot stops at the oldest in-flight op (cheap and safe:
-            # such ops become visible to the next snapshot).
-            return MvccSnapshot(low, committed)
+            # everything below the oldest in-flight op, and the ops above it that have
+            # committed (Kudu's snapshot: a watermark plus committed timestamps)
+            return MvccSnapshot(min(self._in_flight), frozenset(self._committed_above))
 
     def last_committed(self) -> Timestamp:
         with self._cond:

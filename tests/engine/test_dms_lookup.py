@@ -59,8 +59,14 @@ def test_lookup_does_not_rebuild_the_view_per_write():
     dms.view()
     built = dms._view
     for i in range(200, 260):
-        dms.append(DeltaBatch.uniform(np.array([i % 7]), i + 1, 0, MutationKind.UPDATE,
+        dms.append(DeltaBatch.uniform(np.array([i % 20]), i + 1, 0, MutationKind.UPDATE,
                                       {1: pa.array([i], pa.int64())}))
-        recs = dms.rows_records(i % 7, i % 7 + 1)
+        recs = dms.rows_records(i % 20, i % 20 + 1)
         assert recs.ts.max() == i + 1
     assert dms._view is built
+    # a hot row: past ROW_PENDING_MAX pending chunks of it, one rebuild of the view
+    for i in range(260, 260 + deltamemstore.ROW_PENDING_MAX + 1):
+        dms.append(DeltaBatch.uniform(np.array([3]), i + 1, 0, MutationKind.UPDATE,
+                                      {1: pa.array([i], pa.int64())}))
+    assert dms.rows_records(3, 4).ts.max() == 260 + deltamemstore.ROW_PENDING_MAX + 1
+    assert dms._view is not built and dms._view[0] == len(dms._chunks)

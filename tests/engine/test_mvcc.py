@@ -314,3 +314,22 @@ def test_logical_clock():
     assert c.now() == 12
     c2 = LogicalClock(start=100)
     assert c2.now() == 101
+
+
+def test_snapshot_sees_ops_committed_after_an_older_in_flight_one():
+    """Read your writes: an op that committed while an older one is still in flight is in
+    the next snapshot (it was left out until the older op committed, which made a
+    connection's UPDATE miss the row its own INSERT had just committed)."""
+    m = MvccManager()
+    m.start_op(10)
+    m.start_op(11)
+    m.commit_op(11)
+    snap = m.take_snapshot()
+    assert snap.is_committed(11) and not snap.is_committed(10)
+    m.start_op(12)
+    m.commit_op(10)
+    snap = m.take_snapshot()
+    assert snap.is_committed(10) and snap.is_committed(11) and not snap.is_committed(12)
+    m.commit_op(12)
+    assert m.take_snapshot() == MvccSnapshot(13)
+    assert m._committed_above == set()

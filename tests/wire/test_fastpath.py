@@ -21,8 +21,6 @@ from tests.wire.raw_client import (
     INT8,
     SYNC,
     Raw,
-    _cstr,
-    _msg,
     bind,
     describe_portal,
     describe_statement,
@@ -75,7 +73,8 @@ def _rows(rng: random.Random) -> list[str]:
 
 
 def _params(rng: random.Random, n: int):
-    """(values, binary) for a query's parameters."""
+    """(values, binary) for a query's parameters (binary: 8 bytes, which the statement's
+    int8 or described BIGINT parameter decodes)."""
     if n == 2:
         return [str(rng.randrange(12)), rng.choice(["x", "y", "z"])], False
     if n == 0:
@@ -128,10 +127,6 @@ def test_point_reads_fast_equal_ordinary(pair, seed, monkeypatch):
                     c.query(f"DELETE FROM t1 WHERE k = {k + 1}")
             qi = rng.randrange(len(QUERIES))
             values, binary = _params(rng, QUERIES[qi][1])
-            if binary and QUERIES[qi][1] == 1:
-                # binary needs a known parameter type: the statement's is int8 or unknown
-                # (then the described BIGINT): both decode 8 bytes
-                pass
             rf = rng.choice([(), (0,), (1,), (1, 0)])
             data = bind(f"q{qi}", values, binary, rf)
             if rng.random() < 0.4:
