@@ -62,11 +62,14 @@ def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
     ka, kb = _kind(a.type), _kind(b.type)
     if ka == "null" and kb == "null":
         return pa.scalar(None)
-    # NULL takes the type that makes the operator exist: date - NULL is date - integer.
+    # NULL takes the other operand's type where that operator exists, as PostgreSQL first
+    # tries (date - NULL is date - date: an integer; timestamp - NULL an interval), else
+    # the type that makes it exist (date + NULL is date + integer).
     if ka == "null":
         a, ka = a.cast(b.type), kb
     elif kb == "null":
-        partner = {"date": pa.int64(), "timestamp": _INTERVAL}.get(ka, a.type)
+        partner = a.type if op == "-" else {"date": pa.int64(),
+                                            "timestamp": _INTERVAL}.get(ka, a.type)
         b, kb = b.cast(partner), _kind(partner)
     if ka in _NUMERIC and kb in _NUMERIC:
         return _numeric_arith(op, a, b, node)

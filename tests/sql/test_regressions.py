@@ -545,3 +545,15 @@ def test_comparison_with_a_constant_date_past_year_9999(tmp_path):
                 ) == []
     assert rows(c, "SELECT k FROM dd WHERE d < DATE '9999-12-31' + INTERVAL '1 day'") == [(1,)]
     c.close()
+
+
+def test_date_or_timestamp_minus_null_takes_the_other_operands_type(con):
+    """`date - NULL` was date - integer (a date) and `timestamp - NULL` timestamp - interval;
+    PostgreSQL first tries the other operand's type: date - date (an integer) and
+    timestamp - timestamp (an interval). Found by norec (seed 4300141900396) and tlp
+    (seed 1300046900175): `(ts - NULL) >= INTERVAL '2 weeks'` was 42883, and a CASE of
+    `date - NULL` and an integer 42804."""
+    assert rows(con, "SELECT (TIMESTAMP '2000-02-29 12:30:15' - NULL) >= INTERVAL '2 weeks'"
+                ) == [(None,)]
+    assert rows(con, "SELECT CASE WHEN a > 2 THEN DATE '1970-01-01' - NULL ELSE a END "
+                     "FROM t ORDER BY a") == [(1,), (2,), (None,), (None,)]

@@ -410,7 +410,7 @@ class QueryGen:
         rng = self.rng
 
         def e(k: str, scope: list[Col], d: int) -> Sql:
-            # a bare NULL operand typed (`date - NULL` has no one reading in PostgreSQL)
+            # a bare NULL operand typed (`date + NULL` has no one reading in PostgreSQL)
             x = self.expr(k, scope, d)
             return Sql(f"CAST(NULL AS {_NULL_TYPE[k]})") if x.k == "NULL" else x
         if kind == "int":
@@ -545,6 +545,9 @@ class QueryGen:
             return Sql(rng.choice(["TRUE", "FALSE", "(NULL::BOOLEAN)"]),
                        None)
         if self.extended and rng.random() < 0.3:
+            if rng.random() < 0.2:      # intervals compare by their span
+                return j("((", self.expr("ts", scope, d), " - ", self.expr("ts", scope, d),
+                         f") {rng.choice(['=', '<>', '<', '>='])} {self.interval()})")
             return self.array_pred(scope, d)
         if self.subqueries and depth <= 1:
             return self.subquery_pred(scope)

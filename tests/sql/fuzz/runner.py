@@ -192,7 +192,7 @@ class World:
         self.duck.register("src", data)
         self.duck.execute("INSERT INTO t0 SELECT k, c0, c1, c2, c3 / 100, c4, c5 FROM src")
         self.duck.unregister("src")
-        data = self.duck.execute("SELECT * FROM t0 ORDER BY k").to_arrow_table()
+        data = self.duck.sql("SELECT * FROM t0 ORDER BY k").to_arrow_table()
         ins = "INSERT INTO t0 VALUES (" + ", ".join(f"${i + 1}" for i in range(7)) + ")"
         cuts = sorted(rng.sample(range(1, n), 2))
         for lo, hi in ((0, cuts[0]), (cuts[0], cuts[1]), (cuts[1], n)):
