@@ -28,6 +28,13 @@ class AlreadyPresent(EngineError):
     sqlstate = "23505"
 
 
+class NotSupported(EngineError):
+    """What this kind of tablet or table cannot do (e.g. a cluster's remote tablets and the
+    in-order writes of a driver's pipelined batch)."""
+
+    sqlstate = "0A000"
+
+
 class Corruption(EngineError):
     sqlstate = "XX001"
 

@@ -433,6 +433,9 @@ class Table:
             jobs = []
             for slot, idx in sorted(zip(slots, state["groups"]), key=lambda j: j[0].tablet_id):
                 t = slot.tablet()
+                if not getattr(t, "in_order_writes", True):
+                    raise errors.NotSupported("in-order batch writes are not supported on "
+                                              "this table's tablets")
                 sub = table.take(pa.array(idx)) if len(idx) != n else table
                 ren = slot.column_renames(meta.schema)
                 if ren:

@@ -68,7 +68,7 @@ DEFAULT_TIMEOUT_S = 30.0
 METADATA_TTL_S = 1.0
 
 
-class NotSupportedOnCluster(errors.EngineError):
+class NotSupportedOnCluster(errors.NotSupported):
     sqlstate = "0A000"
 
 
@@ -389,6 +389,18 @@ class RemoteTablet:
                     loc.leader = hint
 
     # -- Tablet API ---------------------------------------------------------------------
+    # A remote tablet cannot decide a batch's first failing row under the write locks of
+    # several tablets (Table._write_in_order): in-order writes answer 0A000 and the wire's
+    # pipelined batches then run their rows one by one (wire/fastpath.py).
+    in_order_writes = False
+
+    def write_deferred(self, ops, rows) -> Callable[[], WriteResult]:
+        """`write` now; the returned call hands back its result (Table waits for several
+        local tablets' fsyncs together this way; a remote write is durable when the
+        leader answers, so there is nothing left to wait for)."""
+        result = self.write(ops, rows)
+        return lambda: result
+
     def write(self, ops, rows) -> WriteResult:
         pre_bad: dict = {}
         raw_keys = None

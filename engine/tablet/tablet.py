@@ -92,6 +92,10 @@ __all__ = ["META_FILE", "Tablet", "python_converter"]  # META_FILE: for tools re
 
 
 class Tablet(TabletMaintenance):
+    # decides a batch's first failing row under its write lock (first_failure): what
+    # Table's in-order writes need of every tablet they write
+    in_order_writes = True
+
     def __init__(self, path: str, schema: Schema, config: TabletConfig, clock: Clock,
                  meta: TabletMetadata | None = None):
         self.path = path

@@ -154,6 +154,18 @@ def test_cluster_sql_errors_and_refusals(cluster):
             assert e.sqlstate == "0A000"
         rows = conn.execute("SELECT w, count(*) FROM s GROUP BY w").fetchall()
         assert rows == [(1, 2)]
+        # a driver's pipelined batch (psycopg executemany) on a cluster: the rows before
+        # the duplicate are applied, the duplicate is 23505, nothing after it (remote
+        # tablets cannot write in order, so the wire runs the batch row by row)
+        try:
+            conn.cursor().executemany("INSERT INTO s VALUES (%s, %s, %s)",
+                                      [(10, 2, "x"), (11, 2, "y"), (1, 2, "dup"), (12, 2, "z")])
+            raise AssertionError("a duplicate key in a batch was accepted")
+        except psycopg.Error as e:
+            assert e.sqlstate == "23505"
+        assert conn.execute("SELECT k FROM s WHERE w = 2 ORDER BY k").fetchall() == \
+            [(10,), (11,)]
+        conn.execute("DELETE FROM s WHERE w = 2")
     # RPC calls without the cluster secret are refused; the secret file is 0600
     from engine import errors
     from engine.rpc.rpc import RpcClient
