@@ -88,6 +88,24 @@ class PartitionRowError(RowError):
         return "23514"
 
 
+def _route(meta, table: pa.Table) -> tuple[np.ndarray, dict]:
+    """Each row's partition index under `meta` (-2: its key could not be read, the reason in
+    `bad` by row; -1: no partition covers it), after checking the columns against the
+    schema (ColumnNotFound; a missing key column is InvalidArgument)."""
+    schema = meta.schema
+    for name in table.column_names:
+        schema.index_of(name)  # raises ColumnNotFound
+    for c in schema.key_columns:
+        if c.name not in table.column_names:
+            raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+    ps = meta.partition_schema
+    phys, bad = ps.physical_columns(table)
+    part = ps.partition_indexes(phys, table.num_rows)
+    if bad:
+        part[np.fromiter(bad, dtype=np.int64)] = -2
+    return part, bad
+
+
 @dataclasses.dataclass(frozen=True)
 class TableWriteResult:
     timestamp: int  # the largest op timestamp among the tablets written (0: none)
@@ -350,17 +368,7 @@ class Table:
         state: dict = {}
 
         def pick(meta):
-            schema = meta.schema
-            for name in table.column_names:
-                schema.index_of(name)  # raises ColumnNotFound
-            for c in schema.key_columns:
-                if c.name not in table.column_names:
-                    raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
-            ps = meta.partition_schema
-            phys, bad = ps.physical_columns(table)
-            part = ps.partition_indexes(phys, n)
-            if bad:
-                part[np.fromiter(bad, dtype=np.int64)] = -2
+            part, bad = _route(meta, table)
             state.update(part=part, bad=bad)
             routed = np.flatnonzero(part >= 0)
             order = routed[np.argsort(part[routed], kind="stable")]
@@ -405,17 +413,7 @@ class Table:
         state: dict = {}
 
         def pick(meta):
-            schema = meta.schema
-            for name in table.column_names:
-                schema.index_of(name)  # raises ColumnNotFound
-            for c in schema.key_columns:
-                if c.name not in table.column_names:
-                    raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
-            ps = meta.partition_schema
-            phys, bad = ps.physical_columns(table)
-            part = ps.partition_indexes(phys, n)
-            if bad:
-                part[np.fromiter(bad, dtype=np.int64)] = -2
+            part, bad = _route(meta, table)
             state.update(part=part, bad=bad)
             parts = np.unique(part[part >= 0])
             state["groups"] = [np.flatnonzero(part == p) for p in parts.tolist()]
