@@ -250,6 +250,14 @@ class Output:
 _INTERNAL = re.compile(r'"([^"#]+)#\d+\.([^"]+)"')
 
 
+def _and_sql(parts: list[exp.Expression]) -> str:
+    """A list of conjuncts for EXPLAIN: an OR among several is parenthesised, so that the
+    text reads as the plan means (`a AND (b OR c)`, not `a AND b OR c`)."""
+    if len(parts) == 1:
+        return _sql(parts[0])
+    return " AND ".join(f"({_sql(p)})" if isinstance(p, exp.Or) else _sql(p) for p in parts)
+
+
 def _sql(e: exp.Expression) -> str:
     """An expression for EXPLAIN: internal keys `"alias#n.col"` shown as `alias.col`."""
     try:
@@ -267,7 +275,7 @@ def describe(node: Node) -> list[str]:
         if node.pushed:
             out.append("pushed: " + " AND ".join(str(p) for p in node.pushed))
         if node.filters:
-            out.append("filter: " + " AND ".join(_sql(f) for f in node.filters))
+            out.append("filter: " + _and_sql(node.filters))
         if node.pruned is not None:
             out.append(f"tablets: {node.pruned[0]} of {node.pruned[1]}")
         if node.snapshot is not None:
@@ -277,7 +285,7 @@ def describe(node: Node) -> list[str]:
     elif isinstance(node, Project):
         out.append("items: " + ", ".join(f"{_sql(e)} AS {k}" for k, e in node.items))
     elif isinstance(node, MultiJoin):
-        out.append("on: " + " AND ".join(_sql(c) for c in node.conditions))
+        out.append("on: " + _and_sql(node.conditions))
     elif isinstance(node, Join):
         keys = ", ".join(f"{_sql(a)} = {_sql(b)}" for a, b in zip(node.left_keys,
                                                                     node.right_keys))

@@ -557,3 +557,14 @@ def test_date_or_timestamp_minus_null_takes_the_other_operands_type(con):
                 ) == [(None,)]
     assert rows(con, "SELECT CASE WHEN a > 2 THEN DATE '1970-01-01' - NULL ELSE a END "
                      "FROM t ORDER BY a") == [(1,), (2,), (None,), (None,)]
+
+
+def test_explain_parenthesises_an_or_among_conjuncts(con):
+    # factor_or leaves `a = x AND (p OR q)` as two conjuncts; EXPLAIN joined them with AND
+    # and printed `a = x AND p OR q`, which reads with the wrong precedence
+    plan = "\n".join(r[0] for r in rows(
+        con, "EXPLAIN SELECT x.a FROM t x, t y WHERE (x.a = y.a AND x.b = 5) OR "
+             "(x.a = y.a AND y.c > 10)"))
+    assert "on: x.a = y.a AND ((x.b = 5) OR (y.c > 10))" in plan, plan
+    assert rows(con, "SELECT x.a FROM t x, t y WHERE (x.a = y.a AND x.b = 5) OR "
+                     "(x.a = y.a AND y.c > 10) ORDER BY 1") == [(1,), (2,), (3,), (4,)]
