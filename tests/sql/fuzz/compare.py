@@ -130,7 +130,7 @@ def norm(v):
         return (6, v.isoformat()), v
     if isinstance(v, dt.date):
         # a date is its midnight: kudusql keeps date ± interval (no time part) a DATE where
-        # PostgreSQL returns the timestamp at midnight (planner/expr.py, docs/sql.md)
+        # PostgreSQL returns the timestamp at midnight (planner/expr/temporal.py, docs/sql.md)
         v = dt.datetime(v.year, v.month, v.day)
         return (6, v.isoformat()), v
     us = _interval_us(v)
