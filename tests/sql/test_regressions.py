@@ -568,3 +568,14 @@ def test_explain_parenthesises_an_or_among_conjuncts(con):
     assert "on: x.a = y.a AND ((x.b = 5) OR (y.c > 10))" in plan, plan
     assert rows(con, "SELECT x.a FROM t x, t y WHERE (x.a = y.a AND x.b = 5) OR "
                      "(x.a = y.a AND y.c > 10) ORDER BY 1") == [(1,), (2,), (3,), (4,)]
+
+
+def test_text_to_bytea_reads_postgresql_input_formats(con):
+    # the cast kept the text's own bytes: '\x00ff'::bytea was the six bytes of '\x00ff'
+    assert rows(con, r"SELECT '\x00ff'::bytea, '\x 00 FF'::bytea") == [(b"\x00\xff", b"\x00\xff")]
+    assert rows(con, r"SELECT 'a\\b\001c'::bytea, 'abc'::bytea") == [(b"a\\b\x01c", b"abc")]
+    assert rows(con, r"SELECT '\x00ff'::bytea::text, 'abc'::bytea::text") == \
+        [("\\x00ff", "\\x616263")]
+    assert err(con, r"SELECT '\x0g'::bytea").sqlstate == "22023"
+    assert err(con, r"SELECT '\x0'::bytea").sqlstate == "22023"
+    assert err(con, r"SELECT '\q'::bytea").sqlstate == "22P02"
