@@ -139,7 +139,11 @@ class PointRead:
 
 
 def compile_point_read(catalog, out: L.Output) -> PointRead | None:
-    """A PointRead for a bound plan (parameters as marked Consts), or None."""
+    """A PointRead for a bound plan (parameters as marked Consts), or None. Not for a
+    plan with `now()` columns (`Output.utc`: timestamp with time zone, which the general
+    path gives them and a PointRead would not)."""
+    if out.utc:
+        return None
     proj = out.plan
     if not isinstance(proj, L.Project):
         return None

@@ -68,6 +68,7 @@ from planner.commands import (
 )
 from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare
 from planner.errors import FeatureNotSupported, SqlError
+from planner.expr import statement_clock
 from planner.guard import QueryGuard, parse_bytes
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
@@ -167,7 +168,7 @@ class Session:
         # set for this thread
         switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
             contextlib.nullcontext()
-        with sql_errors(), switches:
+        with sql_errors(), switches, statement_clock():
             r = self._run(stmt, params, stream)
         if r.stream is not None:
             r.stream = engine_errors_as_sql(r.stream)

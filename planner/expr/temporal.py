@@ -4,6 +4,8 @@ arrays (months clamp to the month end), EXTRACT, DATE_TRUNC and the current time
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import decimal
 from collections.abc import Callable
@@ -320,8 +322,36 @@ def _date_trunc(node: exp.Expr, ctx: _Ctx) -> Value:
     return pc.floor_temporal(v, multiple=multiple, unit=arrow_unit, week_starts_monday=True)
 
 
-def _now() -> datetime.datetime:
+# The statement's time, which now(), current_timestamp, current_date, localtimestamp,
+# transaction_timestamp() and statement_timestamp() all read, so that they agree within a
+# statement (PostgreSQL gives the transaction's start; kudusql applies every statement on
+# its own, so it is the statement's start). The session sets it around each statement
+# (`statement_clock`); where it is unset (a streamed result read on another thread after
+# the statement started) they read the clock. clock_timestamp() always reads the clock.
+_STATEMENT_TIME: contextvars.ContextVar[datetime.datetime | None] = contextvars.ContextVar(
+    "kudusql_statement_time", default=None)
+
+
+@contextlib.contextmanager
+def statement_clock():
+    """Fix the statement's time for the block (nested blocks keep the outer one's)."""
+    if _STATEMENT_TIME.get() is not None:
+        yield
+        return
+    token = _STATEMENT_TIME.set(_clock())
+    try:
+        yield
+    finally:
+        _STATEMENT_TIME.reset(token)
+
+
+def _clock() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+def _now() -> datetime.datetime:
+    t = _STATEMENT_TIME.get()
+    return _clock() if t is None else t
 
 
 @_handles(exp.CurrentDate)
@@ -342,5 +372,5 @@ def _current_time(node: exp.Expr, ctx: _Ctx) -> Value:
 _ANONYMOUS.update({
     "transaction_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "statement_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
-    "clock_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
+    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), _TS),
 })

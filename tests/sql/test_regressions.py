@@ -579,3 +579,14 @@ def test_text_to_bytea_reads_postgresql_input_formats(con):
     assert err(con, r"SELECT '\x0g'::bytea").sqlstate == "22023"
     assert err(con, r"SELECT '\x0'::bytea").sqlstate == "22023"
     assert err(con, r"SELECT '\q'::bytea").sqlstate == "22P02"
+
+
+def test_now_is_one_time_within_a_statement_and_keeps_its_type(con):
+    # now() was read from the clock at each call: `now() = now()` was false; and a cached
+    # primary-key point read returned now() without its time zone on the second run
+    assert rows(con, "SELECT now() = now(), now() = current_timestamp, "
+                     "current_timestamp = transaction_timestamp(), "
+                     "current_date = CAST(now() AS DATE)") == [(True, True, True, True)]
+    first = rows(con, "SELECT now(), a FROM t WHERE a = %s", (1,))[0][0]
+    again = rows(con, "SELECT now(), a FROM t WHERE a = %s", (1,))[0][0]
+    assert first.tzinfo is not None and again.tzinfo is not None and again >= first
