@@ -167,10 +167,10 @@ class WireRunner:
         except asyncpg.PostgresError as e:
             self._bad(qseed, sql, f"binary client failed ({e.sqlstate}: {e}), text ran")
             return
-        except (ValueError, OverflowError):
-            # asyncpg cannot load a binary value psycopg's text loader could (its ranges
-            # differ): a client limit, counted, not compared
-            self.stats.outcomes["binary client cannot load a value"] += 1
+        except (ValueError, OverflowError) as e:
+            # psycopg loaded every value from text: a binary value asyncpg cannot load
+            # means the binary encoding is wrong
+            self._bad(qseed, sql, f"binary client cannot load the result ({e}), text ran")
             return
         bin_rows = [tuple(r) for r in records]
         # exact equality of the two encodings (as multisets: rows may come in any order
