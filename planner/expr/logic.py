@@ -147,7 +147,10 @@ def _distinct_from(node: exp.Binary, ctx: _Ctx) -> Value:
     if _kind(a.type) == "null":
         same = pc.and_(a_null, b_null)
     else:
-        same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(a_null, b_null))
+        # floats compare as PostgreSQL's `=` does (NaN equals NaN), not as IEEE
+        eq = _float_compare("=", pc.equal, a, b) if _kind(a.type) == "float" else \
+            pc.equal(a, b)
+        same = pc.or_(pc.fill_null(eq, False), pc.and_(a_null, b_null))
     return same if isinstance(node, exp.NullSafeEQ) else pc.invert(same)
 
 

@@ -590,3 +590,13 @@ def test_now_is_one_time_within_a_statement_and_keeps_its_type(con):
     first = rows(con, "SELECT now(), a FROM t WHERE a = %s", (1,))[0][0]
     again = rows(con, "SELECT now(), a FROM t WHERE a = %s", (1,))[0][0]
     assert first.tzinfo is not None and again.tzinfo is not None and again >= first
+
+
+def test_nan_is_not_distinct_from_nan(con):
+    # IS DISTINCT FROM compared floats as IEEE (NaN unequal to itself) while `=` follows
+    # PostgreSQL (NaN = NaN); found by the differential fuzzer (seed 917330289982635)
+    assert rows(con, "SELECT CAST('NaN' AS DOUBLE) IS DISTINCT FROM CAST('NaN' AS DOUBLE), "
+                     "CAST('NaN' AS DOUBLE) IS NOT DISTINCT FROM CAST('NaN' AS DOUBLE), "
+                     "CAST('NaN' AS DOUBLE) IS DISTINCT FROM 1.0::DOUBLE, "
+                     "CAST(NULL AS DOUBLE) IS DISTINCT FROM CAST('NaN' AS DOUBLE)") == \
+        [(False, True, True, True)]
