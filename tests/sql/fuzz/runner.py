@@ -19,7 +19,7 @@ from kudusql.session import Database
 from planner.errors import SqlError
 from planner.rules import RULE_NAMES
 from tests.sql.fuzz import gen
-from tests.sql.fuzz.compare import arrow_rows, diff_rows
+from tests.sql.fuzz.compare import arrow_rows, decimal_tolerances, diff_rows
 
 # one embedded world in BIG_EVERY is large (World._big), with this many rows in t0
 BIG_EVERY = 25
@@ -73,6 +73,8 @@ class World:
     """A random schema and data in kudusql (flushed in part: MemRowSets, DiskRowSets and
     delta stores all hold rows) and in DuckDB; a snapshot `v1` taken before a round of
     UPDATE / DELETE / INSERT, kept in DuckDB as `<table>_v1` for time-travel queries."""
+
+    tols: dict[int, float] = {}     # the last DuckDB result's decimal tolerances (theirs)
 
     def __init__(self, seed: int, directory: str | None = None, execute=None,
                  big: bool | None = None):
@@ -266,10 +268,13 @@ class World:
             return e
 
     def theirs(self, sql: str):
+        """DuckDB's rows, or its error; `self.tols` the result's decimal tolerances."""
         try:
-            return arrow_rows(self.duck.sql(sql).to_arrow_table())
+            t = self.duck.sql(sql).to_arrow_table()
         except duckdb.Error as e:
             return e
+        self.tols = decimal_tolerances(t.schema)
+        return arrow_rows(t)
 
 
 def _is_bug(e: SqlError) -> bool:
@@ -382,7 +387,7 @@ class Runner:
             else:
                 self._count("DuckDB error, kudusql ran")
             return
-        d = diff_rows(ours, theirs, q.ordered, q.total_order)
+        d = diff_rows(ours, theirs, q.ordered, q.total_order, tols=world.tols)
         if d is not None:
             self._mismatch(seed, repr(q.sql), d)
             self._count("mismatch")
