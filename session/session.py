@@ -38,6 +38,10 @@ statement gets a `QueryGuard` that also meters its intermediate Arrow data again
 session's `query_mem_limit` (53200 past it). The limit comes from `Database.open(...,
 query_mem_limit=)` (default: a quarter of the machine's RAM) and `SET query_mem_limit = '2GB'`
 changes it for the session (`'0'`: no limit; RESET / SET ... TO DEFAULT restores it).
+A cancel that comes when no statement runs is forgotten as the next one starts: `execute`
+clears it, unless the front end marked the start itself (`reset_cancel()` when its user
+saw the statement begin, then `execute(..., keep_cancel=True)` from the worker thread), so
+that a Ctrl-C in between is not lost.
 
 Prepared statements: `PREPARE name [(types)] AS ...` / `EXECUTE name (args)` /
 `DEALLOCATE` keep `planner.statement.PreparedSql` in `Session.prepared` (docs/sql.md);
@@ -140,15 +144,19 @@ class Session:
                            "42601")
         return Statement(sql)
 
-    def execute(self, sql: str, params=None) -> list[StatementResult]:
-        """Run every statement in `sql`; see the module docstring."""
-        return list(self.execute_iter(sql, params, stream=False))
+    def execute(self, sql: str, params=None, keep_cancel: bool = False
+                ) -> list[StatementResult]:
+        """Run every statement in `sql`; see the module docstring (`keep_cancel`: a
+        cancel already asked for applies to this call, see Stopping)."""
+        return list(self.execute_iter(sql, params, stream=False, keep_cancel=keep_cancel))
 
-    def execute_iter(self, sql: str, params=None, stream: bool = True):
+    def execute_iter(self, sql: str, params=None, stream: bool = True,
+                     keep_cancel: bool = False):
         """Like `execute`, one result at a time: a statement runs when its result is asked
         for. With `stream`, SELECT results stream their rows (`StatementResult.stream`);
         consume each before asking for the next, since later statements may write."""
-        self._cancel.clear()
+        if not keep_cancel:
+            self._cancel.clear()
         stmts = statements(sql)
         if params and len(stmts) > 1:
             raise SqlError("cannot insert multiple commands into a prepared statement", "42601")

@@ -14,6 +14,10 @@ Contract of a backend:
 - `cancel()` may be called from any thread while `execute` runs; the statement then fails
   with SQLSTATE 57014. Embedded: `Session.cancel()`. Remote: a real CancelRequest on a
   separate socket (libpq's PQcancel via psycopg's `Connection.cancel_safe`).
+- `begin()`: the shell's user sees a statement start (it is called on the shell's thread
+  just before `execute` is handed to a worker): a cancel from then on belongs to that
+  statement even when it comes before the worker reaches the engine (embedded; a remote
+  server, like PostgreSQL, ignores a cancel that comes before its statement).
 - `tables()` / `columns(table)` feed completion from a background thread *while* `execute`
   may be running: each backend answers them on a second session / connection of its own.
 - `close()` releases everything; `target` is what `\\c` reconnects to; `name` is shown in
@@ -91,6 +95,7 @@ class Backend(Protocol):
     target: str
 
     def execute(self, sql: str) -> list[Result]: ...
+    def begin(self) -> None: ...
     def cancel(self) -> None: ...
     def tables(self) -> list[str]: ...
     def columns(self, table: str) -> list[str]: ...
@@ -134,10 +139,16 @@ class EmbeddedBackend:
         self.session = self.db.session()
         self._meta = self.db.session()          # completion queries, on their own session
         self._meta_lock = threading.Lock()
+        self._begun = False
+
+    def begin(self) -> None:
+        self.session.reset_cancel()
+        self._begun = True
 
     def execute(self, sql: str) -> list[Result]:
+        begun, self._begun = self._begun, False
         try:
-            out = self.session.execute(sql)
+            out = self.session.execute(sql, keep_cancel=begun)
         except self._SqlError as e:
             raise _from_sql_error(e) from None
         except Exception as e:  # noqa: BLE001 - boundary: engine errors carry a SQLSTATE
@@ -255,6 +266,9 @@ class RemoteBackend:
                                int(pos) if pos else None, d.message_detail,
                                d.message_hint) from None
         return out
+
+    def begin(self) -> None:
+        pass
 
     def cancel(self) -> None:
         try:

@@ -309,6 +309,8 @@ class Shell:
     # -- running a statement: cancellable -----------------------------------------------
 
     def _call(self, fn: Callable[[], list[Result]]) -> list[Result]:
+        if self.backend is not None:
+            self.backend.begin()        # a Ctrl-C from here on cancels this statement
         if self.interactive:
             return self._call_with_progress(fn)
         return self._call_blocking(fn)

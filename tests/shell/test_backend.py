@@ -138,6 +138,27 @@ def test_cancel_stops_a_running_statement(any_backend, slow_scans):
     assert r.table.column("ok").to_pylist() == [1]
 
 
+def test_a_cancel_between_begin_and_execute_is_not_lost(data_dir, slow_scans):
+    """Ctrl-C after the shell started a statement but before its worker thread reached the
+    engine cancelled nothing (the session cleared the flag as the statement began): a
+    loaded machine made tests/shell/test_cli.py's SIGINT test exit 0. A cancel before
+    `begin` still belongs to no statement."""
+    b = EmbeddedBackend(data_dir, maintenance=False)
+    try:
+        b.cancel()                                   # stale: before begin, forgotten
+        (r,) = b.execute("SELECT count(*) AS n FROM metrics")
+        assert r.table.column("n").to_pylist() == [3]
+        b.begin()
+        b.cancel()                                   # the worker has not started yet
+        with pytest.raises(BackendError) as e:
+            b.execute("SELECT * FROM metrics a, metrics b")
+        assert e.value.sqlstate == "57014"
+        (r,) = b.execute("SELECT 1 AS ok")            # and the next statement runs
+        assert r.table.column("ok").to_pylist() == [1]
+    finally:
+        b.close()
+
+
 def test_row_errors_embedded(backend):
     (r,) = backend.execute("INSERT INTO metrics VALUES ('a', '2025-01-01 10:00', 1, NULL), "
                            "('q', '2025-01-01 10:00', 1, NULL)")
