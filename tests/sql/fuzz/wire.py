@@ -184,12 +184,11 @@ class WireRunner:
             self._bad(qseed, sql, f"text and binary results differ: {text_rows[:3]} vs "
                                   f"{bin_rows[:3]}")
             return
-        try:
-            theirs = world.duck.execute(q.sql.d).fetchall()
-        except duckdb.Error:
+        theirs = world.theirs(q.sql.d)      # through Arrow, with its decimal tolerances
+        if isinstance(theirs, duckdb.Error):
             self.stats.outcomes["DuckDB error"] += 1
             return
-        d = diff_rows(text_rows, theirs, q.ordered, q.total_order)
+        d = diff_rows(text_rows, theirs, q.ordered, q.total_order, tols=world.tols)
         if d is not None:
             self._bad(qseed, repr(q.sql), d)
         else:
