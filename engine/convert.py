@@ -6,8 +6,11 @@ first; only when one fails does the error path convert row by row, to report eac
 offending row (Kudu reports per-row errors, never a whole-batch failure).
 
 Out: `python_converter` turns one stored (physical) value back into the Python value of
-its logical type (point lookups, partition bounds in messages); `default_array` is what a
-row reads for a column it was written without.
+its logical type (point lookups, partition bounds in messages); a DATE or TIMESTAMP
+outside Python's years 1-9999 (PostgreSQL's range is wider, and date arithmetic reaches it)
+stays its physical int (days / microseconds since 1970), which pyarrow reads back into a
+date32 / timestamp column. `default_array` is what a row reads for a column it was
+written without.
 """
 
 from __future__ import annotations
@@ -181,13 +184,31 @@ def _identity(v: Any) -> Any:
     return v
 
 
+def _python_date(v):
+    if v is None:
+        return None
+    try:
+        return _EPOCH_DATE + _dt.timedelta(days=v)
+    except OverflowError:       # outside Python's years: the physical value (docstring)
+        return v
+
+
+def _python_timestamp(v):
+    if v is None:
+        return None
+    try:
+        return _EPOCH_DT + _dt.timedelta(microseconds=v)
+    except OverflowError:
+        return v
+
+
 def python_converter(col: ColumnSchema):
     """A function: physical scalar (int/bytes/None) -> Python value of the logical type."""
     match col.type:
         case DataType.DATE:
-            return lambda v: None if v is None else _EPOCH_DATE + _dt.timedelta(days=v)
+            return _python_date
         case DataType.TIMESTAMP:
-            return lambda v: None if v is None else _EPOCH_DT + _dt.timedelta(microseconds=v)
+            return _python_timestamp
         case DataType.DECIMAL:
             scale = col.scale
 

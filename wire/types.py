@@ -718,12 +718,14 @@ def _small_encoder(t: pa.DataType, fmt: int):
         return bytes
     if pa.types.is_date32(t):
         if fmt == 0:
-            return lambda v: v.isoformat().encode()
-        return lambda v: _S32.pack((v - _PG_EPOCH_DATE).days)
+            return _or_physical(t, fmt, lambda v: v.isoformat().encode())
+        return _or_physical(t, fmt, lambda v: _S32.pack((v - _PG_EPOCH_DATE).days))
     if pa.types.is_timestamp(t) and t.unit == "us":
         tz = t.tz is not None
         if fmt == 0:
             def text(v):
+                if isinstance(v, int):
+                    return _physical(v, t, fmt)
                 if tz:
                     v = v.astimezone(_UTC).replace(tzinfo=None)
                 s = v.isoformat(sep=" ")
@@ -732,11 +734,23 @@ def _small_encoder(t: pa.DataType, fmt: int):
                 return (s + "+00").encode() if tz else s.encode()
             return text
         def binary(v):
+            if isinstance(v, int):
+                return _physical(v, t, fmt)
             if tz:
                 v = v.astimezone(_UTC).replace(tzinfo=None)
             return _S64.pack((v - _PG_EPOCH_DT) // _US)
         return binary
     return None
+
+
+def _physical(v: int, t: pa.DataType, fmt: int) -> bytes:
+    """A date / timestamp outside Python's years, as a point lookup gives it (its physical
+    int, engine/convert.py): encoded by the vectorised encoder, so both paths agree."""
+    return encode_columns(pa.table({"v": pa.array([v], t)}), [fmt])[0][0].as_py()
+
+
+def _or_physical(t: pa.DataType, fmt: int, enc):
+    return lambda v: _physical(v, t, fmt) if isinstance(v, int) else enc(v)
 
 
 def value_encoder(t: pa.DataType, fmt: int):
@@ -753,7 +767,10 @@ def _data_rows_small(batch, formats: list[int]) -> bytes | None:
         if enc is None:
             return None
         encoders.append(enc)
-    cols = [col.to_pylist() for col in batch.columns]
+    try:
+        cols = [col.to_pylist() for col in batch.columns]
+    except OverflowError:       # a date or timestamp outside Python's years 1-9999: the
+        return None             # vectorised encoder writes them (PostgreSQL's range is wider)
     head = _S16.pack(len(cols))
     out = []
     for r in range(batch.num_rows):

@@ -600,3 +600,55 @@ def test_nan_is_not_distinct_from_nan(con):
                      "CAST('NaN' AS DOUBLE) IS DISTINCT FROM 1.0::DOUBLE, "
                      "CAST(NULL AS DOUBLE) IS DISTINCT FROM CAST('NaN' AS DOUBLE)") == \
         [(False, True, True, True)]
+
+
+def test_dates_past_year_9999_over_the_wire(tmp_path):
+    """A DATE / TIMESTAMP past year 9999 (date arithmetic reaches it; PostgreSQL's range is
+    far wider) was XX000 over the wire: the small-result encoder and the point lookup turned
+    it into a Python date, which stops at 9999. Found by the wire fuzzer (seeds
+    917430302282682, 917430305282678). The server now sends PostgreSQL's forms, the same
+    from a scan, a point read and a prepared point read, in text and in binary (read here as
+    raw bytes: psycopg's own loaders stop at year 9999 too)."""
+    import psycopg
+    from psycopg.adapt import Loader
+    from psycopg.pq import Format
+
+    from tests.wire.conftest import start_server, stop_server
+
+    class RawText(Loader):
+        def load(self, data):
+            return bytes(data).decode()
+
+    class RawBinary(Loader):
+        format = Format.BINARY
+
+        def load(self, data):
+            return bytes(data).hex()
+
+    r = start_server(tmp_path / "db")
+    kw = r.asyncpg_kw()
+    try:
+        with psycopg.connect(host=kw["host"], port=kw["port"], user=kw["user"],
+                             dbname=kw.get("database", "kudusql"), autocommit=True) as c:
+            for oid in ("date", "timestamp", "timestamptz"):
+                c.adapters.register_loader(oid, RawText)
+                c.adapters.register_loader(oid, RawBinary)
+            c.execute("CREATE TABLE far (k INT PRIMARY KEY, d DATE, ts TIMESTAMP)")
+            c.execute("INSERT INTO far VALUES (1, DATE '9999-12-31', "
+                      "TIMESTAMP '9999-12-31 23:00:00')")
+            c.execute("UPDATE far SET d = d + 1, ts = ts + INTERVAL '2 hours' WHERE k = 1")
+            want_text = ("10000-01-01", "10000-01-01 01:00:00")
+            days = 2932897 - 10957          # 10000-01-01 in days since 2000-01-01
+            want_bin = (days.to_bytes(4, "big", signed=True).hex(),
+                        (days * 86_400_000_000 + 3_600_000_000).to_bytes(8, "big").hex())
+            for binary, want in ((False, want_text), (True, want_bin)):
+                for sql, prepare in (("SELECT d, ts FROM far", False),
+                                     ("SELECT d, ts FROM far WHERE k = 1", False),
+                                     ("SELECT d, ts FROM far WHERE k = %s", True)):
+                    for _ in range(3 if prepare else 1):     # the cached fast path too
+                        cur = c.cursor(binary=binary)
+                        cur.execute(sql, (1,) if prepare else None, prepare=prepare)
+                        assert cur.fetchall() == [want], (sql, binary)
+            assert c.execute("SELECT (d + 1)::text FROM far").fetchall() == [("10000-01-02",)]
+    finally:
+        stop_server(r)
