@@ -114,11 +114,12 @@ def test_sigint_cancels_the_running_statement_of_a_script(data_dir):
         assert p.stdout.readline() == "    s\n"          # the first command ran
         time.sleep(0.5)
         p.send_signal(signal.SIGINT)
-        _out, err = p.communicate(timeout=20)
+        out, err = p.communicate(timeout=20)
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 1
+    # (a failure seen once in a full run on a loaded machine exited 0; the output says how)
+    assert p.returncode == 1, (p.returncode, err, out[:300], out.count("\n"))
     assert "Cancel request sent" in err
     assert "canceling statement due to user request (SQLSTATE 57014)" in err
 
