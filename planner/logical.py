@@ -163,6 +163,8 @@ class AggCall:
     func: str                                  # sum, count, count_star, min, max, avg, ...
     arg: exp.Expression | None
     distinct: bool = False
+    # array_agg / list_agg (string_agg's values): the order of the values in each group
+    order: tuple[SortKey, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +174,8 @@ class Aggregate(Node):
     aggs: list[AggCall]
 
     def expressions(self):
-        return [e for _, e in self.groups] + [a.arg for a in self.aggs if a.arg is not None]
+        return [e for _, e in self.groups] + [a.arg for a in self.aggs if a.arg is not None] + \
+            [k.expr for a in self.aggs for k in a.order]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,7 +300,9 @@ def describe(node: Node) -> list[str]:
             out.append("group by: " + ", ".join(_sql(e) for _, e in node.groups))
         out.append("aggregates: " + ", ".join(
             f"{a.func}({'DISTINCT ' if a.distinct else ''}"
-            f"{_sql(a.arg) if a.arg is not None else '*'})" for a in node.aggs))
+            f"{_sql(a.arg) if a.arg is not None else '*'}" + (" ORDER BY " + ", ".join(
+                _sql(k.expr) + (" DESC" if k.desc else "") for k in a.order) if a.order
+                else "") + ")" for a in node.aggs))
     elif isinstance(node, Window):
         for c in node.calls:
             part = ", ".join(_sql(e) for e in c.partition)
@@ -449,7 +454,8 @@ def map_expressions(node: Node, fn) -> Node:
                  residual=fn(node.residual) if node.residual is not None else None)
     if isinstance(node, Aggregate):
         return R(node, groups=[(k, fn(e)) for k, e in node.groups],
-                 aggs=[R(a, arg=fn(a.arg)) if a.arg is not None else a for a in node.aggs])
+                 aggs=[R(a, arg=fn(a.arg), order=tuple(R(k, expr=fn(k.expr)) for k in a.order))
+                       if a.arg is not None else a for a in node.aggs])
     if isinstance(node, Sort):
         return R(node, keys=[R(k, expr=fn(k.expr)) for k in node.keys])
     if isinstance(node, Window):

@@ -28,8 +28,8 @@
   `agg(x) FILTER (WHERE c)` becomes `agg(CASE WHEN c THEN x END)`, and unaliased scalar
   subqueries in the SELECT list get qualify's `_col_<i>` alias (ORDER BY 2 naming one made
   qualify fail an assertion). In FROM, a comma binds looser than JOIN: an outer join's left
-  side is what follows the last comma. array_agg / string_agg (with ORDER BY, DISTINCT) are SubPlans
-  per group. Set-returning functions in FROM (constant arguments) become VALUES lists, in
+  side is what follows the last comma. array_agg / string_agg (with ORDER BY, DISTINCT) are
+  aggregate calls computed from one sort (planner/executor/aggregates.py). Set-returning functions in FROM (constant arguments) become VALUES lists, in
   the SELECT list a join with row numbers. Functions and reg* casts a catalog wrapper
   provides (`catalog.function(name)`, wire.pg_catalog) are bound as HostCalls.
 - Aggregates are collected from SELECT, HAVING and ORDER BY; avg(x) is planned as

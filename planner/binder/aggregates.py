@@ -1,6 +1,6 @@
 """Aggregates and windows in the binder: what follows FROM / WHERE in a SELECT - GROUP BY,
-aggregate calls (avg as sum / count: `logical.AvgOf`), ordered aggregates (array_agg,
-string_agg: SubPlans per group), HAVING, window calls, the SELECT list, DISTINCT, ORDER BY
+aggregate calls (avg as sum / count: `logical.AvgOf`), array_agg / string_agg (aggregate
+calls that keep their DISTINCT and ORDER BY: `AggCall.order`), HAVING, window calls, the SELECT list, DISTINCT, ORDER BY
 and LIMIT - and the rewrite of `agg(x) FILTER (WHERE c)` before qualify.
 """
 
@@ -224,7 +224,7 @@ class AggregateBinding:
             if in_nested_subquery(a, e) or any(id(x) in repl for x in
                                                   [*_ancestors(a, e), e]):
                 continue
-            repl[id(a)] = self.ordered_aggregate(a, scope, groups) \
+            repl[id(a)] = self.ordered_aggregate(a, scope, aggs) \
                 if isinstance(a, (exp.ArrayAgg, exp.GroupConcat)) else \
                 self._agg_call(a, scope, aggs)
         bound = self.expr(e, scope, replacements=repl)
@@ -283,10 +283,12 @@ class AggregateBinding:
         aggs.append(call)
         return keycol(call.key)
 
-    def ordered_aggregate(self, a: exp.AggFunc, scope: Scope, groups) -> exp.Expression:
-        """array_agg / string_agg ([DISTINCT] x [ORDER BY ...]): per group, a SubPlan over
-        the same FROM and WHERE restricted to the group's key values."""
-        sel = self._nearest_select(a)
+    def ordered_aggregate(self, a: exp.AggFunc, scope: Scope, aggs: list[L.AggCall]
+                          ) -> exp.Expression:
+        """array_agg / string_agg ([DISTINCT] x [ORDER BY ...]): an AggCall that collects
+        each group's values in order (the executor sorts the input once by group and the
+        ORDER BY keys: planner/executor/aggregates.py). string_agg is array_to_string over
+        the group's non-NULL values (`list_agg`: NULL when there are none)."""
         arg, order, distinct = a.this, None, False
         if isinstance(arg, exp.Order):
             arg, order = arg.this, arg.expressions
@@ -295,34 +297,17 @@ class AggregateBinding:
                 raise FeatureNotSupported("aggregates over several DISTINCT arguments are not "
                                           "supported", position=position(self.sql, a))
             arg, distinct = arg.expressions[0], True
-        items = sel.expressions
-        group_asts = []
-        for g in (sel.args["group"].expressions if sel.args.get("group") else []):
-            if isinstance(g, exp.Literal) and not g.is_string:
-                g = items[int(g.this) - 1].unalias()
-            group_asts.append(g)
-        q = exp.Select(expressions=[arg.copy()])
-        from_ = sel.args.get("from_") or sel.args.get("from")
-        if from_ is not None:
-            q.set("from_", from_.copy())
-        q.set("joins", [j.copy() for j in sel.args.get("joins") or []] or None)
-        conds = [self._where(sel).copy()] if self._where(sel) is not None else []
-        if isinstance(a, exp.GroupConcat):    # string_agg skips NULLs (all NULL: NULL)
-            conds.append(exp.Not(this=exp.Is(this=exp.Paren(this=arg.copy()),
-                                             expression=exp.Null())))
-        slots = []
-        for g, (gkey, _e) in zip(group_asts, groups):
-            slot = exp.Null()
-            conds.append(exp.NullSafeEQ(this=g.copy(), expression=slot))
-            slots.append((slot, keycol(gkey)))
-        if conds:
-            q.set("where", exp.Where(this=and_all(conds)))
-        if order:
-            q.set("order", exp.Order(expressions=[o.copy() for o in order]))
-        if distinct:
-            q.set("distinct", exp.Distinct())
-        value: exp.Expression = self.subplan(q, scope, "array_agg", slots)
-        if isinstance(a, exp.GroupConcat):
+        if distinct and order and any(o.this != arg for o in order):
+            raise SqlError("in an aggregate with DISTINCT, ORDER BY expressions must appear "
+                           "in argument list", "42P10", position(self.sql, order[0]))
+        keys = tuple(L.SortKey(self.expr(o.this, scope), bool(o.args.get("desc")),
+                               o.args.get("nulls_first")) for o in order or [])
+        string_agg = isinstance(a, exp.GroupConcat)
+        call = L.AggCall(f"$agg{next(self._n)}", "list_agg" if string_agg else "array_agg",
+                         self.expr(arg, scope), distinct, keys)
+        aggs.append(call)
+        value: exp.Expression = keycol(call.key)
+        if string_agg:
             sep = a.args.get("separator")
             value = exp.ArrayToString(this=value, expression=self.expr(sep, scope)
                                       if sep is not None else exp.Literal.string(","))

@@ -1,7 +1,13 @@
 """Aggregation and windows: `Aggregate` (Acero hash aggregation fed by morsels; whole-column
-kernels without GROUP BY; DISTINCT arguments; ordered aggregates are SubPlans bound
-earlier) and `Window` (partition and peer boundaries from one sort, running and whole-frame
-aggregates, ranking functions).
+kernels without GROUP BY; DISTINCT arguments; array_agg / string_agg's values in order) and
+`Window` (partition and peer boundaries from one sort, running and whole-frame aggregates,
+ranking functions).
+
+array_agg and list_agg (string_agg's non-NULL values) with their DISTINCT and ORDER BY run
+in the same pass as the other aggregates: the hash aggregation also collects each group's
+row numbers (`hash_list`), the input is sorted once per such aggregate by (group, ORDER BY
+keys) - stable, so ties keep the input order - and each group's values are a slice of the
+sorted column (`_list_aggregate`): O(n log n), where a query per group was O(groups x n).
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from planner.executor.kernels import (
     empty_rows,
     hash_key,
 )
-from planner.executor.sort import _add_sort_key
+from planner.executor.sort import _add_sort_key, _interval_span
+from planner.expr import list_to_array
 
 
 
@@ -164,6 +171,61 @@ def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
         s = (pc.all if a.func == "bool_and" else pc.any)(arr, min_count=1)
         return pa.array([s.as_py()], pa.bool_())
     raise SqlError(f"aggregate {a.func} is not supported", "0A000")
+
+
+_LIST_AGGREGATES = ("array_agg", "list_agg")
+
+
+def _hash_spec(gkeys: list[str], aggs: list, per_list: set, max_aggs: list) -> list:
+    """Acero's aggregation spec for `aggs` (hash_* with GROUP BY keys, scalar without)."""
+    hashed = "hash_" if gkeys else ""
+    spec = []
+    for a in aggs:
+        if a.key in per_list:     # each group's distinct values, then aggregated
+            fn, opts = "distinct", pc.CountOptions(mode="only_valid")
+        else:
+            fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
+        spec.append(([] if a.func == "count_star" else f"{a.key}$arg", hashed + fn, opts,
+                     a.key))
+    for a in max_aggs:
+        spec.append((f"{a.key}$nan", hashed + "any", None, f"{a.key}$nan"))
+    return spec
+
+
+def _hash_results(r: pa.Table, gkeys: list[str], aggs: list, per_list: set,
+                  max_aggs: list) -> dict:
+    """Output columns from the aggregation's result `r` (see _hash_spec)."""
+    out = {**{k: r.column(k) for k in gkeys},
+           **{a.key: _aggregate_lists(a, r.column(a.key)) if a.key in per_list
+              else r.column(a.key) for a in aggs}}
+    for a in max_aggs:
+        if pa.types.is_floating(out[a.key].type):
+            nan = pa.scalar(float("nan"), out[a.key].type)
+            out[a.key] = pc.if_else(pc.fill_null(r.column(f"{a.key}$nan"), False), nan,
+                                    out[a.key])
+    return out
+
+
+def _same_as_previous(a) -> np.ndarray:
+    """For each row after the first: whether it holds the value of the row before it (NULLs
+    equal, NaN equal to NaN, intervals by their span as PostgreSQL's = has them)."""
+    a = _combine_chunks(a)
+    if len(a) < 2:
+        return np.zeros(max(len(a) - 1, 0), dtype=bool)
+    if isinstance(a.type, pa.ExtensionType):
+        a = a.storage
+    if pa.types.is_interval(a.type):
+        nul = pc.is_null(a).to_numpy(zero_copy_only=False)
+        days, nanos = _interval_span(a)
+        same = _same_as_previous(days) & _same_as_previous(nanos)
+        return (same & (nul[1:] == nul[:-1])) | (nul[1:] & nul[:-1])
+    cur, prev = a.slice(1), a.slice(0, len(a) - 1)
+    same = pc.fill_null(pc.equal(cur, prev), False)
+    if pa.types.is_floating(a.type):
+        same = pc.or_(same, pc.and_(pc.fill_null(pc.is_nan(cur), False),
+                                    pc.fill_null(pc.is_nan(prev), False)))
+    same = pc.or_(same, pc.and_(pc.is_null(cur), pc.is_null(prev)))
+    return same.to_numpy(zero_copy_only=False)
 
 
 class AggregateOperators:
@@ -336,7 +398,8 @@ class AggregateOperators:
     # -- aggregation -----------------------------------------------------------------------
     def _aggregate(self, node: L.Aggregate) -> pa.Table:
         t = self.run(node.input)
-        exprs = [e for _, e in node.groups] + [a.arg for a in node.aggs if a.arg is not None]
+        exprs = [e for _, e in node.groups] + [a.arg for a in node.aggs if a.arg is not None] \
+            + [k.expr for a in node.aggs for k in a.order]
         prelude, rewritten = common_subexpressions(exprs)
         items: list[tuple[str, exp.Expression]] = []     # the aggregation's input columns
         it = iter(rewritten)
@@ -349,6 +412,11 @@ class AggregateOperators:
                 if f"{a.key}$arg" not in {k for k, _ in items}:
                     items.append((f"{a.key}$arg", e))
                     args[f"{a.key}$arg"] = a
+        for a in node.aggs:
+            for i, _k in enumerate(a.order):
+                e = next(it)
+                if f"{a.key}$ord{i}" not in {k for k, _ in items}:
+                    items.append((f"{a.key}$ord{i}", e))
         aggs = list({a.key: a for a in node.aggs}.values())
         max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
 
@@ -383,6 +451,8 @@ class AggregateOperators:
             return pa.table(cols)
 
         gkeys = [k for k, _ in node.groups]
+        if any(a.func in _LIST_AGGREGATES for a in aggs):
+            return self._aggregate_lists(t, gkeys, aggs, max_aggs, prepare)
         if not items:               # count(*) only, or nothing: the row count is enough
             return pa.table({a.key: pa.array([t.num_rows], pa.int64()) for a in aggs}) \
                 if aggs else empty_rows(1)
@@ -396,25 +466,68 @@ class AggregateOperators:
             return pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
                                                    is not None else None, t.num_rows)
                              for a in aggs})
-        hashed = "hash_" if gkeys else ""
-        spec = []
+        r = self.aggregate_plan(t, gkeys, _hash_spec(gkeys, aggs, per_list, max_aggs), prepare)
+        return pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs))
+
+    def _aggregate_lists(self, t: pa.Table, gkeys: list[str], aggs: list, max_aggs: list,
+                         prepare) -> pa.Table:
+        """An Aggregate with array_agg / list_agg among its calls (module docstring): the
+        input columns whole, the other aggregates and each group's row numbers in one hash
+        aggregation, then each list aggregate from one sort."""
+        work = prepare(t) if t.num_rows <= _guard.MORSEL_ROWS else \
+            pa.Table.from_batches(list(self.source(t, prepare)))
+        n = work.num_rows
+        others = [a for a in aggs if a.func not in _LIST_AGGREGATES]
+        if gkeys:
+            work = work.append_column("$row", pa.array(np.arange(n, dtype=np.int64)))
+            per_list = {a.key for a in others if a.distinct and a.func not in _DISTINCT_AGG}
+            spec = _hash_spec(gkeys, others, per_list, max_aggs) + [
+                ("$row", "hash_list", None, "$rows")]
+            r = self.aggregate_plan(work, gkeys, spec, None)
+            out = _hash_results(r, gkeys, others, per_list, max_aggs)
+            rows, groups = _combine_chunks(r.column("$rows")), r.num_rows
+        else:
+            out = {a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg is not None
+                                         else None, n) for a in others}
+            rows, groups = None, 1
+        group = np.zeros(n, dtype=np.int64)           # each input row's group
+        if rows is not None and n:
+            group[pc.list_flatten(rows).to_numpy()] = \
+                pc.list_parent_indices(rows).to_numpy()
         for a in aggs:
-            if a.key in per_list:     # each group's distinct values, then aggregated
-                fn, opts = "distinct", pc.CountOptions(mode="only_valid")
-            else:
-                fn, opts = _HASH_AGG[a.func] if not a.distinct else _DISTINCT_AGG[a.func]
-            spec.append(([] if a.func == "count_star" else f"{a.key}$arg", hashed + fn, opts,
-                         a.key))
-        for a in max_aggs:
-            spec.append((f"{a.key}$nan", hashed + "any", None, f"{a.key}$nan"))
-        r = self.aggregate_plan(t, gkeys, spec, prepare)
-        out = {**{k: r.column(k) for k in gkeys},
-               **{a.key: _aggregate_lists(a, r.column(a.key)) if a.key in per_list
-                  else r.column(a.key) for a in aggs}}
-        for a in max_aggs:
-            if pa.types.is_floating(out[a.key].type):
-                nan = pa.scalar(float("nan"), out[a.key].type)
-                out[a.key] = pc.if_else(pc.fill_null(r.column(f"{a.key}$nan"), False), nan,
-                                        out[a.key])
+            if a.func in _LIST_AGGREGATES:
+                self.guard.check()
+                out[a.key] = self._list_aggregate(a, work, group, groups)
         return pa.table(out)
+
+    def _list_aggregate(self, a: L.AggCall, work: pa.Table, group: np.ndarray,
+                        groups: int) -> pa.Array:
+        """One array_agg / list_agg: the values sorted by (group, ORDER BY keys), DISTINCT
+        ones (sorted by the value when there is no ORDER BY) kept once, list_agg's NULLs
+        dropped; a group left without values is NULL."""
+        vals = _combine_chunks(work[f"{a.key}$arg"])
+        keys: dict = {"$g": pa.array(group)}
+        sort_keys: list = [("$g", "ascending")]
+        order = a.order or ((L.SortKey(None),) if a.distinct else ())
+        for i, k in enumerate(order):
+            col = vals if k.expr is None else _combine_chunks(work[f"{a.key}$ord{i}"])
+            _add_sort_key(keys, sort_keys, f"$o{i}", col, k)
+        if len(sort_keys) > 1 or groups > 1:
+            perm = self.sort_indices(pa.table(keys), sort_keys)
+            vals, group = vals.take(perm), group[perm.to_numpy()]
+        keep = np.ones(len(vals), dtype=bool)
+        if a.distinct and len(vals) > 1:
+            keep[1:] = ~(_same_as_previous(vals) & (group[1:] == group[:-1]))
+        if a.func == "list_agg":
+            keep &= pc.is_valid(vals).to_numpy(zero_copy_only=False)
+        if not keep.all():
+            vals, group = vals.filter(pa.array(keep)), group[keep]
+        counts = np.bincount(group, minlength=groups)
+        if pa.types.is_null(vals.type):
+            vals = vals.cast(pa.string())         # array_agg(NULL): text[] as PostgreSQL's
+        offsets = np.zeros(groups + 1, dtype=np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        lists = pa.ListArray.from_arrays(pa.array(offsets), vals,
+                                         mask=pa.array(counts == 0))
+        return lists if a.func == "list_agg" else list_to_array(lists)
 

@@ -69,7 +69,7 @@ def _host_call(node: HostCall, ctx: _Ctx) -> Value:
 class SubPlan(exp.Expression):
     """A subquery run once per distinct combination of the outer values it reads (what
     PostgreSQL calls a SubPlan): the fallback for correlated subqueries the binder cannot
-    turn into joins, ARRAY(subquery) and ordered aggregates (array_agg, string_agg).
+    turn into joins, and ARRAY(subquery).
 
     `expressions` are the outer values; `plan` has `run(values: list[pa.Scalar],
     schema_only: bool) -> pa.Table` (one column) which binds and runs the subquery with those
@@ -77,7 +77,6 @@ class SubPlan(exp.Expression):
         scalar     the one value (NULL without rows; 21000 with more than one)
         exists     whether there is a row
         array      the column as an array ('{}' without rows)
-        array_agg  the column as an array, NULL without rows
     """
 
     arg_types: ClassVar[dict[str, bool]] = {"plan": True, "expressions": False, "kind": True}
@@ -200,6 +199,4 @@ def _subplan_value(plan: Any, kind: str, values: list[pa.Scalar], node: SubPlan,
                        "21000", node)
         return (col[0] if t.num_rows else _null_of(col.type)), col.type
     lt = pa.list_(col.type if _kind(col.type) != "null" else pa.string())
-    if kind == "array_agg" and t.num_rows == 0:
-        return _null_of(lt), lt
     return pa.scalar(col.to_pylist(), lt), lt
