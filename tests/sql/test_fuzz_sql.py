@@ -136,3 +136,16 @@ def test_matcher_duckdb_decimal_width_cap():
     # the tolerance is by position: another column keeps the exact comparison
     assert diff_rows([(1, Decimal("7.41"), 0)], [(1, Decimal("7.4"), 0)],
                      tols={2: 0.05}) is not None
+
+
+def test_matcher_date_minus_date_days_against_an_interval():
+    """kudusql's date ± interval stays a DATE (docs/sql.md), so (d + interval) - (d' +
+    interval) is integer days where the oracle has an interval (wire fuzzer, seed
+    917430545283457): whole-day intervals match integers in such a column, nothing else."""
+    import datetime as dt
+
+    from tests.sql.fuzz.compare import diff_rows
+    assert diff_rows([(7, 737225)], [(7, dt.timedelta(days=737225))]) is None
+    assert diff_rows([(7, 737225)], [(7, dt.timedelta(days=737224))]) is not None
+    assert diff_rows([(7, 1)], [(7, dt.timedelta(hours=36))]) is not None
+    assert diff_rows([(dt.timedelta(days=1),)], [(1,)]) is not None   # only the oracle's side
