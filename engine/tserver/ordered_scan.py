@@ -47,9 +47,11 @@ MRS_SLICE_ROWS = 32_768
 
 def ordered_scan(tablet, names: Sequence[str], predicates: Sequence[ColumnPredicate],
                  snapshot, lower_key=None, upper_key=None, lazy: bool = True,
-                 resume_after: bytes | None = None, stats: ScanStats | None = None
+                 resume_after: bytes | None = None, stats: ScanStats | None = None,
+                 batch_rows: int | None = None
                  ) -> tuple[pa.Schema, Iterator[tuple[pa.RecordBatch, bytes]]]:
-    """(Arrow schema of `names`, iterator of (batch, its last encoded key)) in key order."""
+    """(Arrow schema of `names`, iterator of (batch, its last encoded key)) in key order;
+    `batch_rows` caps the rows per batch (Kudu's scanner batch size)."""
     names = list(names)
 
     def prepare(schema):
@@ -114,7 +116,15 @@ def ordered_scan(tablet, names: Sequence[str], predicates: Sequence[ColumnPredic
             ob = pa.record_batch({"_": pa.nulls(b.num_rows)}).select([])
         return ob, bytes(k[-1])
 
-    return out_schema, (out(k, b) for k, b in merge_by_key(sources))
+    def sliced():
+        for k, b in merge_by_key(sources):
+            if not batch_rows or len(k) <= batch_rows:
+                yield out(k, b)
+                continue
+            for s in range(0, len(k), batch_rows):
+                yield out(k[s:s + batch_rows], b.slice(s, batch_rows))
+
+    return out_schema, sliced()
 
 
 def merge_by_key(sources: list[Iterator[tuple[np.ndarray, pa.RecordBatch]]]

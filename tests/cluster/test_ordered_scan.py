@@ -65,7 +65,7 @@ def _collect(t, names, preds, snap, after=None):
     return out
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 40))
 def test_ordered_scan_equals_the_sorted_unordered_scan_and_resumes_exactly(tmp_path_factory,
                                                                           seed, steps):
