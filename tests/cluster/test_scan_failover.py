@@ -17,9 +17,18 @@ import pytest
 from engine.client.client import RemoteCatalog
 from engine.client.scanner import CLOSEST_REPLICA, TabletUnavailable
 from engine.rpc.rpc import read_secret_file
+from engine.tablet.scan_spec import ColumnPredicate
+from kudusql.spark.cluster import ScanToken, scan_tokens
+from tests.cluster.conftest import LocalCluster, _run
 
 ROWS = int(os.environ.get("KUDUSQL_SCAN_ROWS", "20000"))
 PAD = "x" * 1000  # ~10 MB per tablet: more than gRPC buffers ahead of a slow reader
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for the module; the kill -9 test runs last."""
+    yield from _run(LocalCluster(str(tmp_path_factory.mktemp("scan") / "cluster")))
 
 
 def _catalog(cluster, **kw) -> RemoteCatalog:
@@ -57,6 +66,57 @@ def _scan_and_kill(cluster, cat, table, after_batches: int, slow_s: float = 0.01
     return keys, killed
 
 
+def test_closest_replica_snapshot_scans_match_the_leaders(cluster):
+    with cluster.connect() as conn:
+        conn.execute("CREATE TABLE g (k BIGINT PRIMARY KEY, v TEXT) PARTITION BY HASH (k) "
+                     "PARTITIONS 3 WITH (replication_factor = 3)")
+        conn.execute("INSERT INTO g SELECT i, 'v' || i FROM generate_series(1, 3000) AS s(i)")
+        ts = conn.execute("SELECT count(*) FROM g").fetchone()[0]
+    leader_cat, near_cat = _catalog(cluster), _catalog(cluster, replica_selection=CLOSEST_REPLICA)
+    try:
+        lt, nt = leader_cat.table("g"), near_cat.table("g")
+        snap = lt.scan(["k"]).timestamp
+        lt.insert({"k": [5000], "v": ["later"]})
+        for _ in range(6):  # random replicas: followers serve most of these
+            got = sorted(k for b in nt.scan(["k", "v"], snapshot=snap)
+                         for k in b.column("k").to_pylist())
+            assert got == list(range(1, 3001)), ts
+        leaders = {(tid, a) for tid, loc in leader_cat._locs.items()
+                   for u, a in loc.replicas if u == loc.leader}
+        served = set(near_cat.client.scan_streams)
+        assert served - leaders, (served, leaders)  # some streams were read from followers
+        # without a snapshot: Table picks the latest (5000 included) on the leaders
+        latest = sorted(k for b in nt.scan(["k"]) for k in b.column("k").to_pylist())
+        assert latest == list(range(1, 3001)) + [5000]
+    finally:
+        leader_cat.close()
+        near_cat.close()
+
+
+def test_scan_tokens_read_the_tablet_servers_directly(cluster):
+    """Kudu's scan tokens (kudusql/spark/cluster.py) without Spark: planned by one client,
+    serialised, turned back into scanners by another client (an executor) — equal to the
+    whole scan at the token's snapshot; later writes are not seen."""
+    planner, executor = _catalog(cluster), _catalog(cluster, replica_selection=CLOSEST_REPLICA)
+    try:
+        t = planner.table("g")
+        snap, toks = scan_tokens(planner, "g", ["k", "v"],
+                                 [ColumnPredicate.range("k", 100, 2001)])
+        assert len(toks) == 3 and {x.snapshot for x in toks} == {snap}
+        assert all(len(x.replicas) == 3 and x.hosts() == ["127.0.0.1"] for x in toks)
+        t.insert({"k": [1500 + 10_000], "v": ["inserted after the plan"]})
+        t.upsert({"k": [150], "v": ["changed after the plan"]})
+        wire = [x.serialize() for x in toks]
+        got = sorted(r for raw in wire for b in ScanToken.deserialize(raw).scan(executor)
+                     for r in zip(b.column("k").to_pylist(), b.column("v").to_pylist()))
+        assert got == [(k, f"v{k}") for k in range(100, 2001)]
+        _, one = scan_tokens(planner, "g", ["k"], [ColumnPredicate.equal("k", 7)])
+        assert len(one) == 1  # pruned to the one tablet holding k = 7
+    finally:
+        planner.close()
+        executor.close()
+
+
 def test_a_scan_survives_kill9_of_its_tablet_server_with_exactly_its_rows(cluster):
     with cluster.connect() as conn:
         conn.execute("CREATE TABLE f (k BIGINT PRIMARY KEY, pad TEXT) PARTITION BY HASH (k) "
@@ -83,30 +143,3 @@ def test_a_scan_survives_kill9_of_its_tablet_server_with_exactly_its_rows(cluste
         assert ei.value.sqlstate == "57P03"
     finally:
         cat.close()
-
-
-def test_closest_replica_snapshot_scans_match_the_leaders(cluster):
-    with cluster.connect() as conn:
-        conn.execute("CREATE TABLE g (k BIGINT PRIMARY KEY, v TEXT) PARTITION BY HASH (k) "
-                     "PARTITIONS 3 WITH (replication_factor = 3)")
-        conn.execute("INSERT INTO g SELECT i, 'v' || i FROM generate_series(1, 3000) AS s(i)")
-        ts = conn.execute("SELECT count(*) FROM g").fetchone()[0]
-    leader_cat, near_cat = _catalog(cluster), _catalog(cluster, replica_selection=CLOSEST_REPLICA)
-    try:
-        lt, nt = leader_cat.table("g"), near_cat.table("g")
-        snap = lt.scan(["k"]).timestamp
-        lt.insert({"k": [5000], "v": ["later"]})
-        for _ in range(6):  # random replicas: followers serve most of these
-            got = sorted(k for b in nt.scan(["k", "v"], snapshot=snap)
-                         for k in b.column("k").to_pylist())
-            assert got == list(range(1, 3001)), ts
-        leaders = {(tid, a) for tid, loc in leader_cat._locs.items()
-                   for u, a in loc.replicas if u == loc.leader}
-        served = set(near_cat.client.scan_streams)
-        assert served - leaders, (served, leaders)  # some streams were read from followers
-        # without a snapshot: Table picks the latest (5000 included) on the leaders
-        latest = sorted(k for b in nt.scan(["k"]) for k in b.column("k").to_pylist())
-        assert latest == list(range(1, 3001)) + [5000]
-    finally:
-        leader_cat.close()
-        near_cat.close()
