@@ -17,7 +17,8 @@ merges them by key:
 - the merge is vectorised: each round takes from every source the rows whose key is <= the
   smallest "last buffered key" among the sources (`np.searchsorted` on the sorted encoded
   keys), so the source that set that bound is used up and progress is guaranteed; the
-  round's rows are ordered with one `argsort` (skipped when a single source contributes).
+  round's rows are ordered with one `argsort` (skipped when a single source contributes;
+  `key_order` sorts the keys as 64-bit words, not as byte strings).
   At a snapshot a key is live in at most one rowset, so the merged keys are unique.
 
 Keys are the engine's order-preserving encoding (`engine.key_encoding.encode_keys`, the
@@ -97,7 +98,7 @@ def ordered_scan(tablet, names: Sequence[str], predicates: Sequence[ColumnPredic
             return
         k = np.concatenate([p[0] for p in parts])
         b = pa.concat_batches([p[1] for p in parts])
-        order = np.argsort(k, kind="stable")
+        order = key_order(k)
         k, b = k[order], b.take(pa.array(order))
         for s in range(0, len(k), MRS_SLICE_ROWS):
             yield k[s:s + MRS_SLICE_ROWS], b.slice(s, MRS_SLICE_ROWS)
@@ -163,5 +164,24 @@ def merge_by_key(sources: list[Iterator[tuple[np.ndarray, pa.RecordBatch]]]
             yield ks[0], bs[0]
         else:
             k = np.concatenate(ks)
-            order = np.argsort(k, kind="stable")
+            order = key_order(k)
             yield k[order], pa.concat_batches(bs).take(pa.array(order))
+
+
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """`np.argsort` of encoded keys (an ``S<w>`` array), as integers: the NUL-padded bytes
+    read as big-endian 64-bit words compare exactly as the byte strings do, and sorting
+    words (one argsort, or a lexsort over the words of wider keys) is several times faster
+    than comparing byte strings."""
+    n, w = len(keys), keys.dtype.itemsize
+    if n < 2 or w == 0:
+        return np.arange(n)
+    words = -(-w // 8)
+    m = np.zeros((n, words * 8), dtype=np.uint8)
+    m[:, :w] = np.frombuffer(np.ascontiguousarray(keys).tobytes(), dtype=np.uint8
+                             ).reshape(n, w)
+    u = m.view(">u8").astype(np.uint64)
+    if words == 1:
+        return np.argsort(u[:, 0])  # keys are unique: stability does not matter
+    return np.lexsort(u.T[::-1])
+
