@@ -31,6 +31,15 @@ pushed reuses that planned scan for a later query on it that pushes none — loa
 DataFrame per query with pushdown on; see docs/spark.md); write: `mode` (insert,
 the default, or upsert), `ignore_row_errors` ("true": report failed rows in the log only).
 mode("overwrite") is refused: Kudu's connector has no truncate either.
+
+On a cluster (`masters` = "host:port,..." and `rpc_secret_file` instead of `flight`;
+optional `replica_selection`, CLOSEST_REPLICA by default): the driver plans scan tokens
+(kudusql/spark/cluster.py: snapshot, pruning, one token per tablet with its replicas'
+hosts), pushed filters are checked against the table's schema on the driver, and every
+executor reads its tablet from the tablet servers and writes its rows to the tablet leaders
+through the client library — no Flight or SQL front end in between (`ClusterReader`,
+`ClusterWriter`). PySpark cannot pass preferred locations from a Python data source;
+`kudusql.spark.cluster.read_cluster` does, through an RDD.
 """
 
 from __future__ import annotations
