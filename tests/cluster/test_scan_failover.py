@@ -2,14 +2,16 @@
 127.0.0.1): a scan streaming many small batches, driven slowly, survives kill -9 of the
 tablet server it reads from — it resumes on another replica after the last key it returned,
 at the same snapshot, and returns exactly the rows of that snapshot (none lost, none
-repeated, none written after the snapshot). The same scan without fault tolerance fails
-with 57P03: the check bites."""
+repeated, none written after the snapshot), while SELECTs through the SQL front end keep
+answering right. The same scan without fault tolerance fails with 57P03: the check
+bites."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -117,6 +119,42 @@ def test_scan_tokens_read_the_tablet_servers_directly(cluster):
         executor.close()
 
 
+class SqlReaders:
+    """A connection running a SELECT that reads every pad over and over through the SQL
+    front end (whose client scans fault tolerantly); records answers and errors."""
+
+    def __init__(self, cluster):
+        self.cluster, self.answers, self.errors, self.times = cluster, [], [], []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        with self.cluster.connect() as conn:
+            while not self.stop.is_set():
+                try:
+                    self.answers.append(conn.execute(
+                        "SELECT count(*) FROM f WHERE k < %s AND length(pad) = %s",
+                        (ROWS, len(PAD))).fetchone()[0])
+                    self.times.append(time.monotonic())
+                except Exception as e:  # noqa: BLE001 - recorded: the test asserts none
+                    self.errors.append(f"{type(e).__name__}: {e}")
+
+    def wait_answers_after(self, t: float, n: int, timeout: float = 30.0):
+        deadline = time.monotonic() + timeout
+        while sum(x > t for x in self.times) < n and not self.errors:
+            assert time.monotonic() < deadline, "SQL reads did not come back after the kill"
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=60)
+        assert not self.thread.is_alive(), "a SQL reader hung"
+
+
 def test_a_scan_survives_kill9_of_its_tablet_server_with_exactly_its_rows(cluster):
     with cluster.connect() as conn:
         conn.execute("CREATE TABLE f (k BIGINT PRIMARY KEY, pad TEXT) PARTITION BY HASH (k) "
@@ -129,12 +167,16 @@ def test_a_scan_survives_kill9_of_its_tablet_server_with_exactly_its_rows(cluste
         want = [k for b in t.scan_partition(0, ["k"]) for k in b.column("k").to_pylist()]
         assert want == sorted(want) and 0 < len(want) < ROWS  # ordered, one tablet's share
         cat.client.scan_batch_rows = 100
-        t0 = time.monotonic()
-        keys, killed = _scan_and_kill(cluster, cat, t, after_batches=5)
-        took = time.monotonic() - t0
+        with SqlReaders(cluster) as sql:  # SELECTs through the SQL front end meanwhile
+            t0 = time.monotonic()
+            keys, killed = _scan_and_kill(cluster, cat, t, after_batches=5)
+            took = time.monotonic() - t0
+            sql.wait_answers_after(time.monotonic(), 2)
         assert cat.client.scan_resumes >= 1, "the kill was not seen mid-stream"
         assert keys == want  # none lost, none repeated, nothing after the snapshot
-        print(f"\nscan of {len(want)} rows resumed after kill -9 of {killed}; {took:.2f} s")
+        assert not sql.errors and set(sql.answers) == {ROWS}, (sql.errors[:3], sql.answers)
+        print(f"\nscan of {len(want)} rows resumed after kill -9 of {killed}; {took:.2f} s; "
+              f"{len(sql.answers)} SQL SELECTs meanwhile, all right, none failed")
 
         # the check bites: without fault tolerance the same kill fails the scan
         cat.client.fault_tolerant_scans = False
