@@ -88,7 +88,7 @@ class ClusterClient:
         self.replica_selection = parse_replica_selection(replica_selection)
         self.fault_tolerant_scans = fault_tolerant_scans
         self.scan_batch_rows: int | None = None  # rows per scan batch (None: the server's)
-        self.scan_resumes = 0  # scans resumed on another replica
+        self.scan_resumes = 0  # scan streams that failed after progress and were resumed
         self.scan_streams: dict[tuple[str, str], int] = {}  # (tablet, server) -> streams read
         self.rpc = RpcClient(secret, rpc_timeout_s)
         self.timeout_s = timeout_s
