@@ -16,9 +16,10 @@ RPCs (DoAction unless said otherwise)
     DoPut write      {tablet, client_id, seq, first_incomplete, ts}; rows with an `__op`
                      column -> {timestamp, num_applied, row_errors} (leader only)
     DoGet scan       {tablet, columns, predicates, snapshot, lower_key, upper_key, ordered,
-                     resume_after, any_replica, safe_wait_s, batch_rows}: unordered on the leader, or
-                     `ordered` (fault tolerant: key order, each batch's app metadata
-                     {key: its last encoded key, ts: the snapshot}; ordered_scan.py;
+                     resume_after, any_replica, safe_wait_s, batch_rows}: unordered on
+                     the leader, or `ordered` (fault tolerant: key order, each batch's
+                     app metadata {key: its last encoded key, ts: the snapshot};
+                     ordered_scan.py;
                      READ_LATEST is pinned to the leader's latest committed timestamp);
                      with a snapshot and `any_replica`, a follower serves it after its
                      safe time passed the snapshot (bounded wait, TabletReplica)

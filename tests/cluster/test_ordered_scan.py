@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.clock import LogicalClock
+from engine.key_encoding import encode_key
 from engine.schema import ColumnSchema as C
 from engine.schema import Schema
 from engine.tablet import ColumnPredicate, OpType, Tablet, TabletConfig
@@ -60,9 +61,7 @@ def _oracle(t, names, preds, snap):
 
 
 def _collect(t, names, preds, snap, after=None):
-    schema, it = ordered_scan(t, names, preds, snap, resume_after=after)
-    out = list(it)
-    return out
+    return list(ordered_scan(t, names, preds, snap, resume_after=after)[1])
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
@@ -83,7 +82,6 @@ def test_ordered_scan_equals_the_sorted_unordered_scan_and_resumes_exactly(tmp_p
         got_n = sum(b.num_rows for b, _ in batches)
         assert got_n == len(want)
         # every batch's last key is the encoding of its last row's key, keys strictly rise
-        from engine.key_encoding import encode_key
         keys = [encode_key(r[:2], SCHEMA.key_columns) for r in want]
         assert [k for _, k in batches] == [keys[i - 1] for i in
                                            np.cumsum([b.num_rows for b, _ in batches])]
