@@ -36,7 +36,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         if args.masters:
             from kudusql.cluster import _masters, _secret, serve_cluster
-            return serve_cluster(config, _masters(args.masters), _secret(args))
+            return serve_cluster(config, _masters(args.masters), _secret(args),
+                                 args.replica_selection)
         return serve(config, args.data_dir)
     except ConfigError as e:
         print(f"kudusql serve: {e}", file=sys.stderr)

@@ -3,7 +3,8 @@
 
     kudusql master  --data-dir D --rpc-addr H:P [--masters A,B,C] [--rpc-secret-file F]
     kudusql tserver --data-dir D --rpc-addr H:P --masters A,B,C [--rpc-secret-file F]
-    kudusql serve   --masters A,B,C [--rpc-secret-file F] [--port N] ...
+    kudusql serve   --masters A,B,C [--rpc-secret-file F] [--port N]
+                    [--replica-selection LEADER_ONLY|CLOSEST_REPLICA] ...
     kudusql cluster start  --data-dir D [--tservers 3] [--masters 1|3] [--port 5433]
     kudusql cluster stop   --data-dir D
     kudusql cluster status --data-dir D [--json]
@@ -107,7 +108,8 @@ def cmd_tserver(args) -> int:
     return 0
 
 
-def serve_cluster(config, masters: list[str], secret: str) -> int:
+def serve_cluster(config, masters: list[str], secret: str,
+                  replica_selection: str = "LEADER_ONLY") -> int:
     """The Postgres wire server over a cluster (stateless: several may run)."""
     import asyncio
 
@@ -117,7 +119,8 @@ def serve_cluster(config, masters: list[str], secret: str) -> int:
     from wire.server import Server, check_config
 
     check_config(config)
-    db = Database(RemoteCatalog.connect(masters, secret), None, config.query_mem_limit)
+    db = Database(RemoteCatalog.connect(masters, secret, replica_selection=replica_selection),
+                  None, config.query_mem_limit)
     try:
         async def main() -> None:
             server = Server(db, config, UserStore(None))
@@ -461,4 +464,8 @@ def add_serve_arguments(s) -> None:
     s.add_argument("--masters", default=None,
                    help="serve a cluster: the masters' HOST:PORT, comma-separated (instead "
                         "of --data-dir; needs the cluster secret)")
+    s.add_argument("--replica-selection", default="LEADER_ONLY",
+                   choices=["LEADER_ONLY", "CLOSEST_REPLICA"], type=str.upper,
+                   help="on a cluster: which replica a snapshot scan reads (CLOSEST_REPLICA: "
+                        "followers too, once safe at the snapshot; docs/cluster.md)")
     _secret_arg(s)

@@ -31,11 +31,13 @@ Timestamps (client-propagated consistency, paper §2.5): the client remembers th
 timestamp it has seen (write results) and sends it with every request; servers move their
 clock past it, so a read after a write (on any server) is not ordered before it.
 
-Scans run on the leader, at the snapshot Table chose (the largest of the tablets' latest
-committed timestamps, made safe on every tablet first), with projection and predicates
-pushed to the server (DoGet). A scan whose server fails before its first batch is retried
-elsewhere at the same snapshot; one that fails mid-stream raises 57P03 (resuming from the
-last key is not implemented: docs/cluster.md).
+Scans (engine/client/scanner.py) run at the snapshot Table chose (the largest of the
+tablets' latest committed timestamps, made safe on every tablet first), with projection and
+predicates pushed to the server (DoGet). They are fault tolerant: ordered by primary key,
+resumed on another replica from the last key returned at the same snapshot when a server
+fails mid-stream. `replica_selection` (LEADER_ONLY, the default, or CLOSEST_REPLICA) says
+which replica a snapshot scan opens on; followers serve it once their safe time passed the
+snapshot (docs/cluster.md, Scans).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ from engine.catalog.coalesce import WriteCoalescer
 from engine.catalog.leases import TabletLease
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.table import Table
+from engine.client.scanner import LEADER_ONLY, TabletUnavailable, parse_replica_selection, \
+    scan_tablet
 from engine.convert import table_from_pydict
 from engine.rpc.rpc import RemoteError, RpcClient, Unreachable
 from engine.schema import Schema
@@ -72,17 +76,20 @@ class NotSupportedOnCluster(errors.NotSupported):
     sqlstate = "0A000"
 
 
-class TabletUnavailable(errors.ServiceUnavailable):
-    sqlstate = "57P03"
-
-
 _RETRYABLE = (RemoteError, Unreachable)
 
 
 class ClusterClient:
     def __init__(self, masters: Sequence[str], secret: str,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, rpc_timeout_s: float = 5.0):
+                 timeout_s: float = DEFAULT_TIMEOUT_S, rpc_timeout_s: float = 5.0,
+                 replica_selection: str = LEADER_ONLY, fault_tolerant_scans: bool = True):
         self.masters = list(masters)
+        # scans (engine/client/scanner.py): where they read, whether they resume
+        self.replica_selection = parse_replica_selection(replica_selection)
+        self.fault_tolerant_scans = fault_tolerant_scans
+        self.scan_batch_rows: int | None = None  # rows per scan batch (None: the server's)
+        self.scan_resumes = 0  # scan streams that failed after progress and were resumed
+        self.scan_streams: dict[tuple[str, str], int] = {}  # (tablet, server) -> streams read
         self.rpc = RpcClient(secret, rpc_timeout_s)
         self.timeout_s = timeout_s
         self.client_id = uuidlib.uuid4().hex
@@ -483,29 +490,7 @@ class RemoteTablet:
                   "lower_key": None if lower_key is None else list(lower_key),
                   "upper_key": None if upper_key is None else list(upper_key),
                   "lazy": lazy, "ts": self.client.last_ts}
-        return self._scan(ticket, stats)
-
-    def _scan(self, ticket: dict, stats):
-        def open_stream(addr):
-            s = self.client.rpc.get(addr, ticket)
-            it = iter(s)
-            first = next(it, None)  # errors before the first batch are retried
-            return first, it
-        first, it = self._retry(open_stream, "scan")
-        if first is None:
-            return
-        if stats is not None:
-            stats.rows_returned += first.num_rows
-        yield first
-        try:
-            for b in it:
-                if stats is not None:
-                    stats.rows_returned += b.num_rows
-                yield b
-        except _RETRYABLE as e:
-            raise TabletUnavailable(
-                f"the scan of tablet {self.tablet_id} of table \"{self.meta.name}\" was "
-                f"interrupted ({e}); run the statement again") from None
+        return scan_tablet(self, ticket, stats)
 
     def diff_scan(self, *a, **k):
         raise NotSupportedOnCluster("diff scans are not supported on a cluster yet")

@@ -7,7 +7,8 @@ Calls
                                 tablet, op types are the `__op` column, request id); the
                                 answer comes back as one metadata message
     DoGet(ticket)               scans: the ticket is a codec payload, the answer a stream
-                                of record batches
+                                of record batches, each with optional app metadata
+                                (`_Stream.chunks`; an ordered scan's last key per batch)
 
 Authentication: every call carries the cluster secret in the `x-kudusql-secret` header; the
 server's middleware refuses a call without it (or with another one) before any handler runs
@@ -331,6 +332,12 @@ class _Stream:
             _raise_remote(e, self._addr)
 
     def __iter__(self):
+        for data, _ in self.chunks():
+            yield data
+
+    def chunks(self):
+        """(record batch, app metadata bytes or None) pairs: a server's handler may yield
+        (batch, metadata buffer) tuples (ordered scans send each batch's last key)."""
         while True:
             try:
                 chunk = self._reader.read_chunk()
@@ -338,4 +345,14 @@ class _Stream:
                 return
             except fl.FlightError as e:
                 _raise_remote(e, self._addr)
-            yield chunk.data
+            except OSError as e:
+                raise Unreachable(f"server {self._addr} is unreachable: {e}") from None
+            meta = chunk.app_metadata
+            yield chunk.data, None if meta is None else meta.to_pybytes()
+
+    def cancel(self) -> None:
+        """Stop the stream (an abandoned scan): the server stops producing batches."""
+        try:
+            self._reader.cancel()
+        except Exception:  # noqa: BLE001 - already finished or broken: nothing to stop
+            pass

@@ -38,6 +38,12 @@ Reads are served by the leader once it has applied an entry of its own term (bef
 new leader may not have applied everything committed). A snapshot read at `ts` first moves
 the clock past `ts` and waits until every entry the leader had appended is applied, so no
 op with a timestamp <= ts is still on its way (the leader's safe time).
+
+Snapshot reads on any replica (READ_AT_SNAPSHOT, `wait_safe_follower`): a replica may serve
+a read at `ts` once it has applied an entry stamped >= ts (timestamps increase along the
+log, so everything at or before ts is applied), or once it has applied the index its leader
+names for ts (`wait_safe` on the leader returns it; asked with the `safe_index` RPC). The
+wait is bounded; then the client tries another replica.
 """
 
 from __future__ import annotations
@@ -360,7 +366,9 @@ class TabletReplica(RaftHost):
                               f"majority within {timeout_s:.0f} s; retry",
                               self.raft.leader_uuid) from None
 
-    def wait_safe(self, ts: int, timeout_s: float = 10.0) -> None:
+    def wait_safe(self, ts: int, timeout_s: float = 10.0) -> int:
+        """(Leader) make a read at `ts` safe here; returns the log index every entry with a
+        timestamp <= ts is at or below (what a follower must apply to read at ts)."""
         self.check_leader_ready()
         self.clock.update(ts)
         with self.lock:
@@ -372,6 +380,50 @@ class TabletReplica(RaftHost):
                 if left <= 0:
                     raise RemoteError(f"tablet {self.tablet_id}: timed out waiting for safe "
                                       f"time", None)
+                self._applied_cond.wait(min(left, 0.05))
+        self.tablet.wait_safe(ts)
+        return target
+
+    def safe_time(self) -> int:
+        """The timestamp of the last applied entry: an entry applied later has a greater one
+        in every future leader's log (engine/consensus/raft.py, Safe time)."""
+        with self.lock:
+            try:
+                return self.storage.timestamp(self._view.applied) or 0
+            except IndexError:  # the entry was GC'd (after a restart): not known here
+                return 0
+
+    def wait_safe_follower(self, ts: int, timeout_s: float) -> None:
+        """Make a snapshot read at `ts` safe on this replica, leader or not (READ_AT_SNAPSHOT
+        on any replica): done once an applied entry has a timestamp >= ts, or once this
+        replica has applied the index the leader names for ts (`safe_index`, asked once when
+        the leader is known and reachable). Raises a retryable RemoteError after
+        `timeout_s` (the client tries another replica)."""
+        deadline = time.monotonic() + timeout_s
+        need, asked = None, False
+        while True:
+            if self.stopped or self.copying:
+                raise TabletNotRunning(f"tablet {self.tablet_id} is not serving here")
+            if self.safe_time() >= ts or (need is not None and self._view.applied >= need):
+                break
+            left = deadline - time.monotonic()
+            leader = self.raft.leader_uuid
+            if left <= 0:
+                raise RemoteError(f"replica {self.uuid} of tablet {self.tablet_id} is not "
+                                  f"safe at the snapshot {ts} after {timeout_s:.1f} s; try "
+                                  f"another replica", leader)
+            if not asked and leader and leader != self.uuid and self.rpc is not None:
+                asked = True
+                addr = self._addr_of(leader)
+                if addr:
+                    try:
+                        need = self.rpc.call(addr, "safe_index", {"tablet": self.tablet_id,
+                                                                  "ts": ts},
+                                             timeout_s=max(0.2, min(left, 3.0)))
+                    except errors.EngineError as e:  # the leader is down: wait for entries
+                        log.debug("safe_index from %s failed: %s", addr, e)
+                continue
+            with self._applied_cond:
                 self._applied_cond.wait(min(left, 0.05))
         self.tablet.wait_safe(ts)
 

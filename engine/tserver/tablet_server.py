@@ -15,7 +15,15 @@ RPCs (DoAction unless said otherwise)
     delete_replica   {tablet_id}
     DoPut write      {tablet, client_id, seq, first_incomplete, ts}; rows with an `__op`
                      column -> {timestamp, num_applied, row_errors} (leader only)
-    DoGet scan       {tablet, columns, predicates, snapshot, lower_key, upper_key}
+    DoGet scan       {tablet, columns, predicates, snapshot, lower_key, upper_key, ordered,
+                     resume_after, any_replica, safe_wait_s, batch_rows}: unordered on
+                     the leader, or `ordered` (fault tolerant: key order, each batch's
+                     app metadata {key: its last encoded key, ts: the snapshot};
+                     ordered_scan.py;
+                     READ_LATEST is pinned to the leader's latest committed timestamp);
+                     with a snapshot and `any_replica`, a follower serves it after its
+                     safe time passed the snapshot (bounded wait, TabletReplica)
+    safe_index       {tablet, ts} -> (leader) the log index covering every op <= ts
     lookup           {tablet, key, columns, snapshot} -> row or None
     tablet_ts        {tablet} -> the leader's last committed timestamp
     wait_safe        {tablet, ts}
@@ -44,12 +52,14 @@ import pyarrow as pa
 from engine import errors
 from engine.clock import HybridClock
 from engine.config import TabletConfig
-from engine.consensus.raft import RaftOptions
+from engine.consensus.raft import NotLeader, RaftOptions
+from engine.rpc import codec
 from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
 from engine.schema import Schema
 from engine.tablet.maintenance_manager import MaintenanceManager
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
+from engine.tserver.ordered_scan import ordered_scan
 from engine.tserver.raft_host import Transport
 from engine.tserver.tablet_copy import CopySessions
 from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
@@ -118,6 +128,7 @@ class TabletServer:
             "raft": self._h_raft, "create_replica": self._h_create, "delete_replica":
             self._h_delete, "lookup": self._h_lookup, "tablet_ts": self._h_tablet_ts,
             "wait_safe": self._h_wait_safe, "status": lambda p: self.status(),
+            "safe_index": self._h_safe_index,
             "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
             "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
             "copy_fetch": self.copies.fetch, "copy_end": self.copies.end}, self._h_write, self._h_scan)
@@ -244,19 +255,43 @@ class TabletServer:
 
     def _h_scan(self, t: dict):
         r = self.replica(t["tablet"])
-        r.check_leader_ready()
         if t.get("ts"):
             self.clock.update(t["ts"])
-        snap = _snapshot(r, t.get("snapshot"))
+        snapshot = t.get("snapshot")
+        try:
+            r.check_leader_ready()
+            if snapshot is None and t.get("ordered"):
+                # READ_LATEST that may have to resume: pinned to the latest committed
+                # timestamp, made safe; every batch carries it (docs/cluster.md, Scans)
+                snapshot = (r.tablet.current_timestamp(), True)
+            snap = _snapshot(r, snapshot)
+        except (RemoteError, NotLeader):
+            if snapshot is None or not t.get("any_replica"):
+                raise
+            # READ_AT_SNAPSHOT on a follower (or a leader still catching up)
+            ts, chosen = snapshot
+            r.wait_safe_follower(ts, float(t.get("safe_wait_s", 2.0)))
+            snap = MvccSnapshot.at(ts) if chosen else ts
         tablet = r.tablet
         schema = tablet._components.schema
         names = t.get("columns")
         names = schema.names if names is None else list(names)
         preds = [p if isinstance(p, ColumnPredicate) else ColumnPredicate(**p)
                  for p in t.get("predicates", ())]
-        it = tablet.scan(names, preds, snap, t.get("lower_key"), t.get("upper_key"),
-                         t.get("lazy", True))
-        return schema.arrow_schema(names), it
+        if not t.get("ordered"):
+            it = tablet.scan(names, preds, snap, t.get("lower_key"), t.get("upper_key"),
+                             t.get("lazy", True))
+            return schema.arrow_schema(names), it
+        out_schema, it = ordered_scan(tablet, names, preds, snap, t.get("lower_key"),
+                                      t.get("upper_key"), t.get("lazy", True),
+                                      t.get("resume_after"),
+                                      batch_rows=t.get("batch_rows"))
+        ts = snapshot[0]
+        return out_schema, ((b, pa.py_buffer(codec.encode({"key": k, "ts": ts})))
+                            for b, k in it)
+
+    def _h_safe_index(self, p: dict) -> int:
+        return self.replica(p["tablet"]).wait_safe(p["ts"])
 
     def _h_lookup(self, p: dict):
         r = self.replica(p["tablet"])

@@ -9,6 +9,10 @@
     df.write.format("kudusql").mode("append").option("flight", ...).option("table", "t") \
         .option("mode", "upsert").save()
 
+On a cluster, `.option("masters", "h:p,...").option("rpc_secret_file", path)` instead of
+"flight": executors read and write the tablet servers directly with scan tokens
+(kudusql/spark/cluster.py; `read_cluster` adds Spark preferred locations).
+
 Importing this package does not import pyspark; the data source classes load on first use.
 """
 

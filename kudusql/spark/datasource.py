@@ -31,6 +31,15 @@ pushed reuses that planned scan for a later query on it that pushes none — loa
 DataFrame per query with pushdown on; see docs/spark.md); write: `mode` (insert,
 the default, or upsert), `ignore_row_errors` ("true": report failed rows in the log only).
 mode("overwrite") is refused: Kudu's connector has no truncate either.
+
+On a cluster (`masters` = "host:port,..." and `rpc_secret_file` instead of `flight`;
+optional `replica_selection`, CLOSEST_REPLICA by default): the driver plans scan tokens
+(kudusql/spark/cluster.py: snapshot, pruning, one token per tablet with its replicas'
+hosts), pushed filters are checked against the table's schema on the driver, and every
+executor reads its tablet from the tablet servers and writes its rows to the tablet leaders
+through the client library — no Flight or SQL front end in between (`ClusterReader`,
+`ClusterWriter`). PySpark cannot pass preferred locations from a Python data source;
+`kudusql.spark.cluster.read_cluster` does, through an RDD.
 """
 
 from __future__ import annotations
@@ -75,8 +84,31 @@ def _options(options) -> tuple[str, str]:
     loc, table = options.get("flight"), options.get("table")
     if not loc or not table:
         raise ValueError('the kudusql data source needs .option("flight", "grpc://host:port") '
-                         'and .option("table", name)')
+                         '(or .option("masters", "host:port,...") for a cluster) and '
+                         '.option("table", name)')
     return loc, table
+
+
+def _is_cluster(options) -> bool:
+    return bool(options.get("masters"))
+
+
+def _cluster_options(options) -> tuple[str, str, str, str]:
+    """(masters, secret file, table, replica selection) of a cluster read or write."""
+    masters, table = options.get("masters"), options.get("table")
+    secret = options.get("rpc_secret_file")
+    if not table or not secret:
+        raise ValueError('on a cluster the kudusql data source needs .option("masters", '
+                         '"host:port,..."), .option("rpc_secret_file", path) and '
+                         '.option("table", name)')
+    return masters, secret, table, str(options.get("replica_selection", "CLOSEST_REPLICA"))
+
+
+def _catalog(options):
+    from kudusql.spark.cluster import executor_catalog
+    from engine.client.scanner import parse_replica_selection
+    masters, secret, _, sel = _cluster_options(options)
+    return executor_catalog(masters, secret, parse_replica_selection(sel))
 
 
 def _cmd(**kw) -> fl.FlightDescriptor:
@@ -97,13 +129,20 @@ class KudusqlDataSource(DataSource):
     def schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        loc, table = _options(self.options)
-        with fl.connect(loc) as c:
-            arrow = c.get_schema(_cmd(table=table)).schema
+        if _is_cluster(self.options):
+            arrow = _catalog(self.options).get_table(
+                _cluster_options(self.options)[2]).schema.arrow_schema()
+        else:
+            loc, table = _options(self.options)
+            with fl.connect(loc) as c:
+                arrow = c.get_schema(_cmd(table=table)).schema
         return from_arrow_schema(arrow, prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if str(self.options.get("pushdown", "false")).lower() == "true":
+        push = str(self.options.get("pushdown", "false")).lower() == "true"
+        if _is_cluster(self.options):
+            return (ClusterPushdownReader if push else ClusterReader)(self.options, schema)
+        if push:
             return KudusqlPushdownReader(self.options, schema)
         return KudusqlReader(self.options, schema)
 
@@ -111,6 +150,8 @@ class KudusqlDataSource(DataSource):
         if overwrite:
             raise ValueError('kudusql does not truncate tables: use mode("append") with '
                              'option("mode", "insert" | "upsert")')
+        if _is_cluster(self.options):
+            return ClusterWriter(self.options, schema)
         return KudusqlWriter(self.options, schema)
 
 
@@ -212,6 +253,62 @@ class KudusqlPushdownReader(KudusqlReader):
                 yield f  # Spark evaluates it
 
 
+# -- reads on a cluster: scan tokens (cluster.py) ------------------------------------------
+@dataclasses.dataclass
+class TokenPartition(InputPartition):
+    """One tablet of a scan planned on a cluster: a serialised ScanToken and the hosts of
+    the tablet's replicas (PySpark cannot pass them to the scheduler; kudusql/spark/
+    cluster.py)."""
+
+    token: bytes
+    locations: list[str]
+
+
+class ClusterReader(DataSourceReader):
+    """Reads a cluster's tablet servers from the executors, one partition per tablet."""
+
+    def __init__(self, options, schema: StructType):
+        self.options = dict(options)
+        self.masters, self.secret_file, self.table, _ = _cluster_options(options)
+        self.columns = list(schema.fieldNames())
+        self.predicates: list = []
+        snap = options.get("snapshot")
+        self.snapshot = int(snap) if snap not in (None, "") else None
+
+    def plan(self):
+        """(snapshot, [ScanToken]) — the driver's plan (also used by partitions())."""
+        from kudusql.spark.cluster import scan_tokens
+        return scan_tokens(_catalog(self.options), self.table, self.columns, self.predicates,
+                           self.snapshot)
+
+    def partitions(self) -> list[InputPartition]:
+        _, tokens = self.plan()
+        parts = [TokenPartition(t.serialize(), t.hosts()) for t in tokens]
+        return parts or [TokenPartition(b"", [])]
+
+    def read(self, partition: TokenPartition) -> Iterator[pa.RecordBatch]:
+        if not partition.token:
+            return
+        from kudusql.spark.cluster import ScanToken
+        for b in ScanToken.deserialize(partition.token).scan(_catalog(self.options)):
+            if b.num_rows:
+                yield b
+
+
+class ClusterPushdownReader(ClusterReader):
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        from kudusql.spark.cluster import bindable
+        from wire.flight import predicate_from_json
+        schema = _catalog(self.options).get_table(self.table).schema
+        for f in filters:
+            d = _filter_to_predicate(f)
+            p = predicate_from_json(d) if d is not None else None
+            if p is not None and bindable(schema, [p])[0]:
+                self.predicates.append(p)
+            else:
+                yield f  # Spark evaluates it
+
+
 # -- writes ------------------------------------------------------------------------------
 @dataclasses.dataclass
 class KudusqlCommitMessage(WriterCommitMessage):
@@ -275,3 +372,52 @@ class KudusqlWriter(DataSourceArrowWriter):
     def abort(self, messages) -> None:
         log.warning("kudusql write into %s aborted: rows already written stay applied "
                     "(Kudu has no multi-row transactions)", self.table)
+
+
+class ClusterWriter(KudusqlWriter):
+    """Each task writes its rows straight to the tablet servers through the client library
+    (routing per tablet, leader retries, exactly-once request ids: engine/client)."""
+
+    def __init__(self, options, schema: StructType):
+        self.options = dict(options)
+        _, _, self.table, _ = _cluster_options(options)
+        self.mode = str(options.get("mode", "insert")).lower()
+        if self.mode not in ("insert", "upsert"):
+            raise ValueError(f'option "mode" is insert or upsert, not {self.mode!r}')
+        self.ignore_row_errors = str(options.get("ignore_row_errors", "false")).lower() == \
+            "true"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KudusqlCommitMessage:
+        from wire.flight import _conform
+        t = _catalog(self.options).table(self.table)
+        target = t.schema.arrow_schema()
+        rows = applied = 0
+        codes: dict[str, int] = {}
+        errs: list[dict] = []
+        pending: list[pa.RecordBatch] = []
+
+        def flush():
+            nonlocal rows, applied, pending
+            if not pending:
+                return
+            tbl = _conform(pa.Table.from_batches(pending), target)
+            pending = []
+            r = t.insert(tbl) if self.mode == "insert" else t.upsert(tbl)
+            for e in r.row_errors:
+                codes[e.code] = codes.get(e.code, 0) + 1
+                if len(errs) < 20:
+                    errs.append({"code": e.code, "message": e.message,
+                                 "key": [value_to_json(v) for v in (e.key or ())]})
+            rows += tbl.num_rows
+            applied += r.num_applied
+
+        n = 0
+        for b in iterator:
+            if b.num_rows:
+                pending.append(b)
+                n += b.num_rows
+                if n >= 65_536:
+                    flush()
+                    n = 0
+        flush()
+        return KudusqlCommitMessage(rows, applied, sum(codes.values()), codes, errs)
