@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Callable
 
 import pyarrow as pa
@@ -72,6 +73,7 @@ from planner.expr import statement_clock
 from planner.guard import QueryGuard, parse_bytes
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
+from planner.system_tables import SystemTables
 from planner.utility import is_utility
 from session.errors import QueryCanceled, engine_errors_as_sql, sql_errors
 from session.frontdoor import Statement, split_statements, statements
@@ -94,7 +96,9 @@ class Session:
 
     def __init__(self, db, catalog=None):
         self.db = db
-        self.catalog = catalog if catalog is not None else db.catalog
+        # kudu_system.servers / .replicas resolve in front of the catalog (planner/system_tables.py)
+        self.catalog = SystemTables(catalog if catalog is not None else db.catalog, db)
+        self.metrics = getattr(db, "metrics", None)  # engine.metrics.ServerMetrics (serve)
         self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
         self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
         self.in_transaction = False
@@ -168,8 +172,20 @@ class Session:
         # set for this thread
         switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
             contextlib.nullcontext()
-        with sql_errors(), switches, statement_clock():
-            r = self._run(stmt, params, stream)
+        t0 = time.perf_counter()
+        try:
+            with sql_errors(), switches, statement_clock():
+                r = self._run(stmt, params, stream)
+        except Exception as e:
+            if self.metrics is not None:
+                self.metrics.statement(stmt.text.lstrip()[:16].split(None, 1)[0] if
+                                       stmt.text.strip() else "EMPTY",
+                                       time.perf_counter() - t0, None,
+                                       getattr(e, "sqlstate", None) or "XX000")
+            raise
+        if self.metrics is not None:  # rows affected by writes (a streamed SELECT's unknown)
+            self.metrics.statement(r.command, time.perf_counter() - t0,
+                                   r.rowcount if r.command != "SELECT" else None)
         if r.stream is not None:
             r.stream = engine_errors_as_sql(r.stream)
         return r

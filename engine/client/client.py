@@ -380,6 +380,7 @@ class RemoteTablet:
             try:
                 out = fn(addr)
                 loc.leader = uuid
+                self.served_by = f"{uuid}@{addr}"  # EXPLAIN ANALYZE names it (ScanStats)
                 return out
             except _RETRYABLE as e:
                 last = e
@@ -492,6 +493,8 @@ class RemoteTablet:
             first = next(it, None)  # errors before the first batch are retried
             return first, it
         first, it = self._retry(open_stream, "scan")
+        if stats is not None:
+            stats.servers += (self.served_by,)
         if first is None:
             return
         if stats is not None:
