@@ -137,7 +137,9 @@ def start_sql_status(db, port: int | None, host: str = "127.0.0.1", masters=None
     http = holder["http"] = StatusServer(host, port, metrics.registry, status,
                                          "kudusql SQL front end")
     db.http_addr = http.addr
-    print(f"kudusql: status page http://{http.addr}/ (metrics at /metrics)", flush=True)
+    # on stderr: the first line on stdout stays the SQL address (scripts read it)
+    print(f"kudusql: status page http://{http.addr}/ (metrics at /metrics)", file=sys.stderr,
+          flush=True)
     return http
 
 

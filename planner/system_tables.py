@@ -93,7 +93,8 @@ class SystemTable:
 
 
 def _system_name(name: str) -> str | None:
-    if name.startswith(SCHEMA_NAME + "$"):
+    """`kudu_system$x` (the binder's form) or `kudu_system.x` (utility statements') -> x."""
+    if name.startswith((SCHEMA_NAME + "$", SCHEMA_NAME + ".")):
         return name[len(SCHEMA_NAME) + 1:]
     return None
 
@@ -110,8 +111,9 @@ class SystemTables:
         return getattr(self._catalog, name)
 
     def has_table(self, name: str) -> bool:
-        if name.startswith(SCHEMA_NAME + "$"):
-            return _system_name(name) in TABLES
+        sys_name = _system_name(name)
+        if sys_name is not None:
+            return sys_name in TABLES
         return self._catalog.has_table(name)
 
     def table(self, name: str) -> Any:

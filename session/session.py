@@ -183,9 +183,10 @@ class Session:
                                        time.perf_counter() - t0, None,
                                        getattr(e, "sqlstate", None) or "XX000")
             raise
-        if self.metrics is not None:  # rows affected by writes (a streamed SELECT's unknown)
-            self.metrics.statement(r.command, time.perf_counter() - t0,
-                                   r.rowcount if r.command != "SELECT" else None)
+        if self.metrics is not None:  # rows affected by writes; refused rows fail the
+            self.metrics.statement(r.command, time.perf_counter() - t0,   # statement (wire)
+                                   r.rowcount if r.command != "SELECT" else None,
+                                   r.row_errors[0].sqlstate if r.row_errors else None)
         if r.stream is not None:
             r.stream = engine_errors_as_sql(r.stream)
         return r
