@@ -22,6 +22,11 @@ dialect, when it runs (session/frontdoor.py); `run` then dispatches on its node'
     anything else                           planner.statement.execute (queries, INSERT and
                                             KuduUpsert, UPDATE, DELETE, DDL, SHOW TABLES...)
 
+Names resolve through `planner.system_tables.SystemTables` wrapped around the catalog
+(kudu_system.servers / .replicas), then the catalog the front end passed (the wire's adds
+pg_catalog). With `db.metrics` set (`serve --http-port`, engine/metrics), `run` counts and
+times every statement by command and outcome.
+
 Errors are `planner.errors.SqlError` with a SQLSTATE and a 1-based position into the
 *whole* string (session/errors.py). Per-row write failures do not raise here: they come
 back in `StatementResult.row_errors` with the other rows applied (the DB-API turns them

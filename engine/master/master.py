@@ -50,11 +50,10 @@ import os
 import random
 import threading
 import time
-import types
 import uuid as uuidlib
 
 from engine import errors
-from engine.catalog.catalog import Catalog, TableExists
+from engine.catalog.catalog import TableExists, validate_replication_factor
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.partition import PartitionSchema
 from engine.clock import HybridClock
@@ -308,8 +307,7 @@ class Master:
         live = self._wait_live(want)
         if not live:
             raise errors.InvalidArgument("no live tablet servers: cannot create a table")
-        rf = Catalog._replication_factor(types.SimpleNamespace(num_tablet_servers=len(live)),
-                                         p.get("replication_factor"))
+        rf = validate_replication_factor(p.get("replication_factor"), len(live))
         with self._ddl_lock:
             existing = self._by_name(name)
             if existing is not None:
