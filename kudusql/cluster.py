@@ -185,6 +185,17 @@ def _free_port() -> int:
     return port
 
 
+def _port_free(port: int) -> bool:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def _alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -329,8 +340,11 @@ def cmd_cluster_start(args) -> int:
             create_secret_file(os.path.join(data_dir, SECRET_FILE))
     for p in doc["processes"]:
         # an HTTP port per process, chosen once (a cluster.json from before they existed
-        # gets them at its next start)
-        p.setdefault("http_port", _free_port())
+        # gets them at its next start); one taken meanwhile by another program is replaced
+        # (the status page moves; `cluster status` reads the new one) rather than failing
+        # the start
+        if not p.get("http_port") or not _port_free(p["http_port"]):
+            p["http_port"] = _free_port()
     for p in doc["processes"]:
         p["pid"] = _spawn(data_dir, p["name"], _proc_argv(data_dir, p, doc))
         _save(data_dir, doc)
