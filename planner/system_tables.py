@@ -167,23 +167,23 @@ class SystemTables:
         return servers
 
 
-def _partition_texts(meta) -> list[str]:
+def _partition_texts(meta) -> dict[str, str]:
+    """tablet id -> SHOW TABLETS' partition text."""
     ps = meta.partition_schema
-    return [_partition_text(ps, p) for p, _ in meta.tablets()]
+    return {tid: _partition_text(ps, p) for p, tid in meta.tablets()}
 
 
 def _cluster_replicas(rc) -> list[dict]:
-    texts: dict[str, list[str]] = {}
+    texts: dict[str, dict[str, str]] = {}
     out = []
     for r in list_replicas(rc):
         if r["table"] not in texts:
             try:
                 texts[r["table"]] = _partition_texts(rc.get_table(r["table"]))
             except Exception:  # noqa: BLE001 - dropped meanwhile: no partition text
-                texts[r["table"]] = []
-        parts = texts[r["table"]]
+                texts[r["table"]] = {}
         out.append({"table_name": r["table"], "tablet_id": r["tablet_id"],
-                    "partition": parts[r["partition"]] if r["partition"] < len(parts) else None,
+                    "partition": texts[r["table"]].get(r["tablet_id"]),
                     "server_uuid": r["uuid"], "rpc_addr": r["addr"], "role": r["role"],
                     "state": r["state"], "term": r["term"], "live": r["live"]})
     return out
@@ -194,8 +194,7 @@ def _embedded_replicas(cat) -> list[dict]:
     slots = getattr(cat, "_slots", {})  # open tablets (the catalog has no public accessor)
     for name in cat.list_tables():
         meta = cat.get_table(name)
-        texts = _partition_texts(meta)
-        for (_, tid), text in zip(meta.tablets(), texts):
+        for tid, text in _partition_texts(meta).items():
             slot = slots.get(tid)
             is_open = slot is not None and getattr(slot, "_tablet", None) is not None
             out.append({"table_name": name, "tablet_id": tid, "partition": text,

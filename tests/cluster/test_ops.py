@@ -154,6 +154,9 @@ def test_http_metrics_status_and_sql_views(opscluster):
     assert sum(n for _, n in by_server) == 3
     assert dict(by_server) == {a: list(leader_of.values()).count(a)
                                for a in set(leader_of.values())}
+    parts = conn.execute("SELECT tablet_id, partition FROM kudu_system.replicas "
+                         "WHERE table_name = 's'").fetchall()
+    assert set(parts) == {(r[0], r[1]) for r in rows} and len(parts) == 9
     with pytest.raises(psycopg.errors.UndefinedTable):
         conn.execute("SELECT * FROM kudu_system.nothing")
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
