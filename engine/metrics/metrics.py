@@ -84,6 +84,10 @@ def dir_bytes(path: str) -> int:
     return total
 
 
+def _utc(t: float | None) -> str | None:
+    return None if t is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
 def maintenance_rows(mm) -> list[dict]:
     """A MaintenanceManager's per-op statistics as status rows."""
     if mm is None:
@@ -92,7 +96,7 @@ def maintenance_rows(mm) -> list[dict]:
     for name, st in sorted(dict(mm.stats).items()):
         out.append({"op": name, "runs": st.runs, "seconds": round(st.seconds, 6),
                     "work": st.work, "last_seconds": round(getattr(st, "last_seconds", 0.0), 6),
-                    "last_run": getattr(st, "last_run", None)})
+                    "last_run": _utc(getattr(st, "last_run", None))})
     return out
 
 
