@@ -2,7 +2,7 @@
 
     kudusql serve [--data-dir DIR] [--host H] [--port N] [--auth METHOD]
                   [--max-connections N] [--tls-cert F --tls-key F] [--require-tls]
-                  [--flight-port N] [--query-mem-limit SIZE]
+                  [--flight-port N] [--query-mem-limit SIZE] [--http-port N]
     kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
     kudusql tpch gen|load|run --sf N ...
     kudusql master | tserver | cluster start|stop|status   (kudusql/cluster.py)
@@ -37,8 +37,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if args.masters:
             from kudusql.cluster import _masters, _secret, serve_cluster
             return serve_cluster(config, _masters(args.masters), _secret(args),
-                                 args.replica_selection)
-        return serve(config, args.data_dir)
+                                 args.replica_selection, args.http_port, args.http_host)
+        from kudusql.cluster import start_sql_status
+        return serve(config, args.data_dir, on_open=lambda db: start_sql_status(
+            db, args.http_port, args.http_host))
     except ConfigError as e:
         print(f"kudusql serve: {e}", file=sys.stderr)
         return 2

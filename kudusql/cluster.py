@@ -2,8 +2,10 @@
 `kudusql cluster start|stop|status` (docs/cluster.md).
 
     kudusql master  --data-dir D --rpc-addr H:P [--masters A,B,C] [--rpc-secret-file F]
+                    [--http-port N]
     kudusql tserver --data-dir D --rpc-addr H:P --masters A,B,C [--rpc-secret-file F]
-    kudusql serve   --masters A,B,C [--rpc-secret-file F] [--port N]
+                    [--http-port N]
+    kudusql serve   --masters A,B,C [--rpc-secret-file F] [--port N] [--http-port N]
                     [--replica-selection LEADER_ONLY|CLOSEST_REPLICA] ...
     kudusql cluster start  --data-dir D [--tservers 3] [--masters 1|3] [--port 5433]
     kudusql cluster stop   --data-dir D
@@ -14,7 +16,13 @@ process; logs in D/logs), starts every process in the background (own session, s
 outlives the command), records them in D/cluster.json and returns once a SQL query through
 the front end succeeds, printing the address (like `pg_ctl start`). `cluster stop` sends
 SIGTERM and, after 10 s, SIGKILL. `cluster status` lists every process: role, uuid, RPC
-address, PID, alive or not, tablets led and followed.
+address, HTTP address, PID, alive or not, tablets led and followed.
+
+HTTP: every process started by `cluster start` serves /metrics (Prometheus), /status.json
+and a status page at / on a free port of 127.0.0.1 chosen at the first start and kept in
+cluster.json (`cluster status` shows it; engine/metrics). Standalone processes serve HTTP
+only when given `--http-port N` (0 or none: off); `--http-host` (default 127.0.0.1) binds
+another address.
 
 The server commands run until SIGTERM or SIGINT. The secret defaults to the file
 `rpc-secret` next to the data directory's cluster.json when started by `cluster start`;
@@ -84,8 +92,9 @@ def cmd_master(args) -> int:
                _masters(args.masters) if args.masters else None, tick_ms=args.tick_ms,
                election_ticks=args.election_ticks,
                tserver_unresponsive_s=args.tserver_unresponsive_timeout,
-               fsync=not args.no_fsync)
-    print(f"kudusql master {m.uuid} on {m.addr}", flush=True)
+               fsync=not args.no_fsync, http_port=args.http_port or None,
+               http_host=args.http_host)
+    print(f"kudusql master {m.uuid} on {m.addr}{_http_note(m.http)}", flush=True)
     try:
         _wait_for_signal()
     finally:
@@ -99,8 +108,9 @@ def cmd_tserver(args) -> int:
     host, port = _split_addr(args.rpc_addr)
     ts = TabletServer(args.data_dir, host, port, _secret(args), _masters(args.masters),
                       tick_ms=args.tick_ms, election_ticks=args.election_ticks,
-                      heartbeat_ms=args.heartbeat_ms, fsync=not args.no_fsync)
-    print(f"kudusql tserver {ts.uuid} on {ts.addr}", flush=True)
+                      heartbeat_ms=args.heartbeat_ms, fsync=not args.no_fsync,
+                      http_port=args.http_port or None, http_host=args.http_host)
+    print(f"kudusql tserver {ts.uuid} on {ts.addr}{_http_note(ts.http)}", flush=True)
     try:
         _wait_for_signal()
     finally:
@@ -108,8 +118,35 @@ def cmd_tserver(args) -> int:
     return 0
 
 
+def _http_note(http) -> str:
+    return "" if http is None else f" (status page http://{http.addr}/)"
+
+
+def start_sql_status(db, port: int | None, host: str = "127.0.0.1", masters=None):
+    """The SQL front end's HTTP port (engine/metrics): statement metrics for every
+    session of `db`, and its status (embedded: tablets, WAL, maintenance; on a cluster:
+    the masters and the tablet locations it has cached). None when `port` is 0/None."""
+    if not port:
+        return None
+    from engine.metrics.metrics import ServerMetrics
+    from engine.metrics.webserver import StatusServer
+    from kudusql.sql_status import sql_status
+    metrics = db.metrics = ServerMetrics("sql")
+    holder: dict = {}
+    status = lambda: sql_status(db, holder.get("http"), masters)  # noqa: E731
+    metrics.status_collector(lambda: sql_status(db, holder.get("http"), masters, False))
+    http = holder["http"] = StatusServer(host, port, metrics.registry, status,
+                                         "kudusql SQL front end")
+    db.http_addr = http.addr
+    # on stderr: the first line on stdout stays the SQL address (scripts read it)
+    print(f"kudusql: status page http://{http.addr}/ (metrics at /metrics)", file=sys.stderr,
+          flush=True)
+    return http
+
+
 def serve_cluster(config, masters: list[str], secret: str,
-                  replica_selection: str = "LEADER_ONLY") -> int:
+                  replica_selection: str = "LEADER_ONLY", http_port: int | None = None,
+                  http_host: str = "127.0.0.1") -> int:
     """The Postgres wire server over a cluster (stateless: several may run)."""
     import asyncio
 
@@ -121,6 +158,7 @@ def serve_cluster(config, masters: list[str], secret: str,
     check_config(config)
     db = Database(RemoteCatalog.connect(masters, secret, replica_selection=replica_selection),
                   None, config.query_mem_limit)
+    http = start_sql_status(db, http_port, http_host, masters)
     try:
         async def main() -> None:
             server = Server(db, config, UserStore(None))
@@ -135,6 +173,8 @@ def serve_cluster(config, masters: list[str], secret: str,
             await server.close()
         asyncio.run(main())
     finally:
+        if http is not None:
+            http.stop()
         db.close()
     return 0
 
@@ -146,6 +186,17 @@ def _free_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def _port_free(port: int) -> bool:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 def _alive(pid: int | None) -> bool:
@@ -197,6 +248,8 @@ def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
     timing = ["--tick-ms", str(doc["tick_ms"]), "--election-ticks", str(doc["election_ticks"])]
     if doc.get("no_fsync"):
         timing.append("--no-fsync")
+    if proc.get("http_port"):
+        common += ["--http-port", str(proc["http_port"])]
     d = os.path.join(data_dir, proc["name"])
     if proc["role"] == "master":
         return ["master", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters", masters,
@@ -289,6 +342,13 @@ def cmd_cluster_start(args) -> int:
         if not os.path.exists(os.path.join(data_dir, SECRET_FILE)):
             create_secret_file(os.path.join(data_dir, SECRET_FILE))
     for p in doc["processes"]:
+        # an HTTP port per process, chosen once (a cluster.json from before they existed
+        # gets them at its next start); one taken meanwhile by another program is replaced
+        # (the status page moves; `cluster status` reads the new one) rather than failing
+        # the start
+        if not p.get("http_port") or not _port_free(p["http_port"]):
+            p["http_port"] = _free_port()
+    for p in doc["processes"]:
         p["pid"] = _spawn(data_dir, p["name"], _proc_argv(data_dir, p, doc))
         _save(data_dir, doc)
     n_ts = sum(1 for p in doc["processes"] if p["role"] == "tserver")
@@ -343,6 +403,7 @@ def cluster_status(data_dir: str) -> list[dict]:
             row = {"role": p["role"], "name": p["name"], "pid": p.get("pid"),
                    "alive": _alive(p.get("pid")), "uuid": None,
                    "addr": p.get("addr") or f"127.0.0.1:{p.get('port')}",
+                   "http_addr": f"127.0.0.1:{p['http_port']}" if p.get("http_port") else None,
                    "leads": None, "follows": None}
             if row["alive"] and p["role"] in ("master", "tserver"):
                 try:
@@ -368,10 +429,11 @@ def cmd_cluster_status(args) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     print(f"{'NAME':<11} {'ROLE':<8} {'PID':>7} {'ALIVE':<6} {'ADDRESS':<22} "
-          f"{'LEADS':>5} {'FOLLOWS':>7}  UUID")
+          f"{'HTTP':<22} {'LEADS':>5} {'FOLLOWS':>7}  UUID")
     for r in rows:
         print(f"{r['name']:<11} {r['role']:<8} {r['pid'] or '':>7} "
               f"{'yes' if r['alive'] else 'NO':<6} {r['addr']:<22} "
+              f"{r['http_addr'] or '-':<22} "
               f"{'' if r['leads'] is None else r['leads']:>5} "
               f"{'' if r['follows'] is None else r['follows']:>7}  {r['uuid'] or ''}")
     return 0
@@ -387,6 +449,15 @@ def _timing(p, tick_ms=100, election_ticks=10) -> None:
     p.add_argument("--no-fsync", action="store_true",
                    help="do not fsync WALs and metadata (tests only: a machine crash loses "
                         "acknowledged writes)")
+
+
+def _http_args(p, default_note: str = "off") -> None:
+    p.add_argument("--http-port", type=int, default=None,
+                   help="serve /metrics (Prometheus), /status.json and a status page on "
+                        f"this port (0: off; default: {default_note})")
+    p.add_argument("--http-host", default="127.0.0.1",
+                   help="address for --http-port (no authentication: keep it on a trusted "
+                        "network; default: %(default)s)")
 
 
 def _secret_arg(p) -> None:
@@ -408,6 +479,7 @@ def add_commands(sub) -> None:
                    help="seconds without a heartbeat before a tablet server counts as dead "
                         "(default: %(default)s)")
     _secret_arg(m)
+    _http_args(m)
     _timing(m)
     m.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     m.set_defaults(func=cmd_master)
@@ -421,6 +493,7 @@ def add_commands(sub) -> None:
     t.add_argument("--heartbeat-ms", type=int, default=1000,
                    help="heartbeat interval to the master (default: %(default)s)")
     _secret_arg(t)
+    _http_args(t)
     _timing(t)
     t.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     t.set_defaults(func=cmd_tserver)
@@ -453,8 +526,9 @@ def add_commands(sub) -> None:
     st.add_argument("--data-dir", required=True, help="the cluster's directory")
     st.set_defaults(func=cmd_cluster_stop)
     ss = csub.add_parser("status", help="list the cluster's processes",
-                         description="Every process: role, uuid, RPC address, PID, alive or "
-                                     "not, tablets led and followed.")
+                         description="Every process: role, uuid, RPC address, HTTP address "
+                                     "(status page and /metrics), PID, alive or not, tablets "
+                                     "led and followed.")
     ss.add_argument("--data-dir", required=True, help="the cluster's directory")
     ss.add_argument("--json", action="store_true", help="machine-readable output")
     ss.set_defaults(func=cmd_cluster_status)
@@ -469,3 +543,4 @@ def add_serve_arguments(s) -> None:
                    help="on a cluster: which replica a snapshot scan reads (CLOSEST_REPLICA: "
                         "followers too, once safe at the snapshot; docs/cluster.md)")
     _secret_arg(s)
+    _http_args(s)

@@ -6,5 +6,6 @@ Modules: `dialect` (KuduSQL: Postgres + Impala's Kudu DDL), `ddl` (CREATE TABLE 
 schemas), `utility` (DROP/ALTER/SHOW/DESCRIBE), `binder` (AST -> logical plan, subqueries),
 `logical` (plan nodes, EXPLAIN text), `rules` (named optimizer rules), `executor` (Arrow
 operators), `expr` (scalar expressions), `statement` (one statement: queries, DML, CTAS,
-EXPLAIN, Describe), `plan_cache`, `result` (StatementResult), `errors` (SqlError).
+EXPLAIN, Describe), `plan_cache`, `result` (StatementResult), `errors` (SqlError),
+`system_tables` (kudu_system.servers / .replicas, a catalog wrapper every Session uses).
 """

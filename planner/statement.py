@@ -470,6 +470,15 @@ def _target(catalog, ast: exp.Expression, sql: str):
         t = t.this
     if not isinstance(t, exp.Table):
         raise SqlError("expected a table name", "42601", position(sql, ast))
+    db = t.db.lower() if t.db else ""
+    if db and db != "public" and catalog.has_table(f"{db}${t.name}"):
+        # a schema-qualified system relation (kudu_system.servers, pg_catalog.pg_class):
+        # resolved as SELECT resolves it; system relations are read-only
+        rel = catalog.table(f"{db}${t.name}")
+        if getattr(rel, "virtual", False):
+            raise SqlError(f'cannot change system relation "{db}.{t.name}"', "42809",
+                           position(sql, t))
+        return t, rel
     if not catalog.has_table(t.name):
         raise SqlError(f'relation "{t.name}" does not exist', "42P01", position(sql, t))
     return t, catalog.table(t.name)

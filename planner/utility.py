@@ -47,6 +47,11 @@ Result tables (explicit Arrow types, also when empty; one row per item, in this 
     SHOW TABLETS          tablet_id, partition string (`HASH(host): 2, RANGE: 10 <= VALUES
                           < 20`), replication_factor int32, num_rowsets int64,
                           memrowset_rows int64, on_disk_bytes int64        (partition order)
+      on a cluster        one row per replica: tablet_id, partition, replication_factor
+                          int32, server_uuid, rpc_addr, role (LEADER / FOLLOWER / LEARNER),
+                          state (RUNNING, BOOTSTRAPPING, COPYING, FAILED, ...), term int64
+                          (partition order, each tablet's leader first; from the leader
+                          master: planner/system_tables.py, engine/tserver/status.py)
     SHOW CREATE TABLE     statement string: parses back (create_table_spec) to the same
                           schema and partition schema
 
@@ -94,6 +99,7 @@ from engine import errors as engine_errors
 from engine.catalog import Catalog
 from engine.catalog.catalog import TableMetadata
 from engine.catalog.partition import PartitionSchema, RangeSpec
+from engine.client.cluster_info import list_replicas, remote_catalog
 from engine.tablet.tablet import META_FILE
 from planner.ddl import (
     COLUMN_ORDER_PROPERTY,
@@ -139,6 +145,13 @@ TABLETS_SCHEMA = pa.schema([
     ("tablet_id", pa.string()), ("partition", pa.string()),
     ("replication_factor", pa.int32()), ("num_rowsets", pa.int64()),
     ("memrowset_rows", pa.int64()), ("on_disk_bytes", pa.int64()),
+])
+# SHOW TABLETS on a cluster: one row per replica (planner/system_tables.py has the states)
+CLUSTER_TABLETS_SCHEMA = pa.schema([
+    ("tablet_id", pa.string()), ("partition", pa.string()),
+    ("replication_factor", pa.int32()), ("server_uuid", pa.string()),
+    ("rpc_addr", pa.string()), ("role", pa.string()), ("state", pa.string()),
+    ("term", pa.int64()),
 ])
 CREATE_SCHEMA = pa.schema([("statement", pa.string())])
 
@@ -681,6 +694,9 @@ class _Executor:
                         schema=PARTITIONS_SCHEMA)
 
     def tablets(self, meta: TableMetadata) -> pa.Table:
+        rc = remote_catalog(self.catalog)
+        if rc is not None:
+            return self.cluster_tablets(rc, meta)
         ps = meta.partition_schema
         rows: list[list] = [[] for _ in TABLETS_SCHEMA]
         for partition, tid in meta.tablets():
@@ -691,3 +707,23 @@ class _Executor:
                 col.append(v)
         return pa.table([pa.array(d, f.type) for d, f in zip(rows, TABLETS_SCHEMA)],
                         schema=TABLETS_SCHEMA)
+
+    def cluster_tablets(self, rc, meta: TableMetadata) -> pa.Table:
+        """One row per replica, tablets in partition order, each tablet's leader first."""
+        ps = meta.partition_schema
+        by_tablet: dict[str, list[dict]] = {}
+        for r in list_replicas(rc):
+            if r["table_id"] == meta.id:
+                by_tablet.setdefault(r["tablet_id"], []).append(r)
+        order = {"LEADER": 0, "FOLLOWER": 1, "LEARNER": 2}
+        rows: list[list] = [[] for _ in CLUSTER_TABLETS_SCHEMA]
+        for partition, tid in meta.tablets():
+            text = _partition_text(ps, partition)
+            reps = sorted(by_tablet.get(tid, []),
+                          key=lambda r: (order.get(r["role"], 3), r["addr"]))
+            for r in reps:
+                for col, v in zip(rows, (tid, text, meta.replication_factor, r["uuid"],
+                                         r["addr"], r["role"], r["state"], r["term"])):
+                    col.append(v)
+        return pa.table([pa.array(d, f.type) for d, f in zip(rows, CLUSTER_TABLETS_SCHEMA)],
+                        schema=CLUSTER_TABLETS_SCHEMA)

@@ -24,6 +24,7 @@ class Database:
         self.query_mem_limit = default_query_mem_limit() if query_mem_limit is None \
             else parse_bytes(query_mem_limit)
         self._closed = False
+        self.metrics = None  # engine.metrics.ServerMetrics when a server exposes /metrics
 
     @classmethod
     def open(cls, path: str, *, maintenance: bool = True, config=None,

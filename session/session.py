@@ -22,6 +22,11 @@ dialect, when it runs (session/frontdoor.py); `run` then dispatches on its node'
     anything else                           planner.statement.execute (queries, INSERT and
                                             KuduUpsert, UPDATE, DELETE, DDL, SHOW TABLES...)
 
+Names resolve through `planner.system_tables.SystemTables` wrapped around the catalog
+(kudu_system.servers / .replicas), then the catalog the front end passed (the wire's adds
+pg_catalog). With `db.metrics` set (`serve --http-port`, engine/metrics), `run` counts and
+times every statement by command and outcome.
+
 Errors are `planner.errors.SqlError` with a SQLSTATE and a 1-based position into the
 *whole* string (session/errors.py). Per-row write failures do not raise here: they come
 back in `StatementResult.row_errors` with the other rows applied (the DB-API turns them
@@ -56,6 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Callable
 
 import pyarrow as pa
@@ -76,6 +82,7 @@ from planner.expr import statement_clock
 from planner.guard import QueryGuard, parse_bytes
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
+from planner.system_tables import SystemTables
 from planner.utility import is_utility
 from session.errors import QueryCanceled, engine_errors_as_sql, sql_errors
 from session.frontdoor import Statement, split_statements, statements
@@ -98,7 +105,9 @@ class Session:
 
     def __init__(self, db, catalog=None):
         self.db = db
-        self.catalog = catalog if catalog is not None else db.catalog
+        # kudu_system.servers / .replicas resolve in front of the catalog (planner/system_tables.py)
+        self.catalog = SystemTables(catalog if catalog is not None else db.catalog, db)
+        self.metrics = getattr(db, "metrics", None)  # engine.metrics.ServerMetrics (serve)
         self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
         self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
         self.in_transaction = False
@@ -176,8 +185,21 @@ class Session:
         # set for this thread
         switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
             contextlib.nullcontext()
-        with sql_errors(), switches, statement_clock():
-            r = self._run(stmt, params, stream)
+        t0 = time.perf_counter()
+        try:
+            with sql_errors(), switches, statement_clock():
+                r = self._run(stmt, params, stream)
+        except Exception as e:
+            if self.metrics is not None:
+                self.metrics.statement(stmt.text.lstrip()[:16].split(None, 1)[0] if
+                                       stmt.text.strip() else "EMPTY",
+                                       time.perf_counter() - t0, None,
+                                       getattr(e, "sqlstate", None) or "XX000")
+            raise
+        if self.metrics is not None:  # rows affected by writes; refused rows fail the
+            self.metrics.statement(r.command, time.perf_counter() - t0,   # statement (wire)
+                                   r.rowcount if r.command != "SELECT" else None,
+                                   r.row_errors[0].sqlstate if r.row_errors else None)
         if r.stream is not None:
             r.stream = engine_errors_as_sql(r.stream)
         return r

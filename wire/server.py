@@ -261,14 +261,18 @@ class ServerThread:
         self.stop()
 
 
-def serve(config: ServerConfig, data_dir: str) -> int:
-    """Run the server until SIGINT/SIGTERM (`kudusql serve`)."""
+def serve(config: ServerConfig, data_dir: str, on_open=None) -> int:
+    """Run the server until SIGINT/SIGTERM (`kudusql serve`). `on_open(db)`: called with
+    the opened Database (the `kudusql` command starts the status page with it); what it
+    returns is stopped (`.stop()`) at the end if not None."""
     from session import Database
 
     check_config(config)
     os.makedirs(data_dir, exist_ok=True)
     db = Database.open(data_dir, query_mem_limit=config.query_mem_limit)
+    extra = None
     try:
+        extra = on_open(db) if on_open is not None else None
         users = UserStore(data_dir)
         pw = os.environ.get("KUDUSQL_PASSWORD")
         if pw:
@@ -303,6 +307,8 @@ def serve(config: ServerConfig, data_dir: str) -> int:
             if flight_server is not None:
                 flight_server.shutdown()
     finally:
+        if extra is not None:
+            extra.stop()
         db.close()
     return 0
 

@@ -129,6 +129,32 @@ class NotSupported(errors.EngineError):
     sqlstate = "0A000"
 
 
+def validate_replication_factor(rf: int | None, num_tablet_servers: int) -> int:
+    """The replication factor a new table gets: `rf` checked (a positive odd integer, at
+    most MAX_NUM_REPLICAS and the live tablet servers) or, when None, the default (3 with
+    at least 3 servers, else 1). Shared by the embedded catalog and the master."""
+    if rf is None:
+        return DEFAULT_NUM_REPLICAS if num_tablet_servers >= DEFAULT_NUM_REPLICAS else 1
+    if isinstance(rf, bool) or not isinstance(rf, int):
+        raise errors.InvalidArgument(f"illegal replication factor {rf!r} (not an integer)")
+    if rf <= 0:
+        raise errors.InvalidArgument(
+            f"illegal replication factor {rf} (replication factor must be positive)")
+    if rf % 2 == 0:
+        raise errors.InvalidArgument(
+            f"illegal replication factor {rf} (replication factor must be odd)")
+    if rf > MAX_NUM_REPLICAS:
+        raise errors.InvalidArgument(
+            f"illegal replication factor {rf} (max replication factor is "
+            f"{MAX_NUM_REPLICAS})")
+    if rf > num_tablet_servers:
+        raise errors.InvalidArgument(
+            f"replication factor {rf} exceeds the number of tablet servers "
+            f"({num_tablet_servers}): not enough live tablet servers to create a "
+            f"table with the requested replication factor {rf}")
+    return rf
+
+
 class _TabletSlot:
     """One tablet of the catalog: opened on first use, shared, reference counted (the
     embedded `TabletHandle` of leases.py)."""
@@ -518,28 +544,6 @@ class Catalog:
         self._publish(tables)
 
     # -- validation ------------------------------------------------------------------------
-    def _replication_factor(self, rf: int | None) -> int:
-        if rf is None:
-            return DEFAULT_NUM_REPLICAS if self.num_tablet_servers >= DEFAULT_NUM_REPLICAS else 1
-        if isinstance(rf, bool) or not isinstance(rf, int):
-            raise errors.InvalidArgument(f"illegal replication factor {rf!r} (not an integer)")
-        if rf <= 0:
-            raise errors.InvalidArgument(
-                f"illegal replication factor {rf} (replication factor must be positive)")
-        if rf % 2 == 0:
-            raise errors.InvalidArgument(
-                f"illegal replication factor {rf} (replication factor must be odd)")
-        if rf > MAX_NUM_REPLICAS:
-            raise errors.InvalidArgument(
-                f"illegal replication factor {rf} (max replication factor is "
-                f"{MAX_NUM_REPLICAS})")
-        if rf > self.num_tablet_servers:
-            raise errors.InvalidArgument(
-                f"replication factor {rf} exceeds the number of tablet servers "
-                f"({self.num_tablet_servers}): not enough live tablet servers to create a "
-                f"table with the requested replication factor {rf}")
-        return rf
-
     def _table_meta(self, name: str, finish_alter: bool = True) -> TableMetadata:
         """A table's metadata for a DDL (caller holds _ddl_lock); an unfinished ADD / DROP
         COLUMN of it is finished first, so DDLs apply in order."""
@@ -562,7 +566,7 @@ class Catalog:
         for c in schema.columns:
             _check_identifier("column", c.name)
         _check_num_columns(len(schema.columns))
-        rf = self._replication_factor(replication_factor)
+        rf = validate_replication_factor(replication_factor, self.num_tablet_servers)
         ps = partition_schema if partition_schema is not None else PartitionSchema.create(schema)
         if tuple(ps.key_columns) != tuple(schema.key_columns):
             raise errors.InvalidArgument(

@@ -387,6 +387,7 @@ class RemoteTablet:
             try:
                 out = fn(addr)
                 loc.leader = uuid
+                self.served_by = f"{uuid}@{addr}"  # EXPLAIN ANALYZE names it (ScanStats)
                 return out
             except _RETRYABLE as e:
                 last = e

@@ -150,6 +150,8 @@ def scan_tablet(rt, ticket: dict, stats=None) -> Iterator[pa.RecordBatch]:
                     opened = True
                     k = (rt.tablet_id, addr)
                     c.scan_streams[k] = c.scan_streams.get(k, 0) + 1
+                    if stats is not None:       # EXPLAIN ANALYZE names the servers read
+                        stats.servers += (f"{uuid}@{addr}",)
                 if meta is not None:
                     m = codec.decode(meta)
                     last_key = m["key"]

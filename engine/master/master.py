@@ -21,6 +21,12 @@ RPCs (DoAction; all but `status` and `ping` are answered by the leader master on
                         role; `leader` is the replica that reported LEADER in the
                         highest term
     list_tservers, status
+    list_replicas       every replica of every table with its server, role, term and state
+                        (SHOW TABLETS and kudu_system.replicas on a cluster)
+
+Metrics and status page (engine/metrics): every RPC is counted and timed; with `http_port`
+the master serves /metrics, /status.json and / (tablet servers with liveness and last
+heartbeat, tables, the sys catalog's Raft role and term).
 
 Liveness: a tablet server is live if it heartbeated within `tserver_unresponsive_s`
 (servers not heard from since this master became leader get that long from then).
@@ -44,11 +50,10 @@ import os
 import random
 import threading
 import time
-import types
 import uuid as uuidlib
 
 from engine import errors
-from engine.catalog.catalog import Catalog, TableExists
+from engine.catalog.catalog import TableExists, validate_replication_factor
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.partition import PartitionSchema
 from engine.clock import HybridClock
@@ -58,6 +63,8 @@ from engine.consensus.raft import RaftOptions
 from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
 from engine.schema import Schema
 from engine.master.sys_catalog import SysCatalog
+from engine.metrics.metrics import ServerMetrics, dir_bytes, process_status
+from engine.metrics.webserver import StatusServer
 from engine.tserver.raft_host import RaftHost, Transport
 
 log = logging.getLogger(__name__)
@@ -67,22 +74,27 @@ class Master:
     def __init__(self, data_dir: str, host: str, port: int, secret: str,
                  masters: list[str] | None = None, tick_ms: int = 100,
                  election_ticks: int = 10, tserver_unresponsive_s: float = 60.0,
-                 fsync: bool = True):
+                 fsync: bool = True, http_port: int | None = None,
+                 http_host: str = "127.0.0.1"):
         self.data_dir = data_dir
         self.tserver_unresponsive_s = tserver_unresponsive_s
         self.rpc_client = RpcClient(secret)
         self.transport = Transport(self.rpc_client)
         self._live: dict[str, tuple[str, float]] = {}  # tserver uuid -> (addr, last heard)
         self._reports: dict[str, dict[str, dict]] = {}  # tablet id -> uuid -> raft status
+        self._http: dict[str, str | None] = {}  # tserver uuid -> its status page's address
         self._lock = threading.RLock()
         self._ddl_lock = threading.Lock()
         self._stop = threading.Event()
-        self.server = RpcServer(host, port, secret, {
+        self.metrics = ServerMetrics("master")
+        self.http: StatusServer | None = None
+        self.server = RpcServer(host, port, secret, self.metrics.instrument({
             "raft": self._h_raft, "tserver_heartbeat": self._h_heartbeat,
             "create_table": self._h_create_table, "drop_table": self._h_drop_table,
             "rename_table": self._h_rename_table, "list_tables": self._h_list_tables,
             "get_table": self._h_get_table, "locations": self._h_locations,
-            "list_tservers": lambda p: self.tservers(), "status": lambda p: self.status()})
+            "list_tservers": lambda p: self.tservers(), "status": lambda p: self.status(),
+            "list_replicas": self._h_list_replicas}))
         self.addr = self.server.addr
         self.uuid = self.addr
         masters = list(masters or [self.addr])
@@ -108,6 +120,11 @@ class Master:
         self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
                                          name="rereplication")
         self._monitor.start()
+        self.metrics.status_collector(self.web_status)
+        if http_port is not None:
+            self.http = StatusServer(
+                http_host, http_port, self.metrics.registry, self.web_status,
+                f"kudusql master {self.addr}")
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:
@@ -134,6 +151,7 @@ class Master:
         u, addr = rep["uuid"], rep["addr"]
         with self._lock:
             self._live[u] = (addr, time.monotonic())
+            self._http[u] = rep.get("http_addr")
             for tid, st in rep.get("tablets", {}).items():
                 self._reports.setdefault(tid, {})[u] = st
         cat = self.catalog
@@ -235,7 +253,8 @@ class Master:
         for u, a in sorted(self.catalog.tservers.items()):
             seen = self._live.get(u)
             out.append({"uuid": u, "addr": a, "live": u in live,
-                        "last_heartbeat_s": None if seen is None else round(now - seen[1], 3)})
+                        "last_heartbeat_s": None if seen is None else round(now - seen[1], 3),
+                        "http_addr": self._http.get(u)})
         return out
 
     def _leader_age(self) -> float:
@@ -288,8 +307,7 @@ class Master:
         live = self._wait_live(want)
         if not live:
             raise errors.InvalidArgument("no live tablet servers: cannot create a table")
-        rf = Catalog._replication_factor(types.SimpleNamespace(num_tablet_servers=len(live)),
-                                         p.get("replication_factor"))
+        rf = validate_replication_factor(p.get("replication_factor"), len(live))
         with self._ddl_lock:
             existing = self._by_name(name)
             if existing is not None:
@@ -397,9 +415,37 @@ class Master:
                 if st.get("role") == "LEADER" and st.get("term", 0) > best and u in live:
                     leader, best = u, st["term"]
             out[tid] = {"leader": leader, "replicas": [
-                {"uuid": u, "addr": cat.tservers.get(u, ""), "live": u in live,
-                 "role": reps.get(u, {}).get("role", "UNKNOWN")}
-                for u in cat.replicas.get(tid, [])]}
+                self._replica_info(u, reps.get(u), u in live) for u in cat.replicas.get(tid, [])]}
+        return out
+
+    def _replica_info(self, u: str, rep: dict | None, live: bool) -> dict:
+        """One replica as the catalog and its server's last heartbeat know it. State:
+        the reported one (engine/tserver/status.py); FAILED if its server is not live;
+        INITIALIZED if placed but never reported."""
+        rep = rep or {}
+        state = rep.get("state", "RUNNING") if rep else "INITIALIZED"
+        if not live:
+            state = "FAILED"
+        return {"uuid": u, "addr": self.catalog.tservers.get(u, ""), "live": live,
+                "role": rep.get("role", "UNKNOWN"), "state": state,
+                "term": rep.get("term"), "leader": rep.get("leader"),
+                "member_type": rep.get("member_type")}
+
+    def _h_list_replicas(self, p) -> list[dict]:
+        """Every replica of every table: {table, table_id, tablet_id, partition index,
+        uuid, addr, live, role, state, term, leader, member_type}."""
+        self._require_leader()
+        cat = self.catalog
+        live = self.live_tservers()
+        out = []
+        for t in sorted(cat.tables.values(), key=lambda t: t["name"]):
+            for i, x in enumerate(t["tablets"]):
+                tid = x["tablet_id"]
+                reps = self._reports.get(tid, {})
+                for u in cat.replicas.get(tid, []):
+                    out.append(dict(self._replica_info(u, reps.get(u), u in live),
+                                    table=t["name"], table_id=t["id"], tablet_id=tid,
+                                    partition=i))
         return out
 
     # -- status / lifecycle ------------------------------------------------------------------
@@ -407,12 +453,34 @@ class Master:
         st = self.catalog.status()
         return {"role": "master", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
                 "raft_role": st["role"], "leader": st["leader"], "term": st["term"],
-                "tables": len(self.catalog.tables), "tservers": self.tservers()}
+                "tables": len(self.catalog.tables), "tservers": self.tservers(),
+                "http_addr": None if self.http is None else self.http.addr}
+
+    def web_status(self) -> dict:
+        """The status page's data (engine/metrics/webserver.py)."""
+        st = self.catalog.status()
+        cat = self.catalog
+        tables = [{"name": t["name"], "id": t["id"], "tablets": len(t["tablets"]),
+                   "replication_factor": t["replication_factor"]}
+                  for t in sorted(list(cat.tables.values()), key=lambda t: t["name"])]
+        return {"role": "master", "uuid": self.uuid, "rpc_addr": self.addr,
+                "http_addr": None if self.http is None else self.http.addr,
+                **process_status(self.metrics), "masters": ", ".join(self.masters),
+                "raft_role": st["role"], "term": st["term"], "leader": st["leader"],
+                "tablets": [{"tablet_id": "sys-catalog", "table": "(sys catalog)",
+                             "role": st["role"], "state": "RUNNING", "term": st["term"],
+                             "leader": st["leader"], "commit_index": st["commit_index"],
+                             "applied_index": st["applied_index"],
+                             "wal_bytes": dir_bytes(os.path.join(self.data_dir, "sys-catalog",
+                                                                 "raft-wal"))}],
+                "tservers": self.tservers(), "tables": tables}
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
         self._monitor.join(timeout=5)
+        if self.http is not None:
+            self.http.stop()
         self.server.stop()
         self.transport.stop()
         self.catalog.close()

@@ -102,6 +102,7 @@ class ScanStats:
     blocks_skipped_lazy: int = 0  # blocks where predicates left nothing: other columns unread
     cells_skipped_lazy: int = 0  # projected cells never decoded thanks to lazy materialization
     rowsets_pruned: int = 0
+    servers: tuple = ()  # on a cluster: "uuid@addr" of the tablet server(s) that served it
 
     def add(self, other: "ScanStats") -> None:
         for f in dataclasses.fields(self):

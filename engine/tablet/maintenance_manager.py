@@ -45,6 +45,8 @@ class OpStats:
     runs: int = 0
     seconds: float = 0.0
     work: int = 0  # rows / records processed
+    last_seconds: float = 0.0  # the latest run's duration
+    last_run: float | None = None  # when it finished (time.time(); status pages show it)
 
 
 class MaintenanceManager:
@@ -110,7 +112,9 @@ class MaintenanceManager:
         work = best.run()
         st = self.stats.setdefault(best.name, OpStats())
         st.runs += 1
-        st.seconds += time.perf_counter() - t0
+        st.last_seconds = time.perf_counter() - t0
+        st.seconds += st.last_seconds
+        st.last_run = time.time()
         st.work += int(work or 0)
         return best
 

@@ -6,4 +6,6 @@
     tablet_replica.py TabletReplica: RaftHost + Tablet + result tracker
     tablet_copy.py    tablet copy: source sessions (hard-linked files) and the fetch loop
     tablet_server.py  TabletServer: the process (RPC handlers, tick loop, heartbeats)
+    status.py         replica states (RUNNING, BOOTSTRAPPING, COPYING, STOPPED), the
+                      heartbeat's replica report and the status page's data
 """

@@ -27,13 +27,19 @@ RPCs (DoAction unless said otherwise)
     lookup           {tablet, key, columns, snapshot} -> row or None
     tablet_ts        {tablet} -> the leader's last committed timestamp
     wait_safe        {tablet, ts}
-    status           -> this server's uuid, address and every replica's Raft state
+    status           -> this server's uuid, address, HTTP address and every replica's Raft
+                     status and state (engine/tserver/status.py)
     transfer_leader  {tablet, target}: hand leadership of a tablet to another voter
     change_config    {tablet, op: "replace", old, new, new_addr}: 3-4-3 replacement (leader)
     copy_begin, copy_fetch, copy_end   tablet copy from this server (tablet_copy.py)
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here); clients route with them (engine/client).
+
+Metrics (engine/metrics): every handler above is wrapped by `ServerMetrics.instrument*`
+(calls, outcomes, latency; rows written by op; scans and rows returned); the tick loop
+samples each replica's term and leader (elections, leader changes); with `http_port` the
+process serves /metrics, /status.json and a status page (engine/tserver/status.py).
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ from engine import errors
 from engine.clock import HybridClock
 from engine.config import TabletConfig
 from engine.consensus.raft import NotLeader, RaftOptions
+from engine.metrics.metrics import ServerMetrics
+from engine.metrics.webserver import StatusServer
 from engine.rpc import codec
 from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
 from engine.schema import Schema
@@ -61,6 +69,7 @@ from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from engine.tserver.ordered_scan import ordered_scan
 from engine.tserver.raft_host import Transport
+from engine.tserver.status import replica_report, web_status
 from engine.tserver.tablet_copy import CopySessions
 from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
 
@@ -99,7 +108,8 @@ class TabletServer:
     def __init__(self, data_dir: str, host: str, port: int, secret: str, masters: list[str],
                  tick_ms: int = 100, election_ticks: int = 10, heartbeat_ms: int = 1000,
                  fsync: bool = True, tablet_config: TabletConfig | None = None,
-                 log_retention_entries: int = 10_000):
+                 log_retention_entries: int = 10_000, http_port: int | None = None,
+                 http_host: str = "127.0.0.1"):
         os.makedirs(os.path.join(data_dir, "tablets"), exist_ok=True)
         self.data_dir = data_dir
         self.uuid = load_or_create_uuid(data_dir)
@@ -119,20 +129,29 @@ class TabletServer:
         self._stop = threading.Event()
         self.mm = MaintenanceManager().start()
         self.copies = CopySessions(data_dir)
+        self.metrics = m = ServerMetrics("tserver")
+        self.http: StatusServer | None = None
+        self.last_heartbeat: float | None = None  # monotonic time the master last took one
         for tid in sorted(os.listdir(os.path.join(data_dir, "tablets"))):
             if tid.endswith(".tmp"):
                 shutil.rmtree(os.path.join(data_dir, "tablets", tid), ignore_errors=True)
                 continue
             self._open_replica(tid)
-        self.server = RpcServer(host, port, secret, {
+        self.server = RpcServer(host, port, secret, m.instrument({
             "raft": self._h_raft, "create_replica": self._h_create, "delete_replica":
             self._h_delete, "lookup": self._h_lookup, "tablet_ts": self._h_tablet_ts,
             "wait_safe": self._h_wait_safe, "status": lambda p: self.status(),
             "safe_index": self._h_safe_index,
             "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
             "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
-            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end}, self._h_write, self._h_scan)
+            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end}),
+            m.instrument_write(self._h_write, OP_COLUMN), m.instrument_scan(self._h_scan))
         self.addr = self.server.addr
+        m.status_collector(lambda: web_status(self))
+        if http_port is not None:
+            self.http = StatusServer(
+                http_host, http_port, m.registry, lambda: web_status(self),
+                f"kudusql tserver {self.uuid} ({self.addr})")
         self._threads = [threading.Thread(target=self._tick_loop, daemon=True, name="ticker"),
                          threading.Thread(target=self._heartbeat_loop, daemon=True,
                                           name="heartbeat")]
@@ -183,6 +202,7 @@ class TabletServer:
             r = self.replicas.pop(tid, None)
         if r is not None:
             self.mm.unregister(r.tablet)
+            self.metrics.forget_tablet(tid)
             r.close()
         shutil.rmtree(self._replica_dir(tid), ignore_errors=True)
         return {"deleted": r is not None}
@@ -202,6 +222,7 @@ class TabletServer:
             for r in list(self.replicas.values()):
                 try:
                     r.tick()
+                    self.metrics.observe_raft(r.tablet_id, r.raft.term, r.raft.leader_uuid)
                 except Exception:  # noqa: BLE001 - one replica must not stop the others
                     log.exception("tick of tablet %s failed", r.tablet_id)
             delay = nxt - time.monotonic()
@@ -221,7 +242,8 @@ class TabletServer:
 
     def heartbeat(self) -> None:
         report = {"uuid": self.uuid, "addr": self.addr,
-                  "tablets": {tid: r.status() for tid, r in list(self.replicas.items())}}
+                  "http_addr": None if self.http is None else self.http.addr,
+                  "tablets": {tid: replica_report(r) for tid, r in list(self.replicas.items())}}
         last = None
         for m in self.masters:
             try:
@@ -231,6 +253,7 @@ class TabletServer:
                 continue
             if resp.get("not_leader"):
                 continue
+            self.last_heartbeat = time.monotonic()
             self.directory.update(resp.get("directory", {}))
             for spec in resp.get("create", []):
                 try:
@@ -330,13 +353,16 @@ class TabletServer:
     # -- status / lifecycle ------------------------------------------------------------------
     def status(self) -> dict:
         return {"role": "tserver", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
-                "tablets": {tid: dict(r.status(), table=r.table_name)
+                "http_addr": None if self.http is None else self.http.addr,
+                "tablets": {tid: dict(replica_report(r), table=r.table_name)
                             for tid, r in list(self.replicas.items())}}
 
     def stop(self) -> None:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=5)
+        if self.http is not None:
+            self.http.stop()
         self.server.stop()
         self.transport.stop()
         self.mm.shutdown()

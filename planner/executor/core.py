@@ -35,6 +35,21 @@ from planner.executor.sort import SortOperators, _concat_promote
 from planner.executor.aggregates import AggregateOperators, _digits
 
 
+def served_by(per_tablet: dict) -> list[str]:
+    """EXPLAIN ANALYZE lines naming the tablet servers a cluster scan read, each with the
+    tablets it served (tablet ids shortened to 8 characters); none in embedded mode."""
+    by: dict[str, list[str]] = {}
+    for tid, s in per_tablet.items():
+        for srv in getattr(s, "servers", ()):
+            by.setdefault(srv, []).append(tid[:8])
+    out = []
+    for srv, tids in sorted(by.items(), key=lambda x: x[0].partition("@")[2]):
+        uuid, _, addr = srv.partition("@")
+        out.append(f"served by tserver {uuid[:8]} at {addr}: {len(tids)} tablet"
+                   f"{'s' if len(tids) != 1 else ''} ({', '.join(sorted(tids))})")
+    return out
+
+
 def _point_key(node: L.Scan, table) -> tuple | None:
     """The primary key a scan pins with equalities on every key column (and nothing else to
     check), or None."""
@@ -300,6 +315,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             scan.close()
             st.scan = scan.stats.scan
             st.tablets = (scan.stats.tablets_scanned, scan.stats.tablets_total)
+            st.detail.extend(served_by(scan.stats.per_tablet))
 
     # -- streaming ---------------------------------------------------------------------------
     def stream_output(self, out: L.Output):

@@ -1,0 +1,57 @@
+"""A tablet server's status as the master, `cluster status` and the status page see it.
+
+Replica states (reported in heartbeats; the master keeps the last report per replica):
+
+    RUNNING        serving its role: a leader takes writes and reads, a follower applies
+                   what the leader commits
+    BOOTSTRAPPING  opened with log entries past its applied state and no leader known yet:
+                   those entries wait until a leader tells it the commit index (after a
+                   restart, docs/cluster.md "Restart")
+    COPYING        copying the tablet from the leader (its log was GC'd past what it needs)
+    STOPPED        shut down (the server is stopping, or the replica is being deleted)
+
+The master adds FAILED (the replica's server missed heartbeats for the unresponsive
+timeout) and INITIALIZED (placed in the catalog, not yet reported by its server).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from engine.metrics.metrics import dir_bytes, maintenance_rows, process_status
+
+
+def replica_state(r) -> str:
+    if r.stopped:
+        return "STOPPED"
+    if r.copying:
+        return "COPYING"
+    raft = r.raft
+    if raft.leader_uuid is None and r.storage.last_index > raft.last_applied:
+        return "BOOTSTRAPPING"
+    return "RUNNING"
+
+
+def replica_report(r) -> dict:
+    """What a heartbeat reports of one replica: its Raft status and state."""
+    return dict(r.status(), state=replica_state(r))
+
+
+def web_status(ts) -> dict:
+    """The status page's data for a TabletServer (engine/metrics/webserver.py)."""
+    tablets = []
+    for tid, r in sorted(list(ts.replicas.items()), key=lambda x: (x[1].table_name, x[0])):
+        st = r.status()
+        tablets.append({"tablet_id": tid, "table": r.table_name, "role": st["role"],
+                        "state": replica_state(r), "term": st["term"],
+                        "leader": st["leader"], "commit_index": st["commit_index"],
+                        "applied_index": st["applied_index"],
+                        "wal_bytes": dir_bytes(os.path.join(r.directory, "raft-wal")),
+                        "peers": st["peers"]})
+    last = ts.last_heartbeat
+    return {"role": "tserver", "uuid": ts.uuid, "rpc_addr": ts.addr,
+            "http_addr": ts.http.addr if ts.http is not None else None,
+            **process_status(ts.metrics), "masters": ", ".join(ts.masters),
+            "heartbeat_age_s": None if last is None else round(time.monotonic() - last, 3),
+            "tablets": tablets, "maintenance": maintenance_rows(ts.mm)}
