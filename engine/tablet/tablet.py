@@ -56,6 +56,7 @@ from engine.tablet.diskrowset import DiskRowSet, ScanStats
 from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
+from engine.tablet.small_write import value_converter
 from engine.tablet.tablet_bootstrap import replay
 from engine.tablet.tablet_metadata import (
     META_FILE,
@@ -94,6 +95,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         # Physical -> Python converters by column id (ids are never reused, so converters
         # of every schema this tablet has had can live in one dict).
         self._to_python: dict[int, Any] = {}
+        self._small_converters: dict[int, Any] = {}   # the same, in (small_write.py)
         self._set_schema(schema)
         meta = meta or TabletMetadata(schema)
         # Bumped by every alter_schema; persisted with the schema (see alter_schema).
@@ -113,6 +115,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         self.replayed_ops = 0
         self.maintenance = None  # set by MaintenanceManager.register
         self.write_stalls = 0
+        self.small_writes = 0     # ops that took the small-write path (tablet_write.py)
 
     # -- lifecycle ---------------------------------------------------------------------
     @classmethod
@@ -173,6 +176,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         for c in schema.columns:
             if c.id not in self._to_python:
                 self._to_python[c.id] = python_converter(c)
+                self._small_converters[c.id] = value_converter(c)
 
     def _persist_metadata(self, schema: tuple[Schema, int] | None = None) -> None:
         """Write tablet metadata atomically (caller holds the write lock), then GC the log.

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -38,12 +38,19 @@ from engine.consensus.log import WRITE, LogEntry
 from engine.convert import cast_column, table_from_pydict
 from engine.key_encoding import encode_keys
 from engine.tablet.row_ops import RowOps
+from engine.tablet.small_write import (
+    SMALL_MAX_ROWS,
+    Ineligible,
+    apply_small,
+    convert_rows,
+)
 from engine.tablet.write_op import (
     OpType,
     RowError,
     RowErrorCode,
     WriteOp,
     WriteResult,
+    encode_small,
 )
 from engine.types import to_physical
 
@@ -65,6 +72,64 @@ class TabletWriter:
 
     def write(self, ops, rows) -> WriteResult:
         return self.write_deferred(ops, rows)()
+
+    def write_small(self, ops: Sequence[int], columns: Sequence[str],
+                    rows: Sequence[Sequence]) -> WriteResult:
+        """Write a few rows given as Python values (`rows`: one tuple per row, values in
+        `columns` order; `ops`: one OpType per row): the small-write path
+        (small_write.py) when the op is eligible, else the general path with the rows as
+        a dict of columns. Same outcomes either way."""
+        finish = self.write_small_deferred(ops, columns, rows)
+        if finish is None:
+            finish = self.write_deferred(list(ops), {name: [r[j] for r in rows]
+                                                     for j, name in enumerate(columns)})
+        return finish()
+
+    def write_small_deferred(self, ops: Sequence[int], columns: Sequence[str],
+                             rows: Sequence[Sequence]) -> Callable[[], WriteResult] | None:
+        """`write_small` up to its wait for durability (as `apply_deferred`), or None,
+        having done nothing, when the op is not for the small path (more than
+        SMALL_MAX_ROWS rows, a value whose conversion is not certain, a repeated key...:
+        small_write.py): the caller then writes it the general way.
+
+        As `apply_deferred`: converted before the lock; under it the timestamp, the WAL
+        append (a compact record, write_op.py `encode_small`) and the stores; an ALTER
+        TABLE that switched the schema in between sends the op to the general path."""
+        n = len(ops)
+        if not 0 < n <= SMALL_MAX_ROWS or len(rows) != n:
+            return None
+        schema = self.schema
+        try:
+            conv = convert_rows(ops, columns, rows, schema, self._key_cols,
+                                self._encode_key, self._small_converters)
+            body = encode_small(ops, columns, rows)
+        except (Ineligible, TypeError, ValueError):
+            return None
+        self._admit_write()
+        with self._write_lock:
+            if self.schema is not schema:      # an alter_schema ran since the conversion
+                return None
+            ts = self.clock.now()
+            self.mvcc.start_op(ts)
+            index = self.log.next_index()
+            self.log.append(LogEntry(0, index, ts, WRITE, body))
+            self._last_ts = max(self._last_ts, ts)
+            try:
+                applied, bad = apply_small(self._components, schema, self._non_key, conv, ts)
+            except BaseException:
+                self.mvcc.abort_op(ts)
+                raise
+        self.small_writes += 1
+
+        def finish() -> WriteResult:
+            try:
+                self.log.wait_durable(index)
+            finally:
+                self.mvcc.commit_op(ts)
+            errs = [RowError(i, code, msg, conv.key_values[i])
+                    for i, (code, msg) in sorted(bad.items())]
+            return WriteResult(ts, applied, errs)
+        return finish
 
     def write_deferred(self, ops, rows) -> Callable[[], WriteResult]:
         """`write` whose wait for durability is left to the returned call (see
