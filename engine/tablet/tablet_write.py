@@ -90,11 +90,16 @@ class TabletWriter:
         """`write_small` up to its wait for durability (as `apply_deferred`), or None,
         having done nothing, when the op is not for the small path (more than
         SMALL_MAX_ROWS rows, a value whose conversion is not certain, a repeated key...:
-        small_write.py): the caller then writes it the general way.
+        small_write.py): the caller then writes it the general way."""
+        prepared = self.prepare_small(ops, columns, rows)
+        return None if prepared is None else self.apply_small_deferred(prepared)
 
-        As `apply_deferred`: converted before the lock; under it the timestamp, the WAL
-        append (a compact record, write_op.py `encode_small`) and the stores; an ALTER
-        TABLE that switched the schema in between sends the op to the general path."""
+    def prepare_small(self, ops: Sequence[int], columns: Sequence[str],
+                      rows: Sequence[Sequence]):
+        """The first half of `write_small_deferred`, without the lock: the rows checked
+        and converted and the compact WAL body built (None: not for the small path).
+        `Table` prepares every tablet's share before it applies any, so a write goes the
+        small way or the general way as a whole."""
         n = len(ops)
         if not 0 < n <= SMALL_MAX_ROWS or len(rows) != n:
             return None
@@ -105,6 +110,14 @@ class TabletWriter:
             body = encode_small(ops, columns, rows)
         except (Ineligible, TypeError, ValueError):
             return None
+        return schema, conv, body
+
+    def apply_small_deferred(self, prepared) -> Callable[[], WriteResult] | None:
+        """The second half: as `apply_deferred`, under the write lock the timestamp, the
+        WAL append (the compact record) and the stores (small_write.py `apply_small`);
+        the returned call waits for durability and commits in MVCC. None, having done
+        nothing, if an ALTER TABLE switched the schema since `prepare_small`."""
+        schema, conv, body = prepared
         self._admit_write()
         with self._write_lock:
             if self.schema is not schema:      # an alter_schema ran since the conversion
