@@ -17,7 +17,18 @@ indexes in the caller's batch. Rows no range partition covers get a `NO_PARTITIO
 error naming the key (Kudu: "No tablet covering the requested range partition"; Impala
 counts it as a row error, Postgres reports SQLSTATE 23514 "no partition of relation found
 for row"); rows whose key cannot be converted (NULL, out of range) get the tablet's codes,
-NOT_NULL / INVALID, without being sent anywhere. As in Kudu a batch is not atomic, and
+NOT_NULL / INVALID, without being sent anywhere.
+
+Small writes (`_write_small`): up to SMALL_MAX_ROWS (8) rows of plain Python values (a
+dict of lists, or an Arrow table read out with `to_pylist`) are routed row by row
+(`PartitionSchema.partition_index_for_key`, as `lookup` routes) and each tablet's share is
+applied on the tablet's small-write path (engine/tablet/small_write.py): no Arrow
+conversion, no coalescer, no thread-pool hop for one tablet. Every share is prepared
+(values checked and converted, the compact WAL record built) before any is applied; if
+one is not eligible (a value whose conversion is not certain, a key that needs routing's
+error reports, a repeated key), nothing was done and the write takes the general path
+below, so outcomes never depend on the path. Larger writes of up to COALESCE_MAX_ROWS
+rows go through the coalescer (engine/catalog/coalesce.py). As in Kudu a batch is not atomic, and
 across tablets it is not even one timestamp: each tablet's share commits at its own
 timestamp (`TableWriteResult.tablet_timestamps`); `timestamp` is the largest, a client's
 "read your writes" token.

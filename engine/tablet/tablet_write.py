@@ -18,10 +18,24 @@ logged again and rows already in flushed files are skipped (tablet_bootstrap.py)
 replicated tablet applies a committed Raft entry the same way, with its leader's
 timestamp, so embedded and replicated tablets share one apply path.
 
+Small writes (`write_small`, `prepare_small` + `apply_small_deferred`): an op of at most
+SMALL_MAX_ROWS rows of plain Python values skips the Arrow machinery (small_write.py):
+values converted one by one, keys probed directly, a compact WAL record (write_op.py);
+timestamp, WAL append, MVCC and durability exactly as in `apply_deferred`. An op it cannot
+take with certainty of the same outcome is refused (None) before anything is done, and
+the caller writes it the general way. Replay and Raft followers apply compact records
+through the general `apply` (they decode to the Arrow op the general path would log).
+
+Threads: a writer applies its op on its own thread under `_write_lock` (held for the
+apply only, never across the fsync) and then waits in `Log.wait_durable`, where
+concurrent writers of the tablet share one fsync (group commit: the first waiter syncs
+everything appended so far, the others wait for it). No pool hop and no hand-off between
+threads on the single-tablet path.
+
 The host contract (what these methods use of `Tablet`): `path`, `config`, `schema`,
 `clock`, `mvcc`, `log`, `maintenance`, `write_stalls`, `_write_lock`, `_components`,
-`_key_cols`, `_key_ids`, `_non_key`, `_mrs_flushed_index`, `_last_ts`, `flush_mrs`,
-`flush_dms`.
+`_key_cols`, `_key_ids`, `_non_key`, `_mrs_flushed_index`, `_last_ts`, `_encode_key`,
+`_small_converters`, `small_writes`, `flush_mrs`, `flush_dms`.
 """
 
 from __future__ import annotations
