@@ -384,6 +384,13 @@ class Table:
             return self.catalog.write_coalescer(self.id).write(op_arr, table, self._write_now)
         return self._write_now(op_arr, table)
 
+    def write_small(self, ops, rows) -> TableWriteResult | None:
+        """`write` when it takes the small-write path; None, having done nothing, when it
+        would not (the caller may then write the general way, or not at all). A front end
+        that must know its write cannot fail beyond ALREADY_PRESENT / NOT_FOUND (the wire's
+        key-write fast path) uses this."""
+        return self._write_small(ops, rows)
+
     def _write_small(self, ops, rows) -> TableWriteResult | None:
         """The small-write path (module docstring): None, having done nothing, when the
         write is not for it. The rows are routed one by one on their keys as given (which
