@@ -53,7 +53,10 @@ class DeltaMemStore:
     def append(self, batch: DeltaBatch) -> None:
         if not len(batch):
             return
-        lo, hi = batch.min_ts(), batch.max_ts()
+        if len(batch) == 1:            # a single-row write: no numpy reductions
+            lo = hi = int(batch.ts[0])
+        else:
+            lo, hi = batch.min_ts(), batch.max_ts()
         self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
         self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
         self._nbytes += batch.nbytes
@@ -63,7 +66,9 @@ class DeltaMemStore:
             self._pending = {}        # the view holds every chunk: a fresh, empty index
         index = self._pending
         if index is not None:
-            if len(batch) <= INDEX_CHUNK_MAX:
+            if len(batch) == 1:
+                index.setdefault(int(batch.rowid[0]), []).append(pos)
+            elif len(batch) <= INDEX_CHUNK_MAX:
                 for r in set(batch.rowid.tolist()):  # a small chunk: a few rows each
                     index.setdefault(r, []).append(pos)
             else:
