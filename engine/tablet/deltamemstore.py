@@ -88,16 +88,18 @@ class DeltaMemStore:
         cached_n, cached = self._view
         index = self._pending
         if cached_n == n:
-            return cached.slice_rows(lo, hi)
+            return _slice(cached, lo, hi)
         pending = self._count - len(cached)
         if index is None or hi - lo > 64 or pending > max(PENDING_MIN, len(cached) // 4):
-            return self.view().slice_rows(lo, hi)
+            return _slice(self.view(), lo, hi)
+        if hi == lo + 1 and lo not in index:   # a point lookup of a row with no pending
+            return _slice(cached, lo, hi)       # records: the view's slice alone
         found = [index.get(r, ()) for r in range(lo, hi)]
         if sum(len(f) for f in found) > ROW_PENDING_MAX:
             # a hot row updated many times since the view was built: one rebuild, after
             # which its lookups (and every other's) are one binary search again
-            return self.view().slice_rows(lo, hi)
-        parts = [cached.slice_rows(lo, hi)]
+            return _slice(self.view(), lo, hi)
+        parts = [_slice(cached, lo, hi)]
         seen: set[int] = set()
         for positions in found:
             for p in positions:
@@ -133,3 +135,13 @@ class DeltaMemStore:
                 self._view = (n, merged)
                 cached = merged
             return cached
+
+
+def _slice(batch: DeltaBatch, lo: int, hi: int) -> DeltaBatch:
+    """`batch.slice_rows(lo, hi)`; a row without records (most point lookups) gets the
+    shared empty batch after one binary search, without building a sliced one."""
+    rid = batch.rowid
+    a = int(rid.searchsorted(lo))
+    if a == len(rid) or rid[a] >= hi:
+        return _EMPTY
+    return batch.slice_rows(lo, hi)
