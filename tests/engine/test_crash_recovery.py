@@ -456,7 +456,7 @@ def test_crash_recovery_with_alter_table(tmp_path):
 def test_crash_recovery_small_writes(tmp_path):
     """kill -9 while 1..4-row batches take the small-write path (compact WAL records):
     every acknowledged write is there after the reopen, nothing else is."""
-    run_crash_cycles(tmp_path, _seed(3), ["timed", "timed"], "full+small")
+    run_crash_cycles(tmp_path, _seed(3), ["timed"], "full+small")
 
 
 @pytest.mark.long

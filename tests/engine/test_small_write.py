@@ -149,7 +149,7 @@ def run(tmp_path, seed: int, steps: int) -> int:
         a.close(), b.close()
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(3))
 def test_small_path_matches_general_path(tmp_path, seed):
     small = run(tmp_path, seed, 120)
     assert small > 40, "the small path was hardly taken: the test would not bite"
