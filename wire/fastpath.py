@@ -80,8 +80,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from sqlglot import exp
-
 from engine.tablet.write_op import OpType
 from planner.errors import SqlError
 from planner.result import StatementResult
@@ -455,31 +453,12 @@ _SUSPENDED = P.portal_suspended()
 # -- key writes ---------------------------------------------------------------------------------
 def _write_plan(stmt):
     """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE statement
-    this path can run (no RETURNING, FROM / USING, WITH), cached on the statement; None
-    otherwise."""
+    this path can run (the front door's `Statement.key_write_shape`), cached on the
+    statement; None otherwise."""
     plan = stmt.fast.get("write")
-    if plan is not None:
-        return plan or None
-    plan = ()
-    try:
-        node = stmt.statement.node
-    except SqlError:
-        node = None
-    plain = node is not None and not any(node.args.get(a) for a in (
-        "returning", "from", "from_", "using", "with", "order", "limit"))
-    if plain and isinstance(node, exp.Update):
-        names = []
-        for a in node.expressions:
-            if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column) or \
-                    a.this.table:
-                names = None
-                break
-            names.append(a.this.name)
-        if names and len(set(names)) == len(names):
-            plan = ("UPDATE", names)
-    elif plain and isinstance(node, exp.Delete):
-        plan = ("DELETE", [])
-    stmt.fast["write"] = plan
+    if plan is None:
+        shape = getattr(stmt.statement, "key_write_shape", None)
+        plan = stmt.fast["write"] = (shape() if shape is not None else None) or ()
     return plan or None
 
 
