@@ -19,7 +19,7 @@ counts it as a row error, Postgres reports SQLSTATE 23514 "no partition of relat
 for row"); rows whose key cannot be converted (NULL, out of range) get the tablet's codes,
 NOT_NULL / INVALID, without being sent anywhere.
 
-Small writes (`_write_small`): up to SMALL_MAX_ROWS (8) rows of plain Python values (a
+Small writes (small_writes.py): up to SMALL_MAX_ROWS (8) rows of plain Python values (a
 dict of lists, or an Arrow table read out with `to_pylist`) are routed row by row
 (`PartitionSchema.partition_index_for_key`, as `lookup` routes) and each tablet's share is
 applied on the tablet's small-write path (engine/tablet/small_write.py): no Arrow
@@ -72,12 +72,12 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
+from engine.catalog import small_writes as _small
 from engine.catalog.leases import TableCatalog, TabletHandle
 from engine.catalog.metadata import TableMetadata
 from engine.tablet.diskrowset import ScanStats
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
-from engine.tablet.small_write import SMALL_MAX_ROWS, Ineligible, value_converter
 from engine.tablet.write_op import OpType, RowError, RowErrorCode, WriteOp
 from engine.types import sql_literal
 
@@ -291,7 +291,7 @@ def _op_array(ops, n: int) -> np.ndarray:
 
 class Table:
     # writes of at most SMALL_MAX_ROWS rows of plain values take the small-write path
-    # (`_write_small`); tests switch it off to compare both paths
+    # (small_writes.py); tests switch it off to compare both paths
     small_writes = True
 
     def __init__(self, catalog: TableCatalog, table_id: str):
@@ -369,9 +369,9 @@ class Table:
         it and every row after it are not, and `row_errors` holds its error alone (see
         `_write_in_order`). A driver's pipelined batch of one prepared INSERT is this."""
         if not in_order and self.small_writes:
-            done = self._write_small(ops, rows)
+            done = _small.write_small(self, ops, rows)
             if done is not None:
-                return done
+                return TableWriteResult(*done)
         table = _as_arrow(rows)
         if in_order:
             if table is None:
@@ -385,122 +385,12 @@ class Table:
         return self._write_now(op_arr, table)
 
     def write_small(self, ops, rows) -> TableWriteResult | None:
-        """`write` when it takes the small-write path; None, having done nothing, when it
-        would not (the caller may then write the general way, or not at all). A front end
-        that must know its write cannot fail beyond ALREADY_PRESENT / NOT_FOUND (the wire's
-        key-write fast path) uses this."""
-        return self._write_small(ops, rows)
-
-    def _write_small(self, ops, rows) -> TableWriteResult | None:
-        """The small-write path (module docstring): None, having done nothing, when the
-        write is not for it. The rows are routed one by one on their keys as given (which
-        must be plain Python values of the key columns' types: engine/tablet/small_write.py),
-        each tablet's share written with `Tablet.write_small_deferred`, or its general
-        `write_deferred` when the share is not eligible there; no coalescer, no pool hop
-        for one tablet, and the fsyncs of several waited for together (`_finish_all`)."""
-        if isinstance(rows, (pa.Table, pa.RecordBatch)):
-            n = rows.num_rows
-            if not 0 < n <= SMALL_MAX_ROWS:
-                return None
-            columns = list(rows.schema.names)
-            values = list(zip(*[c.to_pylist() for c in rows.columns]))
-        elif isinstance(rows, dict) and rows:
-            columns = list(rows)
-            cols = [list(v) for v in rows.values()]
-            n = len(cols[0])
-            if not 0 < n <= SMALL_MAX_ROWS or any(len(c) != n for c in cols):
-                return None
-            values = list(zip(*cols))
-        else:
-            return None
-        if np.isscalar(ops) or isinstance(ops, OpType):
-            op_list = [int(ops)] * n
-        else:
-            op_list = [int(o) for o in ops]
-            if len(op_list) != n:
-                return None
-        state: dict = {}
-
-        def pick(meta):
-            schema = meta.schema
-            cached = self._small_keys
-            if cached is None or cached[0] is not schema:
-                cached = self._small_keys = (schema, [value_converter(k)
-                                                      for k in schema.key_columns])
-            key_names = schema.key_names
-            try:
-                pos = [columns.index(k) for k in key_names]
-            except ValueError:
-                raise Ineligible from None
-            convs = cached[1]
-            ps = meta.partition_schema
-            groups: dict[int, list[int]] = {}
-            for i, row in enumerate(values):   # a few rows (SMALL_MAX_ROWS)
-                key = {}
-                for name, j, conv in zip(key_names, pos, convs):
-                    v = row[j]
-                    conv(v)                       # Ineligible unless plain and valid
-                    key[name] = v
-                try:
-                    p = ps.partition_index_for_key(key)
-                except errors.EngineError:
-                    raise Ineligible from None
-                if p < 0:
-                    raise Ineligible            # NO_PARTITION: the general path reports it
-                groups.setdefault(p, []).append(i)
-            state["groups"] = list(groups.values())
-            return [meta.tablet_ids[p] for p in groups]
-
-        try:
-            lease = self.catalog.lease_tablets(self.id, pick)
-        except Ineligible:
-            return None
-        meta, slots = lease.metadata, lease.handles
-        pending = []
-        try:
-            shares = []
-            for slot, idx in zip(slots, state["groups"]):
-                t = slot.tablet()
-                ren = slot.column_renames(meta.schema)
-                prep = getattr(t, "prepare_small", None)
-                prepared = None if prep is None else prep(
-                    [op_list[i] for i in idx], [ren.get(c, c) for c in columns]
-                    if ren else columns, [values[i] for i in idx])
-                if prepared is None:        # not for the small path: all goes generally
-                    return None
-                shares.append((slot, idx, t, prepared, ren))
-            try:
-                for slot, idx, t, prepared, ren in shares:
-                    finish = t.apply_small_deferred(prepared)
-                    if finish is None:      # an ALTER TABLE meanwhile: this share
-                        finish = t.write_deferred(   # the general way (a rare race)
-                            np.asarray([op_list[i] for i in idx], dtype=np.int8),
-                            self._share(rows, columns, values, idx, ren))
-                    pending.append((slot, idx, finish))
-            finally:
-                results = self._finish_all([f for _, _, f in pending])
-        finally:
-            lease.release()
-        errs: list[RowError] = []
-        stamps: dict[str, int] = {}
-        applied = 0
-        for (slot, idx, _), r in zip(pending, results):
-            applied += r.num_applied
-            stamps[slot.tablet_id] = r.timestamp
-            errs.extend(dataclasses.replace(e, index=idx[e.index]) for e in r.row_errors)
-        errs.sort(key=lambda e: e.index)
-        return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
-
-    @staticmethod
-    def _share(rows, columns, values, idx, ren):
-        """Rows `idx` of a small write for one tablet's general `write_deferred`: Arrow
-        rows as Arrow (their types decide the conversion), else a dict of lists."""
-        names = [ren.get(c, c) for c in columns] if ren else columns
-        if isinstance(rows, pa.RecordBatch):
-            rows = pa.Table.from_batches([rows])
-        if isinstance(rows, pa.Table):
-            return rows.take(pa.array(idx, type=pa.int64())).rename_columns(names)
-        return {c: [values[i][j] for i in idx] for j, c in enumerate(names)}
+        """`write` when it takes the small-write path (small_writes.py); None, having
+        done nothing, when it would not (the caller may then write the general way, or
+        not at all). A front end that must know its write cannot fail beyond
+        ALREADY_PRESENT / NOT_FOUND (the wire's key-write fast path) uses this."""
+        done = _small.write_small(self, ops, rows)
+        return None if done is None else TableWriteResult(*done)
 
     def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
         n = table.num_rows
