@@ -617,6 +617,21 @@ def bulk_parameters(ast: exp.Expression) -> int | None:
     return len(items)
 
 
+# the plan cache key prefix of UPDATE / DELETE row-matching queries (`_matching`); the
+# session's `key_write_rows` (wire fast path) finds them under it
+MATCHING_KEY = "\x00matching\x00"
+
+
+def update_data(table, rows: pa.Table, names: list[str]) -> pa.Table:
+    """The rows an UPDATE writes: the matching query's key columns and SET values (in
+    `names` order), SQL-rounded to their columns' types (one place for `update` and the
+    wire's key-write fast path)."""
+    schema = table.schema
+    cols = schema.key_names + names
+    return pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
+                                 for a, c in zip(rows.columns, cols)], names=cols)
+
+
 def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel,
               cache=None):
     """Rows of the target matching the WHERE clause: key columns then `extra` values.
@@ -625,7 +640,7 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
     text (marked apart from a SELECT of the same text), and a match by the full primary key
     runs as a point read (planner.fastpath): `UPDATE t SET v = v + 1 WHERE k = $1` executed
     again skips parsing the query, binding and the rules."""
-    key = "\x00matching\x00" + sql
+    key = MATCHING_KEY + sql
     if cache is not None and params:
         t = cache.point_result(catalog, key, params)
         if t is not None:
@@ -677,9 +692,7 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
     rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel, cache)
     if rows.num_rows == 0:
         return StatementResult("UPDATE", rowcount=0)
-    cols = schema.key_names + names
-    data = pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
-                                 for a, c in zip(rows.columns, cols)], names=cols)
+    data = update_data(table, rows, names)
     r = table.update(data)
     errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
     return StatementResult("UPDATE", rowcount=r.num_applied,

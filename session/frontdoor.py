@@ -117,6 +117,30 @@ class Statement:
             return "insert"
         return None
 
+    def key_write_shape(self) -> tuple[str, list[str]] | None:
+        """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE (no
+        RETURNING, FROM / USING, WITH, ORDER BY, LIMIT; SET of distinct plain columns),
+        else None: what the wire's key-write fast path (wire/fastpath.py) needs to know
+        of the statement, without reading SQL."""
+        try:
+            node = self.node
+        except SqlError:
+            return None
+        if node is None or any(node.args.get(a) for a in (
+                "returning", "from", "from_", "using", "with", "with_", "order", "limit")):
+            return None
+        if isinstance(node, exp.Update):
+            names = []
+            for a in node.expressions:
+                if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column) or \
+                        a.this.table:
+                    return None
+                names.append(a.this.name)
+            return ("UPDATE", names) if names and len(set(names)) == len(names) else None
+        if isinstance(node, exp.Delete):
+            return ("DELETE", [])
+        return None
+
     @classmethod
     def parsed(cls, text: str, node: exp.Expr | None, offset: int = 0) -> Statement:
         """A statement already parsed as part of another (DECLARE's query, what COPY TO

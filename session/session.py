@@ -413,6 +413,25 @@ class Session:
             t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
         return None if t is None else StatementResult.rows("SELECT", t)
 
+    def key_write_rows(self, text: str, params):
+        """(rows, table) for `text`, a prepared UPDATE / DELETE by the full primary key run
+        before (its row-matching query cached as a point read, planner.statement
+        `_matching`), with these parameters: the matching query's result (0 or 1 row: the
+        key columns, then the SET values) and the table; None (nothing done) when there is
+        no such cached point read or its tablets are not all open. A read: the wire's
+        key-write fast path (wire/fastpath.py) then writes the row itself."""
+        if not params:
+            return None
+        fast = self._plans.point_read(self.catalog, statement.MATCHING_KEY + text, params)
+        if fast is None:
+            return None
+        table = self.catalog.table(fast.table)
+        if not fast.ready(table):
+            return None
+        with sql_errors(), statement_clock():
+            rows = fast.run(self.catalog, params, table)
+        return None if rows is None else (rows, table)
+
     def point_read(self, text: str, params):
         """(PointRead, table) when `text` with these parameters is a cached primary-key
         point read of plain columns whose tablets are open, else None (nothing done): the

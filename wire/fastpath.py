@@ -1,4 +1,5 @@
-"""Wire fast paths: prepared point reads, and pipelined batches of one prepared INSERT.
+"""Wire fast paths: prepared point reads and key writes, and pipelined batches of one
+prepared INSERT.
 
 Point reads
 -----------
@@ -15,6 +16,27 @@ needs SQL's conversion rules, a transaction block, a column whose announced
 type differs from the result's, a type the value encoders do not cover) takes the
 ordinary path, having consumed nothing. tests/wire/test_fastpath.py runs both paths on
 generated tables and keys and compares every reply.
+
+Key writes
+----------
+A prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1` or `DELETE FROM t WHERE pk = $1`
+executed as Bind, [Describe portal], Execute, Sync, run before so that its row-matching
+query is cached as a point read (planner.statement `_matching`), is run here: the
+session's `key_write_rows` gives the matching row (key and SET values, computed by the
+executor's evaluator: SQL semantics and errors unchanged), `update_data` rounds it as the
+ordinary UPDATE does, and `Table.write_small` writes it on the engine's small-write path;
+the reply is BindComplete, [NoData], CommandComplete `UPDATE n` / `DELETE n`,
+ReadyForQuery, built here. No Portal, no StatementResult per op, no statement dispatch,
+no AST copy. The one thread hop left is the write itself (it waits for its WAL fsync,
+which must not block the event loop). Anything this path cannot answer exactly as the
+ordinary one would - no cached matching point read, a transaction block, RETURNING,
+a value the small-write path will not take with certainty (it then writes nothing), an
+error while matching - goes the ordinary way, having consumed and written nothing; the
+ordinary path then runs the statement from the start (the matching read is repeated,
+it changes nothing). An UPDATE / DELETE on the small path fails only for a key that is
+not live, which both paths count as 0 rows. tests/wire/test_fastpath_writes.py runs both
+paths (`fast_paths=False`) on random statements and compares every reply and the final
+tables.
 
 Pipelined batches
 -----------------
@@ -58,8 +80,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from engine.tablet.write_op import OpType
 from planner.errors import SqlError
 from planner.result import StatementResult
+from planner.statement import update_data
 from wire import protocol as P
 from wire import types as T
 from wire.portal import Portal, Rows
@@ -145,6 +169,8 @@ async def on_bind(conn: Connection, bind: P.Bind) -> bool:
         return await point_read(conn, stmt, bind)
     if verb == "insert":
         return await pipelined_batch(conn, bind)
+    if verb is None:
+        return await key_write(conn, stmt, bind)
     return False
 
 
@@ -422,3 +448,82 @@ _S16 = T._S16
 _SELECT_0 = P.command_complete("SELECT 0")
 _SELECT_1 = P.command_complete("SELECT 1")
 _SUSPENDED = P.portal_suspended()
+
+
+# -- key writes ---------------------------------------------------------------------------------
+def _write_plan(stmt):
+    """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE statement
+    this path can run (the front door's `Statement.key_write_shape`), cached on the
+    statement; None otherwise."""
+    plan = stmt.fast.get("write")
+    if plan is None:
+        shape = getattr(stmt.statement, "key_write_shape", None)
+        plan = stmt.fast["write"] = (shape() if shape is not None else None) or ()
+    return plan or None
+
+
+async def key_write(conn: Connection, stmt, bind: P.Bind) -> bool:
+    """Bind [Describe P] Execute Sync of a prepared UPDATE / DELETE by the full primary
+    key, answered here (module docstring); False (nothing consumed, nothing written) for
+    anything else."""
+    find = getattr(conn.session, "key_write_rows", None)
+    if find is None or conn.tx.in_block or bind.portal or conn.tx.status != b"I":
+        return False
+    nxt = _peek(conn, 3)
+    describe = bool(nxt) and isinstance(nxt[0], P.Describe) and nxt[0].kind == "P" and \
+        nxt[0].name == ""
+    rest = nxt[1:] if describe else nxt
+    if len(rest) < 2 or not isinstance(rest[0], P.Execute) or rest[0].portal != "" or \
+            not isinstance(rest[1], P.Sync):
+        return False
+    if any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
+        return False
+    plan = _write_plan(stmt)
+    if plan is None:
+        return False
+    verb, names = plan
+    try:
+        params = await conn._bind_params(stmt, bind)
+        conn.tx.check(stmt.statement)
+    except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
+        return False
+
+    def write():
+        """In the pool (the write waits for its WAL fsync): the matching row, then the
+        small-write path; None when either says 'not here' (nothing written)."""
+        found = find(stmt.sql, params)
+        if found is None:
+            return None
+        rows, table = found
+        if rows.num_rows == 0:
+            return 0
+        if verb == "UPDATE":
+            r = table.write_small(OpType.UPDATE, update_data(table, rows, names))
+        else:
+            r = table.write_small(OpType.DELETE, pa.Table.from_arrays(
+                rows.columns, names=table.schema.key_names))
+        # the small path reports ALREADY_PRESENT / NOT_FOUND only (engine/tablet/
+        # small_write.py), and an UPDATE / DELETE of a row gone meanwhile counts 0, as
+        # the ordinary path counts it
+        return None if r is None else r.num_applied
+
+    timer = conn._begin_statement()
+    try:
+        try:
+            count = await conn._blocking(write)
+        except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports
+            return False
+    finally:
+        conn._end_statement(timer)
+    if count is None:
+        return False
+    conn._drop_portals(lambda p: p.name == "")
+    for _ in range(3 if describe else 2):          # the messages answered here
+        conn.pushback.popleft()
+    conn.send(P.bind_complete())
+    if describe:
+        conn.send(P.no_data())
+    conn.send(P.command_complete(StatementResult(verb, rowcount=count).tag()))
+    conn._on_sync()
+    await conn.flush()
+    return True

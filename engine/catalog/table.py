@@ -17,7 +17,18 @@ indexes in the caller's batch. Rows no range partition covers get a `NO_PARTITIO
 error naming the key (Kudu: "No tablet covering the requested range partition"; Impala
 counts it as a row error, Postgres reports SQLSTATE 23514 "no partition of relation found
 for row"); rows whose key cannot be converted (NULL, out of range) get the tablet's codes,
-NOT_NULL / INVALID, without being sent anywhere. As in Kudu a batch is not atomic, and
+NOT_NULL / INVALID, without being sent anywhere.
+
+Small writes (small_writes.py): up to SMALL_MAX_ROWS (8) rows of plain Python values (a
+dict of lists, or an Arrow table read out with `to_pylist`) are routed row by row
+(`PartitionSchema.partition_index_for_key`, as `lookup` routes) and each tablet's share is
+applied on the tablet's small-write path (engine/tablet/small_write.py): no Arrow
+conversion, no coalescer, no thread-pool hop for one tablet. Every share is prepared
+(values checked and converted, the compact WAL record built) before any is applied; if
+one is not eligible (a value whose conversion is not certain, a key that needs routing's
+error reports, a repeated key), nothing was done and the write takes the general path
+below, so outcomes never depend on the path. Larger writes of up to COALESCE_MAX_ROWS
+rows go through the coalescer (engine/catalog/coalesce.py). As in Kudu a batch is not atomic, and
 across tablets it is not even one timestamp: each tablet's share commits at its own
 timestamp (`TableWriteResult.tablet_timestamps`); `timestamp` is the largest, a client's
 "read your writes" token.
@@ -61,6 +72,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
+from engine.catalog import small_writes as _small
 from engine.catalog.leases import TableCatalog, TabletHandle
 from engine.catalog.metadata import TableMetadata
 from engine.tablet.diskrowset import ScanStats
@@ -278,9 +290,14 @@ def _op_array(ops, n: int) -> np.ndarray:
 
 
 class Table:
+    # writes of at most SMALL_MAX_ROWS rows of plain values take the small-write path
+    # (small_writes.py); tests switch it off to compare both paths
+    small_writes = True
+
     def __init__(self, catalog: TableCatalog, table_id: str):
         self.catalog = catalog
         self.id = table_id
+        self._small_keys = None      # (schema, key converters) of the small-write path
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -351,6 +368,10 @@ class Table:
         after another, stopping at the first that fails: the rows before it are applied,
         it and every row after it are not, and `row_errors` holds its error alone (see
         `_write_in_order`). A driver's pipelined batch of one prepared INSERT is this."""
+        if not in_order and self.small_writes:
+            done = _small.write_small(self, ops, rows)
+            if done is not None:
+                return TableWriteResult(*done)
         table = _as_arrow(rows)
         if in_order:
             if table is None:
@@ -362,6 +383,14 @@ class Table:
         if 0 < table.num_rows <= COALESCE_MAX_ROWS:
             return self.catalog.write_coalescer(self.id).write(op_arr, table, self._write_now)
         return self._write_now(op_arr, table)
+
+    def write_small(self, ops, rows) -> TableWriteResult | None:
+        """`write` when it takes the small-write path (small_writes.py); None, having
+        done nothing, when it would not (the caller may then write the general way, or
+        not at all). A front end that must know its write cannot fail beyond
+        ALREADY_PRESENT / NOT_FOUND (the wire's key-write fast path) uses this."""
+        done = _small.write_small(self, ops, rows)
+        return None if done is None else TableWriteResult(*done)
 
     def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
         n = table.num_rows

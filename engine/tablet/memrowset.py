@@ -171,6 +171,10 @@ class MemRowSet:
     def latest_live(self, rowids: np.ndarray) -> np.ndarray:
         return self._live.arr[rowids]
 
+    def latest_live_one(self, rowid: int) -> bool:
+        """`latest_live` of one row (the small-write path's scalar probe)."""
+        return bool(self._live.arr[rowid])
+
     # -- read path ------------------------------------------------------------------------
     def capture(self) -> tuple[int, np.ndarray, DeltaBatch]:
         """(row count, insertion timestamps, REDO records) consistent for a reader."""

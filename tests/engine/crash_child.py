@@ -15,7 +15,10 @@ compactions and UNDO GC between batches (announced as FLUSH_BEGIN / FLUSH_END to
 "+rowsets" adds rowset compactions only. "+alter" adds ALTER TABLE between batches
 (`Tablet.alter_schema`, announced as FLUSH_BEGIN alter / FLUSH_END alter): it adds a column
 x BIGINT NOT NULL DEFAULT 7 when there is none, else drops it; batches never name x, so
-every row must read x = 7 whenever the column exists (the parent checks that).
+every row must read x = 7 whenever the column exists (the parent checks that). "+small"
+writes batches of 1..4 rows with `Tablet.write_small` (the small-write path and its
+compact WAL records, engine/tablet/small_write.py; a batch repeating a key goes the
+general way).
 
 Protocol on stdout (one line each, flushed at once):
 
@@ -113,8 +116,8 @@ def _value(rng: random.Random, col: str):
     return "".join(rng.choice("abcdefghijxyz\u00e9\u4e2d") for _ in range(n))
 
 
-def make_batch(rng: random.Random, n: int, live: KeySet, dead: KeySet, profile: str
-               ) -> dict:
+def make_batch(rng: random.Random, n: int, live: KeySet, dead: KeySet, profile: str,
+               small: bool = False) -> dict:
     """Batch n over the current live keys (Kudu semantics decide each row's outcome).
 
     New keys of batch n are n * KEY_STRIDE + j, so keys are fresh across restarts without
@@ -123,7 +126,9 @@ def make_batch(rng: random.Random, n: int, live: KeySet, dead: KeySet, profile: 
     used (no re-inserts, no ALREADY_PRESENT, no upsert-as-update).
     """
     r = rng.random()
-    if r < 0.03:
+    if small:
+        rows = rng.randint(1, 4)
+    elif r < 0.03:
         rows = 5000
     elif r < 0.5:
         rows = rng.randint(1, 10)
@@ -190,9 +195,11 @@ def main(argv: list[str]) -> int:
     n = int(argv[2]) if len(argv) > 2 else 0
     profile = argv[3] if len(argv) > 3 else "full"
     profile, _, extra = profile.partition("+")
-    if profile not in ("full", "fresh") or extra not in ("", "compact", "rowsets", "alter"):
+    if profile not in ("full", "fresh") or extra not in ("", "compact", "rowsets", "alter",
+                                                            "small"):
         raise SystemExit(f"unknown profile {argv[3]!r}")
-    compact = extra
+    small = extra == "small"
+    compact = "" if small else extra
     t = open_or_create(path)
     keys = t.scan_table(["k"]).column("k").to_pylist()
     live = KeySet(keys)
@@ -200,9 +207,13 @@ def main(argv: list[str]) -> int:
     emit(f"READY {n} {len(keys)} {t.current_timestamp()}")
     while True:
         rng = random.Random(f"{seed}-{n}")
-        batch = make_batch(rng, n, live, dead, profile)
+        batch = make_batch(rng, n, live, dead, profile, small)
         emit(f"BEGIN {n} {json.dumps(batch, separators=(',', ':'))}")
-        res = t.write(batch["ops"], batch["cols"])
+        if small:
+            cols = batch["cols"]
+            res = t.write_small(batch["ops"], list(cols), list(zip(*cols.values())))
+        else:
+            res = t.write(batch["ops"], batch["cols"])
         emit(f"ACK {n} {res.timestamp} {res.num_applied}")
         n += 1
         r = rng.random()

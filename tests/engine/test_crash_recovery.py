@@ -453,6 +453,12 @@ def test_crash_recovery_with_alter_table(tmp_path):
     run_crash_cycles(tmp_path, _seed(2), ["timed", "flush", "flush"], "full+alter")
 
 
+def test_crash_recovery_small_writes(tmp_path):
+    """kill -9 while 1..4-row batches take the small-write path (compact WAL records):
+    every acknowledged write is there after the reopen, nothing else is."""
+    run_crash_cycles(tmp_path, _seed(3), ["timed"], "full+small")
+
+
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long crash run")
 @pytest.mark.parametrize("profile", [
@@ -461,6 +467,7 @@ def test_crash_recovery_with_alter_table(tmp_path):
     "full+rowsets",
     "full+compact",
     "full+alter",
+    "full+small",
 ])
 def test_crash_recovery_long(tmp_path, profile):
     """60 kill cycles: 6 tablets x 10 cycles each (without compactions the rowset count,

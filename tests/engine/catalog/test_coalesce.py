@@ -24,6 +24,13 @@ from engine.types import DataType as T
 CFG = TabletConfig(fsync=False, wal_sync="never", history_max_age_s=1e12)
 
 
+@pytest.fixture(autouse=True)
+def _general_path(monkeypatch):
+    """These tests are about the coalescer: writes of <= 8 plain rows would take the
+    small-write path (engine/tablet/small_write.py), which does not coalesce."""
+    monkeypatch.setattr(Table, "small_writes", False)
+
+
 @pytest.fixture
 def cat(tmp_path):
     c = Catalog.open(str(tmp_path), config=CFG, clock=LogicalClock())

@@ -1,0 +1,282 @@
+"""The small-write path: an op of a few rows of plain Python values, applied row by row.
+
+A single-row INSERT or UPDATE through the general path (`Tablet.apply`: Arrow columns,
+vectorised conversion, key encoding, rounds of numpy lookups, an Arrow IPC WAL record)
+pays ~0.5 ms of fixed cost in dozens of numpy / pyarrow calls, whatever the row count.
+For a few rows, plain Python is cheaper: each value is checked and converted on its own,
+each key encoded by the tablet's compiled key encoder and probed in the stores' key
+indexes directly (`MemRowSet.find_one`, the rowset tree and `DiskRowSet.find_key`), and
+the op is logged as a compact record (write_op.py `encode_small`).
+
+Same outcomes as the general path, by construction and by test
+(tests/engine/test_small_write.py runs random small ops through both paths):
+
+- `convert_rows` takes only values whose conversion is unambiguous and cannot fail:
+  `int` in the column's range for integer columns, `float` for DOUBLE, `bool` for BOOL,
+  `str` (at most n characters for VARCHAR(n)) for strings, `bytes` for BINARY,
+  `datetime.date` for DATE, a naive `datetime.datetime` for TIMESTAMP, a `Decimal` that
+  fits exactly for DECIMAL(p <= 18), None for a nullable non-key column. Anything else
+  (another type that SQL's or Arrow's casts might accept or reject, a NULL key or NULL in
+  a NOT NULL column, a missing NOT NULL column, a value too long, a key repeated in the
+  op) raises `Ineligible`, and the caller writes the op the general way, which reports
+  exactly what it always did. So every per-row error this path itself reports is a
+  key-state one: ALREADY_PRESENT or NOT_FOUND.
+- `apply_small` decides each row as `RowOps._apply_round` does (keys are distinct, so
+  there is one round, seq 0): INSERT of a live key is ALREADY_PRESENT; of a key dead in
+  the active MemRowSet a REINSERT there; else a new MemRowSet row. UPDATE / DELETE of a
+  key not live is NOT_FOUND; else a delta in the store holding the live version (active
+  MemRowSet, a frozen one being flushed, or a DiskRowSet's DeltaMemStore). UPSERT is
+  UPDATE of the given columns if live, else INSERT. The new rows of an op are appended
+  to the MemRowSet as one batch.
+- Timestamp, WAL append, MVCC start / commit and durability are those of
+  `Tablet.apply_deferred` (tablet_write.py `write_small_deferred`), and WAL replay of a
+  compact record goes through the general `apply` like any other record: its decoded
+  rows are what the general path would have logged, and its rows are at seq 0 either
+  way, so replay sees the same op.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from engine.convert import default_array
+from engine.schema import ColumnSchema
+from engine.tablet.delta import DeltaBatch, MutationKind
+from engine.tablet.tablet_metadata import TabletComponents
+from engine.tablet.write_op import OpType, RowErrorCode
+from engine.types import INTEGER_RANGES, DataType
+
+SMALL_MAX_ROWS = 8          # ops of at most this many rows may take the small path
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
+_US = _dt.timedelta(microseconds=1)
+_DELETE = int(OpType.DELETE)
+_INSERT = int(OpType.INSERT)
+_UPSERT = int(OpType.UPSERT)
+_UPDATE = int(OpType.UPDATE)
+_NO_LIVE = np.zeros(1, dtype=bool)
+_LIVE = np.ones(1, dtype=bool)
+
+
+class Ineligible(Exception):
+    """The op is not for the small path (see the module docstring): write it generally."""
+
+
+def value_converter(col: ColumnSchema):
+    """A function: logical Python value -> physical Python value for `col`, raising
+    Ineligible for anything whose conversion is not certain (module docstring)."""
+    t = col.type
+    nullable = col.nullable
+
+    def null():
+        if not nullable:
+            raise Ineligible
+        return None
+
+    if t in INTEGER_RANGES:
+        lo, hi = INTEGER_RANGES[t]
+
+        def conv(v):
+            if type(v) is int and lo <= v <= hi:
+                return v
+            return null() if v is None else _no()
+    elif t is DataType.DOUBLE:
+        def conv(v):
+            if type(v) is float:
+                return v
+            return null() if v is None else _no()
+    elif t is DataType.BOOL:
+        def conv(v):
+            if type(v) is bool:
+                return v
+            return null() if v is None else _no()
+    elif t in (DataType.STRING, DataType.VARCHAR):
+        limit = col.length if t is DataType.VARCHAR else None
+
+        def conv(v):
+            if type(v) is str and (limit is None or len(v) <= limit):
+                try:
+                    return v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise Ineligible from None
+            return null() if v is None else _no()
+    elif t is DataType.BINARY:
+        def conv(v):
+            if type(v) is bytes:
+                return v
+            return null() if v is None else _no()
+    elif t is DataType.DATE:
+        def conv(v):
+            if type(v) is _dt.date:
+                return v.toordinal() - _EPOCH_ORDINAL
+            return null() if v is None else _no()
+    elif t is DataType.TIMESTAMP:
+        def conv(v):
+            if type(v) is _dt.datetime and v.tzinfo is None:
+                return (v - _EPOCH) // _US
+            return null() if v is None else _no()
+    elif t is DataType.DECIMAL and col.precision <= 18:
+        scale, bound = col.scale, 10 ** col.precision
+        ctx = decimal.Context(prec=80)
+
+        def conv(v):
+            if type(v) is decimal.Decimal and v.is_finite():
+                u = ctx.scaleb(v, scale)
+                if u == u.to_integral_value() and -bound < u < bound:
+                    return int(u)
+                raise Ineligible
+            return null() if v is None else _no()
+    else:                       # FLOAT (float32 rounding), DECIMAL(p > 18): general path
+        def conv(v):
+            raise Ineligible
+    return conv
+
+
+def _no():
+    raise Ineligible
+
+
+class SmallRows:
+    """An op's rows converted for the small path (`convert_rows`)."""
+
+    __slots__ = ("ops", "keys", "key_values", "cols", "phys")
+
+    def __init__(self, ops, keys, key_values, cols, phys):
+        self.ops = ops                  # int op type per row
+        self.keys = keys                # encoded key per row (distinct)
+        self.key_values = key_values    # the key as given (Python values) per row
+        self.cols = cols                # the ColumnSchema of each given column
+        self.phys = phys                # physical Python values per row, given columns
+
+
+def convert_rows(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequence],
+                 schema, key_cols, encode_key, converters: dict) -> SmallRows:
+    """Check and convert an op's rows for `apply_small`; Ineligible if the general path
+    must take it. `converters`: column id -> `value_converter` (cached by the tablet)."""
+    try:
+        cols = [schema.column(n) for n in columns]
+    except Exception:          # an unknown column: the general path raises its error
+        raise Ineligible from None
+    given = {c.id for c in cols}
+    key_pos = []
+    for k in key_cols:
+        if k.id not in given:
+            raise Ineligible
+        key_pos.append(next(i for i, c in enumerate(cols) if c.id == k.id))
+    if any(o in (_INSERT, _UPSERT) for o in ops):
+        for c in schema.columns:     # a missing NOT NULL column without a default
+            if c.id not in given and not c.nullable and c.default is None:
+                raise Ineligible
+    convs = [converters[c.id] for c in cols]
+    keys, key_values, phys = [], [], []
+    for op, row in zip(ops, rows):   # a loop per value: a few rows (SMALL_MAX_ROWS)
+        # every value, a DELETE's too: the general path ignores a DELETE's other values
+        # given as Arrow, but reports them given as a dict; eligible values are never
+        # reported, so requiring them leaves no case where the two could differ
+        out = [f(v) for f, v in zip(convs, row)]
+        kv = tuple(row[i] for i in key_pos)
+        if any(v is None for v in kv):
+            raise Ineligible
+        keys.append(encode_key(kv))
+        key_values.append(kv)
+        phys.append(out)
+    if len(set(keys)) != len(keys):  # rounds, seq numbers: the general path's business
+        raise Ineligible
+    return SmallRows(list(ops), keys, key_values, cols, phys)
+
+
+def apply_small(comps: TabletComponents, schema, non_key: list[ColumnSchema],
+                rows: SmallRows, ts: int) -> tuple[int, dict]:
+    """Apply converted rows to the stores (caller holds the write lock, has taken `ts` and
+    logged the op): (rows applied, {row: (code, message)} for the others)."""
+    mrs = comps.mrs
+    frozen = comps.frozen
+    drss = comps.drss
+    bad: dict[int, tuple[str, str]] = {}
+    applied = 0
+    new_keys: list[bytes] = []
+    new_rows: list[int] = []
+    cols = rows.cols
+    given = {c.id: i for i, c in enumerate(cols)}
+    present = [c for c in non_key if c.id in given]
+    for i, (op, key) in enumerate(zip(rows.ops, rows.keys)):   # a few rows (module doc)
+        # where the key is live: the active MemRowSet, a frozen one, or a DiskRowSet
+        rid = mrs.find_one(key)
+        target = None                       # (store, rowid, kind) of the live version
+        if rid >= 0 and mrs.latest_live_one(rid):
+            target = (mrs, rid, 1)
+        else:
+            for fz in frozen:
+                r = fz.find_one(key)
+                if r >= 0 and fz.latest_live_one(r):
+                    target = (fz, r, 2)
+                    break
+            if target is None and drss:
+                for drs in comps.tree.containing(key):
+                    r = drs.find_key(key)
+                    if r >= 0 and not drs.latest_dead()[r]:
+                        target = (drs, r, 3)
+                        break
+        if op == _INSERT or (op == _UPSERT and target is None):
+            if target is not None:
+                bad[i] = (RowErrorCode.ALREADY_PRESENT.value, "key already present")
+                continue
+            if rid >= 0:                     # dead in the active MemRowSet: REINSERT
+                values = _values(non_key, given, rows.phys[i])
+                mrs.append_mutations(DeltaBatch.uniform(
+                    np.array([rid], dtype=np.int64), ts, 0, MutationKind.REINSERT, values),
+                    _LIVE)
+            else:
+                new_keys.append(key)
+                new_rows.append(i)
+            applied += 1
+            continue
+        if target is None:                   # UPDATE / DELETE of a key not live
+            bad[i] = (RowErrorCode.NOT_FOUND.value, "key not found")
+            continue
+        applied += 1
+        store, r, kind = target
+        if op == _DELETE:
+            batch = DeltaBatch.uniform(np.array([r], dtype=np.int64), ts, 0,
+                                       MutationKind.DELETE)
+            live_after = _NO_LIVE
+        else:                                # UPDATE, or UPSERT of a live key
+            if not present:
+                continue
+            batch = DeltaBatch.uniform(np.array([r], dtype=np.int64), ts, 0,
+                                       MutationKind.UPDATE,
+                                       _values(present, given, rows.phys[i]))
+            live_after = None
+        if kind == 3:
+            store.mutate(batch)
+        else:
+            store.append_mutations(batch, live_after)
+    if new_rows:
+        m = len(new_rows)
+        arrays = []
+        for c in schema.columns:
+            j = given.get(c.id)
+            if j is None:
+                arrays.append(default_array(c, m))
+            else:
+                arrays.append(pa.array([rows.phys[i][j] for i in new_rows],
+                                       type=c.physical_type))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=mrs.physical_schema())
+        mrs.insert(np.array(new_keys, dtype=bytes), batch, ts, 0)
+    return applied, bad
+
+
+def _values(cols: list[ColumnSchema], given: dict, phys: list) -> dict[int, pa.Array]:
+    """One row's values of `cols` as one-element physical arrays (a column not given:
+    its default, as the general path's `_full_rows`)."""
+    out = {}
+    for c in cols:
+        j = given.get(c.id)
+        out[c.id] = default_array(c, 1) if j is None else pa.array(
+            [phys[j]], type=c.physical_type)
+    return out

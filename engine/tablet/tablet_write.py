@@ -1,0 +1,398 @@
+"""The tablet's write path (Kudu's tablet write ops): how a write becomes an applied op.
+
+`TabletWriter` is the half of `Tablet` that takes writes; `Tablet` inherits it, so every
+entry point is a method of the tablet (`t.write(...)`, `t.apply(op, ts, index=i)`).
+
+Write path (`write`): one call is one op with one timestamp. Rows are applied on their own
+(Kudu semantics), vectorised in rounds of distinct keys (row_ops.py). Writers are
+serialised by `_write_lock` (Python gives no parallel speed-up here; it also makes "the
+latest state" the write path consults well-defined). The op commits in MVCC before the lock
+is released, so its effects appear to readers atomically.
+
+Apply (`apply(op, timestamp=None, index=None)`): the one path every write takes. `write`
+validates the rows and applies memory back-pressure, then calls `apply(WriteOp)`: the
+tablet picks the timestamp (clock, under the write lock, so timestamp order is log order),
+appends the op to the WAL, applies it, waits for durability and commits it in MVCC. WAL
+replay calls `apply(op, ts, index=i)` with the logged timestamp and index: nothing is
+logged again and rows already in flushed files are skipped (tablet_bootstrap.py). A
+replicated tablet applies a committed Raft entry the same way, with its leader's
+timestamp, so embedded and replicated tablets share one apply path.
+
+Small writes (`write_small`, `prepare_small` + `apply_small_deferred`): an op of at most
+SMALL_MAX_ROWS rows of plain Python values skips the Arrow machinery (small_write.py):
+values converted one by one, keys probed directly, a compact WAL record (write_op.py);
+timestamp, WAL append, MVCC and durability exactly as in `apply_deferred`. An op it cannot
+take with certainty of the same outcome is refused (None) before anything is done, and
+the caller writes it the general way. Replay and Raft followers apply compact records
+through the general `apply` (they decode to the Arrow op the general path would log).
+
+Threads: a writer applies its op on its own thread under `_write_lock` (held for the
+apply only, never across the fsync) and then waits in `Log.wait_durable`, where
+concurrent writers of the tablet share one fsync (group commit: the first waiter syncs
+everything appended so far, the others wait for it). No pool hop and no hand-off between
+threads on the single-tablet path.
+
+The host contract (what these methods use of `Tablet`): `path`, `config`, `schema`,
+`clock`, `mvcc`, `log`, `maintenance`, `write_stalls`, `_write_lock`, `_components`,
+`_key_cols`, `_key_ids`, `_non_key`, `_mrs_flushed_index`, `_last_ts`, `_encode_key`,
+`_small_converters`, `small_writes`, `flush_mrs`, `flush_dms`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from engine import errors
+from engine.consensus.log import WRITE, LogEntry
+from engine.convert import cast_column, table_from_pydict
+from engine.key_encoding import encode_keys
+from engine.tablet.row_ops import RowOps
+from engine.tablet.small_write import (
+    SMALL_MAX_ROWS,
+    Ineligible,
+    apply_small,
+    convert_rows,
+)
+from engine.tablet.write_op import (
+    OpType,
+    RowError,
+    RowErrorCode,
+    WriteOp,
+    WriteResult,
+    encode_small,
+)
+from engine.types import to_physical
+
+
+class TabletWriter:
+    """The write path of `Tablet` (see the module docstring)."""
+
+    def insert(self, rows) -> WriteResult:
+        return self.write(OpType.INSERT, rows)
+
+    def upsert(self, rows) -> WriteResult:
+        return self.write(OpType.UPSERT, rows)
+
+    def update(self, rows) -> WriteResult:
+        return self.write(OpType.UPDATE, rows)
+
+    def delete(self, rows) -> WriteResult:
+        return self.write(OpType.DELETE, rows)
+
+    def write(self, ops, rows) -> WriteResult:
+        return self.write_deferred(ops, rows)()
+
+    def write_small(self, ops: Sequence[int], columns: Sequence[str],
+                    rows: Sequence[Sequence]) -> WriteResult:
+        """Write a few rows given as Python values (`rows`: one tuple per row, values in
+        `columns` order; `ops`: one OpType per row): the small-write path
+        (small_write.py) when the op is eligible, else the general path with the rows as
+        a dict of columns. Same outcomes either way."""
+        finish = self.write_small_deferred(ops, columns, rows)
+        if finish is None:
+            finish = self.write_deferred(list(ops), {name: [r[j] for r in rows]
+                                                     for j, name in enumerate(columns)})
+        return finish()
+
+    def write_small_deferred(self, ops: Sequence[int], columns: Sequence[str],
+                             rows: Sequence[Sequence]) -> Callable[[], WriteResult] | None:
+        """`write_small` up to its wait for durability (as `apply_deferred`), or None,
+        having done nothing, when the op is not for the small path (more than
+        SMALL_MAX_ROWS rows, a value whose conversion is not certain, a repeated key...:
+        small_write.py): the caller then writes it the general way."""
+        prepared = self.prepare_small(ops, columns, rows)
+        return None if prepared is None else self.apply_small_deferred(prepared)
+
+    def prepare_small(self, ops: Sequence[int], columns: Sequence[str],
+                      rows: Sequence[Sequence]):
+        """The first half of `write_small_deferred`, without the lock: the rows checked
+        and converted and the compact WAL body built (None: not for the small path).
+        `Table` prepares every tablet's share before it applies any, so a write goes the
+        small way or the general way as a whole."""
+        n = len(ops)
+        if not 0 < n <= SMALL_MAX_ROWS or len(rows) != n:
+            return None
+        schema = self.schema
+        try:
+            conv = convert_rows(ops, columns, rows, schema, self._key_cols,
+                                self._encode_key, self._small_converters)
+            body = encode_small(ops, columns, rows)
+        except (Ineligible, TypeError, ValueError):
+            return None
+        return schema, conv, body
+
+    def apply_small_deferred(self, prepared) -> Callable[[], WriteResult] | None:
+        """The second half: as `apply_deferred`, under the write lock the timestamp, the
+        WAL append (the compact record) and the stores (small_write.py `apply_small`);
+        the returned call waits for durability and commits in MVCC. None, having done
+        nothing, if an ALTER TABLE switched the schema since `prepare_small`."""
+        schema, conv, body = prepared
+        self._admit_write()
+        with self._write_lock:
+            if self.schema is not schema:      # an alter_schema ran since the conversion
+                return None
+            ts = self.clock.now()
+            self.mvcc.start_op(ts)
+            index = self.log.next_index()
+            self.log.append(LogEntry(0, index, ts, WRITE, body))
+            self._last_ts = max(self._last_ts, ts)
+            try:
+                applied, bad = apply_small(self._components, schema, self._non_key, conv, ts)
+            except BaseException:
+                self.mvcc.abort_op(ts)
+                raise
+        self.small_writes += 1
+
+        def finish() -> WriteResult:
+            try:
+                self.log.wait_durable(index)
+            finally:
+                self.mvcc.commit_op(ts)
+            errs = [RowError(i, code, msg, conv.key_values[i])
+                    for i, (code, msg) in sorted(bad.items())]
+            return WriteResult(ts, applied, errs)
+        return finish
+
+    def write_deferred(self, ops, rows) -> Callable[[], WriteResult]:
+        """`write` whose wait for durability is left to the returned call (see
+        `apply_deferred`)."""
+        pre_bad: dict[int, tuple[str, str]] = {}
+        raw_keys = None
+        if isinstance(rows, dict):
+            table, pre_bad, raw_keys = table_from_pydict(self.schema, rows)
+        else:
+            table = _as_table(rows)
+        n = table.num_rows
+        if np.isscalar(ops) or isinstance(ops, OpType):
+            op_arr = np.full(n, int(ops), dtype=np.int8)
+        else:
+            op_arr = np.asarray([int(o) for o in ops] if not isinstance(ops, np.ndarray)
+                                else ops, dtype=np.int8)
+            if len(op_arr) != n:
+                raise errors.InvalidArgument(f"{len(op_arr)} op types for {n} rows")
+        for name in table.column_names:
+            self.schema.index_of(name)  # raises ColumnNotFound
+        for c in self._key_cols:
+            if c.name not in table.column_names:
+                raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+        self._admit_write()
+        if not pre_bad:
+            return self.apply_deferred(WriteOp(op_arr, table))
+        # Rows whose values could not even form an Arrow column are reported, and the rest
+        # are written (and logged) without them, so WAL replay sees exactly what applied.
+        keep = np.array([i for i in range(n) if i not in pre_bad], dtype=np.int64)
+        finish = self.apply_deferred(WriteOp(op_arr[keep], table.take(pa.array(keep))))
+
+        def finish_all() -> WriteResult:
+            r = finish()
+            errs = [dataclasses.replace(e, index=int(keep[e.index])) for e in r.row_errors]
+            for i, (code, msg) in pre_bad.items():
+                errs.append(RowError(i, code, msg, tuple(raw_keys[i])))
+            return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
+        return finish_all
+
+    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+        """(row, code, message) of the first row of `op` that `apply` would reject now, or
+        None when every row would apply; changes nothing. INSERT / UPSERT ops only (the
+        in-order writes of `Table.write(..., in_order=True)`); the caller holds the write
+        lock, so the answer stays true until it applies the op.
+
+        A row is rejected for a value that does not convert (NOT_NULL / INVALID, as
+        `apply` reports it) or, for an INSERT, a key that is live now or written by an
+        earlier row of the op: every earlier row is an INSERT or UPSERT that applies (the
+        first rejected row is what is being looked for), so it makes its key live."""
+        ops, table = op.ops, op.rows
+        if len(ops) == 0:
+            return None
+        if not np.isin(ops, (OpType.INSERT, OpType.UPSERT)).all():
+            raise errors.InvalidArgument("an in-order write holds INSERT and UPSERT rows only")
+        bad: dict[int, tuple[str, str]] = {}
+        phys = self._convert(table, ops, bad)
+        first = min(bad) if bad else len(ops)
+        ins = np.flatnonzero(ops[:first] == OpType.INSERT)
+        if len(ins):
+            key_phys = [phys[c.id].slice(0, first) for c in self._key_cols]
+            keys = encode_keys(key_phys, self._key_cols)
+            _, first_seen = np.unique(keys, return_index=True)
+            repeat = np.ones(first, dtype=bool)
+            repeat[first_seen] = False
+            comps = self._components
+            kind = RowOps(comps, self.schema, self._key_cols, self._non_key,
+                          self._mrs_flushed_index)._locate(keys[ins], comps)[0]
+            fails = ins[(kind > 0) | repeat[ins]]
+            if len(fails):
+                return int(fails[0]), RowErrorCode.ALREADY_PRESENT.value, "key already present"
+        if first < len(ops):
+            return first, *bad[first]
+        return None
+
+    def memory_bytes(self) -> int:
+        """Bytes held by in-memory stores: MemRowSets (active and flushing) and DMSs."""
+        comps = self._components
+        return (comps.mrs.nbytes + sum(f.nbytes for f in comps.frozen)
+                + sum(d.dms_memory_bytes() for d in comps.drss))
+
+    def _admit_write(self) -> None:
+        """Apply back-pressure before a write when in-memory stores are too large.
+
+        Above the soft limit the writer sleeps a little (longer the closer to the limit)
+        while the maintenance manager flushes; at the limit it waits for flushes, and if
+        memory does not come down it is refused with ServiceUnavailable (SQLSTATE 53200)
+        rather than risking the process being killed for running out of memory.
+        """
+        limit = self.config.memory_limit_bytes
+        soft = limit * self.config.memory_soft_fraction
+        mem = self.memory_bytes()
+        if mem < soft:
+            return
+        self.write_stalls += 1
+        mm = self.maintenance
+        if mem < limit:
+            if mm is not None:
+                mm.wake()
+            time.sleep(0.05 * (mem - soft) / max(limit - soft, 1))
+            return
+        if mm is None:  # nobody else will flush: do it inline
+            self.flush_mrs()
+            self.flush_dms()
+        else:
+            deadline = time.monotonic() + 10.0
+            while self.memory_bytes() >= limit and time.monotonic() < deadline:
+                mm.wake()
+                time.sleep(0.01)
+        if self.memory_bytes() >= limit:
+            raise errors.ServiceUnavailable(
+                f"tablet {self.path}: in-memory stores hold {self.memory_bytes()} bytes, at "
+                f"the memory limit of {limit}; the write was refused, retry after flushes")
+
+    def apply(self, op: WriteOp, timestamp: int | None = None, *,
+              index: int | None = None) -> WriteResult:
+        """Apply one write op: the single path of every write (see "Apply" in the module
+        docstring). Returns once the op is committed in MVCC (visible to new readers).
+        It is `apply_deferred(...)()`; see there for the arguments."""
+        return self.apply_deferred(op, timestamp, index=index)()
+
+    def apply_deferred(self, op: WriteOp, timestamp: int | None = None, *,
+                       index: int | None = None) -> Callable[[], WriteResult]:
+        """`apply` up to its wait for durability: when this returns, the op is in the WAL
+        (not yet fsynced) and applied to the stores under its timestamp, not yet visible;
+        the returned call waits until the WAL entry is durable, commits the op in MVCC
+        and returns its result. It must be called exactly once, soon (readers wanting a
+        timestamp at or after the op's wait for it). A write over several tablets applies
+        each one's share this way and then waits for their fsyncs together, in parallel
+        (`Table`), instead of one fsync after the other.
+
+        `timestamp`: None: the tablet takes one from its clock under the write lock, so
+        timestamps increase with log order (the local write path). Given: the op's order
+        was decided elsewhere (WAL replay; a Raft follower applying its leader's op): the
+        clock is moved past it, and it must be above every timestamp applied so far.
+        `index`: None: the op is appended to the tablet's WAL and the call waits until it
+        is durable. Given: the op is already in the log at that index, so it is not logged
+        again, and rows whose effects flushed files already hold are skipped (replay).
+
+        Values are converted before the lock is taken; if an ALTER TABLE switched the schema
+        in between, the rows are checked and converted again under the lock, so an op is
+        always logged and applied with the schema in force when it is (a write naming a
+        column dropped meanwhile fails with ColumnNotFound and leaves no trace).
+        """
+        if index is not None and timestamp is None:
+            raise errors.InvalidArgument("an op already in the log must come with its timestamp")
+        op_arr, table = op.ops, op.rows
+        if timestamp is not None:
+            self.clock.update(timestamp)
+        schema = self.schema
+        bad: dict[int, tuple[str, str]] = {}
+        phys = self._convert(table, op_arr, bad)
+        body = op.encode() if index is None else None
+        with self._write_lock:
+            if self.schema is not schema:  # an alter_schema ran since the conversion
+                for name in table.column_names:
+                    self.schema.index_of(name)  # raises ColumnNotFound
+                bad = {}
+                phys = self._convert(table, op_arr, bad)
+            ts = self.clock.now() if timestamp is None else timestamp
+            if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
+                raise errors.InvalidArgument(
+                    f"tablet {self.path}: op timestamp {ts} is not after the last applied "
+                    f"timestamp {self._last_ts}")
+            self.mvcc.start_op(ts)
+            replay_index = index
+            if index is None:
+                index = self.log.next_index()
+                self.log.append(LogEntry(0, index, ts, WRITE, body))
+            self._last_ts = max(self._last_ts, ts)
+            try:
+                applied = RowOps(self._components, self.schema, self._key_cols,
+                                 self._non_key, self._mrs_flushed_index).apply(
+                    op_arr, phys, ts, bad, replay_index)
+            except BaseException:
+                self.mvcc.abort_op(ts)
+                raise
+
+        def finish() -> WriteResult:
+            try:
+                if replay_index is None:
+                    self.log.wait_durable(index)
+            finally:
+                self.mvcc.commit_op(ts)
+            errs = []
+            if bad:
+                key_cols = [table.column(c.name) for c in self._key_cols]
+                for i in sorted(bad):
+                    code, msg = bad[i]
+                    key = tuple(col[i].as_py() for col in key_cols)
+                    errs.append(RowError(i, code, msg, key))
+            return WriteResult(ts, applied, errs)
+        return finish
+
+    def _convert(self, table: pa.Table, ops: np.ndarray, bad: dict) -> dict[int, pa.Array]:
+        """Logical input columns -> physical arrays; bad rows recorded in `bad`.
+
+        DELETE rows are identified by their key alone: their other columns are ignored,
+        never validated.
+        """
+        out: dict[int, pa.Array] = {}
+        needs_all = (ops == OpType.INSERT) | (ops == OpType.UPSERT)
+        not_delete = ops != OpType.DELETE
+        for col in self.schema.columns:
+            is_key = col.id in self._key_ids
+            if col.name not in table.column_names:
+                if not col.nullable and col.default is None and not is_key:
+                    for i in np.flatnonzero(needs_all):
+                        bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
+                                                f'null value in column "{col.name}" violates'
+                                                f' not-null constraint'))
+                continue
+            if not is_key and not not_delete.any():
+                continue  # a pure DELETE batch needs only the key
+            arr = table.column(col.name).combine_chunks()
+            col_bad: dict[int, tuple[str, str]] = {}
+            arr = cast_column(arr, col, col_bad)
+            if arr.null_count and not col.nullable:
+                nulls = np.asarray(arr.is_null())
+                for i in np.flatnonzero(nulls):
+                    col_bad.setdefault(int(i), (RowErrorCode.NOT_NULL.value,
+                                                f'null value in column "{col.name}" violates '
+                                                f'not-null constraint'))
+            for i, err in col_bad.items():
+                if is_key or not_delete[i]:
+                    bad.setdefault(i, err)
+            out[col.id] = to_physical(arr, col.type, col.precision)
+        return out
+
+
+def _as_table(rows) -> pa.Table:
+    if isinstance(rows, pa.Table):
+        return rows
+    if isinstance(rows, pa.RecordBatch):
+        return pa.Table.from_batches([rows])
+    if isinstance(rows, dict):
+        return pa.table(rows)
+    if isinstance(rows, list):
+        return pa.Table.from_pylist(rows)
+    raise errors.InvalidArgument(f"cannot write rows of type {type(rows).__name__}")
