@@ -34,7 +34,10 @@ def write_small(self, ops, rows):
         if not 0 < n <= SMALL_MAX_ROWS:
             return None
         columns = list(rows.schema.names)
-        values = list(zip(*[c.to_pylist() for c in rows.columns]))
+        try:
+            values = list(zip(*[c.to_pylist() for c in rows.columns]))
+        except OverflowError:   # a date / timestamp past Python's year 9999: the general way
+            return None
     elif isinstance(rows, dict) and rows:
         columns = list(rows)
         cols = [list(v) for v in rows.values()]
