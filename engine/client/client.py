@@ -249,7 +249,27 @@ class RemoteCatalog:
             "replication_factor": replication_factor, "comment": comment,
             "properties": dict(properties or {}), "if_not_exists": if_not_exists})
         self._forget_name(name)
-        return self._remember({"table": t})
+        meta = self._remember({"table": t})
+        self._wait_for_leaders(meta)
+        return meta
+
+    def _wait_for_leaders(self, meta: TableMetadata, timeout_s: float = 10.0) -> None:
+        """Return once the master names a leader for every tablet of a new table (Kudu's
+        CreateTable waits for IsCreateTableDone), or after `timeout_s`: the statements that
+        follow then start at the leaders instead of waiting for the first elections (the
+        tablets' writes retry until their own deadline either way)."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while time.monotonic() < deadline:
+            if all(self._locs.get(t) is not None and self._locs[t].leader
+                   for t in meta.tablet_ids):
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+            try:
+                self.refresh_locations(meta.id)
+            except errors.EngineError:
+                return  # dropped meanwhile or no master: the statements will tell
 
     def _forget_name(self, name: str) -> None:
         self._by_name.pop(name, None)

@@ -241,6 +241,17 @@ class RaftConsensus:
                 self._failed_elections += 1
             self._start_election(pre_vote=self.opts.pre_vote)
 
+    def campaign(self) -> bool:
+        """Start a (pre-)election now instead of at the election timeout, if this voter
+        knows no leader and is not already a candidate (a new tablet's designated first
+        replica; a sole voter after a restart). True if an election was started. Safe at
+        any time: Raft's safety never depends on when elections start."""
+        if self.role in (Role.LEADER, Role.CANDIDATE) or self.leader_uuid is not None \
+                or not self.config.is_voter(self.uuid):
+            return False
+        self._start_election(pre_vote=self.opts.pre_vote)
+        return True
+
     def propose(self, type_: int, body: bytes) -> LogEntry:
         """Append an op as leader; it is replicated at the next `ready()`. Returns the entry
         (term, index and the leader's timestamp): the op is done when an entry with that

@@ -157,6 +157,8 @@ class TabletReplica(RaftHost):
         self.copying = False
         self.on_tablet_replaced = None  # (old Tablet, new Tablet): the server's MM hook
         self.rpc = None  # set by the server: for tablet copies
+        self.on_role_change = None  # the server's hook: report to the master now
+        self._reported_role = None
         self._view = _RaftLogView(self)
         self._config = config
         self._clock = clock
@@ -173,6 +175,16 @@ class TabletReplica(RaftHost):
         ts = self.storage.timestamp(applied) or 0
         # ops up to the flushed state are committed in MVCC; later ones are applied again
         tablet.mvcc.adjust_for_replay(ts)
+        # Campaign at once rather than after an election timeout (1-2 s by default) when
+        # that cannot disturb a leader: the sole voter (RF=1, also after a restart), or the
+        # first replica of a new tablet's initial placement (Kudu's designated candidate;
+        # the master spreads those over the servers). Repeated each tick until a leader is
+        # known, since the other replicas may not exist yet when the first pre-vote goes out.
+        voters = self.raft.config.voters()
+        fresh = self.raft.term == 0 and self.storage.last_index == 0
+        first = self.raft.config.peers[0].uuid if self.raft.config.peers else None
+        self._eager_ticks = 3 * options.election_timeout_ticks \
+            if voters == [server_uuid] or (fresh and first == server_uuid) else 0
 
     def _open_tablet(self, tpath: str) -> Tablet:
         """Open the tablet's flushed state, without replaying any log (see RaftHost)."""
@@ -288,10 +300,23 @@ class TabletReplica(RaftHost):
             super().step(msg)
 
     def tick(self) -> None:
-        if not self.copying:
-            super().tick()
+        if self.copying:
+            return
+        if self._eager_ticks:
+            with self.lock:
+                self._eager_ticks -= 1
+                if self.raft.leader_uuid is not None:
+                    self._eager_ticks = 0
+                elif not self.stopped:
+                    self.raft.campaign()
+        super().tick()
 
     def after_process(self) -> None:
+        role = (self.raft.role, self.raft.term, self.raft.leader_uuid)
+        if role != self._reported_role:
+            self._reported_role = role
+            if self.on_role_change is not None:
+                self.on_role_change()
         if not self.raft.is_leader and self._waiters:
             hint = self.raft.leader_uuid
             for _, fut in self._waiters.values():

@@ -107,6 +107,7 @@ class TabletServer:
         self.replicas: dict[str, TabletReplica] = {}
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        self._report_now = threading.Event()  # a replica's role changed: heartbeat now
         self.mm = MaintenanceManager().start()
         self.copies = CopySessions(data_dir)
         for tid in sorted(os.listdir(os.path.join(data_dir, "tablets"))):
@@ -136,6 +137,7 @@ class TabletServer:
         r = TabletReplica(self._replica_dir(tablet_id), self.uuid, self.clock, self.transport,
                           self.raft_options, self.config, self.directory.get)
         r.rpc = self.rpc_client
+        r.on_role_change = self._report_now.set
 
         def replaced(old, new):
             self.mm.unregister(old)
@@ -201,12 +203,18 @@ class TabletServer:
 
     # -- master heartbeats -------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
+        """Every `heartbeat_s`, and at once (at most every 20 ms) when a replica's role,
+        term or leader changed: the master's locations then name a new leader within a
+        round trip (Kudu triggers a tablet report on such changes), so clients find it
+        and a new table's CREATE can wait for its leaders."""
         while not self._stop.is_set():
+            self._report_now.clear()
             try:
                 self.heartbeat()
             except Exception as e:  # noqa: BLE001 - the master may be down: keep trying
                 log.debug("heartbeat failed: %s", e)
-            self._stop.wait(self.heartbeat_s)
+            self._report_now.wait(self.heartbeat_s)
+            self._stop.wait(0.02)
 
     def heartbeat(self) -> None:
         report = {"uuid": self.uuid, "addr": self.addr,
@@ -300,6 +308,7 @@ class TabletServer:
 
     def stop(self) -> None:
         self._stop.set()
+        self._report_now.set()
         for t in self._threads:
             t.join(timeout=5)
         self.server.stop()
