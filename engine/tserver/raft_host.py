@@ -128,6 +128,10 @@ class RaftHost:
         self.raft = RaftConsensus(uuid, self.storage, cmeta, clock, random.Random(),
                                   options, applied_index=applied_index)
         self.stopped = False
+        self._syncing = False  # the background log sync thread runs (leader)
+        self._inbox: list = []  # delivered messages not yet stepped
+        self._inbox_lock = threading.Lock()
+        self._draining = False
 
     @staticmethod
     def create_metadata(directory: str, cmeta: ConsensusMetadata, fsync: bool = True) -> None:
@@ -135,11 +139,46 @@ class RaftHost:
 
     # -- inputs --------------------------------------------------------------------------------
     def step(self, msg) -> None:
+        self.step_many([msg])
+
+    def step_many(self, msgs: list) -> None:
+        """Feed messages in order, then drain ready() once (one log sync covers them all)."""
         with self.lock:
             if self.stopped:
                 return
-            self.raft.step(msg)
+            for m in msgs:
+                self.raft.step(m)
             self.process()
+
+    def deliver(self, msgs: list, executor) -> None:
+        """Queue messages from the network and return at once; a task on `executor` steps
+        everything queued, in arrival order, one task per host at a time. The RPC that
+        carried them does not wait for this peer's fsync or apply, so the sender's next
+        messages (to this or another tablet on the server) are not held behind them, and
+        messages that queue up meanwhile share one log sync (a follower's group commit)."""
+        with self._inbox_lock:
+            self._inbox.extend(msgs)
+            if self._draining:
+                return
+            self._draining = True
+        try:
+            executor.submit(self._drain)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            with self._inbox_lock:
+                self._inbox.clear()
+                self._draining = False
+
+    def _drain(self) -> None:
+        while True:
+            with self._inbox_lock:
+                msgs, self._inbox = self._inbox, []
+                if not msgs:
+                    self._draining = False
+                    return
+            try:
+                self.step_many(msgs)
+            except Exception:  # noqa: BLE001 - lossy like the network: Raft resends
+                log.exception("%s: stepping %d messages failed", self.group_id, len(msgs))
 
     def tick(self) -> None:
         with self.lock:
@@ -154,12 +193,17 @@ class RaftHost:
         for _ in range(100):
             rd = self.raft.ready()
             storage = self.storage
-            need_sync = rd.sync_log or storage.durable_index < storage.last_index
-            if rd.empty() and not need_sync:
+            lagging = storage.durable_index < storage.last_index
+            # A follower or candidate syncs before it answers (an ack or a vote must not
+            # outlive a crash that forgot it); a leader's own appends are synced in the
+            # background while its AppendEntries are already on their way (Raft thesis
+            # §10.2.1): the leader counts itself towards a majority only once durable.
+            inline = rd.sync_log or (lagging and not self.raft.is_leader)
+            if rd.empty() and not inline:
                 break
             if rd.metadata is not None:
                 self.cmeta_store.save(rd.metadata)
-            if need_sync:
+            if inline:
                 storage.sync()
                 self.raft.log_synced()
             for m in rd.messages:
@@ -168,7 +212,44 @@ class RaftHost:
                 self.apply_entries(rd.committed)
             for req in rd.copy_requests:
                 self.on_copy_request(req)
+        if self.raft.is_leader and self.storage.durable_index < self.storage.last_index:
+            self._sync_in_background()
         self.after_process()
+
+    def _sync_in_background(self) -> None:
+        """Start the leader's log sync thread unless it runs (caller holds self.lock)."""
+        if self._syncing or self.stopped:
+            return
+        self._syncing = True
+        threading.Thread(target=self._sync_loop, daemon=True,
+                         name=f"log-sync-{self.group_id[:8]}").start()
+
+    def _sync_loop(self) -> None:
+        """Sync the log outside the lock until it is durable, a group of appends per fsync
+        (Kudu's log appender thread); each sync may commit (`log_synced`)."""
+        try:
+            while True:
+                with self.lock:
+                    s = self.storage
+                    if self.stopped or s.durable_index >= s.last_index:
+                        return
+                    epoch = s.sync_begin()
+                try:
+                    index = s.sync_run()
+                except (OSError, ValueError) as e:  # closed underneath us: stopping
+                    log.debug("%s: background log sync: %s", self.group_id, e)
+                    return
+                with self.lock:
+                    if self.stopped:
+                        return
+                    if s.sync_done(index, epoch):
+                        self.raft.log_synced()
+                        self.process()
+        finally:
+            with self.lock:
+                self._syncing = False
+                if self.raft.is_leader and self.storage.durable_index < self.storage.last_index:
+                    self._sync_in_background()  # appended after the last check
 
     def _addr_of(self, uuid: str) -> str:
         p = self.raft.config.peer(uuid) or self.raft.committed_config.peer(uuid)

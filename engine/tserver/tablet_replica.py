@@ -295,9 +295,9 @@ class TabletReplica(RaftHost):
                 "row_errors": [[x.index, x.code, x.message, list(x.key)]
                                for x in r.row_errors]}
 
-    def step(self, msg) -> None:
+    def step_many(self, msgs: list) -> None:
         if not self.copying:  # while copying, answers would ack a log about to be replaced
-            super().step(msg)
+            super().step_many(msgs)
 
     def tick(self) -> None:
         if self.copying:

@@ -23,6 +23,7 @@ RPCs (DoAction unless said otherwise)
     transfer_leader  {tablet, target}: hand leadership of a tablet to another voter
     change_config    {tablet, op: "replace", old, new, new_addr}: 3-4-3 replacement (leader)
     copy_begin, copy_fetch, copy_end   tablet copy from this server (tablet_copy.py)
+    flush            {tablets?}: flush these replicas' MemRowSets now (benchmarks)
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here); clients route with them (engine/client).
@@ -30,6 +31,7 @@ running here); clients route with them (engine/client).
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import logging
 import os
@@ -108,6 +110,8 @@ class TabletServer:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._report_now = threading.Event()  # a replica's role changed: heartbeat now
+        # steps delivered Raft messages: follower syncs and applies, leader commits
+        self._raft_pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="raft")
         self.mm = MaintenanceManager().start()
         self.copies = CopySessions(data_dir)
         for tid in sorted(os.listdir(os.path.join(data_dir, "tablets"))):
@@ -121,7 +125,8 @@ class TabletServer:
             "wait_safe": self._h_wait_safe, "status": lambda p: self.status(),
             "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
             "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
-            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end}, self._h_write, self._h_scan)
+            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end,
+            "flush": self._h_flush}, self._h_write, self._h_scan)
         self.addr = self.server.addr
         self._threads = [threading.Thread(target=self._tick_loop, daemon=True, name="ticker"),
                          threading.Thread(target=self._heartbeat_loop, daemon=True,
@@ -180,10 +185,14 @@ class TabletServer:
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:
+        """Queue each replica's messages (RaftHost.deliver) and answer at once."""
+        by_tablet: dict[str, list] = {}
         for tablet_id, msg in batch:
+            by_tablet.setdefault(tablet_id, []).append(msg)
+        for tablet_id, msgs in by_tablet.items():
             r = self.replicas.get(tablet_id)
             if r is not None:
-                r.step(msg)
+                r.deliver(msgs, self._raft_pool)
         return None
 
     def _tick_loop(self) -> None:
@@ -281,6 +290,17 @@ class TabletServer:
         self.replica(p["tablet"]).wait_safe(p["ts"])
         return None
 
+    def _h_flush(self, p: dict) -> dict:
+        """Flush the MemRowSets of this server's replicas (of `tablets`, default all) now,
+        as the maintenance manager would over time (benchmarks: scans of flushed data)."""
+        want = set(p.get("tablets") or ()) if p else set()
+        n = 0
+        for tid, r in list(self.replicas.items()):
+            if (not want or tid in want) and r.tablet.mrs_rows():
+                r.tablet.flush_mrs()
+                n += 1
+        return {"flushed": n}
+
     def _h_transfer(self, p: dict) -> dict:
         r = self.replica(p["tablet"])
         with r.lock:
@@ -313,6 +333,7 @@ class TabletServer:
             t.join(timeout=5)
         self.server.stop()
         self.transport.stop()
+        self._raft_pool.shutdown(wait=True, cancel_futures=True)
         self.mm.shutdown()
         for r in list(self.replicas.values()):
             try:
