@@ -22,10 +22,13 @@ the commit index (Raft's own commit path) — never an entry that was merely log
 cost: after a restart a replica's data (past its flushed state) is visible only once a
 leader exists and has committed an entry of its term.
 
-Transport: one sender thread per destination address; messages queue there and go out in
-batches as one `raft` DoAction (a list of (group id, message)). A send that fails is
-dropped — Raft retries (heartbeats, probes) — and the queue is bounded, so a dead or paused
-peer never blocks the sender of another.
+Transport: per destination address up to LANES_PER_PEER sender threads ("lanes"); each
+group (tablet) is given one lane of an address, in turn, and keeps it, so its messages go
+out in order while other tablets' go out at the same time on other lanes. A lane sends
+what has queued as one `raft` DoAction (a list of (group id, message)). A send that fails
+is dropped — Raft retries (heartbeats, probes) — and the queues are bounded, so a dead or
+paused peer never blocks the sender of another. The receiving server only queues the
+messages (`deliver`) and answers; a pool steps them, one task per replica at a time.
 """
 
 from __future__ import annotations
@@ -46,29 +49,50 @@ from engine.rpc.rpc import RpcClient
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_PER_PEER = 2000
+# Sender threads per peer address. Each tablet's messages to a peer go through one lane
+# (in order); several tablets' go through different lanes at once, so one tablet's large
+# AppendEntries does not hold the others' behind it. A lane batches the messages of all
+# its tablets into one `raft` call (heartbeats of many tablets: one RPC per lane).
+LANES_PER_PEER = 4
 
 
 class Transport:
     """Asynchronous, lossy, batched delivery of Raft messages to peer addresses."""
 
-    def __init__(self, rpc: RpcClient, timeout_s: float = 2.0):
+    def __init__(self, rpc: RpcClient, timeout_s: float = 2.0, lanes: int = LANES_PER_PEER):
         self.rpc = rpc
         self.timeout_s = timeout_s
-        self._queues: dict[str, queue.Queue] = {}
+        self.lanes = lanes
+        self._queues: dict[tuple[str, int], queue.Queue] = {}
+        self._lane_of: dict[tuple[str, str], int] = {}
+        self._groups_per_addr: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stopped = False
+
+    def _queue(self, addr: str, group: str) -> queue.Queue:
+        """The lane of (addr, group): groups take the lanes of an address in turn, and a
+        group keeps its lane, so its messages stay in order."""
+        lane = self._lane_of.get((addr, group))
+        q = None if lane is None else self._queues.get((addr, lane))
+        if q is not None:
+            return q
+        with self._lock:
+            lane = self._lane_of.get((addr, group))
+            if lane is None:
+                n = self._groups_per_addr.get(addr, 0)
+                self._groups_per_addr[addr] = n + 1
+                lane = self._lane_of[(addr, group)] = n % self.lanes
+            q = self._queues.get((addr, lane))
+            if q is None:
+                q = self._queues[(addr, lane)] = queue.Queue()
+                threading.Thread(target=self._run, args=(addr, q), daemon=True,
+                                 name=f"raft-send-{addr}-{lane}").start()
+        return q
 
     def send(self, addr: str, group: str, msg) -> None:
         if not addr or self._stopped:
             return
-        q = self._queues.get(addr)
-        if q is None:
-            with self._lock:
-                q = self._queues.get(addr)
-                if q is None:
-                    q = self._queues[addr] = queue.Queue()
-                    threading.Thread(target=self._run, args=(addr, q), daemon=True,
-                                     name=f"raft-send-{addr}").start()
+        q = self._queue(addr, group)
         if q.qsize() >= MAX_QUEUED_PER_PEER:
             try:
                 q.get_nowait()  # drop the oldest: Raft resends what matters
@@ -227,6 +251,7 @@ class RaftHost:
     def _sync_loop(self) -> None:
         """Sync the log outside the lock until it is durable, a group of appends per fsync
         (Kudu's log appender thread); each sync may commit (`log_synced`)."""
+        failed = False
         try:
             while True:
                 with self.lock:
@@ -236,8 +261,11 @@ class RaftHost:
                     epoch = s.sync_begin()
                 try:
                     index = s.sync_run()
-                except (OSError, ValueError) as e:  # closed underneath us: stopping
-                    log.debug("%s: background log sync: %s", self.group_id, e)
+                except (OSError, ValueError) as e:
+                    # closed underneath us (stopping), or a failing disk: the next
+                    # process() starts another try; nothing is counted durable meanwhile
+                    failed = True
+                    log.warning("%s: log sync failed: %s", self.group_id, e)
                     return
                 with self.lock:
                     if self.stopped:
@@ -248,7 +276,8 @@ class RaftHost:
         finally:
             with self.lock:
                 self._syncing = False
-                if self.raft.is_leader and self.storage.durable_index < self.storage.last_index:
+                if not failed and self.raft.is_leader and \
+                        self.storage.durable_index < self.storage.last_index:
                     self._sync_in_background()  # appended after the last check
 
     def _addr_of(self, uuid: str) -> str:
