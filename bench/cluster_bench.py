@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from bench.common import load_avg
+from engine import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -153,27 +154,36 @@ def _wait_caught_up(data_dir: str, name: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            st = {p["name"]: p for p in cluster_status(data_dir)}
-            me = st[name]
-            if me.get("uuid"):
-                mine = rpc.call(me["addr"], "status")["tablets"]
-                lead_commit = {}
-                for p in st.values():
-                    if p["role"] == "tserver" and p.get("uuid") and p["name"] != name:
-                        for tid, t in rpc.call(p["addr"], "status")["tablets"].items():
-                            if t["role"] == "LEADER":
-                                lead_commit[tid] = t["commit_index"]
-                # (a replica that leads again, e.g. of an RF=1 tablet, is caught up)
-                if mine and all(t["role"] == "LEADER" or (
-                        tid in lead_commit and t["applied_index"] >= lead_commit[tid] - 50)
-                        for tid, t in mine.items()):
+            try:
+                if _caught_up(rpc, cluster_status(data_dir), name):
                     return
+            except errors.EngineError:
+                pass  # the restarted server is still starting (or busy): ask again
             time.sleep(0.5)
     finally:
         rpc.close()
 
 
-def _failover(data_dir: str, port: int, kills: int) -> list[float]:
+def _caught_up(rpc, status: list[dict], name: str) -> bool:
+    st = {p["name"]: p for p in status}
+    me = st[name]
+    if not me.get("uuid"):
+        return False
+    mine = rpc.call(me["addr"], "status")["tablets"]
+    lead_commit = {}
+    for p in st.values():
+        if p["role"] == "tserver" and p.get("uuid") and p["name"] != name:
+            for tid, t in rpc.call(p["addr"], "status")["tablets"].items():
+                if t["role"] == "LEADER":
+                    lead_commit[tid] = t["commit_index"]
+    # (a replica that leads again, e.g. of an RF=1 tablet, is caught up)
+    return bool(mine) and all(t["role"] == "LEADER" or (
+        tid in lead_commit and t["applied_index"] >= lead_commit[tid] - 50)
+        for tid, t in mine.items())
+
+
+def _failover(data_dir: str, port: int, kills: int, gaps: list[float]) -> None:
+    """Append the gap of each of `kills` kills to `gaps` (kept if a later one fails)."""
     import psycopg
     from kudusql.cluster import cluster_status, restart_process
 
@@ -201,7 +211,6 @@ def _failover(data_dir: str, port: int, kills: int) -> list[float]:
     threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(4)]
     for t in threads:
         t.start()
-    gaps = []
     try:
         for _ in range(kills):
             time.sleep(3)
@@ -229,7 +238,6 @@ def _failover(data_dir: str, port: int, kills: int) -> list[float]:
         stop.set()
         for t in threads:
             t.join(timeout=30)
-    return gaps
 
 
 def _tpch(edb, cdb, cluster_dir: str, sf: float, data: str, numbers: list[int],
@@ -378,7 +386,11 @@ def main(argv=None) -> int:
             server = None
         # 4. failover gap
         if "failover" in only:
-            gaps = _failover(cdir, cport, args.kills)
+            try:
+                _failover(cdir, cport, args.kills, gaps)
+            except Exception as e:  # noqa: BLE001 - a benchmark: report what was measured
+                print(f"  failover stopped after {len(gaps)} kills: {type(e).__name__}: {e}",
+                      flush=True)
     finally:
         if server is not None:
             server.kill()

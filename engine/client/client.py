@@ -22,6 +22,13 @@ all replicas the locations are refreshed from the master. Tries back off from 20
 doubling to 500 ms, until the operation's deadline (`timeout_s`, default 30 s); then the
 call fails with SQLSTATE 57P03/08006 and a message naming the tablet and the last error.
 
+Writes. `Table` splits a batch by tablet and writes the tablets' shares at once on the
+catalog's pool (4 threads); each share is one DoPut of Arrow rows (plus an `__op` column)
+to the tablet's leader, which answers once the op is applied there after a majority has it
+durably. A CREATE TABLE returns once the master names a leader for every new tablet
+(`_wait_for_leaders`, at most 10 s; Kudu's IsCreateTableDone), so the first writes go
+straight to the leaders.
+
 Exactly once. A ClusterClient has a random client id; every write gets the next sequence
 number and keeps it across all its retries, so the tablet servers' result tracker applies it
 once (engine/tserver/tablet_replica.py). Each request also carries the lowest sequence

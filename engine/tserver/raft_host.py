@@ -6,14 +6,26 @@ A RaftHost owns a `RaftConsensus` (engine/consensus/raft.py, sans-I/O), its log
 drains `ready()` in the order docs/consensus.md prescribes:
 
   1. new metadata (term, vote, committed config) is saved (write-fsync-rename) first;
-  2. the log is synced if the node asks (a follower's ack must be durable) or if it holds
-     entries not yet durable (the leader's own appends; then `log_synced()`, which may
-     advance the commit index);
+  2. a follower or candidate syncs the log here if it holds entries not yet durable (an
+     ack or a vote must not outlive a crash that forgot it), then `log_synced()`;
   3. messages are handed to the Transport (which sends them asynchronously);
   4. committed entries are applied in index order through `apply_entries` (subclass);
   5. tablet copy requests go to `on_copy_request` (subclass).
 
 `process()` loops until `ready()` is empty, since `log_synced()` can commit more.
+
+The leader's own appends are synced in the background instead (`_sync_loop`, one thread
+per host while there is something to sync, Kudu's log appender): its AppendEntries leave in
+step 3 while its fsync runs, so a write waits for max(leader fsync, follower round trip +
+fsync), not their sum (Raft thesis §10.2.1). That keeps "acknowledged = majority-durable":
+the leader counts itself towards the commit majority only up to `durable_index`, which the
+sync thread advances (`WalLogStorage.sync_begin/run/done`; a log cut in between voids it).
+Appends that arrive during an fsync are covered by the next one (group commit), so the
+leader's lock is never held across an fsync and acks, proposals and ticks go on meanwhile.
+
+Messages from the network are queued (`deliver`) and stepped by a pool task, one per host
+at a time, in arrival order; all messages queued meanwhile are stepped before one
+`process()`, so a follower syncs once for several AppendEntries (group commit).
 
 Restart: the host passes `applied_index` = what its state machine holds durably (a tablet:
 the lowest flushed index; the master's in-memory catalog: 0). There are no COMMIT records

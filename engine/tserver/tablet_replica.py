@@ -11,7 +11,16 @@ Writes. The leader validates a write, proposes it as one REPLICATED_WRITE entry 
 request id envelope below + `WriteOp.encode()`, the engine's one write-op encoding) and
 waits until that entry is applied. Every replica applies committed entries in log order
 with `Tablet.apply(op, entry.timestamp, index=entry.index)` — the leader's timestamp, so
-all replicas have the same MVCC history.
+all replicas have the same MVCC history. Several writes to one tablet may be in flight at
+once (each DoPut handler proposes and waits on its own future); Raft pipelines their
+entries to the followers (up to `max_inflight` AppendEntries per peer) while the leader's
+own fsync runs in the background (raft_host.py), and an entry is committed once a
+majority, counting the leader only up to its durable index, has it on disk.
+
+Leader election of a new tablet: the first replica of the master's initial placement (and
+a sole voter, RF=1, also after a restart) campaigns at once instead of after an election
+timeout (`_eager_ticks`, each tick until a leader is known); the server reports role
+changes to the master at once, so a CREATE TABLE can wait for its leaders (engine/client).
 
 Exactly once (Kudu's ResultTracker). A request carries (client id, sequence number); the
 result of every applied request is remembered per client, so
