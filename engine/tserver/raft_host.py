@@ -34,9 +34,11 @@ the commit index (Raft's own commit path) — never an entry that was merely log
 cost: after a restart a replica's data (past its flushed state) is visible only once a
 leader exists and has committed an entry of its term.
 
-Transport: per destination address up to LANES_PER_PEER sender threads ("lanes"); each
-group (tablet) is given one lane of an address, in turn, and keeps it, so its messages go
-out in order while other tablets' go out at the same time on other lanes. A lane sends
+Transport: per destination address up to LANES_PER_PEER sender threads ("lanes") for
+messages that carry entries; each group (tablet) is given one lane of an address, in turn,
+and keeps it, so its entries go out in order while other tablets' go out at the same time
+on other lanes. Everything else (heartbeats, acks, votes) shares one light lane per
+address, so idle tablets cost one RPC per tick per peer. A lane sends
 what has queued as one `raft` DoAction (a list of (group id, message)). A send that fails
 is dropped — Raft retries (heartbeats, probes) — and the queues are bounded, so a dead or
 paused peer never blocks the sender of another. The receiving server only queues the
@@ -61,10 +63,11 @@ from engine.rpc.rpc import RpcClient
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_PER_PEER = 2000
-# Sender threads per peer address. Each tablet's messages to a peer go through one lane
-# (in order); several tablets' go through different lanes at once, so one tablet's large
-# AppendEntries does not hold the others' behind it. A lane batches the messages of all
-# its tablets into one `raft` call (heartbeats of many tablets: one RPC per lane).
+# Sender threads per peer address for messages that carry entries ("entry lanes"). Each
+# tablet's entries to a peer go through one lane (in order); several tablets' go through
+# different lanes at once, so one tablet's large AppendEntries does not hold the others'
+# behind it. Messages without entries share one more lane per address (Transport.send).
+# A lane batches what has queued, of all its tablets, into one `raft` call.
 LANES_PER_PEER = 4
 
 
@@ -93,9 +96,20 @@ class Transport:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def _queue(self, addr: str, group: str) -> queue.Queue:
-        """The lane of (addr, group): groups take the lanes of an address in turn, and a
-        group keeps its lane, so its messages stay in order."""
+    def _queue(self, addr: str, group: str | None) -> queue.Queue:
+        """The lane of (addr, group): groups take the entry lanes of an address in turn,
+        and a group keeps its lane, so its entries stay in order; group None: the
+        address's light lane."""
+        if group is None:
+            q = self._queues.get((addr, -1))
+            if q is None:
+                with self._lock:
+                    q = self._queues.get((addr, -1))
+                    if q is None:
+                        q = self._queues[(addr, -1)] = queue.Queue()
+                        threading.Thread(target=self._run, args=(addr, q), daemon=True,
+                                         name=f"raft-send-{addr}-L").start()
+            return q
         lane = self._lane_of.get((addr, group))
         q = None if lane is None else self._queues.get((addr, lane))
         if q is not None:
@@ -116,7 +130,12 @@ class Transport:
     def send(self, addr: str, group: str, msg) -> None:
         if not addr or self._stopped:
             return
-        q = self._queue(addr, group)
+        # Messages with entries go through their tablet's entry lane, in order; the rest
+        # (heartbeats, acks, votes) through one light lane per address, so that idle
+        # tablets cost one RPC per tick per peer. Heartbeats may overtake entries: a
+        # heartbeat sent while entries are in flight names the acked index, which the
+        # follower has (raft.py `_send_append`), and responses all share the light lane.
+        q = self._queue(addr, group if _entry_bytes(msg) else None)
         if q.qsize() >= MAX_QUEUED_PER_PEER:
             try:
                 q.get_nowait()  # drop the oldest: Raft resends what matters
