@@ -135,7 +135,7 @@ class Transport:
         # tablets cost one RPC per tick per peer. Heartbeats may overtake entries: a
         # heartbeat sent while entries are in flight names the acked index, which the
         # follower has (raft.py `_send_append`), and responses all share the light lane.
-        q = self._queue(addr, group if _entry_bytes(msg) else None)
+        q = self._queue(addr, group if getattr(msg, "entries", None) else None)
         if q.qsize() >= MAX_QUEUED_PER_PEER:
             try:
                 q.get_nowait()  # drop the oldest: Raft resends what matters
