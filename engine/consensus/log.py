@@ -304,7 +304,7 @@ class Log:
         concurrent `truncate_after`)."""
         with self._lock:
             if self._f is None:
-                return self._last_index
+                raise ValueError(f"{self.path}: the log is closed")
             index = self._last_index
             fd = os.dup(self._f.fileno())
         try:
