@@ -22,6 +22,14 @@ all replicas the locations are refreshed from the master. Tries back off from 20
 doubling to 500 ms, until the operation's deadline (`timeout_s`, default 30 s); then the
 call fails with SQLSTATE 57P03/08006 and a message naming the tablet and the last error.
 
+Writes. `Table` splits a batch by tablet and writes the tablets' shares at once (on the
+catalog's pool of 4 threads, or for batches under 512 rows through `write_deferred` on the
+client's write pool); each share is one DoPut of Arrow rows (plus an `__op` column)
+to the tablet's leader, which answers once the op is applied there after a majority has it
+durably. A CREATE TABLE returns once the master names a leader for every new tablet
+(`_wait_for_leaders`, at most 10 s; Kudu's IsCreateTableDone), so the first writes go
+straight to the leaders.
+
 Exactly once. A ClusterClient has a random client id; every write gets the next sequence
 number and keeps it across all its retries, so the tablet servers' result tracker applies it
 once (engine/tserver/tablet_replica.py). Each request also carries the lowest sequence
@@ -98,6 +106,7 @@ class ClusterClient:
         self._lock = threading.Lock()
         self.last_ts = 0
         self._master_leader = 0
+        self._write_pool: cf.ThreadPoolExecutor | None = None
 
     # -- request ids, timestamps ---------------------------------------------------------
     def next_seq(self) -> int:
@@ -140,7 +149,19 @@ class ClusterClient:
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
+    def write_pool(self) -> cf.ThreadPoolExecutor:
+        """Threads for RemoteTablet.write_deferred (not the catalog's executor, whose
+        threads wait for these)."""
+        if self._write_pool is None:
+            with self._lock:
+                if self._write_pool is None:
+                    self._write_pool = cf.ThreadPoolExecutor(
+                        max_workers=8, thread_name_prefix="kudusql-remote-write")
+        return self._write_pool
+
     def close(self) -> None:
+        if self._write_pool is not None:
+            self._write_pool.shutdown(wait=False)
         self.rpc.close()
 
 
@@ -256,7 +277,27 @@ class RemoteCatalog:
             "replication_factor": replication_factor, "comment": comment,
             "properties": dict(properties or {}), "if_not_exists": if_not_exists})
         self._forget_name(name)
-        return self._remember({"table": t})
+        meta = self._remember({"table": t})
+        self._wait_for_leaders(meta)
+        return meta
+
+    def _wait_for_leaders(self, meta: TableMetadata, timeout_s: float = 10.0) -> None:
+        """Return once the master names a leader for every tablet of a new table (Kudu's
+        CreateTable waits for IsCreateTableDone), or after `timeout_s`: the statements that
+        follow then start at the leaders instead of waiting for the first elections (the
+        tablets' writes retry until their own deadline either way)."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while time.monotonic() < deadline:
+            if all(self._locs.get(t) is not None and self._locs[t].leader
+                   for t in meta.tablet_ids):
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+            try:
+                self.refresh_locations(meta.id)
+            except errors.EngineError:
+                return  # dropped meanwhile or no master: the statements will tell
 
     def _forget_name(self, name: str) -> None:
         self._by_name.pop(name, None)
@@ -403,11 +444,11 @@ class RemoteTablet:
     in_order_writes = False
 
     def write_deferred(self, ops, rows) -> Callable[[], WriteResult]:
-        """`write` now; the returned call hands back its result (Table waits for several
-        local tablets' fsyncs together this way; a remote write is durable when the
-        leader answers, so there is nothing left to wait for)."""
-        result = self.write(ops, rows)
-        return lambda: result
+        """`write` started on the client's write pool; the returned call waits for its
+        result. Table writes a small batch's tablet shares this way one after another and
+        then waits for them all (for local tablets, their fsyncs together): here the
+        shares' round trips overlap instead of adding up."""
+        return self.client.write_pool().submit(self.write, ops, rows).result
 
     def write(self, ops, rows) -> WriteResult:
         pre_bad: dict = {}

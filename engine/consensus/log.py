@@ -296,6 +296,24 @@ class Log:
                 self._synced = max(self._synced, target)
                 self._cond.notify_all()
 
+    def sync_appended(self) -> int:
+        """fsync every entry appended so far and return the last index covered, holding
+        the append lock only to pick the file (appends go on during the fsync; earlier
+        segments were synced when rolled). For a caller that tracks durability itself
+        (the Raft host's background sync, which must not trust `_synced` across a
+        concurrent `truncate_after`)."""
+        with self._lock:
+            if self._f is None:
+                raise ValueError(f"{self.path}: the log is closed")
+            index = self._last_index
+            fd = os.dup(self._f.fileno())
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.fsyncs += 1
+        return index
+
     def sync_now(self) -> None:
         with self._lock:
             if self._f is not None:

@@ -149,6 +149,7 @@ class WalLogStorage(LogStorage):
                  fsync: bool = True):
         self.path = path
         self.fsync = fsync
+        self.epoch = 0  # bumped by every cut or reset (sync_begin / sync_done)
         self.cache_entries = cache_entries
         self.log = Log(path, "commit", segment_bytes)
         self._snap = (0, 0, 0)
@@ -203,6 +204,7 @@ class WalLogStorage(LogStorage):
         si = self._snap[0]
         assert si < first <= self.last_index + 1, (first, si, self.last_index)
         if first <= self.last_index:
+            self.epoch += 1
             self.log.truncate_after(first - 1)
             del self._terms[first - si - 1:]
             del self._ts[first - si - 1:]
@@ -220,6 +222,23 @@ class WalLogStorage(LogStorage):
             self.log.sync_now()
         self.durable_index = self.last_index
         return self.durable_index
+
+    # A sync in the background (the Raft host's leader path): `sync_begin` under the
+    # host's lock, `sync_run` without it (appends go on meanwhile), `sync_done` under the
+    # lock again. A cut of the log or a reset in between bumps `epoch` and voids the
+    # result (the entries it covered may have been replaced by undurable ones).
+    def sync_begin(self) -> int:
+        return self.epoch
+
+    def sync_run(self) -> int:
+        """fsync what is appended now (no host lock needed); the last index covered."""
+        return self.log.sync_appended() if self.fsync else self.log.last_index
+
+    def sync_done(self, index: int, epoch: int) -> bool:
+        if epoch != self.epoch:
+            return False
+        self.durable_index = max(self.durable_index, min(index, self.last_index))
+        return True
 
     def gc(self, below: int) -> None:
         below = min(below, self.durable_index + 1)
@@ -245,6 +264,7 @@ class WalLogStorage(LogStorage):
                           {"index": index, "term": term, "timestamp": ts}, self.fsync)
 
     def reset(self, index: int, term: int, timestamp: int) -> None:
+        self.epoch += 1
         self._write_boundary(index, term, timestamp)
         self.log.reset(index + 1)
         self._snap = (index, term, timestamp)

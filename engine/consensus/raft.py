@@ -35,7 +35,8 @@ Roles:
 - **Election timeouts** are randomized in [T, (2 + backoff) T) from the injected RNG, with a
   backoff that grows after failed elections (paper §3.3, improvement 1).
 - **Leader**: appends a NO_OP of its term first (entries of earlier terms commit only
-  through it); replicates with AppendEntries batching up to `max_batch_entries` per message
+  through it); replicates with AppendEntries batching up to `max_batch_entries` (and
+  `max_batch_bytes` of bodies, but at least one entry) per message
   and pipelining up to `max_inflight` batches per peer; commits the majority-replicated
   index only if that entry is of its own term (counting its own *durable* log: the leader's
   local write is not on the commit path, paper §3.3); steps down when no majority answered
@@ -121,6 +122,7 @@ class RaftOptions:
     heartbeat_ticks: int = 1
     election_timeout_ticks: int = 10  # minimum; randomized above it
     max_batch_entries: int = 64
+    max_batch_bytes: int = 4 << 20  # entry bodies per AppendEntries (0: no cap); >= 1 entry
     max_inflight: int = 4
     log_retention_entries: int = 10_000  # tablet copy threshold: lag beyond this is not kept
     pre_vote: bool = True
@@ -240,6 +242,17 @@ class RaftConsensus:
             if self.role != Role.FOLLOWER:
                 self._failed_elections += 1
             self._start_election(pre_vote=self.opts.pre_vote)
+
+    def campaign(self) -> bool:
+        """Start a (pre-)election now instead of at the election timeout, if this voter
+        knows no leader and is not already a candidate (a new tablet's designated first
+        replica; a sole voter after a restart). True if an election was started. Safe at
+        any time: Raft's safety never depends on when elections start."""
+        if self.role in (Role.LEADER, Role.CANDIDATE) or self.leader_uuid is not None \
+                or not self.config.is_voter(self.uuid):
+            return False
+        self._start_election(pre_vote=self.opts.pre_vote)
+        return True
 
     def propose(self, type_: int, body: bytes) -> LogEntry:
         """Append an op as leader; it is replicated at the next `ready()`. Returns the entry
@@ -456,6 +469,15 @@ class RaftConsensus:
                 return False
             hi = min(log.last_index, p.next_index + self.opts.max_batch_entries - 1)
             entries = tuple(log.entries(p.next_index, hi)) if hi >= p.next_index else ()
+            cap = self.opts.max_batch_bytes
+            if cap and len(entries) > 1:
+                size, n = 0, 0
+                for e in entries:  # at least one entry, however large
+                    size += len(e.body)
+                    if n and size > cap:
+                        break
+                    n += 1
+                entries = entries[:n]
             prev = p.next_index - 1
         self._send(AppendEntries(self.uuid, uuid, self.term, OpId(log.term(prev), prev),
                                  entries, self.commit_index,

@@ -276,12 +276,20 @@ class Master:
 
     def _place(self, n_tablets: int, rf: int, live: list[str]) -> list[list[str]]:
         """Power-of-two choices: each replica goes to the less loaded of two random live
-        servers not yet holding the tablet (load = replicas placed, counting this table)."""
+        servers not yet holding the tablet (load = replicas placed, counting this table);
+        the first of a tablet's list (its designated first leader) is the one of them
+        designated for the fewest tablets."""
         load = {u: 0 for u in live}
         for peers in self.catalog.replicas.values():
             for u in peers:
                 if u in load:
                     load[u] += 1
+        # The first replica of a tablet campaigns at once (tablet_replica.py): put there
+        # the chosen server designated for the fewest tablets, so leaders start spread.
+        leads = {u: 0 for u in live}
+        for peers in self.catalog.initial.values():
+            if peers and peers[0] in leads:
+                leads[peers[0]] += 1
         out = []
         for _ in range(n_tablets):
             chosen: list[str] = []
@@ -291,6 +299,10 @@ class Master:
                 best = min(pick, key=lambda u: (load[u], u))
                 chosen.append(best)
                 load[best] += 1
+            first = min(chosen, key=lambda u: (leads[u], random.random()))
+            chosen.remove(first)
+            chosen.insert(0, first)
+            leads[first] += 1
             out.append(chosen)
         return out
 

@@ -258,15 +258,13 @@ class RpcClient:
     def _forget(self, addr: str, e: BaseException) -> None:
         """After a failure to reach `addr`, drop its channel: a new one connects at once
         when the server is back, where gRPC's own reconnect backoff of a failed channel
-        grows to minutes."""
+        grows to minutes. The old client is not closed here: other threads may be in a
+        call on it (closing a FlightClient under a call crashes the process, see
+        tests/cluster/test_rpc.py); it closes when the last of them lets go of it."""
         if isinstance(e, (fl.FlightUnavailableError, OSError)):
             with self._lock:
-                c = self._clients.pop(addr, None)
-            if c is not None:
-                try:
-                    c.close()
-                except Exception:  # noqa: BLE001 - a broken channel: nothing to keep
-                    pass
+                if self._clients.get(addr) is not None:
+                    del self._clients[addr]
 
     def call(self, addr: str, action: str, payload=None, timeout_s: float | None = None):
         c = self._client(addr)
@@ -304,25 +302,23 @@ class RpcClient:
         c = self._client(addr)
         try:
             return _Stream(c.do_get(fl.Ticket(codec.encode(ticket)),
-                                    options=self._opts(timeout_s)), addr)
+                                    options=self._opts(timeout_s)), addr, c)
         except fl.FlightError as e:
             self._forget(addr, e)
             _raise_remote(e, addr)
 
     def close(self) -> None:
+        """Forget every connection; each closes once no thread is in a call on it (as in
+        `_forget`: a sender thread may still be finishing a call while its server stops)."""
         with self._lock:
-            for c in self._clients.values():
-                try:
-                    c.close()
-                except Exception:  # noqa: BLE001 - closing: best effort
-                    pass
             self._clients.clear()
 
 
 class _Stream:
-    def __init__(self, reader, addr: str):
+    def __init__(self, reader, addr: str, client: fl.FlightClient):
         self._reader = reader
         self._addr = addr
+        self._client = client  # the stream must not outlive its client (RpcClient._forget)
 
     @property
     def schema(self) -> pa.Schema:

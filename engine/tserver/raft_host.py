@@ -6,14 +6,26 @@ A RaftHost owns a `RaftConsensus` (engine/consensus/raft.py, sans-I/O), its log
 drains `ready()` in the order docs/consensus.md prescribes:
 
   1. new metadata (term, vote, committed config) is saved (write-fsync-rename) first;
-  2. the log is synced if the node asks (a follower's ack must be durable) or if it holds
-     entries not yet durable (the leader's own appends; then `log_synced()`, which may
-     advance the commit index);
+  2. a follower or candidate syncs the log here if it holds entries not yet durable (an
+     ack or a vote must not outlive a crash that forgot it), then `log_synced()`;
   3. messages are handed to the Transport (which sends them asynchronously);
   4. committed entries are applied in index order through `apply_entries` (subclass);
   5. tablet copy requests go to `on_copy_request` (subclass).
 
 `process()` loops until `ready()` is empty, since `log_synced()` can commit more.
+
+The leader's own appends are synced in the background instead (`_sync_loop`, one thread
+per host while there is something to sync, Kudu's log appender): its AppendEntries leave in
+step 3 while its fsync runs, so a write waits for max(leader fsync, follower round trip +
+fsync), not their sum (Raft thesis §10.2.1). That keeps "acknowledged = majority-durable":
+the leader counts itself towards the commit majority only up to `durable_index`, which the
+sync thread advances (`WalLogStorage.sync_begin/run/done`; a log cut in between voids it).
+Appends that arrive during an fsync are covered by the next one (group commit), so the
+leader's lock is never held across an fsync and acks, proposals and ticks go on meanwhile.
+
+Messages from the network are queued (`deliver`) and stepped by a pool task, one per host
+at a time, in arrival order; all messages queued meanwhile are stepped before one
+`process()`, so a follower syncs once for several AppendEntries (group commit).
 
 Restart: the host passes `applied_index` = what its state machine holds durably (a tablet:
 the lowest flushed index; the master's in-memory catalog: 0). There are no COMMIT records
@@ -22,10 +34,15 @@ the commit index (Raft's own commit path) — never an entry that was merely log
 cost: after a restart a replica's data (past its flushed state) is visible only once a
 leader exists and has committed an entry of its term.
 
-Transport: one sender thread per destination address; messages queue there and go out in
-batches as one `raft` DoAction (a list of (group id, message)). A send that fails is
-dropped — Raft retries (heartbeats, probes) — and the queue is bounded, so a dead or paused
-peer never blocks the sender of another.
+Transport: per destination address up to LANES_PER_PEER sender threads ("lanes") for
+messages that carry entries; each group (tablet) is given one lane of an address, in turn,
+and keeps it, so its entries go out in order while other tablets' go out at the same time
+on other lanes. Everything else (heartbeats, acks, votes) shares one light lane per
+address, so idle tablets cost one RPC per tick per peer. A lane sends
+what has queued as one `raft` DoAction (a list of (group id, message)). A send that fails
+is dropped — Raft retries (heartbeats, probes) — and the queues are bounded, so a dead or
+paused peer never blocks the sender of another. The receiving server only queues the
+messages (`deliver`) and answers; a pool steps them, one task per replica at a time.
 """
 
 from __future__ import annotations
@@ -46,29 +63,79 @@ from engine.rpc.rpc import RpcClient
 log = logging.getLogger(__name__)
 
 MAX_QUEUED_PER_PEER = 2000
+# Sender threads per peer address for messages that carry entries ("entry lanes"). Each
+# tablet's entries to a peer go through one lane (in order); several tablets' go through
+# different lanes at once, so one tablet's large AppendEntries does not hold the others'
+# behind it. Messages without entries share one more lane per address (Transport.send).
+# A lane batches what has queued, of all its tablets, into one `raft` call.
+LANES_PER_PEER = 4
+
+
+# Entry bytes a replica may have queued, not yet stepped (RaftHost.deliver); beyond this,
+# messages carrying entries are dropped (Raft sends them again). Without the bound a
+# follower slower than its leader (fsync, apply) queued every resent copy: a tablet server
+# grew to 12 GB during a TPC-H SF1 load before it was killed for it.
+MAX_INBOX_BYTES = 64 << 20
+
+
+def _entry_bytes(m) -> int:
+    entries = getattr(m, "entries", None)
+    return sum(len(e.body) for e in entries) if entries else 0
 
 
 class Transport:
     """Asynchronous, lossy, batched delivery of Raft messages to peer addresses."""
 
-    def __init__(self, rpc: RpcClient, timeout_s: float = 2.0):
+    def __init__(self, rpc: RpcClient, timeout_s: float = 2.0, lanes: int = LANES_PER_PEER):
         self.rpc = rpc
         self.timeout_s = timeout_s
-        self._queues: dict[str, queue.Queue] = {}
+        self.lanes = lanes
+        self._queues: dict[tuple[str, int], queue.Queue] = {}
+        self._lane_of: dict[tuple[str, str], int] = {}
+        self._groups_per_addr: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stopped = False
+
+    def _queue(self, addr: str, group: str | None) -> queue.Queue:
+        """The lane of (addr, group): groups take the entry lanes of an address in turn,
+        and a group keeps its lane, so its entries stay in order; group None: the
+        address's light lane."""
+        if group is None:
+            q = self._queues.get((addr, -1))
+            if q is None:
+                with self._lock:
+                    q = self._queues.get((addr, -1))
+                    if q is None:
+                        q = self._queues[(addr, -1)] = queue.Queue()
+                        threading.Thread(target=self._run, args=(addr, q), daemon=True,
+                                         name=f"raft-send-{addr}-L").start()
+            return q
+        lane = self._lane_of.get((addr, group))
+        q = None if lane is None else self._queues.get((addr, lane))
+        if q is not None:
+            return q
+        with self._lock:
+            lane = self._lane_of.get((addr, group))
+            if lane is None:
+                n = self._groups_per_addr.get(addr, 0)
+                self._groups_per_addr[addr] = n + 1
+                lane = self._lane_of[(addr, group)] = n % self.lanes
+            q = self._queues.get((addr, lane))
+            if q is None:
+                q = self._queues[(addr, lane)] = queue.Queue()
+                threading.Thread(target=self._run, args=(addr, q), daemon=True,
+                                 name=f"raft-send-{addr}-{lane}").start()
+        return q
 
     def send(self, addr: str, group: str, msg) -> None:
         if not addr or self._stopped:
             return
-        q = self._queues.get(addr)
-        if q is None:
-            with self._lock:
-                q = self._queues.get(addr)
-                if q is None:
-                    q = self._queues[addr] = queue.Queue()
-                    threading.Thread(target=self._run, args=(addr, q), daemon=True,
-                                     name=f"raft-send-{addr}").start()
+        # Messages with entries go through their tablet's entry lane, in order; the rest
+        # (heartbeats, acks, votes) through one light lane per address, so that idle
+        # tablets cost one RPC per tick per peer. Heartbeats may overtake entries: a
+        # heartbeat sent while entries are in flight names the acked index, which the
+        # follower has (raft.py `_send_append`), and responses all share the light lane.
+        q = self._queue(addr, group if getattr(msg, "entries", None) else None)
         if q.qsize() >= MAX_QUEUED_PER_PEER:
             try:
                 q.get_nowait()  # drop the oldest: Raft resends what matters
@@ -128,6 +195,12 @@ class RaftHost:
         self.raft = RaftConsensus(uuid, self.storage, cmeta, clock, random.Random(),
                                   options, applied_index=applied_index)
         self.stopped = False
+        self._syncing = False  # the background log sync thread runs (leader)
+        self._inbox: list = []  # delivered messages not yet stepped
+        self._inbox_bytes = 0  # entry bodies in _inbox
+        self.inbox_dropped = 0  # messages with entries dropped because the inbox was full
+        self._inbox_lock = threading.Lock()
+        self._draining = False
 
     @staticmethod
     def create_metadata(directory: str, cmeta: ConsensusMetadata, fsync: bool = True) -> None:
@@ -135,11 +208,56 @@ class RaftHost:
 
     # -- inputs --------------------------------------------------------------------------------
     def step(self, msg) -> None:
+        self.step_many([msg])
+
+    def step_many(self, msgs: list) -> None:
+        """Feed messages in order, then drain ready() once (one log sync covers them all)."""
         with self.lock:
             if self.stopped:
                 return
-            self.raft.step(msg)
+            for m in msgs:
+                self.raft.step(m)
             self.process()
+
+    def deliver(self, msgs: list, executor) -> None:
+        """Queue messages from the network and return at once; a task on `executor` steps
+        everything queued, in arrival order, one task per host at a time. The RPC that
+        carried them does not wait for this peer's fsync or apply, so the sender's next
+        messages (to this or another tablet on the server) are not held behind them, and
+        messages that queue up meanwhile share one log sync (a follower's group commit)."""
+        with self._inbox_lock:
+            for m in msgs:
+                size = _entry_bytes(m)
+                if size and self._inbox_bytes + size > MAX_INBOX_BYTES:
+                    # the replica is behind on what it has queued: drop, as a congested
+                    # network would (the leader sends again from the acked index), rather
+                    # than queueing copies of the entries without bound
+                    self.inbox_dropped += 1
+                    continue
+                self._inbox_bytes += size
+                self._inbox.append(m)
+            if self._draining or not self._inbox:
+                return
+            self._draining = True
+        try:
+            executor.submit(self._drain)
+        except RuntimeError:  # the executor is shut down: the server is stopping
+            with self._inbox_lock:
+                self._inbox.clear()
+                self._draining = False
+
+    def _drain(self) -> None:
+        while True:
+            with self._inbox_lock:
+                msgs, self._inbox = self._inbox, []
+                self._inbox_bytes = 0
+                if not msgs:
+                    self._draining = False
+                    return
+            try:
+                self.step_many(msgs)
+            except Exception:  # noqa: BLE001 - lossy like the network: Raft resends
+                log.exception("%s: stepping %d messages failed", self.group_id, len(msgs))
 
     def tick(self) -> None:
         with self.lock:
@@ -154,12 +272,17 @@ class RaftHost:
         for _ in range(100):
             rd = self.raft.ready()
             storage = self.storage
-            need_sync = rd.sync_log or storage.durable_index < storage.last_index
-            if rd.empty() and not need_sync:
+            lagging = storage.durable_index < storage.last_index
+            # A follower or candidate syncs before it answers (an ack or a vote must not
+            # outlive a crash that forgot it); a leader's own appends are synced in the
+            # background while its AppendEntries are already on their way (Raft thesis
+            # §10.2.1): the leader counts itself towards a majority only once durable.
+            inline = rd.sync_log or (lagging and not self.raft.is_leader)
+            if rd.empty() and not inline:
                 break
             if rd.metadata is not None:
                 self.cmeta_store.save(rd.metadata)
-            if need_sync:
+            if inline:
                 storage.sync()
                 self.raft.log_synced()
             for m in rd.messages:
@@ -168,7 +291,49 @@ class RaftHost:
                 self.apply_entries(rd.committed)
             for req in rd.copy_requests:
                 self.on_copy_request(req)
+        if self.raft.is_leader and self.storage.durable_index < self.storage.last_index:
+            self._sync_in_background()
         self.after_process()
+
+    def _sync_in_background(self) -> None:
+        """Start the leader's log sync thread unless it runs (caller holds self.lock)."""
+        if self._syncing or self.stopped:
+            return
+        self._syncing = True
+        threading.Thread(target=self._sync_loop, daemon=True,
+                         name=f"log-sync-{self.group_id[:8]}").start()
+
+    def _sync_loop(self) -> None:
+        """Sync the log outside the lock until it is durable, a group of appends per fsync
+        (Kudu's log appender thread); each sync may commit (`log_synced`)."""
+        failed = False
+        try:
+            while True:
+                with self.lock:
+                    s = self.storage
+                    if self.stopped or s.durable_index >= s.last_index:
+                        return
+                    epoch = s.sync_begin()
+                try:
+                    index = s.sync_run()
+                except (OSError, ValueError) as e:
+                    # closed underneath us (stopping), or a failing disk: the next
+                    # process() starts another try; nothing is counted durable meanwhile
+                    failed = True
+                    log.warning("%s: log sync failed: %s", self.group_id, e)
+                    return
+                with self.lock:
+                    if self.stopped:
+                        return
+                    if s.sync_done(index, epoch):
+                        self.raft.log_synced()
+                        self.process()
+        finally:
+            with self.lock:
+                self._syncing = False
+                if not failed and self.raft.is_leader and \
+                        self.storage.durable_index < self.storage.last_index:
+                    self._sync_in_background()  # appended after the last check
 
     def _addr_of(self, uuid: str) -> str:
         p = self.raft.config.peer(uuid) or self.raft.committed_config.peer(uuid)

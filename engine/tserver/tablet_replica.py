@@ -11,7 +11,16 @@ Writes. The leader validates a write, proposes it as one REPLICATED_WRITE entry 
 request id envelope below + `WriteOp.encode()`, the engine's one write-op encoding) and
 waits until that entry is applied. Every replica applies committed entries in log order
 with `Tablet.apply(op, entry.timestamp, index=entry.index)` — the leader's timestamp, so
-all replicas have the same MVCC history.
+all replicas have the same MVCC history. Several writes to one tablet may be in flight at
+once (each DoPut handler proposes and waits on its own future); Raft pipelines their
+entries to the followers (up to `max_inflight` AppendEntries per peer) while the leader's
+own fsync runs in the background (raft_host.py), and an entry is committed once a
+majority, counting the leader only up to its durable index, has it on disk.
+
+Leader election of a new tablet: the first replica of the master's initial placement (and
+a sole voter, RF=1, also after a restart) campaigns at once instead of after an election
+timeout (`_eager_ticks`, each tick until a leader is known); the server reports role
+changes to the master at once, so a CREATE TABLE can wait for its leaders (engine/client).
 
 Exactly once (Kudu's ResultTracker). A request carries (client id, sequence number); the
 result of every applied request is remembered per client, so
@@ -163,6 +172,8 @@ class TabletReplica(RaftHost):
         self.copying = False
         self.on_tablet_replaced = None  # (old Tablet, new Tablet): the server's MM hook
         self.rpc = None  # set by the server: for tablet copies
+        self.on_role_change = None  # the server's hook: report to the master now
+        self._reported_role = None
         self._view = _RaftLogView(self)
         self._config = config
         self._clock = clock
@@ -179,6 +190,16 @@ class TabletReplica(RaftHost):
         ts = self.storage.timestamp(applied) or 0
         # ops up to the flushed state are committed in MVCC; later ones are applied again
         tablet.mvcc.adjust_for_replay(ts)
+        # Campaign at once rather than after an election timeout (1-2 s by default) when
+        # that cannot disturb a leader: the sole voter (RF=1, also after a restart), or the
+        # first replica of a new tablet's initial placement (Kudu's designated candidate;
+        # the master spreads those over the servers). Repeated each tick until a leader is
+        # known, since the other replicas may not exist yet when the first pre-vote goes out.
+        voters = self.raft.config.voters()
+        fresh = self.raft.term == 0 and self.storage.last_index == 0
+        first = self.raft.config.peers[0].uuid if self.raft.config.peers else None
+        self._eager_ticks = 3 * options.election_timeout_ticks \
+            if voters == [server_uuid] or (fresh and first == server_uuid) else 0
 
     def _open_tablet(self, tpath: str) -> Tablet:
         """Open the tablet's flushed state, without replaying any log (see RaftHost)."""
@@ -289,15 +310,28 @@ class TabletReplica(RaftHost):
                 "row_errors": [[x.index, x.code, x.message, list(x.key)]
                                for x in r.row_errors]}
 
-    def step(self, msg) -> None:
+    def step_many(self, msgs: list) -> None:
         if not self.copying:  # while copying, answers would ack a log about to be replaced
-            super().step(msg)
+            super().step_many(msgs)
 
     def tick(self) -> None:
-        if not self.copying:
-            super().tick()
+        if self.copying:
+            return
+        if self._eager_ticks:
+            with self.lock:
+                self._eager_ticks -= 1
+                if self.raft.leader_uuid is not None:
+                    self._eager_ticks = 0
+                elif not self.stopped:
+                    self.raft.campaign()
+        super().tick()
 
     def after_process(self) -> None:
+        role = (self.raft.role, self.raft.term, self.raft.leader_uuid)
+        if role != self._reported_role:
+            self._reported_role = role
+            if self.on_role_change is not None:
+                self.on_role_change()
         if not self.raft.is_leader and self._waiters:
             hint = self.raft.leader_uuid
             for _, fut in self._waiters.values():

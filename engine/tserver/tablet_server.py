@@ -5,8 +5,11 @@
 
 Threads: the RPC server (Flight; handlers run on its pool), one tick thread (every
 `tick_ms` it ticks every replica's Raft node: heartbeats, elections), one heartbeat thread
-(every `heartbeat_ms` it reports its replicas and their roles to the master, and receives
-the replicas it should create or delete), the Transport's sender threads, and one
+(every `heartbeat_ms`, and at once when a replica's role, term or leader changed, it
+reports its replicas and their roles to the master, and receives the replicas it should
+create or delete), the Transport's sender lanes, a pool that steps the Raft messages
+delivered to replicas (follower appends, syncs and applies; the leader's commits and
+applies), a log-sync thread per leader while it has undurable appends, and one
 MaintenanceManager for all tablets (flushes, compactions).
 
 RPCs (DoAction unless said otherwise)
@@ -32,6 +35,7 @@ RPCs (DoAction unless said otherwise)
     transfer_leader  {tablet, target}: hand leadership of a tablet to another voter
     change_config    {tablet, op: "replace", old, new, new_addr}: 3-4-3 replacement (leader)
     copy_begin, copy_fetch, copy_end   tablet copy from this server (tablet_copy.py)
+    flush            {tablets?}: flush these replicas' MemRowSets now (benchmarks)
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here); clients route with them (engine/client).
@@ -44,6 +48,7 @@ process serves /metrics, /status.json and a status page (engine/tserver/status.p
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import logging
 import os
@@ -127,6 +132,9 @@ class TabletServer:
         self.replicas: dict[str, TabletReplica] = {}
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        self._report_now = threading.Event()  # a replica's role changed: heartbeat now
+        # steps delivered Raft messages: follower syncs and applies, leader commits
+        self._raft_pool = cf.ThreadPoolExecutor(max_workers=8, thread_name_prefix="raft")
         self.mm = MaintenanceManager().start()
         self.copies = CopySessions(data_dir)
         self.metrics = m = ServerMetrics("tserver")
@@ -144,7 +152,8 @@ class TabletServer:
             "safe_index": self._h_safe_index,
             "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
             "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
-            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end}),
+            "copy_fetch": self.copies.fetch, "copy_end": self.copies.end,
+            "flush": self._h_flush}),
             m.instrument_write(self._h_write, OP_COLUMN), m.instrument_scan(self._h_scan))
         self.addr = self.server.addr
         m.status_collector(lambda: web_status(self))
@@ -166,6 +175,7 @@ class TabletServer:
         r = TabletReplica(self._replica_dir(tablet_id), self.uuid, self.clock, self.transport,
                           self.raft_options, self.config, self.directory.get)
         r.rpc = self.rpc_client
+        r.on_role_change = self._report_now.set
 
         def replaced(old, new):
             self.mm.unregister(old)
@@ -209,10 +219,14 @@ class TabletServer:
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:
+        """Queue each replica's messages (RaftHost.deliver) and answer at once."""
+        by_tablet: dict[str, list] = {}
         for tablet_id, msg in batch:
+            by_tablet.setdefault(tablet_id, []).append(msg)
+        for tablet_id, msgs in by_tablet.items():
             r = self.replicas.get(tablet_id)
             if r is not None:
-                r.step(msg)
+                r.deliver(msgs, self._raft_pool)
         return None
 
     def _tick_loop(self) -> None:
@@ -233,12 +247,18 @@ class TabletServer:
 
     # -- master heartbeats -------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
+        """Every `heartbeat_s`, and at once (at most every 20 ms) when a replica's role,
+        term or leader changed: the master's locations then name a new leader within a
+        round trip (Kudu triggers a tablet report on such changes), so clients find it
+        and a new table's CREATE can wait for its leaders."""
         while not self._stop.is_set():
+            self._report_now.clear()
             try:
                 self.heartbeat()
             except Exception as e:  # noqa: BLE001 - the master may be down: keep trying
                 log.debug("heartbeat failed: %s", e)
-            self._stop.wait(self.heartbeat_s)
+            self._report_now.wait(self.heartbeat_s)
+            self._stop.wait(0.02)
 
     def heartbeat(self) -> None:
         report = {"uuid": self.uuid, "addr": self.addr,
@@ -331,6 +351,17 @@ class TabletServer:
         self.replica(p["tablet"]).wait_safe(p["ts"])
         return None
 
+    def _h_flush(self, p: dict) -> dict:
+        """Flush the MemRowSets of this server's replicas (of `tablets`, default all) now,
+        as the maintenance manager would over time (benchmarks: scans of flushed data)."""
+        want = set(p.get("tablets") or ()) if p else set()
+        n = 0
+        for tid, r in list(self.replicas.items()):
+            if (not want or tid in want) and r.tablet.mrs_rows():
+                r.tablet.flush_mrs()
+                n += 1
+        return {"flushed": n}
+
     def _h_transfer(self, p: dict) -> dict:
         r = self.replica(p["tablet"])
         with r.lock:
@@ -359,12 +390,14 @@ class TabletServer:
 
     def stop(self) -> None:
         self._stop.set()
+        self._report_now.set()
         for t in self._threads:
             t.join(timeout=5)
         if self.http is not None:
             self.http.stop()
         self.server.stop()
         self.transport.stop()
+        self._raft_pool.shutdown(wait=True, cancel_futures=True)
         self.mm.shutdown()
         for r in list(self.replicas.values()):
             try:
