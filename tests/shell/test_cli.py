@@ -96,6 +96,16 @@ def test_python_dash_m_shell_reads_a_pipe(data_dir):
     assert 'ERROR:  column "nope" does not exist' in p.stderr
 
 
+def _sigint_as_a_terminal_gives_it() -> None:
+    """In the child before exec: SIGINT delivered and handled by default, as a shell started
+    from a terminal has it. SIG_IGN is inherited across exec (and Python then leaves SIGINT
+    ignored), and a shell starts background jobs (`pytest &`) with SIGINT ignored: run that
+    way, the suite failed here every time (the shell printed nothing on stderr and ran to the
+    end), in the foreground never."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_sigint_cancels_the_running_statement_of_a_script(data_dir):
     """Ctrl-C (SIGINT) during -c: a real cancel, the statement fails with 57014, exit 1."""
     from shell.backend import EmbeddedBackend
@@ -109,7 +119,7 @@ def test_sigint_cancels_the_running_statement_of_a_script(data_dir):
                           "-D", data_dir, "--no-maintenance",
                           "-c", "SELECT 'started' AS s", "-c", "SELECT * FROM slow_t a, slow_t b"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         cwd=ROOT)
+                         cwd=ROOT, preexec_fn=_sigint_as_a_terminal_gives_it)
     try:
         assert p.stdout.readline() == "    s\n"          # the first command ran
         time.sleep(0.5)
