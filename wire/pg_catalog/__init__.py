@@ -25,7 +25,8 @@ their views when imported, then `registry.seal()` numbers them):
     oids                fixed OIDs, TYPES, format_type, column types, identifier quoting
 
 A view is a `SystemView` (`virtual = True`): `.schema` (an engine `Schema`; its first
-column is a nominal key) and `.to_arrow(columns)`; the planner filters and joins its rows in the executor.
+column is a nominal key) and `.to_arrow(columns)`; the planner filters and joins its rows
+in the executor.
 
 Views are built from metadata only (never table data), on demand, from a `_Snapshot` of the
 engine catalog that is rebuilt when a DDL published new table metadata; a statement's views
