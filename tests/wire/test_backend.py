@@ -8,12 +8,17 @@ both what the client would receive and which effects the core asked for."""
 
 from __future__ import annotations
 
+import ast
+import pathlib
 import struct
 
 import pytest
 
+import wire
+
 from kudusql.session import Database
 from wire import protocol as P
+from wire.auth import UserStore
 from wire.backend import Backend
 from wire.effects import (
     Call,
@@ -202,3 +207,52 @@ def test_startup_without_user_is_fatal(host):
 
 def test_terminate_closes(drv):
     assert drv.handle(P.Terminate()) == [] and drv.be.closed
+
+
+def test_password_rounds_are_a_phase_of_handle(host):
+    users = UserStore(None)
+    users.set_password("kudusql", "secret")
+    server = Server(host.db, ServerConfig(port=0, auth="password"), users=users)
+    try:
+        for password, ok in ((b"secret\0", True), (b"wrong\0", False)):
+            d = Driver(Backend(server, server.config, 1, 2, peer="test"))
+            out = d.handle(P.StartupMessage(3, 0, {"user": "kudusql"}))
+            assert out == [(b"R", b"\x00\x00\x00\x03")]     # AuthenticationCleartextPassword
+            assert d.be.phase == "auth" and d.be.session is None
+            if ok:
+                out = d.handle(P.PasswordMessage(password))
+                assert out[0] == (b"R", b"\x00\x00\x00\x00") and out[-1] == (b"Z", b"I")
+                assert Call in d.effects and d.be.phase == "ready"
+            else:
+                with pytest.raises(Fatal) as e:
+                    d.handle(P.PasswordMessage(password))
+                assert e.value.sqlstate == "28P01" and d.be.session is None
+            server.unregister(d.be.conn)
+    finally:
+        server.pool.shutdown()
+
+
+CORE = ("backend", "effects", "startup", "simple_query", "extended_query", "results",
+        "copy_flow")
+IO_MODULES = {"asyncio", "socket", "ssl", "selectors", "threading", "concurrent"}
+
+
+def io_imports(source: str) -> set[str]:
+    """The I/O and concurrency modules a source file imports (at any depth)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found & IO_MODULES
+
+
+def test_the_core_does_no_io():
+    """The sans-I/O contract, checked on the source: no part of the core imports asyncio,
+    sockets, TLS or threads (the adapter, wire/connection.py, does all of that)."""
+    root = pathlib.Path(wire.__file__).parent
+    for name in CORE:
+        assert io_imports((root / f"{name}.py").read_text()) == set(), name
+    # the check bites: the adapter is the one that does I/O
+    assert "asyncio" in io_imports((root / "connection.py").read_text())
