@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -27,10 +27,14 @@ from wire.pg_catalog.oids import (
     quote_ident,
     _split_qualified,
 )
-from wire.pg_catalog.registry import _array, _constraintdef, _indexdef, _scalar, _Snapshot
-
-if TYPE_CHECKING:
-    from wire.pg_catalog.catalog import PgCatalog
+from wire.pg_catalog.registry import (
+    SessionCatalog,
+    _Snapshot,
+    _array,
+    _constraintdef,
+    _indexdef,
+    _scalar,
+)
 
 Value = pa.Scalar | pa.Array | pa.ChunkedArray
 
@@ -83,7 +87,7 @@ def _oid_arg(v: Any) -> int:
     return int(v) if not isinstance(v, int) else v
 
 
-def _host_functions(cat: PgCatalog) -> dict[str, HostFunction]:
+def _host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
     text, boolean, oid, i32 = pa.string(), pa.bool_(), pa.int64(), pa.int32()
     fns: dict[str, HostFunction] = {}
 

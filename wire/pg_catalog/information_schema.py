@@ -1,8 +1,6 @@
 """The information_schema views (SQL standard introspection: SQLAlchemy, JDBC, pgcli)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from wire.pg_catalog.oids import (
     INFORMATION_SCHEMA,
     NAMESPACES,
@@ -13,17 +11,14 @@ from wire.pg_catalog.oids import (
     format_type,
 )
 from wire.pg_catalog.pg_views import _VIEW_COLUMN_OIDS
-from wire.pg_catalog.registry import VIEWS, _empty, _Snapshot, _view
-
-if TYPE_CHECKING:
-    from wire.pg_catalog.catalog import PgCatalog
+from wire.pg_catalog.registry import VIEWS, SessionCatalog, _Snapshot, _empty, _view
 
 
 # -- information_schema ----------------------------------------------------------------------
 @_view(INFORMATION_SCHEMA, "schemata", """catalog_name name, schema_name name,
     schema_owner name, default_character_set_catalog name, default_character_set_schema name,
     default_character_set_name name, sql_path varchar""", relkind="v")
-def _schemata(cat: PgCatalog, snap: _Snapshot):
+def _schemata(cat: SessionCatalog, snap: _Snapshot):
     for name in NAMESPACES.values():
         yield {"catalog_name": cat.database, "schema_name": name, "schema_owner": cat.user}
 
@@ -33,7 +28,7 @@ def _schemata(cat: PgCatalog, snap: _Snapshot):
     user_defined_type_catalog name, user_defined_type_schema name,
     user_defined_type_name name, is_insertable_into varchar, is_typed varchar,
     commit_action varchar""", relkind="v")
-def _is_tables(cat: PgCatalog, snap: _Snapshot):
+def _is_tables(cat: SessionCatalog, snap: _Snapshot):
     for r in snap.relations():
         if r.kind == "i":
             continue
@@ -58,7 +53,7 @@ _IS_COLUMNS = """table_catalog name, table_schema name, table_name name, column_
     generation_expression varchar, is_updatable varchar"""
 
 
-def _is_column(cat: PgCatalog, schema: str, table: str, pos: int, name: str, typid: int,
+def _is_column(cat: SessionCatalog, schema: str, table: str, pos: int, name: str, typid: int,
                typmod: int, nullable: bool, default: str | None, updatable: bool) -> dict:
     t = TYPES[typid]
     data_type = "ARRAY" if t.category == "A" else format_type(typid, None)
@@ -89,7 +84,7 @@ def _is_column(cat: PgCatalog, schema: str, table: str, pos: int, name: str, typ
 
 
 @_view(INFORMATION_SCHEMA, "columns", _IS_COLUMNS, relkind="v")
-def _is_columns(cat: PgCatalog, snap: _Snapshot):
+def _is_columns(cat: SessionCatalog, snap: _Snapshot):
     for v in VIEWS.values():
         for i, (name, typ) in enumerate(v.columns):
             yield _is_column(cat, NAMESPACES[v.namespace], v.name, i + 1, name,
@@ -105,7 +100,7 @@ def _is_columns(cat: PgCatalog, snap: _Snapshot):
     constraint_schema name, constraint_name name, table_catalog name, table_schema name,
     table_name name, constraint_type varchar, is_deferrable varchar,
     initially_deferred varchar, enforced varchar, nulls_distinct varchar""", relkind="v")
-def _is_table_constraints(cat: PgCatalog, snap: _Snapshot):
+def _is_table_constraints(cat: SessionCatalog, snap: _Snapshot):
     for t in snap.tables:
         yield {"constraint_catalog": cat.database, "constraint_schema": "public",
                "constraint_name": f"{t.name}_pkey", "table_catalog": cat.database,
@@ -118,7 +113,7 @@ def _is_table_constraints(cat: PgCatalog, snap: _Snapshot):
     constraint_schema name, constraint_name name, table_catalog name, table_schema name,
     table_name name, column_name name, ordinal_position int4,
     position_in_unique_constraint int4""", relkind="v")
-def _is_key_column_usage(cat: PgCatalog, snap: _Snapshot):
+def _is_key_column_usage(cat: SessionCatalog, snap: _Snapshot):
     for t in snap.tables:
         for i, k in enumerate(t.meta.schema.key_names):
             yield {"constraint_catalog": cat.database, "constraint_schema": "public",

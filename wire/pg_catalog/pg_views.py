@@ -8,7 +8,6 @@ by Python loops over tables and columns (small: never proportional to data).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from wire.pg_catalog.oids import (
     BOOTSTRAP_SUPERUSER,
@@ -30,16 +29,13 @@ from wire.pg_catalog.oids import (
     column_type,
     default_sql,
 )
-from wire.pg_catalog.registry import VIEWS, _empty, _indexdef, _Snapshot, _view
-
-if TYPE_CHECKING:
-    from wire.pg_catalog.catalog import PgCatalog
+from wire.pg_catalog.registry import VIEWS, SessionCatalog, _Snapshot, _empty, _indexdef, _view
 from wire.settings import SERVER_VERSION, SERVER_VERSION_NUM
 
 
 # -- pg_catalog views ------------------------------------------------------------------------
 @_view(PG_CATALOG, "pg_namespace", "oid oid, nspname name, nspowner oid, nspacl aclitem[]")
-def _pg_namespace(cat: PgCatalog, snap: _Snapshot):
+def _pg_namespace(cat: SessionCatalog, snap: _Snapshot):
     for oid, name in NAMESPACES.items():
         yield {"oid": oid, "nspname": name, "nspowner": BOOTSTRAP_SUPERUSER}
 
@@ -52,7 +48,7 @@ def _pg_namespace(cat: PgCatalog, snap: _Snapshot):
     relispopulated bool, relreplident char, relispartition bool, relrewrite oid,
     relfrozenxid xid, relminmxid xid, relacl aclitem[], reloptions text[],
     relpartbound pg_node_tree""")
-def _pg_class(cat: PgCatalog, snap: _Snapshot):
+def _pg_class(cat: SessionCatalog, snap: _Snapshot):
     for r in snap.relations():
         yield {"oid": r.oid, "relname": r.name, "relnamespace": r.namespace, "reltype": 0,
                "reloftype": 0, "relowner": BOOTSTRAP_SUPERUSER, "relam": r.am,
@@ -93,7 +89,7 @@ _VIEW_COLUMN_OIDS = {"oid": 26, "regproc": 24, "xid": 28, "int8": 20, "int4": 23
     attnotnull bool, atthasdef bool, atthasmissing bool, attidentity char, attgenerated char,
     attisdropped bool, attislocal bool, attinhcount int4, attcollation oid, attacl aclitem[],
     attoptions text[], attfdwoptions text[], attmissingval text""")
-def _pg_attribute(cat: PgCatalog, snap: _Snapshot):
+def _pg_attribute(cat: SessionCatalog, snap: _Snapshot):
     for v in VIEWS.values():
         for i, (name, typ) in enumerate(v.columns):
             yield _attribute(v.oid, i + 1, name, _VIEW_COLUMN_OIDS[typ], -1, False, False)
@@ -115,7 +111,7 @@ def _pg_attribute(cat: PgCatalog, snap: _Snapshot):
     typmodin regproc, typmodout regproc, typanalyze regproc, typalign char, typstorage char,
     typnotnull bool, typbasetype oid, typtypmod int4, typndims int4, typcollation oid,
     typdefaultbin pg_node_tree, typdefault text, typacl aclitem[]""")
-def _pg_type(cat: PgCatalog, snap: _Snapshot):
+def _pg_type(cat: SessionCatalog, snap: _Snapshot):
     for t in sorted(TYPES.values(), key=lambda t: t.oid):
         yield {"oid": t.oid, "typname": t.name, "typnamespace": PG_CATALOG,
                "typowner": BOOTSTRAP_SUPERUSER, "typlen": t.length, "typbyval": t.byval,
@@ -135,7 +131,7 @@ def _pg_type(cat: PgCatalog, snap: _Snapshot):
     indcheckxmin bool, indisready bool, indislive bool, indisreplident bool,
     indkey int2vector, indcollation oidvector, indclass oidvector, indoption int2vector,
     indexprs pg_node_tree, indpred pg_node_tree""")
-def _pg_index(cat: PgCatalog, snap: _Snapshot):
+def _pg_index(cat: SessionCatalog, snap: _Snapshot):
     for t in snap.tables:
         keys = t.key_attnums
         cols = [t.columns[k - 1] for k in keys]
@@ -161,7 +157,7 @@ _OPCLASS = {21: 1979, 23: 1978, 20: 1980, 25: 3126, 1043: 3126, 17: 421, 1082: 3
     confmatchtype char, conislocal bool, coninhcount int4, connoinherit bool, conkey int2[],
     confkey int2[], conpfeqop oid[], conppeqop oid[], conffeqop oid[], confdelsetcols int2[],
     conexclop oid[], conbin pg_node_tree""")
-def _pg_constraint(cat: PgCatalog, snap: _Snapshot):
+def _pg_constraint(cat: SessionCatalog, snap: _Snapshot):
     for t in snap.tables:
         yield {"oid": t.constraint_oid, "conname": f"{t.name}_pkey", "connamespace": PUBLIC,
                "contype": "p", "condeferrable": False, "condeferred": False,
@@ -173,7 +169,7 @@ def _pg_constraint(cat: PgCatalog, snap: _Snapshot):
 
 
 @_view(PG_CATALOG, "pg_attrdef", "oid oid, adrelid oid, adnum int2, adbin pg_node_tree")
-def _pg_attrdef(cat: PgCatalog, snap: _Snapshot):
+def _pg_attrdef(cat: SessionCatalog, snap: _Snapshot):
     # adbin holds the expression's SQL text: pg_get_expr(adbin, relid) returns it as is
     for t in snap.tables:
         for attnum, oid in sorted(t.attrdef_oids.items()):
@@ -182,7 +178,7 @@ def _pg_attrdef(cat: PgCatalog, snap: _Snapshot):
 
 
 @_view(PG_CATALOG, "pg_description", "objoid oid, classoid oid, objsubid int4, description text")
-def _pg_description(cat: PgCatalog, snap: _Snapshot):
+def _pg_description(cat: SessionCatalog, snap: _Snapshot):
     yield {"objoid": PUBLIC, "classoid": SYSTEM_RELATION_OIDS["pg_namespace"], "objsubid": 0,
            "description": "standard public schema"}
     for t in snap.tables:
@@ -192,7 +188,7 @@ def _pg_description(cat: PgCatalog, snap: _Snapshot):
 
 
 @_view(PG_CATALOG, "pg_shdescription", "objoid oid, classoid oid, description text")
-def _pg_shdescription(cat: PgCatalog, snap: _Snapshot):
+def _pg_shdescription(cat: SessionCatalog, snap: _Snapshot):
     return ()
 
 
@@ -200,7 +196,7 @@ def _pg_shdescription(cat: PgCatalog, snap: _Snapshot):
     datlocprovider char, datistemplate bool, datallowconn bool, datconnlimit int4,
     datfrozenxid xid, datminmxid xid, dattablespace oid, datcollate text, datctype text,
     daticulocale text, datcollversion text, datacl aclitem[]""")
-def _pg_database(cat: PgCatalog, snap: _Snapshot):
+def _pg_database(cat: SessionCatalog, snap: _Snapshot):
     yield {"oid": DATABASE_OID, "datname": cat.database, "datdba": BOOTSTRAP_SUPERUSER,
            "encoding": UTF8_ENCODING, "datlocprovider": "c", "datistemplate": False,
            "datallowconn": True, "datconnlimit": -1, "datfrozenxid": 0, "datminmxid": 1,
@@ -213,7 +209,7 @@ _ROLE_COLUMNS = """rolname name, rolsuper bool, rolinherit bool, rolcreaterole b
     rolpassword text, rolvaliduntil timestamptz, rolbypassrls bool, rolconfig text[], oid oid"""
 
 
-def _role(cat: PgCatalog) -> dict:
+def _role(cat: SessionCatalog) -> dict:
     return {"oid": BOOTSTRAP_SUPERUSER, "rolname": cat.user, "rolsuper": True,
             "rolinherit": True, "rolcreaterole": True, "rolcreatedb": True,
             "rolcanlogin": True, "rolreplication": True, "rolconnlimit": -1,
@@ -221,30 +217,30 @@ def _role(cat: PgCatalog) -> dict:
 
 
 @_view(PG_CATALOG, "pg_roles", _ROLE_COLUMNS, relkind="v")
-def _pg_roles(cat: PgCatalog, snap: _Snapshot):
+def _pg_roles(cat: SessionCatalog, snap: _Snapshot):
     yield _role(cat)
 
 
 @_view(PG_CATALOG, "pg_authid", "oid oid, " + _ROLE_COLUMNS.rsplit(",", 1)[0])
-def _pg_authid(cat: PgCatalog, snap: _Snapshot):
+def _pg_authid(cat: SessionCatalog, snap: _Snapshot):
     yield {**_role(cat), "rolpassword": None}
 
 
 @_view(PG_CATALOG, "pg_user", """usename name, usesysid oid, usecreatedb bool, usesuper bool,
     userepl bool, usebypassrls bool, passwd text, valuntil timestamptz, useconfig text[]""",
        relkind="v")
-def _pg_user(cat: PgCatalog, snap: _Snapshot):
+def _pg_user(cat: SessionCatalog, snap: _Snapshot):
     yield {"usename": cat.user, "usesysid": BOOTSTRAP_SUPERUSER, "usecreatedb": True,
            "usesuper": True, "userepl": True, "usebypassrls": True, "passwd": "********"}
 
 
 @_view(PG_CATALOG, "pg_auth_members", "roleid oid, member oid, grantor oid, admin_option bool")
-def _pg_auth_members(cat: PgCatalog, snap: _Snapshot):
+def _pg_auth_members(cat: SessionCatalog, snap: _Snapshot):
     return ()
 
 
 @_view(PG_CATALOG, "pg_am", "oid oid, amname name, amhandler regproc, amtype char")
-def _pg_am(cat: PgCatalog, snap: _Snapshot):
+def _pg_am(cat: SessionCatalog, snap: _Snapshot):
     for oid, name, kind in ((HEAP_AM, "heap", "t"), (BTREE_AM, "btree", "i"),
                             (HASH_AM, "hash", "i")):
         yield {"oid": oid, "amname": name, "amhandler": 0, "amtype": kind}
@@ -252,7 +248,7 @@ def _pg_am(cat: PgCatalog, snap: _Snapshot):
 
 @_view(PG_CATALOG, "pg_tablespace", """oid oid, spcname name, spcowner oid, spcacl aclitem[],
     spcoptions text[]""")
-def _pg_tablespace(cat: PgCatalog, snap: _Snapshot):
+def _pg_tablespace(cat: SessionCatalog, snap: _Snapshot):
     for oid, name in ((DEFAULT_TABLESPACE, "pg_default"), (GLOBAL_TABLESPACE, "pg_global")):
         yield {"oid": oid, "spcname": name, "spcowner": BOOTSTRAP_SUPERUSER}
 
@@ -260,7 +256,7 @@ def _pg_tablespace(cat: PgCatalog, snap: _Snapshot):
 @_view(PG_CATALOG, "pg_collation", """oid oid, collname name, collnamespace oid,
     collowner oid, collprovider char, collisdeterministic bool, collencoding int4,
     collcollate text, collctype text, colliculocale text, collversion text""")
-def _pg_collation(cat: PgCatalog, snap: _Snapshot):
+def _pg_collation(cat: SessionCatalog, snap: _Snapshot):
     for oid, name, prov, enc, coll in ((DEFAULT_COLLATION, "default", "d", -1, None),
                                        (C_COLLATION, "C", "c", -1, "C"),
                                        (POSIX_COLLATION, "POSIX", "c", -1, "POSIX")):
@@ -274,7 +270,7 @@ def _pg_collation(cat: PgCatalog, snap: _Snapshot):
     short_desc text, extra_desc text, context text, vartype text, source text, min_val text,
     max_val text, enumvals text[], boot_val text, reset_val text, sourcefile text,
     sourceline int4, pending_restart bool""", relkind="v")
-def _pg_settings(cat: PgCatalog, snap: _Snapshot):
+def _pg_settings(cat: SessionCatalog, snap: _Snapshot):
     for name, default in sorted(_SETTINGS.items(), key=lambda kv: kv[0].lower()):
         value = cat.settings.get(name)
         value = default if value is None else value
@@ -290,7 +286,7 @@ def _pg_settings(cat: PgCatalog, snap: _Snapshot):
 @_view(PG_CATALOG, "pg_prepared_statements", """name text, statement text,
     prepare_time timestamptz, parameter_types text[], from_sql bool, generic_plans int8,
     custom_plans int8""", relkind="v")
-def _pg_prepared_statements(cat: PgCatalog, snap: _Snapshot):
+def _pg_prepared_statements(cat: SessionCatalog, snap: _Snapshot):
     """SQL-level PREPAREs (from_sql) and the extended protocol's named statements; the
     parameter types are their names (PostgreSQL's regtype[] prints the same)."""
     yield from cat.prepared()
@@ -320,7 +316,7 @@ _SETTINGS = {
     proargtypes oidvector, proallargtypes oid[], proargmodes char[], proargnames text[],
     proargdefaults pg_node_tree, protrftypes oid[], prosrc text, probin text,
     prosqlbody pg_node_tree, proconfig text[], proacl aclitem[]""")
-def _pg_proc(cat: PgCatalog, snap: _Snapshot):
+def _pg_proc(cat: SessionCatalog, snap: _Snapshot):
     # a few built-ins, enough for completion lists; catalog functions are not listed
     for oid, name, kind, ret, args, retset in (
             (1, "version", "f", 25, [], False), (2, "now", "f", 1184, [], False),
@@ -382,7 +378,7 @@ _empty(PG_CATALOG, "pg_matviews", """schemaname name, matviewname name, matviewo
 @_view(PG_CATALOG, "pg_tables", """schemaname name, tablename name, tableowner name,
     tablespace name, hasindexes bool, hasrules bool, hastriggers bool, rowsecurity bool""",
        relkind="v")
-def _pg_tables(cat: PgCatalog, snap: _Snapshot):
+def _pg_tables(cat: SessionCatalog, snap: _Snapshot):
     for t in snap.tables:
         yield {"schemaname": "public", "tablename": t.name, "tableowner": cat.user,
                "hasindexes": True, "hasrules": False, "hastriggers": False,
@@ -391,7 +387,7 @@ def _pg_tables(cat: PgCatalog, snap: _Snapshot):
 
 @_view(PG_CATALOG, "pg_indexes", """schemaname name, tablename name, indexname name,
     tablespace name, indexdef text""", relkind="v")
-def _pg_indexes(cat: PgCatalog, snap: _Snapshot):
+def _pg_indexes(cat: SessionCatalog, snap: _Snapshot):
     for t in snap.tables:
         yield {"schemaname": "public", "tablename": t.name, "indexname": f"{t.name}_pkey",
                "indexdef": _indexdef(t, 0)}

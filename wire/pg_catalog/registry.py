@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -34,8 +34,23 @@ from wire.pg_catalog.oids import (
     quote_ident,
 )
 
-if TYPE_CHECKING:
-    from wire.pg_catalog.catalog import PgCatalog
+
+class SessionCatalog(Protocol):
+    """What the views and the catalog functions read of the session's catalog: the
+    `PgCatalog` (wire/pg_catalog/catalog.py) is one; named here so that they never import
+    the module that imports them."""
+
+    user: str
+    database: str
+    pid: int
+    version: str
+    settings: Any                        # wire.settings.Settings, or a local stand-in
+    prepared: Callable[[], list[dict]]   # the rows of pg_prepared_statements
+
+    def snapshot(self) -> _Snapshot: ...
+    def regclass(self, name: str) -> int: ...
+    def relation_name(self, oid: int) -> str: ...
+    def _view_table(self, view: _ViewDef) -> pa.Table: ...
 
 
 @dataclasses.dataclass
@@ -168,7 +183,7 @@ class _ViewDef:
     name: str
     namespace: int
     columns: tuple[tuple[str, str], ...]            # (column, pg type name)
-    rows: Callable[[PgCatalog, _Snapshot], Iterable[dict]]
+    rows: Callable[[SessionCatalog, _Snapshot], Iterable[dict]]
     relkind: str = "r"
     oid: int = 0
 
@@ -197,7 +212,7 @@ class SystemView:
 
     virtual = True
 
-    def __init__(self, owner: PgCatalog, view: _ViewDef):
+    def __init__(self, owner: SessionCatalog, view: _ViewDef):
         self._owner = owner
         self._view = view
         self.name = view.qualified
