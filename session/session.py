@@ -11,7 +11,7 @@ dialect, when it runs (session/frontdoor.py); `run` then dispatches on its node'
     a handler the front end registered      `session.handlers[NodeType] = fn(stmt, params)`:
       (Session.handlers)                    the wire server runs the commands whose state is
                                             the connection's (settings, cursors, the
-                                            transaction block, roles: wire/connection.py)
+                                            transaction block, roles: wire/backend.py)
     KuduExplain                             planner.statement.explain
     KuduTransaction                         BEGIN / COMMIT / ROLLBACK (`transaction`)
     KuduSet                                 the session's own settings (`_set`)

@@ -125,7 +125,7 @@ def check_config(config: ServerConfig) -> None:
 class Server:
     """`session_factory(connection) -> Session` makes each connection's session (default: a
     session whose names resolve through pg_catalog / information_schema views for the
-    connection's user and database, wire/pg_catalog.py)."""
+    connection's user and database, wire/pg_catalog/)."""
 
     def __init__(self, db, config: ServerConfig | None = None,
                  users: UserStore | None = None, session_factory=None):

@@ -1,0 +1,103 @@
+"""What the protocol core (wire/backend.py) asks its adapter (wire/connection.py) to do.
+
+The core never touches a socket, a thread or an event loop. Its handlers are generators:
+`Backend.handle(message)` returns one (or `()` when the message needs nothing but bytes),
+and every `yield` hands the adapter one effect below; the adapter performs it and sends
+the outcome back in (`generator.send(value)`), or throws the exception it raised into the
+generator at that point (`generator.throw(exc)`), exactly where an `await` would have
+raised it. Bytes to send are not effects: they accumulate in `Backend.out`
+(`Backend.send`), and the adapter writes them at each `Flush` and before it waits for
+input, as h11's `data_to_send()` works.
+
+    effect        what the adapter does                                   value sent back
+    FLUSH         write the pending bytes, wait for the transport to drain   None
+                  (back-pressure: a slow client slows the sender)
+    Call(fn, a)   fn(*a) in the thread pool; while a statement runs          fn's result
+                  (`Backend.running`), the socket is watched: a client that
+                  goes away cancels the statement and throws `Closed` in
+    Spawn(fn)     start fn() in the thread pool, do not wait                a handle
+    Join(h)       wait for a Spawned call                                   its result
+    RECEIVE       the next frontend message (read from the socket if none   a message or
+                  is buffered; a malformed one is thrown in as its          None (EOF)
+                  ProtocolViolation)
+    Unread(m)     put message m back at the head of the input queue         None
+    START_TLS     send 'S', then upgrade the transport to TLS               None
+    Timer(s)      call `Backend.cancel("timeout")` after s seconds          a handle
+    CancelTimer(h) disarm a Timer                                           None
+
+Two exceptions end the connection rather than a statement, raised by the core or thrown
+in by the adapter: `Fatal` (send a FATAL ErrorResponse, then close) and `Closed` (the
+client went away). Effects are frozen dataclasses (STYLE.md: messages are frozen).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from wire.protocol import ProtocolViolation
+
+
+class Fatal(Exception):
+    """End the connection after sending a FATAL ErrorResponse."""
+
+    def __init__(self, message: str, sqlstate: str):
+        super().__init__(message)
+        self.message, self.sqlstate = message, sqlstate
+
+
+class Closed(Exception):
+    """The client went away."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Flush:
+    pass
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Call:
+    fn: Callable
+    args: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Spawn:
+    fn: Callable
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Join:
+    handle: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Receive:
+    pass
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unread:
+    message: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StartTLS:
+    pass
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Timer:
+    seconds: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelTimer:
+    handle: Any
+
+
+# not a statement's failure: these end the connection
+CONNECTION_ERRORS = (ProtocolViolation, Fatal, Closed, ConnectionError)
+
+FLUSH = Flush()
+RECEIVE = Receive()
+START_TLS = StartTLS()
