@@ -213,6 +213,9 @@ class _TabletSlot:
         return out
 
 
+# how long a new tablet reference waits for an ALTER that drains the table (catalog._acquire)
+DRAIN_YIELD_S = 1.0
+
 class _StaleMetadata(Exception):
     """The table changed between reading its metadata and taking its tablets: retry."""
 
@@ -256,6 +259,9 @@ class Catalog:
         self._coalescers: dict[str, WriteCoalescer] = {}  # table id -> its small writes
         self._lock = threading.RLock()  # maps, slots, references (held briefly)
         self._released = threading.Condition(self._lock)
+        # tables an ADD / DROP COLUMN is waiting to see idle: a new reference waits a little
+        # (DRAIN_YIELD_S) so that a hot writer or scanner cannot starve the DDL
+        self._draining: set[str] = set()
         self._ddl_lock = threading.RLock()  # serialises DDL (held for the whole DDL)
         self._pool = ThreadPoolExecutor(max_workers=parallelism,
                                         thread_name_prefix=_POOL_PREFIX)
@@ -460,6 +466,15 @@ class Catalog:
                 raise _StaleMetadata()
             if meta.pending_schema is not None:
                 raise _PendingAlter()
+            if meta.id in self._draining:
+                # an ALTER waits for this table to be idle: give it the window (bounded, so
+                # an operation that already holds a lease on the table and takes another
+                # cannot deadlock with the ALTER)
+                until = time.monotonic() + DRAIN_YIELD_S
+                while meta.id in self._draining and time.monotonic() < until:
+                    self._released.wait(until - time.monotonic())
+                if self._tables.get(meta.id) is not meta:
+                    raise _StaleMetadata()
             out = []
             for tid in tablet_ids:
                 slot = self._slots.get(tid)
@@ -709,14 +724,21 @@ class Catalog:
         with self._released:
             # Wait for the table's running scans and writes; new ones see the pending
             # alter from the moment it is published (same critical section) and wait for
-            # this DDL (they take _ddl_lock in _complete_alter).
-            while True:
-                busy = [s for s in (self._slots.get(t) for t in meta.tablet_ids)
-                        if s is not None and s.refs]
-                left = deadline - time.monotonic()
-                if not busy or left <= 0:
-                    break
-                self._released.wait(left)
+            # this DDL (they take _ddl_lock in _complete_alter). Meanwhile new references
+            # hold back (_draining): a writer in a tight loop starved this wait (found when
+            # the small-write path made single-row writes fast).
+            self._draining.add(meta.id)
+            try:
+                while True:
+                    busy = [s for s in (self._slots.get(t) for t in meta.tablet_ids)
+                            if s is not None and s.refs]
+                    left = deadline - time.monotonic()
+                    if not busy or left <= 0:
+                        break
+                    self._released.wait(left)
+            finally:
+                self._draining.discard(meta.id)
+                self._released.notify_all()
             if busy:
                 raise errors.ServiceUnavailable(
                     f'ALTER TABLE {what}: table "{meta.name}" is busy (open scans or '
