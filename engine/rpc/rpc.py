@@ -256,7 +256,8 @@ def _tls_failure(text: str, addr: str, tls: bool) -> TlsMismatch | None:
     if ("Socket closed" in text or "reset by peer" in text) and _speaks_tls(addr):
         return TlsMismatch(
             f"server {addr} requires TLS on RPC but this process connects without it: give "
-            f"--rpc-ca (Spark: rpc_ca_file) the cluster's CA certificate")
+            f"it the cluster's CA certificate (--rpc-ca; a server: --rpc-cert/--rpc-key; "
+            f"Spark: rpc_ca_file)")
     return None
 
 
