@@ -157,9 +157,8 @@ async def _point_ops(port: int, table: str, seconds: float, conns: int, nkeys: i
 def _wait_caught_up(data_dir: str, name: str, timeout: float = 60.0) -> None:
     """Until the restarted server answers and every replica it hosts has applied what its
     leader had committed when we first looked (so the next kill leaves a majority)."""
-    from engine.rpc.rpc import RpcClient, read_secret_file
-    from kudusql.cluster import cluster_status
-    rpc = RpcClient(read_secret_file(os.path.join(data_dir, "rpc-secret")), 3)
+    from kudusql.cluster import cluster_status, rpc_client_for
+    rpc = rpc_client_for(data_dir, 3)
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -313,9 +312,8 @@ def _tpch(edb, cdb, cluster_dir: str, sf: float, data: str, numbers: list[int],
 
 def _flush_cluster(cluster_dir: str) -> None:
     """Flush every MemRowSet on every tablet server (the `flush` action)."""
-    from engine.rpc.rpc import RpcClient, read_secret_file
-    from kudusql.cluster import cluster_status
-    rpc = RpcClient(read_secret_file(os.path.join(cluster_dir, "rpc-secret")), 600)
+    from kudusql.cluster import cluster_status, rpc_client_for
+    rpc = rpc_client_for(cluster_dir, 600)
     try:
         for p in cluster_status(cluster_dir):
             if p["role"] == "tserver" and p["alive"]:
@@ -342,8 +340,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
 
-    from engine.client.client import RemoteCatalog
-    from engine.rpc.rpc import read_secret_file
+    from kudusql.cluster import remote_catalog_for
     from kudusql.session import Database
 
     print(f"load average at start: {load_avg()}", flush=True)
@@ -355,10 +352,7 @@ def main(argv=None) -> int:
     gaps: list[float] = []
     try:
         _cli("cluster", "start", "--data-dir", cdir, "--port", str(cport))
-        masters = [m["addr"] for m in __import__("json").load(
-            open(os.path.join(cdir, "cluster.json")))["masters"]]
-        cat = RemoteCatalog.connect(masters, read_secret_file(os.path.join(cdir,
-                                                                           "rpc-secret")))
+        cat = remote_catalog_for(cdir)
         cdb = Database(cat, None)
         db = Database.open(edir)
         try:

@@ -67,13 +67,10 @@ def _free_port() -> int:
 
 
 def cluster(rows: int, repeat: int) -> None:
-    import json
-    import os
     import subprocess
     import sys
 
-    from engine.client.client import RemoteCatalog
-    from engine.rpc.rpc import read_secret_file
+    from kudusql.cluster import remote_catalog_for
 
     d = tempfile.mkdtemp(prefix="kudusql-obench-cluster-")
     cli = [sys.executable, "-m", "kudusql.cli", "cluster"]
@@ -81,10 +78,7 @@ def cluster(rows: int, repeat: int) -> None:
         subprocess.run(cli + ["start", "--data-dir", d, "--tservers", "1", "--port",
                              str(_free_port())],
                        check=True, capture_output=True, timeout=120)
-        with open(os.path.join(d, "cluster.json")) as f:
-            doc = json.load(f)
-        cat = RemoteCatalog.connect([m["addr"] for m in doc["masters"]],
-                                    read_secret_file(os.path.join(d, "rpc-secret")))
+        cat = remote_catalog_for(d)
         from engine.catalog.partition import HashBucketSchema, PartitionSchema
         cat.create_table("t", SCHEMA, PartitionSchema.create(
             SCHEMA, [HashBucketSchema(("k",), 4)]))

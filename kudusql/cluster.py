@@ -2,12 +2,13 @@
 `kudusql cluster start|stop|status` (docs/cluster.md).
 
     kudusql master  --data-dir D --rpc-addr H:P [--masters A,B,C] [--rpc-secret-file F]
-                    [--http-port N]
+                    [--rpc-cert F --rpc-key F [--rpc-ca F]] [--http-port N]
     kudusql tserver --data-dir D --rpc-addr H:P --masters A,B,C [--rpc-secret-file F]
-                    [--http-port N]
-    kudusql serve   --masters A,B,C [--rpc-secret-file F] [--port N] [--http-port N]
-                    [--replica-selection LEADER_ONLY|CLOSEST_REPLICA] ...
+                    [--rpc-cert F --rpc-key F [--rpc-ca F]] [--http-port N]
+    kudusql serve   --masters A,B,C [--rpc-secret-file F] [--rpc-ca F] [--port N]
+                    [--http-port N] [--replica-selection LEADER_ONLY|CLOSEST_REPLICA] ...
     kudusql cluster start  --data-dir D [--tservers 3] [--masters 1|3] [--port 5433]
+                           [--rpc-tls]
     kudusql cluster stop   --data-dir D
     kudusql cluster status --data-dir D [--json]
 
@@ -17,6 +18,14 @@ outlives the command), records them in D/cluster.json and returns once a SQL que
 the front end succeeds, printing the address (like `pg_ctl start`). `cluster stop` sends
 SIGTERM and, after 10 s, SIGKILL. `cluster status` lists every process: role, uuid, RPC
 address, HTTP address, PID, alive or not, tablets led and followed.
+
+TLS on RPC (engine/rpc): `cluster start --rpc-tls` (first start) makes a self-signed
+certificate for 127.0.0.1 and localhost with the openssl command, D/rpc-cert.pem (0644) and
+its key D/rpc-key.pem (0600), and records `"tls": true` in cluster.json: masters and tablet
+servers get `--rpc-cert/--rpc-key` (the certificate is also the CA they trust), the SQL
+front end `--rpc-ca` only; `cluster status`, restarts and `cluster_credentials` /
+`rpc_client_for` / `remote_catalog_for` (what tests and benchmarks use to reach a local
+cluster) follow cluster.json. The cluster secret is required on top of TLS.
 
 HTTP: every process started by `cluster start` serves /metrics (Prometheus), /status.json
 and a status page at / on a free port of 127.0.0.1 chosen at the first start and kept in
@@ -43,6 +52,8 @@ import time
 
 CLUSTER_FILE = "cluster.json"
 SECRET_FILE = "rpc-secret"
+CERT_FILE = "rpc-cert.pem"  # `cluster start --rpc-tls`: self-signed, its own CA
+KEY_FILE = "rpc-key.pem"
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -62,6 +73,20 @@ def _secret(args) -> str:
         return env
     raise SystemExit("kudusql: the cluster secret is needed: --rpc-secret-file FILE "
                      "(mode 0600) or KUDUSQL_RPC_SECRET")
+
+
+def _tls(args, server: bool):
+    """The TLS configuration of --rpc-cert/--rpc-key/--rpc-ca (None: plaintext)."""
+    from engine.errors import EngineError
+    from engine.rpc.rpc import load_tls
+    try:
+        return load_tls(args.rpc_cert, args.rpc_key, args.rpc_ca, server=server)
+    except EngineError as e:
+        raise SystemExit(f"kudusql: {e}") from None
+
+
+def _tls_note(tls) -> str:
+    return " (RPC over TLS)" if tls is not None else ""
 
 
 def _masters(s: str) -> list[str]:
@@ -88,13 +113,15 @@ def cmd_master(args) -> int:
     from engine.master.master import Master
     _logging(args)
     host, port = _split_addr(args.rpc_addr)
+    tls = _tls(args, server=True)
     m = Master(args.data_dir, host, port, _secret(args),
                _masters(args.masters) if args.masters else None, tick_ms=args.tick_ms,
                election_ticks=args.election_ticks,
                tserver_unresponsive_s=args.tserver_unresponsive_timeout,
                fsync=not args.no_fsync, http_port=args.http_port or None,
-               http_host=args.http_host)
-    print(f"kudusql master {m.uuid} on {m.addr}{_http_note(m.http)}", flush=True)
+               http_host=args.http_host, tls=tls)
+    print(f"kudusql master {m.uuid} on {m.addr}{_tls_note(tls)}{_http_note(m.http)}",
+          flush=True)
     try:
         _wait_for_signal()
     finally:
@@ -106,11 +133,13 @@ def cmd_tserver(args) -> int:
     from engine.tserver.tablet_server import TabletServer
     _logging(args)
     host, port = _split_addr(args.rpc_addr)
+    tls = _tls(args, server=True)
     ts = TabletServer(args.data_dir, host, port, _secret(args), _masters(args.masters),
                       tick_ms=args.tick_ms, election_ticks=args.election_ticks,
                       heartbeat_ms=args.heartbeat_ms, fsync=not args.no_fsync,
-                      http_port=args.http_port or None, http_host=args.http_host)
-    print(f"kudusql tserver {ts.uuid} on {ts.addr}{_http_note(ts.http)}", flush=True)
+                      http_port=args.http_port or None, http_host=args.http_host, tls=tls)
+    print(f"kudusql tserver {ts.uuid} on {ts.addr}{_tls_note(tls)}{_http_note(ts.http)}",
+          flush=True)
     try:
         _wait_for_signal()
     finally:
@@ -146,8 +175,9 @@ def start_sql_status(db, port: int | None, host: str = "127.0.0.1", masters=None
 
 def serve_cluster(config, masters: list[str], secret: str,
                   replica_selection: str = "LEADER_ONLY", http_port: int | None = None,
-                  http_host: str = "127.0.0.1") -> int:
-    """The Postgres wire server over a cluster (stateless: several may run)."""
+                  http_host: str = "127.0.0.1", tls=None) -> int:
+    """The Postgres wire server over a cluster (stateless: several may run); `tls` (a
+    TlsConfig: the CA it trusts) makes its RPC to masters and tablet servers TLS."""
     import asyncio
 
     from engine.client.client import RemoteCatalog
@@ -156,15 +186,17 @@ def serve_cluster(config, masters: list[str], secret: str,
     from wire.server import Server, check_config
 
     check_config(config)
-    db = Database(RemoteCatalog.connect(masters, secret, replica_selection=replica_selection),
+    db = Database(RemoteCatalog.connect(masters, secret, replica_selection=replica_selection,
+                                        tls=tls),
                   None, config.query_mem_limit)
     http = start_sql_status(db, http_port, http_host, masters)
     try:
         async def main() -> None:
             server = Server(db, config, UserStore(None))
             await server.start()
-            print(f"kudusql: serving the cluster of masters {','.join(masters)} on "
-                  f"{config.host}:{server.port}; Ctrl-C stops", flush=True)
+            print(f"kudusql: serving the cluster of masters {','.join(masters)}"
+                  f"{_tls_note(tls)} on {config.host}:{server.port}; Ctrl-C stops",
+                  flush=True)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -224,6 +256,34 @@ def _load(data_dir: str) -> dict:
                          f"start --data-dir {data_dir}`)") from None
 
 
+def cluster_credentials(data_dir: str):
+    """(secret, TlsConfig or None) to call the local cluster in `data_dir` as a client
+    (the TLS config holds only the CA: the cluster's certificate)."""
+    from engine.rpc.rpc import load_tls, read_secret_file
+    data_dir = os.path.abspath(data_dir)
+    doc = _load(data_dir)
+    secret = read_secret_file(os.path.join(data_dir, SECRET_FILE))
+    tls = load_tls(ca_file=os.path.join(data_dir, CERT_FILE)) if doc.get("tls") else None
+    return secret, tls
+
+
+def rpc_client_for(data_dir: str, timeout_s: float | None = None):
+    """An RpcClient of the local cluster in `data_dir` (secret, TLS as cluster.json says);
+    the caller closes it."""
+    from engine.rpc.rpc import DEFAULT_TIMEOUT_S, RpcClient
+    secret, tls = cluster_credentials(data_dir)
+    return RpcClient(secret, timeout_s or DEFAULT_TIMEOUT_S, tls=tls)
+
+
+def remote_catalog_for(data_dir: str, **kw):
+    """A RemoteCatalog (engine/client) of the local cluster in `data_dir`; `kw` go to
+    ClusterClient (timeout_s, replica_selection, ...). The caller closes it."""
+    from engine.client.client import RemoteCatalog
+    secret, tls = cluster_credentials(data_dir)
+    masters = [m["addr"] for m in _load(os.path.abspath(data_dir))["masters"]]
+    return RemoteCatalog.connect(masters, secret, tls=tls, **kw)
+
+
 def _save(data_dir: str, doc: dict) -> None:
     tmp = os.path.join(data_dir, CLUSTER_FILE + ".tmp")
     with open(tmp, "w") as f:
@@ -250,16 +310,21 @@ def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
         timing.append("--no-fsync")
     if proc.get("http_port"):
         common += ["--http-port", str(proc["http_port"])]
+    cert = os.path.join(data_dir, CERT_FILE)
+    # servers present the certificate (and trust it: it is its own CA); the SQL front end
+    # is only a client and gets the certificate alone, not the key
+    tls = ["--rpc-cert", cert, "--rpc-key", os.path.join(data_dir, KEY_FILE)] \
+        if doc.get("tls") else []
     d = os.path.join(data_dir, proc["name"])
     if proc["role"] == "master":
         return ["master", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters", masters,
                 "--tserver-unresponsive-timeout", str(doc["tserver_unresponsive_s"])] + \
-            common + timing
+            common + tls + timing
     if proc["role"] == "tserver":
         return ["tserver", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters",
-                masters, "--heartbeat-ms", str(doc["heartbeat_ms"])] + common + timing
+                masters, "--heartbeat-ms", str(doc["heartbeat_ms"])] + common + tls + timing
     return ["serve", "--masters", masters, "--host", "127.0.0.1", "--port",
-            str(proc["port"])] + common
+            str(proc["port"])] + common + (["--rpc-ca", cert] if doc.get("tls") else [])
 
 
 def _wait_sql(port: int, timeout_s: float, procs: list[dict]) -> None:
@@ -294,8 +359,8 @@ def _wait_sql(port: int, timeout_s: float, procs: list[dict]) -> None:
 
 def _wait_tservers(doc: dict, n: int, timeout_s: float) -> None:
     """Until the leader master sees n live tablet servers."""
-    from engine.rpc.rpc import RpcClient, read_secret_file
-    rpc = RpcClient(read_secret_file(os.path.join(doc["data_dir"], SECRET_FILE)), 2)
+    from engine.rpc.rpc import TlsMismatch
+    rpc = rpc_client_for(doc["data_dir"], 2)
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:
@@ -304,6 +369,8 @@ def _wait_tservers(doc: dict, n: int, timeout_s: float) -> None:
                     ts = rpc.call(m["addr"], "list_tservers")
                     if sum(1 for t in ts if t["live"]) >= n:
                         return
+                except TlsMismatch as e:  # waiting cannot fix it
+                    raise SystemExit(f"kudusql cluster start: {e}") from None
                 except Exception:  # noqa: BLE001 - not up or not the leader yet
                     pass
             time.sleep(0.2)
@@ -314,7 +381,8 @@ def _wait_tservers(doc: dict, n: int, timeout_s: float) -> None:
 
 
 def cmd_cluster_start(args) -> int:
-    from engine.rpc.rpc import create_secret_file
+    from engine.errors import EngineError
+    from engine.rpc.rpc import create_secret_file, create_self_signed_cert
     data_dir = os.path.abspath(args.data_dir)
     os.makedirs(data_dir, exist_ok=True)
     path = os.path.join(data_dir, CLUSTER_FILE)
@@ -325,6 +393,9 @@ def cmd_cluster_start(args) -> int:
             print(f"kudusql cluster: already running in {data_dir} ({', '.join(running)})",
                   file=sys.stderr)
             return 1
+        if args.rpc_tls and not doc.get("tls"):
+            raise SystemExit(f"kudusql cluster start: the cluster in {data_dir} was created "
+                             f"without --rpc-tls (TLS is chosen at the first start)")
     else:
         if args.masters not in (1, 3):
             raise SystemExit("kudusql cluster start: --masters is 1 or 3")
@@ -338,9 +409,16 @@ def cmd_cluster_start(args) -> int:
                "tick_ms": args.tick_ms, "election_ticks": args.election_ticks,
                "heartbeat_ms": args.heartbeat_ms,
                "tserver_unresponsive_s": args.tserver_unresponsive_timeout,
-               "no_fsync": args.no_fsync}
+               "no_fsync": args.no_fsync, "tls": bool(args.rpc_tls)}
         if not os.path.exists(os.path.join(data_dir, SECRET_FILE)):
             create_secret_file(os.path.join(data_dir, SECRET_FILE))
+    cert, key = os.path.join(data_dir, CERT_FILE), os.path.join(data_dir, KEY_FILE)
+    if doc.get("tls") and not (os.path.exists(cert) and os.path.exists(key)):
+        # every process is down here: a lost certificate is replaced, all get the new one
+        try:
+            create_self_signed_cert(cert, key)
+        except EngineError as e:
+            raise SystemExit(f"kudusql cluster start: {e}") from None
     for p in doc["processes"]:
         # an HTTP port per process, chosen once (a cluster.json from before they existed
         # gets them at its next start); one taken meanwhile by another program is replaced
@@ -357,7 +435,9 @@ def cmd_cluster_start(args) -> int:
     _wait_sql(sql["port"], args.timeout, doc["processes"])
     print(f"kudusql cluster started: SQL at 127.0.0.1:{sql['port']} "
           f"(psql -h 127.0.0.1 -p {sql['port']} -U kudusql); masters "
-          f"{','.join(m['addr'] for m in doc['masters'])}", flush=True)
+          f"{','.join(m['addr'] for m in doc['masters'])}"
+          f"{' (RPC over TLS, certificate ' + cert + ')' if doc.get('tls') else ''}",
+          flush=True)
     return 0
 
 
@@ -394,9 +474,8 @@ def cmd_cluster_stop(args) -> int:
 
 
 def cluster_status(data_dir: str) -> list[dict]:
-    from engine.rpc.rpc import RpcClient, read_secret_file
     doc = _load(data_dir)
-    rpc = RpcClient(read_secret_file(os.path.join(data_dir, SECRET_FILE)), 2)
+    rpc = rpc_client_for(data_dir, 2)
     out = []
     try:
         for p in doc["processes"]:
@@ -404,7 +483,7 @@ def cluster_status(data_dir: str) -> list[dict]:
                    "alive": _alive(p.get("pid")), "uuid": None,
                    "addr": p.get("addr") or f"127.0.0.1:{p.get('port')}",
                    "http_addr": f"127.0.0.1:{p['http_port']}" if p.get("http_port") else None,
-                   "leads": None, "follows": None}
+                   "leads": None, "follows": None, "rpc_tls": bool(doc.get("tls"))}
             if row["alive"] and p["role"] in ("master", "tserver"):
                 try:
                     st = rpc.call(p["addr"], "status")
@@ -436,6 +515,11 @@ def cmd_cluster_status(args) -> int:
               f"{r['http_addr'] or '-':<22} "
               f"{'' if r['leads'] is None else r['leads']:>5} "
               f"{'' if r['follows'] is None else r['follows']:>7}  {r['uuid'] or ''}")
+        if r.get("error"):
+            print(f"{'':<11} error: {r['error']}")
+    if rows and rows[0]["rpc_tls"]:
+        cert = os.path.join(os.path.abspath(args.data_dir), CERT_FILE)
+        print(f"RPC over TLS (certificate {cert})")
     return 0
 
 
@@ -466,6 +550,35 @@ def _secret_arg(p) -> None:
                         "(default: the KUDUSQL_RPC_SECRET environment variable)")
 
 
+def _tls_args(p, server: bool) -> None:
+    if server:
+        p.add_argument("--rpc-cert", default=None, metavar="FILE",
+                       help="PEM certificate this server presents: serve RPC over TLS (with "
+                            "--rpc-key) and call the other servers over TLS; its "
+                            "subjectAltName must name the address in --rpc-addr "
+                            "(default: plaintext)")
+        p.add_argument("--rpc-key", default=None, metavar="FILE",
+                       help="PEM private key of --rpc-cert (mode 0600: refused if its group "
+                            "or others can read it)")
+        p.add_argument("--rpc-ca", default=None, metavar="FILE",
+                       help="PEM CA certificate(s) other servers' certificates must be "
+                            "signed by (default: --rpc-cert itself, for one self-signed "
+                            "cluster certificate)")
+    else:
+        p.add_argument("--rpc-ca", default=None, metavar="FILE",
+                       help="on a cluster whose RPC is TLS: the PEM CA certificate the "
+                            "servers' certificates are signed by (the certificate itself "
+                            "for a self-signed one; `cluster start --rpc-tls` makes "
+                            "D/rpc-cert.pem); all a front end needs")
+        p.add_argument("--rpc-cert", default=None, metavar="FILE",
+                       help="the servers' PEM certificate, trusted as the CA when --rpc-ca "
+                            "is not given (accepted so a front end can share the servers' "
+                            "flags: the front end presents no certificate)")
+        p.add_argument("--rpc-key", default=None, metavar="FILE",
+                       help="the key of --rpc-cert; checked (mode 0600, matches) but not "
+                            "used: the front end presents no certificate")
+
+
 def add_commands(sub) -> None:
     m = sub.add_parser("master", help="run a master (the cluster's catalog)",
                        description="Run a master: the catalog of tables and tablet replicas, "
@@ -479,6 +592,7 @@ def add_commands(sub) -> None:
                    help="seconds without a heartbeat before a tablet server counts as dead "
                         "(default: %(default)s)")
     _secret_arg(m)
+    _tls_args(m, server=True)
     _http_args(m)
     _timing(m)
     m.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -493,6 +607,7 @@ def add_commands(sub) -> None:
     t.add_argument("--heartbeat-ms", type=int, default=1000,
                    help="heartbeat interval to the master (default: %(default)s)")
     _secret_arg(t)
+    _tls_args(t, server=True)
     _http_args(t)
     _timing(t)
     t.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -519,6 +634,11 @@ def add_commands(sub) -> None:
                         "(default: %(default)s)")
     s.add_argument("--timeout", type=float, default=60.0,
                    help="seconds to wait for SQL to work (default: %(default)s)")
+    s.add_argument("--rpc-tls", action="store_true",
+                   help="run every RPC between the processes over TLS (first start only): "
+                        "makes a self-signed certificate for 127.0.0.1 and localhost with "
+                        "the openssl command, D/rpc-cert.pem and its key D/rpc-key.pem "
+                        "(mode 0600); the cluster secret is still required")
     _timing(s)
     s.set_defaults(func=cmd_cluster_start)
     st = csub.add_parser("stop", help="stop every process of the cluster",
@@ -543,4 +663,5 @@ def add_serve_arguments(s) -> None:
                    help="on a cluster: which replica a snapshot scan reads (CLOSEST_REPLICA: "
                         "followers too, once safe at the snapshot; docs/cluster.md)")
     _secret_arg(s)
+    _tls_args(s, server=False)
     _http_args(s)

@@ -21,6 +21,10 @@ answers carry the leader's uuid: the next try goes there. A server that cannot b
 all replicas the locations are refreshed from the master. Tries back off from 20 ms,
 doubling to 500 ms, until the operation's deadline (`timeout_s`, default 30 s); then the
 call fails with SQLSTATE 57P03/08006 and a message naming the tablet and the last error.
+Only those two refusals are retried: a server that speaks TLS to a plaintext client (or the
+reverse, or whose certificate the client's CA did not sign) fails the call at once with
+`TlsMismatch`, SQLSTATE 08001 (engine/rpc). `tls` (a `TlsConfig`, `--rpc-ca`) makes every
+call TLS.
 
 Writes. `Table` splits a batch by tablet and writes the tablets' shares at once (on the
 catalog's pool of 4 threads, or for batches under 512 rows through `write_deferred` on the
@@ -68,7 +72,7 @@ from engine.catalog.table import Table
 from engine.client.scanner import LEADER_ONLY, TabletUnavailable, parse_replica_selection, \
     scan_tablet
 from engine.convert import table_from_pydict
-from engine.rpc.rpc import RemoteError, RpcClient, Unreachable
+from engine.rpc.rpc import RemoteError, RpcClient, TlsConfig, Unreachable
 from engine.schema import Schema
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.write_op import OpType, RowError, WriteResult
@@ -90,7 +94,8 @@ _RETRYABLE = (RemoteError, Unreachable)
 class ClusterClient:
     def __init__(self, masters: Sequence[str], secret: str,
                  timeout_s: float = DEFAULT_TIMEOUT_S, rpc_timeout_s: float = 5.0,
-                 replica_selection: str = LEADER_ONLY, fault_tolerant_scans: bool = True):
+                 replica_selection: str = LEADER_ONLY, fault_tolerant_scans: bool = True,
+                 tls: TlsConfig | None = None):
         self.masters = list(masters)
         # scans (engine/client/scanner.py): where they read, whether they resume
         self.replica_selection = parse_replica_selection(replica_selection)
@@ -98,7 +103,7 @@ class ClusterClient:
         self.scan_batch_rows: int | None = None  # rows per scan batch (None: the server's)
         self.scan_resumes = 0  # scan streams that failed after progress and were resumed
         self.scan_streams: dict[tuple[str, str], int] = {}  # (tablet, server) -> streams read
-        self.rpc = RpcClient(secret, rpc_timeout_s)
+        self.rpc = RpcClient(secret, rpc_timeout_s, tls=tls)
         self.timeout_s = timeout_s
         self.client_id = uuidlib.uuid4().hex
         self._seq = 0

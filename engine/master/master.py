@@ -7,6 +7,9 @@ servers report in their heartbeats (liveness, each replica's role and term).
 A master's Raft uuid is its RPC address as given on the command line (`--rpc-addr`), so
 the masters of a cluster know each other from `--masters` alone.
 
+With `tls` (engine/rpc: `--rpc-cert/--rpc-key`) it serves RPC over TLS and calls the other
+masters and the tablet servers over TLS (the certificate's CA, `--rpc-ca`, trusted).
+
 RPCs (DoAction; all but `status` and `ping` are answered by the leader master only)
     tserver_heartbeat   a tablet server's report {uuid, addr, tablets: {id: raft status}};
                         the answer: replicas to create (assigned here, not reported),
@@ -60,7 +63,7 @@ from engine.clock import HybridClock
 from engine.consensus.consensus_metadata import ConsensusMetadata
 from engine.consensus.messages import RaftConfig, RaftPeer
 from engine.consensus.raft import RaftOptions
-from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
+from engine.rpc.rpc import RemoteError, RpcClient, RpcServer, TlsConfig
 from engine.schema import Schema
 from engine.master.sys_catalog import SysCatalog
 from engine.metrics.metrics import ServerMetrics, dir_bytes, process_status
@@ -75,10 +78,10 @@ class Master:
                  masters: list[str] | None = None, tick_ms: int = 100,
                  election_ticks: int = 10, tserver_unresponsive_s: float = 60.0,
                  fsync: bool = True, http_port: int | None = None,
-                 http_host: str = "127.0.0.1"):
+                 http_host: str = "127.0.0.1", tls: TlsConfig | None = None):
         self.data_dir = data_dir
         self.tserver_unresponsive_s = tserver_unresponsive_s
-        self.rpc_client = RpcClient(secret)
+        self.rpc_client = RpcClient(secret, tls=tls)  # other masters, tablet servers
         self.transport = Transport(self.rpc_client)
         self._live: dict[str, tuple[str, float]] = {}  # tserver uuid -> (addr, last heard)
         self._reports: dict[str, dict[str, dict]] = {}  # tablet id -> uuid -> raft status
@@ -94,7 +97,7 @@ class Master:
             "rename_table": self._h_rename_table, "list_tables": self._h_list_tables,
             "get_table": self._h_get_table, "locations": self._h_locations,
             "list_tservers": lambda p: self.tservers(), "status": lambda p: self.status(),
-            "list_replicas": self._h_list_replicas}))
+            "list_replicas": self._h_list_replicas}), tls=tls)
         self.addr = self.server.addr
         self.uuid = self.addr
         masters = list(masters or [self.addr])

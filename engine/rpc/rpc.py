@@ -15,6 +15,19 @@ server's middleware refuses a call without it (or with another one) before any h
 (compared in constant time). The secret lives in a file of mode 0600 (`create_secret_file`,
 `read_secret_file` refuses a file others can read). Servers bind to loopback by default.
 
+TLS (optional, `TlsConfig`): a server given a certificate and key binds `grpc+tls://`; a
+client given a CA connects with `grpc+tls://` and trusts only certificates that CA signed,
+whose subjectAltName must name the address dialled (a cluster started with `kudusql cluster
+start --rpc-tls` has one self-signed certificate for 127.0.0.1 and localhost, and it is its
+own CA: `create_self_signed_cert`, with the `openssl` command). The secret is still required
+on top: TLS keeps it and the data private, the secret says who may call. There is no client
+certificate (no mutual TLS). `load_tls` refuses a private key file that its group or others
+can read, a key that does not match its certificate, and files that are not PEM.
+A TLS/plaintext mismatch or a certificate the client does not trust is a configuration
+error, not an outage: it raises `TlsMismatch` (SQLSTATE 08001) at once, which the cluster
+client does not retry (a plaintext client facing a TLS server only sees the socket close:
+one TLS handshake probe, `_speaks_tls`, tells that apart from a server going away).
+
 Errors: a handler's EngineError crosses the wire as JSON (class, SQLSTATE, message, leader
 hint) inside the Flight error and is raised again on the client as the same class with the
 same SQLSTATE (`RemoteError` subclasses keep `leader_uuid`). A server that cannot be reached
@@ -27,12 +40,18 @@ expose it as the `failpoint` action so a test can cut chosen links between live 
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
 import os
 import secrets
+import shutil
+import socket
+import ssl
 import stat
+import subprocess
+import tempfile
 import threading
 from typing import Callable
 
@@ -88,6 +107,160 @@ def read_secret_file(path: str) -> str:
     return secret
 
 
+# -- TLS ---------------------------------------------------------------------------------------
+class TlsMismatch(errors.EngineError):
+    """TLS on one side only, or a server certificate the client does not trust: retrying
+    cannot help, so the cluster client fails at once (it retries only Unreachable and
+    RemoteError)."""
+
+    sqlstate = "08001"
+
+
+@dataclasses.dataclass(frozen=True)
+class TlsConfig:
+    """PEM bytes. `cert`/`key`: what a server presents (None on a client-only config, e.g.
+    the SQL front end or a Spark executor); `ca`: the roots a client trusts (the
+    certificate itself for a self-signed cluster certificate)."""
+
+    ca: bytes
+    cert: bytes | None = None
+    key: bytes | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def can_serve(self) -> bool:
+        return self.cert is not None and self.key is not None
+
+
+def _read_pem(path: str, what: str, marker: bytes) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise errors.InvalidArgument(f"cannot read the RPC {what} file {path}: "
+                                     f"{e.strerror or e}") from None
+    if b"-----BEGIN" not in data or marker not in data:
+        raise errors.InvalidArgument(f"the RPC {what} file {path} is not a PEM {what}")
+    return data
+
+
+def load_tls(cert_file: str | None = None, key_file: str | None = None,
+             ca_file: str | None = None, server: bool = False) -> TlsConfig | None:
+    """The TLS configuration the flags name, or None for plaintext (no file given).
+    A server needs `cert_file` and `key_file`; a client needs `ca_file` or `cert_file`
+    (the CA defaults to the certificate: a self-signed cluster certificate)."""
+    if not (cert_file or key_file or ca_file):
+        return None
+    if bool(cert_file) != bool(key_file) and (server or key_file):
+        raise errors.InvalidArgument("TLS on RPC needs both --rpc-cert and --rpc-key")
+    if server and not cert_file:
+        raise errors.InvalidArgument("a server needs --rpc-cert and --rpc-key for TLS on "
+                                     "RPC (--rpc-ca alone only sets what it trusts)")
+    cert = key = None
+    if cert_file:
+        cert = _read_pem(cert_file, "certificate", b"CERTIFICATE")
+    if key_file:
+        try:
+            st = os.stat(key_file)
+        except OSError as e:
+            raise errors.InvalidArgument(f"cannot read the RPC private key file {key_file}: "
+                                         f"{e.strerror or e}") from None
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise errors.InvalidArgument(
+                f"the RPC private key file {key_file} is readable by others (mode "
+                f"{stat.S_IMODE(st.st_mode):o}); chmod 600 it")
+        key = _read_pem(key_file, "private key", b"PRIVATE KEY")
+        try:  # a key of another certificate would only fail when the server starts
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert_file, key_file)
+        except ssl.SSLError as e:
+            raise errors.InvalidArgument(
+                f"the RPC private key {key_file} does not match the certificate "
+                f"{cert_file} ({e.reason or e})") from None
+    ca = _read_pem(ca_file, "CA certificate", b"CERTIFICATE") if ca_file else cert
+    try:
+        ssl.create_default_context(cadata=ca.decode("ascii", "replace"))
+    except ssl.SSLError as e:
+        raise errors.InvalidArgument(f"the RPC CA certificate {ca_file or cert_file} "
+                                     f"cannot be loaded ({e.reason or e})") from None
+    return TlsConfig(ca, cert, key)
+
+
+def create_self_signed_cert(cert_path: str, key_path: str,
+                            hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
+                            days: int = 3650) -> None:
+    """A self-signed certificate (its own CA) for `hosts` in `cert_path` (mode 0644) and
+    its P-256 key in `key_path` (mode 0600), made by the `openssl` command in a private
+    temporary directory and then moved in place (the key is never readable by others)."""
+    exe = shutil.which("openssl")
+    if exe is None:
+        raise errors.InvalidArgument("making a TLS certificate needs the openssl command "
+                                     "(or give --rpc-cert/--rpc-key files)")
+    san = ",".join(("IP:" if h.replace(".", "").isdigit() or ":" in h else "DNS:") + h
+                   for h in hosts)
+    tmp = tempfile.mkdtemp(prefix=".tls-", dir=os.path.dirname(os.path.abspath(cert_path)))
+    try:
+        c, k = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        r = subprocess.run(
+            [exe, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-days", str(days), "-subj", "/CN=kudusql cluster",
+             "-addext", f"subjectAltName={san}",
+             "-addext", "basicConstraints=critical,CA:TRUE",
+             "-keyout", k, "-out", c], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise errors.InvalidArgument(f"openssl could not make a certificate: "
+                                         f"{r.stderr.strip()[-500:]}")
+        os.chmod(k, 0o600)
+        os.chmod(c, 0o644)
+        os.replace(k, key_path)
+        os.replace(c, cert_path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _speaks_tls(addr: str, timeout_s: float = 1.0) -> bool:
+    """Whether the server at `addr` completes a TLS handshake (certificate not checked:
+    this only tells a TLS server from one that went away)."""
+    host, _, port = addr.rpartition(":")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as s:
+            with ctx.wrap_socket(s):
+                return True
+    except (OSError, ValueError):
+        return False
+
+
+def _tls_failure(text: str, addr: str, tls: bool) -> TlsMismatch | None:
+    """The configuration error a Flight 'unavailable' error stands for, or None."""
+    at = text.find("routines::")
+    reason = (text[at + 10:] if at >= 0 else text.rsplit(": ", 1)[-1]).split(". Detail")[0]
+    if tls:
+        if "wrong version number" in text:
+            return TlsMismatch(
+                f"server {addr} does not use TLS on RPC but this process does: start "
+                f"every server of the cluster with --rpc-cert/--rpc-key, or none")
+        if "certificate verify failed" in text:
+            return TlsMismatch(
+                f"the TLS certificate of server {addr} is not trusted ({reason}): give "
+                f"--rpc-ca (Spark: rpc_ca_file) the CA certificate that signed the "
+                f"cluster's certificate")
+        if "is not in peer certificate" in text:
+            return TlsMismatch(
+                f"the TLS certificate of server {addr} does not name that address in its "
+                f"subjectAltName: make the certificate for the host names clients dial")
+        if "SSL_ERROR_SSL" in text and "unexpected eof" not in text:  # eof: it went away
+            return TlsMismatch(f"the TLS handshake with server {addr} failed: {reason}")
+        return None
+    if ("Socket closed" in text or "reset by peer" in text) and _speaks_tls(addr):
+        return TlsMismatch(
+            f"server {addr} requires TLS on RPC but this process connects without it: give "
+            f"it the cluster's CA certificate (--rpc-ca; a server: --rpc-cert/--rpc-key; "
+            f"Spark: rpc_ca_file)")
+    return None
+
+
 # -- failpoint ----------------------------------------------------------------------------------
 _dropped: set[str] = set()
 
@@ -115,10 +288,14 @@ _CLASSES = {c.__name__: c for c in (errors.InvalidArgument, errors.ColumnNotFoun
                                     errors.SnapshotTooOld, errors.ServiceUnavailable)}
 
 
-def _raise_remote(e: fl.FlightError, addr: str):
+def _raise_remote(e: fl.FlightError, addr: str, tls: bool = False):
     text = str(e)
     i = text.find(_ERR)
     if i < 0:
+        if isinstance(e, fl.FlightUnavailableError):
+            bad = _tls_failure(text, addr, tls)
+            if bad is not None:
+                raise bad from None
         if isinstance(e, (fl.FlightUnavailableError, fl.FlightTimedOutError,
                           fl.FlightCancelledError)):
             raise Unreachable(f"server {addr} is unreachable: "
@@ -162,8 +339,17 @@ class RpcServer(fl.FlightServerBase):
 
     def __init__(self, host: str, port: int, secret: str,
                  handlers: dict[str, Callable], put_handler: Callable | None = None,
-                 get_handler: Callable | None = None):
-        super().__init__(f"grpc://{host}:{port}", middleware={"auth": _AuthFactory(secret)})
+                 get_handler: Callable | None = None, tls: TlsConfig | None = None):
+        if tls is not None and not tls.can_serve:
+            raise errors.InvalidArgument("a server needs --rpc-cert and --rpc-key for TLS")
+        if tls is None:
+            super().__init__(f"grpc://{host}:{port}",
+                             middleware={"auth": _AuthFactory(secret)})
+        else:
+            super().__init__(f"grpc+tls://{host}:{port}",
+                             middleware={"auth": _AuthFactory(secret)},
+                             tls_certificates=[fl.CertKeyPair(tls.cert, tls.key)])
+        self.tls = tls is not None
         self.host = host
         self.addr = f"{host}:{self.port}"
         self.handlers = dict(handlers)
@@ -233,11 +419,15 @@ class RpcServer(fl.FlightServerBase):
 
 # -- client -----------------------------------------------------------------------------------
 class RpcClient:
-    """Calls to any server of the cluster; one Flight connection per address."""
+    """Calls to any server of the cluster; one Flight connection per address (TLS when
+    `tls` is given: every server then must speak it, with a certificate `tls.ca` signed)."""
 
-    def __init__(self, secret: str, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, secret: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 tls: TlsConfig | None = None):
         self._headers = [(SECRET_HEADER.encode(), secret.encode())]
         self.timeout_s = timeout_s
+        self._tls_ca = tls.ca if tls is not None else None
+        self.tls = tls is not None
         self._clients: dict[str, fl.FlightClient] = {}
         self._lock = threading.Lock()
 
@@ -249,7 +439,9 @@ class RpcClient:
             with self._lock:
                 c = self._clients.get(addr)
                 if c is None:
-                    c = self._clients[addr] = fl.FlightClient(f"grpc://{addr}")
+                    c = self._clients[addr] = (
+                        fl.FlightClient(f"grpc://{addr}") if self._tls_ca is None else
+                        fl.FlightClient(f"grpc+tls://{addr}", tls_root_certs=self._tls_ca))
         return c
 
     def _opts(self, timeout_s: float | None) -> fl.FlightCallOptions:
@@ -273,7 +465,7 @@ class RpcClient:
                                    options=self._opts(timeout_s)))
         except fl.FlightError as e:
             self._forget(addr, e)
-            _raise_remote(e, addr)
+            _raise_remote(e, addr, self.tls)
         except OSError as e:
             raise Unreachable(f"server {addr} is unreachable: {e}") from None
         return codec.decode(res[0].body.to_pybytes()) if res else None
@@ -291,7 +483,7 @@ class RpcClient:
                 writer.close()
         except fl.FlightError as e:
             self._forget(addr, e)
-            _raise_remote(e, addr)
+            _raise_remote(e, addr, self.tls)
         except (OSError, pa.ArrowException) as e:
             raise Unreachable(f"server {addr} is unreachable: {e}") from None
         return codec.decode(buf.to_pybytes())
@@ -302,10 +494,10 @@ class RpcClient:
         c = self._client(addr)
         try:
             return _Stream(c.do_get(fl.Ticket(codec.encode(ticket)),
-                                    options=self._opts(timeout_s)), addr, c)
+                                    options=self._opts(timeout_s)), addr, c, self.tls)
         except fl.FlightError as e:
             self._forget(addr, e)
-            _raise_remote(e, addr)
+            _raise_remote(e, addr, self.tls)
 
     def close(self) -> None:
         """Forget every connection; each closes once no thread is in a call on it (as in
@@ -315,9 +507,10 @@ class RpcClient:
 
 
 class _Stream:
-    def __init__(self, reader, addr: str, client: fl.FlightClient):
+    def __init__(self, reader, addr: str, client: fl.FlightClient, tls: bool = False):
         self._reader = reader
         self._addr = addr
+        self._tls = tls
         self._client = client  # the stream must not outlive its client (RpcClient._forget)
 
     @property
@@ -325,7 +518,7 @@ class _Stream:
         try:
             return self._reader.schema
         except fl.FlightError as e:
-            _raise_remote(e, self._addr)
+            _raise_remote(e, self._addr, self._tls)
 
     def __iter__(self):
         for data, _ in self.chunks():
@@ -340,7 +533,7 @@ class _Stream:
             except StopIteration:
                 return
             except fl.FlightError as e:
-                _raise_remote(e, self._addr)
+                _raise_remote(e, self._addr, self._tls)
             except OSError as e:
                 raise Unreachable(f"server {self._addr} is unreachable: {e}") from None
             meta = chunk.app_metadata

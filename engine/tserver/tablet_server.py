@@ -40,6 +40,11 @@ RPCs (DoAction unless said otherwise)
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here); clients route with them (engine/client).
 
+TLS: with `tls` (`--rpc-cert/--rpc-key`, engine/rpc) the RPC server speaks TLS and so does
+this server's own client (heartbeats, Raft to peers, tablet copies), trusting `--rpc-ca`; a
+heartbeat refused for a TLS mismatch is logged as a warning, not at debug level as a master
+that is down.
+
 Metrics (engine/metrics): every handler above is wrapped by `ServerMetrics.instrument*`
 (calls, outcomes, latency; rows written by op; scans and rows returned); the tick loop
 samples each replica's term and leader (elections, leader changes); with `http_port` the
@@ -67,7 +72,7 @@ from engine.consensus.raft import NotLeader, RaftOptions
 from engine.metrics.metrics import ServerMetrics
 from engine.metrics.webserver import StatusServer
 from engine.rpc import codec
-from engine.rpc.rpc import RemoteError, RpcClient, RpcServer
+from engine.rpc.rpc import RemoteError, RpcClient, RpcServer, TlsConfig, TlsMismatch
 from engine.schema import Schema
 from engine.tablet.maintenance_manager import MaintenanceManager
 from engine.tablet.mvcc import MvccSnapshot
@@ -114,7 +119,7 @@ class TabletServer:
                  tick_ms: int = 100, election_ticks: int = 10, heartbeat_ms: int = 1000,
                  fsync: bool = True, tablet_config: TabletConfig | None = None,
                  log_retention_entries: int = 10_000, http_port: int | None = None,
-                 http_host: str = "127.0.0.1"):
+                 http_host: str = "127.0.0.1", tls: TlsConfig | None = None):
         os.makedirs(os.path.join(data_dir, "tablets"), exist_ok=True)
         self.data_dir = data_dir
         self.uuid = load_or_create_uuid(data_dir)
@@ -126,7 +131,7 @@ class TabletServer:
         self.config = tablet_config or TabletConfig(fsync=fsync,
                                                     wal_sync="commit" if fsync else "never")
         self.clock = HybridClock()
-        self.rpc_client = RpcClient(secret)
+        self.rpc_client = RpcClient(secret, tls=tls)  # masters, Raft peers, tablet copies
         self.transport = Transport(self.rpc_client)
         self.directory: dict[str, str] = {}  # server uuid -> address (from the master)
         self.replicas: dict[str, TabletReplica] = {}
@@ -154,7 +159,8 @@ class TabletServer:
             "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
             "copy_fetch": self.copies.fetch, "copy_end": self.copies.end,
             "flush": self._h_flush}),
-            m.instrument_write(self._h_write, OP_COLUMN), m.instrument_scan(self._h_scan))
+            m.instrument_write(self._h_write, OP_COLUMN), m.instrument_scan(self._h_scan),
+            tls=tls)
         self.addr = self.server.addr
         m.status_collector(lambda: web_status(self))
         if http_port is not None:
@@ -255,6 +261,8 @@ class TabletServer:
             self._report_now.clear()
             try:
                 self.heartbeat()
+            except TlsMismatch as e:  # misconfigured, not down: say so (and keep trying)
+                log.warning("heartbeat refused: %s", e)
             except Exception as e:  # noqa: BLE001 - the master may be down: keep trying
                 log.debug("heartbeat failed: %s", e)
             self._report_now.wait(self.heartbeat_s)

@@ -10,7 +10,7 @@
         .option("mode", "upsert").save()
 
 On a cluster, `.option("masters", "h:p,...").option("rpc_secret_file", path)` instead of
-"flight": executors read and write the tablet servers directly with scan tokens
+"flight" (plus `.option("rpc_ca_file", path)` when the cluster's RPC is TLS): executors read and write the tablet servers directly with scan tokens
 (kudusql/spark/cluster.py; `read_cluster` adds Spark preferred locations).
 
 Importing this package does not import pyspark; the data source classes load on first use.

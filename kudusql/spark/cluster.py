@@ -17,18 +17,21 @@ sits between Spark and the data. Here:
 
 `ScanToken` is a frozen dataclass serialised with the RPC codec (JSON + blobs, no pickle;
 predicates keep their dates, decimals, bytes). An executor's `executor_catalog` is one
-`RemoteCatalog` per Python worker process (masters, secret file and replica selection as
-key), which asks a master for the table's metadata and tablet locations once and then talks
-to tablet servers only.
+`RemoteCatalog` per Python worker process (masters, secret file, replica selection and CA
+file as key), which asks a master for the table's metadata and tablet locations once and
+then talks to tablet servers only. On a cluster whose RPC is TLS (engine/rpc) the executors
+need the CA certificate (`rpc_ca_file`; no client certificate: the secret authenticates).
 
 Two ways to use it from Spark:
 - the data source, `format("kudusql").option("masters", "h:p,...")
-  .option("rpc_secret_file", path)` (datasource.py): one input partition per tablet,
+  .option("rpc_secret_file", path)` [`.option("rpc_ca_file", path)` with TLS]
+  (datasource.py): one input partition per tablet,
   writes from every executor straight to the tablet servers (`ClusterWriter`). PySpark's
   Python Data Source API has no preferred locations (its JVM side,
   PythonInputPartition, reports none), so Spark schedules these tasks anywhere; the
   partition still carries its replicas' hosts and the executor reads the closest one.
-- `read_cluster(spark, masters, secret_file, table, ...)`: the same tokens as an RDD made
+- `read_cluster(spark, masters, secret_file, table, ..., rpc_ca_file=None)`: the same
+  tokens as an RDD made
   with SparkContext.makeRDD's location preferences — one partition per tablet whose
   preferred locations are the replica hosts, so Spark's scheduler places each task on a
   host holding the tablet — turned into a DataFrame (row by row: PySpark's Arrow path
@@ -48,7 +51,7 @@ from engine import errors
 from engine.client.client import RemoteCatalog, RemoteTablet
 from engine.client.scanner import CLOSEST_REPLICA
 from engine.rpc import codec
-from engine.rpc.rpc import read_secret_file
+from engine.rpc.rpc import load_tls, read_secret_file
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
 
 
@@ -144,11 +147,13 @@ _lock = threading.Lock()
 
 
 def executor_catalog(masters: str | Sequence[str], secret_file: str,
-                     replica_selection: str = CLOSEST_REPLICA) -> RemoteCatalog:
-    """This process's client of the cluster (one per masters/secret/selection)."""
+                     replica_selection: str = CLOSEST_REPLICA,
+                     rpc_ca_file: str | None = None) -> RemoteCatalog:
+    """This process's client of the cluster (one per masters/secret/selection/CA file);
+    `rpc_ca_file`: the CA certificate of a cluster whose RPC is TLS."""
     ms = tuple(m.strip() for m in (masters.split(",") if isinstance(masters, str)
                                    else masters) if m.strip())
-    key = (ms, secret_file, replica_selection)
+    key = (ms, secret_file, replica_selection, rpc_ca_file or None)
     cat = _catalogs.get(key)
     if cat is None:
         with _lock:
@@ -156,7 +161,8 @@ def executor_catalog(masters: str | Sequence[str], secret_file: str,
             if cat is None:
                 cat = _catalogs[key] = RemoteCatalog.connect(
                     list(ms), read_secret_file(secret_file),
-                    replica_selection=replica_selection)
+                    replica_selection=replica_selection,
+                    tls=load_tls(ca_file=rpc_ca_file) if rpc_ca_file else None)
     return cat
 
 
@@ -206,13 +212,14 @@ def preferred_locations(rdd) -> list[list[str]]:
 
 def read_cluster(spark, masters: str, secret_file: str, table: str,
                  columns: Sequence[str] | None = None,
-                 predicates: Sequence[ColumnPredicate] = (), snapshot: int | None = None):
+                 predicates: Sequence[ColumnPredicate] = (), snapshot: int | None = None,
+                 rpc_ca_file: str | None = None):
     """A DataFrame of `table` read by executors from the tablet servers, one partition per
     tablet placed on the replicas' hosts (see the module docstring). Returns (DataFrame,
     snapshot, the token RDD)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    cat = executor_catalog(masters, secret_file)
+    cat = executor_catalog(masters, secret_file, rpc_ca_file=rpc_ca_file)
     snap, tokens = scan_tokens(cat, table, columns, predicates, snapshot)
     meta = cat.get_table(table)
     names = list(columns) if columns is not None else meta.schema.names
@@ -221,7 +228,7 @@ def read_cluster(spark, masters: str, secret_file: str, table: str,
 
     def read(raw: bytes):
         tok = ScanToken.deserialize(bytes(raw))
-        for b in tok.scan(executor_catalog(masters, secret_file)):
+        for b in tok.scan(executor_catalog(masters, secret_file, rpc_ca_file=rpc_ca_file)):
             # Rows, one Python tuple each: PySpark builds a DataFrame from an RDD row by
             # row (its Arrow path, mapInArrow, needs pandas, which kudusql does not).
             yield from zip(*(c.to_pylist() for c in b.columns))

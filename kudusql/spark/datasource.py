@@ -33,7 +33,9 @@ the default, or upsert), `ignore_row_errors` ("true": report failed rows in the 
 mode("overwrite") is refused: Kudu's connector has no truncate either.
 
 On a cluster (`masters` = "host:port,..." and `rpc_secret_file` instead of `flight`;
-optional `replica_selection`, CLOSEST_REPLICA by default): the driver plans scan tokens
+optional `replica_selection`, CLOSEST_REPLICA by default; `rpc_ca_file`, the CA certificate
+of a cluster whose RPC is TLS, e.g. D/rpc-cert.pem of `cluster start --rpc-tls`, readable by
+the executors): the driver plans scan tokens
 (kudusql/spark/cluster.py: snapshot, pruning, one token per tablet with its replicas'
 hosts), pushed filters are checked against the table's schema on the driver, and every
 executor reads its tablet from the tablet servers and writes its rows to the tablet leaders
@@ -93,22 +95,25 @@ def _is_cluster(options) -> bool:
     return bool(options.get("masters"))
 
 
-def _cluster_options(options) -> tuple[str, str, str, str]:
-    """(masters, secret file, table, replica selection) of a cluster read or write."""
+def _cluster_options(options) -> tuple[str, str, str, str, str | None]:
+    """(masters, secret file, table, replica selection, CA file or None) of a cluster
+    read or write."""
     masters, table = options.get("masters"), options.get("table")
     secret = options.get("rpc_secret_file")
     if not table or not secret:
         raise ValueError('on a cluster the kudusql data source needs .option("masters", '
                          '"host:port,..."), .option("rpc_secret_file", path) and '
-                         '.option("table", name)')
-    return masters, secret, table, str(options.get("replica_selection", "CLOSEST_REPLICA"))
+                         '.option("table", name) (and .option("rpc_ca_file", path) when '
+                         'its RPC is TLS)')
+    return (masters, secret, table, str(options.get("replica_selection", "CLOSEST_REPLICA")),
+            options.get("rpc_ca_file") or None)
 
 
 def _catalog(options):
     from kudusql.spark.cluster import executor_catalog
     from engine.client.scanner import parse_replica_selection
-    masters, secret, _, sel = _cluster_options(options)
-    return executor_catalog(masters, secret, parse_replica_selection(sel))
+    masters, secret, _, sel, ca = _cluster_options(options)
+    return executor_catalog(masters, secret, parse_replica_selection(sel), ca)
 
 
 def _cmd(**kw) -> fl.FlightDescriptor:
@@ -269,7 +274,7 @@ class ClusterReader(DataSourceReader):
 
     def __init__(self, options, schema: StructType):
         self.options = dict(options)
-        self.masters, self.secret_file, self.table, _ = _cluster_options(options)
+        self.masters, self.secret_file, self.table, _, _ = _cluster_options(options)
         self.columns = list(schema.fieldNames())
         self.predicates: list = []
         snap = options.get("snapshot")
@@ -380,7 +385,7 @@ class ClusterWriter(KudusqlWriter):
 
     def __init__(self, options, schema: StructType):
         self.options = dict(options)
-        _, _, self.table, _ = _cluster_options(options)
+        _, _, self.table, _, _ = _cluster_options(options)
         self.mode = str(options.get("mode", "insert")).lower()
         if self.mode not in ("insert", "upsert"):
             raise ValueError(f'option "mode" is insert or upsert, not {self.mode!r}')

@@ -188,9 +188,9 @@ def test_cluster_sql_errors_and_refusals(cluster):
 
 
 def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
-    from engine.rpc.rpc import RpcClient, read_secret_file
+    from kudusql.cluster import rpc_client_for
     c = cluster4
-    rpc = RpcClient(read_secret_file(os.path.join(c.dir, "rpc-secret")), 5)
+    rpc = rpc_client_for(c.dir, 5)
     master = next(p for p in c.processes() if p["role"] == "master")["addr"]
     with c.connect() as conn:
         _create(conn)

@@ -33,10 +33,9 @@ def _wait_up(rpc, addr: str, timeout: float = 30.0) -> None:
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the Jepsen-style set test")
 def test_set_under_kills_pauses_and_partitions(cluster):
-    from engine.rpc.rpc import RpcClient, read_secret_file
-    from kudusql.cluster import restart_process
+    from kudusql.cluster import restart_process, rpc_client_for
 
-    rpc = RpcClient(read_secret_file(os.path.join(cluster.dir, "rpc-secret")), 5)
+    rpc = rpc_client_for(cluster.dir, 5)
     rng = random.Random(int(os.environ.get("KUDUSQL_JEPSEN_SEED", "1")))
     with cluster.connect() as conn:
         _create(conn)

@@ -8,7 +8,6 @@ bites."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -18,8 +17,8 @@ import pytest
 
 from engine.client.client import RemoteCatalog
 from engine.client.scanner import CLOSEST_REPLICA, TabletUnavailable
-from engine.rpc.rpc import read_secret_file
 from engine.tablet.scan_spec import ColumnPredicate
+from kudusql.cluster import remote_catalog_for
 from kudusql.spark.cluster import ScanToken, scan_tokens
 from tests.cluster.conftest import LocalCluster, _run
 
@@ -34,10 +33,7 @@ def cluster(tmp_path_factory):
 
 
 def _catalog(cluster, **kw) -> RemoteCatalog:
-    with open(os.path.join(cluster.dir, "cluster.json")) as f:
-        doc = json.load(f)
-    secret = read_secret_file(os.path.join(cluster.dir, "rpc-secret"))
-    return RemoteCatalog.connect([m["addr"] for m in doc["masters"]], secret, **kw)
+    return remote_catalog_for(cluster.dir, **kw)
 
 
 def _pid_of(cluster, addr: str) -> int:

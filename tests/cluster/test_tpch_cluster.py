@@ -20,8 +20,7 @@ pytestmark = [pytest.mark.long,
 
 @pytest.fixture(scope="module")
 def tpch_on_cluster(tmp_path_factory):
-    from engine.client.client import RemoteCatalog
-    from engine.rpc.rpc import read_secret_file
+    from kudusql.cluster import remote_catalog_for
     from kudusql.session import Database
     from tests.cluster.conftest import LocalCluster
     from tpch.data import generate, parquet_files
@@ -34,9 +33,7 @@ def tpch_on_cluster(tmp_path_factory):
     db = None
     try:
         c.start()
-        masters = [p["addr"] for p in c.processes() if p["role"] == "master"]
-        cat = RemoteCatalog.connect(masters, read_secret_file(os.path.join(c.dir,
-                                                                           "rpc-secret")))
+        cat = remote_catalog_for(c.dir)
         db = Database(cat, None)
         s = db.session()
         files = parquet_files(pq_dir)
