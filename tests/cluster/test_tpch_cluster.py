@@ -1,8 +1,10 @@
-"""TPC-H on a cluster (long: KUDUSQL_LONG=1): the eight tables created with SQL DDL on a
-3-tablet-server cluster (RF 3 by default there), loaded through the cluster client (the
-same Table.insert path as embedded, routed to tablet leaders over DoPut), and the 22
-queries through a Session over the remote catalog, checked against DuckDB on the same
-parquet (tpch/oracle.py's rules)."""
+"""TPC-H on a cluster (long: KUDUSQL_LONG=1), through the SQL front end: the eight tables
+created with SQL DDL sent to `kudusql serve --masters` (the front end `cluster start`
+runs) over the Postgres wire protocol, on a 3-tablet-server cluster (RF 3 by default
+there); loaded through the cluster client (the same Table.insert path as embedded, routed
+to tablet leaders over DoPut: the bulk path a Spark job or `tpch load` takes); the 22
+queries sent over the wire again (asyncpg through `kudusql.connect("postgresql://...")`,
+binary results) and checked against DuckDB on the same parquet (tpch/oracle.py's rules)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ pytestmark = [pytest.mark.long,
 
 @pytest.fixture(scope="module")
 def tpch_on_cluster(tmp_path_factory):
+    import kudusql
     from kudusql.cluster import remote_catalog_for
-    from kudusql.session import Database
     from tests.cluster.conftest import LocalCluster
     from tpch.data import generate, parquet_files
     from tpch.load import insertable
@@ -30,25 +32,29 @@ def tpch_on_cluster(tmp_path_factory):
     pq_dir = str(tmp_path_factory.mktemp("tpch-parquet"))
     generate(SF, pq_dir)
     c = LocalCluster(str(tmp_path_factory.mktemp("tpch-cluster") / "cluster"))
-    db = None
+    conn = cat = None
     try:
         c.start()
+        conn = kudusql.connect(f"postgresql://kudusql@127.0.0.1:{c.port}/kudusql")
         cat = remote_catalog_for(c.dir)
-        db = Database(cat, None)
-        s = db.session()
         files = parquet_files(pq_dir)
         for t in TABLES:
-            s.execute(create_statement(t))
+            conn.execute(create_statement(t))              # DDL through the front end
             assert cat.get_table(t).replication_factor == 3
             tbl = cat.table(t)
             for f in files[t]:
                 for batch in pq.ParquetFile(f).iter_batches(batch_size=50_000):
                     r = tbl.insert(insertable(batch))
                     assert r.ok and r.num_applied == batch.num_rows
-        yield s, pq_dir
+        for t in TABLES:   # the front end sees every loaded row
+            n = sum(pq.ParquetFile(f).metadata.num_rows for f in files[t])
+            assert conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] == n, t
+        yield conn, pq_dir
     finally:
-        if db is not None:
-            db.close()
+        if conn is not None:
+            conn.close()
+        if cat is not None:
+            cat.close()
         try:
             c.stop()
         finally:
@@ -59,8 +65,8 @@ def tpch_on_cluster(tmp_path_factory):
 def test_tpch_query_on_cluster(n, tpch_on_cluster):
     from tpch.oracle import compare_query, duckdb_answer
     from tpch.queries import query
-    s, pq_dir = tpch_on_cluster
-    ours = s.execute(query(n))[-1].table
+    conn, pq_dir = tpch_on_cluster
+    ours = conn.execute(query(n)).fetch_arrow_table()
     problems = compare_query(n, ours, duckdb_answer(pq_dir, n))
-    assert not problems, f"TPC-H Q{n} on the cluster differs from DuckDB:\n" + \
-        "\n".join(problems)
+    assert not problems, f"TPC-H Q{n} through the cluster's SQL front end differs from " \
+        "DuckDB:\n" + "\n".join(problems)
