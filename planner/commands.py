@@ -484,19 +484,10 @@ def copy_spec(sql: str) -> CopySpec:
     qoff = 0
     t = w.peek()
     if t is not None and t.kind == "op" and t.text == "(":
-        depth, start = 0, t.pos
-        while True:
-            t = w.next()
-            if t is None:
-                raise SqlError("syntax error at end of input", "42601", len(sql) + 1)
-            if t.kind == "op" and t.text == "(":
-                depth += 1
-            elif t.kind == "op" and t.text == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-        query = sql[start + 1:t.pos].strip()
-        qoff = start + 1 + (len(sql[start + 1:t.pos]) - len(sql[start + 1:t.pos].lstrip()))
+        start, end = w.group()          # the (query), whatever operators it uses
+        body = sql[start + 1:end]
+        query = body.strip()
+        qoff = start + 1 + (len(body) - len(body.lstrip()))
     else:
         start = w.peek()
         table = w.ident()

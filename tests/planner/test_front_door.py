@@ -7,6 +7,7 @@ needs a server)."""
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
 from planner import commands as C
 from planner.ddl import parse
@@ -93,6 +94,18 @@ def test_errors_inside_commands_point_into_the_statement(sql, position):
     with pytest.raises(SqlError) as ei:
         parse(sql)
     assert ei.value.sqlstate == "42601" and ei.value.position == position
+
+
+def test_command_grammars_leave_the_statements_inside_to_the_dialect():
+    """A command's grammar reads its own words; the query inside (DECLARE's, COPY's) may
+    use any operator, and a `)` in a string does not end COPY's (query)."""
+    (d,) = parse("DECLARE c CURSOR FOR SELECT 'a' || 'b' ~ 'x'")
+    assert isinstance(d.args["query"], exp.Select)
+    (cp,) = parse("COPY (SELECT $$)$$ || 'b' @> 'c') TO STDOUT")
+    assert cp.args["spec"].query == "SELECT $$)$$ || 'b' @> 'c'"
+    with pytest.raises(SqlError) as ei:           # where the grammar reads it: an error
+        parse("CLOSE a ~")
+    assert (ei.value.sqlstate, ei.value.position) == ("42601", 9)
 
 
 @pytest.fixture(scope="module")

@@ -166,3 +166,19 @@ def test_extended_protocol_with_dates_and_nulls(conn):
     assert cur.fetchall() == [(1, dt.date(2024, 1, 2))]
     cur.execute("SELECT k FROM st WHERE v = %s OR %s IS NULL ORDER BY k LIMIT 1", ("b", None))
     assert cur.fetchall() == [(1,)]
+
+
+def test_cursor_and_copy_queries_may_use_any_operator(conn):
+    """The command grammars read their own words only: DECLARE's query and COPY's (query)
+    are the dialect's. Before, the grammars' tokenizer read the whole statement and failed
+    on operators it did not know: `DECLARE c CURSOR FOR SELECT v || 'x' ...` and
+    `COPY (SELECT v || 'x' ...) TO STDOUT` were 'syntax error at or near "|"'."""
+    conn.execute("BEGIN")
+    try:
+        conn.execute("DECLARE ops CURSOR FOR SELECT v || '!' FROM st WHERE k = 1")
+        assert conn.execute("FETCH ALL FROM ops").fetchall() == [("a!",)]
+    finally:
+        conn.execute("ROLLBACK")
+    cur = conn.cursor()
+    with cur.copy("COPY (SELECT v || ')', v ~ '^a' FROM st WHERE k = 1) TO STDOUT") as cp:
+        assert b"".join(cp) == b"a)\tt\n"
