@@ -1,9 +1,10 @@
 """PostgreSQL's session commands as statement nodes: what the dialect makes of them, and their
 grammars.
 
-The dialect (planner/dialect.py, `COMMAND_STATEMENTS`) hands the text of a statement that
-starts with one of these words to its grammar here; the grammar reads it with
-planner.words and returns the node. Every node keeps `text` (the statement as written; the
+The dialect (planner/dialect.py, `Parser._parse_statement`) hands the text of a statement
+that starts with one of these words to its grammar here (`GRAMMARS`: first word ->
+grammar; CREATE / ALTER / DROP followed by one of `ROLE_WORDS` -> `parse_role`); the
+grammar reads it with planner.words and returns the node. Every node keeps `text` (the statement as written; the
 generator prints it back) and `verb` (its first word(s), for "VERB is not supported").
 Error positions are 1-based into `text`; the dialect moves them into the string it parses.
 
