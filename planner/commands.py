@@ -1,9 +1,10 @@
 """PostgreSQL's session commands as statement nodes: what the dialect makes of them, and their
 grammars.
 
-The dialect (planner/dialect.py, `COMMAND_STATEMENTS`) hands the text of a statement that
-starts with one of these words to its grammar here; the grammar reads it with
-planner.words and returns the node. Every node keeps `text` (the statement as written; the
+The dialect (planner/dialect.py, `Parser._parse_statement`) hands the text of a statement
+that starts with one of these words to its grammar here (`GRAMMARS`: first word ->
+grammar; CREATE / ALTER / DROP followed by one of `ROLE_WORDS` -> `parse_role`); the
+grammar reads it with planner.words and returns the node. Every node keeps `text` (the statement as written; the
 generator prints it back) and `verb` (its first word(s), for "VERB is not supported").
 Error positions are 1-based into `text`; the dialect moves them into the string it parses.
 
@@ -32,9 +33,11 @@ Error positions are 1-based into `text`; the dialect moves them into the string 
       | COPY (query) TO STDOUT ...            -> KuduCopy(spec = CopySpec, query = the
                                                  query's node: the (query), or SELECT cols
                                                  FROM t for COPY t TO)
-    EXPLAIN [ANALYZE] [VERBOSE] | EXPLAIN (option, ...) statement
+    EXPLAIN [ANALYZE [VERBOSE] | VERBOSE] statement
+      | EXPLAIN (option [value], ...) statement
                                               -> KuduExplain(this = the statement, analyze,
-                                                 offset of the statement in `text`)
+                                                 verbose, options, offset of the statement
+                                                 in `text`)
     UPSERT INTO ...                           -> KuduUpsert, an exp.Insert (Kudu's upsert:
                                                  insert, or update the row with that key)
 
@@ -48,13 +51,12 @@ COPY is the wire's sub-protocol. A command nobody runs is 0A000 `VERB is not sup
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import ClassVar
 
 from sqlglot import exp
 
 from planner.errors import SqlError
-from planner.words import Words
+from planner.words import Token, Words
 
 # -- nodes ----------------------------------------------------------------------------------
 
@@ -147,10 +149,12 @@ class KuduCopy(KuduCommand):
 
 
 class KuduExplain(KuduCommand):
-    """EXPLAIN [ANALYZE] statement: `this` the statement's node, `inner` its text, `offset`
-    where it starts in `text` (0-based)."""
+    """EXPLAIN [options] statement: `this` the statement's node, `inner` its text, `offset`
+    where it starts in `text` (0-based); `analyze` / `verbose` the options' values, `options`
+    every option as given ((name, value), ...: parse_explain)."""
 
-    arg_types: ClassVar[dict[str, bool]] = _args(this=1, analyze=1, inner=1, offset=1)
+    arg_types: ClassVar[dict[str, bool]] = _args(this=1, analyze=1, verbose=1, options=1,
+                                                 inner=1, offset=1)
 
 
 class KuduUpsert(exp.Insert):
@@ -484,19 +488,10 @@ def copy_spec(sql: str) -> CopySpec:
     qoff = 0
     t = w.peek()
     if t is not None and t.kind == "op" and t.text == "(":
-        depth, start = 0, t.pos
-        while True:
-            t = w.next()
-            if t is None:
-                raise SqlError("syntax error at end of input", "42601", len(sql) + 1)
-            if t.kind == "op" and t.text == "(":
-                depth += 1
-            elif t.kind == "op" and t.text == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-        query = sql[start + 1:t.pos].strip()
-        qoff = start + 1 + (len(sql[start + 1:t.pos]) - len(sql[start + 1:t.pos].lstrip()))
+        start, end = w.group()          # the (query), whatever operators it uses
+        body = sql[start + 1:end]
+        query = body.strip()
+        qoff = start + 1 + (len(body) - len(body.lstrip()))
     else:
         start = w.peek()
         table = w.ident()
@@ -620,16 +615,92 @@ def copy_spec(sql: str) -> CopySpec:
 
 # -- EXPLAIN --------------------------------------------------------------------------------
 
-_EXPLAIN = re.compile(r"^\s*explain\b\s*(?:\(\s*([a-z_,\s]*)\)|((?:\s*(?:analyze|analyse|verbose)"
-                      r"\b)*))", re.I)
+# EXPLAIN's options, PostgreSQL's: booleans but FORMAT. ANALYZE runs the statement; the
+# others are accepted and change nothing (kudusql's plans show no costs, buffers or summary).
+EXPLAIN_OPTIONS = ("analyze", "verbose", "costs", "buffers", "timing", "summary", "format")
+# what may follow EXPLAIN's "(" when it opens a parenthesised query, not the options
+_QUERY_START = ("select", "with", "values", "table", "(")
+
+
+def _explain_boolean(t: Token) -> bool | None:
+    """An option's boolean as PostgreSQL reads it (defGetBoolean): true / false / on / off
+    (words or strings, any case), 1 / 0; None for anything else."""
+    text = t.text.lower() if t.kind in ("word", "str") else t.text if t.kind == "num" else ""
+    return {"true": True, "on": True, "1": True,
+            "false": False, "off": False, "0": False}.get(text)
+
+
+def _explain_option(w: Words) -> tuple[str, bool | str]:
+    """One `option [value]` of EXPLAIN (...)."""
+    t = w.peek()
+    if t is None or t.kind != "word":
+        raise w.syntax_error()
+    w.next()
+    name = "analyze" if t.text == "analyse" else t.text
+    v = w.peek()
+    value = None if v is None or (v.kind == "op" and v.text in (",", ")")) else w.next()
+    if name not in EXPLAIN_OPTIONS:
+        raise SqlError(f'unrecognized EXPLAIN option "{name}"', "42601", t.pos + 1)
+    if name == "format":
+        if value is None:
+            raise SqlError("format requires a parameter", "42601", t.pos + 1)
+        fmt = value.text.lower()
+        if fmt in ("json", "xml", "yaml"):
+            raise SqlError(f"EXPLAIN (FORMAT {fmt.upper()}) is not supported: kudusql writes "
+                           "plans as text (FORMAT TEXT)", "0A000", value.pos + 1)
+        if fmt != "text":
+            raise SqlError(f'unrecognized value for EXPLAIN option "format": "{value.text}"',
+                           "22023", value.pos + 1)
+        return name, "text"
+    if value is None:
+        return name, True
+    b = _explain_boolean(value)
+    if b is None:
+        raise SqlError(f"{name} requires a Boolean value", "42601", value.pos + 1)
+    return name, b
 
 
 def parse_explain(sql: str) -> KuduExplain:
-    """EXPLAIN's options and where its statement starts; the dialect parses the statement."""
-    m = _EXPLAIN.match(sql)
-    opts = (m.group(1) or m.group(2) or "").lower()
-    return KuduExplain(text=sql, verb="EXPLAIN", analyze="analy" in opts,
-                       inner=sql[m.end():], offset=m.end())
+    """EXPLAIN's options and where its statement starts; the dialect parses the statement.
+
+        EXPLAIN [ANALYZE [VERBOSE] | VERBOSE] statement
+        EXPLAIN (option [value], ...) statement    -- option: EXPLAIN_OPTIONS
+
+    `analyze` is the value of ANALYZE (`EXPLAIN (ANALYZE false)` is a plain EXPLAIN),
+    `options` each option as given, in order; `offset` is where the statement's text
+    starts, just after the last token of EXPLAIN's options (`inner` is the text from there).
+    """
+    w = Words(sql)
+    w.accept("explain")
+    options: list[tuple[str, bool | str]] = []
+    t, after = w.peek(), w.peek(1)
+    if w.accept_any("analyze", "analyse"):
+        options.append(("analyze", True))
+        if w.accept("verbose"):
+            options.append(("verbose", True))
+    elif w.accept("verbose"):
+        options.append(("verbose", True))
+    elif t is not None and t.kind == "op" and t.text == "(" and not (
+            after is not None and after.kind in ("word", "op") and after.text in _QUERY_START):
+        w.next()
+        while True:
+            options.append(_explain_option(w))
+            if w.accept(")"):
+                break
+            if not w.accept(","):
+                raise w.syntax_error()
+    last = w.toks[w.i - 1]                  # EXPLAIN or the last token of its options
+    nxt = w.peek()
+    if nxt is None or (nxt.kind == "word" and nxt.text in ("analyze", "analyse", "verbose")):
+        raise w.syntax_error()              # no statement; or VERBOSE ANALYZE (PG's order)
+    given = dict(options)
+    analyze = bool(given.get("analyze", False))
+    if given.get("timing") is True and not analyze:
+        raise SqlError("EXPLAIN option TIMING requires ANALYZE", "22023")
+    offset = last.pos + len(last.raw)
+    return KuduExplain(text=sql, verb="EXPLAIN", analyze=analyze,
+                       verbose=bool(given.get("verbose", False)), options=tuple(options),
+                       inner=sql[offset:], offset=offset)
 
 
 # first word -> grammar (CREATE / ALTER / DROP take USER or ROLE next: see ROLE_WORDS)

@@ -29,8 +29,9 @@ changes a plan builds a new one (`dataclasses.replace`; `with_children`, `map_ex
 and `rewrite_nodes` rebuild a path or every node, sharing what did not change), so the
 bound plan the plan cache keeps is never edited by the rules. Their list fields are still
 lists, by convention not modified after construction; the sqlglot expressions inside are
-sqlglot's mutable trees (`rewrite_nodes` re-points a SubqueryRef at its subquery's new
-plan). The plan helpers every stage shares live here too: `conjuncts`, `and_all`, `keycol`,
+sqlglot's mutable trees, shared between a plan and the plans rebuilt from it, so no stage
+edits one in place (`with_subquery_plans` copies an expression before pointing its
+SubqueryRef at the subquery's new plan). The plan helpers every stage shares live here too: `conjuncts`, `and_all`, `keycol`,
 `refs`, `output_keys`, `all_nodes`, and the plan-only expression nodes `SubqueryRef` and
 `AvgOf` (their SQL text: planner.expr.render).
 """
@@ -471,14 +472,28 @@ def subquery_refs(node: Node) -> list[SubqueryRef]:
     return [s for e in node.expressions() for s in e.find_all(SubqueryRef)]
 
 
+def with_subquery_plans(node: Node, fn) -> Node:
+    """`node` with the plan of each scalar subquery its expressions reference replaced by
+    `fn(plan)`. The expressions holding a SubqueryRef are copied first (a new SubqueryRef
+    pointing at a new Output): the node's input plan shares them, and it may be the bound
+    plan the plan cache keeps, which no stage may edit."""
+    if not subquery_refs(node):
+        return node
+
+    def repoint(e: exp.Expression) -> exp.Expression:
+        if e.find(SubqueryRef) is None:
+            return e
+        e = e.copy()            # sqlglot copies the tree; the Output in `this` is shared
+        for ref in e.find_all(SubqueryRef):
+            ref.set("this", dataclasses.replace(ref.this, plan=fn(ref.this.plan)))
+        return e
+    return map_expressions(node, repoint)
+
+
 def rewrite_nodes(out: Output, fn) -> Output:
     """`out` with every node rebuilt bottom-up as `fn(node with rebuilt children)`, in the
-    plans of the scalar subqueries its expressions reference too. The SubqueryRef
-    expressions are pointed at their new plans (expressions are sqlglot trees, not plan
-    nodes)."""
+    plans of the scalar subqueries its expressions reference too (`with_subquery_plans`:
+    the SubqueryRefs of the new plan are new, those of `out` untouched)."""
     def visit(node: Node) -> Node:
-        node = fn(with_children(node, visit))
-        for ref in subquery_refs(node):
-            ref.set("this", dataclasses.replace(ref.this, plan=visit(ref.this.plan)))
-        return node
+        return with_subquery_plans(fn(with_children(node, visit)), visit)
     return dataclasses.replace(out, plan=visit(out.plan))

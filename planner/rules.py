@@ -17,7 +17,9 @@
     prune_columns         scans read only the columns something above them uses
 
 Plan nodes are frozen: a rule returns a new plan (`dataclasses.replace` from a changed
-node up to the root; unchanged subtrees are shared), never edits one in place. `RULES` is
+node up to the root; unchanged subtrees are shared), never edits one in place, nor the
+sqlglot expressions the new plan shares with it (a scalar subquery's SubqueryRef is
+re-pointed on a copy: logical.with_subquery_plans). `RULES` is
 a tuple of `Rule(name, apply)` in that order. Every rule can be switched off by
 name (`optimize(..., disabled=...)`, the `disabled_rules` context manager, or `SET
 kudusql.disabled_rules = 'name, ...'` in a session): a plan must give the same rows with
@@ -44,7 +46,6 @@ from planner import logical as L
 from planner.logical import all_nodes as _all_nodes
 from planner.logical import map_expressions as _map_exprs
 from planner.logical import rewrite_nodes as _rewrite_nodes
-from planner.logical import subquery_refs as _subquery_refs
 from planner.logical import SubqueryRef, and_all, conjuncts, output_keys, refs
 from planner.expr import coerce_literal_to, constant_value, fold_constants
 
@@ -186,12 +187,16 @@ def _implied(c: exp.Expression, keys: set[str]) -> exp.Expression | None:
     return _or_all(parts) if len(parts) > 1 else None
 
 
+def _pushed(plan: L.Node) -> L.Node:
+    """`push` over `plan` and over the plan of every scalar subquery in it (new
+    SubqueryRefs: the input plan's are left as they were)."""
+    def visit(node: L.Node) -> L.Node:
+        return L.with_subquery_plans(L.with_children(node, visit), _pushed)
+    return visit(push(plan, []))
+
+
 def rule_pushdown_predicates(out: L.Output, catalog) -> L.Output:
-    out = dataclasses.replace(out, plan=push(out.plan, []))
-    for n in list(_all_nodes(out.plan)):
-        for ref in _subquery_refs(n):
-            ref.set("this", dataclasses.replace(ref.this, plan=push(ref.this.plan, [])))
-    return out
+    return dataclasses.replace(out, plan=_pushed(out.plan))
 
 
 # -- scan_predicates -----------------------------------------------------------------------

@@ -14,7 +14,9 @@
   scan and its write (a concurrent DELETE) is simply not counted.
 - EXPLAIN [ANALYZE] <query>: the optimized plan tree (pushed predicates, projected columns,
   pruned tablets); ANALYZE runs it and adds rows and time per operator and the scans'
-  statistics (rows skipped by zone maps and lazy materialization).
+  statistics (rows skipped by zone maps and lazy materialization). The session passes
+  `analyze` as EXPLAIN's grammar read it (planner/commands.py: `EXPLAIN (ANALYZE false)` is
+  a plain EXPLAIN).
 - PREPARE / EXECUTE (the session keeps the names): `prepare` checks a PREPARE and returns
   its `PreparedSql`; `execute_arguments` casts EXECUTE's values to the parameter types.
 - `now()` / `current_timestamp` as a query's own result columns are timestamp with time

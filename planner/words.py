@@ -4,14 +4,21 @@ The dialect (planner/dialect.py) hands a command's text - SET, SHOW, BEGIN, COPY
 FETCH, CREATE USER, ... - to its grammar, which reads its operands through `Words`: a
 cursor over the statement's tokens (words, quoted identifiers, string literals, numbers,
 punctuation), comments skipped; string literals follow standard_conforming_strings
-(backslashes are literal, '' is a quote) plus E'...' escapes. Words are lower-cased,
-quoted identifiers kept as written, as PostgreSQL folds them.
+(backslashes are literal, '' is a quote) plus E'...' escapes and $tag$...$tag$ quoting.
+Words are lower-cased, quoted identifiers kept as written, as PostgreSQL folds them.
+
+Tokens are read lazily, as the grammar asks for them: a grammar that stops where a statement
+inside its command begins (EXPLAIN's statement, DECLARE's query) never reads that
+statement's operators (`||`, `~`, `@>` ...), which are the dialect's to parse. A character
+none of these tokens covers is a syntax error where a grammar reads it; `group()` reads a
+parenthesised part (COPY's (query)) whatever it holds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Iterator
 
 from planner.errors import SqlError
 
@@ -19,6 +26,7 @@ _TOKEN = re.compile(r"""
     (?P<ws>\s+|--[^\n]*|/\*.*?\*/)
   | (?P<estr>[eE]'(?:[^'\\]|\\.|'')*')
   | (?P<str>'(?:[^']|'')*')
+  | (?P<dstr>\$(?P<tag>(?:[A-Za-z_][A-Za-z0-9_]*)?)\$.*?\$(?P=tag)\$)
   | (?P<qid>"(?:[^"]|"")*")
   | (?P<num>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<param>\$\d+)
@@ -31,7 +39,8 @@ _ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "\\": "\\", "
 
 @dataclasses.dataclass(frozen=True)
 class Token:
-    kind: str      # word | qid | str | num | param | op
+    kind: str      # word | qid | str | num | param | op | other (a character no grammar
+                   # reads: a syntax error where one does)
     text: str      # words lower-cased; identifiers/strings unquoted
     raw: str
     pos: int       # 0-based offset in the statement
@@ -73,32 +82,49 @@ def _unescape_e(body: str) -> str:
     return "".join(out)
 
 
-def tokenize(sql: str) -> list[Token]:
-    out: list[Token] = []
+def _lex(sql: str) -> Iterator[Token]:
+    """The statement's tokens, one at a time; an unterminated quote is a LexError here."""
     pos = 0
     n = len(sql)
     while pos < n:
         m = _TOKEN.match(sql, pos)
         if m is None:
-            what = "unterminated quoted string" if sql[pos] in "'\"" else \
-                f'syntax error at or near "{sql[pos]}"'
-            raise LexError(what, position=pos + 1)
+            if sql[pos] in "'\"":
+                raise LexError("unterminated quoted string", position=pos + 1)
+            yield Token("other", sql[pos], sql[pos], pos)
+            pos += 1
+            continue
         kind = m.lastgroup
         raw = m.group()
         if kind == "ws":
             pass
         elif kind == "word":
-            out.append(Token("word", raw.lower(), raw, pos))
+            yield Token("word", raw.lower(), raw, pos)
         elif kind == "qid":
-            out.append(Token("qid", raw[1:-1].replace('""', '"'), raw, pos))
+            yield Token("qid", raw[1:-1].replace('""', '"'), raw, pos)
         elif kind == "str":
-            out.append(Token("str", raw[1:-1].replace("''", "'"), raw, pos))
+            yield Token("str", raw[1:-1].replace("''", "'"), raw, pos)
         elif kind == "estr":
-            out.append(Token("str", _unescape_e(raw[2:-1]), raw, pos))
+            yield Token("str", _unescape_e(raw[2:-1]), raw, pos)
+        elif kind == "dstr":
+            tag = len(m.group("tag")) + 2
+            yield Token("str", raw[tag:-tag], raw, pos)
         else:
-            out.append(Token(kind, raw, raw, pos))
+            yield Token(kind, raw, raw, pos)
         pos = m.end()
+
+
+def tokenize(sql: str) -> list[Token]:
+    """All the statement's tokens (a LexError for a character no token covers)."""
+    out = list(_lex(sql))
+    for t in out:
+        if t.kind == "other":
+            raise _unknown(t)
     return out
+
+
+def _unknown(t: Token) -> LexError:
+    return LexError(f'syntax error at or near "{t.raw}"', position=t.pos + 1)
 
 
 class Words:
@@ -106,17 +132,37 @@ class Words:
 
     def __init__(self, sql: str):
         self.sql = sql
-        self.toks = tokenize(sql)
-        while self.toks and self.toks[-1].raw == ";":
-            self.toks.pop()
+        self.toks: list[Token] = []          # the tokens read so far
+        self._lexer: Iterator[Token] | None = _lex(sql)
         self.i = 0
 
-    def peek(self, ahead: int = 0) -> Token | None:
-        j = self.i + ahead
+    def _fill(self, n: int) -> None:
+        """Read tokens until `n` are read or the statement ends; semicolons that end the
+        statement are not tokens."""
+        while len(self.toks) < n and self._lexer is not None:
+            t = next(self._lexer, None)
+            semis = []
+            while t is not None and t.raw == ";":
+                semis.append(t)
+                t = next(self._lexer, None)
+            if t is None:
+                self._lexer = None
+                return
+            self.toks.extend(semis)
+            self.toks.append(t)
+
+    def _token(self, j: int) -> Token | None:
+        self._fill(j + 1)
         return self.toks[j] if j < len(self.toks) else None
 
+    def peek(self, ahead: int = 0) -> Token | None:
+        t = self._token(self.i + ahead)
+        if t is not None and t.kind == "other":
+            raise _unknown(t)
+        return t
+
     def at_end(self) -> bool:
-        return self.i >= len(self.toks)
+        return self._token(self.i) is None
 
     def next(self) -> Token | None:
         t = self.peek()
@@ -147,6 +193,25 @@ class Words:
             self.i += 1
             return t.text
         return None
+
+    def group(self) -> tuple[int, int]:
+        """Read a parenthesised part, from the "(" that comes next to its matching ")",
+        whatever tokens it holds; the offsets of the two parentheses."""
+        t = self.peek()
+        if t is None or t.raw != "(":
+            raise self.syntax_error('Expected (')
+        start, depth = t.pos, 0
+        while True:
+            t = self._token(self.i)
+            if t is None:
+                raise SqlError("syntax error at end of input", "42601", len(self.sql) + 1)
+            self.i += 1
+            if t.kind == "op" and t.text == "(":
+                depth += 1
+            elif t.kind == "op" and t.text == ")":
+                depth -= 1
+                if depth == 0:
+                    return start, t.pos
 
     def rest(self) -> str:
         """The statement text from the current token on."""

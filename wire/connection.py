@@ -36,6 +36,9 @@ for a Bind outside a failed pipeline before the core sees it) and use: `statemen
 `flush`, `_read_more`, `_bind_params`, `_blocking`, `_begin_statement`,
 `_end_statement`, `_drop_portals` and `_on_sync`. They keep the names and the arguments
 they had when this module was the whole connection; the state behind them is the core's.
+The fast paths living on the adapter, not in the sans-I/O core, is a stated exception
+(wire/fastpath.py's docstring says why): keep these members' meaning when the core
+changes.
 """
 from __future__ import annotations
 

@@ -37,8 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from planner.commands import CopySpec, KuduCopy
-from planner.dialect import parse_sql
+from planner.commands import CopySpec
 from planner.errors import SqlError
 from wire import types as T
 
@@ -47,14 +46,6 @@ BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\0"
 BINARY_HEADER = BINARY_SIGNATURE + b"\0\0\0\0\0\0\0\0"
 BINARY_TRAILER = b"\xff\xff"
 MAX_REPORTED_FAILURES = 20
-
-
-def parse_copy(sql: str) -> CopySpec:
-    """The CopySpec of a COPY statement, as the dialect parses it (planner/commands.py)."""
-    stmts = parse_sql(sql)
-    if len(stmts) != 1 or not isinstance(stmts[0], KuduCopy):
-        raise SqlError("not a COPY statement", "42601")
-    return stmts[0].args["spec"]
 
 
 # -- COPY FROM --------------------------------------------------------------------------------

@@ -70,6 +70,33 @@ Outcomes are those of running each Execute in order:
 
 The unnamed (or named) portal is left as the last Execute would have left it: run, its
 statement and parameters those of the last set.
+
+Where this lives: a stated exception to the sans-I/O core
+----------------------------------------------------------
+The protocol core (wire/backend.py and its parts) is sans-I/O: `Backend.handle(message)`
+returns bytes and effects, knows no asyncio, and is driven with messages alone by
+tests/wire/test_backend.py. This module is the one deliberate exception: asyncio code on
+the adapter (wire/connection.py), which calls `on_bind(conn, bind)` for a Bind before the
+core sees it, and which reads and writes the connection's state through the adapter's
+members, private ones included. It is kept here on purpose (issue 17, fast data): these
+paths exist to remove the per-operation fixed cost - in issue 17's profile of a point
+select, ~150 of ~205 us of event-loop time were wire and object plumbing - so they build
+the reply bytes directly on the event loop and skip what the core costs per message (a
+Portal and a StatementResult, effect objects, generator round trips; for a batch, one
+statement per Execute). The look-ahead also reads the socket itself (`_read_more`),
+which the core cannot. The price is coupling to the adapter: a change to the core's state
+behind these members must keep their meaning. tests/wire/test_fastpath.py,
+test_fastpath_writes.py and test_pipelined_batch.py run each fast path and the ordinary
+path (`fast_paths=False`) and compare every reply, which is what catches a drift.
+
+The adapter members used (wire/connection.py; most forward to the core's state):
+- public: `statements`, `portals`, `tx` (`status`, `in_block`, `check`), `session`,
+  `config` (`fast_paths`), `batch_off`, `pushback`, `decoder` (`next`), `send`, `flush`;
+- private: `_read_more` (read the socket into the decoder: the batch look-ahead),
+  `_bind_params` (the core's `bind_params`, driven to its end), `_blocking` (a call in the
+  server's thread pool: a batch's or a key write's engine write), `_begin_statement` /
+  `_end_statement` (the statement timeout's timer and the core's `running` flag),
+  `_drop_portals`, `_on_sync`.
 """
 
 from __future__ import annotations

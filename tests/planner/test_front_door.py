@@ -7,6 +7,7 @@ needs a server)."""
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
 from planner import commands as C
 from planner.ddl import parse
@@ -93,6 +94,59 @@ def test_errors_inside_commands_point_into_the_statement(sql, position):
     with pytest.raises(SqlError) as ei:
         parse(sql)
     assert ei.value.sqlstate == "42601" and ei.value.position == position
+
+
+def test_command_grammars_leave_the_statements_inside_to_the_dialect():
+    """A command's grammar reads its own words; the query inside (DECLARE's, COPY's) may
+    use any operator, and a `)` in a string does not end COPY's (query)."""
+    (d,) = parse("DECLARE c CURSOR FOR SELECT 'a' || 'b' ~ 'x'")
+    assert isinstance(d.args["query"], exp.Select)
+    (cp,) = parse("COPY (SELECT $$)$$ || 'b' @> 'c') TO STDOUT")
+    assert cp.args["spec"].query == "SELECT $$)$$ || 'b' @> 'c'"
+    with pytest.raises(SqlError) as ei:           # where the grammar reads it: an error
+        parse("CLOSE a ~")
+    assert (ei.value.sqlstate, ei.value.position) == ("42601", 9)
+
+
+@pytest.mark.parametrize("sql, analyze, verbose, statement", [
+    ("EXPLAIN SELECT 1", False, False, "SELECT 1"),
+    ("EXPLAIN ANALYSE VERBOSE SELECT 1", True, True, "SELECT 1"),
+    ("EXPLAIN VERBOSE SELECT 1", False, True, "SELECT 1"),
+    ("EXPLAIN /* c */ ANALYZE -- d\n SELECT 1", True, False, "SELECT 1"),
+    ("EXPLAIN (ANALYZE false) SELECT 1", False, False, "SELECT 1"),
+    ("EXPLAIN (ANALYZE off, VERBOSE) SELECT 1", False, True, "SELECT 1"),
+    ("EXPLAIN (analyze 1, costs false, buffers, timing on, summary 'true', format text) "
+     "SELECT 1", True, False, "SELECT 1"),
+    ("EXPLAIN (SELECT 1)", False, False, "(SELECT 1)"),      # a query, not options
+    ("explain (Analyze) select 'a' || 'b'", True, False, "SELECT 'a' || 'b'"),
+])
+def test_explain_options_are_read_by_its_grammar(sql, analyze, verbose, statement):
+    (e,) = parse(sql)
+    assert (e.args["analyze"], e.args["verbose"]) == (analyze, verbose)
+    assert e.this.sql(dialect=KuduSQL, comments=False) == statement
+    assert e.args["inner"].strip() == sql[e.args["offset"]:].strip()
+
+
+@pytest.mark.parametrize("sql, sqlstate, message, position", [
+    ("EXPLAIN (COSTS, FOO) SELECT 1", "42601", 'unrecognized EXPLAIN option "foo"', 17),
+    ("EXPLAIN (ANALYZE maybe) SELECT 1", "42601", "analyze requires a Boolean value", 18),
+    ("EXPLAIN (FORMAT JSON) SELECT 1", "0A000",
+     "EXPLAIN (FORMAT JSON) is not supported: kudusql writes plans as text (FORMAT TEXT)", 17),
+    ("EXPLAIN (FORMAT csv) SELECT 1", "22023",
+     'unrecognized value for EXPLAIN option "format": "csv"', 17),
+    ("EXPLAIN (FORMAT) SELECT 1", "42601", "format requires a parameter", 10),
+    ("EXPLAIN (TIMING) SELECT 1", "22023", "EXPLAIN option TIMING requires ANALYZE", None),
+    ("EXPLAIN () SELECT 1", "42601", 'syntax error at or near ")"', 10),
+    ("EXPLAIN (ANALYZE SELECT 1", "42601", "analyze requires a Boolean value", 18),
+    ("EXPLAIN VERBOSE ANALYZE SELECT 1", "42601", 'syntax error at or near "ANALYZE"', 17),
+    ("EXPLAIN ANALYZE", "42601", "syntax error at end of input", 16),
+    ("EXPLAIN (ANALYZE) SELEC 1", "42601", 'syntax error at or near "SELEC"', 19),
+])
+def test_explain_option_errors_are_postgresqls(sql, sqlstate, message, position):
+    with pytest.raises(SqlError) as ei:
+        parse(sql)
+    assert (ei.value.sqlstate, ei.value.message, ei.value.position) == \
+        (sqlstate, message, position)
 
 
 @pytest.fixture(scope="module")

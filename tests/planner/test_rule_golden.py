@@ -146,5 +146,26 @@ def test_rules_return_a_new_plan_and_leave_the_bound_one_as_it_was(tmp_path):
             assert text(alone) != before, f"{rule} did nothing here: the check is void"
         with pytest.raises(dataclasses.FrozenInstanceError):
             alone.plan.input = None
+
+        # a scalar subquery: its plan hangs off a SubqueryRef expression that the optimized
+        # plan shares with the bound one; re-pointing it in place edited the bound plan (the
+        # plan cache's: fold_constants left `d.id > 2` in it)
+        sql = ("SELECT e.name FROM emp e WHERE e.id = 1 + 1 AND e.dept = (SELECT max(d.id) "
+               "FROM dept d WHERE d.id > 1 + 1 AND d.dname = 'eng' AND ((d.id > 0 AND "
+               "d.dname > 'a') OR (d.id > 0 AND d.dname < 'z')))")
+        bound = Binder(catalog, sql, [], subquery_runner(catalog)).bind_query(
+            sqlglot.parse_one(sql, read=KuduSQL))
+
+        def text_all(out):          # every node, the subqueries' too, and what refs them
+            return [repr(n) for n in L.all_nodes(out.plan)] + \
+                [line for n in L.all_nodes(out.plan) for line in [n.label(), *L.describe(n)]]
+        assert any(L.subquery_refs(n) for n in L.walk(bound.plan)), "no SubqueryRef: void"
+        before = text_all(bound)
+        for rule in RULE_NAMES:
+            alone = optimize(bound, catalog, disabled=frozenset(RULE_NAMES) - {rule})
+            assert text_all(bound) == before, f"{rule} edited the bound plan's subquery"
+            assert text_all(alone) != before, f"{rule} did nothing here: the check is void"
+        optimize(bound, catalog)                        # all rules, one after the other
+        assert text_all(bound) == before
     finally:
         catalog.close()

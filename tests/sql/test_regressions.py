@@ -570,6 +570,27 @@ def test_explain_parenthesises_an_or_among_conjuncts(con):
                      "(x.a = y.a AND y.c > 10) ORDER BY 1") == [(1,), (2,), (3,), (4,)]
 
 
+def test_explain_analyze_false_does_not_run_the_query(con):
+    # EXPLAIN's options were spotted by a regex looking for "analy": ANALYZE false ran the
+    # query and printed row counts; PostgreSQL reads it as a plain EXPLAIN
+    failing = "SELECT 1 / (a - a) FROM t"                  # 22012 only when it runs
+    assert err(con, f"EXPLAIN (ANALYZE) {failing}").sqlstate == "22012"
+    for sql in (f"EXPLAIN (ANALYZE false) {failing}", f"EXPLAIN (ANALYZE off) {failing}",
+                f"EXPLAIN (VERBOSE, ANALYZE 0, COSTS false) {failing}"):
+        plan = "\n".join(r[0] for r in rows(con, sql))
+        assert "rows=" not in plan and "Execution Time" not in plan, (sql, plan)
+
+
+def test_explain_skips_comments_between_its_options(con):
+    # the regex did not skip comments: `EXPLAIN /* c */ ANALYZE SELECT 1` handed
+    # "ANALYZE SELECT 1" to the parser, a syntax error at SELECT
+    for sql in ("EXPLAIN /* c */ ANALYZE SELECT a FROM t",
+                "EXPLAIN ANALYZE -- why\n VERBOSE SELECT a FROM t",
+                "EXPLAIN ( /* opts */ ANALYZE true ) SELECT a FROM t"):
+        plan = [r[0] for r in rows(con, sql)]
+        assert plan[-1].startswith("Execution Time:") and plan[-1].endswith("(4 rows)"), plan
+
+
 def test_text_to_bytea_reads_postgresql_input_formats(con):
     # the cast kept the text's own bytes: '\x00ff'::bytea was the six bytes of '\x00ff'
     assert rows(con, r"SELECT '\x00ff'::bytea, '\x 00 FF'::bytea") == [(b"\x00\xff", b"\x00\xff")]

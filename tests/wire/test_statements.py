@@ -8,7 +8,7 @@ import datetime as dt
 import psycopg
 import pytest
 
-from wire import copy as C
+from planner.dialect import parse_sql
 
 
 @pytest.fixture(scope="module")
@@ -144,19 +144,25 @@ def test_copy_formats_round_trip(conn):
     assert conn.execute("SELECT count(*) FROM st WHERE k BETWEEN 40 AND 42").fetchone() == (1,)
 
 
+def _copy_spec(sql: str):
+    """The CopySpec of a COPY statement, as the dialect parses it (planner/commands.py)."""
+    (node,) = parse_sql(sql)
+    return node.args["spec"]
+
+
 def test_copy_statement_parsing():
-    s = C.parse_copy("COPY public.t (a, \"B\") FROM STDIN WITH (FORMAT 'csv', HEADER, "
+    s = _copy_spec("COPY public.t (a, \"B\") FROM STDIN WITH (FORMAT 'csv', HEADER, "
                      "DELIMITER '|', QUOTE '''', NULL '')")
     assert (s.table, s.columns, s.format, s.delimiter, s.quote, s.escape, s.header) == \
         ("t", ("a", "B"), "csv", "|", "'", "'", True)
-    s = C.parse_copy("COPY  ( select * from t ) TO STDOUT ")
+    s = _copy_spec("COPY  ( select * from t ) TO STDOUT ")
     assert s.query == "select * from t" and s.direction == "to"
-    s = C.parse_copy("copy t from stdin binary")
+    s = _copy_spec("copy t from stdin binary")
     assert s.format == "binary"
     for bad in ("COPY t FROM '/etc/passwd'", "COPY t TO PROGRAM 'ls'",
                 "COPY t FROM STDIN (FORMAT json)", "COPY t FROM STDIN (FORCE_QUOTE *)"):
         with pytest.raises(Exception) as ei:
-            C.parse_copy(bad)
+            _copy_spec(bad)
         assert getattr(ei.value, "sqlstate", None) in ("0A000", "22023", "42601")
 
 
@@ -166,3 +172,19 @@ def test_extended_protocol_with_dates_and_nulls(conn):
     assert cur.fetchall() == [(1, dt.date(2024, 1, 2))]
     cur.execute("SELECT k FROM st WHERE v = %s OR %s IS NULL ORDER BY k LIMIT 1", ("b", None))
     assert cur.fetchall() == [(1,)]
+
+
+def test_cursor_and_copy_queries_may_use_any_operator(conn):
+    """The command grammars read their own words only: DECLARE's query and COPY's (query)
+    are the dialect's. Before, the grammars' tokenizer read the whole statement and failed
+    on operators it did not know: `DECLARE c CURSOR FOR SELECT v || 'x' ...` and
+    `COPY (SELECT v || 'x' ...) TO STDOUT` were 'syntax error at or near "|"'."""
+    conn.execute("BEGIN")
+    try:
+        conn.execute("DECLARE ops CURSOR FOR SELECT v || '!' FROM st WHERE k = 1")
+        assert conn.execute("FETCH ALL FROM ops").fetchall() == [("a!",)]
+    finally:
+        conn.execute("ROLLBACK")
+    cur = conn.cursor()
+    with cur.copy("COPY (SELECT v || ')', v ~ '^a' FROM st WHERE k = 1) TO STDOUT") as cp:
+        assert b"".join(cp) == b"a)\tt\n"
