@@ -28,7 +28,8 @@ Key columns not in the projection are read for the ordering and dropped from the
 
 This reads Tablet internals (`_read_view`, `_bounds`, `_components`' rowsets, `_to_batch`)
 the way `Tablet._open_scan` does; it lives here so the tablet's unordered hot path stays as
-it is (a seam to make public with the other tserver ones, notes/13.md).
+it is (a seam to make public together with the other Tablet internals the tablet server
+reads).
 """
 
 from __future__ import annotations
