@@ -43,7 +43,8 @@ leader adds the new one as a learner, promotes it once caught up and then evicts
 one (engine/consensus/raft.py). The catalog follows the leader's reported configuration
 (`set_replicas`); a server that comes back with an evicted replica is told to delete it.
 The new replica catches up from the leader's log; if that log was GC'd past what it needs,
-it would need a tablet copy, which is not implemented (docs/cluster.md).
+the leader's Raft asks for a tablet copy and the new replica copies the tablet's files from
+the leader (engine/tserver/tablet_copy.py; docs/cluster.md, "Failure handling").
 """
 
 from __future__ import annotations
