@@ -29,7 +29,8 @@ result of every applied request is remembered per client, so
   - a retry proposed again while an earlier copy is in the log (a leader change in
     between) is caught *at apply time*: the second entry finds the id applied and is
     skipped on every replica alike (apply is deterministic in log order).
-Clients send the lowest sequence number they still wait for; results below it are dropped.
+Clients send the lowest sequence number they still wait for; results below it are dropped
+(on the leader), and results older than 10 minutes on every replica (`ResultTracker`).
 The tracker is rebuilt from the entries re-applied after a restart (those after the flushed
 state); a retry of a request older than that is not recognised (documented limit).
 
@@ -106,20 +107,59 @@ class TabletNotRunning(RemoteError):
 
 
 class ResultTracker:
-    def __init__(self):
-        self._done: dict[str, dict[int, dict]] = {}
+    """Results of applied requests by (client id, sequence number), for exactly-once retries.
+
+    Two ways a result is forgotten (Kudu's ResultTracker does both):
+      - `gc(client, first_incomplete)`: the client no longer waits for anything below that
+        number (sent with each write; only the leader sees it, so only it prunes this way);
+      - age: a result recorded more than `retain_s` ago is dropped on every replica, and a
+        client with nothing left is forgotten. Without this a follower, which never sees
+        `first_incomplete`, kept every result it ever applied, and every client id (each
+        front end, Spark executor and restart makes a new one) stayed forever. A retry
+        comes within the client's operation deadline (30 s by default), so the default of
+        10 minutes keeps every result a retry can still ask for.
+    The sweep runs from `record`, at most every `retain_s / 10`.
+    """
+
+    RETAIN_S = 600.0
+
+    def __init__(self, retain_s: float = RETAIN_S, clock=time.monotonic):
+        self._done: dict[str, dict[int, tuple[float, dict]]] = {}
+        self._retain_s = retain_s
+        self._clock = clock
+        self._next_sweep = clock() + retain_s / 10
 
     def get(self, client_id: str, seq: int) -> dict | None:
-        return self._done.get(client_id, {}).get(seq)
+        got = self._done.get(client_id, {}).get(seq)
+        return None if got is None else got[1]
 
     def record(self, client_id: str, seq: int, result: dict) -> None:
-        self._done.setdefault(client_id, {})[seq] = result
+        now = self._clock()
+        self._done.setdefault(client_id, {})[seq] = (now, result)
+        if now >= self._next_sweep:
+            self._sweep(now)
 
     def gc(self, client_id: str, first_incomplete: int) -> None:
         d = self._done.get(client_id)
         if d and len(d) > 64:
             for s in [s for s in d if s < first_incomplete]:
                 del d[s]
+
+    def _sweep(self, now: float) -> None:
+        self._next_sweep = now + self._retain_s / 10
+        oldest = now - self._retain_s
+        for cid in list(self._done):
+            d = self._done[cid]
+            for s in [s for s, (t, _) in d.items() if t < oldest]:
+                del d[s]
+            if not d:
+                del self._done[cid]
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self._done.values())
+
+    def clients(self) -> int:
+        return len(self._done)
 
 
 class _RaftLogView:

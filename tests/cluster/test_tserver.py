@@ -231,3 +231,37 @@ def test_a_request_in_the_log_twice_is_applied_once(servers):
     again = c.put(_leader(ts).addr, {"tablet": "t1", "client_id": "c9", "seq": 7},
                   _rows([2]))
     assert again["num_applied"] == 1 and again["row_errors"] == []
+
+
+def test_result_tracker_forgets_old_results_and_idle_clients():
+    from engine.tserver.tablet_replica import ResultTracker
+    now = [0.0]
+    rt = ResultTracker(retain_s=100.0, clock=lambda: now[0])
+    rt.record("a", 1, {"n": 1})
+    rt.record("b", 1, {"n": 2})
+    now[0] = 50.0
+    rt.record("a", 2, {"n": 3})
+    assert rt.get("a", 1) == {"n": 1} and len(rt) == 3
+    now[0] = 120.0   # a's first and b's only result are past retain_s; the sweep is due
+    rt.record("a", 3, {"n": 4})
+    assert rt.get("a", 1) is None and rt.get("b", 1) is None
+    assert rt.get("a", 2) == {"n": 3} and rt.clients() == 1 and len(rt) == 2
+    for seq in range(4, 80):               # the client's first_incomplete prunes too
+        rt.record("a", seq, {})
+    rt.gc("a", 70)
+    assert rt.get("a", 69) is None and rt.get("a", 70) == {}
+
+
+def test_followers_forget_results_by_age(servers):
+    """A follower never sees a client's first_incomplete: without the age rule its tracker
+    kept every result it applied (found reading the code, issue 13's review)."""
+    from engine.tserver.tablet_replica import ResultTracker
+    ts, c = servers["ts"], servers["client"]
+    for t in ts:
+        t.replicas["t1"].tracker = ResultTracker(retain_s=0.3)
+    for seq in range(1, 6):
+        _write(c, ts, seq, [seq], client_id=f"client-{seq}")
+    _wait(lambda: all(_count(t) == 5 for t in ts))
+    time.sleep(0.4)
+    _write(c, ts, 6, [6], client_id="late")   # its record runs the due sweep everywhere
+    _wait(lambda: all(t.replicas["t1"].tracker.clients() == 1 for t in ts))
