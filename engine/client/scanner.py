@@ -111,6 +111,8 @@ def scan_tablet(rt, ticket: dict, stats=None) -> Iterator[pa.RecordBatch]:
     rng = random.Random()
     last_key: bytes | None = None
     pinned = ticket.get("snapshot")
+    if pinned is not None:
+        c.observe_ts(pinned[0])  # what this client read: its later writes are stamped after
     yielded = False
     deadline = time.monotonic() + c.timeout_s
     delay, last_err = 0.02, None
@@ -157,6 +159,7 @@ def scan_tablet(rt, ticket: dict, stats=None) -> Iterator[pa.RecordBatch]:
                     last_key = m["key"]
                     if pinned is None:
                         pinned = [m["ts"], True]
+                        c.observe_ts(m["ts"])
                 if not any_replica:
                     loc.leader = uuid
                 if stats is not None:

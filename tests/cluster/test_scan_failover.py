@@ -107,6 +107,31 @@ def test_closest_replica_snapshot_scans_match_the_leaders(cluster):
         near_cat.close()
 
 
+def test_a_scan_moves_the_clients_timestamp_past_its_snapshot(cluster):
+    """Client-propagated timestamps (paper 2.5-2.6) cover reads as well as writes: after a
+    scan at snapshot S the client carries S, so whatever it writes next, on any server, is
+    stamped after S and a re-read at S stays repeatable. (Scans did not count before.)"""
+    with cluster.connect() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS rts (k BIGINT PRIMARY KEY) PARTITION BY "
+                     "HASH (k) PARTITIONS 3 WITH (replication_factor = 3)")
+        conn.execute("INSERT INTO rts SELECT i FROM generate_series(1, 300) AS s(i)")
+    writer, reader = _catalog(cluster), _catalog(cluster, replica_selection=CLOSEST_REPLICA)
+    try:
+        snap = writer.table("rts").scan(["k"]).timestamp
+        assert reader.client.last_ts == 0
+        assert sum(b.num_rows for b in reader.table("rts").scan(["k"], snapshot=snap)) == 300
+        assert reader.client.last_ts >= snap
+        before = reader.client.last_ts
+        for b in reader.table("rts").scan(["k"]):   # a snapshot Table picks: observed too
+            pass
+        assert reader.client.last_ts >= before
+        r = reader.table("rts").insert({"k": [1000]})
+        assert r.ok and reader.client.last_ts > snap
+    finally:
+        writer.close()
+        reader.close()
+
+
 def test_scan_tokens_read_the_tablet_servers_directly(cluster):
     """Kudu's scan tokens (kudusql/spark/cluster.py) without Spark: planned by one client,
     serialised, turned back into scanners by another client (an executor) — equal to the
