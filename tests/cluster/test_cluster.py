@@ -238,6 +238,21 @@ def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
                 time.sleep(0.3)
             with c.connect() as conn:
                 assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 300
+    # RF is checked against *live* servers: 4 registered, 2 of them dead -> RF 3 refused
+    second = next(u for u in tservers if u != victim)
+    os.kill(tservers[second]["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:
+        with c.connect() as conn:
+            try:
+                conn.execute("CREATE TABLE rf3 (k BIGINT PRIMARY KEY) "
+                             "PARTITION BY HASH (k) PARTITIONS 2 WITH (replication_factor = 3)")
+            except Exception as e:  # noqa: BLE001 - psycopg's error class
+                assert "not enough live tablet servers" in str(e), e
+                break
+            conn.execute("DROP TABLE rf3")  # the master had not noticed the death yet
+        assert time.monotonic() < deadline, "RF 3 accepted with 2 live tablet servers"
+        time.sleep(0.5)
     rpc.close()
 
 
