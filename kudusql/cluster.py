@@ -137,7 +137,9 @@ def cmd_tserver(args) -> int:
     ts = TabletServer(args.data_dir, host, port, _secret(args), _masters(args.masters),
                       tick_ms=args.tick_ms, election_ticks=args.election_ticks,
                       heartbeat_ms=args.heartbeat_ms, fsync=not args.no_fsync,
-                      http_port=args.http_port or None, http_host=args.http_host, tls=tls)
+                      http_port=args.http_port or None, http_host=args.http_host, tls=tls,
+                      log_retention_entries=args.log_retention_entries,
+                      wal_segment_bytes=args.wal_segment_bytes)
     print(f"kudusql tserver {ts.uuid} on {ts.addr}{_tls_note(tls)}{_http_note(ts.http)}",
           flush=True)
     try:
@@ -302,6 +304,28 @@ def _spawn(data_dir: str, name: str, argv: list[str]) -> int:
     return p.pid
 
 
+def _log_argv(doc: dict) -> list[str]:
+    """A tablet server's log flags as `cluster start` was given them (older cluster.json
+    files have none: the defaults)."""
+    out = []
+    if doc.get("log_retention_entries"):
+        out += ["--log-retention-entries", str(doc["log_retention_entries"])]
+    if doc.get("wal_segment_bytes"):
+        out += ["--wal-segment-bytes", str(doc["wal_segment_bytes"])]
+    return out
+
+
+def _log_args(p) -> None:
+    p.add_argument("--log-retention-entries", type=int, default=10_000,
+                   help="Raft log entries a replica keeps for peers that fall behind; one "
+                        "further behind gets a tablet copy (Kudu: --log_max_segments_to_"
+                        "retain; default: %(default)s)")
+    p.add_argument("--wal-segment-bytes", type=int, default=None,
+                   help="size at which a replica's log rolls to a new segment; the log is "
+                        "GC'd a segment at a time (Kudu: --log_segment_size_mb; default: "
+                        "8 MiB)")
+
+
 def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
     masters = ",".join(m["addr"] for m in doc["masters"])
     common = ["--rpc-secret-file", os.path.join(data_dir, SECRET_FILE)]
@@ -322,7 +346,8 @@ def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
             common + tls + timing
     if proc["role"] == "tserver":
         return ["tserver", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters",
-                masters, "--heartbeat-ms", str(doc["heartbeat_ms"])] + common + tls + timing
+                masters, "--heartbeat-ms", str(doc["heartbeat_ms"])] + common + tls + timing \
+            + _log_argv(doc)
     return ["serve", "--masters", masters, "--host", "127.0.0.1", "--port",
             str(proc["port"])] + common + (["--rpc-ca", cert] if doc.get("tls") else [])
 
@@ -409,6 +434,8 @@ def cmd_cluster_start(args) -> int:
                "tick_ms": args.tick_ms, "election_ticks": args.election_ticks,
                "heartbeat_ms": args.heartbeat_ms,
                "tserver_unresponsive_s": args.tserver_unresponsive_timeout,
+               "log_retention_entries": args.log_retention_entries,
+               "wal_segment_bytes": args.wal_segment_bytes,
                "no_fsync": args.no_fsync, "tls": bool(args.rpc_tls)}
         if not os.path.exists(os.path.join(data_dir, SECRET_FILE)):
             create_secret_file(os.path.join(data_dir, SECRET_FILE))
@@ -606,6 +633,7 @@ def add_commands(sub) -> None:
     t.add_argument("--masters", required=True, help="the masters' HOST:PORT, comma-separated")
     t.add_argument("--heartbeat-ms", type=int, default=1000,
                    help="heartbeat interval to the master (default: %(default)s)")
+    _log_args(t)
     _secret_arg(t)
     _tls_args(t, server=True)
     _http_args(t)
@@ -627,6 +655,7 @@ def add_commands(sub) -> None:
                    help="masters, 1 or 3 (first start only; default: %(default)s)")
     s.add_argument("--port", type=int, default=5433,
                    help="the SQL front end's port (first start only; default: %(default)s)")
+    _log_args(s)
     s.add_argument("--heartbeat-ms", type=int, default=500,
                    help="tablet server heartbeat interval (default: %(default)s)")
     s.add_argument("--tserver-unresponsive-timeout", type=float, default=60.0,

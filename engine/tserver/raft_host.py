@@ -363,6 +363,7 @@ class RaftHost:
         with self.lock:
             return {"role": self.role, "term": self.raft.term, "leader": self.raft.leader_uuid,
                     "commit_index": self.raft.commit_index,
+                    "first_index": self.storage.first_index,
                     "last_index": self.storage.last_index,
                     "applied_index": self.raft.last_applied,
                     "member_type": self.raft.member_type(),

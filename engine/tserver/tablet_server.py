@@ -54,6 +54,7 @@ process serves /metrics, /status.json and a status page (engine/tserver/status.p
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import json
 import logging
 import os
@@ -119,7 +120,8 @@ class TabletServer:
                  tick_ms: int = 100, election_ticks: int = 10, heartbeat_ms: int = 1000,
                  fsync: bool = True, tablet_config: TabletConfig | None = None,
                  log_retention_entries: int = 10_000, http_port: int | None = None,
-                 http_host: str = "127.0.0.1", tls: TlsConfig | None = None):
+                 http_host: str = "127.0.0.1", tls: TlsConfig | None = None,
+                 wal_segment_bytes: int | None = None):
         os.makedirs(os.path.join(data_dir, "tablets"), exist_ok=True)
         self.data_dir = data_dir
         self.uuid = load_or_create_uuid(data_dir)
@@ -130,6 +132,8 @@ class TabletServer:
                                         log_retention_entries=log_retention_entries)
         self.config = tablet_config or TabletConfig(fsync=fsync,
                                                     wal_sync="commit" if fsync else "never")
+        if wal_segment_bytes:
+            self.config = dataclasses.replace(self.config, wal_segment_bytes=wal_segment_bytes)
         self.clock = HybridClock()
         self.rpc_client = RpcClient(secret, tls=tls)  # masters, Raft peers, tablet copies
         self.transport = Transport(self.rpc_client)

@@ -95,6 +95,16 @@ def cluster4(tmp_path):
 
 
 @pytest.fixture
+def cluster4_short_log(tmp_path):
+    """cluster4 whose replicas keep only 20 log entries for a lagging peer, in 4 KB log
+    segments: a new replica cannot catch up from the log and needs a tablet copy."""
+    yield from _run(LocalCluster(str(tmp_path / "cluster"), 4,
+                                 ("--tserver-unresponsive-timeout", "3",
+                                  "--log-retention-entries", "20",
+                                  "--wal-segment-bytes", "4096")))
+
+
+@pytest.fixture
 def cluster3m(tmp_path):
     """Three masters (the sys catalog replicated by Raft), three tablet servers."""
     yield from _run(LocalCluster(str(tmp_path / "cluster"), 3, ("--masters", "3")))
