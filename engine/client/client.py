@@ -321,8 +321,22 @@ class RemoteCatalog:
     def _unsupported(self, what: str):
         raise NotSupportedOnCluster(f"{what} is not supported on a cluster yet")
 
-    def set_properties(self, *a, **k):
-        self._unsupported("ALTER TABLE ... SET / COMMENT ON")
+    def _alter(self, name: str, kind: str, **payload) -> TableMetadata:
+        """One ALTER TABLE through the leader master; the answer (the table's new entry)
+        replaces this front end's cached metadata at once."""
+        self._forget_name(name)
+        meta = self._remember({"table": self.client.master_call(
+            "alter_table", {"name": name, "kind": kind, **payload})})
+        self._by_name[name] = meta
+        self._fetched[name] = time.monotonic()
+        return meta
+
+    def set_properties(self, name: str, properties: dict | None = None,
+                       comment: Any = ..., unset=()) -> TableMetadata:
+        """ALTER TABLE SET/UNSET TBLPROPERTIES, COMMENT (comment=None clears it)."""
+        extra = {} if comment is ... else {"comment": comment}
+        return self._alter(name, "set_properties", properties=dict(properties or {}),
+                           unset=list(unset), **extra)
 
     def add_range_partition(self, *a, **k):
         self._unsupported("ALTER TABLE ... ADD RANGE PARTITION")

@@ -48,6 +48,7 @@ it would need a tablet copy, which is not implemented (docs/cluster.md).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -94,7 +95,7 @@ class Master:
         self.server = RpcServer(host, port, secret, self.metrics.instrument({
             "raft": self._h_raft, "tserver_heartbeat": self._h_heartbeat,
             "create_table": self._h_create_table, "drop_table": self._h_drop_table,
-            "rename_table": self._h_rename_table, "list_tables": self._h_list_tables,
+            "rename_table": self._h_rename_table, "alter_table": self._h_alter_table, "list_tables": self._h_list_tables,
             "get_table": self._h_get_table, "locations": self._h_locations,
             "list_tservers": lambda p: self.tservers(), "status": lambda p: self.status(),
             "list_replicas": self._h_list_replicas}), tls=tls)
@@ -398,6 +399,32 @@ class Master:
                 raise TableExists(f'table "{p["new_name"]}" already exists')
             t = dict(t, name=p["new_name"])
             self.catalog.propose({"op": "put_table", "table": t})
+        return t
+
+    def _h_alter_table(self, p: dict) -> dict:
+        """ALTER TABLE on a cluster: {name, kind, ...}; the table's new entry back.
+
+        kind `set_properties` {properties, unset, comment?}: metadata only (SET / UNSET
+        TBLPROPERTIES, COMMENT ON TABLE; a missing `comment` keeps the comment)."""
+        self._require_leader()
+        kind = p.get("kind")
+        handler = {"set_properties": self._alter_properties}.get(kind)
+        if handler is None:
+            raise errors.InvalidArgument(f"unknown ALTER TABLE kind {kind!r}")
+        with self._ddl_lock:
+            t = self._by_name(p["name"])
+            if t is None:
+                raise errors.NotFound(f'table "{p["name"]}" does not exist')
+            return handler(TableMetadata.from_dict(t), p)
+
+    def _alter_properties(self, meta: TableMetadata, p: dict) -> dict:
+        props = {**meta.properties, **(p.get("properties") or {})}
+        for k in p.get("unset") or ():
+            props.pop(k, None)
+        new = dataclasses.replace(meta, properties=props,
+                                  comment=p["comment"] if "comment" in p else meta.comment)
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t})
         return t
 
     def _h_list_tables(self, p) -> list[str]:
