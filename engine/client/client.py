@@ -88,6 +88,13 @@ class NotSupportedOnCluster(errors.NotSupported):
     sqlstate = "0A000"
 
 
+class TabletDropped(errors.EngineError):
+    """A statement reached a tablet that a concurrent DROP RANGE PARTITION removed: nothing
+    of its share was applied; running the statement again routes it afresh."""
+
+    sqlstate = "40001"
+
+
 _RETRYABLE = (RemoteError, Unreachable)
 
 
@@ -211,6 +218,10 @@ class RemoteCatalog:
     def _remember(self, resp: dict) -> TableMetadata:
         meta = TableMetadata.from_dict(resp["table"])
         with self._lock:
+            old = self._meta.get(meta.id)
+            if old is not None:  # tablets of dropped range partitions
+                for tid in set(old.tablet_ids) - set(meta.tablet_ids):
+                    self._locs.pop(tid, None)
             self._meta[meta.id] = meta
             for tid, info in resp.get("locations", {}).items():
                 loc = self._locs.get(tid)
@@ -267,7 +278,12 @@ class RemoteCatalog:
             self.refresh_locations(table_id)
             loc = self._locs.get(tablet_id)
             if loc is None:
-                raise errors.NotFound(f"tablet {tablet_id} is not in the catalog (dropped)")
+                meta = self._meta[table_id]
+                self._forget_name(meta.name)
+                raise TabletDropped(
+                    f'tablet {tablet_id} of table "{meta.name}" was dropped (ALTER TABLE '
+                    f"... DROP RANGE PARTITION) after this statement read the table's "
+                    f"partitions; run the statement again")
         return loc
 
     # -- DDL ------------------------------------------------------------------------------
@@ -338,11 +354,23 @@ class RemoteCatalog:
         return self._alter(name, "set_properties", properties=dict(properties or {}),
                            unset=list(unset), **extra)
 
-    def add_range_partition(self, *a, **k):
-        self._unsupported("ALTER TABLE ... ADD RANGE PARTITION")
+    def add_range_partition(self, name: str, spec, if_not_exists: bool = False
+                            ) -> TableMetadata:
+        """ALTER TABLE ADD [IF NOT EXISTS] RANGE PARTITION: the master places and creates
+        one tablet per hash bucket; returns once each has a leader (at most 10 s)."""
+        ps = self.get_table(name).partition_schema  # range columns never change
+        meta = self._alter(name, "add_range_partition", range=ps.range_to_json(spec),
+                           if_not_exists=if_not_exists)
+        self._wait_for_leaders(meta)
+        return meta
 
-    def drop_range_partition(self, *a, **k):
-        self._unsupported("ALTER TABLE ... DROP RANGE PARTITION")
+    def drop_range_partition(self, name: str, spec, if_exists: bool = False
+                             ) -> TableMetadata:
+        """ALTER TABLE DROP [IF EXISTS] RANGE PARTITION: the range's tablets (and rows)
+        are deleted."""
+        ps = self.get_table(name).partition_schema
+        return self._alter(name, "drop_range_partition", range=ps.range_to_json(spec),
+                           if_exists=if_exists)
 
     def add_column(self, *a, **k):
         self._unsupported("ALTER TABLE ... ADD COLUMN")
@@ -441,6 +469,8 @@ class RemoteTablet:
                     raise  # the table was dropped meanwhile: no point retrying
                 except errors.EngineError as e:
                     last = e
+                if self.tablet_id not in self.catalog.table_metadata(self.meta.id).tablet_ids:
+                    self.catalog.locations(self.tablet_id, self.meta.id)  # raises TabletDropped
                 loc = self.catalog.locations(self.tablet_id, self.meta.id)
                 continue
             uuid, addr = cands[0]

@@ -58,6 +58,7 @@ import uuid as uuidlib
 
 from engine import errors
 from engine.catalog.catalog import TableExists, validate_replication_factor
+from engine.catalog.partition import RangePartitionExists
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.partition import PartitionSchema
 from engine.clock import HybridClock
@@ -180,8 +181,9 @@ class Master:
         initial = cat.initial.get(tid, [])
         peers = [[p, cat.tservers.get(p, "")] for p in initial] \
             if uuid is None or uuid in initial else []
+        schema, version = cat.created.get(tid, (t["schema"], t.get("schema_version", 0)))
         return {"tablet_id": tid, "table_id": t["id"], "table_name": t["name"],
-                "schema": t["schema"], "peers": peers}
+                "schema": schema, "schema_version": version, "peers": peers}
 
     def live_tservers(self) -> dict[str, str]:
         now = time.monotonic()
@@ -341,10 +343,13 @@ class Master:
         self._push_replicas(t)
         return t
 
-    def _push_replicas(self, t: dict) -> None:
-        """Ask the chosen servers to create the replicas now (heartbeats retry it)."""
+    def _push_replicas(self, t: dict, only: set[str] | None = None) -> None:
+        """Ask the chosen servers to create the replicas (of the tablets in `only`, default
+        all) now (heartbeats retry it)."""
         specs = []
         for x in t["tablets"]:
+            if only is not None and x["tablet_id"] not in only:
+                continue
             spec = self._replica_spec(t, x["tablet_id"])
             for u, addr in spec["peers"]:
                 specs.append((addr, spec))
@@ -379,14 +384,7 @@ class Master:
             peers = {x["tablet_id"]: list(self.catalog.replicas.get(x["tablet_id"], []))
                      for x in t["tablets"]}
             self.catalog.propose({"op": "drop_table", "id": t["id"]})
-        for tid, us in peers.items():
-            for u in us:
-                addr = self.catalog.tservers.get(u)
-                try:
-                    self.rpc_client.call(addr, "delete_replica", {"tablet_id": tid},
-                                         timeout_s=3)
-                except errors.EngineError:
-                    pass  # the heartbeat's delete list finishes it
+        self._delete_replicas(peers)
         return {"dropped": True}
 
     def _h_rename_table(self, p: dict) -> dict:
@@ -405,10 +403,18 @@ class Master:
         """ALTER TABLE on a cluster: {name, kind, ...}; the table's new entry back.
 
         kind `set_properties` {properties, unset, comment?}: metadata only (SET / UNSET
-        TBLPROPERTIES, COMMENT ON TABLE; a missing `comment` keeps the comment)."""
+        TBLPROPERTIES, COMMENT ON TABLE; a missing `comment` keeps the comment).
+        kind `add_range_partition` {range, if_not_exists}: one new tablet per hash bucket,
+        placed like CREATE TABLE's (power of two choices among live servers, refused if
+        fewer than the replication factor are live), recorded, created on the servers.
+        kind `drop_range_partition` {range, if_exists}: the range's tablets leave the
+        catalog, then their replicas are deleted (the rows go with them).
+        `range`: PartitionSchema.range_to_json."""
         self._require_leader()
         kind = p.get("kind")
-        handler = {"set_properties": self._alter_properties}.get(kind)
+        handler = {"set_properties": self._alter_properties,
+                   "add_range_partition": self._alter_add_range,
+                   "drop_range_partition": self._alter_drop_range}.get(kind)
         if handler is None:
             raise errors.InvalidArgument(f"unknown ALTER TABLE kind {kind!r}")
         with self._ddl_lock:
@@ -426,6 +432,60 @@ class Master:
         t = new.to_dict()
         self.catalog.propose({"op": "put_table", "table": t})
         return t
+
+    def _alter_add_range(self, meta: TableMetadata, p: dict) -> dict:
+        ps0 = meta.partition_schema
+        try:
+            ps = ps0.add_range_partition(ps0.range_from_json(p["range"]))
+        except RangePartitionExists:
+            if p.get("if_not_exists"):
+                return meta.to_dict()
+            raise
+        old = {x.identity: tid for x, tid in meta.tablets()}
+        fresh = [x for x in ps.partitions if x.identity not in old]
+        rf = meta.replication_factor
+        live = self._wait_live(rf)
+        if len(live) < rf:
+            raise errors.InvalidArgument(
+                f"not enough live tablet servers to add a range partition to table "
+                f'"{meta.name}" with replication factor {rf}: {len(live)} live')
+        new_ids = {x.identity: uuidlib.uuid4().hex for x in fresh}
+        ids = tuple(old.get(x.identity) or new_ids[x.identity] for x in ps.partitions)
+        new = dataclasses.replace(meta, partition_schema=ps, tablet_ids=ids)
+        placement = self._place(len(fresh), rf, live)
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t,
+                              "replicas": dict(zip(new_ids.values(), placement))})
+        self._push_replicas(t, set(new_ids.values()))
+        return t
+
+    def _alter_drop_range(self, meta: TableMetadata, p: dict) -> dict:
+        ps0 = meta.partition_schema
+        spec = ps0.range_from_json(p["range"])
+        if p.get("if_exists") and not ps0.has_range_partition(spec):
+            return meta.to_dict()
+        ps = ps0.drop_range_partition(spec)
+        keep = {x.identity for x in ps.partitions}
+        gone = [tid for x, tid in meta.tablets() if x.identity not in keep]
+        ids = tuple(tid for x, tid in meta.tablets() if x.identity in keep)
+        new = dataclasses.replace(meta, partition_schema=ps, tablet_ids=ids)
+        peers = {tid: list(self.catalog.replicas.get(tid, [])) for tid in gone}
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t})
+        self._delete_replicas(peers)
+        return t
+
+    def _delete_replicas(self, peers: dict[str, list[str]]) -> None:
+        """Ask the servers to delete these replicas now (heartbeats finish it: a server
+        reporting a replica the catalog does not name is told to delete it)."""
+        for tid, us in peers.items():
+            for u in us:
+                addr = self.catalog.tservers.get(u)
+                try:
+                    self.rpc_client.call(addr, "delete_replica", {"tablet_id": tid},
+                                         timeout_s=3)
+                except errors.EngineError:
+                    pass
 
     def _h_list_tables(self, p) -> list[str]:
         self._require_leader()

@@ -261,13 +261,14 @@ class TabletReplica(RaftHost):
     @staticmethod
     def create(directory: str, tablet_id: str, table_id: str, table_name: str,
                schema: Schema, peers: list[tuple[str, str]], config: TabletConfig,
-               clock: Clock) -> None:
+               clock: Clock, schema_version: int = 0) -> None:
         """Lay out a new replica (before its first open): tablet, initial Raft config."""
         tmp = directory + ".tmp"
         if os.path.exists(tmp):
                 shutil.rmtree(tmp)
         os.makedirs(tmp)
-        t = Tablet.create(os.path.join(tmp, "tablet"), schema, config=config, clock=clock)
+        t = Tablet.create(os.path.join(tmp, "tablet"), schema, config=config, clock=clock,
+                          schema_version=schema_version)
         t.close()
         cfg = RaftConfig(0, tuple(RaftPeer(u, addr=a) for u, a in peers))
         RaftHost.create_metadata(tmp, ConsensusMetadata(0, None, cfg), config.fsync)

@@ -14,7 +14,9 @@ MaintenanceManager for all tablets (flushes, compactions).
 
 RPCs (DoAction unless said otherwise)
     raft             [(tablet id, message)]: Raft traffic between replicas
-    create_replica   {tablet_id, table_id, table_name, schema, peers: [[uuid, addr]]}
+    create_replica   {tablet_id, table_id, table_name, schema, schema_version,
+                     peers: [[uuid, addr]]}: the schema (and version) the tablet was
+                     created with, which its log's entries start from
     delete_replica   {tablet_id}
     DoPut write      {tablet, client_id, seq, first_incomplete, ts}; rows with an `__op`
                      column -> {timestamp, num_applied, row_errors} (leader only)
@@ -208,7 +210,8 @@ class TabletServer:
             if not os.path.exists(d):
                 TabletReplica.create(d, tid, p["table_id"], p["table_name"],
                                      Schema.from_dict(p["schema"]),
-                                     [tuple(x) for x in p["peers"]], self.config, self.clock)
+                                     [tuple(x) for x in p["peers"]], self.config, self.clock,
+                                     p.get("schema_version", 0))
             self._open_replica(tid)
         return {"created": True}
 
