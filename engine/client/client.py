@@ -372,14 +372,17 @@ class RemoteCatalog:
         return self._alter(name, "drop_range_partition", range=ps.range_to_json(spec),
                            if_exists=if_exists)
 
-    def add_column(self, *a, **k):
-        self._unsupported("ALTER TABLE ... ADD COLUMN")
+    def add_column(self, name: str, column, if_not_exists: bool = False) -> TableMetadata:
+        """ALTER TABLE ADD COLUMN: replicated through every tablet's Raft log (master:
+        `_alter_columns`); returns once every tablet's leader has it."""
+        return self._alter(name, "add_column", column=column.to_dict(),
+                           if_not_exists=if_not_exists)
 
-    def drop_column(self, *a, **k):
-        self._unsupported("ALTER TABLE ... DROP COLUMN")
+    def drop_column(self, name: str, column: str, if_exists: bool = False) -> TableMetadata:
+        return self._alter(name, "drop_column", column=column, if_exists=if_exists)
 
-    def rename_column(self, *a, **k):
-        self._unsupported("ALTER TABLE ... RENAME COLUMN")
+    def rename_column(self, name: str, old: str, new: str) -> TableMetadata:
+        return self._alter(name, "rename_column", old=old, new=new)
 
     def tablet_path(self, tablet_id: str):
         self._unsupported("reading a tablet's files (SHOW TABLETS sizes)")
@@ -529,16 +532,41 @@ class RemoteTablet:
         if table.num_rows == 0:
             return WriteResult(0, 0, [])
         c = self.client
-        seq = c.next_seq()
-        body = table.append_column(OP_COLUMN, pa.array(op_arr, pa.int8()))
-        try:
-            def call(addr):
-                return c.rpc.put(addr, {"tablet": self.tablet_id, "client_id": c.client_id,
-                                        "seq": seq, "first_incomplete": c.first_incomplete(),
-                                        "ts": c.last_ts}, body)
-            out = self._retry(call, "write")
-        finally:
-            c.done_seq(seq)
+        schema, version = self.schema, self.meta.schema_version
+        for _ in range(10):
+            seq = c.next_seq()
+            body = table.append_column(OP_COLUMN, pa.array(op_arr, pa.int8()))
+            try:
+                def call(addr):
+                    return c.rpc.put(addr, {
+                        "tablet": self.tablet_id, "client_id": c.client_id, "seq": seq,
+                        "first_incomplete": c.first_incomplete(), "ts": c.last_ts,
+                        "schema_version": version}, body)
+                out = self._retry(call, "write")
+            finally:
+                c.done_seq(seq)
+            if "schema_mismatch" not in out:
+                break
+            # The table was altered since this statement read its metadata: nothing of
+            # this share was applied. Same columns (by id) under the tablet's names, sent
+            # again as a new request; a column the tablet no longer has fails the write.
+            self.catalog._forget_name(self.meta.name)
+            now = Schema.from_dict(out["schema_mismatch"]["schema"])
+            names = []
+            for n in table.column_names:
+                cid = schema.column(n).id
+                if not now.has_column_id(cid):
+                    raise errors.ColumnNotFound(
+                        f'column "{n}" of relation "{self.meta.name}" was dropped by a '
+                        f"concurrent ALTER TABLE; nothing of this write was applied to "
+                        f"tablet {self.tablet_id}")
+                names.append(now.column_by_id(cid).name)
+            table = table.rename_columns(names)
+            schema, version = now, out["schema_mismatch"]["version"]
+        else:
+            raise errors.ServiceUnavailable(
+                f'table "{self.meta.name}" kept changing (ALTER TABLE) while a write to '
+                f"tablet {self.tablet_id} was converted to its schema; run it again")
         if "error" in out:
             e = out["error"]
             err = errors.EngineError(e["message"])
@@ -568,10 +596,21 @@ class RemoteTablet:
 
     def lookup(self, key, columns=None, snapshot=None):
         snap = _snapshot_ts(snapshot)
-        return self._retry(lambda a: self.client.rpc.call(a, "lookup", {
-            "tablet": self.tablet_id, "key": list(key),
-            "columns": None if columns is None else list(columns), "snapshot": snap}),
-            "lookup")
+        return self._refresh_on_change(lambda: self._retry(
+            lambda a: self.client.rpc.call(a, "lookup", {
+                "tablet": self.tablet_id, "key": list(key),
+                "columns": None if columns is None else list(columns), "snapshot": snap,
+                "schema_version": self.meta.schema_version}), "lookup"))
+
+    def _refresh_on_change(self, fn):
+        """Run fn; if a server says the table was altered since (40001), forget the cached
+        metadata so the statement, run again, plans with the new schema."""
+        try:
+            return fn()
+        except errors.EngineError as e:
+            if getattr(e, "sqlstate", None) == "40001":
+                self.catalog._forget_name(self.meta.name)
+            raise
 
     def scan(self, columns=None, predicates=(), snapshot=None, lower_key=None,
              upper_key=None, lazy=True, stats=None):
@@ -580,8 +619,17 @@ class RemoteTablet:
                   "predicates": list(predicates), "snapshot": _snapshot_ts(snapshot),
                   "lower_key": None if lower_key is None else list(lower_key),
                   "upper_key": None if upper_key is None else list(upper_key),
-                  "lazy": lazy, "ts": self.client.last_ts}
-        return scan_tablet(self, ticket, stats)
+                  "lazy": lazy, "ts": self.client.last_ts,
+                  "schema_version": self.meta.schema_version}
+        return self._scan_refreshing(scan_tablet(self, ticket, stats))
+
+    def _scan_refreshing(self, it):
+        while True:
+            try:
+                b = self._refresh_on_change(lambda: next(it))
+            except StopIteration:
+                return
+            yield b
 
     def diff_scan(self, *a, **k):
         raise NotSupportedOnCluster("diff scans are not supported on a cluster yet")

@@ -57,7 +57,8 @@ import time
 import uuid as uuidlib
 
 from engine import errors
-from engine.catalog.catalog import TableExists, validate_replication_factor
+from engine.catalog.catalog import ColumnExists, TableExists, _check_identifier, \
+    _check_num_columns, validate_replication_factor
 from engine.catalog.partition import RangePartitionExists
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.partition import PartitionSchema
@@ -66,7 +67,7 @@ from engine.consensus.consensus_metadata import ConsensusMetadata
 from engine.consensus.messages import RaftConfig, RaftPeer
 from engine.consensus.raft import RaftOptions
 from engine.rpc.rpc import RemoteError, RpcClient, RpcServer, TlsConfig
-from engine.schema import Schema
+from engine.schema import ColumnSchema, Schema
 from engine.master.sys_catalog import SysCatalog
 from engine.metrics.metrics import ServerMetrics, dir_bytes, process_status
 from engine.metrics.webserver import StatusServer
@@ -200,6 +201,7 @@ class Master:
                     continue
                 if self._leader_since is None:
                     self._leader_since = time.monotonic()
+                self._finish_pending_alters()
                 self._rereplicate()
             except Exception:  # noqa: BLE001 - retried at the next round
                 log.exception("re-replication round failed")
@@ -409,19 +411,27 @@ class Master:
         fewer than the replication factor are live), recorded, created on the servers.
         kind `drop_range_partition` {range, if_exists}: the range's tablets leave the
         catalog, then their replicas are deleted (the rows go with them).
-        `range`: PartitionSchema.range_to_json."""
+        `range`: PartitionSchema.range_to_json.
+        kinds `add_column` {column, if_not_exists}, `drop_column` {column, if_exists},
+        `rename_column` {old, new}: a schema change (`_alter_columns`).
+        A table whose schema change is still pending has it finished first."""
         self._require_leader()
         kind = p.get("kind")
         handler = {"set_properties": self._alter_properties,
                    "add_range_partition": self._alter_add_range,
-                   "drop_range_partition": self._alter_drop_range}.get(kind)
+                   "drop_range_partition": self._alter_drop_range,
+                   "add_column": self._alter_columns, "drop_column": self._alter_columns,
+                   "rename_column": self._alter_columns}.get(kind)
         if handler is None:
             raise errors.InvalidArgument(f"unknown ALTER TABLE kind {kind!r}")
         with self._ddl_lock:
             t = self._by_name(p["name"])
             if t is None:
                 raise errors.NotFound(f'table "{p["name"]}" does not exist')
-            return handler(TableMetadata.from_dict(t), p)
+            meta = TableMetadata.from_dict(t)
+            if meta.pending_schema is not None:
+                meta = TableMetadata.from_dict(self._finish_alter(meta))
+            return handler(meta, p)
 
     def _alter_properties(self, meta: TableMetadata, p: dict) -> dict:
         props = {**meta.properties, **(p.get("properties") or {})}
@@ -474,6 +484,122 @@ class Master:
         self.catalog.propose({"op": "put_table", "table": t})
         self._delete_replicas(peers)
         return t
+
+    def _alter_columns(self, meta: TableMetadata, p: dict) -> dict:
+        """ADD / DROP / RENAME COLUMN (Kudu's AlterTable): the target schema is recorded as
+        pending (put_table), then each tablet's leader replicates it through the tablet's
+        Raft log (`alter_schema`: an ALTER_SCHEMA entry every replica applies in log order
+        with Tablet.alter_schema(schema, version), idempotent by version), and once every
+        tablet's leader has applied it the table is published with schema = target and
+        schema_version + 1 (`_finish_alter`). If a tablet does not answer in time the alter
+        stays pending: the monitor loop and the table's next DDL finish it."""
+        kind, schema, name = p["kind"], meta.schema, meta.name
+        if kind == "add_column":
+            col = ColumnSchema.from_dict(p["column"])
+            _check_identifier("column", col.name)
+            if schema.has_column(col.name):
+                if p.get("if_not_exists"):
+                    return meta.to_dict()
+                raise ColumnExists(f'column "{col.name}" of relation "{name}" already exists')
+            _check_num_columns(len(schema.columns) + 1)
+            target = schema.add_column(col)
+        elif kind == "drop_column":
+            col = p["column"]
+            if not schema.has_column(col):
+                if p.get("if_exists"):
+                    return meta.to_dict()
+                raise errors.ColumnNotFound(
+                    f'column "{col}" of relation "{name}" does not exist')
+            target = schema.drop_column(col)
+        else:
+            old, new = p["old"], p["new"]
+            _check_identifier("column", new)
+            if not schema.has_column(old):
+                raise errors.ColumnNotFound(
+                    f'column "{old}" of relation "{name}" does not exist')
+            if schema.has_column(new):
+                raise ColumnExists(f'column "{new}" of relation "{name}" already exists')
+            target = schema.rename_column(old, new)
+        pending = dataclasses.replace(meta, pending_schema=target)
+        self.catalog.propose({"op": "put_table", "table": pending.to_dict()})
+        return self._finish_alter(pending)
+
+    def _finish_alter(self, meta: TableMetadata, timeout_s: float = 30.0) -> dict:
+        """Bring every tablet of `meta` to its pending schema (version + 1) through its
+        leader, then publish. Caller holds _ddl_lock. Raises ServiceUnavailable (the alter
+        stays pending) if a tablet has not applied it within `timeout_s`."""
+        target, version = meta.pending_schema, meta.schema_version + 1
+        body = target.to_dict()
+        deadline = time.monotonic() + timeout_s
+        failed: dict[str, str] = {}
+
+        def one(tid: str) -> None:
+            delay, last = 0.05, "no leader"
+            while True:
+                lead = self._reported_leader(tid)
+                cands = [self.catalog.tservers.get(lead[0])] if lead else []
+                cands += [self.catalog.tservers.get(u) for u in
+                          self.catalog.replicas.get(tid, []) if not lead or u != lead[0]]
+                for addr in [a for a in cands if a]:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    try:
+                        self.rpc_client.call(addr, "alter_schema", {
+                            "tablet": tid, "schema": body, "version": version,
+                            "timeout_s": max(0.5, min(10.0, left - 0.5))},
+                            timeout_s=max(1.0, min(11.0, left)))
+                        return
+                    except errors.InvalidArgument as e:
+                        failed[tid] = f"refused: {e}"
+                        return
+                    except errors.EngineError as e:  # not the leader, unreachable, timeout
+                        last = str(e)
+                if time.monotonic() + delay > deadline:
+                    failed[tid] = last
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+        threads = [threading.Thread(target=one, args=(tid,), daemon=True)
+                   for tid in meta.tablet_ids]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=timeout_s + 15)
+        if failed:
+            tid, why = next(iter(failed.items()))
+            raise errors.ServiceUnavailable(
+                f'ALTER TABLE "{meta.name}": {len(failed)} of {len(meta.tablet_ids)} '
+                f"tablets did not apply the schema change within {timeout_s:.0f} s (tablet "
+                f"{tid}: {why}); it stays pending and the master finishes it when they "
+                f"answer")
+        ps = meta.partition_schema
+        for c in target.columns:  # RENAME COLUMN renames partition columns too
+            if meta.schema.has_column_id(c.id):
+                was = meta.schema.column_by_id(c.id).name
+                if was != c.name:
+                    ps = ps.renamed(was, c.name, target)
+        new = dataclasses.replace(meta, schema=target, schema_version=version,
+                                  partition_schema=ps, pending_schema=None)
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t})
+        return t
+
+    def _finish_pending_alters(self) -> None:
+        """(Monitor loop) roll forward the schema changes left pending."""
+        if not self._ddl_lock.acquire(blocking=False):
+            return
+        try:
+            for t in list(self.catalog.tables.values()):
+                if t.get("pending_schema") is not None:
+                    try:
+                        self._finish_alter(TableMetadata.from_dict(t), timeout_s=5.0)
+                        log.info("finished the pending schema change of table %s", t["name"])
+                    except errors.EngineError as e:
+                        log.info("pending schema change of %s: %s", t["name"], e)
+        finally:
+            self._ddl_lock.release()
 
     def _delete_replicas(self, peers: dict[str, list[str]]) -> None:
         """Ask the servers to delete these replicas now (heartbeats finish it: a server
