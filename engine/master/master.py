@@ -76,6 +76,13 @@ from engine.tserver.raft_host import RaftHost, Transport
 log = logging.getLogger(__name__)
 
 
+class AlterPending(errors.ServiceUnavailable):
+    """A schema change not yet applied by every tablet (their leaders did not answer in
+    time); it stays recorded as pending and the master finishes it in the background."""
+
+    sqlstate = "57P03"
+
+
 class Master:
     def __init__(self, data_dir: str, host: str, port: int, secret: str,
                  masters: list[str] | None = None, tick_ms: int = 100,
@@ -121,6 +128,7 @@ class Master:
         self._leader_since: float | None = None
         self._led_term, self._led_since = -1, 0.0
         self._pending: dict[str, float] = {}  # tablet id -> when a replacement was started
+        self._refused_alters: set[tuple[str, int]] = set()  # (table id, version) refused
         self._thread = threading.Thread(target=self._tick_loop, daemon=True, name="ticker")
         self._thread.start()
         self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
@@ -429,8 +437,20 @@ class Master:
             if t is None:
                 raise errors.NotFound(f'table "{p["name"]}" does not exist')
             meta = TableMetadata.from_dict(t)
+            timeout_s = min(120.0, max(1.0, float(p.get("timeout_s") or 30.0)))
             if meta.pending_schema is not None:
-                meta = TableMetadata.from_dict(self._finish_alter(meta))
+                pending = meta
+                meta = TableMetadata.from_dict(self._finish_alter(pending, timeout_s))
+                if handler == self._alter_columns:
+                    try:
+                        target = self._column_target(pending, p)
+                    except errors.EngineError:
+                        target = None
+                    if target is not None and target == pending.pending_schema:
+                        # this very ALTER, retried (e.g. after a master failover): done
+                        return meta.to_dict()
+            if handler == self._alter_columns:
+                return handler(meta, p, timeout_s)
             return handler(meta, p)
 
     def _alter_properties(self, meta: TableMetadata, p: dict) -> dict:
@@ -485,21 +505,17 @@ class Master:
         self._delete_replicas(peers)
         return t
 
-    def _alter_columns(self, meta: TableMetadata, p: dict) -> dict:
-        """ADD / DROP / RENAME COLUMN (Kudu's AlterTable): the target schema is recorded as
-        pending (put_table), then each tablet's leader replicates it through the tablet's
-        Raft log (`alter_schema`: an ALTER_SCHEMA entry every replica applies in log order
-        with Tablet.alter_schema(schema, version), idempotent by version), and once every
-        tablet's leader has applied it the table is published with schema = target and
-        schema_version + 1 (`_finish_alter`). If a tablet does not answer in time the alter
-        stays pending: the monitor loop and the table's next DDL finish it."""
+    @staticmethod
+    def _column_target(meta: TableMetadata, p: dict) -> Schema | None:
+        """The schema an ADD / DROP / RENAME COLUMN request makes of `meta`'s (None: an IF
+        [NOT] EXISTS that does nothing); raises the request's SQL error."""
         kind, schema, name = p["kind"], meta.schema, meta.name
         if kind == "add_column":
             col = ColumnSchema.from_dict(p["column"])
             _check_identifier("column", col.name)
             if schema.has_column(col.name):
                 if p.get("if_not_exists"):
-                    return meta.to_dict()
+                    return None
                 raise ColumnExists(f'column "{col.name}" of relation "{name}" already exists')
             _check_num_columns(len(schema.columns) + 1)
             target = schema.add_column(col)
@@ -507,7 +523,7 @@ class Master:
             col = p["column"]
             if not schema.has_column(col):
                 if p.get("if_exists"):
-                    return meta.to_dict()
+                    return None
                 raise errors.ColumnNotFound(
                     f'column "{col}" of relation "{name}" does not exist')
             target = schema.drop_column(col)
@@ -520,9 +536,22 @@ class Master:
             if schema.has_column(new):
                 raise ColumnExists(f'column "{new}" of relation "{name}" already exists')
             target = schema.rename_column(old, new)
+        return target
+
+    def _alter_columns(self, meta: TableMetadata, p: dict, timeout_s: float = 30.0) -> dict:
+        """ADD / DROP / RENAME COLUMN (Kudu's AlterTable): the target schema is recorded as
+        pending (put_table), then each tablet's leader replicates it through the tablet's
+        Raft log (`alter_schema`: an ALTER_SCHEMA entry every replica applies in log order
+        with Tablet.alter_schema(schema, version), idempotent by version), and once every
+        tablet's leader has applied it the table is published with schema = target and
+        schema_version + 1 (`_finish_alter`). If a tablet does not answer in time the alter
+        stays pending: the monitor loop and the table's next DDL finish it."""
+        target = self._column_target(meta, p)
+        if target is None:
+            return meta.to_dict()
         pending = dataclasses.replace(meta, pending_schema=target)
         self.catalog.propose({"op": "put_table", "table": pending.to_dict()})
-        return self._finish_alter(pending)
+        return self._finish_alter(pending, timeout_s)
 
     def _finish_alter(self, meta: TableMetadata, timeout_s: float = 30.0) -> dict:
         """Bring every tablet of `meta` to its pending schema (version + 1) through its
@@ -567,9 +596,16 @@ class Master:
             th.start()
         for th in threads:
             th.join(timeout=timeout_s + 15)
+        refused = {t: w for t, w in failed.items() if w.startswith("refused")}
+        if refused:  # deterministic (every replica applies the same entry): no retries
+            self._refused_alters.add((meta.id, version))
+            tid, why = next(iter(refused.items()))
+            raise errors.InvalidArgument(
+                f'ALTER TABLE "{meta.name}": tablet {tid} {why}; the change stays pending '
+                f"and is not retried in the background")
         if failed:
             tid, why = next(iter(failed.items()))
-            raise errors.ServiceUnavailable(
+            raise AlterPending(
                 f'ALTER TABLE "{meta.name}": {len(failed)} of {len(meta.tablet_ids)} '
                 f"tablets did not apply the schema change within {timeout_s:.0f} s (tablet "
                 f"{tid}: {why}); it stays pending and the master finishes it when they "
@@ -592,7 +628,8 @@ class Master:
             return
         try:
             for t in list(self.catalog.tables.values()):
-                if t.get("pending_schema") is not None:
+                if t.get("pending_schema") is not None and \
+                        (t["id"], t.get("schema_version", 0) + 1) not in self._refused_alters:
                     try:
                         self._finish_alter(TableMetadata.from_dict(t), timeout_s=5.0)
                         log.info("finished the pending schema change of table %s", t["name"])

@@ -374,3 +374,62 @@ def test_writes_racing_with_alters_are_neither_lost_nor_misfiled(mcluster):
     assert not {f[0] for f in failures} & set(rows), "a refused insert was applied"
     print(f"\n{len(acked)} racing inserts acknowledged, all present; "
           f"{len(failures)} refused with 42703")
+
+
+def test_alter_left_pending_is_finished_when_the_tablets_come_back(mcluster):
+    """Two of three tablet servers down: the ALTER cannot reach a majority of any tablet,
+    fails in its (shortened) time with 57P03 and stays pending in the catalog; once the
+    servers are back the master finishes it by itself. The same ALTER sent again while it
+    is pending finishes the pending one (not "already exists": a client's retry after a
+    master failover)."""
+    import os
+    import signal
+    from engine import errors
+    from engine.schema import ColumnSchema, DataType
+    from kudusql.cluster import restart_process, rpc_client_for
+    c = mcluster
+    with c.connect() as conn:
+        conn.execute("CREATE TABLE pd (k BIGINT PRIMARY KEY, v TEXT) PARTITION BY HASH (k) "
+                     "PARTITIONS 2 WITH (replication_factor = 3)")
+        conn.execute("INSERT INTO pd SELECT x, 'a' FROM generate_series(1, 50) g(x)")
+        tablets = {row[0] for row in conn.execute("SHOW TABLETS pd").fetchall()}
+    master = next(p for p in c.processes() if p["role"] == "master")["addr"]
+    down = [p for p in c.processes() if p["role"] == "tserver"][1:]
+    for p in down:
+        os.kill(p["pid"], signal.SIGKILL)
+    for p in down:
+        _wait_dead(p["pid"])
+    rpc = rpc_client_for(c.dir, 30)
+    req = {"name": "pd", "kind": "add_column", "timeout_s": 3,
+           "column": ColumnSchema("z", DataType.INT64, default=3).to_dict()}
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(errors.EngineError) as ei:
+            rpc.call(master, "alter_table", req, timeout_s=30)
+        assert ei.value.sqlstate == "57P03" and "pending" in str(ei.value)
+        assert time.monotonic() - t0 < 20
+        t = rpc.call(master, "get_table", {"name": "pd"})["table"]
+        assert t["pending_schema"] is not None and t["schema_version"] == 0
+        # the same ALTER again (a client retrying, e.g. after a master failover) finishes
+        # the pending one rather than answering "already exists"; here: still pending
+        with pytest.raises(errors.EngineError) as ei:
+            rpc.call(master, "alter_table", req, timeout_s=30)
+        assert ei.value.sqlstate == "57P03", ei.value
+        for p in down:
+            restart_process(c.dir, p["name"])
+        deadline = time.monotonic() + 60
+        while True:
+            t = rpc.call(master, "get_table", {"name": "pd"})["table"]
+            if t["pending_schema"] is None:
+                break
+            assert time.monotonic() < deadline, "the pending ALTER was not finished"
+            time.sleep(0.5)
+        assert t["schema_version"] == 1
+        with pytest.raises(errors.EngineError) as ei:  # done now: a new ALTER
+            rpc.call(master, "alter_table", req, timeout_s=30)
+        assert ei.value.sqlstate == "42701"
+    finally:
+        rpc.close()
+    _wait_versions(c, tablets, 1, 6, timeout_s=60)
+    with c.connect() as conn:
+        assert conn.execute("SELECT count(*), sum(z) FROM pd").fetchone() == (50, 150)
