@@ -2,7 +2,9 @@
 
 `RemoteCatalog` implements `TableCatalog` (engine/catalog/leases.py) and the DDL surface
 of the embedded `Catalog` the SQL layer uses (list_tables, has_table, get_table, table,
-create_table, drop_table, rename_table), so `engine.catalog.table.Table` — routing,
+create_table, drop_table, rename_table and the ALTER TABLE methods: set_properties,
+add/drop_range_partition, add/drop/rename_column, each one `alter_table` call to the
+master), so `engine.catalog.table.Table` — routing,
 partition pruning, snapshot choice, parallel scans — and everything above it (planner,
 Session, wire server) run unchanged over a cluster. A leased `TabletHandle.tablet()` is a
 `RemoteTablet`: the Tablet methods Table calls (write, scan, lookup, current_timestamp,
@@ -38,6 +40,13 @@ Exactly once. A ClusterClient has a random client id; every write gets the next 
 number and keeps it across all its retries, so the tablet servers' result tracker applies it
 once (engine/tserver/tablet_replica.py). Each request also carries the lowest sequence
 number still outstanding, which lets servers forget older results.
+
+Schema versions. Writes, scans and lookups carry the table's schema version they were
+built for. A tablet at another version refuses a write whole with its schema; the client
+renames the batch's columns by column id and sends it again as a new request (a column
+the tablet dropped fails the write, 42703). A scan refused as planned for an older version
+(40001) drops the cached metadata, so the statement run again sees the new schema
+(docs/cluster.md, ALTER TABLE on a cluster).
 
 Timestamps (client-propagated consistency, paper §2.5): the client remembers the largest
 timestamp it has seen (write results) and sends it with every request; servers move their

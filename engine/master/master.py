@@ -20,6 +20,10 @@ RPCs (DoAction; all but `status` and `ping` are answered by the leader master on
                         live servers (the less loaded of two random candidates, per
                         replica); refused if fewer live servers than replicas
     drop_table, rename_table, list_tables, get_table {name} (metadata + locations),
+    alter_table         {name, kind, ...}: SET/UNSET properties and comment, ADD/DROP RANGE
+                        PARTITION (placement as create_table), ADD/DROP/RENAME COLUMN (the
+                        target recorded as pending, replicated by every tablet's leader as
+                        an ALTER_SCHEMA Raft entry, then published; `_h_alter_table`)
     locations {table_id}: every tablet's replicas with their address and last reported
                         role; `leader` is the replica that reported LEADER in the
                         highest term

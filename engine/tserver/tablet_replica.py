@@ -17,6 +17,16 @@ entries to the followers (up to `max_inflight` AppendEntries per peer) while the
 own fsync runs in the background (raft_host.py), and an entry is committed once a
 majority, counting the leader only up to its durable index, has it on disk.
 
+Schema changes (ALTER TABLE ADD / DROP / RENAME COLUMN). The master asks the leader
+(`alter_schema`) to propose an ALTER_SCHEMA entry; every replica applies it in log order
+with `Tablet.alter_schema(schema, version)`, which flushes (so the replay anchor lands on
+the entry itself: after a restart only the entry and later ones are applied again) and does
+nothing at a version it already has. Writes that name their schema version are
+VERSIONED_WRITE entries; at apply time a version other than the tablet's refuses the write
+whole (`schema_mismatch`, the tablet's schema in the answer) — the same decision on every
+replica, since it depends only on the entries before it — and the client converts the rows
+by column id and sends them again.
+
 Leader election of a new tablet: the first replica of the master's initial placement (and
 a sole voter, RF=1, also after a restart) campaigns at once instead of after an election
 timeout (`_eager_ticks`, each tick until a leader is known); the server reports role
