@@ -633,12 +633,15 @@ class RemoteTablet:
         return self._scan_refreshing(scan_tablet(self, ticket, stats))
 
     def _scan_refreshing(self, it):
-        while True:
-            try:
-                b = self._refresh_on_change(lambda: next(it))
-            except StopIteration:
-                return
-            yield b
+        try:
+            while True:
+                try:
+                    b = self._refresh_on_change(lambda: next(it))
+                except StopIteration:
+                    return
+                yield b
+        finally:
+            it.close()  # a scan closed early ends its stream now, not when collected
 
     def diff_scan(self, *a, **k):
         raise NotSupportedOnCluster("diff scans are not supported on a cluster yet")
