@@ -454,6 +454,24 @@ class PartitionSchema(PartitionPruning):
         return dataclasses.replace(
             self, range_partitions=tuple(r for r in self.range_partitions if r != rp))
 
+    def range_to_json(self, spec: RangeLike) -> dict:
+        """A range as its canonical [lower, upper) bounds in to_dict's JSON form (how a
+        cluster client sends ADD / DROP RANGE PARTITION to the master)."""
+        rp = self.canonical_range(spec)
+        cols = self._range_cols
+
+        def bound(t):
+            return None if t is None else [_json_value(v, c) for v, c in zip(t, cols)]
+        return {"lower": bound(rp.lower), "upper": bound(rp.upper)}
+
+    def range_from_json(self, d: dict) -> tuple:
+        """`range_to_json`'s output back to a (lower, upper) pair this schema takes."""
+        cols = self._range_cols
+
+        def bound(b):
+            return None if b is None else tuple(_from_json_value(v, c) for v, c in zip(b, cols))
+        return bound(d["lower"]), bound(d["upper"])
+
     def has_range_partition(self, spec: RangeLike) -> bool:
         return self.canonical_range(spec) in self.range_partitions
 

@@ -2,7 +2,9 @@
 
 `RemoteCatalog` implements `TableCatalog` (engine/catalog/leases.py) and the DDL surface
 of the embedded `Catalog` the SQL layer uses (list_tables, has_table, get_table, table,
-create_table, drop_table, rename_table), so `engine.catalog.table.Table` — routing,
+create_table, drop_table, rename_table and the ALTER TABLE methods: set_properties,
+add/drop_range_partition, add/drop/rename_column, each one `alter_table` call to the
+master), so `engine.catalog.table.Table` — routing,
 partition pruning, snapshot choice, parallel scans — and everything above it (planner,
 Session, wire server) run unchanged over a cluster. A leased `TabletHandle.tablet()` is a
 `RemoteTablet`: the Tablet methods Table calls (write, scan, lookup, current_timestamp,
@@ -38,6 +40,13 @@ Exactly once. A ClusterClient has a random client id; every write gets the next 
 number and keeps it across all its retries, so the tablet servers' result tracker applies it
 once (engine/tserver/tablet_replica.py). Each request also carries the lowest sequence
 number still outstanding, which lets servers forget older results.
+
+Schema versions. Writes, scans and lookups carry the table's schema version they were
+built for. A tablet at another version refuses a write whole with its schema; the client
+renames the batch's columns by column id and sends it again as a new request (a column
+the tablet dropped fails the write, 42703). A scan refused as planned for an older version
+(40001) drops the cached metadata, so the statement run again sees the new schema
+(docs/cluster.md, ALTER TABLE on a cluster).
 
 Timestamps (client-propagated consistency, paper §2.5): the client remembers the largest
 timestamp it has seen (write results) and sends it with every request; servers move their
@@ -86,6 +95,13 @@ METADATA_TTL_S = 1.0
 
 class NotSupportedOnCluster(errors.NotSupported):
     sqlstate = "0A000"
+
+
+class TabletDropped(errors.EngineError):
+    """A statement reached a tablet that a concurrent DROP RANGE PARTITION removed: nothing
+    of its share was applied; running the statement again routes it afresh."""
+
+    sqlstate = "40001"
 
 
 _RETRYABLE = (RemoteError, Unreachable)
@@ -211,6 +227,10 @@ class RemoteCatalog:
     def _remember(self, resp: dict) -> TableMetadata:
         meta = TableMetadata.from_dict(resp["table"])
         with self._lock:
+            old = self._meta.get(meta.id)
+            if old is not None:  # tablets of dropped range partitions
+                for tid in set(old.tablet_ids) - set(meta.tablet_ids):
+                    self._locs.pop(tid, None)
             self._meta[meta.id] = meta
             for tid, info in resp.get("locations", {}).items():
                 loc = self._locs.get(tid)
@@ -267,7 +287,12 @@ class RemoteCatalog:
             self.refresh_locations(table_id)
             loc = self._locs.get(tablet_id)
             if loc is None:
-                raise errors.NotFound(f"tablet {tablet_id} is not in the catalog (dropped)")
+                meta = self._meta[table_id]
+                self._forget_name(meta.name)
+                raise TabletDropped(
+                    f'tablet {tablet_id} of table "{meta.name}" was dropped (ALTER TABLE '
+                    f"... DROP RANGE PARTITION) after this statement read the table's "
+                    f"partitions; run the statement again")
         return loc
 
     # -- DDL ------------------------------------------------------------------------------
@@ -321,23 +346,52 @@ class RemoteCatalog:
     def _unsupported(self, what: str):
         raise NotSupportedOnCluster(f"{what} is not supported on a cluster yet")
 
-    def set_properties(self, *a, **k):
-        self._unsupported("ALTER TABLE ... SET / COMMENT ON")
+    def _alter(self, name: str, kind: str, **payload) -> TableMetadata:
+        """One ALTER TABLE through the leader master; the answer (the table's new entry)
+        replaces this front end's cached metadata at once."""
+        self._forget_name(name)
+        meta = self._remember({"table": self.client.master_call(
+            "alter_table", {"name": name, "kind": kind, **payload})})
+        self._by_name[name] = meta
+        self._fetched[name] = time.monotonic()
+        return meta
 
-    def add_range_partition(self, *a, **k):
-        self._unsupported("ALTER TABLE ... ADD RANGE PARTITION")
+    def set_properties(self, name: str, properties: dict | None = None,
+                       comment: Any = ..., unset=()) -> TableMetadata:
+        """ALTER TABLE SET/UNSET TBLPROPERTIES, COMMENT (comment=None clears it)."""
+        extra = {} if comment is ... else {"comment": comment}
+        return self._alter(name, "set_properties", properties=dict(properties or {}),
+                           unset=list(unset), **extra)
 
-    def drop_range_partition(self, *a, **k):
-        self._unsupported("ALTER TABLE ... DROP RANGE PARTITION")
+    def add_range_partition(self, name: str, spec, if_not_exists: bool = False
+                            ) -> TableMetadata:
+        """ALTER TABLE ADD [IF NOT EXISTS] RANGE PARTITION: the master places and creates
+        one tablet per hash bucket; returns once each has a leader (at most 10 s)."""
+        ps = self.get_table(name).partition_schema  # range columns never change
+        meta = self._alter(name, "add_range_partition", range=ps.range_to_json(spec),
+                           if_not_exists=if_not_exists)
+        self._wait_for_leaders(meta)
+        return meta
 
-    def add_column(self, *a, **k):
-        self._unsupported("ALTER TABLE ... ADD COLUMN")
+    def drop_range_partition(self, name: str, spec, if_exists: bool = False
+                             ) -> TableMetadata:
+        """ALTER TABLE DROP [IF EXISTS] RANGE PARTITION: the range's tablets (and rows)
+        are deleted."""
+        ps = self.get_table(name).partition_schema
+        return self._alter(name, "drop_range_partition", range=ps.range_to_json(spec),
+                           if_exists=if_exists)
 
-    def drop_column(self, *a, **k):
-        self._unsupported("ALTER TABLE ... DROP COLUMN")
+    def add_column(self, name: str, column, if_not_exists: bool = False) -> TableMetadata:
+        """ALTER TABLE ADD COLUMN: replicated through every tablet's Raft log (master:
+        `_alter_columns`); returns once every tablet's leader has it."""
+        return self._alter(name, "add_column", column=column.to_dict(),
+                           if_not_exists=if_not_exists)
 
-    def rename_column(self, *a, **k):
-        self._unsupported("ALTER TABLE ... RENAME COLUMN")
+    def drop_column(self, name: str, column: str, if_exists: bool = False) -> TableMetadata:
+        return self._alter(name, "drop_column", column=column, if_exists=if_exists)
+
+    def rename_column(self, name: str, old: str, new: str) -> TableMetadata:
+        return self._alter(name, "rename_column", old=old, new=new)
 
     def tablet_path(self, tablet_id: str):
         self._unsupported("reading a tablet's files (SHOW TABLETS sizes)")
@@ -427,6 +481,8 @@ class RemoteTablet:
                     raise  # the table was dropped meanwhile: no point retrying
                 except errors.EngineError as e:
                     last = e
+                if self.tablet_id not in self.catalog.table_metadata(self.meta.id).tablet_ids:
+                    self.catalog.locations(self.tablet_id, self.meta.id)  # raises TabletDropped
                 loc = self.catalog.locations(self.tablet_id, self.meta.id)
                 continue
             uuid, addr = cands[0]
@@ -485,16 +541,41 @@ class RemoteTablet:
         if table.num_rows == 0:
             return WriteResult(0, 0, [])
         c = self.client
-        seq = c.next_seq()
-        body = table.append_column(OP_COLUMN, pa.array(op_arr, pa.int8()))
-        try:
-            def call(addr):
-                return c.rpc.put(addr, {"tablet": self.tablet_id, "client_id": c.client_id,
-                                        "seq": seq, "first_incomplete": c.first_incomplete(),
-                                        "ts": c.last_ts}, body)
-            out = self._retry(call, "write")
-        finally:
-            c.done_seq(seq)
+        schema, version = self.schema, self.meta.schema_version
+        for _ in range(10):
+            seq = c.next_seq()
+            body = table.append_column(OP_COLUMN, pa.array(op_arr, pa.int8()))
+            try:
+                def call(addr):
+                    return c.rpc.put(addr, {
+                        "tablet": self.tablet_id, "client_id": c.client_id, "seq": seq,
+                        "first_incomplete": c.first_incomplete(), "ts": c.last_ts,
+                        "schema_version": version}, body)
+                out = self._retry(call, "write")
+            finally:
+                c.done_seq(seq)
+            if "schema_mismatch" not in out:
+                break
+            # The table was altered since this statement read its metadata: nothing of
+            # this share was applied. Same columns (by id) under the tablet's names, sent
+            # again as a new request; a column the tablet no longer has fails the write.
+            self.catalog._forget_name(self.meta.name)
+            now = Schema.from_dict(out["schema_mismatch"]["schema"])
+            names = []
+            for n in table.column_names:
+                cid = schema.column(n).id
+                if not now.has_column_id(cid):
+                    raise errors.ColumnNotFound(
+                        f'column "{n}" of relation "{self.meta.name}" was dropped by a '
+                        f"concurrent ALTER TABLE; nothing of this write was applied to "
+                        f"tablet {self.tablet_id}")
+                names.append(now.column_by_id(cid).name)
+            table = table.rename_columns(names)
+            schema, version = now, out["schema_mismatch"]["version"]
+        else:
+            raise errors.ServiceUnavailable(
+                f'table "{self.meta.name}" kept changing (ALTER TABLE) while a write to '
+                f"tablet {self.tablet_id} was converted to its schema; run it again")
         if "error" in out:
             e = out["error"]
             err = errors.EngineError(e["message"])
@@ -524,10 +605,21 @@ class RemoteTablet:
 
     def lookup(self, key, columns=None, snapshot=None):
         snap = _snapshot_ts(snapshot)
-        return self._retry(lambda a: self.client.rpc.call(a, "lookup", {
-            "tablet": self.tablet_id, "key": list(key),
-            "columns": None if columns is None else list(columns), "snapshot": snap}),
-            "lookup")
+        return self._refresh_on_change(lambda: self._retry(
+            lambda a: self.client.rpc.call(a, "lookup", {
+                "tablet": self.tablet_id, "key": list(key),
+                "columns": None if columns is None else list(columns), "snapshot": snap,
+                "schema_version": self.meta.schema_version}), "lookup"))
+
+    def _refresh_on_change(self, fn):
+        """Run fn; if a server says the table was altered since (40001), forget the cached
+        metadata so the statement, run again, plans with the new schema."""
+        try:
+            return fn()
+        except errors.EngineError as e:
+            if getattr(e, "sqlstate", None) == "40001":
+                self.catalog._forget_name(self.meta.name)
+            raise
 
     def scan(self, columns=None, predicates=(), snapshot=None, lower_key=None,
              upper_key=None, lazy=True, stats=None):
@@ -536,8 +628,20 @@ class RemoteTablet:
                   "predicates": list(predicates), "snapshot": _snapshot_ts(snapshot),
                   "lower_key": None if lower_key is None else list(lower_key),
                   "upper_key": None if upper_key is None else list(upper_key),
-                  "lazy": lazy, "ts": self.client.last_ts}
-        return scan_tablet(self, ticket, stats)
+                  "lazy": lazy, "ts": self.client.last_ts,
+                  "schema_version": self.meta.schema_version}
+        return self._scan_refreshing(scan_tablet(self, ticket, stats))
+
+    def _scan_refreshing(self, it):
+        try:
+            while True:
+                try:
+                    b = self._refresh_on_change(lambda: next(it))
+                except StopIteration:
+                    return
+                yield b
+        finally:
+            it.close()  # a scan closed early ends its stream now, not when collected
 
     def diff_scan(self, *a, **k):
         raise NotSupportedOnCluster("diff scans are not supported on a cluster yet")

@@ -20,6 +20,10 @@ RPCs (DoAction; all but `status` and `ping` are answered by the leader master on
                         live servers (the less loaded of two random candidates, per
                         replica); refused if fewer live servers than replicas
     drop_table, rename_table, list_tables, get_table {name} (metadata + locations),
+    alter_table         {name, kind, ...}: SET/UNSET properties and comment, ADD/DROP RANGE
+                        PARTITION (placement as create_table), ADD/DROP/RENAME COLUMN (the
+                        target recorded as pending, replicated by every tablet's leader as
+                        an ALTER_SCHEMA Raft entry, then published; `_h_alter_table`)
     locations {table_id}: every tablet's replicas with their address and last reported
                         role; `leader` is the replica that reported LEADER in the
                         highest term
@@ -49,6 +53,7 @@ the leader (engine/tserver/tablet_copy.py; docs/cluster.md, "Failure handling").
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -57,7 +62,9 @@ import time
 import uuid as uuidlib
 
 from engine import errors
-from engine.catalog.catalog import TableExists, validate_replication_factor
+from engine.catalog.catalog import ColumnExists, TableExists, _check_identifier, \
+    _check_num_columns, validate_replication_factor
+from engine.catalog.partition import RangePartitionExists
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.partition import PartitionSchema
 from engine.clock import HybridClock
@@ -65,13 +72,20 @@ from engine.consensus.consensus_metadata import ConsensusMetadata
 from engine.consensus.messages import RaftConfig, RaftPeer
 from engine.consensus.raft import RaftOptions
 from engine.rpc.rpc import RemoteError, RpcClient, RpcServer, TlsConfig
-from engine.schema import Schema
+from engine.schema import ColumnSchema, Schema
 from engine.master.sys_catalog import SysCatalog
 from engine.metrics.metrics import ServerMetrics, dir_bytes, process_status
 from engine.metrics.webserver import StatusServer
 from engine.tserver.raft_host import RaftHost, Transport
 
 log = logging.getLogger(__name__)
+
+
+class AlterPending(errors.ServiceUnavailable):
+    """A schema change not yet applied by every tablet (their leaders did not answer in
+    time); it stays recorded as pending and the master finishes it in the background."""
+
+    sqlstate = "57P03"
 
 
 class Master:
@@ -95,7 +109,7 @@ class Master:
         self.server = RpcServer(host, port, secret, self.metrics.instrument({
             "raft": self._h_raft, "tserver_heartbeat": self._h_heartbeat,
             "create_table": self._h_create_table, "drop_table": self._h_drop_table,
-            "rename_table": self._h_rename_table, "list_tables": self._h_list_tables,
+            "rename_table": self._h_rename_table, "alter_table": self._h_alter_table, "list_tables": self._h_list_tables,
             "get_table": self._h_get_table, "locations": self._h_locations,
             "list_tservers": lambda p: self.tservers(), "status": lambda p: self.status(),
             "list_replicas": self._h_list_replicas}), tls=tls)
@@ -119,6 +133,7 @@ class Master:
         self._leader_since: float | None = None
         self._led_term, self._led_since = -1, 0.0
         self._pending: dict[str, float] = {}  # tablet id -> when a replacement was started
+        self._refused_alters: set[tuple[str, int]] = set()  # (table id, version) refused
         self._thread = threading.Thread(target=self._tick_loop, daemon=True, name="ticker")
         self._thread.start()
         self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
@@ -180,8 +195,9 @@ class Master:
         initial = cat.initial.get(tid, [])
         peers = [[p, cat.tservers.get(p, "")] for p in initial] \
             if uuid is None or uuid in initial else []
+        schema, version = cat.created.get(tid, (t["schema"], t.get("schema_version", 0)))
         return {"tablet_id": tid, "table_id": t["id"], "table_name": t["name"],
-                "schema": t["schema"], "peers": peers}
+                "schema": schema, "schema_version": version, "peers": peers}
 
     def live_tservers(self) -> dict[str, str]:
         now = time.monotonic()
@@ -198,6 +214,7 @@ class Master:
                     continue
                 if self._leader_since is None:
                     self._leader_since = time.monotonic()
+                self._finish_pending_alters()
                 self._rereplicate()
             except Exception:  # noqa: BLE001 - retried at the next round
                 log.exception("re-replication round failed")
@@ -341,10 +358,13 @@ class Master:
         self._push_replicas(t)
         return t
 
-    def _push_replicas(self, t: dict) -> None:
-        """Ask the chosen servers to create the replicas now (heartbeats retry it)."""
+    def _push_replicas(self, t: dict, only: set[str] | None = None) -> None:
+        """Ask the chosen servers to create the replicas (of the tablets in `only`, default
+        all) now (heartbeats retry it)."""
         specs = []
         for x in t["tablets"]:
+            if only is not None and x["tablet_id"] not in only:
+                continue
             spec = self._replica_spec(t, x["tablet_id"])
             for u, addr in spec["peers"]:
                 specs.append((addr, spec))
@@ -379,14 +399,7 @@ class Master:
             peers = {x["tablet_id"]: list(self.catalog.replicas.get(x["tablet_id"], []))
                      for x in t["tablets"]}
             self.catalog.propose({"op": "drop_table", "id": t["id"]})
-        for tid, us in peers.items():
-            for u in us:
-                addr = self.catalog.tservers.get(u)
-                try:
-                    self.rpc_client.call(addr, "delete_replica", {"tablet_id": tid},
-                                         timeout_s=3)
-                except errors.EngineError:
-                    pass  # the heartbeat's delete list finishes it
+        self._delete_replicas(peers)
         return {"dropped": True}
 
     def _h_rename_table(self, p: dict) -> dict:
@@ -400,6 +413,247 @@ class Master:
             t = dict(t, name=p["new_name"])
             self.catalog.propose({"op": "put_table", "table": t})
         return t
+
+    def _h_alter_table(self, p: dict) -> dict:
+        """ALTER TABLE on a cluster: {name, kind, ...}; the table's new entry back.
+
+        kind `set_properties` {properties, unset, comment?}: metadata only (SET / UNSET
+        TBLPROPERTIES, COMMENT ON TABLE; a missing `comment` keeps the comment).
+        kind `add_range_partition` {range, if_not_exists}: one new tablet per hash bucket,
+        placed like CREATE TABLE's (power of two choices among live servers, refused if
+        fewer than the replication factor are live), recorded, created on the servers.
+        kind `drop_range_partition` {range, if_exists}: the range's tablets leave the
+        catalog, then their replicas are deleted (the rows go with them).
+        `range`: PartitionSchema.range_to_json.
+        kinds `add_column` {column, if_not_exists}, `drop_column` {column, if_exists},
+        `rename_column` {old, new}: a schema change (`_alter_columns`).
+        A table whose schema change is still pending has it finished first."""
+        self._require_leader()
+        kind = p.get("kind")
+        handler = {"set_properties": self._alter_properties,
+                   "add_range_partition": self._alter_add_range,
+                   "drop_range_partition": self._alter_drop_range,
+                   "add_column": self._alter_columns, "drop_column": self._alter_columns,
+                   "rename_column": self._alter_columns}.get(kind)
+        if handler is None:
+            raise errors.InvalidArgument(f"unknown ALTER TABLE kind {kind!r}")
+        with self._ddl_lock:
+            t = self._by_name(p["name"])
+            if t is None:
+                raise errors.NotFound(f'table "{p["name"]}" does not exist')
+            meta = TableMetadata.from_dict(t)
+            timeout_s = min(120.0, max(1.0, float(p.get("timeout_s") or 30.0)))
+            if meta.pending_schema is not None:
+                pending = meta
+                meta = TableMetadata.from_dict(self._finish_alter(pending, timeout_s))
+                if handler == self._alter_columns:
+                    try:
+                        target = self._column_target(pending, p)
+                    except errors.EngineError:
+                        target = None
+                    if target is not None and target == pending.pending_schema:
+                        # this very ALTER, retried (e.g. after a master failover): done
+                        return meta.to_dict()
+            if handler == self._alter_columns:
+                return handler(meta, p, timeout_s)
+            return handler(meta, p)
+
+    def _alter_properties(self, meta: TableMetadata, p: dict) -> dict:
+        props = {**meta.properties, **(p.get("properties") or {})}
+        for k in p.get("unset") or ():
+            props.pop(k, None)
+        new = dataclasses.replace(meta, properties=props,
+                                  comment=p["comment"] if "comment" in p else meta.comment)
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t})
+        return t
+
+    def _alter_add_range(self, meta: TableMetadata, p: dict) -> dict:
+        ps0 = meta.partition_schema
+        try:
+            ps = ps0.add_range_partition(ps0.range_from_json(p["range"]))
+        except RangePartitionExists:
+            if p.get("if_not_exists"):
+                return meta.to_dict()
+            raise
+        old = {x.identity: tid for x, tid in meta.tablets()}
+        fresh = [x for x in ps.partitions if x.identity not in old]
+        rf = meta.replication_factor
+        live = self._wait_live(rf)
+        if len(live) < rf:
+            raise errors.InvalidArgument(
+                f"not enough live tablet servers to add a range partition to table "
+                f'"{meta.name}" with replication factor {rf}: {len(live)} live')
+        new_ids = {x.identity: uuidlib.uuid4().hex for x in fresh}
+        ids = tuple(old.get(x.identity) or new_ids[x.identity] for x in ps.partitions)
+        new = dataclasses.replace(meta, partition_schema=ps, tablet_ids=ids)
+        placement = self._place(len(fresh), rf, live)
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t,
+                              "replicas": dict(zip(new_ids.values(), placement))})
+        self._push_replicas(t, set(new_ids.values()))
+        return t
+
+    def _alter_drop_range(self, meta: TableMetadata, p: dict) -> dict:
+        ps0 = meta.partition_schema
+        spec = ps0.range_from_json(p["range"])
+        if p.get("if_exists") and not ps0.has_range_partition(spec):
+            return meta.to_dict()
+        ps = ps0.drop_range_partition(spec)
+        keep = {x.identity for x in ps.partitions}
+        gone = [tid for x, tid in meta.tablets() if x.identity not in keep]
+        ids = tuple(tid for x, tid in meta.tablets() if x.identity in keep)
+        new = dataclasses.replace(meta, partition_schema=ps, tablet_ids=ids)
+        peers = {tid: list(self.catalog.replicas.get(tid, [])) for tid in gone}
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t})
+        self._delete_replicas(peers)
+        return t
+
+    @staticmethod
+    def _column_target(meta: TableMetadata, p: dict) -> Schema | None:
+        """The schema an ADD / DROP / RENAME COLUMN request makes of `meta`'s (None: an IF
+        [NOT] EXISTS that does nothing); raises the request's SQL error."""
+        kind, schema, name = p["kind"], meta.schema, meta.name
+        if kind == "add_column":
+            col = ColumnSchema.from_dict(p["column"])
+            _check_identifier("column", col.name)
+            if schema.has_column(col.name):
+                if p.get("if_not_exists"):
+                    return None
+                raise ColumnExists(f'column "{col.name}" of relation "{name}" already exists')
+            _check_num_columns(len(schema.columns) + 1)
+            target = schema.add_column(col)
+        elif kind == "drop_column":
+            col = p["column"]
+            if not schema.has_column(col):
+                if p.get("if_exists"):
+                    return None
+                raise errors.ColumnNotFound(
+                    f'column "{col}" of relation "{name}" does not exist')
+            target = schema.drop_column(col)
+        else:
+            old, new = p["old"], p["new"]
+            _check_identifier("column", new)
+            if not schema.has_column(old):
+                raise errors.ColumnNotFound(
+                    f'column "{old}" of relation "{name}" does not exist')
+            if schema.has_column(new):
+                raise ColumnExists(f'column "{new}" of relation "{name}" already exists')
+            target = schema.rename_column(old, new)
+        return target
+
+    def _alter_columns(self, meta: TableMetadata, p: dict, timeout_s: float = 30.0) -> dict:
+        """ADD / DROP / RENAME COLUMN (Kudu's AlterTable): the target schema is recorded as
+        pending (put_table), then each tablet's leader replicates it through the tablet's
+        Raft log (`alter_schema`: an ALTER_SCHEMA entry every replica applies in log order
+        with Tablet.alter_schema(schema, version), idempotent by version), and once every
+        tablet's leader has applied it the table is published with schema = target and
+        schema_version + 1 (`_finish_alter`). If a tablet does not answer in time the alter
+        stays pending: the monitor loop and the table's next DDL finish it."""
+        target = self._column_target(meta, p)
+        if target is None:
+            return meta.to_dict()
+        pending = dataclasses.replace(meta, pending_schema=target)
+        self.catalog.propose({"op": "put_table", "table": pending.to_dict()})
+        return self._finish_alter(pending, timeout_s)
+
+    def _finish_alter(self, meta: TableMetadata, timeout_s: float = 30.0) -> dict:
+        """Bring every tablet of `meta` to its pending schema (version + 1) through its
+        leader, then publish. Caller holds _ddl_lock. Raises ServiceUnavailable (the alter
+        stays pending) if a tablet has not applied it within `timeout_s`."""
+        target, version = meta.pending_schema, meta.schema_version + 1
+        body = target.to_dict()
+        deadline = time.monotonic() + timeout_s
+        failed: dict[str, str] = {}
+
+        def one(tid: str) -> None:
+            delay, last = 0.05, "no leader"
+            while True:
+                lead = self._reported_leader(tid)
+                cands = [self.catalog.tservers.get(lead[0])] if lead else []
+                cands += [self.catalog.tservers.get(u) for u in
+                          self.catalog.replicas.get(tid, []) if not lead or u != lead[0]]
+                for addr in [a for a in cands if a]:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    try:
+                        self.rpc_client.call(addr, "alter_schema", {
+                            "tablet": tid, "schema": body, "version": version,
+                            "timeout_s": max(0.5, min(10.0, left - 0.5))},
+                            timeout_s=max(1.0, min(11.0, left)))
+                        return
+                    except errors.InvalidArgument as e:
+                        failed[tid] = f"refused: {e}"
+                        return
+                    except errors.EngineError as e:  # not the leader, unreachable, timeout
+                        last = str(e)
+                if time.monotonic() + delay > deadline:
+                    failed[tid] = last
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+        threads = [threading.Thread(target=one, args=(tid,), daemon=True)
+                   for tid in meta.tablet_ids]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=timeout_s + 15)
+        refused = {t: w for t, w in failed.items() if w.startswith("refused")}
+        if refused:  # deterministic (every replica applies the same entry): no retries
+            self._refused_alters.add((meta.id, version))
+            tid, why = next(iter(refused.items()))
+            raise errors.InvalidArgument(
+                f'ALTER TABLE "{meta.name}": tablet {tid} {why}; the change stays pending '
+                f"and is not retried in the background")
+        if failed:
+            tid, why = next(iter(failed.items()))
+            raise AlterPending(
+                f'ALTER TABLE "{meta.name}": {len(failed)} of {len(meta.tablet_ids)} '
+                f"tablets did not apply the schema change within {timeout_s:.0f} s (tablet "
+                f"{tid}: {why}); it stays pending and the master finishes it when they "
+                f"answer")
+        ps = meta.partition_schema
+        for c in target.columns:  # RENAME COLUMN renames partition columns too
+            if meta.schema.has_column_id(c.id):
+                was = meta.schema.column_by_id(c.id).name
+                if was != c.name:
+                    ps = ps.renamed(was, c.name, target)
+        new = dataclasses.replace(meta, schema=target, schema_version=version,
+                                  partition_schema=ps, pending_schema=None)
+        t = new.to_dict()
+        self.catalog.propose({"op": "put_table", "table": t})
+        return t
+
+    def _finish_pending_alters(self) -> None:
+        """(Monitor loop) roll forward the schema changes left pending."""
+        if not self._ddl_lock.acquire(blocking=False):
+            return
+        try:
+            for t in list(self.catalog.tables.values()):
+                if t.get("pending_schema") is not None and \
+                        (t["id"], t.get("schema_version", 0) + 1) not in self._refused_alters:
+                    try:
+                        self._finish_alter(TableMetadata.from_dict(t), timeout_s=5.0)
+                        log.info("finished the pending schema change of table %s", t["name"])
+                    except errors.EngineError as e:
+                        log.info("pending schema change of %s: %s", t["name"], e)
+        finally:
+            self._ddl_lock.release()
+
+    def _delete_replicas(self, peers: dict[str, list[str]]) -> None:
+        """Ask the servers to delete these replicas now (heartbeats finish it: a server
+        reporting a replica the catalog does not name is told to delete it)."""
+        for tid, us in peers.items():
+            for u in us:
+                addr = self.catalog.tservers.get(u)
+                try:
+                    self.rpc_client.call(addr, "delete_replica", {"tablet_id": tid},
+                                         timeout_s=3)
+                except errors.EngineError:
+                    pass
 
     def _h_list_tables(self, p) -> list[str]:
         self._require_leader()

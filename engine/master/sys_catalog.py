@@ -6,6 +6,9 @@ placement (tablet id -> tablet-server uuids), and the tablet servers ever regist
 entry), applied in log order on every master:
 
     {"op": "put_table", "table": {...}, "replicas": {tablet_id: [uuid, ...]}}
+        (CREATE TABLE, ALTER TABLE: tablets named for the first time are new, e.g. ADD
+        RANGE PARTITION's; tablets the previous entry named and this one does not are
+        forgotten, DROP RANGE PARTITION's)
     {"op": "drop_table", "id": table_id}
     {"op": "set_replicas", "tablet_id": t, "replicas": [uuid, ...]}   (re-replication)
     {"op": "register_tserver", "uuid": u, "addr": a}
@@ -37,6 +40,10 @@ class SysCatalog(RaftHost):
         self.tables: dict[str, dict] = {}
         self.replicas: dict[str, list[str]] = {}  # tablet id -> tserver uuids
         self.initial: dict[str, list[str]] = {}  # tablet id -> the uuids it was created on
+        # tablet id -> (schema dict, schema version) it was created with: what a replica
+        # added later starts from, since it replays the tablet's log from the beginning
+        # (or gets a tablet copy); the first put_table naming the tablet sets it
+        self.created: dict[str, tuple[dict, int]] = {}
         self.tservers: dict[str, str] = {}  # uuid -> addr
         self._waiters: dict[int, tuple[int, cf.Future]] = {}
         super().__init__(*args, applied_index=0, **kwargs)
@@ -58,9 +65,18 @@ class SysCatalog(RaftHost):
         kind = op["op"]
         if kind == "put_table":
             t = op["table"]
+            old = self.tables.get(t["id"])
             self.tables[t["id"]] = t
             self.replicas.update(op.get("replicas", {}))
             self.initial.update(op.get("replicas", {}))
+            ids = {x["tablet_id"] for x in t["tablets"]}
+            for x in t["tablets"]:  # a tablet's first entry: the schema it is created with
+                self.created.setdefault(x["tablet_id"], (t["schema"],
+                                                         t.get("schema_version", 0)))
+            if old is not None:  # DROP RANGE PARTITION: the range's tablets go
+                for x in old["tablets"]:
+                    if x["tablet_id"] not in ids:
+                        self._forget_tablet(x["tablet_id"])
         elif kind == "set_replicas":
             if op["tablet_id"] in self.replicas:
                 self.replicas[op["tablet_id"]] = list(op["replicas"])
@@ -68,10 +84,14 @@ class SysCatalog(RaftHost):
             t = self.tables.pop(op["id"], None)
             if t is not None:
                 for x in t["tablets"]:
-                    self.replicas.pop(x["tablet_id"], None)
-                    self.initial.pop(x["tablet_id"], None)
+                    self._forget_tablet(x["tablet_id"])
         elif kind == "register_tserver":
             self.tservers[op["uuid"]] = op["addr"]
+
+    def _forget_tablet(self, tid: str) -> None:
+        self.replicas.pop(tid, None)
+        self.initial.pop(tid, None)
+        self.created.pop(tid, None)
 
     def after_process(self) -> None:
         if not self.raft.is_leader and self._waiters:

@@ -34,8 +34,9 @@ def replica_state(r) -> str:
 
 
 def replica_report(r) -> dict:
-    """What a heartbeat reports of one replica: its Raft status and state."""
-    return dict(r.status(), state=replica_state(r))
+    """What a heartbeat reports of one replica: its Raft status, state and the schema
+    version its tablet has applied (ALTER TABLE)."""
+    return dict(r.status(), state=replica_state(r), schema_version=r.tablet.schema_version)
 
 
 def web_status(ts) -> dict:

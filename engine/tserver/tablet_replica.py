@@ -17,6 +17,16 @@ entries to the followers (up to `max_inflight` AppendEntries per peer) while the
 own fsync runs in the background (raft_host.py), and an entry is committed once a
 majority, counting the leader only up to its durable index, has it on disk.
 
+Schema changes (ALTER TABLE ADD / DROP / RENAME COLUMN). The master asks the leader
+(`alter_schema`) to propose an ALTER_SCHEMA entry; every replica applies it in log order
+with `Tablet.alter_schema(schema, version)`, which flushes (so the replay anchor lands on
+the entry itself: after a restart only the entry and later ones are applied again) and does
+nothing at a version it already has. Writes that name their schema version are
+VERSIONED_WRITE entries; at apply time a version other than the tablet's refuses the write
+whole (`schema_mismatch`, the tablet's schema in the answer) — the same decision on every
+replica, since it depends only on the entries before it — and the client converts the rows
+by column id and sends them again.
+
 Leader election of a new tablet: the first replica of the master's initial placement (and
 a sole voter, RF=1, also after a restart) campaigns at once instead of after an election
 timeout (`_eager_ticks`, each tick until a leader is known); the server reports role
@@ -86,6 +96,10 @@ from engine.tserver.raft_host import RaftHost, Transport
 
 GC_MIN_ENTRIES = 1000  # the Raft log is GC'd in steps of at least this many entries
 REPLICATED_WRITE = 4  # a Raft log entry type: request id envelope + WriteOp body
+ALTER_SCHEMA = 6  # a Raft log entry type: JSON {schema, version} (ALTER TABLE columns)
+# a Raft log entry type: the schema version the client wrote for (u32) + REPLICATED_WRITE's
+VERSIONED_WRITE = 7
+_VERSION = struct.Struct("<I")
 REPLICA_FILE = "replica.json"
 _ENV = struct.Struct("<HQ")
 log = logging.getLogger(__name__)
@@ -301,13 +315,14 @@ class TabletReplica(RaftHost):
     @staticmethod
     def create(directory: str, tablet_id: str, table_id: str, table_name: str,
                schema: Schema, peers: list[tuple[str, str]], config: TabletConfig,
-               clock: Clock) -> None:
+               clock: Clock, schema_version: int = 0) -> None:
         """Lay out a new replica (before its first open): tablet, initial Raft config."""
         tmp = directory + ".tmp"
         if os.path.exists(tmp):
                 shutil.rmtree(tmp)
         os.makedirs(tmp)
-        t = Tablet.create(os.path.join(tmp, "tablet"), schema, config=config, clock=clock)
+        t = Tablet.create(os.path.join(tmp, "tablet"), schema, config=config, clock=clock,
+                          schema_version=schema_version)
         t.close()
         cfg = RaftConfig(0, tuple(RaftPeer(u, addr=a) for u, a in peers))
         RaftHost.create_metadata(tmp, ConsensusMetadata(0, None, cfg), config.fsync)
@@ -320,13 +335,22 @@ class TabletReplica(RaftHost):
     def apply_entries(self, entries: list[LogEntry]) -> None:
         for e in entries:
             result = None
-            if e.type == REPLICATED_WRITE:
-                cid, seq, body = decode_request(e.body)
+            if e.type == REPLICATED_WRITE or e.type == VERSIONED_WRITE:
+                body, version = e.body, None
+                if e.type == VERSIONED_WRITE:
+                    version = _VERSION.unpack_from(body, 0)[0]
+                    body = body[_VERSION.size:]
+                cid, seq, body = decode_request(body)
                 result = self.tracker.get(cid, seq)
                 if result is None:
-                    result = self._apply_write(body, e)
+                    if version is not None and version != self.tablet.schema_version:
+                        result = self._schema_mismatch()
+                    else:
+                        result = self._apply_write(body, e)
                     self.tracker.record(cid, seq, result)
                 self._inflight.pop((cid, seq), None)
+            elif e.type == ALTER_SCHEMA:
+                result = self._apply_alter(e.body)
             w = self._waiters.pop(e.index, None)
             if w is not None:
                 term, fut = w
@@ -339,6 +363,23 @@ class TabletReplica(RaftHost):
             self._view.applied = e.index
         with self._applied_cond:
             self._applied_cond.notify_all()
+
+    def _schema_mismatch(self) -> dict:
+        """A write made for another schema version than the tablet's: refused whole (in log
+        order, so alike on every replica), with the tablet's schema, for the client to
+        convert the rows by column id and send them again."""
+        t = self.tablet
+        return {"schema_mismatch": {"schema": t.schema.to_dict(),
+                                    "version": t.schema_version}}
+
+    def _apply_alter(self, body: bytes) -> dict:
+        d = json.loads(body)
+        try:
+            v = self.tablet.alter_schema(Schema.from_dict(d["schema"]), d["version"])
+        except errors.InvalidArgument as ex:  # the same on every replica: same schema
+            return {"error": {"class": type(ex).__name__, "message": str(ex),
+                              "sqlstate": ex.sqlstate}}
+        return {"version": v}
 
     def _apply_write(self, body: bytes, e: LogEntry) -> dict:
         try:
@@ -401,21 +442,35 @@ class TabletReplica(RaftHost):
                                   f"catching up; retry", self.uuid)
 
     def write(self, client_id: str, seq: int, first_incomplete: int, ops: np.ndarray,
-              rows: pa.Table, timeout_s: float) -> dict:
+              rows: pa.Table, timeout_s: float, schema_version: int | None = None) -> dict:
+        """Replicate and apply one write; `schema_version`: the table schema version the
+        client named its columns by (None: unchecked, the tablet's current schema). A
+        write for another version than the tablet has when the write's entry is applied is
+        refused whole with the tablet's schema (`schema_mismatch`), never applied by name
+        under a schema whose names mean other columns."""
         with self.lock:
             done = self.tracker.get(client_id, seq)
             if done is not None:
                 return done
             fut = self._inflight.get((client_id, seq))
         if fut is None:
-            schema = self.tablet.schema
-            for name in rows.column_names:
-                schema.index_of(name)  # raises ColumnNotFound
-            for c in schema.key_columns:
-                if c.name not in rows.column_names:
-                    raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
+            tablet = self.tablet
+            schema, current = tablet.schema, tablet.schema_version
+            if schema_version is not None and schema_version < current:
+                return self._schema_mismatch()  # versions only grow: refused at apply too
+            if schema_version is None or schema_version == current:
+                for name in rows.column_names:
+                    schema.index_of(name)  # raises ColumnNotFound
+                for c in schema.key_columns:
+                    if c.name not in rows.column_names:
+                        raise errors.InvalidArgument(
+                            f"key column {c.name!r} missing from the rows")
+            # (a newer version: an ALTER_SCHEMA entry is ahead in the log; apply decides)
             self.tablet._admit_write()  # memory back-pressure, as on the local write path
             body = encode_request(client_id, seq, WriteOp(ops, rows))
+            kind = REPLICATED_WRITE
+            if schema_version is not None:
+                body, kind = _VERSION.pack(schema_version) + body, VERSIONED_WRITE
             with self.lock:
                 if self.stopped:
                     raise TabletNotRunning(f"tablet {self.tablet_id} is shutting down")
@@ -426,7 +481,7 @@ class TabletReplica(RaftHost):
                 if fut is None:
                     self.tracker.gc(client_id, first_incomplete)
                     try:
-                        entry = self.raft.propose(REPLICATED_WRITE, body)
+                        entry = self.raft.propose(kind, body)
                     except NotLeader:
                         raise self._not_leader() from None
                     fut = cf.Future()
@@ -439,6 +494,36 @@ class TabletReplica(RaftHost):
             raise RemoteError(f"tablet {self.tablet_id}: the write was not replicated to a "
                               f"majority within {timeout_s:.0f} s; retry",
                               self.raft.leader_uuid) from None
+
+    def alter_schema(self, schema: dict, version: int, timeout_s: float) -> dict:
+        """(Leader) ALTER TABLE ADD / DROP / RENAME COLUMN on this tablet: one ALTER_SCHEMA
+        entry, applied on every replica in log order with `Tablet.alter_schema(schema,
+        version)` (idempotent by version: a replay, a re-sent alter or a second entry for
+        the same version does nothing); returns {"version"} once applied here."""
+        self.check_leader_ready()
+        with self.lock:
+            if self.tablet.schema_version >= version:
+                return {"version": self.tablet.schema_version}
+            if self.stopped:
+                raise TabletNotRunning(f"tablet {self.tablet_id} is shutting down")
+            try:
+                entry = self.raft.propose(ALTER_SCHEMA, json.dumps(
+                    {"schema": schema, "version": version}).encode())
+            except NotLeader:
+                raise self._not_leader() from None
+            fut = cf.Future()
+            self._waiters[entry.index] = (entry.term, fut)
+            self.process()
+        try:
+            out = fut.result(timeout=timeout_s)
+        except cf.TimeoutError:
+            raise RemoteError(f"tablet {self.tablet_id}: the schema change was not "
+                              f"replicated to a majority within {timeout_s:.0f} s; retry",
+                              self.raft.leader_uuid) from None
+        if "error" in out:
+            e = errors.InvalidArgument(out["error"]["message"])
+            raise e
+        return out
 
     def wait_safe(self, ts: int, timeout_s: float = 10.0) -> int:
         """(Leader) make a read at `ts` safe here; returns the log index every entry with a

@@ -14,10 +14,16 @@ MaintenanceManager for all tablets (flushes, compactions).
 
 RPCs (DoAction unless said otherwise)
     raft             [(tablet id, message)]: Raft traffic between replicas
-    create_replica   {tablet_id, table_id, table_name, schema, peers: [[uuid, addr]]}
+    create_replica   {tablet_id, table_id, table_name, schema, schema_version,
+                     peers: [[uuid, addr]]}: the schema (and version) the tablet was
+                     created with, which its log's entries start from
     delete_replica   {tablet_id}
-    DoPut write      {tablet, client_id, seq, first_incomplete, ts}; rows with an `__op`
-                     column -> {timestamp, num_applied, row_errors} (leader only)
+    DoPut write      {tablet, client_id, seq, first_incomplete, ts, schema_version}; rows
+                     with an `__op` column -> {timestamp, num_applied, row_errors} (leader
+                     only), or {schema_mismatch: {schema, version}} when the tablet's
+                     schema version differs from the one the client wrote for
+    alter_schema     {tablet, schema, version}: (leader) replicate an ALTER_SCHEMA entry,
+                     answer once applied here (idempotent by version)
     DoGet scan       {tablet, columns, predicates, snapshot, lower_key, upper_key, ordered,
                      resume_after, any_replica, safe_wait_s, batch_rows}: unordered on
                      the leader, or `ordered` (fault tolerant: key order, each batch's
@@ -27,7 +33,9 @@ RPCs (DoAction unless said otherwise)
                      with a snapshot and `any_replica`, a follower serves it after its
                      safe time passed the snapshot (bounded wait, TabletReplica)
     safe_index       {tablet, ts} -> (leader) the log index covering every op <= ts
-    lookup           {tablet, key, columns, snapshot} -> row or None
+    lookup           {tablet, key, columns, snapshot, schema_version} -> row or None
+                     (scans and lookups with a schema_version other than the replica's
+                     are refused: retryably if behind, 40001 if ahead)
     tablet_ts        {tablet} -> the leader's last committed timestamp
     wait_safe        {tablet, ts}
     status           -> this server's uuid, address, HTTP address and every replica's Raft
@@ -99,6 +107,29 @@ def _snapshot(r: TabletReplica, snap):
     return MvccSnapshot.at(ts) if chosen else ts
 
 
+class SchemaChanged(errors.EngineError):
+    """A read named its columns by another schema version than the tablet has."""
+
+    sqlstate = "40001"
+
+
+def _check_version(r: TabletReplica, version: int | None) -> None:
+    """A read planned for schema `version` (None: unchecked) runs only on a replica at that
+    version: names may mean other columns at another one (RENAME then ADD COLUMN). A
+    replica behind it refuses retryably (another replica, or this one later, has it); one
+    ahead refuses with 40001 (the statement is run again with fresh metadata)."""
+    if version is None:
+        return
+    have = r.tablet.schema_version
+    if have < version:
+        raise RemoteError(f"replica {r.uuid} of tablet {r.tablet_id} has not applied schema "
+                          f"version {version} yet (it has {have}); retry", r.raft.leader_uuid)
+    if have > version:
+        raise SchemaChanged(
+            f'table "{r.table_name}" was altered (ALTER TABLE; schema version {have}, this '
+            f"statement was planned for {version}); run the statement again")
+
+
 def load_or_create_uuid(data_dir: str) -> str:
     path = os.path.join(data_dir, "instance.json")
     try:
@@ -162,7 +193,7 @@ class TabletServer:
             "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
             "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
             "copy_fetch": self.copies.fetch, "copy_end": self.copies.end,
-            "flush": self._h_flush}),
+            "flush": self._h_flush, "alter_schema": self._h_alter_schema}),
             m.instrument_write(self._h_write, OP_COLUMN), m.instrument_scan(self._h_scan),
             tls=tls)
         self.addr = self.server.addr
@@ -212,7 +243,8 @@ class TabletServer:
             if not os.path.exists(d):
                 TabletReplica.create(d, tid, p["table_id"], p["table_name"],
                                      Schema.from_dict(p["schema"]),
-                                     [tuple(x) for x in p["peers"]], self.config, self.clock)
+                                     [tuple(x) for x in p["peers"]], self.config, self.clock,
+                                     p.get("schema_version", 0))
             self._open_replica(tid)
         return {"created": True}
 
@@ -306,7 +338,11 @@ class TabletServer:
         ops = table.column(OP_COLUMN).to_numpy().astype(np.int8)
         rows = table.drop_columns([OP_COLUMN])
         return r.write(cmd["client_id"], cmd["seq"], cmd.get("first_incomplete", 0), ops,
-                       rows, cmd.get("timeout_s", 10.0))
+                       rows, cmd.get("timeout_s", 10.0), cmd.get("schema_version"))
+
+    def _h_alter_schema(self, p: dict) -> dict:
+        return self.replica(p["tablet"]).alter_schema(p["schema"], p["version"],
+                                                      p.get("timeout_s", 10.0))
 
     def _h_scan(self, t: dict):
         r = self.replica(t["tablet"])
@@ -328,6 +364,7 @@ class TabletServer:
             r.wait_safe_follower(ts, float(t.get("safe_wait_s", 2.0)))
             snap = MvccSnapshot.at(ts) if chosen else ts
         tablet = r.tablet
+        _check_version(r, t.get("schema_version"))
         schema = tablet._components.schema
         names = t.get("columns")
         names = schema.names if names is None else list(names)
@@ -352,6 +389,7 @@ class TabletServer:
         r = self.replica(p["tablet"])
         r.check_leader_ready()
         snap = _snapshot(r, p.get("snapshot"))
+        _check_version(r, p.get("schema_version"))
         return r.tablet.lookup(tuple(p["key"]), p.get("columns"), snap)
 
     def _h_tablet_ts(self, p: dict) -> int:
