@@ -193,6 +193,24 @@ def _unscaled_to_decimal(arr: pa.Array, logical: pa.DataType) -> pa.Array:
                                  null_count=arr.null_count)
 
 
+def pg_era_text(text, years):
+    """ISO text of dates / timestamps (`text`, from an Arrow cast) in PostgreSQL's form for
+    years before 1 AD: Arrow writes astronomical years (1 BC is '0000', 2 BC '-0001'),
+    PostgreSQL writes '0001-12-02 BC' (the time and zone stay before ' BC'). `years` is
+    `pc.year` of the values; arrays, chunked arrays and scalars alike, vectorised."""
+    if isinstance(years, pa.Scalar):
+        if not years.is_valid or years.as_py() > 0:
+            return text
+    elif not pc.any(pc.less_equal(years, 0)).as_py():
+        return text
+    rest = pc.replace_substring_regex(text, pattern=r"^-?\d+", replacement="")
+    year = pc.utf8_lpad(pc.cast(pc.subtract(pa.scalar(1, pa.int64()),
+                                            pc.cast(years, pa.int64())), pa.string()),
+                        width=4, padding="0")
+    return pc.if_else(pc.less_equal(years, 0),
+                      pc.binary_join_element_wise(year, rest, pa.scalar(" BC"), ""), text)
+
+
 def sql_literal(value: Any, typed: bool = True) -> str:
     """`value` as a SQL literal that reads back as the same value.
 

@@ -395,6 +395,29 @@ class KuduSQL(Postgres):
         }
         SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
+        def _parse_type(self, parse_interval: bool = True,
+                        fallback_to_identifier: bool = False) -> exp.Expr | None:
+            """As sqlglot's, except that a typed literal binds tighter than `::` as in
+            PostgreSQL: `DATE '2020-01-01'::text` is the date cast to text (sqlglot applied
+            the `::` to the string first, giving CAST(CAST('...' AS TEXT) AS DATE): a DATE,
+            and `TIMESTAMP '... 10:00'::date` a timestamp at midnight)."""
+            toks, i = self._tokens, self._index
+            if (not fallback_to_identifier and i + 2 < len(toks)
+                    and toks[i].token_type in self.TYPE_TOKENS
+                    and toks[i].token_type != TokenType.INTERVAL
+                    and toks[i + 1].token_type == TokenType.STRING
+                    and toks[i + 2].token_type == TokenType.DCOLON):
+                data_type = self._parse_types(check_func=True, allow_identifiers=False)
+                literal = self._parse_primary() if data_type is not None else None
+                if isinstance(literal, exp.Literal) and \
+                        self._curr is not None and self._curr.token_type == TokenType.DCOLON:
+                    parser = self.TYPE_LITERAL_PARSERS.get(data_type.this)
+                    typed = parser(self, literal, data_type) if parser else \
+                        self.expression(exp.Cast(this=literal, to=data_type))
+                    return self._parse_column_ops(typed)
+                self._retreat(i)
+            return super()._parse_type(parse_interval, fallback_to_identifier)
+
         def _parse_statement(self) -> exp.Expr | None:
             """As sqlglot's, plus the session commands (planner/commands.py: their first
             word, or CREATE / ALTER / DROP USER | ROLE), UPSERT, and the statements named

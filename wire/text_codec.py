@@ -2,8 +2,9 @@
 
 Integers and decimals by pyarrow casts, floats with PostgreSQL's shortest round-trip and
 exponent rule (`_float_text`), bytea as \\x + hex (numpy), booleans t / f, dates and
-timestamps in ISO form, intervals in PostgreSQL's style; anything else through a cast to
-string. Also the small numpy helpers the binary codec and the DataRow builder share.
+timestamps in ISO form (years before 1 AD as PostgreSQL writes them: '0001-12-02 BC'),
+intervals in PostgreSQL's style; anything else through a cast to string. Also the small
+numpy helpers the binary codec and the DataRow builder share.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import math
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from engine.types import pg_era_text
 
 
 # -- column encoders --------------------------------------------------------------------------
@@ -137,7 +140,7 @@ def _timestamp_text(arr: pa.Array) -> pa.Array:
     s = pc.utf8_rtrim(pc.utf8_rtrim(s, characters="0"), characters=".")
     if tz:
         s = pc.binary_join_element_wise(s, pa.scalar("+00"), "")
-    return s
+    return pg_era_text(s, pc.year(arr))
 
 
 def _interval_fields(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -219,6 +222,8 @@ def encode_text(arr: pa.Array) -> pa.Array:
         return _float_text(arr)
     if pa.types.is_timestamp(t):
         return _timestamp_text(arr)
+    if pa.types.is_date(t):
+        return pg_era_text(pc.cast(arr, pa.string()), pc.year(arr))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) \
             or pa.types.is_fixed_size_binary(t):
         return _bytea_text(arr)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from engine.types import pg_era_text
 from planner.errors import FeatureNotSupported, SqlError, UndefinedObject
 from planner.expr.types import (
     ArrayType,
@@ -240,6 +241,9 @@ def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
         s = pc.strftime(v.cast(_TS) if v.type.unit != "us" else v, format="%Y-%m-%d %H:%M:%S")
         s = pc.replace_substring_regex(s, pattern=r"\.(\d*?)0+$", replacement=r".\1")
         s = pc.replace_substring_regex(s, pattern=r"\.$", replacement="")
+        s = pg_era_text(s, pc.year(v))
+    elif k == "date":
+        s = pg_era_text(v.cast(pa.string()), pc.year(v))
     elif k == "float":
         s = v.cast(pa.string())
         s = pc.replace_substring_regex(s, pattern="^(-?)inf$", replacement=r"\1Infinity")

@@ -731,3 +731,62 @@ def test_ordered_aggregates_run_in_one_pass_and_match_duckdb(tmp_path):
         assert "list_agg(t.s ORDER BY t.s)" in plan and "SubPlan" not in plan, plan
     finally:
         con.close()
+
+
+def test_dates_before_1_ad_as_text_are_postgresqls_bc_form(con):
+    """CAST(date AS text) of a year before 1 AD gave Arrow's astronomical year ('0000-12-02'
+    for 1 BC, '-0001-…' for 2 BC) where PostgreSQL writes '0001-12-02 BC'. Found by the
+    differential fuzzer (diff seed 202606783818582: `CAST((c1 - 30) AS VARCHAR)` of
+    0001-01-01)."""
+    assert rows(con, "SELECT CAST(DATE '0001-01-01' - 30 AS VARCHAR), "
+                     "(DATE '0001-01-01' - 400)::text, DATE '0001-01-01'::text") == \
+        [("0001-12-02 BC", "0002-11-28 BC", "0001-01-01")]
+    assert rows(con, "SELECT (CAST(DATE '0001-01-01' AS TIMESTAMP) - INTERVAL '90 minutes')"
+                     "::text") == [("0001-12-31 22:30:00 BC",)]
+
+
+def test_a_typed_literal_binds_tighter_than_a_cast(con):
+    """`DATE '2020-01-01'::text` is the date cast to text in PostgreSQL (a typed literal is a
+    constant); sqlglot applied the `::` to the string first and returned a DATE, and
+    `TIMESTAMP '2020-01-02 10:00'::date` returned a timestamp at midnight."""
+    import datetime as dt
+    assert rows(con, "SELECT DATE '2020-01-01'::text || '!', "
+                     "TIMESTAMP '2020-01-02 10:00'::date, DATE '2020-01-03' + 1, "
+                     "INTERVAL '1 day'::text") == \
+        [("2020-01-01!", dt.date(2020, 1, 2), dt.date(2020, 1, 4), "1 day")]
+
+
+def test_dates_before_1_ad_over_the_wire_in_text(tmp_path):
+    """The text format of a DATE / TIMESTAMP before 1 AD is PostgreSQL's ('0001-12-02 BC'),
+    from a scan, a point read and a prepared point read (raw text, as psycopg stops at
+    year 1)."""
+    import psycopg
+    from psycopg.adapt import Loader
+
+    from tests.wire.conftest import start_server, stop_server
+
+    class RawText(Loader):
+        def load(self, data):
+            return bytes(data).decode()
+
+    r = start_server(tmp_path / "db")
+    kw = r.asyncpg_kw()
+    try:
+        with psycopg.connect(host=kw["host"], port=kw["port"], user=kw["user"],
+                             dbname=kw.get("database", "kudusql"), autocommit=True) as c:
+            for oid in ("date", "timestamp", "timestamptz"):
+                c.adapters.register_loader(oid, RawText)
+            c.execute("CREATE TABLE old (k INT PRIMARY KEY, d DATE, ts TIMESTAMP)")
+            c.execute("INSERT INTO old VALUES (1, DATE '0001-01-01', "
+                      "TIMESTAMP '0001-01-01 01:00:00')")
+            c.execute("UPDATE old SET d = d - 30, ts = ts - INTERVAL '2 hours' WHERE k = 1")
+            want = ("0001-12-02 BC", "0001-12-31 23:00:00 BC")
+            for sql, prepare in (("SELECT d, ts FROM old", False),
+                                 ("SELECT d, ts FROM old WHERE k = 1", False),
+                                 ("SELECT d, ts FROM old WHERE k = %s", True)):
+                for _ in range(3 if prepare else 1):     # the cached fast path too
+                    cur = c.cursor()
+                    cur.execute(sql, (1,) if prepare else None, prepare=prepare)
+                    assert cur.fetchall() == [want], sql
+    finally:
+        stop_server(r)
