@@ -104,6 +104,17 @@ def test_matcher_reports_real_differences():
     assert diff_rows([("a", 1.5), ("b", 2.5)], [("a", 2.5), ("b", 1.5)]) is not None
 
 
+def test_matcher_duckdb_bc_dates_as_postgresql_writes_them():
+    """DuckDB's text of a year before 1 AD ('0001-12-02 (BC)', '0001-12-31 (BC) 22:30:00')
+    is PostgreSQL's '0001-12-02 BC' / '0001-12-31 22:30:00 BC' (diff seed
+    202606783818582); other dates still differ."""
+    from tests.sql.fuzz.compare import diff_rows
+    assert diff_rows([("aabc0001-12-02 BC",)], [("aabc0001-12-02 (BC)",)]) is None
+    assert diff_rows([("0001-12-31 22:30:00 BC!",)], [("0001-12-31 (BC) 22:30:00!",)]) is None
+    assert diff_rows([("0001-12-02 BC",)], [("0001-12-03 (BC)",)]) is not None
+    assert diff_rows([("0000-12-02",)], [("0001-12-02 (BC)",)]) is not None
+
+
 def test_matcher_intervals_and_arrays():
     import datetime as dt
 

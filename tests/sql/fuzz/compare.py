@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from decimal import Decimal
 
 import pyarrow as pa
@@ -113,6 +114,11 @@ def _approx(v) -> bool:
                                     v != v.to_integral_value())
 
 
+# DuckDB writes '0001-12-02 (BC)' and '0001-12-31 (BC) 22:30:00'; PostgreSQL (and kudusql)
+# '0001-12-02 BC' and '0001-12-31 22:30:00 BC'
+_DUCKDB_BC = re.compile(r"(\d{4,}-\d\d-\d\d) \(BC\)( \d\d:\d\d:\d\d(?:\.\d+)?)?")
+
+
 def norm(v):
     """A value -> (sort key, comparable value). Numbers sort by their exact value (a float
     as the Decimal it is), so that near-equal floats sort next to each other."""
@@ -132,6 +138,8 @@ def norm(v):
         f = float(v) + 0.0
         return (2, Decimal(f)), f
     if isinstance(v, str):
+        if " (BC)" in v:   # DuckDB's text of a year before 1 AD; PostgreSQL's puts BC last
+            v = _DUCKDB_BC.sub(r"\1\2 BC", v)
         return (4, v), v
     if isinstance(v, (bytes, bytearray, memoryview)):
         return (5, bytes(v)), bytes(v)
