@@ -9,7 +9,8 @@ becomes a minimal regression test in tests/sql/test_regressions.py and a fix.
 reads `x IS NOT NULL` as `x IS NULL`) and requires every technique to report it: diff
 (DuckDB disagrees), pushdown and rules (the query without the pushdown disagrees), norec
 (the per-row flag disagrees with the pushed filter), tlp (the partitions no longer add up).
-The matcher's own tests show it tolerates float noise and nothing more.
+The matcher's own tests show it tolerates float noise and nothing more, and that its exact
+fast path never calls a match the tolerant matcher would not.
 """
 
 from __future__ import annotations
@@ -149,3 +150,103 @@ def test_matcher_date_minus_date_days_against_an_interval():
     assert diff_rows([(7, 737225)], [(7, dt.timedelta(days=737224))]) is not None
     assert diff_rows([(7, 1)], [(7, dt.timedelta(hours=36))]) is not None
     assert diff_rows([(dt.timedelta(days=1),)], [(1,)]) is not None   # only the oracle's side
+
+
+# -- the exact fast path (compare.exact_match) ----------------------------------------------
+def test_fast_path_only_where_equality_is_exact():
+    """Plain equality would call these equal; the fast path must not (True == 1 == 1.0,
+    NaN, tz-aware datetimes, lists), and the tolerant matcher decides."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from tests.sql.fuzz.compare import column_kinds, column_types, diff_rows, exact_match
+
+    def fast(a, b, ordered=None, total=False):
+        return exact_match(a, b, ordered, total, column_kinds(a, column_types(a)),
+                           column_kinds(b, column_types(b)))
+    assert fast([(1, "a", 2.5)], [(1, "a", 2.5)])
+    assert fast([(1,), (2,), (2,)], [(2,), (1,), (2,)])          # a multiset
+    assert fast([(None,), (1.5,)], [(1.5,), (None,)])
+    assert fast([(-0.0,)], [(0.0,)]) and diff_rows([(-0.0,)], [(0.0,)]) is None
+    for a, b in [([(True,)], [(1,)]), ([(1,)], [(1.0,)]), ([(1,)], [(Decimal(1),)]),
+                 ([(float("nan"),)], [(float("nan"),)]), ([([1],)], [([1.0],)]),
+                 ([(1, True), (2, 1)], [(1, True), (2, 1)])]:
+        assert not fast(a, b), (a, b)
+    utc = dt.timezone.utc
+    aware = [(dt.datetime(2020, 1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1))),)]
+    assert not fast(aware, [(dt.datetime(2020, 1, 1, tzinfo=utc),)])
+    # what the tolerant matcher says for them stands
+    assert diff_rows([(True,)], [(1,)]) is not None
+    assert diff_rows([([1],)], [([1.0],)]) is not None
+    assert diff_rows([(float("nan"),)], [(float("nan"),)]) is None
+    # order: equal multisets in a different order are not a match under a total order
+    assert not fast([(1,), (2,)], [(2,), (1,)], ordered=[(0, False)], total=True)
+    assert diff_rows([(1,), (2,)], [(2,), (1,)], ordered=[(0, False)], total=True) is not None
+    assert fast([(1, "a"), (1, "b")], [(1, "b"), (1, "a")], ordered=[(0, False)])
+    assert not fast([(1, "a"), (2, "b")], [(2, "b"), (1, "a")], ordered=[(0, False)])
+
+
+def test_fast_path_agrees_with_the_tolerant_matcher():
+    """Random pairs of results (mixed types, NaN, -0.0, near-equal floats, Decimals, dates
+    and timestamps, intervals, lists, reordered, a row changed): wherever the fast path
+    says match the tolerant matcher does too, and diff_rows (with and without an Expected
+    reference) answers exactly as the tolerant matcher alone."""
+    import datetime as dt
+    import random
+    from decimal import Decimal
+
+    from tests.sql.fuzz.compare import (
+        Expected,
+        column_kinds,
+        column_types,
+        diff_rows,
+        exact_match,
+    )
+    rng = random.Random(16)
+    plus1 = dt.timezone(dt.timedelta(hours=1))
+    pools = {
+        "int": [0, 1, 2, -1, 10**20], "bool": [True, False],
+        "float": [0.0, -0.0, 1.0, 1.0 + 1e-12, 0.1 + 0.2, 0.3, float("nan"), float("inf")],
+        "dec": [Decimal("1"), Decimal("1.0"), Decimal("1.5"), Decimal("1.50"), Decimal("-0")],
+        "str": ["a", "b", "", "1"], "date": [dt.date(2020, 1, 1), dt.date(2020, 1, 2)],
+        "ts": [dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 1, tzinfo=plus1)],
+        "td": [dt.timedelta(days=1), dt.timedelta(hours=24), dt.timedelta(days=2)],
+        "list": [[1], [1.0], [True], [None]]}
+
+    def mutate(v):
+        if v is None or rng.random() < 0.6:
+            return v
+        t = type(v)
+        if t is bool:
+            return rng.choice([1, 1.0, Decimal(1), not v])
+        if t is int:
+            return rng.choice([float(v) if abs(v) < 1e15 else v, v == 1 or v, Decimal(v)])
+        if t is float:
+            return v if v != v else rng.choice([-v, v * (1 + 1e-9), v + 1e-3])
+        if t is Decimal:
+            return rng.choice([float(v), v + Decimal("0.0")])
+        if t is dt.date:
+            return dt.datetime(v.year, v.month, v.day)
+        if t is dt.datetime and v.tzinfo is not None:
+            return v.astimezone(dt.timezone.utc)
+        return v
+    fast_matches = 0
+    for _ in range(4000):
+        cols = [rng.choice(list(pools)) for _ in range(rng.randint(1, 3))]
+        rows = [tuple(None if rng.random() < 0.1 else rng.choice(pools[c]) for c in cols)
+                for _ in range(rng.randint(0, 6))]
+        other = [tuple(mutate(v) for v in r) for r in rows]
+        if rng.random() < 0.5:
+            rng.shuffle(other)
+        ordered = [(0, False)] if rng.random() < 0.3 else None
+        total = bool(ordered) and rng.random() < 0.5
+        slow = diff_rows(rows, other, ordered, total, fast=False)
+        assert diff_rows(rows, other, ordered, total) == slow
+        ref = Expected(other)
+        assert diff_rows(rows, ref, ordered, total) == slow
+        assert diff_rows(rows, ref, ordered, total) == slow      # the cached reference
+        if exact_match(rows, other, ordered, total, column_kinds(rows, column_types(rows)),
+                       column_kinds(other, column_types(other))):
+            fast_matches += 1
+            assert slow is None, (rows, other, ordered, total)
+    assert fast_matches > 500
