@@ -19,7 +19,7 @@ from kudusql.session import Database
 from planner.errors import SqlError
 from planner.rules import RULE_NAMES
 from tests.sql.fuzz import gen
-from tests.sql.fuzz.compare import arrow_rows, decimal_tolerances, diff_rows
+from tests.sql.fuzz.compare import Expected, arrow_rows, decimal_tolerances, diff_rows
 
 # one embedded world in BIG_EVERY is large (World._big), with this many rows in t0
 BIG_EVERY = 25
@@ -455,6 +455,8 @@ class Runner:
             whole = f"SELECT {fn}({arg}) FROM {src.k}" + (f" WHERE {where.k}" if where else "")
         expected = self.ours_checked(seed, whole)
         expected_error = self._last_error
+        if expected is not None:       # one reference for every predicate (compare.Expected)
+            expected = Expected(expected)
         for _ in range(PREDICATES):
             p = g.pred(scope)
             if r < 0.6:
@@ -520,6 +522,8 @@ class Runner:
         q = g.query()
         expected = self.ours_checked(seed, q.sql.k)
         err = self._last_error
+        if expected is not None:       # one reference for every rule (compare.Expected)
+            expected = Expected(expected)
         for rule in RULE_NAMES:
             self._last_error = err
             self._compare(seed, q.sql.k, q.sql.k, expected, q.ordered, q.total_order,
@@ -533,6 +537,8 @@ class Runner:
         q = g.query()
         expected = self.ours_checked(seed, q.sql.k)
         err = self._last_error
+        if expected is not None:       # one reference for both settings (compare.Expected)
+            expected = Expected(expected)
         for off in (frozenset({"scan_predicates"}),
                     frozenset({"scan_predicates", "pushdown_predicates"})):
             self._last_error = err
