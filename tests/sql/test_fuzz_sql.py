@@ -31,7 +31,10 @@ DEFAULT = {"diff": 1000, "tlp": 300, "norec": 600, "rules": 500, "pushdown": 400
 
 
 def _report(technique: str, stats) -> None:
-    print(f"{technique}: {stats.queries} queries, {len(stats.mismatches)} mismatches")
+    for m in stats.timeouts[:20]:      # reported, not failed (a mismatch when DuckDB answered)
+        print(f"timeout {m}")
+    late = f", {len(stats.timeouts)} timeouts" if stats.timeouts else ""
+    print(f"{technique}: {stats.queries} queries, {len(stats.mismatches)} mismatches{late}")
     assert not stats.mismatches, "\n".join(str(m) for m in stats.mismatches[:10])
 
 
@@ -250,3 +253,64 @@ def test_fast_path_agrees_with_the_tolerant_matcher():
             fast_matches += 1
             assert slow is None, (rows, other, ordered, total)
     assert fast_matches > 500
+
+
+# -- the time limit (runner.Watchdog) -------------------------------------------------------
+def _world_with_rows():
+    from tests.sql.fuzz.runner import World
+    world = World(6)            # t0 holds 15 rows: a 6-way cross join has 11M
+    assert world.ours("SELECT count(*) FROM t0") == [(15,)]
+    return world
+
+
+def test_time_limit_stops_kudusql_duckdb_and_a_statement_that_never_checks(monkeypatch):
+    import time
+
+    from tests.sql.fuzz import runner
+    world = _world_with_rows()
+    try:
+        world.timeout = 0.5
+        join = "FROM " + ", ".join(f"t0 a{i}" for i in range(6))
+        t0 = time.perf_counter()
+        r = world.ours(f"SELECT count(a0.k), sum(a5.k) {join}")       # Session.cancel
+        assert isinstance(r, runner.TimedOut) and not r.hard, r
+        r = world.theirs("SELECT sum(hash(i)) FROM range(100000000000) t(i)")  # interrupt
+        assert isinstance(r, runner.TimedOut) and r.side == "DuckDB", r
+        assert time.perf_counter() - t0 < 20
+        # the world goes on: no cancel left behind
+        assert world.ours("SELECT count(*) FROM t0") == [(15,)]
+        assert world.theirs("SELECT count(*) FROM t0") == [(15,)]
+        # a loop that never reaches a guard check: interrupted from outside
+        monkeypatch.setattr(runner, "HARD_GRACE", 0.5)
+        real = world.session.execute
+
+        def spin(sql, params=None):
+            while True:
+                pass
+        world.session.execute = spin
+        r = world.ours("SELECT 1")
+        assert isinstance(r, runner.TimedOut) and r.hard, r
+        world.session.execute = real
+        time.sleep(1.0)            # nothing left armed
+        assert world.ours("SELECT count(*) FROM t0") == [(15,)]
+    finally:
+        world.close()
+
+
+def test_a_timeout_is_an_outcome_with_its_seed(monkeypatch):
+    """Every kudusql statement times out: diff reports a mismatch too (DuckDB answered),
+    the metamorphic techniques count timeouts with their seeds and no mismatch."""
+    from tests.sql.fuzz import runner
+
+    def never(self, sql, rules_off=frozenset(), params=None):
+        return runner.TimedOut("kudusql", self.timeout)
+    monkeypatch.setattr(runner.World, "ours", never)
+    for technique in ("diff", "tlp", "norec", "rules", "pushdown"):
+        stats = Runner(technique, seed=1).run(20, per_world=20)
+        assert stats.queries >= 20 and stats.timeouts, technique
+        assert stats.outcomes["timeout"] == stats.queries, (technique, stats.outcomes)
+        assert all(m.seed // 1_000_003 == 100_003 for m in stats.timeouts)
+        if technique == "diff":
+            assert stats.mismatches and "DuckDB answered" in stats.mismatches[0].detail
+        else:
+            assert not stats.mismatches, (technique, stats.mismatches[:1])
