@@ -11,6 +11,11 @@ reads `x IS NOT NULL` as `x IS NULL`) and requires every technique to report it:
 (the per-row flag disagrees with the pushed filter), tlp (the partitions no longer add up).
 The matcher's own tests show it tolerates float noise and nothing more, and that its exact
 fast path never calls a match the tolerant matcher would not.
+
+The long run (`make test-long`) does 100,000 checks per technique, the wire one included;
+the embedded techniques run their worlds in worker processes (KUDUSQL_FUZZ_JOBS, default
+the machine's CPU count: runner.run_parallel, the CLI's --jobs), with the same seeds as a
+single process.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ import os
 import pytest
 
 from planner import rules
-from tests.sql.fuzz.runner import Runner
+from tests.sql.fuzz.runner import Runner, run_parallel
 from tests.sql.fuzz.wire import WireRunner
 
 LONG = os.environ.get("KUDUSQL_LONG") == "1"
+JOBS = int(os.environ.get("KUDUSQL_FUZZ_JOBS") or os.cpu_count() or 1)
 
 # default run: ~3,000 checks (a query with a rule off, a TLP partitioning, ... each one:
 # tests/sql/fuzz/runner.py); about 2 min on the shared machine
@@ -70,14 +76,15 @@ def test_the_checkers_bite(monkeypatch):
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long fuzz run")
 @pytest.mark.parametrize("technique", sorted(DEFAULT))
 def test_fuzz_long(technique):
-    stats = Runner(technique, seed=1000).run(100_000, per_world=500)
+    stats = run_parallel([technique], seed=1000, queries=100_000, per_world=500,
+                         jobs=JOBS)[technique]
     _report(technique, stats)
 
 
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long fuzz run")
 def test_fuzz_over_the_wire_long():
-    stats = WireRunner(seed=1000).run(5_000, per_world=250)
+    stats = WireRunner(seed=1000).run(100_000, per_world=250)
     _report("wire", stats)
 
 
