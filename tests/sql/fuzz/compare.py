@@ -310,11 +310,18 @@ _EXACT_TYPES = frozenset({type(None), bool, int, float, Decimal, str, bytes, dt.
 def column_types(rows: list) -> list[set] | None:
     """Per column the set of the Python types of its values; None when the rows differ in
     width (the callers then take the slow, value-by-value paths)."""
+    return profile(rows)[0]
+
+
+def profile(rows: list) -> tuple[list[set] | None, list | None]:
+    """(column_types, column_kinds) of `rows`, from one transposition."""
     if not rows:
-        return []
+        return [], None
     if len(set(map(len, rows))) != 1:
-        return None
-    return [set(map(type, c)) for c in zip(*rows)]
+        return None, None
+    cols = list(zip(*rows))
+    types = [set(map(type, c)) for c in cols]
+    return types, ([_column_kind(c, t) for c, t in zip(cols, types)] if cols else None)
 
 
 def _column_kind(values, types: set) -> type | None | bool:
@@ -382,7 +389,9 @@ def exact_match(ours: list, theirs: list, ordered=None, total: bool = False,
             return True
         if total:
             return False
-        if Counter(ours) != Counter(theirs):
+        # dict equality (C) of the two Counters: both hold positive counts only, so it is
+        # multiset equality (Counter.__eq__ walks both in Python, ~15x slower)
+        if not dict.__eq__(Counter(ours), Counter(theirs)):
             return False
         if ordered:
             pos = [p for p, _ in ordered]
@@ -399,23 +408,21 @@ class Expected:
     path) are worked out once, the first time they are needed. Pass it as `theirs` to
     diff_rows."""
 
-    __slots__ = ("rows", "_types", "_kinds", "_norm", "_approx")
-    _UNSET = object()
+    __slots__ = ("rows", "_profile", "_norm", "_approx")
 
     def __init__(self, rows: list):
         self.rows = rows
-        self._types = self._kinds = self._UNSET
-        self._norm = self._approx = None
+        self._profile = self._norm = self._approx = None
 
     def types(self) -> list[set] | None:
-        if self._types is self._UNSET:
-            self._types = column_types(self.rows)
-        return self._types
+        if self._profile is None:
+            self._profile = profile(self.rows)
+        return self._profile[0]
 
     def kinds(self) -> list | None:
-        if self._kinds is self._UNSET:
-            self._kinds = column_kinds(self.rows, self.types())
-        return self._kinds
+        if self._profile is None:
+            self._profile = profile(self.rows)
+        return self._profile[1]
 
     def normalised(self) -> list:
         if self._norm is None:
@@ -458,15 +465,14 @@ def diff_rows(ours, theirs, ordered: list[tuple[int, bool]] | None = None,
     tolerant matcher."""
     ref = theirs if isinstance(theirs, Expected) else Expected(theirs)
     rows = ref.rows
-    types_ours = column_types(ours)
+    types_ours, kinds_ours = profile(ours)
     fixed = _days_as_integers(ours, rows, types_ours, ref.types())
     if fixed is not rows:
         ref = Expected(fixed)             # the deviation rewrote it: nothing cached applies
         rows = fixed
     if len(ours) != len(rows):
         return f"{len(ours)} rows, expected {len(rows)}"
-    if fast and exact_match(ours, rows, ordered, total, column_kinds(ours, types_ours),
-                            ref.kinds()):
+    if fast and exact_match(ours, rows, ordered, total, kinds_ours, ref.kinds()):
         return None
     a = norm_rows(ours)
     b = ref.normalised()
