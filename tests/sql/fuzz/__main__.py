@@ -1,8 +1,11 @@
 """python -m tests.sql.fuzz [technique ...] [--queries N] [--seed S] [--per-world N]
-                        [--jobs J] [--interleave] [--progress] [--replay SEED] [-v]
+                        [--jobs J] [--interleave] [--progress] [--replay SEED]
+                        [--timeout SECS] [-v]
 
 Runs the SQL fuzzers (tests/sql/fuzz/__init__.py) and prints, per technique,
-`N queries, M mismatches` with the wall time, then each mismatch (seed and SQL).
+`N queries, M mismatches` with the wall time, then each mismatch (seed and SQL). A
+statement that runs past `--timeout` seconds (default runner.STATEMENT_TIMEOUT) is stopped
+and reported as a timeout with its seed (`, K timeouts` on the last line).
 
 `--jobs J` runs the worlds in J worker processes (world w of seed S is the same world
 whichever process builds it, so the seeds stay disjoint and replayable); results are
@@ -12,26 +15,10 @@ each world built once for all of them."""
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
 import time
 
-from tests.sql.fuzz.runner import TECHNIQUES, Runner, Stats, world_task
-
-
-def _worlds(techniques, seed: int, queries: int, per_world: int, jobs: int):
-    """Yields (w, {technique: Stats}) world by world, in order, until every technique has
-    `queries` checks."""
-    # a world counts at least per_world checks, a large one (runner.BIG_EVERY) a tenth
-    worlds = -(-queries * 11 // (per_world * 10)) + 2
-    tasks = [(tuple(techniques), seed, w, per_world) for w in range(worlds)]
-    if jobs <= 1:
-        for t in tasks:
-            yield world_task(t)
-        return
-    ctx = multiprocessing.get_context("spawn")     # no fork of a process holding threads
-    with ctx.Pool(jobs, maxtasksperchild=20) as pool:
-        yield from pool.imap(world_task, tasks)
+from tests.sql.fuzz.runner import STATEMENT_TIMEOUT, TECHNIQUES, Runner, Stats, world_results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="advance all techniques together, world by world")
     ap.add_argument("--progress", action="store_true",
                     help="print the running counts after each world (long runs)")
+    ap.add_argument("--timeout", type=float, default=STATEMENT_TIMEOUT,
+                    help="time limit of one statement in seconds (0: none)")
     ap.add_argument("--max-mismatches", type=int, default=50,
                     help="stop a technique after this many mismatches")
     ap.add_argument("-v", "--verbose", action="store_true", help="outcome counts too")
@@ -72,13 +61,16 @@ def main(argv: list[str] | None = None) -> int:
             results = {"wire": WireRunner(args.seed).run(
                 args.queries, min(args.per_world, 100), progress=wire_progress)}
         elif args.replay is not None:
-            results = {t: Runner(t, args.seed).replay(args.replay) for t in group}
+            results = {t: Runner(t, args.seed, args.timeout).replay(args.replay)
+                       for t in group}
         else:
             if "wire" in group:
                 ap.error("wire runs on its own (not with --interleave)")
             results = {t: Stats() for t in group}
             shown = dict.fromkeys(group, 0)
-            for _w, out in _worlds(group, args.seed, args.queries, args.per_world, args.jobs):
+            shown_late = dict.fromkeys(group, 0)
+            for _w, out in world_results(group, args.seed, args.queries, args.per_world,
+                                         args.jobs, args.timeout):
                 for t, st in out.items():
                     if results[t].queries < args.queries:
                         results[t].merge(st)
@@ -91,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                         for m in st.mismatches[shown[t]:]:
                             print("  " + str(m).replace("\n", "\n  "), flush=True)
                         shown[t] = len(st.mismatches)
+                        for m in st.timeouts[shown_late[t]:]:
+                            print("  timeout " + str(m).replace("\n", "\n  "), flush=True)
+                        shown_late[t] = len(st.timeouts)
                 if all(st.queries >= args.queries or len(st.mismatches) >= args.max_mismatches
                        for st in results.values()):
                     break
@@ -104,9 +99,13 @@ def main(argv: list[str] | None = None) -> int:
             if not args.progress or args.replay is not None:
                 for m in st.mismatches[:20]:
                     print("  " + str(m).replace("\n", "\n  "))
+            if not args.progress:
+                for m in st.timeouts[:20]:
+                    print("  timeout " + str(m).replace("\n", "\n  "))
             failed |= bool(st.mismatches)
         for t, st in results.items():   # the last lines: `N queries, M mismatches`
-            print(f"{t}: {st.queries} queries, {len(st.mismatches)} mismatches "
+            late = f", {len(st.timeouts)} timeouts" if st.timeouts else ""
+            print(f"{t}: {st.queries} queries, {len(st.mismatches)} mismatches{late} "
                   f"({secs:.1f} s, {st.queries / max(secs, 1e-9):.1f}/s)", flush=True)
     return 1 if failed else 0
 

@@ -28,6 +28,16 @@ And one deliberate deviation: kudusql keeps date ± interval a DATE (docs/sql.md
 difference of two such values is an integer of days where the oracle has an interval; in a
 column where our side holds integers and the oracle's whole-day intervals, those intervals
 compare as their days (`_days_as_integers`).
+
+The exact fast path. Most results are equal to the last bit, and normalising every value
+of a 200K-row result is what made large worlds slow, so diff_rows first asks plain
+equality (`exact_match`): the rows equal in order, or equal as multisets (a Counter) with
+the ORDER BY keys equal in order. It only ever says "match", and only when every column
+holds one type on both sides from a set whose equality implies the tolerant matcher's
+(no True == 1 == 1.0 across types, no NaN, no tz-aware datetime, no list); otherwise, or
+when the rows differ, the tolerant matcher decides as before. A reference compared several
+times (TLP's predicates, each rule off, pushdown's settings) is an `Expected`: its column
+types and normalised rows are worked out once.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections import Counter
 from decimal import Decimal
 
 import pyarrow as pa
@@ -120,23 +131,26 @@ _DUCKDB_BC = re.compile(r"(\d{4,}-\d\d-\d\d) \(BC\)( \d\d:\d\d:\d\d(?:\.\d+)?)?"
 
 
 def norm(v):
-    """A value -> (sort key, comparable value). Numbers sort by their exact value (a float
-    as the Decimal it is), so that near-equal floats sort next to each other."""
+    """A value -> (sort key, comparable value). Numbers sort by their exact value, so that
+    near-equal floats sort next to each other: the key is the int or float itself (Python
+    compares and hashes ints and floats by their exact values, as it would the Decimals
+    they are, without building one per value)."""
     if v is None:
         return (0,), None
     if isinstance(v, bool):
         return (1, v), v
     if isinstance(v, (int, Decimal, float)):
-        if isinstance(v, float) and math.isnan(v):
-            return (3,), "nan"
-        if isinstance(v, float) and math.isinf(v):
-            return (2, Decimal(v)), v
-        if isinstance(v, Decimal) and v == v.to_integral_value():
+        if isinstance(v, float):
+            if math.isnan(v):
+                return (3,), "nan"
+            if math.isinf(v):
+                return (2, v), v
+        elif isinstance(v, Decimal) and v == v.to_integral_value():
             v = int(v)
         if isinstance(v, int):
-            return (2, Decimal(v)), v
+            return (2, v), v
         f = float(v) + 0.0
-        return (2, Decimal(f)), f
+        return (2, f), f
     if isinstance(v, str):
         if " (BC)" in v:   # DuckDB's text of a year before 1 AD; PostgreSQL's puts BC last
             v = _DUCKDB_BC.sub(r"\1\2 BC", v)
@@ -265,12 +279,22 @@ def multiset_diff(a: list, b: list, approx: frozenset[int], rel: float = REL,
     return None
 
 
-def _days_as_integers(ours: list, theirs: list) -> list:
+def _is_interval_type(k: type) -> bool:
+    return issubclass(k, dt.timedelta) or k.__name__ == "MonthDayNano"
+
+
+def _days_as_integers(ours: list, theirs: list, types_ours: list | None = None,
+                      types_theirs: list | None = None) -> list:
     """`theirs` with whole-day intervals as integer days in the columns where `ours` has
-    integers (the module docstring's date ± interval deviation)."""
-    cols = {i for r in ours for i, v in enumerate(r) if isinstance(v, int)
-            and not isinstance(v, bool)}
-    cols &= {i for r in theirs for i, v in enumerate(r) if _interval_us(v) is not None}
+    integers (the module docstring's date ± interval deviation). `types_*`: the results'
+    column_types when known (one pass per column instead of one per value)."""
+    if types_ours is None or types_theirs is None:
+        cols = {i for r in ours for i, v in enumerate(r) if isinstance(v, int)
+                and not isinstance(v, bool)}
+        cols &= {i for r in theirs for i, v in enumerate(r) if _interval_us(v) is not None}
+    else:
+        cols = {i for i, (ko, kt) in enumerate(zip(types_ours, types_theirs))
+                if int in ko and any(_is_interval_type(k) for k in kt)}
     if not cols:
         return theirs
 
@@ -280,23 +304,193 @@ def _days_as_integers(ours: list, theirs: list) -> list:
     return [tuple(fix(i, v) for i, v in enumerate(r)) for r in theirs]
 
 
+# -- the exact fast path ---------------------------------------------------------------------
+# Value types whose equality, between two values of the same type, implies the tolerant
+# matcher's (same_value on the normalised values): a float or Decimal equal to another is
+# the same number (-0.0 == 0.0 normalise alike too), a date or naive datetime the same
+# instant, a timedelta / MonthDayNano the same length. Not here: lists ([1] == [1.0] but
+# their array texts differ), tz-aware datetimes (equal instants, different wall clocks once
+# the zone is dropped), anything else.
+_EXACT_TYPES = frozenset({type(None), bool, int, float, Decimal, str, bytes, dt.date,
+                          dt.datetime, dt.timedelta})
+
+
+def column_types(rows: list) -> list[set] | None:
+    """Per column the set of the Python types of its values; None when the rows differ in
+    width (the callers then take the slow, value-by-value paths)."""
+    return profile(rows)[0]
+
+
+def profile(rows: list) -> tuple[list[set] | None, list | None]:
+    """(column_types, column_kinds) of `rows`, from one transposition."""
+    if not rows:
+        return [], None
+    if len(set(map(len, rows))) != 1:
+        return None, None
+    cols = list(zip(*rows))
+    types = [set(map(type, c)) for c in cols]
+    return types, ([_column_kind(c, t) for c, t in zip(cols, types)] if cols else None)
+
+
+def _column_kind(values, types: set) -> type | None | bool:
+    """The one type of a column's non-NULL values if equality on it is exact (see
+    _EXACT_TYPES), None for an all-NULL column, False if the column cannot take the fast
+    path: mixed types (True == 1 == 1.0 == Decimal(1)), NaN (never equal to itself, the
+    tolerant matcher's NaN equals NaN), tz-aware datetimes, lists, ..."""
+    kinds = types - {type(None)}
+    if not kinds:
+        return None
+    if len(kinds) != 1:
+        return False
+    (k,) = kinds
+    if k not in _EXACT_TYPES and k.__name__ != "MonthDayNano":
+        return False
+    try:
+        if k is float:
+            # NaN (or inf - inf: a false alarm costs only the slow path) makes the sum NaN;
+            # filter(None, ...) drops NULLs (and zeros, which change no sum)
+            if math.isnan(sum(filter(None, values), 0.0)):
+                return False
+        elif k is Decimal:
+            if not sum(filter(None, values), Decimal(0)).is_finite():
+                return False
+        elif k is dt.datetime:
+            if any(v.tzinfo is not None for v in values if v is not None):
+                return False
+    except (ArithmeticError, TypeError, ValueError):
+        return False
+    return k
+
+
+def column_kinds(rows: list, types: list[set] | None) -> list | None:
+    """Per column the _column_kind of `rows` (`types`: their column_types); None when the
+    fast path cannot be taken (no rows, no columns, rows of different widths)."""
+    if not rows or not types:
+        return None
+    return [_column_kind(c, t) for c, t in zip(zip(*rows), types)]
+
+
+def _same_kinds(ka: list | None, kb: list | None) -> bool:
+    """Both results' columns fit the fast path and hold the same type (an all-NULL column
+    fits any)."""
+    if ka is None or kb is None or len(ka) != len(kb):
+        return False
+    return all(x is not False and y is not False and (x is None or y is None or x is y)
+               for x, y in zip(ka, kb))
+
+
+def exact_match(ours: list, theirs: list, ordered=None, total: bool = False,
+                kinds_ours: list | None = None, kinds_theirs: list | None = None) -> bool:
+    """True only when the tolerant comparison would find no difference, decided by plain
+    equality: the rows equal in order, or (without a total order) equal as multisets
+    (Counter) with the ORDER BY keys equal in order. Only for columns of one exact type on
+    both sides (_same_kinds; `kinds_*`: column_kinds); False means "not decided here",
+    never "different": the tolerant matcher then decides."""
+    if len(ours) != len(theirs):
+        return False
+    if not ours:
+        return True
+    if not _same_kinds(kinds_ours, kinds_theirs):
+        return False
+    try:
+        if ours == theirs:
+            return True
+        if total:
+            return False
+        # dict equality (C) of the two Counters: both hold positive counts only, so it is
+        # multiset equality (Counter.__eq__ walks both in Python, ~15x slower)
+        if not dict.__eq__(Counter(ours), Counter(theirs)):
+            return False
+        if ordered:
+            pos = [p for p, _ in ordered]
+            return all(tuple(x[p] for p in pos) == tuple(y[p] for p in pos)
+                       for x, y in zip(ours, theirs))
+        return True
+    except (TypeError, ArithmeticError, ValueError):    # unhashable, a signalling NaN, ...
+        return False
+
+
+class Expected:
+    """A reference result compared several times (TLP's predicates, each rule switched off,
+    pushdown's two settings): its column types (fast path) and normalised rows (tolerant
+    path) are worked out once, the first time they are needed. Pass it as `theirs` to
+    diff_rows."""
+
+    __slots__ = ("rows", "_profile", "_norm", "_approx")
+
+    def __init__(self, rows: list):
+        self.rows = rows
+        self._profile = self._norm = self._approx = None
+
+    def types(self) -> list[set] | None:
+        if self._profile is None:
+            self._profile = profile(self.rows)
+        return self._profile[0]
+
+    def kinds(self) -> list | None:
+        if self._profile is None:
+            self._profile = profile(self.rows)
+        return self._profile[1]
+
+    def normalised(self) -> list:
+        if self._norm is None:
+            self._norm = norm_rows(self.rows)
+        return self._norm
+
+    def approx(self) -> frozenset[int]:
+        if self._approx is None:
+            self._approx = _approx_columns(self.rows, self.types())
+        return self._approx
+
+
+def _approx_columns(rows: list, types: list[set] | None) -> frozenset[int]:
+    """approximate_columns of one result, by its column_types where known: a column with
+    a float is approximate, one with Decimals is if one has a fraction."""
+    if types is None:
+        return approximate_columns(rows)
+    out = set()
+    for i, t in enumerate(types):
+        if float in t or any(issubclass(k, float) for k in t):
+            out.add(i)
+        elif any(issubclass(k, Decimal) for k in t):
+            if any(_approx(r[i]) for r in rows):
+                out.add(i)
+    return frozenset(out)
+
+
 def diff_rows(ours, theirs, ordered: list[tuple[int, bool]] | None = None,
               total: bool = False, rel: float = REL,
-              tols: dict[int, float] | None = None) -> str | None:
+              tols: dict[int, float] | None = None, fast: bool = True) -> str | None:
     """None when `ours` matches `theirs`, else a short description of the difference.
     Always a multiset comparison; with `ordered` (ORDER BY positions) the sequence of sort
     keys must match too, and with `total` (the order covers every column) the rows in
-    order. `tols`: absolute tolerances by position (decimal_tolerances)."""
-    theirs = _days_as_integers(ours, theirs)
-    a, b = norm_rows(ours), norm_rows(theirs)
-    if len(a) != len(b):
-        return f"{len(a)} rows, expected {len(b)}"
+    order. `tols`: absolute tolerances by position (decimal_tolerances). `theirs` may be
+    an `Expected` (a reference compared several times).
+
+    First the exact fast path (exact_match: plain equality, when the column types make it
+    safe; `fast=False` skips it); only when it cannot say "match" are the rows normalised
+    and matched with tolerance, so a difference is always found and described by the
+    tolerant matcher."""
+    ref = theirs if isinstance(theirs, Expected) else Expected(theirs)
+    rows = ref.rows
+    types_ours, kinds_ours = profile(ours)
+    fixed = _days_as_integers(ours, rows, types_ours, ref.types())
+    if fixed is not rows:
+        ref = Expected(fixed)             # the deviation rewrote it: nothing cached applies
+        rows = fixed
+    if len(ours) != len(rows):
+        return f"{len(ours)} rows, expected {len(rows)}"
+    if fast and exact_match(ours, rows, ordered, total, kinds_ours, ref.kinds()):
+        return None
+    a = norm_rows(ours)
+    b = ref.normalised()
     if total:
         for i, ((_, x), (_, y)) in enumerate(zip(a, b)):
             if not same_row(x, y, rel, tols):
                 return f"row {i}: {x!r}, expected {y!r}"
         return None
-    d = multiset_diff(a, b, approximate_columns(ours, theirs), rel, tols)
+    approx = _approx_columns(ours, types_ours) | ref.approx()
+    d = multiset_diff(a, b, approx, rel, tols)
     if d is not None:
         return d
     if ordered:

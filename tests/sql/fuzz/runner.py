@@ -4,11 +4,13 @@ generated queries against them; see tests/sql/fuzz/__init__.py for what each che
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import datetime as dt
 import random
 import shutil
 import tempfile
+import threading
 import time
 from collections import Counter
 
@@ -19,13 +21,24 @@ from kudusql.session import Database
 from planner.errors import SqlError
 from planner.rules import RULE_NAMES
 from tests.sql.fuzz import gen
-from tests.sql.fuzz.compare import arrow_rows, decimal_tolerances, diff_rows
+from tests.sql.fuzz.compare import Expected, arrow_rows, decimal_tolerances, diff_rows
 
 # one embedded world in BIG_EVERY is large (World._big), with this many rows in t0
 BIG_EVERY = 25
 BIG_ROWS = (130_000, 200_000)
 
 TECHNIQUES = ("diff", "tlp", "norec", "rules", "pushdown")
+
+# the time limit of one statement in an embedded world, kudusql's or DuckDB's (seconds; see
+# Watchdog): the embedded session does not act on SET statement_timeout (only the wire
+# server arms a timer), so the fuzzer keeps its own clock
+STATEMENT_TIMEOUT = 60.0
+# a statement that does not stop within this long after the cancel is interrupted from
+# outside (Watchdog): the backstop for code that never reaches a guard check
+HARD_GRACE = 30.0
+# one generated query's check as a whole (several statements, the matcher): this many
+# statement time limits
+QUERY_LIMIT = 10
 # predicates checked per generated FROM and select list (tlp, norec)
 PREDICATES = 3
 
@@ -61,12 +74,94 @@ class Stats:
     mismatches: list[Mismatch] = dataclasses.field(default_factory=list)
     outcomes: Counter = dataclasses.field(default_factory=Counter)
     unsupported: Counter = dataclasses.field(default_factory=Counter)
+    # statements stopped by the time limit (Watchdog), with their seeds: reported, and a
+    # mismatch too where the oracle answered
+    timeouts: list[Mismatch] = dataclasses.field(default_factory=list)
 
     def merge(self, other: Stats) -> None:
         self.queries += other.queries
         self.mismatches += other.mismatches
         self.outcomes.update(other.outcomes)
         self.unsupported.update(other.unsupported)
+        self.timeouts += other.timeouts
+
+
+class TimedOut:
+    """A statement the Watchdog stopped (what World.ours / World.theirs return for it)."""
+
+    def __init__(self, side: str, seconds: float, hard: bool = False):
+        self.side, self.seconds, self.hard = side, seconds, hard
+
+    def __str__(self) -> str:
+        how = "interrupted from outside: the cancel was not honoured" if self.hard else \
+            "cancelled"
+        return f"{self.side} ran past the {self.seconds:g} s time limit ({how})"
+
+
+class _Interrupted(BaseException):
+    """Raised in the fuzzer's thread by the Watchdog's backstop. A BaseException, so that
+    kudusql's statement boundary (session/errors.py: Exception -> XX000) lets it through."""
+
+
+class Watchdog:
+    """`with Watchdog(seconds, cancel) as dog:` - after `seconds`, `cancel()` (kudusql's
+    Session.cancel: 57014 at the next guard check; DuckDB's interrupt); if the statement is
+    still running HARD_GRACE seconds later (a loop that never reaches a guard check), the
+    thread that entered gets _Interrupted raised in it (at its next Python bytecode).
+    `dog.fired`: None, "cancel" or "hard".
+
+    One monitor thread per process checks every watchdog each POLL seconds (a thread per
+    statement cost ~0.5 ms, a tenth of a small world's query); entering and leaving only
+    put the watchdog in and out of a dict."""
+
+    POLL = 0.05
+    _lock = threading.Lock()
+    _active: dict[int, Watchdog] = {}
+    _thread: threading.Thread | None = None
+
+    def __init__(self, seconds: float, cancel):
+        self.seconds, self.cancel = seconds, cancel
+        self.fired: str | None = None
+
+    def __enter__(self) -> Watchdog:
+        if self.seconds:
+            self._tid = threading.get_ident()
+            self._deadline = time.monotonic() + self.seconds
+            with Watchdog._lock:
+                Watchdog._active[id(self)] = self
+                if Watchdog._thread is None or not Watchdog._thread.is_alive():
+                    Watchdog._thread = threading.Thread(target=Watchdog._watch, daemon=True,
+                                                        name="fuzz-watchdog")
+                    Watchdog._thread.start()
+        return self
+
+    @staticmethod
+    def _watch() -> None:
+        while True:
+            time.sleep(Watchdog.POLL)
+            now = time.monotonic()
+            with Watchdog._lock:     # under the lock: never a cancel of a later statement
+                for dog in list(Watchdog._active.values()):
+                    dog._tick(now)
+
+    def _tick(self, now: float) -> None:
+        if self.fired is None and now >= self._deadline:
+            self.fired = "cancel"
+            self._deadline = now + HARD_GRACE
+            self.cancel()
+        elif self.fired == "cancel" and now >= self._deadline:
+            self.fired = "hard"
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._tid),
+                                                       ctypes.py_object(_Interrupted))
+
+    def __exit__(self, *exc) -> bool:
+        if self.seconds:
+            with Watchdog._lock:
+                Watchdog._active.pop(id(self), None)
+                if self.fired == "hard":     # not delivered yet: take it back
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._tid),
+                                                               None)
+        return bool(exc and exc[0] is _Interrupted and self.fired == "hard")
 
 
 class World:
@@ -75,6 +170,7 @@ class World:
     UPDATE / DELETE / INSERT, kept in DuckDB as `<table>_v1` for time-travel queries."""
 
     tols: dict[int, float] = {}     # the last DuckDB result's decimal tolerances (theirs)
+    timeout: float = STATEMENT_TIMEOUT   # per statement (Watchdog); 0: none
 
     def __init__(self, seed: int, directory: str | None = None, execute=None,
                  big: bool | None = None):
@@ -259,22 +355,38 @@ class World:
 
     # -- running ---------------------------------------------------------------------------
     def ours(self, sql: str, rules_off: frozenset[str] = frozenset(), params=None):
-        """kudusql's rows, or the SqlError."""
+        """kudusql's rows, or the SqlError, or TimedOut past the time limit."""
+        dog = Watchdog(self.timeout, self.session.cancel)
+        rows = None
         try:
-            self.session.disabled_rules = rules_off      # the session's own setting
-            r = self.session.execute(sql, params)[-1]
-            return arrow_rows(r.table)
+            with dog:
+                self.session.disabled_rules = rules_off      # the session's own setting
+                rows = arrow_rows(self.session.execute(sql, params)[-1].table)
         except SqlError as e:
+            if dog.fired:           # 57014 (or whatever the cancel ended it with)
+                return TimedOut("kudusql", self.timeout)
             return e
+        if rows is None:
+            return TimedOut("kudusql", self.timeout, hard=True)
+        return rows
 
     def theirs(self, sql: str):
-        """DuckDB's rows, or its error; `self.tols` the result's decimal tolerances."""
+        """DuckDB's rows, or its error, or TimedOut past the time limit; `self.tols` the
+        result's decimal tolerances."""
+        dog = Watchdog(self.timeout, self.duck.interrupt)
+        rows = None
         try:
-            t = self.duck.sql(sql).to_arrow_table()
+            with dog:
+                t = self.duck.sql(sql).to_arrow_table()
+                rows = arrow_rows(t)
         except duckdb.Error as e:
+            if dog.fired:
+                return TimedOut("DuckDB", self.timeout)
             return e
+        if rows is None:
+            return TimedOut("DuckDB", self.timeout, hard=True)
         self.tols = decimal_tolerances(t.schema)
-        return arrow_rows(t)
+        return rows
 
 
 def _is_bug(e: SqlError) -> bool:
@@ -286,11 +398,13 @@ def _is_bug(e: SqlError) -> bool:
 class Runner:
     """Runs one technique over `worlds` x `per_world` generated queries."""
 
-    def __init__(self, technique: str, seed: int = 0):
+    def __init__(self, technique: str, seed: int = 0, timeout: float = STATEMENT_TIMEOUT):
+        """`timeout`: each statement's time limit in seconds (Watchdog; 0: none)."""
         if technique not in TECHNIQUES:
             raise ValueError(technique)
         self.technique = technique
         self.seed = seed
+        self.timeout = timeout
         self.stats = Stats()
 
     def run(self, queries: int, per_world: int = 200, max_mismatches: int = 50,
@@ -311,6 +425,7 @@ class Runner:
         wseed = self.seed * 100_003 + w
         own = world is None
         world = world or World(wseed)
+        world.timeout = self.timeout
         try:
             if world.big:       # ~1 s a query: a tenth of the checks (still counted)
                 n = max(1, n // 10)
@@ -326,6 +441,7 @@ class Runner:
     def replay(self, qseed: int) -> Stats:
         """Run the one query of seed `qseed` again (in the world it was generated for)."""
         world = World(qseed // 1_000_003)
+        world.timeout = self.timeout
         try:
             self.one(world, qseed)
         finally:
@@ -337,7 +453,17 @@ class Runner:
         snapshot = world.v1 if world.v1 is not None and rng.random() < 0.15 else None
         g = gen.QueryGen(rng, world.tables, snapshot=snapshot, joins=not world.big,
                          subqueries=not world.big)
-        getattr(self, "_" + self.technique)(world, g, qseed)
+        # the whole check (every statement, the matcher) has a limit too: QUERY_LIMIT time
+        # limits, then the backstop interrupt (nothing to cancel but the fuzzer's own work)
+        counted = self.stats.queries
+        dog = Watchdog(self.timeout * QUERY_LIMIT, lambda: None)
+        with dog:
+            getattr(self, "_" + self.technique)(world, g, qseed)
+        if dog.fired == "hard":
+            self._timed_out(qseed, f"(the whole {self.technique} check of this seed)",
+                            TimedOut("the check", self.timeout * QUERY_LIMIT, hard=True))
+            if self.stats.queries == counted:
+                self._count("timeout")
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _count(self, outcome: str) -> None:
@@ -346,6 +472,9 @@ class Runner:
 
     def _mismatch(self, seed: int, sql: str, detail: str) -> None:
         self.stats.mismatches.append(Mismatch(self.technique, seed, sql, detail))
+
+    def _timed_out(self, seed: int, sql: str, t: TimedOut) -> None:
+        self.stats.timeouts.append(Mismatch(self.technique, seed, sql, str(t)))
 
     def _ours_ok(self, seed: int, sql: str, r) -> bool:
         """Classify a kudusql error; True if `r` holds rows."""
@@ -368,6 +497,15 @@ class Runner:
         ours, theirs = world.ours(q.sql.k, params=params), world.theirs(q.sql.d)
         if params:
             q.sql = gen.Sql(f"{q.sql.k}  /* params: {params!r} */", q.sql.d)
+        if isinstance(ours, TimedOut) or isinstance(theirs, TimedOut):
+            # a timeout is its own outcome, reported with the seed; a mismatch as well
+            # when kudusql ran out of time on a query the oracle answered
+            t = ours if isinstance(ours, TimedOut) else theirs
+            self._timed_out(seed, repr(q.sql), t)
+            if isinstance(ours, TimedOut) and isinstance(theirs, list):
+                self._mismatch(seed, repr(q.sql), f"{t}; DuckDB answered")
+            self._count("timeout")
+            return
         if isinstance(ours, SqlError) or isinstance(theirs, duckdb.Error):
             if isinstance(ours, SqlError):
                 self._ours_ok(seed, q.sql.k, ours)
@@ -400,9 +538,15 @@ class Runner:
         against `sql_b` run with `rules_b` off. `b_adds_sql`: `sql_b` holds SQL `sql_a`
         has not (a TLP predicate), which may be refused on its own (42xxx, 0A000)."""
         err_a = self._last_error
+        if a is None and isinstance(err_a, TimedOut):
+            self._count("timeout")       # reported once (ours_checked); nothing to compare
+            return
         b = self.ours_checked(seed, sql_b, rules_b)
         if a is None or b is None:
             failed = err_a if a is None else self._last_error
+            if isinstance(failed, TimedOut):
+                self._count("timeout")
+                return
             own = (b_adds_sql and a is not None and isinstance(failed, SqlError) and
                    failed.sqlstate[:2] in ("42", "0A"))
             if (a is None) != (b is None) and not own and not (
@@ -425,7 +569,14 @@ class Runner:
     _last_error = None
 
     def ours_checked(self, seed: int, sql: str, rules_off: frozenset[str] = frozenset()):
+        """kudusql's rows of `sql`, or None with the error (SqlError, TimedOut: reported
+        here with the seed) in `_last_error`."""
         r = self._world.ours(sql, rules_off)
+        if isinstance(r, TimedOut):
+            self._last_error = r
+            self._timed_out(seed, sql + (f"\n    rules off: {sorted(rules_off)}"
+                                         if rules_off else ""), r)
+            return None
         if isinstance(r, SqlError):
             self._last_error = r
             self._ours_ok(seed, sql, r)
@@ -455,6 +606,8 @@ class Runner:
             whole = f"SELECT {fn}({arg}) FROM {src.k}" + (f" WHERE {where.k}" if where else "")
         expected = self.ours_checked(seed, whole)
         expected_error = self._last_error
+        if expected is not None:       # one reference for every predicate (compare.Expected)
+            expected = Expected(expected)
         for _ in range(PREDICATES):
             p = g.pred(scope)
             if r < 0.6:
@@ -485,15 +638,25 @@ class Runner:
         preds = [g.pred(scope) for _ in range(PREDICATES)]
         n = len(kinds)
         flags = ", ".join(f"({p.k}) IS TRUE" for p in preds)
+        self._last_error = None
         flagged_all = self.ours_checked(seed, f"SELECT {items.k}, {flags} FROM {src.k}")
+        flags_timed_out = isinstance(self._last_error, TimedOut)
         for i, p in enumerate(preds):
             sql = f"SELECT {items.k} FROM {src.k} WHERE {p.k}"
+            self._last_error = None
             filtered = self.ours_checked(seed, sql)
+            timed_out = flags_timed_out or isinstance(self._last_error, TimedOut)
             if flagged_all is not None:
                 flagged = [r[:n] + (r[n + i],) for r in flagged_all]
+            elif flags_timed_out:
+                flagged = None
             else:     # one of the flags failed (say 22012 for some row): this one alone
                 flagged = self.ours_checked(
                     seed, f"SELECT {items.k}, ({p.k}) IS TRUE FROM {src.k}")
+                timed_out = timed_out or isinstance(self._last_error, TimedOut)
+            if timed_out:
+                self._count("timeout")       # reported with the seed (ours_checked)
+                continue
             if filtered is None or flagged is None:
                 # a data exception (22xxx) in the select list for a row the WHERE drops is
                 # legitimate (PostgreSQL evaluates the list only for rows that pass)
@@ -520,6 +683,8 @@ class Runner:
         q = g.query()
         expected = self.ours_checked(seed, q.sql.k)
         err = self._last_error
+        if expected is not None:       # one reference for every rule (compare.Expected)
+            expected = Expected(expected)
         for rule in RULE_NAMES:
             self._last_error = err
             self._compare(seed, q.sql.k, q.sql.k, expected, q.ordered, q.total_order,
@@ -533,6 +698,8 @@ class Runner:
         q = g.query()
         expected = self.ours_checked(seed, q.sql.k)
         err = self._last_error
+        if expected is not None:       # one reference for both settings (compare.Expected)
+            expected = Expected(expected)
         for off in (frozenset({"scan_predicates"}),
                     frozenset({"scan_predicates", "pushdown_predicates"})):
             self._last_error = err
@@ -540,16 +707,56 @@ class Runner:
 
 
 def world_task(args: tuple) -> tuple[int, dict[str, Stats]]:
-    """(techniques, seed, w, n) -> (w, {technique: Stats}): `n` checks of each technique in
-    world `w` of `seed`, the world built once for all of them (a worker of --jobs)."""
-    techniques, seed, w, n = args
+    """(techniques, seed, w, n[, timeout]) -> (w, {technique: Stats}): `n` checks of each
+    technique in world `w` of `seed`, the world built once for all of them (a worker of
+    --jobs)."""
+    techniques, seed, w, n, *rest = args
+    timeout = rest[0] if rest else STATEMENT_TIMEOUT
     world = World(seed * 100_003 + w)
     out = {}
     try:
         for tech in techniques:
-            r = Runner(tech, seed)
+            r = Runner(tech, seed, timeout)
             r.run_world(w, n, world)
             out[tech] = r.stats
     finally:
         world.close()
     return w, out
+
+
+def world_results(techniques, seed: int, queries: int, per_world: int, jobs: int = 1,
+                  timeout: float = STATEMENT_TIMEOUT):
+    """Yields (w, {technique: Stats}) world by world, in world order, enough worlds for
+    every technique to reach `queries` checks; with `jobs` > 1 the worlds are built and run
+    in that many worker processes (world w of `seed` is the same world whichever process
+    builds it, so the seeds stay those of a single process and replayable)."""
+    import multiprocessing
+    # a world counts at least per_world checks, a large one (BIG_EVERY) a tenth
+    worlds = -(-queries * 11 // (per_world * 10)) + 2
+    tasks = [(tuple(techniques), seed, w, per_world, timeout) for w in range(worlds)]
+    if jobs <= 1:
+        for t in tasks:
+            yield world_task(t)
+        return
+    ctx = multiprocessing.get_context("spawn")     # no fork of a process holding threads
+    with ctx.Pool(jobs, maxtasksperchild=20) as pool:
+        yield from pool.imap(world_task, tasks)
+
+
+def run_parallel(techniques, seed: int, queries: int, per_world: int = 200, jobs: int = 1,
+                 timeout: float = STATEMENT_TIMEOUT, max_mismatches: int = 50,
+                 progress=None) -> dict[str, Stats]:
+    """Each technique's Stats over `queries` checks (whole worlds: a little more), worlds
+    in `jobs` worker processes (world_results); the queries are Runner(t, seed).run's
+    (per_world each world). `progress(results)` after each world."""
+    results = {t: Stats() for t in techniques}
+    for _w, out in world_results(techniques, seed, queries, per_world, jobs, timeout):
+        for t, st in out.items():
+            if results[t].queries < queries:
+                results[t].merge(st)
+        if progress is not None:
+            progress(results)
+        if all(st.queries >= queries or len(st.mismatches) >= max_mismatches
+               for st in results.values()):
+            break
+    return results

@@ -32,7 +32,7 @@ import psycopg
 
 from tests.sql.fuzz import gen
 from tests.sql.fuzz.compare import diff_rows, norm_rows
-from tests.sql.fuzz.runner import Mismatch, Stats, World
+from tests.sql.fuzz.runner import Mismatch, Stats, TimedOut, World
 
 
 def free_port() -> int:
@@ -187,6 +187,10 @@ class WireRunner:
         theirs = world.theirs(q.sql.d)      # through Arrow, with its decimal tolerances
         if isinstance(theirs, duckdb.Error):
             self.stats.outcomes["DuckDB error"] += 1
+            return
+        if isinstance(theirs, TimedOut):    # the oracle ran past the time limit (Watchdog)
+            self.stats.outcomes["timeout"] += 1
+            self.stats.timeouts.append(Mismatch("wire", qseed, repr(q.sql), str(theirs)))
             return
         d = diff_rows(text_rows, theirs, q.ordered, q.total_order, tols=world.tols)
         if d is not None:
