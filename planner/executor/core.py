@@ -25,7 +25,9 @@ from planner.guard import QueryGuard
 from planner.executor.kernels import (
     _array_nbytes,
     _chunked,
+    concat_tables,
     empty_rows,
+    slice_rows,
     _join_parts,
     NodeStats,
     _table_nbytes,
@@ -143,7 +145,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         parts = []
         for start in range(0, n, step):
             self.guard.check()
-            a = fn(e, t.slice(start, step))
+            a = fn(e, slice_rows(t, start, step))
             self.guard.charge(_array_nbytes(a))
             parts.append(a)
         return _join_parts(parts)
@@ -157,11 +159,11 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         parts = []
         for start in range(0, n, step):
             self.guard.check()
-            m = t.slice(start, step)
+            m = slice_rows(t, start, step)
             part = m.filter(evaluate_filter(cond, m))
             self.guard.charge(_table_nbytes(part))
             parts.append(part)
-        return pa.concat_tables(parts)
+        return concat_tables(parts)
 
     def source(self, t: pa.Table, prepare=None, rows: int | None = None
                ) -> "pa.RecordBatchReader":
@@ -170,7 +172,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         checked before each morsel, inside the plan, which stops it (the exception comes
         out of the plan unchanged)."""
         step = rows or _guard.MORSEL_ROWS
-        first = t.slice(0, step)
+        first = slice_rows(t, 0, step)
         if prepare is not None:
             first = prepare(first)
         schema = first.schema
@@ -179,7 +181,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             yield from first.to_batches()
             for start in range(step, t.num_rows, step):
                 self.guard.check()
-                m = t.slice(start, step)
+                m = slice_rows(t, start, step)
                 if prepare is not None:
                     m = prepare(m)
                     if m.schema != schema:
@@ -410,7 +412,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
     def _limit(self, node: L.Limit) -> pa.Table:
         t = self.run(node.input)
         end = t.num_rows if node.limit is None else min(t.num_rows, node.offset + node.limit)
-        return t.slice(node.offset, max(0, end - node.offset))
+        return slice_rows(t, node.offset, max(0, end - node.offset))
 
     def needed_above(self, node: L.Node) -> set[str]:
         """Keys that nodes outside `node`'s subtree (or the output) read."""

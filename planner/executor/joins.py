@@ -19,7 +19,8 @@ from planner.logical import output_keys, refs
 from planner.errors import SqlError
 from planner import guard as _guard
 from planner.guard import QueryGuard
-from planner.executor.kernels import _chunked, empty_rows, hash_key, NodeStats, _table_nbytes
+from planner.executor.kernels import (_chunked, concat_tables, empty_rows, hash_key,
+                                      NodeStats, _table_nbytes)
 
 MAX_CROSS_JOIN_ROWS = 50_000_000
 
@@ -201,7 +202,7 @@ def cross_join(left: pa.Table, right: pa.Table, check_cancel=None) -> pa.Table:
         if isinstance(check_cancel, QueryGuard):
             check_cancel.charge(_table_nbytes(out))
         parts.append(out)
-    return pa.concat_tables(parts) if len(parts) != 1 else parts[0]
+    return concat_tables(parts) if len(parts) != 1 else parts[0]
 
 
 class JoinOperators:
@@ -277,7 +278,7 @@ class JoinOperators:
             pad = unmatched
             for f in right.schema:
                 pad = pad.append_column(f.name, pa.nulls(unmatched.num_rows, f.type))
-            return pa.concat_tables([matched.drop_columns([rid]).select(pad.column_names), pad])
+            return concat_tables([matched.drop_columns([rid]).select(pad.column_names), pad])
         raise SqlError("FULL JOIN with a non-equality condition is not supported", "0A000")
 
     def _cross_outer(self, left, right, kind) -> pa.Table:

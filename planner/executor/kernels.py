@@ -31,6 +31,33 @@ def empty_rows(n: int) -> pa.Table:
     return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
 
 
+# A table without columns keeps its row count in Arrow only as long as no kernel has to
+# build a new one: pa.concat_tables of such tables has 0 rows, Table.take returns 0 rows
+# and Table.slice does not clamp its length. (A 6-way cross join of 15 rows -- 11.4M rows,
+# made in chunks -- counted 0.) Every executor step that concatenates or takes rows of a
+# table that may have no columns goes through these (and slices with slice_rows).
+def concat_tables(parts: list[pa.Table], **kw) -> pa.Table:
+    """pa.concat_tables that keeps the row count of column-less tables."""
+    if parts and parts[0].num_columns == 0:
+        return empty_rows(sum(p.num_rows for p in parts))
+    return pa.concat_tables(parts, **kw)
+
+
+def slice_rows(t: pa.Table, start: int, length: int | None = None) -> pa.Table:
+    """t.slice(start, length), clamped to the table's rows also when it has no columns."""
+    if t.num_columns == 0:
+        left = max(0, t.num_rows - start)
+        return empty_rows(left if length is None else min(left, max(0, length)))
+    return t.slice(start) if length is None else t.slice(start, length)
+
+
+def take_rows(t: pa.Table, idx) -> pa.Table:
+    """t.take(idx) that keeps the row count of a column-less table."""
+    if t.num_columns == 0:
+        return empty_rows(len(idx))
+    return t.take(idx)
+
+
 # -- kernels ---------------------------------------------------------------------------------
 def common_subexpressions(exprs: list[exp.Expression]
                           ) -> tuple[list[tuple[str, exp.Expression]], list[exp.Expression]]:

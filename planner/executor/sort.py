@@ -16,7 +16,8 @@ from planner import logical as L
 from planner.errors import SqlError
 from planner.expr import ArrayType, parse_array_literal
 from planner import guard as _guard
-from planner.executor.kernels import _combine_chunks, empty_rows, _hash_keys, _table_nbytes
+from planner.executor.kernels import (_combine_chunks, concat_tables, empty_rows, _hash_keys,
+                                      slice_rows, _table_nbytes, take_rows)
 from planner.executor.joins import hash_join
 
 
@@ -273,14 +274,14 @@ class SortOperators:
         """`t.take(idx)`, a morsel of indices at a time."""
         step = _guard.MORSEL_ROWS
         if len(idx) <= step:
-            return t.take(idx)
+            return take_rows(t, idx)
         parts = []
         for start in range(0, len(idx), step):
             self.guard.check()
-            part = t.take(idx.slice(start, step))
+            part = take_rows(t, idx.slice(start, step))
             self.guard.charge(_table_nbytes(part))
             parts.append(part)
-        return pa.concat_tables(parts)
+        return concat_tables(parts)
 
     # -- set operations --------------------------------------------------------------------
     def _setop(self, node: L.SetOp) -> pa.Table:
@@ -294,7 +295,7 @@ class SortOperators:
                            "42804") from None
         if node.kind == "union":
             return both if node.all else self.distinct(both)
-        left, right = both.slice(0, left.num_rows), both.slice(left.num_rows)
+        left, right = slice_rows(both, 0, left.num_rows), slice_rows(both, left.num_rows)
         if node.all:
             raise SqlError(f"{node.kind.upper()} ALL is not supported", "0A000")
         left, right = self.distinct(left), self.distinct(right)
