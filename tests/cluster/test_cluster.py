@@ -187,6 +187,23 @@ def test_cluster_sql_errors_and_refusals(cluster):
 
 
 
+def _make_leader(rpc, tid: str, reps: list[dict], target: dict, timeout_s: float) -> None:
+    """Ask the tablet's current leader to hand leadership to `target` until it leads."""
+    def role(r):
+        return rpc.call(r["addr"], "status")["tablets"][tid]["role"]
+    deadline = time.monotonic() + timeout_s
+    while role(target) != "LEADER":
+        assert time.monotonic() < deadline, "leadership transfer did not happen"
+        leader = next((r for r in reps if role(r) == "LEADER"), None)
+        if leader is not None:
+            try:
+                rpc.call(leader["addr"], "transfer_leader",
+                         {"tablet": tid, "target": target["uuid"]})
+            except Exception:  # noqa: BLE001 - e.g. not caught up yet: retry
+                pass
+        time.sleep(0.3)
+
+
 def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
     from kudusql.cluster import rpc_client_for
     c = cluster4
@@ -223,19 +240,7 @@ def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
     for tid in affected:
         reps = replicas()[tid]["replicas"]
         for target in reps:
-            def role(r):
-                return rpc.call(r["addr"], "status")["tablets"][tid]["role"]
-            deadline = time.monotonic() + 20
-            while role(target) != "LEADER":
-                assert time.monotonic() < deadline, "leadership transfer did not happen"
-                leader = next((r for r in reps if role(r) == "LEADER"), None)
-                if leader is not None:
-                    try:
-                        rpc.call(leader["addr"], "transfer_leader",
-                                 {"tablet": tid, "target": target["uuid"]})
-                    except Exception:  # noqa: BLE001 - e.g. not caught up yet: retry
-                        pass
-                time.sleep(0.3)
+            _make_leader(rpc, tid, reps, target, timeout_s=20)
             with c.connect() as conn:
                 assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 300
     # RF is checked against *live* servers: 4 registered, 2 of them dead -> RF 3 refused
@@ -319,18 +324,7 @@ def test_rereplication_of_a_tablet_whose_log_was_gcd_goes_through_a_tablet_copy(
         reps = replicas()[tid]["replicas"]
         assert {r["uuid"] for r in reps} & newcomers[tid], "no new replica was added"
         for target in reps:
-            deadline = time.monotonic() + 30
-            while tablet_status(target["addr"], tid)["role"] != "LEADER":
-                assert time.monotonic() < deadline, "leadership transfer did not happen"
-                leader = next((r for r in reps
-                               if tablet_status(r["addr"], tid)["role"] == "LEADER"), None)
-                if leader is not None:
-                    try:
-                        rpc.call(leader["addr"], "transfer_leader",
-                                 {"tablet": tid, "target": target["uuid"]})
-                    except Exception:  # noqa: BLE001 - e.g. not caught up yet: retry
-                        pass
-                time.sleep(0.3)
+            _make_leader(rpc, tid, reps, target, timeout_s=30)
             with c.connect() as conn:
                 assert conn.execute("SELECT count(*), count(DISTINCT v) FROM g").fetchone() \
                     == (200, 3)
