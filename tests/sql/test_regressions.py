@@ -6,6 +6,7 @@ tests/sql/fuzz found) the technique that found it. Issue 16's own list comes fir
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -623,13 +624,11 @@ def test_nan_is_not_distinct_from_nan(con):
         [(False, True, True, True)]
 
 
-def test_dates_past_year_9999_over_the_wire(tmp_path):
-    """A DATE / TIMESTAMP past year 9999 (date arithmetic reaches it; PostgreSQL's range is
-    far wider) was XX000 over the wire: the small-result encoder and the point lookup turned
-    it into a Python date, which stops at 9999. Found by the wire fuzzer (seeds
-    917430302282682, 917430305282678). The server now sends PostgreSQL's forms, the same
-    from a scan, a point read and a prepared point read, in text and in binary (read here as
-    raw bytes: psycopg's own loaders stop at year 9999 too)."""
+@contextlib.contextmanager
+def _raw_datetimes_over_the_wire(tmp_path):
+    """A psycopg connection to a fresh `kudusql serve` that reads DATE / TIMESTAMP /
+    TIMESTAMPTZ results as the raw wire values (text as str, binary as hex): psycopg's own
+    loaders stop at years 1 and 9999. The server is stopped afterwards."""
     import psycopg
     from psycopg.adapt import Loader
     from psycopg.pq import Format
@@ -654,25 +653,36 @@ def test_dates_past_year_9999_over_the_wire(tmp_path):
             for oid in ("date", "timestamp", "timestamptz"):
                 c.adapters.register_loader(oid, RawText)
                 c.adapters.register_loader(oid, RawBinary)
-            c.execute("CREATE TABLE far (k INT PRIMARY KEY, d DATE, ts TIMESTAMP)")
-            c.execute("INSERT INTO far VALUES (1, DATE '9999-12-31', "
-                      "TIMESTAMP '9999-12-31 23:00:00')")
-            c.execute("UPDATE far SET d = d + 1, ts = ts + INTERVAL '2 hours' WHERE k = 1")
-            want_text = ("10000-01-01", "10000-01-01 01:00:00")
-            days = 2932897 - 10957          # 10000-01-01 in days since 2000-01-01
-            want_bin = (days.to_bytes(4, "big", signed=True).hex(),
-                        (days * 86_400_000_000 + 3_600_000_000).to_bytes(8, "big").hex())
-            for binary, want in ((False, want_text), (True, want_bin)):
-                for sql, prepare in (("SELECT d, ts FROM far", False),
-                                     ("SELECT d, ts FROM far WHERE k = 1", False),
-                                     ("SELECT d, ts FROM far WHERE k = %s", True)):
-                    for _ in range(3 if prepare else 1):     # the cached fast path too
-                        cur = c.cursor(binary=binary)
-                        cur.execute(sql, (1,) if prepare else None, prepare=prepare)
-                        assert cur.fetchall() == [want], (sql, binary)
-            assert c.execute("SELECT (d + 1)::text FROM far").fetchall() == [("10000-01-02",)]
+            yield c
     finally:
         stop_server(r)
+
+
+def test_dates_past_year_9999_over_the_wire(tmp_path):
+    """A DATE / TIMESTAMP past year 9999 (date arithmetic reaches it; PostgreSQL's range is
+    far wider) was XX000 over the wire: the small-result encoder and the point lookup turned
+    it into a Python date, which stops at 9999. Found by the wire fuzzer (seeds
+    917430302282682, 917430305282678). The server now sends PostgreSQL's forms, the same
+    from a scan, a point read and a prepared point read, in text and in binary (read here as
+    raw bytes: psycopg's own loaders stop at year 9999 too)."""
+    with _raw_datetimes_over_the_wire(tmp_path) as c:
+        c.execute("CREATE TABLE far (k INT PRIMARY KEY, d DATE, ts TIMESTAMP)")
+        c.execute("INSERT INTO far VALUES (1, DATE '9999-12-31', "
+                  "TIMESTAMP '9999-12-31 23:00:00')")
+        c.execute("UPDATE far SET d = d + 1, ts = ts + INTERVAL '2 hours' WHERE k = 1")
+        want_text = ("10000-01-01", "10000-01-01 01:00:00")
+        days = 2932897 - 10957          # 10000-01-01 in days since 2000-01-01
+        want_bin = (days.to_bytes(4, "big", signed=True).hex(),
+                    (days * 86_400_000_000 + 3_600_000_000).to_bytes(8, "big").hex())
+        for binary, want in ((False, want_text), (True, want_bin)):
+            for sql, prepare in (("SELECT d, ts FROM far", False),
+                                 ("SELECT d, ts FROM far WHERE k = 1", False),
+                                 ("SELECT d, ts FROM far WHERE k = %s", True)):
+                for _ in range(3 if prepare else 1):     # the cached fast path too
+                    cur = c.cursor(binary=binary)
+                    cur.execute(sql, (1,) if prepare else None, prepare=prepare)
+                    assert cur.fetchall() == [want], (sql, binary)
+        assert c.execute("SELECT (d + 1)::text FROM far").fetchall() == [("10000-01-02",)]
 
 
 def test_ordered_aggregates_run_in_one_pass_and_match_duckdb(tmp_path):
@@ -760,36 +770,19 @@ def test_dates_before_1_ad_over_the_wire_in_text(tmp_path):
     """The text format of a DATE / TIMESTAMP before 1 AD is PostgreSQL's ('0001-12-02 BC'),
     from a scan, a point read and a prepared point read (raw text, as psycopg stops at
     year 1)."""
-    import psycopg
-    from psycopg.adapt import Loader
-
-    from tests.wire.conftest import start_server, stop_server
-
-    class RawText(Loader):
-        def load(self, data):
-            return bytes(data).decode()
-
-    r = start_server(tmp_path / "db")
-    kw = r.asyncpg_kw()
-    try:
-        with psycopg.connect(host=kw["host"], port=kw["port"], user=kw["user"],
-                             dbname=kw.get("database", "kudusql"), autocommit=True) as c:
-            for oid in ("date", "timestamp", "timestamptz"):
-                c.adapters.register_loader(oid, RawText)
-            c.execute("CREATE TABLE old (k INT PRIMARY KEY, d DATE, ts TIMESTAMP)")
-            c.execute("INSERT INTO old VALUES (1, DATE '0001-01-01', "
-                      "TIMESTAMP '0001-01-01 01:00:00')")
-            c.execute("UPDATE old SET d = d - 30, ts = ts - INTERVAL '2 hours' WHERE k = 1")
-            want = ("0001-12-02 BC", "0001-12-31 23:00:00 BC")
-            for sql, prepare in (("SELECT d, ts FROM old", False),
-                                 ("SELECT d, ts FROM old WHERE k = 1", False),
-                                 ("SELECT d, ts FROM old WHERE k = %s", True)):
-                for _ in range(3 if prepare else 1):     # the cached fast path too
-                    cur = c.cursor()
-                    cur.execute(sql, (1,) if prepare else None, prepare=prepare)
-                    assert cur.fetchall() == [want], sql
-    finally:
-        stop_server(r)
+    with _raw_datetimes_over_the_wire(tmp_path) as c:
+        c.execute("CREATE TABLE old (k INT PRIMARY KEY, d DATE, ts TIMESTAMP)")
+        c.execute("INSERT INTO old VALUES (1, DATE '0001-01-01', "
+                  "TIMESTAMP '0001-01-01 01:00:00')")
+        c.execute("UPDATE old SET d = d - 30, ts = ts - INTERVAL '2 hours' WHERE k = 1")
+        want = ("0001-12-02 BC", "0001-12-31 23:00:00 BC")
+        for sql, prepare in (("SELECT d, ts FROM old", False),
+                             ("SELECT d, ts FROM old WHERE k = 1", False),
+                             ("SELECT d, ts FROM old WHERE k = %s", True)):
+            for _ in range(3 if prepare else 1):     # the cached fast path too
+                cur = c.cursor()
+                cur.execute(sql, (1,) if prepare else None, prepare=prepare)
+                assert cur.fetchall() == [want], sql
 
 
 def test_row_counts_of_column_less_intermediate_results(tmp_path):
