@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -75,6 +76,50 @@ class LocalCluster:
                 with open(os.path.join(d, name), errors="replace") as f:
                     out.append(f"--- {name}\n" + f.read()[-3000:])
         return "\n".join(out)
+
+    def make_leader(self, tid: str, target: str, timeout_s: float = 30) -> None:
+        """Make the replica of tablet `tid` on tablet server `target` (uuid) its leader:
+        ask whichever live replica leads to transfer leadership until `target` leads.
+        Servers that are restarting or refuse (target not caught up yet) are asked again."""
+        from kudusql.cluster import rpc_client_for
+        rpc = rpc_client_for(self.dir, 5)
+        try:
+            servers = {p["uuid"]: p["addr"] for p in self.status()
+                       if p["role"] == "tserver" and p["alive"]}
+            deadline = time.monotonic() + timeout_s
+            while True:
+                roles = {}
+                for u, a in servers.items():
+                    try:
+                        roles[u] = rpc.call(a, "status")["tablets"].get(tid, {}).get("role")
+                    except Exception:  # noqa: BLE001 - restarting: ask again
+                        pass
+                leader = next((u for u, r in roles.items() if r == "LEADER"), None)
+                if leader == target:
+                    return
+                assert time.monotonic() < deadline, f"no leadership transfer for {tid}"
+                if leader is not None:
+                    try:
+                        rpc.call(servers[leader], "transfer_leader",
+                                 {"tablet": tid, "target": target})
+                    except Exception:  # noqa: BLE001 - not caught up yet: retry
+                        pass
+                time.sleep(0.3)
+        finally:
+            rpc.close()
+
+    def wait_rereplicated(self, replicas, victim: str, timeout_s: float = 60) -> None:
+        """Wait until every tablet in `replicas()` (the master's locations) has three live
+        replicas, none of them on the dead server `victim`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            locs = replicas()
+            if all(len(loc["replicas"]) == 3
+                   and victim not in [r["uuid"] for r in loc["replicas"]]
+                   and all(r["live"] for r in loc["replicas"]) for loc in locs.values()):
+                return
+            assert time.monotonic() < deadline, f"not re-replicated in {timeout_s} s: {locs}"
+            time.sleep(0.5)
 
     def connect(self):
         import psycopg

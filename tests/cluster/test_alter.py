@@ -288,33 +288,9 @@ def test_add_drop_rename_column(mcluster):
     restart_process(c.dir, second["name"])
     _wait_versions(c, tablets, 8, 9, timeout_s=60)
     # the replicas that were down during the ALTER serve the data as leaders
-    from kudusql.cluster import rpc_client_for
-    rpc = rpc_client_for(c.dir, 5)
-    try:
-        servers = {p["uuid"]: p["addr"] for p in c.status() if p["role"] == "tserver"}
-        target = next(p["uuid"] for p in c.status() if p["name"] == victim["name"])
-        for tid in sorted(tablets):
-            deadline = time.monotonic() + 30
-            while True:
-                roles = {}
-                for u, a in servers.items():
-                    try:
-                        roles[u] = rpc.call(a, "status")["tablets"].get(tid, {}).get("role")
-                    except Exception:  # noqa: BLE001 - restarting: ask again
-                        pass
-                leader = next((u for u, r in roles.items() if r == "LEADER"), None)
-                if leader == target:
-                    break
-                assert time.monotonic() < deadline, f"no leadership transfer for {tid}"
-                if leader is not None:
-                    try:
-                        rpc.call(servers[leader], "transfer_leader",
-                                 {"tablet": tid, "target": target})
-                    except Exception:  # noqa: BLE001 - not caught up yet: retry
-                        pass
-                time.sleep(0.3)
-    finally:
-        rpc.close()
+    target = next(p["uuid"] for p in c.status() if p["name"] == victim["name"])
+    for tid in sorted(tablets):
+        c.make_leader(tid, target)
     with c.connect() as conn:
         assert conn.execute("SELECT count(*), sum(y), count(w2) FROM cc").fetchone() == \
             (304, 303 * 5 + 9, 304)
@@ -435,36 +411,6 @@ def test_alter_left_pending_is_finished_when_the_tablets_come_back(mcluster):
         assert conn.execute("SELECT count(*), sum(z) FROM pd").fetchone() == (50, 150)
 
 
-def _lead_from(c: LocalCluster, tid: str, target: str, timeout_s: float = 30) -> None:
-    """Make the replica of tablet `tid` on server `target` (uuid) its leader."""
-    from kudusql.cluster import rpc_client_for
-    rpc = rpc_client_for(c.dir, 5)
-    try:
-        servers = {p["uuid"]: p["addr"] for p in c.status()
-                   if p["role"] == "tserver" and p["alive"]}
-        deadline = time.monotonic() + timeout_s
-        while True:
-            roles = {}
-            for u, a in servers.items():
-                try:
-                    roles[u] = rpc.call(a, "status")["tablets"].get(tid, {}).get("role")
-                except Exception:  # noqa: BLE001 - restarting: ask again
-                    pass
-            leader = next((u for u, r in roles.items() if r == "LEADER"), None)
-            if leader == target:
-                return
-            assert time.monotonic() < deadline, f"no leadership transfer for {tid}"
-            if leader is not None:
-                try:
-                    rpc.call(servers[leader], "transfer_leader",
-                             {"tablet": tid, "target": target})
-                except Exception:  # noqa: BLE001 - not caught up yet: retry
-                    pass
-            time.sleep(0.3)
-    finally:
-        rpc.close()
-
-
 def test_replica_added_after_alters_replays_them(cluster4):
     """A replica re-replicated after ALTERs starts from the schema its tablet was created
     with and replays the log (old writes under the old schema, then the ALTER_SCHEMA
@@ -511,7 +457,7 @@ def test_replica_added_after_alters_replays_them(cluster4):
         if not new:
             continue
         _wait_versions(c, {tid}, 4, 3, timeout_s=60)
-        _lead_from(c, tid, new.pop())
+        c.make_leader(tid, new.pop())
         moved += 1
     assert moved >= 1
     with c.connect() as conn:

@@ -187,23 +187,6 @@ def test_cluster_sql_errors_and_refusals(cluster):
 
 
 
-def _make_leader(rpc, tid: str, reps: list[dict], target: dict, timeout_s: float) -> None:
-    """Ask the tablet's current leader to hand leadership to `target` until it leads."""
-    def role(r):
-        return rpc.call(r["addr"], "status")["tablets"][tid]["role"]
-    deadline = time.monotonic() + timeout_s
-    while role(target) != "LEADER":
-        assert time.monotonic() < deadline, "leadership transfer did not happen"
-        leader = next((r for r in reps if role(r) == "LEADER"), None)
-        if leader is not None:
-            try:
-                rpc.call(leader["addr"], "transfer_leader",
-                         {"tablet": tid, "target": target["uuid"]})
-            except Exception:  # noqa: BLE001 - e.g. not caught up yet: retry
-                pass
-        time.sleep(0.3)
-
-
 def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
     from kudusql.cluster import rpc_client_for
     c = cluster4
@@ -224,15 +207,7 @@ def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
                 if victim in [r["uuid"] for r in loc["replicas"]]]
     os.kill(tservers[victim]["pid"], signal.SIGKILL)
     t0 = time.monotonic()
-    deadline = t0 + 60
-    while True:
-        locs = replicas()
-        done = all(len(loc["replicas"]) == 3 and victim not in [r["uuid"] for r in loc["replicas"]]
-                   and all(r["live"] for r in loc["replicas"]) for loc in locs.values())
-        if done:
-            break
-        assert time.monotonic() < deadline, f"not re-replicated in 60 s: {locs}"
-        time.sleep(0.5)
+    c.wait_rereplicated(replicas, victim, timeout_s=60)
     print(f"\nre-replicated {len(affected)} tablets in {time.monotonic() - t0:.1f} s "
           f"(3 s unresponsive timeout)")
     # the new replicas hold the data: every replica of an affected tablet leads in turn
@@ -240,7 +215,7 @@ def test_dead_server_is_replaced_and_the_new_replica_has_the_data(cluster4):
     for tid in affected:
         reps = replicas()[tid]["replicas"]
         for target in reps:
-            _make_leader(rpc, tid, reps, target, timeout_s=20)
+            c.make_leader(tid, target["uuid"], timeout_s=20)
             with c.connect() as conn:
                 assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 300
     # RF is checked against *live* servers: 4 registered, 2 of them dead -> RF 3 refused
@@ -306,14 +281,7 @@ def test_rereplication_of_a_tablet_whose_log_was_gcd_goes_through_a_tablet_copy(
     newcomers = {tid: spare - {r["uuid"] for r in loc["replicas"]}
                  for tid, loc in replicas().items() if tid in affected}
     os.kill(tservers[victim]["pid"], signal.SIGKILL)
-    deadline = time.monotonic() + 60
-    while True:
-        locs = replicas()
-        if all(len(loc["replicas"]) == 3 and victim not in [r["uuid"] for r in loc["replicas"]]
-               and all(r["live"] for r in loc["replicas"]) for loc in locs.values()):
-            break
-        assert time.monotonic() < deadline, f"not re-replicated in 60 s: {locs}"
-        time.sleep(0.5)
+    c.wait_rereplicated(replicas, victim, timeout_s=60)
     logs = ""
     for name in os.listdir(os.path.join(c.dir, "logs")):
         with open(os.path.join(c.dir, "logs", name), errors="replace") as f:
@@ -324,7 +292,7 @@ def test_rereplication_of_a_tablet_whose_log_was_gcd_goes_through_a_tablet_copy(
         reps = replicas()[tid]["replicas"]
         assert {r["uuid"] for r in reps} & newcomers[tid], "no new replica was added"
         for target in reps:
-            _make_leader(rpc, tid, reps, target, timeout_s=30)
+            c.make_leader(tid, target["uuid"], timeout_s=30)
             with c.connect() as conn:
                 assert conn.execute("SELECT count(*), count(DISTINCT v) FROM g").fetchone() \
                     == (200, 3)
