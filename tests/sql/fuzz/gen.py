@@ -276,11 +276,13 @@ class QueryGen:
     def __init__(self, rng: random.Random, tables: list[Table], *,
                  snapshot: int | None = None, subqueries: bool = True,
                  windows: bool = True, params: list | None = None, extended: bool = True,
-                 joins: bool = True, array_results: bool = True):
+                 joins: bool | str = True, array_results: bool = True):
         """`params`: a list makes some literals `$n` parameters for kudusql (their values
         are appended to it; DuckDB reads the literal). `extended`: casts, date and
         interval arithmetic, extract, date_trunc, arrays (ANY/ALL, subscripts,
-        array_agg), string_agg. `joins` False: one table per FROM (large worlds).
+        array_agg), string_agg. `joins` False: one table per FROM; "equi" (large worlds): at
+        most two tables, the second joined by one column equality (INNER/LEFT/RIGHT/FULL;
+        never a cross product, so a 200K-row table joined to a small one stays linear).
         `array_results` False: no array_agg (asyncpg cannot read arrays from kudusql:
         wire/types.py)."""
         self.rng = rng
@@ -617,7 +619,9 @@ class QueryGen:
     # -- FROM --------------------------------------------------------------------------------
     def from_clause(self) -> tuple[Sql, list[Col]]:
         rng = self.rng
-        n = rng.choice([1, 1, 1, 2, 2, 3]) if self.joins else 1
+        equi = self.joins == "equi"
+        n = (rng.choice([1, 1, 2]) if equi else rng.choice([1, 1, 1, 2, 2, 3])) \
+            if self.joins else 1
         t = rng.choice(self.tables)
         a = self.alias()
         scope = self.scope_of(t, a)
@@ -634,11 +638,11 @@ class QueryGen:
         parts = [src]
         on_scope = scope        # what an ON condition may name: PostgreSQL's comma binds
         for _ in range(n - 1):  # looser than JOIN, so ON sees nothing before a comma
-            t2 = rng.choice(self.tables)
+            t2 = rng.choice([x for x in self.tables if x is not t] if equi else self.tables)
             a2 = self.alias()
             s2 = self.scope_of(t2, a2)
-            kind = rng.choice(["INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN",
-                               "CROSS JOIN", ","])
+            kind = rng.choice(["INNER JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"] +
+                              ([] if equi else ["CROSS JOIN", ","]))
             if kind in ("CROSS JOIN", ","):
                 parts.append(j(f" {kind} " if kind != "," else ", ", self.table_ref(t2, a2)))
                 on_scope = s2 if kind == "," else on_scope + s2

@@ -244,8 +244,8 @@ class World:
         hash aggregation, DISTINCT and sort run their multi-morsel paths; rows sit in two
         DiskRowSets and a MemRowSet, and after the snapshot some are updated (DeltaMemStore
         of flushed rows), deleted and inserted. t1 is a small ordinary table. Queries in
-        a large world read one table each and have no subqueries (QueryGen joins /
-        subqueries off), so no statement is quadratic in the rows."""
+        a large world have no subqueries and join at most t0 to t1 on a column equality
+        (QueryGen joins="equi"), so no statement is quadratic in the rows."""
         import numpy as np
         rng = self.rng
         self._tmp = directory is None
@@ -451,7 +451,8 @@ class Runner:
     def one(self, world: World, qseed: int) -> None:
         rng = random.Random(qseed)
         snapshot = world.v1 if world.v1 is not None and rng.random() < 0.15 else None
-        g = gen.QueryGen(rng, world.tables, snapshot=snapshot, joins=not world.big,
+        g = gen.QueryGen(rng, world.tables, snapshot=snapshot,
+                         joins="equi" if world.big else True,
                          subqueries=not world.big)
         # the whole check (every statement, the matcher) has a limit too: QUERY_LIMIT time
         # limits, then the backstop interrupt (nothing to cancel but the fuzzer's own work)
