@@ -30,6 +30,7 @@ hash tables - run to their end once started; they are bounded by the memory limi
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -65,6 +66,19 @@ def parse_bytes(value, name: str = "query_mem_limit") -> int:
     if n < 0:
         raise SqlError(f'invalid value for parameter "{name}": "{value}"', "22023")
     return n
+
+
+@functools.lru_cache(maxsize=64)
+def parse_duration_ms(value: str, name: str = "statement_timeout") -> int:
+    """A time setting's value (statement_timeout; read before every statement: cached): an
+    integer (milliseconds) or a number with a unit, as PostgreSQL accepts it."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h|d|us)?\s*", value, re.IGNORECASE)
+    if not m:
+        raise SqlError(f'invalid value for parameter "{name}": "{value}"', "22023",
+                       hint='Valid units for this parameter are "us", "ms", "s", "min", "h", '
+                            'and "d".' if re.search(r"\d", value) else None)
+    scale = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
+    return int(float(m.group(1)) * scale[(m.group(2) or "ms").lower()])
 
 
 def format_bytes(n: int) -> str:

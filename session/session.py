@@ -14,7 +14,7 @@ dialect, when it runs (session/frontdoor.py); `run` then dispatches on its node'
                                             transaction block, roles: wire/backend.py)
     KuduExplain                             planner.statement.explain
     KuduTransaction                         BEGIN / COMMIT / ROLLBACK (`transaction`)
-    KuduSet                                 the session's own settings (`_set`)
+    KuduSet, KuduReset                      the session's own settings (`_set`)
     KuduPrepare / KuduExecute / KuduDeallocate   SQL-level prepared statements
     KuduListen                              LISTEN / NOTIFY 0A000; UNLISTEN: nothing to do
     another session command                 0A000 `VERB is not supported` (SHOW a
@@ -43,6 +43,9 @@ statement gets a `QueryGuard` that also meters its intermediate Arrow data again
 session's `query_mem_limit` (53200 past it). The limit comes from `Database.open(...,
 query_mem_limit=)` (default: a quarter of the machine's RAM) and `SET query_mem_limit = '2GB'`
 changes it for the session (`'0'`: no limit; RESET / SET ... TO DEFAULT restores it).
+`SET statement_timeout = '5s'` gives each statement a deadline, checked with the cancel
+(57014 "canceling statement due to statement timeout"); the wire server keeps the setting
+itself and arms a timer instead.
 A cancel that comes when no statement runs is forgotten as the next one starts: `execute`
 clears it, unless the front end marked the start itself (`reset_cancel()` when its user
 saw the statement begin, then `execute(..., keep_cancel=True)` from the worker thread), so
@@ -72,6 +75,7 @@ from planner.commands import (
     KuduCommand,
     KuduExplain,
     KuduListen,
+    KuduReset,
     KuduSet,
     KuduTransaction,
     KuduUpsert,
@@ -79,7 +83,7 @@ from planner.commands import (
 from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import statement_clock
-from planner.guard import QueryGuard, parse_bytes
+from planner.guard import QueryGuard, parse_bytes, parse_duration_ms
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
 from planner.system_tables import SystemTables
@@ -113,6 +117,8 @@ class Session:
         self.in_transaction = False
         self._cancel = threading.Event()
         self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
+        self.statement_timeout_ms = 0       # SET statement_timeout (0: none)
+        self._deadline: float | None = None  # the running statement's (time.monotonic)
         # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
         # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
         self.disabled_rules: frozenset[str] = frozenset()
@@ -132,6 +138,9 @@ class Session:
         if self._cancel.is_set():
             self._cancel.clear()
             raise QueryCanceled("canceling statement due to user request")
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            self._deadline = None
+            raise QueryCanceled("canceling statement due to statement timeout")
 
     def _guard(self) -> QueryGuard:
         """The running statement's cancel check and memory meter (planner/guard.py)."""
@@ -186,6 +195,10 @@ class Session:
         switches = rules.disabled_rules(self.disabled_rules) if self.disabled_rules else \
             contextlib.nullcontext()
         t0 = time.perf_counter()
+        # the statement's clock for SET statement_timeout: checked with the cancel, between
+        # morsels (the wire server arms its own timer; its sessions keep 0 here)
+        ms = self.statement_timeout_ms
+        self._deadline = time.monotonic() + ms / 1000 if ms else None
         try:
             with sql_errors(), switches, statement_clock():
                 r = self._run(stmt, params, stream)
@@ -245,6 +258,12 @@ class Session:
         if isinstance(node, KuduSet):
             self._set(node)
             return StatementResult("SET")
+        if isinstance(node, KuduReset):     # RESET name: its default; RESET ALL: all of them
+            names = [node.args["name"]] if node.args.get("name") else \
+                ["query_mem_limit", "statement_timeout", "kudusql.disabled_rules"]
+            for name in names:
+                self._set(KuduSet(name=name))
+            return StatementResult("RESET")
         if isinstance(node, KuduListen) and node.verb == "UNLISTEN":
             return StatementResult("UNLISTEN")     # nothing is ever listened to
         word = node.args.get("word") or node.verb.split()[0]
@@ -262,14 +281,17 @@ class Session:
         return StatementResult("ROLLBACK", notices=[ROLLBACK_NOTICE])
 
     def _set(self, node: KuduSet) -> None:
-        """The settings the embedded session acts on: SET query_mem_limit = '2GB' | DEFAULT
-        and SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are accepted
-        and ignored (the wire server keeps its own, wire.settings)."""
+        """The settings the embedded session acts on: SET query_mem_limit = '2GB' | DEFAULT,
+        SET statement_timeout = '5s' | 0 | DEFAULT (57014 "due to statement timeout" past
+        it) and SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are
+        accepted and ignored (the wire server keeps its own, wire.settings)."""
         name = (node.args.get("name") or "").lower()
         value = node.args.get("value")
+        default = value is None or value.lower() == "default"
         if name == "query_mem_limit":
-            self.query_mem_limit = self.db.query_mem_limit \
-                if value is None or value.lower() == "default" else parse_bytes(value)
+            self.query_mem_limit = self.db.query_mem_limit if default else parse_bytes(value)
+        elif name == "statement_timeout":
+            self.statement_timeout_ms = 0 if default else parse_duration_ms(value.strip("'"))
         elif name == "kudusql.disabled_rules":
             self.disabled_rules = rules.check_rule_names(
                 [] if value is None else value.split(","))

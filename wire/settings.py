@@ -28,13 +28,13 @@ reports (ParameterStatus, SHOW server_version, version()).
 
 from __future__ import annotations
 
-import functools
 import re
 
 import pyarrow as pa
 
 from planner.errors import SqlError
-from planner.guard import default_query_mem_limit, format_bytes, parse_bytes
+from planner.guard import default_query_mem_limit, format_bytes, parse_bytes, \
+    parse_duration_ms
 from planner.result import StatementResult
 from planner.commands import KuduReset, KuduSet, KuduShowSetting
 
@@ -106,19 +106,6 @@ MS_SETTINGS = ("statement_timeout", "lock_timeout", "idle_in_transaction_session
 _MS_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1))
 
 
-@functools.lru_cache(maxsize=64)
-def parse_interval_ms(value: str, name: str = "statement_timeout") -> int:
-    """A time setting's value (read before every statement: cached): an integer (ms) or a
-    number with a unit, as PostgreSQL accepts it."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h|d|us)?\s*", value, re.IGNORECASE)
-    if not m:
-        raise SqlError(f'invalid value for parameter "{name}": "{value}"', "22023",
-                       hint='Valid units for this parameter are "us", "ms", "s", "min", "h", '
-                            'and "d".' if re.search(r"\d", value) else None)
-    scale = {"us": 0.001, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
-    return int(float(m.group(1)) * scale[(m.group(2) or "ms").lower()])
-
-
 def format_ms(ms: int) -> str:
     """Milliseconds as SHOW prints a time setting: the largest unit that divides the value
     (`1s`, `500ms`, `90s`, `1min`, `2h`), `0` for zero."""
@@ -166,7 +153,7 @@ class Settings:
 
     @property
     def statement_timeout_ms(self) -> int:
-        return parse_interval_ms(self.values.get("statement_timeout", "0"))
+        return parse_duration_ms(self.values.get("statement_timeout", "0"))
 
     def set(self, name: str, value: str, startup: bool = False) -> None:
         key = canonical(name)
@@ -202,7 +189,7 @@ class Settings:
                                f'"{value}" (only on is supported)', "22023")
             return "on"
         if key in MS_SETTINGS:
-            return str(parse_interval_ms(value, key))
+            return str(parse_duration_ms(value, key))
         if key == "IntervalStyle" and low != "postgres":
             raise SqlError(f'invalid value for parameter "IntervalStyle": "{value}"', "22023")
         if key in ("TimeZone",) and low in ("local", "default"):

@@ -122,6 +122,32 @@ def test_sizes():
     assert e.value.sqlstate == "22023"
 
 
+def test_embedded_statement_timeout_stops_the_statement(db):
+    """SET statement_timeout holds in an embedded session too (the DB-API, the shell): the
+    statement stops at the next check past its deadline with 57014 and PostgreSQL's
+    message; 0 / DEFAULT / RESET switch it off; a bad value is 22023."""
+    import time
+    s = db.session()
+    slow = "SELECT count(*) FROM t a CROSS JOIN t b WHERE (a.k * b.v) % 7 = 1"
+    s.execute("SET statement_timeout = '200ms'")
+    t0 = time.monotonic()
+    with pytest.raises(QueryCanceled) as e:
+        s.execute(slow)
+    assert time.monotonic() - t0 < 5
+    assert e.value.sqlstate == "57014" and "statement timeout" in str(e.value)
+    assert s.execute("SELECT count(*) FROM t")[-1].table.to_pylist() == [{"count": ROWS}]
+    for off in ("SET statement_timeout = 0", "SET statement_timeout TO DEFAULT",
+                "RESET statement_timeout", "RESET ALL"):
+        s.execute("SET statement_timeout = 1")
+        s.execute(off)
+        assert s.statement_timeout_ms == 0, off
+    with pytest.raises(SqlError) as e:
+        s.execute("SET statement_timeout = 'soon'")
+    assert e.value.sqlstate == "22023"
+    s.execute("SET statement_timeout = '1min'")
+    assert s.statement_timeout_ms == 60_000
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_sample_sort_is_the_stable_sort(seed, monkeypatch):
     """Executor.sort_indices (sample sort, a check between steps) gives exactly the

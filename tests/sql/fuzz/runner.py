@@ -30,8 +30,8 @@ BIG_ROWS = (130_000, 200_000)
 TECHNIQUES = ("diff", "tlp", "norec", "rules", "pushdown")
 
 # the time limit of one statement in an embedded world, kudusql's or DuckDB's (seconds; see
-# Watchdog): the embedded session does not act on SET statement_timeout (only the wire
-# server arms a timer), so the fuzzer keeps its own clock
+# Watchdog): one clock for both sides (DuckDB has no statement_timeout), with a backstop
+# for a cancel that is not honoured
 STATEMENT_TIMEOUT = 60.0
 # a statement that does not stop within this long after the cancel is interrupted from
 # outside (Watchdog): the backstop for code that never reaches a guard check
