@@ -16,7 +16,9 @@
   pruned tablets); ANALYZE runs it and adds rows and time per operator and the scans'
   statistics (rows skipped by zone maps and lazy materialization). The session passes
   `analyze` as EXPLAIN's grammar read it (planner/commands.py: `EXPLAIN (ANALYZE false)` is
-  a plain EXPLAIN).
+  a plain EXPLAIN). EXPLAIN [ANALYZE] <INSERT | UPSERT | UPDATE | DELETE>: the plan of the
+  rows written under `Update on t` (...); ANALYZE performs the write, as PostgreSQL does,
+  and adds `Rows written: N` (`_write_plan`).
 - PREPARE / EXECUTE (the session keeps the names): `prepare` checks a PREPARE and returns
   its `PreparedSql`; `execute_arguments` casts EXECUTE's values to the parameter types.
 - `now()` / `current_timestamp` as a query's own result columns are timestamp with time
@@ -37,6 +39,7 @@ from sqlglot import exp
 from engine.types import sql_literal
 from planner import logical as L
 from planner.binder import Binder, position
+from planner.commands import KuduUpsert
 from planner.dialect import KuduNow
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
@@ -328,19 +331,57 @@ def infer_parameter_types(catalog, ast: exp.Expression) -> dict[int, pa.DataType
 # -- EXPLAIN ---------------------------------------------------------------------------------
 def explain(catalog, ast, sql, params=None, analyze: bool = False,
             check_cancel=None) -> StatementResult:
-    if not isinstance(ast, QUERY_TYPES):
-        raise FeatureNotSupported("EXPLAIN supports queries only", position=position(sql, ast))
-    out = plan_query(catalog, ast, sql, params)
+    """EXPLAIN [ANALYZE] of a query, or of INSERT / UPSERT / UPDATE / DELETE: the plan of
+    the rows the statement writes under a `Insert on t` (`Upsert`, `Update`, `Delete`)
+    line. As in PostgreSQL, EXPLAIN ANALYZE of a write *performs* it and reports the rows
+    written (and any refused, with the first refusal's SQLSTATE)."""
+    if isinstance(ast, QUERY_TYPES):
+        head, out, write = None, plan_query(catalog, ast, sql, params), None
+    elif isinstance(ast, (exp.Insert, exp.Update, exp.Delete)):
+        head, out, write = _write_plan(catalog, ast, sql, params)
+    else:
+        raise FeatureNotSupported("EXPLAIN supports queries, INSERT, UPSERT, UPDATE and "
+                                  "DELETE only", position=position(sql, ast))
     ex = Executor(catalog, analyze=True, check_cancel=check_cancel) if analyze else None
-    total = None
+    total = written = None
     if ex is not None:
         t0 = time.perf_counter()
         result = ex.run_output(out)
+        if write is not None:
+            written = write(result)
         total = (time.perf_counter() - t0, result.num_rows)
     lines = render(out, ex)
+    if head is not None:
+        lines = [head] + ["  " + x for x in lines]
+    if written is not None:
+        refused = f", {len(written.row_errors)} refused ({written.row_errors[0].sqlstate})" \
+            if written.row_errors else ""
+        lines.append(f"Rows written: {written.rowcount}{refused}")
     if total is not None:
         lines.append(f"Execution Time: {total[0] * 1000:.3f} ms ({total[1]} rows)")
     return StatementResult.rows("EXPLAIN", pa.table({"QUERY PLAN": pa.array(lines, pa.string())}))
+
+
+def _write_plan(catalog, ast, sql, params):
+    """(head line, the optimized plan of the rows a write statement writes, a function
+    that writes a computed result of that plan -> StatementResult)."""
+    if isinstance(ast, exp.Insert):
+        upsert = isinstance(ast, KuduUpsert)
+        target = insert_target(catalog, ast, sql)
+        out = plan_query(catalog, ast.expression, sql, params)
+        verb = "Upsert" if upsert else "Insert"
+        return (f"{verb} on {target.name}", out,
+                lambda rows: insert_rows(target, rows, upsert, sql, ast.expression))
+    tnode, table = _target(catalog, ast, sql)
+    if isinstance(ast, exp.Update):
+        names, values = _assignments(ast, sql, tnode, table.schema)
+        out = optimize(_matching_query(catalog, ast, sql, params, tnode, values), catalog)
+        # shown as the key columns and the new values of the SET columns
+        out = dataclasses.replace(out, names=table.schema.key_names + names)
+        return (f"Update on {tnode.name} (SET {', '.join(names)})", out,
+                lambda rows: _apply_update(table, tnode, names, rows))
+    out = optimize(_matching_query(catalog, ast, sql, params, tnode, []), catalog)
+    return f"Delete on {tnode.name}", out, lambda rows: _apply_delete(table, tnode, rows)
 
 
 def render(out: L.Output, ex: Executor | None) -> list[str]:
@@ -651,6 +692,14 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
         if out is not None:
             return Executor(catalog, check_cancel=check_cancel).run_output(
                 optimize(out, catalog))
+    out = _matching_query(catalog, ast, sql, params, tnode, extra)
+    if cache is not None and params:
+        cache.store(catalog, key, params, out)
+    return Executor(catalog, check_cancel=check_cancel).run_output(optimize(out, catalog))
+
+
+def _matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]) -> L.Output:
+    """The bound (not optimized) row-matching query of an UPDATE / DELETE (`_matching`)."""
     table = catalog.table(tnode.name)
     keys = table.schema.key_names
     alias = tnode.alias_or_name
@@ -664,16 +713,19 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
         raise FeatureNotSupported("UPDATE ... FROM / DELETE ... USING is not supported",
                                   position=position(sql, ast))
     # keep positions: the copied nodes keep their meta
-    out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
-    if cache is not None and params:
-        cache.store(catalog, key, params, out)
-    return Executor(catalog, check_cancel=check_cancel).run_output(optimize(out, catalog))
+    return Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
 
 
 def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
            ) -> StatementResult:
     tnode, table = _target(catalog, ast, sql)
-    schema = table.schema
+    names, values = _assignments(ast, sql, tnode, table.schema)
+    rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel, cache)
+    return _apply_update(table, tnode, names, rows)
+
+
+def _assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], list]:
+    """UPDATE's SET list, checked: (column names, value expressions)."""
     names, values = [], []
     for a in ast.expressions:
         if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column):
@@ -691,20 +743,29 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
                            position(sql, a.this))
         names.append(name)
         values.append(a.expression)
-    rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel, cache)
+    return names, values
+
+
+def _apply_update(table, tnode, names: list[str], rows: pa.Table) -> StatementResult:
+    """Write the matching rows (key columns, then the SET values) as updates."""
     if rows.num_rows == 0:
         return StatementResult("UPDATE", rowcount=0)
     data = update_data(table, rows, names)
     r = table.update(data)
     errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
     return StatementResult("UPDATE", rowcount=r.num_applied,
-                           row_errors=_row_failures(tnode.name, schema, errs))
+                           row_errors=_row_failures(tnode.name, table.schema, errs))
 
 
 def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
            ) -> StatementResult:
     tnode, table = _target(catalog, ast, sql)
     rows = _matching(catalog, ast, sql, params, tnode, [], check_cancel, cache)
+    return _apply_delete(table, tnode, rows)
+
+
+def _apply_delete(table, tnode, rows: pa.Table) -> StatementResult:
+    """Delete the matching rows (their key columns)."""
     if rows.num_rows == 0:
         return StatementResult("DELETE", rowcount=0)
     data = pa.Table.from_arrays(rows.columns, names=table.schema.key_names)

@@ -144,6 +144,41 @@ def test_explain_shows_pushdown_and_pruning(db):
     assert "tablets: 1 of 2" in plan     # the range partition 10 <= id < 100 is pruned
 
 
+def test_explain_of_writes_plans_them_and_analyze_performs_them(tmp_path):
+    """EXPLAIN of INSERT / UPSERT / UPDATE / DELETE shows the plan of the rows written
+    (it was 0A000); EXPLAIN ANALYZE performs the write, as PostgreSQL does, and reports
+    the rows written and refused."""
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE w (k INT PRIMARY KEY, v STRING) "
+                    "PARTITION BY HASH (k) PARTITIONS 2")
+        cur.execute("INSERT INTO w VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+
+        def plan(sql):
+            cur.execute(sql)
+            return "\n".join(r[0] for r in cur.fetchall())
+        p = plan("EXPLAIN UPDATE w SET v = 'x' WHERE k > 1")
+        assert p.startswith("Update on w (SET v)") and "pushed: k > 1" in p
+        assert "Output: k, v" in p and "rows=" not in p
+        assert "Delete on w" in plan("EXPLAIN DELETE FROM w WHERE v = 'a'")
+        assert plan("EXPLAIN UPSERT INTO w VALUES (3, 'u')").startswith("Upsert on w")
+        cur.execute("SELECT k, v FROM w ORDER BY k")
+        assert cur.fetchall() == [(1, "a"), (2, "b"), (3, "c")]   # plain EXPLAIN: no write
+        p = plan("EXPLAIN ANALYZE UPDATE w SET v = v || 'y' WHERE k > 1")
+        assert "rows=2" in p and "Rows written: 2" in p
+        p = plan("EXPLAIN ANALYZE INSERT INTO w VALUES (3, 'dup'), (4, 'd')")
+        assert p.startswith("Insert on w") and "Rows written: 1, 1 refused (23505)" in p
+        assert "Rows written: 4" in plan("EXPLAIN ANALYZE DELETE FROM w")
+        cur.execute("SELECT count(*) FROM w")
+        assert cur.fetchall() == [(0,)]
+        with pytest.raises(kudusql.NotSupportedError) as e:
+            cur.execute("EXPLAIN CREATE TABLE u (k INT PRIMARY KEY)")
+        assert e.value.sqlstate == "0A000"
+        with pytest.raises(kudusql.Error) as e:
+            cur.execute("EXPLAIN UPDATE w SET k = 1")
+        assert e.value.sqlstate == "0A000" and "primary key" in str(e.value)
+
+
 def test_decimal_arithmetic_is_exact(db):
     (r,) = q(db, "SELECT sum(salary * (1 - 0.05) * (1 + 0.08)) FROM emp")
     import decimal
