@@ -89,20 +89,15 @@ behind these members must keep their meaning. tests/wire/test_fastpath.py,
 test_fastpath_writes.py and test_pipelined_batch.py run each fast path and the ordinary
 path (`fast_paths=False`) and compare every reply, which is what catches a drift.
 
-The adapter members used (wire/connection.py; most forward to the core's state):
-- public: `statements`, `portals`, `tx` (`status`, `in_block`, `check`), `session`,
-  `config` (`fast_paths`), `batch_off`, `pushback`, `decoder` (`next`), `send`, `flush`;
-- private: `_read_more` (read the socket into the decoder: the batch look-ahead),
-  `_bind_params` (the core's `bind_params`, driven to its end), `_blocking` (a call in the
-  server's thread pool: a batch's or a key write's engine write), `_begin_statement` /
-  `_end_statement` (the statement timeout's timer and the core's `running` flag),
-  `_drop_portals`, `_on_sync`.
+The adapter members used are the `Adapter` protocol below (wire/connection.py's
+Connection has them; most forward to the core's state). The fast paths name the protocol,
+not the Connection class, so this module does not import the adapter that imports it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -115,8 +110,29 @@ from wire import protocol as P
 from wire import types as T
 from wire.portal import Portal, Rows
 
-if TYPE_CHECKING:
-    from wire.connection import Connection
+
+class Adapter(Protocol):
+    """What the fast paths use of the asyncio adapter (wire/connection.py Connection)."""
+
+    statements: dict        # name -> the core's prepared statement
+    portals: dict           # name -> Portal
+    tx: Any                 # the transaction block: `status`, `in_block`, `check()`
+    session: Any            # session.Session
+    config: Any             # the server's settings: `fast_paths`
+    batch_off: bool         # the batch look-ahead is off until the next Sync
+    pushback: list          # messages the look-ahead read and gives back, in order
+    decoder: Any            # the message decoder: `next()`
+
+    def send(self, data: bytes) -> None: ...
+    async def flush(self) -> None: ...
+    async def _read_more(self) -> bool: ...     # read the socket into the decoder
+    async def _bind_params(self, stmt, bind) -> list: ...   # the core's bind_params
+    async def _blocking(self, fn, *args): ...   # a call in the server's thread pool
+    def _begin_statement(self) -> Any: ...      # statement timeout timer, core's `running`
+    def _end_statement(self, timer) -> None: ...
+    def _drop_portals(self, which) -> None: ...
+    def _on_sync(self) -> None: ...
+
 
 MAX_BATCH = 8192          # parameter sets written as one batch at most
 READ_WAIT = 0.002         # s: how long the look-ahead waits for more of a run (see there)
@@ -125,7 +141,7 @@ READ_WAIT = 0.002         # s: how long the look-ahead waits for more of a run (
 _RUN = (P.Parse, P.Bind, P.Describe, P.Execute)
 
 
-async def _look_ahead(conn: Connection) -> list:
+async def _look_ahead(conn: Adapter) -> list:
     """The messages received after the current one, taken out of the queue (a malformed
     one is kept as its ProtocolViolation, raised when the queue reaches it).
 
@@ -185,7 +201,7 @@ def _items(first: P.Bind, stmt, msgs: list) -> tuple[list[tuple[int, int]], int]
     return spans, i
 
 
-async def on_bind(conn: Connection, bind: P.Bind) -> bool:
+async def on_bind(conn: Adapter, bind: P.Bind) -> bool:
     """The connection's hook for a Bind (outside a failed pipeline): True when the fast
     paths here answered it and what followed it, False to take the ordinary path."""
     stmt = conn.statements.get(bind.statement)
@@ -201,7 +217,7 @@ async def on_bind(conn: Connection, bind: P.Bind) -> bool:
     return False
 
 
-async def pipelined_batch(conn: Connection, first: P.Bind) -> bool:
+async def pipelined_batch(conn: Adapter, first: P.Bind) -> bool:
     """Handle `first` and the pipelined run it starts as one batch; False (nothing done,
     nothing consumed) when it is not such a run."""
     stmt = conn.statements.get(first.statement)
@@ -370,7 +386,7 @@ _NULL = b"\xff\xff\xff\xff"
 _S32 = T._S32
 
 
-def _peek(conn: Connection, n: int) -> list:
+def _peek(conn: Adapter, n: int) -> list:
     """Up to n messages already received (not waited for), left in the queue."""
     while len(conn.pushback) < n:
         try:
@@ -412,7 +428,7 @@ def _point_plan(stmt, bind: P.Bind, fast, describe: bool):
     return plan or None
 
 
-async def point_read(conn: Connection, stmt, bind: P.Bind) -> bool:
+async def point_read(conn: Adapter, stmt, bind: P.Bind) -> bool:
     """Bind [Describe P] Execute Sync of a cached point read, answered here (see the
     module docstring); False (nothing consumed) for anything else."""
     point = getattr(conn.session, "point_read", None)
@@ -489,7 +505,7 @@ def _write_plan(stmt):
     return plan or None
 
 
-async def key_write(conn: Connection, stmt, bind: P.Bind) -> bool:
+async def key_write(conn: Adapter, stmt, bind: P.Bind) -> bool:
     """Bind [Describe P] Execute Sync of a prepared UPDATE / DELETE by the full primary
     key, answered here (module docstring); False (nothing consumed, nothing written) for
     anything else."""
