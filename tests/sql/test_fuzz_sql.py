@@ -57,6 +57,22 @@ def test_fuzz_over_the_wire():
     _report("wire", stats)
 
 
+def test_first_world_continues_a_run_where_it_stopped():
+    """`--first-world W` (world_results' first_world) runs worlds W, W+1, ... of the seed,
+    the same worlds and queries as those of a run from world 0: a long run stopped after
+    world W-1 and continued adds up to one run."""
+    from tests.sql.fuzz.runner import world_results
+
+    def outcomes(first: int, queries: int) -> dict:
+        return {w: (out["diff"].queries, sorted(out["diff"].outcomes.items()))
+                for w, out in world_results(["diff"], 5, queries, 8, first_world=first)}
+    whole = outcomes(0, 24)
+    rest = outcomes(2, 8)
+    assert min(rest) == 2 and set(rest) <= set(whole) | {max(rest)}
+    for w in set(rest) & set(whole):
+        assert rest[w] == whole[w], w
+
+
 def test_the_checkers_bite(monkeypatch):
     """Break one rule on purpose: IS NOT NULL pushed into the scan as IS NULL."""
     real = rules.null_test

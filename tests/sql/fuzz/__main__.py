@@ -1,6 +1,6 @@
 """python -m tests.sql.fuzz [technique ...] [--queries N] [--seed S] [--per-world N]
                         [--jobs J] [--interleave] [--progress] [--replay SEED]
-                        [--timeout SECS] [-v]
+                        [--timeout SECS] [--first-world W] [-v]
 
 Runs the SQL fuzzers (tests/sql/fuzz/__init__.py) and prints, per technique,
 `N queries, M mismatches` with the wall time, then each mismatch (seed and SQL). A
@@ -10,7 +10,9 @@ and reported as a timeout with its seed (`, K timeouts` on the last line).
 `--jobs J` runs the worlds in J worker processes (world w of seed S is the same world
 whichever process builds it, so the seeds stay disjoint and replayable); results are
 merged in world order. `--interleave` advances every technique together, world by world,
-each world built once for all of them."""
+each world built once for all of them. `--progress` prints the running counts after each
+world, naming it (`world 41: diff: ...`); `--first-world W` continues such a run, stopped
+after world W-1, with the same seed (its counts then start from zero)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="time limit of one statement in seconds (0: none)")
     ap.add_argument("--max-mismatches", type=int, default=50,
                     help="stop a technique after this many mismatches")
+    ap.add_argument("--first-world", type=int, default=0, metavar="W",
+                    help="start at world W of the seed (continue a stopped long run)")
     ap.add_argument("-v", "--verbose", action="store_true", help="outcome counts too")
     args = ap.parse_args(argv)
     failed = False
@@ -69,17 +73,17 @@ def main(argv: list[str] | None = None) -> int:
             results = {t: Stats() for t in group}
             shown = dict.fromkeys(group, 0)
             shown_late = dict.fromkeys(group, 0)
-            for _w, out in world_results(group, args.seed, args.queries, args.per_world,
-                                         args.jobs, args.timeout):
+            for w, out in world_results(group, args.seed, args.queries, args.per_world,
+                                        args.jobs, args.timeout, args.first_world):
                 for t, st in out.items():
                     if results[t].queries < args.queries:
                         results[t].merge(st)
                 if args.progress:
                     secs = time.perf_counter() - t0
                     for t, st in results.items():
-                        print(f"  ... {t}: {st.queries} queries, {len(st.mismatches)} "
-                              f"mismatches ({secs:.0f} s, {st.queries / secs:.1f}/s)",
-                              flush=True)
+                        print(f"  ... world {w}: {t}: {st.queries} queries, "
+                              f"{len(st.mismatches)} mismatches ({secs:.0f} s, "
+                              f"{st.queries / secs:.1f}/s)", flush=True)
                         for m in st.mismatches[shown[t]:]:
                             print("  " + str(m).replace("\n", "\n  "), flush=True)
                         shown[t] = len(st.mismatches)

@@ -726,15 +726,18 @@ def world_task(args: tuple) -> tuple[int, dict[str, Stats]]:
 
 
 def world_results(techniques, seed: int, queries: int, per_world: int, jobs: int = 1,
-                  timeout: float = STATEMENT_TIMEOUT):
-    """Yields (w, {technique: Stats}) world by world, in world order, enough worlds for
-    every technique to reach `queries` checks; with `jobs` > 1 the worlds are built and run
-    in that many worker processes (world w of `seed` is the same world whichever process
-    builds it, so the seeds stay those of a single process and replayable)."""
+                  timeout: float = STATEMENT_TIMEOUT, first_world: int = 0):
+    """Yields (w, {technique: Stats}) world by world, in world order from `first_world`,
+    enough worlds for every technique to reach `queries` checks; with `jobs` > 1 the worlds
+    are built and run in that many worker processes (world w of `seed` is the same world
+    whichever process builds it, so the seeds stay those of a single process and
+    replayable). `first_world` continues a long run that was stopped after world
+    `first_world - 1` (its progress lines name each world)."""
     import multiprocessing
     # a world counts at least per_world checks, a large one (BIG_EVERY) a tenth
     worlds = -(-queries * 11 // (per_world * 10)) + 2
-    tasks = [(tuple(techniques), seed, w, per_world, timeout) for w in range(worlds)]
+    tasks = [(tuple(techniques), seed, w, per_world, timeout)
+             for w in range(first_world, first_world + worlds)]
     if jobs <= 1:
         for t in tasks:
             yield world_task(t)
