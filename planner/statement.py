@@ -369,6 +369,9 @@ def _write_plan(catalog, ast, sql, params):
         upsert = isinstance(ast, KuduUpsert)
         target = insert_target(catalog, ast, sql)
         out = plan_query(catalog, ast.expression, sql, params)
+        # the statement's shape errors before anything runs (PostgreSQL's EXPLAIN has them)
+        out = dataclasses.replace(out, names=insert_columns(target, len(out.names), sql,
+                                                            ast.expression))
         verb = "Upsert" if upsert else "Insert"
         return (f"{verb} on {target.name}", out,
                 lambda rows: insert_rows(target, rows, upsert, sql, ast.expression))
@@ -590,6 +593,27 @@ def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
     return InsertTarget(tnode.name, table, cols, explicit, ignore_dups, target)
 
 
+def insert_columns(target: InsertTarget, n: int, sql: str,
+                   source: exp.Expression | None = None) -> list[str]:
+    """The target columns `n` source columns are written to, or the statement-level error
+    of that shape (too many expressions or target columns, a key column left out)."""
+    cols = target.columns
+    if n > len(cols):
+        raise SqlError("INSERT has more expressions than target columns", "42601",
+                       position(sql, source))
+    if n < len(cols):
+        if target.explicit:
+            raise SqlError("INSERT has more target columns than expressions", "42601",
+                           position(sql, source))
+        cols = cols[:n]
+    for k in target.table.schema.key_names:
+        if k not in cols:     # every row would fail alike: one statement-level error
+            raise SqlError(f'null value in column "{k}" of relation "{target.name}" violates '
+                           "not-null constraint (a primary key column)", "23502",
+                           position(sql, target.node))
+    return cols
+
+
 def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
                 source: exp.Expression | None = None, in_order: bool = False
                 ) -> StatementResult:
@@ -599,21 +623,8 @@ def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
     skipped rows are no failures: the caller runs those one by one)."""
     if in_order and target.ignore_dups:
         raise SqlError("an in-order batch cannot skip conflicting rows", "0A000")
-    cols = target.columns
-    if rows.num_columns > len(cols):
-        raise SqlError("INSERT has more expressions than target columns", "42601",
-                       position(sql, source))
-    if rows.num_columns < len(cols):
-        if target.explicit:
-            raise SqlError("INSERT has more target columns than expressions", "42601",
-                           position(sql, source))
-        cols = cols[:rows.num_columns]
+    cols = insert_columns(target, rows.num_columns, sql, source)
     schema = target.table.schema
-    for k in schema.key_names:
-        if k not in cols:     # every row would fail alike: one statement-level error
-            raise SqlError(f'null value in column "{k}" of relation "{target.name}" violates '
-                           "not-null constraint (a primary key column)", "23502",
-                           position(sql, target.node))
     verb = "UPSERT" if upsert else "INSERT"
     if rows.num_rows == 0:
         return StatementResult(verb, rowcount=0)

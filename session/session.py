@@ -259,6 +259,7 @@ class Session:
             self._set(node)
             return StatementResult("SET")
         if isinstance(node, KuduReset):     # RESET name: its default; RESET ALL: all of them
+            # (disabled_rules too, though a caller may have set it directly)
             names = [node.args["name"]] if node.args.get("name") else \
                 ["query_mem_limit", "statement_timeout", "kudusql.disabled_rules"]
             for name in names:
@@ -291,7 +292,7 @@ class Session:
         if name == "query_mem_limit":
             self.query_mem_limit = self.db.query_mem_limit if default else parse_bytes(value)
         elif name == "statement_timeout":
-            self.statement_timeout_ms = 0 if default else parse_duration_ms(value.strip("'"))
+            self.statement_timeout_ms = 0 if default else parse_duration_ms(value)
         elif name == "kudusql.disabled_rules":
             self.disabled_rules = rules.check_rule_names(
                 [] if value is None else value.split(","))

@@ -82,6 +82,7 @@ from planner.commands import (
 from planner.dialect import KuduDeallocate
 from planner.errors import SqlError
 from planner.result import StatementResult, row_failure_report
+from planner.statement import QUERY_TYPES
 from session import QueryCanceled, Statement
 from wire import auth as A
 from wire import extended_query, simple_query, startup
@@ -385,9 +386,16 @@ class Backend:
             raise SqlError("DECLARE CURSOR can only be used in transaction blocks", "25P01")
         if d["name"] in self.portals:
             raise SqlError(f'cursor "{d["name"]}" already exists', "42P03")
+        query = Statement.parsed(d["query_text"], d.get("query"))
+        if query.node is not None and not isinstance(query.node, QUERY_TYPES):
+            # PostgreSQL's grammar takes a SELECT / VALUES only: refused before anything
+            # runs (a DELETE or EXPLAIN ANALYZE of one would be performed, then refused)
+            text = d["query_text"]
+            lead = len(text) - len(text.lstrip())
+            raise SqlError(f'syntax error at or near "{text.split(None, 1)[0]}"', "42601",
+                           position=d["query_offset"] + lead + 1)
         try:
-            result = self.dispatch(Statement.parsed(d["query_text"], d.get("query")), params,
-                                   stream=False)
+            result = self.dispatch(query, params, stream=False)
         except SqlError as e:
             if e.position is not None:
                 e.position += d["query_offset"]

@@ -97,6 +97,7 @@ not the Connection class, so this module does not import the adapter that import
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Any, Protocol
 
 import numpy as np
@@ -114,19 +115,24 @@ from wire.portal import Portal, Rows
 class Adapter(Protocol):
     """What the fast paths use of the asyncio adapter (wire/connection.py Connection)."""
 
-    statements: dict        # name -> the core's prepared statement
-    portals: dict           # name -> Portal
-    tx: Any                 # the transaction block: `status`, `in_block`, `check()`
-    session: Any            # session.Session
     config: Any             # the server's settings: `fast_paths`
     batch_off: bool         # the batch look-ahead is off until the next Sync
-    pushback: list          # messages the look-ahead read and gives back, in order
+    pushback: deque         # messages the look-ahead read and gives back, in order
     decoder: Any            # the message decoder: `next()`
+
+    @property
+    def statements(self) -> dict: ...       # name -> the core's prepared statement
+    @property
+    def portals(self) -> dict: ...          # name -> Portal
+    @property
+    def tx(self) -> Any: ...                # the transaction block: status, in_block, check()
+    @property
+    def session(self) -> Any: ...           # session.Session
 
     def send(self, data: bytes) -> None: ...
     async def flush(self) -> None: ...
     async def _read_more(self) -> bool: ...     # read the socket into the decoder
-    async def _bind_params(self, stmt, bind) -> list: ...   # the core's bind_params
+    async def _bind_params(self, stmt, msg) -> list: ...    # the core's bind_params
     async def _blocking(self, fn, *args): ...   # a call in the server's thread pool
     def _begin_statement(self) -> Any: ...      # statement timeout timer, core's `running`
     def _end_statement(self, timer) -> None: ...

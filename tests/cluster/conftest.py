@@ -94,9 +94,9 @@ class LocalCluster:
                         roles[u] = rpc.call(a, "status")["tablets"].get(tid, {}).get("role")
                     except Exception:  # noqa: BLE001 - restarting: ask again
                         pass
-                leader = next((u for u, r in roles.items() if r == "LEADER"), None)
-                if leader == target:
+                if roles.get(target) == "LEADER":
                     return
+                leader = next((u for u, r in roles.items() if r == "LEADER"), None)
                 assert time.monotonic() < deadline, f"no leadership transfer for {tid}"
                 if leader is not None:
                     try:

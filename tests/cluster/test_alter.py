@@ -440,15 +440,8 @@ def test_replica_added_after_alters_replays_them(cluster4):
         servers = {p["uuid"]: p for p in c.status() if p["role"] == "tserver"}
         victim = max(servers, key=lambda u: sum(u in us for us in before.values()))
         os.kill(servers[victim]["pid"], signal.SIGKILL)
-        deadline = time.monotonic() + 90
-        while True:
-            now = locs()
-            if all(len(loc["replicas"]) == 3 and all(r["live"] for r in loc["replicas"])
-                   and victim not in {r["uuid"] for r in loc["replicas"]}
-                   for loc in now.values()):
-                break
-            assert time.monotonic() < deadline, f"not re-replicated: {now}"
-            time.sleep(0.5)
+        c.wait_rereplicated(locs, victim, timeout_s=90)
+        now = locs()
     finally:
         rpc.close()
     moved = 0

@@ -171,6 +171,13 @@ def test_explain_of_writes_plans_them_and_analyze_performs_them(tmp_path):
         assert "Rows written: 4" in plan("EXPLAIN ANALYZE DELETE FROM w")
         cur.execute("SELECT count(*) FROM w")
         assert cur.fetchall() == [(0,)]
+        # a plain EXPLAIN has the statement's shape errors, as PostgreSQL's does
+        for bad, state in (("EXPLAIN INSERT INTO w VALUES (3, 'c', 99)", "42601"),
+                           ("EXPLAIN INSERT INTO w (v) VALUES ('x')", "23502"),
+                           ("EXPLAIN INSERT INTO w (k, v) VALUES (5)", "42601")):
+            with pytest.raises(kudusql.Error) as e:
+                cur.execute(bad)
+            assert e.value.sqlstate == state, bad
         with pytest.raises(kudusql.NotSupportedError) as e:
             cur.execute("EXPLAIN CREATE TABLE u (k INT PRIMARY KEY)")
         assert e.value.sqlstate == "0A000"

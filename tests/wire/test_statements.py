@@ -74,6 +74,23 @@ def test_sql_cursors_and_fetch_directions(conn):
     conn.execute("CLOSE ALL")
 
 
+def test_a_cursor_is_declared_for_a_query_only_and_nothing_else_runs(conn):
+    """DECLARE ... FOR <not a SELECT / VALUES> is PostgreSQL's syntax error, refused before
+    the statement runs: a DELETE (or EXPLAIN ANALYZE of one) was performed, then refused."""
+    conn.execute("CREATE TABLE dc (k INT PRIMARY KEY)")
+    conn.execute("INSERT INTO dc VALUES (1), (2)")
+    for q in ("DELETE FROM dc", "EXPLAIN ANALYZE DELETE FROM dc", "  INSERT INTO dc VALUES (3)"):
+        with conn.transaction():
+            with pytest.raises(psycopg.errors.SyntaxError) as e:
+                conn.execute(f"DECLARE c CURSOR FOR {q}")
+        word = q.split()[0]
+        assert f'at or near "{word}"' in str(e.value)
+        assert e.value.diag.statement_position == str(len("DECLARE c CURSOR FOR ") +
+                                                      q.index(word) + 1)
+    assert conn.execute("SELECT count(*) FROM dc").fetchone() == (2,)
+    conn.execute("DROP TABLE dc")
+
+
 def test_savepoints_and_warnings(conn):
     notices = []
     conn.add_notice_handler(lambda d: notices.append((d.severity, d.message_primary)))

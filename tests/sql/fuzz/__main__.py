@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="start at world W of the seed (continue a stopped long run)")
     ap.add_argument("-v", "--verbose", action="store_true", help="outcome counts too")
     args = ap.parse_args(argv)
+    if args.first_world and (args.replay is not None or "wire" in args.techniques):
+        ap.error("--first-world continues the embedded techniques' worlds (not wire or "
+                 "--replay)")
     failed = False
     groups = [args.techniques] if args.interleave else [[t] for t in args.techniques]
     for group in groups:

@@ -649,6 +649,8 @@ class QueryGen:
             else:
                 pairs = [(x, y) for x in on_scope for y in s2
                          if comparable(x.kind, y.kind) and x.kind != "bool"]
+                if equi and not pairs:  # no column equality to join on (a derived table of
+                    break               # booleans): one table, never a nested loop
                 conds = []
                 if pairs:
                     x, y = rng.choice(pairs)
