@@ -73,6 +73,19 @@ def test_first_world_continues_a_run_where_it_stopped():
         assert rest[w] == whole[w], w
 
 
+def test_wire_worlds_in_worker_processes_are_the_same_worlds():
+    """wire_results with 2 worker processes (a server each) checks the same worlds and
+    queries as one process, world by world, from any first world."""
+    from tests.sql.fuzz.wire import wire_results
+
+    def outcomes(jobs: int) -> dict:
+        return {w: sorted(st.outcomes.items())
+                for w, st in wire_results(3, 16, per_world=8, jobs=jobs, first_world=1)}
+    one = outcomes(1)
+    assert sorted(one) == [1, 2] and sum(n for o in one.values() for _, n in o) == 16
+    assert outcomes(2) == one
+
+
 def test_the_checkers_bite(monkeypatch):
     """Break one rule on purpose: IS NOT NULL pushed into the scan as IS NULL."""
     real = rules.null_test
@@ -100,7 +113,11 @@ def test_fuzz_long(technique):
 @pytest.mark.long
 @pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long fuzz run")
 def test_fuzz_over_the_wire_long():
-    stats = WireRunner(seed=1000).run(100_000, per_world=250)
+    from tests.sql.fuzz.runner import Stats
+    from tests.sql.fuzz.wire import wire_results
+    stats = Stats()
+    for _w, st in wire_results(1000, 100_000, per_world=100, jobs=JOBS):
+        stats.merge(st)
     _report("wire", stats)
 
 

@@ -46,30 +46,35 @@ def main(argv: list[str] | None = None) -> int:
                     help="start at world W of the seed (continue a stopped long run)")
     ap.add_argument("-v", "--verbose", action="store_true", help="outcome counts too")
     args = ap.parse_args(argv)
-    if args.first_world and (args.replay is not None or "wire" in args.techniques):
-        ap.error("--first-world continues the embedded techniques' worlds (not wire or "
-                 "--replay)")
+    if args.first_world and args.replay is not None:
+        ap.error("--first-world continues a run; --replay runs one query")
     failed = False
     groups = [args.techniques] if args.interleave else [[t] for t in args.techniques]
     for group in groups:
         t0 = time.perf_counter()
-        if group == ["wire"]:        # through a real `kudusql serve` (tests/sql/fuzz/wire.py)
-            from tests.sql.fuzz.wire import WireRunner
-            shown = [0]
-
-            def wire_progress(st):
+        if group == ["wire"] and args.replay is None:
+            # through real `kudusql serve` processes (tests/sql/fuzz/wire.py), one per job
+            from tests.sql.fuzz.wire import wire_results
+            st = Stats()
+            shown = 0
+            for w, out in wire_results(args.seed, args.queries, min(args.per_world, 100),
+                                       args.jobs, args.first_world):
+                st.merge(out)
                 if args.progress:
                     secs = time.perf_counter() - t0
-                    print(f"  ... wire: {st.queries} queries, {len(st.mismatches)} "
-                          f"mismatches ({secs:.0f} s, {st.queries / secs:.1f}/s)", flush=True)
-                    for m in st.mismatches[shown[0]:]:
+                    print(f"  ... world {w}: wire: {st.queries} queries, "
+                          f"{len(st.mismatches)} mismatches ({secs:.0f} s, "
+                          f"{st.queries / secs:.1f}/s)", flush=True)
+                    for m in st.mismatches[shown:]:
                         print("  " + str(m).replace("\n", "\n  "), flush=True)
-                    shown[0] = len(st.mismatches)
-            results = {"wire": WireRunner(args.seed).run(
-                args.queries, min(args.per_world, 100), progress=wire_progress)}
+                    shown = len(st.mismatches)
+                if len(st.mismatches) >= args.max_mismatches:
+                    break
+            results = {"wire": st}
         elif args.replay is not None:
-            results = {t: Runner(t, args.seed, args.timeout).replay(args.replay)
-                       for t in group}
+            from tests.sql.fuzz.wire import WireRunner
+            results = {t: WireRunner().replay(args.replay) if t == "wire" else
+                       Runner(t, args.seed, args.timeout).replay(args.replay) for t in group}
         else:
             if "wire" in group:
                 ap.error("wire runs on its own (not with --interleave)")

@@ -8,13 +8,19 @@ world's tables are created and filled through psycopg, and every generated query
 The two client results must hold exactly the same values (REAL compared at float32
 precision: its text form is the shortest that reads back as the same float32); the text
 result must match DuckDB as in the embedded differential check. The server is killed at
-the end whatever happens.
+the end whatever happens (and dies with the process that started it: PR_SET_PDEATHSIG).
+
+`wire_results(seed, queries, per_world, jobs, first_world)` runs the worlds in `jobs`
+worker processes, each with its own server and clients kept for all its worlds; world w of
+a seed is the same world and queries in any process, so results merge in world order and a
+run can continue from a world (`--first-world`) as the embedded techniques do.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import math
 import os
 import random
@@ -41,6 +47,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _die_with_parent() -> None:
+    """In the server's child process before exec: SIGKILL when the process that started it
+    dies (a fuzz worker killed with its pool, a test run interrupted): no server outlives
+    the fuzzer. Linux only; elsewhere a no-op."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)     # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
+
+
 @contextlib.contextmanager
 def kudusql_server(timeout: float = 60.0):
     """A `kudusql serve` process on a free 127.0.0.1 port -> its port; stopped (and killed
@@ -50,6 +66,7 @@ def kudusql_server(timeout: float = 60.0):
     proc = subprocess.Popen(
         [sys.executable, "-m", "kudusql", "serve", "--data-dir", data, "--host", "127.0.0.1",
          "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__))))))
     try:
@@ -77,6 +94,68 @@ def kudusql_server(timeout: float = 60.0):
         shutil.rmtree(data, ignore_errors=True)
 
 
+class _Clients:
+    """A server and its two clients (psycopg text, asyncpg binary) for one process's worlds;
+    `close()` stops them."""
+
+    def __init__(self):
+        self._stack = contextlib.ExitStack()
+        try:
+            port = self._stack.enter_context(kudusql_server())
+            dsn = f"host=127.0.0.1 port={port} user=kudusql dbname=kudusql"
+            self.text = self._stack.enter_context(psycopg.connect(dsn, autocommit=True))
+            self.loop = asyncio.new_event_loop()
+            self._stack.callback(self.loop.close)
+            self.binary = self.loop.run_until_complete(asyncpg.connect(
+                host="127.0.0.1", port=port, user="kudusql", database="kudusql",
+                statement_cache_size=0))
+            self._stack.callback(lambda: self.loop.run_until_complete(self.binary.close()))
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+_PROCESS_CLIENTS: list[_Clients] = []     # a worker process's own (wire_world_task)
+
+
+def wire_world_task(args: tuple) -> tuple[int, Stats]:
+    """(seed, w, n) -> (w, Stats): `n` queries in world `w` of `seed`, on this process's
+    server (started at its first world, stopped when the worker process exits)."""
+    seed, w, n = args
+    if not _PROCESS_CLIENTS:
+        from multiprocessing import util
+        _PROCESS_CLIENTS.append(_Clients())
+        util.Finalize(None, _PROCESS_CLIENTS[0].close, exitpriority=10)
+    c = _PROCESS_CLIENTS[0]
+    r = WireRunner(seed)
+    r._world(c.text, c.binary, c.loop, w, n)
+    return w, r.stats
+
+
+def wire_results(seed: int, queries: int, per_world: int = 100, jobs: int = 1,
+                 first_world: int = 0):
+    """Yields (w, Stats) world by world, in world order from `first_world`, enough worlds
+    for `queries` queries; with `jobs` > 1 in that many worker processes, each with its own
+    server. With one job the worlds run here, on one server."""
+    worlds = -(-queries // per_world)
+    tasks = [(seed, w, per_world) for w in range(first_world, first_world + worlds)]
+    if jobs <= 1:
+        r = WireRunner(seed)
+        with contextlib.closing(_Clients()) as c:
+            for _, w, n in tasks:
+                r.stats = Stats()
+                r._world(c.text, c.binary, c.loop, w, n)
+                yield w, r.stats
+        return
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")     # no fork of a process holding threads
+    with ctx.Pool(jobs) as pool:
+        yield from pool.imap(wire_world_task, tasks)
+
+
 def _same_exact(a, b, real: bool) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -95,38 +174,37 @@ class WireRunner:
         self.stats = Stats()
 
     def run(self, queries: int, per_world: int = 100, progress=None) -> Stats:
-        """`queries` queries, `per_world` per world; `progress(stats)` after each world."""
-        loop = asyncio.new_event_loop()
-        try:
-            with kudusql_server() as port:
-                dsn = f"host=127.0.0.1 port={port} user=kudusql dbname=kudusql"
-                with psycopg.connect(dsn, autocommit=True) as text_conn:
-                    binary = loop.run_until_complete(asyncpg.connect(
-                        host="127.0.0.1", port=port, user="kudusql", database="kudusql",
-                        statement_cache_size=0))
-                    try:
-                        done, w = 0, 0
-                        while done < queries:
-                            n = min(per_world, queries - done)
-                            self._world(text_conn, binary, loop, w, n)
-                            done += n
-                            w += 1
-                            if progress is not None:
-                                progress(self.stats)
-                    finally:
-                        loop.run_until_complete(binary.close())
-        finally:
-            loop.close()
+        """`queries` queries, `per_world` per world, on one server started here;
+        `progress(stats)` after each world."""
+        with contextlib.closing(_Clients()) as c:
+            done, w = 0, 0
+            while done < queries:
+                n = min(per_world, queries - done)
+                self._world(c.text, c.binary, c.loop, w, n)
+                done += n
+                w += 1
+                if progress is not None:
+                    progress(self.stats)
+        return self.stats
+
+    def replay(self, qseed: int) -> Stats:
+        """Run the one query of seed `qseed` (from a mismatch report) again, in its world."""
+        wseed = qseed // 1_000_003
+        with contextlib.closing(_Clients()) as c:
+            self._queries(c.text, c.binary, c.loop, wseed, [qseed - wseed * 1_000_003])
         return self.stats
 
     def _world(self, text_conn, binary, loop, w: int, n: int) -> None:
-        wseed = self.seed * 100_003 + w
+        self._queries(text_conn, binary, loop, self.seed * 100_003 + w, range(n))
+
+    def _queries(self, text_conn, binary, loop, wseed: int, numbers) -> None:
+        """The world of `wseed`, rebuilt through the server, and its queries `numbers`."""
         for t in ("t0", "t1", "t2"):
             text_conn.execute(f"DROP TABLE IF EXISTS {t}")
         world = World(wseed, execute=lambda sql: text_conn.execute(sql))
         try:
             real_cols = {c.name for t in world.tables for c in t.columns if c.ktype == "REAL"}
-            for i in range(n):
+            for i in numbers:
                 qseed = wseed * 1_000_003 + i
                 q = gen.QueryGen(random.Random(qseed), world.tables,
                                  array_results=False).query()
