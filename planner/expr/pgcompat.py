@@ -1,6 +1,7 @@
 """PostgreSQL compatibility operators for client catalog queries: & | # on integers, records of
 named fields and their field access, E'' strings, COLLATE (ignored: one byte-order
-collation) and OPERATOR(schema.op), rewritten to the node the plain operator parses to.
+collation) and OPERATOR(schema.op), rewritten to the node the plain operator parses to;
+`pg_typeof(x)`: the name of x's type, as text (PostgreSQL's is a regtype that prints so).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from planner.expr.types import (
     _supertype,
     Value,
 )
-from planner.expr.core import _Ctx, _eval, _handles
+from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
 from planner.expr.coerce import _widen
 
 _BITWISE = {exp.BitwiseAnd: pc.bit_wise_and, exp.BitwiseOr: pc.bit_wise_or,
@@ -121,3 +122,13 @@ def _operator(node: exp.Operator, ctx: _Ctx) -> Value:
     if make is None:
         raise _err(f"operator does not exist: {name}", "42883", node)
     return _eval(make(node.this, node.expression), ctx)
+
+
+def _pg_typeof(node: exp.Anonymous, ctx: _Ctx) -> Value:
+    """pg_typeof(x): the name PostgreSQL gives x's type ('bigint', 'numeric', 'text', ...)."""
+    if len(node.expressions) != 1:
+        _no_function(node.name, node.expressions, ctx, _position(node))
+    return pa.scalar(_pg_name(_eval(node.expressions[0], ctx).type), pa.string())
+
+
+_ANONYMOUS["pg_typeof"] = _pg_typeof

@@ -186,6 +186,25 @@ def test_explain_of_writes_plans_them_and_analyze_performs_them(tmp_path):
         assert e.value.sqlstate == "0A000" and "primary key" in str(e.value)
 
 
+def test_pg_typeof_names_the_type(tmp_path):
+    """pg_typeof(x) (it was 42883): PostgreSQL's type names, kudusql's declared types (an
+    integer literal is bigint here: docs/sql.md Known limits)."""
+    with kudusql.connect(str(tmp_path / "db")) as c:
+        cur = c.cursor()
+        cur.execute("CREATE TABLE ty (k INT PRIMARY KEY, d DECIMAL(10,2), s STRING, "
+                    "ts TIMESTAMP, r REAL, b BOOLEAN)")
+        cur.execute("INSERT INTO ty VALUES (1, 1.5, 'a', TIMESTAMP '2024-01-01', 1.5, true)")
+        cur.execute("SELECT pg_typeof(k), pg_typeof(d), pg_typeof(s), pg_typeof(ts), "
+                    "pg_typeof(r), pg_typeof(b), pg_typeof(NULL), pg_typeof(ARRAY['x']), "
+                    "pg_typeof(k + 1), pg_typeof(sum(k) OVER ()) FROM ty")
+        assert cur.fetchall() == [("integer", "numeric", "text", "timestamp without time zone",
+                                   "real", "boolean", "unknown", "text[]", "bigint",
+                                   "bigint")]
+        with pytest.raises(kudusql.Error) as e:
+            cur.execute("SELECT pg_typeof(1, 2)")
+        assert e.value.sqlstate == "42883"
+
+
 def test_decimal_arithmetic_is_exact(db):
     (r,) = q(db, "SELECT sum(salary * (1 - 0.05) * (1 + 0.08)) FROM emp")
     import decimal
