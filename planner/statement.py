@@ -527,6 +527,9 @@ def _target(catalog, ast: exp.Expression, sql: str):
         return t, rel
     if not catalog.has_table(t.name):
         raise SqlError(f'relation "{t.name}" does not exist', "42P01", position(sql, t))
+    if ast.args.get("returning"):      # INSERT / UPDATE / DELETE ... RETURNING
+        raise FeatureNotSupported("RETURNING is not supported",
+                                  position=position(sql, ast.args["returning"]))
     return t, catalog.table(t.name)
 
 
@@ -578,8 +581,6 @@ def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
             cols.append(name)
     else:
         cols = declared_columns(table)
-    if ast.args.get("returning"):
-        raise FeatureNotSupported("RETURNING is not supported", position=position(sql, ast))
     conflict = ast.args.get("conflict")
     ignore_dups = False
     if conflict is not None:
@@ -590,7 +591,10 @@ def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
             raise FeatureNotSupported("only ON CONFLICT DO NOTHING is supported (use UPSERT "
                                       "to replace rows)", position=position(sql, conflict))
         ignore_dups = True
-    return InsertTarget(tnode.name, table, cols, explicit, ignore_dups, target)
+    out = InsertTarget(tnode.name, table, cols, explicit, ignore_dups, target)
+    if ast.expression is None:      # DEFAULT VALUES: a primary key column has no default
+        insert_columns(out, 0, sql, ast)
+    return out
 
 
 def insert_columns(target: InsertTarget, n: int, sql: str,

@@ -182,6 +182,24 @@ def test_unsupported_constructs_say_so(conn):
     assert ei.value.sqlstate == "0A000" and ei.value.position == 11
 
 
+def test_returning_and_default_values_are_refused_before_anything_runs(conn):
+    """RETURNING on any write is 0A000 (UPDATE / DELETE ran and ignored it); DEFAULT VALUES
+    is 23502 for the key column (it was XX000 from the binder)."""
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (1, 'a', 1)")
+    for q in ("UPDATE t SET v = 'b' RETURNING k", "DELETE FROM t RETURNING *",
+              "INSERT INTO t VALUES (2, 'b', 2) RETURNING k",
+              "EXPLAIN ANALYZE UPDATE t SET v = 'c' RETURNING k"):
+        with pytest.raises(kudusql.NotSupportedError) as ei:
+            cur.execute(q)
+        assert ei.value.sqlstate == "0A000" and "RETURNING" in str(ei.value), q
+    for q in ("INSERT INTO t DEFAULT VALUES", "EXPLAIN INSERT INTO t DEFAULT VALUES"):
+        with pytest.raises(kudusql.IntegrityError) as ei:
+            cur.execute(q)
+        assert ei.value.sqlstate == "23502" and '"k"' in str(ei.value), q
+    assert rows(cur, "SELECT k, v, n FROM t") == [(1, "a", 1)]
+
+
 def test_executemany_inserts_one_batch_with_row_ordinals(conn):
     cur = conn.cursor()
     cur.execute("INSERT INTO t VALUES (3, 'x', 0)")
