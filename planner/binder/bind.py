@@ -61,6 +61,41 @@ def _unparen(src: exp.Expression) -> tuple[exp.Expression, list[exp.Join]]:
     return first, more + joins
 
 
+def complete_alias_columns(ast: exp.Expression, sql: str) -> None:
+    """A VALUES list in FROM names its columns column1, column2, ... (PostgreSQL), and an
+    alias column list shorter than its source names the first columns only: `(VALUES (1, 2))
+    AS v(a)` has columns a, column2 and `(SELECT x, y FROM t) AS s(a)` a, y (in place, before
+    qualify, which dropped the unnamed columns and named VALUES' _col_0, _col_1)."""
+    for node in list(ast.find_all(exp.Values, exp.Subquery)):
+        alias = node.args.get("alias")
+        if not isinstance(node.parent, (exp.From, exp.Join)):
+            continue
+        if isinstance(node, exp.Values):
+            rows = node.expressions
+            n = len(rows[0].expressions) if rows and isinstance(rows[0], exp.Tuple) else 1
+            names = [f"column{i + 1}" for i in range(n)]
+            if alias is None:
+                alias = exp.TableAlias(this=exp.to_identifier("*VALUES*", quoted=True))
+                node.set("alias", alias)
+        else:
+            inner = node.this
+            while isinstance(inner, exp.SetOperation):
+                inner = inner.this
+            if alias is None or not isinstance(inner, exp.Select) or \
+                    any(isinstance(e, exp.Star) or isinstance(e, exp.Column) and
+                        isinstance(e.this, exp.Star) for e in inner.expressions):
+                continue
+            names = [e.alias_or_name if isinstance(e, (exp.Alias, exp.Column)) else "?column?"
+                     for e in inner.expressions]
+        cols = list(alias.columns)
+        if len(cols) > len(names):
+            raise SqlError(f'table "{alias.name}" has {len(names)} columns available but '
+                           f"{len(cols)} columns specified", "42P10", position(sql, alias))
+        if len(cols) < len(names):
+            alias.set("columns", cols + [exp.to_identifier(x, quoted=not x.isidentifier())
+                                         for x in names[len(cols):]])
+
+
 def flatten_paren_joins(ast: exp.Expression) -> None:
     """Parenthesised joins in FROM (in place, every SELECT): `FROM (a JOIN b ON p) LEFT JOIN
     c ON q` is `FROM a JOIN b ON p LEFT JOIN c ON q` (joins associate to the left, so the
@@ -134,6 +169,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         ast = normalize_identifiers(ast, dialect="postgres")
         pg_rewrites(ast)
         flatten_paren_joins(ast)
+        complete_alias_columns(ast, self.sql)
         rewrite_filter_clauses(ast)
         # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
         # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with

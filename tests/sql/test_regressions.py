@@ -809,3 +809,23 @@ def test_row_counts_of_column_less_intermediate_results(tmp_path):
                       (f"SELECT count(*) {pairs} WHERE (SELECT 1) = 1", 160_000)):
         assert rows(c, sql) == [(want,)], sql
     c.close()
+
+
+def test_values_and_derived_table_columns_are_postgresql_s(con):
+    """A VALUES list in FROM names its columns column1, column2, ... (they were _col_0,
+    _col_1), and a column alias list shorter than its source names the first columns only:
+    `(VALUES (1, 2)) AS v(a)` silently lost its second column, `(SELECT 1, 2) AS s(a)` was
+    42703. A list longer than the source is PostgreSQL's 42P10."""
+    def cols(sql):
+        cur = con.cursor()
+        cur.execute(sql)
+        return cur.fetchall(), [d[0] for d in cur.description]
+    assert cols("SELECT * FROM (VALUES (1, 2)) AS v(a)") == ([(1, 2)], ["a", "column2"])
+    assert cols("SELECT * FROM (VALUES (1, 2), (3, 4)) v") == \
+        ([(1, 2), (3, 4)], ["column1", "column2"])
+    assert cols("SELECT v.column2 FROM (VALUES (1, 2)) v") == ([(2,)], ["column2"])
+    assert cols("SELECT * FROM (SELECT 1, 2) AS s(a)") == ([(1, 2)], ["a", "?column?"])
+    assert cols("SELECT * FROM (SELECT a, b FROM t WHERE a = 1) s(x)") == \
+        ([(1, 5)], ["x", "b"])
+    e = err(con, "SELECT * FROM (VALUES (1, 2)) AS v(a, b, c)")
+    assert e.sqlstate == "42P10" and "has 2 columns available but 3" in str(e)
