@@ -146,8 +146,12 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
         if params:
             raise SqlError("parameters are not allowed in utility statements", "42P02")
         return execute_utility(catalog, ast, sql)
+    if isinstance(ast, exp.TruncateTable):
+        raise FeatureNotSupported("TRUNCATE is not supported (Kudu has no truncate: use DELETE, "
+                                  "or DROP and CREATE the table)",
+                                  position=position(sql, ast))
     what = str(ast.this).split()[0].upper() if isinstance(ast, exp.Command) and ast.this \
-        else ast.key.upper()
+        else (sql.split(None, 1) or [ast.key])[0].upper()
     raise FeatureNotSupported(f"{what} is not supported", position=position(sql, ast))
 
 
@@ -368,7 +372,7 @@ def _write_plan(catalog, ast, sql, params):
     if isinstance(ast, exp.Insert):
         upsert = isinstance(ast, KuduUpsert)
         target = insert_target(catalog, ast, sql)
-        out = plan_query(catalog, ast.expression, sql, params)
+        out = plan_query(catalog, _source(ast), sql, params)
         # the statement's shape errors before anything runs (PostgreSQL's EXPLAIN has them)
         out = dataclasses.replace(out, names=insert_columns(target, len(out.names), sql,
                                                             ast.expression))
@@ -654,9 +658,19 @@ def _sql_round(col, target: pa.DataType):
         return col
 
 
+def _source(ast: exp.Insert) -> exp.Expression:
+    """An INSERT's rows query, with the statement's WITH list (`WITH w AS (...) INSERT INTO
+    t SELECT ... FROM w`) moved onto it."""
+    src, with_ = ast.expression, ast.args.get("with_")
+    if with_ is not None and isinstance(src, exp.Query):
+        ast.set("with_", None)
+        src.set("with_", with_)
+    return src
+
+
 def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
     target = insert_target(catalog, ast, sql)
-    rows = run_query(catalog, ast.expression, sql, params, check_cancel)
+    rows = run_query(catalog, _source(ast), sql, params, check_cancel)
     return insert_rows(target, rows, upsert, sql, ast.expression)
 
 
@@ -721,6 +735,8 @@ def _matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression
     sel = exp.select(*[exp.column(k, table=alias) for k in keys],
                      *[e.as_(f"__set{i}") for i, e in enumerate(extra)])
     sel = sel.from_(tnode.copy())
+    if ast.args.get("with_") is not None:      # WITH ... UPDATE / DELETE: the CTEs the
+        sel.set("with_", ast.args["with_"].copy())   # WHERE clause's subqueries may read
     where = ast.args.get("where")
     if where is not None:
         sel = sel.where(where.this.copy())

@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from planner import logical as L
 from planner.errors import FeatureNotSupported, SqlError
-from planner.expr import Const
+from planner.expr import Const, function_name
 from planner.logical import and_all, AvgOf, keycol
 from planner.binder.common import Scope, _ancestors, in_nested_subquery, output_name, position
 
@@ -31,7 +31,7 @@ def rewrite_filter_clauses(ast: exp.Expression) -> None:
         cond = f.expression.this if isinstance(f.expression, exp.Where) else f.expression
         if not isinstance(agg, exp.AggFunc) or isinstance(agg, (exp.ArrayAgg,
                                                                 exp.GroupConcat)):
-            raise FeatureNotSupported(f"FILTER on {agg.sql_name().lower()} is not supported")
+            raise FeatureNotSupported(f"FILTER on {function_name(agg)} is not supported")
         arg = agg.this
         target = arg.expressions[0] if isinstance(arg, exp.Distinct) and \
             len(arg.expressions) == 1 else arg
@@ -166,7 +166,7 @@ class AggregateBinding:
             fn = w.this
             func = self._WINDOW_FUNCS.get(type(fn))
             if func is None or w.args.get("alias"):
-                raise FeatureNotSupported(f"window function {fn.sql_name().lower()}() is not "
+                raise FeatureNotSupported(f"window function {function_name(fn)}() is not "
                                           "supported", position=position(self.sql, w))
             if isinstance(fn.this, exp.Distinct):
                 raise FeatureNotSupported("DISTINCT in window functions is not supported",
@@ -250,7 +250,7 @@ class AggregateBinding:
     def _agg_call(self, a: exp.AggFunc, scope: Scope, aggs: list[L.AggCall]) -> exp.Expression:
         func = AGGREGATES.get(type(a))
         if func is None:
-            raise FeatureNotSupported(f"aggregate function {a.sql_name().lower()} is not "
+            raise FeatureNotSupported(f"aggregate function {function_name(a)} is not "
                                       "supported", position=position(self.sql, a))
         arg = a.this
         distinct = False

@@ -237,8 +237,19 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         m = re.search(r"Column '\"?([^'\"]+)\"?' could not be resolved", msg) or \
             re.search(r"Unknown column: (\S+)", msg)
         if m:
-            name = m.group(1).split(".")[-1]
-            node = next((c for c in ast.find_all(exp.Column) if c.name == name), None)
+            parts = m.group(1).split(".")
+            name = parts[-1]
+            t = re.search(r"for table: '([^']+)'", msg)
+            if t and len(parts) == 1:
+                parts = [t.group(1), name]
+            cols = [c for c in ast.find_all(exp.Column) if c.name == name]
+            node = next((c for c in cols if len(parts) > 1 and c.table == parts[-2]),
+                        cols[0] if cols else None)
+            if node is not None and node.table and node.table not in {
+                    a.name for a in ast.find_all(exp.TableAlias)} | {
+                    t.name for t in ast.find_all(exp.Table)}:
+                return SqlError(f'missing FROM-clause entry for table "{node.table}"',
+                                "42P01", position(self.sql, node))
             return SqlError(f'column "{name}" does not exist', "42703", position(self.sql, node))
         m = re.search(r"Ambiguous column[s]?:? '?\"?([^'\"\s]+)", msg) or \
             re.search(r"Column '\"?([^'\"]+)\"?' is ambiguous", msg)
@@ -246,6 +257,23 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             name = m.group(1)
             node = next((c for c in ast.find_all(exp.Column) if c.name == name), None)
             return SqlError(f'column reference "{name}" is ambiguous', "42702",
+                            position(self.sql, node))
+        m = re.search(r"Unknown output column: (\d+)", msg)
+        if m:
+            n = m.group(1)
+            node = next((o for o in ast.find_all(exp.Ordered) if o.this.name == n), None)
+            clause = "ORDER BY"
+            if node is None:
+                clause = "GROUP BY"
+                node = next((e for g in ast.find_all(exp.Group) for e in g.expressions
+                             if isinstance(e, exp.Literal) and e.name == n), None)
+            return SqlError(f"{clause} position {n} is not in select list", "42P10",
+                            position(self.sql, node))
+        m = re.search(r"Unknown table: '?\"?([^'\"\s]+)", msg)
+        if m:
+            name = m.group(1)
+            node = next((c for c in ast.find_all(exp.Column) if c.table == name), None)
+            return SqlError(f'missing FROM-clause entry for table "{name}"', "42P01",
                             position(self.sql, node))
         return SqlError(msg, "42601")
 
@@ -272,6 +300,10 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                                           position=position(self.sql, with_))
             ctes = dict(ctes)
             for cte in with_.expressions:
+                if isinstance(cte.this, (exp.Insert, exp.Update, exp.Delete)):
+                    # PostgreSQL runs them even when nothing reads them: never skip one
+                    raise FeatureNotSupported("data-modifying statements in WITH are not "
+                                              "supported", position=position(self.sql, cte))
                 ctes[cte.alias_or_name] = (cte.this, dict(ctes), cte)
         if isinstance(q, exp.Subquery):
             return self.query(q.this, parent, ctes)

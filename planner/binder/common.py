@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from planner import logical as L
 from planner.errors import FeatureNotSupported, SqlError
+from planner.expr import function_name
 
 
 class SubqueryRunner(Protocol):
@@ -129,7 +130,7 @@ def output_name(item: exp.Expression) -> str:
     if type(e) in _FUNCTION_NAMES:
         return _FUNCTION_NAMES[type(e)]
     if isinstance(e, exp.Func):
-        return e.sql_name().lower() if not isinstance(e, exp.Anonymous) else e.name.lower()
+        return function_name(e)
     return "?column?"
 
 

@@ -25,6 +25,7 @@ from planner.expr import (
     constant_scalar,
     constant_value,
     fold_constants,
+    function_name,
     list_to_array,
 )
 from planner.logical import keycol
@@ -60,7 +61,7 @@ def _function_name(fn: exp.Expression) -> str:
         return "unnest"
     if isinstance(fn, exp.GenerateSeries):
         return "generate_series"
-    return fn.name.lower() if isinstance(fn, exp.Anonymous) else fn.sql_name().lower()
+    return function_name(fn)
 
 
 def _is_srf(e: exp.Expression) -> bool:

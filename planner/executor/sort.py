@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from planner import logical as L
 from planner.errors import SqlError
-from planner.expr import ArrayType, parse_array_literal
+from planner.expr import ArrayType, parse_array_literal, pg_name as _pg_type
 from planner import guard as _guard
 from planner.executor.kernels import (_combine_chunks, concat_tables, empty_rows, _hash_keys,
                                       slice_rows, _table_nbytes, take_rows)
@@ -109,7 +109,8 @@ def _not_distinct_key(a) -> tuple:
             return pc.fill_null(a, seed.cast(a.type)), flags
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             continue
-    raise SqlError(f"cannot compare values of type {a.type} in a set operation", "42883")
+    raise SqlError(f"cannot compare values of type {_pg_type(a.type)} in a set operation",
+                   "42883")
 
 
 def _setop_types(left: pa.Table, right: pa.Table, keys: list[str]
@@ -123,8 +124,8 @@ def _setop_types(left: pa.Table, right: pa.Table, keys: list[str]
         if a.type != b.type and not pa.types.is_null(a.type) and not pa.types.is_null(b.type):
             t = _supertype([a.type, b.type])
             if t is None:
-                raise SqlError(f"UNION/INTERSECT/EXCEPT types {a.type} and {b.type} cannot be "
-                               "matched", "42804")
+                raise SqlError(f"UNION/INTERSECT/EXCEPT types {_pg_type(a.type)} and "
+                               f"{_pg_type(b.type)} cannot be matched", "42804")
             a = a if a.type == t else _cast(_combine_chunks(a), t, None)
             b = b if b.type == t else _cast(_combine_chunks(b), t, None)
         lcols.append(a)
@@ -139,7 +140,7 @@ def _concat_promote(parts: list, name: str) -> pa.Array:
     types = [p.type for p in parts if not pa.types.is_null(p.type)]
     target = _supertype(types) if types else pa.null()
     if target is None:
-        raise SqlError("VALUES types " + " and ".join(sorted({str(t) for t in types}))
+        raise SqlError("VALUES types " + " and ".join(sorted({_pg_type(t) for t in types}))
                        + " cannot be matched", "42804")
     try:
         cast = [p if p.type == target else _cast(p, target, None) for p in parts]

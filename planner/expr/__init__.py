@@ -130,7 +130,7 @@ from planner.expr.folding import (
 )
 from planner.expr.subplans import HostCall, HostFunction, InSubPlan, SubPlan
 from planner.expr.temporal import statement_clock
-from planner.expr.types import ArrayType, Value
+from planner.expr.types import ArrayType, Value, function_name
 from planner.expr.types import _pg_name as pg_name
 from planner.expr.types import _sql_type as sql_type
 from planner.expr.types import _supertype as supertype
@@ -142,6 +142,7 @@ __all__ = [
     "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "SubPlan", "Value",
     "array_text", "array_to_list", "arrow_type", "cast", "coerce_literal_to", "column_key",
     "constant_scalar", "constant_value", "evaluate", "evaluate_filter", "fold_constants",
+    "function_name",
     "list_to_array", "param_index", "param_scalar", "parse_array_literal", "pg_name",
     "sql_type", "statement_clock", "substitute_params", "supertype",
 ]

@@ -26,6 +26,8 @@ from planner.expr.types import (
     _digits,
     _err,
     _kind,
+    function_name,
+    user_sql,
     _MAX_PRECISION,
     _pg_name,
     _position,
@@ -155,15 +157,15 @@ def _scatter(mask: Value, values: pa.Array | pa.ChunkedArray, n: int) -> pa.Arra
 def _unsupported(node: exp.Expr, ctx: _Ctx) -> None:
     pos = _position(node)
     if isinstance(node, exp.AggFunc):
-        raise SqlError(f"aggregate function {node.sql_name().lower()}() is not allowed here",
+        raise SqlError(f"aggregate function {function_name(node)}() is not allowed here",
                        "42803", pos)
     if isinstance(node, (exp.Query, exp.Subquery)):
         raise FeatureNotSupported("subquery not expected in a scalar expression", position=pos)
     if isinstance(node, (exp.Parameter, exp.Placeholder)):
         raise SqlError(f"there is no parameter {node.sql()}", "42P02", pos)
     if isinstance(node, exp.Func):
-        _no_function(node.sql_name(), list(node.iter_expressions()), ctx, pos)
-    raise FeatureNotSupported(f"unsupported expression: {node.sql()}", position=pos)
+        _no_function(function_name(node), list(node.iter_expressions()), ctx, pos)
+    raise FeatureNotSupported(f"unsupported expression: {user_sql(node)}", position=pos)
 
 
 def _no_function(name: str, args: list[exp.Expr] | None, ctx: _Ctx, pos: int | None) -> None:
@@ -190,7 +192,7 @@ def _from_arrow(e: pa.ArrowException, node: exp.Expr) -> SqlError:
     if any(w in low for w in ("overflow", "out of bounds", "does not fit", "out of range")):
         return _err("value out of range", "22003", node)
     if isinstance(e, (pa.ArrowNotImplementedError, pa.ArrowTypeError)):
-        return _err(f"operator does not exist: {node.sql()}", "42883", node)
+        return _err(f"operator does not exist: {user_sql(node)}", "42883", node)
     return _err(msg, "22000", node)
 
 

@@ -24,6 +24,7 @@ from planner.expr.types import (
     _position,
     _storage,
     _supertype,
+    user_sql,
     Value,
     _wrap,
 )
@@ -68,7 +69,7 @@ def _is(node: exp.Is, ctx: _Ctx) -> Value:
         b = _boolean_arg(v, "IS", node.this)
         r = pc.fill_null(b if target.this else pc.invert(b), False)
     else:
-        raise FeatureNotSupported(f"unsupported IS test: {node.sql()}", position=_position(node))
+        raise FeatureNotSupported(f"unsupported IS test: {user_sql(node)}", position=_position(node))
     return pc.invert(r) if node.args.get("negate") else r
 
 
@@ -273,7 +274,7 @@ def _escape(node: exp.Escape, ctx: _Ctx) -> Value:
     if isinstance(inner, exp.Not):
         inner, negate = inner.this, True
     if not isinstance(inner, (exp.Like, exp.ILike)):
-        raise FeatureNotSupported(f"unsupported ESCAPE: {node.sql()}", position=_position(node))
+        raise FeatureNotSupported(f"unsupported ESCAPE: {user_sql(node)}", position=_position(node))
     r = _like(inner, ctx, node.expression)
     return pc.invert(r) if negate else r
 

@@ -22,6 +22,7 @@ from planner.expr.types import (
     _pg_name,
     _position,
     _supertype,
+    user_sql,
     Value,
 )
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
@@ -66,7 +67,7 @@ def _field(node: exp.Dot, ctx: _Ctx) -> Value:
     """(record).field"""
     v = _eval(node.this, ctx)
     if not pa.types.is_struct(v.type):
-        raise FeatureNotSupported(f"unsupported expression: {node.sql()}",
+        raise FeatureNotSupported(f"unsupported expression: {user_sql(node)}",
                                   position=_position(node))
     name = node.name
     names = [v.type.field(i).name for i in range(v.type.num_fields)]

@@ -829,3 +829,46 @@ def test_values_and_derived_table_columns_are_postgresql_s(con):
         ([(1, 5)], ["x", "b"])
     e = err(con, "SELECT * FROM (VALUES (1, 2)) AS v(a, b, c)")
     assert e.sqlstate == "42P10" and "has 2 columns available but 3" in str(e)
+
+
+def test_messages_name_what_the_user_wrote(con):
+    """Errors name functions, columns and types as SQL does, never the planner's internals
+    (found by a sweep of everyday statements): sqlglot's class names (time_to_str for
+    to_char, j_s_o_n_array_agg for json_agg, current_version for version), the binder's
+    numbered aliases ("t#1.b"), Arrow's type names (int32, string), sqlglot's own messages
+    (`Unknown output column: 5`, `Unknown table: x`) and statement kinds (TRUNCATETABLE)."""
+    cases = [
+        ("SELECT to_char(a, 'x') FROM t", "42883", "function to_char(integer, text)"),
+        ("SELECT json_agg(a) FROM t", "0A000", "aggregate function json_agg is"),
+        ("SELECT version()", "42883", "function version()"),
+        ("SELECT a FROM t WHERE b SIMILAR TO 'a'", "0A000", "t.b SIMILAR TO"),
+        ("SELECT a FROM t UNION SELECT 'x'", "42804", "types integer and text cannot"),
+        ("SELECT a FROM t ORDER BY 3", "42P10", "ORDER BY position 3 is not in select list"),
+        ("SELECT a FROM t GROUP BY 2", "42P10", "GROUP BY position 2 is not in select list"),
+        ("SELECT x.a FROM t", "42P01", 'missing FROM-clause entry for table "x"'),
+        ("SELECT p.a FROM t p JOIN t q ON p.a = r.a", "42P01",
+         'missing FROM-clause entry for table "r"'),
+        ("TRUNCATE t", "0A000", "TRUNCATE is not supported"),
+        ("WITH d AS (DELETE FROM t) SELECT 1", "0A000",
+         "data-modifying statements in WITH are not supported"),
+    ]
+    for sql, state, text in cases:
+        e = err(con, sql)
+        assert e.sqlstate == state and text in str(e), (sql, e.sqlstate, str(e))
+    assert rows(con, "SELECT count(*) FROM t") == [(4,)]      # the DELETE in WITH did not run
+    cur = con.cursor()
+    cur.execute("SELECT upper('a'), concat('a') FROM t LIMIT 0")
+    assert [d[0] for d in cur.description] == ["upper", "concat"]
+
+
+def test_with_list_before_insert_update_delete(tmp_path):
+    """`WITH w AS (...) INSERT / UPDATE / DELETE` reads its CTEs (it was 42P01 relation "w"
+    does not exist)."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    c.execute("CREATE TABLE w1 (k INT PRIMARY KEY, v STRING)")
+    c.execute("INSERT INTO w1 VALUES (1, 'a'), (2, 'b')")
+    c.execute("WITH n AS (SELECT 10 AS a) INSERT INTO w1 SELECT a, 'w' FROM n")
+    c.execute("WITH n AS (SELECT 2 AS a) UPDATE w1 SET v = 'u' WHERE k IN (SELECT a FROM n)")
+    c.execute("WITH n AS (SELECT 1 AS a) DELETE FROM w1 WHERE k IN (SELECT a FROM n)")
+    assert rows(c, "SELECT k, v FROM w1 ORDER BY k") == [(2, "u"), (10, "w")]
+    c.close()
