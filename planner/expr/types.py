@@ -36,7 +36,7 @@ def _position(node: exp.Expr | None) -> int | None:
     return min(starts) + 1 if starts else None
 
 
-_FUNC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FUNC_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\(|$)")
 _FUNC_NAMES: dict[type, str] = {}
 
 
@@ -44,7 +44,9 @@ def function_name(node: exp.Func) -> str:
     """A function call's name as PostgreSQL spells it, lower case, for messages and output
     column names: sqlglot's class names are not SQL (TimeToStr is to_char, JSONArrayAgg is
     json_agg, CurrentVersion is version), so the name is read off the node rendered in
-    PostgreSQL's dialect, once per node class."""
+    PostgreSQL's dialect, once per node class, where it renders as a call `name(...)` or a
+    bare keyword (CURRENT_USER); operators that sqlglot models as functions (AND, ~, ->,
+    COLLATE) keep the class name."""
     if isinstance(node, exp.Anonymous):
         return node.name.lower()
     name = _FUNC_NAMES.get(type(node))
@@ -53,7 +55,7 @@ def function_name(node: exp.Func) -> str:
             m = _FUNC_NAME.match(node.sql(dialect="postgres"))
         except Exception:  # noqa: BLE001 - a node the generator cannot render: its class name
             m = None
-        name = _FUNC_NAMES[type(node)] = m.group(0).lower() if m else node.sql_name().lower()
+        name = _FUNC_NAMES[type(node)] = m.group(1).lower() if m else node.sql_name().lower()
     return name
 
 

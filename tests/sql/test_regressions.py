@@ -859,6 +859,11 @@ def test_messages_name_what_the_user_wrote(con):
     cur = con.cursor()
     cur.execute("SELECT upper('a'), concat('a') FROM t LIMIT 0")
     assert [d[0] for d in cur.description] == ["upper", "concat"]
+    # an operator sqlglot models as a function is not named by its rendering's first word
+    # (`t.b > 1 AND ...` was named "t", and every later AND with it: the name is cached)
+    cur.execute("SELECT t.b > 1 AND t.c > 1, t.b > 2 OR true, upper('a') FROM t LIMIT 0")
+    names = [d[0] for d in cur.description]
+    assert names[2] == "upper" and "t" not in names and "b" not in names
 
 
 def test_with_list_before_insert_update_delete(tmp_path):
