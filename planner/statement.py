@@ -40,9 +40,10 @@ from engine.types import sql_literal
 from planner import logical as L
 from planner.binder import Binder, position
 from planner.commands import KuduUpsert
-from planner.dialect import KuduNow
+from planner.dialect import KuduNow, KuduSQL
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
+from planner.expr import sql_type
 from planner.executor import Executor
 from planner.result import RowFailure, StatementResult
 from planner.rules import optimize
@@ -372,7 +373,7 @@ def _write_plan(catalog, ast, sql, params):
     if isinstance(ast, exp.Insert):
         upsert = isinstance(ast, KuduUpsert)
         target = insert_target(catalog, ast, sql)
-        out = plan_query(catalog, _source(ast), sql, params)
+        out = plan_query(catalog, _source(ast, target), sql, params)
         # the statement's shape errors before anything runs (PostgreSQL's EXPLAIN has them)
         out = dataclasses.replace(out, names=insert_columns(target, len(out.names), sql,
                                                             ast.expression))
@@ -658,19 +659,42 @@ def _sql_round(col, target: pa.DataType):
         return col
 
 
-def _source(ast: exp.Insert) -> exp.Expression:
+def _source(ast: exp.Insert, target: InsertTarget) -> exp.Expression:
     """An INSERT's rows query, with the statement's WITH list (`WITH w AS (...) INSERT INTO
-    t SELECT ... FROM w`) moved onto it."""
+    t SELECT ... FROM w`) moved onto it, and DEFAULT in a VALUES row replaced by its
+    column's default (`_default_value`)."""
     src, with_ = ast.expression, ast.args.get("with_")
     if with_ is not None and isinstance(src, exp.Query):
         ast.set("with_", None)
         src.set("with_", with_)
+    if isinstance(src, exp.Values):
+        for row in src.expressions:
+            items = row.expressions if isinstance(row, exp.Tuple) else [row]
+            for i, e in enumerate(items):
+                if _is_default(e) and i < len(target.columns):
+                    e.replace(_default_value(target.table.schema, target.columns[i]))
     return src
+
+
+def _is_default(e: exp.Expression) -> bool:
+    """The keyword DEFAULT where a value goes (VALUES: a Var; UPDATE's SET: a Column)."""
+    return isinstance(e, (exp.Var, exp.Column)) and not isinstance(e.this, exp.Star) and \
+        e.name.upper() == "DEFAULT" and not (isinstance(e, exp.Column) and (
+            e.table or e.this.quoted))
+
+
+def _default_value(schema, name: str) -> exp.Expression:
+    """Column `name`'s default as a constant of its type (NULL without one)."""
+    col = schema.column(name)
+    if col.default is None:
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(sql_type(col.arrow_type),
+                                                                dialect="postgres"))
+    return exp.maybe_parse(sql_literal(col.default), dialect=KuduSQL)
 
 
 def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
     target = insert_target(catalog, ast, sql)
-    rows = run_query(catalog, _source(ast), sql, params, check_cancel)
+    rows = run_query(catalog, _source(ast, target), sql, params, check_cancel)
     return insert_rows(target, rows, upsert, sql, ast.expression)
 
 
@@ -773,7 +797,8 @@ def _assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], list]:
             raise SqlError(f'multiple assignments to same column "{name}"', "42601",
                            position(sql, a.this))
         names.append(name)
-        values.append(a.expression)
+        values.append(_default_value(schema, name) if _is_default(a.expression)
+                      else a.expression)
     return names, values
 
 

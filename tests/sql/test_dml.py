@@ -200,6 +200,19 @@ def test_returning_and_default_values_are_refused_before_anything_runs(conn):
     assert rows(cur, "SELECT k, v, n FROM t") == [(1, "a", 1)]
 
 
+def test_default_keyword_in_values_and_set(conn):
+    """DEFAULT where a value goes (ORMs write it): the column's default, NULL without one
+    (it was 0A000 `unsupported expression: DEFAULT` in VALUES and 42703 in UPDATE's SET)."""
+    cur = conn.cursor()
+    cur.execute("INSERT INTO t VALUES (1, DEFAULT, DEFAULT), (2, 'b', 3)")
+    cur.execute("INSERT INTO t (k, n) VALUES (%s, DEFAULT)", (5,))
+    assert rows(cur, "SELECT k, v, n FROM t") == [(1, None, 7), (2, "b", 3), (5, None, 7)]
+    cur.execute("UPDATE t SET n = DEFAULT, v = DEFAULT WHERE k = 2")
+    assert rows(cur, "SELECT k, v, n FROM t WHERE k = 2") == [(2, None, 7)]
+    with pytest.raises(kudusql.IntegrityError):        # the key has no default
+        cur.execute("INSERT INTO t VALUES (DEFAULT, 'x', 1)")
+
+
 def test_executemany_inserts_one_batch_with_row_ordinals(conn):
     cur = conn.cursor()
     cur.execute("INSERT INTO t VALUES (3, 'x', 0)")
