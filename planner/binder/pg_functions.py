@@ -210,7 +210,8 @@ def _builtin_function(fn: exp.Expression) -> exp.Expression:
 
 def pg_rewrites(ast: exp.Expression) -> None:
     """PostgreSQL spellings the binder reads as their plain forms (in place):
-    `pg_catalog.f(...)` -> `f(...)`, `x COLLATE c` -> `x`, and functions in FROM get the
+    `pg_catalog.f(...)` -> `f(...)`, `x COLLATE c` -> `x`, a dollar-quoted string
+    `$$...$$` -> the string literal it is, and functions in FROM get the
     column names PostgreSQL gives them (`unnest(a)` -> column `unnest`; `f(...) AS x` ->
     column `x`) so that qualify can resolve them."""
     for d in list(ast.find_all(exp.Dot)):
@@ -219,6 +220,10 @@ def pg_rewrites(ast: exp.Expression) -> None:
             d.replace(_builtin_function(d.expression))
     for c in list(ast.find_all(exp.Collate)):
         c.replace(c.this)
+    for r in list(ast.find_all(exp.RawString)):
+        lit = exp.Literal.string(r.this)
+        lit.meta.update(r.meta) if r._meta else None
+        r.replace(lit)
     for t in list(ast.find_all(exp.Table, exp.Unnest)):
         fn = t if isinstance(t, exp.Unnest) else t.this
         if not isinstance(fn, exp.Func) or (isinstance(fn, exp.Anonymous) and

@@ -1,8 +1,11 @@
 """Text functions: ||'s text operands, CONCAT, SUBSTRING, LEFT / RIGHT, UPPER / LOWER, INITCAP,
-LENGTH, TRIM, REPLACE, POSITION, LPAD / RPAD, REVERSE, STARTS_WITH, REPEAT, octet_length.
+LENGTH, TRIM, REPLACE, POSITION, LPAD / RPAD, REVERSE, STARTS_WITH, REPEAT, SPLIT_PART, MD5,
+octet_length.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -194,3 +197,56 @@ def _repeat(node: exp.Repeat, ctx: _Ctx) -> Value:
 
 _ANONYMOUS["octet_length"] = lambda node, ctx: pc.binary_length(
     _string_arg(_eval(node.expressions[0], ctx), "octet_length", node))
+
+
+@_handles(exp.SplitPart)
+def _split_part(node: exp.SplitPart, ctx: _Ctx) -> Value:
+    """split_part(text, delimiter, n): the n-th field (1-based; negative counts from the
+    end, PostgreSQL 14); '' past the last field; n = 0 is 22023. The delimiter and n must
+    be constants."""
+    s = _string_arg(_eval(node.this, ctx), "split_part", node.this)
+    dnode, nnode = node.args.get("delimiter"), node.args.get("part_index")
+    if dnode is None or nnode is None:
+        raise _err("function split_part(text) does not exist", "42883", node)
+    delim = _const_arg(_eval(dnode, ctx), "delimiter", dnode)
+    n = _int_arg(_eval(nnode, ctx), "field position", nnode)
+    if delim is None or n is None or _kind(s.type) == "null":
+        return _null_of(pa.string())
+    if n == 0:
+        raise _err("field position must not be zero", "22023", nnode)
+    if delim == "":     # the whole string is the one field
+        whole = pc.if_else(pc.is_valid(s), s, _null_of(pa.string()))
+        return whole if n in (1, -1) else pc.if_else(pc.is_valid(s), pa.scalar(""),
+                                                      _null_of(pa.string()))
+    parts = pc.split_pattern(s, pattern=delim)
+    count = pc.list_value_length(parts)
+    index = pc.subtract(n, 1) if n > 0 else pc.add(count, n)
+    inside = pc.and_(pc.greater_equal(index, 0), pc.less(index, count))
+    # clamp so list_element never reads out of bounds; outside rows become ''
+    safe = pc.if_else(inside, index, 0)
+    field = pc.list_element(parts, safe) if isinstance(parts, pa.Scalar) else \
+        _element_at(parts, safe)
+    return pc.if_else(inside, field, pa.scalar(""))
+
+
+def _element_at(lists, index) -> pa.Array:
+    """lists[i][index[i]] (every index in range), vectorised through the flattened values."""
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    index = index.combine_chunks() if isinstance(index, pa.ChunkedArray) else index
+    offsets = lists.offsets.slice(0, len(lists))
+    flat = lists.values
+    pos = pc.add(offsets.cast(pa.int64()), index.cast(pa.int64()))
+    return pc.if_else(pc.is_valid(lists), pc.take(flat, pc.fill_null(pos, 0)),
+                      _null_of(pa.string()))
+
+
+@_handles(exp.MD5)
+def _md5(node: exp.MD5, ctx: _Ctx) -> Value:
+    """md5(text): the hex digest of its UTF-8 bytes. Arrow has no MD5 kernel: one hashlib call
+    per value (a Python loop over the values; md5 is not a bulk-path function)."""
+    s = _string_arg(_eval(node.this, ctx), "md5", node.this)
+    if isinstance(s, pa.Scalar):
+        v = s.as_py()
+        return pa.scalar(None if v is None else hashlib.md5(v.encode()).hexdigest(), pa.string())
+    return pa.array([None if v is None else hashlib.md5(v.encode()).hexdigest()
+                     for v in s.to_pylist()], pa.string())

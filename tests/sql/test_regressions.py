@@ -877,3 +877,16 @@ def test_with_list_before_insert_update_delete(tmp_path):
     c.execute("WITH n AS (SELECT 1 AS a) DELETE FROM w1 WHERE k IN (SELECT a FROM n)")
     assert rows(c, "SELECT k, v FROM w1 ORDER BY k") == [(2, "u"), (10, "w")]
     c.close()
+
+
+def test_dollar_quoted_strings_split_part_and_md5(con):
+    """$$...$$ / $tag$...$tag$ are string literals (they were 0A000 `unsupported expression`);
+    split_part and md5 exist (42883 before), with PostgreSQL's edge cases."""
+    assert rows(con, "SELECT $$it's$$, $q$a$q$ || 'b'") == [("it's", "ab")]
+    assert rows(con, "SELECT split_part('a,b,c', ',', 2), split_part('a,b,c', ',', -1), "
+                     "split_part('a', ',', 3), split_part(NULL, ',', 1), md5('a'), md5('')") == \
+        [("b", "c", "", None, "0cc175b9c0f1b6a831c399e269772661",
+          "d41d8cd98f00b204e9800998ecf8427e")]
+    assert rows(con, "SELECT a, split_part(CAST(a AS TEXT) || '-x', '-', 2) FROM t "
+                     "WHERE a < 3 ORDER BY a") == [(1, "x"), (2, "x")]
+    assert err(con, "SELECT split_part('a', ',', 0)").sqlstate == "22023"
