@@ -80,6 +80,10 @@ def cast_column(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
         return arr.cast(target, safe=False) if arr.type.unit == "ns" else arr.cast(target)
     if arr.type == target:
         return arr
+    if pa.types.is_floating(target) and pa.types.is_decimal(arr.type):
+        # Arrow's decimal -> float cast scales in binary and is not correctly rounded
+        # (0.3 became 0.30000000000000004); the decimal text parses to the nearest float
+        arr = arr.cast(pa.string())
     if pa.types.is_decimal(target) and pa.types.is_integer(arr.type) and target.scale <= 19:
         # Arrow refuses int64 -> DECIMAL(p, s) unless p >= 19 + s whatever the values are;
         # going through DECIMAL(38, s) checks each value against p instead.

@@ -225,7 +225,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             return qualify(ast, schema=schema, dialect="postgres", quote_identifiers=False,
                            validate_qualify_columns=True, identify=False)
         except OptimizeError as e:
-            raise self._qualify_error(ast, str(e)) from None
+            raise self._qualify_error(ast, str(e), schema) from None
 
     def bind_query(self, ast: exp.Expression) -> L.Output:
         q = self.qualify(ast)
@@ -233,7 +233,8 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         return L.Output(node, names, keys)
 
     # -- errors ----------------------------------------------------------------------------
-    def _qualify_error(self, ast: exp.Expression, msg: str) -> SqlError:
+    def _qualify_error(self, ast: exp.Expression, msg: str, schema: dict | None = None
+                       ) -> SqlError:
         m = re.search(r"Column '\"?([^'\"]+)\"?' could not be resolved", msg) or \
             re.search(r"Unknown column: (\S+)", msg)
         if m:
@@ -250,6 +251,13 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                     t.name for t in ast.find_all(exp.Table)}:
                 return SqlError(f'missing FROM-clause entry for table "{node.table}"',
                                 "42P01", position(self.sql, node))
+            # unqualified, and a column of two or more of the tables read: qualify cannot
+            # choose (its message says "could not be resolved")
+            holders = [t for t in ast.find_all(exp.Table)
+                       if _quoted(name) in (schema or {}).get(_quoted(t.name), {})]
+            if node is not None and not node.table and len(holders) > 1:
+                return SqlError(f'column reference "{name}" is ambiguous', "42702",
+                                position(self.sql, node))
             return SqlError(f'column "{name}" does not exist', "42703", position(self.sql, node))
         m = re.search(r"Ambiguous column[s]?:? '?\"?([^'\"\s]+)", msg) or \
             re.search(r"Column '\"?([^'\"]+)\"?' is ambiguous", msg)
@@ -258,6 +266,19 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             node = next((c for c in ast.find_all(exp.Column) if c.name == name), None)
             return SqlError(f'column reference "{name}" is ambiguous', "42702",
                             position(self.sql, node))
+        m = re.search(r"Cannot automatically join: (\S+)", msg)
+        if m:
+            name = m.group(1)
+            node = next((i for j in ast.find_all(exp.Join) for i in j.args.get("using") or []
+                         if i.name == name), None)
+            return SqlError(f'column "{name}" specified in USING clause does not exist in '
+                            "left or right table", "42703", position(self.sql, node))
+        m = re.search(r"Alias already used: (\S+)", msg)
+        if m:
+            name = m.group(1)
+            node = [a for a in ast.find_all(exp.TableAlias) if a.name == name][-1:] or [None]
+            return SqlError(f'table name "{name}" specified more than once', "42712",
+                            position(self.sql, node[0]))
         m = re.search(r"Unknown output column: (\d+)", msg)
         if m:
             n = m.group(1)
@@ -368,7 +389,18 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         offset = q.args.get("offset")
         if limit is None and offset is None:
             return node
-        n = self._int_clause(limit.expression if limit is not None else None)
+        if isinstance(limit, exp.Fetch):   # FETCH FIRST / NEXT [n] ROW[S] ONLY (SQL standard)
+            opts = limit.args.get("limit_options")
+            if opts is not None and (opts.args.get("percent") or opts.args.get("with_ties")):
+                raise FeatureNotSupported("FETCH ... PERCENT / WITH TIES is not supported",
+                                          position=position(self.sql, limit))
+            count = limit.args.get("count")
+            n = 1 if count is None else self._int_clause(count)
+        elif limit is not None and isinstance(limit.expression, exp.Var) and \
+                limit.expression.name.upper() == "ALL":
+            n = None                        # LIMIT ALL: no limit
+        else:
+            n = self._int_clause(limit.expression if limit is not None else None)
         off = self._int_clause(offset.expression if offset is not None else None) or 0
         if isinstance(node, L.Sort) and n is not None:
             node = dataclasses.replace(node, limit=n + off)
@@ -380,9 +412,13 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         v = self.constant(self.expr(e, Scope()))
         if v is None:
             return None
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise SqlError("LIMIT/OFFSET must be a non-negative integer", "22023",
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise SqlError("argument of LIMIT/OFFSET must be an integer", "42804",
                            position(self.sql, e))
+        if v < 0:   # PostgreSQL's 2201W / 2201X
+            which = "OFFSET" if isinstance(e.parent, exp.Offset) else "LIMIT"
+            raise SqlError(f"{which} must not be negative",
+                           "2201X" if which == "OFFSET" else "2201W", position(self.sql, e))
         return v
 
     def constant(self, e: exp.Expression) -> Any:

@@ -211,7 +211,8 @@ def _builtin_function(fn: exp.Expression) -> exp.Expression:
 def pg_rewrites(ast: exp.Expression) -> None:
     """PostgreSQL spellings the binder reads as their plain forms (in place):
     `pg_catalog.f(...)` -> `f(...)`, `x COLLATE c` -> `x`, a dollar-quoted string
-    `$$...$$` -> the string literal it is, and functions in FROM get the
+    `$$...$$` -> the string literal it is, `x BETWEEN SYMMETRIC a AND b` -> `x BETWEEN a AND b
+    OR x BETWEEN b AND a`, and functions in FROM get the
     column names PostgreSQL gives them (`unnest(a)` -> column `unnest`; `f(...) AS x` ->
     column `x`) so that qualify can resolve them."""
     for d in list(ast.find_all(exp.Dot)):
@@ -220,6 +221,14 @@ def pg_rewrites(ast: exp.Expression) -> None:
             d.replace(_builtin_function(d.expression))
     for c in list(ast.find_all(exp.Collate)):
         c.replace(c.this)
+    for b in list(ast.find_all(exp.Between)):
+        if b.args.get("symmetric"):     # x BETWEEN SYMMETRIC a AND b: either order of bounds
+            x, lo, hi = b.this, b.args["low"], b.args["high"]
+            either = exp.Paren(this=exp.or_(
+                exp.Between(this=x.copy(), low=lo.copy(), high=hi.copy()),
+                exp.Between(this=x.copy(), low=hi.copy(), high=lo.copy())))
+            either.meta.update(b.meta) if b._meta else None
+            b.replace(either)
     for r in list(ast.find_all(exp.RawString)):
         lit = exp.Literal.string(r.this)
         lit.meta.update(r.meta) if r._meta else None

@@ -276,8 +276,17 @@ def _numeric_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     return v.cast(to, safe=False)
 
 
+def _decimal_to_float(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """DECIMAL -> REAL / DOUBLE, correctly rounded as PostgreSQL's: Arrow's own cast scales
+    in binary (0.3 became 0.30000000000000004, 0.1::real 0.099999994); the decimal text
+    parses to the nearest float of the target type (Arrow's parser is correctly rounded)."""
+    return v.cast(pa.string()).cast(to)
+
+
 def _f64(v: Value) -> Value:
     """A number as float64 (large integers round, as in PostgreSQL's casts)."""
+    if pa.types.is_decimal(v.type):
+        return _decimal_to_float(v, pa.float64(), None)
     return v.cast(pa.float64(), safe=False)
 
 
@@ -337,7 +346,7 @@ _CASTS: dict[tuple[str, str], Callable[[Value, pa.DataType, exp.Expr | None], Va
     ("float", "float"): _numeric_cast,
     ("float", "int"): _float_to_int,
     ("float", "decimal"): _float_to_decimal,
-    ("decimal", "float"): _numeric_cast,
+    ("decimal", "float"): _decimal_to_float,
     ("decimal", "int"): _decimal_to_int,
     ("decimal", "decimal"): _decimal_to_decimal,
     ("string", "int"): _string_to_number,

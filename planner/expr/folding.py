@@ -130,6 +130,15 @@ def coerce_literal_to(value_node: exp.Expression, target_type: pa.DataType) -> C
         c = _cast(s, target_type, value_node)
     except SqlError:
         return None
+    if dst_kind == "float" and src_kind in ("decimal", "float", "int"):
+        # compared as PostgreSQL compares real with numeric / double: in double precision.
+        # REAL 1.1 is not 1.1, though 1.1 cast to REAL and back to NUMERIC(2,1) is
+        try:
+            exact = _cast(s, pa.float64(), value_node).as_py() == \
+                _cast(c, pa.float64(), value_node).as_py()
+        except SqlError:
+            return None
+        return Const(this=c) if exact else None
     if src_kind not in ("string", "null"):
         try:
             back = _cast(c, s.type, value_node)

@@ -158,7 +158,13 @@ def _round_to(v: Value, n: int, mode: str) -> Value:
 @_handles(exp.Round)
 def _round_node(node: exp.Round, ctx: _Ctx) -> Value:
     v = _numeric_arg(_eval(node.this, ctx), "round", node.this)
-    return _round_to(v, _decimal_places(node, "decimals", ctx), _HALF_AWAY)
+    n = _decimal_places(node, "decimals", ctx)
+    # round(double precision) is C's rint in PostgreSQL: halves to even (2.5 -> 2, -0.5 ->
+    # -0); numeric rounds halves away from zero, and so does a literal like 2.5e0, which
+    # is numeric in PostgreSQL (a float here: docs/sql.md, Known limits)
+    literal = isinstance(node.this, exp.Literal) and not node.this.is_string
+    return _round_to(v, n, "half_to_even" if _kind(v.type) == "float" and n == 0 and
+                     not literal else _HALF_AWAY)
 
 
 @_handles(exp.Trunc)

@@ -44,6 +44,8 @@ def _substring(node: exp.Substring, ctx: _Ctx) -> Value:
     s = _eval(node.this, ctx)
     if _kind(s.type) not in ("string", "binary", "null"):
         s = _string_arg(s, "substring", node.this)
+    if node.args.get("start") is None:      # substr('abc'): no such function
+        raise _err(f"function substring({_pg_name(s.type)}) does not exist", "42883", node)
     start = _int_arg(_eval(node.args["start"], ctx), "substring start", node)
     length_node = node.args.get("length")
     length = (_int_arg(_eval(length_node, ctx), "substring length", node)

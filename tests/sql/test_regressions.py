@@ -890,3 +890,75 @@ def test_dollar_quoted_strings_split_part_and_md5(con):
     assert rows(con, "SELECT a, split_part(CAST(a AS TEXT) || '-x', '-', 2) FROM t "
                      "WHERE a < 3 ORDER BY a") == [(1, "x"), (2, "x")]
     assert err(con, "SELECT split_part('a', ',', 0)").sqlstate == "22023"
+
+
+# -- a differential sweep of everyday statements against PostgreSQL 15 ----------------------
+def test_fetch_first_limit_all_and_negative_limits(con):
+    """FETCH FIRST / NEXT n ROWS ONLY was ignored (every row came back); LIMIT ALL was
+    42601; a negative LIMIT / OFFSET is PostgreSQL's 2201W / 2201X."""
+    assert rows(con, "SELECT a FROM t ORDER BY a DESC FETCH FIRST 2 ROWS ONLY") == [(4,), (3,)]
+    assert rows(con, "SELECT a FROM t ORDER BY a OFFSET 1 ROWS FETCH NEXT 2 ROWS ONLY") == \
+        [(2,), (3,)]
+    assert rows(con, "SELECT a FROM t ORDER BY a FETCH FIRST ROW ONLY") == [(1,)]
+    assert rows(con, "SELECT a FROM t UNION SELECT 9 ORDER BY 1 FETCH FIRST 1 ROW ONLY") == \
+        [(1,)]
+    assert len(rows(con, "SELECT a FROM t LIMIT ALL")) == 4
+    assert err(con, "SELECT a FROM t LIMIT -1").sqlstate == "2201W"
+    assert err(con, "SELECT a FROM t OFFSET -1").sqlstate == "2201X"
+
+
+def test_between_symmetric(con):
+    """BETWEEN SYMMETRIC took its bounds in order, like plain BETWEEN."""
+    assert rows(con, "SELECT a FROM t WHERE a BETWEEN SYMMETRIC 3 AND 2 ORDER BY a") == \
+        [(2,), (3,)]
+    assert rows(con, "SELECT a FROM t WHERE a NOT BETWEEN SYMMETRIC 3 AND 2 ORDER BY a") == \
+        [(1,), (4,)]
+    assert rows(con, "SELECT 5 BETWEEN SYMMETRIC 10 AND 1, 5 BETWEEN 10 AND 1") == \
+        [(True, False)]
+
+
+def test_decimal_to_float_is_correctly_rounded(tmp_path):
+    """A NUMERIC value (a literal like 0.3) cast or written to DOUBLE / REAL is the nearest
+    float, as in PostgreSQL: Arrow's cast gave 0.30000000000000004 and 0.1::real
+    0.099999994, so `d = 0.3` missed a row stored from the text '0.3'. REAL compared with a
+    numeric literal is compared in double precision (REAL 1.1 is not 1.1)."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    assert rows(c, "SELECT 3.14159::double precision, 0.3::float8, 2.675::float8") == \
+        [(3.14159, 0.3, 2.675)]
+    import numpy as np
+    (r,), = rows(c, "SELECT 0.1::real")
+    assert np.float32(r) == np.float32(0.1)
+    c.execute("CREATE TABLE f (k INT PRIMARY KEY, d DOUBLE, r REAL)")
+    c.execute("INSERT INTO f VALUES (1, '0.3', 1.1)")
+    c.execute("INSERT INTO f VALUES (2, 0.3, 0.5)")
+    assert rows(c, "SELECT k FROM f WHERE d = 0.3 ORDER BY k") == [(1,), (2,)]
+    assert rows(c, "SELECT count(DISTINCT d) FROM f") == [(1,)]
+    assert rows(c, "SELECT k FROM f WHERE r = 1.1") == []
+    assert rows(c, "SELECT k FROM f WHERE r = 0.5") == [(2,)]
+    assert rows(c, "SELECT k FROM f WHERE r > 1.1") == [(1,)]
+    assert rows(c, "SELECT k FROM f WHERE r = 1.1::real") == [(1,)]
+    c.close()
+
+
+def test_round_of_a_double_rounds_halves_to_even(con):
+    """round(double precision) is rint in PostgreSQL (2.5 -> 2); numeric rounds halves away
+    from zero (2.5 -> 3)."""
+    got = rows(con, "SELECT round(2.5::float8), round(3.5::float8), round(-0.5::float8), "
+                    "round(2.5), round(-2.5)")
+    assert [float(x) for x in got[0]] == [2.0, 4.0, -0.0, 3.0, -3.0]
+
+
+def test_resolution_errors_are_postgresql_s(con):
+    """An unqualified column two tables have is 42702 (it was 42703 'does not exist'); a
+    USING column missing and a repeated alias are 42703 / 42712 in PostgreSQL's words
+    (sqlglot's 'Cannot automatically join', 'Alias already used' before); substr('abc')
+    was XX000 (KeyError)."""
+    for sql, state, text in (
+            ("SELECT a FROM t x JOIN t y ON x.a = y.a", "42702",
+             'column reference "a" is ambiguous'),
+            ("SELECT b FROM t, t u", "42702", 'column reference "b" is ambiguous'),
+            ("SELECT * FROM t JOIN t u USING (zz)", "42703", "specified in USING clause"),
+            ("SELECT * FROM t x JOIN t x ON true", "42712", 'table name "x" specified more'),
+            ("SELECT substr('abc')", "42883", "function substring(text) does not exist")):
+        e = err(con, sql)
+        assert e.sqlstate == state and text in str(e), (sql, e.sqlstate, str(e))
