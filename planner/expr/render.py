@@ -39,6 +39,8 @@ def _scalar_sql(s: pa.Scalar) -> str:
     k = _kind(s.type)
     if not s.is_valid:
         return "NULL" if k == "null" else f"CAST(NULL AS {_sql_type(s.type)})"
+    if k in ("date", "timestamp"):   # as text: Python's dates stop at year 9999 (and 1 AD)
+        return f"{k.upper()} {_sql_string(_to_text(s, pa.string(), None).as_py())}"
     v = s.as_py()
     if k == "bool":
         return "TRUE" if v else "FALSE"
@@ -52,10 +54,6 @@ def _scalar_sql(s: pa.Scalar) -> str:
         return f"CAST({text} AS {_sql_type(s.type)})"
     if k == "string":
         return _sql_string(v)
-    if k == "date":
-        return f"DATE '{v.isoformat()}'"
-    if k == "timestamp":
-        return f"TIMESTAMP {_sql_string(_to_text(s, pa.string(), None).as_py())}"
     if k == "interval":
         return f"INTERVAL {_sql_string(_interval_text(*_interval_parts(s)))}"
     if k == "binary":

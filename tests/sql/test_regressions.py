@@ -962,3 +962,16 @@ def test_resolution_errors_are_postgresql_s(con):
             ("SELECT substr('abc')", "42883", "function substring(text) does not exist")):
         e = err(con, sql)
         assert e.sqlstate == state and text in str(e), (sql, e.sqlstate, str(e))
+
+
+def test_join_key_holding_a_date_past_9999(tmp_path):
+    """A join key expression holding a date constant past year 9999 was XX000: rendering
+    the constant (the join's size estimate keys its columns by their SQL) went through
+    Python's date, which stops at 9999 (found by the pushdown fuzzer, seed
+    202706835118744)."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    c.execute("CREATE TABLE dj (k INT PRIMARY KEY, d DATE, e DATE)")
+    c.execute("INSERT INTO dj VALUES (1, NULL, DATE '2024-01-01'), (2, DATE '2024-01-01', NULL)")
+    assert rows(c, "SELECT a.k, b.k FROM dj a JOIN dj b ON a.d = b.e WHERE "
+                   "COALESCE(a.d, DATE '9999-12-31' + INTERVAL '45 year') = b.e") == [(2, 1)]
+    c.close()
