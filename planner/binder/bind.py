@@ -11,6 +11,7 @@ import itertools
 import re
 from typing import Any
 
+import pyarrow as pa
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -438,10 +439,38 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                 raise SqlError("VALUES lists must all be the same length", "42601",
                                position(self.sql, t))
             rows.append([self.expr(i, Scope(parent)) for i in items])
+        self._type_unknown_literals(rows, width or 0)
         n = next(self._n)
         keys = [f"$values{n}.{i}" for i in range(width or 0)]
         names = [f"column{i + 1}" for i in range(width or 0)]
         return L.Values(keys, rows), names, keys
+
+    @staticmethod
+    def _type_unknown_literals(rows: list[list[exp.Expression]], width: int) -> None:
+        """A quoted literal in a VALUES column whose other rows are constants of one
+        non-text type is read as that type, as PostgreSQL resolves an unknown literal
+        (`VALUES (1), ('2')` is two integers; it was 42804 'bigint and text')."""
+        from planner.expr import sql_type, supertype
+        for i in range(width):
+            col = [r[i] for r in rows]
+            quoted = [j for j, e in enumerate(col) if isinstance(e, exp.Literal) and
+                      e.is_string]
+            if not quoted or len(quoted) == len(col):
+                continue
+            types = []
+            for j, e in enumerate(col):
+                if j in quoted:
+                    continue
+                ok, v, t = constant_value(e)
+                if not ok or t is None:
+                    return
+                types.append(t)
+            t = supertype([x for x in types if not pa.types.is_null(x)]) if types else None
+            if t is None or pa.types.is_null(t) or pa.types.is_string(t):
+                continue
+            for j in quoted:
+                rows[j][i] = exp.Cast(this=col[j],
+                                      to=exp.DataType.build(sql_type(t), dialect="postgres"))
 
     # -- FROM sources ----------------------------------------------------------------------
     def source(self, src: exp.Expression, scope: Scope, ctes: dict) -> L.Node:

@@ -975,3 +975,18 @@ def test_join_key_holding_a_date_past_9999(tmp_path):
     assert rows(c, "SELECT a.k, b.k FROM dj a JOIN dj b ON a.d = b.e WHERE "
                    "COALESCE(a.d, DATE '9999-12-31' + INTERVAL '45 year') = b.e") == [(2, 1)]
     c.close()
+
+
+def test_values_rows_mixing_quoted_and_typed_constants(tmp_path):
+    """A quoted literal in a VALUES column whose other rows are typed is read as that type,
+    as PostgreSQL resolves unknown literals: `INSERT ... VALUES (3, 1), (4, '2')` was
+    42804 'VALUES types bigint and text cannot be matched'."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    c.execute("CREATE TABLE vq (k INT PRIMARY KEY, d DOUBLE, dt DATE)")
+    c.execute("INSERT INTO vq VALUES (3, 1, NULL), (4, '2', '2024-01-01')")
+    import datetime
+    assert rows(c, "SELECT k, d, dt FROM vq ORDER BY k") == \
+        [(3, 1.0, None), (4, 2.0, datetime.date(2024, 1, 1))]
+    assert rows(c, "VALUES (1), ('2')") == [(1,), (2,)]
+    assert err(c, "VALUES (1.5), ('x')").sqlstate == "22P02"
+    c.close()
