@@ -646,11 +646,15 @@ def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
 
 
 def _sql_round(col, target: pa.DataType):
-    """SQL assignment to DECIMAL(p, s) rounds to s digits (PostgreSQL); the engine itself
-    refuses values that do not fit (Kudu). A column that cannot be cast as a whole is left
-    to the engine, which reports each bad row."""
-    if not pa.types.is_decimal(target) or col.type == target or not (
-            pa.types.is_decimal(col.type) or pa.types.is_floating(col.type)):
+    """SQL assignment rounds as PostgreSQL's assignment casts do: to DECIMAL(p, s), to s
+    digits (also from text: '3.145' into NUMERIC(6,2) is 3.15); NUMERIC / float into an
+    integer column to the nearest integer (numeric halves away from zero, float halves to
+    even: 3.7 is 4). The engine itself refuses values that do not fit (Kudu). A column that
+    cannot be cast as a whole is left to the engine, which reports each bad row."""
+    numeric = pa.types.is_decimal(col.type) or pa.types.is_floating(col.type)
+    if col.type == target or not (
+            pa.types.is_decimal(target) and (numeric or pa.types.is_string(col.type)) or
+            pa.types.is_integer(target) and numeric):
         return col
     from planner.expr import cast as _cast
     try:

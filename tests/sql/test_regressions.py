@@ -990,3 +990,20 @@ def test_values_rows_mixing_quoted_and_typed_constants(tmp_path):
     assert rows(c, "VALUES (1), ('2')") == [(1,), (2,)]
     assert err(c, "VALUES (1.5), ('x')").sqlstate == "22P02"
     c.close()
+
+
+def test_assignment_rounds_numbers_into_integer_and_numeric_columns(tmp_path):
+    """Writing 3.7 into an INT column is 4 and '3.145' into NUMERIC(6,2) is 3.15, as
+    PostgreSQL's assignment casts give (numeric halves away from zero, float halves to
+    even); both were 22P02 for the row."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    c.execute("CREATE TABLE ac (k STRING PRIMARY KEY, v INT, n DECIMAL(6,2), b BIGINT)")
+    c.execute("INSERT INTO ac VALUES ('i', 3.7, '3.145', 2.5)")
+    c.execute("INSERT INTO ac VALUES ('j', 2.5::float8, 1, -2.5)")
+    c.execute("UPDATE ac SET v = v + 0.5 WHERE k = 'j'")
+    import decimal
+    assert rows(c, "SELECT k, v, n, b FROM ac ORDER BY k") == \
+        [("i", 4, decimal.Decimal("3.15"), 3), ("j", 3, decimal.Decimal("1.00"), -3)]
+    with pytest.raises(kudusql.DataError):
+        c.execute("INSERT INTO ac VALUES ('e', 'notanint', 1, 1)")
+    c.close()
