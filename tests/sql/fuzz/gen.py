@@ -548,7 +548,12 @@ class QueryGen:
                        None)
         if self.extended and rng.random() < 0.3:
             if rng.random() < 0.2:      # intervals compare by their span
-                return j("((", self.expr("ts", scope, d), " - ", self.expr("ts", scope, d),
+                # a bare NULL operand typed: `(d + INTERVAL ...) - NULL` is an interval in
+                # PostgreSQL (timestamp - timestamp) but date - date, an integer, here,
+                # where date + interval stays a DATE (docs/sql.md, a documented deviation)
+                a, b = (self.expr("ts", scope, d) for _ in range(2))
+                a, b = (Sql("CAST(NULL AS TIMESTAMP)") if x.k == "NULL" else x for x in (a, b))
+                return j("((", a, " - ", b,
                          f") {rng.choice(['=', '<>', '<', '>='])} {self.interval()})")
             return self.array_pred(scope, d)
         if self.subqueries and depth <= 1:
