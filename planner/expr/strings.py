@@ -232,14 +232,17 @@ def _split_part(node: exp.SplitPart, ctx: _Ctx) -> Value:
 
 
 def _element_at(lists, index) -> pa.Array:
-    """lists[i][index[i]] (every index in range), vectorised through the flattened values."""
+    """lists[i][index[i]], NULL where the list is NULL or the index outside it (or NULL),
+    vectorised through the flattened values."""
     lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
     index = index.combine_chunks() if isinstance(index, pa.ChunkedArray) else index
-    offsets = lists.offsets.slice(0, len(lists))
-    flat = lists.values
-    pos = pc.add(offsets.cast(pa.int64()), index.cast(pa.int64()))
-    return pc.if_else(pc.is_valid(lists), pc.take(flat, pc.fill_null(pos, 0)),
-                      _null_of(pa.string()))
+    index = index.cast(pa.int64())
+    offsets = lists.offsets.slice(0, len(lists)).cast(pa.int64())
+    ok = pc.and_(pc.is_valid(lists), pc.and_(
+        pc.greater_equal(index, 0), pc.less(index, pc.list_value_length(lists))))
+    pos = pc.if_else(pc.fill_null(ok, False), pc.add(offsets, index),
+                     pa.scalar(None, pa.int64()))
+    return pc.take(lists.values, pos)
 
 
 @_handles(exp.MD5)

@@ -890,6 +890,9 @@ def test_dollar_quoted_strings_split_part_and_md5(con):
     assert rows(con, "SELECT a, split_part(CAST(a AS TEXT) || '-x', '-', 2) FROM t "
                      "WHERE a < 3 ORDER BY a") == [(1, "x"), (2, "x")]
     assert err(con, "SELECT split_part('a', ',', 0)").sqlstate == "22023"
+    # a column of NULLs only: the field lookup read past the (empty) values (22003)
+    assert rows(con, "SELECT split_part(CASE WHEN a > 9 THEN 'x' END, ',', 2) FROM t "
+                     "WHERE a < 3") == [(None,), (None,)]
 
 
 # -- a differential sweep of everyday statements against PostgreSQL 15 ----------------------
