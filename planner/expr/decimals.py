@@ -29,10 +29,15 @@ from planner.expr.types import (
 from planner.expr.casts import _cast_checked, _decimal_to_decimal, _round
 
 
-def _check_nonzero(b: Value, node: exp.Expr) -> None:
-    zero = (b.is_valid and b.as_py() == 0) if isinstance(b, pa.Scalar) else (
-        pc.any(pc.equal(b, pa.scalar(0, b.type))).as_py())
-    if zero:
+def _check_nonzero(b: Value, node: exp.Expr, a: Value | None = None) -> None:
+    """22012 where a divisor is zero, counting only rows whose dividend `a` is not NULL
+    (NULL / 0 is NULL in PostgreSQL: the operator is strict)."""
+    zero = pa.scalar(b.is_valid and b.as_py() == 0) if isinstance(b, pa.Scalar) else \
+        pc.equal(b, pa.scalar(0, b.type))
+    if a is not None:
+        zero = pc.and_(zero, pc.is_valid(a))
+    hit = zero.as_py() if isinstance(zero, pa.Scalar) else pc.any(zero).as_py()
+    if hit:
         raise _err("division by zero", "22012", node)
 
 
@@ -178,7 +183,7 @@ def _decimal_quotient(a: Value, b: Value, min_scale: int, node: exp.Expr) -> Val
     do not inflate the precision of Arrow's kernel (whose quotient scale is max(4, pB + 1)
     for integer operands, and whose dividend it widens by that many digits).
     """
-    _check_nonzero(b, node)
+    _check_nonzero(b, node, a)
     shift = b.type.scale - a.type.scale
     ia, ib = _unscaled(a), _unscaled(b)
     need = max(min_scale + shift, shift, 0)  # scale of A / B

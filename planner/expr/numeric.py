@@ -90,7 +90,7 @@ def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
         a, b = _f64(a), _f64(b)
         if op in _FLOAT_KERNELS:
             return _FLOAT_KERNELS[op](a, b)
-        _check_nonzero(b, node)
+        _check_nonzero(b, node, a)
         q = pc.divide(a, b)
         if op == "/":
             return q

@@ -1010,3 +1010,14 @@ def test_assignment_rounds_numbers_into_integer_and_numeric_columns(tmp_path):
     with pytest.raises(kudusql.DataError):
         c.execute("INSERT INTO ac VALUES ('e', 'notanint', 1, 1)")
     c.close()
+
+
+def test_null_divided_by_zero_is_null(con):
+    """NULL / 0 is NULL (the operator is strict); numeric and float division checked every
+    divisor, so `SELECT c / 0.0 ... WHERE c IS NULL` was 22012. A real dividend still
+    fails."""
+    assert rows(con, "SELECT b / 0.0, b % 0.0, CAST(b AS DOUBLE PRECISION) / 0 FROM t "
+                     "WHERE b IS NULL") == [(None, None, None)]
+    assert rows(con, "SELECT NULL::numeric / 0.0") == [(None,)]
+    assert err(con, "SELECT b / 0.0 FROM t").sqlstate == "22012"
+    assert err(con, "SELECT CAST(b AS DOUBLE PRECISION) / 0 FROM t").sqlstate == "22012"
