@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 from engine import errors
 from engine.key_encoding import DECIMAL_CONTEXT, physical_value
 from engine.schema import ColumnSchema, Schema
-from engine.types import INTEGER_RANGES, DataType, invalid_value_message, to_physical
+from engine.types import (INTEGER_RANGES, DataType, decimal_to_float, invalid_value_message,
+                          to_physical)
 
 
 def default_array(col: ColumnSchema, n: int) -> pa.Array:
@@ -81,9 +82,7 @@ def cast_column(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
     if arr.type == target:
         return arr
     if pa.types.is_floating(target) and pa.types.is_decimal(arr.type):
-        # Arrow's decimal -> float cast scales in binary and is not correctly rounded
-        # (0.3 became 0.30000000000000004); the decimal text parses to the nearest float
-        arr = arr.cast(pa.string())
+        return decimal_to_float(arr, target)        # correctly rounded (engine/types.py)
     if pa.types.is_decimal(target) and pa.types.is_integer(arr.type) and target.scale <= 19:
         # Arrow refuses int64 -> DECIMAL(p, s) unless p >= 19 + s whatever the values are;
         # going through DECIMAL(38, s) checks each value against p instead.

@@ -193,6 +193,15 @@ def _unscaled_to_decimal(arr: pa.Array, logical: pa.DataType) -> pa.Array:
                                  null_count=arr.null_count)
 
 
+def decimal_to_float(v, to: pa.DataType):
+    """A DECIMAL array or scalar as REAL / DOUBLE `to`, correctly rounded (as PostgreSQL's
+    cast): Arrow's own decimal -> float cast scales in binary and is not (0.3 became
+    0.30000000000000004, 0.1 as float32 0.099999994); the decimal text parses to the
+    nearest float of `to` (Arrow's parser is correctly rounded). The one rule for the
+    planner's casts and the engine's writes."""
+    return v.cast(pa.string()).cast(to)
+
+
 def pg_era_text(text, years):
     """ISO text of dates / timestamps (`text`, from an Arrow cast) in PostgreSQL's form for
     years before 1 AD: Arrow writes astronomical years (1 BC is '0000', 2 BC '-0001'),

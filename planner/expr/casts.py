@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from engine.types import pg_era_text
+from engine.types import decimal_to_float, pg_era_text
 from planner.errors import FeatureNotSupported, SqlError, UndefinedObject
 from planner.expr.types import (
     ArrayType,
@@ -277,10 +277,8 @@ def _numeric_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
 
 
 def _decimal_to_float(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
-    """DECIMAL -> REAL / DOUBLE, correctly rounded as PostgreSQL's: Arrow's own cast scales
-    in binary (0.3 became 0.30000000000000004, 0.1::real 0.099999994); the decimal text
-    parses to the nearest float of the target type (Arrow's parser is correctly rounded)."""
-    return v.cast(pa.string()).cast(to)
+    """DECIMAL -> REAL / DOUBLE, correctly rounded (engine.types.decimal_to_float)."""
+    return decimal_to_float(v, to)
 
 
 def _f64(v: Value) -> Value:
