@@ -457,15 +457,10 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                       e.is_string]
             if not quoted or len(quoted) == len(col):
                 continue
-            types = []
-            for j, e in enumerate(col):
-                if j in quoted:
-                    continue
-                ok, v, t = constant_value(e)
-                if not ok or t is None:
-                    return
-                types.append(t)
-            t = supertype([x for x in types if not pa.types.is_null(x)]) if types else None
+            typed = [constant_value(e) for j, e in enumerate(col) if j not in quoted]
+            if not all(ok and t is not None for ok, _, t in typed):
+                continue        # a non-constant row: its type is the executor's to unify
+            t = supertype([t for _, _, t in typed if not pa.types.is_null(t)])
             if t is None or pa.types.is_null(t) or pa.types.is_string(t):
                 continue
             for j in quoted:
