@@ -294,6 +294,18 @@ def test_parenthesised_query_over_the_extended_protocol(tmp_path):
         stop_server(r)
 
 
+def _read_row_three_ways(c, table: str, want: tuple, binary: bool = False) -> None:
+    """Row k = 1 of `table` (columns d, ts) read by a scan, a point read and a prepared
+    point read (three times: the cached fast path too) is `want`."""
+    for sql, prepare in ((f"SELECT d, ts FROM {table}", False),
+                         (f"SELECT d, ts FROM {table} WHERE k = 1", False),
+                         (f"SELECT d, ts FROM {table} WHERE k = %s", True)):
+        for _ in range(3 if prepare else 1):
+            cur = c.cursor(binary=binary)
+            cur.execute(sql, (1,) if prepare else None, prepare=prepare)
+            assert cur.fetchall() == [want], (sql, binary)
+
+
 def test_window_sum_of_bigint_does_not_overflow(fz):
     from decimal import Decimal
     assert rows(fz, "SELECT k, sum(i) OVER (ORDER BY k) FROM f WHERE k < 3 ORDER BY k") == [
@@ -675,13 +687,7 @@ def test_dates_past_year_9999_over_the_wire(tmp_path):
         want_bin = (days.to_bytes(4, "big", signed=True).hex(),
                     (days * 86_400_000_000 + 3_600_000_000).to_bytes(8, "big").hex())
         for binary, want in ((False, want_text), (True, want_bin)):
-            for sql, prepare in (("SELECT d, ts FROM far", False),
-                                 ("SELECT d, ts FROM far WHERE k = 1", False),
-                                 ("SELECT d, ts FROM far WHERE k = %s", True)):
-                for _ in range(3 if prepare else 1):     # the cached fast path too
-                    cur = c.cursor(binary=binary)
-                    cur.execute(sql, (1,) if prepare else None, prepare=prepare)
-                    assert cur.fetchall() == [want], (sql, binary)
+            _read_row_three_ways(c, "far", want, binary)
         assert c.execute("SELECT (d + 1)::text FROM far").fetchall() == [("10000-01-02",)]
 
 
@@ -775,14 +781,7 @@ def test_dates_before_1_ad_over_the_wire_in_text(tmp_path):
         c.execute("INSERT INTO old VALUES (1, DATE '0001-01-01', "
                   "TIMESTAMP '0001-01-01 01:00:00')")
         c.execute("UPDATE old SET d = d - 30, ts = ts - INTERVAL '2 hours' WHERE k = 1")
-        want = ("0001-12-02 BC", "0001-12-31 23:00:00 BC")
-        for sql, prepare in (("SELECT d, ts FROM old", False),
-                             ("SELECT d, ts FROM old WHERE k = 1", False),
-                             ("SELECT d, ts FROM old WHERE k = %s", True)):
-            for _ in range(3 if prepare else 1):     # the cached fast path too
-                cur = c.cursor()
-                cur.execute(sql, (1,) if prepare else None, prepare=prepare)
-                assert cur.fetchall() == [want], sql
+        _read_row_three_ways(c, "old", ("0001-12-02 BC", "0001-12-31 23:00:00 BC"))
 
 
 def test_row_counts_of_column_less_intermediate_results(tmp_path):
