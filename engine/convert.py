@@ -81,6 +81,13 @@ def cast_column(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
         return arr.cast(target, safe=False) if arr.type.unit == "ns" else arr.cast(target)
     if arr.type == target:
         return arr
+    if pa.types.is_float32(target) and (pa.types.is_floating(arr.type) or
+                                        pa.types.is_decimal(arr.type) or
+                                        pa.types.is_string(arr.type)):
+        try:
+            return _to_real(arr, col, bad)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):     # text that is no number
+            return _cast_rows(arr, col, target, bad)
     if pa.types.is_floating(target) and pa.types.is_decimal(arr.type):
         return decimal_to_float(arr, target)        # correctly rounded (engine/types.py)
     if pa.types.is_decimal(target) and pa.types.is_integer(arr.type) and target.scale <= 19:
@@ -91,6 +98,25 @@ def cast_column(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
         return arr.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return _cast_rows(arr, col, target, bad)
+
+def _to_real(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
+    """DOUBLE / DECIMAL / text -> REAL: a finite value past REAL's range (it would become
+    Infinity) or a non-zero one below it (0) is a per-row 'out of range' error, as
+    PostgreSQL's float4 refuses it (22003); Arrow's cast rounds both silently."""
+    wide = decimal_to_float(arr, pa.float64()) if pa.types.is_decimal(arr.type) \
+        else arr.cast(pa.float64())
+    out = decimal_to_float(arr, pa.float32()) if pa.types.is_decimal(arr.type) \
+        else wide.cast(pa.float32(), safe=False)
+    lost = pc.or_(pc.and_(pc.is_finite(wide), pc.invert(pc.is_finite(out))),
+                  pc.and_(pc.not_equal(wide, 0), pc.equal(out, 0)))
+    rows = np.flatnonzero(lost.fill_null(False).to_numpy(zero_copy_only=False))
+    for i in rows.tolist():            # error path only: the offending rows
+        bad.setdefault(i, ("INVALID", invalid_value_message(
+            col.name, col.type_sql(), wide[i].as_py(), ValueError("out of range"))))
+    if len(rows):
+        out = pc.if_else(lost, pa.scalar(None, pa.float32()), out)
+    return out
+
 
 def _cast_rows(arr: pa.Array, col: ColumnSchema, target: pa.DataType, bad: dict) -> pa.Array:
     """Error path only: convert row by row to report each offending row (a Python loop

@@ -61,7 +61,21 @@ def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     fn = _CASTS.get((ks, kt))
     if fn is None:
         raise _err(f"cannot cast type {_pg_name(src)} to {_pg_name(to)}", "42846", node)
-    return fn(v, to, node)
+    out = fn(v, to, node)
+    if pa.types.is_float32(to) and ks in ("float", "decimal", "string"):
+        _check_real(fn(v, pa.float64(), node), out, node)
+    return out
+
+
+def _check_real(wide: Value, out: Value, node: exp.Expr | None) -> None:
+    """PostgreSQL's float4 refuses a finite value that becomes Infinity (overflow) and a
+    non-zero one that becomes 0 (underflow): 22003; Arrow's cast rounds both silently."""
+    over = pc.and_(pc.is_finite(wide), pc.invert(pc.is_finite(out)))
+    under = pc.and_(pc.not_equal(wide, 0), pc.equal(out, 0))
+    for lost, what in ((over, "overflow"), (under, "underflow")):
+        hit = lost.as_py() if isinstance(lost, pa.Scalar) else pc.any(lost).as_py()
+        if hit:
+            raise _err(f"value out of range: {what}", "22003", node)
 
 
 def _cast_checked(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:

@@ -1020,3 +1020,34 @@ def test_null_divided_by_zero_is_null(con):
     assert rows(con, "SELECT NULL::numeric / 0.0") == [(None,)]
     assert err(con, "SELECT b / 0.0 FROM t").sqlstate == "22012"
     assert err(con, "SELECT CAST(b AS DOUBLE PRECISION) / 0 FROM t").sqlstate == "22012"
+
+
+def test_real_refuses_values_past_its_range(tmp_path):
+    """A REAL column stored 1e39 as Infinity and 1e-50 as 0, and CAST(1e39 AS REAL) was
+    Infinity: Arrow's float64 -> float32 cast rounds silently, where PostgreSQL's float4
+    says 22003 "value out of range: overflow / underflow" (found by the PostgreSQL sweep).
+    Per row on a write, as every other value a column cannot hold; Infinity and NaN
+    themselves stay storable."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    c.execute("CREATE TABLE r (k INT PRIMARY KEY, v REAL)")
+    for value in ("1e39", "-1e39", "1e-50", "'1e39'", "1e20 * 1e20"):
+        e = err(c, f"INSERT INTO r VALUES (1, {value})")
+        assert e.sqlstate == "22003" and "out of range" in str(e), value
+    e = err(c, "INSERT INTO r VALUES (1, 1.5), (2, 1e39), (3, 2.5)")
+    assert e.sqlstate == "22003" and "row 2" in str(e)
+    assert rows(c, "SELECT k, v FROM r ORDER BY k") == [(1, 1.5), (3, 2.5)]
+    c.execute("INSERT INTO r VALUES (4, 'Infinity'), (5, 'NaN'), (6, 3.4e38), (7, 0)")
+    e = err(c, "UPDATE r SET v = v * 1e10 WHERE k = 6")
+    assert e.sqlstate == "22003"
+    got = rows(c, "SELECT v FROM r WHERE k >= 4 ORDER BY k")
+    assert got[0] == (math.inf,) and math.isnan(got[1][0]) and got[3] == (0.0,)
+    for sql, what in (("SELECT CAST(1e39 AS REAL)", "overflow"),
+                      ("SELECT CAST('-1e39' AS REAL)", "overflow"),
+                      ("SELECT 1e-50::real", "underflow"),
+                      ("SELECT CAST(v * 1e40 AS REAL) FROM r WHERE k = 1", "overflow")):
+        e = err(c, sql)
+        assert e.sqlstate == "22003" and f"value out of range: {what}" in str(e), sql
+    assert rows(c, "SELECT CAST(3.4e38 AS REAL) > 3e38, CAST('inf' AS REAL), "
+                   "CAST(0.0 AS REAL), CAST(NULL AS DOUBLE PRECISION)::real") == \
+        [(True, math.inf, 0.0, None)]
+    c.close()
