@@ -111,6 +111,10 @@ def constant_scalar(node: exp.Expression) -> pa.Scalar | None:
     return _constant_scalar(node)
 
 
+_NUMBER_KINDS = {"int", "decimal", "float"}
+_TIME_KINDS = {"date", "timestamp"}
+
+
 def coerce_literal_to(value_node: exp.Expression, target_type: pa.DataType) -> Const | None:
     """Cast a constant to a column's type for predicate pushdown, if that loses nothing.
 
@@ -125,6 +129,11 @@ def coerce_literal_to(value_node: exp.Expression, target_type: pa.DataType) -> C
         return Const(this=s)
     src_kind, dst_kind = _kind(s.type), _kind(target_type)
     if src_kind == "string" and dst_kind != "string" and not _is_unknown_literal(value_node):
+        return None
+    if src_kind not in ("string", "null") and src_kind != dst_kind and not (
+            {src_kind, dst_kind} <= _NUMBER_KINDS or {src_kind, dst_kind} <= _TIME_KINDS):
+        # no implicit cast: `text_col = 1`, `bool_col = 1` are PostgreSQL's 42883, which
+        # evaluating the comparison raises; pushed, they were answered (name = '1')
         return None
     try:
         c = _cast(s, target_type, value_node)

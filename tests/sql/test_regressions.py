@@ -1051,3 +1051,27 @@ def test_real_refuses_values_past_its_range(tmp_path):
                    "CAST(0.0 AS REAL), CAST(NULL AS DOUBLE PRECISION)::real") == \
         [(True, math.inf, 0.0, None)]
     c.close()
+
+
+def test_no_implicit_cast_between_text_boolean_and_numbers_in_pushed_predicates(tmp_path):
+    """`text_col = 1` and `bool_col = 1` are PostgreSQL's 42883 (no such operator), as
+    kudusql said when it evaluated them; pushed into the scan, the constant was cast to
+    the column's type first, so a SELECT answered with name '1' and an UPDATE or DELETE
+    changed rows PostgreSQL refuses to touch (found by the PostgreSQL sweep)."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    c.execute("CREATE TABLE k (name TEXT PRIMARY KEY, flag BOOLEAN, v INT, d DATE)")
+    c.execute("INSERT INTO k VALUES ('1', true, 1, '2024-01-01'), ('2', false, 2, NULL)")
+    for sql, ops in (("SELECT * FROM k WHERE name = 1", "text = "),
+                     ("SELECT v FROM k WHERE name IN (1, 2)", "text = "),
+                     ("SELECT v FROM k WHERE name > 1 AND v = 1", "text > "),
+                     ("SELECT * FROM k WHERE flag = 1", "boolean = "),
+                     ("SELECT * FROM k WHERE v = true", "integer = boolean"),
+                     ("UPDATE k SET v = 3 WHERE name = 1", "text = "),
+                     ("DELETE FROM k WHERE name = 2", "text = ")):
+        e = err(c, sql)
+        assert e.sqlstate == "42883" and f"operator does not exist: {ops}" in str(e), sql
+    assert rows(c, "SELECT name, v FROM k ORDER BY name") == [("1", 1), ("2", 2)]
+    # what PostgreSQL does cast: an unknown literal, numbers among themselves, date/timestamp
+    assert rows(c, "SELECT v FROM k WHERE name = '1' AND flag = 't' AND v = 1.0 AND "
+                   "d < TIMESTAMP '2024-01-01 10:00:00'") == [(1,)]
+    c.close()
