@@ -350,6 +350,7 @@ class KuduSQL(Postgres):
         FUNCTIONS: ClassVar[dict] = {
             **Postgres.Parser.FUNCTIONS,
             "NOW": KuduNow.from_arg_list,
+            "EVERY": exp.LogicalAnd.from_arg_list,      # the SQL standard's bool_and
         }
 
         PROPERTY_PARSERS: ClassVar[dict] = {

@@ -50,6 +50,38 @@ def rewrite_filter_clauses(ast: exp.Expression) -> None:
         f.replace(agg)
 
 
+def inline_named_windows(ast: exp.Expression, sql: str) -> None:
+    """`... OVER w ... WINDOW w AS (PARTITION BY a ORDER BY b)` -> the definition written
+    out in each call (in place), as PostgreSQL reads it: a call may add an ORDER BY or a
+    frame to a window without them (`OVER (w ORDER BY c)`), never replace one (42P20); an
+    unknown name is 42704."""
+    for select in list(ast.find_all(exp.Select)):
+        defs = {d.name: d for d in select.args.get("windows") or []}
+        for call in select.find_all(exp.Window):
+            ref = call.args.get("alias")
+            if ref is None or call.args.get("over") is None or \
+                    call.find_ancestor(exp.Select) is not select:
+                continue
+            d = defs.get(ref.name)
+            if d is None:
+                raise SqlError(f'window "{ref.name}" does not exist', "42704",
+                               position=position(sql, call))
+            if call.args.get("partition_by"):
+                raise SqlError(f'cannot override PARTITION BY clause of window "{ref.name}"',
+                               "42P20", position=position(sql, call))
+            for part in ("order", "spec"):
+                if d.args.get(part) is not None:
+                    if call.args.get(part) is not None:
+                        what = "ORDER BY" if part == "order" else "frame"
+                        raise SqlError(f'cannot override {what} clause of window '
+                                       f'"{ref.name}"', "42P20", position=position(sql, call))
+                    call.set(part, d.args[part].copy())
+            if d.args.get("partition_by"):
+                call.set("partition_by", [p.copy() for p in d.args["partition_by"]])
+            call.set("alias", None)
+        select.set("windows", None)
+
+
 class AggregateBinding:
     """GROUP BY, aggregates, HAVING, windows, ORDER BY / DISTINCT / LIMIT of a SELECT.
     Mixed into planner.binder.Binder."""
@@ -177,6 +209,8 @@ class AggregateBinding:
                                           if fn.args.get(a) is not None]
             elif func == "count" and (fn.this is None or isinstance(fn.this, exp.Star)):
                 func = "count_star"
+            elif func == "nth_value":
+                args = [bind(fn.this), bind(fn.args["offset"])]
             elif fn.args.get("this") is not None and func not in ("row_number",):
                 args = [bind(fn.this)]
             partition = [bind(e) for e in w.args.get("partition_by") or []]
@@ -196,8 +230,8 @@ class AggregateBinding:
                     raise FeatureNotSupported("window frames other than UNBOUNDED PRECEDING "
                                               "to CURRENT ROW / UNBOUNDED FOLLOWING are not "
                                               "supported", position=position(self.sql, w))
-            if func in ("row_number", "rank", "dense_rank", "lag", "lead") and not order and \
-                    func != "row_number":
+            if func in ("rank", "dense_rank", "lag", "lead", "percent_rank", "cume_dist",
+                        "ntile") and not order:
                 frame = "partition"
             key = f"$win{next(self._n)}"
             self._window_keys.add(key)

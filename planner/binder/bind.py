@@ -22,7 +22,8 @@ from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import Const, InSubPlan, constant_value, fold_constants, param_scalar
 from planner.logical import and_all, conjuncts, keycol, refs
-from planner.binder.aggregates import AggregateBinding, rewrite_filter_clauses
+from planner.binder.aggregates import (AggregateBinding, inline_named_windows,
+                                       rewrite_filter_clauses)
 from planner.binder.common import Scope, SubqueryRunner, _quoted, _rebuild, position
 from planner.binder.decorrelate import SubqueryBinding, _quantified_query
 from planner.binder.pg_functions import PgFunctionBinding, pg_rewrites
@@ -172,6 +173,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         flatten_paren_joins(ast)
         complete_alias_columns(ast, self.sql)
         rewrite_filter_clauses(ast)
+        inline_named_windows(ast, self.sql)
         # schema-qualified names: `public.t` is `t`; `pg_catalog.pg_class` becomes the one
         # identifier `pg_catalog$pg_class` (aliased `pg_class`) that a catalog wrapper with
         # system views may serve (the engine catalog itself knows only bare names).
@@ -636,7 +638,10 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
     _WINDOW_FUNCS = {exp.RowNumber: "row_number", exp.Rank: "rank",
                      exp.DenseRank: "dense_rank", exp.Lag: "lag", exp.Lead: "lead",
                      exp.FirstValue: "first_value", exp.Sum: "sum", exp.Count: "count",
-                     exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+                     exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+                     exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist",
+                     exp.Ntile: "ntile", exp.LastValue: "last_value",
+                     exp.NthValue: "nth_value"}
 
     # -- expressions -----------------------------------------------------------------------
     def expr(self, e: exp.Expression, scope: Scope, replacements: dict | None = None

@@ -228,6 +228,19 @@ def _same_as_previous(a) -> np.ndarray:
     return same.to_numpy(zero_copy_only=False)
 
 
+def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """ntile(buckets) of the row at 0-based place `r` of a partition of `size` rows:
+    PostgreSQL's split, the first size % buckets buckets one row larger."""
+    if buckets is None:
+        return np.full(len(r), None, dtype=object)
+    if buckets <= 0:
+        raise SqlError("argument of ntile must be greater than zero", "22014")
+    small, extra = size // buckets, size % buckets
+    big_rows = extra * (small + 1)
+    return np.where(r < big_rows, r // (small + 1),
+                    extra + (r - big_rows) // np.maximum(small, 1)) + 1
+
+
 class AggregateOperators:
     """Aggregate (Acero hash aggregation or whole-column kernels) and Window.
     Mixed into planner.executor.Executor."""
@@ -306,9 +319,36 @@ class AggregateOperators:
             default = pa.scalar(self.constant(c.args[2]) if len(c.args) > 2 else None,
                                 vals.type)
             vals = pc.if_else(pa.array(ok), vals, default)
-        elif f == "first_value":
+        elif f == "percent_rank":                       # (rank - 1) / (rows - 1)
+            size = row_end - row_start
+            rank0 = peer_starts[peer_id] - row_start
+            vals = pa.array(np.where(size > 1, rank0 / np.maximum(size - 1, 1), 0.0))
+        elif f == "cume_dist":                          # rows up to the last peer / rows
+            vals = pa.array((peer_last[peer_id] - row_start + 1) / (row_end - row_start))
+        elif f == "ntile":
+            vals = pa.array(_ntile(self.constant(c.args[0]), pos - row_start,
+                                   row_end - row_start), pa.int32())
+        elif f in ("first_value", "last_value", "nth_value"):
             x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
-            vals = x.take(pa.array(row_start))
+            # the frame's last row: the last peer (RANGE to CURRENT ROW, the default with
+            # ORDER BY), the row itself (ROWS), the partition's last row (whole partition)
+            last = {"range": peer_last[peer_id], "rows": pos}.get(c.frame, row_end - 1)
+            if f == "first_value":
+                vals = x.take(pa.array(row_start))
+            elif f == "last_value":
+                vals = x.take(pa.array(last))
+            else:
+                k = self.constant(c.args[1])
+                if k is None:
+                    vals = pa.nulls(n, x.type)
+                else:
+                    if k <= 0:
+                        raise SqlError("argument of nth_value must be greater than zero",
+                                       "22016")
+                    src = row_start + k - 1
+                    ok = src <= last
+                    vals = pc.if_else(pa.array(ok), x.take(pa.array(np.where(ok, src, 0))),
+                                      pa.scalar(None, x.type))
         else:
             vals = self._window_aggregate(c, t, idx, part_id, row_start, row_end,
                                           peer_id, peer_last, pos)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
@@ -140,13 +141,17 @@ def _string_arg(v: Value, fn: str, node: exp.Expr) -> Value:
     raise _err(f"function {fn}({_pg_name(v.type)}) does not exist", "42883", node)
 
 
-def _text(v: Value, node: exp.Expr) -> Value:
-    """Any value as text (for || and CONCAT)."""
+def _text(v: Value, node: exp.Expr, output: bool = False) -> Value:
+    """Any value as text: its cast to text (for ||: `true || 'x'` is 'truex'), or with
+    `output` its output form (CONCAT, CONCAT_WS: `concat(true)` is 't'), the same but for
+    a boolean."""
     k = _kind(v.type)
     if k == "string":
         return v
     if k == "null":
         return v.cast(pa.string())
+    if k == "bool" and output:
+        return pc.if_else(v, pa.scalar("t"), pa.scalar("f"))
     return _cast(v, pa.string(), node)
 
 

@@ -1,6 +1,6 @@
 """Text functions: ||'s text operands, CONCAT, SUBSTRING, LEFT / RIGHT, UPPER / LOWER, INITCAP,
 LENGTH, TRIM, REPLACE, POSITION, LPAD / RPAD, REVERSE, STARTS_WITH, REPEAT, SPLIT_PART, MD5,
-octet_length.
+octet_length, TRANSLATE, ASCII, CHR, REGEXP_REPLACE.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from planner.expr.coerce import _const_arg, _int_arg, _string_arg, _text
 
 @_handles(exp.Concat)
 def _concat(node: exp.Concat, ctx: _Ctx) -> Value:
-    parts = [_text(_eval(e, ctx), e) for e in node.expressions]
+    parts = [_text(_eval(e, ctx), e, output=True) for e in node.expressions]
     return pc.binary_join_element_wise(*parts, "", null_handling="replace",
                                        null_replacement="")
 
 
 @_handles(exp.ConcatWs)
 def _concat_ws(node: exp.ConcatWs, ctx: _Ctx) -> Value:
-    sep, *rest = [_text(_eval(e, ctx), e) for e in node.expressions]
+    sep, *rest = [_text(_eval(e, ctx), e, output=True) for e in node.expressions]
     if not rest:
         return sep
     joined = pc.binary_join_element_wise(*rest, sep, null_handling="skip")
@@ -86,8 +86,26 @@ def _upper_lower(node: exp.Func, ctx: _Ctx) -> Value:
 
 @_handles(exp.Initcap)
 def _initcap(node: exp.Initcap, ctx: _Ctx) -> Value:
+    """PostgreSQL's initcap: a letter is upper case after a character that is not a letter
+    or digit, lower case otherwise. Arrow's utf8_title starts a word after a digit too
+    ('2nd' -> '2Nd'); those strings go through Python, once per distinct value."""
     s = _string_arg(_eval(node.this, ctx), "initcap", node.this)
-    return pc.utf8_title(pc.utf8_lower(s)) if _kind(s.type) != "null" else s
+    if _kind(s.type) == "null":
+        return s
+    titled = pc.utf8_title(pc.utf8_lower(s))
+    after_digit = pc.match_substring_regex(s, r"[0-9]\pL")
+    if not (after_digit.as_py() if isinstance(after_digit, pa.Scalar)
+            else pc.any(after_digit).as_py()):
+        return titled
+    return _per_distinct(s, _initcap_text, s.type)
+
+
+def _initcap_text(text: str) -> str:
+    out, prev_alnum = [], False
+    for ch in text:
+        out.append(ch.lower() if prev_alnum else ch.upper())
+        prev_alnum = ch.isalnum()
+    return "".join(out)
 
 
 @_handles(exp.Length)
@@ -255,3 +273,97 @@ def _md5(node: exp.MD5, ctx: _Ctx) -> Value:
         return pa.scalar(None if v is None else hashlib.md5(v.encode()).hexdigest(), pa.string())
     return pa.array([None if v is None else hashlib.md5(v.encode()).hexdigest()
                      for v in s.to_pylist()], pa.string())
+
+
+def _per_distinct(v: Value, fn, out_type: pa.DataType) -> Value:
+    """`fn` of each value of `v`, NULL for NULL: a Python call per distinct value, for the
+    functions Arrow has no kernel for (translate, ascii, chr, initcap's digit rule)."""
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(None if not v.is_valid else fn(v.as_py()), out_type)
+    codes = pc.dictionary_encode(v)
+    if isinstance(codes, pa.ChunkedArray):
+        codes = codes.combine_chunks()
+    values = pa.array([fn(x) for x in codes.dictionary.to_pylist()], out_type)
+    return pc.take(values, codes.indices)
+
+
+@_handles(exp.Translate)
+def _translate(node: exp.Translate, ctx: _Ctx) -> Value:
+    """translate(text, from, to): each character of `from` becomes the one at its place in
+    `to`, or is removed past the end of `to` (the first occurrence in `from` counts).
+    `from` and `to` must be constants."""
+    s = _string_arg(_eval(node.this, ctx), "translate", node.this)
+    src = _const_arg(_string_arg(_eval(node.args["from_"], ctx), "translate", node),
+                     "translate argument", node)
+    dst = _const_arg(_string_arg(_eval(node.args["to"], ctx), "translate", node),
+                     "translate argument", node)
+    if src is None or dst is None or _kind(s.type) == "null":
+        return _null_of(pa.string())
+    table: dict[int, int | None] = {}
+    for i, ch in enumerate(src):
+        table.setdefault(ord(ch), ord(dst[i]) if i < len(dst) else None)
+    return _per_distinct(s, lambda x: x.translate(table), pa.string())
+
+
+@_handles(exp.Ascii)
+def _ascii(node: exp.Ascii, ctx: _Ctx) -> Value:
+    """ascii(text): the code point of the first character; 0 for ''."""
+    s = _string_arg(_eval(node.this, ctx), "ascii", node.this)
+    if _kind(s.type) == "null":
+        return _null_of(pa.int32())
+    return _per_distinct(s, lambda x: ord(x[0]) if x else 0, pa.int32())
+
+
+@_handles(exp.Chr)
+def _chr(node: exp.Chr, ctx: _Ctx) -> Value:
+    """chr(integer): the character with that code point; 0 is 54000 (no NUL in text),
+    a negative one 22023, one past Unicode 54000."""
+    if len(node.expressions) != 1:
+        raise _err("function chr does not exist", "42883", node)
+    n = _eval(node.expressions[0], ctx)
+    if _kind(n.type) not in ("int", "null"):
+        raise _err(f"function chr({_pg_name(n.type)}) does not exist", "42883", node)
+    if _kind(n.type) == "null":
+        return _null_of(pa.string())
+
+    def char(code: int) -> str:
+        if code == 0:
+            raise _err("null character not permitted", "54000", node)
+        if code < 0:
+            raise _err("character number must be positive", "22023", node)
+        if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            raise _err(f"requested character too large for encoding: {code}", "54000", node)
+        return chr(code)
+    return _per_distinct(n, char, pa.string())
+
+
+@_handles(exp.RegexpReplace)
+def _regexp_replace(node: exp.RegexpReplace, ctx: _Ctx) -> Value:
+    """regexp_replace(text, pattern, replacement [, flags]): the first match replaced, every
+    match with flag g; flag i ignores case. Pattern, replacement and flags must be constants;
+    the pattern is RE2's syntax (Arrow's kernel), which PostgreSQL's everyday patterns share;
+    \\1..\\9 and \\& in the replacement refer to groups and the whole match."""
+    s = _string_arg(_eval(node.this, ctx), "regexp_replace", node.this)
+    args = [node.args.get(k) for k in ("expression", "replacement", "modifiers")]
+    pattern, replacement, flags = (
+        None if a is None else _const_arg(_string_arg(_eval(a, ctx), "regexp_replace", a),
+                                          "regexp_replace argument", a)
+        for a in args)
+    if node.args.get("replacement") is None:
+        raise _err("function regexp_replace(text, text) does not exist", "42883", node)
+    if pattern is None or replacement is None or _kind(s.type) == "null" or (
+            args[2] is not None and flags is None):
+        return _null_of(pa.string())
+    flags = flags or ""
+    bad = set(flags) - set("gi")
+    if bad:
+        raise _err(f'invalid regular expression option: "{sorted(bad)[0]}"', "22023", node)
+    if "i" in flags:
+        pattern = "(?i)" + pattern
+    replacement = replacement.replace("\\&", "\\0")
+    try:
+        return pc.replace_substring_regex(s, pattern, replacement,
+                                          max_replacements=None if "g" in flags else 1)
+    except pa.ArrowInvalid as e:
+        raise _err(f"invalid regular expression: {str(e).split(': ', 1)[-1]}", "2201B",
+                   node) from None

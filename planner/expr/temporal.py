@@ -374,3 +374,45 @@ _ANONYMOUS.update({
     "statement_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), _TS),
 })
+
+
+def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
+    """make_date(year, month, day): year 0 is 22008 and negative years are BC, as in
+    PostgreSQL; a month or day the calendar lacks, or a year outside 4713 BC to 5874897
+    (PostgreSQL's dates), is 22008 naming the date."""
+    if len(node.expressions) != 3:
+        raise _err("function make_date does not exist", "42883", node)
+    parts = [_eval(e, ctx) for e in node.expressions]
+    for p in parts:
+        if _kind(p.type) not in ("int", "null"):
+            raise _err("function make_date(" + ", ".join(_pg_name(q.type) for q in parts)
+                       + ") does not exist", "42883", node)
+    if any(_kind(p.type) == "null" or (isinstance(p, pa.Scalar) and not p.is_valid)
+           for p in parts):
+        return _null_of(pa.date32())
+    scalar = all(isinstance(p, pa.Scalar) for p in parts)
+    n = 1 if scalar else max(len(p) for p in parts if not isinstance(p, pa.Scalar))
+    ok = np.ones(n, dtype=bool)
+    cols = []
+    for p in parts:
+        if isinstance(p, pa.Scalar):
+            cols.append(np.full(n, p.as_py(), np.int64))
+        else:
+            ok &= p.is_valid().to_numpy(zero_copy_only=False)
+            cols.append(pc.fill_null(p.cast(pa.int64()), 1).to_numpy())
+    y, m, d = cols
+    astro = np.where(y < 0, y + 1, y)           # 1 BC is year 0 of the proleptic calendar
+    month = (astro - 1970) * 12 + (m - 1)
+    first = month.astype("datetime64[M]").astype("datetime64[D]")
+    length = ((month + 1).astype("datetime64[M]").astype("datetime64[D]") - first)
+    bad = ok & ((y == 0) | (y < -4713) | (y > 5874897) | (m < 1) | (m > 12) | (d < 1) | (d > length.astype(np.int64)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise _err(f"date field value out of range: {y[i]}-{m[i]:02d}-{d[i]:02d}", "22008",
+                   node)
+    days = (first - np.datetime64(0, "D")).astype(np.int64) + d - 1
+    out = pa.array(days.astype(np.int32), pa.date32(), mask=~ok)
+    return out[0] if scalar else out
+
+
+_ANONYMOUS["make_date"] = _make_date

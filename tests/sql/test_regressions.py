@@ -7,6 +7,7 @@ tests/sql/fuzz found) the technique that found it. Issue 16's own list comes fir
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import math
 
 import pytest
@@ -1075,3 +1076,61 @@ def test_no_implicit_cast_between_text_boolean_and_numbers_in_pushed_predicates(
     assert rows(c, "SELECT v FROM k WHERE name = '1' AND flag = 't' AND v = 1.0 AND "
                    "d < TIMESTAMP '2024-01-01 10:00:00'") == [(1,)]
     c.close()
+
+
+def test_text_functions_as_postgresql_writes_them(con):
+    """Differences the PostgreSQL oracle found (tests/sql/pgoracle): concat wrote a boolean
+    as 'true' (PostgreSQL's output form is 't'; || and CAST keep 'true'); initcap started a
+    word after a digit ('2nd' -> '2Nd'); every() was 42883 and, beside other aggregates,
+    42803. translate, ascii, chr, regexp_replace and make_date did not exist."""
+    assert rows(con, "SELECT concat(1, true, NULL, 2.50), concat_ws(',', false, 1), "
+                     "true || 'x', CAST(false AS TEXT)") == [("1t2.50", "f,1", "truex", "false")]
+    assert rows(con, "SELECT initcap('2nd x3y hello_world o''neil ÉCOLE'), initcap('ab cd')") \
+        == [("2nd X3y Hello_World O'Neil École", "Ab Cd")]
+    assert rows(con, "SELECT initcap(CAST(a AS TEXT) || 'th x') FROM t ORDER BY a") == \
+        [("1th X",), ("2th X",), ("3th X",), ("4th X",)]
+    assert rows(con, "SELECT bool_and(b > 4), every(b > 5), bool_or(b > 5), count(*) FROM t") \
+        == [(True, False, True, 4)]
+    assert rows(con, "SELECT translate('hello', 'lo', 'L'), ascii(''), ascii('ë'), chr(233), "
+                     "regexp_replace('aXbXc', 'x', '-', 'gi'), regexp_replace('a1b22', "
+                     "'([0-9]+)', '<\\1>'), regexp_replace('abc', 'b', '\\&\\&'), "
+                     "make_date(2024, 2, 29), make_date(-44, 3, 15)::text") == \
+        [("heLL", 0, 235, "é", "a-b-c", "a<1>b22", "abbc", dt.date(2024, 2, 29),
+          "0044-03-15 BC")]
+    assert rows(con, "SELECT translate(CAST(b AS TEXT), '56', 'x'), chr(c + 55), "
+                     "make_date(2024, a, a * 7) FROM t ORDER BY a") == [
+        ("x", "A", dt.date(2024, 1, 7)), ("", "K", dt.date(2024, 2, 14)),
+        (None, "U", dt.date(2024, 3, 21)), ("x", "A", dt.date(2024, 4, 28))]
+    for sql, state in (("SELECT chr(0)", "54000"), ("SELECT chr(-1)", "22023"),
+                       ("SELECT make_date(2023, 2, 30)", "22008"),
+                       ("SELECT make_date(0, 1, 1)", "22008"),
+                       ("SELECT regexp_replace('a', '(', 'b')", "2201B"),
+                       ("SELECT regexp_replace('a', 'a', 'b', 'q')", "22023"),
+                       ("SELECT ascii(1)", "42883")):
+        assert err(con, sql).sqlstate == state, sql
+
+
+def test_window_functions_and_named_windows_as_postgresql(con):
+    """`OVER w ... WINDOW w AS (...)` was 0A000 with a misleading message ("window functions
+    are supported in the SELECT list only"); percent_rank, cume_dist, ntile, last_value and
+    nth_value were 0A000 (the PostgreSQL oracle's corpus; the diff fuzzer now generates them
+    against DuckDB). Rows of t: (a, b, c) = (1, 5, 10), (2, 6, 20), (3, NULL, 30), (4, 5, 10)."""
+    got = rows(con, "SELECT a, rank() OVER w, sum(c) OVER (v ROWS BETWEEN UNBOUNDED PRECEDING "
+                    "AND CURRENT ROW), percent_rank() OVER w, cume_dist() OVER w, "
+                    "ntile(3) OVER (ORDER BY a), last_value(a) OVER v, "
+                    "last_value(a) OVER (ORDER BY a ROWS BETWEEN UNBOUNDED PRECEDING AND "
+                    "UNBOUNDED FOLLOWING), nth_value(a, 2) OVER (ORDER BY a), "
+                    "nth_value(a, 2) OVER (PARTITION BY c ORDER BY a) "
+                    "FROM t WINDOW w AS (ORDER BY c), v AS (ORDER BY c, a) ORDER BY a")
+    assert got == [(1, 1, 10, 0.0, 0.5, 1, 1, 4, None, None),
+                   (2, 3, 40, 2 / 3, 0.75, 1, 2, 4, 2, None),
+                   (3, 4, 70, 1.0, 1.0, 2, 3, 4, 2, None),
+                   (4, 1, 20, 0.0, 0.5, 3, 4, 4, 2, 4)]
+    for sql, state in (("SELECT rank() OVER w FROM t", "42704"),
+                       ("SELECT rank() OVER (w ORDER BY a) FROM t WINDOW w AS (ORDER BY c)",
+                        "42P20"),
+                       ("SELECT rank() OVER (w PARTITION BY a) FROM t WINDOW w AS ()",
+                        "42P20"),
+                       ("SELECT ntile(0) OVER (ORDER BY a) FROM t", "22014"),
+                       ("SELECT nth_value(a, 0) OVER (ORDER BY a) FROM t", "22016")):
+        assert err(con, sql).sqlstate == state, sql

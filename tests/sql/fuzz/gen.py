@@ -781,8 +781,10 @@ class QueryGen:
         keys = [c for c in scope if c.sql.endswith(".k")]
         order = rng.sample(scope, min(len(scope), rng.randint(0, 2)))
         fn = rng.choice(["rank()", "dense_rank()", "count(*)", "sum", "min", "max",
-                         "row_number()", "lag", "first_value"])
-        needs_total = fn in ("row_number()", "lag", "first_value")
+                         "row_number()", "lag", "first_value", "percent_rank()",
+                         "cume_dist()", "ntile(3)", "last_value", "nth_value"])
+        needs_total = fn in ("row_number()", "lag", "first_value", "ntile(3)", "last_value",
+                             "nth_value")
         if needs_total and {c.sql.split(".")[0] for c in keys} != {
                 c.sql.split(".")[0] for c in scope}:
             fn, needs_total = "rank()", False  # a derived table has no key: no total order
@@ -790,17 +792,18 @@ class QueryGen:
             order = order + keys          # a total order (the keys of every table)
             if not order:
                 fn = "count(*)"
-        if fn in ("sum", "min", "max", "lag", "first_value"):
+        if fn in ("sum", "min", "max", "lag", "first_value", "last_value", "nth_value"):
             num = [c for c in scope if c.kind in (NUMERIC if fn == "sum" else
                                                   ("int", "str", "dec", "date"))]
             if not num:
                 fn = "count(*)"
             else:
-                fn = f"{fn}({rng.choice(num).sql})"
+                fn = f"{fn}({rng.choice(num).sql}{', 2' if fn == 'nth_value' else ''})"
         spec = []
         if part:
             spec.append("PARTITION BY " + ", ".join(c.sql for c in part))
-        if order or fn in ("rank()", "dense_rank()", "row_number()"):
+        if order or fn in ("rank()", "dense_rank()", "row_number()", "percent_rank()",
+                           "cume_dist()", "ntile(3)"):
             if not order:
                 order = keys or scope[:1]
             spec.append("ORDER BY " + ", ".join(
