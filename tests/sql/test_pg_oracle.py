@@ -1,0 +1,104 @@
+"""kudusql's answers to the PostgreSQL oracle's corpus (tests/sql/pgoracle) against the
+answers recorded from PostgreSQL 15, through the embedded DB-API and through psycopg over
+the wire. A statement in DEVIATIONS must still differ (its reason says why the difference
+stays); one that starts to agree fails, so the list only shrinks."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+import kudusql
+from tests.sql.pgoracle.corpus import STATEMENTS
+from tests.sql.pgoracle.record import EXPECTED
+from tests.sql.pgoracle.run import run_corpus
+from tests.sql.pgoracle.values import ordered, same
+from tests.wire.conftest import start_server, stop_server
+
+# name -> why kudusql's answer differs from PostgreSQL's and is left so (docs/sql.md)
+_REAL = "REAL widens to double precision in sum() and greatest() (PostgreSQL: real)"
+_SCALE = ("numeric division and avg have a fixed result scale (6 / 28 digits); PostgreSQL's "
+          "varies with the operands' values")
+_DATE_PLUS = "date + interval and date_trunc(date) stay DATE (PostgreSQL: timestamp)"
+_NO_FUNC = "function not implemented (42883)"
+_REFUSED = "refused with 0A000 (docs/sql.md, what is deliberately unsupported)"
+DEVIATIONS: dict[str, str] = {
+    "cond_greatest_mixed_types": _REAL, "agg_sum_types": _REAL,
+    "math_numeric_division": _SCALE, "math_decimal_literal_division": _SCALE,
+    "agg_avg_numeric": _SCALE,
+    "dt_date_trunc_date_argument": _DATE_PLUS, "dt_date_plus_interval": _DATE_PLUS,
+    "dt_month_end_interval": _DATE_PLUS,
+    **dict.fromkeys(["dt_to_char_date", "dt_to_char_month_names", "dt_to_char_timestamp",
+                     "dt_to_date", "dt_age_interval", "dt_age_years"], _NO_FUNC),
+    **dict.fromkeys(["agg_percentile", "agg_rollup", "agg_cube_grouping", "agg_grouping_sets",
+                     "win_moving_avg", "win_rows_centered", "win_range_interval",
+                     "sub_recursive_series", "sub_recursive_manager_chain",
+                     "sub_recursive_dates", "sub_lateral_top_sale", "sub_lateral_left_count",
+                     "set_intersect_all", "set_except_all", "order_distinct_on"], _REFUSED),
+    "sub_in_row_value": "a row IN (subquery) is refused (42601)",
+    "err_round_double_digits": "round(double precision, n) is accepted (PostgreSQL: 42883)",
+    "err_int_overflow": "integer literals are bigint: 2147483647 + 1 is 2147483648",
+    "dml_insert_varchar_too_long": "VARCHAR(n) truncates longer values, as Kudu does "
+                                   "(PostgreSQL: 22001)",
+    "dml_update_key_to_duplicate": "primary keys are immutable: UPDATE of a key is 0A000",
+    "dml_select_batch_with_one_duplicate": "a multi-row INSERT applies the rows without "
+                                           "errors, as Kudu does (PostgreSQL: none)",
+}
+# differences through one path only
+EMBEDDED_DEVIATIONS: dict[str, str] = {}
+WIRE_DEVIATIONS: dict[str, str] = {}
+
+RECORDED = json.loads(EXPECTED.read_text())["statements"] if EXPECTED.exists() else {}
+
+
+def test_the_recording_is_of_this_corpus():
+    """Every statement recorded, with the same SQL (re-record after editing corpus.py)."""
+    stale = [n for n, sql in STATEMENTS if RECORDED.get(n, {}).get("sql") != sql]
+    extra = sorted(set(RECORDED) - {n for n, _ in STATEMENTS})
+    assert not stale and not extra, (stale[:10], extra[:10])
+    listed = set(DEVIATIONS) | set(EMBEDDED_DEVIATIONS) | set(WIRE_DEVIATIONS)
+    assert listed <= set(RECORDED), sorted(listed - set(RECORDED))
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    conn = kudusql.connect(str(tmp_path_factory.mktemp("pgoracle") / "db"))
+    try:
+        return run_corpus(conn, kudusql.Error)
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def wire(tmp_path_factory):
+    r = start_server(tmp_path_factory.mktemp("pgoracle-wire") / "db")
+    try:
+        with psycopg.connect(r.dsn(), autocommit=True) as conn:
+            return run_corpus(conn, psycopg.Error)
+    finally:
+        stop_server(r)
+
+
+def _check(name: str, ours: dict, deviations: dict[str, str]) -> None:
+    theirs = RECORDED[name]
+    diff = same(ours, theirs, ordered(theirs["sql"]))
+    reason = DEVIATIONS.get(name) or deviations.get(name)
+    if reason:
+        assert diff, f"{name} now agrees with PostgreSQL: take it out of the deviations"
+        pytest.xfail(f"{reason} ({diff})")
+    assert diff is None, f"{name}: {diff}\n  {theirs['sql']}"
+
+
+NAMES = [n for n, _ in STATEMENTS]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_embedded(name, embedded):
+    _check(name, embedded[name], EMBEDDED_DEVIATIONS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wire(name, wire):
+    _check(name, wire[name], WIRE_DEVIATIONS)
