@@ -190,6 +190,9 @@ class WindowCall:
     order: list["SortKey"]
     frame: str                                 # "partition" (whole), "range" (up to the
                                                # current row's last peer), "rows" (up to it)
+    # a ROWS frame with offsets: (first, last) rows relative to the current one (-2: 2
+    # PRECEDING, 0: CURRENT ROW, 1: 1 FOLLOWING; None: UNBOUNDED); frame is then "rows"
+    rows: tuple[int | None, int | None] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,7 +313,9 @@ def describe(node: Node) -> list[str]:
             order = ", ".join(_sql(k.expr) + (" DESC" if k.desc else "") for k in c.order)
             out.append(f"{c.func}({', '.join(_sql(a) for a in c.args)}) OVER ("
                        + (f"PARTITION BY {part} " if part else "")
-                       + (f"ORDER BY {order} " if order else "") + f"[{c.frame}])")
+                       + (f"ORDER BY {order} " if order else "")
+                       + (f"[rows {_bound(c.rows[0])} .. {_bound(c.rows[1])}])" if c.rows
+                          else f"[{c.frame}])"))
     elif isinstance(node, Sort):
         out.append("keys: " + ", ".join(_sql(k.expr) + (" DESC" if k.desc else "")
                                         for k in node.keys))
@@ -497,3 +502,12 @@ def rewrite_nodes(out: Output, fn) -> Output:
     def visit(node: Node) -> Node:
         return with_subquery_plans(fn(with_children(node, visit)), visit)
     return dataclasses.replace(out, plan=visit(out.plan))
+
+
+def _bound(offset: int | None) -> str:
+    """A ROWS frame bound for EXPLAIN: -2 is `2 preceding`, None `unbounded`."""
+    if offset is None:
+        return "unbounded"
+    if offset == 0:
+        return "current row"
+    return f"{abs(offset)} {'preceding' if offset < 0 else 'following'}"

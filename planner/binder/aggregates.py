@@ -216,28 +216,80 @@ class AggregateBinding:
             partition = [bind(e) for e in w.args.get("partition_by") or []]
             order = [L.SortKey(bind(o.this), bool(o.args.get("desc")), o.args.get("nulls_first"))
                      for o in (w.args["order"].expressions if w.args.get("order") else [])]
-            frame = "range" if order else "partition"
+            frame, rows = "range" if order else "partition", None
             spec = w.args.get("spec")
             if spec is not None:
-                start = str(spec.args.get("start") or "").upper()
-                end = str(spec.args.get("end") or "").upper()
-                kind = str(spec.args.get("kind") or "").lower()
-                if start == "UNBOUNDED" and end == "CURRENT ROW" and kind in ("rows", "range"):
-                    frame = kind if order else "partition"
-                elif start == "UNBOUNDED" and end == "UNBOUNDED":
-                    frame = "partition"
-                else:
-                    raise FeatureNotSupported("window frames other than UNBOUNDED PRECEDING "
-                                              "to CURRENT ROW / UNBOUNDED FOLLOWING are not "
-                                              "supported", position=position(self.sql, w))
+                frame, rows = self._frame(spec, w, bool(order))
             if func in ("rank", "dense_rank", "lag", "lead", "percent_rank", "cume_dist",
                         "ntile") and not order:
                 frame = "partition"
             key = f"$win{next(self._n)}"
             self._window_keys.add(key)
-            calls.append(L.WindowCall(key, func, args, partition, order, frame))
+            calls.append(L.WindowCall(key, func, args, partition, order, frame, rows))
             repl[id(w)] = keycol(key)
         return repl, L.Window(node, calls)
+
+    def _frame(self, spec: exp.WindowSpec, w: exp.Window, ordered: bool
+               ) -> tuple[str, tuple[int | None, int | None] | None]:
+        """A frame clause -> (frame, rows) of L.WindowCall. RANGE / ROWS from UNBOUNDED
+        PRECEDING to CURRENT ROW or UNBOUNDED FOLLOWING, and ROWS frames with constant
+        offsets; RANGE / GROUPS with offsets, EXCLUDE: 0A000. PostgreSQL's errors for a
+        frame that starts after it ends (42P20) and a negative offset (22013)."""
+        kind = str(spec.args.get("kind") or "").lower()
+        where = position(self.sql, w)
+
+        def bound(side: str) -> tuple[str, int]:
+            v, direction = spec.args.get(side), str(spec.args.get(f"{side}_side") or "")
+            text = (v.upper() if isinstance(v, str) else v.sql().upper()) if v else ""
+            if not text:                    # `ROWS 3 PRECEDING`: the end is CURRENT ROW
+                return "current", 0
+            if text == "UNBOUNDED":
+                return ("unbounded_" + direction.lower()), 0
+            if text == "CURRENT ROW":
+                return "current", 0
+            literal = v.this if isinstance(v, exp.Neg) else v
+            n = literal.to_py() if isinstance(literal, exp.Literal) and literal.is_int else None
+            if n is not None and isinstance(v, exp.Neg):
+                n = -n
+            if kind != "rows" or n is None:
+                raise FeatureNotSupported(
+                    "window frames with offsets are supported for ROWS with integer "
+                    "constants only", position=where)
+            if n < 0:
+                raise SqlError("frame starting offset must not be negative"
+                               if side == "start" else
+                               "frame ending offset must not be negative", "22013",
+                               position=where)
+            return direction.lower(), n
+        if spec.args.get("exclude"):
+            raise FeatureNotSupported("EXCLUDE in a window frame is not supported",
+                                      position=where)
+        (s_kind, s_n), (e_kind, e_n) = bound("start"), bound("end")
+        if s_kind == "unbounded_following":
+            raise SqlError("frame start cannot be UNBOUNDED FOLLOWING", "42P20",
+                           position=where)
+        if e_kind == "unbounded_preceding":
+            raise SqlError("frame end cannot be UNBOUNDED PRECEDING", "42P20", position=where)
+        if e_kind == "preceding" and s_kind in ("current", "following"):
+            raise SqlError(f"frame starting from {s_kind.replace('current', 'current row')}"
+                           f"{' row' if s_kind == 'following' else ''} cannot have preceding "
+                           "rows", "42P20", position=where)
+        if s_kind == "following" and e_kind == "current":
+            raise SqlError("frame starting from following row cannot end with current row",
+                           "42P20", position=where)
+        if s_kind == "unbounded_preceding" and e_kind == "current" and kind in ("rows",
+                                                                              "range"):
+            return (kind if ordered else "partition"), None
+        if s_kind == "unbounded_preceding" and e_kind == "unbounded_following":
+            return "partition", None
+        if kind != "rows":
+            raise FeatureNotSupported(
+                f"{kind.upper()} frames other than UNBOUNDED PRECEDING to CURRENT ROW / "
+                "UNBOUNDED FOLLOWING are not supported", position=where)
+
+        def offset(k: str, n: int) -> int | None:
+            return {"preceding": -n, "following": n, "current": 0}.get(k)
+        return "rows", (offset(s_kind, s_n), offset(e_kind, e_n))
 
     def _order_expr(self, e, names, out_keys, bind, aliases=None):
         k = self._output_ref(e, names, out_keys, aliases)

@@ -75,16 +75,15 @@ def _digits(col, typ: pa.DataType) -> int:
     return min(38, max(len(str(int(big.scaleb(typ.scale)))), typ.scale + 1))
 
 
-def _float_window_sum(x: pa.Array, row_start: np.ndarray, last: np.ndarray) -> pa.Array:
-    """Sums of x[row_start[i] .. last[i]] by differences of one cumulative sum, with the
+def _float_window_sum(x: pa.Array, first: np.ndarray, last: np.ndarray) -> pa.Array:
+    """Sums of x[first[i] .. last[i]] (first <= last) by differences of one cumulative sum, with the
     non-finite values counted apart: an infinity or NaN in one partition must not turn the
     differences of every later row into NaN (inf - inf)."""
     v = x.to_numpy(zero_copy_only=False).astype(np.float64)
     finite = np.isfinite(v)
 
     def window(c: np.ndarray) -> np.ndarray:
-        c = np.cumsum(c)
-        return c[last] - np.where(row_start > 0, c[np.maximum(row_start - 1, 0)], 0)
+        return _span(np.cumsum(c), first, last)
     total = window(np.where(finite, v, 0.0))
     pos, neg, nan = (window(m.astype(np.int64)) for m in (v == np.inf, v == -np.inf,
                                                            np.isnan(v)))
@@ -228,6 +227,51 @@ def _same_as_previous(a) -> np.ndarray:
     return same.to_numpy(zero_copy_only=False)
 
 
+def _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Each sorted row's frame as positions [first, last]; first > last: an empty frame
+    (`ROWS BETWEEN 3 PRECEDING AND 2 PRECEDING` on a partition's first rows)."""
+    if c.rows is not None:
+        lo, hi = c.rows
+        first = row_start if lo is None else np.clip(pos + lo, row_start, row_end)
+        last = row_end - 1 if hi is None else np.clip(pos + hi, row_start - 1, row_end - 1)
+        return first, last
+    if c.frame == "partition":
+        return row_start, row_end - 1
+    if c.frame == "rows":
+        return row_start, pos
+    return row_start, peer_last[peer_id]        # RANGE: up to the current row's last peer
+
+
+def _span(cum: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """cum[last] - cum[first - 1], the sum of first..last of the array `cum` accumulates
+    (meaningful where first <= last)."""
+    return cum[np.maximum(last, 0)] - np.where(first > 0, cum[np.maximum(first - 1, 0)], 0)
+
+
+def _range_extreme(r: np.ndarray, lo: np.ndarray, hi: np.ndarray, op) -> np.ndarray:
+    """op (np.minimum / np.maximum) of r[lo[i] .. hi[i]] for each i (lo <= hi): a sparse
+    table, level k holding op over the 2^k values from each position, and each range
+    answered by the two overlapping power-of-two blocks that cover it."""
+    levels = [r]
+    width = 1
+    longest = int((hi - lo).max()) + 1 if len(lo) else 1
+    while width * 2 <= longest:
+        prev = levels[-1]
+        levels.append(op(prev[:-width], prev[width:]))
+        width *= 2
+    length = hi - lo + 1
+    k = np.floor(np.log2(np.maximum(length, 1))).astype(np.int64)
+    out = np.empty(len(lo), dtype=r.dtype)
+    for level in range(len(levels)):            # one vectorised pass per level (log n)
+        sel = k == level
+        if sel.any():
+            table = levels[level]
+            a, b = lo[sel], hi[sel] - (1 << level) + 1
+            out[sel] = op(table[a], table[b])
+    return out
+
+
 def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
     """ntile(buckets) of the row at 0-based place `r` of a partition of `size` rows:
     PostgreSQL's split, the first size % buckets buckets one row larger."""
@@ -330,34 +374,30 @@ class AggregateOperators:
                                    row_end - row_start), pa.int32())
         elif f in ("first_value", "last_value", "nth_value"):
             x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
-            # the frame's last row: the last peer (RANGE to CURRENT ROW, the default with
-            # ORDER BY), the row itself (ROWS), the partition's last row (whole partition)
-            last = {"range": peer_last[peer_id], "rows": pos}.get(c.frame, row_end - 1)
-            if f == "first_value":
-                vals = x.take(pa.array(row_start))
-            elif f == "last_value":
-                vals = x.take(pa.array(last))
-            else:
+            first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last)
+            if f == "nth_value":
                 k = self.constant(c.args[1])
-                if k is None:
-                    vals = pa.nulls(n, x.type)
-                else:
-                    if k <= 0:
-                        raise SqlError("argument of nth_value must be greater than zero",
-                                       "22016")
-                    src = row_start + k - 1
-                    ok = src <= last
-                    vals = pc.if_else(pa.array(ok), x.take(pa.array(np.where(ok, src, 0))),
-                                      pa.scalar(None, x.type))
+                if k is not None and k <= 0:
+                    raise SqlError("argument of nth_value must be greater than zero",
+                                   "22016")
+                src = first + (k - 1 if k is not None else n)
+            else:
+                src = first if f == "first_value" else last
+            ok = (first <= last) & (src >= first) & (src <= last)
+            vals = pc.if_else(pa.array(ok), x.take(pa.array(np.where(ok, src, 0))),
+                              pa.scalar(None, x.type))
         else:
-            vals = self._window_aggregate(c, t, idx, part_id, row_start, row_end,
-                                          peer_id, peer_last, pos)
+            first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last)
+            vals = self._window_aggregate(c, t, idx, part_id, first, last, pos)
         inverse = np.empty(n, dtype=np.int64)
         inverse[idx] = pos
         return _combine_chunks(vals).take(pa.array(inverse))
 
-    def _window_aggregate(self, c, t, idx, part_id, row_start, row_end, peer_id, peer_last,
-                          pos):
+    def _window_aggregate(self, c, t, idx, part_id, first, last, pos):
+        """An aggregate over each row's frame, sorted rows first..last (empty where
+        first > last): counts and sums by differences of cumulative sums; min / max by
+        running extremes when every frame starts at its partition's start, else by a
+        sparse table of range minima."""
         n = t.num_rows
         f = c.func
         if f == "count_star":
@@ -367,16 +407,8 @@ class AggregateOperators:
             x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
             _check_aggregate_arg(f, f, x.type)
             valid = pc.is_valid(x).to_numpy(zero_copy_only=False).astype(np.int64)
-        # the last row each row's frame reaches
-        if c.frame == "partition":
-            last = row_end - 1
-        elif c.frame == "rows":
-            last = pos
-        else:                                   # RANGE: up to the current row's last peer
-            last = peer_last[peer_id]
-        ccount = np.cumsum(valid)
-        before = np.where(row_start > 0, ccount[np.maximum(row_start - 1, 0)], 0)
-        count = ccount[last] - before
+        nonempty = first <= last
+        count = np.where(nonempty, _span(np.cumsum(valid), first, last), 0)
         if f in ("count", "count_star"):
             return pa.array(count)
         if f in ("sum", "avg"):
@@ -389,7 +421,7 @@ class AggregateOperators:
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)
             filled = _combine_chunks(pc.fill_null(x, zero))
             if pa.types.is_floating(x.type):
-                total = _float_window_sum(filled, row_start, last)
+                total = _float_window_sum(filled, first, last)
                 total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
                 if f == "sum":
                     return total
@@ -399,9 +431,10 @@ class AggregateOperators:
                 pc.cumulative_sum_checked(filled)
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(csum.type) else 0,
                              csum.type)
-            prev = pc.if_else(pa.array(row_start > 0),
-                              csum.take(pa.array(np.maximum(row_start - 1, 0))), zero)
-            total = pc.subtract(csum.take(pa.array(last)), prev)
+            at_last = csum.take(pa.array(np.maximum(last, 0)))
+            prev = pc.if_else(pa.array(first > 0),
+                              csum.take(pa.array(np.maximum(first - 1, 0))), zero)
+            total = pc.subtract(at_last, prev)
             total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
             if pa.types.is_decimal(total.type):
                 total = total.cast(pa.decimal128(38, total.type.scale))
@@ -411,29 +444,35 @@ class AggregateOperators:
                 total = total.cast(pa.float64())
             return pc.divide(pc.cast(total, pa.float64()),
                              pa.array(np.where(count > 0, count, 1).astype(np.float64)))
-        # min / max: running extremes over dense ranks (any sortable type, decimals and
-        # strings included); partitions are kept apart by offsetting the ranks so that a
-        # plain numpy accumulate restarts at every partition boundary.
+        # min / max over dense ranks (any sortable type, decimals and strings included)
         x = _combine_chunks(x)
         ranks = pc.rank(x, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
             np.int64)                                   # 1..d (NULLs ranked last)
         valid_mask = valid.astype(bool)
         d = int(ranks.max()) if n else 0
-        span = d + 2
-        nparts = int(part_id[-1]) + 1 if n else 0
-        if f == "min":
-            r = np.where(valid_mask, ranks, d + 1) + (nparts - 1 - part_id) * span
-            run = np.minimum.accumulate(r) - (nparts - 1 - part_id) * span
-            none = run == d + 1
-        else:
-            r = np.where(valid_mask, ranks, 0) + part_id * span
-            run = np.maximum.accumulate(r) - part_id * span
-            none = run == 0
         where = np.empty(d + 2, dtype=np.int64)
         where[ranks] = pos                              # a row holding each rank
-        picked = run[last]
+        li = np.maximum(last, 0)
+        if c.rows is None or c.rows[0] is None:
+            # every frame starts at its partition's start: running extremes, partitions
+            # kept apart by offsetting the ranks so that one accumulate restarts at each
+            span = d + 2
+            nparts = int(part_id[-1]) + 1 if n else 0
+            if f == "min":
+                r = np.where(valid_mask, ranks, d + 1) + (nparts - 1 - part_id) * span
+                run = np.minimum.accumulate(r) - (nparts - 1 - part_id) * span
+            else:
+                r = np.where(valid_mask, ranks, 0) + part_id * span
+                run = np.maximum.accumulate(r) - part_id * span
+            picked = run[li] if n else run
+        else:
+            # sliding frames: min / max of ranks over [first, last] from a sparse table
+            r = np.where(valid_mask, ranks, d + 1 if f == "min" else 0)
+            picked = _range_extreme(r, np.minimum(first, li), li,
+                                    np.minimum if f == "min" else np.maximum) if n else r
+        none = ~nonempty | (picked == (d + 1 if f == "min" else 0))
         vals = x.take(pa.array(where[np.clip(picked, 1, max(d, 1))] if n else picked))
-        return pc.if_else(pa.array(~none[last]), vals, pa.scalar(None, x.type))
+        return pc.if_else(pa.array(~none), vals, pa.scalar(None, x.type))
 
     # -- aggregation -----------------------------------------------------------------------
     def _aggregate(self, node: L.Aggregate) -> pa.Table:

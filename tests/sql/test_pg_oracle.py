@@ -33,7 +33,7 @@ DEVIATIONS: dict[str, str] = {
     **dict.fromkeys(["dt_to_char_date", "dt_to_char_month_names", "dt_to_char_timestamp",
                      "dt_to_date", "dt_age_interval", "dt_age_years"], _NO_FUNC),
     **dict.fromkeys(["agg_percentile", "agg_rollup", "agg_cube_grouping", "agg_grouping_sets",
-                     "win_moving_avg", "win_rows_centered", "win_range_interval",
+                     "win_range_interval",
                      "sub_recursive_series", "sub_recursive_manager_chain",
                      "sub_recursive_dates", "sub_lateral_top_sale", "sub_lateral_left_count",
                      "set_intersect_all", "set_except_all", "order_distinct_on"], _REFUSED),

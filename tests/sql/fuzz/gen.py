@@ -783,11 +783,15 @@ class QueryGen:
         fn = rng.choice(["rank()", "dense_rank()", "count(*)", "sum", "min", "max",
                          "row_number()", "lag", "first_value", "percent_rank()",
                          "cume_dist()", "ntile(3)", "last_value", "nth_value"])
-        needs_total = fn in ("row_number()", "lag", "first_value", "ntile(3)", "last_value",
-                             "nth_value")
+        # a ROWS frame over an ORDER BY with ties has no determined result: a total order
+        framed = fn in ("sum", "min", "max", "count(*)", "first_value", "last_value",
+                        "nth_value") and rng.random() < 0.35
+        needs_total = framed or fn in ("row_number()", "lag", "first_value", "ntile(3)",
+                                       "last_value", "nth_value")
         if needs_total and {c.sql.split(".")[0] for c in keys} != {
                 c.sql.split(".")[0] for c in scope}:
             fn, needs_total = "rank()", False  # a derived table has no key: no total order
+            framed = False
         if needs_total:
             order = order + keys          # a total order (the keys of every table)
             if not order:
@@ -808,11 +812,28 @@ class QueryGen:
                 order = keys or scope[:1]
             spec.append("ORDER BY " + ", ".join(
                 f"{c.sql}{' DESC' if rng.random() < 0.3 else ''}" for c in order))
+        if framed and order and fn.split("(")[0] in ("sum", "min", "max", "count",
+                                                     "first_value", "last_value",
+                                                     "nth_value"):
+            spec.append(self.rows_frame())
         k = " ".join(spec)
         # PostgreSQL's default NULL order (first for DESC, last for ASC), spelled out for
         # DuckDB
         d = _asc_nulls_last(k.replace(" DESC", " DESC NULLS FIRST"))
         return Sql(f"{fn} OVER ({k})", f"{fn} OVER ({d})")
+
+    def rows_frame(self) -> str:
+        """A ROWS frame: bounds from UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, start at
+        or before end (empty frames included: 3 PRECEDING AND 2 PRECEDING)."""
+        rng = self.rng
+        points = [(-99, "UNBOUNDED PRECEDING")] + [
+            (-n, f"{n} PRECEDING") for n in (3, 2, 1)] + [(0, "CURRENT ROW")] + [
+            (n, f"{n} FOLLOWING") for n in (1, 2)] + [(99, "UNBOUNDED FOLLOWING")]
+        i = rng.randrange(len(points) - 1)
+        j = rng.randrange(max(i, 1), len(points))
+        if rng.random() < 0.2 and points[i][0] < 0:
+            return f"ROWS {points[i][1]}"             # the end is CURRENT ROW
+        return f"ROWS BETWEEN {points[i][1]} AND {points[j][1]}"
 
     def order_limit(self, q: Query) -> None:
         rng = self.rng
