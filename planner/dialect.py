@@ -351,6 +351,12 @@ class KuduSQL(Postgres):
             **Postgres.Parser.FUNCTIONS,
             "NOW": KuduNow.from_arg_list,
             "EVERY": exp.LogicalAnd.from_arg_list,      # the SQL standard's bool_and
+            # the format as written (sqlglot would translate it to strftime's, losing FM,
+            # quoted text and every pattern it does not know): planner/expr/formatting.py
+            "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+            "TO_DATE": lambda args: exp.Anonymous(this="to_date", expressions=args),
+            "TO_TIMESTAMP": lambda args: exp.UnixToTime(this=args[0]) if len(args) == 1
+            else exp.Anonymous(this="to_timestamp", expressions=args),
         }
 
         PROPERTY_PARSERS: ClassVar[dict] = {

@@ -84,6 +84,7 @@ file layering test fails on a cycle):
     decimals   decimal128/256 arithmetic kernels (rounding, shrinking, the per-row quotient)
     temporal   dates, timestamps and intervals; EXTRACT, DATE_TRUNC, now()
     strings    text functions and LIKE's pattern helpers
+    formatting to_char / to_date / to_timestamp(text, format) of dates and timestamps
     arrays     ArrayType values, ANY / ALL, ||, array functions, json_build_object
     logic      AND / OR / NOT, comparisons, IN, LIKE, CASE / COALESCE / NULLIF / GREATEST
     numeric    + - * / %, math functions
@@ -106,6 +107,7 @@ from planner.expr import (  # noqa: F401 - imported for their registrations
     core,
     decimals,
     folding,
+    formatting,
     logic,
     numeric,
     pgcompat,

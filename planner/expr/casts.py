@@ -208,8 +208,11 @@ _TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
 
 def _strptime(v: Value, formats: tuple[str, ...], to: pa.DataType,
               node: exp.Expr | None) -> Value:
-    """The first of `formats` each text parses with (accepts '1994-1-5'); else 22007/22008."""
+    """The first of `formats` each text parses with (accepts '1994-1-5', '1994-1-5 1:2:3.5');
+    else 22007/22008. strptime's %S takes no fraction: it is parsed apart and added."""
     t = _trimmed(v)
+    frac = pc.struct_field(pc.extract_regex(t, pattern=r"\.(?P<f>\d+)$"), [0])
+    t = pc.replace_substring_regex(t, pattern=r"\.\d+$", replacement="")
     parsed = [pc.strptime(t, format=f, unit="us", error_is_null=True) for f in formats]
     r = pc.coalesce(*parsed)
     # strptime rolls 1994-02-30 over to March 2nd: the fields must read back unchanged.
@@ -219,7 +222,11 @@ def _strptime(v: Value, formats: tuple[str, ...], to: pa.DataType,
         pc.equal(pc.month(r), pc.struct_field(fields, [1]).cast(pa.int64()))),
         pc.equal(pc.day(r), pc.struct_field(fields, [2]).cast(pa.int64())))
     _reject(v, pc.and_(pc.is_valid(t), pc.invert(pc.fill_null(same, False))), to, node)
-    return r
+    # microseconds, rounded half up from the seventh digit as PostgreSQL rounds
+    tenths = pc.cast(pc.utf8_rpad(pc.utf8_slice_codeunits(frac, 0, 7), width=7, padding="0"),
+                     pa.int64())
+    micros = pc.fill_null(pc.divide(pc.add(tenths, 5), 10), 0)
+    return pc.add(r, pc.cast(micros, pa.duration("us")))
 
 
 def _string_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:

@@ -1134,3 +1134,39 @@ def test_window_functions_and_named_windows_as_postgresql(con):
                        ("SELECT ntile(0) OVER (ORDER BY a) FROM t", "22014"),
                        ("SELECT nth_value(a, 0) OVER (ORDER BY a) FROM t", "22016")):
         assert err(con, sql).sqlstate == state, sql
+
+
+def test_to_char_to_date_to_timestamp(con):
+    """to_char / to_date / to_timestamp(text, format) did not exist (42883; sqlglot
+    translated the format to strftime's and lost FM, quoted text and most patterns). The
+    PostgreSQL oracle's corpus checks every date and time pattern over 251 dates and 121
+    timestamps; here the errors and NULLs."""
+    assert rows(con, "SELECT to_char(DATE '2024-03-05', 'FMDay, FMDD \"of\" FMMonth YYYY'), "
+                     "to_char(TIMESTAMP '2024-03-05 13:07:09.5', 'HH12:MI:SS.MS pm'), "
+                     "to_date('05/03/2024', 'DD/MM/YYYY'), "
+                     "to_timestamp('2024-03-05 13:07', 'YYYY-MM-DD HH24:MI'), "
+                     "to_timestamp(1700000000.5), to_char(DATE '2024-01-01', NULL)") == [
+        ("Tuesday, 5 of March 2024", "01:07:09.500 pm", dt.date(2024, 3, 5),
+         dt.datetime(2024, 3, 5, 13, 7), dt.datetime(2023, 11, 14, 22, 13, 20, 500000), None)]
+    assert rows(con, "SELECT to_char(make_date(2024, a, 1), 'Mon') FROM t ORDER BY a") == [
+        ("Jan",), ("Feb",), ("Mar",), ("Apr",)]
+    for sql, state in (("SELECT to_date('hello', 'YYYY-MM-DD')", "22007"),
+                       ("SELECT to_char(1.5, '9.9')", "42883"),
+                       ("SELECT to_char(DATE '2024-01-01', CAST(a AS TEXT)) FROM t", "0A000"),
+                       ("SELECT to_timestamp('x')", "42883")):
+        assert err(con, sql).sqlstate == state, sql
+
+
+def test_timestamp_text_with_short_fields_and_a_fraction(con):
+    """'2024-01-01 1:02:03.5' is a timestamp (PostgreSQL reads it; the fraction rounds to
+    microseconds half up); kudusql's strptime fallback for short fields took no fraction
+    and said 22008 (found writing the PostgreSQL oracle's corpus)."""
+    assert rows(con, "SELECT CAST('2024-01-01 1:02:03.5' AS TIMESTAMP), "
+                     "CAST('2024-1-1 0:0:0.0' AS TIMESTAMP), "
+                     "CAST('2024-1-1 1:2:3.1234567' AS TIMESTAMP), "
+                     "CAST('2024-1-1 1:2:3.9999996' AS TIMESTAMP), "
+                     "CAST('2024-1-1 1:2:3.5' AS DATE)") == [
+        (dt.datetime(2024, 1, 1, 1, 2, 3, 500000), dt.datetime(2024, 1, 1),
+         dt.datetime(2024, 1, 1, 1, 2, 3, 123457), dt.datetime(2024, 1, 1, 1, 2, 4),
+         dt.date(2024, 1, 1))]
+    assert err(con, "SELECT CAST('2024-02-30 1:2:3.5' AS TIMESTAMP)").sqlstate == "22008"

@@ -322,6 +322,20 @@ STATEMENTS: list[tuple[str, str]] = [
     ("dt_group_by_hire_year",
      "SELECT date_trunc('year', hired)::date, count(*) FROM emp GROUP BY 1"),
     ("dt_sales_span", "SELECT max(day) - min(day), min(day), max(day) FROM sales"),
+    ("dt_to_char_every_date_pattern",
+     "SELECT d, to_char(d, 'YYYY YYY YY Y IYYY|MM Mon MON mon Month MONTH month|DD DDD D ID "
+     "Day DAY day Dy DY dy|IW WW Q CC J|FMDD FMMM FMMonth FMDay') "
+     "FROM (SELECT DATE '2020-12-25' + i * 3 AS d FROM generate_series(0, 250) AS s(i)) x "
+     "ORDER BY d"),
+    ("dt_to_char_every_time_pattern",
+     "SELECT ts, to_char(ts, 'HH HH12 HH24 MI SS MS US AM am PM pm A.M. p.m.|FMHH12:MI "
+     "FMHH24 FMSS \"at\" HH24\\h') FROM (SELECT CAST('2024-01-' || 1 + i % 28 || ' ' || "
+     "i % 24 || ':' || (i * 7) % 60 || ':' || (i * 13) % 60 || '.' || (i * 37) % 1000 "
+     "AS TIMESTAMP) AS ts FROM generate_series(0, 120) AS s(i)) x ORDER BY ts"),
+    ("dt_to_date_round_trip",
+     "SELECT count(*), count(*) FILTER (WHERE to_date(to_char(hired, 'DD Mon YYYY'), "
+     "'DD Mon YYYY') = hired), count(*) FILTER (WHERE to_timestamp(to_char(last_login, "
+     "'YYYY-MM-DD HH24:MI:SS'), 'YYYY-MM-DD HH24:MI:SS') = last_login) FROM emp"),
 
     # -- aggregates --
     ("agg_count_star", "SELECT count(*) FROM emp"),

@@ -1,0 +1,253 @@
+"""PostgreSQL's data type formatting functions for dates and timestamps:
+`to_char(date | timestamp, format)`, `to_date(text, format)` and
+`to_timestamp(text, format)`.
+
+The format must be a constant. It is read once into a list of fields (PostgreSQL's
+template patterns: YYYY, MM, Mon, Month, DD, Day, HH24, MI, SS, AM, Q, ...; the FM prefix
+that drops padding; "quoted" literal text) and each field becomes one Arrow string column,
+joined per row: vectorised, no Python loop over rows. to_date / to_timestamp translate the
+numeric patterns and month names to `strptime` directives; a text that does not match is
+22007. Number formatting (`to_char(numeric, '999.99')`) is not implemented (42883).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from planner.expr.types import _err, _kind, _null_of, _pg_name, _TS, Value
+from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
+from planner.expr.coerce import _const_arg, _string_arg
+
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December"]
+_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+
+# patterns, longest first so that the scan takes the longest match (HH24 before HH)
+_PATTERNS = ["HH24", "HH12", "YYYY", "MONTH", "Month", "month", "A.M.", "P.M.", "a.m.",
+             "p.m.", "IYYY", "DDD", "DAY", "Day", "day", "MON", "Mon", "mon", "YYY", "HH",
+             "MI", "SS", "MS", "US", "AM", "PM", "am", "pm", "YY", "MM", "DD", "DY", "Dy",
+             "dy", "ID", "IW", "WW", "CC", "Y", "D", "Q", "J"]
+_TOKEN = re.compile("|".join(re.escape(p) for p in _PATTERNS))
+
+
+def _parse_format(fmt: str) -> list[tuple[str, str | bool]]:
+    """The format as [(kind, value)]: ("text", literal) or ("field", pattern) with FM in
+    a separate ("fm", True) marker before the field it applies to."""
+    out: list[tuple[str, str | bool]] = []
+    i = 0
+    while i < len(fmt):
+        if fmt[i] == '"':                           # "literal text"; \" inside
+            j, lit = i + 1, []
+            while j < len(fmt) and fmt[j] != '"':
+                if fmt[j] == "\\" and j + 1 < len(fmt):
+                    j += 1
+                lit.append(fmt[j])
+                j += 1
+            out.append(("text", "".join(lit)))
+            i = j + 1
+            continue
+        if fmt.startswith('\\"', i):                  # \" is a double quote; any other
+            out.append(("text", '"'))                   # backslash is itself
+            i += 2
+            continue
+        if fmt.startswith(("FM", "fm"), i):
+            out.append(("fm", True))
+            i += 2
+            continue
+        m = _TOKEN.match(fmt, i)
+        if m:
+            out.append(("field", m.group(0)))
+            i = m.end()
+        else:
+            out.append(("text", fmt[i]))
+            i += 1
+    return out
+
+
+def _num(v: pa.Array, width: int, fm: bool) -> pa.Array:
+    """Integers as text, zero-padded to `width` (not with FM); negatives keep their sign."""
+    text = pc.cast(v, pa.string())
+    if fm or width <= 1:
+        return text
+    neg = pc.less(v, 0)
+    padded = pc.utf8_lpad(pc.cast(pc.abs(v), pa.string()), width=width, padding="0")
+    return pc.if_else(neg, pc.binary_join_element_wise("-", padded, ""), padded)
+
+
+def _name(names: list[str], index: pa.Array, style: str, width: int, fm: bool) -> pa.Array:
+    """A month / day name by 0-based index, in the pattern's case (MONTH, Month, month),
+    padded with blanks to `width` unless FM."""
+    if style.isupper():
+        names = [n.upper() for n in names]
+    elif style.islower():
+        names = [n.lower() for n in names]
+    text = pc.take(pa.array(names), index)
+    return text if fm or width == 0 else pc.utf8_rpad(text, width=width, padding=" ")
+
+
+def _field(p: str, ts: pa.Array, fm: bool) -> pa.Array:
+    """One pattern of a timestamp column (microseconds, no time zone) as text."""
+    year = pc.year(ts)
+    if p in ("YYYY", "IYYY"):
+        y = year if p == "YYYY" else pc.iso_year(ts)
+        # PostgreSQL writes years before 1 AD as BC years: year 0 is 1 BC
+        return _num(pc.if_else(pc.greater(y, 0), y, pc.subtract(1, y)), 4, fm)
+    if p in ("YYY", "YY", "Y"):                  # the last digits of the year
+        return _num(_mod(pc.abs(year), 10 ** len(p)), len(p), fm)
+    if p == "CC":
+        return _num(pc.add(pc.divide(pc.subtract(pc.cast(year, pa.int64()), 1), 100), 1), 2,
+                    fm)
+    if p == "Q":
+        return pc.cast(pc.quarter(ts), pa.string())
+    if p == "MM":
+        return _num(pc.month(ts), 2, fm)
+    if p in ("MONTH", "Month", "month"):
+        return _name(_MONTHS, pc.subtract(pc.month(ts), 1), p, 9, fm)
+    if p in ("MON", "Mon", "mon"):
+        return _name([m[:3] for m in _MONTHS], pc.subtract(pc.month(ts), 1), p, 0, fm)
+    if p == "DD":
+        return _num(pc.day(ts), 2, fm)
+    if p == "DDD":
+        return _num(pc.day_of_year(ts), 3, fm)
+    if p == "D":                                   # 1 = Sunday
+        return pc.cast(pc.add(pc.day_of_week(ts, count_from_zero=True, week_start=7), 1),
+                       pa.string())
+    if p == "ID":                                  # ISO: 1 = Monday
+        return pc.cast(pc.day_of_week(ts, count_from_zero=False, week_start=1), pa.string())
+    if p in ("DAY", "Day", "day"):
+        return _name(_DAYS, pc.day_of_week(ts, count_from_zero=True, week_start=7), p, 9, fm)
+    if p in ("DY", "Dy", "dy"):
+        return _name([d[:3] for d in _DAYS],
+                     pc.day_of_week(ts, count_from_zero=True, week_start=7), p, 0, fm)
+    if p == "IW":
+        return _num(pc.iso_week(ts), 2, fm)
+    if p == "WW":                                  # weeks from January 1st
+        return _num(pc.add(pc.divide(pc.subtract(pc.day_of_year(ts), 1), 7), 1), 2, fm)
+    if p == "J":                                   # Julian day: 2440588 is 1970-01-01
+        days = pc.floor(pc.divide(pc.cast(pc.cast(ts, pa.int64()), pa.float64()),
+                                  86_400_000_000.0))
+        return pc.cast(pc.add(pc.cast(days, pa.int64()), 2440588), pa.string())
+    if p == "HH24":
+        return _num(pc.hour(ts), 2, fm)
+    if p in ("HH", "HH12"):
+        h = pc.hour(ts)
+        return _num(pc.if_else(pc.equal(_mod(h, 12), 0), 12, _mod(h, 12)), 2, fm)
+    if p == "MI":
+        return _num(pc.minute(ts), 2, fm)
+    if p == "SS":
+        return _num(pc.second(ts), 2, fm)
+    if p == "MS":
+        return _num(pc.millisecond(ts), 3, fm)
+    if p == "US":
+        return _num(pc.add(pc.multiply(pc.millisecond(ts), 1000), pc.microsecond(ts)), 6, fm)
+    # AM / PM markers, in the pattern's spelling
+    pm = pc.greater_equal(pc.hour(ts), 12)
+    am_text, pm_text = ("AM", "PM") if p in ("AM", "PM") else (
+        ("am", "pm") if p in ("am", "pm") else ("A.M.", "P.M.") if p in ("A.M.", "P.M.")
+        else ("a.m.", "p.m."))
+    return pc.if_else(pm, pa.scalar(pm_text), pa.scalar(am_text))
+
+
+def _mod(v: pa.Array, m: int) -> pa.Array:
+    """v mod m for non-negative integer arrays."""
+    v = pc.cast(v, pa.int64())
+    return pc.subtract(v, pc.multiply(pc.divide(v, m), m))
+
+
+def _to_char(node: exp.Anonymous, ctx: _Ctx) -> Value:
+    if len(node.expressions) != 2:
+        raise _err("function to_char does not exist", "42883", node)
+    v, f = (_eval(e, ctx) for e in node.expressions)
+    if _kind(v.type) not in ("date", "timestamp", "null") or _kind(f.type) not in (
+            "string", "null"):
+        raise _err(f"function to_char({_pg_name(v.type)}, {_pg_name(f.type)}) does not "
+                   "exist", "42883", node)
+    fmt = _const_arg(f, "to_char format", node.expressions[1])
+    if fmt is None or _kind(v.type) == "null":
+        return _null_of(pa.string())
+    scalar = isinstance(v, pa.Scalar)
+    arr = pa.array([v.as_py()], v.type) if scalar else v
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    ts = arr.cast(_TS) if _kind(arr.type) == "date" else arr
+    if pa.types.is_timestamp(ts.type) and ts.type.tz is not None:
+        ts = ts.cast(pa.timestamp(ts.type.unit))
+    parts, fm = [], False
+    for kind, value in _parse_format(fmt):
+        if kind == "fm":
+            fm = True
+            continue
+        if kind == "text":
+            parts.append(pa.scalar(value))
+        else:
+            parts.append(_field(value, ts, fm))
+        fm = False
+    if not parts:
+        out = pc.if_else(pc.is_valid(ts), pa.scalar(""), _null_of(pa.string()))
+    else:
+        out = pc.binary_join_element_wise(*parts, pa.scalar(""))
+        out = pc.if_else(pc.is_valid(ts), out, _null_of(pa.string()))
+    return out[0] if scalar else out
+
+
+# to_date / to_timestamp: patterns -> strptime directives
+_PARSE = {"YYYY": "%Y", "MM": "%m", "DD": "%d", "HH24": "%H", "HH12": "%I", "HH": "%I",
+          "MI": "%M", "SS": "%S", "Mon": "%b", "MON": "%b", "mon": "%b", "Month": "%B",
+          "MONTH": "%B", "month": "%B", "AM": "%p", "PM": "%p", "YY": "%y", "DDD": "%j"}
+
+
+def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> Value:
+    if len(node.expressions) != 2:
+        raise _err(f"function {name} does not exist", "42883", node)
+    v, f = (_string_arg(_eval(e, ctx), name, e) for e in node.expressions)
+    fmt = _const_arg(f, f"{name} format", node.expressions[1])
+    if fmt is None or _kind(v.type) == "null":
+        return _null_of(out)
+    directives = []
+    for kind, value in _parse_format(fmt):
+        if kind == "fm":
+            continue
+        if kind == "text":
+            directives.append(value.replace("%", "%%"))
+        elif value in _PARSE:
+            directives.append(_PARSE[value])
+        else:
+            raise _err(f'formatting field "{value}" is not supported in {name}', "0A000",
+                       node)
+    strf = "".join(directives)
+    parsed = pc.strptime(pc.utf8_trim_whitespace(v), format=strf, unit="us",
+                         error_is_null=True)
+    bad = pc.and_(pc.is_null(parsed), pc.is_valid(v))
+    if (bad.as_py() if isinstance(bad, pa.Scalar) else pc.any(bad).as_py()):
+        sample = v.as_py() if isinstance(v, pa.Scalar) else pc.filter(v, bad)[0].as_py()
+        raise _err(f'invalid value "{sample}" for the format "{fmt}"', "22007", node)
+    return parsed.cast(out)
+
+
+_ANONYMOUS["to_char"] = _to_char
+_ANONYMOUS["to_date"] = lambda node, ctx: _parse_with(node, ctx, "to_date", pa.date32())
+_ANONYMOUS["to_timestamp"] = lambda node, ctx: _parse_with(node, ctx, "to_timestamp", _TS)
+
+
+@_handles(exp.UnixToTime)
+def _to_timestamp_epoch(node: exp.UnixToTime, ctx: _Ctx) -> Value:
+    """to_timestamp(seconds since 1970-01-01 UTC): the timestamp (UTC, as every engine
+    timestamp; PostgreSQL's is a timestamp with time zone), to the microsecond."""
+    v = _eval(node.this, ctx)
+    if _kind(v.type) == "null":
+        return _null_of(_TS)
+    if _kind(v.type) not in ("int", "float", "decimal"):
+        raise _err(f"function to_timestamp({_pg_name(v.type)}) does not exist", "42883", node)
+    secs = pc.cast(v, pa.float64()) if _kind(v.type) == "decimal" else v
+    if not (pc.is_finite(secs).as_py() if isinstance(secs, pa.Scalar) else
+            pc.all(pc.or_(pc.is_finite(secs), pc.is_null(secs))).as_py()):
+        raise _err("timestamp cannot be NaN or infinite here", "22008", node)
+    micros = pc.round(pc.multiply(pc.cast(secs, pa.float64()), 1_000_000.0))
+    try:
+        return pc.cast(pc.cast(micros, pa.int64()), _TS)
+    except pa.ArrowInvalid:
+        raise _err("timestamp out of range", "22008", node) from None
