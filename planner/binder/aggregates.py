@@ -6,6 +6,7 @@ and LIMIT - and the rewrite of `agg(x) FILTER (WHERE c)` before qualify.
 
 from __future__ import annotations
 
+import pyarrow as pa
 from sqlglot import exp
 
 from planner import logical as L
@@ -111,6 +112,9 @@ class AggregateBinding:
         n = next(self._n)
         out_keys = [f"$out{n}.{i}" for i in range(len(items))]
         order_items = order.expressions if order is not None else []
+        distinct = sel.args.get("distinct")
+        on = distinct.args.get("on") if distinct is not None else None
+        on_items = (on.expressions if isinstance(on, exp.Tuple) else [on]) if on else []
         if group is not None and (any(group.args.get(k) for k in ("rollup", "cube",
                                                                    "grouping_sets")) or any(
                 isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
@@ -143,6 +147,8 @@ class AggregateBinding:
             # aggregates first appearing in ORDER BY: bind before building the node list
             order_bound = [self._order_expr(o.this, names, out_keys, bind_order, aliases)
                            for o in order_items]
+            on_bound = [self._order_expr(e, names, out_keys, bind_order, aliases)
+                        for e in on_items]
         else:
             wrepl, node = self.window_calls(windows, node, lambda e: self.expr(e, scope))
             proj_exprs = []
@@ -158,34 +164,57 @@ class AggregateBinding:
             order_bound = [self._order_expr(o.this, names, out_keys,
                                             lambda e: self.expr(e, scope), aliases)
                            for o in order_items]
+            on_bound = [self._order_expr(e, names, out_keys, lambda e: self.expr(e, scope),
+                                         aliases) for e in on_items]
         proj = list(zip(out_keys, proj_exprs))
-        hidden = []
-        sort_keys = []
-        for o, (kind, val) in zip(order_items, order_bound):
+        hidden: list[tuple[str, exp.Expression]] = []
+
+        def key_of(bound, item) -> str:
+            kind, val = bound
             if kind == "key":
-                k = val
-            else:
-                k = next((ok for ok, pe in proj if pe == val), None)
-                if k is None:
-                    if sel.args.get("distinct"):
-                        raise SqlError("for SELECT DISTINCT, ORDER BY expressions must appear "
-                                       "in select list", "42P10", position(self.sql, o))
-                    k = f"$ord{n}.{len(hidden)}"
-                    hidden.append((k, val))
-            sort_keys.append(L.SortKey(keycol(k), bool(o.args.get("desc")),
-                                       o.args.get("nulls_first")))
+                return val
+            k = next((ok for ok, pe in proj + hidden if pe == val), None)
+            if k is None:
+                if distinct is not None and not on_items:
+                    raise SqlError("for SELECT DISTINCT, ORDER BY expressions must appear "
+                                   "in select list", "42P10", position(self.sql, item))
+                k = f"$ord{n}.{len(hidden)}"
+                hidden.append((k, val))
+            return k
+        sort_keys = [L.SortKey(keycol(key_of(b, o)), bool(o.args.get("desc")),
+                               o.args.get("nulls_first"))
+                     for o, b in zip(order_items, order_bound)]
+        on_keys = [key_of(b, e) for e, b in zip(on_items, on_bound)]
         node = L.Project(node, proj + hidden)
-        if sel.args.get("distinct"):
-            if sel.args["distinct"].args.get("on"):
-                raise FeatureNotSupported("DISTINCT ON is not supported",
-                                          position=position(self.sql, sel))
+        if on_keys:
+            node = self._distinct_on(node, on_keys, sort_keys, on_items, n)
+        elif distinct is not None:
             node = L.Distinct(node)
         if sort_keys:
             node = L.Sort(node, sort_keys)
         node = self._limit(sel, node)
-        if hidden:
+        if hidden or on_keys:
             node = L.Project(node, [(k, keycol(k)) for k in out_keys])
         return node, names, out_keys
+
+    def _distinct_on(self, node: L.Node, on_keys: list[str], sort_keys: list[L.SortKey],
+                     on_items: list[exp.Expression], n: int) -> L.Node:
+        """DISTINCT ON (e, ...): the first row of each group of equal e, ... in the ORDER
+        BY's order - row_number() OVER (PARTITION BY e, ... ORDER BY <the ORDER BY>) = 1.
+        As in PostgreSQL, the ORDER BY must begin with the DISTINCT ON expressions (42P10);
+        without one, the row kept from each group is any one."""
+        distinct_on = set(on_keys)
+        lead = {k.expr.name for k in sort_keys[:len(distinct_on)]}
+        if sort_keys and not (lead <= distinct_on and (
+                len(sort_keys) < len(distinct_on) or lead == distinct_on)):
+            raise SqlError("SELECT DISTINCT ON expressions must match initial ORDER BY "
+                           "expressions", "42P10", position(self.sql, on_items[0]))
+        rn = f"$don{n}"
+        node = L.Window(node, [L.WindowCall(rn, "row_number", [],
+                                            [keycol(k) for k in on_keys], sort_keys,
+                                            "rows")])
+        return L.Filter(node, exp.EQ(this=keycol(rn), expression=Const(
+            this=pa.scalar(1, pa.int64()))))
 
     def window_calls(self, windows, node, bind) -> tuple[dict[int, exp.Expression], L.Node]:
         """OVER (...) calls of the SELECT list -> a Window node above `node` and the

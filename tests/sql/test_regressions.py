@@ -1170,3 +1170,20 @@ def test_timestamp_text_with_short_fields_and_a_fraction(con):
          dt.datetime(2024, 1, 1, 1, 2, 3, 123457), dt.datetime(2024, 1, 1, 1, 2, 4),
          dt.date(2024, 1, 1))]
     assert err(con, "SELECT CAST('2024-02-30 1:2:3.5' AS TIMESTAMP)").sqlstate == "22008"
+
+
+def test_distinct_on_keeps_the_first_row_of_each_group(con):
+    """DISTINCT ON was 0A000 (PostgreSQL applications use it for "the latest row per
+    key"); now row_number() = 1 per group in the ORDER BY's order, and the ORDER BY must
+    begin with the DISTINCT ON expressions (42P10). Rows of t: (a, b, c) = (1, 5, 10),
+    (2, 6, 20), (3, NULL, 30), (4, 5, 10)."""
+    assert rows(con, "SELECT DISTINCT ON (b) b, a FROM t ORDER BY b, a DESC") == [
+        (5, 4), (6, 2), (None, 3)]
+    assert rows(con, "SELECT DISTINCT ON (c % 20) a FROM t ORDER BY c % 20, c DESC, a") == [
+        (2,), (3,)]
+    assert rows(con, "SELECT DISTINCT ON (b, c) b, c FROM t ORDER BY b") == [
+        (5, 10), (6, 20), (None, 30)]
+    assert rows(con, "SELECT count(*) FROM (SELECT DISTINCT ON (b) a FROM t) s") == [(3,)]
+    assert rows(con, "SELECT DISTINCT ON (b) b, max(a) FROM t GROUP BY b, c "
+                     "ORDER BY b, max(a) LIMIT 2") == [(5, 4), (6, 2)]
+    assert err(con, "SELECT DISTINCT ON (b) a FROM t ORDER BY a").sqlstate == "42P10"
