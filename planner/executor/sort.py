@@ -150,6 +150,24 @@ def _concat_promote(parts: list, name: str) -> pa.Array:
         raise SqlError("VALUES types cannot be matched", "42804") from None
 
 
+def _occurrences(t: pa.Table, keys: list[str]) -> pa.Array:
+    """Each row's 1-based number among the rows of `t` equal to it on `keys` (DISTINCT's
+    equality: NULL equals NULL, -0.0 equals 0.0), by one hash grouping of the row numbers."""
+    n = t.num_rows
+    k = t.select(keys)
+    if any(pa.types.is_floating(f.type) for f in k.schema):
+        k = _hash_keys(k)
+    k = k.append_column("$row", pa.array(np.arange(n, dtype=np.int64)))
+    lists = _combine_chunks(k.group_by(keys, use_threads=False).aggregate(
+        [("$row", "list")]).column("$row_list"))
+    rows = pc.list_flatten(lists).to_numpy()
+    parent = pc.list_parent_indices(lists).to_numpy()
+    starts = lists.offsets.to_numpy()[:-1] - lists.offsets[0].as_py()
+    occ = np.empty(n, dtype=np.int64)
+    occ[rows] = np.arange(len(rows), dtype=np.int64) - starts[parent] + 1
+    return pa.array(occ)
+
+
 def distinct(t: pa.Table) -> pa.Table:
     if t.num_columns == 0:
         return empty_rows(min(t.num_rows, 1))
@@ -297,13 +315,18 @@ class SortOperators:
         if node.kind == "union":
             return both if node.all else self.distinct(both)
         left, right = slice_rows(both, 0, left.num_rows), slice_rows(both, left.num_rows)
-        if node.all:
-            raise SqlError(f"{node.kind.upper()} ALL is not supported", "0A000")
-        left, right = self.distinct(left), self.distinct(right)
+        if not node.all:
+            left, right = self.distinct(left), self.distinct(right)
         # rows are compared as in DISTINCT (NULL matches NULL), which a hash join does not
         # do: each key is joined as (value with NULL filled in, is NULL)
         keys = [p for k in node.keys for p in _not_distinct_key(left.column(k))]
         rkeys = [p for k in node.keys for p in _not_distinct_key(right.column(k))]
+        if node.all:
+            # the k-th copy of a row on the left meets the k-th copy on the right: INTERSECT
+            # ALL keeps min(m, n) copies of a row m times left and n times right, EXCEPT ALL
+            # max(m - n, 0)
+            keys.append(_occurrences(left, node.keys))
+            rkeys.append(_occurrences(right, node.keys))
         # the join carries only a row number (Acero refuses NULL-typed payload columns,
         # `SELECT NULL, 1 EXCEPT ...`); the surviving rows are taken from `left`
         rows = pa.table({"$row": pa.array(np.arange(left.num_rows, dtype=np.int64))})

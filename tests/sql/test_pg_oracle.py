@@ -35,7 +35,7 @@ DEVIATIONS: dict[str, str] = {
                      "win_range_interval",
                      "sub_recursive_series", "sub_recursive_manager_chain",
                      "sub_recursive_dates", "sub_lateral_top_sale", "sub_lateral_left_count",
-                     "set_intersect_all", "set_except_all"], _REFUSED),
+                     ], _REFUSED),
     "sub_in_row_value": "a row IN (subquery) is refused (42601)",
     "err_round_double_digits": "round(double precision, n) is accepted (PostgreSQL: 42883)",
     "err_int_overflow": "integer literals are bigint: 2147483647 + 1 is 2147483648",

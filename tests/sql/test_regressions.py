@@ -1187,3 +1187,16 @@ def test_distinct_on_keeps_the_first_row_of_each_group(con):
     assert rows(con, "SELECT DISTINCT ON (b) b, max(a) FROM t GROUP BY b, c "
                      "ORDER BY b, max(a) LIMIT 2") == [(5, 4), (6, 2)]
     assert err(con, "SELECT DISTINCT ON (b) a FROM t ORDER BY a").sqlstate == "42P10"
+
+
+def test_intersect_all_and_except_all_count_copies(con):
+    """INTERSECT ALL keeps min(m, n) copies of a row found m times on the left and n on
+    the right, EXCEPT ALL max(m - n, 0), NULLs matching NULLs (they were 0A000; the
+    diff fuzzer now generates both against DuckDB)."""
+    left = "SELECT b FROM t"                             # 5, 6, NULL, 5
+    right = "SELECT * FROM (VALUES (5), (NULL), (NULL), (7)) v(x)"
+    assert rows(con, f"{left} INTERSECT ALL {right} ORDER BY 1") == [(5,), (None,)]
+    assert rows(con, f"{left} EXCEPT ALL {right} ORDER BY 1") == [(5,), (6,)]
+    assert rows(con, f"{right} EXCEPT ALL {left} ORDER BY 1") == [(7,), (None,)]
+    assert rows(con, "SELECT b, c FROM t INTERSECT ALL SELECT b, c FROM t ORDER BY 1, 2") == [
+        (5, 10), (5, 10), (6, 20), (None, 30)]

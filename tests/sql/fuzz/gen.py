@@ -870,7 +870,8 @@ class QueryGen:
             right = self.select(allow_order=False, want_kinds=left.kinds)
             if len(right.kinds) != len(left.kinds):
                 return self.select()
-            op = rng.choice(["UNION", "UNION ALL", "INTERSECT", "EXCEPT"])
+            op = rng.choice(["UNION", "UNION ALL", "INTERSECT", "EXCEPT", "INTERSECT ALL",
+                             "EXCEPT ALL"])
             q = Query(j("(", left.sql, f") {op} (", right.sql, ")"), left.kinds)
             if rng.random() < 0.3:
                 self.order_limit(q)
