@@ -438,11 +438,17 @@ def connect(dsn: str, **kwargs):
 
 
 def _column_values(col, name: str) -> list:
-    """A result column as Python values. A date or timestamp outside Python's years 1 to
-    9999 (PostgreSQL's dates run to 5874897 AD: `DATE '9999-12-31' + 1`) is a DataError
-    (22008, as psycopg answers), never a bare OverflowError."""
+    """A result column as Python values (REAL as PostgreSQL prints it). A date or timestamp
+    outside Python's years 1 to 9999 (PostgreSQL's dates run to 5874897 AD: `DATE
+    '9999-12-31' + 1`) is a DataError (22008, as psycopg answers), never a bare
+    OverflowError."""
     if pa.types.is_interval(col.type):
         return _interval_values(col)
+    if pa.types.is_float32(col.type):
+        # REAL values as the shortest decimal that reads back as the same float4 (3.9, not
+        # 3.9000000953674316): what PostgreSQL prints and psycopg returns. Arrow's cast to
+        # text writes that form; vectorised, both casts.
+        return col.cast(pa.string()).cast(pa.float64()).to_pylist()
     try:
         return col.to_pylist()
     except (OverflowError, ValueError):

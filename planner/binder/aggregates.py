@@ -124,6 +124,9 @@ class AggregateBinding:
         if has_agg:
             groups: list[tuple[str, exp.Expression]] = []
             for i, g in enumerate(group.expressions if group is not None else []):
+                if isinstance(g, exp.Literal) and g.is_string:
+                    raise SqlError("non-integer constant in GROUP BY", "42601",
+                                   position(self.sql, g))
                 if isinstance(g, exp.Literal) and not g.is_string:
                     g = items[int(g.this) - 1].unalias()
                 groups.append((f"$grp{n}.{i}", self.expr(g, scope)))
@@ -321,6 +324,8 @@ class AggregateBinding:
         return "rows", (offset(s_kind, s_n), offset(e_kind, e_n))
 
     def _order_expr(self, e, names, out_keys, bind, aliases=None):
+        if isinstance(e, exp.Literal) and e.is_string:     # ORDER BY 'x' sorts nothing
+            raise SqlError("non-integer constant in ORDER BY", "42601", position(self.sql, e))
         k = self._output_ref(e, names, out_keys, aliases)
         if k is not None:
             return "key", k
@@ -332,13 +337,14 @@ class AggregateBinding:
         expressions -> theirs; any other column is an error (42803)."""
         repl: dict[int, exp.Expression] = dict(subqueries or {})
         for a in list(e.find_all(exp.AggFunc)):
-            if any(isinstance(x, exp.AggFunc) for x in _ancestors(a, e)) and \
-                    not in_nested_subquery(a, e):
-                raise SqlError("aggregate function calls cannot be nested", "42803",
-                               position(self.sql, a))
+            # inside a window call already bound (`sum(count(*)) OVER ()`: the window's
+            # argument is an aggregate of the group) or a subquery: not this level's
             if in_nested_subquery(a, e) or any(id(x) in repl for x in
                                                   [*_ancestors(a, e), e]):
                 continue
+            if any(isinstance(x, exp.AggFunc) for x in _ancestors(a, e)):
+                raise SqlError("aggregate function calls cannot be nested", "42803",
+                               position(self.sql, a))
             repl[id(a)] = self.ordered_aggregate(a, scope, aggs) \
                 if isinstance(a, (exp.ArrayAgg, exp.GroupConcat)) else \
                 self._agg_call(a, scope, aggs)

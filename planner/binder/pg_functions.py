@@ -6,6 +6,8 @@ HostCalls), and the rewrites of PostgreSQL spellings before qualify (`pg_rewrite
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 import re
 
 import numpy as np
@@ -18,6 +20,7 @@ from planner import logical as L
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import (
     ArrayType,
+    cast,
     Const,
     HostCall,
     HostFunction,
@@ -27,6 +30,7 @@ from planner.expr import (
     fold_constants,
     function_name,
     list_to_array,
+    pg_name,
 )
 from planner.logical import keycol
 from planner.binder.common import (
@@ -40,6 +44,7 @@ from planner.binder.common import (
 
 
 # -- PostgreSQL compatibility helpers (see Binder.subplan and friends) -----------------------
+_TS = pa.timestamp("us")
 _MAX_SERIES = 10_000       # rows a set-returning function may produce (a VALUES list)
 
 _SET_RETURNING = {"unnest", "generate_series", "generate_subscripts", "pg_partition_ancestors",
@@ -319,6 +324,8 @@ class PgFunctionBinding:
             step = args[2].as_py() if len(args) > 2 else 1
             if start is None or stop is None or step is None:
                 return pa.array([], pa.int64())
+            if isinstance(start, (dt.date, dt.datetime)):
+                return self._timestamp_series(args, call)
             if not all(isinstance(v, int) for v in (start, stop, step)):
                 raise FeatureNotSupported("generate_series over non-integers is not supported",
                                           position=position(self.sql, call))
@@ -346,6 +353,36 @@ class PgFunctionBinding:
             return elems
         v = const(call)
         return pa.array([v.as_py()], v.type)
+
+    def _timestamp_series(self, args: list[pa.Scalar], call: exp.Expression) -> pa.Array:
+        """generate_series(start, stop, step interval) over dates / timestamps: start, then
+        each previous value plus step (as PostgreSQL steps: Jan 31 + 1 month is Feb 29, then
+        Mar 29) while not past stop. A date start gives timestamps, as in PostgreSQL. A
+        Python step per row: at most _MAX_SERIES of them."""
+        where = position(self.sql, call)
+        if len(args) != 3 or not pa.types.is_interval(args[2].type):
+            raise SqlError("function generate_series(" + ", ".join(
+                pg_name(a.type) for a in args) + ") does not exist", "42883", where)
+        start, stop = (cast(a, _TS, call).as_py() for a in args[:2])
+        months, days, us = (lambda m: (m.months, m.days, m.nanoseconds // 1000))(
+            args[2].as_py())
+        if months == 0 and days == 0 and us == 0:
+            raise SqlError("step size cannot equal zero", "22023", where)
+        forward = (months, days, us) > (0, 0, 0)
+        out, cur = [], start
+        while (cur <= stop) if forward else (cur >= stop):
+            if len(out) >= _MAX_SERIES:
+                raise FeatureNotSupported(f"set-returning functions are limited to "
+                                          f"{_MAX_SERIES} rows", position=where)
+            out.append(cur)
+            y, m = divmod(cur.month - 1 + months, 12)
+            try:
+                day = min(cur.day, calendar.monthrange(cur.year + y, m + 1)[1])
+                cur = cur.replace(year=cur.year + y, month=m + 1, day=day) + dt.timedelta(
+                    days=days, microseconds=us)
+            except (ValueError, OverflowError):    # past Python's year 9999
+                break
+        return pa.array(out, _TS)
 
     def set_returning_items(self, sel: exp.Select, node: L.Node, scope: Scope
                             ) -> tuple[exp.Select, L.Node]:

@@ -132,6 +132,8 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
             pa.types.is_decimal(typ) or pa.types.is_null(typ)
     elif func in ("bool_and", "bool_or"):
         ok = pa.types.is_boolean(typ) or pa.types.is_null(typ)
+    elif func in ("min", "max"):                  # no min(boolean): use bool_and
+        ok = not pa.types.is_boolean(typ)
     else:
         return
     if not ok:
@@ -498,6 +500,7 @@ class AggregateOperators:
                     items.append((f"{a.key}$ord{i}", e))
         aggs = list({a.key: a for a in node.aggs}.values())
         max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
+        real_sums: set[str] = set()     # sum(real) is real in PostgreSQL; Arrow sums in double
 
         def column(k: str, e, m: pa.Table):
             """One input column of the aggregation, evaluated over morsel `m`."""
@@ -511,6 +514,9 @@ class AggregateOperators:
                 # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps
                 # around silently on overflow
                 return arg.cast(pa.decimal128(38, 0))
+            if a is not None and a.func == "sum" and pa.types.is_float32(arg.type) and \
+                    not a.key.endswith(".sum"):     # (avg's sum stays double)
+                real_sums.add(a.key)
             return arg
 
         def prepare(m: pa.Table) -> pa.Table:
@@ -530,23 +536,29 @@ class AggregateOperators:
             return pa.table(cols)
 
         gkeys = [k for k, _ in node.groups]
-        if any(a.func in _LIST_AGGREGATES for a in aggs):
-            return self._aggregate_lists(t, gkeys, aggs, max_aggs, prepare)
         if not items:               # count(*) only, or nothing: the row count is enough
             return pa.table({a.key: pa.array([t.num_rows], pa.int64()) for a in aggs}) \
                 if aggs else empty_rows(1)
         per_list = {a.key for a in aggs if a.distinct and a.func not in _DISTINCT_AGG}
-        if not gkeys and (t.num_rows <= _guard.MORSEL_ROWS or per_list):
+        if any(a.func in _LIST_AGGREGATES for a in aggs):
+            out = self._aggregate_lists(t, gkeys, aggs, max_aggs, prepare)
+        elif not gkeys and (t.num_rows <= _guard.MORSEL_ROWS or per_list):
             # one morsel (the scalar kernels, no plan to set up), or sum/avg(DISTINCT x),
             # which has no scalar plan kernel: the input columns are still evaluated a
             # morsel at a time with a check between, then aggregated whole
             work = prepare(t) if t.num_rows <= _guard.MORSEL_ROWS else \
                 pa.Table.from_batches(list(self.source(t, prepare)))
-            return pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
-                                                   is not None else None, t.num_rows)
-                             for a in aggs})
-        r = self.aggregate_plan(t, gkeys, _hash_spec(gkeys, aggs, per_list, max_aggs), prepare)
-        return pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs))
+            out = pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
+                                                  is not None else None, t.num_rows)
+                            for a in aggs})
+        else:
+            r = self.aggregate_plan(t, gkeys, _hash_spec(gkeys, aggs, per_list, max_aggs),
+                                    prepare)
+            out = pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs))
+        for k in real_sums:
+            out = out.set_column(out.schema.get_field_index(k), k,
+                                 out.column(k).cast(pa.float32()))
+        return out
 
     def _aggregate_lists(self, t: pa.Table, gkeys: list[str], aggs: list, max_aggs: list,
                          prepare) -> pa.Table:

@@ -130,7 +130,9 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
             unsafe = pa.types.is_floating(common)
             a, b = a.cast(common, safe=not unsafe), b.cast(common, safe=not unsafe)
         elif a.type != b.type:
-            raise SqlError(f"cannot join on {a.type} = {b.type}", "42804")
+            from planner.expr import pg_name
+            raise SqlError(f"operator does not exist: {pg_name(a.type)} = {pg_name(b.type)}",
+                           "42883")
         a, b = hash_key(a), hash_key(b)
         left = left.append_column(f"$lk{i}", a)
         right = right.append_column(f"$rk{i}", b)

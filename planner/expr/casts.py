@@ -6,6 +6,7 @@ with CREATE TABLE ... AS and PREPARE's declared types).
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 from collections.abc import Callable
@@ -179,6 +180,8 @@ def _string_to_number(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value
         except pa.ArrowInvalid as e:
             raise _bad_input(to, e, v, node) from None
         return _decimal_to_decimal(wide, to, node)
+    if _kind(to) == "int":      # '+7' is 7 (Arrow's integer parser refuses the sign)
+        t = pc.replace_substring_regex(t, pattern=r"^\+(\d)", replacement=r"\1")
     try:
         return t.cast(to)
     except pa.ArrowInvalid as e:
@@ -243,6 +246,37 @@ def _string_to_timestamp(v: Value, to: pa.DataType, node: exp.Expr | None) -> Va
         return _strptime(v, _TIMESTAMP_FORMATS, to, node).cast(to)
 
 
+def _float_text(v: Value) -> Value:
+    """float8 / float4 as PostgreSQL writes them: the shortest digits that read back (Arrow's
+    text has them), exponential when the decimal exponent is below -4 or at least 15 (6 for
+    real), with a two-digit exponent: 1e-05, 1.6777216e+07, 100000000000000. A Python call
+    per distinct value (the layout has no Arrow kernel)."""
+    limit = 6 if pa.types.is_float32(v.type) else 15
+    text = v.cast(pa.string())
+    if isinstance(text, pa.Scalar):
+        return pa.scalar(None if not text.is_valid else _pg_float(text.as_py(), limit))
+    codes = pc.dictionary_encode(text)
+    if isinstance(codes, pa.ChunkedArray):
+        codes = codes.combine_chunks()
+    words = pa.array([_pg_float(t, limit) for t in codes.dictionary.to_pylist()], pa.string())
+    return pc.take(words, codes.indices)
+
+
+def _pg_float(text: str, limit: int) -> str:
+    if text in ("nan", "inf", "-inf"):
+        return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[text]
+    d = decimal.Decimal(text)
+    if d == 0:
+        return "-0" if d.is_signed() else "0"
+    sign, digits, exp_ = d.normalize().as_tuple()
+    e = len(digits) + exp_ - 1               # the first digit's decimal exponent
+    if e < -4 or e >= limit:
+        mant = str(digits[0]) + ("." + "".join(map(str, digits[1:])) if len(digits) > 1
+                                 else "")
+        return f"{'-' if sign else ''}{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
+    return format(d.normalize(), "f")
+
+
 def _string_to_interval(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     if not isinstance(v, pa.Scalar):
         raise FeatureNotSupported("casting a text column to interval is not supported",
@@ -266,9 +300,7 @@ def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     elif k == "date":
         s = pg_era_text(v.cast(pa.string()), pc.year(v))
     elif k == "float":
-        s = v.cast(pa.string())
-        s = pc.replace_substring_regex(s, pattern="^(-?)inf$", replacement=r"\1Infinity")
-        s = pc.replace_substring(s, pattern="nan", replacement="NaN")
+        s = _float_text(v)
     elif k == "interval":
         if not isinstance(v, pa.Scalar):
             raise FeatureNotSupported("casting an interval column to text is not supported",

@@ -58,7 +58,7 @@ def _coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
             a = _int_to_decimal(a)
         if kb == "int" and isinstance(b, pa.Scalar):
             b = _int_to_decimal(b)
-    t = _supertype([a.type, b.type])
+    t = _supertype([a.type, b.type], operator=True)
     if t is None:
         raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
                    "42883", node)

@@ -188,9 +188,17 @@ def _trivially_constant(node: exp.Expr) -> bool:
 
 
 def _fixed_slot(node: exp.Expr) -> bool:
-    """A node whose place in its parent needs that node type (CASE's WHEN arms)."""
-    return isinstance(node, exp.If) and isinstance(node.parent, exp.Case) and \
-        node.arg_key == "ifs"
+    """A node whose place in its parent needs that node type: CASE's WHEN arms, and the
+    [NOT] LIKE under an ESCAPE (folded alone it would be matched without the escape, and
+    the ESCAPE left holding a boolean)."""
+    if isinstance(node, exp.If) and isinstance(node.parent, exp.Case) and \
+            node.arg_key == "ifs":
+        return True
+    parent = node.parent
+    if isinstance(parent, exp.Not):
+        parent = parent.parent
+    return isinstance(node, (exp.Like, exp.ILike, exp.Not)) and isinstance(parent, exp.Escape) \
+        and parent.this is (node if node.parent is parent else node.parent)
 
 
 def _constant_scalar(node: exp.Expr) -> pa.Scalar | None:

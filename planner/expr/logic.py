@@ -195,7 +195,9 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
                 else v.cast(x.type) for v in values] if _kind(x.type) != "null" else [None]
     if all(v is not None for v in narrowed):
         values = narrowed
-    t = _supertype([x.type] + [v.type for v in values])
+    # x IN (a) is x = a; a longer list is resolved to one common type first (PostgreSQL:
+    # REAL IN (2.75, 3.9) compares in real, REAL = 3.9 in double precision)
+    t = _supertype([x.type] + [v.type for v in values], operator=len(values) == 1)
     if t is None:
         bad = next(v.type for v in values if _supertype([x.type, v.type]) is None)
         raise _err(f"operator does not exist: {_pg_name(x.type)} = {_pg_name(bad)}",
@@ -285,7 +287,8 @@ def _regexp(node: exp.Binary, ctx: _Ctx) -> Value:
     p = _const_arg(_eval(node.expression, ctx), "regular expression", node.expression)
     if p is None or _kind(s.type) == "null":
         return _null_of(pa.bool_())
-    return pc.match_substring_regex(s, pattern=p,
+    # (?s): `.` matches a newline in PostgreSQL's regular expressions, not in RE2's default
+    return pc.match_substring_regex(s, pattern="(?s)" + p,
                                     ignore_case=isinstance(node, exp.RegexpILike))
 
 

@@ -89,11 +89,11 @@ def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     if "float" in kinds:
         a, b = _f64(a), _f64(b)
         if op in _FLOAT_KERNELS:
-            return _FLOAT_KERNELS[op](a, b)
+            return _float_checked(_FLOAT_KERNELS[op](a, b), a, b, op, node)
         _check_nonzero(b, node, a)
         q = pc.divide(a, b)
         if op == "/":
-            return q
+            return _float_checked(q, a, b, op, node)
         t = pc.trunc(q)
         return t if op == "//" else pc.subtract(a, pc.multiply(b, t))
     if "decimal" in kinds:
@@ -107,6 +107,26 @@ def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
         return _INT_KERNELS[op](a, b)
     q = pc.divide_checked(a, b)  # truncates toward zero; raises on a zero divisor
     return q if op in ("/", "//") else pc.subtract(a, pc.multiply(b, q))
+
+
+def _any(v: Value) -> bool:
+    return bool(v.as_py()) if isinstance(v, pa.Scalar) else bool(pc.any(v).as_py())
+
+
+def _float_checked(r: Value, a: Value, b: Value, op: str, node: exp.Expr) -> Value:
+    """PostgreSQL's float8 arithmetic refuses a result that leaves the type's range (22003
+    "value out of range: overflow", finite operands and an infinite result; "underflow", a
+    product or quotient of non-zero finite values that is 0); IEEE gives Infinity and 0."""
+    finite = pc.and_(pc.is_finite(a), pc.is_finite(b))
+    if _any(pc.and_(finite, pc.invert(pc.is_finite(r)))):
+        raise _err("value out of range: overflow", "22003", node)
+    if op in ("*", "/"):
+        lost = pc.and_(pc.and_(finite, pc.equal(r, 0.0)), pc.not_equal(a, 0.0))
+        if op == "*":
+            lost = pc.and_(lost, pc.not_equal(b, 0.0))
+        if _any(lost):
+            raise _err("value out of range: underflow", "22003", node)
+    return r
 
 
 @_handles(exp.Neg)
@@ -224,7 +244,16 @@ def _log(node: exp.Log, ctx: _Ctx) -> Value:
 def _pow(node: exp.Pow, ctx: _Ctx) -> Value:
     a = _f64(_numeric_arg(_eval(node.this, ctx), "power", node.this))
     b = _f64(_numeric_arg(_eval(node.expression, ctx), "power", node.expression))
-    return pc.power(a, b)
+    if _any(pc.and_(pc.less(a, 0.0), pc.and_(pc.is_finite(b),
+                                             pc.not_equal(pc.trunc(b), b)))):
+        raise _err("a negative number raised to a non-integer power yields a complex result",
+                   "2201F", node)
+    if _any(pc.and_(pc.equal(a, 0.0), pc.less(b, 0.0))):
+        raise _err("zero raised to a negative power is undefined", "2201F", node)
+    r = pc.power(a, b)
+    if _any(pc.and_(pc.and_(pc.is_finite(a), pc.is_finite(b)), pc.invert(pc.is_finite(r)))):
+        raise _err("value out of range: overflow", "22003", node)
+    return r
 
 
 @_handles(exp.Pi)

@@ -358,8 +358,8 @@ def _regexp_replace(node: exp.RegexpReplace, ctx: _Ctx) -> Value:
     bad = set(flags) - set("gi")
     if bad:
         raise _err(f'invalid regular expression option: "{sorted(bad)[0]}"', "22023", node)
-    if "i" in flags:
-        pattern = "(?i)" + pattern
+    # (?s): `.` matches a newline in PostgreSQL's regular expressions, not in RE2's default
+    pattern = ("(?is)" if "i" in flags else "(?s)") + pattern
     replacement = replacement.replace("\\&", "\\0")
     try:
         return pc.replace_substring_regex(s, pattern, replacement,

@@ -173,8 +173,12 @@ def _int_to_decimal(v: Value) -> Value:
     return v.cast(_int_as_decimal_type(v.type))
 
 
-def _supertype(types: list[pa.DataType]) -> pa.DataType | None:
-    """The common type values of `types` are compared or combined in; None if there is none."""
+def _supertype(types: list[pa.DataType], operator: bool = False) -> pa.DataType | None:
+    """The common type values of `types` are combined in (UNION, CASE, COALESCE, GREATEST,
+    IN lists, VALUES), or with `operator` compared or computed in (=, <, +); None if there
+    is none. They differ for REAL only, as in PostgreSQL: the common type of real and an
+    integer or numeric is real (numeric casts to real implicitly), while `real = numeric`
+    and `real + integer` resolve to double precision operators."""
     ts = [t for t in types if _kind(t) != "null"]
     if not ts:
         return pa.null()
@@ -184,6 +188,8 @@ def _supertype(types: list[pa.DataType]) -> pa.DataType | None:
     kinds = {_kind(t) for t in ts}
     if kinds <= set(_NUMERIC):
         if "float" in kinds:
+            if not operator and all(pa.types.is_float32(t) for t in ts if _kind(t) == "float"):
+                return pa.float32()
             return pa.float64()
         if "decimal" in kinds:
             decs = [_int_as_decimal_type(t) if _kind(t) == "int" else t for t in ts]

@@ -676,6 +676,564 @@ STATEMENTS: list[tuple[str, str]] = [
     ("err_numeric_field_overflow", "SELECT 12345.678::numeric(5,2)"),
     ("err_scalar_subquery_rows", "SELECT (SELECT id FROM emp)"),
 
+    # -- three-valued logic, round 2 --
+    ("null2_not_and_with_null", "SELECT id FROM emp WHERE NOT (dept = 'eng' AND bonus > 1000)"),
+    ("null2_de_morgan_select",
+     "SELECT id, NOT (active AND level > 1), NOT active OR level <= 1, "
+     "NOT (active OR level > 1) FROM emp"),
+    ("null2_is_not_false", "SELECT id FROM emp WHERE (bonus > 1000) IS NOT FALSE"),
+    ("null2_is_unknown",
+     "SELECT id, (bonus > 0) IS UNKNOWN, (bonus > 0) IS NOT UNKNOWN FROM emp"),
+    ("null2_not_not_in", "SELECT id FROM emp WHERE NOT (dept NOT IN ('eng', 'ops'))"),
+    ("null2_not_in_int_list_with_null",
+     "SELECT id FROM emp WHERE manager_id NOT IN (1, 2, NULL)"),
+    ("null2_in_int_list_select",
+     "SELECT id, manager_id IN (1, 2, NULL), manager_id NOT IN (1, 2, NULL) FROM emp"),
+    ("null2_in_literals",
+     "SELECT NULL IN (1, 2), NULL NOT IN (1, 2), 1 IN (NULL), 1 NOT IN (2, NULL), "
+     "1 IN (1, NULL), 1 NOT IN (1, NULL)"),
+    ("null2_case_not_comparison",
+     "SELECT id, CASE WHEN NOT (bonus > 1000) THEN 'le' WHEN bonus > 1000 THEN 'gt' "
+     "ELSE 'unknown' END FROM emp"),
+    ("null2_boolean_equality_count",
+     "SELECT count(*), count(*) FILTER (WHERE (salary > 60000) <> (bonus > 1000)) FROM emp "
+     "WHERE (salary > 60000) = (bonus > 1000)"),
+    ("null2_bool_compare_ops",
+     "SELECT id, active = true, active <> false, active IS TRUE, active IS NOT FALSE FROM emp "
+     "WHERE id IN (1, 4, 6, 8)"),
+    ("null2_null_comparisons",
+     "SELECT NULL::int IS DISTINCT FROM NULL::int, 1 IS DISTINCT FROM NULL, "
+     "NULL::int = NULL, NULL::text <> NULL, NULL::int IS NOT DISTINCT FROM 1"),
+    ("null2_between_null_bound", "SELECT id FROM emp WHERE bonus BETWEEN NULL AND 5000"),
+    ("null2_not_between_null_bound",
+     "SELECT id FROM emp WHERE NOT (bonus BETWEEN NULL AND 5000)"),
+    ("null2_is_not_true_and_not_false",
+     "SELECT id FROM emp WHERE (dept = 'eng') IS NOT TRUE AND (level > 1) IS NOT FALSE"),
+    ("null2_not_eq_empty_code", "SELECT id FROM emp WHERE NOT (code = '')"),
+    ("null2_not_like_null_name", "SELECT id FROM emp WHERE NOT (name LIKE '%a%')"),
+
+    # -- numbers and casts, round 2 --
+    ("num2_float_vs_numeric_sums",
+     "SELECT 0.1 + 0.2 = 0.3, 0.1::float8 + 0.2 = 0.3, 0.1 + 0.2::float8 = 0.3::float8, "
+     "0.1::float8 = 0.1, 2.9999999999999999999::float8 = 3"),
+    ("num2_float_text_output",
+     "SELECT (0.1::float8 + 0.2::float8)::text, 1000000000000000::float8::text, "
+     "123456789012345678::float8::text, 0.0001::float8::text, 0.00001::float8::text"),
+    ("num2_real_widening",
+     "SELECT 0.1::real::float8, 3.9::real::numeric, 0.1::real::text, 16777217::real::text"),
+    ("num2_negative_division_modulo",
+     "SELECT 7 / -2, -7 / -2, -7 % -3, -7.5 % 2, mod(-7.5, -2), -7 / 2 * 2 + -7 % 2"),
+    ("num2_round_negative_halves",
+     "SELECT round(-0.5), round(-1.5), round(-2.5::float8), round(-3.5::float8), "
+     "round(-0.5::float8), round(1.5::float8)"),
+    ("num2_round_digits_halves",
+     "SELECT round(-1.255, 2), round(1.255, 2), round(-0.005, 2), round(0.125, 2), "
+     "trunc(-0.005, 2), round(-125, -1), round(-135.5, -1)"),
+    ("num2_text_to_int_spaces_signs",
+     "SELECT '  42  '::int, '+7'::int, '-0'::int, ' -12'::bigint, '007'::smallint"),
+    ("num2_text_to_numeric_forms",
+     "SELECT '1.5e2'::numeric, '  3.25 '::numeric, '-.5'::numeric, '+5.'::numeric, "
+     "'1E-3'::numeric"),
+    ("num2_text_to_float_forms",
+     "SELECT '1e2'::float8, '-Infinity'::float8 < 0, '  1.5  '::float8, "
+     "'NaN'::float8 > 'Infinity'::float8, '-0'::float8 = 0"),
+    ("num2_float_to_int_halves",
+     "SELECT (-0.5)::float8::int, 1.5::float8::int, (-1.5)::float8::int, "
+     "1.5::float8::bigint, 2.5::float8::smallint, 2.5::real::int"),
+    ("num2_numeric_scale_casts",
+     "SELECT CAST(123.456 AS numeric(5,1)), CAST(-123.45 AS numeric(4,0)), "
+     "CAST(0.0049 AS numeric(3,2)), CAST(-0.005 AS numeric(3,2)), CAST(9.995 AS numeric(4,2))"),
+    ("num2_float_equality_quirks",
+     "SELECT 1 / 3::float8 * 3 = 1, 0.5::real = 0.5, 0.1::real = 0.1::real, "
+     "0.1::real::float8 = 0.1::float8"),
+    ("num2_big_numeric_literals",
+     "SELECT 99999999999999999999 + 1, 123456789012345678901234567890.123 * 10, "
+     "0.000000000000000000001 * 1000"),
+    ("num2_bigint_sum_past_int64",
+     "SELECT sum(x) FROM (VALUES (9223372036854775807), (1)) v(x)"),
+    ("num2_double_to_int_modulo",
+     "SELECT id, bonus::int % 3, bonus::numeric % 1 FROM emp WHERE bonus IS NOT NULL"),
+    ("num2_in_list_real_numeric", "SELECT id FROM emp WHERE rating IN (2.75, 3.9, 4)"),
+    ("num2_case_mixed_result_types",
+     "SELECT id, CASE WHEN id < 4 THEN level WHEN id < 8 THEN salary WHEN id < 12 THEN bonus "
+     "END FROM emp"),
+    ("num2_case_simple_numeric_match",
+     "SELECT CASE 1 WHEN 1.0 THEN 'match' ELSE 'no' END, "
+     "CASE 0.1::float8 + 0.2 WHEN 0.3 THEN 'eq' ELSE 'ne' END, "
+     "CASE 0.1 + 0.2 WHEN 0.3 THEN 'eq' ELSE 'ne' END"),
+    ("num2_coalesce_mixed_numeric",
+     "SELECT id, coalesce(level, rating, 0), coalesce(bonus, salary) FROM emp"),
+    ("num2_greatest_least_mixed",
+     "SELECT greatest(1, 2.5, 2), least(-1, -1.5::float8), greatest(NULL::numeric, -1), "
+     "least(1.10, 1.1)"),
+    ("num2_text_bool_forms",
+     "SELECT ' TRUE '::boolean, 'tr'::boolean, 'of'::boolean, 'n'::boolean, '1'::boolean"),
+    ("num2_in_list_date_timestamp",
+     "SELECT id FROM emp WHERE hired IN ('2015-03-01', DATE '2024-02-29', "
+     "TIMESTAMP '2019-01-10 00:00:00')"),
+    ("num2_real_vs_numeric_contexts",
+     "SELECT id, rating = 3.9, rating BETWEEN 3.9 AND 4, CASE rating WHEN 3.9 THEN 'y' "
+     "ELSE 'n' END, rating = ANY (ARRAY[3.9]) FROM emp WHERE id IN (3, 13)"),
+    ("num2_coalesce_real_numeric", "SELECT id, coalesce(rating, 3.9) = rating FROM emp "
+     "WHERE id IN (5, 13)"),
+    ("num2_float_to_numeric_digits",
+     "SELECT (0.1::float8 + 0.2::float8)::numeric, (1 / 3::float8)::numeric, "
+     "0.0000001::float8::numeric, 123456789.123456789::float8::numeric"),
+    ("num2_distinct_numeric_scales",
+     "SELECT count(DISTINCT x), count(*) FROM (VALUES (1.0), (1.00), (1), (1.10), (1.1)) v(x)"),
+    ("num2_case_guards_division",
+     "SELECT id, CASE WHEN level = 0 THEN NULL ELSE 100 / level END FROM emp"),
+    ("num2_case_guards_cast",
+     "SELECT id, CASE WHEN code ~ '^[0-9]+$' THEN code::int ELSE -1 END, "
+     "CASE WHEN code ~ '^[A-Z][0-9]+$' THEN substr(code, 2)::int END FROM emp"),
+    ("num2_case_guard_in_where",
+     "SELECT id FROM emp WHERE CASE WHEN level > 0 THEN salary / level > 30000 ELSE false END"),
+    ("num2_filter_guards_division",
+     "SELECT sum(100 / level) FILTER (WHERE level > 0), count(*) FILTER (WHERE level > 0) "
+     "FROM emp"),
+    ("num2_coalesce_short_circuit",
+     "SELECT id, coalesce(level, 100 / (level - level)) FROM emp"),
+    ("num2_nan_infinity_order",
+     "SELECT x FROM (VALUES ('NaN'::float8), (1), ('Infinity'), ('-Infinity'), (NULL)) v(x) "
+     "ORDER BY x DESC"),
+
+    # -- strings, round 2 --
+    ("str2_trailing_space_compare",
+     "SELECT 'a' = 'a ', 'a ' > 'a', length('a '), 'abc' < 'abd', '' < 'a', 'Z' < 'a'"),
+    ("str2_char_padding",
+     "SELECT 'a '::char(3) = 'a'::char(3), length('a  '::char(3)), 'ab'::char(4) || 'c', "
+     "octet_length('ab'::char(4))"),
+    ("str2_varchar_trailing_space",
+     "SELECT 'a'::varchar(5) = 'a  ', octet_length('a '::varchar(5)), "
+     "CAST('abcdef' AS varchar(3))"),
+    ("str2_order_trailing_spaces",
+     "SELECT x FROM (VALUES ('a'), ('a '), ('a  b'), ('a b'), ('A'), ('')) v(x) ORDER BY x"),
+    ("str2_greater_than_z", "SELECT id, name FROM emp WHERE name > 'Z' ORDER BY name, id"),
+    ("str2_empty_string_functions",
+     "SELECT '' IS NULL, length(''), coalesce('', 'x'), nullif('', '') IS NULL, "
+     "concat('', NULL) = '', '' || NULL IS NULL"),
+    ("str2_like_backslash_escape",
+     "SELECT '10%' LIKE '10\\%', '10x' LIKE '10\\%', 'a_c' LIKE 'a\\_c', 'abc' LIKE 'a\\_c', "
+     "'a\\b' LIKE 'a\\\\b'"),
+    ("str2_like_custom_escape",
+     "SELECT 'a%b' LIKE 'a#%b' ESCAPE '#', 'axb' LIKE 'a#%b' ESCAPE '#', "
+     "'a#b' LIKE 'a##b' ESCAPE '#', 'a_b' LIKE 'a$_b' ESCAPE '$', 'azb' LIKE 'a$_b' ESCAPE '$'"),
+    ("str2_like_edges",
+     "SELECT 'abc' LIKE 'abc%', 'abc' LIKE '%', '' LIKE '%', '' LIKE '_', NULL LIKE '%', "
+     "'ABC' LIKE 'abc', 'abc' LIKE 'ab', 'a' || chr(10) || 'b' LIKE 'a_b'"),
+    ("str2_like_column_literal_percent",
+     "SELECT id FROM emp WHERE code LIKE '%\\%%' OR code LIKE '\\_%'"),
+    ("str2_ilike_non_ascii",
+     "SELECT 'line' ILIKE 'LINE', 'ZOË' ILIKE 'zoë', 'Zoë' ILIKE 'ZOË', "
+     "'straße' ILIKE 'STRASSE', 'ÉCOLE' ILIKE 'é%'"),
+    ("str2_ilike_column_non_ascii", "SELECT id FROM emp WHERE name ILIKE '%Ë'"),
+    ("str2_case_mapping_non_ascii",
+     "SELECT upper('straße'), lower('ÀÉÎ'), upper('ﬁ'), initcap('élan vital')"),
+    ("str2_length_multibyte",
+     "SELECT length('日本語'), octet_length('日本語'), substr('日本語', 2, 1), "
+     "char_length('naïve'), position('語' in '日本語')"),
+    ("str2_non_ascii_functions",
+     "SELECT reverse('Zoë'), left('Zoë', 2), right('Zoë', 1), lpad('ë', 3, '·'), "
+     "position('ë' in 'Zoë'), rpad('Zoë', 5, 'ë')"),
+    ("str2_concat_nulls",
+     "SELECT concat('a', NULL, 'b'), 'a' || NULL || 'b', concat_ws('-', NULL, 'a', NULL, 'b'), "
+     "concat_ws(NULL, 'a', 'b'), concat(NULL)"),
+    ("str2_pipe_with_types",
+     "SELECT 'x' || 1.50, 'x' || 1.5::float8, 'x' || true, 'x' || DATE '2024-02-29', "
+     "'x' || NULL::int, 'x' || TIMESTAMP '2024-01-01 00:00:00'"),
+    ("str2_substr_negative_start",
+     "SELECT substr('hello', -3), substr('hello', -3, 5), substr('hello', 2, 0), "
+     "substring('hello' from 0), substring('hello' from -1 for 3), substring('hello' for 2)"),
+    ("str2_min_max_mapped",
+     "SELECT min(code), max(code), min(lower(name)), max(upper(name)) FROM emp"),
+    ("str2_regex_ops",
+     "SELECT 'abc' ~ 'B', 'abc' ~* 'B', 'abc' !~ 'd', 'a.c' ~ '^a\\.c$', 'abc' !~* 'A'"),
+    ("str2_varchar_vs_text_space", "SELECT id FROM emp WHERE code = 'A1 ' OR code = 'B2'"),
+    ("str2_numbers_as_text_order",
+     "SELECT x FROM (VALUES ('10'), ('9'), ('a'), ('B'), (''), ('-1')) v(x) ORDER BY x"),
+    ("str2_string_agg_null_empty",
+     "SELECT string_agg(x, ',' ORDER BY x), string_agg(x, ',' ORDER BY x DESC NULLS FIRST), "
+     "array_agg(x ORDER BY x NULLS FIRST) FROM (VALUES ('b'), (NULL), ('a'), ('')) v(x)"),
+    ("str2_like_regex_metachars",
+     "SELECT 'abc' LIKE 'a.c', 'a.c' LIKE 'a.c', 'aac' LIKE 'a+c', 'a+c' LIKE 'a+c', "
+     "'(x)' LIKE '(x)', 'abc' LIKE 'a[b]c', 'a[b]c' LIKE 'a[b]c', 'a^$' LIKE 'a^$', "
+     "'a|b' LIKE 'a|b', 'a' LIKE 'a|b'"),
+    ("str2_like_newline",
+     "SELECT 'a' || chr(10) || 'b' LIKE 'a%b', 'a' || chr(10) || 'b' LIKE 'a%', "
+     "'a' || chr(10) || 'b' ILIKE 'A_B', 'x' || chr(10) LIKE '%x%'"),
+    ("str2_regex_newline",
+     "SELECT 'a' || chr(10) || 'b' ~ 'a.b', 'x' || chr(10) || 'y' ~ '^y', "
+     "'x' || chr(10) || 'y' ~ 'x$', regexp_replace('a' || chr(10) || 'b', 'a.b', 'X')"),
+    ("str2_order_non_ascii",
+     "SELECT x FROM (VALUES ('z'), ('é'), ('e'), ('E'), ('ß'), ('Zoe'), ('Zoë')) v(x) "
+     "ORDER BY x"),
+
+    # -- aggregates, round 2 --
+    ("agg2_all_null_groups",
+     "SELECT dept, sum(bonus), avg(bonus), min(bonus), max(bonus), count(bonus), count(*) "
+     "FROM emp WHERE bonus IS NULL GROUP BY dept"),
+    ("agg2_all_null_values",
+     "SELECT sum(x), avg(x), min(x), max(x), count(x), count(*) "
+     "FROM (VALUES (NULL::int), (NULL)) v(x)"),
+    ("agg2_count_distinct_nulls",
+     "SELECT count(DISTINCT manager_id), count(manager_id), count(DISTINCT dept), "
+     "count(DISTINCT coalesce(dept, 'none')) FROM emp"),
+    ("agg2_avg_small_ints", "SELECT avg(x), sum(x) FROM (VALUES (1), (2), (2)) v(x)"),
+    ("agg2_empty_no_group_by",
+     "SELECT count(*), sum(salary), max(name), min(hired), avg(bonus) FROM emp WHERE false"),
+    ("agg2_having_no_group_by_true", "SELECT 'x' FROM emp HAVING count(*) > 5"),
+    ("agg2_having_no_group_by_on_empty",
+     "SELECT count(*) FROM emp WHERE id < 0 HAVING count(*) = 0"),
+    ("agg2_empty_group_by_having",
+     "SELECT dept, count(*) FROM emp WHERE id < 0 GROUP BY dept HAVING count(*) = 0"),
+    ("agg2_group_by_modulo_null",
+     "SELECT level % 2 AS parity, count(*), sum(salary) FROM emp GROUP BY level % 2"),
+    ("agg2_having_max_null",
+     "SELECT dept, count(*) FROM emp GROUP BY dept HAVING max(bonus) IS NULL"),
+    ("agg2_having_count_column",
+     "SELECT dept FROM emp GROUP BY dept HAVING count(bonus) < count(*)"),
+    ("agg2_distinct_aggregates",
+     "SELECT sum(DISTINCT bonus), round(avg(DISTINCT salary), 2), count(DISTINCT rating), "
+     "sum(DISTINCT level) FROM emp"),
+    ("agg2_bool_aggs_nulls",
+     "SELECT dept, bool_and(active), bool_or(NOT active), every(active IS NOT NULL) "
+     "FROM emp GROUP BY dept"),
+    ("agg2_int_sum_avg_rounded",
+     "SELECT sum(qty), count(qty), count(*), round(avg(qty), 6), "
+     "round(sum(qty * 1.0) / count(*), 6) FROM sales"),
+    ("agg2_filter_edge_cases",
+     "SELECT count(*) FILTER (WHERE bonus > 0), count(bonus) FILTER (WHERE bonus IS NULL), "
+     "sum(salary) FILTER (WHERE false), max(salary) FILTER (WHERE dept IS NULL), "
+     "min(hired) FILTER (WHERE active IS NOT TRUE) FROM emp"),
+    ("agg2_sum_avg_mixed_values", "SELECT sum(x), avg(x) FROM (VALUES (1), (2.5), (NULL)) v(x)"),
+    ("agg2_sum_of_sum_vs_sum_plus",
+     "SELECT sum(salary + bonus), sum(salary) + sum(bonus) FROM emp"),
+    ("agg2_order_by_unselected_aggregate",
+     "SELECT dept, sum(salary) FROM emp GROUP BY dept ORDER BY sum(bonus) NULLS FIRST, dept"),
+    ("agg2_group_by_case",
+     "SELECT CASE WHEN bonus IS NULL THEN 'none' WHEN bonus > 1000 THEN 'big' ELSE 'small' END "
+     "AS b, count(*), min(id) FROM emp GROUP BY 1"),
+    ("agg2_avg_bigint_exact",
+     "SELECT avg(x) FROM (VALUES (9007199254740993), (9007199254740995)) v(x)"),
+
+    # -- joins, round 2 --
+    ("join2_null_key_self_join",
+     "SELECT a.id, b.id FROM emp a JOIN emp b ON a.manager_id = b.manager_id AND a.id < b.id"),
+    ("join2_on_expression",
+     "SELECT a.id, b.id FROM emp a LEFT JOIN emp b ON a.manager_id = b.id + 1"),
+    ("join2_left_on_right_filter",
+     "SELECT e.id, d.name FROM emp e LEFT JOIN dept d ON e.dept = d.name AND d.city = 'Berlin'"),
+    ("join2_left_where_right_filter",
+     "SELECT e.id, d.name FROM emp e LEFT JOIN dept d ON e.dept = d.name "
+     "WHERE d.city = 'Berlin'"),
+    ("join2_left_on_left_filter",
+     "SELECT e.id, d.name FROM emp e LEFT JOIN dept d ON e.dept = d.name AND e.active"),
+    ("join2_left_where_right_is_null",
+     "SELECT e.id, d.name FROM emp e LEFT JOIN dept d ON e.dept = d.name "
+     "WHERE d.city IS NULL"),
+    ("join2_dept_left_emp_filtered",
+     "SELECT d.name, e.id FROM dept d LEFT JOIN emp e ON e.dept = d.name AND e.salary > 100000"),
+    ("join2_right_with_on_filter",
+     "SELECT e.id, d.name FROM emp e RIGHT JOIN dept d ON e.dept = d.name AND e.level >= 3"),
+    ("join2_full_unmatched_both",
+     "SELECT e.id, d.name FROM emp e FULL JOIN dept d ON e.dept = d.name "
+     "WHERE e.id IS NULL OR d.name IS NULL"),
+    ("join2_full_on_constant_filter",
+     "SELECT e.id, d.name FROM emp e FULL JOIN dept d ON e.dept = d.name AND d.city = 'Berlin'"),
+    ("join2_self_inequality_band",
+     "SELECT a.id, b.id FROM emp a JOIN emp b "
+     "ON a.salary < b.salary AND b.salary < a.salary + 3000"),
+    ("join2_left_inequality_count",
+     "SELECT a.id, count(b.id) FROM emp a LEFT JOIN emp b ON b.hired < a.hired GROUP BY a.id"),
+    ("join2_generate_series_left",
+     "SELECT g.n, count(e.id) FROM generate_series(0, 5) AS g(n) "
+     "LEFT JOIN emp e ON e.level = g.n GROUP BY g.n"),
+    ("join2_values_null_key",
+     "SELECT v.k, v.t, e.id FROM (VALUES (1, 'a'), (NULL, 'b'), (3, 'c')) AS v(k, t) "
+     "LEFT JOIN emp e ON e.manager_id = v.k"),
+    ("join2_date_to_timestamp_key",
+     "SELECT e.id, count(s.id) FROM emp e JOIN sales s ON s.day = e.last_login GROUP BY e.id"),
+    ("join2_or_condition",
+     "SELECT e.id, d.name FROM emp e JOIN dept d ON e.dept = d.name OR d.city IS NULL"),
+    ("join2_using_null_keys",
+     "SELECT dept, count(*) FROM emp a JOIN emp b USING (dept) GROUP BY dept"),
+    ("join2_left_on_false", "SELECT e.id, d.name FROM emp e LEFT JOIN dept d ON false "
+     "WHERE e.id < 3"),
+    ("join2_full_null_keys",
+     "SELECT a.x, b.x FROM (VALUES (1), (NULL), (2)) a(x) "
+     "FULL JOIN (VALUES (1), (NULL), (3)) b(x) ON a.x = b.x"),
+    ("join2_full_using_null_keys",
+     "SELECT x, a.t, b.t FROM (VALUES (1, 'a1'), (NULL, 'a2')) a(x, t) "
+     "FULL JOIN (VALUES (1, 'b1'), (NULL, 'b2')) b(x, t) USING (x)"),
+    ("join2_numeric_int_key_scales",
+     "SELECT a.x, b.y FROM (VALUES (1.0), (2.50)) a(x) JOIN (VALUES (1), (2.5)) b(y) "
+     "ON a.x = b.y"),
+
+    # -- subqueries, round 2 --
+    ("sub2_not_in_subquery_null_value",
+     "SELECT id FROM emp WHERE salary NOT IN (SELECT salary FROM emp WHERE dept = 'ops')"),
+    ("sub2_not_in_null_outer",
+     "SELECT id FROM emp WHERE manager_id NOT IN (SELECT id FROM emp WHERE dept = 'eng')"),
+    ("sub2_not_in_empty_subquery",
+     "SELECT id FROM emp WHERE manager_id NOT IN (SELECT id FROM emp WHERE id < 0)"),
+    ("sub2_in_empty_select_list",
+     "SELECT id, manager_id IN (SELECT id FROM emp WHERE id < 0), "
+     "manager_id NOT IN (SELECT id FROM emp WHERE id < 0) FROM emp"),
+    ("sub2_correlated_max_no_rows",
+     "SELECT id, (SELECT max(s.amount) FROM sales s WHERE s.emp_id = e.id) FROM emp e"),
+    ("sub2_correlated_limit",
+     "SELECT id, (SELECT s.amount FROM sales s WHERE s.emp_id = e.id "
+     "ORDER BY s.amount DESC, s.id LIMIT 1) FROM emp e"),
+    ("sub2_correlated_count_zero",
+     "SELECT id, coalesce((SELECT count(*) FROM sales s WHERE s.emp_id = e.id "
+     "AND s.qty IS NULL), -1) FROM emp e"),
+    ("sub2_exists_null_correlation",
+     "SELECT id FROM emp e WHERE EXISTS (SELECT 1 FROM emp m "
+     "WHERE m.id = e.manager_id AND m.dept = e.dept)"),
+    ("sub2_not_exists_null_key",
+     "SELECT id FROM emp e WHERE NOT EXISTS (SELECT 1 FROM dept d WHERE d.name = e.dept)"),
+    ("sub2_all_empty_null_outer",
+     "SELECT id FROM emp WHERE salary < ALL (SELECT salary FROM emp WHERE id < 0)"),
+    ("sub2_any_all_select_list",
+     "SELECT id, salary = ANY (SELECT salary FROM emp WHERE dept = 'ops'), "
+     "salary <> ALL (SELECT salary FROM emp WHERE dept = 'ops') FROM emp"),
+    ("sub2_all_with_null_level", "SELECT id FROM emp WHERE level >= ALL (SELECT level FROM emp)"),
+    ("sub2_any_array_null",
+     "SELECT id FROM emp WHERE bonus < ANY (ARRAY[0, NULL]::float8[])"),
+    ("sub2_all_array_null",
+     "SELECT id, level <> ALL (ARRAY[1, NULL]), level = ANY (ARRAY[1, NULL]) FROM emp"),
+    ("sub2_count_bug_zero",
+     "SELECT d.name FROM dept d WHERE (SELECT count(*) FROM emp e WHERE e.dept = d.name) = 0"),
+    ("sub2_coalesce_sum_correlated",
+     "SELECT d.name FROM dept d WHERE d.budget > "
+     "(SELECT coalesce(sum(e.salary), 0) * 5 FROM emp e WHERE e.dept = d.name)"),
+    ("sub2_nested_ctes",
+     "WITH a AS (SELECT dept, sum(salary) AS s FROM emp GROUP BY dept), "
+     "b AS (SELECT max(s) AS m FROM a), "
+     "c AS (SELECT a.dept FROM a, b WHERE a.s = b.m) SELECT * FROM c"),
+    ("sub2_cte_shadows_table", "WITH emp AS (SELECT 1 AS id) SELECT id FROM emp"),
+    ("sub2_in_null_city", "SELECT id FROM emp WHERE dept IN (SELECT name FROM dept "
+     "WHERE city IS NULL)"),
+    ("sub2_not_in_nullable_city",
+     "SELECT id FROM emp WHERE dept NOT IN (SELECT city FROM dept)"),
+    ("sub2_correlated_max_null_dept",
+     "SELECT id FROM emp e WHERE salary = (SELECT max(salary) FROM emp x "
+     "WHERE x.dept = e.dept)"),
+    ("sub2_order_by_scalar_subquery",
+     "SELECT name FROM dept d "
+     "ORDER BY (SELECT count(*) FROM emp e WHERE e.dept = d.name) DESC, name"),
+    ("sub2_correlated_not_in_nulls",
+     "SELECT id FROM emp e WHERE id NOT IN "
+     "(SELECT manager_id FROM emp m WHERE m.dept = e.dept)"),
+    ("sub2_exists_limit_zero",
+     "SELECT count(*) FROM emp WHERE EXISTS (SELECT 1 FROM sales LIMIT 0)"),
+    ("sub2_case_guards_subquery",
+     "SELECT id, CASE WHEN id < 0 THEN (SELECT id FROM emp) ELSE 0 END FROM emp WHERE id < 3"),
+
+    # -- set operations, round 2 --
+    ("set2_union_null_dedup", "SELECT manager_id FROM emp UNION SELECT NULL"),
+    ("set2_intersect_null", "SELECT manager_id FROM emp INTERSECT SELECT NULL::int"),
+    ("set2_except_keeps_null", "SELECT manager_id FROM emp EXCEPT SELECT id FROM emp "
+     "WHERE id > 2"),
+    ("set2_union_smallint_real", "SELECT level FROM emp UNION SELECT rating FROM emp"),
+    ("set2_union_all_smallint_real",
+     "SELECT count(*), count(x), sum(x) FROM (SELECT level AS x FROM emp "
+     "UNION ALL SELECT rating FROM emp) t"),
+    ("set2_union_numeric_double_one",
+     "SELECT 1 UNION SELECT 1.0 UNION SELECT 1.00::float8"),
+    ("set2_union_text_spaces_case", "SELECT 'a' UNION SELECT 'a ' UNION SELECT 'A'"),
+    ("set2_except_values_nulls",
+     "SELECT x FROM (VALUES (1), (1), (NULL), (NULL)) v(x) EXCEPT SELECT 2"),
+    ("set2_union_all_then_except",
+     "(SELECT id FROM emp WHERE id < 5 UNION ALL SELECT id FROM emp WHERE id < 3) "
+     "EXCEPT SELECT 4"),
+    ("set2_intersect_precedence", "SELECT 1 UNION SELECT 2 INTERSECT SELECT 3"),
+    ("set2_except_union_left_assoc", "SELECT 1 EXCEPT SELECT 1 UNION SELECT 1"),
+    ("set2_union_date_timestamp",
+     "SELECT hired FROM emp WHERE id = 1 UNION SELECT TIMESTAMP '2015-03-01 00:00:00'"),
+    ("set2_union_mixed_row_types",
+     "SELECT 'x' AS a, 1 AS b UNION SELECT 'x', 1.0 UNION SELECT 'x', 1::float8"),
+    ("set2_union_all_order_nulls",
+     "SELECT dept FROM emp UNION ALL SELECT NULL ORDER BY 1 NULLS FIRST"),
+    ("set2_union_real_numeric_literal",
+     "SELECT rating FROM emp WHERE id = 13 UNION SELECT 3.9"),
+    ("set2_values_mixed_types",
+     "SELECT * FROM (VALUES (1, 'a'), (2.5, NULL), (NULL, 'c')) v(n, s) ORDER BY n NULLS FIRST"),
+    ("set2_values_int_double", "SELECT x, x / 2 FROM (VALUES (1), (2.5::float8), (3)) v(x)"),
+    ("set2_values_date_timestamp",
+     "SELECT x FROM (VALUES (DATE '2024-01-01'), (TIMESTAMP '2024-01-01 12:00:00')) v(x) "
+     "ORDER BY x"),
+
+    # -- window functions, round 2 --
+    ("win2_rank_null_partition_nulls_first",
+     "SELECT id, rank() OVER (PARTITION BY dept ORDER BY bonus NULLS FIRST) FROM emp"),
+    ("win2_dense_rank_null_order",
+     "SELECT id, dense_rank() OVER (ORDER BY dept NULLS FIRST) FROM emp"),
+    ("win2_count_range_ties_nulls", "SELECT id, count(*) OVER (ORDER BY level) FROM emp"),
+    ("win2_sum_desc_range",
+     "SELECT id, sum(bonus) OVER (PARTITION BY dept ORDER BY level DESC) FROM emp"),
+    ("win2_percent_rank_desc_nulls",
+     "SELECT id, percent_rank() OVER (PARTITION BY active ORDER BY salary DESC) FROM emp"),
+    ("win2_cume_dist_nulls_first",
+     "SELECT id, cume_dist() OVER (ORDER BY hired NULLS FIRST) FROM emp"),
+    ("win2_count_partition_nullable",
+     "SELECT id, count(bonus) OVER (PARTITION BY manager_id), count(*) OVER "
+     "(PARTITION BY manager_id) FROM emp"),
+    ("win2_avg_partition_expression",
+     "SELECT id, round(avg(salary) OVER (PARTITION BY level % 2), 2) FROM emp"),
+    ("win2_rank_two_keys_nulls",
+     "SELECT id, rank() OVER (ORDER BY salary DESC NULLS LAST, bonus) FROM emp"),
+    ("win2_rank_lower_name", "SELECT id, rank() OVER (ORDER BY lower(name)) FROM emp"),
+    ("win2_dense_rank_desc_nulls_last",
+     "SELECT id, dense_rank() OVER (PARTITION BY dept ORDER BY hired DESC NULLS LAST) "
+     "FROM emp"),
+    ("win2_over_grouped_counts",
+     "SELECT dept, count(*), sum(count(*)) OVER (ORDER BY dept NULLS FIRST) "
+     "FROM emp GROUP BY dept"),
+    ("win2_named_window_ties",
+     "SELECT id, rank() OVER w, percent_rank() OVER w, cume_dist() OVER w FROM emp "
+     "WINDOW w AS (ORDER BY rating)"),
+    ("win2_sales_running_note",
+     "SELECT id, sum(qty) OVER (PARTITION BY note ORDER BY day) FROM sales"),
+    ("win2_sum_range_numeric_ties",
+     "SELECT id, sum(salary) OVER (ORDER BY salary NULLS FIRST) FROM emp"),
+
+    # -- date and time, round 2 --
+    ("dt2_timestamp_month_end",
+     "SELECT TIMESTAMP '2024-01-31 10:00' + INTERVAL '1 month', "
+     "TIMESTAMP '2023-01-31 00:00' + INTERVAL '1 month', "
+     "TIMESTAMP '2024-02-29 00:00' - INTERVAL '1 year', "
+     "TIMESTAMP '2024-02-29 00:00' + INTERVAL '4 years'"),
+    ("dt2_timestamp_month_chain",
+     "SELECT TIMESTAMP '2024-03-31 00:00' - INTERVAL '1 month', "
+     "TIMESTAMP '2024-01-31' + INTERVAL '1 month' + INTERVAL '1 month', "
+     "TIMESTAMP '2024-01-31' + INTERVAL '2 months'"),
+    ("dt2_date_differences",
+     "SELECT DATE '2024-03-01' - DATE '2024-02-01', DATE '2023-03-01' - DATE '2023-02-01', "
+     "DATE '2025-01-01' - DATE '2024-01-01', DATE '2000-03-01' - DATE '2000-02-28', "
+     "DATE '1900-03-01' - DATE '1900-02-28'"),
+    ("dt2_epoch_before_1970",
+     "SELECT extract(epoch from DATE '1969-12-31'), "
+     "extract(epoch from TIMESTAMP '1960-01-01 00:00:01'), extract(epoch from DATE '1970-01-01')"),
+    ("dt2_dow_sunday",
+     "SELECT extract(dow from DATE '2024-06-02'), extract(isodow from DATE '2024-06-02'), "
+     "extract(dow from DATE '2024-06-03'), to_char(DATE '2024-06-02', 'D ID')"),
+    ("dt2_week_of_jan_first",
+     "SELECT extract(week from DATE '2021-01-01'), extract(week from DATE '2024-01-01'), "
+     "extract(week from DATE '2020-12-31'), extract(isoyear from DATE '2021-01-01'), "
+     "extract(year from DATE '2021-01-01')"),
+    ("dt2_week_year_end",
+     "SELECT extract(week from DATE '2018-12-31'), extract(isoyear from DATE '2018-12-31'), "
+     "extract(doy from DATE '2024-12-31'), extract(doy from DATE '2023-12-31')"),
+    ("dt2_fractional_seconds",
+     "SELECT extract(second from TIMESTAMP '2024-06-01 10:00:05.25'), "
+     "extract(milliseconds from TIMESTAMP '2024-06-01 10:00:05.25'), "
+     "extract(microseconds from TIMESTAMP '2024-06-01 10:00:05.25')"),
+    ("dt2_interval_comparisons",
+     "SELECT INTERVAL '1 day' = INTERVAL '24 hours', INTERVAL '1 month' = INTERVAL '30 days', "
+     "INTERVAL '1 year' > INTERVAL '360 days', INTERVAL '1 year' = INTERVAL '12 months', "
+     "INTERVAL '36 hours' > INTERVAL '1 day 11 hours'"),
+    ("dt2_time_of_day_filter",
+     "SELECT id FROM emp WHERE last_login - last_login::date > INTERVAL '12 hours'"),
+    ("dt2_timestamp_le_date", "SELECT id FROM emp WHERE last_login <= DATE '2024-06-01'"),
+    ("dt2_timestamp_between_dates",
+     "SELECT id FROM emp WHERE last_login BETWEEN '2024-06-01' AND '2024-06-02'"),
+    ("dt2_between_symmetric",
+     "SELECT id FROM emp WHERE salary BETWEEN SYMMETRIC 100000 AND 60000"),
+    ("dt2_not_between_reversed_dates",
+     "SELECT id FROM emp WHERE hired NOT BETWEEN '2020-01-01' AND '2015-01-01'"),
+    ("dt2_date_trunc_boundaries",
+     "SELECT date_trunc('week', TIMESTAMP '2024-06-02 12:00'), "
+     "date_trunc('week', TIMESTAMP '2024-01-01 00:00'), "
+     "date_trunc('month', TIMESTAMP '2024-02-29 23:59:59.999'), "
+     "date_trunc('week', TIMESTAMP '2021-01-01 00:00')"),
+    ("dt2_timestamp_differences",
+     "SELECT TIMESTAMP '2024-02-29 12:00' - TIMESTAMP '2023-02-28 12:00', "
+     "TIMESTAMP '2024-03-01' - TIMESTAMP '2024-02-28', "
+     "TIMESTAMP '2024-01-01 00:00' - TIMESTAMP '2024-01-01 00:00:01'"),
+    ("dt2_date_plus_days_leap",
+     "SELECT DATE '2024-02-29' + 365, DATE '2023-03-01' - 1, DATE '2100-02-28' + 1, "
+     "DATE '2000-02-28' + 1, 1 + DATE '2024-12-31'"),
+    ("dt2_date_timestamp_compare",
+     "SELECT DATE '2024-02-29' = TIMESTAMP '2024-02-29 00:00:00', "
+     "DATE '2024-02-29' < TIMESTAMP '2024-02-29 00:00:01', "
+     "DATE '2024-03-01' > TIMESTAMP '2024-02-29 23:59:59', '2024-02-29'::date + 1 = "
+     "'2024-03-01'::date"),
+    ("dt2_epoch_values",
+     "SELECT extract(epoch from TIMESTAMP '2024-02-29 12:34:56.5'), "
+     "extract(epoch from INTERVAL '1 month'), extract(epoch from INTERVAL '1 year'), "
+     "extract(epoch from INTERVAL '-1 day 2 hours')"),
+    ("dt2_interval_scaling",
+     "SELECT INTERVAL '1 day' * 1.5, INTERVAL '1 month' / 2, INTERVAL '90 minutes' * 2, "
+     "2 * INTERVAL '1 hour'"),
+    ("dt2_generate_series_days",
+     "SELECT count(*), min(g), max(g) FROM generate_series(TIMESTAMP '2024-02-01', "
+     "TIMESTAMP '2024-03-01', INTERVAL '1 day') AS g"),
+    ("dt2_generate_series_month_end",
+     "SELECT g FROM generate_series(TIMESTAMP '2024-01-31', TIMESTAMP '2024-06-30', "
+     "INTERVAL '1 month') AS g ORDER BY g"),
+    ("dt2_timestamp_to_date_compare",
+     "SELECT id FROM emp WHERE last_login::date = hired"),
+    ("dt2_interval_sum_avg",
+     "SELECT sum(last_login - TIMESTAMP '2024-01-01'), count(*) FROM emp "
+     "WHERE last_login >= '2024-01-01'"),
+    ("dt2_case_date_timestamp",
+     "SELECT id, CASE WHEN id = 1 THEN hired ELSE last_login END FROM emp WHERE id IN (1, 2)"),
+    ("dt2_fraction_rounding",
+     "SELECT TIMESTAMP '2024-01-01 00:00:00.1234567', TIMESTAMP '2024-01-01 23:59:59.9999999', "
+     "'2024-01-01 24:00:00'::timestamp"),
+
+    # -- ordering, LIMIT and OFFSET, round 2 --
+    ("order2_three_keys_mixed",
+     "SELECT id, dept, level FROM emp ORDER BY dept DESC NULLS LAST, level NULLS FIRST, id DESC"),
+    ("order2_desc_default_nulls", "SELECT id, bonus FROM emp ORDER BY bonus DESC, id"),
+    ("order2_nulls_first_then_desc_last",
+     "SELECT id FROM emp ORDER BY manager_id NULLS FIRST, hired DESC NULLS LAST, id"),
+    ("order2_expression_not_selected",
+     "SELECT name FROM emp ORDER BY salary - coalesce(bonus, 0) DESC NULLS LAST, id"),
+    ("order2_length_then_value",
+     "SELECT id, code FROM emp ORDER BY length(code) DESC NULLS LAST, code, id"),
+    ("order2_distinct_two_columns", "SELECT DISTINCT active, level FROM emp ORDER BY 1, 2"),
+    ("order2_limit_zero", "SELECT id FROM emp ORDER BY id LIMIT 0"),
+    ("order2_offset_past_end", "SELECT id FROM emp ORDER BY id OFFSET 20"),
+    ("order2_limit_past_end", "SELECT id FROM emp ORDER BY id LIMIT 5 OFFSET 14"),
+    ("order2_limit_null", "SELECT id FROM emp ORDER BY id DESC LIMIT NULL OFFSET 0"),
+    ("order2_limit_real_ties",
+     "SELECT id, rating FROM emp ORDER BY rating DESC NULLS LAST, id LIMIT 5"),
+    ("order2_count_then_dept_desc",
+     "SELECT dept, count(*) AS n FROM emp GROUP BY dept ORDER BY n, dept DESC"),
+    ("order2_values_text_nulls",
+     "SELECT * FROM (VALUES (1, 'b'), (2, NULL), (3, 'a'), (4, '')) v(n, s) ORDER BY s DESC, n"),
+    ("order2_values_numeric",
+     "SELECT x FROM (VALUES (1.5), (-0.5), (1), (10), (NULL), (-10)) v(x) ORDER BY x"),
+    ("order2_subquery_limit_outer_order",
+     "SELECT id FROM (SELECT id FROM emp ORDER BY salary DESC NULLS LAST, id LIMIT 5) t "
+     "ORDER BY id"),
+
+    # -- errors, round 2 --
+    ("err2_int_min_div_minus_one", "SELECT (-2147483648)::int / (-1)::int"),
+    ("err2_smallint_overflow", "SELECT 32767::smallint + 1::smallint"),
+    ("err2_text_exponent_to_int", "SELECT '1e3'::int"),
+    ("err2_empty_to_numeric", "SELECT ''::numeric"),
+    ("err2_negative_substr_length", "SELECT substr('hello', 2, -1)"),
+    ("err2_group_by_text_constant", "SELECT count(*) FROM emp GROUP BY 'x'"),
+    ("err2_min_boolean", "SELECT min(active) FROM emp"),
+    ("err2_union_int_text", "SELECT 1 UNION SELECT 'a'"),
+    ("err2_like_bad_escape", "SELECT 'a' LIKE 'a' ESCAPE 'ab'"),
+    ("err2_scalar_subquery_two_rows",
+     "SELECT id, (SELECT manager_id FROM emp WHERE dept = 'ops') FROM emp"),
+    ("err2_numeric_modulo_zero", "SELECT 1.5 % 0"),
+    ("err2_in_subquery_type_mismatch",
+     "SELECT id FROM emp WHERE salary IN (SELECT name FROM dept)"),
+    ("err2_negative_power_fraction", "SELECT (-8.0) ^ 0.5"),
+    ("err2_ln_zero", "SELECT ln(0)"),
+    ("err2_negative_limit", "SELECT id FROM emp ORDER BY id LIMIT -1"),
+    ("err2_ambiguous_bool_text", "SELECT 'o'::boolean"),
+    ("err2_like_ends_with_escape", "SELECT 'a\\' LIKE 'a\\'"),
+    ("err2_float_overflow", "SELECT 1e308::float8 * 10"),
+    ("err2_numeric_round_overflow", "SELECT CAST(9.995 AS numeric(3,2))"),
+    ("err2_numeric_to_int_rounds_over", "SELECT 2147483647.5::int"),
+
     # -- writes (state changes; order matters) --
     ("dml_insert_one",
      "INSERT INTO emp (id, name, dept, salary, hired, active) "
