@@ -218,6 +218,8 @@ class SubqueryBinding:
     def in_subquery(self, c: exp.In, node, scope, ctes, negated: bool) -> L.Node:
         q = c.args["query"]
         sel = q.this if isinstance(q, exp.Subquery) else q
+        if isinstance(c.this, exp.Tuple):
+            return self._row_in_subquery(c, sel, node, scope, ctes, negated)
         lhs = self.expr(c.this, scope)
         if isinstance(sel, exp.Select):
             _local, corr = self._split_correlated(sel)
@@ -237,6 +239,23 @@ class SubqueryBinding:
             raise SqlError("subquery has too many columns", "42601", position(self.sql, sel))
         return L.Join(node, sub, "anti" if negated else "semi", [lhs], [keycol(keys[0])],
                       null_aware=negated)
+
+    def _row_in_subquery(self, c: exp.In, sel, node, scope, ctes, negated: bool) -> L.Node:
+        """`(a, b) IN (SELECT x, y ...)`, a WHERE conjunct: a semi join on every column (a
+        NULL never matches, and a row that is not TRUE is dropped either way). NOT IN with
+        a row (NULL-aware over several columns) and a correlated subquery: 0A000."""
+        items = c.this.expressions
+        if negated or (isinstance(sel, exp.Select) and self._split_correlated(sel)[1]) or \
+                (not isinstance(sel, exp.Select) and _outer_refs(sel)):
+            raise FeatureNotSupported("a row of several columns IN a subquery is supported "
+                                      "for uncorrelated IN only (not NOT IN)",
+                                      position=position(self.sql, c))
+        sub, _names, keys = self.query(sel, scope, ctes)
+        if len(keys) != len(items):
+            raise SqlError("subquery has too " + ("many" if len(keys) > len(items) else "few")
+                           + " columns", "42601", position(self.sql, sel))
+        return L.Join(node, sub, "semi", [self.expr(i, scope) for i in items],
+                      [keycol(k) for k in keys])
 
     def expr_with_subqueries(self, e: exp.Expression, node: L.Node, scope: Scope, ctes
                              ) -> tuple[exp.Expression, L.Node]:

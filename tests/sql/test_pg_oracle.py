@@ -37,7 +37,6 @@ DEVIATIONS: dict[str, str] = {
                      "sub_recursive_manager_chain", "sub_recursive_dates",
                      "sub_lateral_top_sale", "sub_lateral_left_count",
                      "join2_full_on_constant_filter"], _REFUSED),
-    "sub_in_row_value": "a row IN (subquery) is refused (42601)",
     "err_round_double_digits": "round(double precision, n) is accepted (PostgreSQL: 42883)",
     "err_int_overflow": "integer literals are bigint: 2147483647 + 1 is 2147483648",
     "err2_int_min_div_minus_one": _BIGINT, "err2_smallint_overflow": _BIGINT,

@@ -1248,3 +1248,15 @@ def test_tricky_semantics_the_second_oracle_corpus_found(con):
                         "'2024-01-02', INTERVAL '0 days') AS s(g)", "22023")):
         e = err(con, sql)
         assert e.sqlstate == state and "decimal128" not in str(e), (sql, e)
+
+
+def test_row_in_subquery_is_a_semi_join_on_every_column(con):
+    """`(a, b) IN (SELECT x, y ...)` was 42601 ("subquery has too many columns"); a WHERE
+    conjunct now joins on both columns, NULLs never matching (found by the PostgreSQL
+    oracle). Rows of t: (a, b, c) = (1, 5, 10), (2, 6, 20), (3, NULL, 30), (4, 5, 10)."""
+    assert rows(con, "SELECT a FROM t WHERE (b, c) IN (SELECT b, max(c) FROM t GROUP BY b) "
+                     "ORDER BY a") == [(1,), (2,), (4,)]
+    assert rows(con, "SELECT a FROM t WHERE (b, c) IN (SELECT 5, 10 UNION SELECT NULL, 30) "
+                     "AND a > 1") == [(4,)]
+    assert err(con, "SELECT a FROM t WHERE (b, c) IN (SELECT 1, 2, 3)").sqlstate == "42601"
+    assert err(con, "SELECT a FROM t WHERE (b, c) NOT IN (SELECT 1, 2)").sqlstate == "0A000"
