@@ -461,8 +461,11 @@ def _column_values(col, name: str) -> list:
 
 
 def _interval_values(col) -> list:
-    """INTERVAL values as datetime.timedelta, a month counted as 30 days (as psycopg
-    returns them), not pyarrow's MonthDayNano tuples."""
+    """INTERVAL values as datetime.timedelta, a year counted as 365 days and a month as 30
+    (as psycopg reads PostgreSQL's '9 years 3 mons'), not pyarrow's MonthDayNano tuples."""
+    def days(months: int) -> int:
+        years = int(months / 12)                  # toward zero, as the text's fields are
+        return years * 365 + (months - 12 * years) * 30
     return [None if v is None else _dt.timedelta(
-        days=v.months * 30 + v.days, microseconds=v.nanoseconds // 1000)
+        days=days(v.months) + v.days, microseconds=v.nanoseconds // 1000)
         for v in col.to_pylist()]   # a loop per value: interval result columns are rare

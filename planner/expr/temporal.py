@@ -416,3 +416,70 @@ def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
 
 
 _ANONYMOUS["make_date"] = _make_date
+
+
+def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
+    """age(a, b) and age(a) (= age(current_date, a)): a - b as years, months and days, the
+    way PostgreSQL's timestamp_age subtracts field by field and borrows (a day borrowed
+    from the month of the earlier timestamp), as an interval; vectorised over numpy."""
+    args = [_eval(e, ctx) for e in node.expressions]
+    if len(args) == 1:
+        args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), _TS),
+                args[0]]
+    if len(args) != 2 or any(_kind(v.type) not in ("date", "timestamp", "null") for v in args):
+        raise _err("function age(" + ", ".join(_pg_name(v.type) for v in args)
+                   + ") does not exist", "42883", node)
+    if any(_kind(v.type) == "null" for v in args):
+        return _null_of(_INTERVAL)
+    scalar = all(isinstance(v, pa.Scalar) for v in args)
+    n = 1 if scalar else max(len(v) for v in args if not isinstance(v, pa.Scalar))
+    cols = []
+    valid = np.ones(n, dtype=bool)
+    for v in args:
+        a = pa.array([v.as_py()] * n, v.type) if isinstance(v, pa.Scalar) else v
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        a = a.cast(_TS) if _kind(a.type) == "date" else a
+        valid &= a.is_valid().to_numpy(zero_copy_only=False)
+        a = pc.fill_null(a, pa.scalar(0, _TS))
+        cols.append({f: getattr(pc, f)(a).to_numpy().astype(np.int64)
+                     for f in ("year", "month", "day", "hour", "minute", "second")}
+                    | {"us": pc.add(pc.multiply(pc.millisecond(a), 1000),
+                                    pc.microsecond(a)).to_numpy().astype(np.int64),
+                       "t": a.cast(pa.int64()).to_numpy()})
+    t1, t2 = cols
+    flip = t1["t"] < t2["t"]
+    sign = np.where(flip, -1, 1)
+    d = {f: sign * (t1[f] - t2[f]) for f in ("year", "month", "day", "hour", "minute",
+                                             "second", "us")}
+    for low, high, size in (("us", "second", 1_000_000), ("second", "minute", 60),
+                            ("minute", "hour", 60), ("hour", "day", 24)):
+        borrow = d[low] < 0
+        d[low] = np.where(borrow, d[low] + size, d[low])
+        d[high] = np.where(borrow, d[high] - 1, d[high])
+    # days borrow from the month of the earlier timestamp (tm1 when flipped, else tm2)
+    ey = np.where(flip, t1["year"], t2["year"])
+    em = np.where(flip, t1["month"], t2["month"])
+    first = ((ey - 1970) * 12 + em - 1).astype("datetime64[M]")
+    length = ((first + 1).astype("datetime64[D]") - first.astype("datetime64[D]")).astype(
+        np.int64)
+    for _ in range(2):                       # at most twice: a day difference is > -31
+        borrow = d["day"] < 0
+        d["day"] = np.where(borrow, d["day"] + length, d["day"])
+        d["month"] = np.where(borrow, d["month"] - 1, d["month"])
+    borrow = d["month"] < 0
+    d["month"] = np.where(borrow, d["month"] + 12, d["month"])
+    d["year"] = np.where(borrow, d["year"] - 1, d["year"])
+    months = sign * (d["year"] * 12 + d["month"])
+    days = sign * d["day"]
+    nanos = sign * ((((d["hour"] * 60) + d["minute"]) * 60 + d["second"]) * 1_000_000
+                    + d["us"]) * 1000
+    raw = np.zeros(n, dtype=[("m", "<i4"), ("d", "<i4"), ("ns", "<i8")])
+    raw["m"], raw["d"], raw["ns"] = months, days, nanos
+    mask = None if valid.all() else pa.array(valid).buffers()[1]
+    out = pa.Array.from_buffers(_INTERVAL, n, [mask, pa.py_buffer(raw.tobytes())],
+                                null_count=-1 if mask is not None else 0)
+    return out[0] if scalar else out
+
+
+_ANONYMOUS["age"] = _age

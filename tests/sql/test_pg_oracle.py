@@ -31,7 +31,7 @@ DEVIATIONS: dict[str, str] = {
     "agg_avg_numeric": _SCALE, "agg2_avg_small_ints": _SCALE,
     "dt_date_trunc_date_argument": _DATE_PLUS, "dt_date_plus_interval": _DATE_PLUS,
     "dt_month_end_interval": _DATE_PLUS,
-    **dict.fromkeys(["dt_age_interval", "dt_age_years", "dt2_interval_sum_avg"], _NO_FUNC),
+    "dt2_interval_sum_avg": _NO_FUNC,
     **dict.fromkeys(["agg_percentile", "agg_rollup", "agg_cube_grouping", "agg_grouping_sets",
                      "win_range_interval", "sub_recursive_series",
                      "sub_recursive_manager_chain", "sub_recursive_dates",

@@ -1260,3 +1260,22 @@ def test_row_in_subquery_is_a_semi_join_on_every_column(con):
                      "AND a > 1") == [(4,)]
     assert err(con, "SELECT a FROM t WHERE (b, c) IN (SELECT 1, 2, 3)").sqlstate == "42601"
     assert err(con, "SELECT a FROM t WHERE (b, c) NOT IN (SELECT 1, 2)").sqlstate == "0A000"
+
+
+def test_age_subtracts_field_by_field(con):
+    """age(a, b) did not exist (42883); it is PostgreSQL's symbolic difference (years,
+    months, days: a day borrowed from the earlier month), and the DB-API reads a year as
+    365 days and a month as 30, as psycopg reads '9 years 3 mons' (it counted 360)."""
+    assert rows(con, "SELECT age(TIMESTAMP '2024-06-01', TIMESTAMP '2015-03-01'), "
+                     "age(TIMESTAMP '2024-03-01', TIMESTAMP '2024-01-31'), "
+                     "age(TIMESTAMP '2024-01-31', TIMESTAMP '2024-03-01'), "
+                     "extract(year FROM age(TIMESTAMP '2024-06-01', TIMESTAMP '2020-06-02')), "
+                     "age(TIMESTAMP '2024-06-01 10:00', TIMESTAMP '2024-05-31 12:30:15.5'), "
+                     "age(NULL::timestamp, TIMESTAMP '2024-01-01')") == [
+        (dt.timedelta(days=9 * 365 + 90), dt.timedelta(days=31), dt.timedelta(days=-31), 3,
+         dt.timedelta(hours=21, minutes=29, seconds=44, microseconds=500000), None)]
+    assert rows(con, "SELECT age(make_date(2024, a, 1), DATE '2023-12-15') FROM t "
+                     "ORDER BY a") == [(dt.timedelta(days=17),), (dt.timedelta(days=30 + 17),),
+                                       (dt.timedelta(days=60 + 17),),
+                                       (dt.timedelta(days=90 + 17),)]
+    assert err(con, "SELECT age(1)").sqlstate == "42883"
