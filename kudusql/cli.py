@@ -18,7 +18,6 @@ registered in `_parser()`.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 
@@ -26,8 +25,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from engine.errors import EngineError
     from wire.server import ConfigError, ServerConfig, serve
 
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from kudusql import logs
+    logs.configure(args.verbose)
     config = ServerConfig(host=args.host, port=args.port, auth=args.auth,
                           max_connections=args.max_connections, tls_cert=args.tls_cert,
                           tls_key=args.tls_key, require_tls=args.require_tls,

@@ -102,10 +102,8 @@ def _wait_for_signal() -> None:
 
 
 def _logging(args) -> None:
-    import logging
-    logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False)
-                        else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from kudusql import logs
+    logs.configure(getattr(args, "verbose", False))
 
 
 # -- server processes -------------------------------------------------------------------------

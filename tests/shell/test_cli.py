@@ -150,3 +150,20 @@ def test_syntax_errors_in_postgres_words_with_caret_and_hint(capsys, data_dir):
                          "CREATE TABLE t9 (a INT PRIMARY KEY) PARTITION BY foo")
     assert 'syntax error at or near "foo"' in err and "HINT:  Expected HASH or RANGE" in err
     assert "sqlglot" not in err and "<class" not in err
+
+
+def test_server_logging_leaves_out_sqlglot_chatter():
+    """`kudusql serve` logged sqlglot's INFO "Applying array index offset (-1)" for every
+    statement that indexes an array; a long wire fuzz run filled a 64 KiB stderr pipe with
+    it. sqlglot's own messages stay at WARNING unless --verbose."""
+    import logging
+
+    from kudusql import logs
+    sqlglot_log = logging.getLogger("sqlglot")
+    before = sqlglot_log.level
+    try:
+        logs.configure(verbose=False)
+        assert not sqlglot_log.isEnabledFor(logging.INFO)
+        assert sqlglot_log.isEnabledFor(logging.WARNING)
+    finally:
+        sqlglot_log.setLevel(before)

@@ -63,9 +63,12 @@ def kudusql_server(timeout: float = 60.0):
     if it does not stop) on exit."""
     data = tempfile.mkdtemp(prefix="kudusql-wirefuzz-")
     port = free_port()
+    # the log goes to a file: a pipe nobody reads fills up (64 KiB) and the server blocks
+    # in its next log write - a long run hung after 32,200 queries that way
+    log = open(os.path.join(data, "server.log"), "w+b")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kudusql", "serve", "--data-dir", data, "--host", "127.0.0.1",
-         "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "kudusql", "serve", "--data-dir", os.path.join(data, "db"),
+         "--host", "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__))))))
@@ -73,7 +76,8 @@ def kudusql_server(timeout: float = 60.0):
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError("kudusql serve exited: " + proc.stderr.read().decode())
+                log.seek(0)
+                raise RuntimeError("kudusql serve exited: " + log.read().decode())
             try:
                 with psycopg.connect(f"host=127.0.0.1 port={port} user=kudusql dbname=kudusql",
                                      connect_timeout=2):
@@ -90,7 +94,7 @@ def kudusql_server(timeout: float = 60.0):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-        proc.stderr.close()
+        log.close()
         shutil.rmtree(data, ignore_errors=True)
 
 
