@@ -247,7 +247,7 @@ class SetOp(Node):
 class Output:
     """The root: a plan plus the user-visible column names of its (ordered) keys. `utc`:
     positions of columns that are `now()` / `current_timestamp` as written, returned as
-    timestamp with time zone (UTC) as PostgreSQL types them (see statement.with_utc)."""
+    timestamp with time zone (UTC) as PostgreSQL types them (see planner.query.with_utc)."""
     plan: Node
     names: list[str]
     keys: list[str]

@@ -2,16 +2,10 @@
 
     execute(catalog, ast, sql, params) -> StatementResult
 
-- SELECT / set operations / VALUES: bind (planner.binder) -> optimize (planner.rules) ->
-  execute (planner.executor).
+- SELECT / set operations / VALUES: planner.query (bind -> optimize -> execute).
 - INSERT [ON CONFLICT DO NOTHING], UPSERT (`upsert=True`: the session passes it for the
-  dialect's KuduUpsert node), UPDATE ... WHERE, DELETE ... WHERE: Kudu semantics. The rows are computed first
-  (VALUES or a query; UPDATE/DELETE scan the table for the keys that match), then written as
-  one op per tablet; every row is applied on its own. Rows that fail are reported in
-  `StatementResult.row_errors` (1-based ordinal in the statement, SQLSTATE, key) while the
-  other rows stay applied; `rowcount` counts the applied rows. INSERT ... ON CONFLICT DO
-  NOTHING drops the duplicate-key failures. A row whose key vanished between UPDATE/DELETE's
-  scan and its write (a concurrent DELETE) is simply not counted.
+  dialect's KuduUpsert node), UPDATE ... WHERE, DELETE ... WHERE: planner.dml (Kudu
+  semantics: each row applied on its own, failures reported per row).
 - EXPLAIN [ANALYZE] <query>: the optimized plan tree (pushed predicates, projected columns,
   pruned tablets); ANALYZE runs it and adds rows and time per operator and the scans'
   statistics (rows skipped by zone maps and lazy materialization). The session passes
@@ -21,8 +15,6 @@
   and adds `Rows written: N` (`_write_plan`).
 - PREPARE / EXECUTE (the session keeps the names): `prepare` checks a PREPARE and returns
   its `PreparedSql`; `execute_arguments` casts EXECUTE's values to the parameter types.
-- `now()` / `current_timestamp` as a query's own result columns are timestamp with time
-  zone (`with_utc`); inside expressions timestamps have none (UTC).
 - Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility; a
   statement kind nobody runs is 0A000 `VACUUM is not supported`.
 """
@@ -36,95 +28,18 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from engine.types import sql_literal
 from planner import logical as L
-from planner.binder import Binder, position
+from planner.binder import position
 from planner.commands import KuduUpsert
-from planner.dialect import KuduNow, KuduSQL
-from planner.ddl import declared_columns
+from planner.dialect import KuduSQL
+from planner.dml import (apply_delete, apply_update, delete, insert, insert_columns,
+                         insert_rows, insert_source, insert_target, matching_query,
+                         row_failures, update, update_assignments, write_target)
 from planner.errors import FeatureNotSupported, SqlError
-from planner.expr import sql_type
 from planner.executor import Executor
-from planner.result import RowFailure, StatementResult
+from planner.query import QUERY_TYPES, plan_query, run_query, run_select, with_utc
+from planner.result import StatementResult
 from planner.rules import optimize
-
-QUERY_TYPES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
-
-
-def plan_query(catalog, ast: exp.Expression, sql: str, params=None, cache=None
-               ) -> L.Output:
-    out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(ast)
-    out = dataclasses.replace(out, utc=_now_columns(ast))
-    if cache is not None and params:
-        cache.store(catalog, sql, params, out)
-    return _optimize(out, catalog)
-
-
-def subquery_runner(catalog):
-    """The binder's SubqueryRunner (planner.binder.common): optimize a bound plan (unless
-    `rules=False`) and execute it with a fresh Executor over `catalog`."""
-    def run(plan: L.Output, *, rules: bool = True, schema_only: bool = False) -> pa.Table:
-        if rules:
-            plan = optimize(plan, catalog)
-        return Executor(catalog, schema_only=schema_only).run_output(plan)
-    return run
-
-
-def _optimize(out: L.Output, catalog) -> L.Output:
-    o = optimize(out, catalog)
-    return o if o.utc == out.utc else dataclasses.replace(o, utc=out.utc)
-
-
-
-
-def _now_columns(ast: exp.Expression) -> tuple[int, ...]:
-    """Result positions that are `now()` / `current_timestamp` themselves: PostgreSQL types
-    them timestamp with time zone. Inside expressions the engine's timestamps stay
-    without a time zone (UTC), so only these top-level columns change type."""
-    if not isinstance(ast, exp.Select):
-        return ()
-    return tuple(i for i, e in enumerate(ast.expressions)
-                 if type(e.unalias()) in (exp.CurrentTimestamp, KuduNow))
-
-
-def with_utc(t, utc: tuple[int, ...]):
-    """A result table (or batch, or schema) with the `utc` columns as timestamp[us, UTC]."""
-    if not utc:
-        return t
-    tz = pa.timestamp("us", tz="UTC")
-    if isinstance(t, pa.Schema):
-        return pa.schema([f.with_type(tz) if i in utc and pa.types.is_timestamp(f.type)
-                          else f for i, f in enumerate(t)])
-    cols = [c.cast(tz) if i in utc and pa.types.is_timestamp(c.type) else c
-            for i, c in enumerate(t.columns)]
-    return type(t).from_arrays(cols, names=t.schema.names)
-
-
-def run_query(catalog, ast, sql, params=None, check_cancel=None) -> pa.Table:
-    out = plan_query(catalog, ast, sql, params)
-    return Executor(catalog, check_cancel=check_cancel).run_output(out)
-
-
-def run_select(catalog, out: L.Output, stream: bool, check_cancel=None) -> StatementResult:
-    """Execute an optimized query plan: the whole table, or with `stream` a streamed result
-    (see StatementResult.stream) whose first batch is computed here - the scan starts and
-    takes its snapshot now; later execution errors arise while the stream is consumed."""
-    ex = Executor(catalog, check_cancel=check_cancel)
-    if not stream:
-        return StatementResult.rows("SELECT", with_utc(ex.run_output(out), out.utc))
-    gen = ex.stream_output(out)
-    first = with_utc(next(gen), out.utc)
-
-    def rows():
-        yield first
-        for batch in gen:
-            yield with_utc(batch, out.utc)
-    return StatementResult("SELECT", rowcount=-1, stream=rows(), schema=first.schema)
-
-
-def run_cached(catalog, out: L.Output, stream: bool, check_cancel=None) -> StatementResult:
-    """A plan from planner.plan_cache (parameters already substituted, rules not yet run)."""
-    return run_select(catalog, _optimize(out, catalog), stream, check_cancel)
 
 
 def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = None, *,
@@ -154,6 +69,7 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
     what = str(ast.this).split()[0].upper() if isinstance(ast, exp.Command) and ast.this \
         else (sql.split(None, 1) or [ast.key])[0].upper()
     raise FeatureNotSupported(f"{what} is not supported", position=position(sql, ast))
+
 
 
 # -- SQL-level PREPARE / EXECUTE (the session keeps the PreparedSql by name) ------------------
@@ -193,7 +109,7 @@ def prepare(catalog, ast, sql: str, name: str) -> PreparedSql:
         params = [pa.scalar(None, t if t is not None else pa.null()) for t in types]
         Executor(catalog, schema_only=True).run_output(plan_query(catalog, inner, sql, params))
     else:
-        _target(catalog, inner, sql)           # the table exists
+        write_target(catalog, inner, sql)           # the table exists
     names = tuple(_pg_name(t) if t is not None else "text" for t in types)
     return PreparedSql(name, ast.args["text"], types, names,
                        _dt.datetime.now(_dt.timezone.utc), sql.strip().rstrip(";"))
@@ -373,23 +289,23 @@ def _write_plan(catalog, ast, sql, params):
     if isinstance(ast, exp.Insert):
         upsert = isinstance(ast, KuduUpsert)
         target = insert_target(catalog, ast, sql)
-        out = plan_query(catalog, _source(ast, target), sql, params)
+        out = plan_query(catalog, insert_source(ast, target), sql, params)
         # the statement's shape errors before anything runs (PostgreSQL's EXPLAIN has them)
         out = dataclasses.replace(out, names=insert_columns(target, len(out.names), sql,
                                                             ast.expression))
         verb = "Upsert" if upsert else "Insert"
         return (f"{verb} on {target.name}", out,
                 lambda rows: insert_rows(target, rows, upsert, sql, ast.expression))
-    tnode, table = _target(catalog, ast, sql)
+    tnode, table = write_target(catalog, ast, sql)
     if isinstance(ast, exp.Update):
-        names, values = _assignments(ast, sql, tnode, table.schema)
-        out = optimize(_matching_query(catalog, ast, sql, params, tnode, values), catalog)
+        names, values = update_assignments(ast, sql, tnode, table.schema)
+        out = optimize(matching_query(catalog, ast, sql, params, tnode, values), catalog)
         # shown as the key columns and the new values of the SET columns
         out = dataclasses.replace(out, names=table.schema.key_names + names)
         return (f"Update on {tnode.name} (SET {', '.join(names)})", out,
-                lambda rows: _apply_update(table, tnode, names, rows))
-    out = optimize(_matching_query(catalog, ast, sql, params, tnode, []), catalog)
-    return f"Delete on {tnode.name}", out, lambda rows: _apply_delete(table, tnode, rows)
+                lambda rows: apply_update(table, tnode, names, rows))
+    out = optimize(matching_query(catalog, ast, sql, params, tnode, []), catalog)
+    return f"Delete on {tnode.name}", out, lambda rows: apply_delete(table, tnode, rows)
 
 
 def render(out: L.Output, ex: Executor | None) -> list[str]:
@@ -511,328 +427,4 @@ def create_table_as(catalog, ast: exp.Create, sql, params, check_cancel) -> Stat
     tbl = catalog.table(table.name)
     r = tbl.insert(rows)
     return StatementResult("SELECT", rowcount=r.num_applied,
-                           row_errors=_row_failures(table.name, tbl.schema, r.row_errors))
-
-
-# -- DML -------------------------------------------------------------------------------------
-def _target(catalog, ast: exp.Expression, sql: str):
-    t = ast.this
-    if isinstance(t, exp.Schema):
-        t = t.this
-    if not isinstance(t, exp.Table):
-        raise SqlError("expected a table name", "42601", position(sql, ast))
-    db = t.db.lower() if t.db else ""
-    if db and db != "public" and catalog.has_table(f"{db}${t.name}"):
-        # a schema-qualified system relation (kudu_system.servers, pg_catalog.pg_class):
-        # resolved as SELECT resolves it; system relations are read-only
-        rel = catalog.table(f"{db}${t.name}")
-        if getattr(rel, "virtual", False):
-            raise SqlError(f'cannot change system relation "{db}.{t.name}"', "42809",
-                           position(sql, t))
-        return t, rel
-    if not catalog.has_table(t.name):
-        raise SqlError(f'relation "{t.name}" does not exist', "42P01", position(sql, t))
-    if ast.args.get("returning"):      # INSERT / UPDATE / DELETE ... RETURNING
-        raise FeatureNotSupported("RETURNING is not supported",
-                                  position=position(sql, ast.args["returning"]))
-    return t, catalog.table(t.name)
-
-
-def _row_failures(table_name: str, schema, errors, ordinals=None) -> list[RowFailure]:
-    out = []
-    for e in errors:
-        ordinal = (int(ordinals[e.index]) if ordinals is not None else e.index) + 1
-        key = tuple(e.key) if e.key is not None else None
-        sqlstate = e.sqlstate
-        if sqlstate == "22P02" and "range" in e.message:
-            sqlstate = "22003"
-        if e.code == "ALREADY_PRESENT":
-            cols = ", ".join(schema.key_names)
-            vals = ", ".join(sql_literal(v) for v in key or ())
-            msg = (f'duplicate key value violates the primary key of "{table_name}": row '
-                   f"{ordinal}: Key ({cols})=({vals}) already exists")
-        else:
-            msg = f"row {ordinal}: {e.message}"
-        out.append(RowFailure(ordinal, sqlstate, msg, key))
-    return out
-
-
-@dataclasses.dataclass
-class InsertTarget:
-    """What an INSERT writes to: the table, its target columns, ON CONFLICT DO NOTHING."""
-    name: str
-    table: Any
-    columns: list[str]
-    explicit: bool             # columns were listed: the source must match them exactly
-    ignore_dups: bool
-    node: exp.Expression       # for error positions
-
-
-def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
-    tnode, table = _target(catalog, ast, sql)
-    schema = table.schema
-    target = ast.this
-    explicit = isinstance(target, exp.Schema) and bool(target.expressions)
-    if explicit:
-        cols = []
-        for c in target.expressions:
-            name = c.name
-            if not schema.has_column(name):
-                raise SqlError(f'column "{name}" of relation "{tnode.name}" does not exist',
-                               "42703", position(sql, c))
-            if name in cols:
-                raise SqlError(f'column "{name}" specified more than once', "42701",
-                               position(sql, c))
-            cols.append(name)
-    else:
-        cols = declared_columns(table)
-    conflict = ast.args.get("conflict")
-    ignore_dups = False
-    if conflict is not None:
-        action = conflict.args.get("action")
-        if action is None or "NOTHING" not in str(action.this if hasattr(action, "this")
-                                                   else action).upper() or \
-                conflict.args.get("expressions"):
-            raise FeatureNotSupported("only ON CONFLICT DO NOTHING is supported (use UPSERT "
-                                      "to replace rows)", position=position(sql, conflict))
-        ignore_dups = True
-    out = InsertTarget(tnode.name, table, cols, explicit, ignore_dups, target)
-    if ast.expression is None:      # DEFAULT VALUES: a primary key column has no default
-        insert_columns(out, 0, sql, ast)
-    return out
-
-
-def insert_columns(target: InsertTarget, n: int, sql: str,
-                   source: exp.Expression | None = None) -> list[str]:
-    """The target columns `n` source columns are written to, or the statement-level error
-    of that shape (too many expressions or target columns, a key column left out)."""
-    cols = target.columns
-    if n > len(cols):
-        raise SqlError("INSERT has more expressions than target columns", "42601",
-                       position(sql, source))
-    if n < len(cols):
-        if target.explicit:
-            raise SqlError("INSERT has more target columns than expressions", "42601",
-                           position(sql, source))
-        cols = cols[:n]
-    for k in target.table.schema.key_names:
-        if k not in cols:     # every row would fail alike: one statement-level error
-            raise SqlError(f'null value in column "{k}" of relation "{target.name}" violates '
-                           "not-null constraint (a primary key column)", "23502",
-                           position(sql, target.node))
-    return cols
-
-
-def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
-                source: exp.Expression | None = None, in_order: bool = False
-                ) -> StatementResult:
-    """Write computed rows (columns in target order) with Kudu's per-row semantics; with
-    `in_order`, as one-row statements run one after another up to the first that fails
-    (engine `Table.write(..., in_order=True)`; not with ON CONFLICT DO NOTHING, whose
-    skipped rows are no failures: the caller runs those one by one)."""
-    if in_order and target.ignore_dups:
-        raise SqlError("an in-order batch cannot skip conflicting rows", "0A000")
-    cols = insert_columns(target, rows.num_columns, sql, source)
-    schema = target.table.schema
-    verb = "UPSERT" if upsert else "INSERT"
-    if rows.num_rows == 0:
-        return StatementResult(verb, rowcount=0)
-    data = pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
-                                 for a, c in zip(rows.columns, cols)], names=cols)
-    r = target.table.upsert(data, in_order) if upsert else target.table.insert(data, in_order)
-    errs = [e for e in r.row_errors if not (target.ignore_dups and e.code == "ALREADY_PRESENT")]
-    return StatementResult(verb, rowcount=r.num_applied,
-                           row_errors=_row_failures(target.name, schema, errs))
-
-
-def _sql_round(col, target: pa.DataType):
-    """SQL assignment rounds as PostgreSQL's assignment casts do: to DECIMAL(p, s), to s
-    digits (also from text: '3.145' into NUMERIC(6,2) is 3.15); NUMERIC / float into an
-    integer column to the nearest integer (numeric halves away from zero, float halves to
-    even: 3.7 is 4). The engine itself refuses values that do not fit (Kudu). A column that
-    cannot be cast as a whole is left to the engine, which reports each bad row."""
-    numeric = pa.types.is_decimal(col.type) or pa.types.is_floating(col.type)
-    if col.type == target or not (
-            pa.types.is_decimal(target) and (numeric or pa.types.is_string(col.type)) or
-            pa.types.is_integer(target) and numeric):
-        return col
-    from planner.expr import cast as _cast
-    try:
-        return _cast(col, target, None)
-    except SqlError:
-        return col
-
-
-def _source(ast: exp.Insert, target: InsertTarget) -> exp.Expression:
-    """An INSERT's rows query, with the statement's WITH list (`WITH w AS (...) INSERT INTO
-    t SELECT ... FROM w`) moved onto it, and DEFAULT in a VALUES row replaced by its
-    column's default (`_default_value`)."""
-    src, with_ = ast.expression, ast.args.get("with_")
-    if with_ is not None and isinstance(src, exp.Query):
-        ast.set("with_", None)
-        src.set("with_", with_)
-    if isinstance(src, exp.Values):
-        for row in src.expressions:
-            items = row.expressions if isinstance(row, exp.Tuple) else [row]
-            for i, e in enumerate(items):
-                if _is_default(e) and i < len(target.columns):
-                    e.replace(_default_value(target.table.schema, target.columns[i]))
-    return src
-
-
-def _is_default(e: exp.Expression) -> bool:
-    """The keyword DEFAULT where a value goes (VALUES: a Var; UPDATE's SET: a Column)."""
-    return isinstance(e, (exp.Var, exp.Column)) and not isinstance(e.this, exp.Star) and \
-        e.name.upper() == "DEFAULT" and not (isinstance(e, exp.Column) and (
-            e.table or e.this.quoted))
-
-
-def _default_value(schema, name: str) -> exp.Expression:
-    """Column `name`'s default as a constant of its type (NULL without one)."""
-    col = schema.column(name)
-    if col.default is None:
-        return exp.Cast(this=exp.Null(), to=exp.DataType.build(sql_type(col.arrow_type),
-                                                                dialect="postgres"))
-    return exp.maybe_parse(sql_literal(col.default), dialect=KuduSQL)
-
-
-def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
-    target = insert_target(catalog, ast, sql)
-    rows = run_query(catalog, _source(ast, target), sql, params, check_cancel)
-    return insert_rows(target, rows, upsert, sql, ast.expression)
-
-
-def bulk_parameters(ast: exp.Expression) -> int | None:
-    """n if `ast` is `INSERT ... VALUES ($1, ..., $n)` (one row of plain parameters in
-    order): executemany can then send every parameter set as one Arrow batch."""
-    if not isinstance(ast, exp.Insert) or not isinstance(ast.expression, exp.Values):
-        return None
-    rows = ast.expression.expressions
-    if len(rows) != 1 or not isinstance(rows[0], exp.Tuple):
-        return None
-    items = rows[0].expressions
-    for i, e in enumerate(items, 1):
-        if not isinstance(e, exp.Parameter) or e.name != str(i):
-            return None
-    return len(items)
-
-
-# the plan cache key prefix of UPDATE / DELETE row-matching queries (`_matching`); the
-# session's `key_write_rows` (wire fast path) finds them under it
-MATCHING_KEY = "\x00matching\x00"
-
-
-def update_data(table, rows: pa.Table, names: list[str]) -> pa.Table:
-    """The rows an UPDATE writes: the matching query's key columns and SET values (in
-    `names` order), SQL-rounded to their columns' types (one place for `update` and the
-    wire's key-write fast path)."""
-    schema = table.schema
-    cols = schema.key_names + names
-    return pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
-                                 for a, c in zip(rows.columns, cols)], names=cols)
-
-
-def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel,
-              cache=None):
-    """Rows of the target matching the WHERE clause: key columns then `extra` values.
-
-    With a plan cache and parameters, the row-matching query is cached under the statement's
-    text (marked apart from a SELECT of the same text), and a match by the full primary key
-    runs as a point read (planner.fastpath): `UPDATE t SET v = v + 1 WHERE k = $1` executed
-    again skips parsing the query, binding and the rules."""
-    key = MATCHING_KEY + sql
-    if cache is not None and params:
-        t = cache.point_result(catalog, key, params)
-        if t is not None:
-            return t
-        out = cache.lookup(catalog, key, params)
-        if out is not None:
-            return Executor(catalog, check_cancel=check_cancel).run_output(
-                optimize(out, catalog))
-    out = _matching_query(catalog, ast, sql, params, tnode, extra)
-    if cache is not None and params:
-        cache.store(catalog, key, params, out)
-    return Executor(catalog, check_cancel=check_cancel).run_output(optimize(out, catalog))
-
-
-def _matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]) -> L.Output:
-    """The bound (not optimized) row-matching query of an UPDATE / DELETE (`_matching`)."""
-    table = catalog.table(tnode.name)
-    keys = table.schema.key_names
-    alias = tnode.alias_or_name
-    sel = exp.select(*[exp.column(k, table=alias) for k in keys],
-                     *[e.as_(f"__set{i}") for i, e in enumerate(extra)])
-    sel = sel.from_(tnode.copy())
-    if ast.args.get("with_") is not None:      # WITH ... UPDATE / DELETE: the CTEs the
-        sel.set("with_", ast.args["with_"].copy())   # WHERE clause's subqueries may read
-    where = ast.args.get("where")
-    if where is not None:
-        sel = sel.where(where.this.copy())
-    if ast.args.get("from") or ast.args.get("from_") or ast.args.get("using"):
-        raise FeatureNotSupported("UPDATE ... FROM / DELETE ... USING is not supported",
-                                  position=position(sql, ast))
-    # keep positions: the copied nodes keep their meta
-    return Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
-
-
-def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
-           ) -> StatementResult:
-    tnode, table = _target(catalog, ast, sql)
-    names, values = _assignments(ast, sql, tnode, table.schema)
-    rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel, cache)
-    return _apply_update(table, tnode, names, rows)
-
-
-def _assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], list]:
-    """UPDATE's SET list, checked: (column names, value expressions)."""
-    names, values = [], []
-    for a in ast.expressions:
-        if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column):
-            raise SqlError("expected SET column = value", "42601", position(sql, a))
-        name = a.this.name
-        if not schema.has_column(name):
-            raise SqlError(f'column "{name}" of relation "{tnode.name}" does not exist',
-                           "42703", position(sql, a.this))
-        if schema.is_key(name):
-            raise SqlError(f'cannot update primary key column "{name}" of "{tnode.name}": '
-                           "primary keys are immutable (delete and insert the row instead)",
-                           "0A000", position(sql, a.this))
-        if name in names:
-            raise SqlError(f'multiple assignments to same column "{name}"', "42601",
-                           position(sql, a.this))
-        names.append(name)
-        values.append(_default_value(schema, name) if _is_default(a.expression)
-                      else a.expression)
-    return names, values
-
-
-def _apply_update(table, tnode, names: list[str], rows: pa.Table) -> StatementResult:
-    """Write the matching rows (key columns, then the SET values) as updates."""
-    if rows.num_rows == 0:
-        return StatementResult("UPDATE", rowcount=0)
-    data = update_data(table, rows, names)
-    r = table.update(data)
-    errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
-    return StatementResult("UPDATE", rowcount=r.num_applied,
-                           row_errors=_row_failures(tnode.name, table.schema, errs))
-
-
-def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
-           ) -> StatementResult:
-    tnode, table = _target(catalog, ast, sql)
-    rows = _matching(catalog, ast, sql, params, tnode, [], check_cancel, cache)
-    return _apply_delete(table, tnode, rows)
-
-
-def _apply_delete(table, tnode, rows: pa.Table) -> StatementResult:
-    """Delete the matching rows (their key columns)."""
-    if rows.num_rows == 0:
-        return StatementResult("DELETE", rowcount=0)
-    data = pa.Table.from_arrays(rows.columns, names=table.schema.key_names)
-    r = table.delete(data)
-    errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
-    return StatementResult("DELETE", rowcount=r.num_applied,
-                           row_errors=_row_failures(tnode.name, table.schema, errs))
-
-
-__all__ = ["execute", "explain", "describe", "plan_query", "run_query", "render"]
+                           row_errors=row_failures(table.name, tbl.schema, r.row_errors))

@@ -70,7 +70,7 @@ from typing import Callable
 import pyarrow as pa
 from sqlglot import exp
 
-from planner import rules, statement
+from planner import dml, query, rules, statement
 from planner.commands import (
     KuduCommand,
     KuduExplain,
@@ -226,7 +226,7 @@ class Session:
                 return StatementResult.rows("SELECT", t)
             out = self._plans.lookup(self.catalog, text, params)
             if out is not None:
-                return statement.run_cached(self.catalog, out, stream, self._guard())
+                return query.run_cached(self.catalog, out, stream, self._guard())
             r = self._bulk_insert(stmt, [params])
             if r is not None:
                 return r
@@ -328,7 +328,7 @@ class Session:
                     raise SqlError(f'prepared statement "{_ident(node.this)}" does not exist',
                                    "26000")
                 inner = Statement(p.text).ast()
-                if not isinstance(inner, statement.QUERY_TYPES):
+                if not isinstance(inner, query.QUERY_TYPES):
                     return [], None
                 params = [pa.scalar(None, t if t is not None else pa.null()) for t in p.types]
                 return [], statement.describe_query(self.catalog, inner, p.text, params)
@@ -401,7 +401,7 @@ class Session:
                 ast = stmt.node
             except SqlError:
                 ast = None
-            n = statement.bulk_parameters(ast) if ast is not None else None
+            n = dml.bulk_parameters(ast) if ast is not None else None
             # the AST is only read from here on (insert_target, insert_rows)
             shape = (ast, n, isinstance(ast, KuduUpsert)) if n is not None \
                 else (None, None, None)
@@ -420,11 +420,11 @@ class Session:
                                      for p in param_sets]) for i in range(n)]
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             return None        # values pyarrow cannot type as one column: the slow path
-        target = statement.insert_target(self.catalog, ast, text)
+        target = dml.insert_target(self.catalog, ast, text)
         if in_order and target.ignore_dups:
             return None
         rows = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(n)])
-        return statement.insert_rows(target, rows, upsert, text, ast.expression, in_order)
+        return dml.insert_rows(target, rows, upsert, text, ast.expression, in_order)
 
     def execute_point(self, text: str, params) -> StatementResult | None:
         """The statement's result if it is a cached primary-key point read whose tablets are
@@ -438,14 +438,14 @@ class Session:
 
     def key_write_rows(self, text: str, params):
         """(rows, table) for `text`, a prepared UPDATE / DELETE by the full primary key run
-        before (its row-matching query cached as a point read, planner.statement
+        before (its row-matching query cached as a point read, planner.dml
         `_matching`), with these parameters: the matching query's result (0 or 1 row: the
         key columns, then the SET values) and the table; None (nothing done) when there is
         no such cached point read or its tablets are not all open. A read: the wire's
         key-write fast path (wire/fastpath.py) then writes the row itself."""
         if not params:
             return None
-        fast = self._plans.point_read(self.catalog, statement.MATCHING_KEY + text, params)
+        fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
         if fast is None:
             return None
         table = self.catalog.table(fast.table)

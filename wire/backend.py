@@ -82,7 +82,7 @@ from planner.commands import (
 from planner.dialect import KuduDeallocate
 from planner.errors import SqlError
 from planner.result import StatementResult, row_failure_report
-from planner.statement import QUERY_TYPES
+from planner.query import QUERY_TYPES
 from session import QueryCanceled, Statement
 from wire import auth as A
 from wire import extended_query, simple_query, startup

@@ -21,7 +21,7 @@ Key writes
 ----------
 A prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1` or `DELETE FROM t WHERE pk = $1`
 executed as Bind, [Describe portal], Execute, Sync, run before so that its row-matching
-query is cached as a point read (planner.statement `_matching`), is run here: the
+query is cached as a point read (planner.dml `_matching`), is run here: the
 session's `key_write_rows` gives the matching row (key and SET values, computed by the
 executor's evaluator: SQL semantics and errors unchanged), `update_data` rounds it as the
 ordinary UPDATE does, and `Table.write_small` writes it on the engine's small-write path;
@@ -106,7 +106,7 @@ import pyarrow as pa
 from engine.tablet.write_op import OpType
 from planner.errors import SqlError
 from planner.result import StatementResult
-from planner.statement import update_data
+from planner.dml import update_data
 from wire import protocol as P
 from wire import types as T
 from wire.portal import Portal, Rows

@@ -37,7 +37,7 @@
 - The binder never executes: where it needs rows (a SubPlan's, run per outer value while the
   statement executes; the length of a set-returning function's series in the SELECT list)
   it hands a bound plan to the `SubqueryRunner` the statement layer injected
-  (planner.statement.subquery_runner).
+  (planner.query.subquery_runner).
 
 The package, each module importing only those above it:
 

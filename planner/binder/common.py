@@ -19,7 +19,7 @@ from planner.expr import function_name
 class SubqueryRunner(Protocol):
     """How the binder has a bound plan run when it needs rows at bind or evaluation time (a
     SubPlan's rows per outer value; the length of a set-returning function's series). The
-    statement layer injects one (planner.statement.subquery_runner); the binder never
+    statement layer injects one (planner.query.subquery_runner); the binder never
     creates an executor. `rules=False` runs the plan as bound (a fragment of the query
     being bound, which the rules will see later as part of it); `schema_only` computes the
     result's types and no rows."""

@@ -120,7 +120,7 @@ def test_rules_return_a_new_plan_and_leave_the_bound_one_as_it_was(tmp_path):
     from planner.binder import Binder
     from planner.dialect import KuduSQL
     from planner.rules import optimize
-    from planner.statement import subquery_runner
+    from planner.query import subquery_runner
 
     path = str(tmp_path / "db")
     c = kudusql.connect(path)
