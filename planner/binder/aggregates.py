@@ -57,30 +57,39 @@ def inline_named_windows(ast: exp.Expression, sql: str) -> None:
     frame to a window without them (`OVER (w ORDER BY c)`), never replace one (42P20); an
     unknown name is 42704."""
     for select in list(ast.find_all(exp.Select)):
-        defs = {d.name: d for d in select.args.get("windows") or []}
+        defs: dict[str, exp.Window] = {}
+        for d in select.args.get("windows") or []:     # one may build on an earlier one
+            if d.args.get("alias") is not None:
+                _merge_window(d, defs, sql)
+            defs[d.name] = d
         for call in select.find_all(exp.Window):
-            ref = call.args.get("alias")
-            if ref is None or call.args.get("over") is None or \
+            if call.args.get("alias") is None or call.args.get("over") is None or \
                     call.find_ancestor(exp.Select) is not select:
                 continue
-            d = defs.get(ref.name)
-            if d is None:
-                raise SqlError(f'window "{ref.name}" does not exist', "42704",
-                               position=position(sql, call))
-            if call.args.get("partition_by"):
-                raise SqlError(f'cannot override PARTITION BY clause of window "{ref.name}"',
-                               "42P20", position=position(sql, call))
-            for part in ("order", "spec"):
-                if d.args.get(part) is not None:
-                    if call.args.get(part) is not None:
-                        what = "ORDER BY" if part == "order" else "frame"
-                        raise SqlError(f'cannot override {what} clause of window '
-                                       f'"{ref.name}"', "42P20", position=position(sql, call))
-                    call.set(part, d.args[part].copy())
-            if d.args.get("partition_by"):
-                call.set("partition_by", [p.copy() for p in d.args["partition_by"]])
-            call.set("alias", None)
+            _merge_window(call, defs, sql)
         select.set("windows", None)
+
+
+def _merge_window(call: exp.Window, defs: dict[str, exp.Window], sql: str) -> None:
+    """Write the definition `call` names (its alias) into `call`, PostgreSQL's rules."""
+    ref = call.args["alias"]
+    d = defs.get(ref.name)
+    if d is None:
+        raise SqlError(f'window "{ref.name}" does not exist', "42704",
+                       position=position(sql, call))
+    if call.args.get("partition_by"):
+        raise SqlError(f'cannot override PARTITION BY clause of window "{ref.name}"',
+                       "42P20", position=position(sql, call))
+    for part in ("order", "spec"):
+        if d.args.get(part) is not None:
+            if call.args.get(part) is not None:
+                what = "ORDER BY" if part == "order" else "frame"
+                raise SqlError(f'cannot override {what} clause of window "{ref.name}"',
+                               "42P20", position=position(sql, call))
+            call.set(part, d.args[part].copy())
+    if d.args.get("partition_by"):
+        call.set("partition_by", [p.copy() for p in d.args["partition_by"]])
+    call.set("alias", None)
 
 
 class AggregateBinding:
@@ -207,9 +216,10 @@ class AggregateBinding:
         As in PostgreSQL, the ORDER BY must begin with the DISTINCT ON expressions (42P10);
         without one, the row kept from each group is any one."""
         distinct_on = set(on_keys)
-        lead = {k.expr.name for k in sort_keys[:len(distinct_on)]}
+        order_names = list(dict.fromkeys(k.expr.name for k in sort_keys))   # repeats once
+        lead = set(order_names[:len(distinct_on)])
         if sort_keys and not (lead <= distinct_on and (
-                len(sort_keys) < len(distinct_on) or lead == distinct_on)):
+                len(order_names) < len(distinct_on) or lead == distinct_on)):
             raise SqlError("SELECT DISTINCT ON expressions must match initial ORDER BY "
                            "expressions", "42P10", position(self.sql, on_items[0]))
         rn = f"$don{n}"
@@ -287,6 +297,8 @@ class AggregateBinding:
                 raise FeatureNotSupported(
                     "window frames with offsets are supported for ROWS with integer "
                     "constants only", position=where)
+            if n >= 2 ** 63:
+                raise SqlError("bigint out of range", "22003", position=where)
             if n < 0:
                 raise SqlError("frame starting offset must not be negative"
                                if side == "start" else
@@ -309,9 +321,10 @@ class AggregateBinding:
         if s_kind == "following" and e_kind == "current":
             raise SqlError("frame starting from following row cannot end with current row",
                            "42P20", position=where)
-        if s_kind == "unbounded_preceding" and e_kind == "current" and kind in ("rows",
-                                                                              "range"):
-            return (kind if ordered else "partition"), None
+        if s_kind == "unbounded_preceding" and e_kind == "current" and kind == "range":
+            return ("range" if ordered else "partition"), None
+        if s_kind == "unbounded_preceding" and e_kind == "current" and kind == "rows":
+            return "rows", None                 # a running frame, ORDER BY or not
         if s_kind == "unbounded_preceding" and e_kind == "unbounded_following":
             return "partition", None
         if kind != "rows":

@@ -366,9 +366,10 @@ class PgFunctionBinding:
         start, stop = (cast(a, _TS, call).as_py() for a in args[:2])
         months, days, us = (lambda m: (m.months, m.days, m.nanoseconds // 1000))(
             args[2].as_py())
-        if months == 0 and days == 0 and us == 0:
+        span = (months * 30 + days) * 86_400_000_000 + us    # as PostgreSQL compares it
+        if span == 0:
             raise SqlError("step size cannot equal zero", "22023", where)
-        forward = (months, days, us) > (0, 0, 0)
+        forward = span > 0
         out, cur = [], start
         while (cur <= stop) if forward else (cur >= stop):
             if len(out) >= _MAX_SERIES:

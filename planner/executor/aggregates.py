@@ -234,7 +234,8 @@ def _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last
     """Each sorted row's frame as positions [first, last]; first > last: an empty frame
     (`ROWS BETWEEN 3 PRECEDING AND 2 PRECEDING` on a partition's first rows)."""
     if c.rows is not None:
-        lo, hi = c.rows
+        n = len(pos)                 # offsets past the row count reach as far: no overflow
+        lo, hi = (None if b is None else max(-n - 1, min(n + 1, b)) for b in c.rows)
         first = row_start if lo is None else np.clip(pos + lo, row_start, row_end)
         last = row_end - 1 if hi is None else np.clip(pos + hi, row_start - 1, row_end - 1)
         return first, last
@@ -372,13 +373,13 @@ class AggregateOperators:
         elif f == "cume_dist":                          # rows up to the last peer / rows
             vals = pa.array((peer_last[peer_id] - row_start + 1) / (row_end - row_start))
         elif f == "ntile":
-            vals = pa.array(_ntile(self.constant(c.args[0]), pos - row_start,
+            vals = pa.array(_ntile(self._window_constant(c, 0), pos - row_start,
                                    row_end - row_start), pa.int32())
         elif f in ("first_value", "last_value", "nth_value"):
             x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
             first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last)
             if f == "nth_value":
-                k = self.constant(c.args[1])
+                k = self._window_constant(c, 1)
                 if k is not None and k <= 0:
                     raise SqlError("argument of nth_value must be greater than zero",
                                    "22016")
@@ -394,6 +395,13 @@ class AggregateOperators:
         inverse = np.empty(n, dtype=np.int64)
         inverse[idx] = pos
         return _combine_chunks(vals).take(pa.array(inverse))
+
+    def _window_constant(self, c, i: int):
+        """A window function's argument that must be a constant (ntile's bucket count,
+        nth_value's n): 0A000 for an expression over the row."""
+        if any(isinstance(n, exp.Column) for n in c.args[i].walk()):
+            raise SqlError(f"a non-constant argument of {c.func} is not supported", "0A000")
+        return self.constant(c.args[i])
 
     def _window_aggregate(self, c, t, idx, part_id, first, last, pos):
         """An aggregate over each row's frame, sorted rows first..last (empty where
@@ -556,8 +564,11 @@ class AggregateOperators:
                                     prepare)
             out = pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs))
         for k in real_sums:
-            out = out.set_column(out.schema.get_field_index(k), k,
-                                 out.column(k).cast(pa.float32()))
+            col = out.column(k)
+            as_real = col.cast(pa.float32(), safe=False)
+            if pc.any(pc.and_(pc.is_finite(col), pc.invert(pc.is_finite(as_real)))).as_py():
+                raise SqlError("value out of range: overflow", "22003")
+            out = out.set_column(out.schema.get_field_index(k), k, as_real)
         return out
 
     def _aggregate_lists(self, t: pa.Table, gkeys: list[str], aggs: list, max_aggs: list,

@@ -315,6 +315,10 @@ class SortOperators:
         if node.kind == "union":
             return both if node.all else self.distinct(both)
         left, right = slice_rows(both, 0, left.num_rows), slice_rows(both, left.num_rows)
+        if any(isinstance(f.type, pa.ExtensionType) or pa.types.is_list(f.type)
+               for f in both.schema):
+            raise SqlError(f"{node.kind.upper()} over array columns is not supported",
+                           "0A000")
         if not node.all:
             left, right = self.distinct(left), self.distinct(right)
         # rows are compared as in DISTINCT (NULL matches NULL), which a hash join does not

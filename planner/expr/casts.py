@@ -211,11 +211,12 @@ _TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")
 
 def _strptime(v: Value, formats: tuple[str, ...], to: pa.DataType,
               node: exp.Expr | None) -> Value:
-    """The first of `formats` each text parses with (accepts '1994-1-5', '1994-1-5 1:2:3.5');
+    """The first of `formats` each text parses with (accepts "1994-1-5", "1994-1-5 1:2:3.5");
     else 22007/22008. strptime's %S takes no fraction: it is parsed apart and added."""
     t = _trimmed(v)
-    frac = pc.struct_field(pc.extract_regex(t, pattern=r"\.(?P<f>\d+)$"), [0])
-    t = pc.replace_substring_regex(t, pattern=r"\.\d+$", replacement="")
+    # a fraction of the seconds: only after a time (`1:2:3.5`; '2024-1-5.5' stays wrong)
+    frac = pc.struct_field(pc.extract_regex(t, pattern=r":\d+\.(?P<f>\d+)$"), [0])
+    t = pc.replace_substring_regex(t, pattern=r"(:\d+)\.\d+$", replacement=r"\1")
     parsed = [pc.strptime(t, format=f, unit="us", error_is_null=True) for f in formats]
     r = pc.coalesce(*parsed)
     # strptime rolls 1994-02-30 over to March 2nd: the fields must read back unchanged.
@@ -225,10 +226,11 @@ def _strptime(v: Value, formats: tuple[str, ...], to: pa.DataType,
         pc.equal(pc.month(r), pc.struct_field(fields, [1]).cast(pa.int64()))),
         pc.equal(pc.day(r), pc.struct_field(fields, [2]).cast(pa.int64())))
     _reject(v, pc.and_(pc.is_valid(t), pc.invert(pc.fill_null(same, False))), to, node)
-    # microseconds, rounded half up from the seventh digit as PostgreSQL rounds
-    tenths = pc.cast(pc.utf8_rpad(pc.utf8_slice_codeunits(frac, 0, 7), width=7, padding="0"),
-                     pa.int64())
-    micros = pc.fill_null(pc.divide(pc.add(tenths, 5), 10), 0)
+    # microseconds as PostgreSQL computes them: rint(fraction * 1e6) in double precision
+    seconds = pc.cast(pc.binary_join_element_wise(pa.scalar("0."), frac, pa.scalar("")),
+                      pa.float64())
+    micros = pc.fill_null(pc.cast(pc.round(pc.multiply(seconds, 1e6),
+                                           round_mode="half_to_even"), pa.int64()), 0)
     return pc.add(r, pc.cast(micros, pa.duration("us")))
 
 
@@ -249,17 +251,27 @@ def _string_to_timestamp(v: Value, to: pa.DataType, node: exp.Expr | None) -> Va
 def _float_text(v: Value) -> Value:
     """float8 / float4 as PostgreSQL writes them: the shortest digits that read back (Arrow's
     text has them), exponential when the decimal exponent is below -4 or at least 15 (6 for
-    real), with a two-digit exponent: 1e-05, 1.6777216e+07, 100000000000000. A Python call
-    per distinct value (the layout has no Arrow kernel)."""
+    real), with a two-digit exponent: 1e-05, 1.6777216e+07, 100000000000000. Vectorised
+    except for the values outside Arrow's agreement (a Python call each: tiny, huge or
+    non-finite values)."""
     limit = 6 if pa.types.is_float32(v.type) else 15
     text = v.cast(pa.string())
     if isinstance(text, pa.Scalar):
         return pa.scalar(None if not text.is_valid else _pg_float(text.as_py(), limit))
-    codes = pc.dictionary_encode(text)
-    if isinstance(codes, pa.ChunkedArray):
-        codes = codes.combine_chunks()
-    words = pa.array([_pg_float(t, limit) for t in codes.dictionary.to_pylist()], pa.string())
-    return pc.take(words, codes.indices)
+    if isinstance(text, pa.ChunkedArray):
+        text, v = text.combine_chunks(), v.combine_chunks()
+    # Arrow's fixed-point text is PostgreSQL's for 1e-4 <= |x| < 10^limit; only the values
+    # outside that (or written with an exponent, or not finite) are rewritten, in Python
+    size = pc.abs(v.cast(pa.float64()))
+    odd = pc.or_(pc.or_(pc.less(size, 1e-4), pc.greater_equal(size, 10.0 ** limit)),
+                 pc.or_(pc.match_substring(text, "e"), pc.invert(pc.is_finite(size))))
+    odd = pc.fill_null(pc.and_(odd, pc.not_equal(size, 0.0)), False)
+    if not pc.any(odd).as_py():
+        return text
+    rows = pc.indices_nonzero(odd)
+    fixed = pa.array([_pg_float(t, limit) for t in pc.take(text, rows).to_pylist()],
+                     pa.string())
+    return pc.replace_with_mask(text, odd, fixed)
 
 
 def _pg_float(text: str, limit: int) -> str:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from planner.errors import SqlError
 from planner.expr.types import _err, _kind, _null_of, _pg_name, _TS, Value
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
 from planner.expr.coerce import _const_arg, _string_arg
@@ -27,11 +28,25 @@ _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augu
 _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 
 # patterns, longest first so that the scan takes the longest match (HH24 before HH)
-_PATTERNS = ["HH24", "HH12", "YYYY", "MONTH", "Month", "month", "A.M.", "P.M.", "a.m.",
-             "p.m.", "IYYY", "DDD", "DAY", "Day", "day", "MON", "Mon", "mon", "YYY", "HH",
-             "MI", "SS", "MS", "US", "AM", "PM", "am", "pm", "YY", "MM", "DD", "DY", "Dy",
-             "dy", "ID", "IW", "WW", "CC", "Y", "D", "Q", "J"]
-_TOKEN = re.compile("|".join(re.escape(p) for p in _PATTERNS))
+# patterns, longest first so that the scan takes the longest match (HH24 before HH); the
+# numeric ones in any case, as PostgreSQL reads them ('yyyy-mm-dd')
+_NUMERIC = ["HH24", "HH12", "YYYY", "IYYY", "DDD", "YYY", "HH", "MI", "SS", "MS", "US", "YY",
+            "MM", "DD", "ID", "IW", "WW", "CC", "Y", "D", "Q", "J"]
+_NAMED = ["MONTH", "Month", "month", "A.M.", "P.M.", "a.m.", "p.m.", "DAY", "Day", "day",
+          "MON", "Mon", "mon", "AM", "PM", "am", "pm", "DY", "Dy", "dy"]
+# PostgreSQL patterns and modifiers not implemented here: refused rather than copied as text
+_UNSUPPORTED = ["SSSSS", "SSSS", "Y,YYY", "IDDD", "IYY", "IY", "TZH", "TZM", "FF1", "FF2",
+                "FF3", "FF4", "FF5", "FF6", "B.C.", "A.D.", "b.c.", "a.d.", "BC", "AD", "bc",
+                "ad", "RM", "rm", "TZ", "tz", "OF", "TH", "th", "TM", "FX", "SP", "W", "I"]
+_TOKEN = re.compile("|".join(
+    [re.escape(p) for p in sorted(_UNSUPPORTED + _NAMED, key=len, reverse=True)
+     if len(p) > 3] + ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 4] +
+    [re.escape(p) for p in _NAMED + _UNSUPPORTED if len(p) == 3] +
+    ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 3] +
+    [re.escape(p) for p in _NAMED + _UNSUPPORTED if len(p) == 2] +
+    ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 2] +
+    [re.escape(p) for p in _UNSUPPORTED if len(p) == 1] +
+    ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 1]))
 
 
 def _parse_format(fmt: str) -> list[tuple[str, str | bool]]:
@@ -60,7 +75,11 @@ def _parse_format(fmt: str) -> list[tuple[str, str | bool]]:
             continue
         m = _TOKEN.match(fmt, i)
         if m:
-            out.append(("field", m.group(0)))
+            word = m.group(0)
+            if word in _UNSUPPORTED:
+                raise SqlError(f'formatting pattern "{word}" is not supported', "0A000")
+            upper = word.upper()
+            out.append(("field", upper if upper in _NUMERIC else word))
             i = m.end()
         else:
             out.append(("text", fmt[i]))
@@ -128,9 +147,11 @@ def _field(p: str, ts: pa.Array, fm: bool) -> pa.Array:
     if p == "WW":                                  # weeks from January 1st
         return _num(pc.add(pc.divide(pc.subtract(pc.day_of_year(ts), 1), 7), 1), 2, fm)
     if p == "J":                                   # Julian day: 2440588 is 1970-01-01
-        days = pc.floor(pc.divide(pc.cast(pc.cast(ts, pa.int64()), pa.float64()),
-                                  86_400_000_000.0))
-        return pc.cast(pc.add(pc.cast(days, pa.int64()), 2440588), pa.string())
+        micros = pc.cast(ts, pa.int64())
+        days = pc.divide(micros, 86_400_000_000)            # toward zero: floor below 0
+        days = pc.if_else(pc.and_(pc.less(micros, 0), pc.not_equal(
+            pc.multiply(days, 86_400_000_000), micros)), pc.subtract(days, 1), days)
+        return pc.cast(pc.add(days, 2440588), pa.string())
     if p == "HH24":
         return _num(pc.hour(ts), 2, fm)
     if p in ("HH", "HH12"):
@@ -167,10 +188,10 @@ def _to_char(node: exp.Anonymous, ctx: _Ctx) -> Value:
         raise _err(f"function to_char({_pg_name(v.type)}, {_pg_name(f.type)}) does not "
                    "exist", "42883", node)
     fmt = _const_arg(f, "to_char format", node.expressions[1])
-    if fmt is None or _kind(v.type) == "null":
+    if not fmt or _kind(v.type) == "null":          # '' too, as in PostgreSQL
         return _null_of(pa.string())
     scalar = isinstance(v, pa.Scalar)
-    arr = pa.array([v.as_py()], v.type) if scalar else v
+    arr = pa.repeat(v, 1) if scalar else v          # (a BC date has no Python value)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     ts = arr.cast(_TS) if _kind(arr.type) == "date" else arr
@@ -219,9 +240,26 @@ def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> 
             raise _err(f'formatting field "{value}" is not supported in {name}', "0A000",
                        node)
     strf = "".join(directives)
-    parsed = pc.strptime(pc.utf8_trim_whitespace(v), format=strf, unit="us",
-                         error_is_null=True)
+    text = pc.utf8_trim_whitespace(v)
+    parsed = pc.strptime(text, format=strf, unit="us", error_is_null=True)
     bad = pc.and_(pc.is_null(parsed), pc.is_valid(v))
+    if "%d" in directives and "%m" in directives:
+        # strptime rolls 2024-02-30 over to March 1st; PostgreSQL refuses it (22008): the
+        # day and month written must be the date's
+        groups = "".join({"%d": r"(?P<d>\d{1,2})", "%m": r"(?P<m>\d{1,2})",
+                          "%Y": r"\d{4}"}.get(d, ".*?" if d.startswith("%")
+                                              else re.escape(d.replace("%%", "%")))
+                         for d in directives)
+        fields = pc.extract_regex(text, pattern="^" + groups + "$")
+        day = pc.cast(pc.struct_field(fields, "d"), pa.int64())
+        month = pc.cast(pc.struct_field(fields, "m"), pa.int64())
+        rolled = pc.and_(pc.is_valid(parsed), pc.or_(
+            pc.not_equal(pc.day(parsed), day), pc.not_equal(pc.month(parsed), month)))
+        rolled = pc.fill_null(rolled, False)
+        if rolled.as_py() if isinstance(rolled, pa.Scalar) else pc.any(rolled).as_py():
+            sample = text.as_py() if isinstance(text, pa.Scalar) else \
+                pc.filter(text, rolled)[0].as_py()
+            raise _err(f'date/time field value out of range: "{sample}"', "22008", node)
     if (bad.as_py() if isinstance(bad, pa.Scalar) else pc.any(bad).as_py()):
         sample = v.as_py() if isinstance(v, pa.Scalar) else pc.filter(v, bad)[0].as_py()
         raise _err(f'invalid value "{sample}" for the format "{fmt}"', "22007", node)

@@ -204,6 +204,10 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
                    "42883", node)
     if _kind(t) == "null":
         return _null_of(pa.bool_())
+    # the list is brought to its common type, then x = each by the operator's type
+    # (16777217 IN (16777216::real, 0::real) compares in double precision: false)
+    values = [_widen(v, t, None) if v.is_valid else v for v in values]
+    t = _supertype([x.type, t], operator=True)
     x = _widen(x, t, node.this)
     present = [_widen(v, t, None) for v in values if v.is_valid]
     has_null = len(present) < len(values)

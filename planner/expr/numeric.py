@@ -251,8 +251,11 @@ def _pow(node: exp.Pow, ctx: _Ctx) -> Value:
     if _any(pc.and_(pc.equal(a, 0.0), pc.less(b, 0.0))):
         raise _err("zero raised to a negative power is undefined", "2201F", node)
     r = pc.power(a, b)
-    if _any(pc.and_(pc.and_(pc.is_finite(a), pc.is_finite(b)), pc.invert(pc.is_finite(r)))):
+    finite = pc.and_(pc.is_finite(a), pc.is_finite(b))
+    if _any(pc.and_(finite, pc.invert(pc.is_finite(r)))):
         raise _err("value out of range: overflow", "22003", node)
+    if _any(pc.and_(pc.and_(finite, pc.equal(r, 0.0)), pc.not_equal(a, 0.0))):
+        raise _err("value out of range: underflow", "22003", node)
     return r
 
 

@@ -344,6 +344,10 @@ def _regexp_replace(node: exp.RegexpReplace, ctx: _Ctx) -> Value:
     the pattern is RE2's syntax (Arrow's kernel), which PostgreSQL's everyday patterns share;
     \\1..\\9 and \\& in the replacement refer to groups and the whole match."""
     s = _string_arg(_eval(node.this, ctx), "regexp_replace", node.this)
+    for extra in ("position", "occurrence"):        # regexp_replace(s, p, r, start [, N])
+        if node.args.get(extra) is not None:
+            raise FeatureNotSupported("regexp_replace with a start position or match number "
+                                      "is not supported", position=_position(node))
     args = [node.args.get(k) for k in ("expression", "replacement", "modifiers")]
     pattern, replacement, flags = (
         None if a is None else _const_arg(_string_arg(_eval(a, ctx), "regexp_replace", a),

@@ -1158,9 +1158,10 @@ def test_to_char_to_date_to_timestamp(con):
 
 
 def test_timestamp_text_with_short_fields_and_a_fraction(con):
-    """'2024-01-01 1:02:03.5' is a timestamp (PostgreSQL reads it; the fraction rounds to
-    microseconds half up); kudusql's strptime fallback for short fields took no fraction
-    and said 22008 (found writing the PostgreSQL oracle's corpus)."""
+    """'2024-01-01 1:02:03.5' is a timestamp (PostgreSQL reads it; the fraction becomes
+    microseconds as rint(fraction * 1e6)); kudusql's strptime fallback for short fields
+    took no fraction and said 22008 (found writing the PostgreSQL oracle's corpus). A
+    fraction needs a time before it: '2024-1-5.5' is 22007."""
     assert rows(con, "SELECT CAST('2024-01-01 1:02:03.5' AS TIMESTAMP), "
                      "CAST('2024-1-1 0:0:0.0' AS TIMESTAMP), "
                      "CAST('2024-1-1 1:2:3.1234567' AS TIMESTAMP), "
@@ -1170,6 +1171,9 @@ def test_timestamp_text_with_short_fields_and_a_fraction(con):
          dt.datetime(2024, 1, 1, 1, 2, 3, 123457), dt.datetime(2024, 1, 1, 1, 2, 4),
          dt.date(2024, 1, 1))]
     assert err(con, "SELECT CAST('2024-02-30 1:2:3.5' AS TIMESTAMP)").sqlstate == "22008"
+    assert err(con, "SELECT CAST('2024-1-5.5' AS DATE)").sqlstate == "22007"
+    assert rows(con, "SELECT CAST('2024-1-1 1:2:3.1234565' AS TIMESTAMP)") == [
+        (dt.datetime(2024, 1, 1, 1, 2, 3, 123456),)]
 
 
 def test_distinct_on_keeps_the_first_row_of_each_group(con):
@@ -1279,3 +1283,40 @@ def test_age_subtracts_field_by_field(con):
                                        (dt.timedelta(days=60 + 17),),
                                        (dt.timedelta(days=90 + 17),)]
     assert err(con, "SELECT age(1)").sqlstate == "42883"
+
+
+def test_review_of_the_window_formatting_and_set_changes(con):
+    """A reviewer's findings in this session's own changes, each against PostgreSQL 15:
+    a FOLLOWING offset near 2^63 overflowed (rows NULL); ROWS UNBOUNDED PRECEDING without
+    ORDER BY counted the whole partition; a named window built on another lost its
+    PARTITION BY; `x IN (real, real)` cast x to real; power() underflow was 0; sum(real)
+    past the range was Infinity; DISTINCT ON refused ORDER BY g, g; to_char copied
+    lower-case and unknown patterns as text and wrote '' for an empty format; to_date
+    rolled 2024-02-30 over; generate_series judged a step's direction by its months
+    first; regexp_replace ignored a start position; ntile(column) said 42703."""
+    w = ("FROM (VALUES (1, 1, 7), (2, 2, 5), (3, 1, -1), (4, 2, NULL)) t(id, g, v) ")
+    assert rows(con, "SELECT id, sum(v) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND "
+                     "9223372036854775807 FOLLOWING), count(*) OVER (PARTITION BY g ROWS "
+                     "UNBOUNDED PRECEDING), sum(v) OVER w2 " + w +
+                     "WINDOW w1 AS (PARTITION BY g), w2 AS (w1 ORDER BY id) ORDER BY id") == [
+        (1, 11, 1, 7), (2, 11, 1, 5), (3, 4, 2, 6), (4, -1, 2, 5)]
+    assert rows(con, "SELECT 16777217 IN (16777216::real, 0::real), "
+                     "3.9::real IN (3.9, 2.75)") == [(False, True)]
+    assert rows(con, "SELECT DISTINCT ON (g, v) g, v " + w + "ORDER BY g, g, v") == [
+        (1, -1), (1, 7), (2, 5), (2, None)]
+    assert rows(con, "SELECT to_char(TIMESTAMP '2024-03-05 13:07:09', 'yyyy-mm-dd hh24:mi'), "
+                     "to_char(DATE '2024-03-05', ''), to_char(DATE '1600-01-01', 'J')") == [
+        ("2024-03-05 13:07", None, "2305448")]
+    assert rows(con, "SELECT count(*) FROM generate_series(TIMESTAMP '2024-03-01', TIMESTAMP "
+                     "'2024-01-01', INTERVAL '1 month' + INTERVAL '-40 days') AS s(g)") == [(7,)]
+    for sql, state in (
+            ("SELECT sum(v) OVER (ORDER BY id ROWS BETWEEN 99999999999999999999 PRECEDING "
+             "AND CURRENT ROW) " + w, "22003"),
+            ("SELECT power(10::float8, -400)", "22003"),
+            ("SELECT sum(x) FROM (VALUES (3e38::real), (3e38::real)) v(x)", "22003"),
+            ("SELECT to_char(DATE '2024-03-05', 'DDth')", "0A000"),
+            ("SELECT to_date('2024-02-30', 'YYYY-MM-DD')", "22008"),
+            ("SELECT regexp_replace('abcb', 'b', 'x', 3)", "0A000"),
+            ("SELECT ntile(id) OVER (ORDER BY id) " + w, "0A000"),
+            ("SELECT ARRAY[1, 2] INTERSECT ALL SELECT ARRAY[1, 2]", "0A000")):
+        assert err(con, sql).sqlstate == state, sql
