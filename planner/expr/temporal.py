@@ -436,7 +436,7 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
     cols = []
     valid = np.ones(n, dtype=bool)
     for v in args:
-        a = pa.array([v.as_py()] * n, v.type) if isinstance(v, pa.Scalar) else v
+        a = pa.repeat(v, n) if isinstance(v, pa.Scalar) else v
         if isinstance(a, pa.ChunkedArray):
             a = a.combine_chunks()
         a = a.cast(_TS) if _kind(a.type) == "date" else a
