@@ -328,6 +328,15 @@ class _ParameterAwareCore(TokenizerCore):
         return super()._scan_string(start)
 
 
+def _generate_series(args: list) -> exp.ExplodingGenerateSeries:
+    """generate_series with its step as written: sqlglot's own builder re-parses an
+    interval step into one unit and fails (AssertionError, XX000) on INTERVAL '1 month -1
+    day'; the evaluator reads any interval text. A quoted step is an interval."""
+    if len(args) > 2 and args[2].is_string:
+        args[2] = exp.cast(args[2], exp.DataType.build("interval"))
+    return exp.ExplodingGenerateSeries.from_arg_list(args)
+
+
 class KuduSQL(Postgres):
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS: ClassVar[dict] = {
@@ -351,6 +360,7 @@ class KuduSQL(Postgres):
             **Postgres.Parser.FUNCTIONS,
             "NOW": KuduNow.from_arg_list,
             "EVERY": exp.LogicalAnd.from_arg_list,      # the SQL standard's bool_and
+            "GENERATE_SERIES": _generate_series,
             # the format as written (sqlglot would translate it to strftime's, losing FM,
             # quoted text and every pattern it does not know): planner/expr/formatting.py
             "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),

@@ -1309,6 +1309,10 @@ def test_review_of_the_window_formatting_and_set_changes(con):
         ("2024-03-05 13:07", None, "2305448")]
     assert rows(con, "SELECT count(*) FROM generate_series(TIMESTAMP '2024-03-01', TIMESTAMP "
                      "'2024-01-01', INTERVAL '1 month' + INTERVAL '-40 days') AS s(g)") == [(7,)]
+    # a multi-unit interval step was XX000 (sqlglot's generate_series builder asserted)
+    assert rows(con, "SELECT max(g) FROM generate_series(TIMESTAMP '2024-01-31', TIMESTAMP "
+                     "'2024-04-01', INTERVAL '1 month -1 day') AS s(g)") == [
+        (dt.datetime(2024, 3, 27),)]
     for sql, state in (
             ("SELECT sum(v) OVER (ORDER BY id ROWS BETWEEN 99999999999999999999 PRECEDING "
              "AND CURRENT ROW) " + w, "22003"),
