@@ -5,9 +5,12 @@
 The format must be a constant. It is read once into a list of fields (PostgreSQL's
 template patterns: YYYY, MM, Mon, Month, DD, Day, HH24, MI, SS, AM, Q, ...; the FM prefix
 that drops padding; "quoted" literal text) and each field becomes one Arrow string column,
-joined per row: vectorised, no Python loop over rows. to_date / to_timestamp translate the
-numeric patterns and month names to `strptime` directives; a text that does not match is
-22007. Number formatting (`to_char(numeric, '999.99')`) is not implemented (42883).
+joined per row: vectorised, no Python loop over rows. Numeric patterns are read in any
+case ('yyyy-mm-dd'); PostgreSQL patterns not implemented here (SSSSS, TH, TM, RM, W, ...)
+are 0A000 rather than copied as text. to_date / to_timestamp translate the numeric
+patterns and month names to `strptime` directives; a text that does not match is 22007, a
+day the month lacks 22008. Number formatting (`to_char(numeric, '999.99')`) is not
+implemented (42883).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augu
            "September", "October", "November", "December"]
 _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 
-# patterns, longest first so that the scan takes the longest match (HH24 before HH)
 # patterns, longest first so that the scan takes the longest match (HH24 before HH); the
 # numeric ones in any case, as PostgreSQL reads them ('yyyy-mm-dd')
 _NUMERIC = ["HH24", "HH12", "YYYY", "IYYY", "DDD", "YYY", "HH", "MI", "SS", "MS", "US", "YY",
