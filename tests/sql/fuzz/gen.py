@@ -340,8 +340,13 @@ class QueryGen:
             return j("COALESCE(", self.expr(kind, scope, d), ", ", self.expr(kind, scope, d),
                      ")")
         if r < 0.27:
-            return j("NULLIF(", self.expr(kind, scope, d), ", ", self.expr(kind, scope, d),
-                     ")")
+            a, b = self.expr(kind, scope, d), self.expr(kind, scope, d)
+            if kind == "float":
+                # a "float" literal (-1000.25) is numeric in both systems, and NULLIF(numeric,
+                # double) is double in PostgreSQL (the = operator's type) but numeric in
+                # DuckDB (the first argument's): the first argument is made a double
+                a = j("CAST(", a, " AS DOUBLE)")
+            return j("NULLIF(", a, ", ", b, ")")
         if kind == "int":
             r = rng.random()
             if r < 0.3:
