@@ -28,7 +28,7 @@ from engine import errors
 from engine.key_encoding import DECIMAL_CONTEXT, physical_value
 from engine.schema import ColumnSchema, Schema
 from engine.types import (INTEGER_RANGES, DataType, decimal_to_float, invalid_value_message,
-                          to_physical)
+                          real_range_lost, to_physical)
 
 
 def default_array(col: ColumnSchema, n: int) -> pa.Array:
@@ -107,8 +107,7 @@ def _to_real(arr: pa.Array, col: ColumnSchema, bad: dict) -> pa.Array:
         else arr.cast(pa.float64())
     out = decimal_to_float(arr, pa.float32()) if pa.types.is_decimal(arr.type) \
         else wide.cast(pa.float32(), safe=False)
-    lost = pc.or_(pc.and_(pc.is_finite(wide), pc.invert(pc.is_finite(out))),
-                  pc.and_(pc.not_equal(wide, 0), pc.equal(out, 0)))
+    lost = pc.or_(*real_range_lost(wide, out))
     rows = np.flatnonzero(lost.fill_null(False).to_numpy(zero_copy_only=False))
     for i in rows.tolist():            # error path only: the offending rows
         bad.setdefault(i, ("INVALID", invalid_value_message(

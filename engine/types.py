@@ -193,6 +193,16 @@ def _unscaled_to_decimal(arr: pa.Array, logical: pa.DataType) -> pa.Array:
                                  null_count=arr.null_count)
 
 
+def real_range_lost(wide, real):
+    """(overflow, underflow) masks of float64 values `wide` cast to REAL as `real`: a
+    finite value that became Infinity, a non-zero one that became 0. PostgreSQL's float4
+    refuses both (22003); Arrow's cast rounds them silently. Casts, writes and sum(real)
+    check with it."""
+    over = pc.and_(pc.is_finite(wide), pc.invert(pc.is_finite(real)))
+    under = pc.and_(pc.not_equal(wide, 0), pc.equal(real, 0))
+    return over, under
+
+
 def decimal_to_float(v, to: pa.DataType):
     """A DECIMAL array or scalar as REAL / DOUBLE `to`, correctly rounded (as PostgreSQL's
     cast): Arrow's own decimal -> float cast scales in binary and is not (0.3 became

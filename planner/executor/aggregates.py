@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from engine.types import real_range_lost
 from planner import logical as L
 from planner.errors import SqlError
 from planner import guard as _guard
@@ -566,7 +567,7 @@ class AggregateOperators:
         for k in real_sums:
             col = out.column(k)
             as_real = col.cast(pa.float32(), safe=False)
-            if pc.any(pc.and_(pc.is_finite(col), pc.invert(pc.is_finite(as_real)))).as_py():
+            if pc.any(real_range_lost(col, as_real)[0]).as_py():
                 raise SqlError("value out of range: overflow", "22003")
             out = out.set_column(out.schema.get_field_index(k), k, as_real)
         return out

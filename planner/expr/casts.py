@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from engine.types import decimal_to_float, pg_era_text
+from engine.types import decimal_to_float, pg_era_text, real_range_lost
 from planner.errors import FeatureNotSupported, SqlError, UndefinedObject
 from planner.expr.types import (
+    _any,
     ArrayType,
     _as_width,
     _cap,
@@ -70,12 +71,9 @@ def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
 
 def _check_real(wide: Value, out: Value, node: exp.Expr | None) -> None:
     """PostgreSQL's float4 refuses a finite value that becomes Infinity (overflow) and a
-    non-zero one that becomes 0 (underflow): 22003; Arrow's cast rounds both silently."""
-    over = pc.and_(pc.is_finite(wide), pc.invert(pc.is_finite(out)))
-    under = pc.and_(pc.not_equal(wide, 0), pc.equal(out, 0))
-    for lost, what in ((over, "overflow"), (under, "underflow")):
-        hit = lost.as_py() if isinstance(lost, pa.Scalar) else pc.any(lost).as_py()
-        if hit:
+    non-zero one that becomes 0 (underflow): 22003 (engine.types.real_range_lost)."""
+    for lost, what in zip(real_range_lost(wide, out), ("overflow", "underflow")):
+        if _any(lost):
             raise _err(f"value out of range: {what}", "22003", node)
 
 

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.expr.types import (
+    _any,
     _as_width,
     _broadcast,
     _cap,
@@ -36,8 +37,7 @@ def _check_nonzero(b: Value, node: exp.Expr, a: Value | None = None) -> None:
         pc.equal(b, pa.scalar(0, b.type))
     if a is not None:
         zero = pc.and_(zero, pc.is_valid(a))
-    hit = zero.as_py() if isinstance(zero, pa.Scalar) else pc.any(zero).as_py()
-    if hit:
+    if _any(zero):
         raise _err("division by zero", "22012", node)
 
 

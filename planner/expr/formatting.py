@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import SqlError
-from planner.expr.types import _err, _kind, _null_of, _pg_name, _TS, Value
+from planner.expr.types import _any, _err, _kind, _null_of, _pg_name, _TS, Value
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
 from planner.expr.coerce import _const_arg, _string_arg
 
@@ -258,11 +258,11 @@ def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> 
         rolled = pc.and_(pc.is_valid(parsed), pc.or_(
             pc.not_equal(pc.day(parsed), day), pc.not_equal(pc.month(parsed), month)))
         rolled = pc.fill_null(rolled, False)
-        if rolled.as_py() if isinstance(rolled, pa.Scalar) else pc.any(rolled).as_py():
+        if _any(rolled):
             sample = text.as_py() if isinstance(text, pa.Scalar) else \
                 pc.filter(text, rolled)[0].as_py()
             raise _err(f'date/time field value out of range: "{sample}"', "22008", node)
-    if (bad.as_py() if isinstance(bad, pa.Scalar) else pc.any(bad).as_py()):
+    if _any(bad):
         sample = v.as_py() if isinstance(v, pa.Scalar) else pc.filter(v, bad)[0].as_py()
         raise _err(f'invalid value "{sample}" for the format "{fmt}"', "22007", node)
     return parsed.cast(out)

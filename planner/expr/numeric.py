@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
 from planner.expr.types import (
+    _any,
     _cap,
     _err,
     _HALF_AWAY,
@@ -109,18 +110,15 @@ def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     return q if op in ("/", "//") else pc.subtract(a, pc.multiply(b, q))
 
 
-def _any(v: Value) -> bool:
-    return bool(v.as_py()) if isinstance(v, pa.Scalar) else bool(pc.any(v).as_py())
-
-
 def _float_checked(r: Value, a: Value, b: Value, op: str, node: exp.Expr) -> Value:
     """PostgreSQL's float8 arithmetic refuses a result that leaves the type's range (22003
     "value out of range: overflow", finite operands and an infinite result; "underflow", a
-    product or quotient of non-zero finite values that is 0); IEEE gives Infinity and 0."""
+    product, quotient or power (`op` "^") of non-zero finite values that is 0); IEEE gives
+    Infinity and 0."""
     finite = pc.and_(pc.is_finite(a), pc.is_finite(b))
     if _any(pc.and_(finite, pc.invert(pc.is_finite(r)))):
         raise _err("value out of range: overflow", "22003", node)
-    if op in ("*", "/"):
+    if op in ("*", "/", "^"):
         lost = pc.and_(pc.and_(finite, pc.equal(r, 0.0)), pc.not_equal(a, 0.0))
         if op == "*":
             lost = pc.and_(lost, pc.not_equal(b, 0.0))
@@ -250,13 +248,7 @@ def _pow(node: exp.Pow, ctx: _Ctx) -> Value:
                    "2201F", node)
     if _any(pc.and_(pc.equal(a, 0.0), pc.less(b, 0.0))):
         raise _err("zero raised to a negative power is undefined", "2201F", node)
-    r = pc.power(a, b)
-    finite = pc.and_(pc.is_finite(a), pc.is_finite(b))
-    if _any(pc.and_(finite, pc.invert(pc.is_finite(r)))):
-        raise _err("value out of range: overflow", "22003", node)
-    if _any(pc.and_(pc.and_(finite, pc.equal(r, 0.0)), pc.not_equal(a, 0.0))):
-        raise _err("value out of range: underflow", "22003", node)
-    return r
+    return _float_checked(pc.power(a, b), a, b, "^", node)
 
 
 @_handles(exp.Pi)

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
-from planner.expr.types import _err, _kind, _null_of, _pg_name, _position, Value
+from planner.expr.types import _any, _err, _kind, _null_of, _pg_name, _position, Value
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
 from planner.expr.coerce import _const_arg, _int_arg, _string_arg, _text
 
@@ -94,8 +94,7 @@ def _initcap(node: exp.Initcap, ctx: _Ctx) -> Value:
         return s
     titled = pc.utf8_title(pc.utf8_lower(s))
     after_digit = pc.match_substring_regex(s, r"[0-9]\pL")
-    if not (after_digit.as_py() if isinstance(after_digit, pa.Scalar)
-            else pc.any(after_digit).as_py()):
+    if not _any(after_digit):
         return titled
     return _per_distinct(s, _initcap_text, s.type)
 

@@ -239,6 +239,11 @@ def _view(v: Value, t: pa.DataType) -> Value:
     return v.view(t)
 
 
+def _any(v: Value) -> bool:
+    """Whether a boolean value (a scalar, or any row of an array) is true; NULL is not."""
+    return bool(v.as_py()) if isinstance(v, pa.Scalar) else bool(pc.any(v).as_py())
+
+
 def _null_of(t: pa.DataType) -> pa.Scalar:
     if isinstance(t, ArrayType):
         return pa.ExtensionScalar.from_storage(t, None)
