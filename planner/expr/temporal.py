@@ -85,15 +85,19 @@ def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
 _MONTH_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.float64)
 
 
+def _month_length(y: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Days in month m (1-12) of proleptic Gregorian year y (astronomical: 0 is 1 BC)."""
+    leap = (np.fmod(y, 4) == 0) & ((np.fmod(y, 100) != 0) | (np.fmod(y, 400) == 0))
+    return _MONTH_DAYS[(m - 1).astype(np.int64)] + ((m == 2) & leap)
+
+
 def _add_months_days(days: np.ndarray, months: int) -> np.ndarray:
     """Days since epoch (int64) + `months` calendar months, clamped to the month end."""
     y, m, d = _civil_from_days(days.astype(np.float64))
     total = y * 12 + (m - 1) + months
     y = _fdiv(total, 12)
     m = total - y * 12 + 1
-    leap = (np.fmod(y, 4) == 0) & ((np.fmod(y, 100) != 0) | (np.fmod(y, 400) == 0))
-    month_len = _MONTH_DAYS[(m - 1).astype(np.int64)] + ((m == 2) & leap)
-    return _days_from_civil(y, m, np.minimum(d, month_len)).astype(np.int64)
+    return _days_from_civil(y, m, np.minimum(d, _month_length(y, m))).astype(np.int64)
 
 
 def _shift_days_by_months(days: np.ndarray, months: int) -> np.ndarray:
@@ -402,15 +406,14 @@ def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
             cols.append(pc.fill_null(p.cast(pa.int64()), 1).to_numpy())
     y, m, d = cols
     astro = np.where(y < 0, y + 1, y)           # 1 BC is year 0 of the proleptic calendar
-    month = (astro - 1970) * 12 + (m - 1)
-    first = month.astype("datetime64[M]").astype("datetime64[D]")
-    length = ((month + 1).astype("datetime64[M]").astype("datetime64[D]") - first)
-    bad = ok & ((y == 0) | (y < -4713) | (y > 5874897) | (m < 1) | (m > 12) | (d < 1) | (d > length.astype(np.int64)))
+    length = _month_length(astro, np.clip(m, 1, 12))
+    bad = ok & ((y == 0) | (y < -4713) | (y > 5874897) | (m < 1) | (m > 12) | (d < 1) |
+                (d > length))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise _err(f"date field value out of range: {y[i]}-{m[i]:02d}-{d[i]:02d}", "22008",
                    node)
-    days = (first - np.datetime64(0, "D")).astype(np.int64) + d - 1
+    days = _days_from_civil(astro, np.where(ok, m, 1), np.where(ok, d, 1)).astype(np.int64)
     out = pa.array(days.astype(np.int32), pa.date32(), mask=~ok)
     return out[0] if scalar else out
 
@@ -460,9 +463,7 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
     # days borrow from the month of the earlier timestamp (tm1 when flipped, else tm2)
     ey = np.where(flip, t1["year"], t2["year"])
     em = np.where(flip, t1["month"], t2["month"])
-    first = ((ey - 1970) * 12 + em - 1).astype("datetime64[M]")
-    length = ((first + 1).astype("datetime64[D]") - first.astype("datetime64[D]")).astype(
-        np.int64)
+    length = _month_length(ey, em).astype(np.int64)
     for _ in range(2):                       # at most twice: a day difference is > -31
         borrow = d["day"] < 0
         d["day"] = np.where(borrow, d["day"] + length, d["day"])
