@@ -156,6 +156,15 @@ def _date_minus_date(a: Value, b: Value, node: exp.Expr) -> Value:
     return pc.subtract(a.cast(pa.int32()).cast(pa.int64()), b.cast(pa.int32()).cast(pa.int64()))
 
 
+def _interval_array(months, days, nanos, valid: np.ndarray | None) -> pa.Array:
+    """An INTERVAL (month_day_nano) array from numpy columns, NULL where `valid` is False
+    (None: no NULLs), built from its buffers: no Python object per value."""
+    raw = np.zeros(len(nanos), dtype=[("m", "<i4"), ("d", "<i4"), ("ns", "<i8")])
+    raw["m"], raw["d"], raw["ns"] = months, days, nanos
+    validity = None if valid is None else pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(_INTERVAL, len(nanos), [validity, pa.py_buffer(raw)])
+
+
 def _timestamp_minus_timestamp(a: Value, b: Value, node: exp.Expr) -> Value:
     """An interval of whole days plus time, both with the sign of the difference."""
     a, b = a.cast(_TS), b.cast(_TS)
@@ -165,10 +174,7 @@ def _timestamp_minus_timestamp(a: Value, b: Value, node: exp.Expr) -> Value:
         vals, mask = _to_numpy(arr, "int64")
         days = np.trunc(vals / _US_PER_DAY).astype(np.int64)
         rest = vals - days * _US_PER_DAY
-        buf = np.zeros(len(vals), dtype=[("m", "<i4"), ("d", "<i4"), ("ns", "<i8")])
-        buf["d"], buf["ns"] = days, rest * 1000
-        validity = None if mask is None else pa.array(~mask).buffers()[1]
-        return pa.Array.from_buffers(_INTERVAL, len(vals), [validity, pa.py_buffer(buf)])
+        return _interval_array(0, days, rest * 1000, None if mask is None else ~mask)
 
     return _per_array(to_interval, diff)
 
@@ -475,11 +481,7 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
     days = sign * d["day"]
     nanos = sign * ((((d["hour"] * 60) + d["minute"]) * 60 + d["second"]) * 1_000_000
                     + d["us"]) * 1000
-    raw = np.zeros(n, dtype=[("m", "<i4"), ("d", "<i4"), ("ns", "<i8")])
-    raw["m"], raw["d"], raw["ns"] = months, days, nanos
-    mask = None if valid.all() else pa.array(valid).buffers()[1]
-    out = pa.Array.from_buffers(_INTERVAL, n, [mask, pa.py_buffer(raw.tobytes())],
-                                null_count=-1 if mask is not None else 0)
+    out = _interval_array(months, days, nanos, None if valid.all() else valid)
     return out[0] if scalar else out
 
 
