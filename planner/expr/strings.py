@@ -265,13 +265,11 @@ def _element_at(lists, index) -> pa.Array:
 @_handles(exp.MD5)
 def _md5(node: exp.MD5, ctx: _Ctx) -> Value:
     """md5(text): the hex digest of its UTF-8 bytes. Arrow has no MD5 kernel: one hashlib call
-    per value (a Python loop over the values; md5 is not a bulk-path function)."""
+    per distinct value (`_per_distinct`; md5 is not a bulk-path function)."""
     s = _string_arg(_eval(node.this, ctx), "md5", node.this)
-    if isinstance(s, pa.Scalar):
-        v = s.as_py()
-        return pa.scalar(None if v is None else hashlib.md5(v.encode()).hexdigest(), pa.string())
-    return pa.array([None if v is None else hashlib.md5(v.encode()).hexdigest()
-                     for v in s.to_pylist()], pa.string())
+    if _kind(s.type) == "null":
+        return _null_of(pa.string())
+    return _per_distinct(s, lambda v: hashlib.md5(v.encode()).hexdigest(), pa.string())
 
 
 def _per_distinct(v: Value, fn, out_type: pa.DataType) -> Value:
