@@ -164,15 +164,26 @@ class AggCall:
     func: str                                  # sum, count, count_star, min, max, avg, ...
     arg: exp.Expression | None
     distinct: bool = False
-    # array_agg / list_agg (string_agg's values): the order of the values in each group
+    # array_agg / list_agg (string_agg's values), the ordered-set aggregates
+    # (percentile_cont, percentile_disc, mode): the order of the values in each group
     order: tuple[SortKey, ...] = ()
+    param: Any = None                          # a percentile's fraction (None: NULL)
 
 
 @dataclasses.dataclass(frozen=True)
 class Aggregate(Node):
+    """GROUP BY: one row per distinct value of `groups`, with `aggs` over its rows.
+    With `sets` (GROUPING SETS / ROLLUP / CUBE), one such aggregation per grouping set -
+    each set a tuple of indices into `groups` - their rows concatenated, the groups outside
+    a row's set NULL. `grouping`: the GROUPING(...) calls, each an output key and the
+    indices of its arguments in `groups`; its value is a bit per argument, the first
+    argument's the highest, set where the argument is not in the row's grouping set (0
+    everywhere without `sets`)."""
     input: Node
     groups: list[tuple[str, exp.Expression]]
     aggs: list[AggCall]
+    sets: tuple[tuple[int, ...], ...] | None = None
+    grouping: list[tuple[str, tuple[int, ...]]] = dataclasses.field(default_factory=list)
 
     def expressions(self):
         return [e for _, e in self.groups] + [a.arg for a in self.aggs if a.arg is not None] + \
@@ -302,8 +313,12 @@ def describe(node: Node) -> list[str]:
     elif isinstance(node, Aggregate):
         if node.groups:
             out.append("group by: " + ", ".join(_sql(e) for _, e in node.groups))
+        if node.sets is not None:
+            out.append("grouping sets: " + ", ".join(
+                "(" + ", ".join(_sql(node.groups[i][1]) for i in s) + ")" for s in node.sets))
         out.append("aggregates: " + ", ".join(
-            f"{a.func}({'DISTINCT ' if a.distinct else ''}"
+            f"{a.func}({'' if a.param is None else f'{a.param}, '}"
+            f"{'DISTINCT ' if a.distinct else ''}"
             f"{_sql(a.arg) if a.arg is not None else '*'}" + (" ORDER BY " + ", ".join(
                 _sql(k.expr) + (" DESC" if k.desc else "") for k in a.order) if a.order
                 else "") + ")" for a in node.aggs))
@@ -413,7 +428,8 @@ def output_keys(node: Node) -> list[str]:
             return output_keys(node.left)
         return output_keys(node.left) + output_keys(node.right)
     if isinstance(node, Aggregate):
-        return [k for k, _ in node.groups] + [a.key for a in node.aggs]
+        return [k for k, _ in node.groups] + [a.key for a in node.aggs] + \
+            [k for k, _ in node.grouping]
     if isinstance(node, SetOp):
         return list(node.keys)
     if isinstance(node, Window):

@@ -152,7 +152,11 @@ def push(node: L.Node, preds: list[exp.Expression]) -> L.Node:
         return _push_through(node, preds, mapping, lambda c: all(
             k in mapping and _deterministic(mapping[k]) for k in refs(c)))
     if isinstance(node, L.Aggregate):
-        gmap = {k: e for k, e in node.groups}
+        # with grouping sets a group key is NULL in the rows of the sets without it, and a
+        # filter below would change the other sets' totals: only keys in every set move
+        fixed = set(range(len(node.groups))) if node.sets is None else \
+            set.intersection(*map(set, node.sets))
+        gmap = {k: e for i, (k, e) in enumerate(node.groups) if i in fixed}
         return _push_through(node, preds, gmap, lambda c: bool(
             refs(c) and refs(c) <= set(gmap) and _deterministic(c)))
     # Sort, Limit, Distinct, SetOp, Values: recurse, keep preds above.

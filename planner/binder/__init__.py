@@ -34,6 +34,9 @@
   provides (`catalog.function(name)`, wire.pg_catalog) are bound as HostCalls.
 - Aggregates are collected from SELECT, HAVING and ORDER BY; avg(x) is planned as
   sum(x) / count(x) so DECIMAL keeps its exactness (and double for integers and floats).
+  percentile_cont / percentile_disc / mode() WITHIN GROUP are aggregate calls on the same
+  sort path as array_agg. ROLLUP / CUBE / GROUPING SETS become one Aggregate with its
+  grouping sets (aggregates.grouping_sets), GROUPING(...) an output column of it.
 - The binder never executes: where it needs rows (a SubPlan's, run per outer value while the
   statement executes; the length of a set-returning function's series in the SELECT list)
   it hands a bound plan to the `SubqueryRunner` the statement layer injected

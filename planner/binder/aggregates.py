@@ -1,7 +1,9 @@
 """Aggregates and windows in the binder: what follows FROM / WHERE in a SELECT - GROUP BY,
 aggregate calls (avg as sum / count: `logical.AvgOf`), array_agg / string_agg (aggregate
-calls that keep their DISTINCT and ORDER BY: `AggCall.order`), HAVING, window calls, the SELECT list, DISTINCT, ORDER BY
-and LIMIT - and the rewrite of `agg(x) FILTER (WHERE c)` before qualify.
+calls that keep their DISTINCT and ORDER BY: `AggCall.order`), the ordered-set aggregates
+(percentile_cont / percentile_disc / mode() WITHIN GROUP: `ordered_set`), ROLLUP / CUBE /
+GROUPING SETS (`grouping_sets`) and GROUPING(...), HAVING, window calls, the SELECT list,
+DISTINCT, ORDER BY and LIMIT - and the rewrite of `agg(x) FILTER (WHERE c)` before qualify.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from sqlglot import exp
 from planner import logical as L
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import Const, function_name
+from planner.expr.folding import constant_value
 from planner.logical import and_all, AvgOf, keycol
 from planner.binder.common import Scope, _ancestors, in_nested_subquery, output_name, position
 
@@ -20,6 +23,11 @@ AGGREGATES: dict[type, str] = {
     exp.Stddev: "stddev", exp.StddevSamp: "stddev", exp.StddevPop: "stddev_pop",
     exp.Variance: "variance", exp.VariancePop: "variance_pop",
     exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or",
+}
+
+ORDERED_SET: dict[type, str] = {
+    exp.PercentileCont: "percentile_cont", exp.PercentileDisc: "percentile_disc",
+    exp.Mode: "mode",
 }
 
 
@@ -92,6 +100,59 @@ def _merge_window(call: exp.Window, defs: dict[str, exp.Window], sql: str) -> No
     call.set("alias", None)
 
 
+_CUBE_LIMIT = 12                  # PostgreSQL's: 2^12 grouping sets
+
+
+def grouping_sets(items: list[exp.Expression], sql: str
+                  ) -> tuple[list[exp.Expression], tuple[tuple[int, ...], ...] | None]:
+    """A GROUP BY list -> (its distinct expressions, its grouping sets as tuples of indices
+    into them), PostgreSQL's rules: ROLLUP (a, b) is the sets (a, b), (a), (); CUBE (a, b)
+    every subset; GROUPING SETS (...) the sets of each element ((a, b), a, (), or a ROLLUP /
+    CUBE in it); a parenthesised list in ROLLUP / CUBE is one unit; the list's elements
+    combine as a cross product, each set keeping an expression once. Sets are None for a
+    plain GROUP BY."""
+    exprs: list[exp.Expression] = []
+    index: dict[str, int] = {}
+
+    def idx(e: exp.Expression) -> int:
+        if e.sql() not in index:
+            index[e.sql()] = len(exprs)
+            exprs.append(e)
+        return index[e.sql()]
+
+    def unit(e: exp.Expression) -> tuple[int, ...]:
+        if isinstance(e, exp.Paren):
+            e = e.this
+        parts = e.expressions if isinstance(e, exp.Tuple) else [e]
+        return tuple(idx(p) for p in parts)
+
+    def sets_of(e: exp.Expression) -> list[tuple[int, ...]]:
+        if isinstance(e, exp.Rollup):
+            units = [unit(u) for u in e.expressions]
+            return [sum(units[:i], ()) for i in range(len(units), -1, -1)]
+        if isinstance(e, exp.Cube):
+            units = [unit(u) for u in e.expressions]
+            if len(units) > _CUBE_LIMIT:
+                raise SqlError(f"CUBE is limited to {_CUBE_LIMIT} elements", "54011",
+                               position(sql, e))
+            n = len(units)
+            return [sum((units[j] for j in range(n) if not mask >> (n - 1 - j) & 1), ())
+                    for mask in range(1 << n)]
+        if isinstance(e, exp.GroupingSets):
+            return [s for x in e.expressions for s in sets_of(x)]
+        return [unit(e)]
+
+    if not any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)) for g in items):
+        return [e for e in items], None
+    combined: list[tuple[int, ...]] = [()]
+    for g in items:
+        combined = [a + b for a in combined for b in sets_of(g)]
+        if len(combined) > 4096:
+            raise SqlError("too many grouping sets present (maximum 4096)", "54001",
+                           position(sql, g))
+    return exprs, tuple(tuple(dict.fromkeys(s)) for s in combined)
+
+
 class AggregateBinding:
     """GROUP BY, aggregates, HAVING, windows, ORDER BY / DISTINCT / LIMIT of a SELECT.
     Mixed into planner.binder.Binder."""
@@ -124,15 +185,16 @@ class AggregateBinding:
         distinct = sel.args.get("distinct")
         on = distinct.args.get("on") if distinct is not None else None
         on_items = (on.expressions if isinstance(on, exp.Tuple) else [on]) if on else []
-        if group is not None and (any(group.args.get(k) for k in ("rollup", "cube",
-                                                                   "grouping_sets")) or any(
-                isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets))
-                for g in group.expressions)):
-            raise FeatureNotSupported("ROLLUP, CUBE and GROUPING SETS are not supported",
+        if group is not None and any(group.args.get(k) for k in ("rollup", "cube",
+                                                                  "grouping_sets")):
+            raise FeatureNotSupported("GROUP BY ... WITH ROLLUP / CUBE is not supported: use "
+                                      "GROUP BY ROLLUP (...)",
                                       position=position(self.sql, group))
         if has_agg:
+            group_asts, sets = grouping_sets(group.expressions if group is not None else [],
+                                             self.sql)
             groups: list[tuple[str, exp.Expression]] = []
-            for i, g in enumerate(group.expressions if group is not None else []):
+            for i, g in enumerate(group_asts):
                 if isinstance(g, exp.Literal) and g.is_string:
                     raise SqlError("non-integer constant in GROUP BY", "42601",
                                    position(self.sql, g))
@@ -140,22 +202,24 @@ class AggregateBinding:
                     g = items[int(g.this) - 1].unalias()
                 groups.append((f"$grp{n}.{i}", self.expr(g, scope)))
             aggs: list[L.AggCall] = []
+            grouping: list[tuple[str, tuple[int, ...]]] = []
+
+            def bind_agg(e, subqueries=None):
+                return self.aggregate_expr(e, scope, groups, aggs, subqueries, grouping)
             hav = None
             if having is not None:
-                hav = self.aggregate_expr(having.this, scope, groups, aggs,
-                                          self.uncorrelated_subqueries(having.this, scope, ctes))
-            node = L.Aggregate(node, groups, aggs)
+                hav = bind_agg(having.this,
+                               self.uncorrelated_subqueries(having.this, scope, ctes))
+            node = L.Aggregate(node, groups, aggs, sets, grouping)
             if hav is not None:
                 node = L.Filter(node, hav)
-            wrepl, node = self.window_calls(
-                windows, node, lambda e: self.aggregate_expr(e, scope, groups, aggs))
+            wrepl, node = self.window_calls(windows, node, bind_agg)
             proj_exprs = []
             for it in items:
                 e = it.unalias()
-                proj_exprs.append(self.aggregate_expr(
-                    e, scope, groups, aggs,
-                    {**self.uncorrelated_subqueries(e, scope, ctes), **wrepl}))
-            bind_order = lambda e: self.aggregate_expr(e, scope, groups, aggs)  # noqa: E731
+                proj_exprs.append(bind_agg(
+                    e, {**self.uncorrelated_subqueries(e, scope, ctes), **wrepl}))
+            bind_order = bind_agg
             # aggregates first appearing in ORDER BY: bind before building the node list
             order_bound = [self._order_expr(o.this, names, out_keys, bind_order, aliases)
                            for o in order_items]
@@ -345,11 +409,19 @@ class AggregateBinding:
         return "expr", bind(e)
 
     def aggregate_expr(self, e: exp.Expression, scope: Scope, groups, aggs,
-                       subqueries: dict | None = None) -> exp.Expression:
+                       subqueries: dict | None = None,
+                       grouping: list | None = None) -> exp.Expression:
         """Bind `e` above an Aggregate: aggregate calls -> their output keys, GROUP BY
-        expressions -> theirs; any other column is an error (42803)."""
+        expressions -> theirs, GROUPING(...) calls -> theirs (added to `grouping`, the
+        Aggregate's list); any other column is an error (42803)."""
         repl: dict[int, exp.Expression] = dict(subqueries or {})
+        for g in list(e.find_all(exp.Grouping)):
+            if in_nested_subquery(g, e) or any(id(x) in repl for x in [*_ancestors(g, e), e]):
+                continue
+            repl[id(g)] = self._grouping_call(g, scope, groups, grouping)
         for a in list(e.find_all(exp.AggFunc)):
+            if isinstance(a, exp.Grouping):
+                continue
             # inside a window call already bound (`sum(count(*)) OVER ()`: the window's
             # argument is an aggregate of the group) or a subquery: not this level's
             if in_nested_subquery(a, e) or any(id(x) in repl for x in
@@ -358,12 +430,15 @@ class AggregateBinding:
             if any(isinstance(x, exp.AggFunc) for x in _ancestors(a, e)):
                 raise SqlError("aggregate function calls cannot be nested", "42803",
                                position(self.sql, a))
+            if isinstance(a.parent, exp.WithinGroup) and a.parent.this is a:
+                repl[id(a.parent)] = self.ordered_set(a.parent, scope, aggs)
+                continue
             repl[id(a)] = self.ordered_aggregate(a, scope, aggs) \
                 if isinstance(a, (exp.ArrayAgg, exp.GroupConcat)) else \
                 self._agg_call(a, scope, aggs)
         bound = self.expr(e, scope, replacements=repl)
         group_map = {g.sql(): k for k, g in groups}
-        agg_keys = {c.key for c in aggs}
+        agg_keys = {c.key for c in aggs} | {k for k, _ in grouping or ()}
 
         def sub(node):
             if isinstance(node, exp.Column) and node.name in agg_keys:
@@ -381,8 +456,41 @@ class AggregateBinding:
                                "in an aggregate function", "42803", position(self.sql, e))
         return out
 
+    def _grouping_call(self, g: exp.Grouping, scope: Scope, groups, grouping: list | None
+                       ) -> exp.Expression:
+        """GROUPING(a, ...) -> the output key of its column in the Aggregate (see
+        logical.Aggregate); each argument must be one of the GROUP BY expressions."""
+        where = position(self.sql, g)
+        if grouping is None:
+            raise SqlError("GROUPING is not allowed here", "42803", position=where)
+        if not g.expressions:
+            raise SqlError("GROUPING needs at least one argument", "42601", position=where)
+        if len(g.expressions) > 31:
+            raise SqlError("GROUPING must have fewer than 32 arguments", "54011",
+                           position=where)
+        index = {ge.sql(): i for i, (_, ge) in enumerate(groups)}
+        args = []
+        for a in g.expressions:
+            i = index.get(self.expr(a, scope).sql())
+            if i is None:
+                raise SqlError("arguments to GROUPING must be grouping expressions of the "
+                               "associated query level", "42803",
+                               position=position(self.sql, a))
+            args.append(i)
+        for k, prev in grouping:
+            if prev == tuple(args):
+                return keycol(k)
+        key = f"$gbits{next(self._n)}"
+        grouping.append((key, tuple(args)))
+        return keycol(key)
+
     def _agg_call(self, a: exp.AggFunc, scope: Scope, aggs: list[L.AggCall]) -> exp.Expression:
         func = AGGREGATES.get(type(a))
+        if type(a) in ORDERED_SET:           # PostgreSQL finds no such plain aggregate
+            raise SqlError(f"function {ORDERED_SET[type(a)]}(...) does not exist", "42883",
+                           position(self.sql, a),
+                           hint=f"{ORDERED_SET[type(a)]} is an ordered-set aggregate: add "
+                                "WITHIN GROUP (ORDER BY ...).")
         if func is None:
             raise FeatureNotSupported(f"aggregate function {function_name(a)} is not "
                                       "supported", position=position(self.sql, a))
@@ -414,6 +522,44 @@ class AggregateBinding:
                     (prev.arg is None and bound is None) or
                     (prev.arg is not None and bound is not None and prev.arg == bound)):
                 return keycol(prev.key)
+        aggs.append(call)
+        return keycol(call.key)
+
+    def ordered_set(self, w: exp.WithinGroup, scope: Scope, aggs: list[L.AggCall]
+                    ) -> exp.Expression:
+        """percentile_cont / percentile_disc (fraction) and mode() WITHIN GROUP (ORDER BY x):
+        an AggCall over x's non-NULL values in each group, sorted by the ORDER BY (the
+        executor's list-aggregate path), the fraction a constant in [0, 1] (`param`; None
+        for a NULL fraction, which makes the result NULL)."""
+        fn, where = w.this, position(self.sql, w)
+        func = ORDERED_SET.get(type(fn))
+        if func is None:
+            raise SqlError(f"function {function_name(fn)}(...) does not exist", "42883",
+                           position=where,
+                           hint="WITHIN GROUP (ORDER BY ...) goes with the ordered-set "
+                                "aggregates percentile_cont, percentile_disc and mode.")
+        order = w.expression.expressions if isinstance(w.expression, exp.Order) else []
+        direct = [fn.this] if fn.args.get("this") is not None else []
+        if len(order) != 1 or len(direct) != (0 if func == "mode" else 1):
+            raise SqlError(f"function {func} with {len(direct)} direct and {len(order)} "
+                           "ordered arguments does not exist", "42883", position=where)
+        param = None
+        if direct:
+            is_const, value, _ = constant_value(self.expr(direct[0], scope))
+            if not is_const or isinstance(value, (list, str, bytes)):
+                raise FeatureNotSupported(f"the fraction of {func} must be a numeric "
+                                          "constant", position=where)
+            if value is not None:
+                value = float(value)
+                if not 0 <= value <= 1:          # NaN too
+                    raise SqlError(f"percentile value {value:g} is not between 0 and 1",
+                                   "22003", position=where)
+            param = value
+        o = order[0]
+        x = self.expr(o.this, scope)
+        call = L.AggCall(f"$agg{next(self._n)}", func, x, False,
+                         (L.SortKey(x, bool(o.args.get("desc")), o.args.get("nulls_first")),),
+                         param)
         aggs.append(call)
         return keycol(call.key)
 

@@ -1,5 +1,6 @@
 """Aggregation and windows: `Aggregate` (Acero hash aggregation fed by morsels; whole-column
-kernels without GROUP BY; DISTINCT arguments; array_agg / string_agg's values in order) and
+kernels without GROUP BY; DISTINCT arguments; array_agg / string_agg's values in order and
+the ordered-set aggregates over them; one aggregation per grouping set) and
 `Window` (partition and peer boundaries from one sort, running and whole-frame aggregates,
 ranking functions).
 
@@ -131,6 +132,15 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
     if func in _NUMERIC_AGGREGATES:
         ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
             pa.types.is_decimal(typ) or pa.types.is_null(typ)
+    elif func == "percentile_cont":
+        ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
+            pa.types.is_decimal(typ) or pa.types.is_null(typ)
+        if not ok:
+            from planner.expr import pg_name as _pg_name
+            raise SqlError(f"function percentile_cont(double precision, {_pg_name(typ)}) "
+                           "does not exist", "42883",
+                           hint="No function matches the given name and argument types. "
+                                "You might need to add explicit type casts.")
     elif func in ("bool_and", "bool_or"):
         ok = pa.types.is_boolean(typ) or pa.types.is_null(typ)
     elif func in ("min", "max"):                  # no min(boolean): use bool_and
@@ -175,7 +185,49 @@ def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
     raise SqlError(f"aggregate {a.func} is not supported", "0A000")
 
 
-_LIST_AGGREGATES = ("array_agg", "list_agg")
+_ORDERED_SET = ("percentile_cont", "percentile_disc", "mode")
+# aggregates over each group's values in order: the sort path of _aggregate_lists
+_LIST_AGGREGATES = ("array_agg", "list_agg") + _ORDERED_SET
+
+
+def _ordered_set_value(a: L.AggCall, vals: pa.Array, group: np.ndarray,
+                       counts: np.ndarray) -> pa.Array:
+    """percentile_cont / percentile_disc / mode of each group, from its non-NULL values
+    `vals` sorted by (group, the WITHIN GROUP order) - PostgreSQL's definitions: cont
+    interpolates in double precision between the values at ranks floor and ceil of
+    f * (n - 1); disc is the value at rank max(ceil(f * n), 1) (1-based); mode is the most
+    frequent value, the first in the order among equally frequent ones. A group without
+    values (or a NULL fraction) gives NULL."""
+    groups = len(counts)
+    start = np.cumsum(counts) - counts
+    empty = counts == 0
+    if a.func != "mode" and a.param is None:
+        return pa.nulls(groups, pa.float64() if a.func == "percentile_cont" else vals.type)
+    if a.func == "percentile_cont":
+        v = vals.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        pos = a.param * np.maximum(counts - 1, 0)
+        lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
+        first = v[np.minimum(start + lo, max(len(v) - 1, 0))] if len(v) else np.zeros(groups)
+        second = v[np.minimum(start + hi, max(len(v) - 1, 0))] if len(v) else first
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = np.where(lo == hi, first, first + (pos - lo) * (second - first))
+        return pa.array(out, pa.float64(), mask=empty)
+    if a.func == "percentile_disc":
+        rank = np.maximum(np.ceil(a.param * counts), 1).astype(np.int64)
+        return vals.take(pa.array(start + rank - 1, mask=empty))
+    # mode: runs of equal values within a group; the longest, first in order on a tie
+    new_run = np.ones(len(vals), dtype=bool)
+    if len(vals) > 1:
+        new_run[1:] = ~(_same_as_previous(vals) & (group[1:] == group[:-1]))
+    run_start = np.flatnonzero(new_run)
+    run_len = np.diff(np.append(run_start, len(vals)))
+    run_group = group[run_start]
+    best = np.lexsort((run_start, -run_len, run_group))      # by group, longest, first
+    first_of_group = np.ones(len(best), dtype=bool)
+    first_of_group[1:] = run_group[best][1:] != run_group[best][:-1]
+    pick = np.zeros(groups, dtype=np.int64)
+    pick[run_group[best][first_of_group]] = run_start[best][first_of_group]
+    return vals.take(pa.array(pick, mask=empty))
 
 
 def _hash_spec(gkeys: list[str], aggs: list, per_list: set, max_aggs: list) -> list:
@@ -488,26 +540,55 @@ class AggregateOperators:
     # -- aggregation -----------------------------------------------------------------------
     def _aggregate(self, node: L.Aggregate) -> pa.Table:
         t = self.run(node.input)
-        exprs = [e for _, e in node.groups] + [a.arg for a in node.aggs if a.arg is not None] \
-            + [k.expr for a in node.aggs for k in a.order]
+        if node.sets is None:
+            out = self._aggregate_by(t, node.groups, node.aggs)
+            for k, _ in node.grouping:
+                out = out.append_column(k, pa.array(np.zeros(out.num_rows, np.int32)))
+            return out
+        # GROUPING SETS: one aggregation of the input per set (each evaluates its own
+        # keys and arguments), the keys a set lacks NULL in its rows
+        parts = []
+        for s in node.sets:
+            self.guard.check()
+            parts.append((s, self._aggregate_by(t, [node.groups[i] for i in s], node.aggs)))
+        types = {k: part.column(k).type for _, part in parts for k in part.column_names}
+        out_parts = []
+        for s, part in parts:
+            cols = {}
+            for i, (k, _) in enumerate(node.groups):
+                cols[k] = part.column(k) if i in s else \
+                    pa.nulls(part.num_rows, types.get(k, pa.null()))
+            for a in node.aggs:
+                cols[a.key] = part.column(a.key)
+            for k, args in node.grouping:
+                bits = sum(1 << (len(args) - 1 - j) for j, i in enumerate(args) if i not in s)
+                cols[k] = pa.array(np.full(part.num_rows, bits, np.int32))
+            out_parts.append(pa.table(cols))
+        return pa.concat_tables(out_parts, promote_options="default")
+
+    def _aggregate_by(self, t: pa.Table, groups: list[tuple[str, exp.Expression]],
+                      calls: list[L.AggCall]) -> pa.Table:
+        """`calls` over the rows of `t` grouped by `groups` (one row without groups)."""
+        exprs = [e for _, e in groups] + [a.arg for a in calls if a.arg is not None] \
+            + [k.expr for a in calls for k in a.order]
         prelude, rewritten = common_subexpressions(exprs)
         items: list[tuple[str, exp.Expression]] = []     # the aggregation's input columns
         it = iter(rewritten)
-        for k, _ in node.groups:
+        for k, _ in groups:
             items.append((k, next(it)))
         args: dict[str, L.AggCall] = {}                  # arg column -> its aggregate
-        for a in node.aggs:
+        for a in calls:
             if a.arg is not None:
                 e = next(it)
                 if f"{a.key}$arg" not in {k for k, _ in items}:
                     items.append((f"{a.key}$arg", e))
                     args[f"{a.key}$arg"] = a
-        for a in node.aggs:
+        for a in calls:
             for i, _k in enumerate(a.order):
                 e = next(it)
                 if f"{a.key}$ord{i}" not in {k for k, _ in items}:
                     items.append((f"{a.key}$ord{i}", e))
-        aggs = list({a.key: a for a in node.aggs}.values())
+        aggs = list({a.key: a for a in calls}.values())
         max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
         real_sums: set[str] = set()     # sum(real) is real in PostgreSQL; Arrow sums in double
 
@@ -544,7 +625,7 @@ class AggregateOperators:
                     if pa.types.is_floating(arg.type) else pa.nulls(len(arg), pa.bool_())
             return pa.table(cols)
 
-        gkeys = [k for k, _ in node.groups]
+        gkeys = [k for k, _ in groups]
         if not items:               # count(*) only, or nothing: the row count is enough
             return pa.table({a.key: pa.array([t.num_rows], pa.int64()) for a in aggs}) \
                 if aggs else empty_rows(1)
@@ -621,11 +702,13 @@ class AggregateOperators:
         keep = np.ones(len(vals), dtype=bool)
         if a.distinct and len(vals) > 1:
             keep[1:] = ~(_same_as_previous(vals) & (group[1:] == group[:-1]))
-        if a.func == "list_agg":
+        if a.func != "array_agg":
             keep &= pc.is_valid(vals).to_numpy(zero_copy_only=False)
         if not keep.all():
             vals, group = vals.filter(pa.array(keep)), group[keep]
         counts = np.bincount(group, minlength=groups)
+        if a.func in _ORDERED_SET:
+            return _ordered_set_value(a, vals, group, counts)
         if pa.types.is_null(vals.type):
             vals = vals.cast(pa.string())         # array_agg(NULL): text[] as PostgreSQL's
         offsets = np.zeros(groups + 1, dtype=np.int32)

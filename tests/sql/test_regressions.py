@@ -334,7 +334,7 @@ def test_aggregate_filter_clause(con):
 
 def test_refusals_say_what_is_not_supported(con):
     for sql, word in (("SELECT * FROM t TABLESAMPLE SYSTEM (10)", "TABLESAMPLE"),
-                      ("SELECT a FROM t GROUP BY ROLLUP (a)", "ROLLUP"),
+                      ("SELECT a FROM t GROUP BY a WITH ROLLUP", "WITH ROLLUP"),
                       ("SELECT count(DISTINCT (a, b)) FROM t", "several DISTINCT")):
         e = err(con, sql)
         assert e.sqlstate == "0A000" and word in str(e), (sql, e)

@@ -267,6 +267,7 @@ class Query:
                                                     # the order (else None)
     total_order: bool = False        # ORDER BY covers every output column
     has_limit: bool = False
+    limit: int | None = None         # the outermost LIMIT's count
 
 
 class QueryGen:
@@ -727,6 +728,11 @@ class QueryGen:
                 for c in gcols:
                     items.append(Sql(c.sql))
                     kinds.append(c.kind)
+                if self.extended and not want_kinds and rng.random() < 0.15:
+                    group = [self.grouping_sets(group)]
+                    if rng.random() < 0.5:
+                        items.append(Sql("GROUPING(" + ", ".join(c.sql for c in gcols) + ")"))
+                        kinds.append("int")
             if not want_kinds:
                 for _ in range(rng.randint(1, 3)):
                     a, k = self.aggregate(scope)
@@ -750,6 +756,32 @@ class QueryGen:
             self.order_limit(query)
         return query
 
+    def grouping_sets(self, group: list[Sql]) -> Sql:
+        """The GROUP BY columns as ROLLUP, CUBE or GROUPING SETS (two random sets and
+        the empty one)."""
+        rng = self.rng
+        cols = join(", ", group)
+        style = rng.choice(["ROLLUP", "CUBE", "SETS"])
+        if style != "SETS":
+            return j(f"{style}(", cols, ")")
+        sets = [join(", ", rng.sample(group, rng.randint(1, len(group)))) for _ in range(2)]
+        return j("GROUPING SETS ((", sets[0], "), (", sets[1], "), ())")
+
+    def ordered_set(self, num: list[Col], any_: list[Col]) -> tuple[Sql, str]:
+        """percentile_cont / percentile_disc / mode() WITHIN GROUP (ORDER BY a column)."""
+        rng = self.rng
+        fn = rng.choice(["percentile_cont", "percentile_disc", "mode"])
+        if fn == "percentile_cont" and not num:
+            fn = "percentile_disc"
+        c = rng.choice(num if fn == "percentile_cont" else any_)
+        frac = "" if fn == "mode" else str(rng.choice([0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]))
+        desc = " DESC" if rng.random() < 0.3 else ""
+        # PostgreSQL interpolates in double precision; DuckDB keeps a DECIMAL's scale
+        duck = f"CAST({c.sql} AS DOUBLE)" if fn == "percentile_cont" else c.sql
+        return Sql(f"{fn}({frac}) WITHIN GROUP (ORDER BY {c.sql}{desc})",
+                   f"{fn}({frac}) WITHIN GROUP (ORDER BY {duck}{desc})"), \
+            "float" if fn == "percentile_cont" else c.kind
+
     def aggregate(self, scope: list[Col]) -> tuple[Sql, str]:
         rng = self.rng
         r = rng.random()
@@ -757,6 +789,8 @@ class QueryGen:
             return Sql("count(*)"), "int"
         num = [c for c in scope if c.kind in NUMERIC]
         any_ = [c for c in scope if c.kind != "bool"]
+        if self.extended and 0.82 < r <= 0.9 and any_:
+            return self.ordered_set(num, any_)
         if r < 0.55 and num:
             c = rng.choice(num)
             fn = rng.choice(["sum", "avg", "min", "max", "sum", "count"])
@@ -856,7 +890,8 @@ class QueryGen:
             d_parts.append(f"{p + 1}{' DESC' if desc else ''}{dn}")
         s = Sql(" ORDER BY " + ", ".join(k_parts), " ORDER BY " + ", ".join(d_parts))
         if limit:
-            s = j(s, f" LIMIT {rng.randint(0, 8)}")
+            q.limit = rng.randint(0, 8)
+            s = j(s, f" LIMIT {q.limit}")
             if rng.random() < 0.3:
                 s = j(s, f" OFFSET {rng.randint(0, 3)}")
         q.sql = j(q.sql, s)

@@ -526,6 +526,12 @@ class Runner:
             else:
                 self._count("DuckDB error, kudusql ran")
             return
+        if q.limit is not None and len(theirs) > q.limit:
+            # DuckDB 2.0.1 drops the LIMIT of some plans (a LEFT JOIN whose right side it
+            # proved empty: seed 500216507645143 gave all 112 rows for LIMIT 1): no answer
+            # to compare with
+            self._count("DuckDB ignored the LIMIT")
+            return
         d = diff_rows(ours, theirs, q.ordered, q.total_order, tols=world.tols)
         if d is not None:
             self._mismatch(seed, repr(q.sql), d)

@@ -1234,6 +1234,108 @@ STATEMENTS: list[tuple[str, str]] = [
     ("err2_numeric_round_overflow", "SELECT CAST(9.995 AS numeric(3,2))"),
     ("err2_numeric_to_int_rounds_over", "SELECT 2147483647.5::int"),
 
+    # -- grouping sets and ordered-set aggregates --
+    ("gs_rollup_grouping_having",
+     "SELECT dept, active, count(*), sum(salary), grouping(dept), grouping(active, dept) "
+     "FROM emp GROUP BY ROLLUP (dept, active) HAVING dept IS NULL OR dept = 'eng'"),
+    ("gs_fixed_key_and_rollup",
+     "SELECT dept, level, count(*) FROM emp WHERE dept IS NOT NULL "
+     "GROUP BY dept, ROLLUP (level) HAVING dept <> 'ops'"),
+    ("gs_nested_sets",
+     "SELECT dept, active, count(*) FROM emp GROUP BY GROUPING SETS (ROLLUP (dept), "
+     "CUBE (active))"),
+    ("gs_duplicate_sets",
+     "SELECT dept, count(*) FROM emp GROUP BY GROUPING SETS ((dept), (dept), ())"),
+    ("gs_rollup_composite_unit",
+     "SELECT dept, active, level, count(*) FROM emp "
+     "GROUP BY ROLLUP ((dept, active), level)"),
+    ("gs_cross_product_of_lists",
+     "SELECT dept, active, level, count(*) FROM emp WHERE id < 8 "
+     "GROUP BY ROLLUP (dept), CUBE (active, level)"),
+    ("gs_empty_input_grand_total",
+     "SELECT dept, count(*), sum(salary), grouping(dept) FROM emp WHERE false "
+     "GROUP BY ROLLUP (dept)"),
+    ("gs_empty_set_only", "SELECT count(*), max(name) FROM emp GROUP BY GROUPING SETS (())"),
+    ("gs_order_by_grouping",
+     "SELECT dept, sum(salary) FROM emp GROUP BY ROLLUP (dept) "
+     "ORDER BY grouping(dept), dept NULLS FIRST"),
+    ("gs_expression_key",
+     "SELECT extract(year FROM hired) AS y, count(*) FROM emp "
+     "GROUP BY ROLLUP (extract(year FROM hired)) "
+     "ORDER BY grouping(extract(year FROM hired)), y NULLS FIRST"),
+    ("gs_positional_in_rollup",
+     "SELECT dept, active, count(*) FROM emp GROUP BY ROLLUP (1, 2)"),
+    ("gs_list_and_distinct_aggregates",
+     "SELECT dept, string_agg(name, ',' ORDER BY name), count(DISTINCT level), "
+     "avg(bonus) FROM emp GROUP BY CUBE (dept)"),
+    ("gs_window_over_rollup",
+     "SELECT dept, sum(salary), rank() OVER (ORDER BY sum(salary) DESC NULLS LAST) "
+     "FROM emp GROUP BY ROLLUP (dept)"),
+    ("gs_grouping_in_expression",
+     "SELECT CASE WHEN grouping(dept) = 1 THEN 'all' ELSE dept END AS d, count(*) "
+     "FROM emp GROUP BY ROLLUP (dept)"),
+    ("gs_grouping_of_ungrouped_column",
+     "SELECT dept, grouping(salary) FROM emp GROUP BY ROLLUP (dept)"),
+    ("gs_grouping_without_group_by", "SELECT grouping(dept) FROM emp"),
+    ("gs_cube_too_large",
+     "SELECT count(*) FROM emp GROUP BY CUBE (id, name, dept, salary, bonus, hired, "
+     "last_login, active, level, manager_id, rating, code, id + 1)"),
+    ("gs_ungrouped_column", "SELECT dept, name FROM emp GROUP BY ROLLUP (dept)"),
+    ("osa_percentiles_numbers",
+     "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY level), "
+     "percentile_cont(0.25) WITHIN GROUP (ORDER BY bonus), "
+     "percentile_cont(0.9) WITHIN GROUP (ORDER BY rating DESC), "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY level) FROM emp"),
+    ("osa_percentile_bounds",
+     "SELECT percentile_cont(0) WITHIN GROUP (ORDER BY salary), "
+     "percentile_cont(1) WITHIN GROUP (ORDER BY salary), "
+     "percentile_disc(0) WITHIN GROUP (ORDER BY salary), "
+     "percentile_disc(1) WITHIN GROUP (ORDER BY salary) FROM emp"),
+    ("osa_percentile_disc_types",
+     "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY name), "
+     "percentile_disc(0.3) WITHIN GROUP (ORDER BY hired DESC), "
+     "percentile_disc(0.7) WITHIN GROUP (ORDER BY last_login) FROM emp"),
+    ("osa_grouped",
+     "SELECT dept, percentile_cont(0.5) WITHIN GROUP (ORDER BY salary), "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY bonus), "
+     "mode() WITHIN GROUP (ORDER BY level) FROM emp GROUP BY dept"),
+    ("osa_mode_ties",
+     "SELECT mode() WITHIN GROUP (ORDER BY x), mode() WITHIN GROUP (ORDER BY x DESC), "
+     "mode() WITHIN GROUP (ORDER BY y) FROM (VALUES (3, 'b'), (1, 'a'), (2, NULL), (3, 'a'), "
+     "(1, 'b'), (2, NULL)) v(x, y)"),
+    ("osa_empty_group",
+     "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY salary), "
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY name), mode() WITHIN GROUP (ORDER BY dept) "
+     "FROM emp WHERE false"),
+    ("osa_only_nulls_group",
+     "SELECT dept, percentile_cont(0.5) WITHIN GROUP (ORDER BY bonus) FROM emp "
+     "WHERE id IN (2, 8, 16) GROUP BY dept"),
+    ("osa_null_fraction",
+     "SELECT percentile_cont(NULL::float8) WITHIN GROUP (ORDER BY salary), "
+     "percentile_disc(CAST(NULL AS float8)) WITHIN GROUP (ORDER BY name) FROM emp"),
+    ("osa_in_rollup_and_having",
+     "SELECT dept, percentile_cont(0.5) WITHIN GROUP (ORDER BY salary) FROM emp "
+     "GROUP BY ROLLUP (dept) HAVING percentile_cont(0.5) WITHIN GROUP (ORDER BY salary) "
+     "> 60000"),
+    ("osa_interpolate_big_ints",
+     "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) "
+     "FROM (VALUES (9007199254740993), (9007199254740995), (1)) v(x)"),
+    ("osa_infinities",
+     "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), "
+     "percentile_cont(0.25) WITHIN GROUP (ORDER BY x) "
+     "FROM (VALUES ('-Infinity'::float8), ('Infinity'), ('Infinity'), (1)) v(x)"),
+    ("osa_fraction_out_of_range",
+     "SELECT percentile_cont(1.5) WITHIN GROUP (ORDER BY salary) FROM emp"),
+    ("osa_negative_fraction",
+     "SELECT percentile_disc(-0.1) WITHIN GROUP (ORDER BY salary) FROM emp"),
+    ("osa_cont_over_text",
+     "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY name) FROM emp"),
+    ("osa_without_within_group", "SELECT percentile_cont(0.5) FROM emp"),
+    ("osa_within_group_on_plain_aggregate",
+     "SELECT sum(salary) WITHIN GROUP (ORDER BY salary) FROM emp"),
+    ("osa_as_window", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY salary) OVER () "
+                      "FROM emp"),
+
     # -- writes (state changes; order matters) --
     ("dml_insert_one",
      "INSERT INTO emp (id, name, dept, salary, hired, active) "
