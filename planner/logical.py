@@ -17,12 +17,14 @@ Nodes (children first in each dataclass):
               joins greedily from the real input sizes (`planner.executor`)
   Join        a binary join: left/full outer, semi, anti (NOT IN's null-aware anti as
               `null_aware`); equi keys plus an optional residual condition
-  Aggregate   GROUP BY keys and aggregate calls
+  Aggregate   GROUP BY keys (and grouping sets) and aggregate calls
   Window      window functions (PARTITION BY / ORDER BY / frame) appended as columns
   Sort        ORDER BY keys, optional top-N limit
   Limit       LIMIT / OFFSET
   Distinct    duplicate elimination on all columns
   SetOp       UNION / INTERSECT / EXCEPT [ALL]
+  RecursiveUnion  WITH RECURSIVE: an anchor, then a recursive term over its WorkTable
+  WorkTable   the rows the last step of a RecursiveUnion added
 
 Nodes (and AggCall, WindowCall, SortKey, Output) are frozen dataclasses: a stage that
 changes a plan builds a new one (`dataclasses.replace`; `with_children`, `map_expressions`
@@ -254,6 +256,26 @@ class SetOp(Node):
     keys: list[str] = dataclasses.field(default_factory=list)   # output keys
 
 
+@dataclasses.dataclass(frozen=True)
+class RecursiveUnion(Node):
+    """WITH RECURSIVE's `anchor UNION [ALL] recursive`: the anchor's rows, then the
+    recursive term run again and again over the rows the step before added (its WorkTable
+    of the same `ref`) until a step adds none; UNION (not ALL) keeps only rows not seen
+    before. Output: `keys`, typed as the anchor's columns."""
+    anchor: Node
+    recursive: Node
+    all: bool
+    ref: int
+    keys: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkTable(Node):
+    """In a recursive term: the rows the last step of RecursiveUnion `ref` added."""
+    ref: int
+    keys: list[str] = dataclasses.field(default_factory=list)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Output:
     """The root: a plan plus the user-visible column names of its (ordered) keys. `utc`:
@@ -340,6 +362,11 @@ def describe(node: Node) -> list[str]:
         out.append(f"limit: {node.limit} offset: {node.offset}")
     elif isinstance(node, SetOp):
         out.append(f"{node.kind}{' ALL' if node.all else ''}")
+    elif isinstance(node, RecursiveUnion):
+        out.append(f"union{' ALL' if node.all else ''} until a step adds no rows "
+                   f"(work table {node.ref})")
+    elif isinstance(node, WorkTable):
+        out.append(f"the rows the last step of work table {node.ref} added")
     return out
 
 
@@ -430,7 +457,7 @@ def output_keys(node: Node) -> list[str]:
     if isinstance(node, Aggregate):
         return [k for k, _ in node.groups] + [a.key for a in node.aggs] + \
             [k for k, _ in node.grouping]
-    if isinstance(node, SetOp):
+    if isinstance(node, (SetOp, RecursiveUnion, WorkTable)):
         return list(node.keys)
     if isinstance(node, Window):
         return output_keys(node.input) + [c.key for c in node.calls]

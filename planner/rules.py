@@ -318,6 +318,8 @@ def rule_prune_columns(out: L.Output, catalog) -> L.Output:
             pass
         if isinstance(n, L.SetOp):
             used |= set(output_keys(n.left)) | set(output_keys(n.right))
+        if isinstance(n, L.RecursiveUnion):       # its inputs' columns meet by position
+            used |= set(output_keys(n.anchor)) | set(output_keys(n.recursive))
         if isinstance(n, L.Distinct):
             used |= set(output_keys(n.input))
     return _rewrite_nodes(out, lambda n: dataclasses.replace(

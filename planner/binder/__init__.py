@@ -37,6 +37,8 @@
   percentile_cont / percentile_disc / mode() WITHIN GROUP are aggregate calls on the same
   sort path as array_agg. ROLLUP / CUBE / GROUPING SETS become one Aggregate with its
   grouping sets (aggregates.grouping_sets), GROUPING(...) an output column of it.
+- A WITH RECURSIVE query that reads itself binds as a RecursiveUnion (bind.recursive_cte):
+  the anchor, and the recursive term with its self-reference a WorkTable.
 - The binder never executes: where it needs rows (a SubPlan's, run per outer value while the
   statement executes; the length of a set-returning function's series in the SELECT list)
   it hands a bound plan to the `SubqueryRunner` the statement layer injected

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 from sqlglot import exp
@@ -24,7 +24,7 @@ from planner.expr import Const, InSubPlan, constant_value, fold_constants, param
 from planner.logical import and_all, conjuncts, keycol, refs
 from planner.binder.aggregates import (AggregateBinding, inline_named_windows,
                                        rewrite_filter_clauses)
-from planner.binder.common import Scope, SubqueryRunner, _quoted, _rebuild, position
+from planner.binder.common import Scope, SubqueryRunner, _ancestors, _quoted, _rebuild, position
 from planner.binder.decorrelate import SubqueryBinding, _quantified_query
 from planner.binder.pg_functions import PgFunctionBinding, pg_rewrites
 
@@ -145,6 +145,29 @@ def flatten_paren_joins(ast: exp.Expression) -> None:
             sel.set("joins", out or None)
 
 
+class _CteDef(NamedTuple):
+    """A WITH query as the binder keeps it until a FROM names it (bound there, per use)."""
+    body: exp.Expression
+    ctes: dict                     # the WITH queries its body sees
+    cte: exp.CTE
+    recursive: bool                # WITH RECURSIVE, and its body reads itself
+
+
+class _WorkRef(NamedTuple):
+    """A recursive CTE's name inside its own recursive term: its RecursiveUnion's ref."""
+    ref: int
+    names: list[str]
+
+
+def _references(body: exp.Expression, name: str) -> bool:
+    return any(t.name == name for t in body.find_all(exp.Table))
+
+
+def _cte_columns(cte: exp.CTE) -> list[str]:
+    alias = cte.args.get("alias")
+    return [c.name for c in alias.columns] if alias is not None and alias.columns else []
+
+
 class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
     """Binds one statement's query: `bind_query(ast) -> logical.Output`.
 
@@ -192,6 +215,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             t.set("this", ident)
             t.set("db", None)
         self.check_tables(ast)
+        self.check_recursive_anchors(ast)
         schema = {}
         # table_changes('t', from, to) AS x: a synthetic table so that qualify knows its
         # columns (t's and is_deleted); `source` turns it back into a diff scan.
@@ -301,6 +325,19 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                             position(self.sql, node))
         return SqlError(msg, "42601")
 
+    def check_recursive_anchors(self, ast: exp.Expression) -> None:
+        """42P19 for a WITH RECURSIVE query whose non-recursive term reads itself, before
+        qualify (which would call its columns unknown, 42703)."""
+        for w in ast.find_all(exp.With):
+            if not w.args.get("recursive"):
+                continue
+            for cte in w.expressions:
+                name = cte.alias_or_name
+                if isinstance(cte.this, exp.Union) and _references(cte.this.this, name):
+                    raise SqlError(f'recursive reference to query "{name}" must not appear '
+                                   "within its non-recursive term", "42P19",
+                                   position(self.sql, cte))
+
     def check_tables(self, ast: exp.Expression) -> None:
         ctes = {c.alias_or_name for c in ast.find_all(exp.CTE)}
         for t in ast.find_all(exp.Table):
@@ -319,16 +356,16 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         """Bind a SELECT / set operation -> (node, output names, output keys)."""
         with_ = q.args.get("with_") or q.args.get("with")
         if with_ is not None:
-            if with_.args.get("recursive"):
-                raise FeatureNotSupported("WITH RECURSIVE is not supported",
-                                          position=position(self.sql, with_))
+            recursive = bool(with_.args.get("recursive"))
             ctes = dict(ctes)
             for cte in with_.expressions:
                 if isinstance(cte.this, (exp.Insert, exp.Update, exp.Delete)):
                     # PostgreSQL runs them even when nothing reads them: never skip one
                     raise FeatureNotSupported("data-modifying statements in WITH are not "
                                               "supported", position=position(self.sql, cte))
-                ctes[cte.alias_or_name] = (cte.this, dict(ctes), cte)
+                ctes[cte.alias_or_name] = _CteDef(
+                    cte.this, dict(ctes), cte,
+                    recursive and _references(cte.this, cte.alias_or_name))
         if isinstance(q, exp.Subquery):
             return self.query(q.this, parent, ctes)
         if isinstance(q, exp.SetOperation):
@@ -478,10 +515,16 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                                             isinstance(src.this, exp.Func)):
             return self.function_source(src, scope)
         if isinstance(src, exp.Table) and src.name in ctes:
-            body, cte_ctes, cte = ctes[src.name]
-            node, names, keys = self.query(body, scope.parent, cte_ctes)
-            col_names = [c.name for c in cte.args["alias"].columns] \
-                if cte.args.get("alias") is not None and cte.args["alias"].columns else names
+            d = ctes[src.name]
+            if isinstance(d, _WorkRef):          # in its own recursive term
+                keys = [f"$wt{next(self._n)}.{i}" for i in range(len(d.names))]
+                return self._register_derived(L.WorkTable(d.ref, keys), alias, d.names, keys,
+                                              scope, src)
+            if d.recursive:
+                node, col_names, keys = self.recursive_cte(d, scope)
+            else:
+                node, names, keys = self.query(d.body, scope.parent, d.ctes)
+                col_names = _cte_columns(d.cte) or names
             return self._register_derived(node, alias, col_names, keys, scope, src)
         if src.args.get("sample") is not None:
             raise FeatureNotSupported("TABLESAMPLE is not supported",
@@ -514,6 +557,51 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             return self._register_derived(node, alias or "values", names, keys, scope, src)
         raise FeatureNotSupported(f"unsupported FROM item: {src.sql()}",
                                   position=position(self.sql, src))
+
+    def recursive_cte(self, d: "_CteDef", scope: Scope
+                      ) -> tuple[L.Node, list[str], list[str]]:
+        """A WITH RECURSIVE CTE that reads itself -> RecursiveUnion, PostgreSQL's rules
+        (42P19): the body is `non-recursive term UNION [ALL] recursive term`, the anchor
+        does not read the CTE, the recursive term reads it once, in its own FROM (not in a
+        subquery: a subquery's plan runs once, not per step)."""
+        name, body, where = d.cte.alias_or_name, d.body, position(self.sql, d.cte)
+        if not isinstance(body, exp.Union) or _references(body.this, name):
+            raise SqlError(f'recursive query "{name}" does not have the form '
+                           "non-recursive-term UNION [ALL] recursive-term", "42P19",
+                           position=where)
+        if body.args.get("order") or body.args.get("limit") or body.args.get("offset"):
+            raise FeatureNotSupported("ORDER BY / LIMIT / OFFSET on a recursive query's "
+                                      "UNION is not supported", position=where)
+        refs = [t for t in body.expression.find_all(exp.Table) if t.name == name]
+        if len(refs) > 1:
+            raise SqlError(f'recursive reference to query "{name}" must not appear more '
+                           "than once", "42P19", position=position(self.sql, refs[1]))
+        term = body.expression
+        while isinstance(term, exp.Subquery):
+            term = term.this
+        if any(isinstance(a, (exp.Exists, exp.In, exp.Any, exp.All)) or (
+                isinstance(a, exp.Subquery) and not isinstance(a.parent, (exp.From, exp.Join)))
+               for a in _ancestors(refs[0], term)):
+            raise SqlError(f'recursive reference to query "{name}" must not appear within '
+                           "a subquery", "42P19", position=position(self.sql, refs[0]))
+        if isinstance(term, exp.Select) and (term.args.get("group") or any(
+                a.find_ancestor(exp.Select) is term for a in term.find_all(exp.AggFunc))):
+            raise SqlError("aggregate functions are not allowed in a recursive query's "
+                           "recursive term", "42P19", position=position(self.sql, term))
+        anchor, names, akeys = self.query(body.this, scope.parent, d.ctes)
+        col_names = _cte_columns(d.cte) or names
+        if len(col_names) != len(akeys):
+            raise SqlError(f'WITH query "{name}" has {len(akeys)} columns available but '
+                           f"{len(col_names)} columns specified", "42P10", position=where)
+        ref = next(self._n)
+        inner = {**d.ctes, name: _WorkRef(ref, col_names)}
+        rec, _names, rkeys = self.query(term, scope.parent, inner)
+        if len(rkeys) != len(akeys):
+            raise SqlError("each UNION query must have the same number of columns", "42601",
+                           position=position(self.sql, body.expression))
+        keys = [f"$rec{ref}.{i}" for i in range(len(akeys))]
+        return (L.RecursiveUnion(anchor, rec, not body.args.get("distinct", True), ref, keys),
+                col_names, keys)
 
     def _register_derived(self, node, alias, names, keys, scope, src) -> L.Node:
         mapping: dict[str, str] = {}

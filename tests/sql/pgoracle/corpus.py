@@ -1333,6 +1333,55 @@ STATEMENTS: list[tuple[str, str]] = [
     ("osa_without_within_group", "SELECT percentile_cont(0.5) FROM emp"),
     ("osa_within_group_on_plain_aggregate",
      "SELECT sum(salary) WITHIN GROUP (ORDER BY salary) FROM emp"),
+    ("rec_union_stops_on_cycle",
+     "WITH RECURSIVE g(x) AS (SELECT 1 UNION SELECT (x % 4) + 1 FROM g) SELECT x FROM g"),
+    ("rec_union_dedups_within_step",
+     "WITH RECURSIVE g(x, y) AS (VALUES (1, 'a'), (1, 'a'), (2, NULL) UNION "
+     "SELECT x + 1, y FROM g WHERE x < 4) SELECT x, y FROM g"),
+    ("rec_paths_and_depth",
+     "WITH RECURSIVE t(id, path, depth) AS (SELECT id, name, 1 FROM emp WHERE manager_id "
+     "IS NULL AND id = 1 UNION ALL SELECT e.id, t.path || ' > ' || COALESCE(e.name, '?'), "
+     "t.depth + 1 FROM emp e JOIN t ON e.manager_id = t.id WHERE t.depth < 4) "
+     "SELECT id, path, depth FROM t"),
+    ("rec_numeric_doubling",
+     "WITH RECURSIVE s(n) AS (SELECT 1.5 UNION ALL SELECT n * 2 FROM s WHERE n < 10000) "
+     "SELECT max(n), count(*), sum(n) FROM s"),
+    ("rec_used_twice_and_joined",
+     "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 6) "
+     "SELECT a.n, b.n FROM s a JOIN s b ON b.n = a.n * 2"),
+    ("rec_with_plain_cte_and_filter_outside",
+     "WITH RECURSIVE base AS (SELECT id FROM emp WHERE dept = 'eng'), "
+     "r(id, k) AS (SELECT id, 0 FROM base UNION ALL SELECT id, k + 1 FROM r WHERE k < 2) "
+     "SELECT id, count(*), max(k) FROM r WHERE id > 2 GROUP BY id"),
+    ("rec_derived_table_in_term",
+     "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT m FROM (SELECT n + 2 AS m FROM s) "
+     "d WHERE m < 9) SELECT n FROM s"),
+    ("rec_calendar_aggregate",
+     "WITH RECURSIVE d(day) AS (SELECT DATE '2024-01-01' UNION ALL SELECT day + 7 FROM d "
+     "WHERE day < DATE '2024-03-01') SELECT d.day, count(s.id), sum(s.amount) FROM d "
+     "LEFT JOIN sales s ON s.day >= d.day AND s.day < d.day + 7 GROUP BY d.day"),
+    ("rec_empty_anchor",
+     "WITH RECURSIVE s(n) AS (SELECT id FROM emp WHERE false UNION ALL SELECT n + 1 FROM s) "
+     "SELECT count(*) FROM s"),
+    ("rec_not_recursive_in_with_recursive",
+     "WITH RECURSIVE x(a) AS (SELECT 1 UNION ALL SELECT 2) SELECT a FROM x"),
+    ("rec_reference_twice_in_term",
+     "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT a.n + 1 FROM s a, s b "
+     "WHERE a.n < 3) SELECT n FROM s"),
+    ("rec_reference_in_anchor",
+     "WITH RECURSIVE s(n) AS (SELECT n FROM s UNION ALL SELECT 1) SELECT n FROM s"),
+    ("rec_reference_in_subquery",
+     "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT 2 WHERE 1 IN (SELECT n FROM s)) "
+     "SELECT n FROM s"),
+    ("rec_aggregate_in_term",
+     "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT max(n) + 1 FROM s WHERE n < 3) "
+     "SELECT n FROM s"),
+    ("rec_column_count_mismatch",
+     "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1, 2 FROM s WHERE n < 3) "
+     "SELECT n FROM s"),
+    ("rec_too_many_column_names",
+     "WITH RECURSIVE s(n, m) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 3) "
+     "SELECT n FROM s"),
     ("osa_as_window", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY salary) OVER () "
                       "FROM emp"),
 
