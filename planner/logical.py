@@ -206,6 +206,10 @@ class WindowCall:
     # a ROWS frame with offsets: (first, last) rows relative to the current one (-2: 2
     # PRECEDING, 0: CURRENT ROW, 1: 1 FOLLOWING; None: UNBOUNDED); frame is then "rows"
     rows: tuple[int | None, int | None] | None = None
+    # a RANGE frame with offsets (frame "range"): (start, end), each (kind, offset) - kind
+    # unbounded_preceding / preceding / current / following / unbounded_following, the
+    # offset a constant (a number, or pa.MonthDayNano for an interval) or None
+    range: tuple[tuple[str, Any], tuple[str, Any]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

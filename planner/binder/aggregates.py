@@ -8,6 +8,8 @@ DISTINCT, ORDER BY and LIMIT - and the rewrite of `agg(x) FILTER (WHERE c)` befo
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -322,29 +324,55 @@ class AggregateBinding:
             partition = [bind(e) for e in w.args.get("partition_by") or []]
             order = [L.SortKey(bind(o.this), bool(o.args.get("desc")), o.args.get("nulls_first"))
                      for o in (w.args["order"].expressions if w.args.get("order") else [])]
-            frame, rows = "range" if order else "partition", None
+            frame, rows, offsets = "range" if order else "partition", None, None
             spec = w.args.get("spec")
             if spec is not None:
-                frame, rows = self._frame(spec, w, bool(order))
+                frame, rows, offsets = self._frame(spec, w, len(order))
             if func in ("rank", "dense_rank", "lag", "lead", "percent_rank", "cume_dist",
                         "ntile") and not order:
                 frame = "partition"
             key = f"$win{next(self._n)}"
             self._window_keys.add(key)
-            calls.append(L.WindowCall(key, func, args, partition, order, frame, rows))
+            calls.append(L.WindowCall(key, func, args, partition, order, frame, rows,
+                                      offsets))
             repl[id(w)] = keycol(key)
         return repl, L.Window(node, calls)
 
-    def _frame(self, spec: exp.WindowSpec, w: exp.Window, ordered: bool
-               ) -> tuple[str, tuple[int | None, int | None] | None]:
-        """A frame clause -> (frame, rows) of L.WindowCall. RANGE / ROWS from UNBOUNDED
-        PRECEDING to CURRENT ROW or UNBOUNDED FOLLOWING, and ROWS frames with constant
-        offsets; RANGE / GROUPS with offsets, EXCLUDE: 0A000. PostgreSQL's errors for a
-        frame that starts after it ends (42P20) and a negative offset (22013)."""
+    def _frame(self, spec: exp.WindowSpec, w: exp.Window, n_order: int
+               ) -> tuple[str, tuple[int | None, int | None] | None, tuple | None]:
+        """A frame clause -> (frame, rows, range) of L.WindowCall. RANGE / ROWS from
+        UNBOUNDED PRECEDING to CURRENT ROW or UNBOUNDED FOLLOWING, ROWS frames with constant
+        offsets, RANGE frames with constant offsets over one ORDER BY key (a number, or an
+        interval for a date / timestamp key); GROUPS with offsets, EXCLUDE: 0A000.
+        PostgreSQL's errors for a frame that starts after it ends (42P20), a negative
+        offset (22013), a NULL one (22004) and RANGE offsets without exactly one ORDER BY
+        key (42P20)."""
         kind = str(spec.args.get("kind") or "").lower()
         where = position(self.sql, w)
+        ordered = n_order > 0
 
-        def bound(side: str) -> tuple[str, int]:
+        def range_offset(v: exp.Expression, side: str):
+            is_const, value, typ = constant_value(self.expr(v, Scope()))
+            if not is_const:
+                raise FeatureNotSupported("RANGE frame offsets must be constants",
+                                          position=where)
+            if value is None:
+                raise SqlError(f"frame {'starting' if side == 'start' else 'ending'} offset "
+                               "must not be null", "22004", position=where)
+            if pa.types.is_interval(typ):
+                negative = value.months < 0 or value.days < 0 or value.nanoseconds < 0
+            elif pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
+                    pa.types.is_decimal(typ):
+                negative = value < 0
+            else:
+                raise FeatureNotSupported("RANGE frame offsets are numbers or intervals",
+                                          position=where)
+            if negative:
+                raise SqlError("invalid preceding or following size in window function",
+                               "22013", position=where)
+            return value
+
+        def bound(side: str) -> tuple[str, Any]:
             v, direction = spec.args.get(side), str(spec.args.get(f"{side}_side") or "")
             text = (v.upper() if isinstance(v, str) else v.sql().upper()) if v else ""
             if not text:                    # `ROWS 3 PRECEDING`: the end is CURRENT ROW
@@ -353,14 +381,16 @@ class AggregateBinding:
                 return ("unbounded_" + direction.lower()), 0
             if text == "CURRENT ROW":
                 return "current", 0
+            if kind == "range":
+                return direction.lower(), range_offset(v, side)
             literal = v.this if isinstance(v, exp.Neg) else v
             n = literal.to_py() if isinstance(literal, exp.Literal) and literal.is_int else None
             if n is not None and isinstance(v, exp.Neg):
                 n = -n
             if kind != "rows" or n is None:
                 raise FeatureNotSupported(
-                    "window frames with offsets are supported for ROWS with integer "
-                    "constants only", position=where)
+                    "GROUPS frames with offsets are not supported" if kind == "groups" else
+                    "ROWS frame offsets must be integer constants", position=where)
             if n >= 2 ** 63:
                 raise SqlError("bigint out of range", "22003", position=where)
             if n < 0:
@@ -386,11 +416,18 @@ class AggregateBinding:
             raise SqlError("frame starting from following row cannot end with current row",
                            "42P20", position=where)
         if s_kind == "unbounded_preceding" and e_kind == "current" and kind == "range":
-            return ("range" if ordered else "partition"), None
+            return ("range" if ordered else "partition"), None, None
         if s_kind == "unbounded_preceding" and e_kind == "current" and kind == "rows":
-            return "rows", None                 # a running frame, ORDER BY or not
+            return "rows", None, None           # a running frame, ORDER BY or not
         if s_kind == "unbounded_preceding" and e_kind == "unbounded_following":
-            return "partition", None
+            return "partition", None, None
+        if kind == "range":
+            if {s_kind, e_kind} & {"preceding", "following"} and n_order != 1:
+                raise SqlError("RANGE with offset PRECEDING/FOLLOWING requires exactly one "
+                               "ORDER BY column", "42P20", position=where)
+            if not ordered:                     # CURRENT ROW .. : every row is a peer
+                return "partition", None, None
+            return "range", None, ((s_kind, s_n), (e_kind, e_n))
         if kind != "rows":
             raise FeatureNotSupported(
                 f"{kind.upper()} frames other than UNBOUNDED PRECEDING to CURRENT ROW / "
@@ -398,7 +435,7 @@ class AggregateBinding:
 
         def offset(k: str, n: int) -> int | None:
             return {"preceding": -n, "following": n, "current": 0}.get(k)
-        return "rows", (offset(s_kind, s_n), offset(e_kind, e_n))
+        return "rows", (offset(s_kind, s_n), offset(e_kind, e_n)), None
 
     def _order_expr(self, e, names, out_keys, bind, aliases=None):
         if isinstance(e, exp.Literal) and e.is_string:     # ORDER BY 'x' sorts nothing

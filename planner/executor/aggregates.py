@@ -24,7 +24,7 @@ from engine.types import real_range_lost
 from planner import logical as L
 from planner.errors import SqlError
 from planner import guard as _guard
-from planner.expr import evaluate
+from planner.expr import evaluate, pg_name as _pg_name
 from planner.executor.kernels import (
     _changes,
     _chunked,
@@ -77,10 +77,12 @@ def _digits(col, typ: pa.DataType) -> int:
     return min(38, max(len(str(int(big.scaleb(typ.scale)))), typ.scale + 1))
 
 
-def _float_window_sum(x: pa.Array, first: np.ndarray, last: np.ndarray) -> pa.Array:
+def _float_window_sum(x: pa.Array, first: np.ndarray, last: np.ndarray,
+                      typed: bool = True) -> pa.Array:
     """Sums of x[first[i] .. last[i]] (first <= last) by differences of one cumulative sum, with the
     non-finite values counted apart: an infinity or NaN in one partition must not turn the
-    differences of every later row into NaN (inf - inf)."""
+    differences of every later row into NaN (inf - inf). In x's type (sum(real) is real),
+    or double precision when not `typed` (avg(real) divides the double sum)."""
     v = x.to_numpy(zero_copy_only=False).astype(np.float64)
     finite = np.isfinite(v)
 
@@ -92,7 +94,7 @@ def _float_window_sum(x: pa.Array, first: np.ndarray, last: np.ndarray) -> pa.Ar
     total = np.where(pos > 0, np.inf, total)
     total = np.where(neg > 0, -np.inf, total)
     total = np.where((nan > 0) | ((pos > 0) & (neg > 0)), np.nan, total)
-    return pa.array(total).cast(x.type)
+    return pa.array(total).cast(x.type) if typed else pa.array(total)
 
 
 _HASH_AGG = {
@@ -136,7 +138,6 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
         ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
             pa.types.is_decimal(typ) or pa.types.is_null(typ)
         if not ok:
-            from planner.expr import pg_name as _pg_name
             raise SqlError(f"function percentile_cont(double precision, {_pg_name(typ)}) "
                            "does not exist", "42883",
                            hint="No function matches the given name and argument types. "
@@ -148,7 +149,6 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
     else:
         return
     if not ok:
-        from planner.expr import pg_name as _pg_name
         name = "avg" if key.endswith(".sum") else func    # avg is bound as sum / count
         raise SqlError(f"function {name}({_pg_name(typ)}) does not exist", "42883",
                        hint="No function matches the given name and argument types. You "
@@ -282,10 +282,13 @@ def _same_as_previous(a) -> np.ndarray:
     return same.to_numpy(zero_copy_only=False)
 
 
-def _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last
+def _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last, part_id=None, okey=None
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Each sorted row's frame as positions [first, last]; first > last: an empty frame
-    (`ROWS BETWEEN 3 PRECEDING AND 2 PRECEDING` on a partition's first rows)."""
+    (`ROWS BETWEEN 3 PRECEDING AND 2 PRECEDING` on a partition's first rows). `okey`: the
+    sorted values of the ORDER BY key (RANGE frames with offsets)."""
+    if c.range is not None:
+        return _range_bounds(c, okey, row_start, row_end, peer_id, peer_last, part_id)
     if c.rows is not None:
         n = len(pos)                 # offsets past the row count reach as far: no overflow
         lo, hi = (None if b is None else max(-n - 1, min(n + 1, b)) for b in c.rows)
@@ -297,6 +300,132 @@ def _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last
     if c.frame == "rows":
         return row_start, pos
     return row_start, peer_last[peer_id]        # RANGE: up to the current row's last peer
+
+
+_BIG = np.iinfo(np.int64).max // 2       # beyond any key: NULL keys in the search space
+
+
+def _range_search_space(okey: pa.Array, offset, desc: bool
+                        ) -> tuple[np.ndarray, Any, bool]:
+    """The sorted ORDER BY key as int64 (exact: integers, DECIMALs by their unscaled
+    value, dates and timestamps in microseconds) or float64, negated for DESC so that it
+    ascends; plus a function (values, offset, sign) -> the values moved by +-offset in that
+    space (calendar arithmetic for an interval), and whether it is float."""
+    typ = okey.type
+    iv = isinstance(offset, pa.MonthDayNano)
+    if pa.types.is_date(typ) or pa.types.is_timestamp(typ):
+        if not iv:
+            raise SqlError(f"RANGE with offset PRECEDING/FOLLOWING is not supported for "
+                           f"column type {_pg_name(typ)} and offset type "
+                           f"{type(offset).__name__}", "0A000",
+                           hint="Use an interval offset (INTERVAL '7 days').")
+        ts = okey.cast(pa.timestamp("us"))
+
+        def move(sign: int):
+            from planner.expr.temporal import _shift_timestamps
+            m, d, us = (sign * offset.months, sign * offset.days,
+                        sign * (offset.nanoseconds // 1000))
+            return pc.fill_null(_shift_timestamps(ts, m, d, us).cast(pa.int64()),
+                                0).to_numpy(zero_copy_only=False)
+        x = pc.fill_null(ts.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        return x, move, False
+    if iv:
+        raise SqlError(f"RANGE with offset PRECEDING/FOLLOWING is not supported for column "
+                       f"type {_pg_name(typ)} and offset type interval", "0A000")
+    if pa.types.is_floating(typ) or isinstance(offset, float) or (
+            pa.types.is_integer(typ) and isinstance(offset, decimal.Decimal)
+            and offset != int(offset)):
+        x = pc.fill_null(okey.cast(pa.float64()), 0).to_numpy(zero_copy_only=False)
+
+        def move(sign: int):
+            return x + sign * float(offset)
+        return x, move, True
+    scale = 0
+    if pa.types.is_decimal(typ):
+        scale = max(typ.scale, -decimal.Decimal(offset).as_tuple().exponent, 0)
+    if not (pa.types.is_integer(typ) or pa.types.is_decimal(typ)):
+        raise SqlError(f"RANGE with offset PRECEDING/FOLLOWING is not supported for column "
+                       f"type {_pg_name(typ)}", "0A000")
+    x = _unscaled(okey, scale) if pa.types.is_decimal(typ) else \
+        pc.fill_null(okey.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    step = int(decimal.Decimal(offset).scaleb(scale))
+
+    def move(sign: int):
+        # saturating: a bound past the int64 range reaches every row on that side
+        moved = x.astype(np.float64) + sign * float(step)
+        out = x + sign * step if abs(step) < _BIG else np.full_like(x, sign * _BIG)
+        return np.where(moved > _BIG, _BIG, np.where(moved < -_BIG, -_BIG, out))
+    return x, move, False
+
+
+def _unscaled(a: pa.Array, scale: int) -> np.ndarray:
+    """A DECIMAL array's values times 10^scale as int64 (NULLs 0), exact: the low words of
+    its 128-bit values at that scale; 0A000 past the int64 range."""
+    try:
+        d = pc.fill_null(a, 0).cast(pa.decimal128(38, scale))
+    except pa.ArrowInvalid:
+        d = None
+    words = np.frombuffer(d.buffers()[1], dtype="<i8")[2 * d.offset:2 * (d.offset + len(d))] \
+        .reshape(-1, 2) if d is not None else None
+    if words is None or np.any(words[:, 1] != (words[:, 0] >> 63)):
+        raise SqlError("RANGE frame keys too large for an exact offset search", "0A000")
+    return words[:, 0].copy()
+
+
+def _range_bounds(c, okey, row_start, row_end, peer_id, peer_last, part_id
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """[first, last] of each row's RANGE frame with offsets, PostgreSQL's rules: `k
+    PRECEDING` reaches the rows whose key is within k before the current row's (after, for
+    DESC), `CURRENT ROW` the row's peers; a row whose key is NULL has its NULL peers as
+    the frame of an offset bound, and NULL keys are in no other row's. By one merge of
+    the rows' keys with the bounds sought (a lexsort over partition, value, side) per
+    bound."""
+    n = len(okey)
+    key = c.order[0]
+    desc = bool(key.desc)
+    nulls_first = key.nulls_first if key.nulls_first is not None else desc
+    nul = pc.is_null(okey).to_numpy(zero_copy_only=False) if n else np.zeros(0, bool)
+    peer_first = np.empty(n, dtype=np.int64)
+    if n:
+        starts = np.flatnonzero(np.r_[True, peer_id[1:] != peer_id[:-1]])
+        peer_first = starts[peer_id]
+    sentinel = -_BIG if nulls_first else _BIG
+
+    def search(kind: str, offset, right: bool) -> np.ndarray:
+        """Per row: the rows of its partition before the first (right: after the last)
+        whose key is within the bound, counted from the start of the table."""
+        x, move, is_float = _range_search_space(okey, offset, desc)
+        sign = -1 if kind == "preceding" else 1
+        t = move(-sign if desc else sign)
+        if desc:                             # ascending in the search space
+            x, t = -x, -t
+        xs = np.where(nul, sentinel, x)
+        allp = np.concatenate([part_id, part_id])
+        allv = np.concatenate([xs, t]).astype(np.float64 if is_float else np.int64)
+        # a bound sorts before the keys equal to it (left) or after them (right)
+        flag = np.concatenate([np.zeros(n), np.ones(n)]) if right else \
+            np.concatenate([np.ones(n), np.zeros(n)])
+        order = np.lexsort((flag, allv, allp))
+        is_key = order < n
+        keys_before = np.cumsum(is_key) - is_key
+        out = np.empty(n, dtype=np.int64)
+        out[order[~is_key] - n] = keys_before[~is_key]
+        return out
+
+    (s_kind, s_off), (e_kind, e_off) = c.range
+    if s_kind == "unbounded_preceding":
+        first = row_start
+    elif s_kind == "current":
+        first = peer_first
+    else:
+        first = np.where(nul, peer_first, search(s_kind, s_off, right=False))
+    if e_kind == "unbounded_following":
+        last = row_end - 1
+    elif e_kind == "current":
+        last = peer_last[peer_id]
+    else:
+        last = np.where(nul, peer_last[peer_id], search(e_kind, e_off, right=True) - 1)
+    return first, last
 
 
 def _span(cum: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -401,6 +530,7 @@ class AggregateOperators:
         peer_id = np.cumsum(new_peer) - 1
         peer_starts = np.flatnonzero(new_peer)
         peer_last = np.append(peer_starts[1:], n) - 1
+        okey = _combine_chunks(orders[0].take(pa.array(idx))) if c.range else None
         f = c.func
         if f == "row_number":
             vals = pa.array(pos - row_start + 1)
@@ -430,7 +560,8 @@ class AggregateOperators:
                                    row_end - row_start), pa.int32())
         elif f in ("first_value", "last_value", "nth_value"):
             x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
-            first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last)
+            first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last,
+                                        part_id, okey)
             if f == "nth_value":
                 k = self._window_constant(c, 1)
                 if k is not None and k <= 0:
@@ -443,7 +574,8 @@ class AggregateOperators:
             vals = pc.if_else(pa.array(ok), x.take(pa.array(np.where(ok, src, 0))),
                               pa.scalar(None, x.type))
         else:
-            first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last)
+            first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last,
+                                        part_id, okey)
             vals = self._window_aggregate(c, t, idx, part_id, first, last, pos)
         inverse = np.empty(n, dtype=np.int64)
         inverse[idx] = pos
@@ -484,7 +616,7 @@ class AggregateOperators:
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)
             filled = _combine_chunks(pc.fill_null(x, zero))
             if pa.types.is_floating(x.type):
-                total = _float_window_sum(filled, first, last)
+                total = _float_window_sum(filled, first, last, typed=f == "sum")
                 total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
                 if f == "sum":
                     return total
@@ -516,7 +648,8 @@ class AggregateOperators:
         where = np.empty(d + 2, dtype=np.int64)
         where[ranks] = pos                              # a row holding each rank
         li = np.maximum(last, 0)
-        if c.rows is None or c.rows[0] is None:
+        if (c.rows is None or c.rows[0] is None) and (
+                c.range is None or c.range[0][0] == "unbounded_preceding"):
             # every frame starts at its partition's start: running extremes, partitions
             # kept apart by offsetting the ranks so that one accumulate restarts at each
             span = d + 2

@@ -177,7 +177,7 @@ def test_describe_infers_parameter_and_result_types(conn):
 def test_unsupported_constructs_say_so(conn):
     cur = conn.cursor()
     with pytest.raises(kudusql.NotSupportedError) as ei:
-        cur.execute("SELECT k, sum(n) OVER (ORDER BY k RANGE BETWEEN 1 PRECEDING AND "
+        cur.execute("SELECT k, sum(n) OVER (ORDER BY k GROUPS BETWEEN 1 PRECEDING AND "
                     "1 FOLLOWING) FROM t")
     assert ei.value.sqlstate == "0A000" and ei.value.position == 11
 

@@ -32,7 +32,7 @@ DEVIATIONS: dict[str, str] = {
     "dt_date_trunc_date_argument": _DATE_PLUS, "dt_date_plus_interval": _DATE_PLUS,
     "dt_month_end_interval": _DATE_PLUS,
     "dt2_interval_sum_avg": _NO_FUNC,
-    **dict.fromkeys(["win_range_interval", "sub_lateral_top_sale", "sub_lateral_left_count",
+    **dict.fromkeys(["sub_lateral_top_sale", "sub_lateral_left_count",
                      "join2_full_on_constant_filter"], _REFUSED),
     "err_round_double_digits": "round(double precision, n) is accepted (PostgreSQL: 42883)",
     "err_int_overflow": "integer literals are bigint: 2147483647 + 1 is 2147483648",

@@ -1324,3 +1324,16 @@ def test_review_of_the_window_formatting_and_set_changes(con):
             ("SELECT ntile(id) OVER (ORDER BY id) " + w, "0A000"),
             ("SELECT ARRAY[1, 2] INTERSECT ALL SELECT ARRAY[1, 2]", "0A000")):
         assert err(con, sql).sqlstate == state, sql
+
+
+# -- found by the PostgreSQL oracle (rng_double_offsets) -----------------------------------
+def test_window_avg_of_real_divides_the_double_sum(con):
+    """A window avg(real) summed in double, then cast the sum back to real before dividing:
+    3.7166665395100913 where PostgreSQL (and the plain avg) give 3.7166666984558105."""
+    got = rows(con, "SELECT avg(x) OVER () FROM (VALUES (3.9::real), (3.5::real), "
+                    "(3.75::real)) v(x)")
+    plain = rows(con, "SELECT avg(x) FROM (VALUES (3.9::real), (3.5::real), (3.75::real)) "
+                      "v(x)")
+    assert got == [(3.7166666984558105,)] * 3 and plain == [(3.7166666984558105,)]
+    # sum(real) over a window stays real, as in PostgreSQL
+    assert rows(con, "SELECT sum(x) OVER () FROM (VALUES (0.1::real)) v(x)") == [(0.1,)]

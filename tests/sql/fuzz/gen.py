@@ -771,9 +771,12 @@ class QueryGen:
         """percentile_cont / percentile_disc / mode() WITHIN GROUP (ORDER BY a column)."""
         rng = self.rng
         fn = rng.choice(["percentile_cont", "percentile_disc", "mode"])
-        if fn == "percentile_cont" and not num:
+        # not over floats: with an infinity among the values PostgreSQL's lo + (hi - lo) * f
+        # is NaN where DuckDB's interpolation gives the infinity (seed 303310012927312)
+        exact = [c for c in num if c.kind != "float"]
+        if fn == "percentile_cont" and not exact:
             fn = "percentile_disc"
-        c = rng.choice(num if fn == "percentile_cont" else any_)
+        c = rng.choice(exact if fn == "percentile_cont" else any_)
         frac = "" if fn == "mode" else str(rng.choice([0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]))
         desc = " DESC" if rng.random() < 0.3 else ""
         # PostgreSQL interpolates in double precision; DuckDB keeps a DECIMAL's scale
@@ -825,6 +828,13 @@ class QueryGen:
         # a ROWS frame over an ORDER BY with ties has no determined result: a total order
         framed = fn in ("sum", "min", "max", "count(*)", "first_value", "last_value",
                         "nth_value") and rng.random() < 0.35
+        # a RANGE frame with offsets: one ORDER BY key (an exact number or a date /
+        # timestamp); peers share a frame, so no total order is needed
+        ranged = [c for c in scope if c.kind in ("int", "dec", "date", "ts")]
+        ranged = rng.choice(ranged) if ranged and self.extended and fn in (
+            "sum", "min", "max", "count(*)") and rng.random() < 0.25 else None
+        if ranged is not None:
+            order, framed = [ranged], False
         needs_total = framed or fn in ("row_number()", "lag", "first_value", "ntile(3)",
                                        "last_value", "nth_value")
         if needs_total and {c.sql.split(".")[0] for c in keys} != {
@@ -851,15 +861,34 @@ class QueryGen:
                 order = keys or scope[:1]
             spec.append("ORDER BY " + ", ".join(
                 f"{c.sql}{' DESC' if rng.random() < 0.3 else ''}" for c in order))
+        frame = ""
         if framed and order and fn.split("(")[0] in ("sum", "min", "max", "count",
                                                      "first_value", "last_value",
                                                      "nth_value"):
-            spec.append(self.rows_frame())
+            frame = " " + self.rows_frame()
+        if ranged is not None:
+            frame = " " + self.range_frame(ranged.kind)
         k = " ".join(spec)
         # PostgreSQL's default NULL order (first for DESC, last for ASC), spelled out for
-        # DuckDB
+        # DuckDB - in the ORDER BY only: the frame after it stays as it is (appending
+        # NULLS LAST to it made DuckDB refuse every framed window before)
         d = _asc_nulls_last(k.replace(" DESC", " DESC NULLS FIRST"))
-        return Sql(f"{fn} OVER ({k})", f"{fn} OVER ({d})")
+        return Sql(f"{fn} OVER ({k}{frame})", f"{fn} OVER ({d}{frame})")
+
+    def range_frame(self, kind: str) -> str:
+        """A RANGE frame with offsets for an ORDER BY key of `kind`: numbers for numbers,
+        intervals for dates and timestamps; start at or before end."""
+        rng = self.rng
+        if kind in ("date", "ts"):
+            sizes = ["INTERVAL '1 day'", "INTERVAL '3 days'", "INTERVAL '1 month'"] + (
+                ["INTERVAL '12 hours'"] if kind == "ts" else [])
+        else:
+            sizes = ["0", "1", "2", "5"] + (["0.5", "2.25"] if kind == "dec" else [])
+        points = ["UNBOUNDED PRECEDING"] + [f"{rng.choice(sizes)} PRECEDING"] + \
+            ["CURRENT ROW"] + [f"{rng.choice(sizes)} FOLLOWING", "UNBOUNDED FOLLOWING"]
+        i = rng.randrange(len(points) - 1)
+        j = rng.randrange(max(i, 1), len(points))
+        return f"RANGE BETWEEN {points[i]} AND {points[j]}"
 
     def rows_frame(self) -> str:
         """A ROWS frame: bounds from UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, start at

@@ -1382,6 +1382,37 @@ STATEMENTS: list[tuple[str, str]] = [
     ("rec_too_many_column_names",
      "WITH RECURSIVE s(n, m) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < 3) "
      "SELECT n FROM s"),
+    ("rng_moving_week_by_day",
+     "SELECT id, day, amount, sum(amount) OVER (ORDER BY day RANGE BETWEEN "
+     "INTERVAL '6 days' PRECEDING AND CURRENT ROW), count(*) OVER (ORDER BY day RANGE "
+     "BETWEEN INTERVAL '6 days' PRECEDING AND CURRENT ROW) FROM sales WHERE id <= 40"),
+    ("rng_month_interval_partitioned",
+     "SELECT id, count(*) OVER (PARTITION BY note ORDER BY day RANGE BETWEEN "
+     "INTERVAL '1 month' PRECEDING AND INTERVAL '1 month' FOLLOWING) FROM sales"),
+    ("rng_timestamp_hours_desc",
+     "SELECT id, count(*) OVER (ORDER BY last_login DESC RANGE BETWEEN "
+     "INTERVAL '36 hours' PRECEDING AND INTERVAL '1 hour' FOLLOWING) FROM emp"),
+    ("rng_numeric_offsets_with_nulls",
+     "SELECT id, salary, sum(salary) OVER (ORDER BY salary RANGE BETWEEN 10000 PRECEDING "
+     "AND 5000.5 FOLLOWING), min(id) OVER (ORDER BY salary DESC RANGE BETWEEN 1 PRECEDING "
+     "AND 0 FOLLOWING) FROM emp"),
+    ("rng_integer_offsets_excluding_current",
+     "SELECT id, level, count(*) OVER (ORDER BY level RANGE BETWEEN 1 PRECEDING AND "
+     "1 PRECEDING), max(id) OVER (ORDER BY level RANGE BETWEEN 1 FOLLOWING AND "
+     "UNBOUNDED FOLLOWING) FROM emp"),
+    ("rng_double_offsets",
+     "SELECT id, count(*) OVER (ORDER BY bonus RANGE BETWEEN 100.5 PRECEDING AND "
+     "1000 FOLLOWING), avg(rating) OVER (ORDER BY rating RANGE BETWEEN 0.5 PRECEDING AND "
+     "CURRENT ROW) FROM emp"),
+    ("rng_current_row_to_end",
+     "SELECT id, count(*) OVER (ORDER BY level NULLS FIRST RANGE BETWEEN CURRENT ROW AND "
+     "UNBOUNDED FOLLOWING) FROM emp"),
+    ("rng_two_order_keys", "SELECT sum(salary) OVER (ORDER BY level, id RANGE BETWEEN "
+                           "1 PRECEDING AND CURRENT ROW) FROM emp"),
+    ("rng_negative_offset", "SELECT sum(salary) OVER (ORDER BY level RANGE BETWEEN "
+                            "-1 PRECEDING AND CURRENT ROW) FROM emp"),
+    ("rng_interval_on_number", "SELECT sum(salary) OVER (ORDER BY level RANGE BETWEEN "
+                               "INTERVAL '1 day' PRECEDING AND CURRENT ROW) FROM emp"),
     ("osa_as_window", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY salary) OVER () "
                       "FROM emp"),
 
