@@ -148,10 +148,11 @@ def grouping_sets(items: list[exp.Expression], sql: str
         return [e for e in items], None
     combined: list[tuple[int, ...]] = [()]
     for g in items:
-        combined = [a + b for a in combined for b in sets_of(g)]
-        if len(combined) > 4096:
+        sets = sets_of(g)
+        if len(combined) * len(sets) > 4096:       # before building the product
             raise SqlError("too many grouping sets present (maximum 4096)", "54001",
                            position(sql, g))
+        combined = [a + b for a in combined for b in sets]
     return exprs, tuple(tuple(dict.fromkeys(s)) for s in combined)
 
 

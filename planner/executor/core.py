@@ -85,6 +85,8 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         self._needed: dict[int, set[str]] = {}
         self._prefilter: dict[int, tuple] = {}
         self._root: L.Output | None = None
+        # WITH RECURSIVE: each RecursiveUnion's last step, which its WorkTable reads
+        self._work: dict[int, pa.Table] = {}
 
     # -- entry -----------------------------------------------------------------------------
     def run_output(self, out: L.Output) -> pa.Table:

@@ -336,7 +336,7 @@ class SortOperators:
         seen (a hash grouping of all rows so far per step: O(rows x steps)). Each step is
         charged to the memory meter and checks for cancel, so a recursion that never ends
         stops at query_mem_limit, statement_timeout or a cancel."""
-        first = self.run(node.anchor)
+        first = self.run(node.anchor).select(L.output_keys(node.anchor))
         first = pa.Table.from_arrays(first.columns, names=node.keys)
         if not node.all:
             first = self.distinct(first)
@@ -344,12 +344,11 @@ class SortOperators:
         first = _cast_columns(first, types, node.keys)
         parts, seen = [first], first
         work = first
-        if not hasattr(self, "_work"):
-            self._work: dict[int, pa.Table] = {}
+        rkeys = L.output_keys(node.recursive)
         while work.num_rows:
             self.guard.charge(_table_nbytes(work))
             self._work[node.ref] = work
-            step = self.run(node.recursive)
+            step = self.run(node.recursive).select(rkeys)
             step = _cast_columns(pa.Table.from_arrays(step.columns, names=node.keys), types,
                                  node.keys)
             if not node.all and step.num_rows:

@@ -136,6 +136,9 @@ def test_errors_in_sql_words(tmp_path):
             ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM t", "42883"),
             ("SELECT percentile_disc(b) WITHIN GROUP (ORDER BY b) FROM t", "0A000"),
             ("SELECT mode() WITHIN GROUP (ORDER BY a, b) FROM t", "42883"),
+            # 4096 x 4096 sets: refused before the product is built
+            ("SELECT count(*) FROM t GROUP BY CUBE (a, b, id, a, b, id, a, b, id, a, b, id), "
+             "CUBE (a, b, id, a, b, id, a, b, id, a, b, id)", "54001"),
             ("SELECT count(*) FROM t GROUP BY a WITH ROLLUP", None)]:
         with pytest.raises(kudusql.Error) as e:
             cur.execute(sql)
