@@ -14,6 +14,7 @@ sorted column (`_list_aggregate`): O(n log n), where a query per group was O(gro
 from __future__ import annotations
 
 import decimal
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -302,15 +303,13 @@ def _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last, part_id=None, 
     return row_start, peer_last[peer_id]        # RANGE: up to the current row's last peer
 
 
-_BIG = np.iinfo(np.int64).max // 2       # beyond any key: NULL keys in the search space
-
-
 def _range_search_space(okey: pa.Array, offset, desc: bool
-                        ) -> tuple[np.ndarray, Any, bool]:
+                        ) -> tuple[np.ndarray, Callable[[int], np.ndarray], bool]:
     """The sorted ORDER BY key as int64 (exact: integers, DECIMALs by their unscaled
-    value, dates and timestamps in microseconds) or float64, negated for DESC so that it
-    ascends; plus a function (values, offset, sign) -> the values moved by +-offset in that
-    space (calendar arithmetic for an interval), and whether it is float."""
+    value, dates and timestamps in microseconds; NULLs 0) or float64; a function
+    move(sign) -> the keys moved by sign * offset in that space (calendar arithmetic for an
+    interval; an integer bound past the int64 range saturates, reaching every row on that
+    side); and whether it is float."""
     typ = okey.type
     iv = isinstance(offset, pa.MonthDayNano)
     if pa.types.is_date(typ) or pa.types.is_timestamp(typ):
@@ -351,10 +350,13 @@ def _range_search_space(okey: pa.Array, offset, desc: bool
     step = int(decimal.Decimal(offset).scaleb(scale))
 
     def move(sign: int):
-        # saturating: a bound past the int64 range reaches every row on that side
-        moved = x.astype(np.float64) + sign * float(step)
-        out = x + sign * step if abs(step) < _BIG else np.full_like(x, sign * _BIG)
-        return np.where(moved > _BIG, _BIG, np.where(moved < -_BIG, -_BIG, out))
+        s = sign * step                   # exact: the overflow test is on Python ints
+        lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        if not lo <= s <= hi:
+            return np.full_like(x, hi if s > 0 else lo)
+        over = x > hi - s if s > 0 else x < lo - s
+        with np.errstate(over="ignore"):
+            return np.where(over, hi if s > 0 else lo, x + np.int64(s))
     return x, move, False
 
 
@@ -389,7 +391,9 @@ def _range_bounds(c, okey, row_start, row_end, peer_id, peer_last, part_id
     if n:
         starts = np.flatnonzero(np.r_[True, peer_id[1:] != peer_id[:-1]])
         peer_first = starts[peer_id]
-    sentinel = -_BIG if nulls_first else _BIG
+    # NULL keys sort before or after every value (a rank, not a sentinel value: any
+    # int64 may be a key); the bounds sought are never NULL
+    null_rank = np.where(nul, 0 if nulls_first else 2, 1)
 
     def search(kind: str, offset, right: bool) -> np.ndarray:
         """Per row: the rows of its partition before the first (right: after the last)
@@ -397,15 +401,15 @@ def _range_bounds(c, okey, row_start, row_end, peer_id, peer_last, part_id
         x, move, is_float = _range_search_space(okey, offset, desc)
         sign = -1 if kind == "preceding" else 1
         t = move(-sign if desc else sign)
-        if desc:                             # ascending in the search space
-            x, t = -x, -t
-        xs = np.where(nul, sentinel, x)
+        if desc:                    # ascending in the search space: ~ reverses int64 order
+            x, t = (-x, -t) if is_float else (~x, ~t)   # without overflow (~x = -x - 1)
         allp = np.concatenate([part_id, part_id])
-        allv = np.concatenate([xs, t]).astype(np.float64 if is_float else np.int64)
+        alln = np.concatenate([null_rank, np.ones(n, dtype=null_rank.dtype)])
+        allv = np.concatenate([x, t])
         # a bound sorts before the keys equal to it (left) or after them (right)
         flag = np.concatenate([np.zeros(n), np.ones(n)]) if right else \
             np.concatenate([np.ones(n), np.zeros(n)])
-        order = np.lexsort((flag, allv, allp))
+        order = np.lexsort((flag, allv, alln, allp))
         is_key = order < n
         keys_before = np.cumsum(is_key) - is_key
         out = np.empty(n, dtype=np.int64)

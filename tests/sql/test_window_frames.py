@@ -112,3 +112,26 @@ def test_frames_postgresql_refuses_or_kudusql_does_not_run(frame, state, tmp_pat
         con.execute(f"SELECT sum(v) OVER (ORDER BY {order} {frame}) FROM w")
     assert e.value.sqlstate == state
     con.close()
+
+
+def test_range_offsets_at_the_int64_limits_saturate_as_postgresql(tmp_path):
+    """Keys at the bigint limits, NULL keys, offsets of 2^63-1: a bound past the range
+    reaches every row on that side (PostgreSQL's in_range), DESC without negation overflow.
+    The expected rows were recorded from PostgreSQL 15.18 (DuckDB refuses the overflow)."""
+    con = kudusql.connect(str(tmp_path / "db"))
+    con.execute("CREATE TABLE e (k INT PRIMARY KEY, x BIGINT)")
+    con.execute("INSERT INTO e VALUES (1, -9223372036854775808), (2, 0), "
+                "(3, 9223372036854775807), (4, NULL), (5, 9223372036854775806), "
+                "(6, -9223372036854775807)")
+    cur = con.cursor()
+    cur.execute("SELECT x, count(*) OVER (ORDER BY x RANGE BETWEEN 1 PRECEDING AND 1 "
+                "FOLLOWING), count(*) OVER (ORDER BY x RANGE BETWEEN 9223372036854775807 "
+                "PRECEDING AND CURRENT ROW), count(*) OVER (ORDER BY x DESC RANGE BETWEEN "
+                "9223372036854775807 PRECEDING AND 1 FOLLOWING), count(*) OVER (ORDER BY x "
+                "DESC NULLS LAST RANGE BETWEEN CURRENT ROW AND 9223372036854775807 FOLLOWING) "
+                "FROM e ORDER BY x NULLS FIRST")
+    assert cur.fetchall() == [
+        (None, 1, 1, 1, 1), (-9223372036854775808, 2, 1, 2, 1),
+        (-9223372036854775807, 2, 2, 3, 2), (0, 1, 2, 3, 2),
+        (9223372036854775806, 2, 2, 2, 2), (9223372036854775807, 2, 3, 2, 3)]
+    con.close()
