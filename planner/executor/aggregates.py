@@ -30,6 +30,7 @@ from planner.executor.kernels import (
     _changes,
     _chunked,
     _combine_chunks,
+    check_hashable,
     common_subexpressions,
     empty_rows,
     hash_key,
@@ -510,6 +511,7 @@ class AggregateOperators:
         parts = [_chunked(self.eval(e, t), n) for e in c.partition]
         orders = [_chunked(self.eval(k.expr, t), n) for k in c.order]
         for i, a in enumerate(parts):
+            check_hashable(a.type)
             work[f"p{i}"] = a
             sort_keys.append((f"p{i}", "ascending"))
         for i, (k, a) in enumerate(zip(c.order, orders)):

@@ -19,8 +19,8 @@ from planner.logical import output_keys, refs
 from planner.errors import SqlError
 from planner import guard as _guard
 from planner.guard import QueryGuard
-from planner.executor.kernels import (_chunked, concat_tables, empty_rows, hash_key,
-                                      NodeStats, _table_nbytes)
+from planner.executor.kernels import (_chunked, check_hashable, concat_tables, empty_rows,
+                                      hash_key, NodeStats, _table_nbytes)
 
 MAX_CROSS_JOIN_ROWS = 50_000_000
 
@@ -50,6 +50,7 @@ def estimate_ndv(arr) -> int:
     """Distinct values of `arr`: exact below NDV_SAMPLE rows, else the GEE estimator over
     an evenly strided sample (sqrt(N/n) * singletons + the other distinct values), which is
     within a small factor either way - enough to order joins."""
+    check_hashable(arr.type)              # a join on arrays: 0A000, not Arrow's error
     n = len(arr)
     if n <= NDV_SAMPLE:
         return max(1, pc.count_distinct(arr).as_py())

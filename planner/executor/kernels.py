@@ -149,9 +149,21 @@ def _chunked(a, n: int):
     return a
 
 
+def check_hashable(typ: pa.DataType) -> None:
+    """0A000 for an array as a GROUP BY, DISTINCT, UNION, PARTITION BY or join key: Arrow
+    hashes and sorts no list values (it was XX000 from Acero)."""
+    if isinstance(typ, pa.ExtensionType) or pa.types.is_list(typ):
+        from planner.errors import SqlError
+        raise SqlError("array values as a GROUP BY, DISTINCT, UNION, PARTITION BY or join "
+                       "key are not supported", "0A000",
+                       hint="Group by array_to_string(x, ',') or by the elements "
+                            "(unnest) instead.")
+
+
 def hash_key(a):
     """A column as a hash key (GROUP BY, DISTINCT, join keys): floats get -0.0 -> 0.0, since
-    SQL has -0.0 = 0.0 but Arrow's hashing tells them apart."""
+    SQL has -0.0 = 0.0 but Arrow's hashing tells them apart; arrays are 0A000."""
+    check_hashable(a.type)
     if pa.types.is_floating(a.type):
         return pc.add(a, pa.scalar(0.0, a.type))
     return a

@@ -17,8 +17,9 @@ from planner import logical as L
 from planner.errors import SqlError
 from planner.expr import ArrayType, parse_array_literal, pg_name as _pg_type
 from planner import guard as _guard
-from planner.executor.kernels import (_combine_chunks, concat_tables, empty_rows, _hash_keys,
-                                      slice_rows, _table_nbytes, take_rows)
+from planner.executor.kernels import (_combine_chunks, check_hashable, concat_tables,
+                                      empty_rows, _hash_keys, slice_rows, _table_nbytes,
+                                      take_rows)
 from planner.executor.joins import hash_join
 
 
@@ -197,6 +198,8 @@ def _cast_columns(t: pa.Table, types: list[pa.DataType], keys: list[str]) -> pa.
 def distinct(t: pa.Table) -> pa.Table:
     if t.num_columns == 0:
         return empty_rows(min(t.num_rows, 1))
+    for f in t.schema:
+        check_hashable(f.type)
     if any(pa.types.is_floating(f.type) for f in t.schema):
         t = _hash_keys(t)
     r = t.group_by(t.column_names, use_threads=True).aggregate([])
@@ -214,6 +217,8 @@ class SortOperators:
     def distinct(self, t: pa.Table) -> pa.Table:
         if t.num_columns == 0 or t.num_rows <= _guard.MORSEL_ROWS:
             return distinct(t)
+        for f in t.schema:
+            check_hashable(f.type)
         # -0.0 and 0.0 are one value, as in the one-call distinct()
         prepare = _hash_keys if any(pa.types.is_floating(f.type) for f in t.schema) else None
         return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)

@@ -1337,3 +1337,20 @@ def test_window_avg_of_real_divides_the_double_sum(con):
     assert got == [(3.7166666984558105,)] * 3 and plain == [(3.7166666984558105,)]
     # sum(real) over a window stays real, as in PostgreSQL
     assert rows(con, "SELECT sum(x) OVER () FROM (VALUES (0.1::real)) v(x)") == [(0.1,)]
+
+
+def test_arrays_as_hash_keys_are_refused_in_sql_words(con):
+    """GROUP BY / DISTINCT / DISTINCT ON / UNION / PARTITION BY / a join on array values was
+    XX000 (Acero: 'Keys of type extension<kudusql.array>'); now 0A000 with a hint. UNION
+    ALL and array_agg, which hash nothing, still work."""
+    arr = "(SELECT ARRAY[a % 2] AS x, a FROM t) s"
+    for sql in (f"SELECT x, count(*) FROM {arr} GROUP BY x",
+                f"SELECT DISTINCT x FROM {arr}",
+                f"SELECT DISTINCT ON (x) x FROM {arr}",
+                "SELECT ARRAY[1] UNION SELECT ARRAY[2]",
+                f"SELECT rank() OVER (PARTITION BY x) FROM {arr}",
+                f"SELECT count(*) FROM {arr} JOIN (SELECT ARRAY[a % 2] AS y FROM t) u "
+                "ON s.x = u.y"):
+        e = err(con, sql)
+        assert e.sqlstate == "0A000" and "array values" in str(e), (sql, e)
+    assert len(rows(con, "SELECT ARRAY[1] UNION ALL SELECT ARRAY[2]")) == 2
