@@ -731,13 +731,15 @@ class AggregateOperators:
         max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
         real_sums: set[str] = set()     # sum(real) is real in PostgreSQL; Arrow sums in double
 
+        group_keys = {k for k, _ in groups}      # (not array_agg's ORDER BY keys)
+
         def column(k: str, e, m: pa.Table):
             """One input column of the aggregation, evaluated over morsel `m`."""
             arg = _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
             a = args.get(k)
             if a is not None:
                 _check_aggregate_arg(a.func, a.key, arg.type)
-            if a is None or a.distinct:
+            if k in group_keys or (a is not None and a.distinct):
                 arg = hash_key(arg)                      # -0.0 and 0.0 are one value
             if a is not None and a.func == "sum" and pa.types.is_int64(arg.type):
                 # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps

@@ -1354,3 +1354,7 @@ def test_arrays_as_hash_keys_are_refused_in_sql_words(con):
         e = err(con, sql)
         assert e.sqlstate == "0A000" and "array values" in str(e), (sql, e)
     assert len(rows(con, "SELECT ARRAY[1] UNION ALL SELECT ARRAY[2]")) == 2
+    # an array as an ordered aggregate's ORDER BY key is sorted, not hashed
+    assert rows(con, "SELECT string_agg(CAST(a AS TEXT), ',' ORDER BY ARRAY[a % 2, a]) "
+                     "FROM t WHERE a < 5") == rows(
+        con, "SELECT string_agg(CAST(a AS TEXT), ',' ORDER BY a % 2, a) FROM t WHERE a < 5")
