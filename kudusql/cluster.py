@@ -212,12 +212,22 @@ def serve_cluster(config, masters: list[str], secret: str,
 
 
 # -- cluster start / stop / status -----------------------------------------------------------
+_handed_out: set[int] = set()
+
+
 def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port free on 127.0.0.1 now, never one this process handed out before: the ports
+    of a cluster are all chosen before any process binds them, and the kernel may give a
+    just-closed port to the next bind(0) (a tserver's status page then found its port
+    taken by another process of the same cluster: 'Address already in use')."""
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def _port_free(port: int) -> bool:
@@ -422,6 +432,7 @@ def cmd_cluster_start(args) -> int:
     else:
         if args.masters not in (1, 3):
             raise SystemExit("kudusql cluster start: --masters is 1 or 3")
+        _handed_out.add(args.port)             # the SQL port is the caller's choice
         procs = [{"role": "master", "name": f"master-{i}",
                   "addr": f"127.0.0.1:{_free_port()}"} for i in range(args.masters)]
         procs += [{"role": "tserver", "name": f"tserver-{i}",
@@ -444,6 +455,10 @@ def cmd_cluster_start(args) -> int:
             create_self_signed_cert(cert, key)
         except EngineError as e:
             raise SystemExit(f"kudusql cluster start: {e}") from None
+    for p in doc["processes"]:             # ports the cluster already uses: not again
+        if p.get("addr"):
+            _handed_out.add(int(p["addr"].rsplit(":", 1)[1]))
+        _handed_out.update(x for x in (p.get("port"), p.get("http_port")) if x)
     for p in doc["processes"]:
         # an HTTP port per process, chosen once (a cluster.json from before they existed
         # gets them at its next start); one taken meanwhile by another program is replaced

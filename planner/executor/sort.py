@@ -183,10 +183,8 @@ def _cast_columns(t: pa.Table, types: list[pa.DataType], keys: list[str]) -> pa.
     cols = []
     for i, (c, typ) in enumerate(zip(t.columns, types)):
         if c.type != typ and not pa.types.is_null(typ):
-            try:
+            try:                             # (a value out of range: the cast's 22003)
                 c = _cast(_combine_chunks(c), typ, None)
-            except SqlError:
-                raise
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
                 raise SqlError(f"recursive query column {i + 1} has type {_pg_type(typ)} in "
                                f"its non-recursive term but type {_pg_type(c.type)} in its "
