@@ -388,10 +388,7 @@ def _range_bounds(c, okey, row_start, row_end, peer_id, peer_last, part_id
     desc = bool(key.desc)
     nulls_first = key.nulls_first if key.nulls_first is not None else desc
     nul = pc.is_null(okey).to_numpy(zero_copy_only=False) if n else np.zeros(0, bool)
-    peer_first = np.empty(n, dtype=np.int64)
-    if n:
-        starts = np.flatnonzero(np.r_[True, peer_id[1:] != peer_id[:-1]])
-        peer_first = starts[peer_id]
+    peer_first = np.r_[0, peer_last[:-1] + 1][peer_id]     # after the group before ends
     # NULL keys sort before or after every value (a rank, not a sentinel value: any
     # int64 may be a key); the bounds sought are never NULL
     null_rank = np.where(nul, 0 if nulls_first else 2, 1)

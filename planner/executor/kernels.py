@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from engine.tablet.diskrowset import ScanStats
+from planner.errors import SqlError
 from planner.logical import AvgOf, SubqueryRef, keycol
 from planner.expr import Const
 
@@ -153,7 +154,6 @@ def check_hashable(typ: pa.DataType) -> None:
     """0A000 for an array as a GROUP BY, DISTINCT, UNION, PARTITION BY or join key: Arrow
     hashes and sorts no list values (it was XX000 from Acero)."""
     if isinstance(typ, pa.ExtensionType) or pa.types.is_list(typ):
-        from planner.errors import SqlError
         raise SqlError("array values as a GROUP BY, DISTINCT, UNION, PARTITION BY or join "
                        "key are not supported", "0A000",
                        hint="Group by array_to_string(x, ',') or by the elements "

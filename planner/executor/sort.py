@@ -178,7 +178,8 @@ def _recursive_type(t: pa.DataType) -> pa.DataType:
 
 
 def _cast_columns(t: pa.Table, types: list[pa.DataType], keys: list[str]) -> pa.Table:
-    """A recursive step's rows in the anchor's column types (42804 when one cannot be)."""
+    """`t`'s columns, by position, named `keys` and in the anchor's column types (42804
+    when one cannot be)."""
     from planner.expr import cast as _cast
     cols = []
     for i, (c, typ) in enumerate(zip(t.columns, types)):
@@ -340,7 +341,6 @@ class SortOperators:
         charged to the memory meter and checks for cancel, so a recursion that never ends
         stops at query_mem_limit, statement_timeout or a cancel."""
         first = self.run(node.anchor).select(L.output_keys(node.anchor))
-        first = pa.Table.from_arrays(first.columns, names=node.keys)
         if not node.all:
             first = self.distinct(first)
         types = [_recursive_type(f.type) for f in first.schema]
@@ -351,9 +351,7 @@ class SortOperators:
         while work.num_rows:
             self.guard.charge(_table_nbytes(work))
             self._work[node.ref] = work
-            step = self.run(node.recursive).select(rkeys)
-            step = _cast_columns(pa.Table.from_arrays(step.columns, names=node.keys), types,
-                                 node.keys)
+            step = _cast_columns(self.run(node.recursive).select(rkeys), types, node.keys)
             if not node.all and step.num_rows:
                 # one chunk: a hash grouping over a table of one chunk per step was most
                 # of the time (30x at 2,000 steps)

@@ -830,8 +830,8 @@ class QueryGen:
                         "nth_value") and rng.random() < 0.35
         # a RANGE frame with offsets: one ORDER BY key (an exact number or a date /
         # timestamp); peers share a frame, so no total order is needed
-        ranged = [c for c in scope if c.kind in ("int", "dec", "date", "ts")]
-        ranged = rng.choice(ranged) if ranged and self.extended and fn in (
+        keyable = [c for c in scope if c.kind in ("int", "dec", "date", "ts")]
+        ranged = rng.choice(keyable) if keyable and self.extended and fn in (
             "sum", "min", "max", "count(*)") and rng.random() < 0.25 else None
         if ranged is not None:
             order, framed = [ranged], False
