@@ -10,6 +10,11 @@ issues 1, 2, 3, ... (Kudu's tests use one) so fuzz tests are deterministic.
 
 Contract: `now()` is strictly greater than every value it returned before and every value
 passed to `update()`; it is thread-safe.
+
+Fault injection: `set_wall_offset(seconds)` shifts this process's wall clock as every
+HybridClock built with the default wall reads it (the `failpoint` RPC's `clock_offset_s`,
+engine/rpc): the nemesis of the Jepsen-style tests skews one process's clock by several
+seconds, as an unsynchronised NTP would. Monotonic time (timeouts, leases) is not shifted.
 """
 
 from __future__ import annotations
@@ -40,6 +45,24 @@ def upper_bound_for_micros(micros: int) -> Timestamp:
     return (micros << LOGICAL_BITS) | LOGICAL_MASK
 
 
+_wall_offset_ns = 0
+
+
+def set_wall_offset(seconds: float) -> None:
+    """Shift this process's wall clock by `seconds` (fault injection; 0 heals)."""
+    global _wall_offset_ns
+    _wall_offset_ns = int(seconds * 1e9)
+
+
+def wall_offset() -> float:
+    return _wall_offset_ns / 1e9
+
+
+def wall_ns() -> int:
+    """The wall clock as this process's HybridClocks read it (with the injected offset)."""
+    return time.time_ns() + _wall_offset_ns
+
+
 class Clock:
     def now(self) -> Timestamp:
         raise NotImplementedError
@@ -54,7 +77,7 @@ class Clock:
 
 
 class HybridClock(Clock):
-    def __init__(self, wall=time.time_ns):
+    def __init__(self, wall=wall_ns):
         self._wall = wall
         self._last = 0
         self._lock = threading.Lock()

@@ -35,7 +35,9 @@ or does not answer within the call's deadline raises `Unreachable` (SQLSTATE 080
 
 Failpoint (for the nemesis of fault tests): `drop_traffic_to(addrs)` makes this process's
 client refuse to send to those addresses, as if the network dropped the packets; servers
-expose it as the `failpoint` action so a test can cut chosen links between live servers.
+expose it as the `failpoint` action so a test can cut chosen links between live servers
+(`{drop_to: [...]}`) or skew the process's wall clock (`{clock_offset_s: x}`,
+engine/clock.py).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.flight as fl
 
-from engine import errors
+from engine import clock, errors
 from engine.rpc import codec
 
 log = logging.getLogger(__name__)
@@ -363,8 +365,13 @@ class RpcServer(fl.FlightServerBase):
 
     @staticmethod
     def _failpoint(p: dict) -> dict:
-        drop_traffic_to(p.get("drop_to", ()))
-        return {"dropped": sorted(_dropped)}
+        """{drop_to: [addr...]} replaces the dropped links; {clock_offset_s: x} shifts this
+        process's wall clock (engine/clock.py); either key may be left out."""
+        if "drop_to" in p:
+            drop_traffic_to(p["drop_to"])
+        if "clock_offset_s" in p:
+            clock.set_wall_offset(float(p["clock_offset_s"]))
+        return {"dropped": sorted(_dropped), "clock_offset_s": clock.wall_offset()}
 
     def _guard(self, fn, *args):
         try:
