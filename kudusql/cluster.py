@@ -8,7 +8,7 @@
     kudusql serve   --masters A,B,C [--rpc-secret-file F] [--rpc-ca F] [--port N]
                     [--http-port N] [--replica-selection LEADER_ONLY|CLOSEST_REPLICA] ...
     kudusql cluster start  --data-dir D [--tservers 3] [--masters 1|3] [--port 5433]
-                           [--rpc-tls]
+                           [--sql-frontends 1] [--rpc-tls]
     kudusql cluster stop   --data-dir D
     kudusql cluster status --data-dir D [--json]
 
@@ -432,12 +432,17 @@ def cmd_cluster_start(args) -> int:
     else:
         if args.masters not in (1, 3):
             raise SystemExit("kudusql cluster start: --masters is 1 or 3")
+        if args.sql_frontends < 1:
+            raise SystemExit("kudusql cluster start: --sql-frontends is at least 1")
         _handed_out.add(args.port)             # the SQL port is the caller's choice
         procs = [{"role": "master", "name": f"master-{i}",
                   "addr": f"127.0.0.1:{_free_port()}"} for i in range(args.masters)]
         procs += [{"role": "tserver", "name": f"tserver-{i}",
                    "addr": f"127.0.0.1:{_free_port()}"} for i in range(args.tservers)]
         procs.append({"role": "sql", "name": "sql", "port": args.port})
+        # more stateless front ends over the same masters (fault tests use two)
+        procs += [{"role": "sql", "name": f"sql-{i}", "port": _free_port()}
+                  for i in range(1, args.sql_frontends)]
         doc = {"data_dir": data_dir, "processes": procs,
                "masters": [p for p in procs if p["role"] == "master"],
                "tick_ms": args.tick_ms, "election_ticks": args.election_ticks,
@@ -668,6 +673,10 @@ def add_commands(sub) -> None:
                    help="masters, 1 or 3 (first start only; default: %(default)s)")
     s.add_argument("--port", type=int, default=5433,
                    help="the SQL front end's port (first start only; default: %(default)s)")
+    s.add_argument("--sql-frontends", type=int, default=1,
+                   help="SQL front ends (first start only): the first on --port, the others "
+                        "on free ports named in cluster.json and `cluster status` (default: "
+                        "%(default)s)")
     _log_args(s)
     s.add_argument("--heartbeat-ms", type=int, default=500,
                    help="tablet server heartbeat interval (default: %(default)s)")

@@ -106,13 +106,18 @@ class Master:
         self._stop = threading.Event()
         self.metrics = ServerMetrics("master")
         self.http: StatusServer | None = None
+        # The RPC server starts before the sys catalog exists (this master's Raft uuid is
+        # the address it binds); calls that come meanwhile are refused retryably.
+        self._started = threading.Event()
         self.server = RpcServer(host, port, secret, self.metrics.instrument({
-            "raft": self._h_raft, "tserver_heartbeat": self._h_heartbeat,
-            "create_table": self._h_create_table, "drop_table": self._h_drop_table,
-            "rename_table": self._h_rename_table, "alter_table": self._h_alter_table, "list_tables": self._h_list_tables,
-            "get_table": self._h_get_table, "locations": self._h_locations,
-            "list_tservers": lambda p: self.tservers(), "status": lambda p: self.status(),
-            "list_replicas": self._h_list_replicas}), tls=tls)
+            name: self._once_started(fn) for name, fn in {
+                "raft": self._h_raft, "tserver_heartbeat": self._h_heartbeat,
+                "create_table": self._h_create_table, "drop_table": self._h_drop_table,
+                "rename_table": self._h_rename_table, "alter_table": self._h_alter_table,
+                "list_tables": self._h_list_tables, "get_table": self._h_get_table,
+                "locations": self._h_locations, "list_tservers": lambda p: self.tservers(),
+                "status": lambda p: self.status(),
+                "list_replicas": self._h_list_replicas}.items()}), tls=tls)
         self.addr = self.server.addr
         self.uuid = self.addr
         masters = list(masters or [self.addr])
@@ -134,6 +139,7 @@ class Master:
         self._led_term, self._led_since = -1, 0.0
         self._pending: dict[str, float] = {}  # tablet id -> when a replacement was started
         self._refused_alters: set[tuple[str, int]] = set()  # (table id, version) refused
+        self._started.set()
         self._thread = threading.Thread(target=self._tick_loop, daemon=True, name="ticker")
         self._thread.start()
         self._monitor = threading.Thread(target=self._monitor_loop, daemon=True,
@@ -144,6 +150,13 @@ class Master:
             self.http = StatusServer(
                 http_host, http_port, self.metrics.registry, self.web_status,
                 f"kudusql master {self.addr}")
+
+    def _once_started(self, fn):
+        def handler(p):
+            if not self._started.is_set():
+                raise RemoteError(f"master {self.addr} is starting; retry", None)
+            return fn(p)
+        return handler
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:

@@ -1,84 +1,55 @@
-"""A Jepsen-style set test (long: KUDUSQL_LONG=1): unique inserts from several connections
-while a nemesis kills and restarts tablet servers (kill -9), pauses them (SIGSTOP /
-SIGCONT) and cuts the links between two of them (the RPC failpoint). At the end, with
-every fault healed: every acknowledged element is present, none appears that was never
-attempted, and no fresh key was ever reported as a duplicate (a retry applied twice)."""
+"""The Jepsen-style harness (tests/cluster/jepsen.py) as tests: a short run of each workload
+under every nemesis in the default suite (about a minute of faults in all), and with
+KUDUSQL_LONG=1 (`make test-long`) runs across seeds and nemeses for KUDUSQL_JEPSEN_S
+seconds in all (default 1,800). Each run starts its own cluster, records a history, checks
+it, compares the replicas and scans the server logs; any anomaly fails the test with the
+harness's report (the cluster directory is kept for a look)."""
 
 from __future__ import annotations
 
+import io
 import os
-import random
-import signal
-import time
+import sys
+from contextlib import redirect_stdout
 
 import pytest
 
-from tests.cluster.test_cluster import Writers, _create, _keys, _wait_acks
+from tests.cluster import jepsen
 
 LONG = os.environ.get("KUDUSQL_LONG") == "1"
-NEMESIS_S = float(os.environ.get("KUDUSQL_JEPSEN_S", "60"))
+LONG_S = float(os.environ.get("KUDUSQL_JEPSEN_S", "1800"))
 
 
-def _wait_up(rpc, addr: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            rpc.call(addr, "ping", timeout_s=2)
-            return
-        except Exception:  # noqa: BLE001 - still starting
-            assert time.monotonic() < deadline, f"{addr} did not come back in {timeout} s"
-            time.sleep(0.1)
+def _run(tmp_path, workload: str, nemeses: list[str], seconds: float, seed: int) -> None:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = jepsen.run(workload, nemeses, seconds, seed, str(tmp_path / f"{workload}-{seed}"))
+    out = buf.getvalue()
+    sys.stdout.write(out)
+    last = out.strip().splitlines()[-1]
+    assert rc == 0 and last.endswith(" 0 anomalies"), out[-6000:]
+    assert int(last.split()[0]) > 100, f"too few operations to mean anything: {last}"
+
+
+@pytest.mark.parametrize("workload,seed", [("register", 11), ("set", 12)])
+def test_short_run_under_all_nemeses(tmp_path, workload, seed):
+    _run(tmp_path, workload, list(jepsen.NEMESES), 30, seed)
+
+
+def test_schedule_is_a_function_of_the_seed():
+    a = jepsen.schedule(7, list(jepsen.NEMESES), 300)
+    assert a == jepsen.schedule(7, list(jepsen.NEMESES), 300)
+    assert a != jepsen.schedule(8, list(jepsen.NEMESES), 300)
+    assert {f.kind for f in a} == set(jepsen.NEMESES)
 
 
 @pytest.mark.long
-@pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the Jepsen-style set test")
-def test_set_under_kills_pauses_and_partitions(cluster):
-    from kudusql.cluster import restart_process, rpc_client_for
-
-    rpc = rpc_client_for(cluster.dir, 5)
-    rng = random.Random(int(os.environ.get("KUDUSQL_JEPSEN_SEED", "1")))
-    with cluster.connect() as conn:
-        _create(conn)
-    log = []
-    with Writers(cluster) as w:
-        _wait_acks(w, 50)
-        end = time.monotonic() + NEMESIS_S
-        while time.monotonic() < end:
-            ts = [p for p in cluster.processes() if p["role"] == "tserver"]
-            victim = rng.choice(ts)
-            fault = rng.choice(["kill", "pause", "partition"])
-            hold = rng.uniform(1.0, 4.0)
-            if fault == "kill":
-                os.kill(victim["pid"], signal.SIGKILL)
-                time.sleep(hold)
-                restart_process(cluster.dir, victim["name"])
-                _wait_up(rpc, victim["addr"])
-            elif fault == "pause":
-                os.kill(victim["pid"], signal.SIGSTOP)
-                try:
-                    time.sleep(hold)
-                finally:
-                    os.kill(victim["pid"], signal.SIGCONT)
-            else:
-                other = rng.choice([p for p in ts if p is not victim])
-                rpc.call(victim["addr"], "failpoint", {"drop_to": [other["addr"]]})
-                rpc.call(other["addr"], "failpoint", {"drop_to": [victim["addr"]]})
-                try:
-                    time.sleep(hold)
-                finally:
-                    for p in (victim, other):
-                        rpc.call(p["addr"], "failpoint", {"drop_to": []})
-            log.append(f"{fault} {victim['name']} {hold:.1f}s")
-            time.sleep(rng.uniform(0.5, 2.0))
-        # healed: the cluster must make progress again
-        _wait_acks(w, sum(len(a) for a in w.acked) + 100, timeout=60)
-    rpc.close()
-    print(f"\nnemesis: {len(log)} faults ({', '.join(log)}); {len(w.all_acked())} acked, "
-          f"{len(w.all_attempted()) - len(w.all_acked())} unknown")
-    assert not [e for e in w.errors if e.startswith("23505")], w.errors[:5]
-    with cluster.connect() as conn:
-        keys = _keys(conn)
-    assert len(keys) == len(set(keys))
-    present = set(keys)
-    assert w.all_acked() <= present, f"lost {len(w.all_acked() - present)} acked rows"
-    assert present <= w.all_attempted(), "elements that were never attempted appeared"
+@pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long Jepsen-style runs")
+def test_long_runs_across_seeds_and_nemeses(tmp_path):
+    """Runs of 5 minutes, alternating workloads, each under every nemesis, until LONG_S."""
+    seed, spent = 100, 0.0
+    while spent < LONG_S:
+        s = min(300.0, LONG_S - spent)
+        _run(tmp_path, ("register", "set")[seed % 2], list(jepsen.NEMESES), s, seed)
+        spent += s
+        seed += 1

@@ -1,0 +1,873 @@
+"""A Jepsen-style harness for the cluster: real processes, real faults, a recorded history,
+checkers (issue 24; docs/guarantees.md says what it checks and what it does not).
+
+    python -m tests.cluster.jepsen --workload register|set --nemesis LIST|all
+                                   [--seconds S] [--seed N] [--keep] [--out DIR]
+
+It starts a local cluster (`kudusql cluster start`: 3 masters, 4 tablet servers, 2 SQL
+front ends, 50 ms Raft ticks, a tablet server silent for 4 s counts as dead), runs client
+threads against it while a nemesis injects faults, heals everything, and checks:
+
+    clients ──psycopg──▶ front end sql ─┐
+            ──psycopg──▶ front end sql-1├──▶ masters ×3, tablet servers ×4 ◀── nemesis
+            ──ClusterClient (engine/client, no front end) ─┘          (kill -9, SIGSTOP,
+                                                                failpoint: links, clocks)
+Workloads
+  register  UPSERT (k, v) with a unique v and `SELECT v ... WHERE k = ?` of a few keys at
+            a time (each key retires after KEY_OPS operations, Jepsen's independent keys, so
+            every key's history stays small enough to search), through both front ends and
+            through the client library directly; checked per key for linearizability
+            (engine/consensus/linearizability.py, a register model). A write whose outcome
+            the client did not learn (an error, a timeout, a lost connection) may or may not
+            have happened; a read that failed is dropped.
+  set       INSERT of unique elements through the three paths, and full reads (`SELECT k`)
+            while it runs; checked: a read holds every element acknowledged before the read
+            began (lost), holds only elements attempted before it ended (phantom), holds
+            every element an earlier finished read held (Kudu's "row count never
+            decreases"); no fresh element is ever reported a duplicate (a retry applied
+            twice, 23505); and after healing, a final read holds every acknowledged element.
+
+Nemeses (one fault at a time, each held 1-5 s, then healed; the schedule is a pure function
+of the seed, so a seed replays the same faults - the effects depend on timing)
+  kill            kill -9 a tablet server, start it again
+  pause           SIGSTOP a tablet server, SIGCONT
+  partition       isolate one tablet's leader from its followers (both directions, by the
+                  `failpoint` RPC's dropped links) while clients still reach it
+  ring            each tablet server reaches only its two neighbours on a ring (a majority
+                  of four, a different one each)
+  master-isolate  one master cut from the other masters
+  clock           one master's or tablet server's wall clock moved by 2-8 s either way
+                  (`failpoint` clock_offset_s: the HybridClock reads it; monotonic time not)
+  membership      kill -9 a tablet server for longer than the unresponsive timeout, so the
+                  master re-replicates its tablets under writes, then start it again
+  master-kill     kill -9 a master, start it again
+  master-pause    SIGSTOP a master, SIGCONT
+  frontend-kill   kill -9 a SQL front end, start it again
+
+After healing
+  - progress: writes succeed again within 60 s;
+  - replicas: every replica of every tablet in its leader's configuration holds the same
+    rows at one snapshot (the latest) and at snapshots taken during the run (their MVCC
+    history above the ancient history mark);
+  - logs: no server log holds a traceback, an AssertionError or a SAFETY VIOLATION.
+Each failed check is one anomaly. The history is written to DIR/history.jsonl, the fault
+log to DIR/nemesis.log; the last line printed is `N ops, M anomalies`; the exit code is 0
+only when M is 0. The cluster is always stopped; its directory is kept with --keep or when
+anomalies were found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from engine.consensus.linearizability import Operation, check
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TIMING = ["--tick-ms", "50", "--election-ticks", "10", "--heartbeat-ms", "250"]
+UNRESPONSIVE_S = 4.0
+NEMESES = ("kill", "pause", "partition", "ring", "master-isolate", "clock", "membership",
+           "master-kill", "master-pause", "frontend-kill")
+KEY_OPS = 60  # register: operations on one key before it retires
+ACTIVE_KEYS = 3
+STATEMENT_TIMEOUT_MS = 12_000
+CLIENT_TIMEOUT_S = 12.0
+LOG_PATTERNS = re.compile(r"Traceback \(most recent call last\)|AssertionError|"
+                          r"SAFETY VIOLATION")
+
+
+# -- the fault schedule ------------------------------------------------------------------------
+@dataclasses.dataclass
+class Fault:
+    kind: str
+    target: int  # index among the processes of the role the fault hits
+    hold: float  # seconds the fault lasts
+    gap: float  # seconds of calm after it
+    offset: float = 0.0  # clock: seconds
+    tablet: int = 0  # partition: which tablet (index in the sorted list)
+
+
+def schedule(seed: int, nemeses: list[str], seconds: float) -> list[Fault]:
+    """The faults of a run, from the seed alone (a seed replays its schedule)."""
+    rng = random.Random(seed)
+    out, t = [], 3.0
+    while nemeses and t < seconds:
+        kind = rng.choice(nemeses)
+        hold = rng.uniform(1.0, 5.0)
+        if kind == "membership":
+            hold = UNRESPONSIVE_S + rng.uniform(4.0, 8.0)
+        f = Fault(kind, rng.randrange(1 << 16), hold, rng.uniform(0.5, 2.5),
+                  offset=rng.choice((-1, 1)) * rng.uniform(2.0, 8.0),
+                  tablet=rng.randrange(1 << 16))
+        out.append(f)
+        t += hold + f.gap + 0.5
+    return out
+
+
+# -- the cluster -------------------------------------------------------------------------------
+def _cli(*args, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kudusql.cli", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+class Cluster:
+    """The local cluster under test (cluster.json names its processes)."""
+
+    def __init__(self, path: str, tservers: int = 4):
+        self.dir = path
+        from kudusql.cluster import _free_port
+        r = _cli("cluster", "start", "--data-dir", path, "--masters", "3", "--tservers",
+                 str(tservers), "--sql-frontends", "2", "--port", str(_free_port()),
+                 "--timeout", "90", "--tserver-unresponsive-timeout", str(UNRESPONSIVE_S),
+                 *TIMING, timeout=180)
+        if r.returncode != 0:
+            raise RuntimeError(f"cluster start failed: {r.stdout}{r.stderr}")
+        from kudusql.cluster import rpc_client_for
+        self.rpc = rpc_client_for(path, 2)
+
+    def procs(self, role: str | None = None) -> list[dict]:
+        with open(os.path.join(self.dir, "cluster.json")) as f:
+            ps = json.load(f)["processes"]
+        return [p for p in ps if role is None or p["role"] == role]
+
+    def proc(self, name: str) -> dict:
+        return next(p for p in self.procs() if p["name"] == name)
+
+    def kill(self, name: str) -> None:
+        try:
+            os.kill(self.proc(name)["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _wait(lambda: not _alive(self.proc(name)["pid"]), 10, f"{name} did not die")
+
+    def restart(self, name: str) -> None:
+        from kudusql.cluster import restart_process
+        if not _alive(self.proc(name)["pid"]):
+            restart_process(self.dir, name)
+
+    def signal(self, name: str, sig: int) -> None:
+        try:
+            os.kill(self.proc(name)["pid"], sig)
+        except ProcessLookupError:
+            pass
+
+    def failpoint(self, name: str, payload: dict) -> None:
+        p = self.proc(name)
+        try:
+            self.rpc.call(p["addr"], "failpoint", payload, timeout_s=3)
+        except Exception:  # noqa: BLE001 - a dead or paused process: nothing to heal there
+            pass
+
+    def master_call(self, action: str, payload=None):
+        last = None
+        for m in self.procs("master"):
+            try:
+                return self.rpc.call(m["addr"], action, payload, timeout_s=3)
+            except Exception as e:  # noqa: BLE001 - not the leader, or down: the next
+                last = e
+        raise RuntimeError(f"no master answered {action}: {last}")
+
+    def heal(self) -> None:
+        """Every process running, none paused, no dropped link, no clock offset."""
+        for p in self.procs():
+            if p["role"] == "sql":
+                continue
+            self.signal(p["name"], signal.SIGCONT)
+        for p in self.procs():
+            self.restart(p["name"])
+        for p in self.procs():
+            if p["role"] != "sql":
+                self.failpoint(p["name"], {"drop_to": [], "clock_offset_s": 0})
+
+    def stop(self) -> None:
+        for p in self.procs():
+            self.signal(p["name"], signal.SIGCONT)
+        try:
+            _cli("cluster", "stop", "--data-dir", self.dir, timeout=60)
+        finally:
+            for p in self.procs():
+                self.signal(p["name"], signal.SIGKILL)
+            self.rpc.close()
+
+    def sql_port(self, i: int) -> int:
+        return self.procs("sql")[i]["port"]
+
+
+def _alive(pid) -> bool:
+    from kudusql.cluster import _alive as alive
+    return alive(pid)
+
+
+def _wait(cond, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise RuntimeError(what)
+        time.sleep(0.05)
+
+
+# -- the nemesis -------------------------------------------------------------------------------
+class Nemesis:
+    def __init__(self, cluster: Cluster, faults: list[Fault], log_path: str):
+        self.c = cluster
+        self.faults = faults
+        self.log = open(log_path, "w")
+        self.done = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="nemesis")
+        self.t0 = time.monotonic()
+
+    def start(self) -> "Nemesis":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=60)
+        self.log.close()
+
+    def _note(self, text: str) -> None:
+        self.log.write(f"{time.monotonic() - self.t0:8.2f} {text}\n")
+        self.log.flush()
+
+    def _run(self) -> None:
+        self._stop.wait(3.0)  # the workload gets going first
+        for f in self.faults:
+            if self._stop.is_set():
+                return
+            try:
+                self._inject(f)
+            except Exception as e:  # noqa: BLE001 - recorded; the run goes on
+                self.errors.append(f"{f.kind}: {e}")
+                self._note(f"error {f.kind}: {e}")
+            self.done += 1
+            self._stop.wait(f.gap)
+
+    def _hold(self, f: Fault) -> None:
+        self._stop.wait(f.hold)
+
+    def _inject(self, f: Fault) -> None:
+        c = self.c
+        ts = [p["name"] for p in c.procs("tserver")]
+        ms = [p["name"] for p in c.procs("master")]
+        if f.kind in ("kill", "membership", "master-kill", "frontend-kill"):
+            names = {"kill": ts, "membership": ts, "master-kill": ms,
+                     "frontend-kill": [p["name"] for p in c.procs("sql")]}[f.kind]
+            victim = names[f.target % len(names)]
+            self._note(f"{f.kind} {victim} for {f.hold:.1f}s")
+            c.kill(victim)
+            try:
+                self._hold(f)
+            finally:
+                c.restart(victim)
+        elif f.kind in ("pause", "master-pause"):
+            names = ts if f.kind == "pause" else ms
+            victim = names[f.target % len(names)]
+            self._note(f"{f.kind} {victim} for {f.hold:.1f}s")
+            c.signal(victim, signal.SIGSTOP)
+            try:
+                self._hold(f)
+            finally:
+                c.signal(victim, signal.SIGCONT)
+        elif f.kind == "partition":
+            self._partition_leader(f)
+        elif f.kind == "ring":
+            order = list(ts)
+            random.Random(f.target).shuffle(order)
+            n = len(order)
+            cuts = {}
+            for i, name in enumerate(order):
+                near = {order[(i - 1) % n], order[(i + 1) % n], name}
+                cuts[name] = [c.proc(o)["addr"] for o in order if o not in near]
+            self._note(f"ring {' - '.join(order)} for {f.hold:.1f}s")
+            self._cut(cuts, f)
+        elif f.kind == "master-isolate":
+            victim = ms[f.target % len(ms)]
+            others = [m for m in ms if m != victim]
+            cuts = {victim: [c.proc(o)["addr"] for o in others]}
+            for o in others:
+                cuts[o] = [c.proc(victim)["addr"]]
+            self._note(f"master-isolate {victim} for {f.hold:.1f}s")
+            self._cut(cuts, f)
+        elif f.kind == "clock":
+            names = ts + ms
+            victim = names[f.target % len(names)]
+            self._note(f"clock {victim} {f.offset:+.1f}s for {f.hold:.1f}s")
+            c.failpoint(victim, {"clock_offset_s": f.offset})
+            try:
+                self._hold(f)
+            finally:
+                c.failpoint(victim, {"clock_offset_s": 0})
+        else:
+            raise ValueError(f"unknown nemesis {f.kind!r}")
+
+    def _cut(self, cuts: dict[str, list[str]], f: Fault) -> None:
+        try:
+            for name, addrs in cuts.items():
+                self.c.failpoint(name, {"drop_to": addrs})
+            self._hold(f)
+        finally:
+            for name in cuts:
+                self.c.failpoint(name, {"drop_to": []})
+
+    def _partition_leader(self, f: Fault) -> None:
+        """Cut one tablet's leader from its followers; clients and masters still reach it."""
+        c = self.c
+        by_uuid, leaders = {}, {}
+        for p in c.procs("tserver"):
+            try:
+                st = c.rpc.call(p["addr"], "status", timeout_s=2)
+            except Exception:  # noqa: BLE001 - down or paused
+                continue
+            by_uuid[st["uuid"]] = p
+            for tid, t in st["tablets"].items():
+                if t.get("role") == "LEADER":
+                    leaders[tid] = (st["uuid"], t.get("peers", []))
+        if not leaders:
+            self._note("partition: no leader found")
+            return
+        tid = sorted(leaders)[f.tablet % len(leaders)]
+        leader, peers = leaders[tid]
+        lp = by_uuid[leader]
+        followers = [by_uuid[u] for u in peers if u != leader and u in by_uuid]
+        cuts = {lp["name"]: [p["addr"] for p in followers]}
+        for p in followers:
+            cuts[p["name"]] = [lp["addr"]]
+        self._note(f"partition leader {lp['name']} of {tid[:8]} from "
+                   f"{', '.join(p['name'] for p in followers)} for {f.hold:.1f}s")
+        self._cut(cuts, f)
+
+
+# -- clients -----------------------------------------------------------------------------------
+class History:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._t = itertools.count()
+        self.ops: list[dict] = []
+
+    def now(self) -> int:
+        with self._lock:
+            return next(self._t)
+
+    def add(self, op: dict) -> None:
+        with self._lock:
+            self.ops.append(op)
+
+
+class SqlPath:
+    """One client connection through a front end (psycopg, autocommit); reconnects after a
+    failure."""
+
+    def __init__(self, cluster: Cluster, frontend: int):
+        self.c = cluster
+        self.frontend = frontend
+        self.conn = None
+        self.name = f"sql{frontend}"
+
+    def _connect(self):
+        import psycopg
+        if self.conn is None or self.conn.closed:
+            self.conn = psycopg.connect(
+                host="127.0.0.1", port=self.c.sql_port(self.frontend), user="kudusql",
+                dbname="kudusql", autocommit=True, connect_timeout=5,
+                options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
+        return self.conn
+
+    def execute(self, sql: str, params=()):
+        try:
+            cur = self._connect().execute(sql, params)
+            return cur.fetchall() if cur.description else None
+        except Exception:
+            self.close()
+            raise
+
+    def close(self):
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection
+                pass
+            self.conn = None
+
+
+class ClientPath:
+    """The client library directly (engine/client RemoteCatalog + Table), no front end."""
+
+    name = "client"
+
+    def __init__(self, cluster: Cluster):
+        from kudusql.cluster import remote_catalog_for
+        self.cat = remote_catalog_for(cluster.dir, timeout_s=CLIENT_TIMEOUT_S)
+
+    def table(self, name: str):
+        return self.cat.table(name)
+
+    def close(self):
+        self.cat.close()
+
+
+def _sqlstate(e: BaseException) -> str | None:
+    return getattr(e, "sqlstate", None)
+
+
+class RegisterWorkload:
+    """UPSERT / point SELECT of a few keys at a time (see the module docstring)."""
+
+    table = "jreg"
+
+    def __init__(self, cluster: Cluster, history: History, rng: random.Random):
+        self.c = cluster
+        self.h = history
+        self.rng = rng
+        self._lock = threading.Lock()
+        self._next_key = 0
+        self._value = itertools.count(1)
+        self.keys: dict[int, int] = {}  # active key -> operations started on it
+        for _ in range(ACTIVE_KEYS):
+            self._fresh()
+
+    def setup(self, sql: SqlPath) -> None:
+        sql.execute(f"CREATE TABLE {self.table} (k BIGINT PRIMARY KEY, v BIGINT) PARTITION "
+                    f"BY HASH (k) PARTITIONS 4 WITH (replication_factor = 3)")
+
+    def _fresh(self) -> None:
+        self.keys[self._next_key] = 0
+        self._next_key += 1
+
+    def _pick(self, rng: random.Random) -> int:
+        with self._lock:
+            k = rng.choice(sorted(self.keys))
+            self.keys[k] += 1
+            if self.keys[k] >= KEY_OPS:
+                del self.keys[k]
+                self._fresh()
+            return k
+
+    def step(self, path, rng: random.Random, client_id: int) -> None:
+        k = self._pick(rng)
+        if rng.random() < 0.5:
+            v = next(self._value)
+            op = {"client": client_id, "path": path.name, "kind": "put", "key": k,
+                  "value": v, "call": self.h.now()}
+            try:
+                if isinstance(path, SqlPath):
+                    path.execute(f"UPSERT INTO {self.table} VALUES (%s, %s)", (k, v))
+                else:
+                    r = path.table(self.table).upsert({"k": [k], "v": [v]})
+                    if r.row_errors:
+                        raise RuntimeError(f"row error {r.row_errors[0]}")
+                op["ret"] = self.h.now()
+            except Exception as e:  # noqa: BLE001 - outcome unknown: may have happened
+                op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+        else:
+            op = {"client": client_id, "path": path.name, "kind": "get", "key": k,
+                  "value": None, "call": self.h.now()}
+            try:
+                if isinstance(path, SqlPath):
+                    rows = path.execute(f"SELECT v FROM {self.table} WHERE k = %s", (k,))
+                    out = rows[0][0] if rows else None
+                else:
+                    row = path.table(self.table).lookup((k,), ["v"])
+                    out = None if row is None else _first_value(row)
+                op["ret"], op["output"] = self.h.now(), out
+            except Exception as e:  # noqa: BLE001 - a failed read has no effect
+                op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+        self.h.add(op)
+
+    def check(self, ops: list[dict]) -> list[str]:
+        hist = [Operation(o["client"], o["kind"], o["key"], o.get("value"), o["call"],
+                          o.get("ret"), o.get("output")) for o in ops]
+        anomalies = []
+        by_key: dict[int, list[Operation]] = {}
+        for op in hist:
+            by_key.setdefault(op.key, []).append(op)
+        unknown = 0
+        for k in sorted(by_key):
+            ok, _ = check(by_key[k], max_states=500_000)
+            if ok is False:
+                anomalies.append(f"register key {k}: not linearizable: "
+                                 f"{_show_key(ops, k)}")
+            elif ok is None:
+                unknown += 1
+        if unknown:
+            print(f"register: {unknown} keys too large to search (not counted)")
+        return anomalies
+
+
+
+def _first_value(row):
+    if isinstance(row, dict):
+        return next(iter(row.values()))
+    if isinstance(row, (list, tuple)):
+        return row[0]
+    return row
+
+
+def _show_key(ops: list[dict], k: int, limit: int = 40) -> str:
+    mine = sorted((o for o in ops if o["key"] == k), key=lambda o: o["call"])
+    parts = []
+    for o in mine[:limit]:
+        ret = "?" if o.get("ret") is None else o["ret"]
+        what = f"put {o['value']}" if o["kind"] == "put" else f"get->{o.get('output')}"
+        parts.append(f"[{o['call']}..{ret} {o['path']} {what}]")
+    return " ".join(parts)
+
+
+class SetWorkload:
+    """INSERT unique elements; full reads while it runs (see the module docstring)."""
+
+    table = "jset"
+
+    def __init__(self, cluster: Cluster, history: History, rng: random.Random):
+        self.c = cluster
+        self.h = history
+        self._next = itertools.count(1)
+
+    def setup(self, sql: SqlPath) -> None:
+        sql.execute(f"CREATE TABLE {self.table} (k BIGINT PRIMARY KEY, w BIGINT) PARTITION "
+                    f"BY HASH (k) PARTITIONS 4 WITH (replication_factor = 3)")
+
+    def step(self, path, rng: random.Random, client_id: int) -> None:
+        read = isinstance(path, SqlPath) and rng.random() < 0.08
+        if read:
+            op = {"client": client_id, "path": path.name, "kind": "read",
+                  "call": self.h.now()}
+            try:
+                rows = path.execute(f"SELECT k FROM {self.table}")
+                op["ret"], op["output"] = self.h.now(), sorted(r[0] for r in rows)
+            except Exception as e:  # noqa: BLE001 - a failed read has no effect
+                op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+            self.h.add(op)
+            return
+        e_ = next(self._next)
+        op = {"client": client_id, "path": path.name, "kind": "add", "value": e_,
+              "call": self.h.now()}
+        try:
+            if isinstance(path, SqlPath):
+                path.execute(f"INSERT INTO {self.table} VALUES (%s, %s)", (e_, client_id))
+            else:
+                r = path.table(self.table).insert({"k": [e_], "w": [client_id]})
+                if r.row_errors:
+                    err = r.row_errors[0]
+                    raise _RowError(getattr(err, "code", None), str(err))
+            op["ret"] = self.h.now()
+        except Exception as e:  # noqa: BLE001 - outcome unknown, unless a duplicate
+            op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+            op["duplicate"] = _sqlstate(e) == "23505" or "ALREADY_PRESENT" in str(e) \
+                or "duplicate key" in str(e)
+        self.h.add(op)
+
+    def check(self, ops: list[dict]) -> list[str]:
+        anomalies = []
+        adds = [o for o in ops if o["kind"] == "add"]
+        reads = sorted((o for o in ops if o["kind"] == "read" and o.get("ret") is not None),
+                       key=lambda o: o["call"])
+        dups = [o["value"] for o in adds if o.get("duplicate")]
+        if dups:
+            anomalies.append(f"set: {len(dups)} fresh elements reported as duplicates "
+                             f"(a retry applied twice): {dups[:10]}")
+        acked = sorted((o["ret"], o["value"]) for o in adds if o.get("ret") is not None)
+        called = {o["value"]: o["call"] for o in adds}
+        prev_done: list[tuple[int, set]] = []  # (ret, elements) of finished reads
+        for r in reads:
+            seen = set(r["output"])
+            must = {v for t, v in acked if t < r["call"]}
+            lost = must - seen
+            if lost:
+                anomalies.append(f"set: read [{r['call']}..{r['ret']}] via {r['path']} lost "
+                                 f"{len(lost)} acknowledged elements: {sorted(lost)[:10]}")
+            phantom = {v for v in seen if called.get(v, 1 << 62) > r["ret"]}
+            if phantom:
+                anomalies.append(f"set: read [{r['call']}..{r['ret']}] holds elements never "
+                                 f"attempted before it ended: {sorted(phantom)[:10]}")
+            for ret, s in prev_done:
+                if ret < r["call"] and not s <= seen:
+                    gone = sorted(s - seen)
+                    anomalies.append(f"set: read [{r['call']}..{r['ret']}] via {r['path']} "
+                                     f"lacks {len(gone)} elements an earlier read saw: "
+                                     f"{gone[:10]}")
+                    break
+            prev_done.append((r["ret"], seen))
+            prev_done = prev_done[-20:]
+        return anomalies
+
+    def final(self, paths, ops: list[dict]) -> list[str]:
+        """After healing: one more read holds every acknowledged element."""
+        sql = paths[0]
+        deadline = time.monotonic() + 60
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                rows = sql.execute(f"SELECT k FROM {self.table}")
+                break
+            except Exception as e:  # noqa: BLE001 - still recovering
+                last = e
+                time.sleep(0.5)
+        else:
+            return [f"set: no final read within 60 s after healing: {last}"]
+        seen = [r[0] for r in rows]
+        out = []
+        if len(seen) != len(set(seen)):
+            out.append("set: the final read returned an element twice")
+        acked = {o["value"] for o in ops if o["kind"] == "add" and o.get("ret") is not None}
+        attempted = {o["value"] for o in ops if o["kind"] == "add"}
+        lost = acked - set(seen)
+        if lost:
+            out.append(f"set: final read lost {len(lost)} acknowledged elements: "
+                       f"{sorted(lost)[:10]}")
+        extra = {v for v in seen if v >= 0} - attempted  # -1: wait_progress's own write
+        if extra:
+            out.append(f"set: final read holds elements never attempted: {sorted(extra)[:10]}")
+        return out
+
+
+class _RowError(Exception):
+    def __init__(self, code, text):
+        super().__init__(text)
+        self.sqlstate = "23505" if code in ("ALREADY_PRESENT", "23505") else None
+
+
+# -- checks after healing ----------------------------------------------------------------------
+def wait_progress(paths, workload, timeout: float = 60.0) -> str | None:
+    """None once a write through the first front end succeeds; else the anomaly."""
+    sql = paths[0]
+    deadline = time.monotonic() + timeout
+    last = None
+    k = 10 ** 12
+    while time.monotonic() < deadline:
+        try:
+            if isinstance(workload, RegisterWorkload):
+                sql.execute(f"UPSERT INTO {workload.table} VALUES (%s, %s)", (k, 0))
+            else:
+                sql.execute(f"UPSERT INTO {workload.table} VALUES (%s, %s)", (-1, 0))
+            return None
+        except Exception as e:  # noqa: BLE001 - not recovered yet
+            last = e
+            time.sleep(0.5)
+    return f"no progress within {timeout:.0f} s after healing: {last}"
+
+
+def compare_replicas(cluster: Cluster, snapshots: list[int], timeout: float = 60.0
+                     ) -> list[str]:
+    """Every replica in its leader's configuration holds the same rows at each snapshot."""
+    rpc = cluster.rpc
+    deadline = time.monotonic() + timeout
+    while True:  # every tablet has a leader whose configuration's replicas all run
+        status, leaders = {}, {}
+        for p in cluster.procs("tserver"):
+            try:
+                st = rpc.call(p["addr"], "status", timeout_s=5)
+            except Exception:  # noqa: BLE001 - restarting
+                continue
+            status[st["uuid"]] = (p["addr"], st["tablets"])
+        for u, (addr, tablets) in status.items():
+            for tid, t in tablets.items():
+                if t.get("role") == "LEADER":
+                    if tid not in leaders or t.get("term", 0) > leaders[tid][2]:
+                        leaders[tid] = (u, t.get("peers", []), t.get("term", 0))
+        ready = leaders and all(all(u in status and tid in status[u][1] for u in peers)
+                                for tid, (_, peers, _) in leaders.items())
+        if ready or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    out = []
+    all_tablets = {tid for _, tablets in status.values() for tid in tablets}
+    for tid in sorted(all_tablets - set(leaders)):
+        out.append(f"replicas: tablet {tid[:8]} has no leader {timeout:.0f} s after healing")
+    for tid, (leader, peers, _) in sorted(leaders.items()):
+        try:
+            latest = rpc.call(status[leader][0], "tablet_ts", {"tablet": tid}, timeout_s=10)
+        except Exception as e:  # noqa: BLE001
+            out.append(f"replicas: tablet {tid[:8]}: no timestamp from its leader: {e}")
+            continue
+        for ts in sorted(set(snapshots + [latest])):
+            if ts > latest:
+                continue
+            rows = {}
+            for u in peers:
+                if u not in status:
+                    out.append(f"replicas: tablet {tid[:8]}: replica {u[:8]} not reachable")
+                    continue
+                try:
+                    rows[u] = _scan_replica(rpc, status[u][0], tid, ts)
+                except Exception as e:  # noqa: BLE001
+                    out.append(f"replicas: tablet {tid[:8]} replica {u[:8]} could not be "
+                               f"read at {ts}: {str(e)[:200]}")
+            if len({json.dumps(r) for r in rows.values()}) > 1:
+                sizes = {u[:8]: len(r) for u, r in rows.items()}
+                diff = _first_diff(list(rows.values()))
+                out.append(f"replicas: tablet {tid[:8]} differs between replicas at "
+                           f"snapshot {ts} (rows {sizes}; first difference {diff})")
+    return out
+
+
+def _scan_replica(rpc, addr: str, tid: str, ts: int) -> list:
+    stream = rpc.get(addr, {"tablet": tid, "snapshot": [ts, True], "any_replica": True,
+                            "safe_wait_s": 20.0}, timeout_s=40)
+    rows = []
+    for batch in stream:
+        rows += [list(r.values()) for r in batch.to_pylist()]
+    return sorted(rows)
+
+
+def _first_diff(tables: list[list]) -> str:
+    a, b = tables[0], next((t for t in tables[1:] if t != tables[0]), tables[0])
+    sa, sb = {json.dumps(r) for r in a}, {json.dumps(r) for r in b}
+    only_a, only_b = sorted(sa - sb)[:3], sorted(sb - sa)[:3]
+    return f"only in one: {only_a}; only in another: {only_b}"
+
+
+def scan_logs(cluster: Cluster) -> list[str]:
+    out = []
+    d = os.path.join(cluster.dir, "logs")
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name), errors="replace") as f:
+            lines = f.read().splitlines()
+        seen = set()
+        for i, line in enumerate(lines):
+            if LOG_PATTERNS.search(line):
+                # the exception's own line ends a traceback: name it once per kind
+                tail = next((x for x in lines[i + 1:i + 60]
+                             if x and not x.startswith((" ", "Traceback"))), line)
+                key = tail.split(":")[0]
+                if key in seen:
+                    continue
+                seen.add(key)
+                ctx = " | ".join(lines[max(0, i - 1):i + 1])
+                out.append(f"log {name}: {tail[:300]} (at: {ctx[:300]})")
+    return out
+
+
+# -- the run -----------------------------------------------------------------------------------
+def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: str,
+        keep: bool = False, threads: int = 6) -> int:
+    os.makedirs(out_dir, exist_ok=True)
+    cdir = os.path.join(out_dir, "cluster")
+    faults = schedule(seed, nemeses, seconds)
+    print(f"jepsen: workload {workload}, nemeses {','.join(nemeses)}, {seconds:.0f} s, "
+          f"seed {seed}, {len(faults)} faults; cluster in {cdir}", flush=True)
+    cluster = Cluster(cdir)
+    anomalies: list[str] = []
+    history = History()
+    paths: list = []
+    nemesis = None
+    try:
+        rng = random.Random(seed)
+        wl = (RegisterWorkload if workload == "register" else SetWorkload)(
+            cluster, history, rng)
+        setup = SqlPath(cluster, 0)
+        wl.setup(setup)
+        paths = [setup, SqlPath(cluster, 1)]
+        client = ClientPath(cluster)
+        stop = threading.Event()
+        snapshots: list[int] = []
+
+        def worker(i: int) -> None:
+            r = random.Random(seed * 1000 + i)
+            path = [SqlPath(cluster, 0), SqlPath(cluster, 1), client][i % 3]
+            try:
+                while not stop.is_set():
+                    wl.step(path, r, i)
+            finally:
+                if path is not client:
+                    path.close()
+
+        ws = [threading.Thread(target=worker, args=(i,), daemon=True, name=f"client-{i}")
+              for i in range(threads)]
+        for w in ws:
+            w.start()
+        nemesis = Nemesis(cluster, faults, os.path.join(out_dir, "nemesis.log")).start()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+            ts = getattr(client.cat.client, "last_ts", 0)
+            if ts:
+                snapshots.append(ts)
+        nemesis.stop()
+        stop.set()
+        for w in ws:
+            w.join(timeout=CLIENT_TIMEOUT_S + STATEMENT_TIMEOUT_MS / 1000 + 10)
+        cluster.heal()
+        ops = list(history.ops)
+        problem = wait_progress(paths, wl)
+        if problem:
+            anomalies.append(problem)
+        anomalies += wl.check(ops)
+        if isinstance(wl, SetWorkload):
+            anomalies += wl.final(paths, ops)
+        anomalies += compare_replicas(cluster, snapshots[-6:])
+        anomalies += scan_logs(cluster)
+        with open(os.path.join(out_dir, "history.jsonl"), "w") as f:
+            for o in ops:
+                f.write(json.dumps(o) + "\n")
+        ok = sum(1 for o in ops if o.get("ret") is not None)
+        print(f"history: {len(ops)} ops ({ok} completed, {len(ops) - ok} failed or "
+              f"unknown); faults injected: {nemesis.done}"
+              + (f"; nemesis errors: {nemesis.errors[:3]}" if nemesis.errors else ""))
+        for a in anomalies:
+            print("ANOMALY", a)
+        print(f"{len(ops)} ops, {len(anomalies)} anomalies", flush=True)
+        client.close()
+        return 0 if not anomalies else 1
+    finally:
+        if nemesis is not None and nemesis.thread.is_alive():
+            nemesis.stop()
+        for p in paths:
+            p.close()
+        cluster.stop()
+        if not keep and not anomalies:
+            shutil.rmtree(cdir, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.cluster.jepsen",
+        description="Run a local cluster under Jepsen-style faults, record a history of "
+                    "client operations and check it (module docstring).")
+    ap.add_argument("--workload", choices=("register", "set"), default="register",
+                    help="register (linearizable UPSERT/SELECT by key) or set (inserts and "
+                         "reads); default: %(default)s")
+    ap.add_argument("--nemesis", default="all",
+                    help=f"comma-separated faults, or all: {', '.join(NEMESES)}; "
+                         f"none: no faults (default: %(default)s)")
+    ap.add_argument("--seconds", type=float, default=60.0,
+                    help="how long the workload runs under faults (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="the fault schedule and the clients' choices (default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=6,
+                    help="client threads, spread over the two front ends and the client "
+                         "library (default: %(default)s)")
+    ap.add_argument("--out", default=None,
+                    help="directory for the history, fault log and cluster (default: a new "
+                         "temporary directory)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the cluster's directory (it is kept anyway on anomalies)")
+    a = ap.parse_args(argv)
+    if a.nemesis == "all":
+        nemeses = list(NEMESES)
+    elif a.nemesis == "none":
+        nemeses = []
+    else:
+        nemeses = [n.strip() for n in a.nemesis.split(",") if n.strip()]
+        bad = [n for n in nemeses if n not in NEMESES]
+        if bad:
+            ap.error(f"unknown nemesis {', '.join(bad)} (known: {', '.join(NEMESES)})")
+    out = a.out or tempfile.mkdtemp(prefix=f"kudusql-jepsen-{a.workload}-{a.seed}-")
+    return run(a.workload, nemeses, a.seconds, a.seed, out, a.keep, a.threads)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
