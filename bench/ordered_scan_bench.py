@@ -1,5 +1,6 @@
-"""What fault tolerance costs a tablet scan: the key-ordered scan (engine/tserver/
-ordered_scan.py) against the tablet's unordered scan, same tablet, same run, interleaved.
+"""What fault tolerance costs a tablet scan: the key-ordered scan (Tablet.open_scan with
+OrderMode.ORDERED, engine/tablet/ordered_scan.py) against the tablet's unordered scan, same
+tablet, same run, interleaved.
 
     python -m bench.ordered_scan_bench [--rows 400000] [--flushes 4] [--repeat 5]
     python -m bench.ordered_scan_bench --cluster [--rows 400000]
@@ -26,7 +27,7 @@ from engine.clock import LogicalClock
 from engine.schema import ColumnSchema as C
 from engine.schema import Schema
 from engine.tablet import Tablet, TabletConfig
-from engine.tserver.ordered_scan import ordered_scan
+from engine.tablet.tablet import OrderMode
 from engine.types import DataType as T
 
 SCHEMA = Schema([C("k", T.INT64), C("a", T.INT64), C("s", T.STRING)], key=["k"])
@@ -128,7 +129,8 @@ def main() -> None:
                 return sum(b.num_rows for b in t.scan(cols))
 
             def ordered():
-                return sum(b.num_rows for b, _ in ordered_scan(t, cols, [], None)[1])
+                return sum(b.num_rows for b, _ in t.open_scan(
+                    cols, order_mode=OrderMode.ORDERED)[1])
             assert unordered() == ordered() == a.rows
             u = o = float("inf")
             for _ in range(a.repeat):  # interleaved: the same load on both

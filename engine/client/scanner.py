@@ -6,7 +6,7 @@ of one tablet's record batches, read over DoGet from a tablet server.
 Fault tolerance (Kudu's fault-tolerant scanner). With `ClusterClient.fault_tolerant_scans`
 (the default) the scan is *ordered*: the tablet server returns the tablet's rows in
 primary-key order and tags every batch with its last key (encoded, the bytes every replica
-compares) and the snapshot timestamp (engine/tserver/ordered_scan.py). When the stream
+compares) and the snapshot timestamp (Tablet.open_scan, OrderMode.ORDERED). When the stream
 breaks — the server is killed, unreachable, refuses, or the stream's deadline passes — the
 scanner opens the same scan on another replica with `resume_after` = the last key it
 yielded and the same snapshot: exactly the rows not yet returned, none lost, none repeated.

@@ -33,6 +33,7 @@ a mix.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import threading
 from typing import Any, Iterator, Sequence
@@ -54,6 +55,7 @@ from engine.key_encoding import (
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.diskrowset import DiskRowSet, ScanStats
 from engine.tablet.memrowset import MemRowSet
+from engine.tablet.ordered_scan import ordered_batches
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
 from engine.tablet.small_write import value_converter
@@ -70,7 +72,14 @@ from engine.tablet.tablet_mm_ops import TabletMaintenance
 from engine.tablet.tablet_write import TabletWriter
 from engine.types import to_logical
 
-__all__ = ["META_FILE", "Tablet", "python_converter"]  # META_FILE: for tools reading a tablet
+__all__ = ["META_FILE", "OrderMode", "Tablet", "python_converter"]  # META_FILE: for tools
+
+
+class OrderMode(enum.Enum):
+    """How a scan orders its rows (Kudu's OrderMode; `Tablet.open_scan`)."""
+
+    UNORDERED = "unordered"  # fastest: insert order in MemRowSets, then rowset by rowset
+    ORDERED = "ordered"  # primary-key order, resumable after a key (fault-tolerant scans)
 
 
 
@@ -292,22 +301,47 @@ class Tablet(TabletWriter, TabletMaintenance):
              stats: ScanStats | None = None) -> Iterator[pa.RecordBatch]:
         """Open a scan now (snapshot taken, rowsets captured, bad input raised here) and
         return an iterator of RecordBatches; see docs/engine-api.md."""
-        return self._open_scan(columns, predicates, snapshot, lower_key, upper_key, lazy,
-                               stats)[1]
+        return self.open_scan(columns, predicates, snapshot, lower_key, upper_key, lazy,
+                              stats)[1]
 
-    def _open_scan(self, columns, predicates, snapshot, lower_key, upper_key, lazy, stats
-                   ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-        """`scan`, plus the Arrow schema of its batches."""
+    def open_scan(self, columns: Sequence[str] | None = None,
+                  predicates: Sequence[ColumnPredicate] = (), snapshot=None,
+                  lower_key=None, upper_key=None, lazy: bool = True,
+                  stats: ScanStats | None = None,
+                  order_mode: OrderMode = OrderMode.UNORDERED,
+                  resume_after: bytes | None = None,
+                  batch_rows: int | None = None) -> tuple[pa.Schema, Iterator]:
+        """(Arrow schema of the projection, iterator), the scan opened now (snapshot taken,
+        rowsets captured, bad input raised here). Kudu's OrderMode:
+
+        - UNORDERED (default): RecordBatches, the MemRowSets' rows in insert order, then
+          each DiskRowSet's;
+        - ORDERED: (RecordBatch, its last encoded key) pairs in primary-key order
+          (engine/tablet/ordered_scan.py), at most `batch_rows` rows each, starting
+          strictly after the encoded key `resume_after` - what a fault-tolerant scan needs
+          to resume on another replica at the same snapshot.
+        """
+        ordered = order_mode is OrderMode.ORDERED
+        if not ordered and (resume_after is not None or batch_rows is not None):
+            raise errors.InvalidArgument("resume_after and batch_rows need an ORDERED scan")
+
         def prepare(schema: Schema):
             names = list(columns) if columns is not None else schema.names
             cols = [schema.column(n) for n in names]
+            # an ordered scan reads the key columns too (for the order), then drops them
+            scan_cols = cols + [k for k in schema.key_columns if k.name not in names] \
+                if ordered else cols
             bound = [BoundPredicate(p, schema.column(p.column)) for p in predicates]
-            return cols, bound, schema.arrow_schema(names), self._bounds(
-                schema, predicates, lower_key, upper_key)
+            return (cols, scan_cols, schema.key_columns, bound, schema.arrow_schema(names),
+                    schema.arrow_schema([c.name for c in scan_cols]),
+                    self._bounds(schema, predicates, lower_key, upper_key))
 
-        snap, comps, (cols, bound, out_schema, (lower, upper)) = self._read_view(
-            snapshot, prepare)
+        snap, comps, (cols, scan_cols, key_cols, bound, out_schema, scan_schema,
+                      (lower, upper)) = self._read_view(snapshot, prepare)
         stats = stats if stats is not None else ScanStats()
+        if resume_after is not None:
+            resume_after = bytes(resume_after)
+            lower = resume_after if lower is None else max(lower, resume_after)
         if any(p.always_false for p in bound) or (
                 lower is not None and upper is not None and lower >= upper):
             return out_schema, iter(())
@@ -315,6 +349,11 @@ class Tablet(TabletWriter, TabletMaintenance):
         drss = comps.tree.overlapping(lower, upper)
         stats.rowsets_pruned += len(comps.drss) - len(drss)
         drs_caps = [(d, d.capture()) for d in drss]
+        if ordered:
+            return out_schema, ordered_batches(
+                mrs_caps, drs_caps, snap, len(cols), scan_cols, key_cols, bound, out_schema,
+                scan_schema, lower, upper, lazy, resume_after, stats, batch_rows,
+                self._to_batch)
 
         def batches() -> Iterator[pa.RecordBatch]:
             for m, cap in mrs_caps:
@@ -337,8 +376,8 @@ class Tablet(TabletWriter, TabletMaintenance):
                    lower_key=None, upper_key=None, lazy: bool = True,
                    stats: ScanStats | None = None) -> pa.Table:
         """`scan` collected into one table (an empty projection gives a count-only table)."""
-        schema, it = self._open_scan(columns, predicates, snapshot, lower_key, upper_key,
-                                     lazy, stats)
+        schema, it = self.open_scan(columns, predicates, snapshot, lower_key, upper_key,
+                                    lazy, stats)
         batches = list(it)
         if not schema.names:
             n = sum(b.num_rows for b in batches)

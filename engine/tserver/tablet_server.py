@@ -28,7 +28,7 @@ RPCs (DoAction unless said otherwise)
                      resume_after, any_replica, safe_wait_s, batch_rows}: unordered on
                      the leader, or `ordered` (fault tolerant: key order, each batch's
                      app metadata {key: its last encoded key, ts: the snapshot};
-                     ordered_scan.py;
+                     engine/tablet/ordered_scan.py;
                      READ_LATEST is pinned to the leader's latest committed timestamp);
                      with a snapshot and `any_replica`, a follower serves it after its
                      safe time passed the snapshot (bounded wait, TabletReplica)
@@ -86,7 +86,7 @@ from engine.schema import Schema
 from engine.tablet.maintenance_manager import MaintenanceManager
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
-from engine.tserver.ordered_scan import ordered_scan
+from engine.tablet.tablet import OrderMode
 from engine.tserver.raft_host import Transport
 from engine.tserver.status import replica_report, web_status
 from engine.tserver.tablet_copy import CopySessions
@@ -374,10 +374,11 @@ class TabletServer:
             it = tablet.scan(names, preds, snap, t.get("lower_key"), t.get("upper_key"),
                              t.get("lazy", True))
             return schema.arrow_schema(names), it
-        out_schema, it = ordered_scan(tablet, names, preds, snap, t.get("lower_key"),
-                                      t.get("upper_key"), t.get("lazy", True),
-                                      t.get("resume_after"),
-                                      batch_rows=t.get("batch_rows"))
+        out_schema, it = tablet.open_scan(names, preds, snap, t.get("lower_key"),
+                                          t.get("upper_key"), t.get("lazy", True),
+                                          order_mode=OrderMode.ORDERED,
+                                          resume_after=t.get("resume_after"),
+                                          batch_rows=t.get("batch_rows"))
         ts = snapshot[0]
         return out_schema, ((b, pa.py_buffer(codec.encode({"key": k, "ts": ts})))
                             for b, k in it)

@@ -267,6 +267,8 @@ class Nemesis:
             names = {"kill": ts, "membership": ts, "master-kill": ms,
                      "frontend-kill": [p["name"] for p in c.procs("sql")]}[f.kind]
             victim = names[f.target % len(names)]
+            if f.kind in ("kill", "membership") and f.tablet % 2 == 0:
+                victim = self._leader_of(f.tablet) or victim
             self._note(f"{f.kind} {victim} for {f.hold:.1f}s")
             c.kill(victim)
             try:
@@ -276,6 +278,8 @@ class Nemesis:
         elif f.kind in ("pause", "master-pause"):
             names = ts if f.kind == "pause" else ms
             victim = names[f.target % len(names)]
+            if f.kind == "pause" and f.tablet % 2 == 0:
+                victim = self._leader_of(f.tablet) or victim
             self._note(f"{f.kind} {victim} for {f.hold:.1f}s")
             c.signal(victim, signal.SIGSTOP)
             try:
@@ -323,8 +327,9 @@ class Nemesis:
             for name in cuts:
                 self.c.failpoint(name, {"drop_to": []})
 
-    def _partition_leader(self, f: Fault) -> None:
-        """Cut one tablet's leader from its followers; clients and masters still reach it."""
+    def _leaders(self) -> tuple[dict, dict]:
+        """(tserver uuid -> its process, tablet id -> (leader uuid, its peers)) as the
+        reachable tablet servers report them now."""
         c = self.c
         by_uuid, leaders = {}, {}
         for p in c.procs("tserver"):
@@ -336,6 +341,19 @@ class Nemesis:
             for tid, t in st["tablets"].items():
                 if t.get("role") == "LEADER":
                     leaders[tid] = (st["uuid"], t.get("peers", []))
+        return by_uuid, leaders
+
+    def _leader_of(self, index: int) -> str | None:
+        """The tablet server leading one tablet (chosen by `index`), if any is known: half
+        of the kills and pauses hit a leader, so that leadership moves under load."""
+        by_uuid, leaders = self._leaders()
+        if not leaders:
+            return None
+        return by_uuid[leaders[sorted(leaders)[index % len(leaders)]][0]]["name"]
+
+    def _partition_leader(self, f: Fault) -> None:
+        """Cut one tablet's leader from its followers; clients and masters still reach it."""
+        by_uuid, leaders = self._leaders()
         if not leaders:
             self._note("partition: no leader found")
             return

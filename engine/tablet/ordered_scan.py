@@ -1,4 +1,7 @@
-"""Ordered (fault-tolerant) tablet scans: rows in primary-key order, resumable after a key.
+"""Ordered tablet scans (Kudu's OrderMode ORDERED): rows in primary-key order, resumable
+after a key. `Tablet.open_scan(..., order_mode=OrderMode.ORDERED)` prepares the scan (MVCC
+snapshot, captured rowsets, bounds) exactly as the unordered one does and hands the
+captured sources to `ordered_batches` here.
 
 Kudu's fault-tolerant scanner (ReadMode READ_AT_SNAPSHOT + OrderMode ORDERED) returns a
 tablet's rows sorted by primary key, so a client that loses its tablet server mid-scan can
@@ -7,8 +10,8 @@ an exclusive lower bound: no row is lost and none repeated, although the replica
 differ (every replica flushes and compacts on its own, so a position inside a rowset means
 nothing elsewhere; a key does).
 
-`Tablet.scan` is unordered (the MemRowSets in insert order, then each DiskRowSet), so this
-module scans the same components at the same MVCC snapshot, one source per rowset, and
+An unordered scan reads the MemRowSets in insert order, then each DiskRowSet; the ordered
+one reads the same components at the same MVCC snapshot, one source per rowset, and
 merges them by key:
 
 - every DiskRowSet is stored in key order: its blocks stream as they are read;
@@ -25,65 +28,45 @@ Keys are the engine's order-preserving encoding (`engine.key_encoding.encode_key
 bytes the rowsets compare), so a resume key is understood by every replica. Each batch
 goes out with its last key; `resume_after` (an encoded key) restarts strictly after it.
 Key columns not in the projection are read for the ordering and dropped from the batches.
-
-This reads Tablet internals (`_read_view`, `_bounds`, `_components`' rowsets, `_to_batch`)
-the way `Tablet._open_scan` does; it lives here so the tablet's unordered hot path stays as
-it is (a seam to make public together with the other Tablet internals the tablet server
-reads).
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from engine.key_encoding import encode_keys
+from engine.schema import ColumnSchema
 from engine.tablet.diskrowset import ScanStats
-from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
+from engine.tablet.scan_spec import BoundPredicate
 
 # the sorted MemRowSet rows are fed to the merge in slices of this many rows
 MRS_SLICE_ROWS = 32_768
 
 
-def ordered_scan(tablet, names: Sequence[str], predicates: Sequence[ColumnPredicate],
-                 snapshot, lower_key=None, upper_key=None, lazy: bool = True,
-                 resume_after: bytes | None = None, stats: ScanStats | None = None,
-                 batch_rows: int | None = None
-                 ) -> tuple[pa.Schema, Iterator[tuple[pa.RecordBatch, bytes]]]:
-    """(Arrow schema of `names`, iterator of (batch, its last encoded key)) in key order;
-    `batch_rows` caps the rows per batch (Kudu's scanner batch size)."""
-    names = list(names)
-
-    def prepare(schema):
-        cols = [schema.column(n) for n in names]
-        keys = schema.key_columns
-        scan_cols = cols + [k for k in keys if k.name not in names]
-        bound = [BoundPredicate(p, schema.column(p.column)) for p in predicates]
-        return (cols, scan_cols, keys, bound, schema.arrow_schema(names),
-                schema.arrow_schema([c.name for c in scan_cols]),
-                tablet._bounds(schema, predicates, lower_key, upper_key))
-
-    snap, comps, (cols, scan_cols, key_cols, bound, out_schema, scan_schema,
-                  (lower, upper)) = tablet._read_view(snapshot, prepare)
-    stats = stats if stats is not None else ScanStats()
-    if resume_after is not None:
-        resume_after = bytes(resume_after)
-        lower = resume_after if lower is None else max(lower, resume_after)
-    if any(p.always_false for p in bound) or (
-            lower is not None and upper is not None and lower >= upper):
-        return out_schema, iter(())
-    mrs_caps = [(m, m.capture()) for m in (comps.mrs, *comps.frozen)]
-    drss = comps.tree.overlapping(lower, upper)
-    stats.rowsets_pruned += len(comps.drss) - len(drss)
-    drs_caps = [(d, d.capture()) for d in drss]
+def ordered_batches(mrs_caps: list, drs_caps: list, snap, n_out: int,
+                    scan_cols: Sequence[ColumnSchema], key_cols: Sequence[ColumnSchema],
+                    bound: Sequence[BoundPredicate], out_schema: pa.Schema,
+                    scan_schema: pa.Schema, lower: bytes | None, upper: bytes | None,
+                    lazy: bool, resume_after: bytes | None, stats: ScanStats,
+                    batch_rows: int | None,
+                    to_batch: Callable[[dict, Sequence[ColumnSchema], pa.Schema],
+                                       pa.RecordBatch]
+                    ) -> Iterator[tuple[pa.RecordBatch, bytes]]:
+    """(batch, its last encoded key) pairs in key order over captured MemRowSets
+    (`mrs_caps`: (MemRowSet, capture)) and DiskRowSets (`drs_caps`) at `snap`. The first
+    `n_out` of `scan_cols` are the projection (`out_schema`); the rest are key columns read
+    for the order only. `lower` already includes `resume_after`; `batch_rows` caps the rows
+    per batch (Kudu's scanner batch size); `to_batch` is the tablet's block-to-Arrow
+    conversion."""
     after = None if resume_after is None else np.bytes_(resume_after)
 
     def keyed(blocks) -> Iterator[tuple[np.ndarray, pa.RecordBatch]]:
         for block in blocks:
             k = encode_keys([block[c.id] for c in key_cols], key_cols)
-            b = tablet._to_batch(block, scan_cols, scan_schema)
+            b = to_batch(block, scan_cols, scan_schema)
             if after is not None:
                 keep = k > after
                 if not keep.all():
@@ -108,25 +91,22 @@ def ordered_scan(tablet, names: Sequence[str], predicates: Sequence[ColumnPredic
         return keyed(d.scan(scan_cols, bound, snap, lower, upper, stats, lazy, cap))
 
     sources = [mem_source()] + [drs_source(d, cap) for d, cap in drs_caps]
-    keep_idx = list(range(len(cols)))
+    keep_idx = list(range(n_out))
 
     def out(k: np.ndarray, b: pa.RecordBatch) -> tuple[pa.RecordBatch, bytes]:
-        if cols:
-            ob = b.select(keep_idx) if len(keep_idx) < b.num_columns else b
+        if n_out:
+            ob = b.select(keep_idx) if n_out < b.num_columns else b
             ob = pa.RecordBatch.from_arrays(ob.columns, schema=out_schema)
         else:  # count-only scan: rows without columns
             ob = pa.record_batch({"_": pa.nulls(b.num_rows)}).select([])
         return ob, bytes(k[-1])
 
-    def sliced():
-        for k, b in merge_by_key(sources):
-            if not batch_rows or len(k) <= batch_rows:
-                yield out(k, b)
-                continue
-            for s in range(0, len(k), batch_rows):
-                yield out(k[s:s + batch_rows], b.slice(s, batch_rows))
-
-    return out_schema, sliced()
+    for k, b in merge_by_key(sources):
+        if not batch_rows or len(k) <= batch_rows:
+            yield out(k, b)
+            continue
+        for s in range(0, len(k), batch_rows):
+            yield out(k[s:s + batch_rows], b.slice(s, batch_rows))
 
 
 def merge_by_key(sources: list[Iterator[tuple[np.ndarray, pa.RecordBatch]]]

@@ -1,5 +1,5 @@
-"""engine/tserver/ordered_scan.py: the key-ordered, resumable tablet scan behind
-fault-tolerant scans, checked against the tablet's own unordered scan (the oracle) over
+"""Tablet.open_scan(order_mode=ORDERED) (engine/tablet/ordered_scan.py): the key-ordered,
+resumable tablet scan behind fault-tolerant scans, checked against the tablet's own unordered scan (the oracle) over
 random histories: inserts, updates, deletes and re-inserts spread over MemRowSets and several
 DiskRowSets (small rowsets and pages, flushes and compactions in between), composite keys
 with strings (the variable-width key encoding, NUL bytes included), projections without the
@@ -19,7 +19,8 @@ from engine.key_encoding import encode_key
 from engine.schema import ColumnSchema as C
 from engine.schema import Schema
 from engine.tablet import ColumnPredicate, OpType, Tablet, TabletConfig
-from engine.tserver.ordered_scan import merge_by_key, ordered_scan
+from engine.tablet.ordered_scan import merge_by_key
+from engine.tablet.tablet import OrderMode
 from engine.types import DataType as T
 
 SMALL = TabletConfig(page_rows=8, drs_target_bytes=2048, fsync=False)
@@ -61,7 +62,8 @@ def _oracle(t, names, preds, snap):
 
 
 def _collect(t, names, preds, snap, after=None):
-    return list(ordered_scan(t, names, preds, snap, resume_after=after)[1])
+    return list(t.open_scan(names, preds, snap, order_mode=OrderMode.ORDERED,
+                            resume_after=after)[1])
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
