@@ -157,6 +157,35 @@ class Cluster:
         if not _alive(self.proc(name)["pid"]):
             restart_process(self.dir, name)
 
+    def answers(self, name: str, timeout: float = 30.0) -> str | None:
+        """None once the process answers (RPC ping, or a SQL connection for a front end)
+        within `timeout`; else what went wrong, with the end of its log."""
+        p = self.proc(name)
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if not _alive(p["pid"]):
+                last = "exited"
+                break
+            try:
+                if p["role"] == "sql":
+                    import psycopg
+                    psycopg.connect(host="127.0.0.1", port=p["port"], user="kudusql",
+                                    dbname="kudusql", connect_timeout=3).close()
+                else:
+                    self.rpc.call(p["addr"], "ping", timeout_s=2)
+                return None
+            except Exception as e:  # noqa: BLE001 - still starting
+                last = e
+                time.sleep(0.2)
+        try:
+            with open(os.path.join(self.dir, "logs", f"{name}.log"), errors="replace") as f:
+                tail = " | ".join(f.read().splitlines()[-6:])
+        except OSError:
+            tail = ""
+        return f"{name} does not answer {timeout:.0f} s after its restart ({last}); log: " \
+               f"{tail[-600:]}"
+
     def signal(self, name: str, sig: int) -> None:
         try:
             os.kill(self.proc(name)["pid"], sig)
@@ -226,6 +255,7 @@ class Nemesis:
         self.log = open(log_path, "w")
         self.done = 0
         self.errors: list[str] = []
+        self.anomalies: list[str] = []  # processes that did not come back
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="nemesis")
         self.t0 = time.monotonic()
@@ -275,6 +305,10 @@ class Nemesis:
                 self._hold(f)
             finally:
                 c.restart(victim)
+            problem = c.answers(victim)
+            if problem:
+                self.anomalies.append(problem)
+                self._note(problem)
         elif f.kind in ("pause", "master-pause"):
             names = ts if f.kind == "pause" else ms
             victim = names[f.target % len(names)]
@@ -394,10 +428,13 @@ class SqlPath:
         self.frontend = frontend
         self.conn = None
         self.name = f"sql{frontend}"
+        self._failed_at = 0.0
 
     def _connect(self):
         import psycopg
         if self.conn is None or self.conn.closed:
+            if self._failed_at and time.monotonic() - self._failed_at < 0.2:
+                time.sleep(0.2)  # the front end is down: do not spin on refusals
             self.conn = psycopg.connect(
                 host="127.0.0.1", port=self.c.sql_port(self.frontend), user="kudusql",
                 dbname="kudusql", autocommit=True, connect_timeout=5,
@@ -408,7 +445,10 @@ class SqlPath:
         try:
             cur = self._connect().execute(sql, params)
             return cur.fetchall() if cur.description else None
-        except Exception:
+        except Exception as e:
+            import psycopg
+            if isinstance(e, psycopg.OperationalError):
+                self._failed_at = time.monotonic()
             self.close()
             raise
 
@@ -445,6 +485,7 @@ class RegisterWorkload:
     """UPSERT / point SELECT of a few keys at a time (see the module docstring)."""
 
     table = "jreg"
+    columns = ("k", "v")
 
     def __init__(self, cluster: Cluster, history: History, rng: random.Random):
         self.c = cluster
@@ -511,7 +552,7 @@ class RegisterWorkload:
         anomalies = []
         by_key: dict[int, list[Operation]] = {}
         for op in hist:
-            by_key.setdefault(op.key, []).append(op)
+            by_key.setdefault(op.key, []).append(op)  # (the harness's key -1 is not here)
         unknown = 0
         for k in sorted(by_key):
             ok, _ = check(by_key[k], max_states=500_000)
@@ -548,6 +589,7 @@ class SetWorkload:
     """INSERT unique elements; full reads while it runs (see the module docstring)."""
 
     table = "jset"
+    columns = ("k", "w")
 
     def __init__(self, cluster: Cluster, history: History, rng: random.Random):
         self.c = cluster
@@ -659,23 +701,32 @@ class _RowError(Exception):
 
 
 # -- checks after healing ----------------------------------------------------------------------
-def wait_progress(paths, workload, timeout: float = 60.0) -> str | None:
-    """None once a write through the first front end succeeds; else the anomaly."""
-    sql = paths[0]
+def wait_progress(paths, workload, timeout: float = 60.0) -> list[str]:
+    """After healing, a write through every path (both front ends, the client library)
+    succeeds within `timeout`; the anomalies otherwise. The row is the harness's own
+    (key -1), which the checkers ignore."""
+    out = []
     deadline = time.monotonic() + timeout
-    last = None
-    k = 10 ** 12
-    while time.monotonic() < deadline:
-        try:
-            if isinstance(workload, RegisterWorkload):
-                sql.execute(f"UPSERT INTO {workload.table} VALUES (%s, %s)", (k, 0))
-            else:
-                sql.execute(f"UPSERT INTO {workload.table} VALUES (%s, %s)", (-1, 0))
-            return None
-        except Exception as e:  # noqa: BLE001 - not recovered yet
-            last = e
-            time.sleep(0.5)
-    return f"no progress within {timeout:.0f} s after healing: {last}"
+    for path in paths:
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                if isinstance(path, SqlPath):
+                    path.execute(f"UPSERT INTO {workload.table} VALUES (%s, %s)", (-1, 0))
+                else:
+                    r = path.table(workload.table).upsert(
+                        {workload.columns[0]: [-1], workload.columns[1]: [0]})
+                    if r.row_errors:
+                        raise RuntimeError(str(r.row_errors[0]))
+                last = None
+                break
+            except Exception as e:  # noqa: BLE001 - not recovered yet
+                last = e
+                time.sleep(0.5)
+        if last is not None or time.monotonic() > deadline:
+            out.append(f"no progress through {path.name} within {timeout:.0f} s after "
+                       f"healing: {last}")
+    return out
 
 
 def compare_replicas(cluster: Cluster, snapshots: list[int], timeout: float = 60.0
@@ -820,9 +871,8 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
             w.join(timeout=CLIENT_TIMEOUT_S + STATEMENT_TIMEOUT_MS / 1000 + 10)
         cluster.heal()
         ops = list(history.ops)
-        problem = wait_progress(paths, wl)
-        if problem:
-            anomalies.append(problem)
+        anomalies += nemesis.anomalies
+        anomalies += wait_progress(paths + [client], wl)
         anomalies += wl.check(ops)
         if isinstance(wl, SetWorkload):
             anomalies += wl.final(paths, ops)
