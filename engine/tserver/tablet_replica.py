@@ -630,6 +630,7 @@ class TabletReplica(RaftHost):
                 fut.set_exception(TabletNotRunning(f"tablet {self.tablet_id} is shutting down"))
             self._waiters.clear()
             try:
-                self.tablet.close()
+                if self.failed is None:  # a FAILED replica's files stay as the failure left
+                    self.tablet.close()  # them (after a failed install `tablet` is stale)
             finally:
                 super().close()
