@@ -375,7 +375,10 @@ class RaftHost:
                         return
                     if s.sync_done(index, epoch):
                         self.raft.log_synced()
-                        self.process()
+                        try:
+                            self.process()
+                        except ReplicaFailed:
+                            return  # logged once, at CRITICAL, by `fail`
         finally:
             with self.lock:
                 self._syncing = False
@@ -404,15 +407,16 @@ class RaftHost:
 
     # -- failure -------------------------------------------------------------------------------
     def fail(self, what: str, exc: BaseException, detail: str = "") -> ReplicaFailed:
-        """Stop this peer for good (see the module docstring): `what` is SAFETY_VIOLATION or
-        APPLY_FAILED. Logs at CRITICAL with the traceback; returns the error for the caller
-        to raise. Idempotent (the first reason is kept). Caller holds self.lock."""
+        """Stop this peer for good (see the module docstring): `what` names the kind
+        (SAFETY_VIOLATION, APPLY_FAILED, or a subclass's, e.g. a failed tablet copy install).
+        Logs at CRITICAL with the traceback; returns the error for the caller to raise.
+        Idempotent (the first reason is kept). Caller holds self.lock."""
         if self.failed is None:
             where = f" ({detail})" if detail else ""
             self.failed = f"{what}{where}: {type(exc).__name__}: {exc}"
             self.stopped = True
-            log.critical("%s: replica %s of %s stopped: %s", self.group_id, self.uuid,
-                         self.group_id, self.failed, exc_info=exc)
+            log.critical("%s: replica %s stopped for good: %s", self.group_id, self.uuid,
+                         self.failed, exc_info=exc)
             try:
                 self.on_failed()
             except Exception:  # noqa: BLE001 - the peer is stopped either way
