@@ -17,7 +17,8 @@ process; logs in D/logs), starts every process in the background (own session, s
 outlives the command), records them in D/cluster.json and returns once a SQL query through
 the front end succeeds, printing the address (like `pg_ctl start`). `cluster stop` sends
 SIGTERM and, after 10 s, SIGKILL. `cluster status` lists every process: role, uuid, RPC
-address, HTTP address, PID, alive or not, tablets led and followed.
+address, HTTP address, PID, alive or not, tablets led and followed, and each FAILED
+replica of a tablet server with its error (engine/tserver/status.py).
 
 TLS on RPC (engine/rpc): `cluster start --rpc-tls` (first start) makes a self-signed
 certificate for 127.0.0.1 and localhost with the openssl command, D/rpc-cert.pem (0644) and
@@ -534,9 +535,14 @@ def cluster_status(data_dir: str) -> list[dict]:
                     st = rpc.call(p["addr"], "status")
                     row["uuid"] = st["uuid"]
                     if p["role"] == "tserver":
-                        roles = [t["role"] for t in st["tablets"].values()]
+                        tablets = st["tablets"]
+                        roles = [t["role"] for t in tablets.values()
+                                 if t.get("state") != "FAILED"]
                         row["leads"] = roles.count("LEADER")
                         row["follows"] = len(roles) - row["leads"]
+                        row["failed"] = {tid: f"{t.get('table', '?')}: {t.get('error')}"
+                                         for tid, t in tablets.items()
+                                         if t.get("state") == "FAILED"}
                     else:
                         row["raft_role"] = st["raft_role"]
                 except Exception as e:  # noqa: BLE001 - reported in the listing
@@ -562,6 +568,8 @@ def cmd_cluster_status(args) -> int:
               f"{'' if r['follows'] is None else r['follows']:>7}  {r['uuid'] or ''}")
         if r.get("error"):
             print(f"{'':<11} error: {r['error']}")
+        for tid, why in sorted((r.get("failed") or {}).items()):
+            print(f"{'':<11} FAILED replica {tid} ({why})")
     if rows and rows[0]["rpc_tls"]:
         cert = os.path.join(os.path.abspath(args.data_dir), CERT_FILE)
         print(f"RPC over TLS (certificate {cert})")

@@ -703,8 +703,8 @@ class Master:
 
     def _replica_info(self, u: str, rep: dict | None, live: bool) -> dict:
         """One replica as the catalog and its server's last heartbeat know it. State:
-        the reported one (engine/tserver/status.py); FAILED if its server is not live;
-        INITIALIZED if placed but never reported."""
+        the reported one (engine/tserver/status.py; a FAILED replica's `error` with it);
+        FAILED if its server is not live; INITIALIZED if placed but never reported."""
         rep = rep or {}
         state = rep.get("state", "RUNNING") if rep else "INITIALIZED"
         if not live:
@@ -712,7 +712,7 @@ class Master:
         return {"uuid": u, "addr": self.catalog.tservers.get(u, ""), "live": live,
                 "role": rep.get("role", "UNKNOWN"), "state": state,
                 "term": rep.get("term"), "leader": rep.get("leader"),
-                "member_type": rep.get("member_type")}
+                "member_type": rep.get("member_type"), "error": rep.get("error")}
 
     def _h_list_replicas(self, p) -> list[dict]:
         """Every replica of every table: {table, table_id, tablet_id, partition index,

@@ -14,6 +14,21 @@ drains `ready()` in the order docs/consensus.md prescribes:
 
 `process()` loops until `ready()` is empty, since `log_synced()` can commit more.
 
+Failure (Kudu's FAILED tablet state). Two kinds of error stop a peer for good (`fail`):
+  - a Raft safety violation: an `AssertionError` out of the Raft core while stepping or
+    ticking (e.g. raft.py's "leader overwrites committed entry"), or a corrupt log
+    (`errors.Corruption`) — this peer's log or state can no longer be trusted;
+  - any exception from `apply_entries`: Raft has already counted those entries applied
+    (`ready()` moved `last_applied`), so the state machine may be half-applied, and going
+    on would skip them or apply them twice.
+The peer is then `failed` (the reason, with the error) and `stopped`: it steps, ticks,
+votes and serves no more; the reason is logged once at CRITICAL level ("SAFETY
+VIOLATION" / "apply failed", with the traceback) for operators and test harnesses that
+scan the logs; `on_failed` (the subclass's hook) is called. Its files are left as they are
+(a restart reopens them; that the replica then works is not assumed). Any other error
+while stepping a message (the network's or a peer's, e.g. a `RemoteError`) is logged and
+the peer goes on: Raft resends what matters.
+
 The leader's own appends are synced in the background instead (`_sync_loop`, one thread
 per host while there is something to sync, Kudu's log appender): its AppendEntries leave in
 step 3 while its fsync runs, so a write waits for max(leader fsync, follower round trip +
@@ -53,12 +68,13 @@ import random
 import threading
 from typing import Callable
 
+from engine import errors
 from engine.clock import Clock
 from engine.consensus.consensus_metadata import ConsensusMetadata, FileMetadataStore
 from engine.consensus.log import LogEntry
 from engine.consensus.log_storage import WalLogStorage
 from engine.consensus.raft import RaftConsensus, RaftOptions, Role
-from engine.rpc.rpc import RpcClient
+from engine.rpc.rpc import RemoteError, RpcClient
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +188,16 @@ class Transport:
                 q.put(None)
 
 
+class ReplicaFailed(RemoteError):
+    """This Raft peer stopped for good: a safety violation or a failed apply (RaftHost.fail).
+    Retryable elsewhere (a RemoteError): the other replicas serve."""
+
+
+# What `fail` logs: a Raft safety violation vs. an exception while applying committed entries
+SAFETY_VIOLATION = "SAFETY VIOLATION"
+APPLY_FAILED = "apply failed"
+
+
 class RaftHost:
     """One Raft peer in this process (see the module docstring)."""
 
@@ -186,21 +212,31 @@ class RaftHost:
         self.transport = transport
         self.fsync = fsync
         self.resolve_addr = resolve_addr or (lambda uuid: "")
+        self.options = options
+        self.segment_bytes = segment_bytes
         self.lock = threading.RLock()
-        self.storage = WalLogStorage(f"{directory}/raft-wal", segment_bytes, fsync=fsync)
-        self.cmeta_store = FileMetadataStore(directory, fsync=fsync)
-        cmeta = self.cmeta_store.load()
-        if cmeta is None:
-            raise FileNotFoundError(f"{directory}: no consensus metadata")
-        self.raft = RaftConsensus(uuid, self.storage, cmeta, clock, random.Random(),
-                                  options, applied_index=applied_index)
+        self.open_raft(applied_index)
         self.stopped = False
+        self.failed: str | None = None  # why this peer stopped for good (`fail`)
         self._syncing = False  # the background log sync thread runs (leader)
         self._inbox: list = []  # delivered messages not yet stepped
         self._inbox_bytes = 0  # entry bodies in _inbox
         self.inbox_dropped = 0  # messages with entries dropped because the inbox was full
         self._inbox_lock = threading.Lock()
         self._draining = False
+
+    def open_raft(self, applied_index: int) -> None:
+        """(Re)open the Raft log, the consensus metadata and the Raft node from
+        `directory` (at start, and after a tablet copy replaced them on disk; the caller
+        has closed the old log)."""
+        d = self.directory
+        self.storage = WalLogStorage(f"{d}/raft-wal", self.segment_bytes, fsync=self.fsync)
+        self.cmeta_store = FileMetadataStore(d, fsync=self.fsync)
+        cmeta = self.cmeta_store.load()
+        if cmeta is None:
+            raise FileNotFoundError(f"{d}: no consensus metadata")
+        self.raft = RaftConsensus(self.uuid, self.storage, cmeta, self.clock,
+                                  random.Random(), self.options, applied_index=applied_index)
 
     @staticmethod
     def create_metadata(directory: str, cmeta: ConsensusMetadata, fsync: bool = True) -> None:
@@ -215,8 +251,11 @@ class RaftHost:
         with self.lock:
             if self.stopped:
                 return
-            for m in msgs:
-                self.raft.step(m)
+            try:
+                for m in msgs:
+                    self.raft.step(m)
+            except (AssertionError, errors.Corruption) as e:
+                raise self.fail(SAFETY_VIOLATION, e) from e
             self.process()
 
     def deliver(self, msgs: list, executor) -> None:
@@ -256,6 +295,8 @@ class RaftHost:
                     return
             try:
                 self.step_many(msgs)
+            except ReplicaFailed:
+                pass  # logged once, at CRITICAL, by `fail`; the peer steps nothing more
             except Exception:  # noqa: BLE001 - lossy like the network: Raft resends
                 log.exception("%s: stepping %d messages failed", self.group_id, len(msgs))
 
@@ -263,7 +304,10 @@ class RaftHost:
         with self.lock:
             if self.stopped:
                 return
-            self.raft.tick()
+            try:
+                self.raft.tick()
+            except (AssertionError, errors.Corruption) as e:
+                raise self.fail(SAFETY_VIOLATION, e) from e
             self.process()
 
     # -- the Ready loop ------------------------------------------------------------------------
@@ -288,7 +332,11 @@ class RaftHost:
             for m in rd.messages:
                 self.transport.send(self._addr_of(m.dest), self.group_id, m)
             if rd.committed:
-                self.apply_entries(rd.committed)
+                try:
+                    self.apply_entries(rd.committed)
+                except Exception as e:  # noqa: BLE001 - the state machine may be half-applied
+                    raise self.fail(APPLY_FAILED, e, f"entries {rd.committed[0].index}.."
+                                    f"{rd.committed[-1].index}") from e
             for req in rd.copy_requests:
                 self.on_copy_request(req)
         if self.raft.is_leader and self.storage.durable_index < self.storage.last_index:
@@ -327,7 +375,10 @@ class RaftHost:
                         return
                     if s.sync_done(index, epoch):
                         self.raft.log_synced()
-                        self.process()
+                        try:
+                            self.process()
+                        except ReplicaFailed:
+                            return  # logged once, at CRITICAL, by `fail`
         finally:
             with self.lock:
                 self._syncing = False
@@ -350,6 +401,28 @@ class RaftHost:
 
     def after_process(self) -> None:
         pass
+
+    def on_failed(self) -> None:
+        """Called once, under the lock, after `fail` stopped this peer."""
+
+    # -- failure -------------------------------------------------------------------------------
+    def fail(self, what: str, exc: BaseException, detail: str = "") -> ReplicaFailed:
+        """Stop this peer for good (see the module docstring): `what` names the kind
+        (SAFETY_VIOLATION, APPLY_FAILED, or a subclass's, e.g. a failed tablet copy install).
+        Logs at CRITICAL with the traceback; returns the error for the caller to raise.
+        Idempotent (the first reason is kept). Caller holds self.lock."""
+        if self.failed is None:
+            where = f" ({detail})" if detail else ""
+            self.failed = f"{what}{where}: {type(exc).__name__}: {exc}"
+            self.stopped = True
+            log.critical("%s: replica %s stopped for good: %s", self.group_id, self.uuid,
+                         self.failed, exc_info=exc)
+            try:
+                self.on_failed()
+            except Exception:  # noqa: BLE001 - the peer is stopped either way
+                log.exception("%s: on_failed hook", self.group_id)
+        return ReplicaFailed(f"replica {self.uuid} of {self.group_id} has failed: "
+                             f"{self.failed}")
 
     # -- status --------------------------------------------------------------------------------
     @property

@@ -9,20 +9,52 @@ Replica states (reported in heartbeats; the master keeps the last report per rep
                    restart, docs/cluster.md "Restart")
     COPYING        copying the tablet from the leader (its log was GC'd past what it needs)
     STOPPED        shut down (the server is stopping, or the replica is being deleted)
+    FAILED         stopped for good, with the reason (`error`): it could not be opened at
+                   start (corrupt or unreadable files: a `FailedReplica`, its files kept
+                   untouched), or its Raft core hit a safety violation, an apply raised or
+                   a tablet copy install failed half-way (RaftHost.fail). It neither votes
+                   nor serves; its role is reported as UNKNOWN. Restarting the server
+                   opens it again; deleting the replica (the master) removes it.
 
-The master adds FAILED (the replica's server missed heartbeats for the unresponsive
-timeout) and INITIALIZED (placed in the catalog, not yet reported by its server).
+The master also reports FAILED for every replica of a server that missed heartbeats for
+the unresponsive timeout, and INITIALIZED (placed in the catalog, not yet reported by its
+server).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import time
 
 from engine.metrics.metrics import dir_bytes, maintenance_rows, process_status
 
 
+@dataclasses.dataclass(frozen=True)
+class FailedReplica:
+    """A replica its server could not open at start (TabletServer): reported FAILED with
+    the error; its directory is left as it was found."""
+
+    tablet_id: str
+    directory: str
+    error: str
+    table_name: str = "?"
+
+    @staticmethod
+    def of(tablet_id: str, directory: str, exc: BaseException) -> "FailedReplica":
+        name = "?"
+        try:  # the table's name, if the replica's own file can still be read
+            with open(os.path.join(directory, "replica.json")) as f:
+                name = json.load(f).get("table_name", "?")
+        except (OSError, ValueError, AttributeError):
+            pass
+        return FailedReplica(tablet_id, directory, f"{type(exc).__name__}: {exc}", name)
+
+
 def replica_state(r) -> str:
+    if isinstance(r, FailedReplica) or r.failed is not None:
+        return "FAILED"
     if r.stopped:
         return "STOPPED"
     if r.copying:
@@ -35,21 +67,34 @@ def replica_state(r) -> str:
 
 def replica_report(r) -> dict:
     """What a heartbeat reports of one replica: its Raft status, state and the schema
-    version its tablet has applied (ALTER TABLE)."""
-    return dict(r.status(), state=replica_state(r), schema_version=r.tablet.schema_version)
+    version its tablet has applied (ALTER TABLE); a FAILED one: role UNKNOWN (never
+    LEADER: nobody may route to it) and the `error`."""
+    if isinstance(r, FailedReplica):
+        return {"role": "UNKNOWN", "state": "FAILED", "error": r.error, "term": None,
+                "leader": None, "peers": []}
+    rep = dict(r.status(), state=replica_state(r), schema_version=r.tablet.schema_version)
+    if r.failed is not None:
+        rep.update(role="UNKNOWN", error=r.failed)
+    return rep
 
 
 def web_status(ts) -> dict:
     """The status page's data for a TabletServer (engine/metrics/webserver.py)."""
     tablets = []
-    for tid, r in sorted(list(ts.replicas.items()), key=lambda x: (x[1].table_name, x[0])):
-        st = r.status()
+    every = list(ts.replicas.items()) + list(ts.failed_replicas.items())
+    for tid, r in sorted(every, key=lambda x: (x[1].table_name, x[0])):
+        wal_bytes = dir_bytes(os.path.join(r.directory, "raft-wal"))
+        if isinstance(r, FailedReplica):
+            tablets.append({"tablet_id": tid, "table": r.table_name, "role": "UNKNOWN",
+                            "state": "FAILED", "wal_bytes": wal_bytes, "error": r.error})
+            continue
+        st = replica_report(r)
         tablets.append({"tablet_id": tid, "table": r.table_name, "role": st["role"],
-                        "state": replica_state(r), "term": st["term"],
+                        "state": st["state"], "term": st["term"],
                         "leader": st["leader"], "commit_index": st["commit_index"],
                         "applied_index": st["applied_index"],
-                        "wal_bytes": dir_bytes(os.path.join(r.directory, "raft-wal")),
-                        "peers": st["peers"]})
+                        "wal_bytes": wal_bytes, "peers": st["peers"],
+                        **({"error": st["error"]} if "error" in st else {})})
     last = ts.last_heartbeat
     return {"role": "tserver", "uuid": ts.uuid, "rpc_addr": ts.addr,
             "http_addr": ts.http.addr if ts.http is not None else None,

@@ -15,13 +15,44 @@ Source side (`CopySessions`, on the server of the replica named in StartTabletCo
     copy_end {session}: the links are removed
 
 Destination side (`TabletReplica.on_copy_request` -> `run_copy`): in a thread, while the
-replica ignores Raft traffic (`copying`): begin, fetch every file into `tablet.copy/`
-(checked against size and CRC), then under the replica's lock — unless the copy is stale
-(RaftConsensus would refuse it: older term, not ahead of our commit index) — swap the
-directory in, reopen the Tablet and call `install_tablet_copy(last, ts, config, suffix,
-term)`, which resets the Raft log to continue after A. A crash in the middle of the swap
-leaves `tablet.copy/` or `tablet.old/` behind; the replica is then reopened from whichever
-`tablet/` exists (a partial copy is never renamed into place).
+replica ignores Raft traffic (`copying`): begin, fetch every file into the staging
+directory's `tablet/` (checked against size and CRC, each fsync'd), then
+`TabletReplica.install_copy` — unless the copy is stale (from an older term, or not ahead
+of our commit index: what RaftConsensus would refuse) — installs it.
+
+Install: one atomic step (Kudu writes the copied superblock and cmeta and flips the tablet
+data state durably). The replica's state is three things that must agree — the tablet's
+data, the Raft log and the consensus metadata — so a complete new set is prepared beside
+the old one and switched in by a single rename:
+
+    <replica>/copy.staging/            being prepared (never read; removed at open)
+        tablet/                        the fetched files
+        raft-wal/                      a fresh Raft log: boundary (A, term of A, its
+                                       timestamp) in raft-log.json, then the source's
+                                       suffix A+1.. (synced)
+        consensus-meta.json            term = max(ours, source's) (= the source's: a copy
+                                       from an older term is refused), our vote if that
+                                       term is ours, the source's committed config
+    rename copy.staging -> copy.ready  THE COMMIT POINT (after fsyncing the staged tree and
+                                       then the replica directory)
+    roll forward, for tablet, raft-wal, consensus-meta.json in turn:
+        X -> X.old, copy.ready/X -> X, X.old removed
+    copy.ready removed
+
+`recover_install(replica_dir)` runs first whenever a replica is opened (server start, and
+right after the commit of a live install): `copy.ready` present -> the roll forward above
+is finished (each move is skipped if done, so it may be interrupted and run again);
+`copy.staging` present -> removed (the install never happened); then every `X.old` is
+removed, or renamed back to X if X is missing (the former two-rename install could leave
+that). So a crash at any step opens either the old state or the new one, never a mix. The
+in-memory Tablet and RaftConsensus are then reopened from the directory
+(`TabletReplica.install_copy`); if the live install fails after the old state was closed,
+the replica is FAILED (its files are left for the next start's recovery).
+
+Failpoints (tests): with KUDUSQL_TABLET_COPY_FAILPOINT=<step> the process exits at once
+(os._exit, no cleanup: what kill -9 leaves) when the install reaches <step>, one of
+INSTALL_STEPS; with <step>:raise it raises `CopyFailpoint` there instead, and the files are
+left as that crash would leave them (the replica is FAILED if its old state was closed).
 """
 
 from __future__ import annotations
@@ -34,12 +65,45 @@ import uuid as uuidlib
 import zlib
 
 from engine import errors
+from engine.consensus.consensus_metadata import CMETA_FILE, ConsensusMetadata, \
+    FileMetadataStore
+from engine.consensus.log import LogEntry
+from engine.consensus.log_storage import WalLogStorage
 from engine.consensus.messages import OpId
+from engine.fs import fsync_dir
 from engine.rpc.rpc import RemoteError
 
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
+STAGING = "copy.staging"  # a new replica state being prepared (see the module docstring)
+READY = "copy.ready"  # a committed one, being moved into place
+# what an install replaces, in the order it is moved into place
+STATE = ("tablet", "raft-wal", CMETA_FILE)
+
+FAILPOINT_ENV = "KUDUSQL_TABLET_COPY_FAILPOINT"
+INSTALL_STEPS = ("fetched", "staged", "committed", "moved-tablet", "moved-raft-wal",
+                 "moved-" + CMETA_FILE, "installed")
+
+
+class CopyFailpoint(RuntimeError):
+    """Raised at an install step named by KUDUSQL_TABLET_COPY_FAILPOINT=<step>:raise."""
+
+
+def failpoint(step: str) -> None:
+    """Crash here (os._exit: no cleanup, like kill -9) or raise if the failpoint names
+    `step` (see the module docstring)."""
+    want = os.environ.get(FAILPOINT_ENV)
+    if not want:
+        return
+    name, _, action = want.partition(":")
+    if name != step:
+        return
+    if action == "raise":
+        raise CopyFailpoint(f"tablet copy failpoint at {step}")
+    log.critical("tablet copy failpoint at %s: exiting", step)
+    logging.shutdown()
+    os._exit(137)
 
 
 class CopySessions:
@@ -116,9 +180,11 @@ def run_copy(replica, rpc, source_addr: str) -> bool:
 
     info = rpc.call(source_addr, "copy_begin", {"tablet": replica.tablet_id}, timeout_s=60)
     sid = info["session"]
-    dst = os.path.join(replica.directory, "tablet.copy")
+    staging = os.path.join(replica.directory, STAGING)
+    dst = os.path.join(staging, "tablet")
+    crashed = False
     try:
-        shutil.rmtree(dst, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(dst)
         for rel, size in info["files"]:
             path = os.path.join(dst, rel)
@@ -136,13 +202,114 @@ def run_copy(replica, rpc, source_addr: str) -> bool:
                     off += len(data)
                 f.flush()
                 os.fsync(f.fileno())
+        failpoint("fetched")
         last = OpId(info["last"][0] or 0, info["last"][1])
-        return replica.install_copy(dst, last, info["timestamp"],
+        return replica.install_copy(staging, last, info["timestamp"],
                                     RaftConfig.from_dict(info["config"]),
                                     list(info["suffix"]), info["term"])
+    except CopyFailpoint:
+        crashed = True  # a simulated crash: leave the files as a crash would
+        raise
     finally:
-        shutil.rmtree(dst, ignore_errors=True)
+        if not crashed:
+            shutil.rmtree(staging, ignore_errors=True)  # (gone once committed: renamed)
         try:
             rpc.call(source_addr, "copy_end", {"session": sid}, timeout_s=10)
         except errors.EngineError:
             pass
+
+
+# -- install: staging, commit, roll forward, recovery ------------------------------------------
+def stage_install(staging: str, last: OpId, timestamp: int, suffix: list[LogEntry],
+                  cmeta: ConsensusMetadata, segment_bytes: int, fsync: bool = True) -> None:
+    """Complete the staged replica state beside the fetched `tablet/`: a Raft log that
+    continues after `last` (at `timestamp`) holding `suffix`, and `cmeta`; then make the
+    whole tree durable."""
+    storage = WalLogStorage(os.path.join(staging, "raft-wal"), segment_bytes, fsync=fsync)
+    try:
+        storage.reset(last.index, last.term, timestamp)
+        storage.append(list(suffix))
+        storage.sync()
+    finally:
+        storage.close()
+    FileMetadataStore(staging, fsync=fsync).save(cmeta)
+    if fsync:
+        fsync_tree(staging)
+    failpoint("staged")
+
+
+def commit_install(replica_dir: str, fsync: bool = True) -> None:
+    """The commit point: the staged state becomes the replica's (one rename), then it is
+    moved into place (`roll_forward`)."""
+    os.rename(os.path.join(replica_dir, STAGING), os.path.join(replica_dir, READY))
+    if fsync:
+        fsync_dir(replica_dir)
+    failpoint("committed")
+    roll_forward(replica_dir, fsync)
+
+
+def roll_forward(replica_dir: str, fsync: bool = True) -> None:
+    """Move a committed install (`copy.ready/`) into place; safe to run again after a crash
+    at any point of it (a part already moved is skipped)."""
+    ready = os.path.join(replica_dir, READY)
+    for name in STATE:
+        src, dst = os.path.join(ready, name), os.path.join(replica_dir, name)
+        if not os.path.lexists(src):
+            continue  # moved before the crash
+        if os.path.isdir(src):
+            old = dst + ".old"
+            if os.path.lexists(dst):
+                shutil.rmtree(old, ignore_errors=True)
+                os.rename(dst, old)
+            os.rename(src, dst)
+            if fsync:
+                fsync_dir(replica_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(src, dst)
+            if fsync:
+                fsync_dir(replica_dir)
+        failpoint("moved-" + name)
+    shutil.rmtree(ready, ignore_errors=True)
+    if fsync:
+        fsync_dir(replica_dir)
+
+
+def recover_install(replica_dir: str, fsync: bool = True) -> str | None:
+    """Finish or undo an install a crash interrupted (see the module docstring), before
+    the replica is opened. Returns what was done ("rolled forward", "rolled back") or
+    None."""
+    done = None
+    if os.path.isdir(os.path.join(replica_dir, READY)):
+        roll_forward(replica_dir, fsync)
+        done = "rolled forward"
+    for leftover in (STAGING, "tablet.copy"):  # (tablet.copy: the older install's)
+        p = os.path.join(replica_dir, leftover)
+        if os.path.lexists(p):
+            shutil.rmtree(p, ignore_errors=True)
+            done = done or "rolled back"
+    for name in ("tablet", "raft-wal"):
+        old = os.path.join(replica_dir, name + ".old")
+        if os.path.lexists(old):
+            if os.path.lexists(os.path.join(replica_dir, name)):
+                shutil.rmtree(old, ignore_errors=True)
+            else:  # the older two-rename install stopped between its renames
+                os.rename(old, os.path.join(replica_dir, name))
+                done = done or "rolled back"
+    if done and fsync:
+        fsync_dir(replica_dir)
+    if done:
+        log.warning("%s: an interrupted tablet copy install was %s", replica_dir, done)
+    return done
+
+
+def fsync_tree(root: str) -> None:
+    """fsync every file and directory under `root` (and `root`), deepest first."""
+    for dirpath, _, names in os.walk(root, topdown=False):
+        for n in names:
+            fd = os.open(os.path.join(dirpath, n), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(dirpath)

@@ -51,8 +51,15 @@ bound) — never from inside the tablet's write lock, which apply holds.
 
 Tablet copy: when the leader asks (StartTabletCopy: the entries this replica needs were
 GC'd), `on_copy_request` copies the tablet from it in a thread (tablet_copy.py) while the
-replica ignores Raft traffic, then `install_copy` swaps the copied files in and resets the
-Raft log after the copied state.
+replica ignores Raft traffic, then `install_copy` stages the new replica state (data, a
+Raft log after the copied state, consensus metadata), commits it with one rename and
+reopens the Tablet and the Raft node from it. Opening a replica first finishes or undoes an
+install a crash interrupted (`tablet_copy.recover_install`), so its data, log and
+consensus metadata always come from the same side of the install.
+
+Failure: a replica whose Raft core hit a safety violation or whose apply raised is FAILED
+and stopped (RaftHost.fail); `on_failed` fails its waiting writes and calls the server's
+hook (`on_replica_failed`: off the maintenance manager, report to the master now).
 
 Reads are served by the leader once it has applied an entry of its own term (before that a
 new leader may not have applied everything committed). A snapshot read at `ts` first moves
@@ -93,6 +100,13 @@ from engine.tablet.tablet import Tablet
 from engine.tablet.tablet_metadata import TabletMetadata
 from engine.tablet.write_op import WriteOp
 from engine.tserver.raft_host import RaftHost, Transport
+from engine.tserver.tablet_copy import (
+    commit_install,
+    failpoint,
+    recover_install,
+    run_copy,
+    stage_install,
+)
 
 GC_MIN_ENTRIES = 1000  # the Raft log is GC'd in steps of at least this many entries
 REPLICATED_WRITE = 4  # a Raft log entry type: request id envelope + WriteOp body
@@ -218,6 +232,7 @@ class _RaftLogView:
 class TabletReplica(RaftHost):
     def __init__(self, directory: str, server_uuid: str, clock: Clock, transport: Transport,
                  options: RaftOptions, config: TabletConfig, resolve_addr=None):
+        recover_install(directory, config.fsync)  # a tablet copy a crash interrupted
         with open(os.path.join(directory, REPLICA_FILE)) as f:
             info = json.load(f)
         self.tablet_id = info["tablet_id"]
@@ -227,6 +242,7 @@ class TabletReplica(RaftHost):
         self.on_tablet_replaced = None  # (old Tablet, new Tablet): the server's MM hook
         self.rpc = None  # set by the server: for tablet copies
         self.on_role_change = None  # the server's hook: report to the master now
+        self.on_replica_failed = None  # the server's hook: this replica became FAILED
         self._reported_role = None
         self._view = _RaftLogView(self)
         self._config = config
@@ -266,7 +282,7 @@ class TabletReplica(RaftHost):
 
     # -- tablet copy (tablet_copy.py) --------------------------------------------------------
     def on_copy_request(self, req) -> None:
-        if self.copying or self.rpc is None:
+        if self.copying or self.rpc is None or self.stopped:
             return
         addr = self._addr_of(req.src)
         if not addr:
@@ -274,7 +290,6 @@ class TabletReplica(RaftHost):
         self.copying = True
 
         def run():
-            from engine.tserver.tablet_copy import run_copy
             try:
                 ok = run_copy(self, self.rpc, addr)
                 log.info("tablet copy of %s from %s: %s", self.tablet_id, addr,
@@ -285,31 +300,54 @@ class TabletReplica(RaftHost):
                 self.copying = False
         threading.Thread(target=run, daemon=True, name=f"copy-{self.tablet_id}").start()
 
-    def install_copy(self, copied_dir: str, last, timestamp: int, config, suffix: list,
+    def install_copy(self, staging: str, last, timestamp: int, config, suffix: list,
                      source_term: int) -> bool:
+        """Install a fetched copy (`staging`/tablet holds its files) as this replica's
+        state in one atomic step (tablet_copy.py, Install) and reopen the Tablet and the
+        Raft node from it. False if stale (what RaftConsensus.install_tablet_copy refuses:
+        an older term, or not ahead of our commit index). An error after the old state was
+        closed leaves the replica FAILED (the next start's recovery sorts out the files)."""
         with self.lock:
             r = self.raft
-            if source_term < r.term or last.index <= r.commit_index:
-                return False  # stale: what RaftConsensus.install_tablet_copy would refuse
+            if self.stopped or source_term < r.term or last.index <= r.commit_index:
+                return False
+            # the state Raft would reach by install_tablet_copy, made durable up front
+            term = max(r.term, source_term)
+            cmeta = ConsensusMetadata(term, r.voted_for if term == r.term else None, config)
+            stage_install(staging, last, timestamp, suffix, cmeta,
+                          self._config.wal_segment_bytes, self.fsync)
             old = self.tablet
-            old.close()
-            tpath = os.path.join(self.directory, "tablet")
-            trash = os.path.join(self.directory, "tablet.old")
-            shutil.rmtree(trash, ignore_errors=True)
-            os.rename(tpath, trash)
-            os.rename(copied_dir, tpath)
-            shutil.rmtree(trash, ignore_errors=True)
-            self._view.applied = last.index
-            tablet = self._open_tablet(tpath)
-            tablet.mvcc.adjust_for_replay(timestamp)
-            installed = r.install_tablet_copy(last, timestamp, config, suffix, source_term)
-            assert installed, "checked above"
+            try:
+                old.close()
+                self.storage.close()
+                commit_install(self.directory, self.fsync)
+                tablet = self._open_tablet(os.path.join(self.directory, "tablet"))
+                tablet.mvcc.adjust_for_replay(timestamp)
+                self.clock.update(timestamp)
+                self._view.applied = last.index
+                self.open_raft(last.index)
+                failpoint("installed")
+            except Exception as e:
+                # the old state is closed and the new one may be half in place: stop here
+                raise self.fail("tablet copy install failed", e) from e
             self.tablet = tablet  # published once the Raft state matches it
             self.tracker = ResultTracker()
+            self._eager_ticks = 0
             if self.on_tablet_replaced is not None:
                 self.on_tablet_replaced(old, tablet)
             self.process()
             return True
+
+    def on_failed(self) -> None:
+        for _, fut in self._waiters.values():
+            if not fut.done():
+                fut.set_exception(TabletNotRunning(
+                    f"replica {self.uuid} of tablet {self.tablet_id} has failed: "
+                    f"{self.failed}"))
+        self._waiters.clear()
+        self._inflight.clear()
+        if self.on_replica_failed is not None:
+            self.on_replica_failed(self)
 
     # -- creation --------------------------------------------------------------------------
     @staticmethod
@@ -592,6 +630,7 @@ class TabletReplica(RaftHost):
                 fut.set_exception(TabletNotRunning(f"tablet {self.tablet_id} is shutting down"))
             self._waiters.clear()
             try:
-                self.tablet.close()
+                if self.failed is None:  # a FAILED replica's files stay as the failure left
+                    self.tablet.close()  # them (after a failed install `tablet` is stale)
             finally:
                 super().close()

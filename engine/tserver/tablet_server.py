@@ -45,6 +45,13 @@ RPCs (DoAction unless said otherwise)
     copy_begin, copy_fetch, copy_end   tablet copy from this server (tablet_copy.py)
     flush            {tablets?}: flush these replicas' MemRowSets now (benchmarks)
 
+Start-up: every replica directory is opened; one that fails to open (corrupt or unreadable
+files) becomes a `FailedReplica` (status.py): logged once, its files left untouched,
+reported to the master as FAILED with the error, never created again over its directory;
+the server serves the others. A replica that fails while running (RaftHost.fail: a Raft
+safety violation, a failed apply or tablet copy install) stays in `replicas`, stopped and
+FAILED, off the maintenance manager. `delete_replica` removes either kind.
+
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here); clients route with them (engine/client).
 
@@ -87,8 +94,8 @@ from engine.tablet.maintenance_manager import MaintenanceManager
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from engine.tablet.tablet import OrderMode
-from engine.tserver.raft_host import Transport
-from engine.tserver.status import replica_report, web_status
+from engine.tserver.raft_host import ReplicaFailed, Transport
+from engine.tserver.status import FailedReplica, replica_report, web_status
 from engine.tserver.tablet_copy import CopySessions
 from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
 
@@ -170,6 +177,7 @@ class TabletServer:
         self.transport = Transport(self.rpc_client)
         self.directory: dict[str, str] = {}  # server uuid -> address (from the master)
         self.replicas: dict[str, TabletReplica] = {}
+        self.failed_replicas: dict[str, FailedReplica] = {}  # could not be opened at start
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._report_now = threading.Event()  # a replica's role changed: heartbeat now
@@ -184,7 +192,13 @@ class TabletServer:
             if tid.endswith(".tmp"):
                 shutil.rmtree(os.path.join(data_dir, "tablets", tid), ignore_errors=True)
                 continue
-            self._open_replica(tid)
+            try:
+                self._open_replica(tid)
+            except Exception as e:  # noqa: BLE001 - one broken replica must not stop the rest
+                f = self.failed_replicas[tid] = FailedReplica.of(tid, self._replica_dir(tid), e)
+                log.error("replica of tablet %s (table %s) could not be opened and is FAILED "
+                          "(its files are left as they are): %s", tid, f.table_name, f.error,
+                          exc_info=e)
         self.server = RpcServer(host, port, secret, m.instrument({
             "raft": self._h_raft, "create_replica": self._h_create, "delete_replica":
             self._h_delete, "lookup": self._h_lookup, "tablet_ts": self._h_tablet_ts,
@@ -222,6 +236,11 @@ class TabletServer:
             self.mm.unregister(old)
             self.mm.register(new)
         r.on_tablet_replaced = replaced
+
+        def failed(rep):
+            self.mm.unregister(rep.tablet)  # a half-applied tablet is not flushed
+            self._report_now.set()
+        r.on_replica_failed = failed
         with self._lock:
             self.replicas[tablet_id] = r
         self.mm.register(r.tablet)
@@ -230,14 +249,20 @@ class TabletServer:
     def replica(self, tablet_id: str) -> TabletReplica:
         r = self.replicas.get(tablet_id)
         if r is None or r.stopped:
+            why = ""
+            f = self.failed_replicas.get(tablet_id)
+            if r is not None and r.failed is not None:
+                why = f": the replica has failed ({r.failed})"
+            elif f is not None:
+                why = f": the replica has failed ({f.error})"
             raise TabletNotRunning(f"tablet {tablet_id} is not running on server {self.uuid} "
-                                   f"({self.addr})")
+                                   f"({self.addr}){why}")
         return r
 
     def _h_create(self, p: dict) -> dict:
         tid = p["tablet_id"]
         with self._lock:
-            if tid in self.replicas:
+            if tid in self.replicas or tid in self.failed_replicas:
                 return {"created": False}
             d = self._replica_dir(tid)
             if not os.path.exists(d):
@@ -252,12 +277,13 @@ class TabletServer:
         tid = p["tablet_id"]
         with self._lock:
             r = self.replicas.pop(tid, None)
+            f = self.failed_replicas.pop(tid, None)
         if r is not None:
             self.mm.unregister(r.tablet)
             self.metrics.forget_tablet(tid)
             r.close()
         shutil.rmtree(self._replica_dir(tid), ignore_errors=True)
-        return {"deleted": r is not None}
+        return {"deleted": r is not None or f is not None}
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:
@@ -279,6 +305,8 @@ class TabletServer:
                 try:
                     r.tick()
                     self.metrics.observe_raft(r.tablet_id, r.raft.term, r.raft.leader_uuid)
+                except ReplicaFailed:
+                    pass  # logged once, at CRITICAL, by RaftHost.fail; no longer ticked
                 except Exception:  # noqa: BLE001 - one replica must not stop the others
                     log.exception("tick of tablet %s failed", r.tablet_id)
             delay = nxt - time.monotonic()
@@ -307,7 +335,7 @@ class TabletServer:
     def heartbeat(self) -> None:
         report = {"uuid": self.uuid, "addr": self.addr,
                   "http_addr": None if self.http is None else self.http.addr,
-                  "tablets": {tid: replica_report(r) for tid, r in list(self.replicas.items())}}
+                  "tablets": self._reports()}
         last = None
         for m in self.masters:
             try:
@@ -408,7 +436,7 @@ class TabletServer:
         want = set(p.get("tablets") or ()) if p else set()
         n = 0
         for tid, r in list(self.replicas.items()):
-            if (not want or tid in want) and r.tablet.mrs_rows():
+            if (not want or tid in want) and not r.stopped and r.tablet.mrs_rows():
                 r.tablet.flush_mrs()
                 n += 1
         return {"flushed": n}
@@ -433,11 +461,15 @@ class TabletServer:
         return {"ok": True}
 
     # -- status / lifecycle ------------------------------------------------------------------
+    def _reports(self) -> dict[str, dict]:
+        """Every replica's report (status.py), FAILED ones included."""
+        every = list(self.replicas.items()) + list(self.failed_replicas.items())
+        return {tid: dict(replica_report(r), table=r.table_name) for tid, r in every}
+
     def status(self) -> dict:
         return {"role": "tserver", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
                 "http_addr": None if self.http is None else self.http.addr,
-                "tablets": {tid: dict(replica_report(r), table=r.table_name)
-                            for tid, r in list(self.replicas.items())}}
+                "tablets": self._reports()}
 
     def stop(self) -> None:
         self._stop.set()
