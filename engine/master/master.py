@@ -77,6 +77,7 @@ from engine.master.sys_catalog import SysCatalog
 from engine.metrics.metrics import ServerMetrics, dir_bytes, process_status
 from engine.metrics.webserver import StatusServer
 from engine.tserver.raft_host import RaftHost, Transport
+from engine.tserver.status import BOOTSTRAPPING, RUNNING, TOMBSTONED
 
 log = logging.getLogger(__name__)
 
@@ -167,37 +168,73 @@ class Master:
     def _h_heartbeat(self, rep: dict) -> dict:
         if not self.catalog.ready_leader():
             return {"not_leader": True, "leader": self.catalog.raft.leader_uuid}
+        term = self.catalog.raft.term  # read before deciding: confirmed after (below)
         u, addr = rep["uuid"], rep["addr"]
+        reported = rep.get("tablets", {})
         with self._lock:
             self._live[u] = (addr, time.monotonic())
             self._http[u] = rep.get("http_addr")
-            for tid, st in rep.get("tablets", {}).items():
+            for tid, st in reported.items():
                 self._reports.setdefault(tid, {})[u] = st
         cat = self.catalog
         if cat.tservers.get(u) != addr:
             cat.propose({"op": "register_tserver", "uuid": u, "addr": addr})
-        create, delete = [], []
-        reported = set(rep.get("tablets", {}))
+        create = []
         for t in list(cat.tables.values()):
             for x in t["tablets"]:
                 tid = x["tablet_id"]
-                peers = cat.replicas.get(tid, [])
-                if u in peers and tid not in reported:
+                if u not in cat.replicas.get(tid, []):
+                    continue
+                st = reported.get(tid)
+                if st is None:
                     create.append(self._replica_spec(t, tid, u))
-        delete = [tid for tid in reported if u not in cat.replicas.get(tid, ())]
-        return {"create": create, "delete": delete, "directory": dict(cat.tservers)}
+                elif st.get("state") == TOMBSTONED and cat.adding.get(tid) == u:
+                    # the server being added holds a tombstone of the tablet: a new empty
+                    # replica over it (it keeps the tombstone's term and vote)
+                    create.append(self._replica_spec(t, tid, u, initial=False))
+        delete = [d for d in (self._deletion(u, tid, st) for tid, st in reported.items())
+                  if d is not None]
+        if delete and not cat.confirm_leadership(term):
+            log.warning("not asking %s to delete %d replicas: this master could not confirm "
+                        "it still leads (term %d)", u, len(delete), term)
+            delete = []
+        return {"create": create, "delete": delete, "directory": dict(cat.tservers),
+                "term": term}
 
-    def _replica_spec(self, t: dict, tid: str, uuid: str | None = None) -> dict:
-        """What a server needs to create a replica: a replica of the initial placement
-        starts with the initial configuration; one added later starts with none (it
-        learns its configuration from the leader's log)."""
+    def _deletion(self, u: str, tid: str, st: dict) -> dict | None:
+        """Whether server `u`'s replica of `tid`, reported as `st`, is to go (module
+        docstring, "Deleting replicas"): {tablet_id, drop: True} if the tablet was dropped;
+        {tablet_id, cas_config_index} (a tombstone) if the replica's committed
+        configuration is older than the catalog's and `u` is not in the catalog's; None
+        otherwise, and whenever the report lacks what the decision needs."""
         cat = self.catalog
-        initial = cat.initial.get(tid, [])
-        peers = [[p, cat.tservers.get(p, "")] for p in initial] \
-            if uuid is None or uuid in initial else []
+        if tid in cat.dropped:
+            return {"tablet_id": tid, "drop": True}
+        if tid not in cat.replicas or u in cat.replicas[tid] or \
+                st.get("state") not in (RUNNING, BOOTSTRAPPING):
+            return None  # unknown to this catalog, a member, or a tombstone already,
+            # or COPYING (its configuration is about to change), STOPPED, unknown state
+        index, ours = st.get("committed_config_index"), cat.config_index.get(tid)
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(ours, int):
+            return None
+        if index >= ours:
+            return None  # it may know of a configuration newer than ours: keep it
+        return {"tablet_id": tid, "cas_config_index": ours}
+
+    def _replica_spec(self, t: dict, tid: str, uuid: str | None = None,
+                      initial: bool = True) -> dict:
+        """What a server needs to create a replica: a replica of the initial placement
+        starts with the initial configuration; one added later (`initial` False: always
+        for re-replication, even back onto a server of the initial placement) starts with
+        none (it learns its configuration from the leader's log)."""
+        cat = self.catalog
+        first = cat.initial.get(tid, [])
+        peers = [[p, cat.tservers.get(p, "")] for p in first] \
+            if initial and (uuid is None or uuid in first) else []
         schema, version = cat.created.get(tid, (t["schema"], t.get("schema_version", 0)))
         return {"tablet_id": tid, "table_id": t["id"], "table_name": t["name"],
-                "schema": schema, "schema_version": version, "peers": peers}
+                "schema": schema, "schema_version": version, "peers": peers,
+                "master_term": cat.raft.term}
 
     def live_tservers(self) -> dict[str, str]:
         now = time.monotonic()
@@ -228,26 +265,57 @@ class Master:
                 best = (u, st)
         return best
 
+    def _committed_report(self, tid: str) -> tuple[int, list[str]] | None:
+        """The newest committed configuration any live replica of `tid` reports (index,
+        peers): committed, so the group will never go back on it."""
+        live = self.live_tservers()
+        best = None
+        for u, st in list(self._reports.get(tid, {}).items()):
+            index, peers = st.get("committed_config_index"), st.get("committed_peers")
+            if u in live and isinstance(index, int) and isinstance(peers, list) and peers \
+                    and st.get("state") != TOMBSTONED and (best is None or index > best[0]):
+                best = (index, list(peers))
+        return best
+
     def _rereplicate(self) -> None:
         now = time.monotonic()
         if now - self._leader_since < self.tserver_unresponsive_s:
             return  # give every server a chance to report to the new leader master
         cat = self.catalog
+        term = cat.raft.term
         live = self.live_tservers()
         for t in list(cat.tables.values()):
             rf = t["replication_factor"]
             for x in t["tablets"]:
                 tid = x["tablet_id"]
+                peers = cat.replicas.get(tid, [])
+                committed = self._committed_report(tid)
+                if committed is not None and committed[0] > cat.config_index.get(tid, 0):
+                    # the group committed a newer configuration: record it (never an
+                    # uncommitted one, which a new leader may still cut from the log)
+                    cat.propose({"op": "set_replicas", "tablet_id": tid,
+                                 "replicas": committed[1], "config_index": committed[0]},
+                                term=term)
+                    continue
                 lead = self._reported_leader(tid)
                 if lead is None:
                     continue
                 leader, st = lead
-                cfg = list(st.get("peers", []))
-                peers = cat.replicas.get(tid, [])
-                if cfg and set(cfg) != set(peers):
-                    cat.propose({"op": "set_replicas", "tablet_id": tid, "replicas": cfg})
+                adding = cat.adding.get(tid)
+                if adding is not None:
+                    if now - self._pending.get(tid, -1e9) >= 30 and \
+                            adding not in st.get("peers", [adding]):
+                        # the leader never took the new server in: give up on it (its
+                        # empty replica goes once the configuration moves past ours)
+                        log.info("re-replication of %s onto %s did not start; choosing "
+                                 "again", tid, adding)
+                        cat.propose({"op": "set_replicas", "tablet_id": tid,
+                                     "replicas": [p for p in peers if p != adding]},
+                                    term=term)
                     continue
-                dead = [u for u in peers if u not in live]
+                reports = self._reports.get(tid, {})
+                dead = [u for u in peers if u not in live
+                        or reports.get(u, {}).get("state") == TOMBSTONED]
                 if not dead or len(peers) != rf or now - self._pending.get(tid, -1e9) < 10:
                     continue
                 cands = [u for u in live if u not in peers]
@@ -256,11 +324,14 @@ class Master:
                 new = self._place(1, 1, cands)[0][0]
                 self._pending[tid] = now
                 log.info("re-replicating tablet %s: replacing dead %s by %s", tid, dead[0], new)
+                # recorded first (a majority of masters accepting it also confirms this
+                # master still leads in `term`), so no heartbeat has the new replica deleted
                 cat.propose({"op": "set_replicas", "tablet_id": tid,
-                             "replicas": peers + [new]})
+                             "replicas": peers + [new], "adding": new}, term=term)
                 try:
                     self.rpc_client.call(live[new], "create_replica",
-                                         self._replica_spec(t, tid, new), timeout_s=5)
+                                         self._replica_spec(t, tid, new, initial=False),
+                                         timeout_s=5)
                     self.rpc_client.call(live[leader], "change_config", {
                         "tablet": tid, "op": "replace", "old": dead[0], "new": new,
                         "new_addr": live[new]}, timeout_s=5)
@@ -644,14 +715,16 @@ class Master:
             self._ddl_lock.release()
 
     def _delete_replicas(self, peers: dict[str, list[str]]) -> None:
-        """Ask the servers to delete these replicas now (heartbeats finish it: a server
-        reporting a replica the catalog does not name is told to delete it)."""
+        """Ask the servers to delete these replicas of dropped tablets now, whole
+        (heartbeats finish it: a server reporting a dropped tablet is told to delete
+        it). Called after the drop committed in the catalog: no Raft group is left."""
+        term = self.catalog.raft.term
         for tid, us in peers.items():
             for u in us:
                 addr = self.catalog.tservers.get(u)
                 try:
-                    self.rpc_client.call(addr, "delete_replica", {"tablet_id": tid},
-                                         timeout_s=3)
+                    self.rpc_client.call(addr, "delete_replica", {
+                        "tablet_id": tid, "drop": True, "master_term": term}, timeout_s=3)
                 except errors.EngineError:
                     pass
 

@@ -77,7 +77,9 @@ import pyarrow as pa
 from engine import errors
 from engine.clock import HybridClock
 from engine.config import TabletConfig
+from engine.consensus.consensus_metadata import CMETA_FILE, FileMetadataStore
 from engine.consensus.raft import NotLeader, RaftOptions
+from engine.fs import fsync_dir, write_json_atomic
 from engine.metrics.metrics import ServerMetrics
 from engine.metrics.webserver import StatusServer
 from engine.rpc import codec
@@ -88,13 +90,19 @@ from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from engine.tserver.ordered_scan import ordered_scan
 from engine.tserver.raft_host import Transport
-from engine.tserver.status import replica_report, web_status
+from engine.tserver.status import TOMBSTONED, replica_report, tombstone_report, web_status
 from engine.tserver.tablet_copy import CopySessions
-from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
+from engine.tserver.tablet_replica import REPLICA_FILE, TabletNotRunning, TabletReplica
 
 log = logging.getLogger(__name__)
 
 OP_COLUMN = "__op"
+RECREATE_SUFFIX = ".tombstone-old"  # a tombstone being replaced by a new replica
+
+
+def _read_replica_info(directory: str) -> dict:
+    with open(os.path.join(directory, REPLICA_FILE)) as f:
+        return json.load(f)
 
 
 def _snapshot(r: TabletReplica, snap):
@@ -180,9 +188,27 @@ class TabletServer:
         self.metrics = m = ServerMetrics("tserver")
         self.http: StatusServer | None = None
         self.last_heartbeat: float | None = None  # monotonic time the master last took one
-        for tid in sorted(os.listdir(os.path.join(data_dir, "tablets"))):
+        self.tombstones: dict[str, dict] = {}  # tablet id -> what its tombstone keeps
+        # the highest sys catalog term of a master this server acted on (memory only)
+        self.master_term = 0
+        self._incarnation = 0  # bumped per replica opened: a report's replicas, by age
+        self._opened_at: dict[str, int] = {}  # tablet id -> incarnation it was opened at
+        tdir = os.path.join(data_dir, "tablets")
+        for name in os.listdir(tdir):  # a re-creation over a tombstone, interrupted
+            if name.endswith(RECREATE_SUFFIX):
+                base = os.path.join(tdir, name[:-len(RECREATE_SUFFIX)])
+                if os.path.exists(base):
+                    shutil.rmtree(os.path.join(tdir, name), ignore_errors=True)
+                else:  # the tombstone goes back (its term and vote are kept)
+                    shutil.rmtree(base + ".tmp", ignore_errors=True)
+                    os.rename(os.path.join(tdir, name), base)
+        for tid in sorted(os.listdir(tdir)):
             if tid.endswith(".tmp"):
                 shutil.rmtree(os.path.join(data_dir, "tablets", tid), ignore_errors=True)
+                continue
+            info = _read_replica_info(self._replica_dir(tid))
+            if info.get("state") == TOMBSTONED:
+                self._load_tombstone(tid, info)
                 continue
             self._open_replica(tid)
         self.server = RpcServer(host, port, secret, m.instrument({
@@ -213,6 +239,8 @@ class TabletServer:
         return os.path.join(self.data_dir, "tablets", tablet_id)
 
     def _open_replica(self, tablet_id: str) -> TabletReplica:
+        self._incarnation += 1
+        self._opened_at[tablet_id] = self._incarnation
         r = TabletReplica(self._replica_dir(tablet_id), self.uuid, self.clock, self.transport,
                           self.raft_options, self.config, self.directory.get)
         r.rpc = self.rpc_client
@@ -234,30 +262,115 @@ class TabletServer:
                                    f"({self.addr})")
         return r
 
+    def _master_says(self, p: dict) -> bool:
+        """Whether to act on a request from a master of sys catalog term p["master_term"]
+        (absent: an operator's or a test's RPC, acted on): not if a master of a higher
+        term has been heard from, since the sender has been deposed (it may still think
+        it leads). Caller holds self._lock."""
+        term = p.get("master_term")
+        if term is None:
+            return True
+        if term < self.master_term:
+            return False
+        self.master_term = term
+        return True
+
     def _h_create(self, p: dict) -> dict:
+        """Create a replica (idempotent). Over a tombstone of the tablet (re-replication
+        back onto this server) the new replica starts at the tombstone's term with its
+        vote: it can never vote twice in a term, whatever it forgot with its data."""
         tid = p["tablet_id"]
         with self._lock:
+            self._master_says(p)  # a create is never refused: it destroys nothing
             if tid in self.replicas:
                 return {"created": False}
             d = self._replica_dir(tid)
-            if not os.path.exists(d):
-                TabletReplica.create(d, tid, p["table_id"], p["table_name"],
-                                     Schema.from_dict(p["schema"]),
+            tomb = self.tombstones.get(tid)
+            if tomb is not None or not os.path.exists(d):
+                TabletReplica.create(d if tomb is None else d + ".new", tid, p["table_id"],
+                                     p["table_name"], Schema.from_dict(p["schema"]),
                                      [tuple(x) for x in p["peers"]], self.config, self.clock,
-                                     p.get("schema_version", 0))
+                                     p.get("schema_version", 0),
+                                     term=0 if tomb is None else tomb["term"],
+                                     voted_for=None if tomb is None else tomb["voted_for"])
+            if tomb is not None:
+                # the tombstone's directory is replaced by the new one: set aside (a crash
+                # now puts it back at the next start), the new one in, the old one gone
+                os.rename(d, d + RECREATE_SUFFIX)
+                os.rename(d + ".new", d)
+                if self.config.fsync:
+                    fsync_dir(os.path.dirname(d))
+                shutil.rmtree(d + RECREATE_SUFFIX, ignore_errors=True)
+                del self.tombstones[tid]
             self._open_replica(tid)
         return {"created": True}
 
     def _h_delete(self, p: dict) -> dict:
+        """delete_replica {tablet_id, drop?, cas_config_index?, master_term?}.
+
+        Default: tombstone (Kudu's TABLET_DATA_TOMBSTONED): the tablet's data and log go,
+        its consensus metadata (term, vote, committed config) and replica.json (state
+        TOMBSTONED) stay, so a replica created here again never votes twice in a term.
+        `cas_config_index`: refused if this replica's committed configuration is newer
+        (it learned of a configuration the master did not know when it decided).
+        `drop`: the tablet itself is gone (DROP TABLE, DROP RANGE PARTITION): the whole
+        directory goes, tombstone included. Refused from a deposed master (a request
+        whose master_term is below the highest this server has seen)."""
         tid = p["tablet_id"]
         with self._lock:
-            r = self.replicas.pop(tid, None)
-        if r is not None:
-            self.mm.unregister(r.tablet)
-            self.metrics.forget_tablet(tid)
-            r.close()
-        shutil.rmtree(self._replica_dir(tid), ignore_errors=True)
-        return {"deleted": r is not None}
+            if not self._master_says(p):
+                return {"deleted": False, "refused": "the master was deposed"}
+            r = self.replicas.get(tid)
+            cas = p.get("cas_config_index")
+            if r is not None and cas is not None:
+                have = r.raft.committed_config.opid_index
+                if have > cas:
+                    log.info("not deleting replica %s: its committed configuration (index "
+                             "%d) is newer than the master's (%d)", tid, have, cas)
+                    return {"deleted": False, "refused": "newer committed configuration"}
+            if r is not None:
+                self.replicas.pop(tid)
+                self.mm.unregister(r.tablet)
+                self.metrics.forget_tablet(tid)
+                with r.lock:
+                    meta = r.raft.metadata()
+                    r.close()
+                # what the node holds is durable already (saved before any message that
+                # depended on it); saved again so the tombstone is exact
+                r.cmeta_store.save(meta)
+            d = self._replica_dir(tid)
+            if p.get("drop"):
+                self.tombstones.pop(tid, None)
+                shutil.rmtree(d, ignore_errors=True)
+                return {"deleted": r is not None, "dropped": True}
+            if r is None:
+                return {"deleted": False, "tombstoned": tid in self.tombstones}
+            info = _read_replica_info(d)
+            info["state"] = TOMBSTONED
+            write_json_atomic(os.path.join(d, REPLICA_FILE), info, self.config.fsync)
+            self._load_tombstone(tid, info)
+        return {"deleted": True, "tombstoned": True}
+
+    def _load_tombstone(self, tid: str, info: dict) -> None:
+        """Finish a tombstone's removal of data (it may have been cut by a crash) and
+        remember what it keeps (caller holds self._lock or is the constructor)."""
+        d = self._replica_dir(tid)
+        for name in os.listdir(d):
+            if name not in (REPLICA_FILE, CMETA_FILE):
+                path = os.path.join(d, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+        cmeta = FileMetadataStore(d, fsync=self.config.fsync).load()
+        if cmeta is None:
+            raise errors.Corruption(f"tombstone {d} lost its consensus metadata")
+        cfg = cmeta.committed_config
+        self.tombstones[tid] = {
+            "table_id": info.get("table_id"), "table_name": info.get("table_name"),
+            "term": cmeta.current_term, "voted_for": cmeta.voted_for,
+            "committed_config_index": cfg.opid_index,
+            "committed_peers": [x.uuid for x in cfg.peers]}
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:
@@ -305,9 +418,14 @@ class TabletServer:
             self._stop.wait(0.02)
 
     def heartbeat(self) -> None:
+        with self._lock:
+            seen = self._incarnation  # the replicas this report describes
+            tablets = {tid: tombstone_report(t) for tid, t in self.tombstones.items()}
+            replicas = list(self.replicas.items())
+        tablets.update({tid: replica_report(r) for tid, r in replicas})
         report = {"uuid": self.uuid, "addr": self.addr,
                   "http_addr": None if self.http is None else self.http.addr,
-                  "tablets": {tid: replica_report(r) for tid, r in list(self.replicas.items())}}
+                  "tablets": tablets}
         last = None
         for m in self.masters:
             try:
@@ -318,17 +436,38 @@ class TabletServer:
             if resp.get("not_leader"):
                 continue
             self.last_heartbeat = time.monotonic()
-            self.directory.update(resp.get("directory", {}))
-            for spec in resp.get("create", []):
-                try:
-                    self._h_create(spec)
-                except Exception:  # noqa: BLE001 - retried at the next heartbeat
-                    log.exception("creating replica %s failed", spec.get("tablet_id"))
-            for tid in resp.get("delete", []):
-                self._h_delete({"tablet_id": tid})
+            self.apply_master_answer(resp, seen)
             return
         if last is not None:
             raise last
+
+    def apply_master_answer(self, resp: dict, seen: int) -> None:
+        """Act on a leader master's heartbeat answer to a report of the replicas opened up
+        to incarnation `seen`: create what it asks; tombstone (or, for a dropped tablet,
+        delete) what it asks, unless the answer is from a deposed master (its `term` below
+        the highest seen) or the replica was created after the report was taken (the
+        master decided about an older one)."""
+        self.directory.update(resp.get("directory", {}))
+        term = resp.get("term")
+        if isinstance(term, int):
+            with self._lock:
+                self._master_says({"master_term": term})
+        for spec in resp.get("create", []):
+            try:
+                self._h_create(dict(spec, master_term=term))
+            except Exception:  # noqa: BLE001 - retried at the next heartbeat
+                log.exception("creating replica %s failed", spec.get("tablet_id"))
+        for d in resp.get("delete", []):
+            if not isinstance(d, dict) or term is None or "tablet_id" not in d:
+                log.warning("ignoring a malformed delete from the master: %r", d)
+                continue
+            tid = d["tablet_id"]
+            with self._lock:
+                if self._opened_at.get(tid, 0) > seen:
+                    continue  # created since the report: not what the master decided on
+                out = self._h_delete(dict(d, master_term=term))
+            log.info("master (term %s) asked to %s replica %s: %s", term,
+                     "delete" if d.get("drop") else "tombstone", tid, out)
 
     # -- data RPCs -----------------------------------------------------------------------------
     def _h_write(self, cmd: dict, table: pa.Table) -> dict:
@@ -436,7 +575,9 @@ class TabletServer:
         return {"role": "tserver", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
                 "http_addr": None if self.http is None else self.http.addr,
                 "tablets": {tid: dict(replica_report(r), table=r.table_name)
-                            for tid, r in list(self.replicas.items())}}
+                            for tid, r in list(self.replicas.items())},
+                "tombstones": {tid: dict(tombstone_report(t), table=t["table_name"])
+                               for tid, t in list(self.tombstones.items())}}
 
     def stop(self) -> None:
         self._stop.set()
