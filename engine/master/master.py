@@ -11,10 +11,12 @@ With `tls` (engine/rpc: `--rpc-cert/--rpc-key`) it serves RPC over TLS and calls
 masters and the tablet servers over TLS (the certificate's CA, `--rpc-ca`, trusted).
 
 RPCs (DoAction; all but `status` and `ping` are answered by the leader master only)
-    tserver_heartbeat   a tablet server's report {uuid, addr, tablets: {id: raft status}};
-                        the answer: replicas to create (assigned here, not reported),
-                        replicas to delete (reported, not in the catalog), the directory
-                        of server addresses
+    tserver_heartbeat   a tablet server's report {uuid, addr, tablets: {id: raft status
+                        with the active and the committed configuration, state}}, tombstones
+                        included; the answer: replicas to create (assigned here, not
+                        reported), replicas to tombstone or delete ("Deleting replicas"),
+                        the directory of server addresses, and this master's sys catalog
+                        `term` (a server ignores deletes from a term below one it has seen)
     create_table        {name, schema, partition_schema, replication_factor, comment,
                         properties, if_not_exists}: placement by power-of-two choices among
                         live servers (the less loaded of two random candidates, per
@@ -44,11 +46,34 @@ catalog, the master picks a new live server (power of two choices), records it i
 catalog, creates an empty replica there (no configuration: it cannot vote or campaign
 until the leader's log gives it one) and asks the leader to `replace` the dead peer: the
 leader adds the new one as a learner, promotes it once caught up and then evicts the dead
-one (engine/consensus/raft.py). The catalog follows the leader's reported configuration
-(`set_replicas`); a server that comes back with an evicted replica is told to delete it.
-The new replica catches up from the leader's log; if that log was GC'd past what it needs,
-the leader's Raft asks for a tablet copy and the new replica copies the tablet's files from
+one (engine/consensus/raft.py). The new server is recorded first (`set_replicas` with
+`adding`: the master's own placement decision, so no heartbeat has the new replica
+tombstoned); a re-replication the leader never took in is given up after 30 s. The
+catalog then follows the tablet's *committed* configuration, as any live replica reports
+it with the index of the entry that set it (`set_replicas` with `config_index`, only when
+newer than the recorded one): never the leader's active configuration, which a new leader
+may still cut from its log. A server that holds a tombstone of the tablet may be chosen
+(the new replica keeps the tombstone's term and vote). A replica that reports TOMBSTONED
+but is in the catalog's configuration is replaced like one on a dead server. The new
+replica catches up from the leader's log; if that log was GC'd past what it needs, the
+leader's Raft asks for a tablet copy and the new replica copies the tablet's files from
 the leader (engine/tserver/tablet_copy.py; docs/cluster.md, "Failure handling").
+
+Deleting replicas (Kudu's rule; `_deletion`). A heartbeat's answer asks a server to
+  - delete a replica whole (`drop`) only if its tablet is in the catalog's `dropped` set
+    (DROP TABLE, DROP RANGE PARTITION committed: no Raft group is left to harm);
+  - tombstone it (data gone, term, vote and committed configuration kept) only if the
+    server is not in the catalog's configuration of the tablet AND the replica's reported
+    committed configuration index is strictly lower than the catalog's (`config_index`);
+    the request carries `cas_config_index` and the server refuses if it has meanwhile
+    committed a newer configuration.
+Never for a tablet the catalog does not know at all (a lagging catalog), never on a report
+without a committed configuration index, never for a replica that is COPYING or STOPPED.
+Before answering with any deletion the master confirms it still leads in the term it
+decided in (`SysCatalog.confirm_leadership`: a no-op committed by a majority of masters
+after the decision); a master that cannot (isolated, paused, deposed) answers without
+deletions. Re-replication's catalog changes are themselves proposals of the decision's
+term, which a deposed master cannot commit.
 """
 
 from __future__ import annotations

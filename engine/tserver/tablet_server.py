@@ -1,13 +1,35 @@
 """TabletServer: the process that hosts tablet replicas (`kudusql tserver`).
 
     <data>/instance.json     this server's permanent uuid
-    <data>/tablets/<id>/     one directory per replica (tablet_replica.py)
+    <data>/tablets/<id>/     one directory per replica (tablet_replica.py), or a tombstone
+
+Tombstones (Kudu's TABLET_DATA_TOMBSTONED). `delete_replica` removes a replica's data and
+log but keeps its `consensus-meta.json` (term, vote, committed configuration) and its
+`replica.json`, which records state TOMBSTONED (written atomically before the data goes;
+a start finishes a removal a crash cut short). A tombstone serves nothing and takes no
+part in Raft: messages to it are dropped, so it refuses every vote (Kudu lets tombstones
+vote with their last logged op id; refusing is simpler and never grants a vote the
+replica would not have granted before). It is reported in heartbeats (state TOMBSTONED,
+its term and committed configuration). `create_replica` over a tombstone (re-replication
+back onto this server) starts the new replica at the tombstone's term with its vote, so a
+voter never votes twice in a term however much it lost; the tombstone's directory is
+swapped for the new one (set aside as `<id>.tombstone-old`, restored at start if the
+swap did not finish). Only a `drop` delete (the tablet was dropped: DROP TABLE, DROP RANGE
+PARTITION) removes the directory whole.
+
+Deletes are acted on only from a master that still leads: the highest sys catalog term of
+a master heard from (heartbeat answers' `term`, requests' `master_term`; in memory only,
+a restart starts from 0 and relies on the master's own confirmation) refuses a delete of
+a lower term; a delete in a heartbeat answer is ignored if the replica was opened after the
+report was taken (the master decided about an older one); and a delete carrying
+`cas_config_index` is refused if the replica's committed configuration is newer (Kudu's
+CAS on the configuration's op index).
 
 Threads: the RPC server (Flight; handlers run on its pool), one tick thread (every
 `tick_ms` it ticks every replica's Raft node: heartbeats, elections), one heartbeat thread
 (every `heartbeat_ms`, and at once when a replica's role, term or leader changed, it
-reports its replicas and their roles to the master, and receives the replicas it should
-create or delete), the Transport's sender lanes, a pool that steps the Raft messages
+reports its replicas, their roles and configurations, and its tombstones to the master,
+and receives the replicas it should create, tombstone or delete), the Transport's sender lanes, a pool that steps the Raft messages
 delivered to replicas (follower appends, syncs and applies; the leader's commits and
 applies), a log-sync thread per leader while it has undurable appends, and one
 MaintenanceManager for all tablets (flushes, compactions).
@@ -15,9 +37,10 @@ MaintenanceManager for all tablets (flushes, compactions).
 RPCs (DoAction unless said otherwise)
     raft             [(tablet id, message)]: Raft traffic between replicas
     create_replica   {tablet_id, table_id, table_name, schema, schema_version,
-                     peers: [[uuid, addr]]}: the schema (and version) the tablet was
-                     created with, which its log's entries start from
-    delete_replica   {tablet_id}
+                     peers: [[uuid, addr]], master_term?}: the schema (and version) the
+                     tablet was created with, which its log's entries start from
+    delete_replica   {tablet_id, drop?, cas_config_index?, master_term?}: tombstone, or
+                     (drop) delete whole; see Tombstones
     DoPut write      {tablet, client_id, seq, first_incomplete, ts, schema_version}; rows
                      with an `__op` column -> {timestamp, num_applied, row_errors} (leader
                      only), or {schema_mismatch: {schema, version}} when the tablet's
