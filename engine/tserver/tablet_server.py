@@ -29,9 +29,9 @@ Threads: the RPC server (Flight; handlers run on its pool), one tick thread (eve
 `tick_ms` it ticks every replica's Raft node: heartbeats, elections), one heartbeat thread
 (every `heartbeat_ms`, and at once when a replica's role, term or leader changed, it
 reports its replicas, their roles and configurations, and its tombstones to the master,
-and receives the replicas it should create, tombstone or delete), the Transport's sender lanes, a pool that steps the Raft messages
-delivered to replicas (follower appends, syncs and applies; the leader's commits and
-applies), a log-sync thread per leader while it has undurable appends, and one
+and receives the replicas it should create, tombstone or delete), the Transport's sender
+lanes, a pool that steps the Raft messages delivered to replicas (follower appends, syncs
+and applies; the leader's commits and applies), a log-sync thread per leader while it has undurable appends, and one
 MaintenanceManager for all tablets (flushes, compactions).
 
 RPCs (DoAction unless said otherwise)

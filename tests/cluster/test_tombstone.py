@@ -243,3 +243,46 @@ def test_a_master_that_cannot_confirm_it_leads_orders_no_deletion(tmp_path):
                 x.stop()
             except Exception:  # noqa: BLE001 - stopped above
                 pass
+
+
+def test_an_evicted_server_that_comes_back_has_its_replicas_tombstoned(cluster4):
+    """Real processes: a server paused (SIGSTOP) long enough to be replaced comes back
+    (SIGCONT) with replicas of the old configuration; the master has them tombstoned (its
+    catalog recorded the committed configuration without them), each keeping its term."""
+    import signal
+
+    from kudusql.cluster import rpc_client_for
+    c = cluster4
+    rpc = rpc_client_for(c.dir, 5)
+    master = next(p for p in c.processes() if p["role"] == "master")["addr"]
+    with c.connect() as conn:
+        conn.execute("CREATE TABLE s (k BIGINT PRIMARY KEY, v TEXT) PARTITION BY HASH (k) "
+                     "PARTITIONS 2 WITH (replication_factor = 3)")
+        conn.execute("INSERT INTO s SELECT x, 'v' FROM generate_series(1, 50) g(x)")
+    tservers = {p["uuid"]: p for p in c.status() if p["role"] == "tserver"}
+    table_id = rpc.call(master, "get_table", {"name": "s"})["table"]["id"]
+
+    def replicas():
+        return rpc.call(master, "locations", {"table_id": table_id})["locations"]
+    victim = next(u for u, p in tservers.items() if p["leads"] + p["follows"] > 0)
+    addr = tservers[victim]["addr"]
+    affected = [tid for tid, loc in replicas().items()
+                if victim in [r["uuid"] for r in loc["replicas"]]]
+    terms = {tid: st["term"] for tid, st in rpc.call(addr, "status")["tablets"].items()}
+    os.kill(tservers[victim]["pid"], signal.SIGSTOP)
+    try:
+        c.wait_rereplicated(replicas, victim, timeout_s=90)
+    finally:
+        os.kill(tservers[victim]["pid"], signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while True:
+        st = rpc.call(addr, "status")
+        if all(tid in st["tombstones"] and tid not in st["tablets"] for tid in affected):
+            break
+        assert time.monotonic() < deadline, f"not tombstoned: {st}"
+        time.sleep(0.3)
+    for tid in affected:
+        assert st["tombstones"][tid]["term"] >= terms[tid]
+    with c.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 50
+    rpc.close()
