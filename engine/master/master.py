@@ -11,10 +11,12 @@ With `tls` (engine/rpc: `--rpc-cert/--rpc-key`) it serves RPC over TLS and calls
 masters and the tablet servers over TLS (the certificate's CA, `--rpc-ca`, trusted).
 
 RPCs (DoAction; all but `status` and `ping` are answered by the leader master only)
-    tserver_heartbeat   a tablet server's report {uuid, addr, tablets: {id: raft status}};
-                        the answer: replicas to create (assigned here, not reported),
-                        replicas to delete (reported, not in the catalog), the directory
-                        of server addresses
+    tserver_heartbeat   a tablet server's report {uuid, addr, tablets: {id: raft status
+                        with the active and the committed configuration, state}}, tombstones
+                        included; the answer: replicas to create (assigned here, not
+                        reported), replicas to tombstone or delete ("Deleting replicas"),
+                        the directory of server addresses, and this master's sys catalog
+                        `term` (a server ignores deletes from a term below one it has seen)
     create_table        {name, schema, partition_schema, replication_factor, comment,
                         properties, if_not_exists}: placement by power-of-two choices among
                         live servers (the less loaded of two random candidates, per
@@ -44,11 +46,34 @@ catalog, the master picks a new live server (power of two choices), records it i
 catalog, creates an empty replica there (no configuration: it cannot vote or campaign
 until the leader's log gives it one) and asks the leader to `replace` the dead peer: the
 leader adds the new one as a learner, promotes it once caught up and then evicts the dead
-one (engine/consensus/raft.py). The catalog follows the leader's reported configuration
-(`set_replicas`); a server that comes back with an evicted replica is told to delete it.
-The new replica catches up from the leader's log; if that log was GC'd past what it needs,
-the leader's Raft asks for a tablet copy and the new replica copies the tablet's files from
+one (engine/consensus/raft.py). The new server is recorded first (`set_replicas` with
+`adding`: the master's own placement decision, so no heartbeat has the new replica
+tombstoned); a re-replication the leader never took in is given up after 30 s. The
+catalog then follows the tablet's *committed* configuration, as any live replica reports
+it with the index of the entry that set it (`set_replicas` with `config_index`, only when
+newer than the recorded one): never the leader's active configuration, which a new leader
+may still cut from its log. A server that holds a tombstone of the tablet may be chosen
+(the new replica keeps the tombstone's term and vote). A replica that reports TOMBSTONED
+but is in the catalog's configuration is replaced like one on a dead server. The new
+replica catches up from the leader's log; if that log was GC'd past what it needs, the
+leader's Raft asks for a tablet copy and the new replica copies the tablet's files from
 the leader (engine/tserver/tablet_copy.py; docs/cluster.md, "Failure handling").
+
+Deleting replicas (Kudu's rule; `_deletion`). A heartbeat's answer asks a server to
+  - delete a replica whole (`drop`) only if its tablet is in the catalog's `dropped` set
+    (DROP TABLE, DROP RANGE PARTITION committed: no Raft group is left to harm);
+  - tombstone it (data gone, term, vote and committed configuration kept) only if the
+    server is not in the catalog's configuration of the tablet AND the replica's reported
+    committed configuration index is strictly lower than the catalog's (`config_index`);
+    the request carries `cas_config_index` and the server refuses if it has meanwhile
+    committed a newer configuration.
+Never for a tablet the catalog does not know at all (a lagging catalog), never on a report
+without a committed configuration index, never for a replica that is COPYING or STOPPED.
+Before answering with any deletion the master confirms it still leads in the term it
+decided in (`SysCatalog.confirm_leadership`: a no-op committed by a majority of masters
+after the decision); a master that cannot (isolated, paused, deposed) answers without
+deletions. Re-replication's catalog changes are themselves proposals of the decision's
+term, which a deposed master cannot commit.
 """
 
 from __future__ import annotations
@@ -77,6 +102,7 @@ from engine.master.sys_catalog import SysCatalog
 from engine.metrics.metrics import ServerMetrics, dir_bytes, process_status
 from engine.metrics.webserver import StatusServer
 from engine.tserver.raft_host import RaftHost, Transport
+from engine.tserver.status import BOOTSTRAPPING, RUNNING, TOMBSTONED
 
 log = logging.getLogger(__name__)
 
@@ -180,37 +206,73 @@ class Master:
     def _h_heartbeat(self, rep: dict) -> dict:
         if not self.catalog.ready_leader():
             return {"not_leader": True, "leader": self.catalog.raft.leader_uuid}
+        term = self.catalog.raft.term  # read before deciding: confirmed after (below)
         u, addr = rep["uuid"], rep["addr"]
+        reported = rep.get("tablets", {})
         with self._lock:
             self._live[u] = (addr, time.monotonic())
             self._http[u] = rep.get("http_addr")
-            for tid, st in rep.get("tablets", {}).items():
+            for tid, st in reported.items():
                 self._reports.setdefault(tid, {})[u] = st
         cat = self.catalog
         if cat.tservers.get(u) != addr:
             cat.propose({"op": "register_tserver", "uuid": u, "addr": addr})
-        create, delete = [], []
-        reported = set(rep.get("tablets", {}))
+        create = []
         for t in list(cat.tables.values()):
             for x in t["tablets"]:
                 tid = x["tablet_id"]
-                peers = cat.replicas.get(tid, [])
-                if u in peers and tid not in reported:
+                if u not in cat.replicas.get(tid, []):
+                    continue
+                st = reported.get(tid)
+                if st is None:
                     create.append(self._replica_spec(t, tid, u))
-        delete = [tid for tid in reported if u not in cat.replicas.get(tid, ())]
-        return {"create": create, "delete": delete, "directory": dict(cat.tservers)}
+                elif st.get("state") == TOMBSTONED and cat.adding.get(tid) == u:
+                    # the server being added holds a tombstone of the tablet: a new empty
+                    # replica over it (it keeps the tombstone's term and vote)
+                    create.append(self._replica_spec(t, tid, u, initial=False))
+        delete = [d for d in (self._deletion(u, tid, st) for tid, st in reported.items())
+                  if d is not None]
+        if delete and not cat.confirm_leadership(term):
+            log.warning("not asking %s to delete %d replicas: this master could not confirm "
+                        "it still leads (term %d)", u, len(delete), term)
+            delete = []
+        return {"create": create, "delete": delete, "directory": dict(cat.tservers),
+                "term": term}
 
-    def _replica_spec(self, t: dict, tid: str, uuid: str | None = None) -> dict:
-        """What a server needs to create a replica: a replica of the initial placement
-        starts with the initial configuration; one added later starts with none (it
-        learns its configuration from the leader's log)."""
+    def _deletion(self, u: str, tid: str, st: dict) -> dict | None:
+        """Whether server `u`'s replica of `tid`, reported as `st`, is to go (module
+        docstring, "Deleting replicas"): {tablet_id, drop: True} if the tablet was dropped;
+        {tablet_id, cas_config_index} (a tombstone) if the replica's committed
+        configuration is older than the catalog's and `u` is not in the catalog's; None
+        otherwise, and whenever the report lacks what the decision needs."""
         cat = self.catalog
-        initial = cat.initial.get(tid, [])
-        peers = [[p, cat.tservers.get(p, "")] for p in initial] \
-            if uuid is None or uuid in initial else []
+        if tid in cat.dropped:
+            return {"tablet_id": tid, "drop": True}
+        if tid not in cat.replicas or u in cat.replicas[tid] or \
+                st.get("state") not in (RUNNING, BOOTSTRAPPING):
+            return None  # unknown to this catalog, a member, or a tombstone already,
+            # or COPYING (its configuration is about to change), STOPPED, unknown state
+        index, ours = st.get("committed_config_index"), cat.config_index.get(tid)
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(ours, int):
+            return None
+        if index >= ours:
+            return None  # it may know of a configuration newer than ours: keep it
+        return {"tablet_id": tid, "cas_config_index": ours}
+
+    def _replica_spec(self, t: dict, tid: str, uuid: str | None = None,
+                      initial: bool = True) -> dict:
+        """What a server needs to create a replica: a replica of the initial placement
+        starts with the initial configuration; one added later (`initial` False: always
+        for re-replication, even back onto a server of the initial placement) starts with
+        none (it learns its configuration from the leader's log)."""
+        cat = self.catalog
+        first = cat.initial.get(tid, [])
+        peers = [[p, cat.tservers.get(p, "")] for p in first] \
+            if initial and (uuid is None or uuid in first) else []
         schema, version = cat.created.get(tid, (t["schema"], t.get("schema_version", 0)))
         return {"tablet_id": tid, "table_id": t["id"], "table_name": t["name"],
-                "schema": schema, "schema_version": version, "peers": peers}
+                "schema": schema, "schema_version": version, "peers": peers,
+                "master_term": cat.raft.term}
 
     def live_tservers(self) -> dict[str, str]:
         now = time.monotonic()
@@ -241,26 +303,57 @@ class Master:
                 best = (u, st)
         return best
 
+    def _committed_report(self, tid: str) -> tuple[int, list[str]] | None:
+        """The newest committed configuration any live replica of `tid` reports (index,
+        peers): committed, so the group will never go back on it."""
+        live = self.live_tservers()
+        best = None
+        for u, st in list(self._reports.get(tid, {}).items()):
+            index, peers = st.get("committed_config_index"), st.get("committed_peers")
+            if u in live and isinstance(index, int) and isinstance(peers, list) and peers \
+                    and st.get("state") != TOMBSTONED and (best is None or index > best[0]):
+                best = (index, list(peers))
+        return best
+
     def _rereplicate(self) -> None:
         now = time.monotonic()
         if now - self._leader_since < self.tserver_unresponsive_s:
             return  # give every server a chance to report to the new leader master
         cat = self.catalog
+        term = cat.raft.term
         live = self.live_tservers()
         for t in list(cat.tables.values()):
             rf = t["replication_factor"]
             for x in t["tablets"]:
                 tid = x["tablet_id"]
+                peers = cat.replicas.get(tid, [])
+                committed = self._committed_report(tid)
+                if committed is not None and committed[0] > cat.config_index.get(tid, 0):
+                    # the group committed a newer configuration: record it (never an
+                    # uncommitted one, which a new leader may still cut from the log)
+                    cat.propose({"op": "set_replicas", "tablet_id": tid,
+                                 "replicas": committed[1], "config_index": committed[0]},
+                                term=term)
+                    continue
                 lead = self._reported_leader(tid)
                 if lead is None:
                     continue
                 leader, st = lead
-                cfg = list(st.get("peers", []))
-                peers = cat.replicas.get(tid, [])
-                if cfg and set(cfg) != set(peers):
-                    cat.propose({"op": "set_replicas", "tablet_id": tid, "replicas": cfg})
+                adding = cat.adding.get(tid)
+                if adding is not None:
+                    if now - self._pending.get(tid, -1e9) >= 30 and \
+                            adding not in st.get("peers", [adding]):
+                        # the leader never took the new server in: give up on it (its
+                        # empty replica goes once the configuration moves past ours)
+                        log.info("re-replication of %s onto %s did not start; choosing "
+                                 "again", tid, adding)
+                        cat.propose({"op": "set_replicas", "tablet_id": tid,
+                                     "replicas": [p for p in peers if p != adding]},
+                                    term=term)
                     continue
-                dead = [u for u in peers if u not in live]
+                reports = self._reports.get(tid, {})
+                dead = [u for u in peers if u not in live
+                        or reports.get(u, {}).get("state") == TOMBSTONED]
                 if not dead or len(peers) != rf or now - self._pending.get(tid, -1e9) < 10:
                     continue
                 cands = [u for u in live if u not in peers]
@@ -269,11 +362,14 @@ class Master:
                 new = self._place(1, 1, cands)[0][0]
                 self._pending[tid] = now
                 log.info("re-replicating tablet %s: replacing dead %s by %s", tid, dead[0], new)
+                # recorded first (a majority of masters accepting it also confirms this
+                # master still leads in `term`), so no heartbeat has the new replica deleted
                 cat.propose({"op": "set_replicas", "tablet_id": tid,
-                             "replicas": peers + [new]})
+                             "replicas": peers + [new], "adding": new}, term=term)
                 try:
                     self.rpc_client.call(live[new], "create_replica",
-                                         self._replica_spec(t, tid, new), timeout_s=5)
+                                         self._replica_spec(t, tid, new, initial=False),
+                                         timeout_s=5)
                     self.rpc_client.call(live[leader], "change_config", {
                         "tablet": tid, "op": "replace", "old": dead[0], "new": new,
                         "new_addr": live[new]}, timeout_s=5)
@@ -657,14 +753,16 @@ class Master:
             self._ddl_lock.release()
 
     def _delete_replicas(self, peers: dict[str, list[str]]) -> None:
-        """Ask the servers to delete these replicas now (heartbeats finish it: a server
-        reporting a replica the catalog does not name is told to delete it)."""
+        """Ask the servers to delete these replicas of dropped tablets now, whole
+        (heartbeats finish it: a server reporting a dropped tablet is told to delete
+        it). Called after the drop committed in the catalog: no Raft group is left."""
+        term = self.catalog.raft.term
         for tid, us in peers.items():
             for u in us:
                 addr = self.catalog.tservers.get(u)
                 try:
-                    self.rpc_client.call(addr, "delete_replica", {"tablet_id": tid},
-                                         timeout_s=3)
+                    self.rpc_client.call(addr, "delete_replica", {
+                        "tablet_id": tid, "drop": True, "master_term": term}, timeout_s=3)
                 except errors.EngineError:
                     pass
 

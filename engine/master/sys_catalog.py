@@ -10,8 +10,21 @@ entry), applied in log order on every master:
         RANGE PARTITION's; tablets the previous entry named and this one does not are
         forgotten, DROP RANGE PARTITION's)
     {"op": "drop_table", "id": table_id}
-    {"op": "set_replicas", "tablet_id": t, "replicas": [uuid, ...]}   (re-replication)
+    {"op": "set_replicas", "tablet_id": t, "replicas": [uuid, ...], "config_index": i,
+     "adding": uuid | None}
+        (re-replication) `replicas` = a *committed* configuration of the tablet's Raft
+        group (the one set by its entry `config_index`, as a replica reported it), plus
+        `adding`, the server the master is adding (its placement decision, made before it
+        asks the leader). An op with a lower config_index than recorded is ignored; one
+        without config_index keeps the recorded one
     {"op": "register_tserver", "uuid": u, "addr": a}
+    {"op": "noop"}   (a master confirming it still leads: `confirm_leadership`)
+
+Per tablet the catalog keeps `replicas`, `config_index` (the committed configuration the
+list follows; 0, the initial one, for a new tablet) and `adding`; and the ids of dropped
+tablets (`dropped`: DROP TABLE, DROP RANGE PARTITION), whose replicas may be deleted
+outright — a tablet the catalog does not know at all is never deleted anywhere (master.py,
+"Deleting replicas").
 
 The state lives in memory; a restarting master rebuilds it by applying the log again, from
 index 1, once the Raft group has told it the commit index (RaftHost: nothing merely logged
@@ -20,14 +33,21 @@ never GC'd. With one master the group has one voter (it elects itself); with thr
 needs a majority of masters and any of them can take over.
 
 `propose(op)` (leader only) returns once the entry is applied here, or raises NotLeader.
+`confirm_leadership(term)`: True once a no-op of `term` proposed now is applied, i.e. a
+majority of masters accepted this master as leader of `term` after the call began (Raft's
+ReadIndex, made with a log entry): a master deposed meanwhile (isolated, paused by SIGSTOP)
+cannot commit it, and does nothing destructive on a decision it took from a stale catalog.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import json
+import threading
+import time
 
 from engine.consensus.log import LogEntry
+from engine import errors
 from engine.consensus.raft import NotLeader
 from engine.rpc.rpc import RemoteError
 from engine.tserver.raft_host import RaftHost
@@ -45,6 +65,11 @@ class SysCatalog(RaftHost):
         # (or gets a tablet copy); the first put_table naming the tablet sets it
         self.created: dict[str, tuple[dict, int]] = {}
         self.tservers: dict[str, str] = {}  # uuid -> addr
+        self.config_index: dict[str, int] = {}  # tablet id -> its recorded config's index
+        self.adding: dict[str, str] = {}  # tablet id -> the server being added to it
+        self.dropped: set[str] = set()  # tablets of dropped tables and ranges
+        self._confirm_lock = threading.Lock()
+        self._confirmed_at = (-1, float("-inf"))  # (term, when the last confirmation began)
         self._waiters: dict[int, tuple[int, cf.Future]] = {}
         super().__init__(*args, applied_index=0, **kwargs)
 
@@ -69,6 +94,8 @@ class SysCatalog(RaftHost):
             self.tables[t["id"]] = t
             self.replicas.update(op.get("replicas", {}))
             self.initial.update(op.get("replicas", {}))
+            for tid in op.get("replicas", {}):
+                self.config_index.setdefault(tid, 0)
             ids = {x["tablet_id"] for x in t["tablets"]}
             for x in t["tablets"]:  # a tablet's first entry: the schema it is created with
                 self.created.setdefault(x["tablet_id"], (t["schema"],
@@ -78,8 +105,16 @@ class SysCatalog(RaftHost):
                     if x["tablet_id"] not in ids:
                         self._forget_tablet(x["tablet_id"])
         elif kind == "set_replicas":
-            if op["tablet_id"] in self.replicas:
-                self.replicas[op["tablet_id"]] = list(op["replicas"])
+            tid = op["tablet_id"]
+            if tid in self.replicas:
+                index = op.get("config_index", self.config_index.get(tid, 0))
+                if index >= self.config_index.get(tid, 0):
+                    self.replicas[tid] = list(op["replicas"])
+                    self.config_index[tid] = index
+                    if op.get("adding"):
+                        self.adding[tid] = op["adding"]
+                    else:
+                        self.adding.pop(tid, None)
         elif kind == "drop_table":
             t = self.tables.pop(op["id"], None)
             if t is not None:
@@ -92,6 +127,9 @@ class SysCatalog(RaftHost):
         self.replicas.pop(tid, None)
         self.initial.pop(tid, None)
         self.created.pop(tid, None)
+        self.config_index.pop(tid, None)
+        self.adding.pop(tid, None)
+        self.dropped.add(tid)
 
     def after_process(self) -> None:
         if not self.raft.is_leader and self._waiters:
@@ -106,9 +144,11 @@ class SysCatalog(RaftHost):
             r = self.raft
             return r.is_leader and self.storage.term(r.last_applied) == r.term
 
-    def propose(self, op: dict, timeout_s: float = 10.0) -> None:
+    def propose(self, op: dict, timeout_s: float = 10.0, term: int | None = None) -> None:
+        """`term`: refused unless this master leads in that term (the entry is then of
+        `term`, and the call returns only if that very entry is applied)."""
         with self.lock:
-            if not self.ready_leader():
+            if not self.ready_leader() or (term is not None and self.raft.term != term):
                 raise RemoteError("this master is not the leader", self.raft.leader_uuid)
             entry = self.raft.propose(CATALOG, json.dumps(op).encode())
             fut = cf.Future()
@@ -119,3 +159,24 @@ class SysCatalog(RaftHost):
         except cf.TimeoutError:
             raise RemoteError("the catalog change was not replicated to a majority of "
                               "masters in time; retry") from None
+
+    def confirm_leadership(self, term: int, timeout_s: float = 2.0) -> bool:
+        """Whether this master still leads in `term` now (module docstring): a no-op of
+        that term committed and applied after this call began. Concurrent callers share
+        one confirmation that began after they called."""
+        asked = time.monotonic()
+        if not self._confirm_lock.acquire(timeout=timeout_s):
+            return False
+        try:
+            done_term, began = self._confirmed_at
+            if done_term == term and began >= asked:
+                return True  # a confirmation begun after we asked succeeded meanwhile
+            began = time.monotonic()
+            try:
+                self.propose({"op": "noop"}, timeout_s=timeout_s, term=term)
+            except (errors.EngineError, NotLeader):
+                return False
+            self._confirmed_at = (term, began)
+            return True
+        finally:
+            self._confirm_lock.release()

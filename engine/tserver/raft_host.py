@@ -440,7 +440,12 @@ class RaftHost:
                     "last_index": self.storage.last_index,
                     "applied_index": self.raft.last_applied,
                     "member_type": self.raft.member_type(),
-                    "peers": [p.uuid for p in self.raft.config.peers]}
+                    # the active configuration (the latest in the log, maybe uncommitted)
+                    "peers": [p.uuid for p in self.raft.config.peers],
+                    # the committed one and the index of the entry that set it (0: the
+                    # initial configuration): what the master records (master.py)
+                    "committed_config_index": self.raft.committed_config.opid_index,
+                    "committed_peers": [p.uuid for p in self.raft.committed_config.peers]}
 
     def close(self) -> None:
         with self.lock:

@@ -14,7 +14,18 @@ Replica states (reported in heartbeats; the master keeps the last report per rep
                    untouched), or its Raft core hit a safety violation, an apply raised or
                    a tablet copy install failed half-way (RaftHost.fail). It neither votes
                    nor serves; its role is reported as UNKNOWN. Restarting the server
-                   opens it again; deleting the replica (the master) removes it.
+                   opens it again; the master never deletes it (not RUNNING); a
+                   `delete_replica` keeps its consensus metadata as a tombstone when it
+                   can still be read, and removes the directory otherwise or on DROP.
+    TOMBSTONED     deleted by the master, its consensus metadata kept (term, vote,
+                   committed configuration; tablet_server.py `_h_delete`): no data, no
+                   reads or writes, no Raft traffic (it answers no vote)
+
+Every report carries the replica's committed configuration (`committed_config_index`: the
+index of the entry that set it, 0 for the initial one; `committed_peers`) besides the
+active one (`peers`): the master records only committed configurations, and tombstones a
+replica only if its committed configuration is older than the one the master knows
+(master.py, "Deleting replicas").
 
 The master also reports FAILED for every replica of a server that missed heartbeats for
 the unresponsive timeout, and INITIALIZED (placed in the catalog, not yet reported by its
@@ -29,6 +40,10 @@ import os
 import time
 
 from engine.metrics.metrics import dir_bytes, maintenance_rows, process_status
+
+
+RUNNING, BOOTSTRAPPING, COPYING, STOPPED = "RUNNING", "BOOTSTRAPPING", "COPYING", "STOPPED"
+TOMBSTONED = "TOMBSTONED"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,13 +71,13 @@ def replica_state(r) -> str:
     if isinstance(r, FailedReplica) or r.failed is not None:
         return "FAILED"
     if r.stopped:
-        return "STOPPED"
+        return STOPPED
     if r.copying:
-        return "COPYING"
+        return COPYING
     raft = r.raft
     if raft.leader_uuid is None and r.storage.last_index > raft.last_applied:
-        return "BOOTSTRAPPING"
-    return "RUNNING"
+        return BOOTSTRAPPING
+    return RUNNING
 
 
 def replica_report(r) -> dict:
@@ -76,6 +91,13 @@ def replica_report(r) -> dict:
     if r.failed is not None:
         rep.update(role="UNKNOWN", error=r.failed)
     return rep
+
+
+def tombstone_report(t: dict) -> dict:
+    """What a heartbeat reports of a tombstone (TabletServer.tombstones' entry)."""
+    return {"state": TOMBSTONED, "role": "NONE", "term": t["term"], "leader": None,
+            "member_type": "NONE", "committed_config_index": t["committed_config_index"],
+            "committed_peers": list(t["committed_peers"])}
 
 
 def web_status(ts) -> dict:
@@ -100,4 +122,7 @@ def web_status(ts) -> dict:
             "http_addr": ts.http.addr if ts.http is not None else None,
             **process_status(ts.metrics), "masters": ", ".join(ts.masters),
             "heartbeat_age_s": None if last is None else round(time.monotonic() - last, 3),
-            "tablets": tablets, "maintenance": maintenance_rows(ts.mm)}
+            "tablets": tablets, "maintenance": maintenance_rows(ts.mm),
+            "tombstones": [{"tablet_id": tid, "table": t["table_name"], "term": t["term"],
+                            "committed_config_index": t["committed_config_index"]}
+                           for tid, t in sorted(list(ts.tombstones.items()))]}

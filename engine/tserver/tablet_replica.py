@@ -353,8 +353,11 @@ class TabletReplica(RaftHost):
     @staticmethod
     def create(directory: str, tablet_id: str, table_id: str, table_name: str,
                schema: Schema, peers: list[tuple[str, str]], config: TabletConfig,
-               clock: Clock, schema_version: int = 0) -> None:
-        """Lay out a new replica (before its first open): tablet, initial Raft config."""
+               clock: Clock, schema_version: int = 0, term: int = 0,
+               voted_for: str | None = None) -> None:
+        """Lay out a new replica (before its first open): tablet, initial Raft config.
+        `term`, `voted_for`: what a tombstone of this tablet on this server remembers
+        (tablet_server.py): a replica created again never forgets a vote it gave."""
         tmp = directory + ".tmp"
         if os.path.exists(tmp):
                 shutil.rmtree(tmp)
@@ -363,7 +366,7 @@ class TabletReplica(RaftHost):
                           schema_version=schema_version)
         t.close()
         cfg = RaftConfig(0, tuple(RaftPeer(u, addr=a) for u, a in peers))
-        RaftHost.create_metadata(tmp, ConsensusMetadata(0, None, cfg), config.fsync)
+        RaftHost.create_metadata(tmp, ConsensusMetadata(term, voted_for, cfg), config.fsync)
         with open(os.path.join(tmp, REPLICA_FILE), "w") as f:
             json.dump({"tablet_id": tablet_id, "table_id": table_id,
                        "table_name": table_name}, f)

@@ -1,23 +1,46 @@
 """TabletServer: the process that hosts tablet replicas (`kudusql tserver`).
 
     <data>/instance.json     this server's permanent uuid
-    <data>/tablets/<id>/     one directory per replica (tablet_replica.py)
+    <data>/tablets/<id>/     one directory per replica (tablet_replica.py), or a tombstone
+
+Tombstones (Kudu's TABLET_DATA_TOMBSTONED). `delete_replica` removes a replica's data and
+log but keeps its `consensus-meta.json` (term, vote, committed configuration) and its
+`replica.json`, which records state TOMBSTONED (written atomically before the data goes;
+a start finishes a removal a crash cut short). A tombstone serves nothing and takes no
+part in Raft: messages to it are dropped, so it refuses every vote (Kudu lets tombstones
+vote with their last logged op id; refusing is simpler and never grants a vote the
+replica would not have granted before). It is reported in heartbeats (state TOMBSTONED,
+its term and committed configuration). `create_replica` over a tombstone (re-replication
+back onto this server) starts the new replica at the tombstone's term with its vote, so a
+voter never votes twice in a term however much it lost; the tombstone's directory is
+swapped for the new one (set aside as `<id>.tombstone-old`, restored at start if the
+swap did not finish). Only a `drop` delete (the tablet was dropped: DROP TABLE, DROP RANGE
+PARTITION) removes the directory whole.
+
+Deletes are acted on only from a master that still leads: the highest sys catalog term of
+a master heard from (heartbeat answers' `term`, requests' `master_term`; in memory only,
+a restart starts from 0 and relies on the master's own confirmation) refuses a delete of
+a lower term; a delete in a heartbeat answer is ignored if the replica was opened after the
+report was taken (the master decided about an older one); and a delete carrying
+`cas_config_index` is refused if the replica's committed configuration is newer (Kudu's
+CAS on the configuration's op index).
 
 Threads: the RPC server (Flight; handlers run on its pool), one tick thread (every
 `tick_ms` it ticks every replica's Raft node: heartbeats, elections), one heartbeat thread
 (every `heartbeat_ms`, and at once when a replica's role, term or leader changed, it
-reports its replicas and their roles to the master, and receives the replicas it should
-create or delete), the Transport's sender lanes, a pool that steps the Raft messages
-delivered to replicas (follower appends, syncs and applies; the leader's commits and
-applies), a log-sync thread per leader while it has undurable appends, and one
+reports its replicas, their roles and configurations, and its tombstones to the master,
+and receives the replicas it should create, tombstone or delete), the Transport's sender
+lanes, a pool that steps the Raft messages delivered to replicas (follower appends, syncs
+and applies; the leader's commits and applies), a log-sync thread per leader while it has undurable appends, and one
 MaintenanceManager for all tablets (flushes, compactions).
 
 RPCs (DoAction unless said otherwise)
     raft             [(tablet id, message)]: Raft traffic between replicas
     create_replica   {tablet_id, table_id, table_name, schema, schema_version,
-                     peers: [[uuid, addr]]}: the schema (and version) the tablet was
-                     created with, which its log's entries start from
-    delete_replica   {tablet_id}
+                     peers: [[uuid, addr]], master_term?}: the schema (and version) the
+                     tablet was created with, which its log's entries start from
+    delete_replica   {tablet_id, drop?, cas_config_index?, master_term?}: tombstone, or
+                     (drop) delete whole; see Tombstones
     DoPut write      {tablet, client_id, seq, first_incomplete, ts, schema_version}; rows
                      with an `__op` column -> {timestamp, num_applied, row_errors} (leader
                      only), or {schema_mismatch: {schema, version}} when the tablet's
@@ -84,7 +107,9 @@ import pyarrow as pa
 from engine import errors
 from engine.clock import HybridClock
 from engine.config import TabletConfig
+from engine.consensus.consensus_metadata import CMETA_FILE, FileMetadataStore
 from engine.consensus.raft import NotLeader, RaftOptions
+from engine.fs import fsync_dir, write_json_atomic
 from engine.metrics.metrics import ServerMetrics
 from engine.metrics.webserver import StatusServer
 from engine.rpc import codec
@@ -95,13 +120,25 @@ from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from engine.tablet.tablet import OrderMode
 from engine.tserver.raft_host import ReplicaFailed, Transport
-from engine.tserver.status import FailedReplica, replica_report, web_status
+from engine.tserver.status import (
+    TOMBSTONED,
+    FailedReplica,
+    replica_report,
+    tombstone_report,
+    web_status,
+)
 from engine.tserver.tablet_copy import CopySessions
-from engine.tserver.tablet_replica import TabletNotRunning, TabletReplica
+from engine.tserver.tablet_replica import REPLICA_FILE, TabletNotRunning, TabletReplica
 
 log = logging.getLogger(__name__)
 
 OP_COLUMN = "__op"
+RECREATE_SUFFIX = ".tombstone-old"  # a tombstone being replaced by a new replica
+
+
+def _read_replica_info(directory: str) -> dict:
+    with open(os.path.join(directory, REPLICA_FILE)) as f:
+        return json.load(f)
 
 
 def _snapshot(r: TabletReplica, snap):
@@ -188,11 +225,29 @@ class TabletServer:
         self.metrics = m = ServerMetrics("tserver")
         self.http: StatusServer | None = None
         self.last_heartbeat: float | None = None  # monotonic time the master last took one
-        for tid in sorted(os.listdir(os.path.join(data_dir, "tablets"))):
+        self.tombstones: dict[str, dict] = {}  # tablet id -> what its tombstone keeps
+        # the highest sys catalog term of a master this server acted on (memory only)
+        self.master_term = 0
+        self._incarnation = 0  # bumped per replica opened: a report's replicas, by age
+        self._opened_at: dict[str, int] = {}  # tablet id -> incarnation it was opened at
+        tdir = os.path.join(data_dir, "tablets")
+        for name in os.listdir(tdir):  # a re-creation over a tombstone, interrupted
+            if name.endswith(RECREATE_SUFFIX):
+                base = os.path.join(tdir, name[:-len(RECREATE_SUFFIX)])
+                if os.path.exists(base):
+                    shutil.rmtree(os.path.join(tdir, name), ignore_errors=True)
+                else:  # the tombstone goes back (its term and vote are kept)
+                    shutil.rmtree(base + ".tmp", ignore_errors=True)
+                    os.rename(os.path.join(tdir, name), base)
+        for tid in sorted(os.listdir(tdir)):
             if tid.endswith(".tmp"):
                 shutil.rmtree(os.path.join(data_dir, "tablets", tid), ignore_errors=True)
                 continue
             try:
+                info = _read_replica_info(self._replica_dir(tid))
+                if info.get("state") == TOMBSTONED:
+                    self._load_tombstone(tid, info)
+                    continue
                 self._open_replica(tid)
             except Exception as e:  # noqa: BLE001 - one broken replica must not stop the rest
                 f = self.failed_replicas[tid] = FailedReplica.of(tid, self._replica_dir(tid), e)
@@ -227,6 +282,8 @@ class TabletServer:
         return os.path.join(self.data_dir, "tablets", tablet_id)
 
     def _open_replica(self, tablet_id: str) -> TabletReplica:
+        self._incarnation += 1
+        self._opened_at[tablet_id] = self._incarnation
         r = TabletReplica(self._replica_dir(tablet_id), self.uuid, self.clock, self.transport,
                           self.raft_options, self.config, self.directory.get)
         r.rpc = self.rpc_client
@@ -259,31 +316,138 @@ class TabletServer:
                                    f"({self.addr}){why}")
         return r
 
+    def _master_says(self, p: dict) -> bool:
+        """Whether to act on a request from a master of sys catalog term p["master_term"]
+        (absent: an operator's or a test's RPC, acted on): not if a master of a higher
+        term has been heard from, since the sender has been deposed (it may still think
+        it leads). Caller holds self._lock."""
+        term = p.get("master_term")
+        if term is None:
+            return True
+        if term < self.master_term:
+            return False
+        self.master_term = term
+        return True
+
     def _h_create(self, p: dict) -> dict:
+        """Create a replica (idempotent). Over a tombstone of the tablet (re-replication
+        back onto this server) the new replica starts at the tombstone's term with its
+        vote: it can never vote twice in a term, whatever it forgot with its data."""
         tid = p["tablet_id"]
         with self._lock:
+            self._master_says(p)  # a create is never refused: it destroys nothing
             if tid in self.replicas or tid in self.failed_replicas:
                 return {"created": False}
             d = self._replica_dir(tid)
-            if not os.path.exists(d):
-                TabletReplica.create(d, tid, p["table_id"], p["table_name"],
-                                     Schema.from_dict(p["schema"]),
+            tomb = self.tombstones.get(tid)
+            if tomb is not None or not os.path.exists(d):
+                TabletReplica.create(d if tomb is None else d + ".new", tid, p["table_id"],
+                                     p["table_name"], Schema.from_dict(p["schema"]),
                                      [tuple(x) for x in p["peers"]], self.config, self.clock,
-                                     p.get("schema_version", 0))
+                                     p.get("schema_version", 0),
+                                     term=0 if tomb is None else tomb["term"],
+                                     voted_for=None if tomb is None else tomb["voted_for"])
+            if tomb is not None:
+                # the tombstone's directory is replaced by the new one: set aside (a crash
+                # now puts it back at the next start), the new one in, the old one gone
+                os.rename(d, d + RECREATE_SUFFIX)
+                os.rename(d + ".new", d)
+                if self.config.fsync:
+                    fsync_dir(os.path.dirname(d))
+                shutil.rmtree(d + RECREATE_SUFFIX, ignore_errors=True)
+                del self.tombstones[tid]
             self._open_replica(tid)
         return {"created": True}
 
     def _h_delete(self, p: dict) -> dict:
+        """delete_replica {tablet_id, drop?, cas_config_index?, master_term?}.
+
+        Default: tombstone (Kudu's TABLET_DATA_TOMBSTONED): the tablet's data and log go,
+        its consensus metadata (term, vote, committed config) and replica.json (state
+        TOMBSTONED) stay, so a replica created here again never votes twice in a term.
+        `cas_config_index`: refused if this replica's committed configuration is newer
+        (it learned of a configuration the master did not know when it decided).
+        `drop`: the tablet itself is gone (DROP TABLE, DROP RANGE PARTITION): the whole
+        directory goes, tombstone included. Refused from a deposed master (a request
+        whose master_term is below the highest this server has seen)."""
         tid = p["tablet_id"]
         with self._lock:
-            r = self.replicas.pop(tid, None)
-            f = self.failed_replicas.pop(tid, None)
-        if r is not None:
-            self.mm.unregister(r.tablet)
-            self.metrics.forget_tablet(tid)
-            r.close()
-        shutil.rmtree(self._replica_dir(tid), ignore_errors=True)
-        return {"deleted": r is not None or f is not None}
+            if not self._master_says(p):
+                return {"deleted": False, "refused": "the master was deposed"}
+            if tid in self.failed_replicas:
+                return self._delete_failed(tid, bool(p.get("drop")))
+            r = self.replicas.get(tid)
+            cas = p.get("cas_config_index")
+            if r is not None and cas is not None:
+                have = r.raft.committed_config.opid_index
+                if have > cas:
+                    log.info("not deleting replica %s: its committed configuration (index "
+                             "%d) is newer than the master's (%d)", tid, have, cas)
+                    return {"deleted": False, "refused": "newer committed configuration"}
+            if r is not None:
+                self.replicas.pop(tid)
+                self.mm.unregister(r.tablet)
+                self.metrics.forget_tablet(tid)
+                with r.lock:
+                    meta = r.raft.metadata()
+                    r.close()
+                # what the node holds is durable already (saved before any message that
+                # depended on it); saved again so the tombstone is exact
+                r.cmeta_store.save(meta)
+            d = self._replica_dir(tid)
+            if p.get("drop"):
+                self.tombstones.pop(tid, None)
+                shutil.rmtree(d, ignore_errors=True)
+                return {"deleted": r is not None, "dropped": True}
+            if r is None:
+                return {"deleted": False, "tombstoned": tid in self.tombstones}
+            info = _read_replica_info(d)
+            info["state"] = TOMBSTONED
+            write_json_atomic(os.path.join(d, REPLICA_FILE), info, self.config.fsync)
+            self._load_tombstone(tid, info)
+        return {"deleted": True, "tombstoned": True}
+
+    def _delete_failed(self, tid: str, drop: bool) -> dict:
+        """Delete a FAILED replica (caller holds self._lock): its consensus metadata is
+        kept as a tombstone when it can still be read (so a replica created here again
+        never votes twice in a term); unreadable, or `drop`, the directory goes."""
+        self.failed_replicas.pop(tid)
+        self.metrics.forget_tablet(tid)
+        d = self._replica_dir(tid)
+        if not drop:
+            try:
+                info = _read_replica_info(d)
+                info["state"] = TOMBSTONED
+                if FileMetadataStore(d, fsync=self.config.fsync).load() is not None:
+                    write_json_atomic(os.path.join(d, REPLICA_FILE), info, self.config.fsync)
+                    self._load_tombstone(tid, info)
+                    return {"deleted": True, "tombstoned": True}
+            except Exception as e:  # noqa: BLE001 - unreadable: nothing to keep
+                log.info("FAILED replica %s: consensus metadata unreadable (%s); removed "
+                         "whole", tid, e)
+        shutil.rmtree(d, ignore_errors=True)
+        return {"deleted": True, "tombstoned": False}
+
+    def _load_tombstone(self, tid: str, info: dict) -> None:
+        """Finish a tombstone's removal of data (it may have been cut by a crash) and
+        remember what it keeps (caller holds self._lock or is the constructor)."""
+        d = self._replica_dir(tid)
+        for name in os.listdir(d):
+            if name not in (REPLICA_FILE, CMETA_FILE):
+                path = os.path.join(d, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+        cmeta = FileMetadataStore(d, fsync=self.config.fsync).load()
+        if cmeta is None:
+            raise errors.Corruption(f"tombstone {d} lost its consensus metadata")
+        cfg = cmeta.committed_config
+        self.tombstones[tid] = {
+            "table_id": info.get("table_id"), "table_name": info.get("table_name"),
+            "term": cmeta.current_term, "voted_for": cmeta.voted_for,
+            "committed_config_index": cfg.opid_index,
+            "committed_peers": [x.uuid for x in cfg.peers]}
 
     # -- Raft ----------------------------------------------------------------------------------
     def _h_raft(self, batch: list) -> None:
@@ -333,9 +497,14 @@ class TabletServer:
             self._stop.wait(0.02)
 
     def heartbeat(self) -> None:
+        with self._lock:
+            seen = self._incarnation  # the replicas this report describes
+            tablets = {tid: tombstone_report(t) for tid, t in self.tombstones.items()}
+            replicas = list(self.replicas.items()) + list(self.failed_replicas.items())
+        tablets.update({tid: replica_report(r) for tid, r in replicas})
         report = {"uuid": self.uuid, "addr": self.addr,
                   "http_addr": None if self.http is None else self.http.addr,
-                  "tablets": self._reports()}
+                  "tablets": tablets}
         last = None
         for m in self.masters:
             try:
@@ -346,17 +515,38 @@ class TabletServer:
             if resp.get("not_leader"):
                 continue
             self.last_heartbeat = time.monotonic()
-            self.directory.update(resp.get("directory", {}))
-            for spec in resp.get("create", []):
-                try:
-                    self._h_create(spec)
-                except Exception:  # noqa: BLE001 - retried at the next heartbeat
-                    log.exception("creating replica %s failed", spec.get("tablet_id"))
-            for tid in resp.get("delete", []):
-                self._h_delete({"tablet_id": tid})
+            self.apply_master_answer(resp, seen)
             return
         if last is not None:
             raise last
+
+    def apply_master_answer(self, resp: dict, seen: int) -> None:
+        """Act on a leader master's heartbeat answer to a report of the replicas opened up
+        to incarnation `seen`: create what it asks; tombstone (or, for a dropped tablet,
+        delete) what it asks, unless the answer is from a deposed master (its `term` below
+        the highest seen) or the replica was created after the report was taken (the
+        master decided about an older one)."""
+        self.directory.update(resp.get("directory", {}))
+        term = resp.get("term")
+        if isinstance(term, int):
+            with self._lock:
+                self._master_says({"master_term": term})
+        for spec in resp.get("create", []):
+            try:
+                self._h_create(dict(spec, master_term=term))
+            except Exception:  # noqa: BLE001 - retried at the next heartbeat
+                log.exception("creating replica %s failed", spec.get("tablet_id"))
+        for d in resp.get("delete", []):
+            if not isinstance(d, dict) or term is None or "tablet_id" not in d:
+                log.warning("ignoring a malformed delete from the master: %r", d)
+                continue
+            tid = d["tablet_id"]
+            with self._lock:
+                if self._opened_at.get(tid, 0) > seen:
+                    continue  # created since the report: not what the master decided on
+                out = self._h_delete(dict(d, master_term=term))
+            log.info("master (term %s) asked to %s replica %s: %s", term,
+                     "delete" if d.get("drop") else "tombstone", tid, out)
 
     # -- data RPCs -----------------------------------------------------------------------------
     def _h_write(self, cmd: dict, table: pa.Table) -> dict:
@@ -469,7 +659,9 @@ class TabletServer:
     def status(self) -> dict:
         return {"role": "tserver", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
                 "http_addr": None if self.http is None else self.http.addr,
-                "tablets": self._reports()}
+                "tablets": self._reports(),
+                "tombstones": {tid: dict(tombstone_report(t), table=t["table_name"])
+                               for tid, t in list(self.tombstones.items())}}
 
     def stop(self) -> None:
         self._stop.set()
