@@ -11,6 +11,20 @@ issues 1, 2, 3, ... (Kudu's tests use one) so fuzz tests are deterministic.
 Contract: `now()` is strictly greater than every value it returned before and every value
 passed to `update()`; it is thread-safe.
 
+Bounded updates (`HybridClock(max_error_s)`, `--max-clock-error`, 10 s by default as
+Kudu's). Timestamps that come from *outside the cluster's servers* — a client's propagated
+timestamp (`ts` of a write or scan), a snapshot the user or another server's tablet chose —
+go through `update_bounded`, which refuses (`ClockError`, SQLSTATE 22008) one more than
+`max_error_s` ahead of the local wall clock: a client with a broken clock, or a server far
+out of sync, must not drag every timestamp of this server (and, through its log, of every
+replica) into the future, where no later wall-clock reading ever passes it again. Raft
+traffic between servers uses the unbounded `update`: an entry a leader stamped is part of
+the replicated history (every replica must take it as it is, and its clock must pass it so
+it can lead later with increasing timestamps); refusing it would only stall the replica
+behind a leader it cannot change. Such an update is logged (at most once a minute) instead.
+22008 (datetime_field_overflow) rather than a retryable 57P03: retrying at once cannot help,
+the timestamp is wrong until the clocks agree again; the message names the offset.
+
 Fault injection: `set_wall_offset(seconds)` shifts this process's wall clock as every
 HybridClock built with the default wall reads it (the `failpoint` RPC's `clock_offset_s`,
 engine/rpc): the nemesis of the Jepsen-style tests skews one process's clock by several
@@ -19,8 +33,11 @@ seconds, as an unsynchronised NTP would. Monotonic time (timeouts, leases) is no
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+
+from engine import errors
 
 LOGICAL_BITS = 12
 LOGICAL_MASK = (1 << LOGICAL_BITS) - 1
@@ -43,6 +60,17 @@ def from_micros(micros: int, logical: int = 0) -> Timestamp:
 def upper_bound_for_micros(micros: int) -> Timestamp:
     """The greatest HybridTime within the given microsecond ("as of this instant")."""
     return (micros << LOGICAL_BITS) | LOGICAL_MASK
+
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ERROR_S = 10.0  # Kudu's default bound on how far ahead an update may be
+
+
+class ClockError(errors.InvalidArgument):
+    """A timestamp too far ahead of this server's clock (see the module docstring)."""
+
+    sqlstate = "22008"
 
 
 _wall_offset_ns = 0
@@ -71,16 +99,23 @@ class Clock:
         """Move the clock past a timestamp seen elsewhere (log replay, another node)."""
         raise NotImplementedError
 
+    def update_bounded(self, ts: Timestamp) -> None:
+        """`update` for a timestamp from outside the servers (a client's, a snapshot):
+        refused with ClockError if too far ahead (HybridClock); others: `update`."""
+        self.update(ts)
+
     @property
     def is_hybrid(self) -> bool:
         return False
 
 
 class HybridClock(Clock):
-    def __init__(self, wall=wall_ns):
+    def __init__(self, wall=wall_ns, max_error_s: float = DEFAULT_MAX_ERROR_S):
         self._wall = wall
         self._last = 0
         self._lock = threading.Lock()
+        self.max_error_s = max_error_s
+        self._warned = float("-inf")  # monotonic time of the last far-ahead warning
 
     def now(self) -> Timestamp:
         phys = from_micros(self._wall() // 1000)
@@ -89,6 +124,24 @@ class HybridClock(Clock):
             return self._last
 
     def update(self, ts: Timestamp) -> None:
+        ahead_us = physical_micros(ts) - self._wall() // 1000
+        if ahead_us > self.max_error_s * 1e6:
+            t = time.monotonic()
+            if t - self._warned >= 60:
+                self._warned = t
+                log.warning("clock moved %.3f s ahead of the local wall clock by a peer's "
+                            "timestamp (max clock error %.3g s): are the servers' clocks "
+                            "synchronised?", ahead_us / 1e6, self.max_error_s)
+        with self._lock:
+            self._last = max(self._last, ts)
+
+    def update_bounded(self, ts: Timestamp) -> None:
+        ahead_us = physical_micros(ts) - self._wall() // 1000
+        if ahead_us > self.max_error_s * 1e6:
+            raise ClockError(
+                f"timestamp {ts} is {ahead_us / 1e6:.3f} s ahead of this server's clock, more "
+                f"than the maximum clock error of {self.max_error_s:g} s "
+                f"(--max-clock-error); the client's or another server's clock is wrong")
         with self._lock:
             self._last = max(self._last, ts)
 

@@ -118,7 +118,7 @@ def cmd_master(args) -> int:
                election_ticks=args.election_ticks,
                tserver_unresponsive_s=args.tserver_unresponsive_timeout,
                fsync=not args.no_fsync, http_port=args.http_port or None,
-               http_host=args.http_host, tls=tls)
+               http_host=args.http_host, tls=tls, max_clock_error_s=args.max_clock_error)
     print(f"kudusql master {m.uuid} on {m.addr}{_tls_note(tls)}{_http_note(m.http)}",
           flush=True)
     try:
@@ -138,7 +138,8 @@ def cmd_tserver(args) -> int:
                       heartbeat_ms=args.heartbeat_ms, fsync=not args.no_fsync,
                       http_port=args.http_port or None, http_host=args.http_host, tls=tls,
                       log_retention_entries=args.log_retention_entries,
-                      wal_segment_bytes=args.wal_segment_bytes)
+                      wal_segment_bytes=args.wal_segment_bytes,
+                      max_clock_error_s=args.max_clock_error)
     print(f"kudusql tserver {ts.uuid} on {ts.addr}{_tls_note(tls)}{_http_note(ts.http)}",
           flush=True)
     try:
@@ -338,7 +339,8 @@ def _log_args(p) -> None:
 def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
     masters = ",".join(m["addr"] for m in doc["masters"])
     common = ["--rpc-secret-file", os.path.join(data_dir, SECRET_FILE)]
-    timing = ["--tick-ms", str(doc["tick_ms"]), "--election-ticks", str(doc["election_ticks"])]
+    timing = ["--tick-ms", str(doc["tick_ms"]), "--election-ticks", str(doc["election_ticks"]),
+              "--max-clock-error", str(doc.get("max_clock_error_s", 10.0))]
     if doc.get("no_fsync"):
         timing.append("--no-fsync")
     if proc.get("http_port"):
@@ -451,7 +453,8 @@ def cmd_cluster_start(args) -> int:
                "tserver_unresponsive_s": args.tserver_unresponsive_timeout,
                "log_retention_entries": args.log_retention_entries,
                "wal_segment_bytes": args.wal_segment_bytes,
-               "no_fsync": args.no_fsync, "tls": bool(args.rpc_tls)}
+               "no_fsync": args.no_fsync, "tls": bool(args.rpc_tls),
+               "max_clock_error_s": args.max_clock_error}
         if not os.path.exists(os.path.join(data_dir, SECRET_FILE)):
             create_secret_file(os.path.join(data_dir, SECRET_FILE))
     cert, key = os.path.join(data_dir, CERT_FILE), os.path.join(data_dir, KEY_FILE)
@@ -586,6 +589,10 @@ def _timing(p, tick_ms=100, election_ticks=10) -> None:
     p.add_argument("--no-fsync", action="store_true",
                    help="do not fsync WALs and metadata (tests only: a machine crash loses "
                         "acknowledged writes)")
+    p.add_argument("--max-clock-error", type=float, default=10.0, metavar="SECONDS",
+                   help="refuse a client's timestamp (or snapshot) more than this far ahead "
+                        "of the server's clock, with SQLSTATE 22008 (Kudu's "
+                        "--max_clock_error; default: %(default)s)")
 
 
 def _http_args(p, default_note: str = "off") -> None:

@@ -7,7 +7,9 @@ Names follow Kudu's consensus.proto where one exists:
                                    leadership transfer)
     AppendEntries / AppendResponse UpdateConsensus (ConsensusRequestPB / ConsensusResponsePB):
                                    a batch of log entries after `prev`, the leader's commit
-                                   index and its all-replicated index (for log GC)
+                                   index and its all-replicated index (for log GC); the
+                                   leader's monotonic send time, echoed in the answer
+                                   (`lease_sent` / `lease_echo`: leader leases, raft.py)
     TimeoutNow                     RunLeaderElection sent by a leader handing over
     StartTabletCopy                the leader asks a replica it can no longer feed from its
                                    log (the entries were GC'd) to copy the tablet from it
@@ -129,6 +131,8 @@ class AppendEntries:
     entries: tuple[LogEntry, ...]
     committed_index: int
     all_replicated_index: int  # every peer has the log up to here: followers GC below it
+    lease_sent: float = 0.0  # the leader's monotonic clock when it built this message; the
+    # follower echoes it (leader leases, raft.py); meaningless on any other node
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +146,7 @@ class AppendResponse:
     committed_index: int  # the follower's commit index
     retry_index: int = 0  # refused: resend from here (its last index + 1 if it lacks `prev`,
     # else its commit index + 1: Kudu's one-round-trip jump back over a divergent suffix)
+    lease_echo: float = 0.0  # the `lease_sent` of the AppendEntries this answers (0: none)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,9 +16,9 @@ and one output, `ready()`, which hands over everything the inputs produced:
                      and calls install_tablet_copy
 
 The log itself is behind `LogStorage` (appends reach the OS or memory; durability is the
-host's `sync`), the clock is an injected `engine.clock.Clock`, randomness an injected
-`random.Random`: the same code runs in a tablet server and, deterministically, in the
-simulator (engine/consensus/simulation.py).
+host's `sync`), the clock is an injected `engine.clock.Clock`, monotonic time (leases) an
+injected function, randomness an injected `random.Random`: the same code runs in a tablet
+server and, deterministically, in the simulator (engine/consensus/simulation.py).
 
 Roles:
 
@@ -31,7 +31,8 @@ Roles:
 - **Pre-vote** (Kudu's pre-election): a candidate first asks whether it *would* win term+1
   without changing anyone's term, so a node back from a partition cannot depose a healthy
   leader. Voters that heard from a leader within the minimum election timeout refuse (leader
-  stickiness) unless the request is a leadership transfer.
+  stickiness) unless the request is a leadership transfer; see Leader leases for exactly
+  when (and for why a node does not campaign within that time either).
 - **Election timeouts** are randomized in [T, (2 + backoff) T) from the injected RNG, with a
   backoff that grows after failed elections (paper §3.3, improvement 1).
 - **Leader**: appends a NO_OP of its term first (entries of earlier terms commit only
@@ -41,7 +42,9 @@ Roles:
   index only if that entry is of its own term (counting its own *durable* log: the leader's
   local write is not on the commit path, paper §3.3); steps down when no majority answered
   within an election timeout (check-quorum); hands over leadership on request
-  (`transfer_leadership`: wait for the target to catch up, send TimeoutNow, refuse writes).
+  (`transfer_leadership`: wait for the target to catch up, send TimeoutNow, refuse writes;
+  if the target has not taken over after an election timeout the transfer is dropped, and
+  the leader steps down if a TimeoutNow had left, see Leader leases).
 - **Follower**: checks `prev` (index and term), cuts a divergent suffix (never a committed
   entry), appends, acks `match_index = prev.index + len(entries)` (what this message
   proves, not its log length). A refused check answers with its last and committed
@@ -56,6 +59,53 @@ Roles:
   the commit index (an idle leader's heartbeat NO_OP keeps it moving, see
   `safe_time_noop_ticks`), not with a leader-propagated lease, which would need bounded
   clock error to stay safe across leader changes.
+- **Leader leases** (`lease_valid`, `lease_expiry`): a leader answers reads from its own
+  state only while no other leader can exist, without a round trip per read. Every
+  AppendEntries carries the leader's monotonic time when it was built (`lease_sent`); the
+  follower echoes it (`lease_echo`, in refusals too: it took the sender as its leader
+  before checking `prev`). The lease runs until E + `lease_s`, E the majority-th latest
+  echo over the voters (the leader counting as now), and
+
+      lease_s = election_timeout_ticks x tick_s x (1 - lease_drift) - lease_margin_ticks x tick_s
+
+  (defaults: 10 x 0.1 s x 0.9 - 0.1 s = 0.8 s). Why no one else leads before it ends: a
+  voter processes that message at time P >= E and is *quiet* (`_quiet`: only then does it
+  vote, pre-vote or not, or campaign) after more than `election_timeout_ticks` ticks since
+  it last heard from a leader. Hosts never tick faster than `tick_s` (each tick waits for
+  the next point of a grid `tick_s` apart, and the grid only moves forward:
+  tablet_server.py `_tick_loop`; a late tick is not made up for), so that is at least
+  T = election_timeout_ticks x tick_s of the voter's monotonic time after P. A new leader
+  needs the votes of a majority, which shares a voter with the echoing majority: that
+  voter granted no vote before P + T, and the lease ends at E + lease_s < P + T as long as
+  no server's monotonic clock runs more than 1/(1 - lease_drift) (about 11%) faster than
+  another's: the stated drift bound, far above a quartz clock's 0.01% (it is there for
+  virtual machines and scheduling); the margin absorbs timer slop. A process paused
+  meanwhile (SIGSTOP, GC) only ticks later, which is safe; a paused leader's lease simply
+  lapses (its monotonic clock runs on). The shared voter may be the old leader itself: a
+  leader refuses every vote, and after stepping down it is not quiet for T either. Hence:
+    - the quiet period counts from *any* message of a current leader and never depends on
+      `leader_uuid` being known (a higher-term message clears it); start-up counts as
+      "just heard from a leader" (a restarted voter may have acked one just before; a
+      replica still at term 0 has acked nothing and is quiet at once, so a new tablet's
+      first election is not delayed);
+    - a leadership transfer ends the lease when it starts (`transfer_leadership`): the
+      target's election is granted regardless of quiet periods; and a TimeoutNow still on
+      its way may start it later, so a leader whose transfer lapsed after a TimeoutNow left
+      steps down instead of carrying on (no lease of that term could be trusted again);
+    - a configuration changes one voter at a time, so the echoing majority (counted over
+      the active configuration) meets every electing majority of the old or the new one.
+  Reads still wait, as before, until the leader has applied an entry of its own term.
+- **Snapshots a new leader cannot undercut** (`snapshot_barrier`, Kudu's KUDU-1188): a
+  leader asked to serve a snapshot at `ts` above every entry of its log (Table chose `ts`
+  from another tablet, or a client named one) moves its clock past `ts` and appends a
+  NO_OP, stamped above `ts`; the host serves once that entry is applied with its term,
+  i.e. committed. Every later leader has the NO_OP (leader completeness) and moves its
+  clock past its last entry when elected, so its writes are stamped above every snapshot
+  served before it. The argument rests on the log's durability and quorum intersection,
+  not on clocks, so it survives restarts (a clock value carried by heartbeats and votes
+  would not: clocks are not durable, and a voter that restarted forgets what it was told).
+  For `ts` at or below the last entry's timestamp the barrier is that entry: once it is
+  committed every future leader has it and starts above it.
 - **Configuration change** one peer at a time (paper §3.3.1): a configuration takes effect
   when appended; a new change is refused while one is pending or before the leader has
   committed an entry of its term. Peers join as NON_VOTER (learners) and the leader
@@ -76,6 +126,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import random
+import time
+from typing import Callable
 
 from engine import errors
 from engine.clock import Clock
@@ -128,6 +180,18 @@ class RaftOptions:
     pre_vote: bool = True
     check_quorum: bool = True
     safe_time_noop_ticks: int = 0  # > 0: an idle leader appends a NO_OP this often
+    # Leader leases (module docstring): the host's tick period in seconds (ticks must never
+    # come faster than this), the bound on how much faster one server's monotonic clock
+    # may run than another's, and a safety margin in ticks.
+    tick_s: float = 0.1
+    lease_drift: float = 0.1
+    lease_margin_ticks: int = 1
+
+    @property
+    def lease_s(self) -> float:
+        """How long after the send time a majority echoed the leader may serve reads."""
+        t = self.election_timeout_ticks * self.tick_s
+        return max(0.0, t * (1 - self.lease_drift) - self.lease_margin_ticks * self.tick_s)
 
 
 @dataclasses.dataclass
@@ -146,14 +210,15 @@ class Ready:
 class RaftConsensus:
     def __init__(self, uuid: str, log: LogStorage, cmeta: ConsensusMetadata, clock: Clock,
                  rng: random.Random, options: RaftOptions | None = None,
-                 applied_index: int = 0):
+                 applied_index: int = 0, monotonic: Callable[[], float] = time.monotonic):
         """`cmeta`: the stored ConsensusMetadata (a new replica: term 0, its initial or an
         empty config). `applied_index`: how far the host's state machine is (after a
         restart: what its flushed data covers); entries after it are applied again once
-        known to be committed."""
+        known to be committed. `monotonic`: seconds, never going back (leader leases)."""
         self.uuid = uuid
         self.log = log
         self.clock = clock
+        self._mono = monotonic
         self.rng = rng
         self.opts = options or RaftOptions()
         self.term = cmeta.current_term
@@ -171,7 +236,13 @@ class RaftConsensus:
         self._tick = 0
         self._election_elapsed = 0
         self._failed_elections = 0
-        self._since_leader = 1 << 30  # ticks since a leader was heard from
+        # ticks since a leader was heard from. Start-up counts as "just heard": this voter
+        # may have acked a leader's message just before it restarted, and that leader's
+        # lease may rest on the ack. Term 0: it never acked anything (a term is stored
+        # before any answer leaves), so a new tablet's election is not held up.
+        self._since_leader = 0 if self.term > 0 else 1 << 30
+        self._lease_echo: dict[str, float] = {}  # leader: peer -> latest echoed send time
+        self._timeout_now_sent = False  # leader: a TimeoutNow left in this term
         self._heartbeat_elapsed = 0
         self._idle_ticks = 0
         self._votes: dict[str, bool] = {}
@@ -206,6 +277,41 @@ class RaftConsensus:
         """No entry applied from now on has a timestamp <= this (see module docstring)."""
         return self.log.timestamp(self.last_applied) or 0
 
+    def lease_expiry(self) -> float:
+        """(Leader) the monotonic time until which no other leader can exist, so reads of
+        the local state are linearizable: the majority-th latest send time echoed by the
+        voters (the leader counting as now) + `lease_s`. -inf when not leading or while
+        handing leadership over."""
+        if self.role != Role.LEADER or self._transfer_target is not None:
+            return float("-inf")
+        voters = self.config.voters()
+        sent = sorted((float("inf") if v == self.uuid else self._lease_echo.get(v, float("-inf"))
+                       for v in voters), reverse=True)
+        base = sent[self.config.majority() - 1] if sent else float("-inf")
+        return base + self.opts.lease_s
+
+    def lease_valid(self) -> bool:
+        """(Leader) the lease holds now (see `lease_expiry`)."""
+        return self._mono() < self.lease_expiry()
+
+    def snapshot_barrier(self, ts: int) -> tuple[int, int]:
+        """(Leader) make a snapshot read at `ts` (the host moved the clock past it first)
+        safe to serve: returns the (index, term) of the log entry the host must see applied
+        with that term before it serves the read. If `ts` is above every entry's timestamp,
+        a NO_OP is appended, stamped above `ts`: once it is committed, every future leader
+        has it in its log and starts its clock past it, so it never stamps a write at or
+        below a snapshot this leader served (module docstring, Snapshots)."""
+        if self.role != Role.LEADER:
+            raise NotLeader(f"replica {self.uuid} is not the leader", self.leader_uuid)
+        if self._transfer_target is not None:
+            raise NotLeader(f"replica {self.uuid} is handing leadership over",
+                            self._transfer_target)
+        last = self.log.last_index
+        if ts > (self.log.timestamp(last) or 0):
+            self.clock.update(ts)
+            last = self._append_local(NO_OP, b"").index
+        return last, self.log.term(last)
+
     def member_type(self) -> str:
         p = self.config.peer(self.uuid)
         if p is None:
@@ -238,7 +344,8 @@ class RaftConsensus:
             self._tick_leader()
             return
         self._election_elapsed += 1
-        if self._election_elapsed >= self._election_timeout and self.config.is_voter(self.uuid):
+        if self._election_elapsed >= self._election_timeout and self._quiet() \
+                and self.config.is_voter(self.uuid):
             if self.role != Role.FOLLOWER:
                 self._failed_elections += 1
             self._start_election(pre_vote=self.opts.pre_vote)
@@ -247,9 +354,13 @@ class RaftConsensus:
         """Start a (pre-)election now instead of at the election timeout, if this voter
         knows no leader and is not already a candidate (a new tablet's designated first
         replica; a sole voter after a restart). True if an election was started. Safe at
-        any time: Raft's safety never depends on when elections start."""
+        any time for Raft's safety; not within the lease quiet period (`_quiet`), except
+        for a sole voter, whose only possible lease holder is its own earlier
+        incarnation."""
         if self.role in (Role.LEADER, Role.CANDIDATE) or self.leader_uuid is not None \
                 or not self.config.is_voter(self.uuid):
+            return False
+        if not self._quiet() and self.config.voters() != [self.uuid]:
             return False
         self._start_election(pre_vote=self.opts.pre_vote)
         return True
@@ -303,6 +414,9 @@ class RaftConsensus:
         self._election_elapsed = 0
 
     def _become_follower(self, term: int, leader: str | None) -> None:
+        if self.role == Role.LEADER:
+            # our own lease may run until now + lease_s: vote for nobody before it ended
+            self._since_leader = 0
         if term > self.term:
             self.term = term
             self.voted_for = None
@@ -353,10 +467,16 @@ class RaftConsensus:
     def _log_up_to_date(self, last: OpId) -> bool:
         return (last.term, last.index) >= (self.log.last_term, self.log.last_index)
 
+    def _quiet(self) -> bool:
+        """More than a minimum election timeout of ticks since this node last heard from a
+        leader (or was one, or started): only then may it vote, or campaign, without
+        breaking a lease (module docstring, Leader leases)."""
+        return self._since_leader > self.opts.election_timeout_ticks
+
     def _on_vote_request(self, m: VoteRequest) -> None:
-        sticky = self.role == Role.LEADER or (
-            self.leader_uuid is not None
-            and self._since_leader < self.opts.election_timeout_ticks)
+        # Not `leader_uuid is not None`: a message of a higher term clears it and a restart
+        # forgets it, yet the lease of the leader we last heard from still runs.
+        sticky = self.role == Role.LEADER or not self._quiet()
         if sticky and not m.transfer:
             self._send(VoteResponse(self.uuid, m.src, self.term, False, m.pre_vote))
             return
@@ -397,6 +517,8 @@ class RaftConsensus:
         self._heartbeat_elapsed = 0
         self._idle_ticks = 0
         self._transfer_target = None
+        self._lease_echo = {}
+        self._timeout_now_sent = False
         self.clock.update(self.log.timestamp(self.log.last_index) or 0)
         self.queue.reset(self.config, self.log.last_index + 1, self._tick)
         self._append_local(NO_OP, b"")
@@ -421,7 +543,14 @@ class RaftConsensus:
         if self._transfer_target is not None:
             self._transfer_elapsed += 1
             if self._transfer_elapsed > t:
-                self._transfer_target = None  # the target did not take over: carry on
+                self._transfer_target = None  # the target did not take over
+                if self._timeout_now_sent:
+                    # A TimeoutNow still on its way may start an election that voters grant
+                    # regardless of their quiet period: no lease of this term is safe any
+                    # more, and a leader without one cannot serve reads. Step down; the
+                    # next election (after the quiet period) picks a leader afresh.
+                    self._become_follower(self.term, None)
+                    return
         self._idle_ticks += 1
         n = self.opts.safe_time_noop_ticks
         if n and self._idle_ticks >= n and self._transfer_target is None:
@@ -481,7 +610,7 @@ class RaftConsensus:
             prev = p.next_index - 1
         self._send(AppendEntries(self.uuid, uuid, self.term, OpId(log.term(prev), prev),
                                  entries, self.commit_index,
-                                 self.queue.all_replicated(log.durable_index)))
+                                 self.queue.all_replicated(log.durable_index), self._mono()))
         if entries:
             p.next_index = entries[-1].index + 1
             p.inflight += 1
@@ -494,6 +623,9 @@ class RaftConsensus:
         if p is None:
             return
         p.last_ack_tick = self._tick
+        if m.lease_echo > self._lease_echo.get(m.src, 0.0):
+            # (a refusal echoes too: the follower took us as its leader before checking prev)
+            self._lease_echo[m.src] = m.lease_echo
         if m.success:
             p.match_index = max(p.match_index, m.match_index)
             p.next_index = max(p.next_index, p.match_index + 1)
@@ -502,7 +634,7 @@ class RaftConsensus:
             p.copy_sent_tick = None
             self._advance_commit()
             if self._transfer_target == m.src and p.match_index == self.log.last_index:
-                self._send(TimeoutNow(self.uuid, m.src, self.term))
+                self._send_timeout_now(m.src)
             self._maybe_change_membership()
             return
         p.next_index = max(min(m.retry_index, p.next_index), p.match_index + 1)
@@ -598,8 +730,12 @@ class RaftConsensus:
         self._transfer_target = target
         self._transfer_elapsed = 0
         if self.queue.peers[target].match_index == self.log.last_index:
-            self._send(TimeoutNow(self.uuid, target, self.term))
+            self._send_timeout_now(target)
         return target
+
+    def _send_timeout_now(self, target: str) -> None:
+        self._timeout_now_sent = True
+        self._send(TimeoutNow(self.uuid, target, self.term))
 
     # -- follower --------------------------------------------------------------------------
     def _on_append(self, m: AppendEntries) -> None:
@@ -651,11 +787,11 @@ class RaftConsensus:
         if verified > log.durable_index:
             self._sync_needed = True
         self._send(AppendResponse(self.uuid, m.src, self.term, True, verified, log.last_index,
-                                  self.commit_index))
+                                  self.commit_index, lease_echo=m.lease_sent))
 
     def _refuse(self, m: AppendEntries, retry_index: int) -> None:
         self._send(AppendResponse(self.uuid, m.src, self.term, False, 0, self.log.last_index,
-                                  self.commit_index, retry_index))
+                                  self.commit_index, retry_index, m.lease_sent))
 
     # -- tablet copy, GC -------------------------------------------------------------------
     def install_tablet_copy(self, last: OpId, timestamp: int, committed_config: RaftConfig,

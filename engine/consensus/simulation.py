@@ -16,10 +16,14 @@ The world, advanced one tick at a time:
                below min(Raft's bound, the flushed index + 1)
     network    every message gets a random delay (so reordering), may be lost or duplicated,
                and is dropped across a partition (symmetric or one-way) that later heals
-    clocks     HybridClocks over simulated time, each node skewed, skews jumping
+    clocks     HybridClocks over simulated time, each node skewed, skews jumping; each
+               node's monotonic clock (leader leases) has its own origin, so only
+               differences of one node's readings mean anything
     clients    sequential clients put and get keys through whichever node they think leads;
-               a get goes through the log (read-through-log, so linearizable); an op whose
-               outcome never came back (timeout, crash) is recorded as unknown
+               a get goes through the log (read-through-log), or, half the time when the
+               node leads and holds its lease (`RaftConsensus.lease_valid`) and has applied
+               an entry of its term, is answered from its state at once (a lease read); an
+               op whose outcome never came back (timeout, crash) is recorded as unknown
     config     adding a learner (promoted once caught up), removing a voter, 3-4-3 replace
                (the replaced leader hands over leadership), leadership transfer; a node that
                fell behind the leader's GC'd log is caught up by tablet copy
@@ -35,14 +39,20 @@ Checked after every step (message, tick, proposal), each check incremental:
   - an acknowledged op is never lost (its entry stays the committed one at its index and
     is in the final leader's log)
   - safe time: no entry applied later has a timestamp <= a replica's safe time
+  - leases: while a leader holds its lease, no node leads a later term
 After the faults stop, the network heals and crashed nodes restart: a leader must be elected,
 a new proposal must commit and every member must catch up within `heal_ticks` (liveness),
 all members must then hold the same state, and the clients' history must be linearizable
 (engine/consensus/linearizability.py).
 
 `broken=` swaps in a deliberately wrong node (votes twice in a term, commits without a
-majority) or a wrong client path (leaders answer reads from local state): the tests show
-the simulator catches each.
+majority) or a wrong client path (leaders answer reads from local state without a lease):
+the tests show the simulator catches each. (A node that votes within the lease quiet
+period is *not* caught by random faults in 400 seeds — the window is a few ticks; the
+scenario tests in tests/engine/consensus/test_leases.py cover it.)
+
+`pause(uuid)` / `resume(uuid)` (scenario tests) freeze a node as SIGSTOP does: it neither
+ticks nor sends nor receives, while its monotonic clock runs on.
 """
 
 from __future__ import annotations
@@ -68,6 +78,7 @@ from engine import errors
 FAULTS = ("delay", "loss", "dup", "partition", "crash", "skew", "config", "transfer")
 BROKEN = ("double_vote", "commit_no_majority", "local_reads")
 TICK_US = 10_000  # one tick = 10 ms of simulated time
+TICK_S = TICK_US / 1e6
 
 
 class Violation(Exception):
@@ -96,7 +107,8 @@ class SimOptions:
     broken: str | None = None
     raft: RaftOptions = RaftOptions(heartbeat_ticks=2, election_timeout_ticks=10,
                                     max_batch_entries=8, max_inflight=3,
-                                    log_retention_entries=25, safe_time_noop_ticks=8)
+                                    log_retention_entries=25, safe_time_noop_ticks=8,
+                                    tick_s=TICK_S)
 
 
 # -- deliberately broken nodes (only the simulator builds them) -----------------------------
@@ -136,6 +148,8 @@ class SimNode:
         self.storage = _CheckedLog(sim, uuid)
         self.meta = MemoryMetadataStore(ConsensusMetadata(0, None, config))
         self.skew_us = 0
+        self.mono_origin = 0.0  # this node's monotonic clock reads sim time + this
+        self.paused = False
         self.node: RaftConsensus | None = None
         self.kv: dict = {}
         self.applied = 0
@@ -170,12 +184,13 @@ class Simulation:
         self.clients: list[dict] = [{"id": c, "op": None, "hint": None, "seq": 0}
                                     for c in range(opts.clients)]
         self.stats = {"elections": 0, "tablet_copies": 0, "config_changes": 0, "crashes": 0,
-                      "acked": 0}
+                      "acked": 0, "lease_reads": 0}
         config = RaftConfig(0, tuple(RaftPeer(f"n{i}") for i in range(opts.nodes)))
         for i in range(opts.nodes):
             n = SimNode(self, f"n{i}", config)
             if "skew" in self.faults:
                 n.skew_us = self.rng.randint(-5 * TICK_US, 5 * TICK_US)
+            n.mono_origin = self.rng.uniform(1, 1e6)
             self.nodes[n.uuid] = n
             self._start(n)
 
@@ -190,7 +205,8 @@ class Simulation:
         n.kv, n.applied = dict(kv), index
         cls = _NODE_CLASS[self.opts.broken]
         n.node = cls(n.uuid, n.storage, n.meta.load(), clock,
-                     random.Random(self.rng.random()), self.opts.raft, applied_index=index)
+                     random.Random(self.rng.random()), self.opts.raft, applied_index=index,
+                     monotonic=lambda n=n: self.now * TICK_S + n.mono_origin)
 
     def _crash(self, n: SimNode) -> None:
         self._log(f"crash {n.uuid}")
@@ -219,7 +235,7 @@ class Simulation:
         self._check_leader(n)
 
     def _send(self, m) -> None:
-        if (m.src, m.dest) in self.blocked:
+        if (m.src, m.dest) in self.blocked or self._paused(m.src):
             return
         if "loss" in self.faults and self.rng.random() < 0.05:
             return
@@ -281,6 +297,17 @@ class Simulation:
         n.flushed = (n.applied, dict(n.kv))
         n.storage.gc(min(n.node.log_gc_bound(), n.applied + 1))
 
+    def _paused(self, uuid: str) -> bool:
+        n = self.nodes.get(uuid)
+        return n is not None and n.paused
+
+    def pause(self, uuid: str) -> None:
+        """Freeze a node as SIGSTOP would (see the module docstring)."""
+        self.nodes[uuid].paused = True
+
+    def resume(self, uuid: str) -> None:
+        self.nodes[uuid].paused = False
+
     # -- checks ----------------------------------------------------------------------------
     def _check_entry(self, uuid: str, e: LogEntry, prev_term, prev_ts) -> None:
         sig = (prev_term, e.timestamp, e.type, e.body)
@@ -311,6 +338,13 @@ class Simulation:
                                     f"without committed entry {i}")
 
     def _check_tick(self) -> None:
+        leaders = [n for n in self.nodes.values() if n.alive and n.node.is_leader]
+        for n in leaders:
+            if n.node.lease_valid():
+                for m in leaders:
+                    if m.node.term > n.node.term:
+                        raise Violation(f"lease: {n.uuid} holds its term-{n.node.term} lease "
+                                        f"while {m.uuid} leads term {m.node.term}")
         for n in self.nodes.values():
             if n.alive:
                 nxt = self.committed.get(n.applied + 1)
@@ -337,7 +371,7 @@ class Simulation:
             self._client_op(c)
 
     def _client_op(self, c: dict, kind: str | None = None) -> ClientOp | None:
-        live = [n for n in self.nodes.values() if n.alive]
+        live = [n for n in self.nodes.values() if n.alive and not n.paused]
         if not live:
             return None
         target = self.nodes.get(c["hint"]) if c["hint"] else None
@@ -347,8 +381,13 @@ class Simulation:
         kind = kind or self.rng.choice(("put", "get"))
         key = f"k{self.rng.randrange(self.opts.keys)}"
         value = f"c{c['id']}-{c['seq']}" if kind == "put" else None
-        if kind == "get" and self.opts.broken == "local_reads" and target.node.is_leader:
-            # BROKEN: a leader answers from its local state without checking it still leads
+        node = target.node
+        lease_read = kind == "get" and node.is_leader and (
+            self.opts.broken == "local_reads"  # BROKEN: no check that it still leads
+            or (node.lease_valid() and node.log.term(node.last_applied) == node.term
+                and self.rng.random() < 0.5))
+        if lease_read:
+            self.stats["lease_reads"] += 1
             self.events += 1
             op = ClientOp(c["id"], kind, key, None, self.events)
             self.events += 1
@@ -470,17 +509,17 @@ class Simulation:
         while self.net and self.net[0][0] <= self.now:
             _, _, m = heapq.heappop(self.net)
             n = self.nodes.get(m.dest)
-            if n is None or not n.alive or (m.src, m.dest) in self.blocked:
+            if n is None or not n.alive or n.paused or (m.src, m.dest) in self.blocked:
                 continue
             n.node.step(m)
             self._drive(n)
         for n in list(self.nodes.values()):
-            if n.alive:
+            if n.alive and not n.paused:
                 n.node.tick()
                 self._drive(n)
         self._clients(healing=not faults)
         for n in list(self.nodes.values()):
-            if not n.alive:
+            if not n.alive or n.paused:
                 continue
             if n.storage.last_index > n.storage.durable_index and self.rng.random() < 0.5:
                 n.storage.sync()

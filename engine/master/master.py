@@ -92,7 +92,7 @@ from engine.catalog.catalog import ColumnExists, TableExists, _check_identifier,
 from engine.catalog.partition import RangePartitionExists
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.partition import PartitionSchema
-from engine.clock import HybridClock
+from engine.clock import DEFAULT_MAX_ERROR_S, HybridClock
 from engine.consensus.consensus_metadata import ConsensusMetadata
 from engine.consensus.messages import RaftConfig, RaftPeer
 from engine.consensus.raft import RaftOptions
@@ -119,7 +119,8 @@ class Master:
                  masters: list[str] | None = None, tick_ms: int = 100,
                  election_ticks: int = 10, tserver_unresponsive_s: float = 60.0,
                  fsync: bool = True, http_port: int | None = None,
-                 http_host: str = "127.0.0.1", tls: TlsConfig | None = None):
+                 http_host: str = "127.0.0.1", tls: TlsConfig | None = None,
+                 max_clock_error_s: float = DEFAULT_MAX_ERROR_S):
         self.data_dir = data_dir
         self.tserver_unresponsive_s = tserver_unresponsive_s
         self.rpc_client = RpcClient(secret, tls=tls)  # other masters, tablet servers
@@ -156,9 +157,13 @@ class Master:
         if not os.path.exists(os.path.join(d, "consensus-meta.json")):
             cfg = RaftConfig(0, tuple(RaftPeer(m, addr=m) for m in masters))
             RaftHost.create_metadata(d, ConsensusMetadata(0, None, cfg), fsync)
-        self.catalog = SysCatalog("sys-catalog", self.uuid, d, HybridClock(), self.transport,
+        # tick_s: the sys catalog's ticks (`_tick_loop`: a wait of tick_s between rounds)
+        # never come faster, as Raft's quiet period needs (engine/consensus/raft.py)
+        self.catalog = SysCatalog("sys-catalog", self.uuid, d,
+                                  HybridClock(max_error_s=max_clock_error_s), self.transport,
                                   RaftOptions(heartbeat_ticks=1,
-                                              election_timeout_ticks=election_ticks),
+                                              election_timeout_ticks=election_ticks,
+                                              tick_s=tick_ms / 1000),
                                   fsync=fsync)
         self._tick_s = tick_ms / 1000
         self._leader_since: float | None = None

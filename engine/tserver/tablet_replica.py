@@ -62,9 +62,16 @@ and stopped (RaftHost.fail); `on_failed` fails its waiting writes and calls the 
 hook (`on_replica_failed`: off the maintenance manager, report to the master now).
 
 Reads are served by the leader once it has applied an entry of its own term (before that a
-new leader may not have applied everything committed). A snapshot read at `ts` first moves
-the clock past `ts` and waits until every entry the leader had appended is applied, so no
-op with a timestamp <= ts is still on its way (the leader's safe time).
+new leader may not have applied everything committed) and while it holds its leader lease
+(`check_leader_ready(lease=True)`; engine/consensus/raft.py, Leader leases): a deposed
+leader that has not noticed yet (paused, partitioned) must not answer from stale state.
+Without a lease the read waits up to two heartbeat periods for the next round of echoes to
+renew it, then is refused retryably (RemoteError: the client tries the other replicas). A
+snapshot read at `ts` first moves the clock past `ts` (bounded: `--max-clock-error`,
+engine/clock.py) and waits until the log entry `RaftConsensus.snapshot_barrier` names is
+applied with its term: every entry the leader had appended, plus a NO_OP stamped above
+`ts` when `ts` is above all of them, so no op with a timestamp <= ts is still on its way
+(the leader's safe time) and no later leader stamps a write at or below `ts`.
 
 Snapshot reads on any replica (READ_AT_SNAPSHOT, `wait_safe_follower`): a replica may serve
 a read at `ts` once it has applied an entry stamped >= ts (timestamps increase along the
@@ -472,15 +479,33 @@ class TabletReplica(RaftHost):
         return NotLeader(f"replica {self.uuid} of tablet {self.tablet_id} is not the leader",
                          self.raft.leader_uuid)
 
-    def check_leader_ready(self) -> None:
-        """Raise unless this replica leads and has applied an entry of its own term."""
-        with self.lock:
-            r = self.raft
-            if not r.is_leader:
-                raise self._not_leader()
-            if self.storage.term(r.last_applied) != r.term:
-                raise RemoteError(f"tablet {self.tablet_id}: the new leader is still "
-                                  f"catching up; retry", self.uuid)
+    def check_leader_ready(self, lease: bool = False) -> None:
+        """Raise unless this replica leads and has applied an entry of its own term; with
+        `lease` (reads), also unless it holds its leader lease: if it does not, wait for
+        the next heartbeat round to renew it, at most two heartbeat periods (no round trip
+        of its own while the lease holds), then refuse retryably."""
+        deadline = None
+        while True:
+            with self.lock:
+                r = self.raft
+                if not r.is_leader:
+                    raise self._not_leader()
+                if self.storage.term(r.last_applied) != r.term:
+                    raise RemoteError(f"tablet {self.tablet_id}: the new leader is still "
+                                      f"catching up; retry", self.uuid)
+                if not lease or r.lease_valid():
+                    return
+                o = r.opts
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + 2 * o.heartbeat_ticks * o.tick_s
+            elif now >= deadline:
+                raise RemoteError(
+                    f"replica {self.uuid} of tablet {self.tablet_id} leads but a majority "
+                    f"has not confirmed its leader lease within "
+                    f"{2 * o.heartbeat_ticks * o.tick_s:.2f} s (it may have been deposed); "
+                    f"retry", None)
+            time.sleep(min(deadline - now, o.tick_s / 5))
 
     def write(self, client_id: str, seq: int, first_incomplete: int, ops: np.ndarray,
               rows: pa.Table, timeout_s: float, schema_version: int | None = None) -> dict:
@@ -567,12 +592,20 @@ class TabletReplica(RaftHost):
         return out
 
     def wait_safe(self, ts: int, timeout_s: float = 10.0) -> int:
-        """(Leader) make a read at `ts` safe here; returns the log index every entry with a
-        timestamp <= ts is at or below (what a follower must apply to read at ts)."""
-        self.check_leader_ready()
-        self.clock.update(ts)
+        """(Leader, holding its lease) make a read at `ts` safe here; returns the log index
+        every entry with a timestamp <= ts is at or below (what a follower must apply to
+        read at ts). Waits until the barrier entry (`RaftConsensus.snapshot_barrier`: the
+        last one, or a NO_OP stamped above ts) is applied with its term, i.e. committed:
+        then no future leader stamps a write at or below ts. A `ts` more than the maximum
+        clock error ahead is refused (ClockError, 22008)."""
+        self.check_leader_ready(lease=True)
+        self.clock.update_bounded(ts)
         with self.lock:
-            target = self.storage.last_index
+            try:
+                target, term = self.raft.snapshot_barrier(ts)
+            except NotLeader:
+                raise self._not_leader() from None
+            self.process()
         deadline = time.monotonic() + timeout_s
         with self._applied_cond:
             while self._view.applied < target:  # (raft.last_applied moves before apply)
@@ -581,6 +614,11 @@ class TabletReplica(RaftHost):
                     raise RemoteError(f"tablet {self.tablet_id}: timed out waiting for safe "
                                       f"time", None)
                 self._applied_cond.wait(min(left, 0.05))
+        with self.lock:
+            got = self.storage.term(target)  # None: GC'd or copied over, so committed
+        if got is not None and got != term:  # a new leader's entry took the index: ours was never committed
+            raise RemoteError(f"tablet {self.tablet_id}: leadership changed while making "
+                              f"the snapshot safe; retry", self.raft.leader_uuid)
         self.tablet.wait_safe(ts)
         return target
 

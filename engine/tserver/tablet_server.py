@@ -76,7 +76,15 @@ safety violation, a failed apply or tablet copy install) stays in `replicas`, st
 FAILED, off the maintenance manager. `delete_replica` removes either kind.
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
-running here); clients route with them (engine/client).
+running here, a leader whose lease a majority has not confirmed); clients route with them
+(engine/client).
+
+Reads on the leader (`lookup`, `tablet_ts`, `wait_safe`, `safe_index`, and scans: READ_LATEST,
+the ordered scan's pin, a snapshot made safe) are answered only while the replica holds its
+leader lease (TabletReplica.check_leader_ready, engine/consensus/raft.py): READ_LATEST
+sees every write acknowledged before it started. Timestamps from clients (`ts` of writes
+and scans, snapshots) move the clock only up to `--max-clock-error` ahead of the wall clock
+(`HybridClock.update_bounded`; beyond it the request fails with 22008).
 
 TLS: with `tls` (`--rpc-cert/--rpc-key`, engine/rpc) the RPC server speaks TLS and so does
 this server's own client (heartbeats, Raft to peers, tablet copies), trusting `--rpc-ca`; a
@@ -105,7 +113,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
-from engine.clock import HybridClock
+from engine.clock import DEFAULT_MAX_ERROR_S, HybridClock
 from engine.config import TabletConfig
 from engine.consensus.consensus_metadata import CMETA_FILE, FileMetadataStore
 from engine.consensus.raft import NotLeader, RaftOptions
@@ -196,20 +204,23 @@ class TabletServer:
                  fsync: bool = True, tablet_config: TabletConfig | None = None,
                  log_retention_entries: int = 10_000, http_port: int | None = None,
                  http_host: str = "127.0.0.1", tls: TlsConfig | None = None,
-                 wal_segment_bytes: int | None = None):
+                 wal_segment_bytes: int | None = None,
+                 max_clock_error_s: float = DEFAULT_MAX_ERROR_S):
         os.makedirs(os.path.join(data_dir, "tablets"), exist_ok=True)
         self.data_dir = data_dir
         self.uuid = load_or_create_uuid(data_dir)
         self.masters = list(masters)
         self.tick_s = tick_ms / 1000
         self.heartbeat_s = heartbeat_ms / 1000
+        # tick_s: leader leases rely on `_tick_loop` never ticking faster than this
         self.raft_options = RaftOptions(heartbeat_ticks=1, election_timeout_ticks=election_ticks,
-                                        log_retention_entries=log_retention_entries)
+                                        log_retention_entries=log_retention_entries,
+                                        tick_s=self.tick_s)
         self.config = tablet_config or TabletConfig(fsync=fsync,
                                                     wal_sync="commit" if fsync else "never")
         if wal_segment_bytes:
             self.config = dataclasses.replace(self.config, wal_segment_bytes=wal_segment_bytes)
-        self.clock = HybridClock()
+        self.clock = HybridClock(max_error_s=max_clock_error_s)
         self.rpc_client = RpcClient(secret, tls=tls)  # masters, Raft peers, tablet copies
         self.transport = Transport(self.rpc_client)
         self.directory: dict[str, str] = {}  # server uuid -> address (from the master)
@@ -462,6 +473,10 @@ class TabletServer:
         return None
 
     def _tick_loop(self) -> None:
+        """Tick every replica on a grid `tick_s` apart. Never faster than that (leader
+        leases count on it, engine/consensus/raft.py): each round waits for the next grid
+        point, and after a late round the grid restarts from now, later, instead of
+        catching up with a burst of ticks."""
         nxt = time.monotonic()
         while not self._stop.is_set():
             nxt += self.tick_s
@@ -552,7 +567,7 @@ class TabletServer:
     def _h_write(self, cmd: dict, table: pa.Table) -> dict:
         r = self.replica(cmd["tablet"])
         if cmd.get("ts"):
-            self.clock.update(cmd["ts"])
+            self.clock.update_bounded(cmd["ts"])
         ops = table.column(OP_COLUMN).to_numpy().astype(np.int8)
         rows = table.drop_columns([OP_COLUMN])
         return r.write(cmd["client_id"], cmd["seq"], cmd.get("first_incomplete", 0), ops,
@@ -565,10 +580,10 @@ class TabletServer:
     def _h_scan(self, t: dict):
         r = self.replica(t["tablet"])
         if t.get("ts"):
-            self.clock.update(t["ts"])
+            self.clock.update_bounded(t["ts"])
         snapshot = t.get("snapshot")
         try:
-            r.check_leader_ready()
+            r.check_leader_ready(lease=True)
             if snapshot is None and t.get("ordered"):
                 # READ_LATEST that may have to resume: pinned to the latest committed
                 # timestamp, made safe; every batch carries it (docs/cluster.md, Scans)
@@ -606,14 +621,14 @@ class TabletServer:
 
     def _h_lookup(self, p: dict):
         r = self.replica(p["tablet"])
-        r.check_leader_ready()
+        r.check_leader_ready(lease=True)
         snap = _snapshot(r, p.get("snapshot"))
         _check_version(r, p.get("schema_version"))
         return r.tablet.lookup(tuple(p["key"]), p.get("columns"), snap)
 
     def _h_tablet_ts(self, p: dict) -> int:
         r = self.replica(p["tablet"])
-        r.check_leader_ready()
+        r.check_leader_ready(lease=True)
         return r.tablet.current_timestamp()
 
     def _h_wait_safe(self, p: dict) -> None:

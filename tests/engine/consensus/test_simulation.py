@@ -56,7 +56,7 @@ def test_the_faults_really_happen():
 @pytest.mark.parametrize("broken,expect", [
     ("double_vote", ("two leaders in term", "log matching")),
     ("commit_no_majority", ("leader completeness", "state machine safety",
-                            "acknowledged op")),
+                            "acknowledged op", "overwrites committed entry")),
     ("local_reads", ("not linearizable",)),
 ])
 def test_a_broken_rule_is_caught(broken, expect):

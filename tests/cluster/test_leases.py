@@ -1,0 +1,54 @@
+"""Leader leases on real tablet servers (three in-process servers, real RPC): a leader
+cut off from its followers that has not noticed yet — it neither ticks nor hears anything,
+as after a SIGSTOP it was just resumed from — must not answer a lookup from its stale
+state once a new leader took a write (engine/consensus/raft.py, Leader leases;
+TabletReplica.check_leader_ready)."""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pytest
+
+from engine.rpc.rpc import RemoteError
+from tests.cluster.test_tserver import _leader, _wait, _write, servers  # noqa: F401
+
+
+def _put(c, t, key: int, value: str):
+    return c.put(t.addr, {"tablet": "t1", "client_id": "c2", "seq": 1},
+                 pa.table({"k": pa.array([key], pa.int64()), "v": [value],
+                           "__op": pa.array([2], pa.int8())}))  # 2: UPDATE
+
+
+def test_a_cut_off_leader_refuses_lookups_after_a_new_leader_took_a_write(servers):
+    ts, c = servers["ts"], servers["client"]
+    _write(c, ts, 1, [1])
+    old = _leader(ts)
+    r = old.replicas["t1"]
+    assert c.call(old.addr, "lookup", {"tablet": "t1", "key": [1]})["v"] == "v1"
+    # freeze its Raft side (as SIGSTOP would): no ticks, nothing in, nothing out; its RPC
+    # server still answers, as a resumed process does before its threads catch up
+    r.tick = lambda: None
+    r.deliver = lambda msgs, executor: None
+    old.transport.send = lambda addr, group, msg: None
+    others = [t for t in ts if t is not old]
+    new = _leader(others, timeout=15)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            _put(c, new, 1, "new")
+            break
+        except RemoteError:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    _wait(lambda: c.call(new.addr, "lookup", {"tablet": "t1", "key": [1]})["v"] == "new")
+    assert r.raft.is_leader  # it still believes it leads
+    t0 = time.monotonic()
+    with pytest.raises(RemoteError) as ei:
+        c.call(old.addr, "lookup", {"tablet": "t1", "key": [1]})
+    assert "lease" in str(ei.value)
+    # bounded: it waited for at most two heartbeat periods for a renewal (30 ms ticks)
+    assert time.monotonic() - t0 < 2.0
+    with pytest.raises(RemoteError):
+        c.call(old.addr, "tablet_ts", {"tablet": "t1"})
