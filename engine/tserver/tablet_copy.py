@@ -10,7 +10,10 @@ Source side (`CopySessions`, on the server of the replica named in StartTabletCo
         directory — the links pin exactly that version even if compactions delete the
         originals later. The answer names the files and sizes, `last` = (term, A), A's
         timestamp, the committed Raft configuration, the source's term and the log suffix
-        (entries A+1 .. last: retained, since the log is never GC'd past the anchor).
+        (entries A+1 .. last: retained, since the log is never GC'd past the anchor). The
+        files include the result tracker's checkpoint as of A (`result-tracker-<A>.bin`,
+        engine/tserver/result_tracker.py), so a copied replica recognises retries of
+        requests applied before A and decides later entries exactly as the source did.
     copy_fetch {session, file, offset, length} -> bytes (with their CRC32)
     copy_end {session}: the links are removed
 
@@ -19,7 +22,9 @@ replica ignores Raft traffic (`copying`): begin, fetch every file into `tablet.c
 (checked against size and CRC), then under the replica's lock — unless the copy is stale
 (RaftConsensus would refuse it: older term, not ahead of our commit index) — swap the
 directory in, reopen the Tablet and call `install_tablet_copy(last, ts, config, suffix,
-term)`, which resets the Raft log to continue after A. A crash in the middle of the swap
+term)`, which resets the Raft log to continue after A; the result tracker is then loaded
+from the copied checkpoint (it came in with the directory, so it is in place exactly when
+the data is). A crash in the middle of the swap
 leaves `tablet.copy/` or `tablet.old/` behind; the replica is then reopened from whichever
 `tablet/` exists (a partial copy is never renamed into place).
 """
@@ -62,6 +67,9 @@ class CopySessions:
             tablet.flush_dms()
             with tablet._flush_lock:  # no flush or compaction swaps files while we link
                 a = tablet._anchor_index() - 1
+                # the result tracker as of A, in the tablet directory (normally written
+                # when the anchor moved to A+1; here if not yet): linked with the data
+                replica._ckpt.prepare(a)
                 src = tablet.path
                 files = []
                 try:
