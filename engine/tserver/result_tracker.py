@@ -61,11 +61,7 @@ _MAGIC = b"KSQLRT01"
 _HDR = struct.Struct("<8sI")
 
 
-class StaleRequest(errors.EngineError):
-    """A request below its client's first_incomplete: never applied (see the docstring).
-    XX000: a client only sends numbers it still waits for, so a waiting client that gets
-    this reached a state it should not (its id reused, a bug); running the statement again
-    would hide that, so it is not 40001."""
+StaleRequest = errors.StaleRequest
 
 
 def stale_result(client_id: str, seq: int, stale_before: int) -> dict:
