@@ -4,6 +4,8 @@
                       persistence order of docs/consensus.md; Transport: ships Raft messages
                       to peers over RPC (shared with the master's sys catalog)
     tablet_replica.py TabletReplica: RaftHost + Tablet + result tracker
+    result_tracker.py exactly-once writes: the apply-time decision (duplicate, STALE, apply)
+                      from the log alone, and its checkpoints in the tablet directory
     tablet_copy.py    tablet copy: source sessions (hard-linked files) and the fetch loop
     tablet_server.py  TabletServer: the process (RPC handlers, tick loop, heartbeats)
     status.py         replica states (RUNNING, BOOTSTRAPPING, COPYING, STOPPED), the
