@@ -290,7 +290,7 @@ class TrackerCheckpoints:
         """The state at `flushed`: the newest checkpoint at or below it, then the write
         entries `entries(lo)` yields from lo on (index <= flushed) registered on top.
         Returns (checkpoints, the live tracker at `flushed`, entries registered)."""
-        idx = [i for i in checkpoint_indexes(directory)]
+        idx = checkpoint_indexes(directory)
         below = [i for i in idx if i <= flushed]
         for i in idx:
             if i > flushed:  # written just before a metadata write that did not happen

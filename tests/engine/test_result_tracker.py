@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import pytest
 
 from engine import errors
 from engine.clock import HybridClock, LOGICAL_BITS
