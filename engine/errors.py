@@ -49,3 +49,10 @@ class ServiceUnavailable(EngineError):
     """Memory pressure: the write was refused, retry later."""
 
     sqlstate = "53200"
+
+
+class StaleRequest(EngineError):
+    """A write below its client's first_incomplete mark (engine/tserver/result_tracker.py):
+    never applied. XX000, not 40001: a client only sends numbers it still waits for, so a
+    waiting client that gets this reached a state it should not (its id reused, a bug), and
+    running the statement again automatically would hide that."""

@@ -38,8 +38,10 @@ straight to the leaders.
 
 Exactly once. A ClusterClient has a random client id; every write gets the next sequence
 number and keeps it across all its retries, so the tablet servers' result tracker applies it
-once (engine/tserver/tablet_replica.py). Each request also carries the lowest sequence
-number still outstanding, which lets servers forget older results.
+once (engine/tserver/result_tracker.py). Each request also carries the lowest sequence
+number still outstanding (first_incomplete), which goes into the request's Raft entry: the
+replicas forget older results and refuse a copy of an older request that arrives late
+(STALE: `errors.StaleRequest`, XX000, raised at once, not retried).
 
 Schema versions. Writes, scans and lookups carry the table's schema version they were
 built for. A tablet at another version refuses a write whole with its schema; the client
@@ -577,8 +579,12 @@ class RemoteTablet:
                 f'table "{self.meta.name}" kept changing (ALTER TABLE) while a write to '
                 f"tablet {self.tablet_id} was converted to its schema; run it again")
         if "error" in out:
+            # refused as a whole, decided at apply time (the same on every replica): not
+            # retried. A STALE answer (errors.StaleRequest) keeps its class.
             e = out["error"]
-            err = errors.EngineError(e["message"])
+            cls = errors.StaleRequest if e.get("class") == "StaleRequest" else errors.EngineError
+            err = cls(f"tablet {self.tablet_id}: {e['message']}"
+                      if cls is errors.StaleRequest else e["message"])
             err.sqlstate = e["sqlstate"]
             raise err
         c.observe_ts(out["timestamp"])

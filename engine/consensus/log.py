@@ -24,7 +24,9 @@ file truncated there. Any other bad record stops the open with `Corruption` nami
 and offset: silently skipping an acknowledged write would be data loss.
 
 Segment GC (`gc(anchor)`): a segment whose entries all precede the log anchor (the oldest
-index whose effects are not yet in flushed files) is deleted.
+index whose effects are not yet in flushed files) is deleted. `before_anchor(anchor)` is
+called by the tablet before it persists a new anchor (a no-op here; a replica's log view
+checkpoints its result tracker there, engine/tserver/result_tracker.py).
 
 Raft (engine/consensus/raft.py, through `log_storage.WalLogStorage`) also needs: reading an
 index range of an open log without recovery side effects (`read_range`), cutting a divergent
@@ -327,6 +329,10 @@ class Log:
         with self._lock:
             i = bisect.bisect_left(self._index_ts, (index, -1))
             return self._index_ts[i][1] if i < len(self._index_ts) else None
+
+    def before_anchor(self, anchor_index: int) -> None:
+        """Called by the tablet before it persists metadata with this replay anchor (a
+        replicated tablet's log view checkpoints its result tracker here); nothing here."""
 
     def gc(self, anchor_index: int) -> int:
         """Delete segments whose entries all have index < anchor_index."""

@@ -189,6 +189,7 @@ class Tablet(TabletWriter, TabletMaintenance):
 
     def _persist_metadata(self, schema: tuple[Schema, int] | None = None) -> None:
         """Write tablet metadata atomically (caller holds the write lock), then GC the log.
+        The log hears the new anchor before the write too (`before_anchor`).
 
         Stores with nothing unflushed are advanced to the last op index first: every op so
         far is durable as far as they are concerned, so they must not hold back log GC.
@@ -202,6 +203,10 @@ class Tablet(TabletWriter, TabletMaintenance):
         for d in comps.drss:
             d.advance_flushed_index_if_clean(last)
         schema, version = schema or (self.schema, self.schema_version)
+        # state kept beside the data as of the new flushed index (a replica's result
+        # tracker) is made durable first: the metadata below makes the log before the
+        # anchor unneeded
+        self.log.before_anchor(self._anchor_index())
         TabletMetadata(schema, version, self._next_rowset_id, self._next_mrs_id,
                        max(self.mvcc.last_committed(), self._last_ts),
                        self._mrs_flushed_index, tuple(d.metadata() for d in comps.drss)

@@ -5,6 +5,8 @@
                       to peers over RPC (shared with the master's sys catalog); a safety
                       violation or failed apply stops the peer (FAILED)
     tablet_replica.py TabletReplica: RaftHost + Tablet + result tracker
+    result_tracker.py exactly-once writes: the apply-time decision (duplicate, STALE, apply)
+                      from the log alone, and its checkpoints in the tablet directory
     tablet_copy.py    tablet copy: source sessions (hard-linked files), the fetch loop and
                       the atomic install (staging, one-rename commit, recovery at open)
     tablet_server.py  TabletServer: the process (RPC handlers, tick loop, heartbeats)

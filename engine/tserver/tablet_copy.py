@@ -10,7 +10,10 @@ Source side (`CopySessions`, on the server of the replica named in StartTabletCo
         directory — the links pin exactly that version even if compactions delete the
         originals later. The answer names the files and sizes, `last` = (term, A), A's
         timestamp, the committed Raft configuration, the source's term and the log suffix
-        (entries A+1 .. last: retained, since the log is never GC'd past the anchor).
+        (entries A+1 .. last: retained, since the log is never GC'd past the anchor). The
+        files include the result tracker's checkpoint as of A (`result-tracker-<A>.bin`,
+        engine/tserver/result_tracker.py), so a copied replica recognises retries of
+        requests applied before A and decides later entries exactly as the source did.
     copy_fetch {session, file, offset, length} -> bytes (with their CRC32)
     copy_end {session}: the links are removed
 
@@ -53,6 +56,9 @@ Failpoints (tests): with KUDUSQL_TABLET_COPY_FAILPOINT=<step> the process exits 
 (os._exit, no cleanup: what kill -9 leaves) when the install reaches <step>, one of
 INSTALL_STEPS; with <step>:raise it raises `CopyFailpoint` there instead, and the files are
 left as that crash would leave them (the replica is FAILED if its old state was closed).
+The result tracker's checkpoint (result_tracker.py) is an ordinary file of the tablet
+directory, written by the source at A under the flush lock: it is installed with the data
+in the same commit, and `TabletReplica.install_copy` loads it.
 """
 
 from __future__ import annotations
@@ -126,6 +132,9 @@ class CopySessions:
             tablet.flush_dms()
             with tablet._flush_lock:  # no flush or compaction swaps files while we link
                 a = tablet._anchor_index() - 1
+                # the result tracker as of A, in the tablet directory (normally written
+                # when the anchor moved to A+1; here if not yet): linked with the data
+                replica._ckpt.prepare(a)
                 src = tablet.path
                 files = []
                 try:

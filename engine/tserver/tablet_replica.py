@@ -32,20 +32,26 @@ a sole voter, RF=1, also after a restart) campaigns at once instead of after an 
 timeout (`_eager_ticks`, each tick until a leader is known); the server reports role
 changes to the master at once, so a CREATE TABLE can wait for its leaders (engine/client).
 
-Exactly once (Kudu's ResultTracker). A request carries (client id, sequence number); the
-result of every applied request is remembered per client, so
+Exactly once (result_tracker.py, Kudu's ResultTracker). A request carries (client id,
+sequence number, first_incomplete), all three inside its Raft entry's envelope
+(`encode_request`), and every replica decides about each write entry at apply time from
+the log prefix alone (`ResultTracker.step`): recorded at an earlier index -> skipped, the
+stored result; below the client's first_incomplete mark -> skipped, STALE (XX000); else
+applied and recorded. So
   - a retry that reaches a replica which has applied it gets the stored result;
   - a retry of a request still pending here waits for the same entry;
   - a retry proposed again while an earlier copy is in the log (a leader change in
-    between) is caught *at apply time*: the second entry finds the id applied and is
-    skipped on every replica alike (apply is deterministic in log order).
-Clients send the lowest sequence number they still wait for; results below it are dropped
-(on the leader), and results older than 10 minutes on every replica (`ResultTracker`).
-The tracker is rebuilt from the entries re-applied after a restart (those after the flushed
-state); a retry of a request older than that is not recognised (documented limit).
+    between) is skipped on every replica alike;
+  - replicas never decide differently: expiry (clients idle for 10 minutes) counts in the
+    entries' hybrid timestamps, not a local clock, and the state survives what used to
+    reset it — a restart (a checkpoint as of the flushed index, written before the tablet's
+    metadata moves it and hence before the log below it is GC'd) and a tablet copy (the
+    checkpoint is a file of the copied tablet directory).
+The leader answers a retry it can already decide (`lookup`) without proposing it.
 
-The tablet's log view. The Tablet asks its `log` for the last index (to stamp flushes) and
-to GC below its replay anchor. Here `last_index` is the last *applied* index, and GC only
+The tablet's log view. The Tablet asks its `log` for the last index (to stamp flushes), tells
+it a new replay anchor before persisting it (`before_anchor`: the tracker checkpoint) and
+asks it to GC below the anchor after. Here `last_index` is the last *applied* index, and GC only
 records the anchor: the host GCs the Raft log under its lock, below min(anchor, Raft's own
 bound) — never from inside the tablet's write lock, which apply holds.
 
@@ -114,6 +120,7 @@ from engine.tserver.tablet_copy import (
     run_copy,
     stage_install,
 )
+from engine.tserver.result_tracker import ResultTracker, TrackerCheckpoints
 
 GC_MIN_ENTRIES = 1000  # the Raft log is GC'd in steps of at least this many entries
 REPLICATED_WRITE = 4  # a Raft log entry type: request id envelope + WriteOp body
@@ -122,79 +129,46 @@ ALTER_SCHEMA = 6  # a Raft log entry type: JSON {schema, version} (ALTER TABLE c
 VERSIONED_WRITE = 7
 _VERSION = struct.Struct("<I")
 REPLICA_FILE = "replica.json"
+# The request id envelope: u16 client id length | u64 seq | [u64 first_incomplete] | client
+# id | WriteOp. Bit 15 of the length says first_incomplete is there (entries written before
+# it was added have it clear and decode with first_incomplete 0: they never raise a mark).
 _ENV = struct.Struct("<HQ")
+_FI = struct.Struct("<Q")
+_HAS_FI = 0x8000
 log = logging.getLogger(__name__)
 
 
-def encode_request(client_id: str, seq: int, op: WriteOp) -> bytes:
+def encode_request(client_id: str, seq: int, op: WriteOp, first_incomplete: int = 0) -> bytes:
     cid = client_id.encode()
-    return _ENV.pack(len(cid), seq) + cid + op.encode()
+    return _ENV.pack(len(cid) | _HAS_FI, seq) + _FI.pack(first_incomplete) + cid + op.encode()
 
 
-def decode_request(body: bytes) -> tuple[str, int, bytes]:
+def decode_request(body: bytes) -> tuple[str, int, int, bytes]:
+    """(client id, seq, first_incomplete, WriteOp bytes) of a REPLICATED_WRITE body."""
     n, seq = _ENV.unpack_from(body, 0)
-    off = _ENV.size
-    return body[off:off + n].decode(), seq, body[off + n:]
+    off, fi = _ENV.size, 0
+    if n & _HAS_FI:
+        n &= ~_HAS_FI
+        fi = _FI.unpack_from(body, off)[0]
+        off += _FI.size
+    return body[off:off + n].decode(), seq, fi, body[off + n:]
+
+
+def write_request(e: LogEntry) -> tuple[str, int, int, int | None, bytes] | None:
+    """(client id, seq, first_incomplete, schema version or None, WriteOp bytes) of a write
+    entry; None for other entry types."""
+    if e.type != REPLICATED_WRITE and e.type != VERSIONED_WRITE:
+        return None
+    body, version = e.body, None
+    if e.type == VERSIONED_WRITE:
+        version = _VERSION.unpack_from(body, 0)[0]
+        body = body[_VERSION.size:]
+    cid, seq, fi, body = decode_request(body)
+    return cid, seq, fi, version, body
 
 
 class TabletNotRunning(RemoteError):
     """This server holds no running replica of the tablet (retry elsewhere)."""
-
-
-class ResultTracker:
-    """Results of applied requests by (client id, sequence number), for exactly-once retries.
-
-    Two ways a result is forgotten (Kudu's ResultTracker does both):
-      - `gc(client, first_incomplete)`: the client no longer waits for anything below that
-        number (sent with each write; only the leader sees it, so only it prunes this way);
-      - age: a result recorded more than `retain_s` ago is dropped on every replica, and a
-        client with nothing left is forgotten. Without this a follower, which never sees
-        `first_incomplete`, kept every result it ever applied, and every client id (each
-        front end, Spark executor and restart makes a new one) stayed forever. A retry
-        comes within the client's operation deadline (30 s by default), so the default of
-        10 minutes keeps every result a retry can still ask for.
-    The sweep runs from `record`, at most every `retain_s / 10`.
-    """
-
-    RETAIN_S = 600.0
-
-    def __init__(self, retain_s: float = RETAIN_S, clock=time.monotonic):
-        self._done: dict[str, dict[int, tuple[float, dict]]] = {}
-        self._retain_s = retain_s
-        self._clock = clock
-        self._next_sweep = clock() + retain_s / 10
-
-    def get(self, client_id: str, seq: int) -> dict | None:
-        got = self._done.get(client_id, {}).get(seq)
-        return None if got is None else got[1]
-
-    def record(self, client_id: str, seq: int, result: dict) -> None:
-        now = self._clock()
-        self._done.setdefault(client_id, {})[seq] = (now, result)
-        if now >= self._next_sweep:
-            self._sweep(now)
-
-    def gc(self, client_id: str, first_incomplete: int) -> None:
-        d = self._done.get(client_id)
-        if d and len(d) > 64:
-            for s in [s for s in d if s < first_incomplete]:
-                del d[s]
-
-    def _sweep(self, now: float) -> None:
-        self._next_sweep = now + self._retain_s / 10
-        oldest = now - self._retain_s
-        for cid in list(self._done):
-            d = self._done[cid]
-            for s in [s for s, (t, _) in d.items() if t < oldest]:
-                del d[s]
-            if not d:
-                del self._done[cid]
-
-    def __len__(self) -> int:
-        return sum(len(d) for d in self._done.values())
-
-    def clients(self) -> int:
-        return len(self._done)
 
 
 class _RaftLogView:
@@ -212,7 +186,15 @@ class _RaftLogView:
     def next_index(self) -> int:
         raise errors.InvalidArgument("a replicated tablet is written through Raft only")
 
+    def before_anchor(self, anchor_index: int) -> None:
+        ckpt = self.replica._ckpt
+        if ckpt is not None:  # the result tracker as of the new flushed index, on disk
+            ckpt.prepare(anchor_index - 1)
+
     def gc(self, anchor_index: int) -> int:
+        ckpt = self.replica._ckpt
+        if ckpt is not None:
+            ckpt.release(anchor_index - 1)
         self.anchor = anchor_index
         return 0
 
@@ -257,6 +239,7 @@ class TabletReplica(RaftHost):
         tablet = self.tablet = self._open_tablet(os.path.join(directory, "tablet"))
         applied = tablet._anchor_index() - 1
         self._view.applied = applied
+        self._ckpt: TrackerCheckpoints | None = None  # set once the log is open (below)
         self.tracker = ResultTracker()
         self._waiters: dict[int, tuple[int, cf.Future]] = {}
         self._inflight: dict[tuple[str, int], cf.Future] = {}
@@ -264,6 +247,7 @@ class TabletReplica(RaftHost):
         super().__init__(self.tablet_id, server_uuid, directory, clock, transport, options,
                          applied_index=applied, fsync=config.fsync, resolve_addr=resolve_addr,
                          segment_bytes=config.wal_segment_bytes)
+        self._load_tracker(applied)
         ts = self.storage.timestamp(applied) or 0
         # ops up to the flushed state are committed in MVCC; later ones are applied again
         tablet.mvcc.adjust_for_replay(ts)
@@ -277,6 +261,27 @@ class TabletReplica(RaftHost):
         first = self.raft.config.peers[0].uuid if self.raft.config.peers else None
         self._eager_ticks = 3 * options.election_timeout_ticks \
             if voters == [server_uuid] or (fresh and first == server_uuid) else 0
+
+    def _load_tracker(self, flushed: int) -> None:
+        """The result tracker as of the tablet's flushed index (result_tracker.py): its
+        checkpoint in the tablet directory, plus the retained write entries after it."""
+        s = self.storage
+
+        def entries(lo: int):
+            lo = max(lo, s.first_index)
+            hi = min(flushed, s.last_index)
+            while lo <= hi:
+                batch = s.entries(lo, min(hi, lo + 999))
+                for e in batch:
+                    w = write_request(e)
+                    if w is not None:
+                        yield e.index, e.timestamp, w[0], w[1], w[2]
+                lo = batch[-1].index + 1
+        self._ckpt, self.tracker, n = TrackerCheckpoints.load(
+            self.tablet.path, flushed, entries, self._config.fsync)
+        if n:
+            log.info("tablet %s: %d write entries before the flushed state registered with "
+                     "the result tracker (no checkpoint covered them)", self.tablet_id, n)
 
     def _open_tablet(self, tpath: str) -> Tablet:
         """Open the tablet's flushed state, without replaying any log (see RaftHost)."""
@@ -338,7 +343,7 @@ class TabletReplica(RaftHost):
                 # the old state is closed and the new one may be half in place: stop here
                 raise self.fail("tablet copy install failed", e) from e
             self.tablet = tablet  # published once the Raft state matches it
-            self.tracker = ResultTracker()
+            self._load_tracker(last.index)  # the copy's checkpoint, from its tablet directory
             self._eager_ticks = 0
             if self.on_tablet_replaced is not None:
                 self.on_tablet_replaced(old, tablet)
@@ -383,19 +388,18 @@ class TabletReplica(RaftHost):
     def apply_entries(self, entries: list[LogEntry]) -> None:
         for e in entries:
             result = None
-            if e.type == REPLICATED_WRITE or e.type == VERSIONED_WRITE:
-                body, version = e.body, None
-                if e.type == VERSIONED_WRITE:
-                    version = _VERSION.unpack_from(body, 0)[0]
-                    body = body[_VERSION.size:]
-                cid, seq, body = decode_request(body)
-                result = self.tracker.get(cid, seq)
-                if result is None:
+            w = write_request(e)
+            if w is not None:
+                cid, seq, fi, version, body = w
+
+                def apply(version=version, body=body, e=e):
                     if version is not None and version != self.tablet.schema_version:
-                        result = self._schema_mismatch()
-                    else:
-                        result = self._apply_write(body, e)
-                    self.tracker.record(cid, seq, result)
+                        return self._schema_mismatch()
+                    return self._apply_write(body, e)
+                # a duplicate or STALE entry is skipped (result_tracker.py): the same
+                # decision on every replica, from the log prefix alone
+                result, _ = self.tracker.step(e.index, e.timestamp, cid, seq, fi, apply)
+                self._ckpt.note(e.index, e.timestamp, cid, seq, fi, result)
                 self._inflight.pop((cid, seq), None)
             elif e.type == ALTER_SCHEMA:
                 result = self._apply_alter(e.body)
@@ -515,7 +519,7 @@ class TabletReplica(RaftHost):
         refused whole with the tablet's schema (`schema_mismatch`), never applied by name
         under a schema whose names mean other columns."""
         with self.lock:
-            done = self.tracker.get(client_id, seq)
+            done = self.tracker.lookup(client_id, seq)  # stored result, or STALE
             if done is not None:
                 return done
             fut = self._inflight.get((client_id, seq))
@@ -533,19 +537,18 @@ class TabletReplica(RaftHost):
                             f"key column {c.name!r} missing from the rows")
             # (a newer version: an ALTER_SCHEMA entry is ahead in the log; apply decides)
             self.tablet._admit_write()  # memory back-pressure, as on the local write path
-            body = encode_request(client_id, seq, WriteOp(ops, rows))
+            body = encode_request(client_id, seq, WriteOp(ops, rows), first_incomplete)
             kind = REPLICATED_WRITE
             if schema_version is not None:
                 body, kind = _VERSION.pack(schema_version) + body, VERSIONED_WRITE
             with self.lock:
                 if self.stopped:
                     raise TabletNotRunning(f"tablet {self.tablet_id} is shutting down")
-                done = self.tracker.get(client_id, seq)
+                done = self.tracker.lookup(client_id, seq)
                 if done is not None:
                     return done
                 fut = self._inflight.get((client_id, seq))
                 if fut is None:
-                    self.tracker.gc(client_id, first_incomplete)
                     try:
                         entry = self.raft.propose(kind, body)
                     except NotLeader:

@@ -234,30 +234,35 @@ def test_a_request_in_the_log_twice_is_applied_once(servers):
 
 
 def test_result_tracker_forgets_old_results_and_idle_clients():
-    from engine.tserver.tablet_replica import ResultTracker
-    now = [0.0]
-    rt = ResultTracker(retain_s=100.0, clock=lambda: now[0])
-    rt.record("a", 1, {"n": 1})
-    rt.record("b", 1, {"n": 2})
-    now[0] = 50.0
-    rt.record("a", 2, {"n": 3})
+    """In log time (the entries' hybrid timestamps): every replica forgets alike."""
+    from engine.clock import LOGICAL_BITS
+    from engine.tserver.result_tracker import ResultTracker
+    sec = 1_000_000 << LOGICAL_BITS
+    rt = ResultTracker(retain_s=100.0)
+    idx = iter(range(1, 1000))
+
+    def step(cid, seq, t, fi=0):
+        return rt.step(next(idx), int(t * sec), cid, seq, fi, lambda: {"n": seq})
+    step("a", 1, 0)
+    step("b", 1, 0)
+    step("a", 2, 50)
     assert rt.get("a", 1) == {"n": 1} and len(rt) == 3
-    now[0] = 120.0   # a's first and b's only result are past retain_s; the sweep is due
-    rt.record("a", 3, {"n": 4})
-    assert rt.get("a", 1) is None and rt.get("b", 1) is None
-    assert rt.get("a", 2) == {"n": 3} and rt.clients() == 1 and len(rt) == 2
-    for seq in range(4, 80):               # the client's first_incomplete prunes too
-        rt.record("a", seq, {})
-    rt.gc("a", 70)
-    assert rt.get("a", 69) is None and rt.get("a", 70) == {}
+    step("a", 3, 120)   # b's last entry is past retain_s: forgotten; a is not
+    assert rt.get("b", 1) is None and rt.get("a", 1) == {"n": 1}
+    assert rt.clients() == 1 and len(rt) == 3
+    for seq in range(4, 80):                 # the client's first_incomplete prunes
+        step("a", seq, 121, fi=70)
+    assert rt.get("a", 69) is None and rt.get("a", 70) == {"n": 70}
+    assert rt.lookup("a", 5)["error"]["sqlstate"] == "XX000"  # STALE
 
 
 def test_followers_forget_results_by_age(servers):
-    """A follower never sees a client's first_incomplete: without the age rule its tracker
-    kept every result it applied (found reading the code, issue 13's review)."""
-    from engine.tserver.tablet_replica import ResultTracker
+    """A client that goes away never raises its first_incomplete again: without the age
+    rule every replica kept its results forever (issue 13's review). Age counts in log
+    time, so the followers forget it too, at the same entry."""
+    from engine.tserver.result_tracker import ResultTracker
     ts, c = servers["ts"], servers["client"]
-    for t in ts:
+    for t in ts:  # (the live tracker only: the checkpointed one keeps 10 minutes)
         t.replicas["t1"].tracker = ResultTracker(retain_s=0.3)
     for seq in range(1, 6):
         _write(c, ts, seq, [seq], client_id=f"client-{seq}")
