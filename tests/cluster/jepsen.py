@@ -26,6 +26,11 @@ Workloads
             every element an earlier finished read held (Kudu's "row count never
             decreases"); no fresh element is ever reported a duplicate (a retry applied
             twice, 23505); and after healing, a final read holds every acknowledged element.
+            The client-library path also reads at explicit snapshots (a timestamp from
+            `Table.current_timestamp()`) and reads the same snapshot again seconds later,
+            across faults: a snapshot read is repeatable, so both must hold the same
+            elements (a leader that stamps a write below a snapshot already served breaks
+            this: Kudu's KUDU-1188).
 
 Nemeses (one fault at a time, each held 1-5 s, then healed; the schedule is a pure function
 of the seed, so a seed replays the same faults - the effects depend on timing)
@@ -43,6 +48,8 @@ of the seed, so a seed replays the same faults - the effects depend on timing)
   master-kill     kill -9 a master, start it again
   master-pause    SIGSTOP a master, SIGCONT
   frontend-kill   kill -9 a SQL front end, start it again
+  flush           every tablet server flushes its MemRowSets now (the replay point moves
+                  and the log may be GC'd: what a restart after it must recover from)
 
 After healing
   - progress: writes succeed again within 60 s;
@@ -79,7 +86,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TIMING = ["--tick-ms", "50", "--election-ticks", "10", "--heartbeat-ms", "250"]
 UNRESPONSIVE_S = 4.0
 NEMESES = ("kill", "pause", "partition", "ring", "master-isolate", "clock", "membership",
-           "master-kill", "master-pause", "frontend-kill")
+           "master-kill", "master-pause", "frontend-kill", "flush")
 KEY_OPS = 60  # register: operations on one key before it retires
 ACTIVE_KEYS = 3
 STATEMENT_TIMEOUT_MS = 12_000
@@ -340,6 +347,13 @@ class Nemesis:
                 cuts[o] = [c.proc(victim)["addr"]]
             self._note(f"master-isolate {victim} for {f.hold:.1f}s")
             self._cut(cuts, f)
+        elif f.kind == "flush":
+            self._note("flush every tablet server's MemRowSets")
+            for name in ts:
+                try:
+                    c.rpc.call(c.proc(name)["addr"], "flush", {}, timeout_s=30)
+                except Exception as e:  # noqa: BLE001 - down or paused: the next one
+                    self._note(f"flush {name}: {e}")
         elif f.kind == "clock":
             names = ts + ms
             victim = names[f.target % len(names)]
@@ -601,12 +615,37 @@ class SetWorkload:
         self.c = cluster
         self.h = history
         self._next = itertools.count(1)
+        self._lock = threading.Lock()
+        self._snaps: list[tuple[int, float]] = []  # (snapshot read, when)
 
     def setup(self, sql: SqlPath) -> None:
         sql.execute(f"CREATE TABLE {self.table} (k BIGINT PRIMARY KEY, w BIGINT) PARTITION "
                     f"BY HASH (k) PARTITIONS 4 WITH (replication_factor = 3)")
 
+    def _snapshot_read(self, path, rng: random.Random, client_id: int) -> None:
+        """Read at a new snapshot, or again at one read before (see the docstring)."""
+        with self._lock:
+            old = [s for s in self._snaps if time.monotonic() - s[1] > 3.0]
+            again = rng.choice(old) if old and rng.random() < 0.5 else None
+        t = path.table(self.table)
+        op = {"client": client_id, "path": path.name, "kind": "snap", "call": self.h.now()}
+        try:
+            ts = again[0] if again else t.current_timestamp()
+            op["snapshot"] = ts
+            tbl = t.scan_table(["k"], snapshot=ts)
+            op["ret"], op["output"] = self.h.now(), sorted(tbl.column("k").to_pylist())
+            if again is None:
+                with self._lock:
+                    self._snaps.append((ts, time.monotonic()))
+                    self._snaps = self._snaps[-50:]
+        except Exception as e:  # noqa: BLE001 - a failed read has no effect
+            op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+        self.h.add(op)
+
     def step(self, path, rng: random.Random, client_id: int) -> None:
+        if not isinstance(path, SqlPath) and rng.random() < 0.05:
+            self._snapshot_read(path, rng, client_id)
+            return
         read = isinstance(path, SqlPath) and rng.random() < 0.08
         if read:
             op = {"client": client_id, "path": path.name, "kind": "read",
@@ -668,6 +707,24 @@ class SetWorkload:
                     break
             prev_done.append((r["ret"], seen))
             prev_done = prev_done[-20:]
+        by_snap: dict[int, list[dict]] = {}
+        for o in ops:
+            if o["kind"] == "snap" and o.get("ret") is not None:
+                by_snap.setdefault(o["snapshot"], []).append(o)
+        for ts, reads_at in sorted(by_snap.items()):
+            first = reads_at[0]
+            must = {v for t, v in acked if t < first["call"]}
+            lost = must - set(first["output"])
+            if lost:
+                anomalies.append(f"set: snapshot read at {ts} lost {len(lost)} elements "
+                                 f"acknowledged before it: {sorted(lost)[:10]}")
+            for o in reads_at[1:]:
+                if o["output"] != first["output"]:
+                    a, b = set(first["output"]), set(o["output"])
+                    anomalies.append(
+                        f"set: snapshot {ts} read again [{o['call']}..{o['ret']}] differs "
+                        f"from its first read [{first['call']}..{first['ret']}]: now has "
+                        f"{sorted(b - a)[:10]}, lacks {sorted(a - b)[:10]}")
         return anomalies
 
     def final(self, paths, ops: list[dict]) -> list[str]:
