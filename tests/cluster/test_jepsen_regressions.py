@@ -62,3 +62,32 @@ def test_master_refuses_calls_retryably_while_it_starts(tmp_path, monkeypatch):
         c.close()
         if "m" in box:
             box["m"].stop()
+
+
+def test_master_losing_leadership_mid_round_logs_no_traceback(tmp_path, caplog):
+    """Harness seed register-32 (all nemeses, after the fixes): a master deposed while its
+    re-replication round proposed a catalog change logged `re-replication round failed`
+    with a NotLeader traceback. Losing leadership mid-round is expected under faults: it is
+    logged as information, and the next round (on whichever master leads) carries on."""
+    import logging
+
+    from engine.consensus.raft import NotLeader
+    from engine.master.master import Master
+
+    m = Master(str(tmp_path / "m"), "127.0.0.1", _free_port(), "s3cret", tick_ms=50)
+    try:
+        deadline = time.monotonic() + 10
+        while not m.catalog.ready_leader():
+            assert time.monotonic() < deadline, "the sole master did not lead"
+            time.sleep(0.05)
+
+        def deposed():
+            raise NotLeader("this master lost leadership; retry")
+        m._rereplicate = deposed
+        with caplog.at_level(logging.INFO, logger="engine.master.master"):
+            m.monitor_round()
+        bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+        assert not bad, [r.getMessage() for r in bad]
+        assert any("lost leadership" in r.getMessage() for r in caplog.records)
+    finally:
+        m.stop()
