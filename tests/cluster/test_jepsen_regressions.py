@@ -3,21 +3,13 @@ found, one per bug, each failing on the code before its fix."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import pytest
 
 from engine.rpc.rpc import RemoteError, RpcClient
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+from tests.cluster.conftest import free_port as _free_port
 
 
 def test_master_refuses_calls_retryably_while_it_starts(tmp_path, monkeypatch):

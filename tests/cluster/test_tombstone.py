@@ -20,29 +20,12 @@ from engine.rpc.rpc import RpcClient
 from engine.tserver.tablet_server import TabletServer
 from tests.cluster.conftest import free_port
 from tests.cluster.test_tserver import SCHEMA, SECRET, _leader, _start, _wait, _write
+from tests.cluster.test_tserver import servers  # noqa: F401 - the fixture: one tablet, 3 servers
 
 
 def _spec(peers, **kw):
     return dict({"tablet_id": "t1", "table_id": "x", "table_name": "t",
                  "schema": SCHEMA.to_dict(), "peers": peers}, **kw)
-
-
-@pytest.fixture
-def servers(tmp_path):
-    ts = [_start(str(tmp_path / f"ts{i}")) for i in range(3)]
-    c = RpcClient(SECRET)
-    for t in ts:
-        c.call(t.addr, "create_replica", _spec([[x.uuid, x.addr] for x in ts]))
-    state = {"ts": ts, "client": c, "path": tmp_path}
-    try:
-        yield state
-    finally:
-        for t in state["ts"]:
-            try:
-                t.stop()
-            except Exception:  # noqa: BLE001 - teardown: stop the others
-                pass
-        c.close()
 
 
 def _vote(r, candidate: str, term: int) -> None:
