@@ -185,7 +185,8 @@ class Master:
     def _once_started(self, fn):
         def handler(p):
             if not self._started.is_set():
-                raise RemoteError(f"master {self.addr} is starting; retry", None)
+                # (self.addr may not be set yet either: the server binds it)
+                raise RemoteError("this master is starting; retry", None)
             return fn(p)
         return handler
 
