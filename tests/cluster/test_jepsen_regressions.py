@@ -83,3 +83,14 @@ def test_master_losing_leadership_mid_round_logs_no_traceback(tmp_path, caplog):
         assert any("lost leadership" in r.getMessage() for r in caplog.records)
     finally:
         m.stop()
+
+
+def test_the_starting_refusal_needs_nothing_the_constructor_sets_later():
+    """Harness seed set-41 (after the fixes): a call between the RPC server's start and
+    `self.addr` being recorded raised AttributeError from the 'starting' refusal itself."""
+    from engine.master.master import Master
+
+    bare = Master.__new__(Master)  # nothing set: the very first instant of the server
+    bare._started = threading.Event()
+    with pytest.raises(RemoteError, match="starting"):
+        bare._once_started(lambda p: p)({})
