@@ -794,8 +794,22 @@ def wait_progress(paths, workload, timeout: float = 60.0) -> list[str]:
 
 def compare_replicas(cluster: Cluster, snapshots: list[int], timeout: float = 60.0
                      ) -> list[str]:
-    """Every replica in its leader's configuration holds the same rows at each snapshot."""
+    """Every replica in its leader's configuration holds the same rows at each snapshot.
+    Leadership may still move right after healing: a tablet whose leader refuses is looked
+    at again (until `timeout`) before its refusal counts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out, moved = _compare_once(cluster, snapshots, timeout)
+        if not moved or time.monotonic() > deadline:
+            return out
+        time.sleep(1.0)
+
+
+def _compare_once(cluster: Cluster, snapshots: list[int], timeout: float
+                  ) -> tuple[list[str], bool]:
+    """(anomalies, whether a leader refused as not leading any more)."""
     rpc = cluster.rpc
+    moved = False
     deadline = time.monotonic() + timeout
     while True:  # every tablet has a leader whose configuration's replicas all run
         status, leaders = {}, {}
@@ -823,6 +837,7 @@ def compare_replicas(cluster: Cluster, snapshots: list[int], timeout: float = 60
         try:
             latest = rpc.call(status[leader][0], "tablet_ts", {"tablet": tid}, timeout_s=10)
         except Exception as e:  # noqa: BLE001
+            moved = moved or "not the leader" in str(e) or "lease" in str(e)
             out.append(f"replicas: tablet {tid[:8]}: no timestamp from its leader: {e}")
             continue
         for ts in sorted(set(snapshots + [latest])):
@@ -843,7 +858,7 @@ def compare_replicas(cluster: Cluster, snapshots: list[int], timeout: float = 60
                 diff = _first_diff(list(rows.values()))
                 out.append(f"replicas: tablet {tid[:8]} differs between replicas at "
                            f"snapshot {ts} (rows {sizes}; first difference {diff})")
-    return out
+    return out, moved
 
 
 def _scan_replica(rpc, addr: str, tid: str, ts: int) -> list:
