@@ -73,7 +73,9 @@ files) becomes a `FailedReplica` (status.py): logged once, its files left untouc
 reported to the master as FAILED with the error, never created again over its directory;
 the server serves the others. A replica that fails while running (RaftHost.fail: a Raft
 safety violation, a failed apply or tablet copy install) stays in `replicas`, stopped and
-FAILED, off the maintenance manager. `delete_replica` removes either kind.
+FAILED, off the maintenance manager. `delete_replica` turns either kind into a tombstone
+(a FAILED one only if its consensus metadata can still be read; otherwise, and on DROP,
+its directory goes); the master never asks for it, since the replica is not RUNNING.
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here, a leader whose lease a majority has not confirmed); clients route with them
