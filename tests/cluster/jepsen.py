@@ -140,6 +140,7 @@ class Cluster:
                  "--timeout", "90", "--tserver-unresponsive-timeout", str(UNRESPONSIVE_S),
                  *TIMING, timeout=180)
         if r.returncode != 0:
+            self.stop_all()  # whatever did start: a failed start leaves nothing running
             raise RuntimeError(f"cluster start failed: {r.stdout}{r.stderr}")
         from kudusql.cluster import rpc_client_for
         self.rpc = rpc_client_for(path, 2)
@@ -196,7 +197,7 @@ class Cluster:
     def signal(self, name: str, sig: int) -> None:
         try:
             os.kill(self.proc(name)["pid"], sig)
-        except ProcessLookupError:
+        except (ProcessLookupError, KeyError, TypeError):  # gone, or never started
             pass
 
     def failpoint(self, name: str, payload: dict) -> None:
@@ -228,14 +229,24 @@ class Cluster:
                 self.failpoint(p["name"], {"drop_to": [], "clock_offset_s": 0})
 
     def stop(self) -> None:
-        for p in self.procs():
+        try:
+            self.stop_all()
+        finally:
+            self.rpc.close()
+
+    def stop_all(self) -> None:
+        """Every process of the cluster stopped (SIGCONT first: a paused one cannot stop)."""
+        try:
+            procs = self.procs()
+        except FileNotFoundError:  # cluster start failed before writing cluster.json
+            return
+        for p in procs:
             self.signal(p["name"], signal.SIGCONT)
         try:
             _cli("cluster", "stop", "--data-dir", self.dir, timeout=60)
         finally:
             for p in self.procs():
                 self.signal(p["name"], signal.SIGKILL)
-            self.rpc.close()
 
     def sql_port(self, i: int) -> int:
         return self.procs("sql")[i]["port"]
@@ -908,6 +919,7 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
           f"seed {seed}, {len(faults)} faults; cluster in {cdir}", flush=True)
     cluster = Cluster(cdir)
     anomalies: list[str] = []
+    finished = False
     history = History()
     paths: list = []
     nemesis = None
@@ -967,6 +979,7 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
             print("ANOMALY", a)
         print(f"{len(ops)} ops, {len(anomalies)} anomalies", flush=True)
         client.close()
+        finished = True
         return 0 if not anomalies else 1
     finally:
         if nemesis is not None and nemesis.thread.is_alive():
@@ -974,7 +987,7 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
         for p in paths:
             p.close()
         cluster.stop()
-        if not keep and not anomalies:
+        if not keep and not anomalies and finished:  # evidence is kept otherwise
             shutil.rmtree(cdir, ignore_errors=True)
 
 
