@@ -42,7 +42,15 @@ from engine.tserver.tablet_copy import (
 )
 from engine.tserver.tablet_replica import REPLICATED_WRITE, TabletNotRunning, TabletReplica
 from engine.tserver.tablet_server import TabletServer
-from tests.cluster.test_tserver import SCHEMA, SECRET, _leader, _wait, _write
+from tests.cluster.test_tserver import (  # noqa: F401 - gc_cluster: a fixture
+    SCHEMA,
+    SECRET,
+    _wait,
+    _write,
+    caught_up_by_copy,
+    gc_cluster,
+    gcd_lagger,
+)
 
 CFG = TabletConfig(fsync=True, wal_sync="commit", wal_segment_bytes=2048)
 OPTS = RaftOptions(heartbeat_ticks=1, election_timeout_ticks=6, log_retention_entries=20)
@@ -150,71 +158,11 @@ def test_a_crash_at_every_install_step_opens_the_old_or_the_new_state(
 
 
 # -- the whole copy in a Raft group: crash in the install, restart, catch up --------------------
-def _gcd_lagger(tmp_path, start):
-    """Three servers; one is stopped while the others' logs are GC'd past what it needs.
-    Returns (servers, client, index of the lagger, its port)."""
-    ts = [start(i) for i in range(3)]
-    c = RpcClient(SECRET)
-    peers = [[t.uuid, t.addr] for t in ts]
-    for t in ts:
-        c.call(t.addr, "create_replica", {"tablet_id": "t1", "table_id": "x",
-                                          "table_name": "t", "schema": SCHEMA.to_dict(),
-                                          "peers": peers})
-    _write(c, ts, 1, [0])
-    lagger = next(t for t in ts if t is not _leader(ts))
-    i, port = ts.index(lagger), lagger.server.port
-    lagger.stop()
-    live = [t for t in ts if t is not lagger]
-    for k in range(1, 120):
-        _write(c, live, k + 1, [k])
-        if k % 40 == 0:
-            for t in live:
-                t.replicas["t1"].tablet.flush_mrs()
-    for t in live:
-        t.replicas["t1"].tablet.flush_mrs()
-    _write(c, live, 200, [120])
-    _wait(lambda: all(t.replicas["t1"].storage.first_index > 2 for t in live))
-    return ts, c, i, port
-
-
-@pytest.fixture
-def gc_cluster(tmp_path, monkeypatch):
-    from engine.tserver import tablet_replica
-    monkeypatch.setattr(tablet_replica, "GC_MIN_ENTRIES", 20)
-    cfg = TabletConfig(fsync=False, wal_sync="never", wal_segment_bytes=2048)
-
-    def start(i, port=0):
-        return TabletServer(str(tmp_path / f"ts{i}"), "127.0.0.1", port, SECRET, [],
-                            tick_ms=30, election_ticks=6, fsync=False, tablet_config=cfg,
-                            log_retention_entries=20)
-    state = {"ts": [], "client": None}
-    try:
-        yield start, state
-    finally:
-        for t in state["ts"]:
-            try:
-                t.stop()
-            except Exception:  # noqa: BLE001 - teardown
-                pass
-        if state["client"] is not None:
-            state["client"].close()
-
-
-def _caught_up(ts, c, i):
-    _wait(lambda: ts[i].replicas["t1"].tablet.count_rows() == 121, timeout=30)
-    r = ts[i].replicas["t1"]
-    assert r.storage.first_index > 2  # its log starts after the copied state
-    _write(c, ts, 500, [1000])
-    _wait(lambda: ts[i].replicas["t1"].tablet.count_rows() == 122)
-    assert sorted(r.tablet.scan_table(["k"]).column("k").to_pylist()) == \
-        list(range(121)) + [1000]
-
-
 def test_a_failed_install_leaves_the_replica_failed_and_a_restart_rolls_it_forward(
         tmp_path, gc_cluster, monkeypatch):
     start, state = gc_cluster
-    ts, c, i, port = _gcd_lagger(tmp_path, start)
-    state["ts"], state["client"] = ts, c
+    i, port = gcd_lagger(start, state)
+    ts, c = state["ts"], state["client"]
     monkeypatch.setenv(FAILPOINT_ENV, "moved-raft-wal:raise")  # tablet moved, log not yet
     ts[i] = start(i, port)
     _wait(lambda: ts[i].replicas["t1"].failed is not None, timeout=30)
@@ -229,15 +177,15 @@ def test_a_failed_install_leaves_the_replica_failed_and_a_restart_rolls_it_forwa
     r = ts[i].replicas["t1"]
     assert r.failed is None and r.storage.first_index > 2
     assert r.tablet._anchor_index() == r.storage.first_index
-    _caught_up(ts, c, i)
+    caught_up_by_copy(ts, c, i)
 
 
 def test_a_process_killed_in_the_install_restarts_consistent(tmp_path, gc_cluster):
     """A real process exit (os._exit: no cleanup, as kill -9) half-way through the install's
     roll forward; the restarted server opens the new state and catches up."""
     start, state = gc_cluster
-    ts, c, i, port = _gcd_lagger(tmp_path, start)
-    state["ts"], state["client"] = ts, c
+    i, port = gcd_lagger(start, state)
+    ts, c = state["ts"], state["client"]
     peers = {t.uuid: t.addr for t in ts}
     child = (
         "import sys, time\n"
@@ -263,7 +211,7 @@ def test_a_process_killed_in_the_install_restarts_consistent(tmp_path, gc_cluste
     assert not (d / tablet_copy.READY).exists()
     r = ts[i].replicas["t1"]
     assert r.failed is None and r.tablet._anchor_index() == r.storage.first_index > 2
-    _caught_up(ts, c, i)
+    caught_up_by_copy(ts, c, i)
 
 
 # -- start-up: one broken replica does not stop the server -----------------------------------

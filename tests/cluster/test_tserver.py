@@ -152,56 +152,84 @@ def test_restart_after_flush_starts_from_the_flushed_state(servers):
     assert sorted(rows) == list(range(151))
 
 
-def test_a_replica_behind_the_gcd_log_gets_a_tablet_copy(tmp_path, monkeypatch):
-    """A follower down while the leader's log is GC'd past it catches up by tablet copy:
-    files pinned by hard links on the leader, its log reset after the copied state."""
+@pytest.fixture
+def gc_cluster(tmp_path, monkeypatch):
+    """(start(i, port=0) -> TabletServer, state): servers whose logs are GC'd in steps of
+    20 entries and 2 KB segments, keeping 20 entries for a lagging peer, so a replica that
+    misses ~120 writes needs a tablet copy. Every server in state["ts"] and the client in
+    state["client"] are stopped at teardown."""
+    from engine.config import TabletConfig
     from engine.tserver import tablet_replica
     monkeypatch.setattr(tablet_replica, "GC_MIN_ENTRIES", 20)
-    from engine.config import TabletConfig
     cfg = TabletConfig(fsync=False, wal_sync="never", wal_segment_bytes=2048)
 
     def start(i, port=0):
         return TabletServer(str(tmp_path / f"ts{i}"), "127.0.0.1", port, SECRET, [],
                             tick_ms=30, election_ticks=6, fsync=False, tablet_config=cfg,
                             log_retention_entries=20)
-    ts = [start(i) for i in range(3)]
-    c = RpcClient(SECRET)
+    state = {"ts": [], "client": None}
     try:
-        peers = [[t.uuid, t.addr] for t in ts]
-        for t in ts:
-            c.call(t.addr, "create_replica", {"tablet_id": "t1", "table_id": "x",
-                                              "table_name": "t", "schema": SCHEMA.to_dict(),
-                                              "peers": peers})
-        _write(c, ts, 1, [0])
-        lagger = next(t for t in ts if t is not _leader(ts))
-        i, port = ts.index(lagger), lagger.server.port
-        lagger.stop()
-        live = [t for t in ts if t is not lagger]
-        for k in range(1, 120):
-            _write(c, live, k + 1, [k])
-            if k % 40 == 0:
-                for t in live:
-                    t.replicas["t1"].tablet.flush_mrs()
-        for t in live:
-            t.replicas["t1"].tablet.flush_mrs()
-        _write(c, live, 200, [120])
-        # neither live replica's log holds what the lagger needs (whichever leads next)
-        _wait(lambda: all(t.replicas["t1"].storage.first_index > 2 for t in live))
-        ts[i] = start(i, port)
-        _wait(lambda: _count(ts[i]) == 121, timeout=30)
-        r = ts[i].replicas["t1"]
-        assert r.storage.first_index > 2  # its log starts after the copied state
-        _write(c, ts, 500, [1000])
-        _wait(lambda: _count(ts[i]) == 122)
-        got = sorted(r.tablet.scan_table(["k"]).column("k").to_pylist())
-        assert got == list(range(121)) + [1000]
+        yield start, state
     finally:
-        for t in ts:
+        for t in state["ts"]:
             try:
                 t.stop()
             except Exception:  # noqa: BLE001 - teardown
                 pass
-        c.close()
+        if state["client"] is not None:
+            state["client"].close()
+
+
+def gcd_lagger(start, state) -> tuple[int, int]:
+    """Three servers of `gc_cluster` (into state["ts"], their client state["client"]); one
+    is stopped while the others' logs are GC'd past what it needs. Returns (index of the
+    lagger, its port); rows 0..120 are written."""
+    ts = state["ts"]
+    ts += [start(i) for i in range(3)]
+    c = state["client"] = RpcClient(SECRET)
+    peers = [[t.uuid, t.addr] for t in ts]
+    for t in ts:
+        c.call(t.addr, "create_replica", {"tablet_id": "t1", "table_id": "x",
+                                          "table_name": "t", "schema": SCHEMA.to_dict(),
+                                          "peers": peers})
+    _write(c, ts, 1, [0])
+    lagger = next(t for t in ts if t is not _leader(ts))
+    i, port = ts.index(lagger), lagger.server.port
+    lagger.stop()
+    live = [t for t in ts if t is not lagger]
+    for k in range(1, 120):
+        _write(c, live, k + 1, [k])
+        if k % 40 == 0:
+            for t in live:
+                t.replicas["t1"].tablet.flush_mrs()
+    for t in live:
+        t.replicas["t1"].tablet.flush_mrs()
+    _write(c, live, 200, [120])
+    # neither live replica's log holds what the lagger needs (whichever leads next)
+    _wait(lambda: all(t.replicas["t1"].storage.first_index > 2 for t in live))
+    return i, port
+
+
+def caught_up_by_copy(ts, c, i) -> None:
+    """Server i's replica got the 121 rows by tablet copy (its log starts after them) and
+    then follows the log: one more write reaches it."""
+    _wait(lambda: _count(ts[i]) == 121, timeout=30)
+    r = ts[i].replicas["t1"]
+    assert r.storage.first_index > 2  # its log starts after the copied state
+    _write(c, ts, 500, [1000])
+    _wait(lambda: _count(ts[i]) == 122)
+    got = sorted(r.tablet.scan_table(["k"]).column("k").to_pylist())
+    assert got == list(range(121)) + [1000]
+
+
+def test_a_replica_behind_the_gcd_log_gets_a_tablet_copy(gc_cluster):
+    """A follower down while the leader's log is GC'd past it catches up by tablet copy:
+    files pinned by hard links on the leader, its log reset after the copied state."""
+    start, state = gc_cluster
+    i, port = gcd_lagger(start, state)
+    ts = state["ts"]
+    ts[i] = start(i, port)
+    caught_up_by_copy(ts, state["client"], i)
 
 
 def test_a_request_in_the_log_twice_is_applied_once(servers):
