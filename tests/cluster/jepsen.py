@@ -506,26 +506,36 @@ def _sqlstate(e: BaseException) -> str | None:
     return getattr(e, "sqlstate", None)
 
 
-class RegisterWorkload:
+class _Workload:
+    """A table of (key BIGINT PRIMARY KEY, value BIGINT), RF=3 over 4 hash tablets, and the
+    history its operations go to."""
+
+    table = ""
+    columns = ("k", "v")
+
+    def __init__(self, history: History):
+        self.h = history
+
+    def setup(self, sql: SqlPath) -> None:
+        k, v = self.columns
+        sql.execute(f"CREATE TABLE {self.table} ({k} BIGINT PRIMARY KEY, {v} BIGINT) PARTITION "
+                    f"BY HASH ({k}) PARTITIONS 4 WITH (replication_factor = 3)")
+
+
+class RegisterWorkload(_Workload):
     """UPSERT / point SELECT of a few keys at a time (see the module docstring)."""
 
     table = "jreg"
     columns = ("k", "v")
 
-    def __init__(self, cluster: Cluster, history: History, rng: random.Random):
-        self.c = cluster
-        self.h = history
-        self.rng = rng
+    def __init__(self, history: History):
+        super().__init__(history)
         self._lock = threading.Lock()
         self._next_key = 0
         self._value = itertools.count(1)
         self.keys: dict[int, int] = {}  # active key -> operations started on it
         for _ in range(ACTIVE_KEYS):
             self._fresh()
-
-    def setup(self, sql: SqlPath) -> None:
-        sql.execute(f"CREATE TABLE {self.table} (k BIGINT PRIMARY KEY, v BIGINT) PARTITION "
-                    f"BY HASH (k) PARTITIONS 4 WITH (replication_factor = 3)")
 
     def _fresh(self) -> None:
         self.keys[self._next_key] = 0
@@ -616,22 +626,17 @@ def _show_key(ops: list[dict], k: int, limit: int = 40) -> str:
     return " ".join(parts)
 
 
-class SetWorkload:
+class SetWorkload(_Workload):
     """INSERT unique elements; full reads while it runs (see the module docstring)."""
 
     table = "jset"
-    columns = ("k", "w")
+    columns = ("k", "w")  # w: the client thread that inserted it
 
-    def __init__(self, cluster: Cluster, history: History, rng: random.Random):
-        self.c = cluster
-        self.h = history
+    def __init__(self, history: History):
+        super().__init__(history)
         self._next = itertools.count(1)
         self._lock = threading.Lock()
         self._snaps: list[tuple[int, float]] = []  # (snapshot read, when)
-
-    def setup(self, sql: SqlPath) -> None:
-        sql.execute(f"CREATE TABLE {self.table} (k BIGINT PRIMARY KEY, w BIGINT) PARTITION "
-                    f"BY HASH (k) PARTITIONS 4 WITH (replication_factor = 3)")
 
     def _snapshot_read(self, path, rng: random.Random, client_id: int) -> None:
         """Read at a new snapshot, or again at one read before (see the docstring)."""
@@ -924,9 +929,7 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
     paths: list = []
     nemesis = None
     try:
-        rng = random.Random(seed)
-        wl = (RegisterWorkload if workload == "register" else SetWorkload)(
-            cluster, history, rng)
+        wl = (RegisterWorkload if workload == "register" else SetWorkload)(history)
         setup = SqlPath(cluster, 0)
         wl.setup(setup)
         paths = [setup, SqlPath(cluster, 1)]
