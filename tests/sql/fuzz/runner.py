@@ -195,7 +195,7 @@ class World:
             self.session = self.db.session()
             execute = self.session.execute
         self.execute = execute
-        self.duck = duckdb.connect()
+        self.duck = duckdb.connect(config={"threads": 1})   # see test_window_frames
         self.tables = gen.gen_schema(rng, rng.choice([2, 3]))
         model: dict[str, dict] = {}
         for t in self.tables:
@@ -253,7 +253,7 @@ class World:
         self.db = Database.open(self.dir, maintenance=False)
         self.session = self.db.session()
         self.execute = self.session.execute
-        self.duck = duckdb.connect()
+        self.duck = duckdb.connect(config={"threads": 1})   # see test_window_frames
         n = rng.randint(*BIG_ROWS)
         parts = rng.choice(["", "", "PARTITION BY HASH (k) PARTITIONS 2"])
         cols = [gen.Column("k", "BIGINT", "BIGINT", "int", False, key=True),
