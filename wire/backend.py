@@ -61,6 +61,7 @@ The hooks of wire/fastpath.py are the adapter's (`Connection.statements`, `_bind
 """
 from __future__ import annotations
 
+import collections
 import logging
 from typing import Any, Protocol
 
@@ -85,7 +86,7 @@ from planner.result import StatementResult, row_failure_report
 from planner.query import QUERY_TYPES
 from session import QueryCanceled, Statement
 from wire import auth as A
-from wire import extended_query, simple_query, startup
+from wire import extended_query, fastpath, simple_query, startup
 from wire import protocol as P
 from wire import types as T
 from wire.copy import MAX_REPORTED_FAILURES
@@ -98,6 +99,7 @@ from wire.transaction import TransactionState
 log = logging.getLogger("kudusql.wire")
 
 _FLUSH = (FLUSH,)
+NEED_INPUT = object()   # `handle_next`: nothing to do until more bytes arrive
 
 
 class Host(Protocol):
@@ -150,6 +152,15 @@ class Backend:
         self.batch_off = False       # wire.fastpath: no pipelined batch until the next Sync
         self.running = False
         self.cancel_reason: str | None = None
+        # input: what the client sent and the core has not consumed, `inbuf[rpos:]`
+        self.inbuf: bytes | bytearray = b""
+        self.rpos = 0
+        self.startup_framing = True    # no type byte before the StartupMessage
+        self.pushback: collections.deque = collections.deque()   # Unread messages
+        self.hot = bool(getattr(config, "fast_paths", True))     # wire/fastpath.py on
+        self.looking_ahead = False     # a batch's look-ahead waits for more input
+        self.look_ahead_over = False   # ... and is told to stop waiting (the adapter)
+        self.max_message = getattr(config, "max_message_bytes", P.DEFAULT_MAX_MESSAGE)
 
     # -- output -----------------------------------------------------------------------------
     def send(self, data: bytes) -> None:
@@ -169,6 +180,86 @@ class Backend:
         """Effects: a flush once the pending output reaches `flush_bytes`."""
         if self.out_bytes >= self.config.flush_bytes:
             yield FLUSH
+
+    # -- input --------------------------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        """Bytes the client sent, in order. Kept as they came while nothing else is
+        buffered (the common case: whole messages per read, no copy)."""
+        buf = self.inbuf
+        if self.rpos >= len(buf):
+            self.inbuf, self.rpos = data, 0
+            return
+        if type(buf) is not bytearray:
+            buf = self.inbuf = bytearray(memoryview(buf)[self.rpos:])
+            self.rpos = 0
+        elif self.rpos:
+            del buf[:self.rpos]
+            self.rpos = 0
+        buf += data
+
+    def buffered(self) -> int:
+        """Bytes received and not consumed yet."""
+        return len(self.inbuf) - self.rpos
+
+    def unread(self, msg) -> None:
+        """A message put back: it is the next one handled (COPY's Unread)."""
+        self.pushback.appendleft(msg)
+
+    def next_message(self) -> P.Message | None:
+        """The next complete message (a put-back one first), None until more bytes
+        arrive; a malformed one raises its ProtocolViolation, having been consumed."""
+        if self.pushback:
+            return self.pushback.popleft()
+        frame = P.scan(self.inbuf, self.rpos, self.startup_framing, self.max_message)
+        if frame is None:
+            return None
+        kind, start, end = frame
+        body = self.inbuf[start:end]
+        self.rpos = end
+        msg = P.parse(kind, body if type(body) is bytes else bytes(body))
+        if kind == P.STARTUP and type(msg) is P.StartupMessage:
+            self.startup_framing = False
+        return msg
+
+    def handle_next(self):
+        """The effects of the next input, as `handle` returns them, or NEED_INPUT when no
+        complete message is buffered (or a batch's look-ahead waits for more, see
+        wire/fastpath.py: then NEED_INPUT too, and `look_ahead_over` ends the wait). A
+        Bind goes to the hot cases first (wire/fastpath.py `on_bind`), straight from the
+        receive buffer; whatever they do not answer, and every other message, is decoded
+        into its message object and handled. Non-fatal protocol violations (bad UTF-8)
+        are answered here; fatal ones raise."""
+        try:
+            if self.pushback or self.startup_framing or self.phase != startup.READY:
+                msg = self.next_message()
+                if msg is None:
+                    return NEED_INPUT
+                return self.handle(msg)
+            frame = P.scan(self.inbuf, self.rpos, False, self.max_message)
+            if frame is None:
+                return NEED_INPUT
+            kind, start, end = frame
+            if kind != 66:              # not a Bind
+                body = self.inbuf[start:end]
+                self.rpos = end
+                return self.handle(P.parse(kind, body if type(body) is bytes
+                                           else bytes(body)))
+            try:
+                fields = P.decode_bind(self.inbuf, start, end)
+            except P.ProtocolViolation:
+                self.rpos = end
+                raise
+            if self.hot and not self.ext_error and not self.batch_off:
+                effects = fastpath.on_bind(self, fields, end)
+                if effects is not None:
+                    return effects
+            self.rpos = end
+            return self.handle(P.Bind(*fields))
+        except P.ProtocolViolation as e:
+            if e.fatal or self.phase != startup.READY:
+                raise
+            self.violation(e)
+            return ()
 
     # -- messages ---------------------------------------------------------------------------
     def handle(self, msg: P.Message):

@@ -1,59 +1,64 @@
-"""One client connection: the asyncio adapter around the protocol core (wire/backend.py).
+"""One client connection: the asyncio Protocol around the protocol core (wire/backend.py).
 
-    bytes --reader--> FrontendDecoder (wire/protocol.py) --message--> Backend.handle
-          <--writer-- Backend.data_to_send() <--------------- effects (wire/effects.py)
+    data_received(bytes) -> Backend.feed -> Backend.handle_next (frames scanned in the
+    core's receive buffer; hot cases answered there, wire/fastpath.py) -> effects
+    (wire/effects.py) performed here -> Backend.data_to_send() -> transport.write
 
-This module is the only part of a connection that knows asyncio and the socket. It reads
-what the client sent into the sans-I/O decoder, hands each decoded message to the core,
-performs the effects the core returns and sends their values back in, and writes the
-bytes the core produced: before it waits for input (a client that waits is never left
-waiting) and at every FLUSH, awaiting the transport's drain (back-pressure).
+This module is the only part of a connection that knows asyncio and the socket. It is an
+`asyncio.Protocol`: no StreamReader, no task per connection or per operation. Bytes that
+arrive go into the core's buffer and, while the core is idle, are handled at once, as
+many complete messages as there are; what the core produced is written once at the end
+of the burst (one transport write per burst, whatever the number of Syncs in it), before
+anything is waited for, and whenever the pending output reaches `flush_bytes`.
 
-Effects, as performed here:
-- Call: `loop.run_in_executor(server.pool, fn, *args)`. While a statement runs
-  (`Backend.running`) the socket is watched meanwhile (`_watching`): when the client goes
-  away (EOF, reset) the statement is canceled, stops at its next check (~100 ms of work,
-  planner/guard.py) and `Closed` is thrown into the core; bytes that arrive meanwhile
-  (pipelined messages) go to the decoder for later.
-- Spawn / Join: a pool call started now, awaited later (results' double buffering).
-- RECEIVE / Unread: the next message (from the pushback queue, then the decoder, reading
-  the socket when it has nothing); a message put back goes to the head of the queue.
-- START_TLS: 'S', then `StreamWriter.start_tls`; bytes the client sent before the
-  upgrade are refused (FATAL 08P01).
+Effects are performed by a small driver of the core's generators (`_advance`), without a
+coroutine: an effect that can be performed now (FLUSH with the transport accepting
+writes, RECEIVE of a message already buffered, Unread, Timer, CancelTimer, Spawn, a Join
+of a finished call) is performed inline and the generator goes on; one that must wait
+parks the generator (`_gen`) and a callback resumes it:
+- Call: `loop.run_in_executor(server.pool, fn, *args)`; its future's callback resumes.
+- Durable(finish): `finish` runs on the server's WAL sync thread (wire/server.py
+  `WalSync`), which resolves the future on the loop (`call_soon_threadsafe`): the fsync
+  wait of a write applied on the loop never blocks it, and the writes of all connections
+  waiting together share their fsyncs.
+- RECEIVE with nothing buffered: the next `data_received` resumes (None on EOF).
+- FLUSH while the transport has paused writing: `resume_writing` resumes (back-pressure:
+  a slow client slows the sender).
+- START_TLS: 'S', then `loop.start_tls` (the one task, once per connection); bytes the
+  client sent before the upgrade are refused (FATAL 08P01).
 - Timer / CancelTimer: `loop.call_later(seconds, backend.cancel, "timeout")`.
 An exception raised while performing an effect is thrown into the core where it yielded,
-so the core's try/finally blocks run as an `await`'s would.
+so the core's try/finally blocks run as an `await`'s would. While the core is parked,
+input is only buffered (reading pauses past `2 * read_bytes`, resumes as it drains).
 
-Lifecycle: `run()` serves until Terminate, EOF, or an error that ends the connection:
-`Fatal` and a fatal ProtocolViolation send FATAL and close; an unexpected exception is
-logged and sent as FATAL XX000; a closed or broken socket just ends it. Either way the
-server unregisters it and its portals are released. `cancel(reason)` (the server's, on
-the loop thread) interrupts the running statement.
+A batch's look-ahead (wire/fastpath.py) may ask for more input before it decides; the
+adapter then waits for more bytes as long as they keep coming within READ_WAIT, and sets
+`Backend.look_ahead_over` when they stop.
 
-wire/fastpath.py's hooks. The fast paths take the adapter (`on_bind(conn, bind)`, called
-for a Bind outside a failed pipeline before the core sees it) and use: `statements`,
-`portals`, `tx`, `session`, `config`, `batch_off`, `pushback`, `decoder`, `send`,
-`flush`, `_read_more`, `_bind_params`, `_blocking`, `_begin_statement`,
-`_end_statement`, `_drop_portals` and `_on_sync`. They keep the names and the arguments
-they had when this module was the whole connection; the state behind them is the core's.
-The fast paths living on the adapter, not in the sans-I/O core, is a stated exception
-(wire/fastpath.py's docstring says why): keep these members' meaning when the core
-changes.
+A client that goes away (connection_lost, or EOF) while a statement runs
+(`Backend.running`) cancels it: it stops at its next check (~100 ms of work,
+planner/guard.py) and `Closed` is thrown into the core when its call returns (logged as
+"lost during a statement"). No watcher task: the Protocol hears of it by itself.
+
+Lifecycle: the connection serves until Terminate, EOF, or an error that ends it: `Fatal`
+and a fatal ProtocolViolation send FATAL and close; an unexpected exception is logged and
+sent as FATAL XX000; a closed or broken socket just ends it. Either way the server
+unregisters it and its portals are released (`_finish`, once; `done` is then set).
+`cancel(reason)` (the server's, on the loop thread) interrupts the running statement.
 """
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
 import logging
-from typing import TYPE_CHECKING
+import socket
 
 from wire import protocol as P
-from wire.backend import Backend, Host
+from wire.backend import NEED_INPUT, Backend, Host
 from wire.effects import (
     Call,
     CancelTimer,
     Closed,
+    Durable,
     Fatal,
     Flush,
     Join,
@@ -63,29 +68,36 @@ from wire.effects import (
     Timer,
     Unread,
 )
-from wire.extended_query import bind_params
-from wire.fastpath import on_bind
-
-if TYPE_CHECKING:
-    from wire.portal import PreparedStatement
+from wire.fastpath import READ_WAIT
 
 __all__ = ["Connection", "Host", "Fatal", "Closed"]
 
 log = logging.getLogger("kudusql.wire")
 
+# what a parked generator waits for
+_INPUT, _FUTURE, _DRAIN, _TLS = "input", "future", "drain", "tls"
 
-class Connection:
-    def __init__(self, server: Host, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter):
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: Host):
         self.server = server
         self.config = server.config
-        self.reader, self.writer = reader, writer
-        self.decoder = P.FrontendDecoder(self.config.max_message_bytes)
-        self.pushback: collections.deque = collections.deque()
-        pid, secret = server.new_backend_key()
-        peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.backend = Backend(server, self.config, pid, secret, conn=self, peer=self.peer)
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.backend: Backend | None = None
+        self.peer = ""
+        self.done = self.loop.create_future()   # set when the connection has ended
+        self._gen = None                 # the core's generator, parked
+        self._waiting: str | None = None
+        self._eof = False                # the client sent EOF
+        self._lost = False               # the connection is gone (or the client left)
+        self._lost_at = 0.0
+        self._closing = False
+        self._finished = False
+        self._write_paused = False
+        self._read_paused = False
+        self._look_timer: asyncio.TimerHandle | None = None
+        self._read_limit = 2 * self.config.read_bytes
 
     # -- what the server and the session factory read -------------------------------------
     @property
@@ -115,219 +127,299 @@ class Connection:
         """Interrupt the running statement (called on the loop thread)."""
         self.backend.cancel(reason)
 
-    # -- the core's state, as wire/fastpath.py reads and writes it ------------------------
-    @property
-    def session(self):
-        return self.backend.session
+    def abort(self) -> None:
+        """Drop the connection now (server shutdown)."""
+        if self.transport is not None:
+            self.transport.abort()
 
-    @property
-    def tx(self):
-        return self.backend.tx
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        pid, secret = self.server.new_backend_key()
+        self.backend = Backend(self.server, self.config, pid, secret, conn=self,
+                               peer=self.peer)
+        self.server.opened(self)
 
-    @property
-    def statements(self) -> dict[str, PreparedStatement]:
-        return self.backend.statements
-
-    @property
-    def portals(self):
-        return self.backend.portals
-
-    @property
-    def batch_off(self) -> bool:
-        return self.backend.batch_off
-
-    @batch_off.setter
-    def batch_off(self, value: bool) -> None:
-        self.backend.batch_off = value
-
-    def send(self, data: bytes) -> None:
-        self.backend.send(data)
-
-    def _drop_portals(self, which) -> None:
-        self.backend.drop_portals(which)
-
-    def _on_sync(self) -> None:
-        self.backend.on_sync()
-
-    async def _bind_params(self, stmt, msg: P.Bind) -> list:
-        return await self._drive(bind_params(self.backend, stmt, msg))
-
-    def _begin_statement(self):
-        ms = self.backend.begin_statement()
-        if ms > 0:
-            return asyncio.get_running_loop().call_later(ms / 1000, self.backend.cancel,
-                                                         "timeout")
-        return None
-
-    def _end_statement(self, timer) -> None:
-        if timer is not None:
-            timer.cancel()
-        self.backend.running = False
-
-    # -- I/O --------------------------------------------------------------------------------
-    async def flush(self) -> None:
+    def data_received(self, data: bytes) -> None:
         be = self.backend
-        if be.out:
-            self.writer.write(be.data_to_send())
-        await self.writer.drain()
+        be.feed(data)
+        if self._gen is None:
+            self._process()
+        elif self._waiting is _INPUT:
+            self._resume_input()
+        if not self._read_paused and (self._gen is not None or self._write_paused) and \
+                be.buffered() > self._read_limit:
+            self._pause_reading()
 
-    async def next_message(self) -> P.Message | None:
-        """The next frontend message (None: the client closed the connection). Output is
-        flushed before waiting for input, so a client that waits is never left waiting."""
-        if self.pushback:
-            msg = self.pushback.popleft()
-            if isinstance(msg, P.ProtocolViolation):   # met while wire.fastpath looked ahead
-                raise msg
-            return msg
+    def eof_received(self) -> bool:
+        self._eof = True
+        be = self.backend
+        if self._gen is None:
+            be.look_ahead_over = True
+            self._process()
+        elif self._waiting is _INPUT:
+            self._resume_input()
+        elif be.running:
+            self._client_gone()
+        return True         # half-closed: the replies to what came before EOF still go out
+
+    def connection_lost(self, exc) -> None:
+        if not self._lost:
+            self._client_gone()
+        if self._waiting is _INPUT:
+            self._resume_input()
+        elif self._waiting is _DRAIN:
+            self._resume(ConnectionResetError("connection lost"))
+        elif self._gen is None:
+            self._finish()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._waiting is _DRAIN:
+            self._resume(None)
+        elif self._gen is None and not self._lost:
+            self._process()
+
+    # -- the burst loop -------------------------------------------------------------------------
+    def _process(self) -> None:
+        """Handle buffered input until it runs out or the core parks; then write."""
+        be = self.backend
+        try:
+            while self._gen is None:
+                if be.closed or self._closing:
+                    self._close()
+                    return
+                if self._write_paused or self._lost:
+                    break
+                effects = be.handle_next()
+                if effects is NEED_INPUT:
+                    if be.looking_ahead:
+                        be.looking_ahead = False
+                        if self._eof:
+                            be.look_ahead_over = True
+                            continue
+                        self._arm_look_ahead()
+                    elif self._eof:
+                        self._close()
+                        return
+                    break
+                if effects:
+                    if type(effects) is tuple:
+                        for e in effects:       # FLUSH (Sync, Flush): written below
+                            if type(e) is not Flush:
+                                raise TypeError(f"unexpected effect {e!r}")
+                            if be.out_bytes >= self.config.flush_bytes:
+                                self._write_out()
+                    else:
+                        self._advance(effects, None, None)
+        except BaseException as e:  # noqa: BLE001 - ends the connection (see _fail)
+            self._fail(e)
+            return
+        self._write_out()
+        if self._read_paused and be.buffered() < self.config.read_bytes:
+            self._read_paused = False
+            self.transport.resume_reading()
+        if self._lost and self._gen is None:
+            self._finish()
+
+    def _arm_look_ahead(self) -> None:
+        if self._look_timer is not None:
+            self._look_timer.cancel()
+        self._look_timer = self.loop.call_later(READ_WAIT, self._look_ahead_over)
+
+    def _look_ahead_over(self) -> None:
+        self._look_timer = None
+        if self._gen is None and not self._finished:
+            self.backend.look_ahead_over = True
+            self._process()
+
+    def _write_out(self) -> None:
+        be = self.backend
+        if be.out and not self._lost:
+            self.transport.write(be.data_to_send())
+        elif be.out:
+            be.data_to_send()
+
+    def _pause_reading(self) -> None:
+        if not self._read_paused and not self._lost:
+            self._read_paused = True
+            self.transport.pause_reading()
+
+    # -- the effect driver --------------------------------------------------------------------
+    def _advance(self, gen, value, exc) -> None:
+        """Drive the core's generator `gen`, sending `value` (or throwing `exc`) in, until
+        it ends or parks on an effect that must wait. Exceptions it raises propagate."""
+        be = self.backend
+        loop = self.loop
         while True:
-            msg = self.decoder.next()
-            if msg is not None:
-                return msg
-            if self.backend.out:
-                await self.flush()
-            if not await self._read_more():
-                return None
-
-    async def _read_more(self) -> bool:
-        """Read what the client sent next into the decoder; False once it has closed the
-        connection (EOF or a socket error)."""
-        try:
-            data = await self.reader.read(self.config.read_bytes)
-        except (ConnectionError, OSError):
-            return False
-        if not data:
-            return False
-        self.decoder.feed(data)
-        return True
-
-    # -- lifecycle --------------------------------------------------------------------------
-    async def run(self) -> None:
-        be = self.backend
-        try:
-            await self._serve()
-        except (Fatal, P.ProtocolViolation) as e:
-            await self._fatal(e.message, e.sqlstate)
-        except (ConnectionError, OSError, Closed, asyncio.IncompleteReadError):
-            pass
-        except Exception:
-            log.exception("connection %s (pid %d) failed", self.peer, be.pid)
-            await self._fatal("internal error; see the server log", "XX000")
-        finally:
-            self.server.unregister(self)
-            be.close()
-            with contextlib.suppress(Exception):   # the transport may be broken already
-                self.writer.close()
-
-    async def _fatal(self, message: str, sqlstate: str) -> None:
-        with contextlib.suppress(Exception):   # the peer may be gone already
-            self.backend.fatal(message, sqlstate)
-            await self.flush()
-
-    async def _serve(self) -> None:
-        be = self.backend
-        while not be.closed:
             try:
-                msg = await self.next_message()
-            except P.ProtocolViolation as e:
-                if e.fatal or be.phase != "ready":
-                    raise
-                be.violation(e)
-                continue
-            if msg is None:
+                effect = gen.send(value) if exc is None else gen.throw(exc)
+            except StopIteration:
                 return
-            if type(msg) is P.Bind and not be.ext_error and not be.batch_off and \
-                    await on_bind(self, msg):
-                continue
-            effects = be.handle(msg)
-            if effects:
-                await self._drive(effects)
-
-    # -- effects ----------------------------------------------------------------------------
-    async def _drive(self, effects):
-        """Perform `effects` (a tuple, or the core's generator) to the end; returns the
-        generator's return value."""
-        if type(effects) is tuple:
-            for effect in effects:
-                await self._perform(effect)
-            return None
-        gen = effects
-        try:
-            effect = next(gen)
-            while True:
+            value = exc = None
+            t = type(effect)
+            if t is Flush:
+                if be.out_bytes >= self.config.flush_bytes:
+                    self._write_out()
+                if self._write_paused:
+                    self._park(gen, _DRAIN)
+                    return
+            elif t is Call:
+                self._wait(gen, loop.run_in_executor(self.server.pool, effect.fn,
+                                                     *effect.args))
+                return
+            elif t is Receive:
                 try:
-                    value = await self._perform(effect)
-                except BaseException as e:  # noqa: BLE001 - raised where the core yielded
-                    effect = gen.throw(e)
-                else:
-                    effect = gen.send(value)
-        except StopIteration as stop:
-            return stop.value
+                    value = be.next_message()
+                except P.ProtocolViolation as e:
+                    exc = e
+                    continue
+                if value is None and not (self._eof or self._lost):
+                    self._write_out()
+                    if self._read_paused:
+                        self._read_paused = False
+                        self.transport.resume_reading()
+                    self._park(gen, _INPUT)
+                    return
+            elif t is Durable:
+                self._wait(gen, self.server.wal_sync.submit(loop, effect.finish))
+                return
+            elif t is Spawn:
+                value = loop.run_in_executor(self.server.pool, effect.fn)
+            elif t is Join:
+                fut = effect.handle
+                if not fut.done():
+                    self._wait(gen, fut)
+                    return
+                try:
+                    value = fut.result()
+                except BaseException as e:  # noqa: BLE001 - thrown in where it yielded
+                    exc = e
+            elif t is Unread:
+                be.unread(effect.message)
+            elif t is Timer:
+                value = loop.call_later(effect.seconds, be.cancel, "timeout")
+            elif t is CancelTimer:
+                effect.handle.cancel()
+            elif t is StartTLS:
+                self._park(gen, _TLS)
+                loop.create_task(self._start_tls())
+                return
+            else:
+                exc = TypeError(f"unknown effect {effect!r}")
 
-    async def _perform(self, effect):
-        t = type(effect)
-        if t is Call:
-            return await self._blocking(effect.fn, *effect.args)
-        if t is Flush:
-            return await self.flush()
-        if t is Spawn:
-            return asyncio.ensure_future(self._blocking(effect.fn))
-        if t is Join:
-            return await effect.handle
-        if t is Receive:
-            return await self.next_message()
-        if t is Unread:
-            self.pushback.append(effect.message)
-            return None
-        if t is Timer:
-            return asyncio.get_running_loop().call_later(effect.seconds,
-                                                         self.backend.cancel, "timeout")
-        if t is CancelTimer:
-            effect.handle.cancel()
-            return None
-        if t is StartTLS:
-            if self.decoder.buffered():
-                raise Fatal("received unencrypted data after SSL request", "08P01")
-            self.writer.write(b"S")
-            await self.writer.drain()
-            await self.writer.start_tls(self.server.ssl_context)
-            return None
-        raise TypeError(f"unknown effect {effect!r}")
+    def _park(self, gen, what: str) -> None:
+        self._gen, self._waiting = gen, what
 
-    # -- blocking work ----------------------------------------------------------------------
-    async def _blocking(self, fn, *args):
-        fut = asyncio.get_running_loop().run_in_executor(self.server.pool, fn, *args)
-        if not self.backend.running:
-            return await fut
-        return await self._watching(fut)
+    def _wait(self, gen, fut) -> None:
+        """Park `gen` until `fut` is done; what is pending is written first."""
+        self._write_out()
+        self._park(gen, _FUTURE)
+        fut.add_done_callback(self._future_done)
 
-    async def _watching(self, fut):
-        """Await a running statement's pool call while watching the socket: when the
-        client goes away (EOF, reset) the statement is canceled, stops at its next check
-        and the connection ends (Closed). Bytes that arrive meanwhile (pipelined messages)
-        go to the decoder for later."""
-        watch = asyncio.ensure_future(self._peer_gone())
+    def _future_done(self, fut) -> None:
+        if fut.cancelled():
+            value, exc = None, asyncio.CancelledError()
+        else:
+            exc = fut.exception()
+            value = None if exc is not None else fut.result()
+        if self._lost:
+            if self.backend.running:
+                log.info("connection %s (pid %d) lost during a statement; the statement "
+                         "stopped after %.0f ms", self.peer, self.pid,
+                         (self.loop.time() - self._lost_at) * 1000)
+            value, exc = None, Closed()
+        self._resume(exc, value)
+
+    def _resume_input(self) -> None:
+        """A parked RECEIVE: the next message if one is complete now (None at EOF)."""
         try:
-            done, _ = await asyncio.wait({fut, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if fut in done or not watch.result():
-                return await fut
-            self.backend.cancel("connection")
-            t0 = asyncio.get_running_loop().time()
-            with contextlib.suppress(Exception):      # the statement's end is not news
-                await fut
-            loop_time = asyncio.get_running_loop().time()
-            log.info("connection %s (pid %d) lost during a statement; the statement "
-                     "stopped after %.0f ms", self.peer, self.pid, (loop_time - t0) * 1000)
-            raise Closed()
-        finally:
-            if not watch.done():
-                watch.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await watch         # one reader at a time: let this one finish first
+            msg = self.backend.next_message()
+        except P.ProtocolViolation as e:
+            self._resume(e)
+            return
+        if msg is None and not (self._eof or self._lost):
+            return                      # still incomplete: stay parked
+        self._resume(None, msg)
 
-    async def _peer_gone(self) -> bool:
-        """True once the client has closed the connection; False if it sent so much while
-        the statement ran that watching stops (the decoder keeps what it sent)."""
-        while self.decoder.buffered() < 4 * self.config.read_bytes:
-            if not await self._read_more():
-                return True
-        return False
+    def _resume(self, exc, value=None) -> None:
+        gen = self._gen
+        self._gen = self._waiting = None
+        try:
+            self._advance(gen, value, exc)
+        except BaseException as e:  # noqa: BLE001 - ends the connection (see _fail)
+            self._fail(e)
+            return
+        if self._gen is None:
+            self._process()
+        else:
+            self._write_out()
+
+    async def _start_tls(self) -> None:
+        exc = None
+        try:
+            if self.backend.buffered():
+                raise Fatal("received unencrypted data after SSL request", "08P01")
+            self.transport.write(b"S")
+            self.transport = await self.loop.start_tls(
+                self.transport, self, self.server.ssl_context, server_side=True)
+        except BaseException as e:  # noqa: BLE001 - thrown into the core
+            exc = e
+        self._resume(exc)
+
+    # -- ending ---------------------------------------------------------------------------------
+    def _client_gone(self) -> None:
+        """The client went away: a running statement is canceled (it ends at its next
+        check and `Closed` is thrown in when its call returns)."""
+        self._lost = True
+        self._lost_at = self.loop.time()
+        self.backend.cancel("connection")
+
+    def _fail(self, e: BaseException) -> None:
+        self._gen = self._waiting = None
+        if isinstance(e, (Fatal, P.ProtocolViolation)):
+            self._fatal(e.message, e.sqlstate)
+        elif not isinstance(e, (ConnectionError, OSError, Closed)):
+            log.error("connection %s (pid %d) failed", self.peer, self.backend.pid,
+                      exc_info=e)
+            self._fatal("internal error; see the server log", "XX000")
+        self._close()
+
+    def _fatal(self, message: str, sqlstate: str) -> None:
+        self.backend.fatal(message, sqlstate)
+        self._write_out()
+
+    def _close(self) -> None:
+        """End the connection: what is pending goes out, then the transport closes
+        (connection_lost then finishes)."""
+        self._write_out()
+        self._closing = True
+        if not self._lost:
+            self._lost = True
+            self.transport.close()
+        if self._gen is None:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        if self._look_timer is not None:
+            self._look_timer.cancel()
+        try:
+            self.server.unregister(self)
+            self.backend.close()
+        finally:
+            self.server.closed(self)
+            if not self.done.done():
+                self.done.set_result(None)
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.close()

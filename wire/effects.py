@@ -15,6 +15,9 @@ input, as h11's `data_to_send()` works.
     Call(fn, a)   fn(*a) in the thread pool; while a statement runs          fn's result
                   (`Backend.running`), the socket is watched: a client that
                   goes away cancels the statement and throws `Closed` in
+    Durable(f)    f(): a deferred write's finishing call (it waits for the   f's result
+                  WAL fsync), run on the server's WAL sync thread, never on
+                  the loop; the loop is resumed when it is done
     Spawn(fn)     start fn() in the thread pool, do not wait                a handle
     Join(h)       wait for a Spawned call                                   its result
     RECEIVE       the next frontend message (read from the socket if none   a message or
@@ -58,6 +61,11 @@ class Flush:
 class Call:
     fn: Callable
     args: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Durable:
+    finish: Callable
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

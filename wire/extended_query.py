@@ -18,8 +18,8 @@ Sync (ReadyForQuery, the implicit transaction's portals dropped) and Flush are
 cursors share one namespace, as in PostgreSQL (a DECLAREd cursor can be Described and
 Executed by name). COPY through Execute runs the copy sub-protocol (wire/copy_flow.py).
 
-`bind_params` is also the fast paths' (wire/fastpath.py, through the adapter's
-`Connection._bind_params`): it must stay exactly what an ordinary Bind decodes.
+`param_formats` and `decode_params` (what `bind_params` is made of) are also the hot
+cases' (wire/fastpath.py): one decoding for both.
 """
 from __future__ import annotations
 
@@ -120,10 +120,19 @@ def on_bind(be, msg: P.Bind):
 
 
 def bind_params(be, stmt: PreparedStatement, msg: P.Bind):
-    """The Bind's parameter values, checked and decoded (also wire.fastpath's)."""
-    values = msg.params
+    """The Bind's parameter values, checked and decoded (effects: a statement that has
+    to be described first)."""
+    fmts = param_formats(msg.param_formats, msg.params, msg.result_formats)
+    oids = stmt.param_oids
+    if not stmt.described and any(v is not None and not (oids[i] if i < len(oids) else 0)
+                                  for i, v in enumerate(msg.params)):
+        yield from ensure_described(be, stmt)
+    return decode_params(stmt, fmts, msg.params)
+
+
+def param_formats(pf: tuple, values: tuple, rf: tuple) -> list[int]:
+    """Each parameter's format code, the Bind's format codes checked (08P01, 22023)."""
     n = len(values)
-    pf = msg.param_formats
     if len(pf) not in (0, 1, n) and not (n == 0):
         raise SqlError(f"bind message has {len(pf)} parameter formats but {n} "
                        "parameters", "08P01")
@@ -131,21 +140,26 @@ def bind_params(be, stmt: PreparedStatement, msg: P.Bind):
     for f in fmts:
         if f not in (0, 1):
             raise SqlError(f"unsupported format code: {f}", "22023")
-    for f in msg.result_formats:
+    for f in rf:
         if f not in (0, 1):
             raise SqlError(f"unsupported format code: {f}", "22023")
-    oids = list(stmt.param_oids) + [0] * max(0, n - len(stmt.param_oids))
-    need = any(v is not None and not oids[i] for i, v in enumerate(values))
-    if need:
-        yield from ensure_described(be, stmt)
+    return fmts
+
+
+def decode_params(stmt: PreparedStatement, fmts: list[int], values: tuple) -> list:
+    """The values decoded by their formats and types (wire.types.decode_param), once the
+    statement is described if a value's type is unspecified: what an ordinary Bind
+    decodes; wire/fastpath.py's hot cases decode with it too."""
+    n = len(values)
     if stmt.described and n != len(stmt.param_desc_oids):
         raise SqlError(f'bind message supplies {n} parameters, but prepared statement '
                        f'"{stmt.name}" requires {len(stmt.param_desc_oids)}', "08P01")
-    params = []
-    for i, v in enumerate(values):
-        arrow = stmt.param_types[i] if stmt.described else None
-        params.append(T.decode_param(v, fmts[i], oids[i], arrow))
-    return params
+    oids = stmt.param_oids
+    no = len(oids)
+    types = stmt.param_types if stmt.described else None
+    decode = T.decode_param
+    return [decode(v, fmts[i], oids[i] if i < no else 0, types[i] if types else None)
+            for i, v in enumerate(values)]
 
 
 def on_describe(be, msg: P.Describe):

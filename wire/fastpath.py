@@ -1,292 +1,461 @@
-"""Wire fast paths: prepared point reads and key writes, and pipelined batches of one
-prepared INSERT.
+"""The extended protocol's hot cases, answered by the protocol core straight from its
+receive buffer: prepared point reads, prepared key writes, pipelined INSERT batches.
+
+`Backend.handle_next` (wire/backend.py) hands every Bind frame - decoded into a tuple by
+`protocol.decode_bind`, no message object - to `on_bind(be, fields, end)` before anything
+else, unless the pipeline failed (`ext_error`) or batches are off until Sync
+(`batch_off`). It returns None (nothing consumed, nothing done: the Bind is then handled
+as a message, the ordinary way) or the case's effects, like any handler of the core
+(wire/effects.py): these are the same state machine as the ordinary path, on the same
+state (statements, portals, transaction status, `be.out`), sans-I/O like the rest of the
+core. `ServerConfig.fast_paths=False` switches them off (`Backend.hot`): every message
+then takes the ordinary path, the differential tests' reference.
+
+The frames following the Bind are read where they lie in the buffer (`be.inbuf` from
+`be.rpos`), compared with the pre-encoded frames the cases expect; a case consumes input
+by moving `be.rpos` past what it answered.
 
 Point reads
 -----------
-A prepared `SELECT cols FROM t WHERE pk = $1` executed as Bind, [Describe portal],
-Execute, Sync (asyncpg `fetch`, psycopg, JDBC after prepareThreshold) is the hot path of
-an OLTP client. When the session has it cached as a point read of plain columns
-(`Session.point_read`, planner/fastpath.py) and the statement was described, the Bind's
-key goes straight to `Table.lookup` and the reply - BindComplete, [RowDescription],
-DataRow, CommandComplete, ReadyForQuery - is built here from the row's Python values
-(`wire.types.value_encoder`), with the RowDescription and the encoders made once per
-statement and result formats: no Portal, no StatementResult, no Arrow table. Anything it
-cannot answer exactly as the ordinary path would (no compiled point read, a key that
-needs SQL's conversion rules, a transaction block, a column whose announced
-type differs from the result's, a type the value encoders do not cover) takes the
-ordinary path, having consumed nothing. tests/wire/test_fastpath.py runs both paths on
-generated tables and keys and compares every reply.
+Bind [Describe P] Execute Sync of a described statement the session has compiled into a
+point read of plain columns (`Session.point_read`, planner/fastpath.py), all four frames
+already received: the Bind's key goes to `Table.lookup` on the event loop (bounded,
+in-memory work) and the reply - BindComplete, [RowDescription], DataRow, CommandComplete
+(PortalSuspended for a row limit of 1, as the ordinary path says), ReadyForQuery - is
+built here from the row's Python values (`wire.types.value_encoder`), the RowDescription
+and encoders made once per statement and result formats: no Portal, StatementResult,
+effect or Arrow table. Anything it cannot answer exactly as the ordinary path would (no
+compiled point read, a key needing SQL's conversion rules, a transaction block, an
+announced type that differs from the result's, a portal still streaming, frames not all
+here yet) is left to the ordinary path having consumed nothing.
+tests/wire/test_fastpath.py compares every reply of both paths.
 
 Key writes
 ----------
-A prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1` or `DELETE FROM t WHERE pk = $1`
-executed as Bind, [Describe portal], Execute, Sync, run before so that its row-matching
-query is cached as a point read (planner.dml `_matching`), is run here: the
-session's `key_write_rows` gives the matching row (key and SET values, computed by the
-executor's evaluator: SQL semantics and errors unchanged), `update_data` rounds it as the
-ordinary UPDATE does, and `Table.write_small` writes it on the engine's small-write path;
-the reply is BindComplete, [NoData], CommandComplete `UPDATE n` / `DELETE n`,
-ReadyForQuery, built here. No Portal, no StatementResult per op, no statement dispatch,
-no AST copy. The one thread hop left is the write itself (it waits for its WAL fsync,
-which must not block the event loop). Anything this path cannot answer exactly as the
-ordinary one would - no cached matching point read, a transaction block, RETURNING,
-a value the small-write path will not take with certainty (it then writes nothing), an
-error while matching - goes the ordinary way, having consumed and written nothing; the
-ordinary path then runs the statement from the start (the matching read is repeated,
-it changes nothing). An UPDATE / DELETE on the small path fails only for a key that is
-not live, which both paths count as 0 rows. tests/wire/test_fastpath_writes.py runs both
-paths (`fast_paths=False`) on random statements and compares every reply and the final
-tables.
+Bind [Describe P] Execute Sync of a prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1`
+or `DELETE FROM t WHERE pk = $1` run before (so that its row-matching query is cached as
+a point read, planner.dml `_matching`): on the event loop, the session's `key_write_rows`
+gives the matching row (key and SET values computed by the executor's evaluator: SQL
+semantics and errors unchanged), `update_data` rounds it as the ordinary UPDATE does, and
+`Table.write_small_deferred` applies it on the engine's small-write path up to its wait
+for the WAL fsync. That wait is the one effect, `Durable(finish)`: the adapter runs it on
+the server's WAL sync thread, never on the loop, and resumes here when it is done
+(writers of all connections share the tablet's fsyncs: group commit); the reply -
+BindComplete, [NoData], CommandComplete `UPDATE n` / `DELETE n` (or the write's error),
+ReadyForQuery - is then built. Anything this case cannot answer exactly as the ordinary
+path would (no cached matching point read, a transaction block, RETURNING, a value the
+small-write path will not take with certainty, an error while matching) is left to the
+ordinary path having consumed and written nothing; the ordinary path then runs the
+statement from the start (repeating the matching read changes nothing). An UPDATE /
+DELETE on the small path fails only for a key that is not live, which both paths count
+as 0 rows. No statement clock: the work on the loop is bounded and the fsync wait is
+not cancellable. tests/wire/test_fastpath_writes.py compares both paths.
 
 Pipelined batches
 -----------------
-A driver's run of Bind/Execute pairs of one prepared INSERT or
-UPSERT, sent before one Sync, applied as one engine write.
-
-asyncpg and psycopg `executemany`, JDBC `executeBatch` and SQLAlchemy's bulk inserts all
-send one prepared `INSERT ... VALUES ($1, ..., $n)` as many
+asyncpg and psycopg `executemany`, JDBC `executeBatch` and SQLAlchemy's bulk inserts send
+one prepared `INSERT/UPSERT ... VALUES ($1, ..., $n)` as many
 
     [Parse (the same unnamed statement again)] Bind [Describe portal] Execute
 
-before a single Sync. Run one by one, each Execute is a statement of its own with the
-engine's fixed cost per write (~0.6-1 ms): a few hundred rows per second. Here the
-messages the client has already sent (the decoder's buffer: nothing is waited for) are
-looked at together when the first Bind arrives, and the parameter sets of the run are
-written as one Arrow batch (`Session.execute_many(..., in_order=True)`, the engine's
-`Table.write(..., in_order=True)`).
+before one Sync. Run one by one each Execute is a statement with the engine's fixed cost
+per write; here the run is read from the buffer and its parameter sets written as one
+Arrow batch (`Session.execute_many(..., in_order=True)`, in the pool: it is long work).
+While everything received so far could still belong to the run (no Sync, Flush or other
+message yet), the case waits for more input (`NEED_INPUT`) until the adapter says the
+client paused (`be.look_ahead_over`, after READ_WAIT): a driver sends a 5,000-row batch
+in many TCP segments, and a client owes no reply before its Sync or Flush, so waiting for
+the end of the run cannot stall one.
 
-Outcomes are those of running each Execute in order:
-- each message gets its own reply, in order: ParseComplete, BindComplete, NoData (the
-  portal's Describe: an INSERT returns no rows), CommandComplete `INSERT 0 1`;
-- the engine applies the sets up to the first one that fails and none after it; that
-  set and everything after it go back to the connection's message queue
-  (`Connection.pushback`) and run through the ordinary path one by one (`batch_off` until
-  the next Sync), which gives the failing Execute its exact ErrorResponse and, per the
-  protocol, skips the rest up to Sync. A Bind whose values do not decode ends the batch
-  the same way: it is replayed and fails in the ordinary path.
-- anything else (another statement, a named portal that exists, a transaction block in
-  the failed state, a portal still streaming, a statement the session does not batch:
-  `execute_many` returns None) is left to the ordinary path untouched.
-
-The unnamed (or named) portal is left as the last Execute would have left it: run, its
-statement and parameters those of the last set.
-
-Where this lives: a stated exception to the sans-I/O core
-----------------------------------------------------------
-The protocol core (wire/backend.py and its parts) is sans-I/O: `Backend.handle(message)`
-returns bytes and effects, knows no asyncio, and is driven with messages alone by
-tests/wire/test_backend.py. This module is the one deliberate exception: asyncio code on
-the adapter (wire/connection.py), which calls `on_bind(conn, bind)` for a Bind before the
-core sees it, and which reads and writes the connection's state through the adapter's
-members, private ones included. It is kept here on purpose (issue 17, fast data): these
-paths exist to remove the per-operation fixed cost - in issue 17's profile of a point
-select, ~150 of ~205 us of event-loop time were wire and object plumbing - so they build
-the reply bytes directly on the event loop and skip what the core costs per message (a
-Portal and a StatementResult, effect objects, generator round trips; for a batch, one
-statement per Execute). The look-ahead also reads the socket itself (`_read_more`),
-which the core cannot. The price is coupling to the adapter: a change to the core's state
-behind these members must keep their meaning. tests/wire/test_fastpath.py,
-test_fastpath_writes.py and test_pipelined_batch.py run each fast path and the ordinary
-path (`fast_paths=False`) and compare every reply, which is what catches a drift.
-
-The adapter members used are the `Adapter` protocol below (wire/connection.py's
-Connection has them; most forward to the core's state). The fast paths name the protocol,
-not the Connection class, so this module does not import the adapter that imports it.
+Outcomes are those of running each Execute in order: the engine applies the sets up to
+the first one that fails and none after it; the applied items get their replies
+(ParseComplete, BindComplete, NoData, CommandComplete `INSERT 0 1`) and are consumed; the
+failing set and everything after it stay in the buffer and run through the ordinary path
+(`batch_off` until the next Sync), which gives the failing Execute its exact
+ErrorResponse and skips the rest up to Sync. A Bind whose values do not decode ends the
+batch the same way. Anything else (another statement, a named portal that exists, a
+failed transaction block, a portal still streaming, a statement the session does not
+batch) is left to the ordinary path untouched. The portal is left as the last applied
+Execute would have left it. tests/wire/test_pipelined_batch.py compares both paths.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
-from typing import Any, Protocol
+import struct
 
 import numpy as np
 import pyarrow as pa
 
 from engine.tablet.write_op import OpType
+from planner.dml import update_data
 from planner.errors import SqlError
 from planner.result import StatementResult
-from planner.dml import update_data
 from wire import protocol as P
 from wire import types as T
+from wire.effects import CONNECTION_ERRORS, Call, Durable
+from wire.extended_query import bind_params, decode_params, param_formats
 from wire.portal import Portal, Rows
 
-
-class Adapter(Protocol):
-    """What the fast paths use of the asyncio adapter (wire/connection.py Connection)."""
-
-    config: Any             # the server's settings: `fast_paths`
-    batch_off: bool         # the batch look-ahead is off until the next Sync
-    pushback: deque         # messages the look-ahead read and gives back, in order
-    decoder: Any            # the message decoder: `next()`
-
-    @property
-    def statements(self) -> dict: ...       # name -> the core's prepared statement
-    @property
-    def portals(self) -> dict: ...          # name -> Portal
-    @property
-    def tx(self) -> Any: ...                # the transaction block: status, in_block, check()
-    @property
-    def session(self) -> Any: ...           # session.Session
-
-    def send(self, data: bytes) -> None: ...
-    async def flush(self) -> None: ...
-    async def _read_more(self) -> bool: ...     # read the socket into the decoder
-    async def _bind_params(self, stmt, msg) -> list: ...    # the core's bind_params
-    async def _blocking(self, fn, *args): ...   # a call in the server's thread pool
-    def _begin_statement(self) -> Any: ...      # statement timeout timer, core's `running`
-    def _end_statement(self, timer) -> None: ...
-    def _drop_portals(self, which) -> None: ...
-    def _on_sync(self) -> None: ...
-
-
 MAX_BATCH = 8192          # parameter sets written as one batch at most
-READ_WAIT = 0.002         # s: how long the look-ahead waits for more of a run (see there)
+READ_WAIT = 0.002         # s: how long a batch's look-ahead waits for more of its run
+
+# pre-encoded frames the cases expect, and replies they send
+_DESCRIBE_P = b"D\0\0\0\x06P\0"        # Describe of the unnamed portal
+_EXECUTE = b"E\0\0\0\x09\0"            # Execute of the unnamed portal, then int32 max_rows
+_SYNC = b"S\0\0\0\x04"
+_BIND_COMPLETE = P.bind_complete()
+_NO_DATA = P.no_data()
+_PARSE_COMPLETE = P.parse_complete()
+_SELECT_0 = P.command_complete("SELECT 0")
+_SELECT_1 = P.command_complete("SELECT 1")
+_SUSPENDED = P.portal_suspended()
+_NULL = b"\xff\xff\xff\xff"
+_S16 = T._S16
+_S32 = T._S32
+_I32 = struct.Struct("!i")
 
 
-_RUN = (P.Parse, P.Bind, P.Describe, P.Execute)
+def on_bind(be, fields: tuple, end: int):
+    """The hot cases' hook for a Bind frame ending at `end` (its fields from
+    `protocol.decode_bind`): None when none applies (nothing consumed), else effects."""
+    stmt = be.statements.get(fields[1])
+    if stmt is None:
+        return None
+    case = stmt.fast.get("case")
+    if case is None:
+        case = stmt.fast["case"] = _case(stmt)
+    if case == "select":
+        return point_read(be, stmt, fields, end)
+    if case == "insert":
+        return pipelined_batch(be, stmt, fields, end)
+    if case == "write":
+        return key_write(be, stmt, fields, end)
+    return None
 
 
-async def _look_ahead(conn: Adapter) -> list:
-    """The messages received after the current one, taken out of the queue (a malformed
-    one is kept as its ProtocolViolation, raised when the queue reaches it).
-
-    While everything received so far could still belong to the run (no Sync, Flush or
-    other message yet), more is read as long as it keeps arriving within READ_WAIT: a
-    driver sends a 5,000-row batch in many TCP segments, and one write for all of it
-    beats one per segment. A client owes no reply before its Sync or Flush (protocol),
-    so waiting for the end of the run cannot stall one; a pause ends the wait anyway."""
-    out = list(conn.pushback)
-    conn.pushback.clear()
-    while len(out) < 4 * MAX_BATCH:
-        try:
-            msg = conn.decoder.next()
-        except P.ProtocolViolation as e:
-            out.append(e)
-            break
-        if msg is not None:
-            out.append(msg)
-            if not isinstance(msg, _RUN):
-                break
-            continue
-        try:
-            if not await asyncio.wait_for(conn._read_more(), READ_WAIT):
-                break                               # the client closed the connection
-        except asyncio.TimeoutError:
-            break
-    return out
-
-
-def _items(first: P.Bind, stmt, msgs: list) -> tuple[list[tuple[int, int]], int]:
-    """The run of [Parse] Bind [Describe P] Execute items at the head of `first` + `msgs`:
-    ([(start, end) message spans into [first] + msgs], messages used)."""
-    seq = [first] + msgs
-    spans = []
-    i = 0
-    while i < len(seq) and len(spans) < MAX_BATCH:
-        start = j = i
-        m = seq[j]
-        if isinstance(m, P.Parse):
-            if not (m.name == stmt.name == "" and m.sql == stmt.sql
-                    and tuple(m.param_oids) == tuple(stmt.param_oids)):
-                break
-            j += 1
-            m = seq[j] if j < len(seq) else None
-        if not (isinstance(m, P.Bind) and m.statement == stmt.name
-                and m.portal == first.portal):
-            break
-        j += 1
-        m = seq[j] if j < len(seq) else None
-        if isinstance(m, P.Describe) and m.kind == "P" and m.name == first.portal:
-            j += 1
-            m = seq[j] if j < len(seq) else None
-        if not (isinstance(m, P.Execute) and m.portal == first.portal):
-            break
-        spans.append((start, j + 1))
-        i = j + 1
-    return spans, i
-
-
-async def on_bind(conn: Adapter, bind: P.Bind) -> bool:
-    """The connection's hook for a Bind (outside a failed pipeline): True when the fast
-    paths here answered it and what followed it, False to take the ordinary path."""
-    stmt = conn.statements.get(bind.statement)
-    if stmt is None or stmt.kind != "plain" or not conn.config.fast_paths:
-        return False
+def _case(stmt) -> str:
+    if stmt.kind != "plain":
+        return ""
     verb = stmt.statement.verb
-    if verb == "select":
-        return await point_read(conn, stmt, bind)
-    if verb == "insert":
-        return await pipelined_batch(conn, bind)
     if verb is None:
-        return await key_write(conn, stmt, bind)
-    return False
+        return "write" if _write_plan(stmt) is not None else ""
+    return verb
 
 
-async def pipelined_batch(conn: Adapter, first: P.Bind) -> bool:
-    """Handle `first` and the pipelined run it starts as one batch; False (nothing done,
-    nothing consumed) when it is not such a run."""
-    stmt = conn.statements.get(first.statement)
-    run = getattr(conn.session, "execute_many", None)
-    if run is None or conn.tx.status == b"E" or \
-            (first.portal and first.portal in conn.portals) or \
-            any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
+def _tail(be, p: int):
+    """After a Bind of the unnamed portal ending at `p`: (describe, max_rows, end of the
+    Sync) when [Describe P] Execute Sync follow, all received; else None."""
+    buf = be.inbuf
+    describe = buf.startswith(_DESCRIBE_P, p)
+    if describe:
+        p += 7
+    if not buf.startswith(_EXECUTE, p) or not buf.startswith(_SYNC, p + 10):
+        return None
+    return describe, _I32.unpack_from(buf, p + 6)[0], p + 15
+
+
+def _simple(be, fields) -> bool:
+    """A Bind the point read and key write cases may take: the unnamed portal, outside a
+    transaction block, no portal streaming."""
+    if fields[0] or be.tx.in_block or be.tx.status != b"I":
         return False
-    msgs = await _look_ahead(conn)
-    spans, used = _items(first, stmt, msgs)
-    if len(spans) < 2:
-        conn.pushback.extendleft(reversed(msgs))
-        return False
-    seq = [first] + msgs
-    binds = [next(m for m in seq[a:b] if isinstance(m, P.Bind)) for a, b in spans]
-    # decode every Bind first; one that fails ends the batch before it
+    return not any(p.rows is not None and p.rows.streaming for p in be.portals.values())
+
+
+# -- point reads ---------------------------------------------------------------------------
+def _point_plan(stmt, rf: tuple, fast, describe: bool):
+    """(RowDescription bytes or None, encoders) for this statement, result formats and
+    point read, cached on the statement; None when this case cannot answer it."""
+    key = (rf, id(fast), describe)
+    plan = stmt.fast.get(key)
+    if plan is not None:
+        return plan or None
+    plan = ()
+    schema = fast.schema
+    announced = stmt.result_oids
+    if stmt.rows_announced and announced is not None and len(announced) == len(schema):
+        try:
+            fmts = T.result_formats(rf, len(schema))
+        except T.ParamError:
+            fmts = None
+        if fmts is not None and all(T.type_oid(f.type)[0] == a[0]
+                                    for f, a in zip(schema, announced)):
+            encs = [T.value_encoder(f.type, fmt) for f, fmt in zip(schema, fmts)]
+            if all(e is not None for e in encs):
+                desc = P.row_description(T.field_descriptions(
+                    stmt.schema, fmts, announced)) if describe else None
+                plan = (desc, encs)
+    if len(stmt.fast) > 16:
+        stmt.fast.clear()
+    stmt.fast[key] = plan
+    return plan or None
+
+
+def point_read(be, stmt, fields: tuple, end: int):
+    """Bind [Describe P] Execute Sync of a cached point read, answered here (module
+    docstring): () when answered, None (nothing consumed) for anything else."""
+    if not stmt.described or not _simple(be, fields):
+        return None
+    tail = _tail(be, end)
+    if tail is None:
+        return None
+    describe, max_rows, after = tail
+    point = getattr(be.session, "point_read", None)
+    if point is None:
+        return None
     try:
-        first_params = await conn._bind_params(stmt, first)
-    except Exception:  # noqa: BLE001 - replayed below: the ordinary path reports it
+        params = decode_params(stmt, param_formats(fields[2], fields[3], fields[4]),
+                               fields[3])
+        found = point(stmt.sql, params)
+        if found is None:
+            return None
+        fast, table = found
+        plan = _point_plan(stmt, fields[4], fast, describe)
+        if plan is None:
+            return None
+        key = fast.key_values(params)
+        if key is None:
+            return None
+        row = table.lookup(key, fast.columns or None)
+    except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
+        return None
+    desc, encs = plan
+    be.rpos = after
+    if "" in be.portals:
+        be.drop_portals(lambda p: p.name == "")
+    send = be.send
+    send(_BIND_COMPLETE)
+    if describe:
+        send(desc)
+    if row is None:
+        send(_SELECT_0)
+    else:
+        parts = [_S16.pack(len(encs))]
+        for enc, col in zip(encs, fast.plain):   # a loop per column of one row
+            v = row[col]
+            if v is None:
+                parts.append(_NULL)
+            else:
+                b = enc(v)
+                parts.append(_S32.pack(len(b)))
+                parts.append(b)
+        body = b"".join(parts)
+        send(b"D" + _S32.pack(len(body) + 4) + body)
+        # a row limit of 1 is reached: suspended, as the ordinary path (and PostgreSQL) say
+        send(_SUSPENDED if max_rows == 1 else _SELECT_1)
+    be.on_sync()
+    return ()
+
+
+# -- key writes ------------------------------------------------------------------------------
+def _write_plan(stmt):
+    """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE statement
+    this case can run (the front door's `Statement.key_write_shape`); None otherwise."""
+    shape = getattr(stmt.statement, "key_write_shape", None)
+    return shape() if shape is not None else None
+
+
+def key_write(be, stmt, fields: tuple, end: int):
+    """Bind [Describe P] Execute Sync of a prepared UPDATE / DELETE by the full primary
+    key, applied here (module docstring): its effects, or None (nothing consumed, nothing
+    written) for anything else."""
+    find = getattr(be.session, "key_write_rows", None)
+    if find is None or not _simple(be, fields):
+        return None
+    tail = _tail(be, end)
+    if tail is None:
+        return None
+    describe, _, after = tail
+    plan = stmt.fast.get("write")
+    if plan is None:
+        plan = stmt.fast["write"] = _write_plan(stmt)
+    verb, names = plan
+    try:
+        fmts = param_formats(fields[2], fields[3], fields[4])
+        oids = stmt.param_oids
+        if not stmt.described and any(v is not None and not (oids[i] if i < len(oids)
+                                                              else 0)
+                                       for i, v in enumerate(fields[3])):
+            return None             # describing it is the pool's work: the ordinary path
+        params = decode_params(stmt, fmts, fields[3])
+        be.tx.check(stmt.statement)
+        found = find(stmt.sql, params)
+        if found is None:
+            return None
+        rows, table = found
+        finish = None
+        if rows.num_rows:
+            if verb == "UPDATE":
+                finish = table.write_small_deferred(OpType.UPDATE,
+                                                    update_data(table, rows, names))
+            else:
+                finish = table.write_small_deferred(OpType.DELETE, pa.Table.from_arrays(
+                    rows.columns, names=table.schema.key_names))
+            if finish is None:      # not for the small path: nothing was written
+                return None
+    except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports it
+        return None
+    be.rpos = after
+    if "" in be.portals:
+        be.drop_portals(lambda p: p.name == "")
+    if finish is None:
+        _write_reply(be, describe, verb, 0)
+        return ()
+    return _key_write_done(be, finish, describe, verb)
+
+
+def _key_write_done(be, finish, describe: bool, verb: str):
+    """Effects: wait for the write's durability off the loop, then reply."""
+    try:
+        r = yield Durable(finish)
+    except CONNECTION_ERRORS:
+        raise
+    except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
+        be.send(_BIND_COMPLETE)
+        if describe:
+            be.send(_NO_DATA)
+        be.error(e)
+        be.on_sync()
+        return
+    # the small path reports ALREADY_PRESENT / NOT_FOUND only (engine/tablet/
+    # small_write.py): an UPDATE / DELETE of a row gone meanwhile counts 0, as the
+    # ordinary path counts it
+    _write_reply(be, describe, verb, r.num_applied)
+
+
+def _write_reply(be, describe: bool, verb: str, count: int) -> None:
+    be.send(_BIND_COMPLETE)
+    if describe:
+        be.send(_NO_DATA)
+    be.send(P.command_complete(StatementResult(verb, rowcount=count).tag()))
+    be.on_sync()
+
+
+# -- pipelined batches --------------------------------------------------------------------------
+def _parse_frame(stmt) -> bytes | None:
+    """The Parse frame that re-prepares the unnamed statement `stmt` unchanged."""
+    if stmt.name:
+        return None
+    body = b"\0" + stmt.sql.encode("utf-8") + b"\0" + struct.pack(
+        f"!h{len(stmt.param_oids)}I", len(stmt.param_oids), *stmt.param_oids)
+    return b"P" + _I32.pack(len(body) + 4) + body
+
+
+def _run(be, stmt, first: tuple, first_end: int):
+    """The run of [Parse] Bind [Describe P] Execute items from the first Bind (at
+    `be.rpos`): ([(end of item, Bind fields)] with ends relative to `be.rpos`, complete)
+    - complete False while everything received could still belong to the run."""
+    buf, base = be.inbuf, be.rpos
+    portal = first[0]
+    pe = portal.encode("utf-8") + b"\0"
+    describe = b"D" + _I32.pack(len(pe) + 5) + b"P" + pe
+    execute = b"E" + _I32.pack(len(pe) + 8) + pe
+    parse = stmt.fast.get("parse")
+    if parse is None:
+        parse = stmt.fast["parse"] = _parse_frame(stmt) or b""
+    items = []
+    p, fields, bind_end = base, first, first_end
+    while len(items) < MAX_BATCH:
+        if fields is None:
+            q = p
+            if parse and buf.startswith(parse, q):
+                q += len(parse)
+            try:
+                frame = P.scan(buf, q, False, be.max_message)
+            except P.ProtocolViolation:
+                return items, True          # the ordinary path reports it
+            if frame is None:
+                return items, False
+            kind, start, bind_end = frame
+            if kind != 66:
+                return items, True
+            try:
+                fields = P.decode_bind(buf, start, bind_end)
+            except P.ProtocolViolation:
+                return items, True
+            if fields[0] != portal or fields[1] != stmt.name:
+                return items, True
+        q = bind_end
+        if buf.startswith(describe, q):
+            q += len(describe)
+        if len(buf) < q + len(execute) + 4:
+            return items, False
+        if not buf.startswith(execute, q):
+            return items, True
+        q += len(execute) + 4
+        items.append((q - base, fields))
+        p, fields = q, None
+    return items, True
+
+
+def pipelined_batch(be, stmt, first: tuple, first_end: int):
+    """The run the Bind `first` starts, as one batch (module docstring): its effects,
+    NEED_INPUT while the run may go on, or None (nothing consumed) when it is not a run."""
+    from wire.backend import NEED_INPUT
+    run = getattr(be.session, "execute_many", None)
+    if run is None or be.tx.status == b"E" or (first[0] and first[0] in be.portals) or \
+            any(p.rows is not None and p.rows.streaming for p in be.portals.values()):
+        return None
+    items, complete = _run(be, stmt, first, first_end)
+    if not complete and not be.look_ahead_over:
+        be.looking_ahead = True     # the adapter ends the wait after READ_WAIT
+        return NEED_INPUT
+    be.look_ahead_over = False
+    if len(items) < 2:
+        return None
+    return _batch(be, stmt, first, items, run)
+
+
+def _batch(be, stmt, first: tuple, items: list, run):
+    binds = [f for _, f in items]
+    first_msg = P.Bind(*first)
+    try:
+        first_params = yield from bind_params(be, stmt, first_msg)
+    except CONNECTION_ERRORS:
+        raise
+    except Exception:  # noqa: BLE001 - replayed: the ordinary path reports it
         first_params = None
     columns, count = ([], 0) if first_params is None else \
         decode_columns(stmt, binds, first_params)
     result = None
     if count:
-        timer = conn._begin_statement()
+        timer = yield from be.start_statement()
         try:
-            conn.tx.check(stmt.statement)
-            result = await conn._blocking(run, stmt.sql, None, True, columns)
+            be.tx.check(stmt.statement)
+            result = yield Call(run, (stmt.sql, None, True, columns))
         except SqlError:        # the session's errors (all of them: its boundary): the
             result = None       # ordinary path runs the sets one by one and reports it
         finally:
-            conn._end_statement(timer)
+            yield from be.end_statement(timer)
     done = 0 if result is None else min(max(result.rowcount, 0), count)
     if done == 0:
-        # nothing applied: every message, `first` aside, goes back for the ordinary path
-        conn.pushback.extendleft(reversed(msgs))
-        conn.batch_off = True
-        return False
-    # replies for the applied items, in order
+        be.batch_off = True     # nothing applied: the Bind again, the ordinary way
+        return
+    # replies for the applied items, in order; they are consumed
     tag = P.command_complete(StatementResult(result.command, rowcount=1).tag())
-    for a, b in spans[:done]:
-        for m in seq[a:b]:
-            if isinstance(m, P.Parse):
-                conn.send(P.parse_complete())
-            elif isinstance(m, P.Bind):
-                conn.send(P.bind_complete())
-            elif isinstance(m, P.Describe):
-                conn.send(P.no_data())
+    buf, p = be.inbuf, be.rpos
+    send = be.send
+    for rel_end, _ in items[:done]:
+        end = be.rpos + rel_end
+        while p < end:           # the item's frames: [Parse] Bind [Describe] Execute
+            kind = buf[p]
+            if kind == 80:
+                send(_PARSE_COMPLETE)
+            elif kind == 66:
+                send(_BIND_COMPLETE)
+            elif kind == 68:
+                send(_NO_DATA)
             else:
-                conn.send(tag)
-    conn._drop_portals(lambda p: p.name == first.portal)
+                send(tag)
+            p += 1 + _I32.unpack_from(buf, p + 1)[0]
+    be.rpos = p
+    be.drop_portals(lambda x: x.name == first[0])
     last = StatementResult(result.command, rowcount=1)
-    conn.portals[first.portal] = Portal(first.portal, stmt,
-                                        [c[done - 1] for c in columns] if columns else [],
-                                        first.result_formats, last, Rows(last),
-                                        executed=True)
-    # everything not applied goes back, in order, for the ordinary path
-    rest_from = spans[done][0] if done < len(spans) else used
-    rest = seq[rest_from:]
-    conn.pushback.extendleft(reversed(rest))
-    if done < len(spans):
-        conn.batch_off = True
-    return True
+    be.portals[first[0]] = Portal(first[0], stmt,
+                                  [c[done - 1] for c in columns] if columns else [],
+                                  first[4], last, Rows(last), executed=True)
+    if done < len(items):
+        be.batch_off = True     # the failing set and the rest: the ordinary path
 
 
 # -- the parameter columns of a run ---------------------------------------------------------
@@ -303,29 +472,30 @@ _TS_US = (_DATE_DAYS[0] * 86_400_000_000, (_DATE_DAYS[1] + 1) * 86_400_000_000 -
 
 
 def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
-    """The runs' parameters as one column per parameter (a pyarrow Array, or a list of
-    Python values where a column is decoded value by value), and how many Binds they
-    cover: those before the first one that differs in shape from the first Bind (count
-    or formats) or holds a value that does not decode. The values are exactly what
-    `Connection._bind_params` gives for each Bind, in the Arrow types `pa.array` infers
-    from those Python values (integers int64, floats double, ...).
+    """The runs' parameters (Bind fields tuples, `protocol.decode_bind`'s) as one column
+    per parameter (a pyarrow Array, or a list of Python values where a column is decoded
+    value by value), and how many Binds they cover: those before the first one that
+    differs in shape from the first Bind (count or formats) or holds a value that does
+    not decode. The values are exactly what `bind_params` gives for each Bind, in the
+    Arrow types `pa.array` infers from those Python values (integers int64, floats
+    double, ...).
 
     Per value in Python only where a column needs it (text format, NUMERIC, ...); the
     fixed-width binary formats and binary text are converted a column at a time."""
     n = len(first_params)
     first = binds[0]
-    shape = (first.param_formats, len(first.params), first.result_formats)
+    shape = (first[2], len(first[3]), first[4])
     count = len(binds)
     for j, b in enumerate(binds):
-        if (b.param_formats, len(b.params), b.result_formats) != shape:
+        if (b[2], len(b[3]), b[4]) != shape:
             count = j
             break
-    pf = first.param_formats
+    pf = first[2]
     fmts = [0] * n if not pf else ([pf[0]] * n if len(pf) == 1 else list(pf))
     oids = list(stmt.param_oids) + [0] * max(0, n - len(stmt.param_oids))
     columns = []
     for i in range(n):
-        raw = [b.params[i] for b in binds[:count]]
+        raw = [b[3][i] for b in binds[:count]]
         arrow = stmt.param_types[i] if stmt.described else None
         oid = oids[i]
         if oid in (0, T.UNKNOWN) and arrow is not None:
@@ -385,194 +555,3 @@ def _binary_column(raw: list, oid: int):
     typ = {16: pa.bool_(), 700: pa.float64(), 701: pa.float64(), 1082: pa.date32(),
            1114: pa.timestamp("us"), 1184: pa.timestamp("us")}.get(oid, pa.int64())
     return pa.array(values, typ, mask=mask)
-
-
-# -- point reads ------------------------------------------------------------------------------
-_NULL = b"\xff\xff\xff\xff"
-_S32 = T._S32
-
-
-def _peek(conn: Adapter, n: int) -> list:
-    """Up to n messages already received (not waited for), left in the queue."""
-    while len(conn.pushback) < n:
-        try:
-            msg = conn.decoder.next()
-        except P.ProtocolViolation as e:
-            conn.pushback.append(e)
-            break
-        if msg is None:
-            break
-        conn.pushback.append(msg)
-    return list(conn.pushback)[:n]
-
-
-def _point_plan(stmt, bind: P.Bind, fast, describe: bool):
-    """(RowDescription bytes or None, encoders) for this statement, result formats and
-    point read, cached on the statement; None when the fast path cannot answer it."""
-    key = (bind.result_formats, id(fast), describe)
-    plan = stmt.fast.get(key)
-    if plan is not None:
-        return plan or None
-    plan = ()
-    schema = fast.schema
-    announced = stmt.result_oids
-    if stmt.rows_announced and announced is not None and len(announced) == len(schema):
-        try:
-            fmts = T.result_formats(bind.result_formats, len(schema))
-        except T.ParamError:
-            fmts = None
-        if fmts is not None and all(T.type_oid(f.type)[0] == a[0]
-                                    for f, a in zip(schema, announced)):
-            encs = [T.value_encoder(f.type, fmt) for f, fmt in zip(schema, fmts)]
-            if all(e is not None for e in encs):
-                desc = P.row_description(T.field_descriptions(
-                    stmt.schema, fmts, announced)) if describe else None
-                plan = (desc, encs)
-    if len(stmt.fast) > 16:
-        stmt.fast.clear()
-    stmt.fast[key] = plan
-    return plan or None
-
-
-async def point_read(conn: Adapter, stmt, bind: P.Bind) -> bool:
-    """Bind [Describe P] Execute Sync of a cached point read, answered here (see the
-    module docstring); False (nothing consumed) for anything else."""
-    point = getattr(conn.session, "point_read", None)
-    if point is None or conn.tx.in_block or bind.portal or conn.tx.status != b"I" or \
-            not stmt.described:
-        return False
-    nxt = _peek(conn, 3)
-    describe = bool(nxt) and isinstance(nxt[0], P.Describe) and nxt[0].kind == "P" and \
-        nxt[0].name == ""
-    rest = nxt[1:] if describe else nxt
-    if len(rest) < 2 or not isinstance(rest[0], P.Execute) or rest[0].portal != "" or \
-            not isinstance(rest[1], P.Sync):
-        return False
-    if any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
-        return False
-    try:
-        params = await conn._bind_params(stmt, bind)
-        found = point(stmt.sql, params)
-        if found is None:
-            return False
-        fast, table = found
-        plan = _point_plan(stmt, bind, fast, describe)
-        if plan is None:
-            return False
-        key = fast.key_values(params)
-        if key is None:
-            return False
-        row = table.lookup(key, fast.columns or None)
-    except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
-        return False
-    desc, encs = plan
-    conn._drop_portals(lambda p: p.name == "")
-    for _ in range(3 if describe else 2):          # the messages answered here
-        conn.pushback.popleft()
-    conn.send(P.bind_complete())
-    if describe:
-        conn.send(desc)
-    if row is None:
-        conn.send(_SELECT_0)
-    else:
-        parts = [_S16.pack(len(encs))]
-        for enc, col in zip(encs, fast.plain):   # a loop per column of one row
-            v = row[col]
-            if v is None:
-                parts.append(_NULL)
-            else:
-                b = enc(v)
-                parts.append(_S32.pack(len(b)))
-                parts.append(b)
-        body = b"".join(parts)
-        conn.send(b"D" + _S32.pack(len(body) + 4) + body)
-        # a row limit of 1 is reached: suspended, as the ordinary path (and PostgreSQL) say
-        conn.send(_SUSPENDED if rest[0].max_rows == 1 else _SELECT_1)
-    conn._on_sync()
-    await conn.flush()
-    return True
-
-
-_S16 = T._S16
-_SELECT_0 = P.command_complete("SELECT 0")
-_SELECT_1 = P.command_complete("SELECT 1")
-_SUSPENDED = P.portal_suspended()
-
-
-# -- key writes ---------------------------------------------------------------------------------
-def _write_plan(stmt):
-    """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE statement
-    this path can run (the front door's `Statement.key_write_shape`), cached on the
-    statement; None otherwise."""
-    plan = stmt.fast.get("write")
-    if plan is None:
-        shape = getattr(stmt.statement, "key_write_shape", None)
-        plan = stmt.fast["write"] = (shape() if shape is not None else None) or ()
-    return plan or None
-
-
-async def key_write(conn: Adapter, stmt, bind: P.Bind) -> bool:
-    """Bind [Describe P] Execute Sync of a prepared UPDATE / DELETE by the full primary
-    key, answered here (module docstring); False (nothing consumed, nothing written) for
-    anything else."""
-    find = getattr(conn.session, "key_write_rows", None)
-    if find is None or conn.tx.in_block or bind.portal or conn.tx.status != b"I":
-        return False
-    nxt = _peek(conn, 3)
-    describe = bool(nxt) and isinstance(nxt[0], P.Describe) and nxt[0].kind == "P" and \
-        nxt[0].name == ""
-    rest = nxt[1:] if describe else nxt
-    if len(rest) < 2 or not isinstance(rest[0], P.Execute) or rest[0].portal != "" or \
-            not isinstance(rest[1], P.Sync):
-        return False
-    if any(p.rows is not None and p.rows.streaming for p in conn.portals.values()):
-        return False
-    plan = _write_plan(stmt)
-    if plan is None:
-        return False
-    verb, names = plan
-    try:
-        params = await conn._bind_params(stmt, bind)
-        conn.tx.check(stmt.statement)
-    except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
-        return False
-
-    def write():
-        """In the pool (the write waits for its WAL fsync): the matching row, then the
-        small-write path; None when either says 'not here' (nothing written)."""
-        found = find(stmt.sql, params)
-        if found is None:
-            return None
-        rows, table = found
-        if rows.num_rows == 0:
-            return 0
-        if verb == "UPDATE":
-            r = table.write_small(OpType.UPDATE, update_data(table, rows, names))
-        else:
-            r = table.write_small(OpType.DELETE, pa.Table.from_arrays(
-                rows.columns, names=table.schema.key_names))
-        # the small path reports ALREADY_PRESENT / NOT_FOUND only (engine/tablet/
-        # small_write.py), and an UPDATE / DELETE of a row gone meanwhile counts 0, as
-        # the ordinary path counts it
-        return None if r is None else r.num_applied
-
-    timer = conn._begin_statement()
-    try:
-        try:
-            count = await conn._blocking(write)
-        except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports
-            return False
-    finally:
-        conn._end_statement(timer)
-    if count is None:
-        return False
-    conn._drop_portals(lambda p: p.name == "")
-    for _ in range(3 if describe else 2):          # the messages answered here
-        conn.pushback.popleft()
-    conn.send(P.bind_complete())
-    if describe:
-        conn.send(P.no_data())
-    conn.send(P.command_complete(StatementResult(verb, rowcount=count).tag()))
-    conn._on_sync()
-    await conn.flush()
-    return True

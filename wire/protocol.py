@@ -265,40 +265,96 @@ def _parse_startup(body: bytes) -> Message:
 
 
 def _parse_bind(r: _Reader) -> Bind:
-    """Bind is the message a pipelined batch sends thousands of: the counts and codes are
-    read with one struct call each and the values sliced in one loop (the checks and
-    messages are `_Reader`'s)."""
-    portal, stmt = r.cstr(), r.cstr()
-    pf = _int16s(r)
-    nv = _count(r)
-    buf, pos = r.buf, r.pos
-    size = len(buf)
+    """Bind as a message object: `decode_bind`'s fields."""
+    portal, stmt, pf, values, rf = decode_bind(r.buf, r.pos, len(r.buf))
+    r.pos = len(r.buf)
+    return Bind(portal, stmt, pf, values, rf)
+
+
+def decode_bind(buf, start: int, end: int) -> tuple:
+    """A Bind body `buf[start:end]` as (portal, statement, parameter formats, values,
+    result formats): no message object. The one Bind decoder: the message path
+    (`Bind`) and the connection's hot cases (wire/hot.py) both use it, so they decode
+    alike. Bad input raises the fatal ProtocolViolation `_Reader` would ("invalid B
+    message format: ..."); a name that is not UTF-8 the non-fatal 22021. Values are
+    `bytes` (or None for NULL)."""
+    portal, z1 = _bind_name(buf, start, end)
+    stmt, z2 = _bind_name(buf, z1 + 1, end)
+    pos = z2 + 1
+    if pos + 2 > end:
+        raise _bind_bad("truncated int16")
+    (n,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _bind_bad("negative count")
+    if pos + 2 * n > end:
+        raise _bind_bad("truncated int16")
+    if n == 0:
+        pf = ()
+    elif n == 1:
+        pf = (_I16.unpack_from(buf, pos)[0],)
+    else:
+        pf = struct.unpack_from(f"!{n}h", buf, pos)
+    pos += 2 * n
+    if pos + 2 > end:
+        raise _bind_bad("truncated int16")
+    (nv,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    if nv < 0:
+        raise _bind_bad("negative count")
     values: list[bytes | None] = []
     unpack = _I32.unpack_from
     for _ in range(nv):         # per value: its length decides where the next one starts
-        if pos + 4 > size:
-            raise r._bad("truncated int32")
+        if pos + 4 > end:
+            raise _bind_bad("truncated int32")
         (n,) = unpack(buf, pos)
         pos += 4
         if n == -1:
             values.append(None)
             continue
-        if n < 0 or pos + n > size:
-            raise r._bad("value length out of range")
-        values.append(buf[pos:pos + n])
+        if n < 0 or pos + n > end:
+            raise _bind_bad("value length out of range")
+        values.append(bytes(buf[pos:pos + n]))
         pos += n
-    r.pos = pos
-    return Bind(portal, stmt, pf, tuple(values), _int16s(r))
+    if pos + 2 > end:
+        raise _bind_bad("truncated int16")
+    (n,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    if n < 0:
+        raise _bind_bad("negative count")
+    if pos + 2 * n > end:
+        raise _bind_bad("truncated int16")
+    if n == 0:
+        rf = ()
+    elif n == 1:
+        rf = (_I16.unpack_from(buf, pos)[0],)
+    else:
+        rf = struct.unpack_from(f"!{n}h", buf, pos)
+    pos += 2 * n
+    if pos != end:
+        raise _bind_bad("trailing bytes")
+    return portal, stmt, pf, tuple(values), rf
 
 
-def _int16s(r: _Reader) -> tuple[int, ...]:
-    """A count, then that many int16 (format codes)."""
-    n = _count(r)
-    if r.pos + 2 * n > len(r.buf):
-        raise r._bad("truncated int16")
-    v = struct.unpack_from(f"!{n}h", r.buf, r.pos) if n else ()
-    r.pos += 2 * n
-    return v
+def _bind_name(buf, start: int, end: int) -> tuple[str, int]:
+    z = buf.find(0, start, end)
+    if z < 0:
+        raise _bind_bad("string not NUL-terminated")
+    if z == start:
+        return "", z
+    try:
+        return buf[start:z].decode("utf-8"), z
+    except UnicodeDecodeError:
+        e = ProtocolViolation('invalid byte sequence for encoding "UTF8"', "22021",
+                              fatal=False)
+        e.kind = b"B"
+        raise e from None
+
+
+def _bind_bad(why: str) -> ProtocolViolation:
+    e = ProtocolViolation(f"invalid B message format: {why}")
+    e.kind = b"B"
+    return e
 
 
 def _parse_typed(kind: bytes, body: bytes) -> Message:
@@ -342,8 +398,56 @@ def _parse_typed(kind: bytes, body: bytes) -> Message:
     return m
 
 
+STARTUP = -1      # `scan`'s kind for a startup-phase packet (no type byte)
+
+
+def scan(buf, pos: int, startup: bool, max_message: int = DEFAULT_MAX_MESSAGE):
+    """The frame starting at `buf[pos]`: (kind, body start, end) - kind the type byte as
+    an int (STARTUP for a startup-phase packet), the body `buf[start:end]`, the next frame
+    at `end` - or None until the rest of it arrives. Framing errors (a length below 4
+    or above the limit, an unknown type, a startup packet too long) raise the fatal
+    ProtocolViolation: the stream can no longer be trusted. The connection's frame
+    scanner: no message object, so hot cases read frames where they lie."""
+    have = len(buf) - pos
+    if startup:
+        if have < 4:
+            return None
+        (n,) = _I32.unpack_from(buf, pos)
+        if n < 8 or n > MAX_STARTUP_PACKET:
+            raise ProtocolViolation("invalid length of startup packet")
+        if have < n:
+            return None
+        return STARTUP, pos + 4, pos + n
+    if have < 5:
+        return None
+    kind = buf[pos]
+    (n,) = _I32.unpack_from(buf, pos + 1)
+    if n < 4 or n > max_message:
+        raise ProtocolViolation(f"invalid message length {n}")
+    if kind not in _KNOWN_KINDS:
+        raise ProtocolViolation(f"invalid frontend message type {kind}")
+    if have < n + 1:
+        return None
+    return kind, pos + 5, pos + 1 + n
+
+
+def parse(kind: int, body: bytes) -> Message:
+    """The message object of a frame `scan` found (body as bytes). A startup packet's
+    message is `StartupMessage`, `SSLRequest`, `GSSENCRequest` or `CancelRequest`; bad
+    bodies raise ProtocolViolation (module docstring), with `kind` set to the type byte."""
+    if kind == STARTUP:
+        return _parse_startup(body)
+    k = _KIND_BYTES[kind]
+    try:
+        return _parse_typed(k, body)
+    except ProtocolViolation as e:
+        e.kind = k
+        raise
+
+
 class FrontendDecoder:
-    """Incremental frontend message decoder (see the module docstring)."""
+    """Incremental frontend message decoder (see the module docstring): `scan` and
+    `parse` over a buffer of what was fed."""
 
     def __init__(self, max_message: int = DEFAULT_MAX_MESSAGE):
         self._buf = bytearray()
@@ -363,39 +467,20 @@ class FrontendDecoder:
     def next(self) -> Message | None:
         """The next complete message, or None until more bytes arrive."""
         buf = self._buf
-        if self._startup:
-            if len(buf) < 4:
-                return None
-            (n,) = _I32.unpack_from(buf, 0)
-            if n < 8 or n > MAX_STARTUP_PACKET:
-                raise ProtocolViolation("invalid length of startup packet")
-            if len(buf) < n:
-                return None
-            body = bytes(buf[4:n])
-            del buf[:n]
-            msg = _parse_startup(body)
-            if isinstance(msg, StartupMessage):
-                self._startup = False
-            return msg
-        if len(buf) < 5:
+        frame = scan(buf, 0, self._startup, self.max_message)
+        if frame is None:
             return None
-        kind, n = _TYPE_LEN.unpack_from(buf, 0)
-        if n < 4 or n > self.max_message:
-            raise ProtocolViolation(f"invalid message length {n}")
-        if kind not in _KNOWN_TYPES:
-            raise ProtocolViolation(f"invalid frontend message type {kind[0]}")
-        if len(buf) < n + 1:
-            return None
-        body = bytes(buf[5:n + 1])
-        del buf[:n + 1]
-        try:
-            return _parse_typed(kind, body)
-        except ProtocolViolation as e:
-            e.kind = kind
-            raise
+        kind, start, end = frame
+        body = bytes(buf[start:end])
+        del buf[:end]
+        msg = parse(kind, body)
+        if type(msg) is StartupMessage:
+            self._startup = False
+        return msg
 
 
-_KNOWN_TYPES = frozenset(b"QPBDCESHXdcfpF"[i:i + 1] for i in range(14))
+_KNOWN_KINDS = frozenset(b"QPBDCESHXdcfpF")
+_KIND_BYTES = {k: bytes([k]) for k in range(256)}
 
 
 # -- backend messages -----------------------------------------------------------------------

@@ -34,6 +34,7 @@ import hmac
 import ipaddress
 import logging
 import os
+import queue
 import secrets
 import signal
 import socket
@@ -146,7 +147,8 @@ class Server:
             ctx.load_cert_chain(self.config.tls_cert, self.config.tls_key)
             self.ssl_context = ctx
         self._server: asyncio.base_events.Server | None = None
-        self._tasks: dict[asyncio.Task, Connection] = {}   # every open client connection
+        self._open: set[Connection] = set()      # every open client connection
+        self.wal_sync = WalSync()
         self.port = self.config.port
 
     def auth_method(self, conn: Connection) -> str:
@@ -175,24 +177,19 @@ class Server:
                                                                            signed=True)):
             conn.cancel("user")
 
-    async def _on_client(self, reader: asyncio.StreamReader,
-                         writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = Connection(self, reader, writer)
-        task = asyncio.current_task()
-        self._tasks[task] = conn
-        try:
-            await conn.run()
-        finally:
-            self._tasks.pop(task, None)
+    def opened(self, conn: Connection) -> None:
+        """A client connected (Connection.connection_made)."""
+        self._open.add(conn)
+
+    def closed(self, conn: Connection) -> None:
+        """A connection ended (after `unregister`)."""
+        self._open.discard(conn)
 
     async def start(self) -> None:
         hosts = [h.strip() for h in self.config.host.split(",")]
-        self._server = await asyncio.start_server(
-            self._on_client, hosts if len(hosts) > 1 else hosts[0], self.config.port,
-            limit=self.config.read_bytes, reuse_address=True)
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: Connection(self), hosts if len(hosts) > 1 else hosts[0],
+            self.config.port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("kudusql listening on %s port %d (auth %s%s)", self.config.host, self.port,
                  self.config.auth, ", TLS" if self.ssl_context else "")
@@ -200,17 +197,87 @@ class Server:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for conn in list(self._tasks.values()):
-            conn.cancel("shutdown")
-            conn.writer.transport.abort()       # its read sees EOF: the handler returns
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=5)
-        for t in list(self._tasks):
-            t.cancel()
+        conns = list(self._open)
+        for conn in conns:
+            if conn.backend is not None:
+                conn.cancel("shutdown")
+            conn.abort()                # connection_lost: each one ends (`done`)
+        if conns:
+            await asyncio.wait([c.done for c in conns], timeout=5)
         if self._server is not None:
             with contextlib.suppress(Exception):    # shutting down: best effort
                 await asyncio.wait_for(self._server.wait_closed(), 5)
+        self.wal_sync.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class WalSync:
+    """The server's WAL sync thread: runs the finishing calls of writes applied on the
+    event loop (`Table.write_small_deferred`: each waits for its tablets' WAL fsync and
+    commits), in arrival order, and resolves their futures on the loop. A call arriving
+    while another waits finds its entry synced by that fsync or by the next one, which
+    covers everything appended meanwhile (engine/consensus/log.py's group commit): the
+    waiting writers of all connections share fsyncs. Results go back in one
+    `call_soon_threadsafe` per round, not one per write."""
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, loop: asyncio.AbstractEventLoop, finish) -> asyncio.Future:
+        """A future (of `loop`) for `finish()`, run on the sync thread."""
+        fut = loop.create_future()
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, daemon=True,
+                                                    name="kudusql-wal-sync")
+                    self._thread.start()
+        self._queue.put((loop, fut, finish))
+        return fut
+
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            batch = [q.get()]
+            while not q.empty():
+                batch.append(q.get_nowait())
+            done: dict = {}
+            stop = False
+            for item in batch:
+                if item is None:
+                    stop = True
+                    continue
+                loop, fut, finish = item
+                try:
+                    outcome = (finish(), None)
+                except BaseException as e:  # noqa: BLE001 - the writer's, on its loop
+                    outcome = (None, e)
+                done.setdefault(loop, []).append((fut, outcome))
+            for loop, results in done.items():
+                try:
+                    loop.call_soon_threadsafe(_resolve, results)
+                except RuntimeError:        # the loop is closed: nobody waits any more
+                    pass
+            if stop:
+                return
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=10)
+            self._thread = None
+
+
+def _resolve(results: list) -> None:
+    for fut, (value, exc) in results:
+        if fut.done():
+            continue
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
 
 
 class ServerThread:

@@ -29,6 +29,16 @@ def write_small(self, ops, rows):
     (timestamp, rows applied, row errors, tablet timestamps), the fields of a
     TableWriteResult, or None, having done nothing. If an ALTER TABLE switched a tablet's schema
     between prepare and apply, that share is written the general way (`_share`)."""
+    finish = write_small_deferred(self, ops, rows)
+    return None if finish is None else finish()
+
+
+def write_small_deferred(self, ops, rows):
+    """`write_small` up to its wait for durability: None, having done nothing, or - the
+    rows applied, not yet visible - the call that waits for the tablets' WAL fsyncs,
+    commits, releases the tablets and returns `write_small`'s fields. It must be called
+    exactly once, soon, and may be called on another thread (the wire server's WAL sync
+    thread: the write's CPU work runs on its event loop, the fsync wait never does)."""
     if isinstance(rows, (pa.Table, pa.RecordBatch)):
         n = rows.num_rows
         if not 0 < n <= SMALL_MAX_ROWS:
@@ -91,6 +101,7 @@ def write_small(self, ops, rows):
         return None
     meta, slots = lease.metadata, lease.handles
     pending = []
+    handed_over = False          # the lease is released by the returned call
     try:
         shares = []
         for slot, idx in zip(slots, state["groups"]):
@@ -111,19 +122,29 @@ def write_small(self, ops, rows):
                         np.asarray([op_list[i] for i in idx], dtype=np.int8),
                         _share(rows, columns, values, idx, ren))
                 pending.append((slot, idx, finish))
-        finally:
-            results = self._finish_all([f for _, _, f in pending])
+        except BaseException:
+            self._finish_all([f for _, _, f in pending])
+            raise
+        handed_over = True
     finally:
-        lease.release()
-    errs: list[RowError] = []
-    stamps: dict[str, int] = {}
-    applied = 0
-    for (slot, idx, _), r in zip(pending, results):
-        applied += r.num_applied
-        stamps[slot.tablet_id] = r.timestamp
-        errs.extend(dataclasses.replace(e, index=idx[e.index]) for e in r.row_errors)
-    errs.sort(key=lambda e: e.index)
-    return (max(stamps.values(), default=0), applied, errs, stamps)
+        if not handed_over:
+            lease.release()
+
+    def finish_all():
+        try:
+            results = self._finish_all([f for _, _, f in pending])
+        finally:
+            lease.release()
+        errs: list[RowError] = []
+        stamps: dict[str, int] = {}
+        applied = 0
+        for (slot, idx, _), r in zip(pending, results):
+            applied += r.num_applied
+            stamps[slot.tablet_id] = r.timestamp
+            errs.extend(dataclasses.replace(e, index=idx[e.index]) for e in r.row_errors)
+        errs.sort(key=lambda e: e.index)
+        return (max(stamps.values(), default=0), applied, errs, stamps)
+    return finish_all
 
 def _share(rows, columns, values, idx, ren):
     """Rows `idx` of a small write for one tablet's general `write_deferred`: Arrow

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -258,6 +258,17 @@ class Table:
         ALREADY_PRESENT / NOT_FOUND (the wire's key-write fast path) uses this."""
         done = _small.write_small(self, ops, rows)
         return None if done is None else TableWriteResult(*done)
+
+    def write_small_deferred(self, ops, rows) -> Callable[[], TableWriteResult] | None:
+        """`write_small` up to its wait for durability (small_writes.py
+        `write_small_deferred`): None, having done nothing, or the call - to be made
+        exactly once, soon, on any thread - that waits for the WAL fsyncs, commits and
+        returns the TableWriteResult. The wire server applies a key write on its event
+        loop and waits for the fsync on its WAL sync thread (wire/connection.py)."""
+        finish = _small.write_small_deferred(self, ops, rows)
+        if finish is None:
+            return None
+        return lambda: TableWriteResult(*finish())
 
     def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
         n = table.num_rows
