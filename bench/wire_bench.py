@@ -285,6 +285,25 @@ def _client_process(q, *args) -> None:
         q.put({"error": repr(e)})
 
 
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of the server process and its children (PostgreSQL's
+    backends) so far."""
+    import psutil
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system
+    return total
+
+
 def closed_loop(server, workload: tuple, args, wid_base: int) -> dict:
     """`args.connections` connections over `args.client_procs` processes, each running
     the workload back to back for `args.seconds`: ops/s, latencies, client CPU."""
@@ -301,6 +320,10 @@ def closed_loop(server, workload: tuple, args, wid_base: int) -> dict:
           for i, n in enumerate(per)]
     for p in ps:
         p.start()
+    time.sleep(max(0.0, start_at - time.time()))
+    cpu0, t0 = server_cpu(server.proc.pid), time.time()
+    time.sleep(args.seconds)
+    cpu1, t1 = server_cpu(server.proc.pid), time.time()
     outs = [q.get(timeout=args.seconds + 120) for _ in ps]
     for p in ps:
         p.join(30)
@@ -309,7 +332,9 @@ def closed_loop(server, workload: tuple, args, wid_base: int) -> dict:
         raise RuntimeError(f"client process failed: {bad[0]}")
     lat = np.concatenate([o["lat"] for o in outs])
     wall = max(o["wall"] for o in outs)
-    return {"rate": sum(o["ops"] for o in outs) / wall,
+    rate = sum(o["ops"] for o in outs) / wall
+    return {"rate": rate,
+            "server_us": (cpu1 - cpu0) / max(rate * (t1 - t0), 1) * 1e6,
             "p50": float(np.percentile(lat, 50)) * 1000,
             "p99": float(np.percentile(lat, 99)) * 1000,
             "errors": sum(o["errors"] for o in outs),
@@ -390,7 +415,8 @@ def run_server(server, args, out: dict) -> None:
         r = closed_loop(server, workload, args, 100_000 * (n + 1))
         out[name] = r
         print(f"  {server.name} {name}: {r['rate']:,.0f} ops/s p50 {r['p50']:.2f} ms "
-              f"p99 {r['p99']:.2f} ms, client CPU {r['client_cpu']:.2f}"
+              f"p99 {r['p99']:.2f} ms, server CPU {r['server_us']:.1f} us/op, "
+              f"client CPU {r['client_cpu']:.2f}"
               + (f" ({r['errors']} errors)" if r["errors"] else ""), flush=True)
     if "executemany" in args.only:
         out["executemany"] = asyncio.run(executemany_load(server, args.load_batch,
@@ -528,6 +554,10 @@ def main(argv: list[str] | None = None) -> int:
         res.add(f"  {name} p50 / p99 ms", f"{r['p50']:.2f} / {r['p99']:.2f}",
                 "p99 <= 3 ms" if name == "point select" else "-",
                 r["p99"] <= 3 if name == "point select" else None)
+        res.add(f"  {name} server CPU per op (us)", f"{r['server_us']:.1f}"
+                + (f" (postgres {p[name]['server_us']:.1f})" if p else ""),
+                "<= 30 us" if name == "point select" else "-",
+                r["server_us"] <= 30 if name == "point select" else None)
         res.add(f"  {name} client CPU (cores)", f"{r['client_cpu']:.2f}"
                 + (f" (postgres run {p[name]['client_cpu']:.2f})" if p else ""))
         if p:
