@@ -456,9 +456,12 @@ def encoding(n: int) -> dict[str, float]:
     return out
 
 
-def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tuple[float, float]:
+def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tuple:
     """us per `Session.execute_point` of the point select on a fresh table, and after
-    `storm` single-row UPDATEs by key (uniform keys) through the same session."""
+    `storm` single-row UPDATEs by key (uniform keys) through the same session; then the
+    engine's CPU per op in the wire's hot cases: a point read (`Session.point_read` +
+    `Table.lookup`) and a key write (`key_write_rows` + `Table.write_small`), which
+    server CPU per op minus these is the wire's share of."""
     import pyarrow as pa
 
     from kudusql.session import Database
@@ -489,7 +492,24 @@ def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tupl
             before = timed()
             for _ in range(storm):
                 s.execute("UPDATE kv SET v = v + 1 WHERE k = $1", [rng.randrange(rows)])
-            return before, timed()
+            after = timed()
+            # the engine's share of the wire's hot cases (wire/fastpath.py): what a point
+            # read and a key write call into, CPU per op on this thread
+            t0 = time.thread_time()
+            for k in keys:
+                fast, table = s.point_read(READ, [k])
+                table.lookup(fast.key_values([k]), fast.columns or None)
+            read_us = (time.thread_time() - t0) / calls * 1e6
+            from engine.tablet.write_op import OpType
+            from planner.dml import update_data
+            upd = "UPDATE kv SET v = v + 1 WHERE k = $1"
+            n = 2000
+            t0 = time.thread_time()
+            for k in keys[:n]:
+                rows_, table = s.key_write_rows(upd, [k])
+                table.write_small(OpType.UPDATE, update_data(table, rows_, ["v"]))
+            update_us = (time.thread_time() - t0) / n * 1e6
+            return before, after, read_us, update_us
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -591,10 +611,16 @@ def main(argv: list[str] | None = None) -> int:
         res.add("DataRow encoding, 6 columns, binary (rows/s)", f"{enc['binary']:,.0f}")
         res.add("  one-row batch, 6 columns (us)", f"{enc['one_row_us']:.1f}")
     if "inprocess" in args.only:
-        before, after = point_in_process(args.rows)
+        before, after, read_us, update_us = point_in_process(args.rows)
         res.add("execute_point in process (us)", f"{before:.1f}", "<= 25 us", before <= 25)
         res.add("  after 5,000 updates (us)", f"{after:.1f}",
                 f"<= 1.2x ({after / before:.2f}x)", after <= 1.2 * before)
+        res.add("engine CPU of a hot point read (us)", f"{read_us:.1f}")
+        res.add("engine CPU of a hot key write (us)", f"{update_us:.1f}")
+        for name, eng in (("point select", read_us), ("update", update_us)):
+            if name in k:
+                res.add(f"  {name}: wire's share (server CPU - engine, us/op)",
+                        f"{k[name]['server_us'] - eng:.1f}")
     res.report("wire server (asyncpg)", strict=False)
     return 0
 

@@ -100,6 +100,7 @@ log = logging.getLogger("kudusql.wire")
 
 _FLUSH = (FLUSH,)
 NEED_INPUT = object()   # `handle_next`: nothing to do until more bytes arrive
+_READY = {s: P.ready_for_query(s) for s in (b"I", b"T", b"E")}   # pre-encoded
 
 
 class Host(Protocol):
@@ -305,10 +306,11 @@ class Backend:
     def on_sync(self) -> None:
         self.ext_error = False
         self.batch_off = False
-        if not self.tx.in_block:
+        tx = self.tx
+        if self.portals and not tx.in_block:
             # the implicit transaction ends: its portals go (WITH HOLD cursors stay)
             self.drop_portals(lambda p: not p.hold)
-        self.send(P.ready_for_query(self.tx.status))
+        self.send(_READY[tx.status])
 
     def close(self) -> None:
         """The connection ended: release the portals (and their open scans)."""
