@@ -78,7 +78,7 @@ log = logging.getLogger("kudusql.wire")
 _INPUT, _FUTURE, _DRAIN, _TLS = "input", "future", "drain", "tls"
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     def __init__(self, server: Host):
         self.server = server
         self.config = server.config
@@ -98,6 +98,9 @@ class Connection(asyncio.Protocol):
         self._read_paused = False
         self._look_timer: asyncio.TimerHandle | None = None
         self._read_limit = 2 * self.config.read_bytes
+        # the socket is read into this one buffer (BufferedProtocol: no allocation of a
+        # read_bytes-sized bytes object per read); what arrived is copied out at once
+        self._rview = memoryview(bytearray(self.config.read_bytes))
 
     # -- what the server and the session factory read -------------------------------------
     @property
@@ -144,6 +147,12 @@ class Connection(asyncio.Protocol):
         self.backend = Backend(self.server, self.config, pid, secret, conn=self,
                                peer=self.peer)
         self.server.opened(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._rview
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._rview[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
         be = self.backend
