@@ -1,17 +1,28 @@
 """The protocol core: one client's v3 backend as a sans-I/O state machine.
 
     be = Backend(host, config, pid, secret, conn=adapter, peer="127.0.0.1:5000")
-    effects = be.handle(message)     # a decoded frontend message (wire/protocol.py)
+    be.feed(data)                    # what the client sent (any cut of its byte stream)
+    effects = be.handle_next()       # the next message's effects, or NEED_INPUT
+    effects = be.handle(message)     # or a decoded frontend message (wire/protocol.py)
     # perform each effect (wire/effects.py), send its value back in; then write
     # be.data_to_send() to the client
 
-`Backend` holds everything one connection knows - the phase (startup, auth, ready), the
-Session, settings, transaction status, prepared statements and portals, the error state
-of an extended-protocol pipeline - and turns each message into bytes (`out`) and effects
-(run this in the thread pool, flush and wait for the client, read the next message, arm
-a statement timer). It imports no asyncio and owns no socket: wire/connection.py is the
-asyncio adapter that reads, decodes, drives the effects and writes; tests/wire/
-test_backend.py drives it with messages alone.
+`Backend` holds everything one connection knows - the receive buffer, the phase
+(startup, auth, ready), the Session, settings, transaction status, prepared statements
+and portals, the error state of an extended-protocol pipeline - and turns input into
+bytes (`out`) and effects (run this in the thread pool, wait for a write's durability,
+wait for the client, read the next message, arm a statement timer). It imports no
+asyncio and owns no socket: wire/connection.py is the asyncio Protocol that feeds it,
+drives the effects and writes; tests/wire/test_backend.py drives it with messages alone.
+
+Input: `feed(bytes)` appends to the receive buffer (`inbuf[rpos:]`); `handle_next()`
+scans the next frame where it lies (`protocol.scan`). A Bind is decoded into its fields
+(`protocol.decode_bind`, no message object) and offered to the hot cases first
+(wire/fastpath.py `on_bind`: prepared point reads and key writes, pipelined INSERT
+batches, answered from the buffer - part of this state machine, on this state, switched
+off with `ServerConfig.fast_paths=False`); whatever they do not take, and every other
+frame, becomes its message object and goes through `handle`. `next_message()` is the
+message-at-a-time view (RECEIVE, COPY's sub-protocol), `unread(message)` puts one back.
 
 The message flow, one file per part of the protocol:
 
@@ -56,8 +67,11 @@ unexpected exception is XX000 `internal error; see the server log` (the tracebac
 logged, never sent). A malformed message is FATAL 08P01 and closes this connection only
 (`Fatal`, `Closed`: wire/effects.py).
 
-The hooks of wire/fastpath.py are the adapter's (`Connection.statements`, `_bind_params`,
-`_blocking`, ...): they forward to this object's state and methods.
+Hot cases (wire/fastpath.py) are functions of this object: they read its buffer and
+state and write its output like the handlers above, and use `on_sync`, `drop_portals`,
+`error`, `start_statement` / `end_statement`. No pool call for a point read or a key
+write: both are bounded in-memory work on the event loop; a key write's wait for its
+WAL fsync is the `Durable` effect.
 """
 from __future__ import annotations
 
@@ -161,6 +175,7 @@ class Backend:
         self.hot = bool(getattr(config, "fast_paths", True))     # wire/fastpath.py on
         self.looking_ahead = False     # a batch's look-ahead waits for more input
         self.look_ahead_over = False   # ... and is told to stop waiting (the adapter)
+        self.run_scan = None           # ... and how far it read (wire/fastpath.py `_run`)
         self.max_message = getattr(config, "max_message_bytes", P.DEFAULT_MAX_MESSAGE)
 
     # -- output -----------------------------------------------------------------------------
@@ -306,6 +321,7 @@ class Backend:
     def on_sync(self) -> None:
         self.ext_error = False
         self.batch_off = False
+        self.look_ahead_over = False
         tx = self.tx
         if self.portals and not tx.in_block:
             # the implicit transaction ends: its portals go (WITH HOLD cursors stay)

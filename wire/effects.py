@@ -6,24 +6,26 @@ and every `yield` hands the adapter one effect below; the adapter performs it an
 the outcome back in (`generator.send(value)`), or throws the exception it raised into the
 generator at that point (`generator.throw(exc)`), exactly where an `await` would have
 raised it. Bytes to send are not effects: they accumulate in `Backend.out`
-(`Backend.send`), and the adapter writes them at each `Flush` and before it waits for
-input, as h11's `data_to_send()` works.
+(`Backend.send`), and the adapter writes them before it waits for anything (input, a
+call, the transport), at the end of each burst of input it handled, and at a `Flush`
+once `flush_bytes` are pending, as h11's `data_to_send()` works.
 
     effect        what the adapter does                                   value sent back
-    FLUSH         write the pending bytes, wait for the transport to drain   None
-                  (back-pressure: a slow client slows the sender)
-    Call(fn, a)   fn(*a) in the thread pool; while a statement runs          fn's result
-                  (`Backend.running`), the socket is watched: a client that
-                  goes away cancels the statement and throws `Closed` in
+    FLUSH         the pending bytes may go out now; while the transport      None
+                  has paused writing, wait until it resumes (back-pressure:
+                  a slow client slows the sender)
+    Call(fn, a)   fn(*a) in the thread pool; a client that goes away while   fn's result
+                  a statement runs (`Backend.running`) cancels it, and
+                  `Closed` is thrown in when the call returns
     Durable(f)    f(): a deferred write's finishing call (it waits for the   f's result
                   WAL fsync), run on the server's WAL sync thread, never on
                   the loop; the loop is resumed when it is done
     Spawn(fn)     start fn() in the thread pool, do not wait                a handle
     Join(h)       wait for a Spawned call                                   its result
-    RECEIVE       the next frontend message (read from the socket if none   a message or
-                  is buffered; a malformed one is thrown in as its          None (EOF)
-                  ProtocolViolation)
-    Unread(m)     put message m back at the head of the input queue         None
+    RECEIVE       the next frontend message (`Backend.next_message`; when   a message or
+                  none is complete, once more bytes came; a malformed one   None (EOF)
+                  is thrown in as its ProtocolViolation)
+    Unread(m)     put message m back at the head of the input (`unread`)    None
     START_TLS     send 'S', then upgrade the transport to TLS               None
     Timer(s)      call `Backend.cancel("timeout")` after s seconds          a handle
     CancelTimer(h) disarm a Timer                                           None

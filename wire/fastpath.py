@@ -344,7 +344,9 @@ def _parse_frame(stmt) -> bytes | None:
 def _run(be, stmt, first: tuple, first_end: int):
     """The run of [Parse] Bind [Describe P] Execute items from the first Bind (at
     `be.rpos`): ([(end of item, Bind fields)] with ends relative to `be.rpos`, complete)
-    - complete False while everything received could still belong to the run."""
+    - complete False while everything received could still belong to the run. A scan
+    that waited for more input goes on where it stopped (`be.run_scan`: nothing is
+    consumed meanwhile), so a run arriving in many pieces is decoded once."""
     buf, base = be.inbuf, be.rpos
     portal = first[0]
     pe = portal.encode("utf-8") + b"\0"
@@ -355,6 +357,12 @@ def _run(be, stmt, first: tuple, first_end: int):
         parse = stmt.fast["parse"] = _parse_frame(stmt) or b""
     items = []
     p, fields, bind_end = base, first, first_end
+    scan = be.run_scan
+    be.run_scan = None
+    if scan is not None and scan[0] is stmt and scan[1] == first:
+        items = scan[2]
+        if items:
+            p, fields = base + items[-1][0], None
     while len(items) < MAX_BATCH:
         if fields is None:
             q = p
@@ -365,6 +373,7 @@ def _run(be, stmt, first: tuple, first_end: int):
             except P.ProtocolViolation:
                 return items, True          # the ordinary path reports it
             if frame is None:
+                be.run_scan = (stmt, first, items)
                 return items, False
             kind, start, bind_end = frame
             if kind != 66:
@@ -379,6 +388,7 @@ def _run(be, stmt, first: tuple, first_end: int):
         if buf.startswith(describe, q):
             q += len(describe)
         if len(buf) < q + len(execute) + 4:
+            be.run_scan = (stmt, first, items)
             return items, False
         if not buf.startswith(execute, q):
             return items, True

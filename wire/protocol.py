@@ -7,11 +7,17 @@ Frontend (client -> server) traffic has two framings:
                     80877104 GSSENCRequest, 80877102 CancelRequest
     after startup   byte type | int32 length (incl. itself, not the type byte) | body
 
-`FrontendDecoder` is fed whatever arrived on the socket (`feed(data)`) and hands back
-complete messages one at a time (`next()`), as frozen dataclasses. It switches from the
-startup framing to the typed framing by itself after a StartupMessage; SSLRequest,
-GSSENCRequest and CancelRequest keep it in the startup phase (a client may send a
-CancelRequest after an SSLRequest was answered `N`, as asyncpg does).
+`scan(buf, pos, startup)` is the frame scanner: it finds the frame at `buf[pos]` where it
+lies - (type, body start, end) or None until it is complete - without copying or making
+an object; `parse(kind, body)` turns a frame into its message, a frozen dataclass, and
+`decode_bind(buf, start, end)` a Bind body into a plain tuple of its fields (the one Bind
+decoder: the `Bind` message is made from it). The protocol core (wire/backend.py) reads
+its receive buffer with these. `FrontendDecoder` is the same as a message stream: fed
+whatever arrived (`feed(data)`), it hands back complete messages one at a time
+(`next()`), switching from the startup framing to the typed framing by itself after a
+StartupMessage; SSLRequest, GSSENCRequest and CancelRequest keep it in the startup
+phase (a client may send a CancelRequest after an SSLRequest was answered `N`, as
+asyncpg does).
 
 Contract for bad input: the decoder never raises anything but `ProtocolViolation`. A
 framing error (length below 4 or above the limit, an unknown message type, a startup packet

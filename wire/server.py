@@ -1,5 +1,6 @@
-"""The Postgres wire server: an asyncio listener, one `Connection` (and one Session) per
-client, a thread pool for statements, the backend-key table for CancelRequest.
+"""The Postgres wire server: an asyncio listener, one `Connection` (an asyncio Protocol,
+and one Session) per client, a thread pool for statements, one WAL sync thread for the
+writes applied on the event loop (`WalSync`), the backend-key table for CancelRequest.
 
     server = Server(db, ServerConfig(port=5433))      # in a running event loop:
     await server.start(); ...; await server.close()
@@ -70,13 +71,14 @@ class ServerConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE
     # per-statement memory limit, bytes or '2GB' (planner/guard.py); None: a quarter of RAM
     query_mem_limit: str | None = None
-    # wire/fastpath.py: prepared point reads answered without the general machinery, and a
-    # pipelined run of Bind/Execute of one prepared INSERT written as one batch; False:
-    # every message takes the ordinary path (the differential tests' reference)
+    # wire/fastpath.py's hot cases: prepared point reads and key writes answered from the
+    # receive buffer on the event loop, and a pipelined run of Bind/Execute of one
+    # prepared INSERT written as one batch; False: every message takes the ordinary path
+    # (the differential tests' reference)
     fast_paths: bool = True
     # `kudusql serve`'s event loop: asyncio | uvloop | auto (uvloop when installed).
-    # asyncio by default: uvloop measured no gain in server CPU per point read (82 vs
-    # 80-89 us, docs/wire.md); KUDUSQL_EVENT_LOOP overrides it for A/B runs
+    # asyncio by default: uvloop measured no gain in server CPU per point read (66 vs 67
+    # us under load, docs/wire.md); KUDUSQL_EVENT_LOOP overrides it for A/B runs
     event_loop: str = "asyncio"
 
 
