@@ -39,7 +39,7 @@ gives the matching row (key and SET values computed by the executor's evaluator:
 semantics and errors unchanged), `update_data` rounds it as the ordinary UPDATE does, and
 `Table.write_small_deferred` applies it on the engine's small-write path up to its wait
 for the WAL fsync. That wait is the one effect, `Durable(finish)`: the adapter runs it on
-the server's WAL sync thread, never on the loop, and resumes here when it is done
+the server's WAL sync threads, never on the loop, and resumes here when it is done
 (writers of all connections share the tablet's fsyncs: group commit); the reply -
 BindComplete, [NoData], CommandComplete `UPDATE n` / `DELETE n` (or the write's error),
 ReadyForQuery - is then built. Anything this case cannot answer exactly as the ordinary

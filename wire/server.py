@@ -1,5 +1,5 @@
 """The Postgres wire server: an asyncio listener, one `Connection` (an asyncio Protocol,
-and one Session) per client, a thread pool for statements, one WAL sync thread for the
+and one Session) per client, a thread pool for statements, WAL sync threads for the
 writes applied on the event loop (`WalSync`), the backend-key table for CancelRequest.
 
     server = Server(db, ServerConfig(port=5433))      # in a running event loop:
@@ -214,72 +214,68 @@ class Server:
 
 
 class WalSync:
-    """The server's WAL sync thread: runs the finishing calls of writes applied on the
-    event loop (`Table.write_small_deferred`: each waits for its tablets' WAL fsync and
-    commits), in arrival order, and resolves their futures on the loop. A call arriving
-    while another waits finds its entry synced by that fsync or by the next one, which
-    covers everything appended meanwhile (engine/consensus/log.py's group commit): the
-    waiting writers of all connections share fsyncs. Results go back in one
-    `call_soon_threadsafe` per round, not one per write."""
+    """The server's WAL sync threads: they run the finishing calls of writes applied on
+    the event loop (`Table.write_small_deferred`: each waits for its tablets' WAL fsync
+    and commits) and resolve their futures on the loop (`call_soon_threadsafe`), so the
+    loop never waits for an fsync and no write takes a trip through the statement pool.
+    A call arriving while another waits on the same tablet finds its entry synced by that
+    fsync or by the next one, which covers everything appended meanwhile (engine/
+    consensus/log.py's group commit): the waiting writers of all connections share
+    fsyncs. A few threads (`threads`), not one: the tablets of a table have a WAL each,
+    and their fsyncs must not wait for one another."""
 
-    def __init__(self):
+    def __init__(self, threads: int = 4):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._n = threads
         self._lock = threading.Lock()
 
     def submit(self, loop: asyncio.AbstractEventLoop, finish) -> asyncio.Future:
-        """A future (of `loop`) for `finish()`, run on the sync thread."""
+        """A future (of `loop`) for `finish()`, run on a sync thread."""
         fut = loop.create_future()
-        if self._thread is None:
+        if not self._threads:
             with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, daemon=True,
-                                                    name="kudusql-wal-sync")
-                    self._thread.start()
+                if not self._threads:
+                    for i in range(self._n):
+                        t = threading.Thread(target=self._run, daemon=True,
+                                             name=f"kudusql-wal-sync-{i}")
+                        t.start()
+                        self._threads.append(t)
         self._queue.put((loop, fut, finish))
         return fut
 
     def _run(self) -> None:
         q = self._queue
         while True:
-            batch = [q.get()]
-            while not q.empty():
-                batch.append(q.get_nowait())
-            done: dict = {}
-            stop = False
-            for item in batch:
-                if item is None:
-                    stop = True
-                    continue
-                loop, fut, finish = item
-                try:
-                    outcome = (finish(), None)
-                except BaseException as e:  # noqa: BLE001 - the writer's, on its loop
-                    outcome = (None, e)
-                done.setdefault(loop, []).append((fut, outcome))
-            for loop, results in done.items():
-                try:
-                    loop.call_soon_threadsafe(_resolve, results)
-                except RuntimeError:        # the loop is closed: nobody waits any more
-                    pass
-            if stop:
+            item = q.get()
+            if item is None:
                 return
+            loop, fut, finish = item
+            try:
+                outcome = (finish(), None)
+            except BaseException as e:  # noqa: BLE001 - the writer's, on its loop
+                outcome = (None, e)
+            try:
+                loop.call_soon_threadsafe(_resolve, fut, outcome)
+            except RuntimeError:        # the loop is closed: nobody waits any more
+                pass
 
     def stop(self) -> None:
-        if self._thread is not None:
+        threads, self._threads = self._threads, []
+        for _ in threads:
             self._queue.put(None)
-            self._thread.join(timeout=10)
-            self._thread = None
+        for t in threads:
+            t.join(timeout=10)
 
 
-def _resolve(results: list) -> None:
-    for fut, (value, exc) in results:
-        if fut.done():
-            continue
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(value)
+def _resolve(fut, outcome) -> None:
+    if fut.done():
+        return
+    value, exc = outcome
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(value)
 
 
 class ServerThread:
