@@ -3,6 +3,8 @@
 What is compiled (and where its twin lives):
     native._hashing   hash_key, bucket_hash, bloom_probe
                       (engine/cfile/bloom.py, engine/catalog/partition.py)
+    native._wire      scan, decode_bind: the wire's frame scanner and Bind decoder
+                      (wire/protocol.py)
 
 Contract. A kernel computes exactly what its twin computes, bit for bit, errors included:
 the twin is the specification (persisted formats are defined there), the kernel only a
@@ -28,7 +30,7 @@ import importlib
 import os
 from types import ModuleType
 
-KERNELS = ("_hashing",)
+KERNELS = ("_hashing", "_wire")
 
 
 def pure_python() -> bool:

@@ -109,3 +109,118 @@ def test_pure_python_twins_pass_the_key_and_partition_tests():
                         *files], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+# -- the wire codec's kernels (native/_wire.pyx; twins in wire/protocol.py) -------------------
+@pytest.fixture(scope="module")
+def wire_kernels():
+    mod = native.load("_wire")
+    if mod is None:
+        if os.environ.get("KUDUSQL_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise AssertionError("KUDUSQL_REQUIRE_NATIVE=1 but native._wire is not loaded")
+        pytest.skip("the compiled core is not built (pip install -e . builds it)")
+    return mod
+
+
+def _outcome(fn, *args):
+    """A call's result, or its ProtocolViolation as comparable fields."""
+    from wire.protocol import ProtocolViolation
+    try:
+        return ("ok", fn(*args))
+    except ProtocolViolation as e:
+        return ("violation", e.message, e.sqlstate, e.fatal, e.kind)
+
+
+def _name(rng: random.Random) -> bytes:
+    return rng.choice([b"", b"p", b"stmt_1", "n\u00e4me".encode(), b"\xff\xfe", b"a" * 70])
+
+
+def _bind_body(rng: random.Random) -> bytes:
+    import struct
+    nf = rng.choice([0, 1, 2, 3])
+    nv = rng.choice([0, 1, 2, 3, 11])
+    body = _name(rng) + b"\0" + _name(rng) + b"\0"
+    body += struct.pack(f"!h{nf}h", nf, *[rng.choice([0, 1, 2, -1]) for _ in range(nf)])
+    body += struct.pack("!h", nv)
+    for _ in range(nv):
+        v = rng.choice([None, b"", b"42", bytes(rng.randrange(256) for _ in range(9))])
+        body += struct.pack("!i", -1) if v is None else struct.pack("!i", len(v)) + v
+    nr = rng.choice([0, 1, 2])
+    return body + struct.pack(f"!h{nr}h", nr, *[rng.choice([0, 1, 7]) for _ in range(nr)])
+
+
+def _damaged(rng: random.Random, body: bytes) -> bytes:
+    r = rng.random()
+    if r < 0.3 or not body:
+        return body
+    b = bytearray(body)
+    if r < 0.5:
+        return bytes(b[:rng.randrange(len(b))])                 # truncated
+    if r < 0.8:
+        for _ in range(rng.randrange(1, 4)):                     # flipped bytes
+            b[rng.randrange(len(b))] = rng.choice([0, 0xFF, 0x80, rng.randrange(256)])
+        return bytes(b)
+    return bytes(b) + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 5)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_decode_bind_matches_its_twin(wire_kernels, seed):
+    from wire.protocol import decode_bind_py
+    rng = random.Random(300 + seed)
+    seen = set()
+    for _ in range(4000):
+        body = _damaged(rng, _bind_body(rng))
+        pre, post = bytes(rng.randrange(256) for _ in range(rng.randrange(4))), b"\0\1"
+        buf = pre + body + post
+        a, b = len(pre), len(pre) + len(body)
+        want = _outcome(decode_bind_py, buf, a, b)
+        seen.add(want[0] if want[0] == "ok" else want[1:3])
+        for form in (buf, bytearray(buf)):
+            assert _outcome(wire_kernels.decode_bind, form, a, b) == want, (body, form)
+    assert "ok" in seen and len(seen) > 5, seen          # valid and several kinds of error
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_scan_matches_its_twin(wire_kernels, seed):
+    import struct
+
+    from wire.protocol import scan_py
+    rng = random.Random(400 + seed)
+    for _ in range(4000):
+        startup = rng.random() < 0.3
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(12)))
+        if startup:
+            n = rng.choice([len(body) + 4, 0, 7, 8, 10000, 10001, -5])
+            frame = struct.pack("!i", n) + body
+        else:
+            kind = rng.choice(b"QPBDCESHXdcfpFZa\0")
+            n = rng.choice([len(body) + 4, 3, 0, 4, 1 << 30, -1, 200])
+            frame = bytes([kind]) + struct.pack("!i", n) + body
+        pre = bytes(rng.randrange(256) for _ in range(rng.randrange(3)))
+        buf = pre + frame[:rng.randrange(len(frame) + 1)] if rng.random() < 0.3 else \
+            pre + frame + b"S\0\0\0\4"
+        limit = rng.choice([1 << 16, 100, (1 << 30) - 1])
+        want = _outcome(scan_py, buf, len(pre), startup, limit)
+        for form in (buf, bytearray(buf)):
+            assert _outcome(wire_kernels.scan, form, len(pre), startup, limit) == want
+
+
+def test_wire_checks_bite(wire_kernels):
+    """A kernel off by one is caught: its frame end is not the twin's."""
+    from wire.protocol import scan_py
+    buf = b"S\0\0\0\4Q\0\0\0\5\0"
+    assert wire_kernels.scan(buf, 0, False, 100) == scan_py(buf, 0, False, 100)
+    assert wire_kernels.scan(buf, 0, False, 100) != (83, 5, 6)
+
+
+def test_pure_python_twins_pass_the_wire_tests():
+    """The wire's codec, hot cases and stream-splitting tests with the kernels off."""
+    if native.pure_python():
+        pytest.skip("already running the pure-Python twins")
+    files = ["tests/wire/test_protocol.py", "tests/wire/test_split_stream.py",
+             "tests/wire/test_fastpath.py", "tests/wire/test_pipelined_batch.py"]
+    env = {**os.environ, "KUDUSQL_PURE_PYTHON": "1", "KUDUSQL_REQUIRE_NATIVE": "0"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        *files], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -19,6 +19,10 @@ StartupMessage; SSLRequest, GSSENCRequest and CancelRequest keep it in the start
 phase (a client may send a CancelRequest after an SSLRequest was answered `N`, as
 asyncpg does).
 
+`scan` and `decode_bind` are compiled (native/_wire.pyx) when the compiled core is built;
+`scan_py` and `decode_bind_py` here are their twins and specification, and take every
+case the kernels hand back (errors included). docs/compiled-core.md.
+
 Contract for bad input: the decoder never raises anything but `ProtocolViolation`. A
 framing error (length below 4 or above the limit, an unknown message type, a startup packet
 of an unknown code) or a message whose body does not parse exactly (a string without its
@@ -37,6 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+
+import native
 
 PROTOCOL_3_0 = 196608
 SSL_REQUEST_CODE = 80877103
@@ -277,7 +283,7 @@ def _parse_bind(r: _Reader) -> Bind:
     return Bind(portal, stmt, pf, values, rf)
 
 
-def decode_bind(buf, start: int, end: int) -> tuple:
+def decode_bind_py(buf, start: int, end: int) -> tuple:
     """A Bind body `buf[start:end]` as (portal, statement, parameter formats, values,
     result formats): no message object. The one Bind decoder: the message path
     (`Bind`) and the connection's hot cases (wire/hot.py) both use it, so they decode
@@ -407,7 +413,7 @@ def _parse_typed(kind: bytes, body: bytes) -> Message:
 STARTUP = -1      # `scan`'s kind for a startup-phase packet (no type byte)
 
 
-def scan(buf, pos: int, startup: bool, max_message: int = DEFAULT_MAX_MESSAGE):
+def scan_py(buf, pos: int, startup: bool, max_message: int = DEFAULT_MAX_MESSAGE):
     """The frame starting at `buf[pos]`: (kind, body start, end) - kind the type byte as
     an int (STARTUP for a startup-phase packet), the body `buf[start:end]`, the next frame
     at `end` - or None until the rest of it arrives. Framing errors (a length below 4
@@ -449,6 +455,18 @@ def parse(kind: int, body: bytes) -> Message:
     except ProtocolViolation as e:
         e.kind = k
         raise
+
+
+# the compiled twins (native/_wire.pyx) when built: same answers, errors handed back to
+# the functions above (docs/compiled-core.md)
+_native = native.load("_wire")
+if _native is not None:
+    _native.fallback(scan_py, decode_bind_py)
+    scan = _native.scan
+    decode_bind = _native.decode_bind
+else:
+    scan = scan_py
+    decode_bind = decode_bind_py
 
 
 class FrontendDecoder:
