@@ -104,7 +104,7 @@ from wire import extended_query, fastpath, simple_query, startup
 from wire import protocol as P
 from wire import types as T
 from wire.copy import MAX_REPORTED_FAILURES
-from wire.effects import FLUSH, CancelTimer, Fatal, Timer
+from wire.effects import FLUSH, NEED_INPUT, CancelTimer, Fatal, Timer
 from wire.pg_catalog import format_type
 from wire.portal import Fetch, Portal, PreparedStatement, Rows, fetch
 from wire.settings import Settings
@@ -113,7 +113,6 @@ from wire.transaction import TransactionState
 log = logging.getLogger("kudusql.wire")
 
 _FLUSH = (FLUSH,)
-NEED_INPUT = object()   # `handle_next`: nothing to do until more bytes arrive
 _READY = {s: P.ready_for_query(s) for s in (b"I", b"T", b"E")}   # pre-encoded
 
 

@@ -53,8 +53,9 @@ import logging
 import socket
 
 from wire import protocol as P
-from wire.backend import NEED_INPUT, Backend, Host
+from wire.backend import Backend, Host
 from wire.effects import (
+    NEED_INPUT,
     Call,
     CancelTimer,
     Closed,

@@ -109,5 +109,8 @@ class CancelTimer:
 CONNECTION_ERRORS = (ProtocolViolation, Fatal, Closed, ConnectionError)
 
 FLUSH = Flush()
+# not an effect: what `Backend.handle_next` returns when nothing can be done until more
+# bytes arrive (no complete message, or a batch's look-ahead waits for more)
+NEED_INPUT = object()
 RECEIVE = Receive()
 START_TLS = StartTLS()

@@ -92,7 +92,7 @@ from planner.errors import SqlError
 from planner.result import StatementResult
 from wire import protocol as P
 from wire import types as T
-from wire.effects import CONNECTION_ERRORS, Call, Durable
+from wire.effects import CONNECTION_ERRORS, NEED_INPUT, Call, Durable
 from wire.extended_query import bind_params, decode_params, param_formats
 from wire.portal import Portal, Rows
 
@@ -401,7 +401,6 @@ def _run(be, stmt, first: tuple, first_end: int):
 def pipelined_batch(be, stmt, first: tuple, first_end: int):
     """The run the Bind `first` starts, as one batch (module docstring): its effects,
     NEED_INPUT while the run may go on, or None (nothing consumed) when it is not a run."""
-    from wire.backend import NEED_INPUT
     run = getattr(be.session, "execute_many", None)
     if run is None or be.tx.status == b"E" or (first[0] and first[0] in be.portals) or \
             any(p.rows is not None and p.rows.streaming for p in be.portals.values()):
