@@ -285,23 +285,24 @@ def _client_process(q, *args) -> None:
         q.put({"error": repr(e)})
 
 
-def server_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of the server process and its children (PostgreSQL's
-    backends) so far."""
+def server_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system, and system alone: the kernel's share) of the server
+    process and its children (PostgreSQL's backends) so far."""
     import psutil
     try:
         root = psutil.Process(pid)
         procs = [root] + root.children(recursive=True)
     except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
+        return 0.0, 0.0
+    total = system = 0.0
     for proc in procs:
         try:
             t = proc.cpu_times()
         except psutil.NoSuchProcess:
             continue
         total += t.user + t.system
-    return total
+        system += t.system
+    return total, system
 
 
 def closed_loop(server, workload: tuple, args, wid_base: int) -> dict:
@@ -334,7 +335,8 @@ def closed_loop(server, workload: tuple, args, wid_base: int) -> dict:
     wall = max(o["wall"] for o in outs)
     rate = sum(o["ops"] for o in outs) / wall
     return {"rate": rate,
-            "server_us": (cpu1 - cpu0) / max(rate * (t1 - t0), 1) * 1e6,
+            "server_us": (cpu1[0] - cpu0[0]) / max(rate * (t1 - t0), 1) * 1e6,
+            "server_sys_us": (cpu1[1] - cpu0[1]) / max(rate * (t1 - t0), 1) * 1e6,
             "p50": float(np.percentile(lat, 50)) * 1000,
             "p99": float(np.percentile(lat, 99)) * 1000,
             "errors": sum(o["errors"] for o in outs),
@@ -415,7 +417,8 @@ def run_server(server, args, out: dict) -> None:
         r = closed_loop(server, workload, args, 100_000 * (n + 1))
         out[name] = r
         print(f"  {server.name} {name}: {r['rate']:,.0f} ops/s p50 {r['p50']:.2f} ms "
-              f"p99 {r['p99']:.2f} ms, server CPU {r['server_us']:.1f} us/op, "
+              f"p99 {r['p99']:.2f} ms, server CPU {r['server_us']:.1f} us/op "
+              f"({r['server_sys_us']:.1f} kernel), "
               f"client CPU {r['client_cpu']:.2f}"
               + (f" ({r['errors']} errors)" if r["errors"] else ""), flush=True)
     if "executemany" in args.only:
