@@ -143,7 +143,7 @@ from planner.errors import SqlError, SqlSyntaxError
 # -- nodes --------------------------------------------------------------------------------
 class KuduShow(exp.Expression):
     """SHOW `kind` [table]: kind is TABLES (`like`: a pattern), COLUMNS, PARTITIONS (also
-    spelled RANGE PARTITIONS), TABLETS or CREATE TABLE."""
+    spelled RANGE PARTITIONS), TABLETS, CREATE TABLE or CREATE VIEW."""
 
     arg_types: ClassVar[dict[str, bool]] = {"kind": True, "this": False, "like": False}
 
@@ -409,6 +409,7 @@ class KuduSQL(Postgres):
             "RANGE PARTITIONS": _show_table("PARTITIONS"),
             "TABLETS": _show_table("TABLETS"),
             "CREATE TABLE": _show_table("CREATE TABLE"),
+            "CREATE VIEW": _show_table("CREATE VIEW"),
         }
         SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
 

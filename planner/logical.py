@@ -289,6 +289,9 @@ class Output:
     names: list[str]
     keys: list[str]
     utc: tuple[int, ...] = ()
+    # (name, ViewMetadata) of the views expanded into the plan: planner.plan_cache keeps a
+    # plan while each is still the catalog's
+    views: tuple = ()
 
 
 _INTERNAL = re.compile(r'"([^"#]+)#\d+\.([^"]+)"')

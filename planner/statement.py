@@ -15,6 +15,7 @@
   and adds `Rows written: N` (`_write_plan`).
 - PREPARE / EXECUTE (the session keeps the names): `prepare` checks a PREPARE and returns
   its `PreparedSql`; `execute_arguments` casts EXECUTE's values to the parameter types.
+- CREATE [OR REPLACE] VIEW, DROP VIEW: planner.views.
 - Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility; a
   statement kind nobody runs is 0A000 `VACUUM is not supported`.
 """
@@ -57,6 +58,14 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
     if isinstance(ast, exp.Create) and ast.args.get("expression") is not None and \
             str(ast.args.get("kind", "")).upper() == "TABLE":
         return create_table_as(catalog, ast, sql, params, check_cancel)
+    if isinstance(ast, exp.Create) and str(ast.args.get("kind", "")).upper() == "VIEW":
+        if params:
+            raise SqlError("there is no parameter $1", "42P02")
+        from planner.views import create_view
+        return create_view(catalog, ast, sql)
+    if isinstance(ast, exp.Drop) and str(ast.args.get("kind", "")).upper() == "VIEW":
+        from planner.views import drop_views
+        return drop_views(catalog, ast, sql)
     from planner.utility import execute_utility, is_utility
     if is_utility(ast):
         if params:

@@ -130,7 +130,9 @@ from planner.errors import (
     SqlError,
     SqlSyntaxError,
 )
+from planner.binder.views import catalog_views
 from planner.result import StatementResult
+from planner.views import cascade_notices, show_create_view
 
 _REPLICA_KEYS = (REPLICAS_PROPERTY, "replication_factor")
 
@@ -327,8 +329,13 @@ class _Executor:
         nodes = ast.args.get("tables") or [ast.this]
         if_exists = bool(ast.args.get("exists"))
         found = []
+        cascade = bool(ast.args.get("cascade"))
+        views = catalog_views(self.catalog)
         for node in nodes:  # as PostgreSQL: check every name before dropping any
             name = _table_name(node)
+            if name in views:
+                raise SqlError(f'"{name}" is not a table', "42809", self.pos(node),
+                               hint="Use DROP VIEW to remove a view.")
             if self.catalog.has_table(name):
                 found.append((name, node))
             elif if_exists:
@@ -337,7 +344,8 @@ class _Executor:
                 raise SqlError(f'table "{name}" does not exist', "42P01", self.pos(node))
         for name, node in found:
             with self.engine(node):
-                self.catalog.drop_table(name, if_exists=True)
+                along = self.catalog.drop_table(name, if_exists=True, cascade=cascade)
+            self.notices += cascade_notices(along or [])
         return self.result("DROP TABLE")
 
     def create_index(self, ast: exp.Create) -> StatementResult:
@@ -653,6 +661,8 @@ class _Executor:
                 out = self.partitions(self.meta(table))
             case "TABLETS":
                 out = self.tablets(self.meta(table))
+            case "CREATE VIEW":
+                out = show_create_view(self.catalog, _table_name(table), self.pos(table))
             case "CREATE TABLE":
                 m = self.meta(table)
                 props = {k: v for k, v in (m.properties or {}).items()
