@@ -43,6 +43,12 @@ class DependentObjectsStillExist(errors.EngineError):
         self.hint = hint
 
 
+class InfiniteRecursion(errors.EngineError):
+    """A view that would read itself (CREATE OR REPLACE making a cycle)."""
+
+    sqlstate = "42P17"
+
+
 class RelationExists(errors.AlreadyPresent):
     sqlstate = "42P07"
 
@@ -135,7 +141,7 @@ def check_create(views: Mapping[str, ViewMetadata], is_table, view: ViewMetadata
         raise RelationExists(f'relation "{view.name}" already exists')
     for d in view.depends_on:
         if d == view.name or d in dependents(views, [view.name]):
-            raise errors.InvalidArgument(f'infinite recursion detected in rules for '
-                                         f'relation "{view.name}"')
+            raise InfiniteRecursion(f'infinite recursion detected in rules for relation '
+                                    f'"{view.name}"')
         if not is_table(d) and d not in views:
             raise errors.NotFound(f'relation "{d}" does not exist')
