@@ -41,9 +41,34 @@ class Settings:
     timing: bool = False
     pager: bool = True
     null: str = "<null>"
+    # \set / -v variables; ON_ERROR_STOP is the one the shell reads
+    variables: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def format_options(self, width: int | None = None) -> FormatOptions:
         return FormatOptions(self.format, self.expanded, self.null, width)
+
+    @property
+    def on_error_stop(self) -> bool:
+        """psql's ON_ERROR_STOP: a script stops at its first error (exit status 3)."""
+        value = self.variables.get("ON_ERROR_STOP")
+        return value is not None and parse_bool(value, "ON_ERROR_STOP")
+
+
+def parse_bool(value: str, name: str) -> bool:
+    r"""A psql boolean variable's value (psql's ParseVariableBool): a prefix of true, false,
+    yes or no, `on` / `off` (at least two letters: `o` is both), 1 or 0, any case; `\set
+    ON_ERROR_STOP` with no value stores '' which psql also takes as on."""
+    v = value.strip().lower()
+    if v == "":
+        return True
+    for words, result in ((("true", "yes"), True), (("false", "no"), False)):
+        if any(w.startswith(v) for w in words):
+            return result
+    if v in ("1", "on") or (len(v) >= 2 and "on".startswith(v)):
+        return True
+    if v in ("0",) or (len(v) >= 2 and "off".startswith(v)):
+        return False
+    raise CommandError(f'unrecognized value "{value}" for "{name}": Boolean expected')
 
 
 class Context(Protocol):
@@ -359,6 +384,31 @@ def _pager(ctx: Context, arg: str) -> list[Result]:
 def _output(ctx: Context, arg: str) -> list[Result]:
     msg = ctx.set_output(_path(arg) or None)
     return _status(msg) if msg else []
+
+
+@command("\\set", "[NAME [VALUE]]", "set a variable (no argument: list them); "
+         "ON_ERROR_STOP on: scripts stop at the first error", group="Variables",
+         offline=True)
+def _set(ctx: Context, arg: str) -> list[Result]:
+    if not arg:
+        return _status("\n".join(f"{k} = '{v}'" for k, v in
+                                  sorted(ctx.settings.variables.items())))
+    name, _, value = arg.partition(" ")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise CommandError(f'invalid variable name: "{name}"')
+    value = _path(value.strip())
+    if name == "ON_ERROR_STOP":
+        parse_bool(value, name)                 # refused before it is stored, as psql does
+    ctx.settings.variables[name] = value
+    return []
+
+
+@command("\\unset", "NAME", "unset a variable", group="Variables", offline=True)
+def _unset(ctx: Context, arg: str) -> list[Result]:
+    if not arg:
+        raise CommandError("\\unset: missing required argument")
+    ctx.settings.variables.pop(arg.strip(), None)
+    return []
 
 
 @command("\\i", "FILE", "run the statements and commands in FILE", group="Input/Output",
