@@ -93,4 +93,41 @@ def expand_views(ast: exp.Expression, catalog, sql: str, used: dict | None = Non
         sub = exp.Subquery(this=body, alias=exp.TableAlias(this=ident, columns=cols))
         sub.meta["view"] = view.name
         t.replace(sub)
+    if depth == 0:
+        _isolate_view_bodies(ast)
     return ast
+
+
+def _in_view_body(node: exp.Expression) -> bool:
+    p = node.parent
+    while p is not None:
+        if isinstance(p, exp.Subquery) and p.meta.get("view"):
+            return True
+        p = p.parent
+    return False
+
+
+def _isolate_view_bodies(ast: exp.Expression) -> None:
+    """A WITH query of the statement named like a relation a view's query reads would
+    capture that name when sqlglot qualifies the expanded statement (a view must see the
+    catalog's relation): such a WITH query is renamed, with the statement's references to
+    it, to a name no view reads (`m` -> `"m$cte1"`, aliased `m` where unaliased)."""
+    bodies = [s.this for s in ast.find_all(exp.Subquery) if s.meta.get("view")]
+    if not bodies:
+        return
+    read = {t.name for b in bodies for t in b.find_all(exp.Table)}
+    n = 0
+    for cte in list(ast.find_all(exp.CTE)):
+        name = cte.alias_or_name
+        if name not in read or _in_view_body(cte):
+            continue
+        n += 1
+        new = f"{name}$cte{n}"
+        scope = cte.parent.parent if cte.parent is not None else ast
+        for t in list(scope.find_all(exp.Table)):
+            if t.name != name or t.args.get("db") is not None or _in_view_body(t):
+                continue
+            if not t.alias:
+                t.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+            t.set("this", exp.to_identifier(new, quoted=True))
+        cte.args["alias"].set("this", exp.to_identifier(new, quoted=True))

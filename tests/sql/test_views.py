@@ -99,6 +99,11 @@ def test_name_and_dependency_rules(con):
 def test_with_query_shadows_a_view(con):
     q(con, "CREATE VIEW v AS SELECT host FROM m")
     assert q(con, "WITH v AS (SELECT 'z' AS host) SELECT host FROM v") == [("z",)]
+    # and a WITH query named like the table a view reads never replaces that table
+    assert q(con, "WITH m AS (SELECT 1 AS z) SELECT v.host, m.z FROM v, m "
+                  "ORDER BY 1") == [("a", 1), ("a", 1), ("a", 1), ("b", 1)]
+    assert q(con, "WITH m AS (SELECT 'q' AS host) SELECT count(*) FROM v JOIN m "
+                  "USING (host)") == [(0,)]
 
 
 def test_show_create_view_parses_back(con):
