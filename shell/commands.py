@@ -260,12 +260,43 @@ def _list_tables(ctx: Context, arg: str) -> list[Result]:
                    table=pa.table({"Name": pa.array(sorted(names), pa.string())}))]
 
 
-@command("\\d", "[TABLE]", "describe a table: columns, key, partitioning, replication "
-         "(no TABLE: \\dt)", group="Informational", completes="table")
+@command("\\dv", "[PATTERN]", "list views (PATTERN: * and ? wildcards)",
+         group="Informational", completes="table")
+def _list_views(ctx: Context, arg: str) -> list[Result]:
+    names = _one_table(ctx, "SHOW VIEWS").column(0).to_pylist()
+    if arg:
+        quoted = arg.startswith('"')
+        pat = arg.strip('"') if quoted else arg.lower()
+        names = [n for n in names if fnmatch.fnmatchcase(n if quoted else n.lower(), pat)]
+    if not names:
+        return _status("Did not find any views." if not arg
+                       else f'Did not find any view named "{arg}".')
+    return [Result(status=f"SELECT {len(names)}", title="List of views",
+                   table=pa.table({"Name": pa.array(sorted(names), pa.string())}))]
+
+
+def _describe_view(ctx: Context, t: str) -> list[Result]:
+    """\\d of a view: its columns and types, then its definition (psql's `View
+    definition:`)."""
+    desc = _one_table(ctx, f"DESCRIBE {t}").to_pylist()
+    create = _one_table(ctx, f"SHOW CREATE VIEW {t}").column(0)[0].as_py() or ""
+    table = pa.table({"Column": pa.array([c["name"] for c in desc], pa.string()),
+                      "Type": pa.array([c["type"] for c in desc], pa.string())})
+    query = create.split("\n", 1)[1] if "\n" in create else create
+    footer = ("View definition:", *(f"  {ln}" for ln in query.splitlines()))
+    return [Result(status=f"SELECT {table.num_rows}", title=f'View "{_unquote(t)}"',
+                   table=table, footer=footer, row_count=False)]
+
+
+@command("\\d", "[TABLE|VIEW]", "describe a table (columns, key, partitioning, "
+         "replication) or a view (columns, definition); no argument: \\dt",
+         group="Informational", completes="table")
 def _describe(ctx: Context, arg: str) -> list[Result]:
     if not arg:
         return _list_tables(ctx, "")
     t = table_arg(arg, "\\d TABLE")
+    if _unquote(t) in _one_table(ctx, "SHOW VIEWS").column(0).to_pylist():
+        return _describe_view(ctx, t)
     desc = _one_table(ctx, f"DESCRIBE {t}").to_pylist()
     create = _one_table(ctx, f"SHOW CREATE TABLE {t}").column(0)[0].as_py() or ""
     parts = _one_table(ctx, f"SHOW PARTITIONS {t}").to_pylist()
