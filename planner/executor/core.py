@@ -404,8 +404,10 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         return pa.Table.from_batches(batches)
 
     def _series_batches(self, node: L.Series):
-        """A Series' rows, MORSEL_ROWS at a time (numpy arange; a check before each)."""
-        n = 0 if self.schema_only else node.count
+        """A Series' rows, MORSEL_ROWS at a time (numpy arange; a check before each).
+        Describing (schema_only) makes its first row only: enough for the operators above
+        to type their results as they would over the rows (as a VALUES list's are)."""
+        n = min(node.count, 1) if self.schema_only else node.count
         step = _guard.MORSEL_ROWS
         for lo in range(0, max(n, 1), step):
             self.guard.check()
