@@ -88,3 +88,18 @@ def test_psql_dv_and_d_view(server, conn):
     r = psql(server, "-c", "\\d+ hourly")
     assert r.returncode == 0, r.stderr
     assert "View definition:" in r.stdout and "GROUP BY 1, 2;" in r.stdout
+
+
+def test_parameters_against_view_columns_are_typed(server, conn):
+    """A $n compared with a view's column takes the column's type (asyncpg sends an int)."""
+    import asyncio
+
+    import asyncpg
+
+    async def go():
+        c = await asyncpg.connect(**server.asyncpg_kw())
+        try:
+            return await c.fetch("SELECT host FROM hourly WHERE n = $1 ORDER BY host", 2)
+        finally:
+            await c.close()
+    assert [r["host"] for r in asyncio.run(go())] == ["a"]
