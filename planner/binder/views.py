@@ -48,9 +48,8 @@ def _parse_view(view: ViewMetadata) -> exp.Expression:
     body = parse_sql(view.query)[0]
     body = normalize_identifiers(body, dialect="postgres")
     for n in body.walk():               # positions are the view text's, not the statement's
-        if n._meta is not None:
-            n._meta.pop("start", None)
-            n._meta.pop("end", None)
+        n.meta.pop("start", None)
+        n.meta.pop("end", None)
     return body
 
 
@@ -88,8 +87,7 @@ def expand_views(ast: exp.Expression, catalog, sql: str, used: dict | None = Non
                           for c in view.columns[len(written):]]
         ident = exp.to_identifier(alias.name if alias is not None and alias.name else t.name,
                                   quoted=True)
-        if t.this._meta:
-            ident.meta.update(t.this.meta)
+        ident.meta.update(t.this.meta)
         sub = exp.Subquery(this=body, alias=exp.TableAlias(this=ident, columns=cols))
         sub.meta["view"] = view.name
         t.replace(sub)
