@@ -285,7 +285,8 @@ def dropped_addresses() -> set[str]:
 def _error_json(e: BaseException) -> str:
     d = {"class": type(e).__name__, "message": str(e),
          "sqlstate": getattr(e, "sqlstate", "XX000"),
-         "leader": getattr(e, "leader_uuid", None)}
+         "leader": getattr(e, "leader_uuid", None),
+         "detail": getattr(e, "detail", None), "hint": getattr(e, "hint", None)}
     return _ERR + json.dumps(d)
 
 
@@ -319,6 +320,8 @@ def _raise_remote(e: fl.FlightError, addr: str, tls: bool = False):
     else:
         err = _CLASSES.get(cls_name, errors.EngineError)(d["message"])
         err.sqlstate = d["sqlstate"]
+        if d.get("detail") or d.get("hint"):    # PostgreSQL's DETAIL / HINT (2BP01's)
+            err.detail, err.hint = d.get("detail"), d.get("hint")
     err.remote_class = cls_name
     raise err from None
 
