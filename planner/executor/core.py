@@ -120,7 +120,9 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             if isinstance(n, AvgOf):
                 s, c = n.this, n.expression
                 typ = table.schema.field(s.name).type if table is not None else None
-                if typ is None or not pa.types.is_decimal(typ):
+                if typ is not None and pa.types.is_interval(typ):
+                    pass                    # avg(interval): interval / count
+                elif typ is None or not pa.types.is_decimal(typ):
                     s = exp.Cast(this=s, to=exp.DataType.build("double"))
                 elif table is not None:
                     # the sum's declared DECIMAL(38, s) leaves the quotient no digits for

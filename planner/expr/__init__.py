@@ -45,6 +45,11 @@ Semantics are PostgreSQL's unless noted:
   month end (2024-01-31 + 1 month = 2024-02-29), then days, then time. date - date is an
   int64 count of days, date ± integer is a date, timestamp - timestamp is an interval.
   DATE_TRUNC keeps the input type (a date truncates to a date).
+* Intervals are values like any other (planner.expr.intervals): columns of them add,
+  subtract, scale by numbers (`g * interval '1 second'`), shift timestamps and dates (a
+  date plus an interval column is a timestamp), cast from and to text, compare and sort
+  with a month as 30 days, and sum / avg / min / max; make_interval, justify_hours /
+  justify_days / justify_interval and date_bin take columns too.
 * CASE / IIF / COALESCE and the right side of AND / OR are evaluated for all rows at once;
   if that raises a data exception (SQLSTATE class 22, e.g. `CASE WHEN x = 0 THEN 0 ELSE 1/x
   END`), the operand is re-evaluated on just the rows that reach it, so an error surfaces
@@ -57,8 +62,7 @@ left as they are: folding gains nothing and would turn an "unknown" string into 
 
 Not supported (raise 0A000 or 42883): non-constant patterns and lengths for LIKE, SUBSTRING,
 LEFT, RIGHT, LPAD/RPAD, REPLACE, POSITION and TRIM characters; multi-character pad strings;
-arithmetic on interval *columns* (only constant intervals; timestamp - timestamp yields an
-interval column that EXTRACT and CAST to text cannot yet read); SIMILAR TO, shifts,
+sum(DISTINCT interval); SIMILAR TO, shifts,
 multi-dimensional arrays and array slices; time zones (timestamps are naive UTC
 microseconds). sqlglot itself keeps only the first `<n> <unit>` of an interval string that
 mixes units with a time (`interval '1 day 02:00'` arrives as `interval '1' day`); `'1 day 2
@@ -77,6 +81,7 @@ file layering test fails on a cycle):
 
     types      Value, Arrow type kinds and PostgreSQL names, decimal result types,
                ArrayType and its storage, interval values, SQL type name -> Arrow type
+    intervals  interval columns as numpy fields: ± * /, justify, text in and out
     core       the dispatch registry (`_handles`, `_eval`), evaluate / evaluate_filter,
                Const, leaves (columns, literals), functions sqlglot leaves anonymous
     casts      CAST: the (kind, kind) -> function table `_CASTS`
@@ -108,6 +113,7 @@ from planner.expr import (  # noqa: F401 - imported for their registrations
     decimals,
     folding,
     formatting,
+    intervals,
     logic,
     numeric,
     pgcompat,
@@ -137,8 +143,8 @@ from planner.expr.types import _pg_name as pg_name
 from planner.expr.types import _sql_type as sql_type
 from planner.expr.types import _supertype as supertype
 
-_REGISTERING = (arrays, casts, coerce, core, decimals, folding, logic, numeric, pgcompat, render,
-                strings, subplans, temporal, types)
+_REGISTERING = (arrays, casts, coerce, core, decimals, folding, intervals, logic, numeric,
+                pgcompat, render, strings, subplans, temporal, types)
 
 __all__ = [
     "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "SubPlan", "Value",

@@ -36,6 +36,7 @@ from planner.expr.types import (
     _named_type,
     _null_of,
     _parse_interval,
+    _per_array,
     _pg_name,
     _position,
     _TS,
@@ -43,6 +44,7 @@ from planner.expr.types import (
     _view,
 )
 from planner.expr.core import _Ctx, _eval, _handles
+from planner.expr import intervals
 
 
 # -- casts -----------------------------------------------------------------------------------
@@ -289,8 +291,10 @@ def _pg_float(text: str, limit: int) -> str:
 
 def _string_to_interval(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     if not isinstance(v, pa.Scalar):
-        raise FeatureNotSupported("casting a text column to interval is not supported",
-                                  position=_position(node))
+        try:
+            return intervals.parse_text(v, node)
+        except SqlError as e:
+            raise _err(e.message, e.sqlstate, node) from None
     if not v.is_valid:
         return _null_of(_INTERVAL)
     return _interval_scalar(*_parse_interval(v.as_py(), None, node))
@@ -313,8 +317,7 @@ def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
         s = _float_text(v)
     elif k == "interval":
         if not isinstance(v, pa.Scalar):
-            raise FeatureNotSupported("casting an interval column to text is not supported",
-                                      position=_position(node))
+            return _per_array(intervals.format_text, v)
         s = pa.scalar(None if not v.is_valid else _interval_text(*_interval_parts(v)))
     elif k == "decimal":
         # numeric's text has every scale digit and no exponent; Arrow writes '0E-10' for

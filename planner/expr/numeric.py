@@ -33,6 +33,7 @@ from planner.expr.core import _Ctx, _eval, Handler, _HANDLERS, _handles
 from planner.expr.casts import _cast, _cast_checked, _f64, _round
 from planner.expr.coerce import _int_arg, _numeric_arg
 from planner.expr.decimals import _check_nonzero, _decimal_arith
+from planner.expr import intervals
 from planner.expr.temporal import _TEMPORAL_ARITH
 
 
@@ -71,6 +72,8 @@ def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
     elif kb == "null":
         partner = a.type if op == "-" else {"date": pa.int64(),
                                             "timestamp": _INTERVAL}.get(ka, a.type)
+        if ka == "interval" and op in ("*", "/"):
+            partner = pa.float64()
         b, kb = b.cast(partner), _kind(partner)
     if ka in _NUMERIC and kb in _NUMERIC:
         return _numeric_arith(op, a, b, node)
@@ -137,9 +140,9 @@ def _neg(node: exp.Neg, ctx: _Ctx) -> Value:
         return pc.negate(v)
     if k == "null":
         return v
-    if k == "interval" and isinstance(v, pa.Scalar):
-        m, d, us = _interval_parts(v)
-        return _interval_scalar(-m, -d, -us)
+    if k == "interval":
+        n, scalar = intervals.rows(v)
+        return intervals.build(intervals.negate(intervals.columns(v, n)), scalar)
     raise _err(f"operator does not exist: - {_pg_name(v.type)}", "42883", node)
 
 

@@ -360,14 +360,19 @@ def _interval_parts(v: pa.Scalar) -> tuple[int, int, int]:
 
 
 def _interval_text(months: int, days: int, us: int) -> str:
-    """PostgreSQL's output style: '1 year 2 mons 3 days 04:05:06'."""
+    """PostgreSQL's output style (IntervalStyle postgres, EncodeInterval): '1 year 2 mons
+    3 days 04:05:06'; a unit is singular only for exactly 1 ('-1 years'), and after a
+    negative field a positive one carries a '+' ('-1 days +02:00:00')."""
     parts = []
-    years, mons = int(months / 12), months - 12 * int(months / 12)
-    for n, unit in ((years, "year"), (mons, "mon"), (days, "day")):
+    before = False                   # the previous field was negative
+    years = int(months / 12)
+    for n, unit in ((years, "year"), (months - 12 * years, "mon"), (days, "day")):
         if n:
-            parts.append(f"{n} {unit}{'s' if abs(n) != 1 else ''}")
+            parts.append(f"{'+' if parts and before and n > 0 else ''}{n} {unit}"
+                         f"{'' if n == 1 else 's'}")
+            before = n < 0
     if us or not parts:
-        sign = "-" if us < 0 else ""
+        sign = "-" if us < 0 else ("+" if parts and before else "")
         secs, frac = divmod(abs(us), 1_000_000)
         text = f"{sign}{secs // 3600:02d}:{secs // 60 % 60:02d}:{secs % 60:02d}"
         parts.append(text + (f".{frac:06d}".rstrip("0") if frac else ""))

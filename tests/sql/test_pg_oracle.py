@@ -21,7 +21,6 @@ from tests.wire.conftest import start_server, stop_server
 _SCALE = ("numeric division and avg have a fixed result scale (6 / 28 digits); PostgreSQL's "
           "varies with the operands' values")
 _DATE_PLUS = "date + interval and date_trunc(date) stay DATE (PostgreSQL: timestamp)"
-_NO_FUNC = "function not implemented (42883)"
 _REFUSED = "refused with 0A000 (docs/sql.md, what is deliberately unsupported)"
 _BIGINT = "integer arithmetic is computed in bigint: no 22003 at the int2 / int4 limits"
 _FLOAT_NUMERIC = ("a float cast to numeric keeps the float's digits at a fixed scale "
@@ -31,7 +30,6 @@ DEVIATIONS: dict[str, str] = {
     "agg_avg_numeric": _SCALE, "agg2_avg_small_ints": _SCALE,
     "dt_date_trunc_date_argument": _DATE_PLUS, "dt_date_plus_interval": _DATE_PLUS,
     "dt_month_end_interval": _DATE_PLUS,
-    "dt2_interval_sum_avg": _NO_FUNC,
     **dict.fromkeys(["sub_lateral_top_sale", "sub_lateral_left_count",
                      "join2_full_on_constant_filter"], _REFUSED),
     "err_round_double_digits": "round(double precision, n) is accepted (PostgreSQL: 42883)",
