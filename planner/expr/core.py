@@ -133,7 +133,10 @@ def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
     """`node` over the rows where `mask` holds; other rows are unspecified (null or a value).
 
     Tries all rows first (one kernel call); only a data exception triggers the re-evaluation
-    on the masked rows, scattered back into a full-length column.
+    on the masked rows, scattered back into a full-length column. When no row reaches
+    `node` its error is never raised (a branch not taken, even a constant one such as the
+    1/0 of `CASE WHEN x > 0 THEN x ELSE 1/0 END` over rows that are all positive): the value
+    is then an untyped NULL, which the CASE / COALESCE around it never picks.
     """
     try:
         return _eval(node, ctx)
@@ -141,12 +144,20 @@ def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
         if mask is None or not e.sqlstate.startswith("22"):
             raise
         sub = ctx.filtered(mask)
-        if sub.num_rows == ctx.num_rows:
+        if sub.num_rows == ctx.num_rows and ctx.num_rows:
             raise
+        if not sub.num_rows and not _any_true(mask):
+            return pa.scalar(None)
         v = _eval(node, sub)
         if isinstance(v, pa.Scalar):
             return v
         return _scatter(mask, v, ctx.num_rows)
+
+
+def _any_true(mask: Value) -> bool:
+    if isinstance(mask, pa.Scalar):
+        return bool(mask.as_py())
+    return bool(pc.any(pc.fill_null(mask, False)).as_py())
 
 
 def _scatter(mask: Value, values: pa.Array | pa.ChunkedArray, n: int) -> pa.Array:
