@@ -36,7 +36,7 @@ from planner.executor.kernels import (
     hash_key,
 )
 from planner.executor.sort import _add_sort_key, _interval_span
-from planner.expr import intervals, list_to_array
+from planner.expr import integer_avg, intervals, list_to_array
 
 
 
@@ -722,6 +722,8 @@ class AggregateOperators:
                 total = total.cast(pa.decimal128(38, total.type.scale))
             if f == "sum":
                 return total
+            if pa.types.is_integer(total.type) or total.type.scale == 0:
+                return integer_avg(total, pa.array(count))     # avg of integers: numeric
             if pa.types.is_decimal(total.type):
                 total = total.cast(pa.float64())
             return pc.divide(pc.cast(total, pa.float64()),

@@ -136,6 +136,7 @@ from planner.expr.folding import (
     param_scalar,
     substitute_params,
 )
+from planner.expr.numeric import IntegerAvg, integer_avg
 from planner.expr.subplans import HostCall, HostFunction, InSubPlan, SubPlan
 from planner.expr.temporal import statement_clock
 from planner.expr.types import ArrayType, Value, function_name
@@ -147,10 +148,10 @@ _REGISTERING = (arrays, casts, coerce, core, decimals, folding, intervals, logic
                 pgcompat, render, strings, subplans, temporal, types)
 
 __all__ = [
-    "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "SubPlan", "Value",
-    "array_text", "array_to_list", "arrow_type", "cast", "coerce_literal_to", "column_key",
-    "constant_scalar", "constant_value", "evaluate", "evaluate_filter", "fold_constants",
-    "function_name",
-    "list_to_array", "param_index", "param_scalar", "parse_array_literal", "pg_name",
-    "sql_type", "statement_clock", "substitute_params", "supertype",
+    "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "IntegerAvg", "SubPlan",
+    "Value", "array_text", "array_to_list", "arrow_type", "cast", "coerce_literal_to",
+    "column_key", "constant_scalar", "constant_value", "evaluate", "evaluate_filter",
+    "fold_constants", "function_name", "integer_avg", "list_to_array", "param_index",
+    "param_scalar", "parse_array_literal", "pg_name", "sql_type", "statement_clock",
+    "substitute_params", "supertype",
 ]

@@ -228,7 +228,9 @@ def _literal(node: exp.Literal, ctx: _Ctx) -> Value:
     if node.is_string:
         return pa.scalar(text, pa.string())
     if re.fullmatch(r"[+-]?\d+", text):
-        n = int(text)
+        n = int(text)          # integer (int4), else bigint, else numeric: PostgreSQL's
+        if -(2**31) <= n < 2**31:
+            return pa.scalar(n, pa.int32())
         if -(2**63) <= n < 2**63:
             return pa.scalar(n, pa.int64())
         if _digits(n) > _MAX_PRECISION:

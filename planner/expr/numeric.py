@@ -5,9 +5,11 @@ ABS, ROUND, TRUNC, FLOOR / CEIL, SIGN, the float functions, LOG, POWER, PI, RAND
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
@@ -15,7 +17,10 @@ from sqlglot import exp
 from planner.errors import FeatureNotSupported
 from planner.expr.types import (
     _any,
+    _broadcast,
     _cap,
+    _combine,
+    _MAX_PRECISION,
     _err,
     _HALF_AWAY,
     _int_to_decimal,
@@ -106,11 +111,42 @@ def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
         if _kind(b.type) == "int":
             b = _int_to_decimal(b)
         return _decimal_arith(op, a, b, node)
+    width = max(a.type.bit_width, b.type.bit_width, 16)
     a, b = a.cast(pa.int64()), b.cast(pa.int64())
     if op in _INT_KERNELS:
-        return _INT_KERNELS[op](a, b)
+        try:
+            r = _INT_KERNELS[op](a, b)
+        except pa.ArrowInvalid:
+            raise _err("bigint out of range", "22003", node) from None
+        return at_int_width(r, width, node)
+    if width == 64 and op in ("/", "//") and _any(pc.and_(pc.equal(a, -2**63),
+                                                           pc.equal(b, -1))):
+        raise _err("bigint out of range", "22003", node)
     q = pc.divide_checked(a, b)  # truncates toward zero; raises on a zero divisor
-    return q if op in ("/", "//") else pc.subtract(a, pc.multiply(b, q))
+    if op == "%":                # (PostgreSQL: INT_MIN % -1 is 0)
+        return at_int_width(pc.subtract(a, pc.multiply(b, q)), width, node)
+    return at_int_width(q, width, node)
+
+
+_INT_NAMES = {16: "smallint", 32: "integer", 64: "bigint"}
+_INT_TYPES = {16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
+
+
+def at_int_width(r: Value, width: int, node: exp.Expr | None) -> Value:
+    """An int64 result as PostgreSQL's int2 / int4 / int8 of `width` bits: the operator
+    of the wider operand computes at its width, and a result past it is 22003
+    "smallint / integer / bigint out of range" (never a wrap-around)."""
+    if width >= 64:
+        return r
+    lo, hi = -(2 ** (width - 1)), 2 ** (width - 1) - 1
+    if isinstance(r, pa.Scalar):
+        if r.is_valid and not lo <= r.as_py() <= hi:
+            raise _err(f"{_INT_NAMES[width]} out of range", "22003", node)
+    else:
+        mm = pc.min_max(r)
+        if mm["min"].is_valid and (mm["min"].as_py() < lo or mm["max"].as_py() > hi):
+            raise _err(f"{_INT_NAMES[width]} out of range", "22003", node)
+    return r.cast(_INT_TYPES[width])
 
 
 def _float_checked(r: Value, a: Value, b: Value, op: str, node: exp.Expr) -> Value:
@@ -135,7 +171,11 @@ def _neg(node: exp.Neg, ctx: _Ctx) -> Value:
     v = _eval(node.this, ctx)
     k = _kind(v.type)
     if k == "int":
-        return pc.negate_checked(v.cast(pa.int64()))
+        try:
+            r = pc.negate_checked(v.cast(pa.int64()))
+        except pa.ArrowInvalid:
+            raise _err("bigint out of range", "22003", node) from None
+        return at_int_width(r, max(v.type.bit_width, 16), node)
     if k in ("float", "decimal"):
         return pc.negate(v)
     if k == "null":
@@ -149,7 +189,13 @@ def _neg(node: exp.Neg, ctx: _Ctx) -> Value:
 @_handles(exp.Abs)
 def _abs(node: exp.Abs, ctx: _Ctx) -> Value:
     v = _numeric_arg(_eval(node.this, ctx), "abs", node.this)
-    return pc.abs_checked(v.cast(pa.int64()) if _kind(v.type) == "int" else v)
+    if _kind(v.type) == "int":
+        try:
+            r = pc.abs_checked(v.cast(pa.int64()))
+        except pa.ArrowInvalid:
+            raise _err("bigint out of range", "22003", node) from None
+        return at_int_width(r, max(v.type.bit_width, 16), node)
+    return pc.abs_checked(v)
 
 
 def _decimal_places(node: exp.Expr, key: str, ctx: _Ctx) -> int:
@@ -264,3 +310,107 @@ def _random(node: exp.Rand, ctx: _Ctx) -> Value:
     if node.this is not None:
         raise FeatureNotSupported("random(seed) is not supported", position=_position(node))
     return pc.random(ctx.num_rows)
+
+
+# -- avg of integers -------------------------------------------------------------------------
+
+class IntegerAvg(exp.Expression):
+    """avg(x) of an integer x from its sum (`this`, bigint or numeric) and count
+    (`expression`): numeric, each value rounded to the scale PostgreSQL's numeric division
+    gives it (`integer_avg`). The executor builds it in place of avg's sum / count."""
+
+    arg_types = {"this": True, "expression": True}
+
+
+_NUMERIC_MIN_SIG_DIGITS = 16       # PostgreSQL's numeric.c
+_POW10 = np.array([10 ** k for k in range(19)], dtype=np.int64)
+
+
+def _base10000(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(weight, first digit) of non-negative int64s in PostgreSQL's base-10000 numeric
+    digits (0 has weight 0 and first digit 0)."""
+    digits = np.searchsorted(_POW10, a, side="right")     # decimal digits, 0 for 0
+    weight = np.maximum(digits - 1, 0) // 4
+    return weight, a // _POW10[4 * weight]
+
+
+def integer_avg(sums: Value, counts: Value) -> pa.Array:
+    """sum / count of integers as PostgreSQL's avg computes it (numeric_div): the quotient
+    rounded half away from zero at select_div_scale's scale, 16 significant digits counted
+    in base-10000 digits: max(16 - 4 * qweight, 0) where qweight is the weight of sum
+    less the weight of count, less one when the sum's first digit is at most the count's
+    (avg of 1, 2, 2 is 1.6666666666666667, of 0, 0, 1 0.33333333333333333333). Values are
+    rounded at their own scale and stored at the largest (an Arrow column has one scale;
+    PostgreSQL's text of a smaller-scale value has fewer trailing zeros). NULL where the
+    count is 0. Vectorised for sums that fit bigint; a numeric sum past it goes through
+    Python's decimal one value at a time (avg of bigints summing past 9.2e18: rare)."""
+    s = _combine(_broadcast(sums, 1) if isinstance(sums, pa.Scalar) else sums)
+    c = _combine(_broadcast(counts, len(s)) if isinstance(counts, pa.Scalar) else counts)
+    n = len(s)
+    valid = pc.and_(pc.is_valid(s), pc.greater(pc.fill_null(c, 0), 0))
+    valid = valid.to_numpy(zero_copy_only=False)
+    if pa.types.is_decimal(s.type):
+        limit = pa.scalar(2**62, pa.decimal128(19, 0))
+        big = pc.fill_null(pc.greater_equal(pc.abs(s), limit), False)
+        if pc.any(big).as_py():
+            return _python_avg(s, c, valid)
+        s = s.cast(pa.int64())
+    sv = pc.fill_null(s.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    cv = np.maximum(pc.fill_null(c.cast(pa.int64()), 1).to_numpy(zero_copy_only=False), 1)
+    sv, cv = np.where(valid, sv, 0), np.where(valid, cv, 1)
+    a = np.abs(sv)
+    w1, f1 = _base10000(a)
+    w2, f2 = _base10000(cv)
+    qweight = w1 - w2 - (f1 <= f2)
+    rscale = np.maximum(_NUMERIC_MIN_SIG_DIGITS - 4 * qweight, 0)
+    top = int(rscale.max()) if n else 0
+    # the quotient truncated one digit past the largest scale (Arrow's decimal division
+    # of p1 digits by p2 digits has scale p2 + 1), then each value rounded at its scale:
+    # rounding a truncation at a later digit decides as rounding the exact quotient would
+    p2 = max(top, len(str(int(cv.max()))) if n else 1, 1)
+    t = pc.divide(pa.array(a).cast(pa.decimal256(19, 0)),
+                  pa.array(cv).cast(pa.decimal256(19, 0))
+                  .cast(pa.decimal256(p2, 0), safe=False))   # (p2 >= the counts' digits)
+    int_digits = max(len(str(int((a // cv).max()))) if n else 1, 1)
+    scale = min(top, _MAX_PRECISION - int_digits)
+    out_type = pa.decimal128(int_digits + scale, scale)
+    out = pa.nulls(n, out_type)
+    negative = pa.array(sv < 0)
+    for r in np.unique(rscale):
+        rows = pa.array(rscale == r)
+        part = pc.round(t.filter(rows), ndigits=int(min(r, scale)),
+                        round_mode="half_towards_infinity")
+        # (the integer digits were measured: the narrowing cannot lose a digit)
+        part = part.cast(pa.decimal256(76, scale), safe=False).cast(out_type, safe=False)
+        part = pc.if_else(negative.filter(rows), pc.negate(part), part)
+        out = pc.replace_with_mask(out, rows, part)
+    return pc.if_else(pa.array(valid), out, pa.scalar(None, out_type))
+
+
+def _python_avg(s: pa.Array, c: pa.Array, valid: np.ndarray) -> pa.Array:
+    """integer_avg with Python's decimal, one value at a time (sums past bigint)."""
+    ctx = decimal.Context(prec=120, rounding=decimal.ROUND_HALF_UP)
+    out = []
+    for total, count, ok in zip(s.to_pylist(), c.to_pylist(), valid):
+        if not ok:
+            out.append(None)
+            continue
+        a, cnt = abs(int(total)), int(count)
+        w1 = (len(str(a)) - 1) // 4 if a else 0
+        f1 = a // 10 ** (4 * w1)
+        w2 = (len(str(cnt)) - 1) // 4
+        f2 = cnt // 10 ** (4 * w2)
+        r = max(_NUMERIC_MIN_SIG_DIGITS - 4 * (w1 - w2 - (f1 <= f2)), 0)
+        q = ctx.divide(decimal.Decimal(int(total)), decimal.Decimal(cnt))
+        out.append(q.quantize(decimal.Decimal(1).scaleb(-r), context=ctx))
+    scale = max((-v.as_tuple().exponent for v in out if v is not None), default=0)
+    digits = max((v.adjusted() + 1 for v in out if v is not None), default=1)
+    scale = min(scale, _MAX_PRECISION - max(digits, 1))
+    return pa.array([None if v is None else v.quantize(decimal.Decimal(1).scaleb(-scale),
+                                                       context=ctx) for v in out],
+                    pa.decimal128(max(digits, 1) + scale, scale))
+
+
+@_handles(IntegerAvg)
+def _integer_avg(node: IntegerAvg, ctx: _Ctx) -> Value:
+    return integer_avg(_eval(node.this, ctx), _eval(node.expression, ctx))

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from planner.dialect import KuduNow
+from planner.dialect import KuduDatePart, KuduNow
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr.types import (
     _add_scaled,
@@ -34,6 +34,7 @@ from planner.expr.types import (
     _TS,
     _UNIT_ALIASES,
     _US_PER_DAY,
+    _view,
     Value,
 )
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
@@ -264,38 +265,41 @@ def _temporal_arg(v: Value, node: exp.Expr, what: str) -> Value:
     return v
 
 
+def _scaled(micros: Value, scale: int) -> Value:
+    """An integer count of 10**-scale units (int64) as numeric(19, scale), zero copy."""
+    return _view(micros.cast(pa.decimal128(19, 0)), pa.decimal128(19, scale))
+
+
 def _interval_field(v: Value, unit: str, node: exp.Expr) -> Value:
-    if not isinstance(v, pa.Scalar):
-        def parts(a: pa.Array) -> pa.Array:
-            raw = np.frombuffer(a.buffers()[1], dtype=[("m", "<i4"), ("d", "<i4"),
-                                                       ("ns", "<i8")])[a.offset:a.offset + len(a)]
-            out = _interval_field_np(raw["m"].astype(np.int64), raw["d"].astype(np.int64),
-                                     raw["ns"] // 1000, unit, node)
-            return pa.array(out, mask=a.is_null().to_numpy(zero_copy_only=False)
-                            if a.null_count else None)
-        return _per_array(parts, v)
-    if not v.is_valid:
-        return _null_of(pa.float64() if unit in ("epoch", "second") else pa.int64())
-    m, d, us = _interval_parts(v)
-    out = _interval_field_np(np.array([m]), np.array([d]), np.array([us]), unit, node)
-    return pa.scalar(out[0].item())
-
-
-def _interval_field_np(m: np.ndarray, d: np.ndarray, us: np.ndarray, unit: str,
-                       node: exp.Expr) -> np.ndarray:
+    """EXTRACT from an interval (PostgreSQL 15's interval_part, numeric): a year is 365.25
+    days and a month 30 for the epoch; seconds carry 6 decimals, milliseconds 3."""
+    n, scalar = intervals.rows(v)
+    f = intervals.columns(v, n)
+    m, d, us = f.months, f.days, f.us
     years = np.trunc(m / 12).astype(np.int64)
+    mons = m - 12 * years
     fields = {
-        "year": lambda: years, "month": lambda: m - 12 * years, "day": lambda: d,
-        "quarter": lambda: (m - 12 * years) // 3 + 1,
+        "year": lambda: years, "month": lambda: mons, "day": lambda: d,
+        "quarter": lambda: np.trunc(mons / 3) + 1, "decade": lambda: np.trunc(years / 10),
+        "century": lambda: np.trunc(years / 100), "millennium": lambda: np.trunc(years / 1000),
         "hour": lambda: np.trunc(us / 3_600_000_000).astype(np.int64),
-        "minute": lambda: np.trunc(us / 60_000_000).astype(np.int64) % 60,
-        "second": lambda: np.fmod(us, 60_000_000) / 1e6,
-        "epoch": lambda: (years * 365.25 * 86400 + (m - 12 * years) * 30 * 86400
-                          + d * 86400 + us / 1e6),
+        "microsecond": lambda: np.fmod(us, 60_000_000),
     }
-    if unit not in fields:
+    scaled = {"second": (lambda: np.fmod(us, 60_000_000), 6),
+              "millisecond": (lambda: np.fmod(us, 60_000_000), 3),
+              "epoch": (lambda: us + 1_000_000 * (31_557_600 * years + 2_592_000 * mons
+                                                  + 86_400 * d), 6)}
+    if unit == "minute":
+        vals = np.fmod(np.trunc(us / 60_000_000).astype(np.int64), 60)
+    elif unit in fields:
+        vals = np.asarray(fields[unit]()).astype(np.int64)
+    elif unit in scaled:
+        vals = np.asarray(scaled[unit][0]()).astype(np.int64)
+    else:
         raise _err(f'unit "{unit}" not supported for type interval', "0A000", node)
-    return np.asarray(fields[unit]())
+    arr = pa.array(vals, pa.int64(), mask=None if f.valid is None else ~f.valid)
+    out = _scaled(arr, scaled[unit][1]) if unit in scaled else arr.cast(pa.decimal128(19, 0))
+    return out[0] if scalar else out
 
 
 _EXTRACT = {
@@ -308,39 +312,66 @@ _EXTRACT = {
 _EXTRACT_ALIASES = {"years": "year", "months": "month", "days": "day", "hours": "hour",
                     "minutes": "minute", "seconds": "second", "dayofweek": "dow",
                     "dayofyear": "doy", "weeks": "week", "quarters": "quarter",
-                    "milliseconds": "millisecond", "microseconds": "microsecond"}
+                    "milliseconds": "millisecond", "microseconds": "microsecond",
+                    "decades": "decade", "centuries": "century", "millennia": "millennium",
+                    "mon": "month", "mons": "month", "min": "minute", "mins": "minute",
+                    "sec": "second", "secs": "second", "hr": "hour", "hrs": "hour",
+                    "ms": "millisecond", "us": "microsecond"}
 
 
 @_handles(exp.Extract)
 def _extract(node: exp.Extract, ctx: _Ctx) -> Value:
+    """EXTRACT(field FROM source): numeric, as in PostgreSQL 15 (seconds and the epoch
+    with 6 decimals, milliseconds with 3, the other fields whole numbers)."""
     unit = node.this.name.lower()
-    unit = _EXTRACT_ALIASES.get(unit, unit)
-    arg = node.expression
+    return _extract_field(_EXTRACT_ALIASES.get(unit, unit), node.expression, node, ctx)
+
+
+@_handles(KuduDatePart)
+def _date_part(node: KuduDatePart, ctx: _Ctx) -> Value:
+    """date_part('field', source): EXTRACT's value as double precision."""
+    field = _eval(node.this, ctx)
+    if not isinstance(field, pa.Scalar) or _kind(field.type) not in ("string", "null"):
+        raise _err("function date_part(" + _pg_name(field.type) + ", ...) does not exist",
+                   "42883", node)
+    if not field.is_valid:
+        return _null_of(pa.float64())
+    unit = field.as_py().lower()
+    return _extract_field(_EXTRACT_ALIASES.get(unit, unit), node.expression, node,
+                          ctx).cast(pa.float64())
+
+
+def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: _Ctx) -> Value:
     v = _temporal_arg(_eval(arg, ctx), arg, "extract")
     k = _kind(v.type)
     if k == "interval":
         return _interval_field(v, unit, node)
     if k == "null":
-        return _null_of(pa.int64())
+        return _null_of(pa.decimal128(19, 0))
     if unit in _EXTRACT:
-        return _EXTRACT[unit](v)
+        return _EXTRACT[unit](v).cast(pa.decimal128(19, 0))
     if unit == "decade":
-        return pc.divide(pc.year(v), 10)  # PostgreSQL floors; years here are positive
+        return pc.floor(pc.divide(pc.year(v).cast(pa.float64()), 10)).cast(
+            pa.decimal128(19, 0))
     if unit in ("century", "millennium"):
         span = 100 if unit == "century" else 1000
-        return pc.add(pc.divide(pc.subtract(pc.year(v), 1), span), 1)
+        return pc.add(pc.divide(pc.subtract(pc.year(v), 1), span), 1).cast(
+            pa.decimal128(19, 0))
     ts = v.cast(_TS) if k == "date" else v
     micros = pc.add(pc.multiply(pc.second(ts).cast(pa.int64()), 1_000_000),
                     pc.add(pc.multiply(pc.millisecond(ts).cast(pa.int64()), 1000),
                            pc.microsecond(ts).cast(pa.int64())))
     if unit == "second":
-        return pc.divide(micros.cast(pa.float64()), 1e6)
+        return _scaled(micros, 6)
     if unit == "millisecond":
-        return pc.divide(micros.cast(pa.float64()), 1e3)
+        return _scaled(micros, 3)
     if unit == "microsecond":
-        return micros
+        return micros.cast(pa.decimal128(19, 0))
     if unit == "epoch":
-        return pc.divide(ts.cast(_TS).cast(pa.int64()).cast(pa.float64()), 1e6)
+        us = ts.cast(_TS).cast(pa.int64())
+        if k == "date":                     # a date's epoch is whole seconds
+            return pc.divide(us, 1_000_000).cast(pa.decimal128(19, 0))
+        return _scaled(us, 6)
     raise _err(f'unit "{unit}" not supported for type {_pg_name(v.type)}', "0A000", node)
 
 

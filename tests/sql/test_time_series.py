@@ -164,3 +164,58 @@ def test_errors_of_branches_taken_are_raised(con):
     assert err(con, "SELECT CASE WHEN g > 5 THEN 1/0 ELSE g END FROM m").sqlstate == "22012"
     assert err(con, "SELECT coalesce(g, 1/0) FROM m").sqlstate == "22012"
     assert err(con, "SELECT CASE WHEN true THEN 1/0 ELSE 1 END").sqlstate == "22012"
+
+
+# -- PostgreSQL's integer and numeric typing -------------------------------------------------
+def test_integer_literals_and_arithmetic_have_postgresqls_types(con):
+    assert rows(con, "SELECT pg_typeof(1), pg_typeof(2147483648), pg_typeof(1 + 1), "
+                     "pg_typeof(1::smallint + 1::smallint), pg_typeof(1 + 1::bigint), "
+                     "pg_typeof(99999999999999999999)") == [
+        ("integer", "bigint", "integer", "smallint", "bigint", "numeric")]
+    assert rows(con, "SELECT 7 / 2, -7 / 2, 7 % -3, (-2147483648)::int % -1") == [
+        (3, -3, 1, 0)]
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT 2147483647::int + 1", "integer out of range"),
+    ("SELECT (-2147483648)::int / -1", "integer out of range"),
+    ("SELECT 32767::smallint + 1::smallint", "smallint out of range"),
+    ("SELECT -(-32768)::smallint", "smallint out of range"),
+    ("SELECT 9223372036854775807 + 1", "bigint out of range"),
+    ("SELECT (-9223372036854775807 - 1) / -1", "bigint out of range"),
+    ("SELECT g * 2147483647 FROM m", "integer out of range"),
+    ("SELECT abs((-2147483648)::int)", "integer out of range"),
+])
+def test_integer_overflow_at_each_width_is_22003(con, sql, message):
+    e = err(con, sql)
+    assert (e.sqlstate, str(e).split("\n")[0]) == ("22003", message)
+
+
+def test_sum_and_avg_of_integers(con):
+    # sum(int) is bigint, so sum(x) / 7 is bigint division; avg(int) is numeric at the
+    # scale PostgreSQL's numeric division gives each value
+    import decimal
+    assert rows(con, "SELECT sum(x) / 7, pg_typeof(sum(x)), pg_typeof(sum(x::bigint)), "
+                     "pg_typeof(avg(x)) FROM (VALUES (1), (2), (10)) v(x)") == [
+        (1, "bigint", "numeric", "numeric")]
+    assert rows(con, "SELECT g, avg(x) FROM (VALUES (1, 1), (1, 2), (2, 7), (3, 0), (3, 0), "
+                     "(3, 1), (4, -5), (4, -6)) v(g, x) GROUP BY g ORDER BY g") == [
+        (1, decimal.Decimal("1.5")), (2, decimal.Decimal("7")),
+        (3, decimal.Decimal("0.33333333333333333333")), (4, decimal.Decimal("-5.5"))]
+    assert col(con, "SELECT avg(x) FROM (VALUES (1), (2), (2)) v(x)") == [
+        decimal.Decimal("1.6666666666666667")]
+    assert col(con, "SELECT avg(x) OVER () FROM (VALUES (1), (2), (2)) v(x)") == [
+        decimal.Decimal("1.6666666666666667")] * 3
+
+
+def test_extract_is_numeric_and_date_part_double(con):
+    import decimal
+    assert rows(con, "SELECT extract(epoch FROM interval '1 hour'), "
+                     "extract(second FROM timestamp '2026-01-01 00:00:05'), "
+                     "extract(hour FROM timestamp '2026-01-01 13:00')") == [
+        (decimal.Decimal("3600.000000"), decimal.Decimal("5.000000"), decimal.Decimal("13"))]
+    cur = con.cursor()
+    cur.execute("SELECT date_part('hour', timestamp '2026-01-01 13:00'), "
+                "extract(hour FROM timestamp '2026-01-01 13:00')")
+    assert [d[0] for d in cur.description] == ["date_part", "extract"]
+    assert cur.fetchall() == [(13.0, decimal.Decimal("13"))]
