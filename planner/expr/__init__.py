@@ -82,6 +82,7 @@ file layering test fails on a cycle):
     types      Value, Arrow type kinds and PostgreSQL names, decimal result types,
                ArrayType and its storage, interval values, SQL type name -> Arrow type
     intervals  interval columns as numpy fields: ± * /, justify, text in and out
+    timezones  the session's TimeZone, zone names, local time <-> instants
     core       the dispatch registry (`_handles`, `_eval`), evaluate / evaluate_filter,
                Const, leaves (columns, literals), functions sqlglot leaves anonymous
     casts      CAST: the (kind, kind) -> function table `_CASTS`
@@ -121,6 +122,7 @@ from planner.expr import (  # noqa: F401 - imported for their registrations
     strings,
     subplans,
     temporal,
+    timezones,
     types,
 )
 from planner.expr.arrays import array_text, array_to_list, list_to_array, parse_array_literal
@@ -139,19 +141,20 @@ from planner.expr.folding import (
 from planner.expr.numeric import IntegerAvg, integer_avg
 from planner.expr.subplans import HostCall, HostFunction, InSubPlan, SubPlan
 from planner.expr.temporal import statement_clock
+from planner.expr.timezones import session_time_zone
 from planner.expr.types import ArrayType, Value, function_name
 from planner.expr.types import _pg_name as pg_name
 from planner.expr.types import _sql_type as sql_type
 from planner.expr.types import _supertype as supertype
 
 _REGISTERING = (arrays, casts, coerce, core, decimals, folding, intervals, logic, numeric,
-                pgcompat, render, strings, subplans, temporal, types)
+                pgcompat, render, strings, subplans, temporal, timezones, types)
 
 __all__ = [
     "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "IntegerAvg", "SubPlan",
     "Value", "array_text", "array_to_list", "arrow_type", "cast", "coerce_literal_to",
     "column_key", "constant_scalar", "constant_value", "evaluate", "evaluate_filter",
     "fold_constants", "function_name", "integer_avg", "list_to_array", "param_index",
-    "param_scalar", "parse_array_literal", "pg_name", "sql_type", "statement_clock",
-    "substitute_params", "supertype",
+    "param_scalar", "parse_array_literal", "pg_name", "session_time_zone", "sql_type",
+    "statement_clock", "substitute_params", "supertype",
 ]

@@ -42,9 +42,10 @@ from planner.expr.types import (
     _TS,
     Value,
     _view,
+    _combine,
 )
 from planner.expr.core import _Ctx, _eval, _handles
-from planner.expr import intervals
+from planner.expr import intervals, timezones
 
 
 # -- casts -----------------------------------------------------------------------------------
@@ -62,12 +63,76 @@ def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     ks, kt = _kind(src), _kind(to)
     if ks == "null":
         return _null_of(to) if isinstance(v, pa.Scalar) else pa.nulls(len(v), to)
+    if (kt == "timestamp" and to.tz) or (ks == "timestamp" and src.tz):
+        return _zoned_cast(v, to, node)
     fn = _CASTS.get((ks, kt))
     if fn is None:
         raise _err(f"cannot cast type {_pg_name(src)} to {_pg_name(to)}", "42846", node)
     out = fn(v, to, node)
     if pa.types.is_float32(to) and ks in ("float", "decimal", "string"):
         _check_real(fn(v, pa.float64(), node), out, node)
+    return out
+
+
+def _zoned_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """Casts to and from timestamptz, in the session's time zone (planner.expr.timezones):
+    a timestamp or date is a local time there, a timestamptz shows its local time and
+    offset as text ('2026-01-01 00:00:00-05')."""
+    ks, kt = _kind(v.type), _kind(to)
+    try:
+        if kt == "timestamp" and to.tz:
+            if ks == "timestamp" and v.type.tz:
+                return v.cast(to)
+            if ks in ("timestamp", "date"):
+                return timezones.to_utc(v.cast(_TS) if ks == "date" or v.type.unit != "us"
+                                        else v)
+            if ks == "string":
+                return _string_to_timestamptz(v, node)
+        else:
+            local = timezones.to_local(v)
+            if kt == "timestamp":
+                return local
+            if kt == "date":
+                return _timestamp_to_date(local, pa.date32(), node)
+            if kt == "string":
+                text = _to_text(local, pa.string(), node)
+                offset = timezones.offset_text(v)
+                return pc.binary_join_element_wise(text, offset, "")
+    except SqlError as e:
+        raise _err(e.message, e.sqlstate, node) from None
+    raise _err(f"cannot cast type {_pg_name(v.type)} to {_pg_name(to)}", "42846", node)
+
+
+# a timestamptz's text: the local time, then an ISO offset or a zone name (or none: the
+# session's zone)
+_ZONED_TEXT = re.compile(r"^\s*(?P<ts>-?\d+-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}"
+                         r"(?::\d{2}(?:\.\d*)?)?)?)\s*(?P<zone>[Zz]|UTC|utc|GMT|gmt|"
+                         r"[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_]*(?:/[A-Za-z_+-]+)+)?"
+                         r"\s*$")
+
+
+def _string_to_timestamptz(v: Value, node: exp.Expr | None) -> Value:
+    """Text -> instants: the zone the text names (an ISO offset '+02', 'Z', 'UTC', a zone
+    name), else the session's; each distinct zone once, vectorised over its rows."""
+    if isinstance(v, pa.Scalar):
+        return _string_to_timestamptz(pa.array([v.as_py()], pa.string()), node)[0]
+    a = _combine(v)
+    m = pc.extract_regex(a, _ZONED_TEXT.pattern)
+    local_text = pc.if_else(pc.is_valid(m), pc.struct_field(m, "ts"), a)
+    local = _string_to_timestamp(local_text, _TS, node)
+    zones = pc.struct_field(m, "zone")
+    out = timezones.to_utc(local)                        # no zone given: the session's
+    present = pc.fill_null(pc.and_(pc.is_valid(zones), pc.not_equal(zones, "")), False)
+    if not pc.any(present).as_py():
+        return out
+    for z in pc.unique(pc.filter(zones, present)).to_pylist():
+        rows = pc.fill_null(pc.equal(zones, z), False)
+        om = re.fullmatch(r"([+-])(\d{1,2})(?::?(\d{2}))?", z)
+        if om:                  # ISO: '+02' is east of Greenwich
+            zone = f"{om.group(1)}{int(om.group(2)):02d}:{om.group(3) or '00'}"
+        else:
+            zone = timezones.arrow_zone(z)
+        out = pc.if_else(rows, timezones.to_utc(local, zone), out)
     return out
 
 
@@ -450,7 +515,8 @@ def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) ->
     simple = {
         T.TINYINT: pa.int8(), T.SMALLINT: pa.int16(), T.INT: pa.int32(), T.BIGINT: pa.int64(),
         T.FLOAT: pa.float32(), T.DOUBLE: pa.float64(), T.BOOLEAN: pa.bool_(),
-        T.DATE: pa.date32(), T.TIMESTAMP: _TS, T.TIMESTAMPTZ: _TS, T.DATETIME: _TS,
+        T.DATE: pa.date32(), T.TIMESTAMP: _TS, T.TIMESTAMPTZ: timezones.TIMESTAMPTZ,
+        T.DATETIME: _TS,
         T.TIMESTAMPNTZ: _TS, T.VARBINARY: pa.binary(), T.BINARY: pa.binary(),
         T.BLOB: pa.binary(), T.INTERVAL: _INTERVAL,
         T.TEXT: pa.string(), T.VARCHAR: pa.string(), T.CHAR: pa.string(),

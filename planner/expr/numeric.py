@@ -32,6 +32,7 @@ from planner.expr.types import (
     _NUMERIC,
     _pg_name,
     _position,
+    _TSTZ,
     Value,
 )
 from planner.expr.core import _Ctx, _eval, Handler, _HANDLERS, _handles
@@ -82,6 +83,11 @@ def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
         b, kb = b.cast(partner), _kind(partner)
     if ka in _NUMERIC and kb in _NUMERIC:
         return _numeric_arith(op, a, b, node)
+    if op == "-" and ka in ("date", "timestamp") and kb in ("date", "timestamp") and (
+            (ka == "timestamp" and a.type.tz) or (kb == "timestamp" and b.type.tz)):
+        # timestamptz - timestamp: the timestamp is local time in the session's zone
+        a, b = _cast(a, _TSTZ, a_node), _cast(b, _TSTZ, b_node)
+        ka = kb = "timestamp"
     fn = _TEMPORAL_ARITH.get((ka, op, kb))
     if fn is not None:
         return fn(a, b, node)

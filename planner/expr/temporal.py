@@ -39,7 +39,7 @@ from planner.expr.types import (
 )
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
 from planner.expr.casts import _cast, _cast_checked
-from planner.expr import intervals
+from planner.expr import intervals, timezones
 
 
 @_handles(exp.Interval)
@@ -135,6 +135,8 @@ def _shift_timestamps(a: pa.Array, months: int, days: int, us: int) -> pa.Array:
 
 
 def _temporal_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int = 1) -> Value:
+    if _kind(t.type) == "timestamp" and t.type.tz:
+        return _zoned_plus_interval(t, iv, node, sign)
     if isinstance(iv, pa.Scalar):
         if not iv.is_valid:
             return _null_of(t.type if _kind(t.type) == "timestamp" else _TS)
@@ -154,6 +156,28 @@ def _temporal_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int = 1) 
     valid = intervals.and_valid(tvalid, f.valid)
     _check_timestamp_range(out, valid, node)
     arr = pa.array(out, _TS, mask=None if valid is None else ~valid)
+    return arr[0] if scalar else arr
+
+
+def _zoned_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int) -> Value:
+    """timestamptz ± interval as PostgreSQL adds it: the months and days to the local
+    time in the session's zone (a day across a DST change is 23 or 25 hours), then the
+    time to the instant."""
+    n, scalar = intervals.rows(t, iv)
+    f = intervals.columns(iv, n)
+    if sign < 0:
+        f = intervals.negate(f)
+    vals, tvalid = intervals.int64s(t.cast(timezones.TIMESTAMPTZ), n)
+    valid = intervals.and_valid(tvalid, f.valid)
+    if np.any(f.months != 0) or np.any(f.days != 0):
+        local, _ = intervals.int64s(timezones.to_local(pa.array(vals, timezones.TIMESTAMPTZ)),
+                                    n)
+        local = shift_timestamp_us(local, f.months, f.days, 0)
+        _check_timestamp_range(local, valid, node)
+        vals, _ = intervals.int64s(timezones.to_utc(pa.array(local, _TS)), n)
+    out = vals + f.us
+    _check_timestamp_range(out, valid, node)
+    arr = pa.array(out, timezones.TIMESTAMPTZ, mask=None if valid is None else ~valid)
     return arr[0] if scalar else arr
 
 
@@ -348,6 +372,14 @@ def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: _Ctx) -> Value
         return _interval_field(v, unit, node)
     if k == "null":
         return _null_of(pa.decimal128(19, 0))
+    if k == "timestamp" and v.type.tz:
+        if unit == "epoch":
+            return _scaled(v.cast(pa.int64()), 6)
+        if unit == "timezone":              # the offset east of UTC, in seconds
+            local = timezones.to_local(v)
+            return pc.divide(pc.subtract(local.cast(pa.int64()), v.cast(pa.int64())),
+                             1_000_000).cast(pa.decimal128(19, 0))
+        v, k = timezones.to_local(v), "timestamp"   # the fields of the local time
     if unit in _EXTRACT:
         return _EXTRACT[unit](v).cast(pa.decimal128(19, 0))
     if unit == "decade":
@@ -390,6 +422,11 @@ def _date_trunc(node: exp.Expr, ctx: _Ctx) -> Value:
     if _kind(v.type) == "null":
         return _null_of(_TS)
     arrow_unit, multiple = _TRUNC_UNITS[unit]
+    if _kind(v.type) == "timestamp" and v.type.tz:
+        # in the session's zone: the local time truncated, read back in that zone
+        local = pc.floor_temporal(timezones.to_local(v), multiple=multiple, unit=arrow_unit,
+                                  week_starts_monday=True)
+        return timezones.to_utc(local)
     return pc.floor_temporal(v, multiple=multiple, unit=arrow_unit, week_starts_monday=True)
 
 
@@ -647,6 +684,7 @@ def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
         if _kind(v.type) == "interval":
             raise _err("function date_bin(interval, interval, timestamp without time zone) "
                        "does not exist", "42883", node)
+    zoned = _kind(src.type) == "timestamp" and src.type.tz
     n, scalar = intervals.rows(stride, src, origin)
     f = intervals.columns(stride, n)
     live = np.ones(n, bool) if f.valid is None else f.valid
@@ -656,11 +694,64 @@ def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
     step = f.days * _US_PER_DAY + f.us
     if np.any((step <= 0) & live):
         raise _err("stride must be greater than zero", "22008", node)
-    s, s_ok = intervals.int64s(src.cast(_TS) if _kind(src.type) != "null" else src, n)
-    o, o_ok = intervals.int64s(origin.cast(_TS) if _kind(origin.type) != "null" else origin,
-                               n)
+    if _kind(src.type) == "timestamp" and src.type.tz:
+        # on instants (PostgreSQL's timestamptz_bin); a timestamp origin is local time
+        if _kind(origin.type) != "null":
+            origin = _cast(origin, timezones.TIMESTAMPTZ, origin_node)
+        src, origin = src.cast(pa.int64()), (origin.cast(pa.int64())
+                                             if _kind(origin.type) != "null" else origin)
+    elif _kind(origin.type) == "timestamp" and origin.type.tz:
+        origin = _cast(origin, _TS, origin_node)
+    s, s_ok = intervals.int64s(src.cast(_TS) if _kind(src.type) not in ("null", "int")
+                               else src, n)
+    o, o_ok = intervals.int64s(origin.cast(_TS) if _kind(origin.type) not in ("null", "int")
+                               else origin, n)
     valid = intervals.and_valid(f.valid, s_ok, o_ok)
     step = np.where(live, step, 1)
     out = o + np.floor_divide(s - o, step) * step
-    arr = pa.array(out, _TS, mask=None if valid is None else ~valid)
+    arr = pa.array(out, timezones.TIMESTAMPTZ if zoned else _TS,
+                   mask=None if valid is None else ~valid)
     return arr[0] if scalar else arr
+
+
+@_handles(exp.AtTimeZone)
+def _at_time_zone(node: exp.AtTimeZone, ctx: _Ctx) -> Value:
+    """`t AT TIME ZONE zone`: a timestamptz's local time in `zone` (a timestamp), or a
+    timestamp read as local time in `zone` (a timestamptz); an unknown literal is a
+    timestamptz, as PostgreSQL resolves it. The zone is constant text or an interval
+    offset (east of UTC)."""
+    v = _eval(node.this, ctx)
+    if _is_unknown_literal(node.this):
+        v = _cast(v, timezones.TIMESTAMPTZ, node.this)
+    zone_node = node.args["zone"]
+    z = _eval(zone_node, ctx)
+    k = _kind(v.type)
+    if k == "date":
+        v, k = _cast(v, timezones.TIMESTAMPTZ, node.this), "timestamp"
+    if k not in ("timestamp", "null"):
+        raise _err(f"function timezone({_pg_name(z.type)}, {_pg_name(v.type)}) does not "
+                   "exist", "42883", node)
+    if not isinstance(z, pa.Scalar):
+        raise FeatureNotSupported("AT TIME ZONE needs a constant zone",
+                                  position=_position(zone_node))
+    zoned = k == "timestamp" and v.type.tz
+    if not z.is_valid or k == "null":
+        return _null_of(_TS if zoned or k == "null" else timezones.TIMESTAMPTZ)
+    if _kind(z.type) == "interval":
+        m, d, us = _interval_parts(z)
+        if m or d:
+            raise _err('interval time zone "' + str(z.as_py()) + '" must not include '
+                       "months or days", "22023", zone_node)
+        sign = "-" if us < 0 else "+"
+        zone = f"{sign}{abs(us) // 3_600_000_000:02d}:{abs(us) // 60_000_000 % 60:02d}"
+    elif _kind(z.type) == "string":
+        try:
+            zone = timezones.arrow_zone(z.as_py())
+        except SqlError as e:
+            raise _err(e.message, e.sqlstate, zone_node) from None
+    else:
+        raise _err(f"function timezone({_pg_name(z.type)}, {_pg_name(v.type)}) does not "
+                   "exist", "42883", node)
+    if zoned:
+        return timezones.to_local(v, zone)
+    return timezones.to_utc(v.cast(_TS) if v.type.unit != "us" else v, zone)

@@ -77,6 +77,7 @@ def _err(message: str, sqlstate: str, node: exp.Expr | None) -> SqlError:
 
 _INTERVAL = pa.month_day_nano_interval()
 _TS = pa.timestamp("us")
+_TSTZ = pa.timestamp("us", tz="UTC")      # timestamptz: an instant (planner.expr.timezones)
 
 
 def _kind(t: pa.DataType) -> str:
@@ -120,6 +121,8 @@ def _pg_name(t: pa.DataType) -> str:
         return "real" if t.bit_width == 32 else "double precision"
     if k == "list":
         return _pg_name(t.value_type) + "[]"
+    if k == "timestamp" and t.tz:
+        return "timestamp with time zone"
     return {"null": "unknown", "bool": "boolean", "decimal": "numeric", "string": "text",
             "binary": "bytea", "date": "date", "timestamp": "timestamp without time zone",
             "interval": "interval", "time": "time without time zone"}.get(k, str(t))
@@ -136,6 +139,8 @@ def _sql_type(t: pa.DataType) -> str:
         return f"DECIMAL({t.precision}, {t.scale})"
     if k == "list":
         return _sql_type(t.value_type) + "[]"
+    if k == "timestamp" and t.tz:
+        return "TIMESTAMPTZ"
     return {"bool": "BOOLEAN", "string": "TEXT", "binary": "BYTEA", "date": "DATE",
             "timestamp": "TIMESTAMP", "interval": "INTERVAL", "time": "TIME"}.get(k, str(t))
 
@@ -200,6 +205,8 @@ def _supertype(types: list[pa.DataType], operator: bool = False) -> pa.DataType 
     if kinds == {"string"}:
         return pa.large_string() if any(pa.types.is_large_string(t) for t in ts) else pa.string()
     if kinds <= {"date", "timestamp"}:
+        if any(_kind(t) == "timestamp" and t.tz for t in ts):
+            return _TSTZ         # timestamp and date read in the session's zone
         return next((t for t in ts if _kind(t) == "timestamp"), _TS)
     if kinds <= {"string", "binary"}:
         return pa.binary()
@@ -445,7 +452,7 @@ _NAMED_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(("float8", "double precision"), pa.float64()),
     **dict.fromkeys(("bool", "boolean"), pa.bool_()),
     "numeric": _DEFAULT_NUMERIC, "decimal": _DEFAULT_NUMERIC, "date": pa.date32(),
-    "timestamp": _TS, "timestamptz": _TS, "bytea": pa.binary(), "interval": _INTERVAL,
+    "timestamp": _TS, "timestamptz": _TSTZ, "bytea": pa.binary(), "interval": _INTERVAL,
     "int2vector": ArrayType(pa.int16()), "oidvector": ArrayType(pa.int64()),
 }
 

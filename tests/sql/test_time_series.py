@@ -29,6 +29,10 @@ def rows(con, sql):
     return cur.fetchall()
 
 
+def run(con, sql) -> None:
+    con.cursor().execute(sql)
+
+
 def col(con, sql):
     return [r[0] for r in rows(con, sql)]
 
@@ -219,3 +223,81 @@ def test_extract_is_numeric_and_date_part_double(con):
                 "extract(hour FROM timestamp '2026-01-01 13:00')")
     assert [d[0] for d in cur.description] == ["date_part", "extract"]
     assert cur.fetchall() == [(13.0, decimal.Decimal("13"))]
+
+
+# -- time zones --------------------------------------------------------------------------------
+@pytest.fixture()
+def zoned(tmp_path):
+    c = kudusql.connect(str(tmp_path / "tz"))
+    yield c
+    c.close()
+
+
+def test_at_time_zone_both_ways_and_posix_offsets(zoned):
+    assert rows(zoned, "SELECT (timestamp '2026-01-01 00:00' AT TIME ZONE '+02')::text, "
+                       "(timestamp '2026-01-01 00:00' AT TIME ZONE 'UTC+3')::text, "
+                       "(timestamp '2026-01-01 00:00' AT TIME ZONE 'America/New_York')::text"
+                ) == [("2026-01-01 02:00:00+00", "2026-01-01 03:00:00+00",
+                       "2026-01-01 05:00:00+00")]
+    assert rows(zoned, "SELECT (timestamptz '2026-01-01 00:00+00' AT TIME ZONE "
+                       "'America/New_York')::text, (timestamptz '2026-07-01 00:00+00' AT TIME "
+                       "ZONE 'europe/berlin')::text") == [
+        ("2025-12-31 19:00:00", "2026-07-01 02:00:00")]
+    cur = zoned.cursor()
+    cur.execute("SELECT timestamp '2026-01-01' AT TIME ZONE 'UTC'")
+    assert cur.description[0][0] == "timezone"
+    assert err(zoned, "SELECT timestamp '2026-01-01' AT TIME ZONE 'Nowhere/Zone'").sqlstate \
+        == "22023"
+
+
+def test_dst_gaps_and_overlaps_as_postgresql(zoned):
+    # 02:30 does not exist on 2026-03-08 in New York (read with the offset before the gap);
+    # 01:30 on 2026-11-01 happens twice (the later, standard-time instant)
+    assert rows(zoned, "SELECT (timestamp '2026-03-08 02:30' AT TIME ZONE "
+                       "'America/New_York')::text, (timestamp '2026-11-01 01:30' AT TIME ZONE "
+                       "'America/New_York')::text") == [
+        ("2026-03-08 07:30:00+00", "2026-11-01 06:30:00+00")]
+    run(zoned, "SET TIME ZONE 'America/New_York'")
+    assert rows(zoned, "SELECT '2026-03-08 02:30'::timestamptz::text, "
+                       "'2026-11-01 01:30'::timestamptz::text") == [
+        ("2026-03-08 03:30:00-04", "2026-11-01 01:30:00-05")]
+    # a day across the change is 23 hours of wall clock; 24 hours is 24 hours
+    assert rows(zoned, "SELECT (timestamptz '2026-03-07 12:00' + interval '1 day')::text, "
+                       "(timestamptz '2026-03-07 12:00' + interval '24 hours')::text, "
+                       "(timestamptz '2026-03-09 12:00' - timestamptz '2026-03-08 00:00')::text"
+                ) == [("2026-03-08 12:00:00-04", "2026-03-08 13:00:00-04", "1 day 11:00:00")]
+
+
+def test_session_time_zone_reads_shows_and_truncates(zoned):
+    run(zoned, "SET TIME ZONE 'America/New_York'")
+    assert rows(zoned, "SHOW TIME ZONE") == [("America/New_York",)]
+    assert rows(zoned, "SELECT '2026-01-01 00:00+02'::timestamptz::text, "
+                       "'2026-06-01 12:00 Europe/Berlin'::timestamptz::text, "
+                       "'2026-01-01 00:00 +05:30'::timestamptz::text") == [
+        ("2025-12-31 17:00:00-05", "2026-06-01 06:00:00-04", "2025-12-31 13:30:00-05")]
+    assert rows(zoned, "SELECT date_trunc('day', timestamptz '2026-03-08 12:00')::text, "
+                       "extract(hour FROM timestamptz '2026-01-01 00:00+00')::int, "
+                       "timestamptz '2026-01-01 00:00' = timestamp '2026-01-01 00:00'") == [
+        ("2026-03-08 00:00:00-05", 19, True)]
+    assert rows(zoned, "SELECT (timestamp '2026-01-01 00:00')::timestamptz::text, "
+                       "(timestamptz '2026-01-01 05:00+00')::timestamp::text, "
+                       "(timestamptz '2026-01-01 03:00+00')::date::text") == [
+        ("2026-01-01 00:00:00-05", "2026-01-01 00:00:00", "2025-12-31")]
+    run(zoned, "SET TimeZone = 'Asia/Kolkata'")
+    assert col(zoned, "SELECT timestamptz '2026-01-01 00:00+00'::text") == [
+        "2026-01-01 05:30:00+05:30"]
+    with pytest.raises(kudusql.Error) as info:
+        run(zoned, "SET TIME ZONE 'Nowhere/Zone'")
+    assert info.value.sqlstate == "22023"
+    run(zoned, "RESET TimeZone")
+    assert rows(zoned, "SHOW TIME ZONE") == [("UTC",)]
+
+
+def test_a_prepared_plan_follows_the_time_zone(zoned):
+    cur = zoned.cursor()
+    sql = "SELECT ('2026-01-01 00:00'::timestamptz + %s * interval '1 hour')::text"
+    cur.execute(sql, (1,))
+    assert cur.fetchall() == [("2026-01-01 01:00:00+00",)]
+    cur.execute("SET TIME ZONE 'Europe/Berlin'")
+    cur.execute(sql, (1,))
+    assert cur.fetchall() == [("2026-01-01 01:00:00+01",)]

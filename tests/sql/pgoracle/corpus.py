@@ -1465,3 +1465,11 @@ STATEMENTS: list[tuple[str, str]] = [
     ("dml_select_batch_with_one_duplicate",
      "SELECT id, name FROM emp WHERE id IN (2, 200, 201)"),
 ]
+
+# the time-series section (issue 27): its own table and statements, after the writes above
+# (they read only their table)
+from .corpus_time import SETUP as _TIME_SETUP  # noqa: E402
+from .corpus_time import STATEMENTS as _TIME_STATEMENTS  # noqa: E402
+
+SETUP = SETUP + _TIME_SETUP
+STATEMENTS = STATEMENTS + _TIME_STATEMENTS
