@@ -136,7 +136,7 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
     if func in _NUMERIC_AGGREGATES:
         ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
             pa.types.is_decimal(typ) or pa.types.is_null(typ) or \
-            (func == "sum" and pa.types.is_interval(typ))    # sum and avg of intervals
+            (func in ("sum", "avg") and pa.types.is_interval(typ))   # sum, avg of intervals
     elif func == "percentile_cont":
         ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
             pa.types.is_decimal(typ) or pa.types.is_null(typ)
@@ -693,6 +693,21 @@ class AggregateOperators:
         count = np.where(nonempty, _span(np.cumsum(valid), first, last), 0)
         if f in ("count", "count_star"):
             return pa.array(count)
+        if f in ("sum", "avg") and pa.types.is_interval(x.type):
+            # field by field: running sums of months, days and microseconds (int64: a
+            # window's total past it is 22008 from intervals.build)
+            fl = intervals.columns(_combine_chunks(x), n)
+            keep = np.ones(n, bool) if fl.valid is None else fl.valid
+            li, fi = np.maximum(last, 0), np.maximum(first - 1, 0)
+            totals = []
+            for col in (fl.months, fl.days, fl.us):
+                cs = np.cumsum(np.where(keep, col, 0))
+                totals.append(cs[li] - np.where(first > 0, cs[fi], 0) if n else cs)
+            total = intervals.Fields(*totals, count > 0)
+            if f == "avg":
+                total = intervals.scale(total, np.maximum(count, 1).astype(np.float64), None,
+                                        True)
+            return intervals.build(total)
         if f in ("sum", "avg"):
             if pa.types.is_decimal(x.type):      # running sums need SUM's width
                 x = x.cast(pa.decimal128(38, x.type.scale))
@@ -730,8 +745,18 @@ class AggregateOperators:
                              pa.array(np.where(count > 0, count, 1).astype(np.float64)))
         # min / max over dense ranks (any sortable type, decimals and strings included)
         x = _combine_chunks(x)
-        ranks = pc.rank(x, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
-            np.int64)                                   # 1..d (NULLs ranked last)
+        if pa.types.is_interval(x.type):
+            # Arrow cannot rank intervals: dense ranks of the span (a month as 30 days)
+            fl = intervals.columns(x, n)
+            span = np.stack([fl.months * 30 + fl.days + np.floor_divide(fl.us, _DAY_US),
+                             np.mod(fl.us, _DAY_US)], axis=1)
+            _, inv = np.unique(span, axis=0, return_inverse=True)
+            ranks = np.asarray(inv).reshape(-1).astype(np.int64) + 1
+            if fl.valid is not None:
+                ranks = np.where(fl.valid, ranks, int(ranks.max(initial=0)) + 1)
+        else:
+            ranks = pc.rank(x, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
+                np.int64)                               # 1..d (NULLs ranked last)
         valid_mask = valid.astype(bool)
         d = int(ranks.max()) if n else 0
         where = np.empty(d + 2, dtype=np.int64)

@@ -101,6 +101,20 @@ def test_sum_avg_min_max_of_intervals(con):
         "28 days 23:53:00"]
 
 
+def test_window_sum_avg_min_max_of_intervals(con):
+    # were XX000 (Arrow has no kernels for intervals) and 42883 for avg
+    assert rows(con, "SELECT (sum(g * interval '1 hour') OVER (ORDER BY k))::text, "
+                     "(avg(g * interval '1 hour') OVER ())::text, "
+                     "(max(g * interval '1 hour') OVER (ORDER BY k))::text, "
+                     "(min(g * interval '1 hour') OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING "
+                     "AND CURRENT ROW))::text FROM m ORDER BY k") == [
+        ("01:00:00", "03:30:00", "01:00:00", "01:00:00"),
+        ("03:00:00", "03:30:00", "02:00:00", "01:00:00"),
+        ("13:00:00", "03:30:00", "10:00:00", "02:00:00"),
+        ("13:00:00", "03:30:00", "10:00:00", "10:00:00"),
+        ("14:00:00", "03:30:00", "10:00:00", "01:00:00")]
+
+
 def test_interval_comparison_uses_thirty_day_months(con):
     assert rows(con, "SELECT interval '1 mon' = interval '30 days', "
                      "interval '1 day' = interval '24 hours', "

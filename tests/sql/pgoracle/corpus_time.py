@@ -161,6 +161,12 @@ STATEMENTS: list[tuple[str, str]] = [
     ("ts_range_date_day",
      f"SELECT d, count(*) OVER (ORDER BY d RANGE BETWEEN interval '1 day' PRECEDING AND "
      f"CURRENT ROW) FROM (SELECT DISTINCT ts::date AS d {_R}) x ORDER BY d"),
+    ("ts_window_interval_aggs",
+     f"SELECT host, ts, (sum(n * interval '1 minute') OVER w)::text, "
+     f"(avg(n * interval '1 minute') OVER w)::text, (max(ts - timestamp '2026-03-01') OVER "
+     f"w)::text, (min(label::interval) OVER (PARTITION BY host ORDER BY ts ROWS BETWEEN 1 "
+     f"PRECEDING AND CURRENT ROW))::text {_R} WINDOW w AS (PARTITION BY host ORDER BY ts) "
+     "ORDER BY host, ts"),
     # -- interval arithmetic --
     ("iv_ts_plus_n_seconds",
      f"SELECT host, ts + n * interval '1 second' {_R} ORDER BY host, ts"),
