@@ -79,8 +79,12 @@ it cannot turn into joins.
 The package, one concept per module, each importing only those above it in this list (the
 file layering test fails on a cycle):
 
-    types      Value, Arrow type kinds and PostgreSQL names, decimal result types,
-               ArrayType and its storage, interval values, SQL type name -> Arrow type
+    located    where a node is in the statement: errors there, function names
+    arrow_values  Value and its shape helpers (broadcast, combine, per_array, view_as)
+    decimal_types decimal result types: precision caps, integers as decimals
+    sqltypes   Arrow type kinds and PostgreSQL names, the common type, typed NULLs,
+               unknown literals, SQL type name -> Arrow type, ArrayType and its storage
+    interval_values  interval text in and out, one interval as (months, days, us)
     intervals  interval columns as numpy fields: ± * /, justify, text in and out
     timezones  the session's TimeZone, zone names, local time <-> instants
     core       the dispatch registry (`_handles`, `_eval`), evaluate / evaluate_filter,
@@ -108,22 +112,26 @@ from __future__ import annotations
 
 from planner.expr import (  # noqa: F401 - imported for their registrations
     arrays,
+    arrow_values,
     casts,
     coerce,
     core,
+    decimal_types,
     decimals,
     folding,
     formatting,
+    interval_values,
     intervals,
+    located,
     logic,
     numeric,
     pgcompat,
     render,
     strings,
+    sqltypes,
     subplans,
     temporal,
     timezones,
-    types,
 )
 from planner.expr.arrays import array_text, array_to_list, list_to_array, parse_array_literal
 from planner.expr.casts import _arrow_type as arrow_type
@@ -142,13 +150,13 @@ from planner.expr.numeric import IntegerAvg, integer_avg
 from planner.expr.subplans import HostCall, HostFunction, InSubPlan, SubPlan
 from planner.expr.temporal import statement_clock
 from planner.expr.timezones import session_time_zone
-from planner.expr.types import ArrayType, Value, function_name
-from planner.expr.types import _pg_name as pg_name
-from planner.expr.types import _sql_type as sql_type
-from planner.expr.types import _supertype as supertype
+from planner.expr.arrow_values import Value
+from planner.expr.located import function_name
+from planner.expr.sqltypes import ArrayType, pg_name, sql_type, supertype
 
-_REGISTERING = (arrays, casts, coerce, core, decimals, folding, intervals, logic, numeric,
-                pgcompat, render, strings, subplans, temporal, timezones, types)
+_REGISTERING = (arrays, arrow_values, casts, coerce, core, decimal_types, decimals, folding,
+                interval_values, intervals, located, logic, numeric, pgcompat, render,
+                sqltypes, strings, subplans, temporal, timezones)
 
 __all__ = [
     "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "IntegerAvg", "SubPlan",

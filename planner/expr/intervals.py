@@ -24,7 +24,8 @@ What PostgreSQL does, and so this module:
   294276 AD) bounds the result (22008 "timestamp out of range").
 
 Text: `parse_text` reads a text column (the common `'<integer> <unit>'` form with Arrow
-kernels, anything else once per distinct value through planner.expr.types' parser);
+kernels, anything else once per distinct value through planner.expr.interval_values'
+parser);
 `format_text` writes PostgreSQL's output style, once per distinct value.
 """
 
@@ -37,16 +38,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from planner.errors import SqlError
-from planner.expr.types import (
-    _INTERVAL,
-    _UNIT_ALIASES,
-    _UNIT_SIZES,
-    _US_PER_DAY,
-    _combine,
-    _interval_text,
-    _parse_interval,
-    Value,
+from planner.expr.arrow_values import combine, Value
+from planner.expr.interval_values import (
+    interval_text,
+    parse_interval,
+    UNIT_ALIASES,
+    UNIT_SIZES,
+    US_PER_DAY,
 )
+from planner.expr.sqltypes import INTERVAL
 
 _MDN = np.dtype([("m", "<i4"), ("d", "<i4"), ("ns", "<i8")])
 _INT32 = (-(2**31), 2**31 - 1)
@@ -91,7 +91,7 @@ def columns(v: Value, n: int) -> Fields:
         mdn = v.as_py()
         return Fields(np.full(n, mdn.months, np.int64), np.full(n, mdn.days, np.int64),
                       np.full(n, mdn.nanoseconds // 1000, np.int64), None)
-    a = _combine(v)
+    a = combine(v)
     if pa.types.is_null(a.type):
         z = np.zeros(n, np.int64)
         return Fields(z, z, z, np.zeros(n, bool))
@@ -107,7 +107,7 @@ def numbers(v: Value, n: int) -> tuple[np.ndarray, np.ndarray | None]:
         if not v.is_valid:
             return np.zeros(n), np.zeros(n, bool)
         return np.full(n, float(v.as_py())), None
-    a = _combine(v)
+    a = combine(v)
     valid = a.is_valid().to_numpy(zero_copy_only=False) if a.null_count else None
     vals = pc.fill_null(a.cast(pa.float64()), 0.0) if a.null_count else a.cast(pa.float64())
     return vals.to_numpy(zero_copy_only=False), valid
@@ -119,7 +119,7 @@ def int64s(v: Value, n: int) -> tuple[np.ndarray, np.ndarray | None]:
         if not v.is_valid:
             return np.zeros(n, np.int64), np.zeros(n, bool)
         return np.full(n, v.cast(pa.int64()).as_py(), np.int64), None
-    a = _combine(v)
+    a = combine(v)
     valid = a.is_valid().to_numpy(zero_copy_only=False) if a.null_count else None
     a = a.cast(pa.int64())
     vals = pc.fill_null(a, 0) if a.null_count else a
@@ -140,7 +140,7 @@ def build(f: Fields, scalar: bool = False) -> Value:
     raw = np.zeros(len(months), dtype=_MDN)
     raw["m"], raw["d"], raw["ns"] = live_m, live_d, us * 1000
     validity = None if ok is None else pa.array(ok).buffers()[1]
-    out = pa.Array.from_buffers(_INTERVAL, len(months), [validity, pa.py_buffer(raw)],
+    out = pa.Array.from_buffers(INTERVAL, len(months), [validity, pa.py_buffer(raw)],
                                 null_count=-1 if ok is not None else 0)
     return out[0] if scalar else out
 
@@ -196,11 +196,11 @@ def scale(a: Fields, factor: np.ndarray, fvalid: np.ndarray | None, divide: bool
 
 def justify_hours(a: Fields) -> Fields:
     """Whole 24-hour spans of the time become days; the time keeps the days' sign."""
-    days = a.days + np.trunc(a.us / _US_PER_DAY).astype(np.int64)
-    us = a.us - np.trunc(a.us / _US_PER_DAY).astype(np.int64) * _US_PER_DAY
+    days = a.days + np.trunc(a.us / US_PER_DAY).astype(np.int64)
+    us = a.us - np.trunc(a.us / US_PER_DAY).astype(np.int64) * US_PER_DAY
     fix_up = (days > 0) & (us < 0)
     fix_down = (days < 0) & (us > 0)
-    us = np.where(fix_up, us + _US_PER_DAY, np.where(fix_down, us - _US_PER_DAY, us))
+    us = np.where(fix_up, us + US_PER_DAY, np.where(fix_down, us - US_PER_DAY, us))
     days = np.where(fix_up, days - 1, np.where(fix_down, days + 1, days))
     return Fields(a.months, days, us, a.valid)
 
@@ -219,8 +219,8 @@ def justify_days(a: Fields) -> Fields:
 def justify_interval(a: Fields) -> Fields:
     """justify_days after justify_hours, then the signs of days and time made to agree with
     the months' (PostgreSQL's interval_justify_interval)."""
-    wd = np.trunc(a.us / _US_PER_DAY).astype(np.int64)
-    days, us = a.days + wd, a.us - wd * _US_PER_DAY
+    wd = np.trunc(a.us / US_PER_DAY).astype(np.int64)
+    days, us = a.days + wd, a.us - wd * US_PER_DAY
     whole = np.trunc(days / _DAYS_PER_MONTH).astype(np.int64)
     months, days = a.months + whole, days - whole * _DAYS_PER_MONTH
     pos = (months > 0) & ((days < 0) | ((days == 0) & (us < 0)))
@@ -229,7 +229,7 @@ def justify_interval(a: Fields) -> Fields:
     months = np.where(pos, months - 1, np.where(neg, months + 1, months))
     up = (days > 0) & (us < 0)
     down = (days < 0) & (us > 0)
-    us = np.where(up, us + _US_PER_DAY, np.where(down, us - _US_PER_DAY, us))
+    us = np.where(up, us + US_PER_DAY, np.where(down, us - US_PER_DAY, us))
     days = np.where(up, days - 1, np.where(down, days + 1, days))
     return Fields(months, days, us, a.valid)
 
@@ -237,7 +237,7 @@ def justify_interval(a: Fields) -> Fields:
 def span_us(a: Fields) -> np.ndarray:
     """The interval as microseconds with a month as 30 days (as float64: sum/avg/compare
     need only ordering and PostgreSQL's own avg works in the fields)."""
-    return (a.months * _DAYS_PER_MONTH + a.days) * float(_US_PER_DAY) + a.us
+    return (a.months * _DAYS_PER_MONTH + a.days) * float(US_PER_DAY) + a.us
 
 
 # -- text ----------------------------------------------------------------------------------
@@ -249,12 +249,12 @@ def parse_text(v: pa.Array, node) -> pa.Array:
     """A text column read as intervals. `'<integer> <unit>'` (what `g || ' seconds'`
     makes) is parsed by Arrow kernels; other strings once per distinct value in Python
     (PostgreSQL's interval syntax has many forms and a column of them repeats few)."""
-    a = _combine(v)
+    a = combine(v)
     n = len(a)
     m = pc.extract_regex(a, _SIMPLE)
     num = pc.struct_field(m, [0])
     unit = pc.utf8_lower(pc.struct_field(m, [1]))
-    names = list(_UNIT_ALIASES)
+    names = list(UNIT_ALIASES)
     idx = pc.index_in(unit, pa.array(names))
     simple = np.asarray(pc.is_valid(idx).to_numpy(zero_copy_only=False), bool)
     months = np.zeros(n, np.int64)
@@ -262,7 +262,7 @@ def parse_text(v: pa.Array, node) -> pa.Array:
     us = np.zeros(n, np.int64)
     if simple.any():
         k = pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
-        sizes = np.array([_UNIT_SIZES[_UNIT_ALIASES[u]] for u in names], dtype=np.int64)
+        sizes = np.array([UNIT_SIZES[UNIT_ALIASES[u]] for u in names], dtype=np.int64)
         count = pc.fill_null(num.cast(pa.int64(), safe=False), 0).to_numpy(
             zero_copy_only=False)
         sel = sizes[k]
@@ -275,7 +275,7 @@ def parse_text(v: pa.Array, node) -> pa.Array:
         others = pc.filter(a, pa.array(rest))
         distinct = pc.unique(others)
         # one parse per distinct string: PostgreSQL's interval syntax is not a regex away
-        parsed = np.array([_parse_interval(s, None, node) for s in distinct.to_pylist()],
+        parsed = np.array([parse_interval(s, None, node) for s in distinct.to_pylist()],
                           dtype=np.int64).reshape(-1, 3)
         where = pc.index_in(others, distinct).to_numpy(zero_copy_only=False)
         pos = np.flatnonzero(rest)
@@ -287,11 +287,11 @@ def format_text(v: pa.Array) -> pa.Array:
     """Interval column -> PostgreSQL's text ('1 year 2 mons 3 days 04:05:06'), formatted
     once per distinct value (the formatting has many cases; a column of intervals repeats
     few values)."""
-    a = _combine(v)
+    a = combine(v)
     f = columns(a, len(a))
     key = np.stack([f.months, f.days, f.us], axis=1)
     distinct, inverse = np.unique(key, axis=0, return_inverse=True)
-    texts = pa.array([_interval_text(int(m), int(d), int(u)) for m, d, u in distinct],
+    texts = pa.array([interval_text(int(m), int(d), int(u)) for m, d, u in distinct],
                      pa.string())
     out = texts.take(pa.array(np.asarray(inverse).reshape(-1)))
     if f.valid is not None:

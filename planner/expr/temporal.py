@@ -17,25 +17,22 @@ from sqlglot import exp
 
 from planner.dialect import KuduDatePart, KuduNow
 from planner.errors import FeatureNotSupported, SqlError
-from planner.expr.types import (
-    _add_scaled,
-    _err,
-    _INTERVAL,
-    _interval_parts,
-    _interval_scalar,
-    _is_unknown_literal,
-    _kind,
-    _null_of,
-    _parse_interval,
-    _per_array,
-    _pg_name,
-    _position,
-    _to_numpy,
-    _TS,
-    _UNIT_ALIASES,
-    _US_PER_DAY,
-    _view,
-    Value,
+from planner.expr.arrow_values import ints_and_mask, per_array, Value, view_as
+from planner.expr.located import error_at, node_position
+from planner.expr.interval_values import (
+    interval_parts,
+    interval_scalar,
+    parse_interval,
+    UNIT_ALIASES,
+    US_PER_DAY,
+)
+from planner.expr.sqltypes import (
+    INTERVAL,
+    is_unknown_literal,
+    kind_of,
+    null_of,
+    pg_name,
+    TIMESTAMP,
 )
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
 from planner.expr.casts import _cast, _cast_checked
@@ -48,8 +45,8 @@ def _interval(node: exp.Interval, ctx: _Ctx) -> Value:
     unit = node.args.get("unit")
     unit_name = unit.name if unit is not None else None
     if not isinstance(v, exp.Literal):
-        raise FeatureNotSupported("INTERVAL needs a literal", position=_position(node))
-    return _interval_scalar(*_parse_interval(str(v.this), unit_name, node))
+        raise FeatureNotSupported("INTERVAL needs a literal", position=node_position(node))
+    return interval_scalar(*parse_interval(str(v.this), unit_name, node))
 
 
 # Calendar arithmetic runs on float64 arrays: numpy's int64 floor division is not vectorised
@@ -115,7 +112,7 @@ def _shift_days_by_months(days: np.ndarray, months: int) -> np.ndarray:
 
 
 def _shift_dates(a: pa.Array, months: int, days: int) -> pa.Array:
-    vals, mask = _to_numpy(a.cast(pa.int32()), "int64")
+    vals, mask = ints_and_mask(a.cast(pa.int32()), "int64")
     if months:
         vals = _shift_days_by_months(vals, months)
     vals = vals + days
@@ -126,36 +123,36 @@ def _shift_dates(a: pa.Array, months: int, days: int) -> pa.Array:
 
 def _shift_timestamps(a: pa.Array, months: int, days: int, us: int) -> pa.Array:
     unit_type = a.type
-    vals, mask = _to_numpy(a.cast(pa.int64()), "int64")
+    vals, mask = ints_and_mask(a.cast(pa.int64()), "int64")
     if months:
-        day, tod = np.divmod(vals, _US_PER_DAY)
-        vals = _shift_days_by_months(day, months) * _US_PER_DAY + tod
-    vals = vals + (days * _US_PER_DAY + us)
+        day, tod = np.divmod(vals, US_PER_DAY)
+        vals = _shift_days_by_months(day, months) * US_PER_DAY + tod
+    vals = vals + (days * US_PER_DAY + us)
     return pa.array(vals, mask=mask).cast(unit_type)
 
 
 def _temporal_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int = 1) -> Value:
-    if _kind(t.type) == "timestamp" and t.type.tz:
+    if kind_of(t.type) == "timestamp" and t.type.tz:
         return _zoned_plus_interval(t, iv, node, sign)
     if isinstance(iv, pa.Scalar):
         if not iv.is_valid:
-            return _null_of(t.type if _kind(t.type) == "timestamp" else _TS)
-        months, days, us = (sign * x for x in _interval_parts(iv))
-        if _kind(t.type) == "date" and us == 0:
-            return _per_array(lambda a: _shift_dates(a, months, days), t)
-        ts = t.cast(_TS) if _kind(t.type) == "date" or t.type.unit != "us" else t
-        return _per_array(lambda a: _shift_timestamps(a, months, days, us), ts)
+            return null_of(t.type if kind_of(t.type) == "timestamp" else TIMESTAMP)
+        months, days, us = (sign * x for x in interval_parts(iv))
+        if kind_of(t.type) == "date" and us == 0:
+            return per_array(lambda a: _shift_dates(a, months, days), t)
+        ts = t.cast(TIMESTAMP) if kind_of(t.type) == "date" or t.type.unit != "us" else t
+        return per_array(lambda a: _shift_timestamps(a, months, days, us), ts)
     # an interval column: months, days and time per row, vectorised the same way
     n, scalar = intervals.rows(t, iv)
     f = intervals.columns(iv, n)
     if sign < 0:
         f = intervals.negate(f)
-    ts = t.cast(_TS) if _kind(t.type) == "date" or t.type.unit != "us" else t
+    ts = t.cast(TIMESTAMP) if kind_of(t.type) == "date" or t.type.unit != "us" else t
     vals, tvalid = intervals.int64s(ts, n)
     out = shift_timestamp_us(vals, f.months, f.days, f.us)
     valid = intervals.and_valid(tvalid, f.valid)
     _check_timestamp_range(out, valid, node)
-    arr = pa.array(out, _TS, mask=None if valid is None else ~valid)
+    arr = pa.array(out, TIMESTAMP, mask=None if valid is None else ~valid)
     return arr[0] if scalar else arr
 
 
@@ -174,7 +171,7 @@ def _zoned_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int) -> Valu
                                     n)
         local = shift_timestamp_us(local, f.months, f.days, 0)
         _check_timestamp_range(local, valid, node)
-        vals, _ = intervals.int64s(timezones.to_utc(pa.array(local, _TS)), n)
+        vals, _ = intervals.int64s(timezones.to_utc(pa.array(local, TIMESTAMP)), n)
     out = vals + f.us
     _check_timestamp_range(out, valid, node)
     arr = pa.array(out, timezones.TIMESTAMPTZ, mask=None if valid is None else ~valid)
@@ -187,22 +184,22 @@ def shift_timestamp_us(vals: np.ndarray, months, days, us) -> np.ndarray:
     timestamp_pl_interval for a timestamp without time zone)."""
     months = np.asarray(months, np.int64)
     if np.any(months != 0):
-        day, tod = np.divmod(vals, _US_PER_DAY)
+        day, tod = np.divmod(vals, US_PER_DAY)
         y, m, d = _civil_from_days(day.astype(np.float64))
         total = y * 12 + (m - 1) + months
         y = _fdiv(total, 12)
         m = total - y * 12 + 1
         day = _days_from_civil(y, m, np.minimum(d, _month_length(y, m))).astype(np.int64)
-        vals = day * _US_PER_DAY + tod
+        vals = day * US_PER_DAY + tod
     with np.errstate(over="ignore"):
-        return vals + (np.asarray(days, np.int64) * _US_PER_DAY + np.asarray(us, np.int64))
+        return vals + (np.asarray(days, np.int64) * US_PER_DAY + np.asarray(us, np.int64))
 
 
 def _check_timestamp_range(vals: np.ndarray, valid: np.ndarray | None, node: exp.Expr) -> None:
     live = vals if valid is None else vals[valid]
     if len(live) and (live.min() < intervals.MIN_TIMESTAMP_US
                       or live.max() >= intervals.END_TIMESTAMP_US):
-        raise _err("timestamp out of range", "22008", node)
+        raise error_at("timestamp out of range", "22008", node)
 
 
 def _date_plus_int(d: Value, n: Value, node: exp.Expr, sign: int = 1) -> Value:
@@ -222,21 +219,21 @@ def _interval_array(months, days, nanos, valid: np.ndarray | None) -> pa.Array:
     raw = np.zeros(len(nanos), dtype=[("m", "<i4"), ("d", "<i4"), ("ns", "<i8")])
     raw["m"], raw["d"], raw["ns"] = months, days, nanos
     validity = None if valid is None else pa.array(valid).buffers()[1]
-    return pa.Array.from_buffers(_INTERVAL, len(nanos), [validity, pa.py_buffer(raw)])
+    return pa.Array.from_buffers(INTERVAL, len(nanos), [validity, pa.py_buffer(raw)])
 
 
 def _timestamp_minus_timestamp(a: Value, b: Value, node: exp.Expr) -> Value:
     """An interval of whole days plus time, both with the sign of the difference."""
-    a, b = a.cast(_TS), b.cast(_TS)
+    a, b = a.cast(TIMESTAMP), b.cast(TIMESTAMP)
     diff = pc.subtract_checked(a.cast(pa.int64()), b.cast(pa.int64()))
 
     def to_interval(arr: pa.Array) -> pa.Array:
-        vals, mask = _to_numpy(arr, "int64")
-        days = np.trunc(vals / _US_PER_DAY).astype(np.int64)
-        rest = vals - days * _US_PER_DAY
+        vals, mask = ints_and_mask(arr, "int64")
+        days = np.trunc(vals / US_PER_DAY).astype(np.int64)
+        rest = vals - days * US_PER_DAY
         return _interval_array(0, days, rest * 1000, None if mask is None else ~mask)
 
-    return _per_array(to_interval, diff)
+    return per_array(to_interval, diff)
 
 
 def _interval_arith(op: str) -> Callable[[Value, Value, exp.Expr], Value]:
@@ -249,12 +246,12 @@ def _interval_arith(op: str) -> Callable[[Value, Value, exp.Expr], Value]:
                 f = intervals.add(intervals.columns(a, n), intervals.columns(b, n),
                                   1 if op == "+" else -1)
             else:
-                iv, num = (a, b) if _kind(a.type) == "interval" else (b, a)
+                iv, num = (a, b) if kind_of(a.type) == "interval" else (b, a)
                 factor, fvalid = intervals.numbers(num, n)
                 f = intervals.scale(intervals.columns(iv, n), factor, fvalid, op == "/")
             return intervals.build(f, scalar)
         except SqlError as e:
-            raise _err(e.message, e.sqlstate, node) from None
+            raise error_at(e.message, e.sqlstate, node) from None
     return fn
 
 
@@ -282,16 +279,16 @@ _TEMPORAL_ARITH: dict[tuple[str, str, str], Callable[[Value, Value, exp.Expr], V
 
 def _temporal_arg(v: Value, node: exp.Expr, what: str) -> Value:
     """A date / timestamp / interval argument; an unknown literal is read as a timestamp."""
-    if _is_unknown_literal(node):
-        return _cast(v, _TS, node)
-    if _kind(v.type) not in ("date", "timestamp", "interval", "null"):
-        _no_function(what, [node], _Ctx(pa.table({})), _position(node))
+    if is_unknown_literal(node):
+        return _cast(v, TIMESTAMP, node)
+    if kind_of(v.type) not in ("date", "timestamp", "interval", "null"):
+        _no_function(what, [node], _Ctx(pa.table({})), node_position(node))
     return v
 
 
 def _scaled(micros: Value, scale: int) -> Value:
     """An integer count of 10**-scale units (int64) as numeric(19, scale), zero copy."""
-    return _view(micros.cast(pa.decimal128(19, 0)), pa.decimal128(19, scale))
+    return view_as(micros.cast(pa.decimal128(19, 0)), pa.decimal128(19, scale))
 
 
 def _interval_field(v: Value, unit: str, node: exp.Expr) -> Value:
@@ -320,7 +317,7 @@ def _interval_field(v: Value, unit: str, node: exp.Expr) -> Value:
     elif unit in scaled:
         vals = np.asarray(scaled[unit][0]()).astype(np.int64)
     else:
-        raise _err(f'unit "{unit}" not supported for type interval', "0A000", node)
+        raise error_at(f'unit "{unit}" not supported for type interval', "0A000", node)
     arr = pa.array(vals, pa.int64(), mask=None if f.valid is None else ~f.valid)
     out = _scaled(arr, scaled[unit][1]) if unit in scaled else arr.cast(pa.decimal128(19, 0))
     return out[0] if scalar else out
@@ -355,11 +352,11 @@ def _extract(node: exp.Extract, ctx: _Ctx) -> Value:
 def _date_part(node: KuduDatePart, ctx: _Ctx) -> Value:
     """date_part('field', source): EXTRACT's value as double precision."""
     field = _eval(node.this, ctx)
-    if not isinstance(field, pa.Scalar) or _kind(field.type) not in ("string", "null"):
-        raise _err("function date_part(" + _pg_name(field.type) + ", ...) does not exist",
+    if not isinstance(field, pa.Scalar) or kind_of(field.type) not in ("string", "null"):
+        raise error_at("function date_part(" + pg_name(field.type) + ", ...) does not exist",
                    "42883", node)
     if not field.is_valid:
-        return _null_of(pa.float64())
+        return null_of(pa.float64())
     unit = field.as_py().lower()
     return _extract_field(_EXTRACT_ALIASES.get(unit, unit), node.expression, node,
                           ctx).cast(pa.float64())
@@ -367,11 +364,11 @@ def _date_part(node: KuduDatePart, ctx: _Ctx) -> Value:
 
 def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: _Ctx) -> Value:
     v = _temporal_arg(_eval(arg, ctx), arg, "extract")
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "interval":
         return _interval_field(v, unit, node)
     if k == "null":
-        return _null_of(pa.decimal128(19, 0))
+        return null_of(pa.decimal128(19, 0))
     if k == "timestamp" and v.type.tz:
         if unit == "epoch":
             return _scaled(v.cast(pa.int64()), 6)
@@ -389,7 +386,7 @@ def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: _Ctx) -> Value
         span = 100 if unit == "century" else 1000
         return pc.add(pc.divide(pc.subtract(pc.year(v), 1), span), 1).cast(
             pa.decimal128(19, 0))
-    ts = v.cast(_TS) if k == "date" else v
+    ts = v.cast(TIMESTAMP) if k == "date" else v
     micros = pc.add(pc.multiply(pc.second(ts).cast(pa.int64()), 1_000_000),
                     pc.add(pc.multiply(pc.millisecond(ts).cast(pa.int64()), 1000),
                            pc.microsecond(ts).cast(pa.int64())))
@@ -400,11 +397,11 @@ def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: _Ctx) -> Value
     if unit == "microsecond":
         return micros.cast(pa.decimal128(19, 0))
     if unit == "epoch":
-        us = ts.cast(_TS).cast(pa.int64())
+        us = ts.cast(TIMESTAMP).cast(pa.int64())
         if k == "date":                     # a date's epoch is whole seconds
             return pc.divide(us, 1_000_000).cast(pa.decimal128(19, 0))
         return _scaled(us, 6)
-    raise _err(f'unit "{unit}" not supported for type {_pg_name(v.type)}', "0A000", node)
+    raise error_at(f'unit "{unit}" not supported for type {pg_name(v.type)}', "0A000", node)
 
 
 _TRUNC_UNITS = {"microsecond": ("microsecond", 1), "millisecond": ("millisecond", 1),
@@ -415,14 +412,14 @@ _TRUNC_UNITS = {"microsecond": ("microsecond", 1), "millisecond": ("millisecond"
 
 @_handles(exp.TimestampTrunc, exp.DateTrunc)
 def _date_trunc(node: exp.Expr, ctx: _Ctx) -> Value:
-    unit = _UNIT_ALIASES.get(node.args["unit"].name.lower())
+    unit = UNIT_ALIASES.get(node.args["unit"].name.lower())
     v = _temporal_arg(_eval(node.this, ctx), node.this, "date_trunc")
     if unit not in _TRUNC_UNITS:
-        raise _err(f'unit "{node.args["unit"].name.lower()}" not recognized', "22023", node)
-    if _kind(v.type) == "null":
-        return _null_of(_TS)
+        raise error_at(f'unit "{node.args["unit"].name.lower()}" not recognized', "22023", node)
+    if kind_of(v.type) == "null":
+        return null_of(TIMESTAMP)
     arrow_unit, multiple = _TRUNC_UNITS[unit]
-    if _kind(v.type) == "timestamp" and v.type.tz:
+    if kind_of(v.type) == "timestamp" and v.type.tz:
         # in the session's zone: the local time truncated, read back in that zone
         local = pc.floor_temporal(timezones.to_local(v), multiple=multiple, unit=arrow_unit,
                                   week_starts_monday=True)
@@ -469,7 +466,7 @@ def _current_date(node: exp.Expr, ctx: _Ctx) -> Value:
 
 @_handles(exp.CurrentTimestamp, KuduNow, exp.Localtimestamp, exp.CurrentDatetime)
 def _current_timestamp(node: exp.Expr, ctx: _Ctx) -> Value:
-    return pa.scalar(_now(), _TS)
+    return pa.scalar(_now(), TIMESTAMP)
 
 
 @_handles(exp.CurrentTime, exp.Localtime)
@@ -480,7 +477,7 @@ def _current_time(node: exp.Expr, ctx: _Ctx) -> Value:
 _ANONYMOUS.update({
     "transaction_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "statement_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
-    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), _TS),
+    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), TIMESTAMP),
 })
 
 
@@ -489,15 +486,15 @@ def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
     PostgreSQL; a month or day the calendar lacks, or a year outside 4713 BC to 5874897
     (PostgreSQL's dates), is 22008 naming the date."""
     if len(node.expressions) != 3:
-        raise _err("function make_date does not exist", "42883", node)
+        raise error_at("function make_date does not exist", "42883", node)
     parts = [_eval(e, ctx) for e in node.expressions]
     for p in parts:
-        if _kind(p.type) not in ("int", "null"):
-            raise _err("function make_date(" + ", ".join(_pg_name(q.type) for q in parts)
+        if kind_of(p.type) not in ("int", "null"):
+            raise error_at("function make_date(" + ", ".join(pg_name(q.type) for q in parts)
                        + ") does not exist", "42883", node)
-    if any(_kind(p.type) == "null" or (isinstance(p, pa.Scalar) and not p.is_valid)
+    if any(kind_of(p.type) == "null" or (isinstance(p, pa.Scalar) and not p.is_valid)
            for p in parts):
-        return _null_of(pa.date32())
+        return null_of(pa.date32())
     scalar = all(isinstance(p, pa.Scalar) for p in parts)
     n = 1 if scalar else max(len(p) for p in parts if not isinstance(p, pa.Scalar))
     ok = np.ones(n, dtype=bool)
@@ -515,7 +512,7 @@ def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
                 (d > length))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise _err(f"date field value out of range: {y[i]}-{m[i]:02d}-{d[i]:02d}", "22008",
+        raise error_at(f"date field value out of range: {y[i]}-{m[i]:02d}-{d[i]:02d}", "22008",
                    node)
     days = _days_from_civil(astro, np.where(ok, m, 1), np.where(ok, d, 1)).astype(np.int64)
     out = pa.array(days.astype(np.int32), pa.date32(), mask=~ok)
@@ -531,13 +528,13 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
     from the month of the earlier timestamp), as an interval; vectorised over numpy."""
     args = [_eval(e, ctx) for e in node.expressions]
     if len(args) == 1:
-        args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), _TS),
+        args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), TIMESTAMP),
                 args[0]]
-    if len(args) != 2 or any(_kind(v.type) not in ("date", "timestamp", "null") for v in args):
-        raise _err("function age(" + ", ".join(_pg_name(v.type) for v in args)
+    if len(args) != 2 or any(kind_of(v.type) not in ("date", "timestamp", "null") for v in args):
+        raise error_at("function age(" + ", ".join(pg_name(v.type) for v in args)
                    + ") does not exist", "42883", node)
-    if any(_kind(v.type) == "null" for v in args):
-        return _null_of(_INTERVAL)
+    if any(kind_of(v.type) == "null" for v in args):
+        return null_of(INTERVAL)
     scalar = all(isinstance(v, pa.Scalar) for v in args)
     n = 1 if scalar else max(len(v) for v in args if not isinstance(v, pa.Scalar))
     cols = []
@@ -546,9 +543,9 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
         a = pa.repeat(v, n) if isinstance(v, pa.Scalar) else v
         if isinstance(a, pa.ChunkedArray):
             a = a.combine_chunks()
-        a = a.cast(_TS) if _kind(a.type) == "date" else a
+        a = a.cast(TIMESTAMP) if kind_of(a.type) == "date" else a
         valid &= a.is_valid().to_numpy(zero_copy_only=False)
-        a = pc.fill_null(a, pa.scalar(0, _TS))
+        a = pc.fill_null(a, pa.scalar(0, TIMESTAMP))
         cols.append({f: getattr(pc, f)(a).to_numpy().astype(np.int64)
                      for f in ("year", "month", "day", "hour", "minute", "second")}
                     | {"us": pc.add(pc.multiply(pc.millisecond(a), 1000),
@@ -588,12 +585,12 @@ _ANONYMOUS["age"] = _age
 
 def _interval_value(v: Value, node: exp.Expr, what: str) -> Value:
     """An interval argument (an unknown literal read as one); 42883 for any other type."""
-    if _is_unknown_literal(node):
-        return _cast(v, _INTERVAL, node)
-    if _kind(v.type) == "null":
-        return v.cast(_INTERVAL) if isinstance(v, pa.Scalar) else pa.nulls(len(v), _INTERVAL)
-    if _kind(v.type) != "interval":
-        raise _err(f"function {what}({_pg_name(v.type)}) does not exist", "42883", node)
+    if is_unknown_literal(node):
+        return _cast(v, INTERVAL, node)
+    if kind_of(v.type) == "null":
+        return v.cast(INTERVAL) if isinstance(v, pa.Scalar) else pa.nulls(len(v), INTERVAL)
+    if kind_of(v.type) != "interval":
+        raise error_at(f"function {what}({pg_name(v.type)}) does not exist", "42883", node)
     return v
 
 
@@ -604,7 +601,7 @@ def _justify(fn: Callable[[intervals.Fields], intervals.Fields], what: str):
         try:
             return intervals.build(fn(intervals.columns(v, n)), scalar)
         except SqlError as e:
-            raise _err(e.message, e.sqlstate, node) from None
+            raise error_at(e.message, e.sqlstate, node) from None
     return handler
 
 
@@ -628,15 +625,15 @@ def _make_interval(node: exp.MakeInterval, ctx: _Ctx) -> Value:
         if isinstance(arg, exp.Kwarg):
             name = arg.this.name.lower()
             if name not in _MAKE_INTERVAL_NAMES:
-                raise _err(f"function make_interval({name} => {arg.expression.sql()}) "
+                raise error_at(f"function make_interval({name} => {arg.expression.sql()}) "
                            "does not exist", "42883", node)
             key, arg = _MAKE_INTERVAL_ARGS[_MAKE_INTERVAL_NAMES.index(name)], arg.expression
         v = _eval(arg, ctx)
-        if _is_unknown_literal(arg):
+        if is_unknown_literal(arg):
             v = _cast(v, pa.float64() if key == "second" else pa.int32(), arg)
-        if _kind(v.type) not in (("int", "null") if key != "second" else
+        if kind_of(v.type) not in (("int", "null") if key != "second" else
                                  ("int", "float", "decimal", "null")):
-            raise _err(f"function make_interval({_pg_name(v.type)}) does not exist",
+            raise error_at(f"function make_interval({pg_name(v.type)}) does not exist",
                        "42883", arg)
         given[key] = (v, arg)
     n, scalar = intervals.rows(*(v for v, _ in given.values()))
@@ -656,24 +653,25 @@ def _make_interval(node: exp.MakeInterval, ctx: _Ctx) -> Value:
     with np.errstate(all="ignore"):
         us = np.rint(cols["second"] * 1e6)
         if n and not (np.all(np.isfinite(us)) and np.abs(us).max() < 2**62):
-            raise _err("interval out of range", "22008", node)
+            raise error_at("interval out of range", "22008", node)
         time = (cols["hour"] * 3600 + cols["minute"] * 60) * 1_000_000 + us.astype(np.int64)
     fields = intervals.Fields(cols["year"] * 12 + cols["month"],
                               cols["week"] * 7 + cols["day"], time, valid)
     try:
         return intervals.build(fields, scalar)
     except SqlError as e:
-        raise _err(e.message, e.sqlstate, node) from None
+        raise error_at(e.message, e.sqlstate, node) from None
 
 
 @_handles(exp.DateBin)
 def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
     """date_bin(stride, source, origin): the start of the stride-long bin, counted from
     origin, that holds source. The stride has no months (0A000 as in PostgreSQL), is
-    positive (22008, as PostgreSQL words it); a source before the origin falls in the bin below it."""
+    positive (22008, as PostgreSQL words it); a source before the origin falls in the bin
+    below it."""
     origin_node = node.args.get("origin") or node.args.get("unit")
     if origin_node is None:
-        raise _err("function date_bin(interval, timestamp without time zone) does not exist",
+        raise error_at("function date_bin(interval, timestamp without time zone) does not exist",
                    "42883", node)
     if isinstance(origin_node, exp.Var):     # sqlglot reads a bare '...' origin as a unit
         origin_node = exp.Literal.string(origin_node.name)
@@ -681,35 +679,35 @@ def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
     src = _temporal_arg(_eval(node.expression, ctx), node.expression, "date_bin")
     origin = _temporal_arg(_eval(origin_node, ctx), origin_node, "date_bin")
     for v in (src, origin):
-        if _kind(v.type) == "interval":
-            raise _err("function date_bin(interval, interval, timestamp without time zone) "
+        if kind_of(v.type) == "interval":
+            raise error_at("function date_bin(interval, interval, timestamp without time zone) "
                        "does not exist", "42883", node)
-    zoned = _kind(src.type) == "timestamp" and src.type.tz
+    zoned = kind_of(src.type) == "timestamp" and src.type.tz
     n, scalar = intervals.rows(stride, src, origin)
     f = intervals.columns(stride, n)
     live = np.ones(n, bool) if f.valid is None else f.valid
     if np.any((f.months != 0) & live):
-        raise _err("timestamps cannot be binned into intervals containing months or years",
+        raise error_at("timestamps cannot be binned into intervals containing months or years",
                    "0A000", node)
-    step = f.days * _US_PER_DAY + f.us
+    step = f.days * US_PER_DAY + f.us
     if np.any((step <= 0) & live):
-        raise _err("stride must be greater than zero", "22008", node)
-    if _kind(src.type) == "timestamp" and src.type.tz:
+        raise error_at("stride must be greater than zero", "22008", node)
+    if kind_of(src.type) == "timestamp" and src.type.tz:
         # on instants (PostgreSQL's timestamptz_bin); a timestamp origin is local time
-        if _kind(origin.type) != "null":
+        if kind_of(origin.type) != "null":
             origin = _cast(origin, timezones.TIMESTAMPTZ, origin_node)
         src, origin = src.cast(pa.int64()), (origin.cast(pa.int64())
-                                             if _kind(origin.type) != "null" else origin)
-    elif _kind(origin.type) == "timestamp" and origin.type.tz:
-        origin = _cast(origin, _TS, origin_node)
-    s, s_ok = intervals.int64s(src.cast(_TS) if _kind(src.type) not in ("null", "int")
+                                             if kind_of(origin.type) != "null" else origin)
+    elif kind_of(origin.type) == "timestamp" and origin.type.tz:
+        origin = _cast(origin, TIMESTAMP, origin_node)
+    s, s_ok = intervals.int64s(src.cast(TIMESTAMP) if kind_of(src.type) not in ("null", "int")
                                else src, n)
-    o, o_ok = intervals.int64s(origin.cast(_TS) if _kind(origin.type) not in ("null", "int")
+    o, o_ok = intervals.int64s(origin.cast(TIMESTAMP) if kind_of(origin.type) not in ("null", "int")
                                else origin, n)
     valid = intervals.and_valid(f.valid, s_ok, o_ok)
     step = np.where(live, step, 1)
     out = o + np.floor_divide(s - o, step) * step
-    arr = pa.array(out, timezones.TIMESTAMPTZ if zoned else _TS,
+    arr = pa.array(out, timezones.TIMESTAMPTZ if zoned else TIMESTAMP,
                    mask=None if valid is None else ~valid)
     return arr[0] if scalar else arr
 
@@ -721,37 +719,37 @@ def _at_time_zone(node: exp.AtTimeZone, ctx: _Ctx) -> Value:
     timestamptz, as PostgreSQL resolves it. The zone is constant text or an interval
     offset (east of UTC)."""
     v = _eval(node.this, ctx)
-    if _is_unknown_literal(node.this):
+    if is_unknown_literal(node.this):
         v = _cast(v, timezones.TIMESTAMPTZ, node.this)
     zone_node = node.args["zone"]
     z = _eval(zone_node, ctx)
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "date":
         v, k = _cast(v, timezones.TIMESTAMPTZ, node.this), "timestamp"
     if k not in ("timestamp", "null"):
-        raise _err(f"function timezone({_pg_name(z.type)}, {_pg_name(v.type)}) does not "
+        raise error_at(f"function timezone({pg_name(z.type)}, {pg_name(v.type)}) does not "
                    "exist", "42883", node)
     if not isinstance(z, pa.Scalar):
         raise FeatureNotSupported("AT TIME ZONE needs a constant zone",
-                                  position=_position(zone_node))
+                                  position=node_position(zone_node))
     zoned = k == "timestamp" and v.type.tz
     if not z.is_valid or k == "null":
-        return _null_of(_TS if zoned or k == "null" else timezones.TIMESTAMPTZ)
-    if _kind(z.type) == "interval":
-        m, d, us = _interval_parts(z)
+        return null_of(TIMESTAMP if zoned or k == "null" else timezones.TIMESTAMPTZ)
+    if kind_of(z.type) == "interval":
+        m, d, us = interval_parts(z)
         if m or d:
-            raise _err('interval time zone "' + str(z.as_py()) + '" must not include '
+            raise error_at('interval time zone "' + str(z.as_py()) + '" must not include '
                        "months or days", "22023", zone_node)
         sign = "-" if us < 0 else "+"
         zone = f"{sign}{abs(us) // 3_600_000_000:02d}:{abs(us) // 60_000_000 % 60:02d}"
-    elif _kind(z.type) == "string":
+    elif kind_of(z.type) == "string":
         try:
             zone = timezones.arrow_zone(z.as_py())
         except SqlError as e:
-            raise _err(e.message, e.sqlstate, zone_node) from None
+            raise error_at(e.message, e.sqlstate, zone_node) from None
     else:
-        raise _err(f"function timezone({_pg_name(z.type)}, {_pg_name(v.type)}) does not "
+        raise error_at(f"function timezone({pg_name(z.type)}, {pg_name(v.type)}) does not "
                    "exist", "42883", node)
     if zoned:
         return timezones.to_local(v, zone)
-    return timezones.to_utc(v.cast(_TS) if v.type.unit != "us" else v, zone)
+    return timezones.to_utc(v.cast(TIMESTAMP) if v.type.unit != "us" else v, zone)

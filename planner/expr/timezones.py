@@ -33,10 +33,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from planner.errors import SqlError
-from planner.expr.types import _combine, _TS, _TSTZ, Value
+from planner.expr.arrow_values import combine, Value
+from planner.expr.sqltypes import TIMESTAMP, TIMESTAMPTZ
 
-TIMESTAMPTZ = _TSTZ
-NAIVE = _TS
+TIMESTAMPTZ = TIMESTAMPTZ
+NAIVE = TIMESTAMP
 
 _SESSION_ZONE: contextvars.ContextVar[str] = contextvars.ContextVar(
     "kudusql_session_time_zone", default="UTC")
@@ -100,10 +101,10 @@ def check_setting(name: str) -> str:
     return name
 
 
-def _per_array(fn, v: Value) -> Value:
+def per_array(fn, v: Value) -> Value:
     if isinstance(v, pa.Scalar):
         return fn(pa.array([v.as_py()], v.type))[0]
-    return fn(_combine(v))
+    return fn(combine(v))
 
 
 def to_local(v: Value, zone: str | None = None) -> Value:
@@ -116,7 +117,7 @@ def to_local(v: Value, zone: str | None = None) -> Value:
         if zone == "UTC":
             return a.cast(NAIVE)
         return pc.local_timestamp(a.cast(pa.timestamp("us", tz=zone))).cast(NAIVE)
-    return _per_array(local, v)
+    return per_array(local, v)
 
 
 def to_utc(v: Value, zone: str | None = None) -> Value:
@@ -140,7 +141,7 @@ def to_utc(v: Value, zone: str | None = None) -> Value:
             fixed = pc.subtract(a.cast(pa.int64()), offset)
             late = pc.if_else(gap, fixed.cast(pa.timestamp("us", tz=zone)), late)
         return late.cast(TIMESTAMPTZ)
-    return _per_array(utc, v)
+    return per_array(utc, v)
 
 
 def offset_text(v: Value, zone: str | None = None) -> Value:
