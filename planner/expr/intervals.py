@@ -173,6 +173,14 @@ def scale(a: Fields, factor: np.ndarray, fvalid: np.ndarray | None, divide: bool
         if np.any((factor == 0) & live):
             raise SqlError("division by zero", "22012")
         factor = np.where(live, factor, 1.0)
+    if not divide and np.all(np.trunc(factor) == factor) and (
+            not len(factor) or np.abs(factor).max() < 2**31):
+        # a whole factor (an integer column times an interval): each field times it,
+        # exactly, no fraction to spill (the float path gives the same)
+        f = factor.astype(np.int64)
+        if len(f) and (np.abs(a.us).astype(np.float64) * np.abs(factor)).max() >= 2**62:
+            raise SqlError("interval out of range", "22008")
+        return Fields(a.months * f, a.days * f, a.us * f, valid)
     with np.errstate(all="ignore"):
         m_f = a.months / factor if divide else a.months * factor
         d_f = a.days / factor if divide else a.days * factor
