@@ -17,8 +17,9 @@ A 0-row batch goes through the same code, which is how the planner learns result
 Semantics are PostgreSQL's unless noted:
 
 * NULL propagates; AND / OR / NOT are Kleene. `x IN (1, NULL)` is NULL when no match.
-* Types. integer op integer -> int64 (checked: overflow is 22003, `/` truncates toward
-  zero); any float -> float64; decimal with integer or decimal -> decimal128 following
+* Types. integer op integer -> the wider operand's width, at least int16 (smallint,
+  integer, bigint: computed in int64 and checked at that width, past it 22003 "integer out
+  of range"; `/` truncates toward zero); any float -> float64; decimal with integer or decimal -> decimal128 following
   Spark's rules with precision capped at 38 (when capping, the scale shrinks but keeps at
   least min(scale, 6) digits):
 
@@ -34,8 +35,8 @@ Semantics are PostgreSQL's unless noted:
   never a silent wrap. Division and % work on the unscaled integers, so declared scales do
   not inflate the kernel's precision. The one per-row path: dividing two columns that both
   hold 38 significant digits (no Arrow kernel can), done with Python's decimal.
-  Integer constants combine with decimals as decimal(digits, 0). Literals: `1` is int64,
-  `0.06` is decimal(2, 2), `1e3` is float64.
+  Integer constants combine with decimals as decimal(digits, 0). Literals: `1` is int32
+  (int64 past its range, then numeric), `0.06` is decimal(2, 2), `1e3` is float64.
 * A bare string literal has PostgreSQL's "unknown" type: next to a typed operand it is cast
   to that type (`o_orderdate >= '1994-01-01'` compares dates; `'abc' + 1` fails with
   22P02 like PostgreSQL). Any other text operand stays text (`text = date` is 42883).
