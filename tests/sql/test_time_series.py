@@ -123,6 +123,15 @@ def test_interval_comparison_uses_thirty_day_months(con):
         == [2, 5]
 
 
+def test_group_by_and_distinct_of_intervals_use_their_span(con):
+    # found by the time-series corpus: '1 day' and '24 hours' were two groups
+    assert rows(con, "SELECT i::text, count(*) FROM (VALUES (interval '1 day'), "
+                     "(interval '24 hours'), (interval '1 mon'), (interval '30 days')) v(i) "
+                     "GROUP BY i ORDER BY i") == [("1 day", 2), ("30 days", 2)]
+    assert col(con, "SELECT count(*) FROM (SELECT DISTINCT i FROM (VALUES (interval '1 mon'),"
+                    " (interval '30 days'), (interval '720 hours')) v(i)) x") == [1]
+
+
 def test_make_interval_and_justify(con):
     assert rows(con, "SELECT make_interval(hours => 2, secs => 1.5)::text, "
                      "make_interval(1, 2, 3, 4, 5, 6, 7.25)::text") == [
