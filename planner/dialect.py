@@ -155,6 +155,14 @@ class KuduNow(exp.CurrentTimestamp):
     _sql_names: ClassVar[list[str]] = ["NOW"]
 
 
+class KuduDatePart(exp.Expression, exp.Func):
+    """`date_part(field, source)`: EXTRACT's field as double precision (EXTRACT itself is
+    numeric), under its own name (PostgreSQL names the result column `date_part`)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
+    _sql_names: ClassVar[list[str]] = ["DATE_PART"]
+
+
 class KuduPrepare(exp.Expression):
     """`PREPARE name [(type, ...)] AS statement`: `this` the name, `expressions` the
     declared parameter types, `expression` the statement, `text` its SQL text as written
@@ -365,6 +373,8 @@ class KuduSQL(Postgres):
         FUNCTIONS: ClassVar[dict] = {
             **Postgres.Parser.FUNCTIONS,
             "NOW": KuduNow.from_arg_list,
+            "DATE_PART": lambda args: KuduDatePart(this=args[0], expression=args[1])
+            if len(args) == 2 else exp.Anonymous(this="date_part", expressions=args),
             "EVERY": exp.LogicalAnd.from_arg_list,      # the SQL standard's bool_and
             "GENERATE_SERIES": _generate_series,
             # the format as written (sqlglot would translate it to strftime's, losing FM,
@@ -374,6 +384,10 @@ class KuduSQL(Postgres):
             "TO_TIMESTAMP": lambda args: exp.UnixToTime(this=args[0]) if len(args) == 1
             else exp.Anonymous(this="to_timestamp", expressions=args),
         }
+
+        # date_part is not EXTRACT: it answers a double and names its column date_part
+        FUNCTION_PARSERS: ClassVar[dict] = {
+            k: v for k, v in Postgres.Parser.FUNCTION_PARSERS.items() if k != "DATE_PART"}
 
         PROPERTY_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.PROPERTY_PARSERS,

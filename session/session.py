@@ -77,12 +77,13 @@ from planner.commands import (
     KuduListen,
     KuduReset,
     KuduSet,
+    KuduShowSetting,
     KuduTransaction,
     KuduUpsert,
 )
 from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare
 from planner.errors import FeatureNotSupported, SqlError
-from planner.expr import statement_clock
+from planner.expr import session_time_zone, statement_clock, timezones
 from planner.guard import QueryGuard, parse_bytes, parse_duration_ms
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
@@ -118,6 +119,9 @@ class Session:
         self._cancel = threading.Event()
         self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
         self.statement_timeout_ms = 0       # SET statement_timeout (0: none)
+        # SET TIME ZONE: the zone timestamptz values are read and shown in (a front end
+        # that runs SET itself, as the wire server does, sets this attribute)
+        self.time_zone = "UTC"
         self._deadline: float | None = None  # the running statement's (time.monotonic)
         # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
         # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
@@ -200,7 +204,7 @@ class Session:
         ms = self.statement_timeout_ms
         self._deadline = time.monotonic() + ms / 1000 if ms else None
         try:
-            with sql_errors(), switches, statement_clock():
+            with sql_errors(), switches, statement_clock(), session_time_zone(self.time_zone):
                 r = self._run(stmt, params, stream)
         except Exception as e:
             if self.metrics is not None:
@@ -261,10 +265,13 @@ class Session:
         if isinstance(node, KuduReset):     # RESET name: its default; RESET ALL: all of them
             # (disabled_rules too, though a caller may have set it directly)
             names = [node.args["name"]] if node.args.get("name") else \
-                ["query_mem_limit", "statement_timeout", "kudusql.disabled_rules"]
+                ["query_mem_limit", "statement_timeout", "kudusql.disabled_rules", "timezone"]
             for name in names:
                 self._set(KuduSet(name=name))
             return StatementResult("RESET")
+        if isinstance(node, KuduShowSetting) and (node.args.get("name") or "").lower() in (
+                "timezone", "time zone"):
+            return StatementResult.rows("SHOW", pa.table({"TimeZone": [self.time_zone]}))
         if isinstance(node, KuduListen) and node.verb == "UNLISTEN":
             return StatementResult("UNLISTEN")     # nothing is ever listened to
         word = node.args.get("word") or node.verb.split()[0]
@@ -293,6 +300,11 @@ class Session:
             self.query_mem_limit = self.db.query_mem_limit if default else parse_bytes(value)
         elif name == "statement_timeout":
             self.statement_timeout_ms = 0 if default else parse_duration_ms(value)
+        elif name in ("timezone", "time zone"):
+            zone = "UTC" if default else timezones.check_setting(value)
+            if zone != self.time_zone:
+                self.time_zone = zone
+                self._plans = PlanCache()      # plans fold zone-dependent constants
         elif name == "kudusql.disabled_rules":
             self.disabled_rules = rules.check_rule_names(
                 [] if value is None else value.split(","))

@@ -140,7 +140,7 @@ def output_name(item: exp.Expression) -> str:
 _FUNCTION_NAMES: dict[type, str] = {
     exp.CurrentVersion: "version", exp.Explode: "unnest", exp.GroupConcat: "string_agg",
     exp.ArraySize: "array_length", exp.ExplodingGenerateSeries: "generate_series",
-    exp.Array: "array",
+    exp.Array: "array", exp.AtTimeZone: "timezone",
 }
 
 

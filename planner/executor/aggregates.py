@@ -36,7 +36,7 @@ from planner.executor.kernels import (
     hash_key,
 )
 from planner.executor.sort import _add_sort_key, _interval_span
-from planner.expr import list_to_array
+from planner.expr import integer_avg, intervals, list_to_array
 
 
 
@@ -135,7 +135,8 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
     (`sum(text)`, `bool_and(integer)`); Arrow's kernels would fail with their own text."""
     if func in _NUMERIC_AGGREGATES:
         ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
-            pa.types.is_decimal(typ) or pa.types.is_null(typ)
+            pa.types.is_decimal(typ) or pa.types.is_null(typ) or \
+            (func in ("sum", "avg") and pa.types.is_interval(typ))   # sum, avg of intervals
     elif func == "percentile_cont":
         ok = pa.types.is_integer(typ) or pa.types.is_floating(typ) or \
             pa.types.is_decimal(typ) or pa.types.is_null(typ)
@@ -167,6 +168,9 @@ def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
         v = pc.count_distinct(arr, mode="only_valid") if a.distinct else \
             pc.count(arr, mode="only_valid")
         return pa.array([v.as_py()], pa.int64())
+    if a.func == "sum" and pa.types.is_interval(arr.type):
+        return _interval_sums(*(pc.sum(c, min_count=1)
+                                for c in _interval_field_sums(_combine_chunks(arr))))
     if a.func == "sum":
         s = pc.sum(arr, min_count=1)
         return pa.array([s.as_py()], s.type)
@@ -232,11 +236,87 @@ def _ordered_set_value(a: L.AggCall, vals: pa.Array, group: np.ndarray,
     return vals.take(pa.array(pick, mask=empty))
 
 
-def _hash_spec(gkeys: list[str], aggs: list, per_list: set, max_aggs: list) -> list:
-    """Acero's aggregation spec for `aggs` (hash_* with GROUP BY keys, scalar without)."""
+_INTERVAL_FIELDS = ("months", "days", "us")
+
+
+def _interval_field_sums(arr) -> list[pa.Array]:
+    """An interval column's months, days and microseconds as decimal(38, 0) columns to sum
+    (PostgreSQL's sum(interval) adds field by field; Arrow cannot sum month_day_nano, and
+    an int64 sum would wrap around)."""
+    f = intervals.columns(arr, len(arr))
+    mask = None if f.valid is None else ~f.valid
+    return [pa.array(x, mask=mask).cast(pa.decimal128(38, 0))
+            for x in (f.months, f.days, f.us)]
+
+
+def _interval_sums(months, days, us) -> pa.Array:
+    """The sums of _interval_field_sums' columns back as intervals (22008 past the range)."""
+    months, days, us = (pa.array([c.as_py()], pa.decimal128(38, 0))
+                        if isinstance(c, pa.Scalar) else c for c in (months, days, us))
+    valid = pc.is_valid(months).to_numpy(zero_copy_only=False)
+    fields = []
+    for c in (months, days, us):
+        c = pc.fill_null(c, 0)
+        if len(c) and pc.max(pc.abs(c)).as_py() >= 2**62:
+            raise SqlError("interval out of range", "22008")
+        fields.append(c.cast(pa.int64()).to_numpy(zero_copy_only=False))
+    return intervals.build(intervals.Fields(*fields, None if valid.all() else valid))
+
+
+_DAY_US = 86_400_000_000
+_KEY = pa.decimal256(76, 0)
+
+
+def _interval_key(arr) -> pa.Array:
+    """Intervals -> a decimal(76, 0) key that min and max order as PostgreSQL orders
+    intervals (by the span with a month as 30 days) and that keeps the value itself:
+    (span in whole days << 101) + (the rest of the span in microseconds, 0 <= rest < a
+    day, << 64) + (months, days as two offset 32-bit words), written straight into the
+    256-bit words."""
+    a = _combine_chunks(arr)
+    f = intervals.columns(a, len(a))
+    span_days = f.months * 30 + f.days + np.floor_divide(f.us, _DAY_US)
+    rest = np.mod(f.us, _DAY_US)                        # 0 <= rest < 2**37
+    code = ((f.months + 2**31).astype(np.uint64) << np.uint64(32)) | \
+        (f.days + 2**31).astype(np.uint64)
+    words = np.zeros((len(a), 4), np.uint64)
+    words[:, 0] = code
+    words[:, 1] = rest.astype(np.uint64) | ((span_days.astype(np.uint64) & np.uint64(2**27 - 1))
+                                            << np.uint64(37))
+    words[:, 2] = (span_days >> 27).astype(np.uint64)   # |span_days| < 2**40: sign-filled
+    words[:, 3] = np.where(span_days < 0, np.uint64(2**64 - 1), np.uint64(0))
+    validity = None if f.valid is None else pa.array(f.valid).buffers()[1]
+    return pa.Array.from_buffers(_KEY, len(a), [validity, pa.py_buffer(words.tobytes())],
+                                 null_count=-1 if f.valid is not None else 0)
+
+
+def _interval_from_key(key: pa.Array) -> pa.Array:
+    """The interval an _interval_key holds."""
+    key = key.cast(_KEY)
+    n = len(key)
+    words = np.frombuffer(key.buffers()[1], np.uint64)[4 * key.offset:4 * (key.offset + n)]
+    words = words.reshape(n, 4) if n else np.zeros((0, 4), np.uint64)
+    valid = key.is_valid().to_numpy(zero_copy_only=False)
+    months = (words[:, 0] >> np.uint64(32)).astype(np.int64) - 2**31
+    days = (words[:, 0] & np.uint64(2**32 - 1)).astype(np.int64) - 2**31
+    rest = (words[:, 1] & np.uint64(2**37 - 1)).astype(np.int64)
+    span_days = words[:, 2].view(np.int64) * 2**27 + (words[:, 1] >> np.uint64(37)).astype(
+        np.int64)
+    us = (span_days - months * 30 - days) * _DAY_US + rest
+    return intervals.build(intervals.Fields(months, days, us, None if valid.all() else valid))
+
+
+def _hash_spec(gkeys: list[str], aggs: list, per_list: set, max_aggs: list,
+               interval_sums: frozenset = frozenset()) -> list:
+    """Acero's aggregation spec for `aggs` (hash_* with GROUP BY keys, scalar without);
+    a sum of intervals (`interval_sums`) is three sums, of its fields."""
     hashed = "hash_" if gkeys else ""
     spec = []
     for a in aggs:
+        if a.key in interval_sums:
+            spec.extend((f"{a.key}$arg.{f}", hashed + "sum", None, f"{a.key}.{f}")
+                        for f in _INTERVAL_FIELDS)
+            continue
         if a.key in per_list:     # each group's distinct values, then aggregated
             fn, opts = "distinct", pc.CountOptions(mode="only_valid")
         else:
@@ -249,11 +329,15 @@ def _hash_spec(gkeys: list[str], aggs: list, per_list: set, max_aggs: list) -> l
 
 
 def _hash_results(r: pa.Table, gkeys: list[str], aggs: list, per_list: set,
-                  max_aggs: list) -> dict:
+                  max_aggs: list, interval_sums: frozenset = frozenset()) -> dict:
     """Output columns from the aggregation's result `r` (see _hash_spec)."""
-    out = {**{k: r.column(k) for k in gkeys},
-           **{a.key: _aggregate_lists(a, r.column(a.key)) if a.key in per_list
-              else r.column(a.key) for a in aggs}}
+    def result(a):
+        if a.key in interval_sums:
+            return _interval_sums(*(_combine_chunks(r.column(f"{a.key}.{f}"))
+                                    for f in _INTERVAL_FIELDS))
+        return _aggregate_lists(a, r.column(a.key)) if a.key in per_list \
+            else r.column(a.key)
+    out = {**{k: r.column(k) for k in gkeys}, **{a.key: result(a) for a in aggs}}
     for a in max_aggs:
         if pa.types.is_floating(out[a.key].type):
             nan = pa.scalar(float("nan"), out[a.key].type)
@@ -609,6 +693,21 @@ class AggregateOperators:
         count = np.where(nonempty, _span(np.cumsum(valid), first, last), 0)
         if f in ("count", "count_star"):
             return pa.array(count)
+        if f in ("sum", "avg") and pa.types.is_interval(x.type):
+            # field by field: running sums of months, days and microseconds (int64: a
+            # window's total past it is 22008 from intervals.build)
+            fl = intervals.columns(_combine_chunks(x), n)
+            keep = np.ones(n, bool) if fl.valid is None else fl.valid
+            li, fi = np.maximum(last, 0), np.maximum(first - 1, 0)
+            totals = []
+            for col in (fl.months, fl.days, fl.us):
+                cs = np.cumsum(np.where(keep, col, 0))
+                totals.append(cs[li] - np.where(first > 0, cs[fi], 0) if n else cs)
+            total = intervals.Fields(*totals, count > 0)
+            if f == "avg":
+                total = intervals.scale(total, np.maximum(count, 1).astype(np.float64), None,
+                                        True)
+            return intervals.build(total)
         if f in ("sum", "avg"):
             if pa.types.is_decimal(x.type):      # running sums need SUM's width
                 x = x.cast(pa.decimal128(38, x.type.scale))
@@ -638,14 +737,26 @@ class AggregateOperators:
                 total = total.cast(pa.decimal128(38, total.type.scale))
             if f == "sum":
                 return total
+            if pa.types.is_integer(total.type) or total.type.scale == 0:
+                return integer_avg(total, pa.array(count))     # avg of integers: numeric
             if pa.types.is_decimal(total.type):
                 total = total.cast(pa.float64())
             return pc.divide(pc.cast(total, pa.float64()),
                              pa.array(np.where(count > 0, count, 1).astype(np.float64)))
         # min / max over dense ranks (any sortable type, decimals and strings included)
         x = _combine_chunks(x)
-        ranks = pc.rank(x, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
-            np.int64)                                   # 1..d (NULLs ranked last)
+        if pa.types.is_interval(x.type):
+            # Arrow cannot rank intervals: dense ranks of the span (a month as 30 days)
+            fl = intervals.columns(x, n)
+            span = np.stack([fl.months * 30 + fl.days + np.floor_divide(fl.us, _DAY_US),
+                             np.mod(fl.us, _DAY_US)], axis=1)
+            _, inv = np.unique(span, axis=0, return_inverse=True)
+            ranks = np.asarray(inv).reshape(-1).astype(np.int64) + 1
+            if fl.valid is not None:
+                ranks = np.where(fl.valid, ranks, int(ranks.max(initial=0)) + 1)
+        else:
+            ranks = pc.rank(x, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(
+                np.int64)                               # 1..d (NULLs ranked last)
         valid_mask = valid.astype(bool)
         d = int(ranks.max()) if n else 0
         where = np.empty(d + 2, dtype=np.int64)
@@ -727,6 +838,7 @@ class AggregateOperators:
         aggs = list({a.key: a for a in calls}.values())
         max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
         real_sums: set[str] = set()     # sum(real) is real in PostgreSQL; Arrow sums in double
+        interval_extremes: set[str] = set()     # min / max of intervals (by a span key)
 
         group_keys = {k for k, _ in groups}      # (not array_agg's ORDER BY keys)
 
@@ -736,6 +848,8 @@ class AggregateOperators:
             a = args.get(k)
             if a is not None:
                 _check_aggregate_arg(a.func, a.key, arg.type)
+            if a is not None and a.key in interval_extremes:
+                return _interval_key(arg)              # min/max(interval) by its span
             if k in group_keys or (a is not None and a.distinct):
                 arg = hash_key(arg)                      # -0.0 and 0.0 are one value
             if a is not None and a.func == "sum" and pa.types.is_int64(arg.type):
@@ -747,16 +861,24 @@ class AggregateOperators:
                 real_sums.add(a.key)
             return arg
 
-        def prepare(m: pa.Table) -> pa.Table:
-            """A morsel of the input -> the aggregation's input columns."""
+        def prelude_of(m: pa.Table) -> pa.Table:
             for k, e in prelude:      # shared subexpressions once (Q1's price * (1 - disc))
                 m = m.append_column(k, _chunked(evaluate(self.prepare(e, m), m), m.num_rows))
+            return m
+
+        def prepare(m: pa.Table) -> pa.Table:
+            """A morsel of the input -> the aggregation's input columns."""
+            m = prelude_of(m)
             cols = {k: column(k, e, m) for k, e in items}
             for k, a in args.items():
                 if (a.func == "count" or a.distinct) and pa.types.is_null(cols[k].type):
                     # count(DISTINCT NULL) has no kernel, and Acero's hash_distinct over a
                     # NULL-typed column crashes the process (sum(DISTINCT NULL) GROUP BY)
                     cols[k] = cols[k].cast(pa.int8())
+            for k in interval_sums:   # sum(interval): its three fields, summed apart
+                for f, c in zip(_INTERVAL_FIELDS, _interval_field_sums(
+                        _combine_chunks(cols.pop(f"{k}$arg")))):
+                    cols[f"{k}$arg.{f}"] = c
             for a in max_aggs:        # max over floats is NaN when a NaN is present
                 arg = cols[f"{a.key}$arg"]
                 cols[f"{a.key}$nan"] = pc.fill_null(pc.is_nan(arg), False) \
@@ -764,12 +886,25 @@ class AggregateOperators:
             return pa.table(cols)
 
         gkeys = [k for k, _ in groups]
+        interval_sums: frozenset = frozenset()
+        if any(a.func in ("sum", "min", "max") and a.arg is not None for a in aggs):
+            # which sums, minima and maxima are of intervals: the argument's type, from
+            # no rows
+            probe = pa.table({k: column(k, e, prelude_of(t.slice(0, 0)))
+                              for k, e in items if k in args})
+            of_intervals = {a.key: a.func for a in aggs if a.arg is not None
+                            and a.func in ("sum", "min", "max")
+                            and pa.types.is_interval(probe.column(f"{a.key}$arg").type)}
+            interval_sums = frozenset(k for k, f in of_intervals.items() if f == "sum")
+            interval_extremes.update(k for k, f in of_intervals.items() if f != "sum")
+            if any(a.distinct for a in aggs if a.key in interval_sums):
+                raise SqlError("sum(DISTINCT interval) is not supported", "0A000")
         if not items:               # count(*) only, or nothing: the row count is enough
             return pa.table({a.key: pa.array([t.num_rows], pa.int64()) for a in aggs}) \
                 if aggs else empty_rows(1)
         per_list = {a.key for a in aggs if a.distinct and a.func not in _DISTINCT_AGG}
         if any(a.func in _LIST_AGGREGATES for a in aggs):
-            out = self._aggregate_lists(t, gkeys, aggs, max_aggs, prepare)
+            out = self._aggregate_lists(t, gkeys, aggs, max_aggs, prepare, interval_sums)
         elif not gkeys and (t.num_rows <= _guard.MORSEL_ROWS or per_list):
             # one morsel (the scalar kernels, no plan to set up), or sum/avg(DISTINCT x),
             # which has no scalar plan kernel: the input columns are still evaluated a
@@ -778,11 +913,17 @@ class AggregateOperators:
                 pa.Table.from_batches(list(self.source(t, prepare)))
             out = pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
                                                   is not None else None, t.num_rows)
+                            if a.key not in interval_sums else _interval_sums(
+                                *(pc.sum(work[f"{a.key}$arg.{f}"], min_count=1)
+                                  for f in _INTERVAL_FIELDS))
                             for a in aggs})
         else:
-            r = self.aggregate_plan(t, gkeys, _hash_spec(gkeys, aggs, per_list, max_aggs),
-                                    prepare)
-            out = pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs))
+            r = self.aggregate_plan(t, gkeys, _hash_spec(gkeys, aggs, per_list, max_aggs,
+                                                         interval_sums), prepare)
+            out = pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs, interval_sums))
+        for k in interval_extremes:
+            i = out.schema.get_field_index(k)
+            out = out.set_column(i, k, _interval_from_key(_combine_chunks(out.column(k))))
         for k in real_sums:
             col = out.column(k)
             as_real = col.cast(pa.float32(), safe=False)
@@ -792,7 +933,7 @@ class AggregateOperators:
         return out
 
     def _aggregate_lists(self, t: pa.Table, gkeys: list[str], aggs: list, max_aggs: list,
-                         prepare) -> pa.Table:
+                         prepare, interval_sums: frozenset = frozenset()) -> pa.Table:
         """An Aggregate with array_agg / list_agg among its calls (module docstring): the
         input columns whole, the other aggregates and each group's row numbers in one hash
         aggregation, then each list aggregate from one sort."""
@@ -803,14 +944,16 @@ class AggregateOperators:
         if gkeys:
             work = work.append_column("$row", pa.array(np.arange(n, dtype=np.int64)))
             per_list = {a.key for a in others if a.distinct and a.func not in _DISTINCT_AGG}
-            spec = _hash_spec(gkeys, others, per_list, max_aggs) + [
+            spec = _hash_spec(gkeys, others, per_list, max_aggs, interval_sums) + [
                 ("$row", "hash_list", None, "$rows")]
             r = self.aggregate_plan(work, gkeys, spec, None)
-            out = _hash_results(r, gkeys, others, per_list, max_aggs)
+            out = _hash_results(r, gkeys, others, per_list, max_aggs, interval_sums)
             rows, groups = _combine_chunks(r.column("$rows")), r.num_rows
         else:
             out = {a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg is not None
-                                         else None, n) for a in others}
+                                         else None, n) if a.key not in interval_sums
+                   else _interval_sums(*(pc.sum(work[f"{a.key}$arg.{f}"], min_count=1)
+                                         for f in _INTERVAL_FIELDS)) for a in others}
             rows, groups = None, 1
         group = np.zeros(n, dtype=np.int64)           # each input row's group
         if rows is not None and n:

@@ -22,7 +22,7 @@ from planner.logical import AvgOf, SubqueryRef, and_all, output_keys, refs
 from planner.logical import all_nodes as _all_nodes
 from planner.errors import SqlError
 from planner import guard as _guard
-from planner.expr import Const, evaluate, evaluate_filter
+from planner.expr import Const, IntegerAvg, evaluate, evaluate_filter
 from planner.guard import QueryGuard
 from planner.executor.kernels import (
     _array_nbytes,
@@ -122,7 +122,14 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             if isinstance(n, AvgOf):
                 s, c = n.this, n.expression
                 typ = table.schema.field(s.name).type if table is not None else None
-                if typ is None or not pa.types.is_decimal(typ):
+                if typ is not None and pa.types.is_interval(typ):
+                    pass                    # avg(interval): interval / count
+                elif typ is not None and (pa.types.is_integer(typ) or (
+                        pa.types.is_decimal(typ) and typ.scale == 0)):
+                    # avg of integers (their sum: bigint, or numeric for bigints) is
+                    # numeric at the scale PostgreSQL's numeric division picks
+                    return IntegerAvg(this=s, expression=c)
+                elif typ is None or not pa.types.is_decimal(typ):
                     s = exp.Cast(this=s, to=exp.DataType.build("double"))
                 elif table is not None:
                     # the sum's declared DECIMAL(38, s) leaves the quotient no digits for

@@ -15,6 +15,7 @@ from sqlglot import exp
 from engine.tablet.diskrowset import ScanStats
 from planner.errors import SqlError
 from planner.logical import AvgOf, SubqueryRef, keycol
+from planner.expr import intervals
 from planner.expr import Const
 
 
@@ -166,7 +167,26 @@ def hash_key(a):
     check_hashable(a.type)
     if pa.types.is_floating(a.type):
         return pc.add(a, pa.scalar(0.0, a.type))
+    if pa.types.is_interval(a.type):
+        return _interval_span(a)
     return a
+
+
+def _interval_span(a):
+    """Intervals as PostgreSQL's = sees them ('1 mon' = '30 days' = '720:00:00'): each
+    value rewritten as whole days (a month as 30) and a time of the same sign below a day,
+    so that equal spans are equal values (a group shows that form: '30 days')."""
+    if isinstance(a, pa.ChunkedArray):
+        return pa.chunked_array([_interval_span(c) for c in a.chunks], a.type)
+    f = intervals.columns(a, len(a))
+    span_days = f.months * 30 + f.days
+    whole = np.trunc(f.us / 86_400_000_000).astype(np.int64)
+    days, us = span_days + whole, f.us - whole * 86_400_000_000
+    up = (days > 0) & (us < 0)
+    down = (days < 0) & (us > 0)
+    days = np.where(up, days - 1, np.where(down, days + 1, days))
+    us = np.where(up, us + 86_400_000_000, np.where(down, us - 86_400_000_000, us))
+    return intervals.build(intervals.Fields(np.zeros(len(a), np.int64), days, us, f.valid))
 
 
 def _hash_keys(t: pa.Table) -> pa.Table:

@@ -157,7 +157,7 @@ def _occurrences(t: pa.Table, keys: list[str]) -> pa.Array:
     equality: NULL equals NULL, -0.0 equals 0.0), by one hash grouping of the row numbers."""
     n = t.num_rows
     k = t.select(keys)
-    if any(pa.types.is_floating(f.type) for f in k.schema):
+    if _needs_hash_keys(k.schema):
         k = _hash_keys(k)
     k = k.append_column("$row", pa.array(np.arange(n, dtype=np.int64)))
     lists = _combine_chunks(k.group_by(keys, use_threads=False).aggregate(
@@ -194,12 +194,18 @@ def _cast_columns(t: pa.Table, types: list[pa.DataType], keys: list[str]) -> pa.
     return pa.Table.from_arrays(cols, names=keys)
 
 
+def _needs_hash_keys(schema: pa.Schema) -> bool:
+    """Whether a column's values need hash_key's rewriting to compare as SQL's = does
+    (floats: -0.0 is 0.0; intervals: '1 mon' is '30 days')."""
+    return any(pa.types.is_floating(f.type) or pa.types.is_interval(f.type) for f in schema)
+
+
 def distinct(t: pa.Table) -> pa.Table:
     if t.num_columns == 0:
         return empty_rows(min(t.num_rows, 1))
     for f in t.schema:
         check_hashable(f.type)
-    if any(pa.types.is_floating(f.type) for f in t.schema):
+    if _needs_hash_keys(t.schema):
         t = _hash_keys(t)
     r = t.group_by(t.column_names, use_threads=True).aggregate([])
     return r.select(t.column_names)
@@ -219,7 +225,7 @@ class SortOperators:
         for f in t.schema:
             check_hashable(f.type)
         # -0.0 and 0.0 are one value, as in the one-call distinct()
-        prepare = _hash_keys if any(pa.types.is_floating(f.type) for f in t.schema) else None
+        prepare = _hash_keys if _needs_hash_keys(t.schema) else None
         return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
 
     def _sort(self, node: L.Sort) -> pa.Table:

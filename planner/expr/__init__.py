@@ -17,8 +17,9 @@ A 0-row batch goes through the same code, which is how the planner learns result
 Semantics are PostgreSQL's unless noted:
 
 * NULL propagates; AND / OR / NOT are Kleene. `x IN (1, NULL)` is NULL when no match.
-* Types. integer op integer -> int64 (checked: overflow is 22003, `/` truncates toward
-  zero); any float -> float64; decimal with integer or decimal -> decimal128 following
+* Types. integer op integer -> the wider operand's width, at least int16 (smallint,
+  integer, bigint: computed in int64 and checked at that width, past it 22003 "integer out
+  of range"; `/` truncates toward zero); any float -> float64; decimal with integer or decimal -> decimal128 following
   Spark's rules with precision capped at 38 (when capping, the scale shrinks but keeps at
   least min(scale, 6) digits):
 
@@ -34,8 +35,8 @@ Semantics are PostgreSQL's unless noted:
   never a silent wrap. Division and % work on the unscaled integers, so declared scales do
   not inflate the kernel's precision. The one per-row path: dividing two columns that both
   hold 38 significant digits (no Arrow kernel can), done with Python's decimal.
-  Integer constants combine with decimals as decimal(digits, 0). Literals: `1` is int64,
-  `0.06` is decimal(2, 2), `1e3` is float64.
+  Integer constants combine with decimals as decimal(digits, 0). Literals: `1` is int32
+  (int64 past its range, then numeric), `0.06` is decimal(2, 2), `1e3` is float64.
 * A bare string literal has PostgreSQL's "unknown" type: next to a typed operand it is cast
   to that type (`o_orderdate >= '1994-01-01'` compares dates; `'abc' + 1` fails with
   22P02 like PostgreSQL). Any other text operand stays text (`text = date` is 42883).
@@ -45,6 +46,11 @@ Semantics are PostgreSQL's unless noted:
   month end (2024-01-31 + 1 month = 2024-02-29), then days, then time. date - date is an
   int64 count of days, date ± integer is a date, timestamp - timestamp is an interval.
   DATE_TRUNC keeps the input type (a date truncates to a date).
+* Intervals are values like any other (planner.expr.intervals): columns of them add,
+  subtract, scale by numbers (`g * interval '1 second'`), shift timestamps and dates (a
+  date plus an interval column is a timestamp), cast from and to text, compare and sort
+  with a month as 30 days, and sum / avg / min / max; make_interval, justify_hours /
+  justify_days / justify_interval and date_bin take columns too.
 * CASE / IIF / COALESCE and the right side of AND / OR are evaluated for all rows at once;
   if that raises a data exception (SQLSTATE class 22, e.g. `CASE WHEN x = 0 THEN 0 ELSE 1/x
   END`), the operand is re-evaluated on just the rows that reach it, so an error surfaces
@@ -57,8 +63,7 @@ left as they are: folding gains nothing and would turn an "unknown" string into 
 
 Not supported (raise 0A000 or 42883): non-constant patterns and lengths for LIKE, SUBSTRING,
 LEFT, RIGHT, LPAD/RPAD, REPLACE, POSITION and TRIM characters; multi-character pad strings;
-arithmetic on interval *columns* (only constant intervals; timestamp - timestamp yields an
-interval column that EXTRACT and CAST to text cannot yet read); SIMILAR TO, shifts,
+sum(DISTINCT interval); SIMILAR TO, shifts,
 multi-dimensional arrays and array slices; time zones (timestamps are naive UTC
 microseconds). sqlglot itself keeps only the first `<n> <unit>` of an interval string that
 mixes units with a time (`interval '1 day 02:00'` arrives as `interval '1' day`); `'1 day 2
@@ -75,8 +80,14 @@ it cannot turn into joins.
 The package, one concept per module, each importing only those above it in this list (the
 file layering test fails on a cycle):
 
-    types      Value, Arrow type kinds and PostgreSQL names, decimal result types,
-               ArrayType and its storage, interval values, SQL type name -> Arrow type
+    located    where a node is in the statement: errors there, function names
+    arrow_values  Value and its shape helpers (broadcast, combine, per_array, view_as)
+    decimal_types decimal result types: precision caps, integers as decimals
+    sqltypes   Arrow type kinds and PostgreSQL names, the common type, typed NULLs,
+               unknown literals, SQL type name -> Arrow type, ArrayType and its storage
+    interval_values  interval text in and out, one interval as (months, days, us)
+    intervals  interval columns as numpy fields: ± * /, justify, text in and out
+    timezones  the session's TimeZone, zone names, local time <-> instants
     core       the dispatch registry (`_handles`, `_eval`), evaluate / evaluate_filter,
                Const, leaves (columns, literals), functions sqlglot leaves anonymous
     casts      CAST: the (kind, kind) -> function table `_CASTS`
@@ -102,20 +113,26 @@ from __future__ import annotations
 
 from planner.expr import (  # noqa: F401 - imported for their registrations
     arrays,
+    arrow_values,
     casts,
     coerce,
     core,
+    decimal_types,
     decimals,
     folding,
     formatting,
+    interval_values,
+    intervals,
+    located,
     logic,
     numeric,
     pgcompat,
     render,
     strings,
+    sqltypes,
     subplans,
     temporal,
-    types,
+    timezones,
 )
 from planner.expr.arrays import array_text, array_to_list, list_to_array, parse_array_literal
 from planner.expr.casts import _arrow_type as arrow_type
@@ -130,21 +147,23 @@ from planner.expr.folding import (
     param_scalar,
     substitute_params,
 )
+from planner.expr.numeric import IntegerAvg, integer_avg
 from planner.expr.subplans import HostCall, HostFunction, InSubPlan, SubPlan
 from planner.expr.temporal import statement_clock
-from planner.expr.types import ArrayType, Value, function_name
-from planner.expr.types import _pg_name as pg_name
-from planner.expr.types import _sql_type as sql_type
-from planner.expr.types import _supertype as supertype
+from planner.expr.timezones import session_time_zone
+from planner.expr.arrow_values import Value
+from planner.expr.located import function_name
+from planner.expr.sqltypes import ArrayType, pg_name, sql_type, supertype
 
-_REGISTERING = (arrays, casts, coerce, core, decimals, folding, logic, numeric, pgcompat, render,
-                strings, subplans, temporal, types)
+_REGISTERING = (arrays, arrow_values, casts, coerce, core, decimal_types, decimals, folding,
+                interval_values, intervals, located, logic, numeric, pgcompat, render,
+                sqltypes, strings, subplans, temporal, timezones)
 
 __all__ = [
-    "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "SubPlan", "Value",
-    "array_text", "array_to_list", "arrow_type", "cast", "coerce_literal_to", "column_key",
-    "constant_scalar", "constant_value", "evaluate", "evaluate_filter", "fold_constants",
-    "function_name",
-    "list_to_array", "param_index", "param_scalar", "parse_array_literal", "pg_name",
-    "sql_type", "statement_clock", "substitute_params", "supertype",
+    "ArrayType", "Const", "HostCall", "HostFunction", "InSubPlan", "IntegerAvg", "SubPlan",
+    "Value", "array_text", "array_to_list", "arrow_type", "cast", "coerce_literal_to",
+    "column_key", "constant_scalar", "constant_value", "evaluate", "evaluate_filter",
+    "fold_constants", "function_name", "integer_avg", "list_to_array", "param_index",
+    "param_scalar", "parse_array_literal", "pg_name", "session_time_zone", "sql_type",
+    "statement_clock", "substitute_params", "supertype",
 ]

@@ -1,6 +1,6 @@
 """PostgreSQL arrays and JSON building: ARRAY[...], '{a,b}' literals, subscripts, = ANY / <> ALL,
 || on arrays, array_to_string, cardinality / array_length, string_to_array, json_build_object.
-The array representation (`ArrayType`) is in planner.expr.types; the array casts are added to
+The array representation (`ArrayType`) is in planner.expr.sqltypes; the array casts are added to
 planner.expr.casts' table here.
 """
 
@@ -17,21 +17,17 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
-from planner.expr.types import (
+from planner.expr.arrow_values import broadcast, combine, per_array, Value
+from planner.expr.located import error_at, node_position
+from planner.expr.sqltypes import (
+    array_storage,
     ArrayType,
-    _broadcast,
-    _combine,
-    _err,
-    _is_unknown_literal,
-    _kind,
-    _null_of,
-    _per_array,
-    _pg_name,
-    _position,
-    _storage,
-    _supertype,
-    Value,
-    _wrap,
+    is_unknown_literal,
+    kind_of,
+    null_of,
+    pg_name,
+    supertype,
+    wrap_array,
 )
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _HANDLERS, _handles, _no_function
 from planner.expr.casts import _cast, _CASTS, _first_valid_text
@@ -41,7 +37,7 @@ from planner.expr.coerce import _coerce_pair, _const_arg, _string_arg, _text, _u
 @_handles(exp.DPipe)
 def _dpipe(node: exp.DPipe, ctx: _Ctx) -> Value:
     a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
-    if "list" in (_kind(a.type), _kind(b.type)):
+    if "list" in (kind_of(a.type), kind_of(b.type)):
         return _array_cat(a, node.this, b, node.expression, node)
     a, b = _text(a, node.this), _text(b, node.expression)
     return pc.binary_join_element_wise(a, b, "")
@@ -101,7 +97,7 @@ def _list_from_parts(lengths: np.ndarray, values: pa.Array, null_mask: Value | N
     np.cumsum(lengths, out=offsets[1:])
     mask = None
     if null_mask is not None:
-        mask = _combine(null_mask)
+        mask = combine(null_mask)
         if not mask.null_count and not pc.any(mask).as_py():
             mask = None
     return pa.ListArray.from_arrays(pa.array(offsets), values, mask=mask)
@@ -117,7 +113,7 @@ def _as_array(v: Value) -> Value:
     """Arrow list Value -> ArrayType Value."""
     if isinstance(v.type, ArrayType):
         return v
-    return _wrap(array_text(v), ArrayType(v.type.value_type))
+    return wrap_array(array_text(v), ArrayType(v.type.value_type))
 
 
 def _text_to_list(text: pa.Array, elem: pa.DataType, node: exp.Expr | None) -> pa.Array:
@@ -130,9 +126,9 @@ def _text_to_list(text: pa.Array, elem: pa.DataType, node: exp.Expr | None) -> p
         keep = pc.invert(pc.take(empty, pc.list_parent_indices(parts)))
         items = pc.utf8_trim_whitespace(pc.list_flatten(parts).filter(keep))
         if pc.any(pc.equal(items, "")).as_py():
-            raise _err(f'malformed array literal: "{_first_valid_text(text)}"', "22P02",
+            raise error_at(f'malformed array literal: "{_first_valid_text(text)}"', "22P02",
                        node)
-        items = pc.if_else(pc.equal(pc.utf8_upper(items), "NULL"), _null_of(pa.string()),
+        items = pc.if_else(pc.equal(pc.utf8_upper(items), "NULL"), null_of(pa.string()),
                            items)
     else:
         lengths_list, flat = [], []
@@ -140,7 +136,7 @@ def _text_to_list(text: pa.Array, elem: pa.DataType, node: exp.Expr | None) -> p
             try:
                 elems = parse_array_literal(t) if t is not None else []
             except ValueError:
-                raise _err(f'malformed array literal: "{t}"', "22P02", node) from None
+                raise error_at(f'malformed array literal: "{t}"', "22P02", node) from None
             lengths_list.append(len(elems))
             flat.extend(elems)
         lengths, items = np.array(lengths_list, dtype=np.int64), pa.array(flat, pa.string())
@@ -152,7 +148,7 @@ def _as_list(v: Value, node: exp.Expr | None = None) -> Value:
     if not isinstance(v.type, ArrayType):
         return v
     elem = v.type.value_type
-    return _per_array(lambda a: _text_to_list(_combine(_storage(a)), elem, node), v)
+    return per_array(lambda a: _text_to_list(combine(array_storage(a)), elem, node), v)
 
 
 def array_to_list(v: Value) -> Value:
@@ -167,7 +163,7 @@ def list_to_array(v: Value) -> Value:
 
 def _parse_array_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     """Text -> array (PostgreSQL's array input, to a canonical text form)."""
-    return _as_array(_per_array(lambda a: _text_to_list(a, to.value_type, node), v))
+    return _as_array(per_array(lambda a: _text_to_list(a, to.value_type, node), v))
 
 
 _NEEDS_QUOTES = r'^$|[{}",\\\s]|^[Nn][Uu][Ll][Ll]$'
@@ -177,11 +173,11 @@ def array_text(v: Value) -> Value:
     """Arrays (Arrow lists or ArrayType) in PostgreSQL's text form: '{a,"b c",NULL}',
     booleans as t / f."""
     if isinstance(v.type, ArrayType):
-        return _storage(v)
+        return array_storage(v)
 
     def one(arr: pa.Array) -> pa.Array:
         elems = pc.list_flatten(arr)
-        if _kind(elems.type) == "bool":
+        if kind_of(elems.type) == "bool":
             texts = pc.if_else(elems, "t", "f")
         else:
             texts = _cast(elems, pa.string(), None)
@@ -191,15 +187,15 @@ def array_text(v: Value) -> Value:
                                         quoted, texts), "NULL")
         joined = pc.binary_join(_list_from_parts(_list_lengths(arr), texts, None), ",")
         out = pc.binary_join_element_wise("{", joined, "}", "")
-        return pc.if_else(pc.is_null(arr), _null_of(pa.string()), out)
-    return _per_array(one, v)
+        return pc.if_else(pc.is_null(arr), null_of(pa.string()), out)
+    return per_array(one, v)
 
 
 def _map_elements(v: Value, fn: Callable[[pa.Array], pa.Array]) -> Value:
     """An array Value with `fn` applied to its elements (an Arrow list result)."""
     def one(arr: pa.Array) -> pa.Array:
         return _list_from_parts(_list_lengths(arr), fn(pc.list_flatten(arr)), pc.is_null(arr))
-    return _per_array(one, _as_list(v))
+    return per_array(one, _as_list(v))
 
 
 def _list_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
@@ -210,27 +206,27 @@ def _list_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
 
 def _array_operand(v: Value, node: exp.Expr, elem: pa.DataType | None, what: str) -> Value:
     """`v` as an array: an unknown literal or untyped text parameter is an array literal."""
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "list":
         return _as_array(v)
-    t = ArrayType(elem if elem is not None and _kind(elem) not in ("null", "list")
+    t = ArrayType(elem if elem is not None and kind_of(elem) not in ("null", "list")
                   else pa.string())
     if k == "null":
-        return _null_of(t) if isinstance(v, pa.Scalar) else pa.nulls(len(v), t)
+        return null_of(t) if isinstance(v, pa.Scalar) else pa.nulls(len(v), t)
     if k == "string":
         return _parse_array_text(v, t, node)
-    raise _err(f"{what} requires array on right side", "42809", node)
+    raise error_at(f"{what} requires array on right side", "42809", node)
 
 
 def _list_equality(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr, op: str,
                    node: exp.Expr) -> Value:
     """Array = / <> array (compared by their canonical text forms)."""
-    if _kind(a.type) != "list" and (_is_unknown_literal(a_node) or _kind(a.type) == "null"):
+    if kind_of(a.type) != "list" and (is_unknown_literal(a_node) or kind_of(a.type) == "null"):
         a = _array_operand(a, a_node, b.type.value_type, op)
-    if _kind(b.type) != "list" and (_is_unknown_literal(b_node) or _kind(b.type) == "null"):
+    if kind_of(b.type) != "list" and (is_unknown_literal(b_node) or kind_of(b.type) == "null"):
         b = _array_operand(b, b_node, a.type.value_type, op)
-    if _kind(a.type) != "list" or _kind(b.type) != "list" or op not in ("=", "<>"):
-        raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
+    if kind_of(a.type) != "list" or kind_of(b.type) != "list" or op not in ("=", "<>"):
+        raise error_at(f"operator does not exist: {pg_name(a.type)} {op} {pg_name(b.type)}",
                    "42883", node)
     eq = pc.equal(array_text(_as_array(a)), array_text(_as_array(b)))
     return eq if op == "=" else pc.invert(eq)
@@ -253,27 +249,27 @@ def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) 
         inner = inner.this
     if isinstance(inner, exp.Query):
         raise FeatureNotSupported(f"{op} {'ALL' if is_all else 'ANY'} (subquery) is not "
-                                  "supported here", position=_position(node))
+                                  "supported here", position=node_position(node))
     x = _eval(node.this, ctx)
     arr = _as_list(_array_operand(_eval(inner, ctx), inner, x.type,
                                   f"op {'ALL' if is_all else 'ANY'}"), inner)
     if isinstance(arr, pa.Scalar):
         if not arr.is_valid:
-            return _null_of(pa.bool_())
+            return null_of(pa.bool_())
         result: Value = pa.scalar(is_all)
         elements = arr.values
         for i in range(len(elements)):   # per element of one constant array, not per row
             a, b = _coerce_pair(x, node.this, elements[i], q, op, node)
-            c = _null_of(pa.bool_()) if _kind(a.type) == "null" else fn(a, b)
+            c = null_of(pa.bool_()) if kind_of(a.type) == "null" else fn(a, b)
             result = (pc.and_kleene if is_all else pc.or_kleene)(result, c)
         return result
     n = ctx.num_rows
-    arr = _combine(arr)
+    arr = combine(arr)
     parent = pc.list_parent_indices(arr)
-    xs = x if isinstance(x, pa.Scalar) else _combine(x).take(parent)
+    xs = x if isinstance(x, pa.Scalar) else combine(x).take(parent)
     a, b = _coerce_pair(xs, node.this, pc.list_flatten(arr), q, op, node)
-    c = _null_of(pa.bool_()) if _kind(a.type) == "null" else fn(a, b)
-    c = _broadcast(c, len(parent))
+    c = null_of(pa.bool_()) if kind_of(a.type) == "null" else fn(a, b)
+    c = broadcast(c, len(parent))
     decisive = pc.invert(c) if is_all else c          # one such element decides the row
     g = pa.table({"p": parent, "d": pc.fill_null(decisive, False), "u": pc.is_null(c)}) \
         .group_by("p").aggregate([("d", "any"), ("u", "any")])
@@ -282,8 +278,8 @@ def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) 
     hit[rows] = g.column("d_any").to_numpy(zero_copy_only=False)
     unknown[rows] = g.column("u_any").to_numpy(zero_copy_only=False)
     out = pa.array(np.where(hit, not is_all, is_all))
-    out = pc.if_else(pa.array(~hit & unknown), _null_of(pa.bool_()), out)
-    return pc.if_else(pc.is_null(arr), _null_of(pa.bool_()), out)
+    out = pc.if_else(pa.array(~hit & unknown), null_of(pa.bool_()), out)
+    return pc.if_else(pc.is_null(arr), null_of(pa.bool_()), out)
 
 
 @_handles(exp.Array)
@@ -291,16 +287,16 @@ def _array(node: exp.Array, ctx: _Ctx) -> Value:
     items = node.expressions
     if any(isinstance(i, exp.Query) for i in items):
         raise FeatureNotSupported("ARRAY(subquery) must be planned as a subquery",
-                                  position=_position(node))
+                                  position=node_position(node))
     if not items:
-        return _wrap(pa.scalar("{}"), ArrayType(pa.string()))
+        return wrap_array(pa.scalar("{}"), ArrayType(pa.string()))
     values, t = _unify([_eval(e, ctx) for e in items], items, "ARRAY", node)
-    if _kind(t) == "null":
+    if kind_of(t) == "null":
         values, t = [v.cast(pa.string()) for v in values], pa.string()
     if all(isinstance(v, pa.Scalar) for v in values):
         return _as_array(pa.scalar([v.as_py() for v in values], pa.list_(t)))
     n, k = ctx.num_rows, len(values)
-    flat = pa.concat_arrays([_combine(_broadcast(v, n)) for v in values])
+    flat = pa.concat_arrays([combine(broadcast(v, n)) for v in values])
     order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).ravel()
     return _as_array(_list_from_parts(np.full(n, k, dtype=np.int64),
                                       flat.take(pa.array(order)), None))
@@ -309,18 +305,18 @@ def _array(node: exp.Array, ctx: _Ctx) -> Value:
 @_handles(exp.Bracket)
 def _subscript(node: exp.Bracket, ctx: _Ctx) -> Value:
     if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
-        raise FeatureNotSupported("array slices are not supported", position=_position(node))
+        raise FeatureNotSupported("array slices are not supported", position=node_position(node))
     arr = _eval(node.this, ctx)
     index_node = node.expressions[0]
     i = _eval(index_node, ctx)
-    if _kind(arr.type) == "null":
+    if kind_of(arr.type) == "null":
         return arr
-    if _kind(arr.type) != "list":
-        raise _err(f"cannot subscript type {_pg_name(arr.type)} because it does not support "
+    if kind_of(arr.type) != "list":
+        raise error_at(f"cannot subscript type {pg_name(arr.type)} because it does not support "
                    "subscripting", "42804", node)
     arr = _as_list(arr, node.this)
     elem = arr.type.value_type
-    if _kind(i.type) not in ("int", "null"):
+    if kind_of(i.type) not in ("int", "null"):
         i = _cast(i, pa.int64(), index_node)
     i = i.cast(pa.int64())
     # sqlglot shifts a literal PostgreSQL subscript to 0-based while parsing (`a[1]` arrives
@@ -330,43 +326,43 @@ def _subscript(node: exp.Bracket, ctx: _Ctx) -> Value:
     if isinstance(arr, pa.Scalar) and isinstance(i, pa.Scalar):
         k = i.as_py()
         if not arr.is_valid or k is None or not 1 <= k <= len(arr.values):
-            return _null_of(elem)
+            return null_of(elem)
         return arr.values[k - 1]
     n = ctx.num_rows
-    arr = _combine(_broadcast(arr, n))
-    idx = _combine(_broadcast(i, n))
+    arr = combine(broadcast(arr, n))
+    idx = combine(broadcast(i, n))
     if len(arr.values) == 0:
         return pa.nulls(n, elem)
     k = pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
     ok = (k >= 1) & (k <= _list_lengths(arr))
     starts = arr.offsets.to_numpy()[:-1]
     out = arr.values.take(pa.array(np.where(ok, starts + k - 1, 0)))
-    return pc.if_else(pa.array(ok), out, _null_of(elem))
+    return pc.if_else(pa.array(ok), out, null_of(elem))
 
 
 def _array_cat(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
                node: exp.Expr) -> Value:
     """array || array, array || element, element || array (NULL arrays count as empty)."""
-    if _kind(a.type) != "list":
-        a = _array_operand(a, a_node, b.type.value_type, "||") if _is_unknown_literal(a_node) \
-            or _kind(a.type) == "null" else _as_singleton(a, b.type.value_type, a_node)
-    if _kind(b.type) != "list":
-        b = _array_operand(b, b_node, a.type.value_type, "||") if _is_unknown_literal(b_node) \
-            or _kind(b.type) == "null" else _as_singleton(b, a.type.value_type, b_node)
-    t = _supertype([a.type.value_type, b.type.value_type])
+    if kind_of(a.type) != "list":
+        a = _array_operand(a, a_node, b.type.value_type, "||") if is_unknown_literal(a_node) \
+            or kind_of(a.type) == "null" else _as_singleton(a, b.type.value_type, a_node)
+    if kind_of(b.type) != "list":
+        b = _array_operand(b, b_node, a.type.value_type, "||") if is_unknown_literal(b_node) \
+            or kind_of(b.type) == "null" else _as_singleton(b, a.type.value_type, b_node)
+    t = supertype([a.type.value_type, b.type.value_type])
     if t is None:
-        raise _err(f"operator does not exist: {_pg_name(a.type)} || {_pg_name(b.type)}",
+        raise error_at(f"operator does not exist: {pg_name(a.type)} || {pg_name(b.type)}",
                    "42883", node)
-    if _kind(t) == "null":
+    if kind_of(t) == "null":
         t = pa.string()
     a = _as_list(_list_cast(a, ArrayType(t), a_node))
     b = _as_list(_list_cast(b, ArrayType(t), b_node))
     if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
         if not a.is_valid and not b.is_valid:
-            return _null_of(ArrayType(t))
+            return null_of(ArrayType(t))
         return _as_array(pa.scalar((a.as_py() or []) + (b.as_py() or []), pa.list_(t)))
     n = len(b) if isinstance(a, pa.Scalar) else len(a)
-    A, B = _combine(_broadcast(a, n)), _combine(_broadcast(b, n))
+    A, B = combine(broadcast(a, n)), combine(broadcast(b, n))
     la, lb = _list_lengths(A), _list_lengths(B)
     total = la + lb
     rows = np.repeat(np.arange(n), total)
@@ -382,10 +378,10 @@ def _array_cat(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
 
 
 def _as_singleton(v: Value, elem: pa.DataType, node: exp.Expr) -> Value:
-    v = _widen(v, elem, node) if _supertype([v.type, elem]) == elem else v
+    v = _widen(v, elem, node) if supertype([v.type, elem]) == elem else v
     if isinstance(v, pa.Scalar):
         return _as_array(pa.scalar([v.as_py()], pa.list_(v.type)))
-    return _as_array(_list_from_parts(np.ones(len(v), dtype=np.int64), _combine(v), None))
+    return _as_array(_list_from_parts(np.ones(len(v), dtype=np.int64), combine(v), None))
 
 
 @_handles(exp.ArrayToString)
@@ -396,7 +392,7 @@ def _array_to_string(node: exp.ArrayToString, ctx: _Ctx) -> Value:
     null_text = _const_arg(_eval(null_node, ctx), "null string", null_node) \
         if null_node is not None else None
     if sep is None:
-        return _null_of(pa.string())
+        return null_of(pa.string())
 
     def one(a: pa.Array) -> pa.Array:
         texts = _cast(pc.list_flatten(a), pa.string(), node)
@@ -411,7 +407,7 @@ def _array_to_string(node: exp.ArrayToString, ctx: _Ctx) -> Value:
             lengths[counts.column("p").to_numpy()] = counts.column("p_count").to_numpy()
             texts = texts.filter(keep)
         return pc.binary_join(_list_from_parts(lengths, texts, pc.is_null(a)), sep)
-    return _per_array(one, arr)
+    return per_array(one, arr)
 
 
 def _array_length_fn(fn: str) -> Callable[[exp.Expr, _Ctx], Value]:
@@ -421,7 +417,7 @@ def _array_length_fn(fn: str) -> Callable[[exp.Expr, _Ctx], Value]:
         args = node.expressions if isinstance(node, exp.Anonymous) else \
             [node.this] + ([node.expression] if node.expression is not None else [])
         if len(args) != (1 if fn == "cardinality" else 2):
-            _no_function(fn, args, ctx, _position(node))
+            _no_function(fn, args, ctx, node_position(node))
         arr = _as_list(_array_operand(_eval(args[0], ctx), args[0], None, fn))
         if isinstance(arr, pa.Scalar):
             lengths: Value = pa.scalar(len(arr.values) if arr.is_valid else None, pa.int32())
@@ -433,7 +429,7 @@ def _array_length_fn(fn: str) -> Callable[[exp.Expr, _Ctx], Value]:
         value = pa.scalar(1, pa.int32()) if fn == "array_lower" else lengths
         ok = pc.fill_null(pc.and_(pc.fill_null(first_dim, False), pc.greater(lengths, 0)),
                           False)
-        return pc.if_else(ok, value, _null_of(pa.int32()))
+        return pc.if_else(ok, value, null_of(pa.int32()))
     return handler
 
 
@@ -446,9 +442,9 @@ def _string_to_array(node: exp.StringToArray, ctx: _Ctx) -> Value:
     sep_node = node.expression
     sep = _const_arg(_eval(sep_node, ctx), "delimiter", sep_node) if sep_node is not None \
         else None
-    if sep is None or _kind(s.type) == "null":
+    if sep is None or kind_of(s.type) == "null":
         raise FeatureNotSupported("string_to_array needs a constant delimiter",
-                                  position=_position(node))
+                                  position=node_position(node))
     if sep == "":
         return _as_singleton(s, pa.string(), node)
     return _as_array(pc.split_pattern(s, pattern=sep))
@@ -458,10 +454,10 @@ def _json_build_object(node: exp.Anonymous, ctx: _Ctx) -> Value:
     import json
     args = node.expressions
     if len(args) % 2:
-        raise _err("argument list must have even number of elements", "22023", node)
+        raise error_at("argument list must have even number of elements", "22023", node)
     values = [_eval(a, ctx) for a in args]
     n = 1 if all(isinstance(v, pa.Scalar) for v in values) else ctx.num_rows
-    cols = [_combine(_broadcast(v, n)).to_pylist() for v in values]
+    cols = [combine(broadcast(v, n)).to_pylist() for v in values]
     out = []
     for r in range(n):   # per row: only client catalog queries build JSON objects
         obj = {str(cols[i][r]): _json_value(cols[i + 1][r]) for i in range(0, len(cols), 2)}

@@ -16,33 +16,35 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from engine.types import decimal_to_float, pg_era_text, real_range_lost
-from planner.errors import FeatureNotSupported, SqlError, UndefinedObject
-from planner.expr.types import (
-    _any,
+from planner.errors import SqlError, UndefinedObject
+from planner.expr.arrow_values import any_true, combine, per_array, Value, view_as
+from planner.expr.located import error_at, node_position
+from planner.expr.decimal_types import (
+    as_decimal_width,
+    cap_precision,
+    DEFAULT_NUMERIC,
+    HALF_AWAY,
+    int_as_decimal_type,
+    MAX_PRECISION,
+    MAX_PRECISION_256,
+)
+from planner.expr.interval_values import (
+    interval_parts,
+    interval_scalar,
+    interval_text,
+    parse_interval,
+)
+from planner.expr.sqltypes import (
     ArrayType,
-    _as_width,
-    _cap,
-    _DEFAULT_NUMERIC,
-    _err,
-    _HALF_AWAY,
-    _int_as_decimal_type,
-    _INTERVAL,
-    _interval_parts,
-    _interval_scalar,
-    _interval_text,
-    _kind,
-    _MAX_PRECISION,
-    _MAX_PRECISION_256,
-    _named_type,
-    _null_of,
-    _parse_interval,
-    _pg_name,
-    _position,
-    _TS,
-    Value,
-    _view,
+    INTERVAL,
+    kind_of,
+    named_type,
+    null_of,
+    pg_name,
+    TIMESTAMP,
 )
 from planner.expr.core import _Ctx, _eval, _handles
+from planner.expr import intervals, timezones
 
 
 # -- casts -----------------------------------------------------------------------------------
@@ -57,15 +59,79 @@ def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     src = v.type
     if src == to:
         return v
-    ks, kt = _kind(src), _kind(to)
+    ks, kt = kind_of(src), kind_of(to)
     if ks == "null":
-        return _null_of(to) if isinstance(v, pa.Scalar) else pa.nulls(len(v), to)
+        return null_of(to) if isinstance(v, pa.Scalar) else pa.nulls(len(v), to)
+    if (kt == "timestamp" and to.tz) or (ks == "timestamp" and src.tz):
+        return _zoned_cast(v, to, node)
     fn = _CASTS.get((ks, kt))
     if fn is None:
-        raise _err(f"cannot cast type {_pg_name(src)} to {_pg_name(to)}", "42846", node)
+        raise error_at(f"cannot cast type {pg_name(src)} to {pg_name(to)}", "42846", node)
     out = fn(v, to, node)
     if pa.types.is_float32(to) and ks in ("float", "decimal", "string"):
         _check_real(fn(v, pa.float64(), node), out, node)
+    return out
+
+
+def _zoned_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """Casts to and from timestamptz, in the session's time zone (planner.expr.timezones):
+    a timestamp or date is a local time there, a timestamptz shows its local time and
+    offset as text ('2026-01-01 00:00:00-05')."""
+    ks, kt = kind_of(v.type), kind_of(to)
+    try:
+        if kt == "timestamp" and to.tz:
+            if ks == "timestamp" and v.type.tz:
+                return v.cast(to)
+            if ks in ("timestamp", "date"):
+                return timezones.to_utc(v.cast(TIMESTAMP) if ks == "date" or v.type.unit != "us"
+                                        else v)
+            if ks == "string":
+                return _string_to_timestamptz(v, node)
+        else:
+            local = timezones.to_local(v)
+            if kt == "timestamp":
+                return local
+            if kt == "date":
+                return _timestamp_to_date(local, pa.date32(), node)
+            if kt == "string":
+                text = _to_text(local, pa.string(), node)
+                offset = timezones.offset_text(v)
+                return pc.binary_join_element_wise(text, offset, "")
+    except SqlError as e:
+        raise error_at(e.message, e.sqlstate, node) from None
+    raise error_at(f"cannot cast type {pg_name(v.type)} to {pg_name(to)}", "42846", node)
+
+
+# a timestamptz's text: the local time, then an ISO offset or a zone name (or none: the
+# session's zone)
+_ZONED_TEXT = re.compile(r"^\s*(?P<ts>-?\d+-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}"
+                         r"(?::\d{2}(?:\.\d*)?)?)?)\s*(?P<zone>[Zz]|UTC|utc|GMT|gmt|"
+                         r"[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_]*(?:/[A-Za-z_+-]+)+)?"
+                         r"\s*$")
+
+
+def _string_to_timestamptz(v: Value, node: exp.Expr | None) -> Value:
+    """Text -> instants: the zone the text names (an ISO offset '+02', 'Z', 'UTC', a zone
+    name), else the session's; each distinct zone once, vectorised over its rows."""
+    if isinstance(v, pa.Scalar):
+        return _string_to_timestamptz(pa.array([v.as_py()], pa.string()), node)[0]
+    a = combine(v)
+    m = pc.extract_regex(a, _ZONED_TEXT.pattern)
+    local_text = pc.if_else(pc.is_valid(m), pc.struct_field(m, "ts"), a)
+    local = _string_to_timestamp(local_text, TIMESTAMP, node)
+    zones = pc.struct_field(m, "zone")
+    out = timezones.to_utc(local)                        # no zone given: the session's
+    present = pc.fill_null(pc.and_(pc.is_valid(zones), pc.not_equal(zones, "")), False)
+    if not pc.any(present).as_py():
+        return out
+    for z in pc.unique(pc.filter(zones, present)).to_pylist():
+        rows = pc.fill_null(pc.equal(zones, z), False)
+        om = re.fullmatch(r"([+-])(\d{1,2})(?::?(\d{2}))?", z)
+        if om:                  # ISO: '+02' is east of Greenwich
+            zone = f"{om.group(1)}{int(om.group(2)):02d}:{om.group(3) or '00'}"
+        else:
+            zone = timezones.arrow_zone(z)
+        out = pc.if_else(rows, timezones.to_utc(local, zone), out)
     return out
 
 
@@ -73,8 +139,8 @@ def _check_real(wide: Value, out: Value, node: exp.Expr | None) -> None:
     """PostgreSQL's float4 refuses a finite value that becomes Infinity (overflow) and a
     non-zero one that becomes 0 (underflow): 22003 (engine.types.real_range_lost)."""
     for lost, what in zip(real_range_lost(wide, out), ("overflow", "underflow")):
-        if _any(lost):
-            raise _err(f"value out of range: {what}", "22003", node)
+        if any_true(lost):
+            raise error_at(f"value out of range: {what}", "22003", node)
 
 
 def _cast_checked(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
@@ -85,23 +151,23 @@ def _cast_checked(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
 
 
 def _out_of_range(t: pa.DataType, node: exp.Expr | None) -> SqlError:
-    if _kind(t) == "int":
-        return _err(f"{_pg_name(t)} out of range", "22003", node)
-    if _kind(t) == "decimal":
-        return _err("numeric field overflow", "22003", node)
-    return _err(f"{_pg_name(t)} out of range", "22008" if _kind(t) in ("date", "timestamp")
+    if kind_of(t) == "int":
+        return error_at(f"{pg_name(t)} out of range", "22003", node)
+    if kind_of(t) == "decimal":
+        return error_at("numeric field overflow", "22003", node)
+    return error_at(f"{pg_name(t)} out of range", "22008" if kind_of(t) in ("date", "timestamp")
                 else "22003", node)
 
 
-def _round(v: Value, ndigits: int, mode: str = _HALF_AWAY) -> Value:
+def _round(v: Value, ndigits: int, mode: str = HALF_AWAY) -> Value:
     """pc.round; a decimal first gains an integer digit, as Arrow wants room for a carry."""
     t = v.type
-    if _kind(t) == "decimal":
-        if t.bit_width == 128 and t.precision < _MAX_PRECISION:
-            v = _view(v, pa.decimal128(t.precision + 1, t.scale))
-        elif t.precision < _MAX_PRECISION_256:
-            v = _as_width(v, 256)
-            v = _view(v, pa.decimal256(t.precision + 1, t.scale))
+    if kind_of(t) == "decimal":
+        if t.bit_width == 128 and t.precision < MAX_PRECISION:
+            v = view_as(v, pa.decimal128(t.precision + 1, t.scale))
+        elif t.precision < MAX_PRECISION_256:
+            v = as_decimal_width(v, 256)
+            v = view_as(v, pa.decimal256(t.precision + 1, t.scale))
     return pc.round(v, ndigits=ndigits, round_mode=mode)
 
 
@@ -110,13 +176,13 @@ def _decimal_to_decimal(v: Value, to: pa.DataType, node: exp.Expr | None) -> Val
         v = _round(v, to.scale)
     if (to.scale == v.type.scale and to.precision >= v.type.precision
             and to.bit_width == v.type.bit_width):
-        return _view(v, to)
+        return view_as(v, to)
     return _cast_checked(v, to, node)
 
 
 def _int_to_decimal_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     # Arrow's int -> decimal cast wants room for the type's full range; check values instead.
-    return _decimal_to_decimal(v.cast(_int_as_decimal_type(v.type)), to, node)
+    return _decimal_to_decimal(v.cast(int_as_decimal_type(v.type)), to, node)
 
 
 def _decimal_to_int(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
@@ -153,14 +219,14 @@ def _bad_input(to: pa.DataType, e: pa.ArrowInvalid | None, v: Value,
                node: exp.Expr | None) -> SqlError:
     m = _PARSE_FAILURE.search(str(e)) if e is not None else None
     text = m.group(1) if m else _first_valid_text(v)
-    kind = _kind(to)
+    kind = kind_of(to)
     if kind == "int" and re.fullmatch(r"\s*[+-]?\d+\s*", text):
-        return _err(f'value "{text}" is out of range for type {_pg_name(to)}', "22003", node)
+        return error_at(f'value "{text}" is out of range for type {pg_name(to)}', "22003", node)
     if kind in ("date", "timestamp"):
         if re.fullmatch(r"\s*\d{4}-\d{1,2}-\d{1,2}([ T].*)?", text):
-            return _err(f'date/time field value out of range: "{text}"', "22008", node)
-        return _err(f'invalid input syntax for type {_pg_name(to)}: "{text}"', "22007", node)
-    return _err(f'invalid input syntax for type {_pg_name(to)}: "{text}"', "22P02", node)
+            return error_at(f'date/time field value out of range: "{text}"', "22008", node)
+        return error_at(f'invalid input syntax for type {pg_name(to)}: "{text}"', "22007", node)
+    return error_at(f'invalid input syntax for type {pg_name(to)}: "{text}"', "22P02", node)
 
 
 def _first_valid_text(v: Value) -> str:
@@ -172,13 +238,13 @@ def _first_valid_text(v: Value) -> str:
 
 def _string_to_number(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     t = _trimmed(v)
-    if _kind(to) == "decimal":
+    if kind_of(to) == "decimal":
         try:
-            wide = t.cast(pa.decimal256(_MAX_PRECISION_256, _MAX_PRECISION))
+            wide = t.cast(pa.decimal256(MAX_PRECISION_256, MAX_PRECISION))
         except pa.ArrowInvalid as e:
             raise _bad_input(to, e, v, node) from None
         return _decimal_to_decimal(wide, to, node)
-    if _kind(to) == "int":      # '+7' is 7 (Arrow's integer parser refuses the sign)
+    if kind_of(to) == "int":      # '+7' is 7 (Arrow's integer parser refuses the sign)
         t = pc.replace_substring_regex(t, pattern=r"^\+(\d)", replacement=r"\1")
     try:
         return t.cast(to)
@@ -200,7 +266,7 @@ def _string_to_bool(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     is_true = pc.is_in(t, value_set=pa.array(_TRUE_WORDS))
     is_false = pc.is_in(t, value_set=pa.array(_FALSE_WORDS))
     _reject(v, pc.and_(pc.invert(pc.or_(is_true, is_false)), pc.is_valid(t)), to, node)
-    return pc.if_else(pc.is_valid(t), is_true, _null_of(pa.bool_()))
+    return pc.if_else(pc.is_valid(t), is_true, null_of(pa.bool_()))
 
 
 _DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
@@ -289,11 +355,13 @@ def _pg_float(text: str, limit: int) -> str:
 
 def _string_to_interval(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     if not isinstance(v, pa.Scalar):
-        raise FeatureNotSupported("casting a text column to interval is not supported",
-                                  position=_position(node))
+        try:
+            return intervals.parse_text(v, node)
+        except SqlError as e:
+            raise error_at(e.message, e.sqlstate, node) from None
     if not v.is_valid:
-        return _null_of(_INTERVAL)
-    return _interval_scalar(*_parse_interval(v.as_py(), None, node))
+        return null_of(INTERVAL)
+    return interval_scalar(*parse_interval(v.as_py(), None, node))
 
 
 def _timestamp_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
@@ -301,9 +369,9 @@ def _timestamp_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Valu
 
 
 def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "timestamp":
-        s = pc.strftime(v.cast(_TS) if v.type.unit != "us" else v, format="%Y-%m-%d %H:%M:%S")
+        s = pc.strftime(v.cast(TIMESTAMP) if v.type.unit != "us" else v, format="%Y-%m-%d %H:%M:%S")
         s = pc.replace_substring_regex(s, pattern=r"\.(\d*?)0+$", replacement=r".\1")
         s = pc.replace_substring_regex(s, pattern=r"\.$", replacement="")
         s = pg_era_text(s, pc.year(v))
@@ -313,9 +381,8 @@ def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
         s = _float_text(v)
     elif k == "interval":
         if not isinstance(v, pa.Scalar):
-            raise FeatureNotSupported("casting an interval column to text is not supported",
-                                      position=_position(node))
-        s = pa.scalar(None if not v.is_valid else _interval_text(*_interval_parts(v)))
+            return per_array(intervals.format_text, v)
+        s = pa.scalar(None if not v.is_valid else interval_text(*interval_parts(v)))
     elif k == "decimal":
         # numeric's text has every scale digit and no exponent; Arrow writes '0E-10' for
         # small values at large scales, so those (rare) values are formatted one by one
@@ -358,12 +425,12 @@ def _bytea_in(text: str, node: exp.Expr | None) -> bytes:
     if text.startswith("\\x"):
         digits = "".join(text[2:].split())
         if len(digits) % 2:
-            raise _err("invalid hexadecimal data: odd number of digits", "22023", node)
+            raise error_at("invalid hexadecimal data: odd number of digits", "22023", node)
         try:
             return bytes.fromhex(digits)
         except ValueError:
             bad = next(c for c in digits if c not in "0123456789abcdefABCDEF")
-            raise _err(f'invalid hexadecimal digit: "{bad}"', "22023", node) from None
+            raise error_at(f'invalid hexadecimal digit: "{bad}"', "22023", node) from None
     out, i = bytearray(), 0
     while i < len(text):
         c = text[i]
@@ -377,7 +444,7 @@ def _bytea_in(text: str, node: exp.Expr | None) -> bytes:
             out.append(int(text[i + 1:i + 4], 8))
             i += 4
         else:
-            raise _err("invalid input syntax for type bytea", "22P02", node)
+            raise error_at("invalid input syntax for type bytea", "22P02", node)
     return bytes(out)
 
 
@@ -433,23 +500,24 @@ def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) ->
     """The Arrow type of a SQL type name; NUMERIC without (p, s) adapts to `source`."""
     T = exp.DataType.Type
     if isinstance(dt, exp.ObjectIdentifier):        # oid, regclass, regtype, ...
-        return _named_type(dt.name, node)
+        return named_type(dt.name, node)
     t = dt.this
     if t == T.USERDEFINED:                          # pg_catalog.text, "char", int2vector
         kind = dt.args.get("kind")
-        return _named_type(kind.name if kind is not None else dt.sql(), node)
+        return named_type(kind.name if kind is not None else dt.sql(), node)
     if t == T.ARRAY and dt.expressions:
         elem = _arrow_type(dt.expressions[0], source.value_type if source is not None and
-                           _kind(source) == "list" else None, node)
+                           kind_of(source) == "list" else None, node)
         return ArrayType(elem)
     if t == T.NAME:
         return pa.string()
     simple = {
         T.TINYINT: pa.int8(), T.SMALLINT: pa.int16(), T.INT: pa.int32(), T.BIGINT: pa.int64(),
         T.FLOAT: pa.float32(), T.DOUBLE: pa.float64(), T.BOOLEAN: pa.bool_(),
-        T.DATE: pa.date32(), T.TIMESTAMP: _TS, T.TIMESTAMPTZ: _TS, T.DATETIME: _TS,
-        T.TIMESTAMPNTZ: _TS, T.VARBINARY: pa.binary(), T.BINARY: pa.binary(),
-        T.BLOB: pa.binary(), T.INTERVAL: _INTERVAL,
+        T.DATE: pa.date32(), T.TIMESTAMP: TIMESTAMP, T.TIMESTAMPTZ: timezones.TIMESTAMPTZ,
+        T.DATETIME: TIMESTAMP,
+        T.TIMESTAMPNTZ: TIMESTAMP, T.VARBINARY: pa.binary(), T.BINARY: pa.binary(),
+        T.BLOB: pa.binary(), T.INTERVAL: INTERVAL,
         T.TEXT: pa.string(), T.VARCHAR: pa.string(), T.CHAR: pa.string(),
         T.NCHAR: pa.string(), T.NVARCHAR: pa.string(),
     }
@@ -459,19 +527,20 @@ def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) ->
         params = [int(p.this.this) for p in dt.expressions]
         if params:
             p, s = params[0], params[1] if len(params) > 1 else 0
-            if not 1 <= p <= _MAX_PRECISION:
-                raise _err(f"NUMERIC precision {p} must be between 1 and 38", "22023", node)
+            if not 1 <= p <= MAX_PRECISION:
+                raise error_at(f"NUMERIC precision {p} must be between 1 and 38", "22023", node)
             if not 0 <= s <= p:
-                raise _err(f"NUMERIC scale {s} must be between 0 and precision {p}", "22023",
+                raise error_at(f"NUMERIC scale {s} must be between 0 and precision {p}", "22023",
                            node)
             return pa.decimal128(p, s)
-        if source is not None and _kind(source) == "decimal":
-            return source if source.bit_width == 128 else _cap(source.precision, source.scale)
-        if source is not None and _kind(source) == "int":
-            return _int_as_decimal_type(source)
-        return _DEFAULT_NUMERIC
+        if source is not None and kind_of(source) == "decimal":
+            return source if source.bit_width == 128 else \
+                cap_precision(source.precision, source.scale)
+        if source is not None and kind_of(source) == "int":
+            return int_as_decimal_type(source)
+        return DEFAULT_NUMERIC
     raise UndefinedObject(f'type "{dt.sql(dialect="postgres").lower()}" does not exist',
-                          position=_position(node))
+                          position=node_position(node))
 
 
 @_handles(exp.Cast)

@@ -12,17 +12,10 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
-from planner.expr.types import (
-    _err,
-    _int_to_decimal,
-    _is_unknown_literal,
-    _kind,
-    _NUMERIC,
-    _pg_name,
-    _position,
-    _supertype,
-    Value,
-)
+from planner.expr.arrow_values import Value
+from planner.expr.located import error_at, node_position
+from planner.expr.decimal_types import int_to_decimal
+from planner.expr.sqltypes import is_unknown_literal, kind_of, NUMERIC_KINDS, pg_name, supertype
 from planner.expr.casts import _cast
 
 
@@ -30,22 +23,22 @@ from planner.expr.casts import _cast
 
 
 def _boolean_arg(v: Value, what: str, node: exp.Expr) -> Value:
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "bool":
         return v
     if k == "null":
         return v.cast(pa.bool_())
-    raise _err(f"argument of {what} must be type boolean, not type {_pg_name(v.type)}",
+    raise error_at(f"argument of {what} must be type boolean, not type {pg_name(v.type)}",
                "42804", node)
 
 
 def _coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
                  op: str, node: exp.Expr) -> tuple[Value, Value]:
     """Bring two operands of a comparison to one type (PostgreSQL's resolution, simplified)."""
-    ka, kb = _kind(a.type), _kind(b.type)
-    if _is_unknown_literal(a_node) and kb not in ("string", "null"):
+    ka, kb = kind_of(a.type), kind_of(b.type)
+    if is_unknown_literal(a_node) and kb not in ("string", "null"):
         a, ka = _cast(a, b.type, a_node), kb
-    elif _is_unknown_literal(b_node) and ka not in ("string", "null"):
+    elif is_unknown_literal(b_node) and ka not in ("string", "null"):
         b, kb = _cast(b, a.type, b_node), ka
     if a.type == b.type:
         return a, b
@@ -55,12 +48,12 @@ def _coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
         return a, b.cast(a.type)
     if "decimal" in (ka, kb):
         if ka == "int" and isinstance(a, pa.Scalar):
-            a = _int_to_decimal(a)
+            a = int_to_decimal(a)
         if kb == "int" and isinstance(b, pa.Scalar):
-            b = _int_to_decimal(b)
-    t = _supertype([a.type, b.type], operator=True)
+            b = int_to_decimal(b)
+    t = supertype([a.type, b.type], operator=True)
     if t is None:
-        raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
+        raise error_at(f"operator does not exist: {pg_name(a.type)} {op} {pg_name(b.type)}",
                    "42883", node)
     # A constant that fits the column's type exactly is cast instead of the column.
     if isinstance(b, pa.Scalar) and not isinstance(a, pa.Scalar) and a.type != t:
@@ -76,7 +69,7 @@ def _coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
 
 def _narrow(s: pa.Scalar, t: pa.DataType) -> pa.Scalar | None:
     """`s` cast to `t` if the cast is exact (same family, value preserved), else None."""
-    if _kind(s.type) != _kind(t) and {_kind(s.type), _kind(t)} != {"int", "decimal"}:
+    if kind_of(s.type) != kind_of(t) and {kind_of(s.type), kind_of(t)} != {"int", "decimal"}:
         return None
     try:
         c = s.cast(t)
@@ -93,10 +86,10 @@ def _widen(v: Value, t: pa.DataType, node: exp.Expr | None) -> Value:
 
 
 def _check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
-    if _kind(a.type) == _kind(b.type) == "interval":
+    if kind_of(a.type) == kind_of(b.type) == "interval":
         return
-    if _kind(a.type) in ("interval", "other", "time") or _kind(b.type) in ("interval", "other"):
-        raise _err(f"operator does not exist: {_pg_name(a.type)} {op} {_pg_name(b.type)}",
+    if kind_of(a.type) in ("interval", "other", "time") or kind_of(b.type) in ("interval", "other"):
+        raise error_at(f"operator does not exist: {pg_name(a.type)} {op} {pg_name(b.type)}",
                    "42883", node)
 
 
@@ -107,17 +100,17 @@ def _unify(values: list[Value], nodes: list[exp.Expr], what: str,
            node: exp.Expr) -> tuple[list[Value], pa.DataType]:
     """Cast values to one type; unknown literals adopt the others' type (else text)."""
     typed = [v for v, n in zip(values, nodes)
-             if not _is_unknown_literal(n) and _kind(v.type) != "null"]
-    if any(_kind(v.type) == "decimal" for v in typed):
-        typed = [_int_to_decimal(v) if _kind(v.type) == "int" and isinstance(v, pa.Scalar)
+             if not is_unknown_literal(n) and kind_of(v.type) != "null"]
+    if any(kind_of(v.type) == "decimal" for v in typed):
+        typed = [int_to_decimal(v) if kind_of(v.type) == "int" and isinstance(v, pa.Scalar)
                  else v for v in typed]
     if typed:
-        t = _supertype([v.type for v in typed])
+        t = supertype([v.type for v in typed])
         if t is None:
             a, b = _first_mismatch([v.type for v in typed])
-            raise _err(f"{what} types {_pg_name(a)} and {_pg_name(b)} cannot be matched",
+            raise error_at(f"{what} types {pg_name(a)} and {pg_name(b)} cannot be matched",
                        "42804", node)
-    elif any(_is_unknown_literal(n) for n in nodes):
+    elif any(is_unknown_literal(n) for n in nodes):
         t = pa.string()
     else:
         t = pa.null()
@@ -127,7 +120,7 @@ def _unify(values: list[Value], nodes: list[exp.Expr], what: str,
 def _first_mismatch(types: list[pa.DataType]) -> tuple[pa.DataType, pa.DataType]:
     for i, a in enumerate(types):
         for b in types[i + 1:]:
-            if _supertype([a, b]) is None:
+            if supertype([a, b]) is None:
                 return a, b
     return types[0], types[-1]
 
@@ -136,16 +129,16 @@ def _first_mismatch(types: list[pa.DataType]) -> tuple[pa.DataType, pa.DataType]
 
 
 def _string_arg(v: Value, fn: str, node: exp.Expr) -> Value:
-    if _kind(v.type) in ("string", "null"):
+    if kind_of(v.type) in ("string", "null"):
         return v
-    raise _err(f"function {fn}({_pg_name(v.type)}) does not exist", "42883", node)
+    raise error_at(f"function {fn}({pg_name(v.type)}) does not exist", "42883", node)
 
 
 def _text(v: Value, node: exp.Expr, output: bool = False) -> Value:
     """Any value as text: its cast to text (for ||: `true || 'x'` is 'truex'), or with
     `output` its output form (CONCAT, CONCAT_WS: `concat(true)` is 't'), the same but for
     a boolean."""
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "string":
         return v
     if k == "null":
@@ -159,13 +152,13 @@ def _const_arg(v: Value, what: str, node: exp.Expr) -> Any:
     """The Python value of an argument that must be constant (None for NULL)."""
     if not isinstance(v, pa.Scalar):
         raise FeatureNotSupported(f"a non-constant {what} is not supported",
-                                  position=_position(node))
+                                  position=node_position(node))
     return v.as_py()
 
 
 def _int_arg(v: Value, what: str, node: exp.Expr) -> int | None:
-    if _kind(v.type) not in ("int", "null", "decimal", "float"):
-        raise _err(f"{what} must be an integer, not type {_pg_name(v.type)}", "42804", node)
+    if kind_of(v.type) not in ("int", "null", "decimal", "float"):
+        raise error_at(f"{what} must be an integer, not type {pg_name(v.type)}", "42804", node)
     x = _const_arg(v, what, node)
     return None if x is None else int(_cast(v, pa.int64(), node).as_py())
 
@@ -174,10 +167,10 @@ def _int_arg(v: Value, what: str, node: exp.Expr) -> int | None:
 
 
 def _numeric_arg(v: Value, fn: str, node: exp.Expr) -> Value:
-    if _is_unknown_literal(node):
+    if is_unknown_literal(node):
         return _cast(v, pa.float64(), node)
-    if _kind(v.type) in _NUMERIC:
+    if kind_of(v.type) in NUMERIC_KINDS:
         return v
-    if _kind(v.type) == "null":
+    if kind_of(v.type) == "null":
         return v.cast(pa.float64())
-    raise _err(f"function {fn}({_pg_name(v.type)}) does not exist", "42883", node)
+    raise error_at(f"function {fn}({pg_name(v.type)}) does not exist", "42883", node)

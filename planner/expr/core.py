@@ -20,19 +20,10 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported, SqlError
-from planner.expr.types import (
-    _broadcast,
-    _combine,
-    _digits,
-    _err,
-    _kind,
-    function_name,
-    user_sql,
-    _MAX_PRECISION,
-    _pg_name,
-    _position,
-    Value,
-)
+from planner.expr.arrow_values import broadcast, combine, Value
+from planner.expr.located import error_at, function_name, node_position, user_sql
+from planner.expr.decimal_types import decimal_digits, MAX_PRECISION
+from planner.expr.sqltypes import kind_of, pg_name
 
 
 # -- public API ------------------------------------------------------------------------------
@@ -60,7 +51,7 @@ def evaluate(node: exp.Expression, batch: pa.Table | pa.RecordBatch) -> pa.Array
     operators (42883), type mismatches (42804) and data errors (22xxx).
     """
     ctx = _Ctx(batch)
-    return _broadcast(_eval(node, ctx), ctx.num_rows)
+    return broadcast(_eval(node, ctx), ctx.num_rows)
 
 
 def evaluate_filter(node: exp.Expression,
@@ -68,11 +59,11 @@ def evaluate_filter(node: exp.Expression,
     """WHERE semantics: a boolean per row, NULL counted as false. Non-boolean is 42804."""
     ctx = _Ctx(batch)
     v = _eval(node, ctx)
-    if _kind(v.type) == "null":
+    if kind_of(v.type) == "null":
         return pa.repeat(pa.scalar(False), ctx.num_rows)
-    if _kind(v.type) != "bool":
-        raise SqlError(f"argument of WHERE must be type boolean, not type {_pg_name(v.type)}",
-                       "42804", _position(node))
+    if kind_of(v.type) != "bool":
+        raise SqlError(f"argument of WHERE must be type boolean, not type {pg_name(v.type)}",
+                       "42804", node_position(node))
     if isinstance(v, pa.Scalar):
         return pa.repeat(pa.scalar(bool(v.as_py())), ctx.num_rows)
     return pc.fill_null(v, False)
@@ -126,14 +117,17 @@ def _eval(node: exp.Expr, ctx: _Ctx) -> Value:
     except pa.ArrowException as e:
         raise _from_arrow(e, node) from None
     except OverflowError:
-        raise SqlError("value out of range", "22003", _position(node)) from None
+        raise SqlError("value out of range", "22003", node_position(node)) from None
 
 
 def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
     """`node` over the rows where `mask` holds; other rows are unspecified (null or a value).
 
     Tries all rows first (one kernel call); only a data exception triggers the re-evaluation
-    on the masked rows, scattered back into a full-length column.
+    on the masked rows, scattered back into a full-length column. When no row reaches
+    `node` its error is never raised (a branch not taken, even a constant one such as the
+    1/0 of `CASE WHEN x > 0 THEN x ELSE 1/0 END` over rows that are all positive): the value
+    is then an untyped NULL, which the CASE / COALESCE around it never picks.
     """
     try:
         return _eval(node, ctx)
@@ -141,21 +135,29 @@ def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
         if mask is None or not e.sqlstate.startswith("22"):
             raise
         sub = ctx.filtered(mask)
-        if sub.num_rows == ctx.num_rows:
+        if sub.num_rows == ctx.num_rows and ctx.num_rows:
             raise
+        if not sub.num_rows and not _any_true(mask):
+            return pa.scalar(None)
         v = _eval(node, sub)
         if isinstance(v, pa.Scalar):
             return v
         return _scatter(mask, v, ctx.num_rows)
 
 
+def _any_true(mask: Value) -> bool:
+    if isinstance(mask, pa.Scalar):
+        return bool(mask.as_py())
+    return bool(pc.any(pc.fill_null(mask, False)).as_py())
+
+
 def _scatter(mask: Value, values: pa.Array | pa.ChunkedArray, n: int) -> pa.Array:
-    mask = _combine(_broadcast(pc.fill_null(mask, False), n))
-    return pc.replace_with_mask(pa.nulls(n, values.type), mask, _combine(values))
+    mask = combine(broadcast(pc.fill_null(mask, False), n))
+    return pc.replace_with_mask(pa.nulls(n, values.type), mask, combine(values))
 
 
 def _unsupported(node: exp.Expr, ctx: _Ctx) -> None:
-    pos = _position(node)
+    pos = node_position(node)
     if isinstance(node, exp.AggFunc):
         raise SqlError(f"aggregate function {function_name(node)}() is not allowed here",
                        "42803", pos)
@@ -172,7 +174,7 @@ def _no_function(name: str, args: list[exp.Expr] | None, ctx: _Ctx, pos: int | N
     types = []
     for a in args or []:
         try:
-            types.append(_pg_name(_eval(a, ctx).type))
+            types.append(pg_name(_eval(a, ctx).type))
         except SqlError:
             types.append("unknown")
     raise SqlError(f"function {name.lower()}({', '.join(types)}) does not exist", "42883", pos)
@@ -182,18 +184,18 @@ def _from_arrow(e: pa.ArrowException, node: exp.Expr) -> SqlError:
     msg = str(e)
     low = msg.lower()
     if "divide by zero" in low:
-        return _err("division by zero", "22012", node)
+        return error_at("division by zero", "22012", node)
     if "square root of negative" in low:
-        return _err("cannot take square root of a negative number", "2201F", node)
+        return error_at("cannot take square root of a negative number", "2201F", node)
     if "logarithm of zero" in low:
-        return _err("cannot take logarithm of zero", "2201E", node)
+        return error_at("cannot take logarithm of zero", "2201E", node)
     if "logarithm of negative" in low:
-        return _err("cannot take logarithm of a negative number", "2201E", node)
+        return error_at("cannot take logarithm of a negative number", "2201E", node)
     if any(w in low for w in ("overflow", "out of bounds", "does not fit", "out of range")):
-        return _err("value out of range", "22003", node)
+        return error_at("value out of range", "22003", node)
     if isinstance(e, (pa.ArrowNotImplementedError, pa.ArrowTypeError)):
-        return _err(f"operator does not exist: {user_sql(node)}", "42883", node)
-    return _err(msg, "22000", node)
+        return error_at(f"operator does not exist: {user_sql(node)}", "42883", node)
+    return error_at(msg, "22000", node)
 
 
 # -- leaves ----------------------------------------------------------------------------------
@@ -205,9 +207,9 @@ def _column(node: exp.Column, ctx: _Ctx) -> Value:
     i = ctx.index.get(key)
     if i is None:
         if isinstance(node.this, exp.Star):
-            raise FeatureNotSupported("* is not a scalar expression", position=_position(node))
+            raise FeatureNotSupported("* is not a scalar expression", position=node_position(node))
         name = f"{node.table}.{node.name}" if node.table else f'"{node.name}"'
-        raise _err(f"column {name} does not exist", "42703", node)
+        raise error_at(f"column {name} does not exist", "42703", node)
     return ctx.column(i)
 
 
@@ -217,20 +219,22 @@ def _literal(node: exp.Literal, ctx: _Ctx) -> Value:
     if node.is_string:
         return pa.scalar(text, pa.string())
     if re.fullmatch(r"[+-]?\d+", text):
-        n = int(text)
+        n = int(text)          # integer (int4), else bigint, else numeric: PostgreSQL's
+        if -(2**31) <= n < 2**31:
+            return pa.scalar(n, pa.int32())
         if -(2**63) <= n < 2**63:
             return pa.scalar(n, pa.int64())
-        if _digits(n) > _MAX_PRECISION:
-            raise _err("value out of range", "22003", node)
-        return pa.scalar(decimal.Decimal(n), pa.decimal128(_digits(n), 0))
+        if decimal_digits(n) > MAX_PRECISION:
+            raise error_at("value out of range", "22003", node)
+        return pa.scalar(decimal.Decimal(n), pa.decimal128(decimal_digits(n), 0))
     if re.search(r"[eE]", text):
         return pa.scalar(float(text), pa.float64())
     d = decimal.Decimal(text)
     _, digits, exponent = d.as_tuple()
     scale = max(-exponent, 0)
     precision = max(len(digits), scale, 1)
-    if precision > _MAX_PRECISION:
-        raise _err("value out of range", "22003", node)
+    if precision > MAX_PRECISION:
+        raise error_at("value out of range", "22003", node)
     return pa.scalar(d, pa.decimal128(precision, scale))
 
 
@@ -264,5 +268,5 @@ _NON_DETERMINISTIC = {"clock_timestamp"}
 def _anonymous(node: exp.Anonymous, ctx: _Ctx) -> Value:
     fn = _ANONYMOUS.get(node.name.lower())
     if fn is None:
-        _no_function(node.name, node.expressions, ctx, _position(node))
+        _no_function(node.name, node.expressions, ctx, node_position(node))
     return fn(node, ctx)

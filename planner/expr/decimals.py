@@ -12,20 +12,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from planner.expr.types import (
-    _any,
-    _as_width,
-    _broadcast,
-    _cap,
-    _DECIMAL_CTX,
-    _decimal_type,
-    _digits,
-    _err,
-    _MAX_PRECISION,
-    _MAX_PRECISION_256,
-    _MIN_ADJUSTED_SCALE,
-    Value,
-    _view,
+from planner.expr.arrow_values import any_true, broadcast, Value, view_as
+from planner.expr.located import error_at
+from planner.expr.decimal_types import (
+    as_decimal_width,
+    cap_precision,
+    DECIMAL_CTX,
+    decimal_digits,
+    decimal_type,
+    MAX_PRECISION,
+    MAX_PRECISION_256,
+    MIN_ADJUSTED_SCALE,
 )
 from planner.expr.casts import _cast_checked, _decimal_to_decimal, _round
 
@@ -37,8 +34,8 @@ def _check_nonzero(b: Value, node: exp.Expr, a: Value | None = None) -> None:
         pc.equal(b, pa.scalar(0, b.type))
     if a is not None:
         zero = pc.and_(zero, pc.is_valid(a))
-    if _any(zero):
-        raise _err("division by zero", "22012", node)
+    if any_true(zero):
+        raise error_at("division by zero", "22012", node)
 
 
 def _max_unscaled_digits(v: Value) -> int:
@@ -49,8 +46,8 @@ def _max_unscaled_digits(v: Value) -> int:
         mm = pc.min_max(v)
         values = [mm["min"].as_py(), mm["max"].as_py()]
     scale = v.type.scale
-    unscaled = [abs(int(d.scaleb(scale, context=_DECIMAL_CTX))) for d in values if d is not None]
-    return max([_digits(u) for u in unscaled] + [1])
+    unscaled = [abs(int(d.scaleb(scale, context=DECIMAL_CTX))) for d in values if d is not None]
+    return max([decimal_digits(u) for u in unscaled] + [1])
 
 
 def _shrink(v: Value) -> Value:
@@ -60,23 +57,23 @@ def _shrink(v: Value) -> Value:
     if p >= t.precision:
         return v
     new = pa.decimal128(p, t.scale) if t.bit_width == 128 else pa.decimal256(p, t.scale)
-    return _view(v, new)
+    return view_as(v, new)
 
 
 def _decimal_result_type(op: str, t1: pa.DataType, t2: pa.DataType) -> pa.DataType:
     p1, s1, p2, s2 = t1.precision, t1.scale, t2.precision, t2.scale
     if op in "+-":
         s = max(s1, s2)
-        return _cap(max(p1 - s1, p2 - s2) + s + 1, s)
+        return cap_precision(max(p1 - s1, p2 - s2) + s + 1, s)
     if op == "*":
-        return _cap(p1 + p2 + 1, s1 + s2)
+        return cap_precision(p1 + p2 + 1, s1 + s2)
     if op == "/":
-        s = max(_MIN_ADJUSTED_SCALE, s1 + p2 + 1)
-        return _cap(p1 - s1 + s2 + s, s)
+        s = max(MIN_ADJUSTED_SCALE, s1 + p2 + 1)
+        return cap_precision(p1 - s1 + s2 + s, s)
     if op == "//":
-        return _cap(p1 - s1 + s2 + 1, 0)
+        return cap_precision(p1 - s1 + s2 + 1, 0)
     s = max(s1, s2)  # %
-    return _cap(min(p1 - s1, p2 - s2) + s, s)
+    return cap_precision(min(p1 - s1, p2 - s2) + s, s)
 
 
 def _arrow_decimal_type(op: str, t1: pa.DataType, t2: pa.DataType) -> tuple[int, int]:
@@ -94,17 +91,17 @@ def _arrow_decimal_type(op: str, t1: pa.DataType, t2: pa.DataType) -> tuple[int,
 def _decimal_kernel(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     """Arrow's decimal kernel for + - * /, on widths where its exact result cannot overflow."""
     p, _ = _arrow_decimal_type(op, a.type, b.type)
-    if p > _MAX_PRECISION:
+    if p > MAX_PRECISION:
         a, b = _shrink(a), _shrink(b)
         p, _ = _arrow_decimal_type(op, a.type, b.type)
-    if p > _MAX_PRECISION_256:
+    if p > MAX_PRECISION_256:
         p_a, p_b = a.type.precision, b.type.precision
-        if op == "*" and p_a + p_b <= _MAX_PRECISION_256:  # |a * b| < 10**76 always fits
-            label = min(p_a, _MAX_PRECISION_256 - 2)
-            return _unchecked_product(a, label, b, _MAX_PRECISION_256 - 1 - label)
-        raise _err("numeric field overflow", "22003", node)
-    bits = 128 if p <= _MAX_PRECISION else 256
-    a, b = _as_width(a, bits), _as_width(b, bits)
+        if op == "*" and p_a + p_b <= MAX_PRECISION_256:  # |a * b| < 10**76 always fits
+            label = min(p_a, MAX_PRECISION_256 - 2)
+            return _unchecked_product(a, label, b, MAX_PRECISION_256 - 1 - label)
+        raise error_at("numeric field overflow", "22003", node)
+    bits = 128 if p <= MAX_PRECISION else 256
+    a, b = as_decimal_width(a, bits), as_decimal_width(b, bits)
     kernel = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}[op]
     return kernel(a, b)
 
@@ -121,7 +118,7 @@ def _decimal_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     ia, ib = _unscaled(_upscale(a, s, node)), _unscaled(_upscale(b, s, node))
     q = _decimal_quotient(ia, ib, 0, node)
     q = _round(q, 0, "towards_zero")
-    q = _decimal_to_decimal(q, _decimal_type(max(q.type.precision - q.type.scale, 1), 0), node)
+    q = _decimal_to_decimal(q, decimal_type(max(q.type.precision - q.type.scale, 1), 0), node)
     if op == "//":
         return _decimal_to_decimal(q, target, node)
     r = _decimal_kernel("-", ia, _product_bounded_by(ib, q, node), node)
@@ -137,16 +134,16 @@ def _product_bounded_by(b: Value, q: Value, node: exp.Expr) -> Value:
     whose sum fits; every actual product still fits, since |a| has at most 75 digits.
     """
     p, _ = _arrow_decimal_type("*", b.type, q.type)
-    if p <= _MAX_PRECISION_256:
+    if p <= MAX_PRECISION_256:
         return _decimal_kernel("*", b, q, node)
-    return _unchecked_product(b, _MAX_PRECISION, q, _MAX_PRECISION_256 - _MAX_PRECISION - 1)
+    return _unchecked_product(b, MAX_PRECISION, q, MAX_PRECISION_256 - MAX_PRECISION - 1)
 
 
 def _unchecked_product(a: Value, label_a: int, b: Value, label_b: int) -> Value:
     """a * b on decimal256 with the operands labelled precision label_a and label_b (sum 75),
     whatever digits they hold: the caller guarantees every product fits in 76 digits."""
     def relabel(v: Value, precision: int) -> Value:
-        return _view(_as_width(v, 256), pa.decimal256(precision, v.type.scale))
+        return view_as(as_decimal_width(v, 256), pa.decimal256(precision, v.type.scale))
 
     return pc.multiply(relabel(a, label_a), relabel(b, label_b))
 
@@ -155,25 +152,25 @@ def _upscale(v: Value, scale: int, node: exp.Expr) -> Value:
     t = v.type
     if t.scale >= scale:
         return v
-    return _cast_checked(v, _decimal_type(t.precision + scale - t.scale, scale), node)
+    return _cast_checked(v, decimal_type(t.precision + scale - t.scale, scale), node)
 
 
 def _unscaled(v: Value) -> Value:
     """The unscaled integers of a decimal (a zero-copy view at scale 0), minimal precision."""
     t = v.type
     width = pa.decimal128 if t.bit_width == 128 else pa.decimal256
-    return _shrink(_view(v, width(t.precision, 0)))
+    return _shrink(view_as(v, width(t.precision, 0)))
 
 
 def _relabel(v: Value, scale: int, node: exp.Expr) -> Value:
     """The same unscaled integers read at another scale (the value times 10**(old - new))."""
     t = v.type
     p = max(t.precision, scale, 1)
-    if p > _MAX_PRECISION_256:
-        raise _err("numeric field overflow", "22003", node)
-    if t.bit_width == 128 and p > _MAX_PRECISION:
-        v = _as_width(v, 256)
-    return _view(v, (pa.decimal128 if v.type.bit_width == 128 else pa.decimal256)(p, scale))
+    if p > MAX_PRECISION_256:
+        raise error_at("numeric field overflow", "22003", node)
+    if t.bit_width == 128 and p > MAX_PRECISION:
+        v = as_decimal_width(v, 256)
+    return view_as(v, (pa.decimal128 if v.type.bit_width == 128 else pa.decimal256)(p, scale))
 
 
 def _decimal_quotient(a: Value, b: Value, min_scale: int, node: exp.Expr) -> Value:
@@ -191,7 +188,7 @@ def _decimal_quotient(a: Value, b: Value, min_scale: int, node: exp.Expr) -> Val
     if k > 0:
         ia = _upscale(ia, k, node)
     p, _ = _arrow_decimal_type("/", ia.type, ib.type)
-    if p > _MAX_PRECISION_256:
+    if p > MAX_PRECISION_256:
         q = _python_quotient(ia, ib, need)
     else:
         q = _decimal_kernel("/", ia, ib, node)
@@ -202,16 +199,16 @@ def _python_quotient(a: Value, b: Value, scale: int) -> Value:
     """Truncated a / b with Python's decimal: only for operands that both carry 38
     significant digits, which no Arrow kernel can divide exactly (per row, but rare)."""
     quantum = decimal.Decimal(1).scaleb(-scale)
-    t = pa.decimal256(_MAX_PRECISION_256, scale)
+    t = pa.decimal256(MAX_PRECISION_256, scale)
 
     def quotient(x: decimal.Decimal | None, y: decimal.Decimal | None) -> decimal.Decimal | None:
         if x is None or y is None:
             return None
-        return _DECIMAL_CTX.divide(x, y).quantize(quantum, rounding=decimal.ROUND_DOWN,
-                                                  context=_DECIMAL_CTX)
+        return DECIMAL_CTX.divide(x, y).quantize(quantum, rounding=decimal.ROUND_DOWN,
+                                                  context=DECIMAL_CTX)
 
     if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
         return pa.scalar(quotient(a.as_py(), b.as_py()), t)
     n = len(b) if isinstance(a, pa.Scalar) else len(a)
-    xs, ys = _broadcast(a, n).to_pylist(), _broadcast(b, n).to_pylist()
+    xs, ys = broadcast(a, n).to_pylist(), broadcast(b, n).to_pylist()
     return pa.array([quotient(x, y) for x, y in zip(xs, ys)], t)

@@ -12,7 +12,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from planner.errors import SqlError
-from planner.expr.types import _is_unknown_literal, _kind
+from planner.expr.sqltypes import is_unknown_literal, kind_of
 from planner.expr.core import Const, _Ctx, _eval, _HANDLERS, _NON_DETERMINISTIC
 from planner.expr.casts import _cast
 from planner.expr.subplans import HostCall, SubPlan
@@ -127,8 +127,8 @@ def coerce_literal_to(value_node: exp.Expression, target_type: pa.DataType) -> C
         return None
     if s.type == target_type:
         return Const(this=s)
-    src_kind, dst_kind = _kind(s.type), _kind(target_type)
-    if src_kind == "string" and dst_kind != "string" and not _is_unknown_literal(value_node):
+    src_kind, dst_kind = kind_of(s.type), kind_of(target_type)
+    if src_kind == "string" and dst_kind != "string" and not is_unknown_literal(value_node):
         return None
     if src_kind not in ("string", "null") and src_kind != dst_kind and not (
             {src_kind, dst_kind} <= _NUMBER_KINDS or {src_kind, dst_kind} <= _TIME_KINDS):

@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import SqlError
-from planner.expr.types import _any, _err, _kind, _null_of, _pg_name, _TS, Value
+from planner.expr.arrow_values import any_true, Value
+from planner.expr.located import error_at
+from planner.expr.sqltypes import kind_of, null_of, pg_name, TIMESTAMP
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
 from planner.expr.coerce import _const_arg, _string_arg
 
@@ -32,7 +34,7 @@ _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Satu
 
 # patterns, longest first so that the scan takes the longest match (HH24 before HH); the
 # numeric ones in any case, as PostgreSQL reads them ('yyyy-mm-dd')
-_NUMERIC = ["HH24", "HH12", "YYYY", "IYYY", "DDD", "YYY", "HH", "MI", "SS", "MS", "US", "YY",
+NUMERIC_KINDS = ["HH24", "HH12", "YYYY", "IYYY", "DDD", "YYY", "HH", "MI", "SS", "MS", "US", "YY",
             "MM", "DD", "ID", "IW", "WW", "CC", "Y", "D", "Q", "J"]
 _NAMED = ["MONTH", "Month", "month", "A.M.", "P.M.", "a.m.", "p.m.", "DAY", "Day", "day",
           "MON", "Mon", "mon", "AM", "PM", "am", "pm", "DY", "Dy", "dy"]
@@ -42,13 +44,13 @@ _UNSUPPORTED = ["SSSSS", "SSSS", "Y,YYY", "IDDD", "IYY", "IY", "TZH", "TZM", "FF
                 "ad", "RM", "rm", "TZ", "tz", "OF", "TH", "th", "TM", "FX", "SP", "W", "I"]
 _TOKEN = re.compile("|".join(
     [re.escape(p) for p in sorted(_UNSUPPORTED + _NAMED, key=len, reverse=True)
-     if len(p) > 3] + ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 4] +
+     if len(p) > 3] + ["(?i:" + re.escape(p) + ")" for p in NUMERIC_KINDS if len(p) == 4] +
     [re.escape(p) for p in _NAMED + _UNSUPPORTED if len(p) == 3] +
-    ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 3] +
+    ["(?i:" + re.escape(p) + ")" for p in NUMERIC_KINDS if len(p) == 3] +
     [re.escape(p) for p in _NAMED + _UNSUPPORTED if len(p) == 2] +
-    ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 2] +
+    ["(?i:" + re.escape(p) + ")" for p in NUMERIC_KINDS if len(p) == 2] +
     [re.escape(p) for p in _UNSUPPORTED if len(p) == 1] +
-    ["(?i:" + re.escape(p) + ")" for p in _NUMERIC if len(p) == 1]))
+    ["(?i:" + re.escape(p) + ")" for p in NUMERIC_KINDS if len(p) == 1]))
 
 
 def _parse_format(fmt: str) -> list[tuple[str, str | bool]]:
@@ -81,7 +83,7 @@ def _parse_format(fmt: str) -> list[tuple[str, str | bool]]:
             if word in _UNSUPPORTED:
                 raise SqlError(f'formatting pattern "{word}" is not supported', "0A000")
             upper = word.upper()
-            out.append(("field", upper if upper in _NUMERIC else word))
+            out.append(("field", upper if upper in NUMERIC_KINDS else word))
             i = m.end()
         else:
             out.append(("text", fmt[i]))
@@ -183,20 +185,20 @@ def _mod(v: pa.Array, m: int) -> pa.Array:
 
 def _to_char(node: exp.Anonymous, ctx: _Ctx) -> Value:
     if len(node.expressions) != 2:
-        raise _err("function to_char does not exist", "42883", node)
+        raise error_at("function to_char does not exist", "42883", node)
     v, f = (_eval(e, ctx) for e in node.expressions)
-    if _kind(v.type) not in ("date", "timestamp", "null") or _kind(f.type) not in (
+    if kind_of(v.type) not in ("date", "timestamp", "null") or kind_of(f.type) not in (
             "string", "null"):
-        raise _err(f"function to_char({_pg_name(v.type)}, {_pg_name(f.type)}) does not "
+        raise error_at(f"function to_char({pg_name(v.type)}, {pg_name(f.type)}) does not "
                    "exist", "42883", node)
     fmt = _const_arg(f, "to_char format", node.expressions[1])
-    if not fmt or _kind(v.type) == "null":          # '' too, as in PostgreSQL
-        return _null_of(pa.string())
+    if not fmt or kind_of(v.type) == "null":          # '' too, as in PostgreSQL
+        return null_of(pa.string())
     scalar = isinstance(v, pa.Scalar)
     arr = pa.repeat(v, 1) if scalar else v          # (a BC date has no Python value)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    ts = arr.cast(_TS) if _kind(arr.type) == "date" else arr
+    ts = arr.cast(TIMESTAMP) if kind_of(arr.type) == "date" else arr
     if pa.types.is_timestamp(ts.type) and ts.type.tz is not None:
         ts = ts.cast(pa.timestamp(ts.type.unit))
     parts, fm = [], False
@@ -210,10 +212,10 @@ def _to_char(node: exp.Anonymous, ctx: _Ctx) -> Value:
             parts.append(_field(value, ts, fm))
         fm = False
     if not parts:
-        out = pc.if_else(pc.is_valid(ts), pa.scalar(""), _null_of(pa.string()))
+        out = pc.if_else(pc.is_valid(ts), pa.scalar(""), null_of(pa.string()))
     else:
         out = pc.binary_join_element_wise(*parts, pa.scalar(""))
-        out = pc.if_else(pc.is_valid(ts), out, _null_of(pa.string()))
+        out = pc.if_else(pc.is_valid(ts), out, null_of(pa.string()))
     return out[0] if scalar else out
 
 
@@ -225,11 +227,11 @@ _PARSE = {"YYYY": "%Y", "MM": "%m", "DD": "%d", "HH24": "%H", "HH12": "%I", "HH"
 
 def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> Value:
     if len(node.expressions) != 2:
-        raise _err(f"function {name} does not exist", "42883", node)
+        raise error_at(f"function {name} does not exist", "42883", node)
     v, f = (_string_arg(_eval(e, ctx), name, e) for e in node.expressions)
     fmt = _const_arg(f, f"{name} format", node.expressions[1])
-    if fmt is None or _kind(v.type) == "null":
-        return _null_of(out)
+    if fmt is None or kind_of(v.type) == "null":
+        return null_of(out)
     directives = []
     for kind, value in _parse_format(fmt):
         if kind == "fm":
@@ -239,7 +241,7 @@ def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> 
         elif value in _PARSE:
             directives.append(_PARSE[value])
         else:
-            raise _err(f'formatting field "{value}" is not supported in {name}', "0A000",
+            raise error_at(f'formatting field "{value}" is not supported in {name}', "0A000",
                        node)
     strf = "".join(directives)
     text = pc.utf8_trim_whitespace(v)
@@ -258,19 +260,19 @@ def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> 
         rolled = pc.and_(pc.is_valid(parsed), pc.or_(
             pc.not_equal(pc.day(parsed), day), pc.not_equal(pc.month(parsed), month)))
         rolled = pc.fill_null(rolled, False)
-        if _any(rolled):
+        if any_true(rolled):
             sample = text.as_py() if isinstance(text, pa.Scalar) else \
                 pc.filter(text, rolled)[0].as_py()
-            raise _err(f'date/time field value out of range: "{sample}"', "22008", node)
-    if _any(bad):
+            raise error_at(f'date/time field value out of range: "{sample}"', "22008", node)
+    if any_true(bad):
         sample = v.as_py() if isinstance(v, pa.Scalar) else pc.filter(v, bad)[0].as_py()
-        raise _err(f'invalid value "{sample}" for the format "{fmt}"', "22007", node)
+        raise error_at(f'invalid value "{sample}" for the format "{fmt}"', "22007", node)
     return parsed.cast(out)
 
 
 _ANONYMOUS["to_char"] = _to_char
 _ANONYMOUS["to_date"] = lambda node, ctx: _parse_with(node, ctx, "to_date", pa.date32())
-_ANONYMOUS["to_timestamp"] = lambda node, ctx: _parse_with(node, ctx, "to_timestamp", _TS)
+_ANONYMOUS["to_timestamp"] = lambda node, ctx: _parse_with(node, ctx, "to_timestamp", TIMESTAMP)
 
 
 @_handles(exp.UnixToTime)
@@ -278,16 +280,16 @@ def _to_timestamp_epoch(node: exp.UnixToTime, ctx: _Ctx) -> Value:
     """to_timestamp(seconds since 1970-01-01 UTC): the timestamp (UTC, as every engine
     timestamp; PostgreSQL's is a timestamp with time zone), to the microsecond."""
     v = _eval(node.this, ctx)
-    if _kind(v.type) == "null":
-        return _null_of(_TS)
-    if _kind(v.type) not in ("int", "float", "decimal"):
-        raise _err(f"function to_timestamp({_pg_name(v.type)}) does not exist", "42883", node)
-    secs = pc.cast(v, pa.float64()) if _kind(v.type) == "decimal" else v
+    if kind_of(v.type) == "null":
+        return null_of(TIMESTAMP)
+    if kind_of(v.type) not in ("int", "float", "decimal"):
+        raise error_at(f"function to_timestamp({pg_name(v.type)}) does not exist", "42883", node)
+    secs = pc.cast(v, pa.float64()) if kind_of(v.type) == "decimal" else v
     if not (pc.is_finite(secs).as_py() if isinstance(secs, pa.Scalar) else
             pc.all(pc.or_(pc.is_finite(secs), pc.is_null(secs))).as_py()):
-        raise _err("timestamp cannot be NaN or infinite here", "22008", node)
+        raise error_at("timestamp cannot be NaN or infinite here", "22008", node)
     micros = pc.round(pc.multiply(pc.cast(secs, pa.float64()), 1_000_000.0))
     try:
-        return pc.cast(pc.cast(micros, pa.int64()), _TS)
+        return pc.cast(pc.cast(micros, pa.int64()), TIMESTAMP)
     except pa.ArrowInvalid:
-        raise _err("timestamp out of range", "22008", node) from None
+        raise error_at("timestamp out of range", "22008", node) from None

@@ -13,20 +13,18 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
-from planner.expr.types import (
+from planner.expr.arrow_values import Value
+from planner.expr.located import error_at, node_position, user_sql
+from planner.expr.decimal_types import int_to_decimal
+from planner.expr.sqltypes import (
+    array_storage,
     ArrayType,
-    _err,
-    _int_to_decimal,
-    _is_unknown_literal,
-    _kind,
-    _null_of,
-    _pg_name,
-    _position,
-    _storage,
-    _supertype,
-    user_sql,
-    Value,
-    _wrap,
+    is_unknown_literal,
+    kind_of,
+    null_of,
+    pg_name,
+    supertype,
+    wrap_array,
 )
 from planner.expr.core import _Ctx, _eval, _eval_where, _handles
 from planner.expr.casts import _cast
@@ -69,7 +67,8 @@ def _is(node: exp.Is, ctx: _Ctx) -> Value:
         b = _boolean_arg(v, "IS", node.this)
         r = pc.fill_null(b if target.this else pc.invert(b), False)
     else:
-        raise FeatureNotSupported(f"unsupported IS test: {user_sql(node)}", position=_position(node))
+        raise FeatureNotSupported(f"unsupported IS test: {user_sql(node)}",
+                                  position=node_position(node))
     return pc.invert(r) if node.args.get("negate") else r
 
 
@@ -85,15 +84,15 @@ def _comparison(node: exp.Binary, ctx: _Ctx) -> Value:
     if _is_quantifier(node.expression):
         return _quantified(node, ctx, op, fn)
     a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
-    if "list" in (_kind(a.type), _kind(b.type)):
+    if "list" in (kind_of(a.type), kind_of(b.type)):
         return _list_equality(a, node.this, b, node.expression, op, node)
     a, b = _coerce_pair(a, node.this, b, node.expression, op, node)
     _check_comparable(a, op, b, node)
-    if _kind(a.type) == "null":
-        return _null_of(pa.bool_())
-    if _kind(a.type) == "float":
+    if kind_of(a.type) == "null":
+        return null_of(pa.bool_())
+    if kind_of(a.type) == "float":
         return _float_compare(op, fn, a, b)
-    if _kind(a.type) == "interval":
+    if kind_of(a.type) == "interval":
         return _interval_compare(fn, a, b)
     return fn(a, b)
 
@@ -145,11 +144,11 @@ def _distinct_from(node: exp.Binary, ctx: _Ctx) -> Value:
     a, b = _coerce_pair(_eval(node.this, ctx), node.this, _eval(node.expression, ctx),
                         node.expression, "IS DISTINCT FROM", node)
     a_null, b_null = pc.is_null(a), pc.is_null(b)
-    if _kind(a.type) == "null":
+    if kind_of(a.type) == "null":
         same = pc.and_(a_null, b_null)
     else:
         # floats compare as PostgreSQL's `=` does (NaN equals NaN), not as IEEE
-        eq = _float_compare("=", pc.equal, a, b) if _kind(a.type) == "float" else \
+        eq = _float_compare("=", pc.equal, a, b) if kind_of(a.type) == "float" else \
             pc.equal(a, b)
         same = pc.or_(pc.fill_null(eq, False), pc.and_(a_null, b_null))
     return same if isinstance(node, exp.NullSafeEQ) else pc.invert(same)
@@ -161,9 +160,9 @@ def _between(node: exp.Between, ctx: _Ctx) -> Value:
     lo_node, hi_node = node.args["low"], node.args["high"]
     x1, lo = _coerce_pair(x, node.this, _eval(lo_node, ctx), lo_node, ">=", node)
     x2, hi = _coerce_pair(x, node.this, _eval(hi_node, ctx), hi_node, "<=", node)
-    if _kind(x1.type) == "null" or _kind(x2.type) == "null":
-        return _null_of(pa.bool_())
-    if _kind(x1.type) == "float" or _kind(x2.type) == "float":
+    if kind_of(x1.type) == "null" or kind_of(x2.type) == "null":
+        return null_of(pa.bool_())
+    if kind_of(x1.type) == "float" or kind_of(x2.type) == "float":
         return pc.and_kleene(_float_compare(">=", pc.greater_equal, x1, lo),
                              _float_compare("<=", pc.less_equal, x2, hi))
     return pc.and_kleene(pc.greater_equal(x1, lo), pc.less_equal(x2, hi))
@@ -173,7 +172,7 @@ def _between(node: exp.Between, ctx: _Ctx) -> Value:
 def _in(node: exp.In, ctx: _Ctx) -> Value:
     if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
         raise FeatureNotSupported("IN (subquery) must be planned as a join",
-                                  position=_position(node))
+                                  position=node_position(node))
     x = _eval(node.this, ctx)
     items = node.expressions
     values = [_eval(e, ctx) for e in items]
@@ -181,41 +180,41 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
         result: Value | None = None
         for v, e in zip(values, items):
             a, b = _coerce_pair(x, node.this, v, e, "=", node)
-            eq = _null_of(pa.bool_()) if _kind(a.type) == "null" else pc.equal(a, b)
+            eq = null_of(pa.bool_()) if kind_of(a.type) == "null" else pc.equal(a, b)
             result = eq if result is None else pc.or_kleene(result, eq)
         return result
     # All constants: one hash lookup per row. Literals take x's type; otherwise unify.
-    if _kind(x.type) not in ("string", "null"):
-        values = [_cast(v, x.type, e) if _is_unknown_literal(e) else v
+    if kind_of(x.type) not in ("string", "null"):
+        values = [_cast(v, x.type, e) if is_unknown_literal(e) else v
                   for v, e in zip(values, items)]
-    if _kind(x.type) == "decimal" or any(_kind(v.type) == "decimal" for v in values):
-        values = [_int_to_decimal(v) if _kind(v.type) == "int" else v for v in values]
+    if kind_of(x.type) == "decimal" or any(kind_of(v.type) == "decimal" for v in values):
+        values = [int_to_decimal(v) if kind_of(v.type) == "int" else v for v in values]
     # (x of type null - a bare NULL - narrows nothing: the list's type decides)
     narrowed = [v if v.type == x.type else _narrow(v, x.type) if v.is_valid
-                else v.cast(x.type) for v in values] if _kind(x.type) != "null" else [None]
+                else v.cast(x.type) for v in values] if kind_of(x.type) != "null" else [None]
     if all(v is not None for v in narrowed):
         values = narrowed
     # x IN (a) is x = a; a longer list is resolved to one common type first (PostgreSQL:
     # REAL IN (2.75, 3.9) compares in real, REAL = 3.9 in double precision)
-    t = _supertype([x.type] + [v.type for v in values], operator=len(values) == 1)
+    t = supertype([x.type] + [v.type for v in values], operator=len(values) == 1)
     if t is None:
-        bad = next(v.type for v in values if _supertype([x.type, v.type]) is None)
-        raise _err(f"operator does not exist: {_pg_name(x.type)} = {_pg_name(bad)}",
+        bad = next(v.type for v in values if supertype([x.type, v.type]) is None)
+        raise error_at(f"operator does not exist: {pg_name(x.type)} = {pg_name(bad)}",
                    "42883", node)
-    if _kind(t) == "null":
-        return _null_of(pa.bool_())
+    if kind_of(t) == "null":
+        return null_of(pa.bool_())
     # the list is brought to its common type, then x = each by the operator's type
     # (16777217 IN (16777216::real, 0::real) compares in double precision: false)
     values = [_widen(v, t, None) if v.is_valid else v for v in values]
-    t = _supertype([x.type, t], operator=True)
+    t = supertype([x.type, t], operator=True)
     x = _widen(x, t, node.this)
     present = [_widen(v, t, None) for v in values if v.is_valid]
     has_null = len(present) < len(values)
     value_set = pa.array([v.as_py() for v in present], type=t)
-    if _kind(t) == "float":       # -0.0 = 0.0, which the hash lookup does not know
+    if kind_of(t) == "float":       # -0.0 = 0.0, which the hash lookup does not know
         x, value_set = pc.add(x, pa.scalar(0.0, t)), pc.add(value_set, pa.scalar(0.0, t))
     found = pc.is_in(x, value_set=value_set, skip_nulls=True)
-    no_answer = _null_of(pa.bool_())
+    no_answer = null_of(pa.bool_())
     if has_null:  # no match against a list holding NULL is NULL
         return pc.if_else(found, True, no_answer)
     return pc.if_else(pc.is_null(x), no_answer, found)
@@ -226,14 +225,14 @@ def _like_pattern(pattern: str, escape: str | None, node: exp.Expr) -> str:
     if escape is None:
         escape = "\\"
     if len(escape) > 1:
-        raise _err("invalid escape string", "22025", node)
+        raise error_at("invalid escape string", "22025", node)
     out = []
     chars = iter(pattern)
     for c in chars:
         if escape and c == escape:
             nxt = next(chars, None)
             if nxt is None:
-                raise _err("LIKE pattern must not end with escape character", "22025", node)
+                raise error_at("LIKE pattern must not end with escape character", "22025", node)
             out.append("\\" + nxt if nxt in "%_\\" else nxt)
         elif c == "\\":
             out.append("\\\\")
@@ -246,23 +245,23 @@ def _like(node: exp.Like | exp.ILike, ctx: _Ctx, escape: exp.Expr | None) -> Val
     s = _eval(node.this, ctx)
     p = _eval(node.expression, ctx)
     op = "~~*" if isinstance(node, exp.ILike) else "~~"
-    if _kind(s.type) not in ("string", "null") or _kind(p.type) not in ("string", "null"):
-        raise _err(f"operator does not exist: {_pg_name(s.type)} {op} {_pg_name(p.type)}",
+    if kind_of(s.type) not in ("string", "null") or kind_of(p.type) not in ("string", "null"):
+        raise error_at(f"operator does not exist: {pg_name(s.type)} {op} {pg_name(p.type)}",
                    "42883", node)
     if not isinstance(p, pa.Scalar):
         raise FeatureNotSupported("LIKE with a non-constant pattern is not supported",
-                                  position=_position(node.expression))
+                                  position=node_position(node.expression))
     esc = None
     if escape is not None:
         e = _eval(escape, ctx)
-        if not isinstance(e, pa.Scalar) or _kind(e.type) not in ("string", "null"):
+        if not isinstance(e, pa.Scalar) or kind_of(e.type) not in ("string", "null"):
             raise FeatureNotSupported("ESCAPE must be a constant string",
-                                      position=_position(escape))
+                                      position=node_position(escape))
         if not e.is_valid:
-            return _null_of(pa.bool_())
+            return null_of(pa.bool_())
         esc = e.as_py()
-    if not p.is_valid or _kind(s.type) == "null":
-        return _null_of(pa.bool_())
+    if not p.is_valid or kind_of(s.type) == "null":
+        return null_of(pa.bool_())
     r = pc.match_like(s, pattern=_like_pattern(p.as_py(), esc, node),
                       ignore_case=isinstance(node, exp.ILike))
     return pc.invert(r) if node.args.get("negate") else r
@@ -280,7 +279,8 @@ def _escape(node: exp.Escape, ctx: _Ctx) -> Value:
     if isinstance(inner, exp.Not):
         inner, negate = inner.this, True
     if not isinstance(inner, (exp.Like, exp.ILike)):
-        raise FeatureNotSupported(f"unsupported ESCAPE: {user_sql(node)}", position=_position(node))
+        raise FeatureNotSupported(f"unsupported ESCAPE: {user_sql(node)}",
+                                  position=node_position(node))
     r = _like(inner, ctx, node.expression)
     return pc.invert(r) if negate else r
 
@@ -289,8 +289,8 @@ def _escape(node: exp.Escape, ctx: _Ctx) -> Value:
 def _regexp(node: exp.Binary, ctx: _Ctx) -> Value:
     s = _string_arg(_eval(node.this, ctx), "~", node.this)
     p = _const_arg(_eval(node.expression, ctx), "regular expression", node.expression)
-    if p is None or _kind(s.type) == "null":
-        return _null_of(pa.bool_())
+    if p is None or kind_of(s.type) == "null":
+        return null_of(pa.bool_())
     # (?s): `.` matches a newline in PostgreSQL's regular expressions, not in RE2's default
     return pc.match_substring_regex(s, pattern="(?s)" + p,
                                     ignore_case=isinstance(node, exp.RegexpILike))
@@ -308,7 +308,7 @@ def _conditional(node: exp.Expr, ctx: _Ctx, arms: list[tuple[exp.Expr, exp.Expr]
         if subject is not None:
             a, b = _coerce_pair(subject_value, subject, _eval_where(when, ctx, remaining), when,
                                 "=", node)
-            c = _null_of(pa.bool_()) if _kind(a.type) == "null" else pc.equal(a, b)
+            c = null_of(pa.bool_()) if kind_of(a.type) == "null" else pc.equal(a, b)
         else:
             c = _boolean_arg(_eval_where(when, ctx, remaining), "CASE/WHEN", when)
         c = pc.fill_null(c, False)
@@ -326,13 +326,13 @@ def _conditional(node: exp.Expr, ctx: _Ctx, arms: list[tuple[exp.Expr, exp.Expr]
         value_nodes.append(exp.Null())
     values, t = _unify(values, value_nodes, "CASE", node)
     if isinstance(t, ArrayType):                    # choose among the arrays' text forms
-        values = [_storage(v) for v in values]
+        values = [array_storage(v) for v in values]
     result = values[-1]
-    if _kind(t) == "null":
+    if kind_of(t) == "null":
         return result
     for c, v in zip(reversed(conds), reversed(values[:-1])):
         result = pc.if_else(c, v, result)
-    return _wrap(result, t) if isinstance(t, ArrayType) else result
+    return wrap_array(result, t) if isinstance(t, ArrayType) else result
 
 
 @_handles(exp.Case)
@@ -357,10 +357,10 @@ def _coalesce(node: exp.Coalesce, ctx: _Ctx) -> Value:
         values.append(v)
         missing = pc.is_null(v) if missing is None else pc.and_(missing, pc.is_null(v))
     values, t = _unify(values, nodes, "COALESCE", node)
-    if _kind(t) == "null" or len(values) == 1:
+    if kind_of(t) == "null" or len(values) == 1:
         return values[0]
     if isinstance(t, ArrayType):
-        return _wrap(pc.coalesce(*[_storage(v) for v in values]), t)
+        return wrap_array(pc.coalesce(*[array_storage(v) for v in values]), t)
     return pc.coalesce(*values)
 
 
@@ -368,10 +368,10 @@ def _coalesce(node: exp.Coalesce, ctx: _Ctx) -> Value:
 def _nullif(node: exp.Nullif, ctx: _Ctx) -> Value:
     a, b = _coerce_pair(_eval(node.this, ctx), node.this, _eval(node.expression, ctx),
                         node.expression, "=", node)
-    if _kind(a.type) == "null":
+    if kind_of(a.type) == "null":
         return a
     same = pc.fill_null(pc.equal(a, b), False)
-    return pc.if_else(same, _null_of(a.type), a)
+    return pc.if_else(same, null_of(a.type), a)
 
 
 @_handles(exp.Greatest, exp.Least)
@@ -379,7 +379,7 @@ def _greatest_least(node: exp.Func, ctx: _Ctx) -> Value:
     nodes = [node.this, *node.expressions]
     name = "GREATEST" if isinstance(node, exp.Greatest) else "LEAST"
     values, t = _unify([_eval(n, ctx) for n in nodes], nodes, name, node)
-    if _kind(t) == "null":
+    if kind_of(t) == "null":
         return values[0]
     fn = pc.max_element_wise if isinstance(node, exp.Greatest) else pc.min_element_wise
     return fn(*values, skip_nulls=True)

@@ -5,34 +5,32 @@ ABS, ROUND, TRUNC, FLOOR / CEIL, SIGN, the float functions, LOG, POWER, PI, RAND
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
-from planner.expr.types import (
-    _any,
-    _cap,
-    _err,
-    _HALF_AWAY,
-    _int_to_decimal,
-    _INTERVAL,
-    _interval_parts,
-    _interval_scalar,
-    _is_unknown_literal,
-    _kind,
-    _NUMERIC,
-    _pg_name,
-    _position,
-    Value,
+from planner.expr.arrow_values import any_true, broadcast, combine, Value
+from planner.expr.located import error_at, node_position
+from planner.expr.decimal_types import cap_precision, HALF_AWAY, int_to_decimal, MAX_PRECISION
+from planner.expr.sqltypes import (
+    INTERVAL,
+    is_unknown_literal,
+    kind_of,
+    NUMERIC_KINDS,
+    pg_name,
+    TIMESTAMPTZ,
 )
 from planner.expr.core import _Ctx, _eval, Handler, _HANDLERS, _handles
 from planner.expr.casts import _cast, _cast_checked, _f64, _round
 from planner.expr.coerce import _int_arg, _numeric_arg
 from planner.expr.decimals import _check_nonzero, _decimal_arith
+from planner.expr import intervals
 from planner.expr.temporal import _TEMPORAL_ARITH
 
 
@@ -53,14 +51,14 @@ def _arith_node(node: exp.Binary, ctx: _Ctx) -> Value:
 
 def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
            node: exp.Expr) -> Value:
-    ka, kb = _kind(a.type), _kind(b.type)
+    ka, kb = kind_of(a.type), kind_of(b.type)
     # An unknown literal takes the other operand's type, as PostgreSQL first tries; only
     # date/timestamp + '...' (no date + date) reads it as an interval.
-    if _is_unknown_literal(a_node) and kb not in ("string", "null"):
-        a = _cast(a, _INTERVAL if kb in ("date", "timestamp") and op == "+" else b.type, a_node)
-    elif _is_unknown_literal(b_node) and ka not in ("string", "null"):
-        b = _cast(b, _INTERVAL if ka in ("date", "timestamp") and op == "+" else a.type, b_node)
-    ka, kb = _kind(a.type), _kind(b.type)
+    if is_unknown_literal(a_node) and kb not in ("string", "null"):
+        a = _cast(a, INTERVAL if kb in ("date", "timestamp") and op == "+" else b.type, a_node)
+    elif is_unknown_literal(b_node) and ka not in ("string", "null"):
+        b = _cast(b, INTERVAL if ka in ("date", "timestamp") and op == "+" else a.type, b_node)
+    ka, kb = kind_of(a.type), kind_of(b.type)
     if ka == "null" and kb == "null":
         return pa.scalar(None)
     # NULL takes the other operand's type where that operator exists, as PostgreSQL first
@@ -70,15 +68,22 @@ def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
         a, ka = a.cast(b.type), kb
     elif kb == "null":
         partner = a.type if op == "-" else {"date": pa.int64(),
-                                            "timestamp": _INTERVAL}.get(ka, a.type)
-        b, kb = b.cast(partner), _kind(partner)
-    if ka in _NUMERIC and kb in _NUMERIC:
+                                            "timestamp": INTERVAL}.get(ka, a.type)
+        if ka == "interval" and op in ("*", "/"):
+            partner = pa.float64()
+        b, kb = b.cast(partner), kind_of(partner)
+    if ka in NUMERIC_KINDS and kb in NUMERIC_KINDS:
         return _numeric_arith(op, a, b, node)
+    if op == "-" and ka in ("date", "timestamp") and kb in ("date", "timestamp") and (
+            (ka == "timestamp" and a.type.tz) or (kb == "timestamp" and b.type.tz)):
+        # timestamptz - timestamp: the timestamp is local time in the session's zone
+        a, b = _cast(a, TIMESTAMPTZ, a_node), _cast(b, TIMESTAMPTZ, b_node)
+        ka = kb = "timestamp"
     fn = _TEMPORAL_ARITH.get((ka, op, kb))
     if fn is not None:
         return fn(a, b, node)
-    raise _err(f"operator does not exist: {_pg_name(a.type)} {op if op != '//' else '/'} "
-               f"{_pg_name(b.type)}", "42883", node)
+    raise error_at(f"operator does not exist: {pg_name(a.type)} {op if op != '//' else '/'} "
+               f"{pg_name(b.type)}", "42883", node)
 
 
 _INT_KERNELS = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
@@ -86,7 +91,7 @@ _FLOAT_KERNELS = {"+": pc.add, "-": pc.subtract, "*": pc.multiply}
 
 
 def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
-    kinds = {_kind(a.type), _kind(b.type)}
+    kinds = {kind_of(a.type), kind_of(b.type)}
     if "float" in kinds:
         a, b = _f64(a), _f64(b)
         if op in _FLOAT_KERNELS:
@@ -98,16 +103,47 @@ def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
         t = pc.trunc(q)
         return t if op == "//" else pc.subtract(a, pc.multiply(b, t))
     if "decimal" in kinds:
-        if _kind(a.type) == "int":
-            a = _int_to_decimal(a)
-        if _kind(b.type) == "int":
-            b = _int_to_decimal(b)
+        if kind_of(a.type) == "int":
+            a = int_to_decimal(a)
+        if kind_of(b.type) == "int":
+            b = int_to_decimal(b)
         return _decimal_arith(op, a, b, node)
+    width = max(a.type.bit_width, b.type.bit_width, 16)
     a, b = a.cast(pa.int64()), b.cast(pa.int64())
     if op in _INT_KERNELS:
-        return _INT_KERNELS[op](a, b)
+        try:
+            r = _INT_KERNELS[op](a, b)
+        except pa.ArrowInvalid:
+            raise error_at("bigint out of range", "22003", node) from None
+        return at_int_width(r, width, node)
+    if width == 64 and op in ("/", "//") and any_true(pc.and_(pc.equal(a, -2**63),
+                                                           pc.equal(b, -1))):
+        raise error_at("bigint out of range", "22003", node)
     q = pc.divide_checked(a, b)  # truncates toward zero; raises on a zero divisor
-    return q if op in ("/", "//") else pc.subtract(a, pc.multiply(b, q))
+    if op == "%":                # (PostgreSQL: INT_MIN % -1 is 0)
+        return at_int_width(pc.subtract(a, pc.multiply(b, q)), width, node)
+    return at_int_width(q, width, node)
+
+
+_INT_NAMES = {16: "smallint", 32: "integer", 64: "bigint"}
+_INT_TYPES = {16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
+
+
+def at_int_width(r: Value, width: int, node: exp.Expr | None) -> Value:
+    """An int64 result as PostgreSQL's int2 / int4 / int8 of `width` bits: the operator
+    of the wider operand computes at its width, and a result past it is 22003
+    "smallint / integer / bigint out of range" (never a wrap-around)."""
+    if width >= 64:
+        return r
+    lo, hi = -(2 ** (width - 1)), 2 ** (width - 1) - 1
+    if isinstance(r, pa.Scalar):
+        if r.is_valid and not lo <= r.as_py() <= hi:
+            raise error_at(f"{_INT_NAMES[width]} out of range", "22003", node)
+    else:
+        mm = pc.min_max(r)
+        if mm["min"].is_valid and (mm["min"].as_py() < lo or mm["max"].as_py() > hi):
+            raise error_at(f"{_INT_NAMES[width]} out of range", "22003", node)
+    return r.cast(_INT_TYPES[width])
 
 
 def _float_checked(r: Value, a: Value, b: Value, op: str, node: exp.Expr) -> Value:
@@ -116,37 +152,47 @@ def _float_checked(r: Value, a: Value, b: Value, op: str, node: exp.Expr) -> Val
     product, quotient or power (`op` "^") of non-zero finite values that is 0); IEEE gives
     Infinity and 0."""
     finite = pc.and_(pc.is_finite(a), pc.is_finite(b))
-    if _any(pc.and_(finite, pc.invert(pc.is_finite(r)))):
-        raise _err("value out of range: overflow", "22003", node)
+    if any_true(pc.and_(finite, pc.invert(pc.is_finite(r)))):
+        raise error_at("value out of range: overflow", "22003", node)
     if op in ("*", "/", "^"):
         lost = pc.and_(pc.and_(finite, pc.equal(r, 0.0)), pc.not_equal(a, 0.0))
         if op == "*":
             lost = pc.and_(lost, pc.not_equal(b, 0.0))
-        if _any(lost):
-            raise _err("value out of range: underflow", "22003", node)
+        if any_true(lost):
+            raise error_at("value out of range: underflow", "22003", node)
     return r
 
 
 @_handles(exp.Neg)
 def _neg(node: exp.Neg, ctx: _Ctx) -> Value:
     v = _eval(node.this, ctx)
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "int":
-        return pc.negate_checked(v.cast(pa.int64()))
+        try:
+            r = pc.negate_checked(v.cast(pa.int64()))
+        except pa.ArrowInvalid:
+            raise error_at("bigint out of range", "22003", node) from None
+        return at_int_width(r, max(v.type.bit_width, 16), node)
     if k in ("float", "decimal"):
         return pc.negate(v)
     if k == "null":
         return v
-    if k == "interval" and isinstance(v, pa.Scalar):
-        m, d, us = _interval_parts(v)
-        return _interval_scalar(-m, -d, -us)
-    raise _err(f"operator does not exist: - {_pg_name(v.type)}", "42883", node)
+    if k == "interval":
+        n, scalar = intervals.rows(v)
+        return intervals.build(intervals.negate(intervals.columns(v, n)), scalar)
+    raise error_at(f"operator does not exist: - {pg_name(v.type)}", "42883", node)
 
 
 @_handles(exp.Abs)
 def _abs(node: exp.Abs, ctx: _Ctx) -> Value:
     v = _numeric_arg(_eval(node.this, ctx), "abs", node.this)
-    return pc.abs_checked(v.cast(pa.int64()) if _kind(v.type) == "int" else v)
+    if kind_of(v.type) == "int":
+        try:
+            r = pc.abs_checked(v.cast(pa.int64()))
+        except pa.ArrowInvalid:
+            raise error_at("bigint out of range", "22003", node) from None
+        return at_int_width(r, max(v.type.bit_width, 16), node)
+    return pc.abs_checked(v)
 
 
 def _decimal_places(node: exp.Expr, key: str, ctx: _Ctx) -> int:
@@ -159,7 +205,7 @@ def _decimal_places(node: exp.Expr, key: str, ctx: _Ctx) -> int:
 
 def _round_to(v: Value, n: int, mode: str) -> Value:
     """Round (or truncate) to n decimal places; decimals get scale max(min(n, s), 0)."""
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "int":
         return v.cast(pa.int64()) if n >= 0 else _round(v.cast(pa.int64()), n, mode)
     if k == "float":
@@ -169,7 +215,7 @@ def _round_to(v: Value, n: int, mode: str) -> Value:
         return v
     new_scale = max(n, 0)
     carry = 0 if mode == "towards_zero" else 1
-    target = _cap(p - s + new_scale + carry, new_scale)
+    target = cap_precision(p - s + new_scale + carry, new_scale)
     return _cast_checked(_round(v, n, mode), target, None)
 
 
@@ -181,8 +227,8 @@ def _round_node(node: exp.Round, ctx: _Ctx) -> Value:
     # -0); numeric rounds halves away from zero, and so does a literal like 2.5e0, which
     # is numeric in PostgreSQL (a float here: docs/sql.md, Known limits)
     literal = isinstance(node.this, exp.Literal) and not node.this.is_string
-    return _round_to(v, n, "half_to_even" if _kind(v.type) == "float" and n == 0 and
-                     not literal else _HALF_AWAY)
+    return _round_to(v, n, "half_to_even" if kind_of(v.type) == "float" and n == 0 and
+                     not literal else HALF_AWAY)
 
 
 @_handles(exp.Trunc)
@@ -195,14 +241,14 @@ def _trunc(node: exp.Trunc, ctx: _Ctx) -> Value:
 def _floor_ceil(node: exp.Func, ctx: _Ctx) -> Value:
     is_floor = isinstance(node, exp.Floor)
     v = _numeric_arg(_eval(node.this, ctx), "floor" if is_floor else "ceil", node.this)
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "int":
         return v.cast(pa.int64())
     r = _round(v, 0, "down" if is_floor else "up")
     if k == "float":
         return r
     p, s = v.type.precision, v.type.scale
-    return _cast_checked(r, _cap(p - s + 1, 0), node)
+    return _cast_checked(r, cap_precision(p - s + 1, 0), node)
 
 
 @_handles(exp.Sign)
@@ -242,12 +288,12 @@ def _log(node: exp.Log, ctx: _Ctx) -> Value:
 def _pow(node: exp.Pow, ctx: _Ctx) -> Value:
     a = _f64(_numeric_arg(_eval(node.this, ctx), "power", node.this))
     b = _f64(_numeric_arg(_eval(node.expression, ctx), "power", node.expression))
-    if _any(pc.and_(pc.less(a, 0.0), pc.and_(pc.is_finite(b),
+    if any_true(pc.and_(pc.less(a, 0.0), pc.and_(pc.is_finite(b),
                                              pc.not_equal(pc.trunc(b), b)))):
-        raise _err("a negative number raised to a non-integer power yields a complex result",
+        raise error_at("a negative number raised to a non-integer power yields a complex result",
                    "2201F", node)
-    if _any(pc.and_(pc.equal(a, 0.0), pc.less(b, 0.0))):
-        raise _err("zero raised to a negative power is undefined", "2201F", node)
+    if any_true(pc.and_(pc.equal(a, 0.0), pc.less(b, 0.0))):
+        raise error_at("zero raised to a negative power is undefined", "2201F", node)
     return _float_checked(pc.power(a, b), a, b, "^", node)
 
 
@@ -259,5 +305,109 @@ def _pi(node: exp.Pi, ctx: _Ctx) -> Value:
 @_handles(exp.Rand)
 def _random(node: exp.Rand, ctx: _Ctx) -> Value:
     if node.this is not None:
-        raise FeatureNotSupported("random(seed) is not supported", position=_position(node))
+        raise FeatureNotSupported("random(seed) is not supported", position=node_position(node))
     return pc.random(ctx.num_rows)
+
+
+# -- avg of integers -------------------------------------------------------------------------
+
+class IntegerAvg(exp.Expression):
+    """avg(x) of an integer x from its sum (`this`, bigint or numeric) and count
+    (`expression`): numeric, each value rounded to the scale PostgreSQL's numeric division
+    gives it (`integer_avg`). The executor builds it in place of avg's sum / count."""
+
+    arg_types = {"this": True, "expression": True}
+
+
+_NUMERIC_MIN_SIG_DIGITS = 16       # PostgreSQL's numeric.c
+_POW10 = np.array([10 ** k for k in range(19)], dtype=np.int64)
+
+
+def _base10000(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(weight, first digit) of non-negative int64s in PostgreSQL's base-10000 numeric
+    digits (0 has weight 0 and first digit 0)."""
+    digits = np.searchsorted(_POW10, a, side="right")     # decimal digits, 0 for 0
+    weight = np.maximum(digits - 1, 0) // 4
+    return weight, a // _POW10[4 * weight]
+
+
+def integer_avg(sums: Value, counts: Value) -> pa.Array:
+    """sum / count of integers as PostgreSQL's avg computes it (numeric_div): the quotient
+    rounded half away from zero at select_div_scale's scale, 16 significant digits counted
+    in base-10000 digits: max(16 - 4 * qweight, 0) where qweight is the weight of sum
+    less the weight of count, less one when the sum's first digit is at most the count's
+    (avg of 1, 2, 2 is 1.6666666666666667, of 0, 0, 1 0.33333333333333333333). Values are
+    rounded at their own scale and stored at the largest (an Arrow column has one scale;
+    PostgreSQL's text of a smaller-scale value has fewer trailing zeros). NULL where the
+    count is 0. Vectorised for sums that fit bigint; a numeric sum past it goes through
+    Python's decimal one value at a time (avg of bigints summing past 9.2e18: rare)."""
+    s = combine(broadcast(sums, 1) if isinstance(sums, pa.Scalar) else sums)
+    c = combine(broadcast(counts, len(s)) if isinstance(counts, pa.Scalar) else counts)
+    n = len(s)
+    valid = pc.and_(pc.is_valid(s), pc.greater(pc.fill_null(c, 0), 0))
+    valid = valid.to_numpy(zero_copy_only=False)
+    if pa.types.is_decimal(s.type):
+        limit = pa.scalar(2**62, pa.decimal128(19, 0))
+        big = pc.fill_null(pc.greater_equal(pc.abs(s), limit), False)
+        if pc.any(big).as_py():
+            return _python_avg(s, c, valid)
+        s = s.cast(pa.int64())
+    sv = pc.fill_null(s.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    cv = np.maximum(pc.fill_null(c.cast(pa.int64()), 1).to_numpy(zero_copy_only=False), 1)
+    sv, cv = np.where(valid, sv, 0), np.where(valid, cv, 1)
+    a = np.abs(sv)
+    w1, f1 = _base10000(a)
+    w2, f2 = _base10000(cv)
+    qweight = w1 - w2 - (f1 <= f2)
+    rscale = np.maximum(_NUMERIC_MIN_SIG_DIGITS - 4 * qweight, 0)
+    top = int(rscale.max()) if n else 0
+    # the quotient truncated one digit past the largest scale (Arrow's decimal division
+    # of p1 digits by p2 digits has scale p2 + 1), then each value rounded at its scale:
+    # rounding a truncation at a later digit decides as rounding the exact quotient would
+    p2 = max(top, len(str(int(cv.max()))) if n else 1, 1)
+    t = pc.divide(pa.array(a).cast(pa.decimal256(19, 0)),
+                  pa.array(cv).cast(pa.decimal256(19, 0))
+                  .cast(pa.decimal256(p2, 0), safe=False))   # (p2 >= the counts' digits)
+    int_digits = max(len(str(int((a // cv).max()))) if n else 1, 1)
+    scale = min(top, MAX_PRECISION - int_digits)
+    out_type = pa.decimal128(int_digits + scale, scale)
+    out = pa.nulls(n, out_type)
+    negative = pa.array(sv < 0)
+    for r in np.unique(rscale):
+        rows = pa.array(rscale == r)
+        part = pc.round(t.filter(rows), ndigits=int(min(r, scale)),
+                        round_mode="half_towards_infinity")
+        # (the integer digits were measured: the narrowing cannot lose a digit)
+        part = part.cast(pa.decimal256(76, scale), safe=False).cast(out_type, safe=False)
+        part = pc.if_else(negative.filter(rows), pc.negate(part), part)
+        out = pc.replace_with_mask(out, rows, part)
+    return pc.if_else(pa.array(valid), out, pa.scalar(None, out_type))
+
+
+def _python_avg(s: pa.Array, c: pa.Array, valid: np.ndarray) -> pa.Array:
+    """integer_avg with Python's decimal, one value at a time (sums past bigint)."""
+    ctx = decimal.Context(prec=120, rounding=decimal.ROUND_HALF_UP)
+    out = []
+    for total, count, ok in zip(s.to_pylist(), c.to_pylist(), valid):
+        if not ok:
+            out.append(None)
+            continue
+        a, cnt = abs(int(total)), int(count)
+        w1 = (len(str(a)) - 1) // 4 if a else 0
+        f1 = a // 10 ** (4 * w1)
+        w2 = (len(str(cnt)) - 1) // 4
+        f2 = cnt // 10 ** (4 * w2)
+        r = max(_NUMERIC_MIN_SIG_DIGITS - 4 * (w1 - w2 - (f1 <= f2)), 0)
+        q = ctx.divide(decimal.Decimal(int(total)), decimal.Decimal(cnt))
+        out.append(q.quantize(decimal.Decimal(1).scaleb(-r), context=ctx))
+    scale = max((-v.as_tuple().exponent for v in out if v is not None), default=0)
+    digits = max((v.adjusted() + 1 for v in out if v is not None), default=1)
+    scale = min(scale, MAX_PRECISION - max(digits, 1))
+    return pa.array([None if v is None else v.quantize(decimal.Decimal(1).scaleb(-scale),
+                                                       context=ctx) for v in out],
+                    pa.decimal128(max(digits, 1) + scale, scale))
+
+
+@_handles(IntegerAvg)
+def _integer_avg(node: IntegerAvg, ctx: _Ctx) -> Value:
+    return integer_avg(_eval(node.this, ctx), _eval(node.expression, ctx))

@@ -13,18 +13,9 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
-from planner.expr.types import (
-    _broadcast,
-    _combine,
-    _err,
-    _kind,
-    _null_of,
-    _pg_name,
-    _position,
-    _supertype,
-    user_sql,
-    Value,
-)
+from planner.expr.arrow_values import broadcast, combine, Value
+from planner.expr.located import error_at, node_position, user_sql
+from planner.expr.sqltypes import kind_of, null_of, pg_name, supertype
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
 from planner.expr.coerce import _widen
 
@@ -35,12 +26,12 @@ _BITWISE = {exp.BitwiseAnd: pc.bit_wise_and, exp.BitwiseOr: pc.bit_wise_or,
 @_handles(*_BITWISE)
 def _bitwise(node: exp.Binary, ctx: _Ctx) -> Value:
     a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
-    if _kind(a.type) not in ("int", "null") or _kind(b.type) not in ("int", "null"):
-        raise _err(f"operator does not exist: {_pg_name(a.type)} & {_pg_name(b.type)}",
+    if kind_of(a.type) not in ("int", "null") or kind_of(b.type) not in ("int", "null"):
+        raise error_at(f"operator does not exist: {pg_name(a.type)} & {pg_name(b.type)}",
                    "42883", node)
-    t = _supertype([a.type, b.type])
-    if _kind(t) == "null":
-        return _null_of(pa.int32())
+    t = supertype([a.type, b.type])
+    if kind_of(t) == "null":
+        return null_of(pa.int32())
     return _BITWISE[type(node)](_widen(a, t, node.this), _widen(b, t, node.expression))
 
 
@@ -59,7 +50,7 @@ def _struct(node: exp.Struct, ctx: _Ctx) -> Value:
         return pa.scalar({n: v.as_py() for n, v in zip(names, values)},
                          pa.struct([pa.field(n, v.type) for n, v in zip(names, values)]))
     n = ctx.num_rows
-    return pc.make_struct(*[_combine(_broadcast(v, n)) for v in values], field_names=names)
+    return pc.make_struct(*[combine(broadcast(v, n)) for v in values], field_names=names)
 
 
 @_handles(exp.Dot)
@@ -68,14 +59,14 @@ def _field(node: exp.Dot, ctx: _Ctx) -> Value:
     v = _eval(node.this, ctx)
     if not pa.types.is_struct(v.type):
         raise FeatureNotSupported(f"unsupported expression: {user_sql(node)}",
-                                  position=_position(node))
+                                  position=node_position(node))
     name = node.name
     names = [v.type.field(i).name for i in range(v.type.num_fields)]
     match = [n for n in names if n.lower() == name.lower()]
     if not match:
-        raise _err(f'column "{name}" not found in data type record', "42703", node)
+        raise error_at(f'column "{name}" not found in data type record', "42703", node)
     if isinstance(v, pa.Scalar):
-        return v[match[0]] if v.is_valid else _null_of(v.type.field(match[0]).type)
+        return v[match[0]] if v.is_valid else null_of(v.type.field(match[0]).type)
     return pc.struct_field(v, match[0])
 
 
@@ -121,15 +112,15 @@ def _operator(node: exp.Operator, ctx: _Ctx) -> Value:
     name = name.rsplit(".", 1)[-1] if "." in name and not name.endswith(".") else name
     make = _OPERATORS.get(name)
     if make is None:
-        raise _err(f"operator does not exist: {name}", "42883", node)
+        raise error_at(f"operator does not exist: {name}", "42883", node)
     return _eval(make(node.this, node.expression), ctx)
 
 
 def _pg_typeof(node: exp.Anonymous, ctx: _Ctx) -> Value:
     """pg_typeof(x): the name PostgreSQL gives x's type ('bigint', 'numeric', 'text', ...)."""
     if len(node.expressions) != 1:
-        _no_function(node.name, node.expressions, ctx, _position(node))
-    return pa.scalar(_pg_name(_eval(node.expressions[0], ctx).type), pa.string())
+        _no_function(node.name, node.expressions, ctx, node_position(node))
+    return pa.scalar(pg_name(_eval(node.expressions[0], ctx).type), pa.string())
 
 
 _ANONYMOUS["pg_typeof"] = _pg_typeof

@@ -15,7 +15,8 @@ import sqlglot.generator
 from sqlglot import exp
 
 from planner.logical import AvgOf, SubqueryRef
-from planner.expr.types import _interval_parts, _interval_text, _kind, _sql_type, _storage
+from planner.expr.interval_values import interval_parts, interval_text
+from planner.expr.sqltypes import array_storage, kind_of, sql_type
 from planner.expr.core import Const
 from planner.expr.casts import _to_text
 from planner.expr.subplans import HostCall, InSubPlan, SubPlan
@@ -36,9 +37,9 @@ def _sql_string(s: str) -> str:
 
 def _scalar_sql(s: pa.Scalar) -> str:
     """A SQL literal for a scalar; typed NULLs and special floats as CASTs."""
-    k = _kind(s.type)
+    k = kind_of(s.type)
     if not s.is_valid:
-        return "NULL" if k == "null" else f"CAST(NULL AS {_sql_type(s.type)})"
+        return "NULL" if k == "null" else f"CAST(NULL AS {sql_type(s.type)})"
     if k in ("date", "timestamp"):   # as text: Python's dates stop at year 9999 (and 1 AD)
         return f"{k.upper()} {_sql_string(_to_text(s, pa.string(), None).as_py())}"
     v = s.as_py()
@@ -51,15 +52,15 @@ def _scalar_sql(s: pa.Scalar) -> str:
     if k == "float":
         text = repr(v) if math.isfinite(v) else {"inf": "'Infinity'", "-inf": "'-Infinity'",
                                                  "nan": "'NaN'"}[repr(v)]
-        return f"CAST({text} AS {_sql_type(s.type)})"
+        return f"CAST({text} AS {sql_type(s.type)})"
     if k == "string":
         return _sql_string(v)
     if k == "interval":
-        return f"INTERVAL {_sql_string(_interval_text(*_interval_parts(s)))}"
+        return f"INTERVAL {_sql_string(interval_text(*interval_parts(s)))}"
     if k == "binary":
         return f"CAST('\\x{bytes(v).hex()}' AS BYTEA)"
     if k == "list":
-        return f"CAST({_sql_string(_storage(s).as_py())} AS {_sql_type(s.type)})"
+        return f"CAST({_sql_string(array_storage(s).as_py())} AS {sql_type(s.type)})"
     return _sql_string(str(v))
 
 

@@ -12,7 +12,9 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from planner.errors import FeatureNotSupported
-from planner.expr.types import _any, _err, _kind, _null_of, _pg_name, _position, Value
+from planner.expr.arrow_values import any_true, Value
+from planner.expr.located import error_at, node_position
+from planner.expr.sqltypes import kind_of, null_of, pg_name
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
 from planner.expr.coerce import _const_arg, _int_arg, _string_arg, _text
 
@@ -30,11 +32,11 @@ def _concat_ws(node: exp.ConcatWs, ctx: _Ctx) -> Value:
     if not rest:
         return sep
     joined = pc.binary_join_element_wise(*rest, sep, null_handling="skip")
-    return pc.if_else(pc.is_null(sep), _null_of(pa.string()), joined)
+    return pc.if_else(pc.is_null(sep), null_of(pa.string()), joined)
 
 
 def _slice(s: Value, start: int, stop: int | None) -> Value:
-    if _kind(s.type) == "binary":
+    if kind_of(s.type) == "binary":
         return pc.binary_slice(s, start, stop)
     return pc.utf8_slice_codeunits(s, start, stop)
 
@@ -42,20 +44,20 @@ def _slice(s: Value, start: int, stop: int | None) -> Value:
 @_handles(exp.Substring)
 def _substring(node: exp.Substring, ctx: _Ctx) -> Value:
     s = _eval(node.this, ctx)
-    if _kind(s.type) not in ("string", "binary", "null"):
+    if kind_of(s.type) not in ("string", "binary", "null"):
         s = _string_arg(s, "substring", node.this)
     if node.args.get("start") is None:      # substr('abc'): no such function
-        raise _err(f"function substring({_pg_name(s.type)}) does not exist", "42883", node)
+        raise error_at(f"function substring({pg_name(s.type)}) does not exist", "42883", node)
     start = _int_arg(_eval(node.args["start"], ctx), "substring start", node)
     length_node = node.args.get("length")
     length = (_int_arg(_eval(length_node, ctx), "substring length", node)
               if length_node is not None else None)
-    out_type = pa.string() if _kind(s.type) == "null" else s.type
+    out_type = pa.string() if kind_of(s.type) == "null" else s.type
     if start is None or (length_node is not None and length is None) or \
-            _kind(s.type) == "null":
-        return _null_of(out_type)
+            kind_of(s.type) == "null":
+        return null_of(out_type)
     if length is not None and length < 0:
-        raise _err("negative substring length not allowed", "22011", node)
+        raise error_at("negative substring length not allowed", "22011", node)
     # 1-based [start, start + length) clipped to the string: start < 1 eats into length.
     begin = max(start - 1, 0)
     stop = None if length is None else max(start - 1 + length, begin)
@@ -67,8 +69,8 @@ def _left_right(node: exp.Binary, ctx: _Ctx) -> Value:
     fn = "left" if isinstance(node, exp.Left) else "right"
     s = _string_arg(_eval(node.this, ctx), fn, node.this)
     n = _int_arg(_eval(node.expression, ctx), f"{fn} length", node)
-    if n is None or _kind(s.type) == "null":
-        return _null_of(pa.string())
+    if n is None or kind_of(s.type) == "null":
+        return null_of(pa.string())
     if isinstance(node, exp.Left):  # n < 0: all but the last |n| characters
         return _slice(s, 0, n)
     # n > 0: the last n characters (start -n); n < 0: all but the first |n| (start |n|)
@@ -79,7 +81,7 @@ def _left_right(node: exp.Binary, ctx: _Ctx) -> Value:
 def _upper_lower(node: exp.Func, ctx: _Ctx) -> Value:
     fn = "upper" if isinstance(node, exp.Upper) else "lower"
     s = _string_arg(_eval(node.this, ctx), fn, node.this)
-    if _kind(s.type) == "null":
+    if kind_of(s.type) == "null":
         return s.cast(pa.string())
     return (pc.utf8_upper if isinstance(node, exp.Upper) else pc.utf8_lower)(s)
 
@@ -90,11 +92,11 @@ def _initcap(node: exp.Initcap, ctx: _Ctx) -> Value:
     or digit, lower case otherwise. Arrow's utf8_title starts a word after a digit too
     ('2nd' -> '2Nd'); those strings go through Python, once per distinct value."""
     s = _string_arg(_eval(node.this, ctx), "initcap", node.this)
-    if _kind(s.type) == "null":
+    if kind_of(s.type) == "null":
         return s
     titled = pc.utf8_title(pc.utf8_lower(s))
     after_digit = pc.match_substring_regex(s, r"[0-9]\pL")
-    if not _any(after_digit):
+    if not any_true(after_digit):
         return titled
     return _per_distinct(s, _initcap_text, s.type)
 
@@ -110,11 +112,11 @@ def _initcap_text(text: str) -> str:
 @_handles(exp.Length)
 def _length(node: exp.Length, ctx: _Ctx) -> Value:
     s = _eval(node.this, ctx)
-    k = _kind(s.type)
+    k = kind_of(s.type)
     if k == "binary":
         return pc.binary_length(s)
     s = _string_arg(s, "length", node.this)
-    return pc.utf8_length(s) if k != "null" else _null_of(pa.int32())
+    return pc.utf8_length(s) if k != "null" else null_of(pa.int32())
 
 
 @_handles(exp.Trim)
@@ -125,8 +127,8 @@ def _trim(node: exp.Trim, ctx: _Ctx) -> Value:
     if chars_node is not None:
         chars = _const_arg(_eval(chars_node, ctx), "trim character set", chars_node)
         if chars is None:
-            return _null_of(pa.string())
-    if _kind(s.type) == "null":
+            return null_of(pa.string())
+    if kind_of(s.type) == "null":
         return s.cast(pa.string())
     position = (node.args.get("position") or "BOTH").upper()
     fn = {"LEADING": pc.utf8_ltrim, "TRAILING": pc.utf8_rtrim}.get(position, pc.utf8_trim)
@@ -139,8 +141,8 @@ def _replace(node: exp.Replace, ctx: _Ctx) -> Value:
     old = _const_arg(_eval(node.expression, ctx), "replace pattern", node.expression)
     new_node = node.args["replacement"]
     new = _const_arg(_eval(new_node, ctx), "replacement", new_node)
-    if old is None or new is None or _kind(s.type) == "null":
-        return _null_of(pa.string())
+    if old is None or new is None or kind_of(s.type) == "null":
+        return null_of(pa.string())
     if old == "":
         return s
     return pc.replace_substring(s, pattern=old, replacement=new)
@@ -150,14 +152,14 @@ def _replace(node: exp.Replace, ctx: _Ctx) -> Value:
 def _strpos(node: exp.StrPosition, ctx: _Ctx) -> Value:
     if node.args.get("position") or node.args.get("occurrence"):
         raise FeatureNotSupported("POSITION with a start or occurrence is not supported",
-                                  position=_position(node))
+                                  position=node_position(node))
     s = _string_arg(_eval(node.this, ctx), "strpos", node.this)
     sub_node = node.args["substr"]
     sub = _const_arg(_eval(sub_node, ctx), "search string", sub_node)
-    if sub is None or _kind(s.type) == "null":
-        return _null_of(pa.int32())
+    if sub is None or kind_of(s.type) == "null":
+        return null_of(pa.int32())
     if sub == "":
-        return pc.if_else(pc.is_valid(s), pa.scalar(1, pa.int32()), _null_of(pa.int32()))
+        return pc.if_else(pc.is_valid(s), pa.scalar(1, pa.int32()), null_of(pa.int32()))
     ascii_only = (pc.string_is_ascii(s).as_py() if isinstance(s, pa.Scalar)
                   else pc.all(pc.string_is_ascii(s)).as_py() is not False)
     if ascii_only:  # byte offsets are character offsets
@@ -177,12 +179,12 @@ def _pad(node: exp.Pad, ctx: _Ctx) -> Value:
     fill_node = node.args.get("fill_pattern")
     fill = " " if fill_node is None else _const_arg(_eval(fill_node, ctx), "pad string",
                                                     fill_node)
-    if width is None or fill is None or _kind(s.type) == "null":
-        return _null_of(pa.string())
+    if width is None or fill is None or kind_of(s.type) == "null":
+        return null_of(pa.string())
     width = max(width, 0)
     if len(fill) > 1:
         raise FeatureNotSupported("a multi-character pad string is not supported",
-                                  position=_position(fill_node))
+                                  position=node_position(fill_node))
     if fill:
         s = (pc.utf8_lpad if left else pc.utf8_rpad)(s, width=width, padding=fill)
     return _slice(s, 0, width)  # PostgreSQL truncates strings longer than the width
@@ -191,15 +193,15 @@ def _pad(node: exp.Pad, ctx: _Ctx) -> Value:
 @_handles(exp.Reverse)
 def _reverse(node: exp.Reverse, ctx: _Ctx) -> Value:
     s = _string_arg(_eval(node.this, ctx), "reverse", node.this)
-    return pc.utf8_reverse(s) if _kind(s.type) != "null" else s.cast(pa.string())
+    return pc.utf8_reverse(s) if kind_of(s.type) != "null" else s.cast(pa.string())
 
 
 @_handles(exp.StartsWith)
 def _starts_with(node: exp.StartsWith, ctx: _Ctx) -> Value:
     s = _string_arg(_eval(node.this, ctx), "starts_with", node.this)
     prefix = _const_arg(_eval(node.expression, ctx), "prefix", node.expression)
-    if prefix is None or _kind(s.type) == "null":
-        return _null_of(pa.bool_())
+    if prefix is None or kind_of(s.type) == "null":
+        return null_of(pa.bool_())
     return pc.starts_with(s, pattern=prefix)
 
 
@@ -207,9 +209,9 @@ def _starts_with(node: exp.StartsWith, ctx: _Ctx) -> Value:
 def _repeat(node: exp.Repeat, ctx: _Ctx) -> Value:
     s = _string_arg(_eval(node.this, ctx), "repeat", node.this)
     n = _eval(node.args["times"], ctx)
-    if _kind(n.type) != "int":
-        raise _err(f"function repeat(text, {_pg_name(n.type)}) does not exist", "42883", node)
-    if _kind(s.type) == "null":
+    if kind_of(n.type) != "int":
+        raise error_at(f"function repeat(text, {pg_name(n.type)}) does not exist", "42883", node)
+    if kind_of(s.type) == "null":
         return s.cast(pa.string())
     return pc.binary_repeat(s, pc.max_element_wise(n.cast(pa.int64()), 0))
 
@@ -226,17 +228,17 @@ def _split_part(node: exp.SplitPart, ctx: _Ctx) -> Value:
     s = _string_arg(_eval(node.this, ctx), "split_part", node.this)
     dnode, nnode = node.args.get("delimiter"), node.args.get("part_index")
     if dnode is None or nnode is None:
-        raise _err("function split_part(text) does not exist", "42883", node)
+        raise error_at("function split_part(text) does not exist", "42883", node)
     delim = _const_arg(_eval(dnode, ctx), "delimiter", dnode)
     n = _int_arg(_eval(nnode, ctx), "field position", nnode)
-    if delim is None or n is None or _kind(s.type) == "null":
-        return _null_of(pa.string())
+    if delim is None or n is None or kind_of(s.type) == "null":
+        return null_of(pa.string())
     if n == 0:
-        raise _err("field position must not be zero", "22023", nnode)
+        raise error_at("field position must not be zero", "22023", nnode)
     if delim == "":     # the whole string is the one field
-        whole = pc.if_else(pc.is_valid(s), s, _null_of(pa.string()))
+        whole = pc.if_else(pc.is_valid(s), s, null_of(pa.string()))
         return whole if n in (1, -1) else pc.if_else(pc.is_valid(s), pa.scalar(""),
-                                                      _null_of(pa.string()))
+                                                      null_of(pa.string()))
     parts = pc.split_pattern(s, pattern=delim)
     count = pc.list_value_length(parts)
     index = pc.subtract(n, 1) if n > 0 else pc.add(count, n)
@@ -267,8 +269,8 @@ def _md5(node: exp.MD5, ctx: _Ctx) -> Value:
     """md5(text): the hex digest of its UTF-8 bytes. Arrow has no MD5 kernel: one hashlib call
     per distinct value (`_per_distinct`; md5 is not a bulk-path function)."""
     s = _string_arg(_eval(node.this, ctx), "md5", node.this)
-    if _kind(s.type) == "null":
-        return _null_of(pa.string())
+    if kind_of(s.type) == "null":
+        return null_of(pa.string())
     return _per_distinct(s, lambda v: hashlib.md5(v.encode()).hexdigest(), pa.string())
 
 
@@ -294,8 +296,8 @@ def _translate(node: exp.Translate, ctx: _Ctx) -> Value:
                      "translate argument", node)
     dst = _const_arg(_string_arg(_eval(node.args["to"], ctx), "translate", node),
                      "translate argument", node)
-    if src is None or dst is None or _kind(s.type) == "null":
-        return _null_of(pa.string())
+    if src is None or dst is None or kind_of(s.type) == "null":
+        return null_of(pa.string())
     table: dict[int, int | None] = {}
     for i, ch in enumerate(src):
         table.setdefault(ord(ch), ord(dst[i]) if i < len(dst) else None)
@@ -306,8 +308,8 @@ def _translate(node: exp.Translate, ctx: _Ctx) -> Value:
 def _ascii(node: exp.Ascii, ctx: _Ctx) -> Value:
     """ascii(text): the code point of the first character; 0 for ''."""
     s = _string_arg(_eval(node.this, ctx), "ascii", node.this)
-    if _kind(s.type) == "null":
-        return _null_of(pa.int32())
+    if kind_of(s.type) == "null":
+        return null_of(pa.int32())
     return _per_distinct(s, lambda x: ord(x[0]) if x else 0, pa.int32())
 
 
@@ -316,20 +318,20 @@ def _chr(node: exp.Chr, ctx: _Ctx) -> Value:
     """chr(integer): the character with that code point; 0 is 54000 (no NUL in text),
     a negative one 22023, one past Unicode 54000."""
     if len(node.expressions) != 1:
-        raise _err("function chr does not exist", "42883", node)
+        raise error_at("function chr does not exist", "42883", node)
     n = _eval(node.expressions[0], ctx)
-    if _kind(n.type) not in ("int", "null"):
-        raise _err(f"function chr({_pg_name(n.type)}) does not exist", "42883", node)
-    if _kind(n.type) == "null":
-        return _null_of(pa.string())
+    if kind_of(n.type) not in ("int", "null"):
+        raise error_at(f"function chr({pg_name(n.type)}) does not exist", "42883", node)
+    if kind_of(n.type) == "null":
+        return null_of(pa.string())
 
     def char(code: int) -> str:
         if code == 0:
-            raise _err("null character not permitted", "54000", node)
+            raise error_at("null character not permitted", "54000", node)
         if code < 0:
-            raise _err("character number must be positive", "22023", node)
+            raise error_at("character number must be positive", "22023", node)
         if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-            raise _err(f"requested character too large for encoding: {code}", "54000", node)
+            raise error_at(f"requested character too large for encoding: {code}", "54000", node)
         return chr(code)
     return _per_distinct(n, char, pa.string())
 
@@ -344,21 +346,21 @@ def _regexp_replace(node: exp.RegexpReplace, ctx: _Ctx) -> Value:
     for extra in ("position", "occurrence"):        # regexp_replace(s, p, r, start [, N])
         if node.args.get(extra) is not None:
             raise FeatureNotSupported("regexp_replace with a start position or match number "
-                                      "is not supported", position=_position(node))
+                                      "is not supported", position=node_position(node))
     args = [node.args.get(k) for k in ("expression", "replacement", "modifiers")]
     pattern, replacement, flags = (
         None if a is None else _const_arg(_string_arg(_eval(a, ctx), "regexp_replace", a),
                                           "regexp_replace argument", a)
         for a in args)
     if node.args.get("replacement") is None:
-        raise _err("function regexp_replace(text, text) does not exist", "42883", node)
-    if pattern is None or replacement is None or _kind(s.type) == "null" or (
+        raise error_at("function regexp_replace(text, text) does not exist", "42883", node)
+    if pattern is None or replacement is None or kind_of(s.type) == "null" or (
             args[2] is not None and flags is None):
-        return _null_of(pa.string())
+        return null_of(pa.string())
     flags = flags or ""
     bad = set(flags) - set("gi")
     if bad:
-        raise _err(f'invalid regular expression option: "{sorted(bad)[0]}"', "22023", node)
+        raise error_at(f'invalid regular expression option: "{sorted(bad)[0]}"', "22023", node)
     # (?s): `.` matches a newline in PostgreSQL's regular expressions, not in RE2's default
     pattern = ("(?is)" if "i" in flags else "(?s)") + pattern
     replacement = replacement.replace("\\&", "\\0")
@@ -366,5 +368,5 @@ def _regexp_replace(node: exp.RegexpReplace, ctx: _Ctx) -> Value:
         return pc.replace_substring_regex(s, pattern, replacement,
                                           max_replacements=None if "g" in flags else 1)
     except pa.ArrowInvalid as e:
-        raise _err(f"invalid regular expression: {str(e).split(': ', 1)[-1]}", "2201B",
+        raise error_at(f"invalid regular expression: {str(e).split(': ', 1)[-1]}", "2201B",
                    node) from None

@@ -16,17 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from planner.expr.types import (
-    ArrayType,
-    _broadcast,
-    _combine,
-    _err,
-    _kind,
-    _null_of,
-    _storage,
-    Value,
-    _wrap,
-)
+from planner.expr.arrow_values import broadcast, combine, Value
+from planner.expr.located import error_at
+from planner.expr.sqltypes import array_storage, ArrayType, kind_of, null_of, wrap_array
 from planner.expr.core import _Ctx, _eval, _handles
 from planner.expr.coerce import _check_comparable, _coerce_pair
 from planner.expr.arrays import _as_array
@@ -88,12 +80,12 @@ def _subplan(node: SubPlan, ctx: _Ctx) -> Value:
     values = [_eval(e, ctx) for e in node.expressions]
     if all(isinstance(v, pa.Scalar) for v in values):
         v = _subplan_value(plan, kind, values, node)[0]
-        return _as_array(v) if _kind(v.type) == "list" else v
+        return _as_array(v) if kind_of(v.type) == "list" else v
     n = ctx.num_rows
-    cols = [_combine(_broadcast(v, n)) for v in values]
+    cols = [combine(broadcast(v, n)) for v in values]
     if n == 0:
-        t = _subplan_value(plan, kind, [_null_of(c.type) for c in cols], node, True)[1]
-        return pa.nulls(0, ArrayType(t.value_type) if _kind(t) == "list" else t)
+        t = _subplan_value(plan, kind, [null_of(c.type) for c in cols], node, True)[1]
+        return pa.nulls(0, ArrayType(t.value_type) if kind_of(t) == "list" else t)
     # One run per distinct outer tuple; the row -> tuple mapping is a Python loop over the
     # rows (each run binds and executes a plan, which dominates).
     groups: dict[tuple, int] = {}
@@ -106,11 +98,11 @@ def _subplan(node: SubPlan, ctx: _Ctx) -> Value:
         v, t = _subplan_value(plan, kind, [c[int(first)] for c in cols], node)
         results.append(v)
     if isinstance(t, ArrayType):
-        arr = _wrap(pa.array([_storage(r).as_py() for r in results], pa.string()), t)
+        arr = wrap_array(pa.array([array_storage(r).as_py() for r in results], pa.string()), t)
     else:
         arr = pa.array([r.as_py() for r in results], t)
     arr = arr.take(pa.array(inverse))
-    return _as_array(arr) if _kind(t) == "list" else arr
+    return _as_array(arr) if kind_of(t) == "list" else arr
 
 
 class InSubPlan(exp.Expression):
@@ -133,8 +125,8 @@ def _in_subplan(node: InSubPlan, ctx: _Ctx) -> Value:
     if all(isinstance(v, pa.Scalar) for v in values):
         return _in_set(x, node.this, _subplan_set(plan, values, node), node)
     n = ctx.num_rows
-    cols = [_combine(_broadcast(v, n)) for v in values]
-    xs = _combine(_broadcast(x, n))
+    cols = [combine(broadcast(v, n)) for v in values]
+    xs = combine(broadcast(x, n))
     # One run per distinct outer tuple (a Python loop over the rows to group them, as in
     # _subplan: each run binds and executes a plan, which dominates).
     groups: dict[tuple, list[int]] = {}
@@ -146,7 +138,7 @@ def _in_subplan(node: InSubPlan, ctx: _Ctx) -> Value:
         first = rows[0]
         part = _in_set(xs.take(idx), node.this,
                        _subplan_set(plan, [c[first] for c in cols], node), node)
-        parts.append(_combine(_broadcast(part, len(rows))).cast(pa.bool_()))
+        parts.append(combine(broadcast(part, len(rows))).cast(pa.bool_()))
         order.append(idx)
     if not parts:
         return pa.nulls(0, pa.bool_())
@@ -158,8 +150,8 @@ def _in_subplan(node: InSubPlan, ctx: _Ctx) -> Value:
 def _subplan_set(plan: Any, values: list[pa.Scalar], node: exp.Expr) -> pa.Array:
     t = plan.run(values, False)
     if t.num_columns != 1:
-        raise _err("subquery has too many columns", "42601", node)
-    return _combine(t.column(0))
+        raise error_at("subquery has too many columns", "42601", node)
+    return combine(t.column(0))
 
 
 def _in_set(x: Value, x_node: exp.Expr, col: pa.Array, node: exp.Expr) -> Value:
@@ -169,34 +161,34 @@ def _in_set(x: Value, x_node: exp.Expr, col: pa.Array, node: exp.Expr) -> Value:
             np.zeros(len(x), dtype=bool))
     has_null = col.null_count > 0
     present = pc.drop_null(col)
-    if _kind(present.type) == "null":
-        present = present.cast(x.type) if _kind(x.type) != "null" else present
+    if kind_of(present.type) == "null":
+        present = present.cast(x.type) if kind_of(x.type) != "null" else present
     a, b = _coerce_pair(x, x_node, present, exp.Column(), "=", node)
     _check_comparable(a, "=", b, node)
-    if _kind(a.type) == "null":
-        return _null_of(pa.bool_())
-    b = _combine(b)
-    if _kind(a.type) == "float":  # -0.0 = 0.0, which the hash lookup does not know
+    if kind_of(a.type) == "null":
+        return null_of(pa.bool_())
+    b = combine(b)
+    if kind_of(a.type) == "float":  # -0.0 = 0.0, which the hash lookup does not know
         a, b = pc.add(a, pa.scalar(0.0, a.type)), pc.add(b, pa.scalar(0.0, b.type))
     found = pc.is_in(a, value_set=b, skip_nulls=True)
     unknown = pc.is_null(a)
     if has_null:
         unknown = pc.or_(unknown, pa.scalar(True))
-    return pc.if_else(found, True, pc.if_else(unknown, _null_of(pa.bool_()), False))
+    return pc.if_else(found, True, pc.if_else(unknown, null_of(pa.bool_()), False))
 
 
 def _subplan_value(plan: Any, kind: str, values: list[pa.Scalar], node: SubPlan,
                    schema_only: bool = False) -> tuple[pa.Scalar, pa.DataType]:
     t = plan.run(values, schema_only)
     if t.num_columns != 1 and kind != "exists":
-        raise _err("subquery must return only one column", "42601", node)
+        raise error_at("subquery must return only one column", "42601", node)
     col = t.column(0) if t.num_columns else pa.chunked_array([], pa.null())
     if kind == "exists":
         return pa.scalar(t.num_rows > 0), pa.bool_()
     if kind == "scalar":
         if t.num_rows > 1:
-            raise _err("more than one row returned by a subquery used as an expression",
+            raise error_at("more than one row returned by a subquery used as an expression",
                        "21000", node)
-        return (col[0] if t.num_rows else _null_of(col.type)), col.type
-    lt = pa.list_(col.type if _kind(col.type) != "null" else pa.string())
+        return (col[0] if t.num_rows else null_of(col.type)), col.type
+    lt = pa.list_(col.type if kind_of(col.type) != "null" else pa.string())
     return pa.scalar(col.to_pylist(), lt), lt

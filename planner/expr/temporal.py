@@ -15,29 +15,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from planner.dialect import KuduNow
+from planner.dialect import KuduDatePart, KuduNow
 from planner.errors import FeatureNotSupported, SqlError
-from planner.expr.types import (
-    _add_scaled,
-    _err,
-    _INTERVAL,
-    _interval_parts,
-    _interval_scalar,
-    _is_unknown_literal,
-    _kind,
-    _null_of,
-    _parse_interval,
-    _per_array,
-    _pg_name,
-    _position,
-    _to_numpy,
-    _TS,
-    _UNIT_ALIASES,
-    _US_PER_DAY,
-    Value,
+from planner.expr.arrow_values import ints_and_mask, per_array, Value, view_as
+from planner.expr.located import error_at, node_position
+from planner.expr.interval_values import (
+    interval_parts,
+    interval_scalar,
+    parse_interval,
+    UNIT_ALIASES,
+    US_PER_DAY,
+)
+from planner.expr.sqltypes import (
+    INTERVAL,
+    is_unknown_literal,
+    kind_of,
+    null_of,
+    pg_name,
+    TIMESTAMP,
 )
 from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
 from planner.expr.casts import _cast, _cast_checked
+from planner.expr import intervals, timezones
 
 
 @_handles(exp.Interval)
@@ -46,8 +45,8 @@ def _interval(node: exp.Interval, ctx: _Ctx) -> Value:
     unit = node.args.get("unit")
     unit_name = unit.name if unit is not None else None
     if not isinstance(v, exp.Literal):
-        raise FeatureNotSupported("INTERVAL needs a literal", position=_position(node))
-    return _interval_scalar(*_parse_interval(str(v.this), unit_name, node))
+        raise FeatureNotSupported("INTERVAL needs a literal", position=node_position(node))
+    return interval_scalar(*parse_interval(str(v.this), unit_name, node))
 
 
 # Calendar arithmetic runs on float64 arrays: numpy's int64 floor division is not vectorised
@@ -113,7 +112,7 @@ def _shift_days_by_months(days: np.ndarray, months: int) -> np.ndarray:
 
 
 def _shift_dates(a: pa.Array, months: int, days: int) -> pa.Array:
-    vals, mask = _to_numpy(a.cast(pa.int32()), "int64")
+    vals, mask = ints_and_mask(a.cast(pa.int32()), "int64")
     if months:
         vals = _shift_days_by_months(vals, months)
     vals = vals + days
@@ -124,25 +123,83 @@ def _shift_dates(a: pa.Array, months: int, days: int) -> pa.Array:
 
 def _shift_timestamps(a: pa.Array, months: int, days: int, us: int) -> pa.Array:
     unit_type = a.type
-    vals, mask = _to_numpy(a.cast(pa.int64()), "int64")
+    vals, mask = ints_and_mask(a.cast(pa.int64()), "int64")
     if months:
-        day, tod = np.divmod(vals, _US_PER_DAY)
-        vals = _shift_days_by_months(day, months) * _US_PER_DAY + tod
-    vals = vals + (days * _US_PER_DAY + us)
+        day, tod = np.divmod(vals, US_PER_DAY)
+        vals = _shift_days_by_months(day, months) * US_PER_DAY + tod
+    vals = vals + (days * US_PER_DAY + us)
     return pa.array(vals, mask=mask).cast(unit_type)
 
 
 def _temporal_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int = 1) -> Value:
-    if not isinstance(iv, pa.Scalar):
-        raise FeatureNotSupported("arithmetic with an interval column is not supported",
-                                  position=_position(node))
-    if not iv.is_valid:
-        return _null_of(t.type)
-    months, days, us = (sign * x for x in _interval_parts(iv))
-    if _kind(t.type) == "date" and us == 0:
-        return _per_array(lambda a: _shift_dates(a, months, days), t)
-    ts = t.cast(_TS) if _kind(t.type) == "date" or t.type.unit != "us" else t
-    return _per_array(lambda a: _shift_timestamps(a, months, days, us), ts)
+    if kind_of(t.type) == "timestamp" and t.type.tz:
+        return _zoned_plus_interval(t, iv, node, sign)
+    if isinstance(iv, pa.Scalar):
+        if not iv.is_valid:
+            return null_of(t.type if kind_of(t.type) == "timestamp" else TIMESTAMP)
+        months, days, us = (sign * x for x in interval_parts(iv))
+        if kind_of(t.type) == "date" and us == 0:
+            return per_array(lambda a: _shift_dates(a, months, days), t)
+        ts = t.cast(TIMESTAMP) if kind_of(t.type) == "date" or t.type.unit != "us" else t
+        return per_array(lambda a: _shift_timestamps(a, months, days, us), ts)
+    # an interval column: months, days and time per row, vectorised the same way
+    n, scalar = intervals.rows(t, iv)
+    f = intervals.columns(iv, n)
+    if sign < 0:
+        f = intervals.negate(f)
+    ts = t.cast(TIMESTAMP) if kind_of(t.type) == "date" or t.type.unit != "us" else t
+    vals, tvalid = intervals.int64s(ts, n)
+    out = shift_timestamp_us(vals, f.months, f.days, f.us)
+    valid = intervals.and_valid(tvalid, f.valid)
+    _check_timestamp_range(out, valid, node)
+    arr = pa.array(out, TIMESTAMP, mask=None if valid is None else ~valid)
+    return arr[0] if scalar else arr
+
+
+def _zoned_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int) -> Value:
+    """timestamptz ± interval as PostgreSQL adds it: the months and days to the local
+    time in the session's zone (a day across a DST change is 23 or 25 hours), then the
+    time to the instant."""
+    n, scalar = intervals.rows(t, iv)
+    f = intervals.columns(iv, n)
+    if sign < 0:
+        f = intervals.negate(f)
+    vals, tvalid = intervals.int64s(t.cast(timezones.TIMESTAMPTZ), n)
+    valid = intervals.and_valid(tvalid, f.valid)
+    if np.any(f.months != 0) or np.any(f.days != 0):
+        local, _ = intervals.int64s(timezones.to_local(pa.array(vals, timezones.TIMESTAMPTZ)),
+                                    n)
+        local = shift_timestamp_us(local, f.months, f.days, 0)
+        _check_timestamp_range(local, valid, node)
+        vals, _ = intervals.int64s(timezones.to_utc(pa.array(local, TIMESTAMP)), n)
+    out = vals + f.us
+    _check_timestamp_range(out, valid, node)
+    arr = pa.array(out, timezones.TIMESTAMPTZ, mask=None if valid is None else ~valid)
+    return arr[0] if scalar else arr
+
+
+def shift_timestamp_us(vals: np.ndarray, months, days, us) -> np.ndarray:
+    """Microseconds since the epoch + an interval per row (or one): the months first,
+    clamped to the month's end, then the days, then the time (PostgreSQL's
+    timestamp_pl_interval for a timestamp without time zone)."""
+    months = np.asarray(months, np.int64)
+    if np.any(months != 0):
+        day, tod = np.divmod(vals, US_PER_DAY)
+        y, m, d = _civil_from_days(day.astype(np.float64))
+        total = y * 12 + (m - 1) + months
+        y = _fdiv(total, 12)
+        m = total - y * 12 + 1
+        day = _days_from_civil(y, m, np.minimum(d, _month_length(y, m))).astype(np.int64)
+        vals = day * US_PER_DAY + tod
+    with np.errstate(over="ignore"):
+        return vals + (np.asarray(days, np.int64) * US_PER_DAY + np.asarray(us, np.int64))
+
+
+def _check_timestamp_range(vals: np.ndarray, valid: np.ndarray | None, node: exp.Expr) -> None:
+    live = vals if valid is None else vals[valid]
+    if len(live) and (live.min() < intervals.MIN_TIMESTAMP_US
+                      or live.max() >= intervals.END_TIMESTAMP_US):
+        raise error_at("timestamp out of range", "22008", node)
 
 
 def _date_plus_int(d: Value, n: Value, node: exp.Expr, sign: int = 1) -> Value:
@@ -162,44 +219,39 @@ def _interval_array(months, days, nanos, valid: np.ndarray | None) -> pa.Array:
     raw = np.zeros(len(nanos), dtype=[("m", "<i4"), ("d", "<i4"), ("ns", "<i8")])
     raw["m"], raw["d"], raw["ns"] = months, days, nanos
     validity = None if valid is None else pa.array(valid).buffers()[1]
-    return pa.Array.from_buffers(_INTERVAL, len(nanos), [validity, pa.py_buffer(raw)])
+    return pa.Array.from_buffers(INTERVAL, len(nanos), [validity, pa.py_buffer(raw)])
 
 
 def _timestamp_minus_timestamp(a: Value, b: Value, node: exp.Expr) -> Value:
     """An interval of whole days plus time, both with the sign of the difference."""
-    a, b = a.cast(_TS), b.cast(_TS)
+    a, b = a.cast(TIMESTAMP), b.cast(TIMESTAMP)
     diff = pc.subtract_checked(a.cast(pa.int64()), b.cast(pa.int64()))
 
     def to_interval(arr: pa.Array) -> pa.Array:
-        vals, mask = _to_numpy(arr, "int64")
-        days = np.trunc(vals / _US_PER_DAY).astype(np.int64)
-        rest = vals - days * _US_PER_DAY
+        vals, mask = ints_and_mask(arr, "int64")
+        days = np.trunc(vals / US_PER_DAY).astype(np.int64)
+        rest = vals - days * US_PER_DAY
         return _interval_array(0, days, rest * 1000, None if mask is None else ~mask)
 
-    return _per_array(to_interval, diff)
+    return per_array(to_interval, diff)
 
 
 def _interval_arith(op: str) -> Callable[[Value, Value, exp.Expr], Value]:
+    """interval ± interval, interval * number, number * interval, interval / number, for
+    constants and columns alike (planner.expr.intervals)."""
     def fn(a: Value, b: Value, node: exp.Expr) -> Value:
-        if not (isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)):
-            raise FeatureNotSupported("arithmetic with an interval column is not supported",
-                                      position=_position(node))
-        if not (a.is_valid and b.is_valid):
-            return _null_of(_INTERVAL)
-        if op in "+-":
-            sign = 1 if op == "+" else -1
-            return _interval_scalar(*(x + sign * y for x, y in
-                                      zip(_interval_parts(a), _interval_parts(b))))
-        iv, n = (a, b) if _kind(a.type) == "interval" else (b, a)
-        factor = decimal.Decimal(str(n.as_py()))
-        if op == "/":
-            if factor == 0:
-                raise _err("division by zero", "22012", node)
-            factor = 1 / factor
-        m, d, us = _interval_parts(iv)
-        dm, dd, dus = _add_scaled(factor * m, (1, 0, 0))
-        em, ed, eus = _add_scaled(factor * d, (0, 1, 0))
-        return _interval_scalar(dm + em, dd + ed, dus + eus + int(factor * us))
+        n, scalar = intervals.rows(a, b)
+        try:
+            if op in "+-":
+                f = intervals.add(intervals.columns(a, n), intervals.columns(b, n),
+                                  1 if op == "+" else -1)
+            else:
+                iv, num = (a, b) if kind_of(a.type) == "interval" else (b, a)
+                factor, fvalid = intervals.numbers(num, n)
+                f = intervals.scale(intervals.columns(iv, n), factor, fvalid, op == "/")
+            return intervals.build(f, scalar)
+        except SqlError as e:
+            raise error_at(e.message, e.sqlstate, node) from None
     return fn
 
 
@@ -227,45 +279,48 @@ _TEMPORAL_ARITH: dict[tuple[str, str, str], Callable[[Value, Value, exp.Expr], V
 
 def _temporal_arg(v: Value, node: exp.Expr, what: str) -> Value:
     """A date / timestamp / interval argument; an unknown literal is read as a timestamp."""
-    if _is_unknown_literal(node):
-        return _cast(v, _TS, node)
-    if _kind(v.type) not in ("date", "timestamp", "interval", "null"):
-        _no_function(what, [node], _Ctx(pa.table({})), _position(node))
+    if is_unknown_literal(node):
+        return _cast(v, TIMESTAMP, node)
+    if kind_of(v.type) not in ("date", "timestamp", "interval", "null"):
+        _no_function(what, [node], _Ctx(pa.table({})), node_position(node))
     return v
 
 
+def _scaled(micros: Value, scale: int) -> Value:
+    """An integer count of 10**-scale units (int64) as numeric(19, scale), zero copy."""
+    return view_as(micros.cast(pa.decimal128(19, 0)), pa.decimal128(19, scale))
+
+
 def _interval_field(v: Value, unit: str, node: exp.Expr) -> Value:
-    if not isinstance(v, pa.Scalar):
-        def parts(a: pa.Array) -> pa.Array:
-            raw = np.frombuffer(a.buffers()[1], dtype=[("m", "<i4"), ("d", "<i4"),
-                                                       ("ns", "<i8")])[a.offset:a.offset + len(a)]
-            out = _interval_field_np(raw["m"].astype(np.int64), raw["d"].astype(np.int64),
-                                     raw["ns"] // 1000, unit, node)
-            return pa.array(out, mask=a.is_null().to_numpy(zero_copy_only=False)
-                            if a.null_count else None)
-        return _per_array(parts, v)
-    if not v.is_valid:
-        return _null_of(pa.float64() if unit in ("epoch", "second") else pa.int64())
-    m, d, us = _interval_parts(v)
-    out = _interval_field_np(np.array([m]), np.array([d]), np.array([us]), unit, node)
-    return pa.scalar(out[0].item())
-
-
-def _interval_field_np(m: np.ndarray, d: np.ndarray, us: np.ndarray, unit: str,
-                       node: exp.Expr) -> np.ndarray:
+    """EXTRACT from an interval (PostgreSQL 15's interval_part, numeric): a year is 365.25
+    days and a month 30 for the epoch; seconds carry 6 decimals, milliseconds 3."""
+    n, scalar = intervals.rows(v)
+    f = intervals.columns(v, n)
+    m, d, us = f.months, f.days, f.us
     years = np.trunc(m / 12).astype(np.int64)
+    mons = m - 12 * years
     fields = {
-        "year": lambda: years, "month": lambda: m - 12 * years, "day": lambda: d,
-        "quarter": lambda: (m - 12 * years) // 3 + 1,
+        "year": lambda: years, "month": lambda: mons, "day": lambda: d,
+        "quarter": lambda: np.trunc(mons / 3) + 1, "decade": lambda: np.trunc(years / 10),
+        "century": lambda: np.trunc(years / 100), "millennium": lambda: np.trunc(years / 1000),
         "hour": lambda: np.trunc(us / 3_600_000_000).astype(np.int64),
-        "minute": lambda: np.trunc(us / 60_000_000).astype(np.int64) % 60,
-        "second": lambda: np.fmod(us, 60_000_000) / 1e6,
-        "epoch": lambda: (years * 365.25 * 86400 + (m - 12 * years) * 30 * 86400
-                          + d * 86400 + us / 1e6),
+        "microsecond": lambda: np.fmod(us, 60_000_000),
     }
-    if unit not in fields:
-        raise _err(f'unit "{unit}" not supported for type interval', "0A000", node)
-    return np.asarray(fields[unit]())
+    scaled = {"second": (lambda: np.fmod(us, 60_000_000), 6),
+              "millisecond": (lambda: np.fmod(us, 60_000_000), 3),
+              "epoch": (lambda: us + 1_000_000 * (31_557_600 * years + 2_592_000 * mons
+                                                  + 86_400 * d), 6)}
+    if unit == "minute":
+        vals = np.fmod(np.trunc(us / 60_000_000).astype(np.int64), 60)
+    elif unit in fields:
+        vals = np.asarray(fields[unit]()).astype(np.int64)
+    elif unit in scaled:
+        vals = np.asarray(scaled[unit][0]()).astype(np.int64)
+    else:
+        raise error_at(f'unit "{unit}" not supported for type interval', "0A000", node)
+    arr = pa.array(vals, pa.int64(), mask=None if f.valid is None else ~f.valid)
+    out = _scaled(arr, scaled[unit][1]) if unit in scaled else arr.cast(pa.decimal128(19, 0))
+    return out[0] if scalar else out
 
 
 _EXTRACT = {
@@ -278,40 +333,75 @@ _EXTRACT = {
 _EXTRACT_ALIASES = {"years": "year", "months": "month", "days": "day", "hours": "hour",
                     "minutes": "minute", "seconds": "second", "dayofweek": "dow",
                     "dayofyear": "doy", "weeks": "week", "quarters": "quarter",
-                    "milliseconds": "millisecond", "microseconds": "microsecond"}
+                    "milliseconds": "millisecond", "microseconds": "microsecond",
+                    "decades": "decade", "centuries": "century", "millennia": "millennium",
+                    "mon": "month", "mons": "month", "min": "minute", "mins": "minute",
+                    "sec": "second", "secs": "second", "hr": "hour", "hrs": "hour",
+                    "ms": "millisecond", "us": "microsecond"}
 
 
 @_handles(exp.Extract)
 def _extract(node: exp.Extract, ctx: _Ctx) -> Value:
+    """EXTRACT(field FROM source): numeric, as in PostgreSQL 15 (seconds and the epoch
+    with 6 decimals, milliseconds with 3, the other fields whole numbers)."""
     unit = node.this.name.lower()
-    unit = _EXTRACT_ALIASES.get(unit, unit)
-    arg = node.expression
+    return _extract_field(_EXTRACT_ALIASES.get(unit, unit), node.expression, node, ctx)
+
+
+@_handles(KuduDatePart)
+def _date_part(node: KuduDatePart, ctx: _Ctx) -> Value:
+    """date_part('field', source): EXTRACT's value as double precision."""
+    field = _eval(node.this, ctx)
+    if not isinstance(field, pa.Scalar) or kind_of(field.type) not in ("string", "null"):
+        raise error_at("function date_part(" + pg_name(field.type) + ", ...) does not exist",
+                   "42883", node)
+    if not field.is_valid:
+        return null_of(pa.float64())
+    unit = field.as_py().lower()
+    return _extract_field(_EXTRACT_ALIASES.get(unit, unit), node.expression, node,
+                          ctx).cast(pa.float64())
+
+
+def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: _Ctx) -> Value:
     v = _temporal_arg(_eval(arg, ctx), arg, "extract")
-    k = _kind(v.type)
+    k = kind_of(v.type)
     if k == "interval":
         return _interval_field(v, unit, node)
     if k == "null":
-        return _null_of(pa.int64())
+        return null_of(pa.decimal128(19, 0))
+    if k == "timestamp" and v.type.tz:
+        if unit == "epoch":
+            return _scaled(v.cast(pa.int64()), 6)
+        if unit == "timezone":              # the offset east of UTC, in seconds
+            local = timezones.to_local(v)
+            return pc.divide(pc.subtract(local.cast(pa.int64()), v.cast(pa.int64())),
+                             1_000_000).cast(pa.decimal128(19, 0))
+        v, k = timezones.to_local(v), "timestamp"   # the fields of the local time
     if unit in _EXTRACT:
-        return _EXTRACT[unit](v)
+        return _EXTRACT[unit](v).cast(pa.decimal128(19, 0))
     if unit == "decade":
-        return pc.divide(pc.year(v), 10)  # PostgreSQL floors; years here are positive
+        return pc.floor(pc.divide(pc.year(v).cast(pa.float64()), 10)).cast(
+            pa.decimal128(19, 0))
     if unit in ("century", "millennium"):
         span = 100 if unit == "century" else 1000
-        return pc.add(pc.divide(pc.subtract(pc.year(v), 1), span), 1)
-    ts = v.cast(_TS) if k == "date" else v
+        return pc.add(pc.divide(pc.subtract(pc.year(v), 1), span), 1).cast(
+            pa.decimal128(19, 0))
+    ts = v.cast(TIMESTAMP) if k == "date" else v
     micros = pc.add(pc.multiply(pc.second(ts).cast(pa.int64()), 1_000_000),
                     pc.add(pc.multiply(pc.millisecond(ts).cast(pa.int64()), 1000),
                            pc.microsecond(ts).cast(pa.int64())))
     if unit == "second":
-        return pc.divide(micros.cast(pa.float64()), 1e6)
+        return _scaled(micros, 6)
     if unit == "millisecond":
-        return pc.divide(micros.cast(pa.float64()), 1e3)
+        return _scaled(micros, 3)
     if unit == "microsecond":
-        return micros
+        return micros.cast(pa.decimal128(19, 0))
     if unit == "epoch":
-        return pc.divide(ts.cast(_TS).cast(pa.int64()).cast(pa.float64()), 1e6)
-    raise _err(f'unit "{unit}" not supported for type {_pg_name(v.type)}', "0A000", node)
+        us = ts.cast(TIMESTAMP).cast(pa.int64())
+        if k == "date":                     # a date's epoch is whole seconds
+            return pc.divide(us, 1_000_000).cast(pa.decimal128(19, 0))
+        return _scaled(us, 6)
+    raise error_at(f'unit "{unit}" not supported for type {pg_name(v.type)}', "0A000", node)
 
 
 _TRUNC_UNITS = {"microsecond": ("microsecond", 1), "millisecond": ("millisecond", 1),
@@ -322,13 +412,18 @@ _TRUNC_UNITS = {"microsecond": ("microsecond", 1), "millisecond": ("millisecond"
 
 @_handles(exp.TimestampTrunc, exp.DateTrunc)
 def _date_trunc(node: exp.Expr, ctx: _Ctx) -> Value:
-    unit = _UNIT_ALIASES.get(node.args["unit"].name.lower())
+    unit = UNIT_ALIASES.get(node.args["unit"].name.lower())
     v = _temporal_arg(_eval(node.this, ctx), node.this, "date_trunc")
     if unit not in _TRUNC_UNITS:
-        raise _err(f'unit "{node.args["unit"].name.lower()}" not recognized', "22023", node)
-    if _kind(v.type) == "null":
-        return _null_of(_TS)
+        raise error_at(f'unit "{node.args["unit"].name.lower()}" not recognized', "22023", node)
+    if kind_of(v.type) == "null":
+        return null_of(TIMESTAMP)
     arrow_unit, multiple = _TRUNC_UNITS[unit]
+    if kind_of(v.type) == "timestamp" and v.type.tz:
+        # in the session's zone: the local time truncated, read back in that zone
+        local = pc.floor_temporal(timezones.to_local(v), multiple=multiple, unit=arrow_unit,
+                                  week_starts_monday=True)
+        return timezones.to_utc(local)
     return pc.floor_temporal(v, multiple=multiple, unit=arrow_unit, week_starts_monday=True)
 
 
@@ -371,7 +466,7 @@ def _current_date(node: exp.Expr, ctx: _Ctx) -> Value:
 
 @_handles(exp.CurrentTimestamp, KuduNow, exp.Localtimestamp, exp.CurrentDatetime)
 def _current_timestamp(node: exp.Expr, ctx: _Ctx) -> Value:
-    return pa.scalar(_now(), _TS)
+    return pa.scalar(_now(), TIMESTAMP)
 
 
 @_handles(exp.CurrentTime, exp.Localtime)
@@ -382,7 +477,7 @@ def _current_time(node: exp.Expr, ctx: _Ctx) -> Value:
 _ANONYMOUS.update({
     "transaction_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "statement_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
-    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), _TS),
+    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), TIMESTAMP),
 })
 
 
@@ -391,15 +486,15 @@ def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
     PostgreSQL; a month or day the calendar lacks, or a year outside 4713 BC to 5874897
     (PostgreSQL's dates), is 22008 naming the date."""
     if len(node.expressions) != 3:
-        raise _err("function make_date does not exist", "42883", node)
+        raise error_at("function make_date does not exist", "42883", node)
     parts = [_eval(e, ctx) for e in node.expressions]
     for p in parts:
-        if _kind(p.type) not in ("int", "null"):
-            raise _err("function make_date(" + ", ".join(_pg_name(q.type) for q in parts)
+        if kind_of(p.type) not in ("int", "null"):
+            raise error_at("function make_date(" + ", ".join(pg_name(q.type) for q in parts)
                        + ") does not exist", "42883", node)
-    if any(_kind(p.type) == "null" or (isinstance(p, pa.Scalar) and not p.is_valid)
+    if any(kind_of(p.type) == "null" or (isinstance(p, pa.Scalar) and not p.is_valid)
            for p in parts):
-        return _null_of(pa.date32())
+        return null_of(pa.date32())
     scalar = all(isinstance(p, pa.Scalar) for p in parts)
     n = 1 if scalar else max(len(p) for p in parts if not isinstance(p, pa.Scalar))
     ok = np.ones(n, dtype=bool)
@@ -417,7 +512,7 @@ def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
                 (d > length))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise _err(f"date field value out of range: {y[i]}-{m[i]:02d}-{d[i]:02d}", "22008",
+        raise error_at(f"date field value out of range: {y[i]}-{m[i]:02d}-{d[i]:02d}", "22008",
                    node)
     days = _days_from_civil(astro, np.where(ok, m, 1), np.where(ok, d, 1)).astype(np.int64)
     out = pa.array(days.astype(np.int32), pa.date32(), mask=~ok)
@@ -433,13 +528,13 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
     from the month of the earlier timestamp), as an interval; vectorised over numpy."""
     args = [_eval(e, ctx) for e in node.expressions]
     if len(args) == 1:
-        args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), _TS),
+        args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), TIMESTAMP),
                 args[0]]
-    if len(args) != 2 or any(_kind(v.type) not in ("date", "timestamp", "null") for v in args):
-        raise _err("function age(" + ", ".join(_pg_name(v.type) for v in args)
+    if len(args) != 2 or any(kind_of(v.type) not in ("date", "timestamp", "null") for v in args):
+        raise error_at("function age(" + ", ".join(pg_name(v.type) for v in args)
                    + ") does not exist", "42883", node)
-    if any(_kind(v.type) == "null" for v in args):
-        return _null_of(_INTERVAL)
+    if any(kind_of(v.type) == "null" for v in args):
+        return null_of(INTERVAL)
     scalar = all(isinstance(v, pa.Scalar) for v in args)
     n = 1 if scalar else max(len(v) for v in args if not isinstance(v, pa.Scalar))
     cols = []
@@ -448,9 +543,9 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
         a = pa.repeat(v, n) if isinstance(v, pa.Scalar) else v
         if isinstance(a, pa.ChunkedArray):
             a = a.combine_chunks()
-        a = a.cast(_TS) if _kind(a.type) == "date" else a
+        a = a.cast(TIMESTAMP) if kind_of(a.type) == "date" else a
         valid &= a.is_valid().to_numpy(zero_copy_only=False)
-        a = pc.fill_null(a, pa.scalar(0, _TS))
+        a = pc.fill_null(a, pa.scalar(0, TIMESTAMP))
         cols.append({f: getattr(pc, f)(a).to_numpy().astype(np.int64)
                      for f in ("year", "month", "day", "hour", "minute", "second")}
                     | {"us": pc.add(pc.multiply(pc.millisecond(a), 1000),
@@ -486,3 +581,175 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
 
 
 _ANONYMOUS["age"] = _age
+
+
+def _interval_value(v: Value, node: exp.Expr, what: str) -> Value:
+    """An interval argument (an unknown literal read as one); 42883 for any other type."""
+    if is_unknown_literal(node):
+        return _cast(v, INTERVAL, node)
+    if kind_of(v.type) == "null":
+        return v.cast(INTERVAL) if isinstance(v, pa.Scalar) else pa.nulls(len(v), INTERVAL)
+    if kind_of(v.type) != "interval":
+        raise error_at(f"function {what}({pg_name(v.type)}) does not exist", "42883", node)
+    return v
+
+
+def _justify(fn: Callable[[intervals.Fields], intervals.Fields], what: str):
+    def handler(node: exp.Expr, ctx: _Ctx) -> Value:
+        v = _interval_value(_eval(node.this, ctx), node.this, what)
+        n, scalar = intervals.rows(v)
+        try:
+            return intervals.build(fn(intervals.columns(v, n)), scalar)
+        except SqlError as e:
+            raise error_at(e.message, e.sqlstate, node) from None
+    return handler
+
+
+_handles(exp.JustifyHours)(_justify(intervals.justify_hours, "justify_hours"))
+_handles(exp.JustifyDays)(_justify(intervals.justify_days, "justify_days"))
+_handles(exp.JustifyInterval)(_justify(intervals.justify_interval, "justify_interval"))
+
+# make_interval(years, months, weeks, days, hours, mins, secs): the first six integers,
+# secs double precision; each defaults to 0 and may be named (`hours => 2`)
+_MAKE_INTERVAL_ARGS = ("year", "month", "week", "day", "hour", "minute", "second")
+_MAKE_INTERVAL_NAMES = ("years", "months", "weeks", "days", "hours", "mins", "secs")
+
+
+@_handles(exp.MakeInterval)
+def _make_interval(node: exp.MakeInterval, ctx: _Ctx) -> Value:
+    given: dict[str, tuple[Value, exp.Expr]] = {}
+    for key in _MAKE_INTERVAL_ARGS:
+        arg = node.args.get(key)
+        if arg is None:
+            continue
+        if isinstance(arg, exp.Kwarg):
+            name = arg.this.name.lower()
+            if name not in _MAKE_INTERVAL_NAMES:
+                raise error_at(f"function make_interval({name} => {arg.expression.sql()}) "
+                           "does not exist", "42883", node)
+            key, arg = _MAKE_INTERVAL_ARGS[_MAKE_INTERVAL_NAMES.index(name)], arg.expression
+        v = _eval(arg, ctx)
+        if is_unknown_literal(arg):
+            v = _cast(v, pa.float64() if key == "second" else pa.int32(), arg)
+        if kind_of(v.type) not in (("int", "null") if key != "second" else
+                                 ("int", "float", "decimal", "null")):
+            raise error_at(f"function make_interval({pg_name(v.type)}) does not exist",
+                       "42883", arg)
+        given[key] = (v, arg)
+    n, scalar = intervals.rows(*(v for v, _ in given.values()))
+    cols: dict[str, np.ndarray] = {}
+    valid = None
+    for key in _MAKE_INTERVAL_ARGS:
+        if key not in given:
+            cols[key] = np.zeros(n, np.float64 if key == "second" else np.int64)
+            continue
+        v, _ = given[key]
+        if key == "second":
+            vals, ok = intervals.numbers(v, n)
+        else:
+            vals, ok = intervals.int64s(v, n)
+        cols[key] = vals
+        valid = intervals.and_valid(valid, ok)
+    with np.errstate(all="ignore"):
+        us = np.rint(cols["second"] * 1e6)
+        if n and not (np.all(np.isfinite(us)) and np.abs(us).max() < 2**62):
+            raise error_at("interval out of range", "22008", node)
+        time = (cols["hour"] * 3600 + cols["minute"] * 60) * 1_000_000 + us.astype(np.int64)
+    fields = intervals.Fields(cols["year"] * 12 + cols["month"],
+                              cols["week"] * 7 + cols["day"], time, valid)
+    try:
+        return intervals.build(fields, scalar)
+    except SqlError as e:
+        raise error_at(e.message, e.sqlstate, node) from None
+
+
+@_handles(exp.DateBin)
+def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
+    """date_bin(stride, source, origin): the start of the stride-long bin, counted from
+    origin, that holds source. The stride has no months (0A000 as in PostgreSQL), is
+    positive (22008, as PostgreSQL words it); a source before the origin falls in the bin
+    below it."""
+    origin_node = node.args.get("origin") or node.args.get("unit")
+    if origin_node is None:
+        raise error_at("function date_bin(interval, timestamp without time zone) does not exist",
+                   "42883", node)
+    if isinstance(origin_node, exp.Var):     # sqlglot reads a bare '...' origin as a unit
+        origin_node = exp.Literal.string(origin_node.name)
+    stride = _interval_value(_eval(node.this, ctx), node.this, "date_bin")
+    src = _temporal_arg(_eval(node.expression, ctx), node.expression, "date_bin")
+    origin = _temporal_arg(_eval(origin_node, ctx), origin_node, "date_bin")
+    for v in (src, origin):
+        if kind_of(v.type) == "interval":
+            raise error_at("function date_bin(interval, interval, timestamp without time zone) "
+                       "does not exist", "42883", node)
+    zoned = kind_of(src.type) == "timestamp" and src.type.tz
+    n, scalar = intervals.rows(stride, src, origin)
+    f = intervals.columns(stride, n)
+    live = np.ones(n, bool) if f.valid is None else f.valid
+    if np.any((f.months != 0) & live):
+        raise error_at("timestamps cannot be binned into intervals containing months or years",
+                   "0A000", node)
+    step = f.days * US_PER_DAY + f.us
+    if np.any((step <= 0) & live):
+        raise error_at("stride must be greater than zero", "22008", node)
+    if kind_of(src.type) == "timestamp" and src.type.tz:
+        # on instants (PostgreSQL's timestamptz_bin); a timestamp origin is local time
+        if kind_of(origin.type) != "null":
+            origin = _cast(origin, timezones.TIMESTAMPTZ, origin_node)
+        src, origin = src.cast(pa.int64()), (origin.cast(pa.int64())
+                                             if kind_of(origin.type) != "null" else origin)
+    elif kind_of(origin.type) == "timestamp" and origin.type.tz:
+        origin = _cast(origin, TIMESTAMP, origin_node)
+    s, s_ok = intervals.int64s(src.cast(TIMESTAMP) if kind_of(src.type) not in ("null", "int")
+                               else src, n)
+    o, o_ok = intervals.int64s(origin.cast(TIMESTAMP) if kind_of(origin.type) not in ("null", "int")
+                               else origin, n)
+    valid = intervals.and_valid(f.valid, s_ok, o_ok)
+    step = np.where(live, step, 1)
+    out = o + np.floor_divide(s - o, step) * step
+    arr = pa.array(out, timezones.TIMESTAMPTZ if zoned else TIMESTAMP,
+                   mask=None if valid is None else ~valid)
+    return arr[0] if scalar else arr
+
+
+@_handles(exp.AtTimeZone)
+def _at_time_zone(node: exp.AtTimeZone, ctx: _Ctx) -> Value:
+    """`t AT TIME ZONE zone`: a timestamptz's local time in `zone` (a timestamp), or a
+    timestamp read as local time in `zone` (a timestamptz); an unknown literal is a
+    timestamptz, as PostgreSQL resolves it. The zone is constant text or an interval
+    offset (east of UTC)."""
+    v = _eval(node.this, ctx)
+    if is_unknown_literal(node.this):
+        v = _cast(v, timezones.TIMESTAMPTZ, node.this)
+    zone_node = node.args["zone"]
+    z = _eval(zone_node, ctx)
+    k = kind_of(v.type)
+    if k == "date":
+        v, k = _cast(v, timezones.TIMESTAMPTZ, node.this), "timestamp"
+    if k not in ("timestamp", "null"):
+        raise error_at(f"function timezone({pg_name(z.type)}, {pg_name(v.type)}) does not "
+                   "exist", "42883", node)
+    if not isinstance(z, pa.Scalar):
+        raise FeatureNotSupported("AT TIME ZONE needs a constant zone",
+                                  position=node_position(zone_node))
+    zoned = k == "timestamp" and v.type.tz
+    if not z.is_valid or k == "null":
+        return null_of(TIMESTAMP if zoned or k == "null" else timezones.TIMESTAMPTZ)
+    if kind_of(z.type) == "interval":
+        m, d, us = interval_parts(z)
+        if m or d:
+            raise error_at('interval time zone "' + str(z.as_py()) + '" must not include '
+                       "months or days", "22023", zone_node)
+        sign = "-" if us < 0 else "+"
+        zone = f"{sign}{abs(us) // 3_600_000_000:02d}:{abs(us) // 60_000_000 % 60:02d}"
+    elif kind_of(z.type) == "string":
+        try:
+            zone = timezones.arrow_zone(z.as_py())
+        except SqlError as e:
+            raise error_at(e.message, e.sqlstate, zone_node) from None
+    else:
+        raise error_at(f"function timezone({pg_name(z.type)}, {pg_name(v.type)}) does not "
+                   "exist", "42883", node)
+    if zoned:
+        return timezones.to_local(v, zone)
+    return timezones.to_utc(v.cast(TIMESTAMP) if v.type.unit != "us" else v, zone)

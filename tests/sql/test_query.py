@@ -188,7 +188,7 @@ def test_explain_of_writes_plans_them_and_analyze_performs_them(tmp_path):
 
 def test_pg_typeof_names_the_type(tmp_path):
     """pg_typeof(x) (it was 42883): PostgreSQL's type names, kudusql's declared types (an
-    integer literal is bigint here: docs/sql.md Known limits)."""
+    integer literal is integer, and integer + integer integer, as in PostgreSQL)."""
     with kudusql.connect(str(tmp_path / "db")) as c:
         cur = c.cursor()
         cur.execute("CREATE TABLE ty (k INT PRIMARY KEY, d DECIMAL(10,2), s STRING, "
@@ -198,7 +198,7 @@ def test_pg_typeof_names_the_type(tmp_path):
                     "pg_typeof(r), pg_typeof(b), pg_typeof(NULL), pg_typeof(ARRAY['x']), "
                     "pg_typeof(k + 1), pg_typeof(sum(k) OVER ()) FROM ty")
         assert cur.fetchall() == [("integer", "numeric", "text", "timestamp without time zone",
-                                   "real", "boolean", "unknown", "text[]", "bigint",
+                                   "real", "boolean", "unknown", "text[]", "integer",
                                    "bigint")]
         with pytest.raises(kudusql.Error) as e:
             cur.execute("SELECT pg_typeof(1, 2)")

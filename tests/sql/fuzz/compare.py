@@ -158,6 +158,8 @@ def norm(v):
     if isinstance(v, (bytes, bytearray, memoryview)):
         return (5, bytes(v)), bytes(v)
     if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:        # a timestamptz: the instant, in UTC
+            v = v.astimezone(dt.timezone.utc)
         v = v.replace(tzinfo=None)
         return (6, v.isoformat()), v
     if isinstance(v, dt.date):

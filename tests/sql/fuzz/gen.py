@@ -412,6 +412,34 @@ class QueryGen:
             return f"INTERVAL '1 year {abs(n)} days'"
         return f"INTERVAL '{n} {unit}'"
 
+    def interval_expr(self, scope: list[Col], d: int) -> Sql:
+        """An interval computed per row: timestamp - timestamp, an integer times a fixed
+        interval (no months: DuckDB scales a month differently), text cast to interval,
+        sums of those."""
+        rng = self.rng
+
+        def ts() -> Sql:
+            x = self.expr("ts", scope, d)
+            return Sql("CAST(NULL AS TIMESTAMP)") if x.k == "NULL" else x
+
+        def small_int() -> Sql:
+            cols = [c for c in scope if c.kind == "int"]
+            if cols and rng.random() < 0.7:
+                return Sql(f"({rng.choice(cols).sql} % 1000)")
+            return Sql(str(rng.choice([0, 1, 2, -3, 7, 60, 1000])))
+        r = rng.random()
+        unit = rng.choice(["1 second", "1 minute", "1 hour", "1 day", "90 seconds",
+                           "1 day 2 hours"])
+        if r < 0.35:
+            return j("(", ts(), " - ", ts(), ")")
+        if r < 0.65:
+            return j("(", small_int(), f" * INTERVAL '{unit}')")
+        if r < 0.8:
+            return j("CAST(CAST(", small_int(), " AS VARCHAR) || ",
+                     f"'{rng.choice([' seconds', ' minutes', ' hours', ' days'])}' AS INTERVAL)")
+        return j("(", self.interval_expr(scope, d + 1) if d < 3 else Sql("INTERVAL '1 hour'"),
+                 rng.choice([" + ", " - "]), f"INTERVAL '{unit}')")
+
     def extended_expr(self, kind: str, scope: list[Col], d: int) -> Sql | None:
         """Casts between kinds, date/interval arithmetic, extract, date_trunc, array
         subscripts; None when nothing fits."""
@@ -475,6 +503,9 @@ class QueryGen:
             return j("CAST(", e("ts", scope, d), " AS DATE)")
         if kind == "ts":
             r = rng.random()
+            if r < 0.15:                # an interval column moves each row by its own span
+                return j("(", e("ts", scope, d), rng.choice([" + ", " - "]),
+                         self.interval_expr(scope, d), ")")
             if r < 0.4:
                 return j("(", e("ts", scope, d), rng.choice([" + ", " - "]),
                          self.interval(), ")")
@@ -553,14 +584,12 @@ class QueryGen:
             return Sql(rng.choice(["TRUE", "FALSE", "(NULL::BOOLEAN)"]),
                        None)
         if self.extended and rng.random() < 0.3:
-            if rng.random() < 0.2:      # intervals compare by their span
+            if rng.random() < 0.35:     # intervals compare by their span
                 # a bare NULL operand typed: `(d + INTERVAL ...) - NULL` is an interval in
                 # PostgreSQL (timestamp - timestamp) but date - date, an integer, here,
                 # where date + interval stays a DATE (docs/sql.md, a documented deviation)
-                a, b = (self.expr("ts", scope, d) for _ in range(2))
-                a, b = (Sql("CAST(NULL AS TIMESTAMP)") if x.k == "NULL" else x for x in (a, b))
-                return j("((", a, " - ", b,
-                         f") {rng.choice(['=', '<>', '<', '>='])} {self.interval()})")
+                return j("(", self.interval_expr(scope, d),
+                         f" {rng.choice(['=', '<>', '<', '>='])} {self.interval()})")
             return self.array_pred(scope, d)
         if self.subqueries and depth <= 1:
             return self.subquery_pred(scope)
@@ -704,9 +733,13 @@ class QueryGen:
             for i in range(n):
                 kind = want_kinds[i] if want_kinds else rng.choice(
                     [c.kind for c in scope] + ["int", "bool"])
-                if not want_kinds and self.extended and rng.random() < 0.04:
-                    items.append(j("(", self.expr("ts", scope, 1), " - ",
-                                   self.expr("ts", scope, 1), ")"))     # an interval
+                if not want_kinds and self.extended and rng.random() < 0.1:
+                    if rng.random() < 0.25:      # a timestamptz (UTC on both sides)
+                        items.append(j("CAST(", self.expr("ts", scope, 1),
+                                       " AS TIMESTAMPTZ)"))
+                        kinds.append("ts")
+                        continue
+                    items.append(self.interval_expr(scope, 1))
                     kinds.append("interval")
                     continue
                 items.append(self.expr(kind, scope))

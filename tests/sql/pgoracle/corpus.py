@@ -1471,3 +1471,11 @@ from .corpus_views import SETUP as _VIEW_SETUP, STATEMENTS as _VIEW_STATEMENTS  
 
 SETUP += _VIEW_SETUP
 STATEMENTS += _VIEW_STATEMENTS
+
+# the time-series section (issue 27): its own table and statements, after the writes above
+# (they read only their table)
+from .corpus_time import SETUP as _TIME_SETUP  # noqa: E402
+from .corpus_time import STATEMENTS as _TIME_STATEMENTS  # noqa: E402
+
+SETUP = SETUP + _TIME_SETUP
+STATEMENTS = STATEMENTS + _TIME_STATEMENTS

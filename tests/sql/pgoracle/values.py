@@ -10,8 +10,8 @@ An answer is `{"rows": [...]}` (a query), `{"rowcount": n}` (a write) or
     t  time (ISO)             iv interval (microseconds; psycopg's timedelta)
     a  array (PostgreSQL's text form)   x bytea (hex)   j json (sorted keys)
 
-`same(ours, theirs)` is the comparison: values by value, not by type (kudusql's integer
-literals are bigint and sum(int) numeric, a documented difference that never changes a value):
+`same(ours, theirs)` is the comparison: values by value, not by type (a numeric's scale or
+an integer's width never changes a value):
 integers and numerics are equal when numerically equal (1.50 = 1.5); a double against
 anything numeric agrees to 1e-9 relative (libm and summation order differ in the last
 bits); an array equals its text form (the embedded DB-API returns arrays as text).
