@@ -17,7 +17,7 @@ def node_position(node: exp.Expr | None) -> int | None:
     """1-based character offset of the first located token under `node` (None if unknown)."""
     if node is None:
         return None
-    starts = [n._meta["start"] for n in node.walk() if n._meta and "start" in n._meta]
+    starts = [s for n in node.walk() if (s := n.meta_get("start")) is not None]
     return min(starts) + 1 if starts else None
 
 

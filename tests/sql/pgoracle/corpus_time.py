@@ -10,10 +10,10 @@ editing).
 """
 
 SETUP = [
-    """CREATE TABLE readings (
+    """CREATE TABLE tz_readings (
         host TEXT, ts TIMESTAMP, v DOUBLE PRECISION, n INT, s SMALLINT, b BIGINT,
         label TEXT, PRIMARY KEY (host, ts))""",
-    """INSERT INTO readings VALUES
+    """INSERT INTO tz_readings VALUES
         ('a', '2026-03-07 23:50:00', 1.5, 10, 1, 100, '5 minutes'),
         ('a', '2026-03-08 00:05:00', 2.0, 20, 2, 200, '1 hour'),
         ('a', '2026-03-08 00:20:00', NULL, 30, 3, 300, '90 seconds'),
@@ -36,7 +36,7 @@ SETUP = [
         ('c', '2026-12-31 23:59:59', 25.0, 12, 120, 12, '1 hour 1 minute 1 second')""",
 ]
 
-_R = "FROM readings"
+_R = "FROM tz_readings"
 
 STATEMENTS: list[tuple[str, str]] = [
     # -- bucketing: date_trunc and date_bin --
@@ -81,7 +81,7 @@ STATEMENTS: list[tuple[str, str]] = [
      "timestamp '2000-01-01')::text"),
     ("ts_series_buckets_join",
      "SELECT g.b, count(r.ts) FROM (SELECT timestamp '2026-03-08 00:00' + i * interval "
-     "'1 hour' AS b FROM generate_series(0, 7) AS t(i)) g LEFT JOIN readings r "
+     "'1 hour' AS b FROM generate_series(0, 7) AS t(i)) g LEFT JOIN tz_readings r "
      "ON date_trunc('hour', r.ts) = g.b GROUP BY g.b ORDER BY g.b"),
     ("ts_extract_buckets",
      f"SELECT extract(dow FROM ts) AS dow, extract(hour FROM ts) AS h, count(*) {_R} "
@@ -227,9 +227,9 @@ STATEMENTS: list[tuple[str, str]] = [
     ("iv_extract_epoch_text", "SELECT extract(epoch FROM interval '1 hour')::text"),
     ("iv_out_of_range", "SELECT interval '2147483647 days' + interval '1 day'"),
     ("iv_divide_by_zero", "SELECT interval '1 day' / 0"),
-    ("iv_bad_text", "SELECT ('abc' || n)::interval FROM readings"),
+    ("iv_bad_text", "SELECT ('abc' || n)::interval FROM tz_readings"),
     ("iv_ts_out_of_range",
-     "SELECT timestamp '2000-01-01' + n * interval '110000000 days' FROM readings"),
+     "SELECT timestamp '2000-01-01' + n * interval '110000000 days' FROM tz_readings"),
     ("iv_null_arith",
      f"SELECT ts + NULL::interval, label::interval * NULL, NULL::interval / 2 {_R} "
      "WHERE host = 'a' ORDER BY ts"),
