@@ -74,6 +74,7 @@ class MemRowSet:
         self._live = _GrowableArray(bool)
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted keys, rowids)
         self.redo = DeltaMemStore()
+        self._key_ids = frozenset(c.id for c in schema.key_columns)
         self._nbytes = 0
         self._table_cache: tuple[int, pa.Table] | None = None
         self._cache_lock = threading.Lock()
@@ -140,6 +141,14 @@ class MemRowSet:
         self.redo.append(batch)
         if live_after is not None:
             self._live.arr[batch.rowid] = live_after
+
+    def append_mutation_row(self, rowid: int, ts: int, kind: int, values: dict | None,
+                            types: dict, nbytes: int, live_after: bool | None) -> None:
+        """Add one REDO record as plain values (`DeltaMemStore.append_row`, the
+        small-write path); `live_after`: the row's liveness after it (None: unchanged)."""
+        self.redo.append_row(rowid, ts, kind, values, types, nbytes)
+        if live_after is not None:
+            self._live.arr[rowid] = live_after
 
     def set_live(self, rowids: np.ndarray, live: bool) -> None:
         self._live.arr[rowids] = live
@@ -289,22 +298,22 @@ class MemRowSet:
         n = self._n
         if rowid >= n or not snapshot.is_committed(int(self._insert_ts.arr[rowid])):
             return None
-        # the row's REDO records by rowid, without re-sorting the store (deltamemstore.py)
-        recs = self.redo.rows_records(rowid, rowid + 1)
-        res = None
-        if len(recs):
-            recs = recs.select(snapshot.is_committed_array(recs.ts))
-            if len(recs):
-                res = resolve(recs, rowid, 1, True, None)
-                if res.live is not None and res.live[0] == 0:
-                    return None
+        # the row's REDO records by rowid, without re-sorting the store or building Arrow
+        # for single-row writes (deltamemstore.py `row_changes`)
+        changed = self.redo.row_changes(
+            rowid, snapshot, [c.id for c in columns if c.id not in self._key_ids])
+        vals = None
+        if changed is not None:
+            live, vals = changed
+            if live == 0:
+                return None
         k = bisect.bisect_right(self._batch_starts, rowid) - 1   # a list: no numpy call
         batch = self._batches[k]
         off = rowid - self._batch_starts[k]
         out = {}
         for c in columns:
-            if res is not None and c.id in res.patches:
-                out[c.id] = res.patches[c.id][1][0].as_py()
+            if vals and c.id in vals:
+                out[c.id] = vals[c.id]
             else:
                 out[c.id] = self._column(batch, c)[off].as_py()
         return out

@@ -46,7 +46,7 @@ import pyarrow as pa
 
 from engine.convert import default_array
 from engine.schema import ColumnSchema
-from engine.tablet.delta import DeltaBatch, MutationKind
+from engine.tablet.delta import MutationKind
 from engine.tablet.tablet_metadata import TabletComponents
 from engine.tablet.write_op import OpType, RowErrorCode
 from engine.types import INTEGER_RANGES, DataType
@@ -59,8 +59,9 @@ _DELETE = int(OpType.DELETE)
 _INSERT = int(OpType.INSERT)
 _UPSERT = int(OpType.UPSERT)
 _UPDATE = int(OpType.UPDATE)
-_NO_LIVE = np.zeros(1, dtype=bool)
-_LIVE = np.ones(1, dtype=bool)
+_MUPDATE = int(MutationKind.UPDATE)
+_MDELETE = int(MutationKind.DELETE)
+_REINSERT = int(MutationKind.REINSERT)
 
 
 class Ineligible(Exception):
@@ -190,20 +191,54 @@ def convert_rows(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequ
     return SmallRows(list(ops), keys, key_values, cols, phys)
 
 
-def apply_small(comps: TabletComponents, schema, non_key: list[ColumnSchema],
+class SmallLayout:
+    """What `apply_small` needs of one schema, computed once per schema (the tablet keeps
+    the current one): each column's physical Arrow type by id, each non-key column's
+    default as a physical Python value, and the fixed byte width of each fixed-width
+    column (for the stores' `nbytes`, as Arrow would count the record)."""
+
+    __slots__ = ("schema", "types", "defaults", "widths", "physical_schema")
+
+    def __init__(self, schema) -> None:
+        self.schema = schema
+        self.types = {c.id: c.physical_type for c in schema.columns}
+        key_ids = {c.id for c in schema.key_columns}
+        self.defaults = {c.id: default_array(c, 1)[0].as_py() for c in schema.columns
+                         if c.id not in key_ids}
+        self.widths = {cid: None if pa.types.is_binary(t) else max(1, t.bit_width // 8)
+                       for cid, t in self.types.items()}
+        self.physical_schema = pa.schema([pa.field(c.name, c.physical_type)
+                                          for c in schema.columns])
+
+    def record_bytes(self, values: dict | None) -> int:
+        """A record's bytes as `DeltaBatch.nbytes` counts them (25 + mask + values)."""
+        n = 25
+        if values:
+            widths = self.widths
+            for cid, v in values.items():
+                w = widths[cid]
+                n += 1 + (w if w is not None else 4 + (len(v) if v is not None else 0))
+        return n
+
+
+def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[ColumnSchema],
                 rows: SmallRows, ts: int) -> tuple[int, dict]:
     """Apply converted rows to the stores (caller holds the write lock, has taken `ts` and
-    logged the op): (rows applied, {row: (code, message)} for the others)."""
+    logged the op): (rows applied, {row: (code, message)} for the others). Mutations go
+    to the stores as row records of plain values (`DeltaMemStore.append_row`): no Arrow
+    or numpy call per row; new rows go to the MemRowSet as one batch."""
     mrs = comps.mrs
     frozen = comps.frozen
     drss = comps.drss
+    types = layout.types
+    defaults = layout.defaults
     bad: dict[int, tuple[str, str]] = {}
     applied = 0
     new_keys: list[bytes] = []
     new_rows: list[int] = []
     cols = rows.cols
     given = {c.id: i for i, c in enumerate(cols)}
-    present = [c for c in non_key if c.id in given]
+    present = [(c.id, given[c.id]) for c in non_key if c.id in given]
     for i, (op, key) in enumerate(zip(rows.ops, rows.keys)):   # a few rows (module doc)
         # where the key is live: the active MemRowSet, a frozen one, or a DiskRowSet
         rid = mrs.find_one(key)
@@ -227,10 +262,11 @@ def apply_small(comps: TabletComponents, schema, non_key: list[ColumnSchema],
                 bad[i] = (RowErrorCode.ALREADY_PRESENT.value, "key already present")
                 continue
             if rid >= 0:                     # dead in the active MemRowSet: REINSERT
-                values = _values(non_key, given, rows.phys[i])
-                mrs.append_mutations(DeltaBatch.uniform(
-                    np.array([rid], dtype=np.int64), ts, 0, MutationKind.REINSERT, values),
-                    _LIVE)
+                phys = rows.phys[i]
+                values = {cid: (phys[given[cid]] if cid in given else d)
+                          for cid, d in defaults.items()}
+                mrs.append_mutation_row(rid, ts, _REINSERT, values, types,
+                                        layout.record_bytes(values), True)
             else:
                 new_keys.append(key)
                 new_rows.append(i)
@@ -242,41 +278,31 @@ def apply_small(comps: TabletComponents, schema, non_key: list[ColumnSchema],
         applied += 1
         store, r, kind = target
         if op == _DELETE:
-            batch = DeltaBatch.uniform(np.array([r], dtype=np.int64), ts, 0,
-                                       MutationKind.DELETE)
-            live_after = _NO_LIVE
+            values = None
+            mkind = _MDELETE
+            live_after = False
         else:                                # UPDATE, or UPSERT of a live key
             if not present:
                 continue
-            batch = DeltaBatch.uniform(np.array([r], dtype=np.int64), ts, 0,
-                                       MutationKind.UPDATE,
-                                       _values(present, given, rows.phys[i]))
+            phys = rows.phys[i]
+            values = {cid: phys[j] for cid, j in present}
+            mkind = _MUPDATE
             live_after = None
         if kind == 3:
-            store.mutate(batch)
+            store.mutate_row(r, ts, mkind, values, types, layout.record_bytes(values))
         else:
-            store.append_mutations(batch, live_after)
+            store.append_mutation_row(r, ts, mkind, values, types,
+                                      layout.record_bytes(values), live_after)
     if new_rows:
         m = len(new_rows)
         arrays = []
-        for c in schema.columns:
+        for c in layout.schema.columns:
             j = given.get(c.id)
             if j is None:
                 arrays.append(default_array(c, m))
             else:
                 arrays.append(pa.array([rows.phys[i][j] for i in new_rows],
-                                       type=c.physical_type))
-        batch = pa.RecordBatch.from_arrays(arrays, schema=mrs.physical_schema())
+                                       type=types[c.id]))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=layout.physical_schema)
         mrs.insert(np.array(new_keys, dtype=bytes), batch, ts, 0)
     return applied, bad
-
-
-def _values(cols: list[ColumnSchema], given: dict, phys: list) -> dict[int, pa.Array]:
-    """One row's values of `cols` as one-element physical arrays (a column not given:
-    its default, as the general path's `_full_rows`)."""
-    out = {}
-    for c in cols:
-        j = given.get(c.id)
-        out[c.id] = default_array(c, 1) if j is None else pa.array(
-            [phys[j]], type=c.physical_type)
-    return out

@@ -58,7 +58,7 @@ from engine.tablet.memrowset import MemRowSet
 from engine.tablet.ordered_scan import ordered_batches
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
-from engine.tablet.small_write import value_converter
+from engine.tablet.small_write import SmallLayout, value_converter
 from engine.tablet.tablet_bootstrap import replay
 from engine.tablet.tablet_metadata import (
     META_FILE,
@@ -182,6 +182,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         # may change (a catalog RENAME COLUMN reaches the tablet with its next alter)
         self._key_ids = {c.id for c in schema.key_columns}
         self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
+        self._small_layout = SmallLayout(schema)     # the small-write path's (small_write.py)
         for c in schema.columns:
             if c.id not in self._to_python:
                 self._to_python[c.id] = python_converter(c)

@@ -35,7 +35,7 @@ threads on the single-tablet path.
 The host contract (what these methods use of `Tablet`): `path`, `config`, `schema`,
 `clock`, `mvcc`, `log`, `maintenance`, `write_stalls`, `_write_lock`, `_components`,
 `_key_cols`, `_key_ids`, `_non_key`, `_mrs_flushed_index`, `_last_ts`, `_encode_key`,
-`_small_converters`, `small_writes`, `flush_mrs`, `flush_dms`.
+`_small_converters`, `_small_layout`, `small_writes`, `flush_mrs`, `flush_dms`.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ class TabletWriter:
             self.log.append(LogEntry(0, index, ts, WRITE, body))
             self._last_ts = max(self._last_ts, ts)
             try:
-                applied, bad = apply_small(self._components, schema, self._non_key, conv, ts)
+                applied, bad = apply_small(self._components, self._small_layout,
+                                           self._non_key, conv, ts)
             except BaseException:
                 self.mvcc.abort_op(ts)
                 raise
