@@ -4,7 +4,7 @@
 is not in-order; it returns None, having done nothing, when the write is not for this
 path. Rows are routed one by one on their keys as given (which must be plain Python
 values of the key columns' types: engine/tablet/small_write.py), as `Table.lookup` routes
-(`PartitionSchema.partition_index_for_key`), and each tablet's share is prepared
+(`PartitionSchema.partition_index_for_key_values`), and each tablet's share is prepared
 (`Tablet.prepare_small`: values checked and converted, the compact WAL record built)
 before any is applied (`Tablet.apply_small_deferred`), so a write goes the small way or
 the general way as a whole and outcomes never depend on the path. No coalescer, no
@@ -70,13 +70,13 @@ def write_small(self, ops, rows):
         ps = meta.partition_schema
         groups: dict[int, list[int]] = {}
         for i, row in enumerate(values):   # a few rows (SMALL_MAX_ROWS)
-            key = {}
-            for name, j, conv in zip(key_names, pos, convs):
+            key = []
+            for j, conv in zip(pos, convs):
                 v = row[j]
                 conv(v)                       # Ineligible unless plain and valid
-                key[name] = v
+                key.append(v)
             try:
-                p = ps.partition_index_for_key(key)
+                p = ps.partition_index_for_key_values(key)
             except errors.EngineError:
                 raise Ineligible from None
             if p < 0:

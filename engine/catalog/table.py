@@ -595,15 +595,9 @@ class Table:
                snapshot=None) -> dict | None:
         """One row by its full primary key (routed to its one tablet), or None."""
         key = tuple(key)
-        state: dict = {}
 
         def pick(meta):
-            names = meta.schema.key_names
-            if len(key) != len(names):
-                raise errors.InvalidArgument(
-                    f"key has {len(key)} values, the primary key has {len(names)} columns")
-            p = meta.partition_schema.partition_index_for_key(dict(zip(names, key)))
-            state["p"] = p
+            p = meta.partition_schema.partition_index_for_key_values(key)
             return [] if p < 0 else [meta.tablet_ids[p]]
 
         lease = self.catalog.lease_tablets(self.id, pick)

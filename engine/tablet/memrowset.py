@@ -61,6 +61,23 @@ class _GrowableArray:
             self.arr = new
 
 
+def cell_reader(arr: pa.Array):
+    """A function: position -> the Python value (`as_py`) of `arr` there, reading a
+    fixed-width numeric or a binary column without nulls straight from its buffers (a
+    point lookup's cell costs ~0.3 us instead of an Arrow scalar's ~1 us)."""
+    t = arr.type
+    if arr.null_count == 0 and len(arr):
+        if pa.types.is_integer(t) or pa.types.is_floating(t):
+            values = arr.to_numpy(zero_copy_only=True)
+            return lambda off: values[off].item()
+        if pa.types.is_binary(t):
+            bufs = arr.buffers()
+            offsets = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset:arr.offset + len(arr) + 1]
+            data = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
+            return lambda off: bytes(data[offsets[off]:offsets[off + 1]])
+    return lambda off: arr[off].as_py()
+
+
 class MemRowSet:
     def __init__(self, schema: Schema, mrs_id: int) -> None:
         self.schema = schema
@@ -75,6 +92,8 @@ class MemRowSet:
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted keys, rowids)
         self.redo = DeltaMemStore()
         self._key_ids = frozenset(c.id for c in schema.key_columns)
+        # (insert batch index, column id) -> `cell_reader` of that column (lookup_row)
+        self._cells: dict[tuple[int, int], object] = {}
         self._nbytes = 0
         self._table_cache: tuple[int, pa.Table] | None = None
         self._cache_lock = threading.Lock()
@@ -300,8 +319,10 @@ class MemRowSet:
             return None
         # the row's REDO records by rowid, without re-sorting the store or building Arrow
         # for single-row writes (deltamemstore.py `row_changes`)
-        changed = self.redo.row_changes(
-            rowid, snapshot, [c.id for c in columns if c.id not in self._key_ids])
+        redo = self.redo
+        changed = redo.row_changes(
+            rowid, snapshot, [c.id for c in columns if c.id not in self._key_ids]) \
+            if len(redo) else None
         vals = None
         if changed is not None:
             live, vals = changed
@@ -311,11 +332,15 @@ class MemRowSet:
         batch = self._batches[k]
         off = rowid - self._batch_starts[k]
         out = {}
+        cells = self._cells
         for c in columns:
             if vals and c.id in vals:
                 out[c.id] = vals[c.id]
             else:
-                out[c.id] = self._column(batch, c)[off].as_py()
+                read = cells.get((k, c.id))
+                if read is None:
+                    read = cells[(k, c.id)] = cell_reader(self._column(batch, c))
+                out[c.id] = read(off)
         return out
 
     def _column(self, batch: pa.RecordBatch, col: ColumnSchema) -> pa.Array:

@@ -158,3 +158,24 @@ def test_repeated_updates_and_deletes_by_key_use_their_cached_plans(s):
     with pytest.raises(SqlError) as e2:
         s.execute("UPDATE t SET v = v / $2 WHERE k = $1", [2, 0])
     assert e.value.sqlstate == e2.value.sqlstate == "22012"
+
+
+def test_one_value_array_equals_pa_array():
+    """The point read's result columns built from buffers (planner.fastpath
+    `one_value_array`) equal `pa.array([v], type)` for every value kind it builds."""
+    import math
+
+    import pyarrow as pa
+
+    from planner.fastpath import one_value_array
+    cases = [(pa.int64(), [0, -2**63, 2**63 - 1, None]), (pa.int8(), [-128, 127, None]),
+             (pa.int16(), [-5]), (pa.int32(), [2**31 - 1]), (pa.uint64(), [2**64 - 1]),
+             (pa.float32(), [0.1, 1e30, -0.0, None]), (pa.float64(), [0.1, math.inf, None]),
+             (pa.string(), ["", "h\u00e9llo", "a\x00b", None]), (pa.bool_(), [True, None]),
+             (pa.date32(), [None])]
+    for t, values in cases:
+        make = one_value_array(t)
+        for v in values:
+            got = make(v)
+            got.validate(full=True)
+            assert got.equals(pa.array([v], t)), (t, v)
