@@ -26,6 +26,25 @@ Scans read the data in insertion order (Kudu's scans are unordered); a flush sor
 Readers never lock: they capture the row count first and then the arrays, which writers
 replace before publishing a larger count.
 
+Single-row inserts (`insert_row`, the small-write path) append plain Python values to a
+*tail* instead of an Arrow batch each: rows [arrow_n, n) are tuples of physical values in
+a list (`_tail`), their keys in a dict (`_tail_keys`), so an insert makes no Arrow or
+numpy call beyond its three per-row array cells. The tail becomes one Arrow batch and one
+key-index run (`materialise`) when a reader needs Arrow (scans, flushes, the vectorised
+`find` of the general write path: each calls it first) or once it holds TAIL_MAX rows;
+point lookups read a tail row's tuple directly.
+
+    rowids  [0 ............ arrow_n) [arrow_n ........ n)
+            Arrow batches + key runs  tail: (key, values) tuples + key dict
+
+Materialising takes `_mat_lock` (so does the general `insert`, which materialises the
+tail before appending its batch: batches stay in rowid order). The tail list is only
+appended to by the writer, and replaced as a whole (with its base rowid, one attribute)
+by the writer once its materialised prefix is long; a reader that captured an older
+list reads valid, unchanged entries from it. A key moves from the tail dict to a run by
+publishing the run first and deleting the dict entry after, and `find_one` probes the
+dict before the runs, so a concurrent probe finds it in one or the other.
+
 An MRS keeps the schema it was created with for its whole life: ALTER TABLE
 (`Tablet.alter_schema`) flushes it and starts a new MRS with the new schema. Readers ask
 for columns by id (`_column`); one this MRS does not have reads as its default.
@@ -46,6 +65,9 @@ from engine.schema import ColumnSchema, Schema
 from engine.tablet.delta import DeltaBatch, patch_array, resolve
 from engine.tablet.deltamemstore import DeltaMemStore
 from engine.tablet.mvcc import MvccSnapshot
+
+TAIL_MAX = 1024       # tail rows (single-row inserts) a MemRowSet keeps before Arrow
+_TAIL_TRIM = 4096     # materialised rows at the head of the tail list before it is cut
 
 
 class _GrowableArray:
@@ -100,6 +122,14 @@ class MemRowSet:
         self.min_ts: int | None = None
         self.frozen = False
         self._first_insert_at: float | None = None
+        # the tail of single-row inserts (module docstring): (rowid of list[0], list of
+        # (key, physical values in schema order)); rows below _arrow_n are in batches
+        self._tail: tuple[int, list] = (0, [])
+        self._tail_keys: dict[bytes, int] = {}
+        self._arrow_n = 0
+        self._mat_lock = threading.Lock()
+        self._phys_schema = pa.schema([pa.field(c.name, c.physical_type)
+                                       for c in schema.columns])
 
     # -- sizes ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -120,6 +150,12 @@ class MemRowSet:
     def insert(self, keys: np.ndarray, batch: pa.RecordBatch, ts: int, seq: int = 0
                ) -> np.ndarray:
         """Append new rows (keys must not exist in this MRS). Returns their rowids."""
+        with self._mat_lock:
+            self._materialise_locked(self._n)
+            return self._insert_locked(keys, batch, ts, seq)
+
+    def _insert_locked(self, keys: np.ndarray, batch: pa.RecordBatch, ts: int, seq: int
+                       ) -> np.ndarray:
         assert not self.frozen
         n = len(keys)
         start = self._n
@@ -139,8 +175,74 @@ class MemRowSet:
         if self.min_ts is None:
             self.min_ts = ts
             self._first_insert_at = time.monotonic()
+        self._arrow_n = start + n
         self._n = start + n  # publish last
         return rowids
+
+    def insert_row(self, key: bytes, values: tuple, ts: int, nbytes: int) -> int:
+        """Append one new row as plain values to the tail (module docstring): `key`
+        encoded (not in this MRS), `values` its physical Python values in this MRS's
+        schema order, `nbytes` its size as Arrow would count it. Returns its rowid."""
+        assert not self.frozen
+        rowid = self._n
+        if rowid >= len(self._live.arr):
+            self._insert_ts.ensure(rowid + 1)
+            self._insert_seq.ensure(rowid + 1)
+            self._live.ensure(rowid + 1)
+        self._insert_ts.arr[rowid] = ts
+        self._insert_seq.arr[rowid] = 0
+        self._live.arr[rowid] = True
+        base, tail = self._tail
+        if base + len(tail) != rowid:          # Arrow rows came after the last tail
+            tail = []
+            self._tail = (rowid, tail)
+        elif rowid - base >= _TAIL_TRIM + TAIL_MAX and self._arrow_n - base >= _TAIL_TRIM:
+            cut = self._arrow_n - base         # drop the materialised head
+            tail = tail[cut:]
+            self._tail = (base + cut, tail)
+        tail.append((key, values))
+        self._tail_keys[key] = rowid
+        self._nbytes += nbytes
+        if self.min_ts is None:
+            self.min_ts = ts
+            self._first_insert_at = time.monotonic()
+        self._n = rowid + 1  # publish last
+        if rowid + 1 - self._arrow_n >= TAIL_MAX:
+            self.materialise()
+        return rowid
+
+    def materialise(self, n: int | None = None) -> None:
+        """Make rows [0, n) (default: all) Arrow batches and key-index runs: the tail's
+        rows as one batch (module docstring). Any thread; cheap when nothing is due."""
+        if (self._n if n is None else n) <= self._arrow_n:
+            return
+        with self._mat_lock:
+            self._materialise_locked(self._n if n is None else n)
+
+    def _materialise_locked(self, n: int) -> None:
+        start = self._arrow_n
+        if n <= start:
+            return
+        base, tail = self._tail
+        rows = tail[start - base:n - base]
+        m = len(rows)
+        assert m == n - start, "the tail lost rows"
+        keys = np.array([r[0] for r in rows], dtype=bytes)
+        # one Arrow array per column from the rows' Python values (the conversion itself)
+        cols = list(zip(*[r[1] for r in rows]))
+        phys = self._phys_schema
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(cols[i], type=f.type) for i, f in enumerate(phys)], schema=phys)
+        self._batches.append(batch)
+        self._batch_keys.append(keys)
+        self._batch_starts.append(start)
+        rowids = np.arange(start, n, dtype=np.int64)
+        order = np.argsort(keys, kind="stable")
+        self._add_run(keys[order], rowids[order])
+        self._arrow_n = n                       # the rows are in Arrow now
+        pop = self._tail_keys.pop
+        for r in rows:                          # after the run is published
+            pop(r[0], None)
 
     def _add_run(self, keys: np.ndarray, rowids: np.ndarray) -> None:
         runs = list(self._runs)
@@ -174,7 +276,9 @@ class MemRowSet:
 
     # -- lookups --------------------------------------------------------------------------
     def find(self, keys: np.ndarray) -> np.ndarray:
-        """rowid of each key in this MRS (live or not), -1 if absent. Vectorised."""
+        """rowid of each key in this MRS (live or not), -1 if absent. Vectorised (the
+        tail is materialised first)."""
+        self.materialise()
         out = np.full(len(keys), -1, dtype=np.int64)
         for run_keys, run_rowids in self._runs:
             if not len(run_keys):
@@ -186,6 +290,9 @@ class MemRowSet:
         return out
 
     def find_one(self, key: bytes) -> int:
+        rid = self._tail_keys.get(key)         # the tail first (module docstring)
+        if rid is not None:
+            return rid
         for run_keys, run_rowids in self._runs:
             pos = int(run_keys.searchsorted(key))
             if pos < len(run_keys) and run_keys[pos] == key:
@@ -214,6 +321,7 @@ class MemRowSet:
         cached = self._table_cache
         if cached is not None and cached[0] == n:
             return cached[1]
+        self.materialise(n)
         batches = self._batches
         starts = self._batch_starts
         k = int(np.searchsorted(starts, n, "left"))
@@ -227,6 +335,7 @@ class MemRowSet:
 
     def batches(self, n: int) -> list[tuple[int, pa.RecordBatch, np.ndarray]]:
         """(first rowid, batch, keys) triples covering rows [0, n)."""
+        self.materialise(n)
         out = []
         for start, b, k in zip(self._batch_starts, self._batches, self._batch_keys):
             if start >= n:
@@ -328,6 +437,18 @@ class MemRowSet:
             live, vals = changed
             if live == 0:
                 return None
+        base, tail = self._tail
+        if base <= rowid < base + len(tail):   # a tail row: its tuple (module docstring)
+            values = tail[rowid - base][1]
+            out = {}
+            for c in columns:
+                if vals and c.id in vals:
+                    out[c.id] = vals[c.id]
+                else:
+                    i = self.schema.position_of_id(c.id)
+                    out[c.id] = values[i] if i is not None else \
+                        default_array(c, 1)[0].as_py()
+            return out
         k = bisect.bisect_right(self._batch_starts, rowid) - 1   # a list: no numpy call
         batch = self._batches[k]
         off = rowid - self._batch_starts[k]
@@ -349,10 +470,11 @@ class MemRowSet:
         return batch.column(i) if i is not None else default_array(col, batch.num_rows)
 
     def _physical_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(c.name, c.physical_type) for c in self.schema.columns])
+        return self._phys_schema
 
     def sorted_rowids(self) -> tuple[np.ndarray, np.ndarray]:
         """(keys, rowids) of every row in key order (merges the key-index runs)."""
+        self.materialise()
         runs = self._runs
         if not runs:
             return np.empty(0, dtype="S1"), np.empty(0, dtype=np.int64)
@@ -364,6 +486,7 @@ class MemRowSet:
         return k[order], r[order]
 
     def key_range(self) -> tuple[bytes, bytes] | None:
+        self.materialise()
         runs = self._runs
         if not runs or self._n == 0:
             return None

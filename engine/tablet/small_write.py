@@ -41,7 +41,6 @@ import datetime as _dt
 import decimal
 from typing import Sequence
 
-import numpy as np
 import pyarrow as pa
 
 from engine.convert import default_array
@@ -197,7 +196,7 @@ class SmallLayout:
     default as a physical Python value, and the fixed byte width of each fixed-width
     column (for the stores' `nbytes`, as Arrow would count the record)."""
 
-    __slots__ = ("schema", "types", "defaults", "widths", "physical_schema")
+    __slots__ = ("schema", "types", "defaults", "widths", "order")
 
     def __init__(self, schema) -> None:
         self.schema = schema
@@ -207,8 +206,16 @@ class SmallLayout:
                          if c.id not in key_ids}
         self.widths = {cid: None if pa.types.is_binary(t) else max(1, t.bit_width // 8)
                        for cid, t in self.types.items()}
-        self.physical_schema = pa.schema([pa.field(c.name, c.physical_type)
-                                          for c in schema.columns])
+        # (column id, default physical value) in schema order: a new row's values
+        self.order = [(c.id, self.defaults.get(c.id)) for c in schema.columns]
+
+    def row_bytes(self, values: tuple) -> int:
+        """A new row's bytes (its values in schema order) as Arrow would count them."""
+        n = 0
+        for (cid, _), v in zip(self.order, values):
+            w = self.widths[cid]
+            n += w if w is not None else 4 + (len(v) if v is not None else 0)
+        return n
 
     def record_bytes(self, values: dict | None) -> int:
         """A record's bytes as `DeltaBatch.nbytes` counts them (25 + mask + values)."""
@@ -226,7 +233,8 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[Colu
     """Apply converted rows to the stores (caller holds the write lock, has taken `ts` and
     logged the op): (rows applied, {row: (code, message)} for the others). Mutations go
     to the stores as row records of plain values (`DeltaMemStore.append_row`): no Arrow
-    or numpy call per row; new rows go to the MemRowSet as one batch."""
+    or numpy call per row; new rows go to the MemRowSet's tail as plain values
+    (`MemRowSet.insert_row`), Arrow only once a reader needs it."""
     mrs = comps.mrs
     frozen = comps.frozen
     drss = comps.drss
@@ -234,7 +242,6 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[Colu
     defaults = layout.defaults
     bad: dict[int, tuple[str, str]] = {}
     applied = 0
-    new_keys: list[bytes] = []
     new_rows: list[int] = []
     cols = rows.cols
     given = {c.id: i for i, c in enumerate(cols)}
@@ -268,7 +275,6 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[Colu
                 mrs.append_mutation_row(rid, ts, _REINSERT, values, types,
                                         layout.record_bytes(values), True)
             else:
-                new_keys.append(key)
                 new_rows.append(i)
             applied += 1
             continue
@@ -293,16 +299,10 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[Colu
         else:
             store.append_mutation_row(r, ts, mkind, values, types,
                                       layout.record_bytes(values), live_after)
-    if new_rows:
-        m = len(new_rows)
-        arrays = []
-        for c in layout.schema.columns:
-            j = given.get(c.id)
-            if j is None:
-                arrays.append(default_array(c, m))
-            else:
-                arrays.append(pa.array([rows.phys[i][j] for i in new_rows],
-                                       type=types[c.id]))
-        batch = pa.RecordBatch.from_arrays(arrays, schema=layout.physical_schema)
-        mrs.insert(np.array(new_keys, dtype=bytes), batch, ts, 0)
+    if new_rows:             # new rows: plain values on the MemRowSet's tail
+        order = layout.order
+        for i in new_rows:
+            phys = rows.phys[i]
+            values = tuple(phys[given[cid]] if cid in given else d for cid, d in order)
+            mrs.insert_row(rows.keys[i], values, ts, layout.row_bytes(values))
     return applied, bad
