@@ -26,8 +26,13 @@ Same outcomes as the general path, by construction and by test
   the active MemRowSet a REINSERT there; else a new MemRowSet row. UPDATE / DELETE of a
   key not live is NOT_FOUND; else a delta in the store holding the live version (active
   MemRowSet, a frozen one being flushed, or a DiskRowSet's DeltaMemStore). UPSERT is
-  UPDATE of the given columns if live, else INSERT. The new rows of an op are appended
-  to the MemRowSet as one batch.
+  UPDATE of the given columns if live, else INSERT.
+- No Arrow or numpy call per row: a mutation (UPDATE, DELETE, REINSERT) is a row record
+  of plain values in the DeltaMemStore of the store holding the row
+  (`DeltaMemStore.append_row`), a new row a tuple on the MemRowSet's tail
+  (`MemRowSet.insert_row`); both become Arrow only when a reader needs it (their
+  modules' docstrings). `SmallLayout` holds what this needs of a schema (physical
+  types, defaults, sizes), computed once per schema.
 - Timestamp, WAL append, MVCC start / commit and durability are those of
   `Tablet.apply_deferred` (tablet_write.py `write_small_deferred`), and WAL replay of a
   compact record goes through the general `apply` like any other record: its decoded
