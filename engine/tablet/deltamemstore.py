@@ -28,11 +28,12 @@ with no Arrow or numpy call. They are kept in append order (`_rows`) and chained
 (scans, flushes, compactions) turns the row records appended since it last ran into one
 DeltaBatch in one step (`_materialise`) and merges it with the chunks'. Point lookups
 (`row_changes`) never build Arrow for them: a row's chain is walked newest first in
-Python, stopping at the newest visible DELETE / REINSERT or once every wanted column has
-its newest visible value. The Arrow chunks' records of the row (bulk writes, rowids
-remapped by a flush) are looked up as before (`rows_records`, over the chunks only) and,
-when a row has both kinds, merged with its chain by (ts, seq): the outcome is exactly
-`resolve` over all the row's records, whatever their mix.
+Python, stopping at the newest visible DELETE / REINSERT or once every wanted column
+the row's records set at all has its newest visible value. The Arrow chunks' records of
+the row (bulk writes, rowids remapped by a flush) are looked up as before
+(`rows_records`, over the chunks only) and, when a row has both kinds, merged with its
+chain by (ts, seq): the outcome is exactly `resolve` over all the row's records,
+whatever their mix.
 
     append(batch)   ->  _chunks  --+--> rows_records / _chunk_view (lookups, Arrow part)
                                    +--> view() = chunks + _materialise(_rows) (scans, flush)
@@ -82,6 +83,7 @@ class DeltaMemStore:
         self._rows: list[tuple] = []
         self._chains: dict[int, list[tuple]] = {}
         self._live_first: dict[int, int] = {}
+        self._chain_cols: dict[int, set] = {}        # the columns each row's chain sets
         self._types: dict[int, pa.DataType] = {}    # physical type of each column set
         self._last_types = None
         # the full view: (chunks in it, row records in it, records), built by view()
@@ -131,6 +133,12 @@ class DeltaMemStore:
             chain = self._chains[rowid] = []
         if kind != _UPDATE and rowid not in self._live_first:
             self._live_first[rowid] = len(chain)
+        if values:
+            cols = self._chain_cols.get(rowid)
+            if cols is None:
+                self._chain_cols[rowid] = set(values)
+            else:
+                cols.update(values)
         chain.append(rec)
         self._rows.append(rec)
         if self.min_ts is None:
@@ -155,6 +163,7 @@ class DeltaMemStore:
             return None
         chain = self._chains.get(rowid)
         first_live = self._live_first.get(rowid)
+        cols = self._chain_cols.get(rowid)
         if self._chunks:
             recs = self.rows_records(rowid, rowid + 1)
             if len(recs):
@@ -163,7 +172,13 @@ class DeltaMemStore:
                 chain = sorted(recs.to_records() + list(chain or ()),
                                key=lambda r: (r[1], r[2]))
                 first_live = first_liveness(chain)
-        return apply_chain(chain, snapshot, want, first_live) if chain else None
+                cols = None
+        if not chain:
+            return None
+        if want is not None and cols is not None:
+            # a column no record of the row sets keeps its base value: not waited for
+            want = [c for c in want if c in cols]
+        return apply_chain(chain, snapshot, want, first_live)
 
     def row_records(self, rowid: int) -> list[tuple]:
         """The row records (`append_row`) of one row, oldest first (a copy)."""
@@ -307,6 +322,7 @@ def apply_chain(chain: list[tuple], snapshot, want, first_live: int | None = Non
     live = -1
     vals: dict = {}
     seen = False
+    need = None if want is None else set(want)    # wanted columns not found yet
     for i in range(len(chain) - 1, -1, -1):   # a row's records, newest first
         rec = chain[i]
         ts = rec[1]
@@ -318,11 +334,12 @@ def apply_chain(chain: list[tuple], snapshot, want, first_live: int | None = Non
             for cid, v in values.items():
                 if cid not in vals:
                     vals[cid] = v
+                    if need:
+                        need.discard(cid)
         if rec[3] != _UPDATE:
             live = 1 if rec[3] == _REINSERT else 0
             break
-        if want is not None and (first_live is None or first_live >= i) and \
-                all(c in vals for c in want):
+        if need is not None and not need and (first_live is None or first_live >= i):
             break                # nothing older can change the wanted columns
     return (live, vals) if seen else None
 

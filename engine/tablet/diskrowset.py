@@ -85,7 +85,7 @@ from engine.tablet.delta import (
 )
 from engine.tablet.delta_compaction import DeltaCompactions
 from engine.tablet.deltafile import DeltaFile, write_delta_file
-from engine.tablet.deltamemstore import DeltaMemStore, apply_chain
+from engine.tablet.deltamemstore import DeltaMemStore, apply_chain, first_liveness
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate
 
@@ -566,7 +566,8 @@ class DiskRowSet(DeltaCompactions):
                     plain += redo.to_records()
                     redo = None
                 plain.sort(key=lambda r: (r[1], r[2]))    # a row's few records
-                changed = apply_chain(plain, snapshot, None)
+                want = {c.id for c in columns} & {cid for r in plain if r[4] for cid in r[4]}
+                changed = apply_chain(plain, snapshot, want, first_liveness(plain))
             for recs, last in ((undo, False), (redo, True)):
                 if recs is not None and len(recs):
                     res = resolve(recs, rowid, 1, last, None)
