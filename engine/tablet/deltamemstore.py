@@ -59,7 +59,11 @@ _EMPTY = DeltaBatch.empty()
 ROW_PENDING_MAX = 8         # pending chunks of the rows looked up before the view is rebuilt
 _UPDATE = int(MutationKind.UPDATE)
 _REINSERT = int(MutationKind.REINSERT)
-ROW_RECORD_BYTES = 25       # a row record's fixed bytes as `nbytes` counts them (as Arrow)
+# What a row record costs in Python objects beyond its values' Arrow size (its tuple, its
+# values dict, int / bytes objects, two list slots; ~500 bytes measured with tracemalloc
+# for a one-column UPDATE): `nbytes` counts it, so flushes and the memory limit see the
+# memory single-row writes really use.
+ROW_RECORD_OVERHEAD = 450
 
 
 class DeltaMemStore:
@@ -122,8 +126,9 @@ class DeltaMemStore:
                    types: dict[int, pa.DataType], nbytes: int) -> None:
         """Add one record as plain values (module docstring): `values` {col_id: physical
         Python value} of the columns it sets (None for a DELETE), `types` the physical
-        Arrow type of (at least) those columns, `nbytes` its size as Arrow would count it.
-        The caller holds the tablet's write lock."""
+        Arrow type of (at least) those columns, `nbytes` its size as Arrow would count it
+        (`nbytes` adds ROW_RECORD_OVERHEAD for the Python objects). The caller holds the
+        tablet's write lock."""
         if types is not self._last_types:
             self._types.update(types)
             self._last_types = types
@@ -149,7 +154,7 @@ class DeltaMemStore:
             self.max_ts = ts
         elif ts < self.min_ts:
             self.min_ts = ts
-        self._nbytes += nbytes
+        self._nbytes += nbytes + ROW_RECORD_OVERHEAD
         self._count += 1
 
     def row_changes(self, rowid: int, snapshot, want) -> tuple[int, dict] | None:
