@@ -8,7 +8,8 @@ PY     := $(VENV)/bin/python
 
 .PHONY: venv run test test-long bench clean
 
-$(VENV)/.installed: pyproject.toml
+# setup.py and native/*.pyx: the compiled core is rebuilt (pip install -e) when they change
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard native/*.pyx)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,bench]'
@@ -19,14 +20,16 @@ venv: $(VENV)/.installed
 run: venv
 	$(PY) -m kudusql serve --data-dir ./kudusql-data
 
+# KUDUSQL_REQUIRE_NATIVE=1: a compiled core that failed to build is an error here, not a
+# silent fall-back to the pure-Python twins (tests/test_native.py runs those on purpose)
 test: venv
-	$(PY) -m pytest -q
+	KUDUSQL_REQUIRE_NATIVE=1 $(PY) -m pytest -q
 
 test-long: venv
-	KUDUSQL_LONG=1 $(PY) -m pytest -q
+	KUDUSQL_REQUIRE_NATIVE=1 KUDUSQL_LONG=1 $(PY) -m pytest -q
 
 bench: venv
 	$(PY) -m bench.engine_bench --sf 1
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache native/*.c native/*.so

@@ -143,7 +143,7 @@ from planner.errors import SqlError, SqlSyntaxError
 # -- nodes --------------------------------------------------------------------------------
 class KuduShow(exp.Expression):
     """SHOW `kind` [table]: kind is TABLES (`like`: a pattern), COLUMNS, PARTITIONS (also
-    spelled RANGE PARTITIONS), TABLETS or CREATE TABLE."""
+    spelled RANGE PARTITIONS), TABLETS, CREATE TABLE, VIEWS (`like`) or CREATE VIEW."""
 
     arg_types: ClassVar[dict[str, bool]] = {"kind": True, "this": False, "like": False}
 
@@ -302,6 +302,12 @@ def _parse_show_tables(self: Parser) -> KuduShow:
     return self.expression(KuduShow(kind="TABLES", like=like))
 
 
+def _parse_show_views(self: Parser) -> KuduShow:
+    self._match(TokenType.LIKE)  # as SHOW TABLES: SHOW VIEWS [[LIKE] 'pattern']
+    like = self._parse_string()
+    return self.expression(KuduShow(kind="VIEWS", like=like))
+
+
 # -- generator helpers ----------------------------------------------------------------------
 
 def _show_sql(self: Generator, e: KuduShow) -> str:
@@ -404,11 +410,13 @@ class KuduSQL(Postgres):
         SHOW_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.SHOW_PARSERS,
             "TABLES": _parse_show_tables,
+            "VIEWS": _parse_show_views,
             "COLUMNS": _show_table("COLUMNS", ("FROM", "IN")),
             "PARTITIONS": _show_table("PARTITIONS"),
             "RANGE PARTITIONS": _show_table("PARTITIONS"),
             "TABLETS": _show_table("TABLETS"),
             "CREATE TABLE": _show_table("CREATE TABLE"),
+            "CREATE VIEW": _show_table("CREATE VIEW"),
         }
         SHOW_TRIE: ClassVar[dict] = new_trie(key.split(" ") for key in SHOW_PARSERS)
 

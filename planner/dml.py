@@ -22,6 +22,7 @@ from sqlglot import exp
 from engine.types import sql_literal
 from planner import logical as L
 from planner.binder import Binder, position
+from planner.binder.views import catalog_views
 from planner.dialect import KuduSQL
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
@@ -47,6 +48,12 @@ def write_target(catalog, ast: exp.Expression, sql: str):
             raise SqlError(f'cannot change system relation "{db}.{t.name}"', "42809",
                            position(sql, t))
         return t, rel
+    view = catalog_views(catalog).get(t.name)
+    if view is not None and not db:
+        from planner.views import refuse_write
+        verb = "INSERT" if isinstance(ast, exp.Insert) else \
+            "UPDATE" if isinstance(ast, exp.Update) else "DELETE"
+        raise refuse_write(view, verb, sql, t)
     if not catalog.has_table(t.name):
         raise SqlError(f'relation "{t.name}" does not exist', "42P01", position(sql, t))
     if ast.args.get("returning"):      # INSERT / UPDATE / DELETE ... RETURNING

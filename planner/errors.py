@@ -35,7 +35,8 @@ class SqlError(Exception):
 
     @classmethod
     def from_engine(cls, err: Exception, position: int | None = None) -> SqlError:
-        return cls(str(err), getattr(err, "sqlstate", None) or cls.sqlstate, position)
+        return cls(str(err), getattr(err, "sqlstate", None) or cls.sqlstate, position,
+                   detail=getattr(err, "detail", None), hint=getattr(err, "hint", None))
 
 
 class SqlSyntaxError(SqlError):

@@ -274,6 +274,27 @@ class RecursiveUnion(Node):
 
 
 @dataclasses.dataclass(frozen=True)
+class Series(Node):
+    """An arithmetic series made at run time, a batch at a time (numpy, never a row at a
+    time): `start`, `start + step`, ... while not past `stop`, as `type` (an integer type,
+    or timestamp[us] with the values in microseconds); with a second key, each row's
+    ordinal 1, 2, ... (WITH ORDINALITY). generate_series in FROM, and the row numbers that
+    set-returning functions in a SELECT list are joined with."""
+    keys: list[str]
+    start: int
+    stop: int
+    step: int
+    type: Any = None                 # pa.DataType of the first column
+
+    @property
+    def count(self) -> int:
+        return max(0, (self.stop - self.start) // self.step + 1)
+
+    def label(self):
+        return f"Series {self.count} row(s)"
+
+
+@dataclasses.dataclass(frozen=True)
 class WorkTable(Node):
     """In a recursive term: the rows the last step of RecursiveUnion `ref` added."""
     ref: int
@@ -289,6 +310,9 @@ class Output:
     names: list[str]
     keys: list[str]
     utc: tuple[int, ...] = ()
+    # (name, ViewMetadata) of the views expanded into the plan: planner.plan_cache keeps a
+    # plan while each is still the catalog's
+    views: tuple = ()
 
 
 _INTERNAL = re.compile(r'"([^"#]+)#\d+\.([^"]+)"')
@@ -461,7 +485,7 @@ def output_keys(node: Node) -> list[str]:
     if isinstance(node, Aggregate):
         return [k for k, _ in node.groups] + [a.key for a in node.aggs] + \
             [k for k, _ in node.grouping]
-    if isinstance(node, (SetOp, RecursiveUnion, WorkTable)):
+    if isinstance(node, (SetOp, RecursiveUnion, WorkTable, Series)):
         return list(node.keys)
     if isinstance(node, Window):
         return output_keys(node.input) + [c.key for c in node.calls]

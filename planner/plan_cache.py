@@ -10,7 +10,9 @@ Contract:
 - A plan is cached only when every parameter appears in its expressions (a parameter the
   binder consumed, like LIMIT $1, would be stale) and it reads only catalog tables. It is
   valid while each table it reads still has the same catalog metadata object (any DDL on
-  the table replaces that object), and for the same Python types of the parameters.
+  the table replaces that object), each view expanded into it is still the catalog's
+  `ViewMetadata` object (CREATE OR REPLACE VIEW and DROP VIEW replace it), and for the
+  same Python types of the parameters.
 - A plan that reads one row by its full primary key is also compiled into a
   planner.fastpath.PointRead: `point_result` runs it without copying the plan or running
   the rules. It returns None when it cannot stand in for the plan; the caller then uses
@@ -23,6 +25,7 @@ import collections
 import copy
 
 from planner import logical as L
+from planner.binder.views import catalog_views
 from planner.expr import param_index, param_scalar, substitute_params
 from planner.fastpath import PointRead, compile_point_read
 from planner.logical import all_nodes as _all_nodes
@@ -50,6 +53,11 @@ class PlanCache:
         for name, meta in entry[1]:
             if not catalog.has_table(name) or \
                     getattr(catalog.table(name), "metadata", None) is not meta:
+                del self._entries[key]
+                return None
+        if entry[3]:
+            views = catalog_views(catalog)
+            if any(views.get(name) is not view for name, view in entry[3]):
                 del self._entries[key]
                 return None
         self._entries.move_to_end(key)
@@ -99,6 +107,6 @@ class PlanCache:
             return
         template = copy.deepcopy(template)     # the rules re-point the SubqueryRefs of the caller's plan
         fast = compile_point_read(catalog, template) if len(metas) == 1 else None
-        self._entries[self._key(text, params)] = (template, metas, fast)
+        self._entries[self._key(text, params)] = (template, metas, fast, template.views)
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)

@@ -15,6 +15,7 @@
   and adds `Rows written: N` (`_write_plan`).
 - PREPARE / EXECUTE (the session keeps the names): `prepare` checks a PREPARE and returns
   its `PreparedSql`; `execute_arguments` casts EXECUTE's values to the parameter types.
+- CREATE [OR REPLACE] VIEW, DROP VIEW: planner.views.
 - Everything else (CREATE/DROP/ALTER TABLE, SHOW, DESCRIBE) goes to planner.utility; a
   statement kind nobody runs is 0A000 `VACUUM is not supported`.
 """
@@ -57,6 +58,14 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
     if isinstance(ast, exp.Create) and ast.args.get("expression") is not None and \
             str(ast.args.get("kind", "")).upper() == "TABLE":
         return create_table_as(catalog, ast, sql, params, check_cancel)
+    if isinstance(ast, exp.Create) and str(ast.args.get("kind", "")).upper() == "VIEW":
+        if params:
+            raise SqlError("there is no parameter $1", "42P02")
+        from planner.views import create_view
+        return create_view(catalog, ast, sql)
+    if isinstance(ast, exp.Drop) and str(ast.args.get("kind", "")).upper() == "VIEW":
+        from planner.views import drop_views
+        return drop_views(catalog, ast, sql)
     from planner.utility import execute_utility, is_utility
     if is_utility(ast):
         if params:
@@ -189,16 +198,22 @@ def infer_parameter_types(catalog, ast: exp.Expression) -> dict[int, pa.DataType
     inserted into, a CAST's type, integers for LIMIT/OFFSET; None when unknown (PostgreSQL
     then calls it text)."""
     from planner.expr import arrow_type as _arrow_type   # SQL type -> Arrow type, shared with CAST
-    schemas = {}
+    from planner.binder.views import catalog_views
+    views = catalog_views(catalog)
+    schemas: dict[str, dict[str, pa.DataType]] = {}   # table or alias -> column -> type
     for t in ast.find_all(exp.Table):
-        if catalog.has_table(t.name):
-            sch = catalog.table(t.name).schema
-            schemas[t.alias_or_name] = sch
-            schemas.setdefault(t.name, sch)
+        if t.name in views:           # a view: the column types it was created with
+            sch = {f.name: f.type for f in views[t.name].schema}
+        elif catalog.has_table(t.name):
+            sch = {c.name: c.arrow_type for c in catalog.table(t.name).schema.columns}
+        else:
+            continue
+        schemas[t.alias_or_name] = sch
+        schemas.setdefault(t.name, sch)
 
     def col_type(c: exp.Column) -> pa.DataType | None:
         cands = [schemas[c.table]] if c.table in schemas else list(schemas.values())
-        hits = {sch.column(c.name).arrow_type for sch in cands if sch.has_column(c.name)}
+        hits = {sch[c.name] for sch in cands if c.name in sch}
         return hits.pop() if len(hits) == 1 else None
 
     insert_cols = None

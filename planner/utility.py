@@ -27,6 +27,8 @@ PostgreSQL spellings):
       SET TBLPROPERTIES ('k'='v', ...) | SET (k = v, ...) | UNSET TBLPROPERTIES ('k', ...)
     COMMENT ON TABLE t IS 'text'           set_properties(comment=...); '' removes it
     SHOW TABLES [[LIKE] 'pattern']         Impala patterns: `*` any text, `|` alternatives
+    SHOW VIEWS [[LIKE] 'pattern']          the views (planner/views.py), as SHOW TABLES
+    SHOW CREATE VIEW v                     CREATE VIEW v (columns) AS <query as written>
     DESCRIBE t | DESC t | SHOW COLUMNS {FROM | IN} t
     SHOW [RANGE] PARTITIONS t | SHOW TABLETS t | SHOW CREATE TABLE t
 
@@ -37,7 +39,8 @@ a multi-column range key), coerced to the range columns' types the same way
 Result tables (explicit Arrow types, also when empty; one row per item, in this order):
 
     SHOW TABLES           name string                                       (sorted)
-    DESCRIBE / COLUMNS    name, type string (BIGINT, DECIMAL(15,2), STRING ...),
+    DESCRIBE / COLUMNS    (of a view: name and type; the other columns NULL)
+                          name, type string (BIGINT, DECIMAL(15,2), STRING ...),
                           primary_key bool, nullable bool, default string (a SQL literal,
                           NULL when none), encoding, compression string, block_size int32
                                                                          (schema order)
@@ -130,7 +133,10 @@ from planner.errors import (
     SqlError,
     SqlSyntaxError,
 )
+from planner.binder.views import catalog_views
+from planner.expr import sql_type as sql_type_of
 from planner.result import StatementResult
+from planner.views import cascade_notices, show_create_view
 
 _REPLICA_KEYS = (REPLICAS_PROPERTY, "replication_factor")
 
@@ -327,8 +333,13 @@ class _Executor:
         nodes = ast.args.get("tables") or [ast.this]
         if_exists = bool(ast.args.get("exists"))
         found = []
+        cascade = bool(ast.args.get("cascade"))
+        views = catalog_views(self.catalog)
         for node in nodes:  # as PostgreSQL: check every name before dropping any
             name = _table_name(node)
+            if name in views:
+                raise SqlError(f'"{name}" is not a table', "42809", self.pos(node),
+                               hint="Use DROP VIEW to remove a view.")
             if self.catalog.has_table(name):
                 found.append((name, node))
             elif if_exists:
@@ -337,7 +348,8 @@ class _Executor:
                 raise SqlError(f'table "{name}" does not exist', "42P01", self.pos(node))
         for name, node in found:
             with self.engine(node):
-                self.catalog.drop_table(name, if_exists=True)
+                along = self.catalog.drop_table(name, if_exists=True, cascade=cascade)
+            self.notices += cascade_notices(along or [])
         return self.result("DROP TABLE")
 
     def create_index(self, ast: exp.Create) -> StatementResult:
@@ -638,8 +650,9 @@ class _Executor:
 
     def show(self, ast: KuduShow) -> StatementResult:
         kind = ast.args["kind"]
-        if kind == "TABLES":
-            names = self.catalog.list_tables()
+        if kind in ("TABLES", "VIEWS"):
+            names = self.catalog.list_tables() if kind == "TABLES" else \
+                sorted(catalog_views(self.catalog))
             if ast.args.get("like") is not None:
                 pattern = _like(ast.args["like"].name)
                 names = [n for n in names if pattern.fullmatch(n)]
@@ -653,6 +666,8 @@ class _Executor:
                 out = self.partitions(self.meta(table))
             case "TABLETS":
                 out = self.tablets(self.meta(table))
+            case "CREATE VIEW":
+                out = show_create_view(self.catalog, _table_name(table), self.pos(table))
             case "CREATE TABLE":
                 m = self.meta(table)
                 props = {k: v for k, v in (m.properties or {}).items()
@@ -667,6 +682,13 @@ class _Executor:
         return self.rows("SHOW", out)
 
     def describe(self, table: exp.Expr) -> pa.Table:
+        view = catalog_views(self.catalog).get(_table_name(table))
+        if view is not None:        # a view: its columns and types, nothing else applies
+            n = len(view.schema)
+            data = [view.columns, [sql_type_of(f.type) for f in view.schema], [False] * n,
+                    [True] * n] + [[None] * n] * 4
+            return pa.table([pa.array(d, f.type) for d, f in zip(data, DESCRIBE_SCHEMA)],
+                            schema=DESCRIBE_SCHEMA)
         schema = self.meta(table).schema
         cols = [schema.column(c) for c in declared_columns(self.catalog.table(_table_name(table)))]
         key = set(schema.key_names)

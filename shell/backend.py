@@ -288,7 +288,7 @@ class RemoteBackend:
         rows = self._meta_rows(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
-            "ORDER BY table_name")
+            "AND table_type = 'BASE TABLE' ORDER BY table_name")
         if rows is None:
             rows = self._meta_rows("SHOW TABLES") or []
         return [r[0] for r in rows]

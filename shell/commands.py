@@ -41,9 +41,34 @@ class Settings:
     timing: bool = False
     pager: bool = True
     null: str = "<null>"
+    # \set / -v variables; ON_ERROR_STOP is the one the shell reads
+    variables: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def format_options(self, width: int | None = None) -> FormatOptions:
         return FormatOptions(self.format, self.expanded, self.null, width)
+
+    @property
+    def on_error_stop(self) -> bool:
+        """psql's ON_ERROR_STOP: a script stops at its first error (exit status 3)."""
+        value = self.variables.get("ON_ERROR_STOP")
+        return value is not None and parse_bool(value, "ON_ERROR_STOP")
+
+
+def parse_bool(value: str, name: str) -> bool:
+    r"""A psql boolean variable's value (psql's ParseVariableBool): a prefix of true, false,
+    yes or no, `on` / `off` (at least two letters: `o` is both), 1 or 0, any case; `\set
+    ON_ERROR_STOP` with no value stores '' which psql also takes as on."""
+    v = value.strip().lower()
+    if v == "":
+        return True
+    for words, result in ((("true", "yes"), True), (("false", "no"), False)):
+        if any(w.startswith(v) for w in words):
+            return result
+    if v in ("1", "on") or (len(v) >= 2 and "on".startswith(v)):
+        return True
+    if v in ("0",) or (len(v) >= 2 and "off".startswith(v)):
+        return False
+    raise CommandError(f'unrecognized value "{value}" for "{name}": Boolean expected')
 
 
 class Context(Protocol):
@@ -235,12 +260,43 @@ def _list_tables(ctx: Context, arg: str) -> list[Result]:
                    table=pa.table({"Name": pa.array(sorted(names), pa.string())}))]
 
 
-@command("\\d", "[TABLE]", "describe a table: columns, key, partitioning, replication "
-         "(no TABLE: \\dt)", group="Informational", completes="table")
+@command("\\dv", "[PATTERN]", "list views (PATTERN: * and ? wildcards)",
+         group="Informational", completes="table")
+def _list_views(ctx: Context, arg: str) -> list[Result]:
+    names = _one_table(ctx, "SHOW VIEWS").column(0).to_pylist()
+    if arg:
+        quoted = arg.startswith('"')
+        pat = arg.strip('"') if quoted else arg.lower()
+        names = [n for n in names if fnmatch.fnmatchcase(n if quoted else n.lower(), pat)]
+    if not names:
+        return _status("Did not find any views." if not arg
+                       else f'Did not find any view named "{arg}".')
+    return [Result(status=f"SELECT {len(names)}", title="List of views",
+                   table=pa.table({"Name": pa.array(sorted(names), pa.string())}))]
+
+
+def _describe_view(ctx: Context, t: str) -> list[Result]:
+    """\\d of a view: its columns and types, then its definition (psql's `View
+    definition:`)."""
+    desc = _one_table(ctx, f"DESCRIBE {t}").to_pylist()
+    create = _one_table(ctx, f"SHOW CREATE VIEW {t}").column(0)[0].as_py() or ""
+    table = pa.table({"Column": pa.array([c["name"] for c in desc], pa.string()),
+                      "Type": pa.array([c["type"] for c in desc], pa.string())})
+    query = create.split("\n", 1)[1] if "\n" in create else create
+    footer = ("View definition:", *(f"  {ln}" for ln in query.splitlines()))
+    return [Result(status=f"SELECT {table.num_rows}", title=f'View "{_unquote(t)}"',
+                   table=table, footer=footer, row_count=False)]
+
+
+@command("\\d", "[TABLE|VIEW]", "describe a table (columns, key, partitioning, "
+         "replication) or a view (columns, definition); no argument: \\dt",
+         group="Informational", completes="table")
 def _describe(ctx: Context, arg: str) -> list[Result]:
     if not arg:
         return _list_tables(ctx, "")
     t = table_arg(arg, "\\d TABLE")
+    if _unquote(t) in _one_table(ctx, "SHOW VIEWS").column(0).to_pylist():
+        return _describe_view(ctx, t)
     desc = _one_table(ctx, f"DESCRIBE {t}").to_pylist()
     create = _one_table(ctx, f"SHOW CREATE TABLE {t}").column(0)[0].as_py() or ""
     parts = _one_table(ctx, f"SHOW PARTITIONS {t}").to_pylist()
@@ -359,6 +415,31 @@ def _pager(ctx: Context, arg: str) -> list[Result]:
 def _output(ctx: Context, arg: str) -> list[Result]:
     msg = ctx.set_output(_path(arg) or None)
     return _status(msg) if msg else []
+
+
+@command("\\set", "[NAME [VALUE]]", "set a variable (no argument: list them); "
+         "ON_ERROR_STOP on: scripts stop at the first error", group="Variables",
+         offline=True)
+def _set(ctx: Context, arg: str) -> list[Result]:
+    if not arg:
+        return _status("\n".join(f"{k} = '{v}'" for k, v in
+                                  sorted(ctx.settings.variables.items())))
+    name, _, value = arg.partition(" ")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise CommandError(f'invalid variable name: "{name}"')
+    value = _path(value.strip())
+    if name == "ON_ERROR_STOP":
+        parse_bool(value, name)                 # refused before it is stored, as psql does
+    ctx.settings.variables[name] = value
+    return []
+
+
+@command("\\unset", "NAME", "unset a variable", group="Variables", offline=True)
+def _unset(ctx: Context, arg: str) -> list[Result]:
+    if not arg:
+        raise CommandError("\\unset: missing required argument")
+    ctx.settings.variables.pop(arg.strip(), None)
+    return []
 
 
 @command("\\i", "FILE", "run the statements and commands in FILE", group="Input/Output",

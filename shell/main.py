@@ -1,4 +1,4 @@
-"""`kudusql shell` command line: argument parsing and the choice of mode.
+r"""`kudusql shell` command line: argument parsing and the choice of mode.
 
     kudusql shell [DSN | DIR | --data-dir DIR] [-c SQL]... [-f FILE]... [--format F] [-x]
 
@@ -12,8 +12,12 @@ Target: `--data-dir DIR` opens an embedded database in this process; a positiona
 that is not a DSN is taken as a data directory. With neither, $KUDUSQL_DSN, else
 postgresql://kudusql@localhost:5433/kudusql (the `kudusql serve` default).
 
-Exit status: 0 success; 1 a statement or command failed (scripts stop at the first error);
-2 the connection could not be made.
+Errors and exit status, as psql's: a -c string stops at its first error and its status
+is 1; a -f file (or standard input) goes on after errors - each printed as
+`kudusql:FILE:LINE: ERROR: ...` - and its status is 0, unless ON_ERROR_STOP is on (`-v
+ON_ERROR_STOP=1`, or `\set ON_ERROR_STOP on` in the script): then it stops at the first
+error with status 3. The status is the last -c / -f's (ON_ERROR_STOP: the first failing
+one's, and nothing after it runs); 2 the connection could not be made.
 
 `add_arguments(parser)` fills any argparse parser, so `kudusql/cli.py` reuses it for its
 `shell` subcommand: `add_arguments(sub); sub.set_defaults(func=run)`.
@@ -28,6 +32,7 @@ import sys
 from shell.format import EXPANDED, FORMATS
 
 DEFAULT_DSN = "postgresql://kudusql@localhost:5433/kudusql"
+EXIT_USER = 3        # psql's status for a script stopped by ON_ERROR_STOP
 
 
 class _Ordered(argparse.Action):
@@ -47,7 +52,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("-c", "--command", dest="actions", action=_Ordered, const="c",
                    metavar="SQL", help="run SQL (statements and backslash commands), then exit")
     p.add_argument("-f", "--file", dest="actions", action=_Ordered, const="f",
-                   metavar="FILE", help="run the statements in FILE ('-': stdin), then exit")
+                   metavar="FILE", help="run the statements in FILE ('-': stdin), then exit; "
+                   "errors are reported with their line and the file goes on, unless "
+                   "ON_ERROR_STOP is set")
+    p.add_argument("-v", "--set", "--variable", dest="variables", action="append",
+                   default=[], metavar="NAME=VALUE",
+                   help="set a variable, as \\set does (-v ON_ERROR_STOP=1: a script stops "
+                        "at its first error, exit status 3)")
     p.add_argument("--format", choices=FORMATS, default=None, help="output format")
     p.add_argument("-x", "--expanded", nargs="?", const="on", choices=EXPANDED,
                    help="expanded output (\\x)")
@@ -78,6 +89,17 @@ def run(args: argparse.Namespace) -> int:
     settings.pager = not args.no_pager
     if args.null is not None:
         settings.null = args.null
+    for assignment in args.variables:          # psql: -v NAME=VALUE sets, -v NAME unsets
+        name, eq, value = assignment.partition("=")
+        if eq:
+            settings.variables[name] = value
+        else:
+            settings.variables.pop(name, None)
+    try:
+        settings.on_error_stop
+    except CommandError as e:
+        print(f"kudusql: {e}", file=sys.stderr)
+        return 1
 
     def opener(t: str):
         if args.data_dir and t == args.data_dir:     # --data-dir is a directory, always
@@ -94,26 +116,30 @@ def run(args: argparse.Namespace) -> int:
     interactive = not args.actions and sys.stdin.isatty()
     shell = Shell(backend, settings=settings, opener=opener,
                   pager=external_pager() if interactive and sys.stdout.isatty() else None)
+    def script_status(ok: bool) -> int:
+        return EXIT_USER if not ok and shell.stops_on_error() else 0
+
     try:
         if args.actions:
+            status = 0
             for kind, value in args.actions:
                 if shell.quitting:
                     break
                 if kind == "c":
-                    ok = shell.run_script(value)
+                    status = 0 if shell.run_script(value) else 1
                 elif value == "-":
-                    ok = shell.run_script(sys.stdin.read())
+                    status = script_status(shell.run_stdin(sys.stdin.read()))
                 else:
                     try:
-                        ok = shell.run_file(value)
+                        status = script_status(shell.run_file(value))
                     except CommandError as e:
                         print(f"kudusql: {e}", file=sys.stderr)
-                        ok = False
-                if not ok:
-                    return 1
-            return 0
+                        status = 1
+                if status and shell.stops_on_error():
+                    break
+            return status
         if not interactive:
-            return 0 if shell.run_script(sys.stdin.read()) else 1
+            return script_status(shell.run_stdin(sys.stdin.read()))
         return shell.run_interactive()
     finally:
         shell.close()

@@ -1,7 +1,7 @@
 r"""The shell: a prompt_toolkit REPL, and the same machinery for -c, -f and standard input.
 
     shell = Shell(backend)                 # or Shell(open_backend(target))
-    shell.run_script(text)   -> bool       # scripts: stop at the first error
+    shell.run_script(text)   -> bool       # False if a statement or command failed
     shell.run_interactive()  -> int        # the REPL, until \q or Ctrl-D
 
 One path runs everything: input is split into items (shell.statements), a SQL item goes
@@ -26,8 +26,11 @@ Interactive loop
     cancel path the same for a real terminal and for prompt_toolkit's pipe input (tests).
 
 Scripts (-c, -f, stdin, and \i) run the same items without the progress app; SIGINT
-cancels the running statement. A script stops at its first error and the process exits
-with status 1 (psql's ON_ERROR_STOP); interactive input carries on after errors.
+cancels the running statement. As psql: a file or standard input goes on after an error
+(each error is prefixed `kudusql:FILE:LINE:`), unless the variable ON_ERROR_STOP is on
+(`-v ON_ERROR_STOP=1`, `\set ON_ERROR_STOP on`, read after each failure): then it stops
+at the first error (shell/main.py: exit status 3). A -c string stops at its first error
+(psql sends it as one query string, which the server stops running there).
 """
 
 from __future__ import annotations
@@ -152,8 +155,8 @@ class Shell:
         return f'You are now connected to "{new.name}" ({target}).'
 
     def include(self, path: str) -> None:
-        ok = self.run_file(path, stop_on_error=not self.interactive)
-        if not ok and not self.interactive:
+        ok = self.run_file(path, stop_on_error=False if self.interactive else None)
+        if not ok and not self.interactive and self.stops_on_error():
             raise _ScriptFailed()
 
     def set_output(self, path: str | None) -> str:
@@ -169,9 +172,10 @@ class Shell:
 
     # -- running input ------------------------------------------------------------------
 
-    def run_file(self, path: str, *, stop_on_error: bool = True) -> bool:
-        """Run a file (-f, \\i); its errors are prefixed with `FILE:LINE:`. Raises
-        CommandError when the file cannot be read."""
+    def run_file(self, path: str, *, stop_on_error: bool | None = None) -> bool:
+        """Run a file (-f, \\i); its errors are prefixed with `kudusql:FILE:LINE:`.
+        `stop_on_error` as run_script's. Raises CommandError when the file cannot be
+        read."""
         if self._include_depth >= _MAX_INCLUDE_DEPTH:
             raise CommandError(f"\\i: files nested more than {_MAX_INCLUDE_DEPTH} deep")
         try:
@@ -187,17 +191,33 @@ class Shell:
             self._include_depth -= 1
             self._source = source
 
-    def run_script(self, text: str, *, stop_on_error: bool = True) -> bool:
-        """Run every statement and command of `text`; False if any failed."""
+    def run_stdin(self, text: str) -> bool:
+        """Standard input as a script: errors prefixed `kudusql:<stdin>:LINE:`."""
+        source, self._source = self._source, "<stdin>"
+        try:
+            return self.run_script(text, stop_on_error=None)
+        finally:
+            self._source = source
+
+    def run_script(self, text: str, *, stop_on_error: bool | None = True) -> bool:
+        """Run every statement and command of `text`; False if any failed. After a
+        failure: stop (True), go on (False), or (None) stop if ON_ERROR_STOP is on."""
         ok = True
         for item in split(text):
             if self._quit:
                 break
             if not self.run_item(item, text):
                 ok = False
-                if stop_on_error:
+                if stop_on_error or (stop_on_error is None and self.stops_on_error()):
                     break
         return ok
+
+    def stops_on_error(self) -> bool:
+        """ON_ERROR_STOP is on (a script stops at its first error)."""
+        try:
+            return self.settings.on_error_stop
+        except CommandError:
+            return False
 
     def run_item(self, item: Item, text: str = "") -> bool:
         """Run one statement or command and print what it gave; False if it failed."""
@@ -302,7 +322,7 @@ class Shell:
 
     def _error(self, text: str, line: int | None = None) -> None:
         if self._source is not None:           # running a file: name the file and line
-            text = f"{self._source}:{line or 1}: {text}"
+            text = f"kudusql:{self._source}:{line or 1}: {text}"
         self.stderr.write(text + "\n")
         self.stderr.flush()
 

@@ -2,7 +2,9 @@
 
     DATA_DIR/
      ├── catalog.json           every table: id, name, Schema, PartitionSchema, replication
-     │                          factor, the tablet id of each partition, comment, properties
+     │                          factor, the tablet id of each partition, comment, properties;
+     │                          every view (engine/catalog/views.py: its query text, columns,
+     │                          the relations it reads)
      └── tablets/<tablet_id>/   one engine Tablet per partition (Tablet.create / open)
 
 Kudu keeps the catalog in a single-tablet system table with a write-through in-memory cache;
@@ -97,6 +99,7 @@ from engine.catalog.coalesce import WriteCoalescer
 from engine.catalog.leases import TabletLease
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.table import Table
+from engine.catalog.views import ViewMetadata, check_create, check_drop, check_rename
 from engine.fs import DirectoryLock, fsync_dir, write_json_atomic
 from engine.clock import Clock, HybridClock
 from engine.config import TabletConfig
@@ -255,6 +258,7 @@ class Catalog:
         self.busy_timeout_s = busy_timeout_s
         self._tables: dict[str, TableMetadata] = {}  # id -> metadata (replaced, never mutated)
         self._by_name: dict[str, str] = {}
+        self._views: dict[str, ViewMetadata] = {}  # name -> view (replaced, never mutated)
         self._slots: dict[str, _TabletSlot] = {}
         self._coalescers: dict[str, WriteCoalescer] = {}  # table id -> its small writes
         self._lock = threading.RLock()  # maps, slots, references (held briefly)
@@ -344,6 +348,7 @@ class Catalog:
             meta = TableMetadata.from_dict(td)
             self._tables[meta.id] = meta
             self._by_name[meta.name] = meta.id
+        self._views = {v.name: v for v in map(ViewMetadata.from_dict, d.get("views", ()))}
 
     def _remove_orphans(self) -> None:
         """Delete tablet directories no table names (a crash in the middle of a DDL)."""
@@ -368,17 +373,23 @@ class Catalog:
                     except errors.EngineError:
                         pass
 
-    def _persist(self, tables: dict[str, TableMetadata]) -> None:
+    def _persist(self, tables: dict[str, TableMetadata],
+                 views: dict[str, ViewMetadata] | None = None) -> None:
+        views = self._views if views is None else views
         doc = {"format": FORMAT_VERSION,
-               "tables": [m.to_dict() for m in sorted(tables.values(), key=lambda m: m.name)]}
+               "tables": [m.to_dict() for m in sorted(tables.values(), key=lambda m: m.name)],
+               "views": [views[n].to_dict() for n in sorted(views)]}
         write_json_atomic(os.path.join(self.data_dir, CATALOG_FILE), doc, self.config.fsync,
                           indent=1)
 
-    def _publish(self, tables: dict[str, TableMetadata]) -> None:
+    def _publish(self, tables: dict[str, TableMetadata],
+                 views: dict[str, ViewMetadata] | None = None) -> None:
         """Make a persisted catalog state current (caller holds _ddl_lock)."""
         with self._lock:
             self._tables = tables
             self._by_name = {m.name: m.id for m in tables.values()}
+            if views is not None:
+                self._views = views
 
     # -- lookups ---------------------------------------------------------------------------
     def list_tables(self) -> list[str]:
@@ -548,15 +559,48 @@ class Catalog:
                     self.maintenance.register(t)
 
     def _commit(self, tables: dict[str, TableMetadata],
-                created: Sequence[tuple[str, Tablet]] = ()) -> None:
+                created: Sequence[tuple[str, Tablet]] = (),
+                views: dict[str, ViewMetadata] | None = None) -> None:
         """Persist, then publish; on a failed write remove the tablets created for it."""
         try:
-            self._persist(tables)
+            self._persist(tables, views)
         except BaseException:
             self._discard_created(created)
             raise
         self._adopt(created)
-        self._publish(tables)
+        self._publish(tables, views)
+
+    # -- views (engine/catalog/views.py) ----------------------------------------------------
+    def views(self) -> dict[str, ViewMetadata]:
+        """Every view by name (a snapshot: DDL publishes a new dict)."""
+        with self._lock:
+            return self._views
+
+    def create_view(self, view: ViewMetadata, replace: bool = False) -> ViewMetadata:
+        """CREATE [OR REPLACE] VIEW: 42P07 if the name is a table's (or a view's, without
+        `replace`), 42P01 if a relation it reads is gone meanwhile."""
+        _check_identifier("view", view.name)
+        with self._ddl_lock:
+            check_create(self._views, self._by_name.__contains__, view, replace)
+            old = self._views.get(view.name)
+            view = dataclasses.replace(view, id=old.id if old else uuid.uuid4().hex)
+            self._commit(self._tables, views={**self._views, view.name: view})
+            return view
+
+    def drop_views(self, names: Sequence[str], if_exists: bool = False,
+                   cascade: bool = False) -> list[str]:
+        """DROP VIEW a, b [CASCADE]: every name checked first; the views dropped along
+        (CASCADE) are returned. 2BP01 while another view reads one of them."""
+        with self._ddl_lock:
+            names = [n for n in names if n in self._views or not if_exists]
+            for n in names:
+                if n not in self._views:
+                    raise errors.NotFound(f'view "{n}" does not exist')
+            along = check_drop(self._views, "view", list(names), cascade)
+            gone = set(names) | set(along)
+            self._commit(self._tables, views={k: v for k, v in self._views.items()
+                                              if k not in gone})
+            return along
 
     # -- validation ------------------------------------------------------------------------
     def _table_meta(self, name: str, finish_alter: bool = True) -> TableMetadata:
@@ -598,6 +642,8 @@ class Catalog:
                 if if_not_exists:
                     return self._table_meta(name)
                 raise TableExists(f'table "{name}" already exists')
+            if name in self._views:
+                raise TableExists(f'relation "{name}" already exists')
             created = self._create_tablets(schema, n)
             meta = TableMetadata(uuid.uuid4().hex, name, schema, ps, rf,
                                  tuple(tid for tid, _ in created), comment,
@@ -605,19 +651,25 @@ class Catalog:
             self._commit({**self._tables, meta.id: meta}, created)
             return meta
 
-    def drop_table(self, name: str, if_exists: bool = False) -> None:
-        """DROP TABLE: the catalog forgets it, then its tablets are deleted."""
+    def drop_table(self, name: str, if_exists: bool = False, cascade: bool = False
+                   ) -> list[str]:
+        """DROP TABLE: the catalog forgets it, then its tablets are deleted. 2BP01 while a
+        view reads it; with `cascade` those views go in the same catalog change (returned).
+        """
         with self._ddl_lock:
             if name not in self._by_name:
                 if if_exists:
-                    return
+                    return []
                 raise errors.NotFound(f'table "{name}" does not exist')
+            along = check_drop(self._views, "table", [name], cascade)
             meta = self._table_meta(name, finish_alter=False)
             tables = {k: v for k, v in self._tables.items() if k != meta.id}
-            self._commit(tables)
+            self._commit(tables, views={k: v for k, v in self._views.items()
+                                        if k not in along} if along else None)
             with self._lock:
                 self._coalescers.pop(meta.id, None)
             self._drop_tablets(meta.tablet_ids)
+            return along
 
     def rename_table(self, name: str, new_name: str) -> TableMetadata:
         _check_identifier("table", new_name)
@@ -625,6 +677,9 @@ class Catalog:
             meta = self._table_meta(name)
             if new_name in self._by_name:
                 raise TableExists(f'table "{new_name}" already exists')
+            if new_name in self._views:
+                raise TableExists(f'relation "{new_name}" already exists')
+            check_rename(self._views, name)
             new = dataclasses.replace(meta, name=new_name)
             self._commit({**self._tables, meta.id: new})
             return new

@@ -72,6 +72,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+import native
 from engine import errors
 from engine.cfile.bloom import _fmix64, hash_key, hash_keys
 from engine.catalog.partition_pruner import PartitionPruning
@@ -115,10 +116,15 @@ def bucket_hashes(encoded: np.ndarray, seed: int = 0) -> np.ndarray:
     return h
 
 
-def bucket_hash(encoded: bytes, seed: int = 0) -> int:
-    """The bucket hash of one canonical encoded key; equals `bucket_hashes` bit for bit."""
+def bucket_hash_py(encoded: bytes, seed: int = 0) -> int:
+    """The bucket hash of one canonical encoded key; equals `bucket_hashes` bit for bit.
+    The specification of the compiled `bucket_hash` (native/_hashing.pyx)."""
     h = hash_key(encoded)
     return _fmix64(h ^ _seed_word(seed)) if seed else h
+
+
+_native = native.load("_hashing")
+bucket_hash = _native.bucket_hash if _native is not None else bucket_hash_py
 
 
 # -- metadata -------------------------------------------------------------------------------

@@ -57,8 +57,10 @@ Serialised form (little-endian)::
 Deliberately not done: no counting/deletion (rowsets are immutable; deletes are tombstones
 found through the delta stores), no SIMD-style one-bit-per-word layout (Kudu/Impala's
 256-bit blocks with salted multiplies): the double-hashing layout is simpler to vectorise
-in numpy and its fp rate matches the sizing model above. Scalar probes are pure Python
-(~1-3 us); batches of probes should go through may_contain. Hashing is not cryptographic or
+in numpy and its fp rate matches the sizing model above. Scalar hashes and probes
+(`hash_key`, `BloomFilter.may_contain_one`) run compiled when the compiled core is built
+(native/_hashing.pyx, ~0.1 us) and as the pure-Python twins below otherwise (~1-3 us);
+batches of probes should go through may_contain. Hashing is not cryptographic or
 seeded per table: an adversary choosing keys can raise the fp rate, costing only extra reads.
 """
 
@@ -69,7 +71,10 @@ import struct
 
 import numpy as np
 
+import native
 from engine.errors import Corruption
+
+_native = native.load("_hashing")
 
 __all__ = ["hash_keys", "hash_key", "BloomFilter"]
 
@@ -134,8 +139,9 @@ def hash_keys(keys: np.ndarray) -> np.ndarray:
         return _fmix64_np(h)
 
 
-def hash_key(key: bytes) -> int:
-    """The hash of one key; equals hash_keys(np.array([key]))[0]."""
+def hash_key_py(key: bytes) -> int:
+    """The hash of one key; equals hash_keys(np.array([key]))[0]. The specification of
+    the compiled `hash_key` (native/_hashing.pyx), which `hash_key` is when built."""
     key = bytes(key).rstrip(b"\x00")
     n = len(key)
     h = _SEED ^ ((n * _K_LEN) & _M64)
@@ -144,6 +150,9 @@ def hash_key(key: bytes) -> int:
         for (word,) in struct.iter_unpack("<Q", padded):
             h = _fmix64(h ^ ((word * _K_WORD) & _M64))
     return _fmix64((h + _K_LEN) & _M64)
+
+
+hash_key = _native.hash_key if _native is not None else hash_key_py
 
 
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -245,7 +254,14 @@ class BloomFilter:
         return byte.all(axis=1)
 
     def may_contain_one(self, h: int) -> bool:
-        """Scalar probe of one hash (pure Python, no numpy)."""
+        """Scalar probe of one hash (compiled when the compiled core is built, else
+        `may_contain_one_py`; no numpy either way)."""
+        if _native is not None:
+            return _native.bloom_probe(self._mv, self.n_blocks, self.k, int(h) & _M64)
+        return self.may_contain_one_py(h)
+
+    def may_contain_one_py(self, h: int) -> bool:
+        """The pure-Python twin of the compiled probe, and its specification."""
         h = int(h) & _M64
         base = (((h >> 32) * self.n_blocks) >> 32) * _BLOCK_BITS
         h1 = h & _M32

@@ -80,6 +80,7 @@ from engine.catalog.coalesce import WriteCoalescer
 from engine.catalog.leases import TabletLease
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.table import Table
+from engine.catalog.views import ViewMetadata
 from engine.client.scanner import LEADER_ONLY, TabletUnavailable, parse_replica_selection, \
     scan_tablet
 from engine.convert import table_from_pydict
@@ -218,6 +219,8 @@ class RemoteCatalog:
         self._by_name: dict[str, TableMetadata] = {}
         self._fetched: dict[str, float] = {}  # name -> when its metadata came from a master
         self._master_down_until = 0.0
+        self._views: dict[str, ViewMetadata] | None = None
+        self._views_at = 0.0
         self._lock = threading.Lock()
         self.data_dir = None
 
@@ -335,9 +338,46 @@ class RemoteCatalog:
         self._by_name.pop(name, None)
         self._fetched.pop(name, None)
 
-    def drop_table(self, name: str, if_exists: bool = False) -> None:
+    def drop_table(self, name: str, if_exists: bool = False, cascade: bool = False
+                   ) -> list[str]:
         self._forget_name(name)
-        self.client.master_call("drop_table", {"name": name, "if_exists": if_exists})
+        self._views_at = 0.0
+        r = self.client.master_call("drop_table", {"name": name, "if_exists": if_exists,
+                                                   "cascade": cascade})
+        return list(r.get("views", ()))
+
+    # -- views: the master's (engine/catalog/views.py), cached for METADATA_TTL_S -------
+    def views(self) -> dict[str, ViewMetadata]:
+        """Every view by name, from the leader master (a copy at most METADATA_TTL_S
+        old; the last one seen while no master answers)."""
+        now = time.monotonic()
+        if self._views is not None and (now - self._views_at < METADATA_TTL_S or
+                                        now < self._master_down_until):
+            return self._views
+        try:
+            got = self.client.master_call("list_views", timeout_s=None
+                                          if self._views is None else 3.0)
+        except errors.ServiceUnavailable:
+            if self._views is None:
+                raise
+            return self._views
+        views = {d["name"]: ViewMetadata.from_dict(d) for d in got}
+        self._views, self._views_at = views, time.monotonic()
+        return views
+
+    def create_view(self, view: ViewMetadata, replace: bool = False) -> ViewMetadata:
+        self._views_at = 0.0
+        d = self.client.master_call("create_view", {"view": view.to_dict(),
+                                                    "replace": replace})
+        return ViewMetadata.from_dict(d)
+
+    def drop_views(self, names, if_exists: bool = False, cascade: bool = False
+                   ) -> list[str]:
+        self._views_at = 0.0
+        r = self.client.master_call("drop_views", {"names": list(names),
+                                                   "if_exists": if_exists,
+                                                   "cascade": cascade})
+        return list(r["views"])
 
     def rename_table(self, name: str, new_name: str) -> TableMetadata:
         self._forget_name(name)

@@ -91,6 +91,7 @@ from engine.catalog.catalog import ColumnExists, TableExists, _check_identifier,
     _check_num_columns, validate_replication_factor
 from engine.catalog.partition import RangePartitionExists
 from engine.catalog.metadata import TableMetadata
+from engine.catalog.views import ViewMetadata, check_create, check_drop, check_rename
 from engine.catalog.partition import PartitionSchema
 from engine.clock import DEFAULT_MAX_ERROR_S, HybridClock
 from engine.consensus.consensus_metadata import ConsensusMetadata
@@ -142,6 +143,8 @@ class Master:
                 "create_table": self._h_create_table, "drop_table": self._h_drop_table,
                 "rename_table": self._h_rename_table, "alter_table": self._h_alter_table,
                 "list_tables": self._h_list_tables, "get_table": self._h_get_table,
+                "create_view": self._h_create_view, "drop_views": self._h_drop_views,
+                "list_views": self._h_list_views,
                 "locations": self._h_locations, "list_tservers": lambda p: self.tservers(),
                 "status": lambda p: self.status(),
                 "list_replicas": self._h_list_replicas}.items()}), tls=tls)
@@ -471,6 +474,8 @@ class Master:
                 if p.get("if_not_exists"):
                     return existing
                 raise TableExists(f'table "{name}" already exists')
+            if name in self.catalog.views:
+                raise TableExists(f'relation "{name}" already exists')
             n = len(ps.partitions)
             tids = [uuidlib.uuid4().hex for _ in range(n)]
             meta = TableMetadata(uuidlib.uuid4().hex, name, schema, ps, rf, tuple(tids),
@@ -520,11 +525,12 @@ class Master:
                 if p.get("if_exists"):
                     return {"dropped": False}
                 raise errors.NotFound(f'table "{p["name"]}" does not exist')
+            along = check_drop(self._views(), "table", [t["name"]], bool(p.get("cascade")))
             peers = {x["tablet_id"]: list(self.catalog.replicas.get(x["tablet_id"], []))
                      for x in t["tablets"]}
-            self.catalog.propose({"op": "drop_table", "id": t["id"]})
+            self.catalog.propose({"op": "drop_table", "id": t["id"], "views": along})
         self._delete_replicas(peers)
-        return {"dropped": True}
+        return {"dropped": True, "views": along}
 
     def _h_rename_table(self, p: dict) -> dict:
         self._require_leader()
@@ -534,6 +540,9 @@ class Master:
                 raise errors.NotFound(f'table "{p["name"]}" does not exist')
             if self._by_name(p["new_name"]) is not None:
                 raise TableExists(f'table "{p["new_name"]}" already exists')
+            if p["new_name"] in self.catalog.views:
+                raise TableExists(f'relation "{p["new_name"]}" already exists')
+            check_rename(self._views(), p["name"])
             t = dict(t, name=p["new_name"])
             self.catalog.propose({"op": "put_table", "table": t})
         return t
@@ -780,6 +789,40 @@ class Master:
                         "tablet_id": tid, "drop": True, "master_term": term}, timeout_s=3)
                 except errors.EngineError:
                     pass
+
+    # -- views (engine/catalog/views.py: the same rules as the embedded catalog's) ---------
+    def _views(self) -> dict[str, ViewMetadata]:
+        return {n: ViewMetadata.from_dict(d) for n, d in self.catalog.views.items()}
+
+    def _h_create_view(self, p: dict) -> dict:
+        """{view: ViewMetadata.to_dict(), replace}: the view's entry back."""
+        self._require_leader()
+        view = ViewMetadata.from_dict(p["view"])
+        with self._ddl_lock:
+            names = {t["name"] for t in self.catalog.tables.values()}
+            check_create(self._views(), names.__contains__, view, bool(p.get("replace")))
+            old = self.catalog.views.get(view.name)
+            d = dict(view.to_dict(), id=old["id"] if old else uuidlib.uuid4().hex)
+            self.catalog.propose({"op": "put_view", "view": d})
+        return d
+
+    def _h_drop_views(self, p: dict) -> dict:
+        """{names, if_exists, cascade}: {"views": the views dropped along}."""
+        self._require_leader()
+        with self._ddl_lock:
+            names = [n for n in p["names"]
+                     if n in self.catalog.views or not p.get("if_exists")]
+            for n in names:
+                if n not in self.catalog.views:
+                    raise errors.NotFound(f'view "{n}" does not exist')
+            along = check_drop(self._views(), "view", names, bool(p.get("cascade")))
+            if names or along:
+                self.catalog.propose({"op": "drop_views", "names": names + along})
+        return {"views": along}
+
+    def _h_list_views(self, p) -> list[dict]:
+        self._require_leader()
+        return [self.catalog.views[n] for n in sorted(self.catalog.views)]
 
     def _h_list_tables(self, p) -> list[str]:
         self._require_leader()

@@ -1,6 +1,7 @@
 """SysCatalog: the cluster catalog as a replicated state machine (Kudu's sys catalog).
 
-The state — tables (their `TableMetadata` in its catalog.json form), each tablet's replica
+The state — tables (their `TableMetadata` in its catalog.json form), views (by name,
+`ViewMetadata.to_dict`), each tablet's replica
 placement (tablet id -> tablet-server uuids), and the tablet servers ever registered (uuid
 -> RPC address) — changes only by CATALOG entries of the masters' Raft log (a JSON op per
 entry), applied in log order on every master:
@@ -9,7 +10,10 @@ entry), applied in log order on every master:
         (CREATE TABLE, ALTER TABLE: tablets named for the first time are new, e.g. ADD
         RANGE PARTITION's; tablets the previous entry named and this one does not are
         forgotten, DROP RANGE PARTITION's)
-    {"op": "drop_table", "id": table_id}
+    {"op": "drop_table", "id": table_id, "views": [name, ...]}
+        (the views: those DROP TABLE ... CASCADE drops along, engine/catalog/views.py)
+    {"op": "put_view", "view": {...}}      (CREATE [OR REPLACE] VIEW: ViewMetadata.to_dict)
+    {"op": "drop_views", "names": [name, ...]}
     {"op": "set_replicas", "tablet_id": t, "replicas": [uuid, ...], "config_index": i,
      "adding": uuid | None}
         (re-replication) `replicas` = a *committed* configuration of the tablet's Raft
@@ -58,6 +62,7 @@ CATALOG = 5  # a Raft log entry type: one JSON catalog op
 class SysCatalog(RaftHost):
     def __init__(self, *args, **kwargs):
         self.tables: dict[str, dict] = {}
+        self.views: dict[str, dict] = {}  # view name -> ViewMetadata.to_dict()
         self.replicas: dict[str, list[str]] = {}  # tablet id -> tserver uuids
         self.initial: dict[str, list[str]] = {}  # tablet id -> the uuids it was created on
         # tablet id -> (schema dict, schema version) it was created with: what a replica
@@ -115,7 +120,14 @@ class SysCatalog(RaftHost):
                         self.adding[tid] = op["adding"]
                     else:
                         self.adding.pop(tid, None)
+        elif kind == "put_view":
+            self.views[op["view"]["name"]] = op["view"]
+        elif kind == "drop_views":
+            for n in op["names"]:
+                self.views.pop(n, None)
         elif kind == "drop_table":
+            for n in op.get("views", ()):
+                self.views.pop(n, None)
             t = self.tables.pop(op["id"], None)
             if t is not None:
                 for x in t["tablets"]:

@@ -36,8 +36,10 @@ or does not answer within the call's deadline raises `Unreachable` (SQLSTATE 080
 Failpoint (for the nemesis of fault tests): `drop_traffic_to(addrs)` makes this process's
 client refuse to send to those addresses, as if the network dropped the packets; servers
 expose it as the `failpoint` action so a test can cut chosen links between live servers
-(`{drop_to: [...]}`) or skew the process's wall clock (`{clock_offset_s: x}`,
-engine/clock.py).
+(`{drop_to: [...]}`), skew the process's wall clock (`{clock_offset_s: x}`,
+engine/clock.py), or make its DoGet streams slow (`{stream_delay_s: x}`: x seconds before
+each batch, so a test's kill -9 lands while a scan is still being produced, not after the
+whole result already sits in socket and gRPC buffers).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 from typing import Callable
 
 import pyarrow as pa
@@ -265,6 +268,7 @@ def _tls_failure(text: str, addr: str, tls: bool) -> TlsMismatch | None:
 
 # -- failpoint ----------------------------------------------------------------------------------
 _dropped: set[str] = set()
+_stream_delay = [0.0]       # seconds before each DoGet batch (`stream_delay_s`); 0: none
 
 
 def drop_traffic_to(addrs) -> None:
@@ -281,7 +285,8 @@ def dropped_addresses() -> set[str]:
 def _error_json(e: BaseException) -> str:
     d = {"class": type(e).__name__, "message": str(e),
          "sqlstate": getattr(e, "sqlstate", "XX000"),
-         "leader": getattr(e, "leader_uuid", None)}
+         "leader": getattr(e, "leader_uuid", None),
+         "detail": getattr(e, "detail", None), "hint": getattr(e, "hint", None)}
     return _ERR + json.dumps(d)
 
 
@@ -315,6 +320,8 @@ def _raise_remote(e: fl.FlightError, addr: str, tls: bool = False):
     else:
         err = _CLASSES.get(cls_name, errors.EngineError)(d["message"])
         err.sqlstate = d["sqlstate"]
+        if d.get("detail") or d.get("hint"):    # PostgreSQL's DETAIL / HINT (2BP01's)
+            err.detail, err.hint = d.get("detail"), d.get("hint")
     err.remote_class = cls_name
     raise err from None
 
@@ -371,7 +378,10 @@ class RpcServer(fl.FlightServerBase):
             drop_traffic_to(p["drop_to"])
         if "clock_offset_s" in p:
             clock.set_wall_offset(float(p["clock_offset_s"]))
-        return {"dropped": sorted(_dropped), "clock_offset_s": clock.wall_offset()}
+        if "stream_delay_s" in p:
+            _stream_delay[0] = max(0.0, float(p["stream_delay_s"]))
+        return {"dropped": sorted(_dropped), "clock_offset_s": clock.wall_offset(),
+                "stream_delay_s": _stream_delay[0]}
 
     def _guard(self, fn, *args):
         try:
@@ -411,6 +421,8 @@ class RpcServer(fl.FlightServerBase):
     def _guarded_iter(self, batches):
         it = iter(batches)
         while True:
+            if _stream_delay[0]:
+                time.sleep(_stream_delay[0])        # the failpoint: a slow stream
             try:
                 b = next(it)
             except StopIteration:

@@ -27,6 +27,7 @@ from planner.binder.aggregates import (AggregateBinding, inline_named_windows,
 from planner.binder.common import Scope, SubqueryRunner, _ancestors, _quoted, _rebuild, position
 from planner.binder.decorrelate import SubqueryBinding, _quantified_query
 from planner.binder.pg_functions import PgFunctionBinding, pg_rewrites
+from planner.binder.views import expand_views
 
 
 def _paren_item(src: exp.Expression) -> bool:
@@ -187,11 +188,13 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
         self._placeholder = itertools.count(0)
         self._changes: dict[str, exp.Anonymous] = {}
         self._window_keys: set[str] = set()
+        self.views: dict = {}          # name -> ViewMetadata of every view the query reads
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, ast: exp.Expression) -> exp.Expression:
         # unquoted identifiers fold to lower case (PostgreSQL); quoted ones keep theirs
         ast = normalize_identifiers(ast, dialect="postgres")
+        ast = expand_views(ast, self.catalog, self.sql, self.views)
         pg_rewrites(ast)
         flatten_paren_joins(ast)
         complete_alias_columns(ast, self.sql)
@@ -257,7 +260,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
     def bind_query(self, ast: exp.Expression) -> L.Output:
         q = self.qualify(ast)
         node, names, keys = self.query(q, None, {})
-        return L.Output(node, names, keys)
+        return L.Output(node, names, keys, views=tuple(self.views.items()))
 
     # -- errors ----------------------------------------------------------------------------
     def _qualify_error(self, ast: exp.Expression, msg: str, schema: dict | None = None
@@ -544,7 +547,9 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                 snapshot = self.expr(version.expression, Scope())
             return L.Scan(src.name, alias, prefix, cols, snapshot=snapshot)
         if isinstance(src, exp.Subquery):
-            node, names, keys = self.query(src.this, scope.parent, ctes)
+            # a view's query never sees the statement's WITH queries (binder/views.py)
+            node, names, keys = self.query(src.this, scope.parent,
+                                           {} if src.meta.get("view") else ctes)
             alias_node = src.args.get("alias")
             if alias_node is not None and alias_node.columns:
                 names = [c.name for c in alias_node.columns]

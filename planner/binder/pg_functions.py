@@ -45,7 +45,6 @@ from planner.binder.common import (
 
 # -- PostgreSQL compatibility helpers (see Binder.subplan and friends) -----------------------
 _TS = pa.timestamp("us")
-_MAX_SERIES = 10_000       # rows a set-returning function may produce (a VALUES list)
 
 _SET_RETURNING = {"unnest", "generate_series", "generate_subscripts", "pg_partition_ancestors",
                   "_pg_expandarray"}
@@ -290,10 +289,21 @@ class PgFunctionBinding:
         alias = alias_node.name if alias_node is not None and alias_node.name else \
             _function_name(fn)
         columns = [c.name for c in alias_node.columns] if alias_node is not None else []
-        rows_of = [self._function_rows(exp.Explode(this=arg)) for arg in fn.expressions] \
-            if isinstance(fn, exp.Unnest) else [self._function_rows(fn)]
         ordinality = bool(src.args.get("ordinality") or
                           (isinstance(fn, exp.Unnest) and fn.args.get("offset")))
+        series = None if isinstance(fn, exp.Unnest) else self._series(fn)
+        if series is not None:        # made at run time, a morsel at a time (no row cap)
+            start, stop, step, typ = series
+            k = next(self._n)
+            width = 2 if ordinality else 1
+            keys = [f"$fn{k}.{i}" for i in range(width)]
+            names = columns + [f"column{i + 1}" for i in range(len(columns), width)]
+            if width == 1 and not columns:
+                names = [alias]
+            return self._register_derived(L.Series(keys, start, stop, step, typ), alias,
+                                          names[:width], keys, scope, src)
+        rows_of = [self._function_rows(exp.Explode(this=arg)) for arg in fn.expressions] \
+            if isinstance(fn, exp.Unnest) else [self._function_rows(fn)]
         n = max((len(r) for r in rows_of), default=0)
         arrays = [pa.concat_arrays([r, pa.nulls(n - len(r), r.type)]) if len(r) < n else r
                   for r in rows_of]
@@ -306,6 +316,48 @@ class PgFunctionBinding:
         keys = [f"$fn{k}.{i}" for i in range(len(arrays))]
         node = _values_node(keys, arrays)
         return self._register_derived(node, alias, names[:len(arrays)], keys, scope, src)
+
+    def _series_args(self, call: exp.Expression) -> list[pa.Scalar]:
+        out = []
+        for e in _srf_args(call):
+            s = _constant(self.expr(e, Scope()))
+            if s is None:
+                raise FeatureNotSupported(
+                    "functions in FROM need constant arguments (LATERAL is not supported)",
+                    position=position(self.sql, e))
+            out.append(s)
+        return out
+
+    def _series(self, call: exp.Expression) -> tuple[int, int, int, pa.DataType] | None:
+        """generate_series over integers, or over timestamps by a step without months:
+        (start, stop, step, type) of the L.Series that makes its rows at run time (None:
+        another function, or a series stepped by months, made by _function_rows)."""
+        if _function_name(call) != "generate_series":
+            return None
+        args = self._series_args(call)
+        if len(args) < 2:
+            return None
+        start, stop = args[0].as_py(), args[1].as_py()
+        step = args[2].as_py() if len(args) > 2 else 1
+        if start is None or stop is None or step is None:
+            return 0, -1, 1, pa.int64()
+        where = position(self.sql, call)
+        if isinstance(start, (dt.date, dt.datetime)):
+            if len(args) != 3 or not pa.types.is_interval(args[2].type):
+                return None                     # _timestamp_series reports it
+            if step.months:
+                return None
+            us = step.days * 86_400_000_000 + step.nanoseconds // 1000
+            if us == 0:
+                raise SqlError("step size cannot equal zero", "22023", where)
+            lo, hi = (cast(a, _TS, call).value for a in args[:2])
+            return lo, hi, us, _TS
+        if not all(isinstance(v, int) for v in (start, stop, step)):
+            return None
+        if step == 0:
+            raise SqlError("step size cannot equal zero", "22023", where)
+        t = pa.int32() if all(a.type == pa.int32() for a in args) else pa.int64()
+        return start, stop, step, t
 
     def _function_rows(self, call: exp.Expression) -> pa.Array:
         """The rows of one function call in FROM, as an Arrow array (its arguments must be
@@ -332,10 +384,6 @@ class PgFunctionBinding:
             if step == 0:
                 raise SqlError("step size cannot equal zero", "22023",
                                position(self.sql, call))
-            count = max(0, (stop - start) // step + 1)
-            if count > _MAX_SERIES:
-                raise FeatureNotSupported(f"set-returning functions are limited to "
-                                          f"{_MAX_SERIES} rows", position=position(self.sql, call))
             t = pa.int32() if all(a.type == pa.int32() for a in args) else pa.int64()
             return pa.array(range(start, stop + (1 if step > 0 else -1), step), t)
         if name in ("unnest", "generate_subscripts") or _is_srf(call):
@@ -358,7 +406,9 @@ class PgFunctionBinding:
         """generate_series(start, stop, step interval) over dates / timestamps: start, then
         each previous value plus step (as PostgreSQL steps: Jan 31 + 1 month is Feb 29, then
         Mar 29) while not past stop. A date start gives timestamps, as in PostgreSQL. A
-        Python step per row: at most _MAX_SERIES of them."""
+        Python step per row, for steps with months only (a step without months is an
+        L.Series): such a series has at most one row per month of the timestamp range
+        (~120,000), so the loop is bounded."""
         where = position(self.sql, call)
         if len(args) != 3 or not pa.types.is_interval(args[2].type):
             raise SqlError("function generate_series(" + ", ".join(
@@ -372,9 +422,6 @@ class PgFunctionBinding:
         forward = span > 0
         out, cur = [], start
         while (cur <= stop) if forward else (cur >= stop):
-            if len(out) >= _MAX_SERIES:
-                raise FeatureNotSupported(f"set-returning functions are limited to "
-                                          f"{_MAX_SERIES} rows", position=where)
             out.append(cur)
             y, m = divmod(cur.month - 1 + months, 12)
             try:
@@ -407,7 +454,7 @@ class PgFunctionBinding:
         longest = lengths[0] if len(lengths) == 1 else exp.Greatest(
             this=lengths[0], expressions=lengths[1:])
         n = self._max_value(longest, node)
-        series = _values_node([key], [pa.array(range(1, n + 1), pa.int64())])
+        series = L.Series([key], 1, n, 1, pa.int64())
         cond = exp.LTE(this=keycol(key), expression=longest)
         node = L.MultiJoin([node, series], [cond])
         sel = sel.copy()
@@ -435,11 +482,7 @@ class PgFunctionBinding:
             agg = L.Aggregate(node, [], [L.AggCall(k, "max", e)])
             run = need_runner(self.runner, self.sql, e)
             v = run(L.Output(agg, [k], [k]), rules=False).column(0)[0].as_py()
-        n = int(v or 0)
-        if n > _MAX_SERIES:
-            raise FeatureNotSupported(f"set-returning functions are limited to {_MAX_SERIES} "
-                                      "rows", position=position(self.sql, e))
-        return max(n, 0)
+        return max(int(v or 0), 0)
 
     def host_call(self, node: exp.Expression, conv) -> exp.Expression | None:
         """A call of a function the catalog provides (or a reg* cast), bound as HostCall."""

@@ -1,6 +1,7 @@
 """The `Executor`: runs (`run_output`) or streams (`stream_output`) a logical plan over the
 catalog, dispatching on node type; evaluates expressions in morsels under the statement's
-QueryGuard; runs Scan (engine scans, residual filters, point lookups), Values, Filter,
+QueryGuard; runs Scan (engine scans, residual filters, point lookups), Values, Series
+(generate_series, made and streamed a morsel at a time), Filter,
 Project and Limit itself, and scalar subqueries once (`SubqueryRef`). Joins, sorting / set
 operations and aggregation / windows are its mixins (see the package docstring).
 """
@@ -11,6 +12,7 @@ import datetime as _dt
 import time
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -335,6 +337,8 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
     def _streamable(self, node: L.Node) -> bool:
         if isinstance(node, (L.Project, L.Filter, L.Limit)):
             return self._streamable(node.input)
+        if isinstance(node, L.Series):
+            return True
         if isinstance(node, L.Scan):
             return not node.changes and not self.schema_only and node.columns and \
                 not getattr(self.catalog.table(node.table), "virtual", False)
@@ -347,7 +351,11 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 [pa.RecordBatch.from_pylist([], schema=t.schema)]
             return
         st = self.stats.setdefault(id(node), NodeStats())
-        if isinstance(node, L.Scan):
+        if isinstance(node, L.Series):
+            for b in self._series_batches(node):
+                st.rows += b.num_rows
+                yield b
+        elif isinstance(node, L.Scan):
             src = self._scan_batches(node, self.catalog.table(node.table))
             empty = self._scan_schema(node, self.catalog.table(node.table))
             got = False
@@ -387,6 +395,28 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                         break
             finally:
                 gen.close()
+
+    def _series(self, node: L.Series) -> pa.Table:
+        batches = []
+        for b in self._series_batches(node):
+            self.guard.charge(b.nbytes)
+            batches.append(b)
+        return pa.Table.from_batches(batches)
+
+    def _series_batches(self, node: L.Series):
+        """A Series' rows, MORSEL_ROWS at a time (numpy arange; a check before each).
+        Describing (schema_only) makes its first row only: enough for the operators above
+        to type their results as they would over the rows (as a VALUES list's are)."""
+        n = min(node.count, 1) if self.schema_only else node.count
+        step = _guard.MORSEL_ROWS
+        for lo in range(0, max(n, 1), step):
+            self.guard.check()
+            idx = np.arange(lo, min(n, lo + step), dtype=np.int64)
+            values = pa.array(node.start + idx * node.step, pa.int64())
+            cols = [values.cast(node.type) if node.type != pa.int64() else values]
+            if len(node.keys) > 1:
+                cols.append(pa.array(idx + 1, pa.int64()))
+            yield pa.RecordBatch.from_arrays(cols, names=list(node.keys))
 
     def _values(self, node: L.Values) -> pa.Table:
         if not node.keys:

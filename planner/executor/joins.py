@@ -1,8 +1,9 @@
 """Joins: `Join` (Acero hash join: inner, left / full outer, semi, anti, the null-aware anti join
 of NOT IN; a residual condition through an inner join and row numbers), `MultiJoin` (greedy
 operator ordering over the actual inputs: |A|*|B| / max(ndv_A, ndv_B) from measured distinct
-key counts, the smaller side building) and cross joins (chunked, guarded, capped at
-MAX_CROSS_JOIN_ROWS).
+key counts, the smaller side building) and cross joins (chunked, each chunk filtered by
+the join's conditions as it is made, guarded: cancel / statement_timeout between chunks,
+the query memory limit on what is kept; no row cap).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from planner import guard as _guard
 from planner.guard import QueryGuard
 from planner.executor.kernels import (_chunked, check_hashable, concat_tables, empty_rows,
                                       hash_key, NodeStats, _table_nbytes)
-
-MAX_CROSS_JOIN_ROWS = 50_000_000
 
 
 class _Comp:
@@ -181,30 +180,39 @@ _SWAPPED = {"inner": "inner", "left semi": "right semi", "left anti": "right ant
 CROSS_JOIN_CHUNK_ROWS = 1 << 20
 
 
-def cross_join(left: pa.Table, right: pa.Table, check_cancel=None) -> pa.Table:
-    """Every left row with every right row, built in chunks of about a million output rows
-    (a cancel is honoured between chunks); 54000 beyond MAX_CROSS_JOIN_ROWS."""
-    n = left.num_rows * right.num_rows
-    if n > MAX_CROSS_JOIN_ROWS:
-        raise SqlError(f"a cross join of {left.num_rows} x {right.num_rows} rows is too large",
-                       "54000")
-    step = max(1, CROSS_JOIN_CHUNK_ROWS // max(right.num_rows, 1))
+def cross_join(left: pa.Table, right: pa.Table, check_cancel=None, chunk_filter=None
+               ) -> pa.Table:
+    """Every left row with every right row, built in chunks of at most about a million
+    output rows (CROSS_JOIN_CHUNK_ROWS: both sides are split, so a chunk is ~10-50 ms of
+    `take`); before each chunk the guard checks for cancel / statement_timeout, and each
+    chunk kept is charged to the query's memory limit (53200 past it). `chunk_filter(t)`
+    (a join condition, a projection) applies to each chunk as it is made, so a non-equi
+    join holds only its matches, never the whole product. No row cap: what stops a product
+    too large to hold is the memory limit, and a cancel or timeout stops a long one."""
+    nl, nr = left.num_rows, right.num_rows
+    rstep = max(1, min(nr, CROSS_JOIN_CHUNK_ROWS))
+    lstep = max(1, CROSS_JOIN_CHUNK_ROWS // rstep)
+    guard = check_cancel if isinstance(check_cancel, QueryGuard) else None
     parts = []
-    for start in range(0, max(left.num_rows, 1), step):
-        if check_cancel is not None:
-            check_cancel()
-        rows = min(step, left.num_rows - start)   # (slicing a column-less table does not
-        chunk = left.slice(start, rows)           # clamp its length: count explicitly)
-        m = rows * right.num_rows
-        li = np.repeat(np.arange(rows, dtype=np.int64), right.num_rows)
-        ri = np.tile(np.arange(right.num_rows, dtype=np.int64), rows)
-        out = chunk.take(pa.array(li)) if chunk.num_columns else empty_rows(m)
-        rt = right.take(pa.array(ri))
-        for name in rt.column_names:
-            out = out.append_column(name, rt.column(name))
-        if isinstance(check_cancel, QueryGuard):
-            check_cancel.charge(_table_nbytes(out))
-        parts.append(out)
+    for ls in range(0, max(nl, 1), lstep):
+        lrows = min(lstep, nl - ls)              # (slicing a column-less table does not
+        chunk = left.slice(ls, lrows)            # clamp its length: count explicitly)
+        for rs in range(0, max(nr, 1), rstep):
+            if check_cancel is not None:
+                check_cancel()
+            rrows = min(rstep, nr - rs)
+            m = lrows * rrows
+            li = np.repeat(np.arange(lrows, dtype=np.int64), rrows)
+            ri = np.tile(np.arange(rs, rs + rrows, dtype=np.int64), lrows)
+            out = chunk.take(pa.array(li)) if chunk.num_columns else empty_rows(m)
+            rt = right.take(pa.array(ri))
+            for name in rt.column_names:
+                out = out.append_column(name, rt.column(name))
+            if chunk_filter is not None:
+                out = chunk_filter(out)
+            if guard is not None:
+                guard.charge(_table_nbytes(out))
+            parts.append(out)
     return concat_tables(parts) if len(parts) != 1 else parts[0]
 
 
@@ -266,9 +274,10 @@ class JoinOperators:
         lt = left.append_column(rid, pa.array(np.arange(left.num_rows, dtype=np.int64)))
         if lk:
             matched = hash_join(lt, right, lk, rk, "inner", self)
-        else:
-            matched = cross_join(lt, right, self._check_cancel)
-        matched = self.filter_table(matched, node.residual)
+            matched = self.filter_table(matched, node.residual)
+        else:           # the residual is applied to each chunk of the product as it is made
+            matched = cross_join(lt, right, self._check_cancel,
+                                 lambda t: self.filter_table(t, node.residual))
         if node.kind in ("semi", "anti"):
             ids = pc.unique(matched.column(rid))
             mask = pc.is_in(lt.column(rid), value_set=ids)
@@ -345,19 +354,29 @@ class JoinOperators:
             if A.table.num_rows < B.table.num_rows:    # the smaller side builds the hash table
                 A, B = B, A
                 keys = [(r, l) for l, r in keys]
+            merged = A.inputs | B.inputs
             if keys:
                 lk = [self.eval(x, A.table) for x, _ in keys]
                 rk = [self.eval(y, B.table) for _, y in keys]
                 t = hash_join(A.table, B.table, lk, rk, "inner", self)
             else:
-                t = cross_join(A.table, B.table, self._check_cancel)
-            merged = A.inputs | B.inputs
+                # the conditions this product covers, and the columns needed above, are
+                # applied to each chunk as it is made (a non-equi join keeps only matches)
+                covered = [c for c, ins in pending if ins <= merged]
+                keep = needed | {k for c, ins in pending if not ins <= merged
+                                 for k in refs(c)}
+
+                def shrink(chunk, covered=covered, keep=keep):
+                    for c in covered:
+                        chunk = self.filter_table(chunk, c)
+                    return chunk.select([n for n in chunk.column_names if n in keep])
+                t = cross_join(A.table, B.table, self._check_cancel, shrink)
             rest = []
             for c, ins in pending:
                 if not ins <= merged:
                     rest.append((c, ins))
-                elif not _is_key_of(c, keys):   # a non-equi condition now fully covered
-                    t = self.filter_table(t, c)
+                elif keys and not _is_key_of(c, keys):  # a non-equi condition now covered
+                    t = self.filter_table(t, c)         # (a product applied it per chunk)
             pending = rest
             keep_cols = needed | {k for c, _ in pending for k in refs(c)}
             t = t.select([n for n in t.column_names if n in keep_cols])

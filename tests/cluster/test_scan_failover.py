@@ -40,6 +40,14 @@ def _pid_of(cluster, addr: str) -> int:
     return next(p["pid"] for p in cluster.processes() if p.get("addr") == addr)
 
 
+def _slow_streams(cluster, cat: RemoteCatalog, delay_s: float) -> None:
+    """The `stream_delay_s` failpoint (engine/rpc/rpc.py) on every live tablet server."""
+    for p in cluster.processes():
+        if p.get("role") == "tserver":
+            cat.client.rpc.call(p["addr"], "failpoint", {"stream_delay_s": delay_s},
+                                timeout_s=5)
+
+
 def _serving_addr(cat: RemoteCatalog, table, part: int) -> str:
     tid = table.metadata.tablet_ids[part]
     loc = cat._locs[tid]
@@ -204,6 +212,10 @@ def test_a_scan_survives_kill9_of_its_tablet_server_with_exactly_its_rows(cluste
         want = [k for b in t.scan_partition(0, ["k"]) for k in b.column("k").to_pylist()]
         assert want == sorted(want) and 0 < len(want) < ROWS  # ordered, one tablet's share
         cat.client.scan_batch_rows = 100
+        # the tablet servers produce each batch 20 ms apart, so the kill after the second
+        # lands while the scan is still being produced: without it a fast server can push
+        # the whole ~10 MB into socket and gRPC buffers first, and no resumption happens
+        _slow_streams(cluster, cat, 0.02)
         with SqlReaders(cluster) as sql:  # SELECTs through the SQL front end meanwhile
             t0 = time.monotonic()
             keys, killed = _scan_and_kill(cluster, cat, t, after_batches=2)

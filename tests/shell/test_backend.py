@@ -211,3 +211,22 @@ def test_interactive_shell_over_the_wire(server, drive, slow_scans):
         d.finish()
     finally:
         b.close()
+
+
+def test_views_in_the_shell(any_backend):
+    """\\dv lists views, \\d describes one (columns and definition), \\dt lists none of
+    them; embedded and over the wire alike."""
+    from shell.repl import Shell
+    import io
+    any_backend.execute("CREATE VIEW busy AS SELECT host, max(value) AS peak FROM metrics "
+                        "GROUP BY host")
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(any_backend, stdout=out, stderr=err)
+    assert shell.run_script("\\dv\n\\d busy\n\\dt\n"), err.getvalue()
+    text = out.getvalue()
+    assert "List of views\n Name\n------\n busy\n(1 row)" in text
+    assert 'View "busy"' in text and " peak   | DOUBLE PRECISION" in text
+    assert "View definition:\n  SELECT host, max(value) AS peak FROM metrics GROUP BY host" \
+        in text
+    assert " busy" not in text.split("List of tables")[1]
+    any_backend.execute("DROP VIEW busy")

@@ -1,5 +1,6 @@
 """`kudusql shell` / `python -m shell` without a terminal: -c, -f, standard input, exit
-statuses (0 ok, 1 a statement failed, 2 no connection)."""
+statuses as psql's (0 ok, also a file that went on after errors; 1 a -c failed; 2 no
+connection; 3 a script stopped by ON_ERROR_STOP), checked against psql itself."""
 
 from __future__ import annotations
 
@@ -10,8 +11,12 @@ import subprocess
 import sys
 import time
 
+import shutil
+
+import psycopg
 import pytest
 
+import kudusql
 from shell.main import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,13 +55,79 @@ def test_a_failing_statement_exits_1_and_stops(capsys, data_dir):
                    "               ^\n")
 
 
-def test_a_failing_file_names_file_and_line(capsys, data_dir, tmp_path):
+def test_a_failing_file_goes_on_and_names_file_and_line(capsys, data_dir, tmp_path):
+    """psql: a file goes on after an error (status 0), each error prefixed FILE:LINE."""
     f = tmp_path / "bad.sql"
-    f.write_text("SELECT 1;\nSELECT 2;\nSELEC 3;\n")
-    status, _out, err = run(capsys, "-D", data_dir, "--no-maintenance", "-f", str(f))
-    assert status == 1 and err.startswith(f"{f}:3: ERROR:  ")
+    f.write_text("SELECT 1 AS one;\nSELECT 2 AS two;\nSELEC 3;\nSELECT 4 AS four;\n")
+    status, out, err = run(capsys, "-D", data_dir, "--no-maintenance", "-f", str(f))
+    assert status == 0 and err.startswith(f"kudusql:{f}:3: ERROR:  ")
+    assert " four" in out
     status, _out, err = run(capsys, "-D", data_dir, "-f", str(tmp_path / "missing.sql"))
     assert status == 1 and "No such file" in err
+
+
+@pytest.mark.parametrize("how", [("-v", "ON_ERROR_STOP=1"), ("--set", "ON_ERROR_STOP=on"),
+                                 "\\set ON_ERROR_STOP on"])
+def test_on_error_stop_stops_with_status_3(capsys, data_dir, tmp_path, how):
+    f = tmp_path / "bad.sql"
+    head = how + "\n" if isinstance(how, str) else ""
+    f.write_text(head + "SELECT 1 AS one;\nSELECT nope;\nSELECT 4 AS four;\n")
+    opts = list(how) if isinstance(how, tuple) else []
+    status, out, err = run(capsys, "-D", data_dir, "--no-maintenance", *opts, "-f", str(f),
+                           "-c", "SELECT 5 AS five")
+    assert status == 3
+    assert " one" in out and " four" not in out and " five" not in out
+    line = 3 if head else 2
+    assert err.startswith(f'kudusql:{f}:{line}: ERROR:  column "nope" does not exist')
+
+
+def test_the_status_is_the_last_actions_as_psqls(capsys, data_dir, tmp_path):
+    good = tmp_path / "good.sql"
+    good.write_text("SELECT 1;\n")
+    assert run(capsys, "-D", data_dir, "-c", "SELECT nope", "-f", str(good))[0] == 0
+    assert run(capsys, "-D", data_dir, "-f", str(good), "-c", "SELECT nope")[0] == 1
+    status, _out, err = run(capsys, "-D", data_dir, "-v", "ON_ERROR_STOP=maybe", "-c", "SELECT 1")
+    assert status == 1 and 'unrecognized value "maybe" for "ON_ERROR_STOP"' in err
+
+
+PSQL = shutil.which("psql")
+
+
+@pytest.mark.skipif(PSQL is None, reason="psql is not installed")
+@pytest.mark.parametrize("stop", [None, "1", "off"])
+def test_f_behaves_as_psql_f(capsys, tmp_path, stop):
+    """Differential: the same script through psql 15 (against `kudusql serve`) and through
+    `kudusql shell -f` (embedded): the same exit status, the same statements run, the same
+    errors at the same lines (psql: prefixes, ours kudusql:)."""
+    from tests.wire.conftest import start_server, stop_server
+    script = tmp_path / "s.sql"
+    script.write_text("CREATE TABLE t (k INT PRIMARY KEY);\nINSERT INTO t VALUES (1);\n"
+                      "SELECT nope FROM t;\nINSERT INTO t VALUES (2);\n"
+                      "SELEC 1;\n\nINSERT INTO t VALUES (3);\n")
+    opts = ["-v", f"ON_ERROR_STOP={stop}"] if stop else []
+    srv = start_server(tmp_path / "served")
+    try:
+        env = dict(os.environ, PSQLRC="/dev/null", PGCONNECT_TIMEOUT="10")
+        p = subprocess.run([PSQL, "-X", "-h", "127.0.0.1", "-p", str(srv.port), "-U",
+                            "kudusql", *opts, "-f", str(script)], capture_output=True,
+                           text=True, env=env, timeout=60, check=False)
+        with psycopg.connect(srv.dsn(), autocommit=True) as c:
+            psql_rows = c.execute("SELECT k FROM t ORDER BY k").fetchall()
+    finally:
+        stop_server(srv)
+    status, _out, err = run(capsys, "-D", str(tmp_path / "embedded"), "--no-maintenance",
+                            *opts, "-f", str(script))
+    with kudusql.connect(str(tmp_path / "embedded")) as c:
+        cur = c.cursor()
+        cur.execute("SELECT k FROM t ORDER BY k")
+        ours = cur.fetchall()
+    assert status == p.returncode and ours == psql_rows, (status, p.returncode, p.stderr)
+
+    def errors(text, prefix):
+        return [ln.split(" ERROR:")[0].replace(prefix, "") for ln in text.splitlines()
+                if " ERROR:" in ln]
+    assert errors(err, "kudusql:") == errors(p.stderr, "psql:")
+    assert len(errors(err, "kudusql:")) == (1 if stop == "1" else 2)
 
 
 def test_sql_on_standard_input(capsys, data_dir, monkeypatch):
@@ -91,9 +162,9 @@ def test_python_dash_m_shell_reads_a_pipe(data_dir):
                        input="SELECT 'piped' AS p;\nSELECT nope;\nSELECT 'never' AS n;\n",
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=60,
                        check=False)
-    assert p.returncode == 1
-    assert p.stdout == "   p\n-------\n piped\n(1 row)\n\n"
-    assert 'ERROR:  column "nope" does not exist' in p.stderr
+    assert p.returncode == 0                        # psql: standard input goes on
+    assert p.stdout.startswith("   p\n-------\n piped\n(1 row)\n\n") and " never\n" in p.stdout
+    assert p.stderr.startswith('kudusql:<stdin>:2: ERROR:  column "nope" does not exist')
 
 
 def _sigint_as_a_terminal_gives_it() -> None:

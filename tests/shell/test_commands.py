@@ -153,10 +153,10 @@ def test_output_to_a_file_and_back(run, tmp_path):
 def test_include_a_file_names_the_failing_line(run, tmp_path):
     f = tmp_path / "script.sql"
     f.write_text("SELECT 1 AS one;\n\n-- a comment\nSELECT nope\n  FROM metrics;\nSELECT 3;\n")
-    assert not run(f"\\i {f}")
+    assert not run(f"\\set ON_ERROR_STOP on\n\\i {f}")
     assert run.out.getvalue() == " one\n-----\n   1\n(1 row)\n\n"      # stopped at the error
     assert run.err.getvalue() == (
-        f'{f}:4: ERROR:  column "nope" does not exist (SQLSTATE 42703)\n'
+        f'kudusql:{f}:4: ERROR:  column "nope" does not exist (SQLSTATE 42703)\n'
         "LINE 2: SELECT nope\n"
         "               ^\n")
     assert not run("\\i /no/such/file.sql")

@@ -65,7 +65,7 @@ def test_only_the_current_statement_counts():
 
 
 def test_backslash_commands_and_their_arguments():
-    assert offered("\\d") == ["\\d", "\\dt"]
+    assert offered("\\d") == ["\\d", "\\dt", "\\dv"]
     assert offered("\\tab") == ["\\tablets"]
     assert offered("\\d me") == ["metrics"]
     assert offered("\\tablets ") == ["metrics", "orders", '"Mixed Case"']

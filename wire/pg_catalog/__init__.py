@@ -49,7 +49,11 @@ What is modelled. Each table is a relation (relkind 'r') with its columns in dec
 index `<table>_pkey` (relkind 'i', pg_index, pg_constraint 'p') - Kudu's primary key index
 (rows sorted by key, a B-tree of keys per rowset), the only index there is, so `\\di` lists
 exactly one per table; a table comment is its
-pg_description. Kudu types map to int2 (INT8, INT16), int4, int8, float4, float8,
+pg_description. A user view (CREATE VIEW: planner/views.py) is a relation of relkind 'v'
+with its columns in pg_attribute (types as its results are described on the wire), a row
+of pg_views and information_schema.views (never updatable), and its query as written from
+pg_get_viewdef, so psql's `\\dv` and `\\d+ view` work; its OID is derived from the view's
+id (`"view:" + id`). Kudu types map to int2 (INT8, INT16), int4, int8, float4, float8,
 numeric(p,s), text (STRING), varchar(n), bytea, bool, date and timestamp. The system views
 themselves are listed in pg_class / pg_attribute (pg_catalog ones as tables, the rest as
 views), so `\\d pg_class` works. There are no foreign keys, sequences, triggers, policies,

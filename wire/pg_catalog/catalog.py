@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from planner.binder.views import catalog_views
 from planner.errors import SqlError
 from planner.expr import HostFunction
 from wire.pg_catalog.functions import _host_functions
@@ -93,11 +94,14 @@ class PgCatalog:
     # -- snapshots -------------------------------------------------------------------------
     def snapshot(self) -> _Snapshot:
         metas = [self._catalog.get_table(n) for n in self._catalog.list_tables()]
+        views = list(catalog_views(self._catalog).values())
         with self._lock:
             s = self._snapshot
             if s is None or len(s.metas) != len(metas) or any(
-                    a is not b for a, b in zip(s.metas, metas)):
-                s = self._snapshot = _Snapshot(metas)
+                    a is not b for a, b in zip(s.metas, metas)) or \
+                    len(s.view_metas) != len(views) or any(
+                    a is not b for a, b in zip(s.view_metas, views)):
+                s = self._snapshot = _Snapshot(metas, views)
             return s
 
     def _view_table(self, view: _ViewDef) -> pa.Table:
@@ -125,7 +129,7 @@ class PgCatalog:
             if v is not None:
                 return v.oid
         if schema in (None, "public"):
-            t = snap.by_name.get(rel)
+            t = snap.by_name.get(rel) or snap.view_by_name.get(rel)
             if t is not None:
                 return t.oid
             if rel.endswith("_pkey") and rel[:-5] in snap.by_name:

@@ -247,8 +247,14 @@ def _host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
     for name in ("pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_partkeydef",
                  "pg_get_statisticsobjdef_columns", "pg_get_function_result",
                  "pg_get_function_arguments", "pg_get_function_identity_arguments",
-                 "pg_get_viewdef", "pg_get_ruledef"):
+                 "pg_get_ruledef"):
         define(name, lambda *args: None, text, strict=False)
+
+    def viewdef(view, pretty=False):
+        """pg_get_viewdef(oid or name [, pretty]): a user view's query; NULL otherwise."""
+        v = snap().view_by_oid.get(view)
+        return v.definition if v is not None else None
+    define("pg_get_viewdef", viewdef, text, nargs=(1, 2), oids=(0,))
     define("pg_relation_is_publishable", lambda relid: False, boolean, nargs=(1,), oids=(0,))
     for name in ("pg_relation_size", "pg_total_relation_size", "pg_table_size",
                  "pg_indexes_size", "pg_database_size"):

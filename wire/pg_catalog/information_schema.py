@@ -34,7 +34,8 @@ def _is_tables(cat: SessionCatalog, snap: _Snapshot):
             continue
         yield {"table_catalog": cat.database, "table_schema": NAMESPACES[r.namespace],
                "table_name": r.name, "table_type": "BASE TABLE" if r.kind == "r" else "VIEW",
-               "is_insertable_into": "YES" if r.namespace == PUBLIC else "NO",
+               "is_insertable_into": "YES" if r.namespace == PUBLIC and r.kind == "r"
+               else "NO",
                "is_typed": "NO"}
 
 
@@ -94,6 +95,10 @@ def _is_columns(cat: SessionCatalog, snap: _Snapshot):
             typid, typmod = column_type(c)
             yield _is_column(cat, "public", t.name, i + 1, c.name, typid, typmod, c.nullable,
                              default_sql(c), True)
+    for uv in snap.user_views:
+        for i, (name, typid, typmod) in enumerate(uv.columns):
+            yield _is_column(cat, "public", uv.name, i + 1, name, typid, typmod, True, None,
+                             False)
 
 
 @_view(INFORMATION_SCHEMA, "table_constraints", """constraint_catalog name,
@@ -122,10 +127,17 @@ def _is_key_column_usage(cat: SessionCatalog, snap: _Snapshot):
                    "ordinal_position": i + 1}
 
 
-_empty(INFORMATION_SCHEMA, "views", """table_catalog name, table_schema name, table_name name,
+@_view(INFORMATION_SCHEMA, "views", """table_catalog name, table_schema name, table_name name,
     view_definition varchar, check_option varchar, is_updatable varchar,
     is_insertable_into varchar, is_trigger_updatable varchar, is_trigger_deletable varchar,
     is_trigger_insertable_into varchar""", relkind="v")
+def _is_views(cat: SessionCatalog, snap: _Snapshot):
+    for v in snap.user_views:           # no view is updatable here (planner/views.py)
+        yield {"table_catalog": cat.database, "table_schema": "public", "table_name": v.name,
+               "view_definition": v.definition, "check_option": "NONE",
+               "is_updatable": "NO", "is_insertable_into": "NO",
+               "is_trigger_updatable": "NO", "is_trigger_deletable": "NO",
+               "is_trigger_insertable_into": "NO"}
 _empty(INFORMATION_SCHEMA, "referential_constraints", """constraint_catalog name,
     constraint_schema name, constraint_name name, unique_constraint_catalog name,
     unique_constraint_schema name, unique_constraint_name name, match_option varchar,

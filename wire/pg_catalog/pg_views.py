@@ -93,6 +93,9 @@ def _pg_attribute(cat: SessionCatalog, snap: _Snapshot):
     for v in VIEWS.values():
         for i, (name, typ) in enumerate(v.columns):
             yield _attribute(v.oid, i + 1, name, _VIEW_COLUMN_OIDS[typ], -1, False, False)
+    for uv in snap.user_views:
+        for i, (name, typid, typmod) in enumerate(uv.columns):
+            yield _attribute(uv.oid, i + 1, name, typid, typmod, False, False)
     for t in snap.tables:
         for i, c in enumerate(t.columns):
             typid, typmod = column_type(c)
@@ -369,8 +372,13 @@ _empty(PG_CATALOG, "pg_foreign_table", "ftrelid oid, ftserver oid, ftoptions tex
 _empty(PG_CATALOG, "pg_partitioned_table", """partrelid oid, partstrat char, partnatts int2,
     partdefid oid, partattrs int2vector, partclass oidvector, partcollation oidvector,
     partexprs pg_node_tree""")
-_empty(PG_CATALOG, "pg_views", "schemaname name, viewname name, viewowner name, "
-                               "definition text", relkind="v")
+@_view(PG_CATALOG, "pg_views", "schemaname name, viewname name, viewowner name, "
+                              "definition text", relkind="v")
+def _pg_views(cat: SessionCatalog, snap: _Snapshot):
+    for v in snap.user_views:
+        yield {"schemaname": "public", "viewname": v.name, "viewowner": cat.user,
+               "definition": v.definition}
+
 _empty(PG_CATALOG, "pg_matviews", """schemaname name, matviewname name, matviewowner name,
     tablespace name, hasindexes bool, ispopulated bool, definition text""", relkind="v")
 

@@ -30,9 +30,11 @@ from wire.pg_catalog.oids import (
     PG_CATALOG,
     PUBLIC,
     SYSTEM_RELATION_OIDS,
+    TYPES as PG_TYPES,
     derived_oid,
     quote_ident,
 )
+from wire.type_oids import type_oid
 
 
 class SessionCatalog(Protocol):
@@ -74,6 +76,24 @@ class _TableInfo:
 
 
 @dataclasses.dataclass
+class UserView:
+    """One user view (CREATE VIEW) as PostgreSQL sees it: relkind 'v', its columns with
+    the type OIDs its Arrow types are described with on the wire."""
+    meta: Any                               # engine ViewMetadata
+    oid: int
+    columns: list[tuple[str, int, int]]     # (name, type oid, typmod), attnum = position + 1
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def definition(self) -> str:
+        """pg_views.definition / pg_get_viewdef: the query as written, `;`-terminated."""
+        return " " + self.meta.query.strip() + ";"
+
+
+@dataclasses.dataclass
 class _Relation:
     """A row of pg_class."""
     oid: int
@@ -89,8 +109,9 @@ class _Snapshot:
     """The user tables of one catalog state, with their OIDs, and the views built from them
     (each built once, on first use)."""
 
-    def __init__(self, metas: list[Any]):
+    def __init__(self, metas: list[Any], views: list[Any] = ()):
         self.metas = metas
+        self.view_metas = list(views)
         self.tables: list[_TableInfo] = []
         taken: set[int] = set(_SYSTEM_OIDS)
 
@@ -112,6 +133,15 @@ class _Snapshot:
                     info.attrdef_oids[i + 1] = claim(f"attrdef:{c.id}", m.id)
             self.tables.append(info)
         self.tables.sort(key=lambda t: t.name)
+        self.user_views: list[UserView] = []
+        for v in sorted(self.view_metas, key=lambda v: v.name):
+            cols = []
+            for f in v.schema:
+                typid, typmod = type_oid(f.type)
+                cols.append((f.name, typid if typid in PG_TYPES else 25, typmod))
+            self.user_views.append(UserView(v, claim("view", v.id or v.name), cols))
+        self.view_by_oid = {v.oid: v for v in self.user_views}
+        self.view_by_name = {v.name: v for v in self.user_views}
         self.by_oid = {t.oid: t for t in self.tables}
         self.by_name = {t.name: t for t in self.tables}
         self.index_by_oid = {t.index_oid: t for t in self.tables}
@@ -126,6 +156,8 @@ class _Snapshot:
             out.append(_Relation(t.oid, t.name, PUBLIC, "r", len(t.columns), HEAP_AM, True))
             out.append(_Relation(t.index_oid, f"{t.name}_pkey", PUBLIC, "i",
                                  len(t.key_attnums), BTREE_AM))
+        for v in self.user_views:
+            out.append(_Relation(v.oid, v.name, PUBLIC, "v", len(v.columns)))
         return out
 
     def relation(self, oid: int) -> _Relation | None:
@@ -135,6 +167,9 @@ class _Snapshot:
         t = self.by_oid.get(oid)
         if t is not None:
             return _Relation(t.oid, t.name, PUBLIC, "r", len(t.columns), HEAP_AM, True)
+        uv = self.view_by_oid.get(oid)
+        if uv is not None:
+            return _Relation(uv.oid, uv.name, PUBLIC, "v", len(uv.columns))
         t = self.index_by_oid.get(oid)
         if t is not None:
             return _Relation(t.index_oid, f"{t.name}_pkey", PUBLIC, "i", len(t.key_attnums),

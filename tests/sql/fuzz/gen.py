@@ -978,3 +978,73 @@ def base_query(gen: QueryGen) -> tuple[Sql, Sql, list[Col], list[str]]:
     items = [gen.expr(k, scope) if rng.random() < 0.5 else Sql(
         rng.choice([c for c in scope if c.kind == k]).sql) for k in kinds]
     return join(", ", items), src, scope, kinds
+
+
+# -- views ---------------------------------------------------------------------------------
+def gen_views(rng: random.Random, tables: list[Table], n: int | None = None
+              ) -> list[tuple[Table, Sql]]:
+    """`n` (default 1 or 2) random views, each a `Table` (its columns and kinds: queries
+    use it as they use a table) and its `CREATE VIEW` for both engines. A view reads a
+    table or an earlier view (a view over a view) and is one of: a projection with a WHERE
+    (columns renamed), a GROUP BY (count, max, min per group), or window functions over a
+    base table (row_number over its key, count / max per partition). Every view has an int
+    and a str column, as every table has, so joins find partners."""
+    out: list[tuple[Table, Sql]] = []
+    for i in range(rng.randint(1, 2) if n is None else n):
+        sources = tables + [v for v, _ in out]
+        out.append(_gen_view(rng, rng.choice(sources), f"v{i}"))
+    return out
+
+
+def _gen_view(rng: random.Random, base: Table, name: str) -> tuple[Table, Sql]:
+    g = QueryGen(rng, [base], subqueries=False, windows=False, extended=False, joins=False)
+    a = g.alias()
+    src = {f"{a}.{c.name}": c for c in base.columns}
+    scope = g.scope_of(base, a)
+    ints = [c for c in scope if c.kind == "int"]
+    strs = [c for c in scope if c.kind == "str"]
+    keyed = any(c.key for c in base.columns)
+    shape = rng.choice(["project", "project", "aggregate"] + (["window"] if keyed else []))
+    items: list[tuple[Sql, Column]] = []
+
+    def col(expr: Sql, like: Column | None, ktype: str = "BIGINT", kind: str = "int"):
+        i = len(items)
+        c = Column(f"c{i}", like.ktype if like else ktype, like.dtype if like else ktype,
+                   like.kind if like else kind, True)
+        items.append((j(expr, f" AS c{i}"), c))
+
+    where = Sql("")
+    group = Sql("")
+    if shape == "project":
+        picks = [rng.choice(ints), rng.choice(strs)]
+        rest = [c for c in scope if c not in picks]
+        picks += rng.sample(rest, min(len(rest), rng.randint(0, 3)))
+        rng.shuffle(picks)
+        for c in picks:
+            col(Sql(c.sql), src[c.sql])
+        if rng.random() < 0.6:
+            where = j(" WHERE ", g.pred(scope, 1))
+    elif shape == "aggregate":
+        key = rng.choice([c for c in scope if c.kind in ("str", "int", "bool", "date")])
+        col(Sql(key.sql), src[key.sql])
+        col(Sql("count(*)"), None)
+        m = rng.choice(ints)
+        col(Sql(f"max({m.sql})"), src[m.sql])
+        s = rng.choice(strs)
+        col(Sql(f"min({s.sql})"), src[s.sql])
+        group = Sql(f" GROUP BY {key.sql}")
+        if rng.random() < 0.4:
+            where = j(" WHERE ", g.pred(scope, 1))
+    else:
+        k = next(c for c in scope if src[c.sql].key)
+        part = rng.choice(strs)
+        col(Sql(k.sql), src[k.sql])
+        col(Sql(part.sql), src[part.sql])
+        col(Sql(f"row_number() OVER (ORDER BY {k.sql})"), None)
+        col(Sql(f"count(*) OVER (PARTITION BY {part.sql})"), None)
+        m = rng.choice(ints)
+        col(j(f"max({m.sql}) OVER (PARTITION BY ", part.sql, ")"), src[m.sql])
+    body = j("SELECT ", join(", ", [e for e, _ in items]), " FROM ",
+             g.table_ref(base, a), where, group)
+    view = Table(name, [c for _, c in items], "")
+    return view, j(f"CREATE VIEW {name} AS ", body)

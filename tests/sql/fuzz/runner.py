@@ -237,6 +237,14 @@ class World:
             if rng.random() < 0.4:
                 self._flush(t, dms=True)
             self._duck_table(t.name, t, list(m.values()))
+        # views over the tables (and over each other), in both engines: queries read them
+        # as tables (never with time travel). Their own generator, so that the tables and
+        # data of a seed stay what they were before views came.
+        self.views = []
+        for view, ddl in gen.gen_views(random.Random(seed * 7919 + 17), self.tables):
+            self.execute(ddl.k)
+            self.duck.execute(ddl.d)
+            self.views.append(view)
 
     def _big(self, seed: int, directory: str | None) -> None:
         """A large world: t0 holds BIG_ROWS (130K to 200K) rows in one or two tablets, so
@@ -266,6 +274,7 @@ class World:
         big = gen.Table("t0", cols, parts)
         small = gen.gen_schema(rng, 2)[1]
         self.tables = [big, small]
+        self.views = []                 # none: queries of a large world stay linear
         # column data, vectorised (numpy from the world's seed)
         npr = np.random.default_rng(seed)
         nulls = lambda: npr.random(n) < 0.05                      # noqa: E731
@@ -451,7 +460,8 @@ class Runner:
     def one(self, world: World, qseed: int) -> None:
         rng = random.Random(qseed)
         snapshot = world.v1 if world.v1 is not None and rng.random() < 0.15 else None
-        g = gen.QueryGen(rng, world.tables, snapshot=snapshot,
+        g = gen.QueryGen(rng, world.tables + (world.views if snapshot is None else []),
+                         snapshot=snapshot,
                          joins="equi" if world.big else True,
                          subqueries=not world.big)
         # the whole check (every statement, the matcher) has a limit too: QUERY_LIMIT time

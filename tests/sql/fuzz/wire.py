@@ -224,13 +224,14 @@ class WireRunner:
 
     def _queries(self, text_conn, binary, loop, wseed: int, numbers) -> None:
         """The world of `wseed`, rebuilt through the server, and its queries `numbers`."""
+        text_conn.execute("DROP VIEW IF EXISTS v0, v1")
         for t in ("t0", "t1", "t2"):
             text_conn.execute(f"DROP TABLE IF EXISTS {t}")
         world = World(wseed, execute=lambda sql: text_conn.execute(sql))
         try:
             for i in numbers:
                 qseed = wseed * 1_000_003 + i
-                q = gen.QueryGen(random.Random(qseed), world.tables,
+                q = gen.QueryGen(random.Random(qseed), world.tables + world.views,
                                  array_results=False).query()
                 self._one(world, text_conn, binary, loop, q, qseed)
         finally:

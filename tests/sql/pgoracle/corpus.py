@@ -1465,3 +1465,9 @@ STATEMENTS: list[tuple[str, str]] = [
     ("dml_select_batch_with_one_duplicate",
      "SELECT id, name FROM emp WHERE id IN (2, 200, 201)"),
 ]
+
+# views over time series, generate_series and big joins (corpus_views.py; its own tables)
+from .corpus_views import SETUP as _VIEW_SETUP, STATEMENTS as _VIEW_STATEMENTS  # noqa: E402
+
+SETUP += _VIEW_SETUP
+STATEMENTS += _VIEW_STATEMENTS
