@@ -268,7 +268,8 @@ def q6_reference(pq_table: pa.Table) -> tuple[int, decimal.Decimal]:
 
 
 def stats_str(s: ScanStats) -> str:
-    return ", ".join(f"{k}={v:,}" for k, v in asdict(s).items())
+    return ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}"
+                     for k, v in asdict(s).items())
 
 
 # -- phases ----------------------------------------------------------------------------

@@ -301,6 +301,8 @@ def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]
 
 def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
            ) -> StatementResult:
+    """Run an UPDATE. `ast` is only read, never changed (the row-matching query is built
+    from copies of its parts): the session passes the parse cache's shared node."""
     tnode, table = write_target(catalog, ast, sql)
     names, values = update_assignments(ast, sql, tnode, table.schema)
     rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel, cache)
@@ -343,6 +345,7 @@ def apply_update(table, tnode, names: list[str], rows: pa.Table) -> StatementRes
 
 def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
            ) -> StatementResult:
+    """Run a DELETE; `ast` is only read, never changed (as `update`)."""
     tnode, table = write_target(catalog, ast, sql)
     rows = _matching(catalog, ast, sql, params, tnode, [], check_cancel, cache)
     return apply_delete(table, tnode, rows)

@@ -26,6 +26,7 @@ Contract:
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 import numpy as np
 import pyarrow as pa
@@ -72,6 +73,10 @@ class PointRead:
     plain: list[str] | None              # items that are plain columns: their column names
     param_items: bool                    # some item holds a parameter: substitute per run
     schema: pa.Schema                    # of the result (plain) or of the columns read
+    # items that are all own columns or bare parameters: (key, column name or None,
+    # parameter index or None, result type) each, evaluated without the executor
+    direct: list | None = None
+    _makers: list | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def key_values(self, params) -> tuple | None:
         out = []
@@ -119,10 +124,15 @@ class PointRead:
         if self.plain is not None:
             if row is None:
                 return self.schema.empty_table()
-            # Python values -> one Arrow row: one typed array per column is cheaper than
-            # from_pylist's row-dict conversion
-            return pa.Table.from_arrays([pa.array([row[c]], f.type) for c, f in
-                                         zip(self.plain, self.schema)], schema=self.schema)
+            # Python values -> one Arrow row: one array per column straight from its
+            # buffers (`one_value_array`), cheaper than pa.array or from_pylist
+            makers = self._makers
+            if makers is None:
+                makers = self._makers = [one_value_array(f.type) for f in self.schema]
+            return pa.Table.from_arrays([m(row[c]) for m, c in zip(makers, self.plain)],
+                                        schema=self.schema)
+        if self.direct is not None:
+            return self._direct(row, params)
         if self.columns:
             batch = pa.Table.from_pylist([] if row is None else [
                 {f.name: row[c] for c, f in zip(self.columns, self.schema)}],
@@ -136,6 +146,56 @@ class PointRead:
             items = [(k, substitute_params(e, values)) for k, e in items]
         arrays = {k: _chunked(ex.eval(e, batch), batch.num_rows) for k, e in items}
         return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
+
+    def _direct(self, row: dict | None, params) -> pa.Table:
+        """`run`'s result when every item is a column of the row or a bare parameter
+        (`direct`): what the executor would give (a column: its value in the row's
+        column type; `$n`: the parameter's scalar repeated per row), without building
+        the row batch or evaluating expressions."""
+        n = 0 if row is None else 1
+        makers = self._makers
+        if makers is None:
+            makers = self._makers = [None if c is None else one_value_array(t)
+                                     for _, c, _, t in self.direct]
+        arrays = {}
+        for (k, col, i, t), make in zip(self.direct, makers):
+            if col is not None:
+                arrays[k] = make(row[col]) if n else pa.array([], t)
+            else:
+                arrays[k] = pa.repeat(param_scalar(params[i]), n)
+        return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
+
+
+_PACK = {pa.int8(): "<b", pa.int16(): "<h", pa.int32(): "<i", pa.int64(): "<q",
+         pa.uint8(): "<B", pa.uint16(): "<H", pa.uint32(): "<I", pa.uint64(): "<Q",
+         pa.float32(): "<f", pa.float64(): "<d"}
+
+
+def one_value_array(t: pa.DataType):
+    """A function: Python value -> a one-element Array of type `t`, equal to
+    `pa.array([value], t)`. Integers, floats and strings are built from their buffers
+    (~1 us instead of ~2.3 us); NULL and the other types go through `pa.array`."""
+    fmt = _PACK.get(t)
+    if fmt is not None:
+        packer = struct.Struct(fmt).pack
+
+        def make(v):
+            if v is None or type(v) is bool:
+                return pa.array([v], t)
+            return pa.Array.from_buffers(t, 1, [None, pa.py_buffer(packer(v))])
+        return make
+    if pa.types.is_string(t):
+        def make_str(v):
+            if type(v) is not str:
+                return pa.array([v], t)
+            d = v.encode("utf-8")
+            return pa.Array.from_buffers(t, 1, [None, pa.py_buffer(_OFFSETS(0, len(d))),
+                                                pa.py_buffer(d)])
+        return make_str
+    return lambda v: pa.array([v], t)
+
+
+_OFFSETS = struct.Struct("<ii").pack
 
 
 def compile_point_read(catalog, out: L.Output) -> PointRead | None:
@@ -211,8 +271,20 @@ def compile_point_read(catalog, out: L.Output) -> PointRead | None:
     else:
         rschema = pa.schema([pa.field(node.key(c), f.type) for c, f in
                              zip(columns, schema.arrow_schema(columns))])
+    direct = []
+    types = dict(zip(columns, schema.arrow_schema(columns))) if columns else {}
+    for k, e in proj.items:
+        col = _own_column(node, e) if isinstance(e, exp.Column) else None
+        if col is not None:
+            direct.append((k, col, None, types[col].type))
+        elif param_index(e) is not None:
+            direct.append((k, None, param_index(e), None))
+        else:
+            direct = None
+            break
     return PointRead(node.table, node.prefix, key, columns, list(proj.items), list(out.names),
-                     list(out.keys), plain, param_items, rschema)
+                     list(out.keys), plain, param_items, rschema,
+                     direct if plain is None else None)
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:

@@ -40,8 +40,11 @@ class PlanCache:
     @staticmethod
     def _key(text: str, params) -> tuple:
         # an int beyond BIGINT binds as NUMERIC (expr.param_scalar): a plan of its own
-        return text, tuple("numeric-int" if type(p) is int and not -2 ** 63 <= p < 2 ** 63
-                           else type(p) for p in params)
+        types = tuple([type(p) for p in params])
+        if int in types:
+            types = tuple("numeric-int" if type(p) is int and not -2 ** 63 <= p < 2 ** 63
+                          else type(p) for p in params)
+        return text, types
 
     def _valid(self, catalog, key: tuple):
         entry = self._entries.get(key)

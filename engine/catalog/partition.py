@@ -78,7 +78,13 @@ from engine.cfile.bloom import _fmix64, hash_key, hash_keys
 from engine.catalog.partition_pruner import PartitionPruning
 from engine.catalog.partition_pruner import int_limits as _int_limits
 from engine.convert import cast_column, python_converter
-from engine.key_encoding import decimal_unscaled_exact, encode_key, encode_keys, physical_value
+from engine.key_encoding import (
+    compile_key_encoder,
+    decimal_unscaled_exact,
+    encode_key,
+    encode_keys,
+    physical_value,
+)
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.write_op import RowErrorCode
 from engine.types import DataType, to_physical
@@ -607,6 +613,43 @@ class PartitionSchema(PartitionPruning):
             if r < 0 or (has_upper[r] and not enc < uppers[r]):
                 return -1
         return self.partition_index(buckets, r)
+
+    def partition_index_for_key_values(self, key: Sequence[Any]) -> int:
+        """`partition_index_for_key` of a key given as its values in primary-key order
+        (`key_columns`): the point-lookup and single-row-write router, with each hash
+        level's and the range's key encoders compiled once per partition schema
+        (`compile_key_encoder`) instead of the generic per-call encoder."""
+        levels, range_part = self._point_router
+        if len(key) != len(self.key_columns):
+            raise errors.InvalidArgument(
+                f"key has {len(key)} values, the primary key has "
+                f"{len(self.key_columns)} columns")
+        idx = 0
+        for pos, enc, seed, n in levels:
+            h = bucket_hash(enc([key[p] for p in pos]), seed)
+            idx = idx * n + h % n
+        if range_part is None:
+            return idx          # one unbounded range: range index 0
+        pos, enc = range_part
+        e = enc([key[p] for p in pos])
+        lowers, uppers, has_upper = self._range_arrays
+        r = bisect.bisect_right(lowers, e) - 1
+        if r < 0 or (has_upper[r] and not e < uppers[r]):
+            return -1
+        return idx * len(self.range_partitions) + r
+
+    @functools.cached_property
+    def _point_router(self):
+        """([(key positions, compiled encoder, seed, buckets)] per hash level,
+        (key positions, compiled encoder) of the range columns or None)."""
+        where = {c.name: i for i, c in enumerate(self.key_columns)}
+        levels = [([where[c.name] for c in cols], compile_key_encoder(cols), hs.seed,
+                   hs.num_buckets) for hs, cols in zip(self.hash_schemas, self._hash_cols)]
+        rng = None
+        if self.range_schema.columns:
+            rng = ([where[c.name] for c in self._range_cols],
+                   compile_key_encoder(self._range_cols))
+        return levels, rng
 
     def partition_key_for(self, key: Mapping[str, Any]) -> bytes:
         """Kudu's partition key of one row: encoded buckets + encoded range columns."""

@@ -7,7 +7,10 @@ and uses it throughout, and takes references on the tablets it touches for its d
 running op. Table uses the catalog only through the `TableCatalog` contract of leases.py,
 so it runs unchanged over the embedded Catalog and, later, a remote catalog client.
 
-Writes (`write(ops, rows)`; insert/upsert/update/delete). The partition of every row is
+Writes (`write(ops, rows)`; insert/upsert/update/delete) all run one pipeline,
+`run_write(route, apply)` (write_pipeline.py: lease -> route -> apply -> release ->
+merge); the small, general, pydict and in-order writes are its strategies (a route and an
+apply each), the coalescer a wrapper of the general one. The partition of every row is
 computed vectorised (`PartitionSchema.physical_columns` + `partition_indexes`); rows are
 grouped by partition with one stable argsort (so rows of one key stay in batch order) and
 each tablet gets *one* engine op with its share. Tablets are written in parallel on the
@@ -21,7 +24,7 @@ NOT_NULL / INVALID, without being sent anywhere.
 
 Small writes (small_writes.py): up to SMALL_MAX_ROWS (8) rows of plain Python values (a
 dict of lists, or an Arrow table read out with `to_pylist`) are routed row by row
-(`PartitionSchema.partition_index_for_key`, as `lookup` routes) and each tablet's share is
+(`PartitionSchema.partition_index_for_key_values`, as `lookup` routes) and each tablet's share is
 applied on the tablet's small-write path (engine/tablet/small_write.py): no Arrow
 conversion, no coalescer, no thread-pool hop for one tablet. Every share is prepared
 (values checked and converted, the compact WAL record built) before any is applied; if
@@ -59,6 +62,7 @@ from engine.catalog import small_writes as _small
 from engine.catalog.leases import TableCatalog, TabletHandle
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.table_scanner import TableScan, TableScanStats, pick_snapshot
+from engine.catalog.write_pipeline import Routed, TableWriteResult, merge_results
 from engine.tablet.diskrowset import ScanStats
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
 from engine.tablet.write_op import OpType, RowError, RowErrorCode, WriteOp
@@ -97,18 +101,6 @@ def _route(meta, table: pa.Table) -> tuple[np.ndarray, dict]:
     if bad:
         part[np.fromiter(bad, dtype=np.int64)] = -2
     return part, bad
-
-
-@dataclasses.dataclass(frozen=True)
-class TableWriteResult:
-    timestamp: int  # the largest op timestamp among the tablets written (0: none)
-    num_applied: int
-    row_errors: list[RowError]  # sorted by index in the caller's batch
-    tablet_timestamps: dict[str, int]  # tablet id -> the timestamp of its op
-
-    @property
-    def ok(self) -> bool:
-        return not self.row_errors
 
 
 def _key_text(key: tuple) -> str:
@@ -164,7 +156,7 @@ class Table:
     def __init__(self, catalog: TableCatalog, table_id: str):
         self.catalog = catalog
         self.id = table_id
-        self._small_keys = None      # (schema, key converters) of the small-write path
+        self._small = _small.SmallWrites(self)   # the small-write strategy (its caches)
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -236,9 +228,9 @@ class Table:
         it and every row after it are not, and `row_errors` holds its error alone (see
         `_write_in_order`). A driver's pipelined batch of one prepared INSERT is this."""
         if not in_order and self.small_writes:
-            done = _small.write_small(self, ops, rows)
+            done = self._small.write(ops, rows)
             if done is not None:
-                return TableWriteResult(*done)
+                return done
         table = _as_arrow(rows)
         if in_order:
             if table is None:
@@ -256,51 +248,84 @@ class Table:
         done nothing, when it would not (the caller may then write the general way, or
         not at all). A front end that must know its write cannot fail beyond
         ALREADY_PRESENT / NOT_FOUND (the wire's key-write fast path) uses this."""
-        done = _small.write_small(self, ops, rows)
-        return None if done is None else TableWriteResult(*done)
+        return self._small.write(ops, rows)
 
     def write_small_deferred(self, ops, rows) -> Callable[[], TableWriteResult] | None:
         """`write_small` up to its wait for durability (small_writes.py
-        `write_small_deferred`): None, having done nothing, or the call - to be made
+        `SmallWrites.write_deferred`): None, having done nothing, or the call - to be made
         exactly once, soon, on any thread - that waits for the WAL fsyncs, commits and
         returns the TableWriteResult. The wire server applies a key write on its event
-        loop and waits for the fsync on its WAL sync thread (wire/connection.py)."""
-        finish = _small.write_small_deferred(self, ops, rows)
-        if finish is None:
-            return None
-        return lambda: TableWriteResult(*finish())
+        loop and waits for the fsync on its WAL sync threads (wire/server.py)."""
+        return self._small.write_deferred(ops, rows)
 
-    def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
-        n = table.num_rows
+    def run_write(self, route, apply) -> TableWriteResult:
+        """The write pipeline every write strategy runs (module docstring, "Writes"):
+        lease the tablets `route(meta)` (a `Routed`) picks under the current metadata
+        (run again if a DDL intervenes), `apply(meta, shares)` with shares = [(tablet
+        handle, row indexes)] in lease order, returning ([(handle, row indexes,
+        WriteResult)], extra row errors), release the lease, and merge
+        (`merge_results`). An exception of `route` or `apply` leaves through here, the
+        lease released."""
         state: dict = {}
 
         def pick(meta):
+            r = state["routed"] = route(meta)
+            return [meta.tablet_ids[p] for p, _ in r.groups]
+
+        lease = self.catalog.lease_tablets(self.id, pick)
+        routed = state["routed"]
+        try:
+            results, extra = apply(lease.metadata, list(zip(
+                lease.handles, [idx for _, idx in routed.groups])))
+        finally:
+            lease.release()
+        return merge_results(results, routed.errors + extra)
+
+    def run_write_deferred(self, route, apply) -> Callable[[], TableWriteResult]:
+        """`run_write` for a strategy whose `apply` stops before the wait for durability:
+        it returns ([(handle, row indexes, finisher)], extra row errors), and this returns
+        the call that runs the finishers (`finish_all`), releases the lease and merges -
+        to be made exactly once, on any thread. The lease stays held until then."""
+        state: dict = {}
+
+        def pick(meta):
+            r = state["routed"] = route(meta)
+            return [meta.tablet_ids[p] for p, _ in r.groups]
+
+        lease = self.catalog.lease_tablets(self.id, pick)
+        routed = state["routed"]
+        try:
+            pending, extra = apply(lease.metadata, list(zip(
+                lease.handles, [idx for _, idx in routed.groups])))
+        except BaseException:
+            lease.release()
+            raise
+
+        def finish() -> TableWriteResult:
+            try:
+                results = self.finish_all([f for _, _, f in pending])
+            finally:
+                lease.release()
+            return merge_results([(slot, idx, r) for (slot, idx, _), r in
+                                  zip(pending, results)], routed.errors + extra)
+        return finish
+
+    def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
+        """The general strategy: rows routed vectorised (`_route`), one tablet op per
+        share (`_write_groups`: in parallel when large)."""
+        def route(meta) -> Routed:
             part, bad = _route(meta, table)
-            state.update(part=part, bad=bad)
             routed = np.flatnonzero(part >= 0)
             order = routed[np.argsort(part[routed], kind="stable")]
             parts, starts = np.unique(part[order], return_index=True)
-            state["groups"] = np.split(order, starts[1:]) if len(order) else []
-            return [meta.tablet_ids[p] for p in parts.tolist()]
+            groups = np.split(order, starts[1:]) if len(order) else []
+            return Routed(list(zip(parts.tolist(), groups)),
+                          self._key_errors(meta, table, part, bad))
 
-        lease = self.catalog.lease_tablets(self.id, pick)
-        meta, slots = lease.metadata, lease.handles
-        try:
-            results = self._write_groups(meta, slots, [(op_arr[idx], idx) for idx in
-                                                       state["groups"]], table)
-        finally:
-            lease.release()
-        errs: list[RowError] = []
-        stamps: dict[str, int] = {}
-        applied = 0
-        for slot, idx, r in results:
-            applied += r.num_applied
-            stamps[slot.tablet_id] = r.timestamp
-            errs.extend(dataclasses.replace(e, index=int(idx[e.index])) for e in r.row_errors)
-        part, bad = state["part"], state["bad"]
-        errs.extend(self._key_errors(meta, table, part, bad))
-        errs.sort(key=lambda e: e.index)
-        return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
+        def apply(meta, shares):
+            return self._write_groups(meta, [slot for slot, _ in shares],
+                                      [(op_arr[idx], idx) for _, idx in shares], table), []
+        return self.run_write(route, apply)
 
     def _write_in_order(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
         """`write(..., in_order=True)`: the rows up to the first failing one, in one op per
@@ -319,24 +344,20 @@ class Table:
             return TableWriteResult(0, 0, [], {})
         state: dict = {}
 
-        def pick(meta):
+        def route(meta) -> Routed:
             part, bad = _route(meta, table)
             state.update(part=part, bad=bad)
-            parts = np.unique(part[part >= 0])
-            state["groups"] = [np.flatnonzero(part == p) for p in parts.tolist()]
-            return [meta.tablet_ids[p] for p in parts.tolist()]
+            parts = np.unique(part[part >= 0]).tolist()
+            # no errors here: the first failing row alone is reported, found by `apply`
+            return Routed([(p, np.flatnonzero(part == p)) for p in parts], [])
 
-        lease = self.catalog.lease_tablets(self.id, pick)
-        meta, slots = lease.metadata, lease.handles
-        part, bad = state["part"], state["bad"]
-        unrouted = np.flatnonzero(part < 0)
-        first = int(unrouted[0]) if len(unrouted) else n
-        error: RowError | None = None
-        stamps: dict[str, int] = {}
-        applied = 0
-        try:
+        def apply(meta, shares):
+            part, bad = state["part"], state["bad"]
+            unrouted = np.flatnonzero(part < 0)
+            first = int(unrouted[0]) if len(unrouted) else n
+            error: RowError | None = None
             jobs = []
-            for slot, idx in sorted(zip(slots, state["groups"]), key=lambda j: j[0].tablet_id):
+            for slot, idx in sorted(shares, key=lambda j: j[0].tablet_id):
                 t = slot.tablet()
                 if not getattr(t, "in_order_writes", True):
                     raise errors.NotSupported("in-order batch writes are not supported on "
@@ -364,28 +385,25 @@ class Table:
                             continue
                         if m < len(idx):
                             op = WriteOp(op.ops[:m], op.rows.slice(0, m))
-                        pending.append((slot, t, t.apply_deferred(op)))
+                        pending.append((slot, t, idx, t.apply_deferred(op)))
                 finally:
                     for t in reversed(locked):
                         t._write_lock.release()
             finally:
-                results = self._finish_all([f for _, _, f in pending])
-            for (slot, t, _), r in zip(pending, results):
-                applied += r.num_applied
-                stamps[slot.tablet_id] = r.timestamp
+                results = self.finish_all([f for _, _, _, f in pending])
+            for (slot, t, _, _), r in zip(pending, results):
                 if r.row_errors:  # cannot happen: first_failure said they all apply
                     raise errors.EngineError(
                         f"tablet {t.path}: an in-order write failed a row its check "
                         f"passed ({r.row_errors[0].message})")
-        finally:
-            lease.release()
-        if error is None and first < n:      # the first failure is a routing one
-            error = self._key_errors(meta, table.slice(first, 1),
-                                     part[first:first + 1], {0: bad[first]} if first in bad
-                                     else {})[0]
-            error = dataclasses.replace(error, index=first)
-        return TableWriteResult(max(stamps.values(), default=0), applied,
-                                [] if error is None else [error], stamps)
+            if error is None and first < n:      # the first failure is a routing one
+                error = self._key_errors(meta, table.slice(first, 1),
+                                         part[first:first + 1],
+                                         {0: bad[first]} if first in bad else {})[0]
+                error = dataclasses.replace(error, index=first)
+            return ([(slot, idx, r) for (slot, _, idx, _), r in zip(pending, results)],
+                    [] if error is None else [error])
+        return self.run_write(route, apply)
 
     def _key_errors(self, meta, table: pa.Table, part: np.ndarray, bad: dict) -> list:
         """Row errors for rows that were not routed (error path: a loop over those rows)."""
@@ -433,13 +451,13 @@ class Table:
                         sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
                     pending.append((slot, idx, t.write_deferred(ops, sub)))
             finally:
-                results = self._finish_all([f for _, _, f in pending])
+                results = self.finish_all([f for _, _, f in pending])
             return [(slot, idx, r) for (slot, idx, _), r in zip(pending, results)]
         futures = [self.catalog.executor.submit(one, *j) for j in jobs]
         cf.wait(futures)  # every tablet op ends before its tablet is released
         return [f.result() for f in futures]
 
-    def _finish_all(self, finishers: list) -> list:
+    def finish_all(self, finishers: list) -> list:
         """Run the finishing calls of deferred tablet writes (`Tablet.apply_deferred`):
         each waits for its tablet's WAL fsync, so they run at once (one here, the others
         on the catalog's pool; fsync releases the GIL). Every one runs even if another
@@ -464,9 +482,8 @@ class Table:
         n = len(next(iter(rows.values())))
         op_arr = _op_array(ops, n)
         cols = {k: list(v) for k, v in rows.items()}
-        state: dict = {}
 
-        def pick(meta):
+        def route(meta) -> Routed:
             for name in cols:
                 meta.schema.index_of(name)
             key_names = meta.schema.key_names
@@ -499,25 +516,16 @@ class Table:
             groups = {}
             for p in sorted(set(part.tolist()) - {-1, -2}):
                 groups[p] = np.flatnonzero(part == p)
-            state.update(groups=list(groups.values()), errs=errs)
-            return [meta.tablet_ids[p] for p in groups]
+            return Routed(list(groups.items()), errs)
 
-        lease = self.catalog.lease_tablets(self.id, pick)
-        meta, slots = lease.metadata, lease.handles
-        errs, stamps, applied = list(state["errs"]), {}, 0
-        try:
-            for slot, idx in zip(slots, state["groups"]):
+        def apply(meta, shares):
+            results = []
+            for slot, idx in shares:
                 ren = slot.column_renames(meta.schema) or {}
                 sub = {ren.get(k, k): [v[i] for i in idx.tolist()] for k, v in cols.items()}
-                r = slot.tablet().write(op_arr[idx], sub)
-                applied += r.num_applied
-                stamps[slot.tablet_id] = r.timestamp
-                errs.extend(dataclasses.replace(e, index=int(idx[e.index]))
-                            for e in r.row_errors)
-        finally:
-            lease.release()
-        errs.sort(key=lambda e: e.index)
-        return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
+                results.append((slot, idx, slot.tablet().write(op_arr[idx], sub)))
+            return results, []
+        return self.run_write(route, apply)
 
     # -- reads -----------------------------------------------------------------------------
     def scan(self, columns: Sequence[str] | None = None,
@@ -606,15 +614,9 @@ class Table:
                snapshot=None) -> dict | None:
         """One row by its full primary key (routed to its one tablet), or None."""
         key = tuple(key)
-        state: dict = {}
 
         def pick(meta):
-            names = meta.schema.key_names
-            if len(key) != len(names):
-                raise errors.InvalidArgument(
-                    f"key has {len(key)} values, the primary key has {len(names)} columns")
-            p = meta.partition_schema.partition_index_for_key(dict(zip(names, key)))
-            state["p"] = p
+            p = meta.partition_schema.partition_index_for_key_values(key)
             return [] if p < 0 else [meta.tablet_ids[p]]
 
         lease = self.catalog.lease_tablets(self.id, pick)

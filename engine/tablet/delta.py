@@ -154,6 +154,21 @@ class DeltaBatch:
     def max_ts(self) -> int:
         return int(self.ts.max()) if len(self.ts) else 0
 
+    def to_records(self) -> list[tuple]:
+        """The records as plain tuples (rowid, ts, seq, kind, {col_id: physical value} of
+        the columns each sets, None when it sets none): the row-record form of
+        deltamemstore.py, for a point lookup's few records."""
+        vals: list[dict | None] = [None] * len(self.rowid)
+        for cid, (mask, values) in self.columns.items():
+            py = values.to_pylist()
+            for i in np.flatnonzero(mask).tolist():   # a row's few records (lookup)
+                d = vals[i]
+                if d is None:
+                    d = vals[i] = {}
+                d[cid] = py[i]
+        return list(zip(self.rowid.tolist(), self.ts.tolist(), self.seq.tolist(),
+                        self.kind.tolist(), vals))
+
     def remap_rowids(self, mapping: np.ndarray) -> "DeltaBatch":
         """Rowids replaced by mapping[rowid] (used when a MemRowSet becomes DiskRowSets)."""
         return DeltaBatch(mapping[self.rowid], self.ts, self.seq, self.kind, self.columns)

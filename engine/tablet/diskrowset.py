@@ -85,11 +85,12 @@ from engine.tablet.delta import (
 )
 from engine.tablet.delta_compaction import DeltaCompactions
 from engine.tablet.deltafile import DeltaFile, write_delta_file
-from engine.tablet.deltamemstore import DeltaMemStore
+from engine.tablet.deltamemstore import DeltaMemStore, apply_chain, first_liveness
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate
 
 KEY_COLUMN = "__key"
+_DELETE = int(MutationKind.DELETE)
 
 
 @dataclasses.dataclass
@@ -298,6 +299,15 @@ class DiskRowSet(DeltaCompactions):
         dead = self.latest_dead()
         self.dms.append(batch)
         dead[batch.rowid[batch.kind == MutationKind.DELETE]] = True
+
+    def mutate_row(self, rowid: int, ts: int, kind: int, values: dict | None, types: dict,
+                   nbytes: int) -> None:
+        """`mutate` of one UPDATE / DELETE record given as plain values (the small-write
+        path: `DeltaMemStore.append_row`)."""
+        dead = self.latest_dead()
+        self.dms.append_row(rowid, ts, kind, values, types, nbytes)
+        if kind == _DELETE:
+            dead[rowid] = True
 
     # -- delta flush ---------------------------------------------------------------------
     def begin_dms_flush(self) -> DeltaMemStore | None:
@@ -545,15 +555,27 @@ class DiskRowSet(DeltaCompactions):
         """
         res_list = []
         st = self._stores
+        changed = None
         if self._has_deltas_for(snapshot, st):
             live = True
             undo, redo = self._deltas_for_row(rowid, snapshot, st)
+            # single-row writes' records of the row, as plain values (deltamemstore.py)
+            plain = [r for d in st[2] if len(d) for r in d.row_records(rowid)]
+            if plain:
+                if redo is not None and len(redo):
+                    plain += redo.to_records()
+                    redo = None
+                plain.sort(key=lambda r: (r[1], r[2]))    # a row's few records
+                want = {c.id for c in columns} & {cid for r in plain if r[4] for cid in r[4]}
+                changed = apply_chain(plain, snapshot, want, first_liveness(plain))
             for recs, last in ((undo, False), (redo, True)):
                 if recs is not None and len(recs):
                     res = resolve(recs, rowid, 1, last, None)
                     if res.live is not None and res.live[0] >= 0:
                         live = bool(res.live[0])
                     res_list.append(res)
+            if changed is not None and changed[0] >= 0:
+                live = bool(changed[0])
             if not live:
                 return None
         readers = st[3]
@@ -565,6 +587,10 @@ class DiskRowSet(DeltaCompactions):
             for cid, (_, vals) in res.patches.items():
                 if cid in out:
                     out[cid] = vals[0].as_py()
+        if changed is not None:   # the REDO records, row records among them
+            for cid, v in changed[1].items():
+                if cid in out:
+                    out[cid] = v
         return out
 
     def _has_deltas_for(self, snapshot: MvccSnapshot, st) -> bool:

@@ -26,6 +26,25 @@ Scans read the data in insertion order (Kudu's scans are unordered); a flush sor
 Readers never lock: they capture the row count first and then the arrays, which writers
 replace before publishing a larger count.
 
+Single-row inserts (`insert_row`, the small-write path) append plain Python values to a
+*tail* instead of an Arrow batch each: rows [arrow_n, n) are tuples of physical values in
+a list (`_tail`), their keys in a dict (`_tail_keys`), so an insert makes no Arrow or
+numpy call beyond its three per-row array cells. The tail becomes one Arrow batch and one
+key-index run (`materialise`) when a reader needs Arrow (scans, flushes, the vectorised
+`find` of the general write path: each calls it first) or once it holds TAIL_MAX rows;
+point lookups read a tail row's tuple directly.
+
+    rowids  [0 ............ arrow_n) [arrow_n ........ n)
+            Arrow batches + key runs  tail: (key, values) tuples + key dict
+
+Materialising takes `_mat_lock` (so does the general `insert`, which materialises the
+tail before appending its batch: batches stay in rowid order). The tail list is only
+appended to by the writer, and replaced as a whole (with its base rowid, one attribute)
+by the writer once its materialised prefix is long; a reader that captured an older
+list reads valid, unchanged entries from it. A key moves from the tail dict to a run by
+publishing the run first and deleting the dict entry after, and `find_one` probes the
+dict before the runs, so a concurrent probe finds it in one or the other.
+
 An MRS keeps the schema it was created with for its whole life: ALTER TABLE
 (`Tablet.alter_schema`) flushes it and starts a new MRS with the new schema. Readers ask
 for columns by id (`_column`); one this MRS does not have reads as its default.
@@ -47,6 +66,9 @@ from engine.tablet.delta import DeltaBatch, patch_array, resolve
 from engine.tablet.deltamemstore import DeltaMemStore
 from engine.tablet.mvcc import MvccSnapshot
 
+TAIL_MAX = 1024       # tail rows (single-row inserts) a MemRowSet keeps before Arrow
+_TAIL_TRIM = 4096     # materialised rows at the head of the tail list before it is cut
+
 
 class _GrowableArray:
     """A numpy array with amortised O(1) append; readers slice [:n] of a captured array."""
@@ -59,6 +81,23 @@ class _GrowableArray:
             new = np.empty(max(n, 2 * len(self.arr)), dtype=self.arr.dtype)
             new[: len(self.arr)] = self.arr
             self.arr = new
+
+
+def cell_reader(arr: pa.Array):
+    """A function: position -> the Python value (`as_py`) of `arr` there, reading a
+    fixed-width numeric or a binary column without nulls straight from its buffers (a
+    point lookup's cell costs ~0.3 us instead of an Arrow scalar's ~1 us)."""
+    t = arr.type
+    if arr.null_count == 0 and len(arr):
+        if pa.types.is_integer(t) or pa.types.is_floating(t):
+            values = arr.to_numpy(zero_copy_only=True)
+            return lambda off: values[off].item()
+        if pa.types.is_binary(t):
+            bufs = arr.buffers()
+            offsets = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset:arr.offset + len(arr) + 1]
+            data = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
+            return lambda off: bytes(data[offsets[off]:offsets[off + 1]])
+    return lambda off: arr[off].as_py()
 
 
 class MemRowSet:
@@ -74,12 +113,23 @@ class MemRowSet:
         self._live = _GrowableArray(bool)
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted keys, rowids)
         self.redo = DeltaMemStore()
+        self._key_ids = frozenset(c.id for c in schema.key_columns)
+        # (insert batch index, column id) -> `cell_reader` of that column (lookup_row)
+        self._cells: dict[tuple[int, int], object] = {}
         self._nbytes = 0
         self._table_cache: tuple[int, pa.Table] | None = None
         self._cache_lock = threading.Lock()
         self.min_ts: int | None = None
         self.frozen = False
         self._first_insert_at: float | None = None
+        # the tail of single-row inserts (module docstring): (rowid of list[0], list of
+        # (key, physical values in schema order)); rows below _arrow_n are in batches
+        self._tail: tuple[int, list] = (0, [])
+        self._tail_keys: dict[bytes, int] = {}
+        self._arrow_n = 0
+        self._mat_lock = threading.Lock()
+        self._phys_schema = pa.schema([pa.field(c.name, c.physical_type)
+                                       for c in schema.columns])
 
     # -- sizes ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -100,6 +150,12 @@ class MemRowSet:
     def insert(self, keys: np.ndarray, batch: pa.RecordBatch, ts: int, seq: int = 0
                ) -> np.ndarray:
         """Append new rows (keys must not exist in this MRS). Returns their rowids."""
+        with self._mat_lock:
+            self._materialise_locked(self._n)
+            return self._insert_locked(keys, batch, ts, seq)
+
+    def _insert_locked(self, keys: np.ndarray, batch: pa.RecordBatch, ts: int, seq: int
+                       ) -> np.ndarray:
         assert not self.frozen
         n = len(keys)
         start = self._n
@@ -119,8 +175,74 @@ class MemRowSet:
         if self.min_ts is None:
             self.min_ts = ts
             self._first_insert_at = time.monotonic()
+        self._arrow_n = start + n
         self._n = start + n  # publish last
         return rowids
+
+    def insert_row(self, key: bytes, values: tuple, ts: int, nbytes: int) -> int:
+        """Append one new row as plain values to the tail (module docstring): `key`
+        encoded (not in this MRS), `values` its physical Python values in this MRS's
+        schema order, `nbytes` its size as Arrow would count it. Returns its rowid."""
+        assert not self.frozen
+        rowid = self._n
+        if rowid >= len(self._live.arr):
+            self._insert_ts.ensure(rowid + 1)
+            self._insert_seq.ensure(rowid + 1)
+            self._live.ensure(rowid + 1)
+        self._insert_ts.arr[rowid] = ts
+        self._insert_seq.arr[rowid] = 0
+        self._live.arr[rowid] = True
+        base, tail = self._tail
+        if base + len(tail) != rowid:          # Arrow rows came after the last tail
+            tail = []
+            self._tail = (rowid, tail)
+        elif rowid - base >= _TAIL_TRIM + TAIL_MAX and self._arrow_n - base >= _TAIL_TRIM:
+            cut = self._arrow_n - base         # drop the materialised head
+            tail = tail[cut:]
+            self._tail = (base + cut, tail)
+        tail.append((key, values))
+        self._tail_keys[key] = rowid
+        self._nbytes += nbytes
+        if self.min_ts is None:
+            self.min_ts = ts
+            self._first_insert_at = time.monotonic()
+        self._n = rowid + 1  # publish last
+        if rowid + 1 - self._arrow_n >= TAIL_MAX:
+            self.materialise()
+        return rowid
+
+    def materialise(self, n: int | None = None) -> None:
+        """Make rows [0, n) (default: all) Arrow batches and key-index runs: the tail's
+        rows as one batch (module docstring). Any thread; cheap when nothing is due."""
+        if (self._n if n is None else n) <= self._arrow_n:
+            return
+        with self._mat_lock:
+            self._materialise_locked(self._n if n is None else n)
+
+    def _materialise_locked(self, n: int) -> None:
+        start = self._arrow_n
+        if n <= start:
+            return
+        base, tail = self._tail
+        rows = tail[start - base:n - base]
+        m = len(rows)
+        assert m == n - start, "the tail lost rows"
+        keys = np.array([r[0] for r in rows], dtype=bytes)
+        # one Arrow array per column from the rows' Python values (the conversion itself)
+        cols = list(zip(*[r[1] for r in rows]))
+        phys = self._phys_schema
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(cols[i], type=f.type) for i, f in enumerate(phys)], schema=phys)
+        self._batches.append(batch)
+        self._batch_keys.append(keys)
+        self._batch_starts.append(start)
+        rowids = np.arange(start, n, dtype=np.int64)
+        order = np.argsort(keys, kind="stable")
+        self._add_run(keys[order], rowids[order])
+        self._arrow_n = n                       # the rows are in Arrow now
+        pop = self._tail_keys.pop
+        for r in rows:                          # after the run is published
+            pop(r[0], None)
 
     def _add_run(self, keys: np.ndarray, rowids: np.ndarray) -> None:
         runs = list(self._runs)
@@ -141,12 +263,22 @@ class MemRowSet:
         if live_after is not None:
             self._live.arr[batch.rowid] = live_after
 
+    def append_mutation_row(self, rowid: int, ts: int, kind: int, values: dict | None,
+                            types: dict, nbytes: int, live_after: bool | None) -> None:
+        """Add one REDO record as plain values (`DeltaMemStore.append_row`, the
+        small-write path); `live_after`: the row's liveness after it (None: unchanged)."""
+        self.redo.append_row(rowid, ts, kind, values, types, nbytes)
+        if live_after is not None:
+            self._live.arr[rowid] = live_after
+
     def set_live(self, rowids: np.ndarray, live: bool) -> None:
         self._live.arr[rowids] = live
 
     # -- lookups --------------------------------------------------------------------------
     def find(self, keys: np.ndarray) -> np.ndarray:
-        """rowid of each key in this MRS (live or not), -1 if absent. Vectorised."""
+        """rowid of each key in this MRS (live or not), -1 if absent. Vectorised (the
+        tail is materialised first)."""
+        self.materialise()
         out = np.full(len(keys), -1, dtype=np.int64)
         for run_keys, run_rowids in self._runs:
             if not len(run_keys):
@@ -158,6 +290,9 @@ class MemRowSet:
         return out
 
     def find_one(self, key: bytes) -> int:
+        rid = self._tail_keys.get(key)         # the tail first (module docstring)
+        if rid is not None:
+            return rid
         for run_keys, run_rowids in self._runs:
             pos = int(run_keys.searchsorted(key))
             if pos < len(run_keys) and run_keys[pos] == key:
@@ -186,6 +321,7 @@ class MemRowSet:
         cached = self._table_cache
         if cached is not None and cached[0] == n:
             return cached[1]
+        self.materialise(n)
         batches = self._batches
         starts = self._batch_starts
         k = int(np.searchsorted(starts, n, "left"))
@@ -199,6 +335,7 @@ class MemRowSet:
 
     def batches(self, n: int) -> list[tuple[int, pa.RecordBatch, np.ndarray]]:
         """(first rowid, batch, keys) triples covering rows [0, n)."""
+        self.materialise(n)
         out = []
         for start, b, k in zip(self._batch_starts, self._batches, self._batch_keys):
             if start >= n:
@@ -289,24 +426,42 @@ class MemRowSet:
         n = self._n
         if rowid >= n or not snapshot.is_committed(int(self._insert_ts.arr[rowid])):
             return None
-        # the row's REDO records by rowid, without re-sorting the store (deltamemstore.py)
-        recs = self.redo.rows_records(rowid, rowid + 1)
-        res = None
-        if len(recs):
-            recs = recs.select(snapshot.is_committed_array(recs.ts))
-            if len(recs):
-                res = resolve(recs, rowid, 1, True, None)
-                if res.live is not None and res.live[0] == 0:
-                    return None
+        # the row's REDO records by rowid, without re-sorting the store or building Arrow
+        # for single-row writes (deltamemstore.py `row_changes`)
+        redo = self.redo
+        changed = redo.row_changes(
+            rowid, snapshot, [c.id for c in columns if c.id not in self._key_ids]) \
+            if len(redo) else None
+        vals = None
+        if changed is not None:
+            live, vals = changed
+            if live == 0:
+                return None
+        base, tail = self._tail
+        if base <= rowid < base + len(tail):   # a tail row: its tuple (module docstring)
+            values = tail[rowid - base][1]
+            out = {}
+            for c in columns:
+                if vals and c.id in vals:
+                    out[c.id] = vals[c.id]
+                else:
+                    i = self.schema.position_of_id(c.id)
+                    out[c.id] = values[i] if i is not None else \
+                        default_array(c, 1)[0].as_py()
+            return out
         k = bisect.bisect_right(self._batch_starts, rowid) - 1   # a list: no numpy call
         batch = self._batches[k]
         off = rowid - self._batch_starts[k]
         out = {}
+        cells = self._cells
         for c in columns:
-            if res is not None and c.id in res.patches:
-                out[c.id] = res.patches[c.id][1][0].as_py()
+            if vals and c.id in vals:
+                out[c.id] = vals[c.id]
             else:
-                out[c.id] = self._column(batch, c)[off].as_py()
+                read = cells.get((k, c.id))
+                if read is None:
+                    read = cells[(k, c.id)] = cell_reader(self._column(batch, c))
+                out[c.id] = read(off)
         return out
 
     def _column(self, batch: pa.RecordBatch, col: ColumnSchema) -> pa.Array:
@@ -315,10 +470,11 @@ class MemRowSet:
         return batch.column(i) if i is not None else default_array(col, batch.num_rows)
 
     def _physical_schema(self) -> pa.Schema:
-        return pa.schema([pa.field(c.name, c.physical_type) for c in self.schema.columns])
+        return self._phys_schema
 
     def sorted_rowids(self) -> tuple[np.ndarray, np.ndarray]:
         """(keys, rowids) of every row in key order (merges the key-index runs)."""
+        self.materialise()
         runs = self._runs
         if not runs:
             return np.empty(0, dtype="S1"), np.empty(0, dtype=np.int64)
@@ -330,6 +486,7 @@ class MemRowSet:
         return k[order], r[order]
 
     def key_range(self) -> tuple[bytes, bytes] | None:
+        self.materialise()
         runs = self._runs
         if not runs or self._n == 0:
             return None

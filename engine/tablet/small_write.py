@@ -26,8 +26,13 @@ Same outcomes as the general path, by construction and by test
   the active MemRowSet a REINSERT there; else a new MemRowSet row. UPDATE / DELETE of a
   key not live is NOT_FOUND; else a delta in the store holding the live version (active
   MemRowSet, a frozen one being flushed, or a DiskRowSet's DeltaMemStore). UPSERT is
-  UPDATE of the given columns if live, else INSERT. The new rows of an op are appended
-  to the MemRowSet as one batch.
+  UPDATE of the given columns if live, else INSERT.
+- No Arrow or numpy call per row: a mutation (UPDATE, DELETE, REINSERT) is a row record
+  of plain values in the DeltaMemStore of the store holding the row
+  (`DeltaMemStore.append_row`), a new row a tuple on the MemRowSet's tail
+  (`MemRowSet.insert_row`); both become Arrow only when a reader needs it (their
+  modules' docstrings). `SmallLayout` holds what this needs of a schema (physical
+  types, defaults, sizes), computed once per schema.
 - Timestamp, WAL append, MVCC start / commit and durability are those of
   `Tablet.apply_deferred` (tablet_write.py `write_small_deferred`), and WAL replay of a
   compact record goes through the general `apply` like any other record: its decoded
@@ -41,12 +46,11 @@ import datetime as _dt
 import decimal
 from typing import Sequence
 
-import numpy as np
 import pyarrow as pa
 
 from engine.convert import default_array
 from engine.schema import ColumnSchema
-from engine.tablet.delta import DeltaBatch, MutationKind
+from engine.tablet.delta import MutationKind
 from engine.tablet.tablet_metadata import TabletComponents
 from engine.tablet.write_op import OpType, RowErrorCode
 from engine.types import INTEGER_RANGES, DataType
@@ -59,8 +63,9 @@ _DELETE = int(OpType.DELETE)
 _INSERT = int(OpType.INSERT)
 _UPSERT = int(OpType.UPSERT)
 _UPDATE = int(OpType.UPDATE)
-_NO_LIVE = np.zeros(1, dtype=bool)
-_LIVE = np.ones(1, dtype=bool)
+_MUPDATE = int(MutationKind.UPDATE)
+_MDELETE = int(MutationKind.DELETE)
+_REINSERT = int(MutationKind.REINSERT)
 
 
 class Ineligible(Exception):
@@ -190,20 +195,62 @@ def convert_rows(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequ
     return SmallRows(list(ops), keys, key_values, cols, phys)
 
 
-def apply_small(comps: TabletComponents, schema, non_key: list[ColumnSchema],
+class SmallLayout:
+    """What `apply_small` needs of one schema, computed once per schema (the tablet keeps
+    the current one): each column's physical Arrow type by id, each non-key column's
+    default as a physical Python value, and the fixed byte width of each fixed-width
+    column (for the stores' `nbytes`, as Arrow would count the record)."""
+
+    __slots__ = ("schema", "types", "defaults", "widths", "order")
+
+    def __init__(self, schema) -> None:
+        self.schema = schema
+        self.types = {c.id: c.physical_type for c in schema.columns}
+        key_ids = {c.id for c in schema.key_columns}
+        self.defaults = {c.id: default_array(c, 1)[0].as_py() for c in schema.columns
+                         if c.id not in key_ids}
+        self.widths = {cid: None if pa.types.is_binary(t) else max(1, t.bit_width // 8)
+                       for cid, t in self.types.items()}
+        # (column id, default physical value) in schema order: a new row's values
+        self.order = [(c.id, self.defaults.get(c.id)) for c in schema.columns]
+
+    def row_bytes(self, values: tuple) -> int:
+        """A new row's bytes (its values in schema order) as Arrow would count them."""
+        n = 0
+        for (cid, _), v in zip(self.order, values):
+            w = self.widths[cid]
+            n += w if w is not None else 4 + (len(v) if v is not None else 0)
+        return n
+
+    def record_bytes(self, values: dict | None) -> int:
+        """A record's bytes as `DeltaBatch.nbytes` counts them (25 + mask + values)."""
+        n = 25
+        if values:
+            widths = self.widths
+            for cid, v in values.items():
+                w = widths[cid]
+                n += 1 + (w if w is not None else 4 + (len(v) if v is not None else 0))
+        return n
+
+
+def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[ColumnSchema],
                 rows: SmallRows, ts: int) -> tuple[int, dict]:
     """Apply converted rows to the stores (caller holds the write lock, has taken `ts` and
-    logged the op): (rows applied, {row: (code, message)} for the others)."""
+    logged the op): (rows applied, {row: (code, message)} for the others). Mutations go
+    to the stores as row records of plain values (`DeltaMemStore.append_row`): no Arrow
+    or numpy call per row; new rows go to the MemRowSet's tail as plain values
+    (`MemRowSet.insert_row`), Arrow only once a reader needs it."""
     mrs = comps.mrs
     frozen = comps.frozen
     drss = comps.drss
+    types = layout.types
+    defaults = layout.defaults
     bad: dict[int, tuple[str, str]] = {}
     applied = 0
-    new_keys: list[bytes] = []
     new_rows: list[int] = []
     cols = rows.cols
     given = {c.id: i for i, c in enumerate(cols)}
-    present = [c for c in non_key if c.id in given]
+    present = [(c.id, given[c.id]) for c in non_key if c.id in given]
     for i, (op, key) in enumerate(zip(rows.ops, rows.keys)):   # a few rows (module doc)
         # where the key is live: the active MemRowSet, a frozen one, or a DiskRowSet
         rid = mrs.find_one(key)
@@ -227,12 +274,12 @@ def apply_small(comps: TabletComponents, schema, non_key: list[ColumnSchema],
                 bad[i] = (RowErrorCode.ALREADY_PRESENT.value, "key already present")
                 continue
             if rid >= 0:                     # dead in the active MemRowSet: REINSERT
-                values = _values(non_key, given, rows.phys[i])
-                mrs.append_mutations(DeltaBatch.uniform(
-                    np.array([rid], dtype=np.int64), ts, 0, MutationKind.REINSERT, values),
-                    _LIVE)
+                phys = rows.phys[i]
+                values = {cid: (phys[given[cid]] if cid in given else d)
+                          for cid, d in defaults.items()}
+                mrs.append_mutation_row(rid, ts, _REINSERT, values, types,
+                                        layout.record_bytes(values), True)
             else:
-                new_keys.append(key)
                 new_rows.append(i)
             applied += 1
             continue
@@ -242,41 +289,25 @@ def apply_small(comps: TabletComponents, schema, non_key: list[ColumnSchema],
         applied += 1
         store, r, kind = target
         if op == _DELETE:
-            batch = DeltaBatch.uniform(np.array([r], dtype=np.int64), ts, 0,
-                                       MutationKind.DELETE)
-            live_after = _NO_LIVE
+            values = None
+            mkind = _MDELETE
+            live_after = False
         else:                                # UPDATE, or UPSERT of a live key
             if not present:
                 continue
-            batch = DeltaBatch.uniform(np.array([r], dtype=np.int64), ts, 0,
-                                       MutationKind.UPDATE,
-                                       _values(present, given, rows.phys[i]))
+            phys = rows.phys[i]
+            values = {cid: phys[j] for cid, j in present}
+            mkind = _MUPDATE
             live_after = None
         if kind == 3:
-            store.mutate(batch)
+            store.mutate_row(r, ts, mkind, values, types, layout.record_bytes(values))
         else:
-            store.append_mutations(batch, live_after)
-    if new_rows:
-        m = len(new_rows)
-        arrays = []
-        for c in schema.columns:
-            j = given.get(c.id)
-            if j is None:
-                arrays.append(default_array(c, m))
-            else:
-                arrays.append(pa.array([rows.phys[i][j] for i in new_rows],
-                                       type=c.physical_type))
-        batch = pa.RecordBatch.from_arrays(arrays, schema=mrs.physical_schema())
-        mrs.insert(np.array(new_keys, dtype=bytes), batch, ts, 0)
+            store.append_mutation_row(r, ts, mkind, values, types,
+                                      layout.record_bytes(values), live_after)
+    if new_rows:             # new rows: plain values on the MemRowSet's tail
+        order = layout.order
+        for i in new_rows:
+            phys = rows.phys[i]
+            values = tuple(phys[given[cid]] if cid in given else d for cid, d in order)
+            mrs.insert_row(rows.keys[i], values, ts, layout.row_bytes(values))
     return applied, bad
-
-
-def _values(cols: list[ColumnSchema], given: dict, phys: list) -> dict[int, pa.Array]:
-    """One row's values of `cols` as one-element physical arrays (a column not given:
-    its default, as the general path's `_full_rows`)."""
-    out = {}
-    for c in cols:
-        j = given.get(c.id)
-        out[c.id] = default_array(c, 1) if j is None else pa.array(
-            [phys[j]], type=c.physical_type)
-    return out

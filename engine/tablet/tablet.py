@@ -58,7 +58,7 @@ from engine.tablet.memrowset import MemRowSet
 from engine.tablet.ordered_scan import ordered_batches
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
-from engine.tablet.small_write import value_converter
+from engine.tablet.small_write import SmallLayout, value_converter
 from engine.tablet.tablet_bootstrap import replay
 from engine.tablet.tablet_metadata import (
     META_FILE,
@@ -105,6 +105,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         # of every schema this tablet has had can live in one dict).
         self._to_python: dict[int, Any] = {}
         self._small_converters: dict[int, Any] = {}   # the same, in (small_write.py)
+        self._lookup_cols: tuple = (None, {})          # `_lookup_columns`' cache
         self._set_schema(schema)
         meta = meta or TabletMetadata(schema)
         # Bumped by every alter_schema; persisted with the schema (see alter_schema).
@@ -182,6 +183,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         # may change (a catalog RENAME COLUMN reaches the tablet with its next alter)
         self._key_ids = {c.id for c in schema.key_columns}
         self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
+        self._small_layout = SmallLayout(schema)     # the small-write path's (small_write.py)
         for c in schema.columns:
             if c.id not in self._to_python:
                 self._to_python[c.id] = python_converter(c)
@@ -396,8 +398,9 @@ class Tablet(TabletWriter, TabletMaintenance):
                snapshot=None) -> dict | None:
         """One row by its full primary key, as {column: Python value}, or None."""
         k = self._encode_key(key)
-        snap, comps, cols = self._read_view(snapshot, lambda schema: list(
-            schema.columns) if columns is None else [schema.column(n) for n in columns])
+        names = None if columns is None else tuple(columns)
+        snap, comps, cols = self._read_view(
+            snapshot, lambda schema: self._lookup_columns(schema, names))
         conv = self._to_python
         row = None
         if not comps.mrs.empty() or comps.frozen:
@@ -417,6 +420,20 @@ class Tablet(TabletWriter, TabletMaintenance):
         if row is None:
             return None
         return {c.name: conv[c.id](row[c.id]) for c in cols}
+
+    def _lookup_columns(self, schema: Schema, names: tuple[str, ...] | None) -> list:
+        """The ColumnSchemas of a lookup's columns (all: None) under `schema`, cached per
+        schema and names (a point-read workload asks for the same ones every time)."""
+        cache = self._lookup_cols
+        if cache[0] is not schema:
+            cache = self._lookup_cols = (schema, {})
+        cols = cache[1].get(names)
+        if cols is None:
+            cols = list(schema.columns) if names is None else [schema.column(n)
+                                                               for n in names]
+            if len(cache[1]) < 64:
+                cache[1][names] = cols
+        return cols
 
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
                   ) -> pa.Table:

@@ -26,6 +26,14 @@ take with certainty of the same outcome is refused (None) before anything is don
 the caller writes it the general way. Replay and Raft followers apply compact records
 through the general `apply` (they decode to the Arrow op the general path would log).
 
+One op pipeline (Kudu's WriteOp: start -> apply -> commit): both apply paths,
+`apply_deferred` (Arrow ops: writes, replay, Raft) and `apply_small_deferred` (small
+writes), start an op with `_start_op` under the write lock (timestamp, MVCC start, WAL
+append), apply it to the stores their own way (`RowOps.apply` / `apply_small`), and end
+it with `_finisher` (wait for durability, commit in MVCC, build the result). The public
+entry points (insert / upsert / update / delete / write / write_small and their
+deferred forms) only validate and convert before reaching one of the two.
+
 Threads: a writer applies its op on its own thread under `_write_lock` (held for the
 apply only, never across the fsync) and then waits in `Log.wait_durable`, where
 concurrent writers of the tablet share one fsync (group commit: the first waiter syncs
@@ -35,7 +43,7 @@ threads on the single-tablet path.
 The host contract (what these methods use of `Tablet`): `path`, `config`, `schema`,
 `clock`, `mvcc`, `log`, `maintenance`, `write_stalls`, `_write_lock`, `_components`,
 `_key_cols`, `_key_ids`, `_non_key`, `_mrs_flushed_index`, `_last_ts`, `_encode_key`,
-`_small_converters`, `small_writes`, `flush_mrs`, `flush_dms`.
+`_small_converters`, `_small_layout`, `small_writes`, `flush_mrs`, `flush_dms`.
 """
 
 from __future__ import annotations
@@ -136,27 +144,17 @@ class TabletWriter:
         with self._write_lock:
             if self.schema is not schema:      # an alter_schema ran since the conversion
                 return None
-            ts = self.clock.now()
-            self.mvcc.start_op(ts)
-            index = self.log.next_index()
-            self.log.append(LogEntry(0, index, ts, WRITE, body))
-            self._last_ts = max(self._last_ts, ts)
+            ts, index = self._start_op(None, None, body)
             try:
-                applied, bad = apply_small(self._components, schema, self._non_key, conv, ts)
+                applied, bad = apply_small(self._components, self._small_layout,
+                                           self._non_key, conv, ts)
             except BaseException:
                 self.mvcc.abort_op(ts)
                 raise
         self.small_writes += 1
-
-        def finish() -> WriteResult:
-            try:
-                self.log.wait_durable(index)
-            finally:
-                self.mvcc.commit_op(ts)
-            errs = [RowError(i, code, msg, conv.key_values[i])
-                    for i, (code, msg) in sorted(bad.items())]
-            return WriteResult(ts, applied, errs)
-        return finish
+        return self._finisher(ts, index, True, lambda: WriteResult(ts, applied, [
+            RowError(i, code, msg, conv.key_values[i])
+            for i, (code, msg) in sorted(bad.items())]))
 
     def write_deferred(self, ops, rows) -> Callable[[], WriteResult]:
         """`write` whose wait for durability is left to the returned call (see
@@ -315,17 +313,8 @@ class TabletWriter:
                     self.schema.index_of(name)  # raises ColumnNotFound
                 bad = {}
                 phys = self._convert(table, op_arr, bad)
-            ts = self.clock.now() if timestamp is None else timestamp
-            if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
-                raise errors.InvalidArgument(
-                    f"tablet {self.path}: op timestamp {ts} is not after the last applied "
-                    f"timestamp {self._last_ts}")
-            self.mvcc.start_op(ts)
             replay_index = index
-            if index is None:
-                index = self.log.next_index()
-                self.log.append(LogEntry(0, index, ts, WRITE, body))
-            self._last_ts = max(self._last_ts, ts)
+            ts, index = self._start_op(timestamp, index, body)
             try:
                 applied = RowOps(self._components, self.schema, self._key_cols,
                                  self._non_key, self._mrs_flushed_index).apply(
@@ -334,12 +323,7 @@ class TabletWriter:
                 self.mvcc.abort_op(ts)
                 raise
 
-        def finish() -> WriteResult:
-            try:
-                if replay_index is None:
-                    self.log.wait_durable(index)
-            finally:
-                self.mvcc.commit_op(ts)
+        def result() -> WriteResult:
             errs = []
             if bad:
                 key_cols = [table.column(c.name) for c in self._key_cols]
@@ -348,6 +332,40 @@ class TabletWriter:
                     key = tuple(col[i].as_py() for col in key_cols)
                     errs.append(RowError(i, code, msg, key))
             return WriteResult(ts, applied, errs)
+        return self._finisher(ts, index, replay_index is None, result)
+
+    # -- the op pipeline both apply paths share (caller holds the write lock) ------------
+    def _start_op(self, timestamp: int | None, index: int | None, body: bytes | None
+                  ) -> tuple[int, int]:
+        """Start an op under the write lock: its timestamp (the clock's when None, else
+        the caller's, which must be after every timestamp applied so far), its MVCC
+        start, and its WAL entry (appended at the next index unless the op is already in
+        the log at `index`, WAL replay). Returns (timestamp, log index). The caller
+        applies the op to the stores next, and aborts it in MVCC if that raises."""
+        ts = self.clock.now() if timestamp is None else timestamp
+        if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
+            raise errors.InvalidArgument(
+                f"tablet {self.path}: op timestamp {ts} is not after the last applied "
+                f"timestamp {self._last_ts}")
+        self.mvcc.start_op(ts)
+        if index is None:
+            index = self.log.next_index()
+            self.log.append(LogEntry(0, index, ts, WRITE, body))
+        self._last_ts = max(self._last_ts, ts)
+        return ts, index
+
+    def _finisher(self, ts: int, index: int, durable: bool,
+                  result: Callable[[], WriteResult]) -> Callable[[], WriteResult]:
+        """The deferred end of an op (`apply_deferred`'s returned call): wait until its
+        WAL entry is durable (`durable`: it was appended here, not replayed), commit it
+        in MVCC whatever happens, then build its result."""
+        def finish() -> WriteResult:
+            try:
+                if durable:
+                    self.log.wait_durable(index)
+            finally:
+                self.mvcc.commit_op(ts)
+            return result()
         return finish
 
     def _convert(self, table: pa.Table, ops: np.ndarray, bad: dict) -> dict[int, pa.Array]:

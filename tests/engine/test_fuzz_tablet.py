@@ -56,7 +56,8 @@ prints a ready-to-paste regression test:
         ], schema="int", config="default")
 
 Op forms:
-    ("INSERT"|"UPSERT"|"UPDATE"|"DELETE", [row_dict, ...], fmt)   fmt: "dict"|"table"|"batch"
+    ("INSERT"|"UPSERT"|"UPDATE"|"DELETE", [row_dict, ...], fmt)
+                                  fmt: "dict"|"table"|"batch"|"small" (Tablet.write_small)
     ("WRITE", [(op_name, row_dict), ...], fmt)                     one t.write() call
     ("FLUSH_MRS",)  ("FLUSH_DMS",)  ("REOPEN",)       REOPEN = flush all, close, Tablet.open
     ("RESTART",)                          close + Tablet.open without flushing (WAL replay)
@@ -366,12 +367,20 @@ class TabletFuzzer:
         return None
 
     # -- input formats -----------------------------------------------------------------
+    def _write_small(self, names: list[str], data: dict):
+        """fmt "small": `Tablet.write_small` (plain values, one tuple per row): the
+        small-write path when the op is eligible (its mutations kept as plain-value row
+        records in the stores), else the general path."""
+        cols = list(data)
+        return self.tablet.write_small([int(OpType[n]) for n in names], cols,
+                                       list(zip(*[data[c] for c in cols])))
+
     def _input(self, rows: list[dict], fmt: str, key_only: bool = False):
         cols = [c for c in self.names if c in rows[0]]
         if key_only:
             cols = list(self.key_names)
         data = {c: [r[c] for r in rows] for c in cols}
-        if fmt == "dict":
+        if fmt in ("dict", "small"):
             return data
         arrow_schema = self.schema.arrow_schema(cols)
         if fmt == "table":
@@ -389,12 +398,18 @@ class TabletFuzzer:
         if kind in ("INSERT", "UPSERT", "UPDATE", "DELETE"):
             rows, fmt = op[1], op[2]
             data = self._input(rows, fmt, key_only=(kind == "DELETE"))
-            r = getattr(self.tablet, kind.lower())(data)
+            if fmt == "small":
+                r = self._write_small([kind] * len(rows), data)
+            else:
+                r = getattr(self.tablet, kind.lower())(data)
             self._after_write(r, [(kind, row) for row in rows])
         elif kind == "WRITE":
             pairs, fmt = op[1], op[2]
             data = self._input([row for _, row in pairs], fmt)
-            r = self.tablet.write([OpType[name] for name, _ in pairs], data)
+            if fmt == "small":
+                r = self._write_small([name for name, _ in pairs], data)
+            else:
+                r = self.tablet.write([OpType[name] for name, _ in pairs], data)
             self._after_write(r, pairs)
         elif kind == "FLUSH_MRS":
             self.tablet.flush_mrs()
@@ -900,7 +915,7 @@ class OpGenerator:
                 return cols
 
     def _fmt(self) -> str:
-        return self.rng.choice(["dict", "dict", "table", "batch"])
+        return self.rng.choice(["dict", "dict", "table", "batch", "small", "small"])
 
     def _sim(self, op: str, key: tuple) -> None:
         if op in ("INSERT", "UPSERT"):

@@ -258,7 +258,12 @@ class AllAtOnce:
             n = rng.randint(1, 12)
             start = base + self.inserted[i]
             ids = list(range(start, start + n))
-            r = self.t.insert({"id": ids, "counter": ids, "tag": [f"i{i}-{k}" for k in ids]})
+            tags = [f"i{i}-{k}" for k in ids]
+            if rng.random() < 0.5:     # the small-write path (plain-value MemRowSet tail)
+                r = self.t.write_small([int(OpType.INSERT)] * n, ["id", "counter", "tag"],
+                                       list(zip(ids, ids, tags)))
+            else:
+                r = self.t.insert({"id": ids, "counter": ids, "tag": tags})
             _assert_no_errors(r, f"inserter {i}")
             assert r.num_applied == n
             self.inserted[i] += n
@@ -271,7 +276,10 @@ class AllAtOnce:
         while not self.t_stop.is_set():
             k = rng.choice(ids)
             v = self.counters[k] + 1
-            if rng.random() < 0.5:
+            op = rng.choice([OpType.UPDATE, OpType.UPSERT])
+            if rng.random() < 0.5:     # the small-write path (plain-value row records)
+                r = self.t.write_small([int(op)], ["id", "counter"], [(k, v)])
+            elif op == OpType.UPDATE:
                 r = self.t.update({"id": [k], "counter": [v]})
             else:
                 r = self.t.upsert({"id": [k], "counter": [v]})
@@ -289,10 +297,14 @@ class AllAtOnce:
                 _assert_no_errors(r, "atomic delete+reinsert")
                 self.gens[K_ATOMIC] = gen
             else:
-                r = self.t.delete({"id": [K_SPLIT]})
+                small = rng.random() < 0.5
+                r = self.t.write_small([int(OpType.DELETE)], ["id"], [(K_SPLIT,)]) if small \
+                    else self.t.delete({"id": [K_SPLIT]})
                 _assert_no_errors(r, "split delete")
                 gen = self.gens[K_SPLIT] + 1
-                r = self.t.insert({"id": [K_SPLIT], "counter": [gen]})
+                r = self.t.write_small([int(OpType.INSERT)], ["id", "counter"],
+                                       [(K_SPLIT, gen)]) if small \
+                    else self.t.insert({"id": [K_SPLIT], "counter": [gen]})
                 _assert_no_errors(r, "split reinsert")
                 self.gens[K_SPLIT] = gen
             self.writes += 1
@@ -301,7 +313,11 @@ class AllAtOnce:
         n = 0
         while not self.t_stop.is_set():
             n += 1
-            r = self.t.update({"id": [K_ATOMIC, K_SPLIT], "tag": [f"s{n}", f"s{n}"]})
+            if n % 2:
+                r = self.t.update({"id": [K_ATOMIC, K_SPLIT], "tag": [f"s{n}", f"s{n}"]})
+            else:
+                r = self.t.write_small([int(OpType.UPDATE)] * 2, ["id", "tag"],
+                                       [(K_ATOMIC, f"s{n}"), (K_SPLIT, f"s{n}")])
             codes = [(e.index, e.code) for e in r.row_errors]
             # K_ATOMIC is live in every snapshot; K_SPLIT may be between delete and reinsert.
             assert codes in ([], [(1, "NOT_FOUND")]), f"stubborn update: {r.row_errors}"
@@ -465,6 +481,7 @@ def test_all_at_once(clock_kind):
                   f"{compactions[1]} delta compactions, {t.num_rowsets()} rowsets")
             assert w.scans > 0 and w.writes > 0, "threads made no progress"
             assert w.flushes[0] > 0 and w.flushes[1] > 0, "the flusher never ran"
+            assert t.small_writes > 10, "the small-write path was hardly taken"
             w.check_snapshot(_scan_dict(t), None, accounts_only=False)
             w.verify_final(t, "end of run")
             w.verify_history(t, "end of run")

@@ -278,6 +278,9 @@ def test_assignment_matches_model(ps, keys):
     for k, p in zip(keys, want):
         row = dict(zip(["k1", "k2", "k3"], k))
         assert ps.partition_index_for_key(row) == p
+        # the compiled point router (Table.lookup, small writes): values in key order
+        assert ps.partition_index_for_key_values(
+            tuple(row[c.name] for c in ps.key_columns)) == p
         if p >= 0:
             part = ps.partitions[p]
             pk = ps.partition_key_for(row)
