@@ -287,10 +287,11 @@ def key_write(be, stmt, fields: tuple, end: int):
         if rows.num_rows:
             if verb == "UPDATE":
                 finish = table.write_small_deferred(OpType.UPDATE,
-                                                    update_data(table, rows, names))
+                                                    update_data(table, rows, names),
+                                                    never_block=True)
             else:
                 finish = table.write_small_deferred(OpType.DELETE, pa.Table.from_arrays(
-                    rows.columns, names=table.schema.key_names))
+                    rows.columns, names=table.schema.key_names), never_block=True)
             if finish is None:      # not for the small path: nothing was written
                 return None
     except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports it

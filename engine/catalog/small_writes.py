@@ -23,6 +23,7 @@ import pyarrow as pa
 from engine import errors
 from engine.catalog.write_pipeline import Routed
 from engine.tablet.small_write import SMALL_MAX_ROWS, Ineligible, value_converter
+from engine.tablet.tablet_write import BUSY
 from engine.tablet.write_op import OpType
 
 
@@ -44,11 +45,13 @@ class SmallWrites:
         finish = self.write_deferred(ops, rows)
         return None if finish is None else finish()
 
-    def write_deferred(self, ops, rows):
+    def write_deferred(self, ops, rows, never_block: bool = False):
         """`write` up to its wait for durability: None, having done nothing, or - the rows
         applied, not yet visible - the call that waits for the tablets' WAL fsyncs,
         commits, releases the tablets and returns the TableWriteResult. It must be called
-        exactly once, soon, and may be called on another thread."""
+        exactly once, soon, and may be called on another thread. `never_block` (a caller
+        on an event loop): None, having done nothing, when the first tablet is busy
+        (memory back-pressure, its write lock held by maintenance) rather than wait."""
         if isinstance(rows, (pa.Table, pa.RecordBatch)):
             n = rows.num_rows
             if not 0 < n <= SMALL_MAX_ROWS:
@@ -118,8 +121,12 @@ class SmallWrites:
                 prepared.append((slot, idx, t, p, ren))
             pending = []
             try:
-                for slot, idx, t, p, ren in prepared:
-                    finish = t.apply_small_deferred(p)
+                for k, (slot, idx, t, p, ren) in enumerate(prepared):
+                    # never_block declines only before anything is applied: a later
+                    # tablet of a multi-tablet write is waited for
+                    finish = t.apply_small_deferred(p, never_block=never_block and k == 0)
+                    if finish is BUSY:
+                        raise Ineligible
                     if finish is None:       # an ALTER TABLE meanwhile: this share
                         finish = t.write_deferred(   # the general way (a rare race)
                             np.asarray([op_list[i] for i in idx], dtype=np.int8),

@@ -250,13 +250,17 @@ class Table:
         ALREADY_PRESENT / NOT_FOUND (the wire's key-write fast path) uses this."""
         return self._small.write(ops, rows)
 
-    def write_small_deferred(self, ops, rows) -> Callable[[], TableWriteResult] | None:
+    def write_small_deferred(self, ops, rows, never_block: bool = False
+                             ) -> Callable[[], TableWriteResult] | None:
         """`write_small` up to its wait for durability (small_writes.py
         `SmallWrites.write_deferred`): None, having done nothing, or the call - to be made
         exactly once, soon, on any thread - that waits for the WAL fsyncs, commits and
         returns the TableWriteResult. The wire server applies a key write on its event
-        loop and waits for the fsync on its WAL sync threads (wire/server.py)."""
-        return self._small.write_deferred(ops, rows)
+        loop and waits for the fsync on its WAL sync threads (wire/server.py), with
+        `never_block`: None rather than sleep in memory back-pressure or wait for a
+        tablet's write lock on the loop (the ordinary path then writes it on a pool
+        thread)."""
+        return self._small.write_deferred(ops, rows, never_block)
 
     def run_write(self, route, apply) -> TableWriteResult:
         """The write pipeline every write strategy runs (module docstring, "Writes"):

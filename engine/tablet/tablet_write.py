@@ -76,6 +76,9 @@ from engine.tablet.write_op import (
 )
 from engine.types import to_physical
 
+# `apply_small_deferred(..., never_block=True)`: the tablet is busy, nothing was done
+BUSY = object()
+
 
 class TabletWriter:
     """The write path of `Tablet` (see the module docstring)."""
@@ -134,14 +137,23 @@ class TabletWriter:
             return None
         return schema, conv, body
 
-    def apply_small_deferred(self, prepared) -> Callable[[], WriteResult] | None:
+    def apply_small_deferred(self, prepared, never_block: bool = False
+                             ) -> Callable[[], WriteResult] | None:
         """The second half: as `apply_deferred`, under the write lock the timestamp, the
         WAL append (the compact record) and the stores (small_write.py `apply_small`);
         the returned call waits for durability and commits in MVCC. None, having done
-        nothing, if an ALTER TABLE switched the schema since `prepare_small`."""
+        nothing, if an ALTER TABLE switched the schema since `prepare_small`.
+        `never_block` (a caller on an event loop): BUSY, having done nothing, instead of
+        sleeping in memory back-pressure (`_admit_write`) or waiting for the write lock
+        that maintenance holds while it persists metadata."""
         schema, conv, body = prepared
-        self._admit_write()
-        with self._write_lock:
+        if never_block:
+            if self.admission_would_wait() or not self._write_lock.acquire(blocking=False):
+                return BUSY
+        else:
+            self._admit_write()
+            self._write_lock.acquire()
+        try:
             if self.schema is not schema:      # an alter_schema ran since the conversion
                 return None
             ts, index = self._start_op(None, None, body)
@@ -151,6 +163,8 @@ class TabletWriter:
             except BaseException:
                 self.mvcc.abort_op(ts)
                 raise
+        finally:
+            self._write_lock.release()
         self.small_writes += 1
         return self._finisher(ts, index, True, lambda: WriteResult(ts, applied, [
             RowError(i, code, msg, conv.key_values[i])
@@ -234,6 +248,12 @@ class TabletWriter:
         comps = self._components
         return (comps.mrs.nbytes + sum(f.nbytes for f in comps.frozen)
                 + sum(d.dms_memory_bytes() for d in comps.drss))
+
+    def admission_would_wait(self) -> bool:
+        """Whether `_admit_write` would slow a write now (in-memory stores past the soft
+        limit)."""
+        return self.memory_bytes() >= (self.config.memory_limit_bytes
+                                       * self.config.memory_soft_fraction)
 
     def _admit_write(self) -> None:
         """Apply back-pressure before a write when in-memory stores are too large.

@@ -4,6 +4,7 @@ another thread writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 import time
@@ -288,3 +289,45 @@ def test_scan_partition_reads_one_tablet_at_a_snapshot(cat):
 
 def sc_schema(t):
     return t.schema.arrow_schema(["k", "g", "v"])
+
+
+def test_a_write_that_must_not_block_declines_a_busy_tablet(cat):
+    """`write_small_deferred(..., never_block=True)` (the wire's key writes on its event
+    loop): a tablet whose write lock is held (maintenance persisting metadata) or whose
+    in-memory stores are past the soft limit declines with None and writes nothing; the
+    same write then goes through, and blocking callers are unaffected."""
+    t = cat.table("t")
+    row = {"k": [5], "g": ["a"], "v": [50]}
+    finish = t.write_small_deferred(OpType.INSERT, row, never_block=True)
+    assert finish is not None and finish().num_applied == 1
+    # every tablet of the table busy: its write lock held by another thread
+    tablets = [s.tablet() for s in cat.lease_tablets(
+        t.id, lambda m: list(m.tablet_ids)).handles]
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        for tb in tablets:
+            tb._write_lock.acquire()
+        held.set()
+        release.wait(10)
+        for tb in tablets:
+            tb._write_lock.release()
+    th = threading.Thread(target=hold)
+    th.start()
+    held.wait(10)
+    try:
+        assert t.write_small_deferred(OpType.UPDATE, {"k": [5], "g": ["a"], "v": [51]},
+                                      never_block=True) is None
+    finally:
+        release.set()
+        th.join(10)
+    assert table_rows(t) == {(5, "a"): 50}                        # nothing was written
+    # past the soft memory limit: declined too, while a blocking write waits and succeeds
+    for tb in tablets:
+        tb.config = dataclasses.replace(tb.config, memory_limit_bytes=1 << 40,
+                                        memory_soft_fraction=0.0)
+    assert t.write_small_deferred(OpType.UPDATE, {"k": [5], "g": ["a"], "v": [52]},
+                                  never_block=True) is None
+    assert table_rows(t) == {(5, "a"): 50}
+    assert t.write_small(OpType.UPDATE, {"k": [5], "g": ["a"], "v": [53]}).num_applied == 1
+    assert table_rows(t) == {(5, "a"): 53}
