@@ -127,7 +127,9 @@ def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
     on the masked rows, scattered back into a full-length column. When no row reaches
     `node` its error is never raised (a branch not taken, even a constant one such as the
     1/0 of `CASE WHEN x > 0 THEN x ELSE 1/0 END` over rows that are all positive): the value
-    is then an untyped NULL, which the CASE / COALESCE around it never picks.
+    is then a NULL of the type `node` has over no rows (its type never depends on the
+    data: a stream's batches all have one schema), untyped only when `node` fails even
+    over no rows (a constant error), which the CASE / COALESCE around it never picks.
     """
     try:
         return _eval(node, ctx)
@@ -138,7 +140,10 @@ def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
         if sub.num_rows == ctx.num_rows and ctx.num_rows:
             raise
         if not sub.num_rows and not _any_true(mask):
-            return pa.scalar(None)
+            try:
+                return pa.scalar(None, _eval(node, sub).type)   # its type, over no rows
+            except SqlError:
+                return pa.scalar(None)
         v = _eval(node, sub)
         if isinstance(v, pa.Scalar):
             return v

@@ -690,3 +690,15 @@ def test_constants_are_broadcast(mixed):
 def test_record_batch_input(mixed):
     batch = mixed.to_batches()[0]
     assert evaluate(parse("i * 2"), batch).to_pylist() == [14, -14, 0, None]
+
+
+def test_a_branch_no_row_reaches_keeps_its_type():
+    """COALESCE(a, CAST(f AS BIGINT)) is bigint whether or not a batch has a row that
+    reaches the CAST: a batch where every `a` is set and `f` is -inf (the CAST would fail)
+    once came out int32, the next batch bigint, and a streamed result with two schemas
+    was an internal error over the wire (wire fuzz seed 100003300051)."""
+    t = pa.table({"a": pa.array([1, 2], pa.int32()), "f": pa.array([float("-inf"), 1.0])})
+    assert ev("COALESCE(a, CAST(f AS BIGINT))", t).type == pa.int64()
+    t2 = pa.table({"a": pa.array([None, 2], pa.int32()), "f": pa.array([3.0, 1.0])})
+    assert ev("COALESCE(a, CAST(f AS BIGINT))", t2).type == pa.int64()
+    assert ev("CASE WHEN a > 0 THEN a ELSE CAST(f AS BIGINT) END", t).type == pa.int64()
