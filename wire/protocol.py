@@ -283,16 +283,9 @@ def _parse_bind(r: _Reader) -> Bind:
     return Bind(portal, stmt, pf, values, rf)
 
 
-def decode_bind_py(buf, start: int, end: int) -> tuple:
-    """A Bind body `buf[start:end]` as (portal, statement, parameter formats, values,
-    result formats): no message object. The one Bind decoder: the message path
-    (`Bind`) and the connection's hot cases (wire/hot.py) both use it, so they decode
-    alike. Bad input raises the fatal ProtocolViolation `_Reader` would ("invalid B
-    message format: ..."); a name that is not UTF-8 the non-fatal 22021. Values are
-    `bytes` (or None for NULL)."""
-    portal, z1 = _bind_name(buf, start, end)
-    stmt, z2 = _bind_name(buf, z1 + 1, end)
-    pos = z2 + 1
+def _bind_int16s(buf, pos: int, end: int) -> tuple[tuple[int, ...], int]:
+    """A Bind's int16 count and that many int16s (its format codes) at `pos`: (the
+    codes, the position after them)."""
     if pos + 2 > end:
         raise _bind_bad("truncated int16")
     (n,) = _I16.unpack_from(buf, pos)
@@ -302,12 +295,22 @@ def decode_bind_py(buf, start: int, end: int) -> tuple:
     if pos + 2 * n > end:
         raise _bind_bad("truncated int16")
     if n == 0:
-        pf = ()
-    elif n == 1:
-        pf = (_I16.unpack_from(buf, pos)[0],)
-    else:
-        pf = struct.unpack_from(f"!{n}h", buf, pos)
-    pos += 2 * n
+        return (), pos
+    if n == 1:
+        return (_I16.unpack_from(buf, pos)[0],), pos + 2
+    return struct.unpack_from(f"!{n}h", buf, pos), pos + 2 * n
+
+
+def decode_bind_py(buf, start: int, end: int) -> tuple:
+    """A Bind body `buf[start:end]` as (portal, statement, parameter formats, values,
+    result formats): no message object. The one Bind decoder: the message path
+    (`Bind`) and the connection's hot cases (wire/hot.py) both use it, so they decode
+    alike. Bad input raises the fatal ProtocolViolation `_Reader` would ("invalid B
+    message format: ..."); a name that is not UTF-8 the non-fatal 22021. Values are
+    `bytes` (or None for NULL)."""
+    portal, z1 = _bind_name(buf, start, end)
+    stmt, z2 = _bind_name(buf, z1 + 1, end)
+    pf, pos = _bind_int16s(buf, z2 + 1, end)
     if pos + 2 > end:
         raise _bind_bad("truncated int16")
     (nv,) = _I16.unpack_from(buf, pos)
@@ -328,21 +331,7 @@ def decode_bind_py(buf, start: int, end: int) -> tuple:
             raise _bind_bad("value length out of range")
         values.append(bytes(buf[pos:pos + n]))
         pos += n
-    if pos + 2 > end:
-        raise _bind_bad("truncated int16")
-    (n,) = _I16.unpack_from(buf, pos)
-    pos += 2
-    if n < 0:
-        raise _bind_bad("negative count")
-    if pos + 2 * n > end:
-        raise _bind_bad("truncated int16")
-    if n == 0:
-        rf = ()
-    elif n == 1:
-        rf = (_I16.unpack_from(buf, pos)[0],)
-    else:
-        rf = struct.unpack_from(f"!{n}h", buf, pos)
-    pos += 2 * n
+    rf, pos = _bind_int16s(buf, pos, end)
     if pos != end:
         raise _bind_bad("trailing bytes")
     return portal, stmt, pf, tuple(values), rf

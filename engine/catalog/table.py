@@ -270,17 +270,9 @@ class Table:
         WriteResult)], extra row errors), release the lease, and merge
         (`merge_results`). An exception of `route` or `apply` leaves through here, the
         lease released."""
-        state: dict = {}
-
-        def pick(meta):
-            r = state["routed"] = route(meta)
-            return [meta.tablet_ids[p] for p, _ in r.groups]
-
-        lease = self.catalog.lease_tablets(self.id, pick)
-        routed = state["routed"]
+        lease, routed, shares = self._lease_routed(route)
         try:
-            results, extra = apply(lease.metadata, list(zip(
-                lease.handles, [idx for _, idx in routed.groups])))
+            results, extra = apply(lease.metadata, shares)
         finally:
             lease.release()
         return merge_results(results, routed.errors + extra)
@@ -290,17 +282,9 @@ class Table:
         it returns ([(handle, row indexes, finisher)], extra row errors), and this returns
         the call that runs the finishers (`finish_all`), releases the lease and merges -
         to be made exactly once, on any thread. The lease stays held until then."""
-        state: dict = {}
-
-        def pick(meta):
-            r = state["routed"] = route(meta)
-            return [meta.tablet_ids[p] for p, _ in r.groups]
-
-        lease = self.catalog.lease_tablets(self.id, pick)
-        routed = state["routed"]
+        lease, routed, shares = self._lease_routed(route)
         try:
-            pending, extra = apply(lease.metadata, list(zip(
-                lease.handles, [idx for _, idx in routed.groups])))
+            pending, extra = apply(lease.metadata, shares)
         except BaseException:
             lease.release()
             raise
@@ -313,6 +297,20 @@ class Table:
             return merge_results([(slot, idx, r) for (slot, idx, _), r in
                                   zip(pending, results)], routed.errors + extra)
         return finish
+
+    def _lease_routed(self, route):
+        """(lease, Routed, shares): the tablets `route(meta)` picks under the current
+        metadata leased (routed again if a DDL intervenes), shares = [(tablet handle, row
+        indexes)] in lease order."""
+        state: dict = {}
+
+        def pick(meta):
+            r = state["routed"] = route(meta)
+            return [meta.tablet_ids[p] for p, _ in r.groups]
+
+        lease = self.catalog.lease_tablets(self.id, pick)
+        routed = state["routed"]
+        return lease, routed, list(zip(lease.handles, [idx for _, idx in routed.groups]))
 
     def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
         """The general strategy: rows routed vectorised (`_route`), one tablet op per
