@@ -23,7 +23,8 @@ import logging
 from kudusql.spark.env import SparkEnvironmentError, check_environment
 
 __all__ = ["KudusqlDataSource", "KudusqlWriteError", "SparkEnvironmentError",
-           "check_environment", "local_session", "connector_jar", "register"]
+           "check_environment", "local_session", "connector_jar", "register",
+           "jvm_connector_loaded"]
 
 log = logging.getLogger("kudusql.spark")
 
@@ -55,15 +56,20 @@ def register(spark) -> None:
     "kudusql" itself."""
     from kudusql.spark.datasource import KudusqlDataSource, KudusqlPythonDataSource
 
+    spark.dataSource.register(KudusqlPythonDataSource if jvm_connector_loaded(spark)
+                              else KudusqlDataSource)
+
+
+def jvm_connector_loaded(spark) -> bool:
+    """Whether the session's driver can load the JVM connector (its jar on spark.jars)."""
     jvm = spark.sparkContext._jvm
     try:
         jvm.java.lang.Class.forName("io.kudusql.spark.KudusqlSource", False,
                                     jvm.java.lang.Thread.currentThread()
                                     .getContextClassLoader())
-        have_jvm = True
+        return True
     except Exception:  # noqa: BLE001 - py4j raises Py4JJavaError: class not found
-        have_jvm = False
-    spark.dataSource.register(KudusqlPythonDataSource if have_jvm else KudusqlDataSource)
+        return False
 
 
 def local_session(master: str = "local[2]", app_name: str = "kudusql", jvm: bool = True,

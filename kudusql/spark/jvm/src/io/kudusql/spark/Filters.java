@@ -33,8 +33,9 @@ import java.util.Set;
  * NULL on a top-level column with a literal of a type kudusql compares the same way;
  * NOT of IS [NOT] NULL; OR of equalities / INs on one column (one IN). An AND pushes each
  * side it can (the AND stays with Spark unless both sides went). Floating-point NaN
- * literals are not pushed (Spark orders NaN above every number). Everything else stays in
- * Spark.
+ * literals are not pushed, nor lower bounds (>, >=, =) on FLOAT / DOUBLE columns: Spark
+ * orders NaN above every number, kudusql's range predicates never match NaN; equality
+ * goes as IN. Everything else stays in Spark.
  */
 final class Filters {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
@@ -80,11 +81,11 @@ final class Filters {
 
     private static ObjectNode one(Filter f, StructType schema) {
         if (f instanceof EqualTo e) {
-            return range(e.attribute(), e.value(), e.value(), true, true, schema);
+            return equal(e.attribute(), e.value(), schema);
         }
         if (f instanceof EqualNullSafe e) {
             return e.value() == null ? nullness(e.attribute(), "is_null", schema)
-                    : range(e.attribute(), e.value(), e.value(), true, true, schema);
+                    : equal(e.attribute(), e.value(), schema);
         }
         if (f instanceof GreaterThan g) {
             return range(g.attribute(), g.value(), null, false, false, schema);
@@ -147,6 +148,12 @@ final class Filters {
         return attr[0].equals(a);
     }
 
+    private static boolean floating(String attr, StructType schema) {
+        org.apache.spark.sql.types.DataType t = schema.apply(attr).dataType();
+        return t instanceof org.apache.spark.sql.types.DoubleType
+                || t instanceof org.apache.spark.sql.types.FloatType;
+    }
+
     private static ObjectNode base(String attr, String kind, StructType schema) {
         if (!column(attr, schema)) {
             return null;
@@ -157,6 +164,16 @@ final class Filters {
         return p;
     }
 
+    private static ObjectNode equal(String attr, Object v, StructType schema) {
+        if (v == null) {
+            return null;
+        }
+        if (column(attr, schema) && floating(attr, schema)) {
+            return in(attr, List.of(v), schema);
+        }
+        return range(attr, v, v, true, true, schema);
+    }
+
     private static ObjectNode nullness(String attr, String kind, StructType schema) {
         return base(attr, kind, schema);
     }
@@ -165,6 +182,11 @@ final class Filters {
                                     StructType schema) {
         ObjectNode p = base(attr, "range", schema);
         if (p == null) {
+            return null;
+        }
+        if (lo != null && floating(attr, schema)) {
+            // Spark orders NaN above every number (NaN > 1 is true); kudusql's range
+            // predicates leave NaN out: a lower bound on a FLOAT / DOUBLE stays in Spark
             return null;
         }
         JsonNode l = lo == null ? F.nullNode() : value(lo);
