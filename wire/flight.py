@@ -59,6 +59,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 
 from engine import errors
+from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 
 log = logging.getLogger("kudusql.flight")
@@ -365,9 +366,14 @@ def plan_scan(t, cmd: dict, stats: ScanStats) -> ScanPlan:
         table=meta.name, columns=columns, predicates=preds_json, snapshot=ts,
         tablets_total=len(meta.tablet_ids),
         tablets_pruned=len(meta.tablet_ids) - len(keep))
+    # "fresh": T was picked here (the tablets' latest commit, made safe), as a statement's
+    # scan picks it; the tablet scans read at T like that scan does, without the ancient
+    # history check an explicit snapshot gets — else a table idle for longer than the
+    # history kept could not be read (T would be its last write's time, below the mark).
     tickets = [{"query_id": qid, "table": meta.name, "table_id": t.id, "partition": i,
                 "tablet_id": meta.tablet_ids[i], "columns": columns,
-                "predicates": preds_json, "snapshot": ts} for i in keep]
+                "predicates": preds_json, "snapshot": ts, "fresh": snapshot is None}
+               for i in keep]
     return ScanPlan(schema, ts, qid, len(meta.tablet_ids), tickets)
 
 
@@ -383,7 +389,8 @@ def open_ticket(t, tk: dict):
             f"planned; plan it again")
     columns = tk.get("columns")
     preds = [predicate_from_json(p) for p in tk.get("predicates") or []]
-    scan = t.scan_partition(i, columns, preds, int(tk["snapshot"]))
+    ts = int(tk["snapshot"])
+    scan = t.scan_partition(i, columns, preds, MvccSnapshot.at(ts) if tk.get("fresh") else ts)
     return scan, meta.schema.arrow_schema(columns)
 
 
