@@ -25,7 +25,8 @@ from kudusql.spark import jvm_connector_loaded
 
 ROWS = 600
 CASES = 200 if os.environ.get("KUDUSQL_LONG") else 16
-COLUMNS = ["k", "i", "s", "d", "dt", "dec", "b"]
+COLUMNS = ["k", "i", "s", "d", "dt", "dec", "b", "ts"]
+T0 = dt.datetime(2020, 1, 1, 12, 0, 0)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def rtable(db, server, jvm):
     rng = random.Random(26)
     db.session().execute(
         "CREATE TABLE r (k BIGINT NOT NULL, i INT, s STRING, d DOUBLE, dt DATE, "
-        "dec DECIMAL(10,2), b BOOLEAN, PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 3")
+        "dec DECIMAL(10,2), b BOOLEAN, ts TIMESTAMP, PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 3")
 
     def maybe(v):
         return None if rng.random() < 0.12 else v
@@ -57,6 +58,8 @@ def rtable(db, server, jvm):
         "dec": pa.array([maybe(decimal.Decimal(rng.randint(-500, 2000)) / 100)
                          for _ in range(ROWS)], pa.decimal128(10, 2)),
         "b": pa.array([maybe(rng.random() < 0.5) for _ in range(ROWS)], pa.bool_()),
+        "ts": pa.array([maybe(T0 + dt.timedelta(seconds=rng.randint(0, 50) * 3600))
+                        for _ in range(ROWS)], pa.timestamp("us")),
     }
     t = db.catalog.table("r")
     res = t.insert(pa.table(cols, schema=t.schema.arrow_schema()))
@@ -73,6 +76,8 @@ def _literal(rng: random.Random, col: str) -> str:
         "dt": lambda: f"DATE '{dt.date(2020, 1, 1) + dt.timedelta(days=rng.randint(-2, 32))}'",
         "dec": lambda: f"{decimal.Decimal(rng.randint(-600, 2100)) / 100}",
         "b": lambda: rng.choice(["true", "false"]),
+        # {TS}: TIMESTAMP_NTZ in Spark (the column's type there), TIMESTAMP in kudusql SQL
+        "ts": lambda: "{TS} '%s'" % (T0 + dt.timedelta(seconds=rng.randint(-2, 52) * 3600)),
     }[col]()
 
 
@@ -115,12 +120,14 @@ def test_random_filters_match_spark_and_sql(db, jvm, server, rtable):
         cols = rng.sample(COLUMNS, rng.randint(1, 3))
         if "k" not in cols:
             cols = ["k"] + cols  # a key to tell rows apart
-        on = rows_of(read(jvm, server, rtable).filter(where).select(*cols))
-        off = rows_of(read(jvm, server, rtable, pushdown="false").filter(where).select(*cols))
-        assert on == off, f"case {case}: {where} (pushdown on vs off)"
+        spark_where = where.replace("{TS}", "TIMESTAMP_NTZ")
+        on = rows_of(read(jvm, server, rtable).filter(spark_where).select(*cols))
+        off = rows_of(read(jvm, server, rtable, pushdown="false").filter(spark_where)
+                      .select(*cols))
+        assert on == off, f"case {case}: {spark_where} (pushdown on vs off)"
         if " d " not in f" {where} ".replace("(", " ").replace(")", " "):
             got = sorted(r[0] for r in on)
-            res = sess.execute(f"SELECT k FROM r WHERE {where}")[-1]
+            res = sess.execute(f"SELECT k FROM r WHERE {where.replace('{TS}', 'TIMESTAMP')}")[-1]
             want = sorted(res.table.column("k").to_pylist())
             assert got == want, f"case {case}: {where} (connector vs kudusql SQL)"
 

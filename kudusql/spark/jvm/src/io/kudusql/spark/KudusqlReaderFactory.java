@@ -3,6 +3,7 @@ package io.kudusql.spark;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
@@ -10,6 +11,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
@@ -22,7 +24,7 @@ import java.util.List;
 /**
  * Columnar reads: each partition's Arrow IPC stream is read with arrow-vector's
  * ArrowStreamReader into ColumnarBatches of ArrowColumnVectors over the stream's buffers
- * (no per-value copy into Spark rows).
+ * (no per-value copy into Spark rows; DECIMALs of <= 18 digits through DecimalLongVector).
  */
 final class KudusqlReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
@@ -50,6 +52,7 @@ final class KudusqlReaderFactory implements PartitionReaderFactory {
 
     static final class Reader implements PartitionReader<ColumnarBatch> {
         private final KudusqlPartition part;
+        private final StructType schema;
         private final Endpoint conn;
         private final BufferAllocator alloc;
         private final ArrowStreamReader reader;
@@ -58,6 +61,7 @@ final class KudusqlReaderFactory implements PartitionReaderFactory {
 
         Reader(KudusqlPartition part, StructType schema) {
             this.part = part;
+            this.schema = schema;
             ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "scan");
             try {
                 req.set("ticket", Endpoint.JSON.readTree(part.ticket));
@@ -102,7 +106,14 @@ final class KudusqlReaderFactory implements PartitionReaderFactory {
                 List<FieldVector> vs = root.getFieldVectors();
                 ColumnVector[] cols = new ColumnVector[vs.size()];
                 for (int i = 0; i < cols.length; i++) {
-                    cols[i] = new ArrowColumnVector(vs.get(i));
+                    FieldVector v = vs.get(i);
+                    if (v instanceof DecimalVector d
+                            && schema.fields()[i].dataType() instanceof DecimalType t
+                            && DecimalLongVector.fits(t)) {
+                        cols[i] = new DecimalLongVector(t, d);
+                    } else {
+                        cols[i] = new ArrowColumnVector(v);
+                    }
                 }
                 batch = new ColumnarBatch(cols);
             }
