@@ -74,7 +74,7 @@ def load_via_spark(conn, parquet_dir: str, progress=None, reader: str = "jvm"
     from tpch.data import parquet_files
     from tpch.load import create_tables, flush_table
     from tpch.schema import TABLES
-    from wire.flight import start
+    from wire.arrow_stream import start_endpoints as start
     create_tables(conn)
     server = start(conn.database)
     spark = local_session(app_name="kudusql-tpch-load")
@@ -243,7 +243,7 @@ def cmd_spark(args) -> int:
     from tpch.oracle import compare_query, geometric_mean
     from tpch.queries import query
     from tpch.schema import TABLES
-    from wire.flight import start
+    from wire.arrow_stream import start_endpoints as start
     numbers = _selection(args)
     rc = cmd_gen(args)
     if rc:

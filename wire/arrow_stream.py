@@ -46,8 +46,9 @@ from typing import Any
 import pyarrow as pa
 
 from engine import errors
-from wire.flight import (ScanStats, bind_predicates, open_ticket, plan_scan, scan_batches,
-                         write_batches)
+from wire.flight import (FlightServer, ScanStats, bind_predicates, open_ticket, plan_scan,
+                         scan_batches, write_batches)
+from wire.flight import start as start_flight
 
 log = logging.getLogger("kudusql.arrow_stream")
 
@@ -225,3 +226,18 @@ def start(db, host: str = "127.0.0.1", port: int = 0,
     s = ArrowStreamServer(db, host, port, stats).start()
     log.info("Arrow IPC stream endpoint on %s", s.address)
     return s
+
+
+def start_endpoints(db, host: str = "127.0.0.1", flight_port: int = 0,
+                    stream_port: int = 0) -> FlightServer:
+    """Flight and this endpoint beside it, both in daemon threads, sharing the scan
+    statistics (`kudusql serve --flight-port/--arrow-port`, tests, `kudusql tpch`): the
+    FlightServer's `.location` is Flight's grpc://host:port, its `.stream_address` this
+    endpoint's host:port, and its `.shutdown()` stops both."""
+    server = start_flight(db, host, flight_port)
+    try:
+        server.stream = start(db, host, stream_port, server.stats)
+    except BaseException:
+        server.shutdown()
+        raise
+    return server

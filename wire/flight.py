@@ -199,7 +199,8 @@ class FlightServer(fl.FlightServerBase):
         self.db = db
         self.host = location.split("://", 1)[-1].rsplit(":", 1)[0]
         self.stats = ScanStats()
-        self.stream = None  # the ArrowStreamServer next to it, when start() made one
+        # the ArrowStreamServer beside it (wire.arrow_stream.start_endpoints), stopped with it
+        self.stream = None
 
     @property
     def location(self) -> str:
@@ -465,17 +466,10 @@ def conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
     return rows
 
 
-def start(db, host: str = "127.0.0.1", port: int = 0,
-          stream_port: int | None = 0) -> FlightServer:
-    """A FlightServer serving in a daemon thread (tests, `kudusql serve --flight-port`),
-    with the Arrow IPC stream endpoint of the JVM Spark connector (wire/arrow_stream.py)
-    next to it on `stream_port` (0: any free port; None: not started), sharing its scan
-    statistics: `server.stream_address` is its "host:port" (None when not started), and
-    `server.shutdown()` stops both."""
+def start(db, host: str = "127.0.0.1", port: int = 0) -> FlightServer:
+    """A FlightServer serving in a daemon thread (tests, `kudusql serve --flight-port`).
+    `wire.arrow_stream.start_endpoints` starts it with the Arrow stream endpoint beside."""
     server = FlightServer(db, f"grpc://{host}:{port}")
     server.serve_in_thread()
     log.info("Arrow Flight endpoint on %s", server.location)
-    if stream_port is not None:
-        from wire.arrow_stream import start as start_stream
-        server.stream = start_stream(db, host, stream_port, server.stats)
     return server

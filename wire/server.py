@@ -345,9 +345,9 @@ def _start_flight(db, config: ServerConfig):
     if not _is_loopback(host):
         raise ConfigError(f"--flight-port has no authentication: listen on a loopback "
                           f"address, not {host}")
-    from wire.flight import start
+    from wire.arrow_stream import start_endpoints
 
-    fs = start(db, host, config.flight_port, stream_port=config.arrow_port)
+    fs = start_endpoints(db, host, config.flight_port, config.arrow_port)
     print(f"kudusql: Arrow Flight on {fs.location}, Arrow stream endpoint on "
           f"{fs.stream_address}", flush=True)
     return fs
