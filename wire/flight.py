@@ -64,8 +64,10 @@ from engine.tablet.scan_spec import ColumnPredicate
 
 log = logging.getLogger("kudusql.flight")
 
-# Rows per engine write op in do_put (a Spark task streams batches of ~10k rows).
-PUT_CHUNK_ROWS = 65536
+# Rows per engine write op of a put (Flight do_put, the stream endpoint's "put"): a
+# Spark task streams batches of 10k-64k rows; one op of 200k rows costs less per row
+# (the same size as the TPC-H loader's batches; 433k vs 564k rows/s measured at 64k / 200k).
+PUT_CHUNK_ROWS = 200_000
 # Row errors returned in full in the PutResult metadata (the counts are always complete).
 PUT_MAX_ERRORS = 100
 # Finished scans remembered for the "stats" action.
