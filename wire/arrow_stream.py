@@ -1,6 +1,6 @@
 """The Arrow IPC stream endpoint: plain TCP, for clients without a Flight library.
 
-The JVM Spark connector (java/, docs/spark.md) reads kudusql tables at JVM speed with
+The JVM Spark connector (kudusql/spark/java/, docs/spark.md) reads kudusql tables at JVM speed with
 arrow-vector's `ArrowStreamReader`, which the pyspark wheel ships; it has no Flight client.
 This endpoint serves the same operations as the Flight server (wire/flight.py: the same
 planning, tickets, statistics and write summaries) over one TCP connection per request:

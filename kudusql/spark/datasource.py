@@ -161,7 +161,7 @@ class KudusqlDataSource(DataSource):
 
 
 class KudusqlPythonDataSource(KudusqlDataSource):
-    """The same source under the name the JVM connector (format "kudusql", jvm/) hands
+    """The same source under the name the JVM connector (format "kudusql", kudusql/spark/java/) hands
     Flight and cluster reads and writes to when it is on the classpath."""
 
     @classmethod

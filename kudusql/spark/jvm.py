@@ -1,6 +1,6 @@
 """The JVM connector's jar: compiled on first use from the Java sources beside this file.
 
-`jvm/src/io/kudusql/spark/*.java` is a DataSource V2 connector (format "kudusql") that
+`java/src/io/kudusql/spark/*.java` is a DataSource V2 connector (format "kudusql") that
 reads and writes kudusql's Arrow IPC stream endpoint (wire/arrow_stream.py) inside
 Spark's JVM. It is compiled with `javac` against the jars of the installed pyspark wheel
 (spark-sql, spark-catalyst, arrow-vector; no Maven, no network) into
@@ -24,7 +24,7 @@ import threading
 import zipfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent / "jvm"
+HERE = Path(__file__).resolve().parent / "java"
 SOURCES = HERE / "src"
 RESOURCES = HERE / "resources"
 MAIN_CLASS = "io.kudusql.spark.KudusqlSource"

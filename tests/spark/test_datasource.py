@@ -1,7 +1,7 @@
 """The `kudusql` data source end to end (local-mode Spark, a real kudusql endpoint): write
 through it, read back with pushed-down filters (checked in the server's scan statistics),
 snapshot reads, per-row errors on insert. `format("kudusql")` with option "endpoint" is the
-JVM connector (kudusql/spark/jvm, Arrow IPC stream endpoint); with "flight" it is the
+JVM connector (kudusql/spark/java/, Arrow IPC stream endpoint); with "flight" it is the
 PySpark data source the connector hands over to — both are run here."""
 
 from __future__ import annotations
