@@ -2,7 +2,7 @@
 
     kudusql serve [--data-dir DIR] [--host H] [--port N] [--auth METHOD]
                   [--max-connections N] [--tls-cert F --tls-key F] [--require-tls]
-                  [--flight-port N] [--query-mem-limit SIZE] [--http-port N]
+                  [--flight-port N] [--arrow-port N] [--query-mem-limit SIZE] [--http-port N]
     kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
     kudusql tpch gen|load|run --sf N ...
     kudusql master | tserver | cluster start|stop|status   (kudusql/cluster.py)
@@ -30,7 +30,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     config = ServerConfig(host=args.host, port=args.port, auth=args.auth,
                           max_connections=args.max_connections, tls_cert=args.tls_cert,
                           tls_key=args.tls_key, require_tls=args.require_tls,
-                          flight_port=args.flight_port,
+                          flight_port=args.flight_port, arrow_port=args.arrow_port,
                           query_mem_limit=args.query_mem_limit)
     try:
         if args.masters:
@@ -100,6 +100,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="also serve Arrow Flight (the PySpark data source's endpoint, "
                         "docs/spark.md) on this port of the first --host, which must be a "
                         "loopback address (no authentication); off by default")
+    s.add_argument("--arrow-port", type=int, default=0,
+                   help="with --flight-port: the Arrow IPC stream endpoint of the JVM Spark "
+                        "connector (docs/spark.md) on this port (default: any free port, "
+                        "printed)")
     s.add_argument("--query-mem-limit", default=None, metavar="SIZE",
                    help="memory one statement may hold for intermediate results before it "
                         "fails with SQLSTATE 53200, e.g. 2GB (default: a quarter of the "

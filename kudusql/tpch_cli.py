@@ -49,27 +49,49 @@ def cmd_gen(args) -> int:
     return 0
 
 
-def load_via_spark(conn, parquet_dir: str, progress=None) -> dict[str, int]:
+def _source_option(server, reader: str) -> tuple[str, str]:
+    """The option that picks the path of format("kudusql"): the JVM connector over the Arrow
+    stream endpoint ("endpoint"), or the PySpark data source over Flight ("flight")."""
+    if reader == "jvm":
+        return "endpoint", str(server.stream_address)
+    return "flight", str(server.location)
+
+
+def _check_reader(spark, reader: str) -> str:
+    """The reader to use: "jvm" falls back to "python", saying so, where the JVM connector
+    is not loaded (no JDK built it: local_session logged why)."""
+    from kudusql.spark import jvm_connector_loaded
+    if reader == "jvm" and not jvm_connector_loaded(spark):
+        print("kudusql tpch: the JVM Spark connector is not available here; using the "
+              "PySpark data source (--reader python)", file=sys.stderr)
+        return "python"
+    return reader
+
+
+def load_via_spark(conn, parquet_dir: str, progress=None, reader: str = "jvm"
+                   ) -> dict[str, int]:
     """The data pipeline: tpchgen parquet -> Spark DataFrames -> kudusql tables through the
-    `kudusql` data source and an in-process Arrow Flight endpoint (insert mode: a failed
-    row fails the load)."""
+    `kudusql` data source (the JVM connector over the in-process Arrow stream endpoint, or
+    with reader="python" the PySpark source over Flight; insert mode: a failed row fails
+    the load)."""
     from kudusql.spark import local_session
     from tpch.data import parquet_files
     from tpch.load import create_tables, flush_table
     from tpch.schema import TABLES
-    from wire.flight import start
+    from wire.arrow_stream import start_endpoints as start
     create_tables(conn)
     server = start(conn.database)
     spark = local_session(app_name="kudusql-tpch-load")
     rows = {}
     try:
+        reader = _check_reader(spark, reader)
         files = parquet_files(parquet_dir)
         for t in TABLES:
             df = spark.read.parquet(*files[t])
             n = df.count()
             if progress:
                 progress(t, 0, n)
-            (df.write.format("kudusql").mode("append").option("flight", str(server.location))
+            (df.write.format("kudusql").mode("append").option(*_source_option(server, reader))
              .option("table", t).option("mode", "insert").save())
             flush_table(conn.database.catalog, t)
             rows[t] = n
@@ -90,7 +112,8 @@ def cmd_load(args) -> int:
     t0 = time.perf_counter()
     with kudusql.connect(args.data_dir) as conn:
         if args.via == "spark":
-            rows = load_via_spark(conn, _parquet_dir(args), progress=_progress)
+            rows = load_via_spark(conn, _parquet_dir(args), progress=_progress,
+                                  reader=args.reader)
         else:
             rows = load(conn, _parquet_dir(args), progress=_progress)
     dt = time.perf_counter() - t0
@@ -224,7 +247,7 @@ def cmd_spark(args) -> int:
     from tpch.oracle import compare_query, geometric_mean
     from tpch.queries import query
     from tpch.schema import TABLES
-    from wire.flight import start
+    from wire.arrow_stream import start_endpoints as start
     numbers = _selection(args)
     rc = cmd_gen(args)
     if rc:
@@ -235,10 +258,14 @@ def cmd_spark(args) -> int:
         server = start(conn.database)
         spark = local_session(app_name="kudusql-tpch-spark")
         try:
+            reader = _check_reader(spark, args.reader)
+            print(f"kudusql read through the {reader} path of format(\"kudusql\")")
+
             def views(source: str) -> None:
                 for t in TABLES:
                     if source == "kudusql":
-                        df = (spark.read.format("kudusql").option("flight", str(server.location))
+                        df = (spark.read.format("kudusql")
+                              .option(*_source_option(server, reader))
                               .option("table", t).option("pushdown", "true").load())
                     else:
                         df = spark.read.parquet(*files[t])
@@ -309,6 +336,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                     help="direct: parquet into the tables in this process; spark: the data "
                          "pipeline, Spark DataFrames written through the kudusql data "
                          "source (pyspark and Java 17 needed) (default: %(default)s)")
+    ld.add_argument("--reader", choices=["jvm", "python"], default="jvm",
+                    help="with --via spark: the JVM connector (Arrow stream endpoint) or the "
+                         "PySpark data source (Flight) (default: %(default)s)")
     ld.set_defaults(func=cmd_load)
     r = sub.add_parser("run", help="run the 22 queries, optionally checked against DuckDB",
                        description="Run TPC-H queries against --data-dir (embedded) or "
@@ -333,4 +363,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                     "Table 1). Needs pyspark and Java 17.")
     common(sp, True)
     sp.add_argument("--queries", default=None, help="e.g. 1,3,5-7 (default: all 22)")
+    sp.add_argument("--reader", choices=["jvm", "python"], default="jvm",
+                    help="read kudusql through the JVM connector (Arrow stream endpoint) or the "
+                         "PySpark data source (Flight) (default: %(default)s)")
     sp.set_defaults(func=cmd_spark)

@@ -62,6 +62,9 @@ class ServerConfig:
     # -- Arrow Flight (wire/flight.py, docs/spark.md): the columnar endpoint of the PySpark
     # data source, on `host`; None/0 = not started. No authentication: loopback only.
     flight_port: int | None = None
+    # the Arrow IPC stream endpoint of the JVM Spark connector (wire/arrow_stream.py), next
+    # to Flight when flight_port is set: 0 = any free port (printed)
+    arrow_port: int = 0
     # rows per encoded DataRow batch, and the batch size from which encoding moves off the
     # event loop into the pool (small results are encoded inline: a pool hop costs more)
     batch_rows: int = 16384
@@ -407,8 +410,9 @@ def _start_flight(db, config: ServerConfig):
     if not _is_loopback(host):
         raise ConfigError(f"--flight-port has no authentication: listen on a loopback "
                           f"address, not {host}")
-    from wire.flight import start
+    from wire.arrow_stream import start_endpoints
 
-    fs = start(db, host, config.flight_port)
-    print(f"kudusql: Arrow Flight on {fs.location}", flush=True)
+    fs = start_endpoints(db, host, config.flight_port, config.arrow_port)
+    print(f"kudusql: Arrow Flight on {fs.location}, Arrow stream endpoint on "
+          f"{fs.stream_address}", flush=True)
     return fs

@@ -160,6 +160,15 @@ class KudusqlDataSource(DataSource):
         return KudusqlWriter(self.options, schema)
 
 
+class KudusqlPythonDataSource(KudusqlDataSource):
+    """The same source under the name the JVM connector (format "kudusql", kudusql/spark/java/) hands
+    Flight and cluster reads and writes to when it is on the classpath."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kudusql_python"
+
+
 # -- reads -------------------------------------------------------------------------------
 @dataclasses.dataclass
 class TabletPartition(InputPartition):
@@ -393,7 +402,7 @@ class ClusterWriter(KudusqlWriter):
             "true"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KudusqlCommitMessage:
-        from wire.flight import _conform
+        from wire.flight import conform
         t = _catalog(self.options).table(self.table)
         target = t.schema.arrow_schema()
         rows = applied = 0
@@ -405,7 +414,7 @@ class ClusterWriter(KudusqlWriter):
             nonlocal rows, applied, pending
             if not pending:
                 return
-            tbl = _conform(pa.Table.from_batches(pending), target)
+            tbl = conform(pa.Table.from_batches(pending), target)
             pending = []
             r = t.insert(tbl) if self.mode == "insert" else t.upsert(tbl)
             for e in r.row_errors:

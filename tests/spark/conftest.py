@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kudusql.session import Database
-from wire import flight
+from wire import arrow_stream
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def db(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(db):
-    s = flight.start(db)
+    s = arrow_stream.start_endpoints(db)
     yield s
     s.shutdown()
 

@@ -1,0 +1,197 @@
+package io.kudusql.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+
+/**
+ * One scan of a kudusql table: the columns Spark needs (pruning), the filters kudusql
+ * evaluates exactly (pushdown, checked by the server's "bind"), planned ONCE by the
+ * endpoint's "plan" — one snapshot timestamp T for every partition (READ_AT_SNAPSHOT, as
+ * Kudu's connector), one input partition per tablet the predicates leave, each with the
+ * tablet's host as its preferred location.
+ */
+final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
+    private final Options options;
+    private final StructType readSchema;
+    private final List<ObjectNode> predicates;
+    private final Filter[] pushed;
+    private JsonNode plan;
+
+    private KudusqlScan(Options options, StructType readSchema, List<ObjectNode> predicates,
+                        Filter[] pushed) {
+        this.options = options;
+        this.readSchema = readSchema;
+        this.predicates = predicates;
+        this.pushed = pushed;
+    }
+
+    static final class Builder implements ScanBuilder, SupportsPushDownRequiredColumns,
+            SupportsPushDownFilters {
+        private final Options options;
+        private final StructType schema;
+        private StructType required;
+        private final List<ObjectNode> predicates = new ArrayList<>();
+        private Filter[] pushed = new Filter[0];
+
+        Builder(Options options, StructType schema) {
+            this.options = options;
+            this.schema = schema;
+            this.required = schema;
+        }
+
+        @Override
+        public void pruneColumns(StructType requiredSchema) {
+            this.required = requiredSchema;
+        }
+
+        @Override
+        public Filter[] pushFilters(Filter[] filters) {
+            if (!options.pushdown) {
+                return filters;
+            }
+            // every candidate predicate, then one "bind" round trip: the server says which
+            // literals bind to their column's type (the others are not pushed)
+            List<List<ObjectNode>> exact = new ArrayList<>();
+            List<List<ObjectNode>> partial = new ArrayList<>();
+            ArrayNode all = Endpoint.JSON.createArrayNode();
+            for (Filter f : filters) {
+                List<ObjectNode> e = Filters.convert(f, schema);
+                List<ObjectNode> p = e != null ? e : Filters.implied(f, schema);
+                exact.add(e);
+                partial.add(p);
+                p.forEach(all::add);
+            }
+            boolean[] ok = new boolean[all.size()];
+            if (all.size() > 0) {
+                ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "bind")
+                        .put("table", options.table);
+                req.set("predicates", all);
+                JsonNode res = Endpoint.call(options.endpoint, req);
+                for (int i = 0; i < ok.length; i++) {
+                    ok[i] = res.get(i).asBoolean(false);
+                }
+            }
+            List<Filter> rest = new ArrayList<>();
+            List<Filter> done = new ArrayList<>();
+            int i = 0;
+            for (int k = 0; k < filters.length; k++) {
+                boolean allBound = true;
+                for (ObjectNode p : partial.get(k)) {
+                    if (ok[i++]) {
+                        predicates.add(p);
+                    } else {
+                        allBound = false;
+                    }
+                }
+                if (exact.get(k) != null && allBound) {
+                    done.add(filters[k]);
+                } else {
+                    rest.add(filters[k]); // Spark evaluates it (again)
+                }
+            }
+            pushed = done.toArray(new Filter[0]);
+            return rest.toArray(new Filter[0]);
+        }
+
+        @Override
+        public Filter[] pushedFilters() {
+            return pushed;
+        }
+
+        @Override
+        public Scan build() {
+            return new KudusqlScan(options, required, new ArrayList<>(predicates), pushed);
+        }
+    }
+
+    @Override
+    public StructType readSchema() {
+        return readSchema;
+    }
+
+    @Override
+    public String description() {
+        return "kudusql " + options.table + " " + readSchema.simpleString() + " pushed "
+                + predicates;
+    }
+
+    @Override
+    public Batch toBatch() {
+        return this;
+    }
+
+    /** The endpoint's plan of this scan (made once; the stats and the partitions share it). */
+    private synchronized JsonNode plan() {
+        if (plan == null) {
+            ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "plan")
+                    .put("table", options.table).put("estimate", true);
+            ArrayNode cols = req.putArray("columns");
+            for (StructField f : readSchema.fields()) {
+                cols.add(f.name());
+            }
+            ArrayNode preds = req.putArray("predicates");
+            predicates.forEach(preds::add);
+            if (options.snapshot != null) {
+                req.put("snapshot", options.snapshot);
+            }
+            plan = Endpoint.call(options.endpoint, req);
+        }
+        return plan;
+    }
+
+    @Override
+    public Statistics estimateStatistics() {
+        JsonNode p = plan();
+        long rows = p.path("rows").asLong(-1);
+        long width = 8;
+        for (StructField f : readSchema.fields()) {
+            width += f.dataType().defaultSize();
+        }
+        long size = rows < 0 ? -1 : Math.max(1, rows) * width;
+        return new Statistics() {
+            @Override
+            public OptionalLong sizeInBytes() {
+                return size < 0 ? OptionalLong.empty() : OptionalLong.of(size);
+            }
+
+            @Override
+            public OptionalLong numRows() {
+                return rows < 0 ? OptionalLong.empty() : OptionalLong.of(rows);
+            }
+        };
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions() {
+        JsonNode p = plan();
+        String host = options.endpoint.substring(0, options.endpoint.lastIndexOf(':'));
+        List<InputPartition> parts = new ArrayList<>();
+        for (JsonNode t : p.path("tickets")) {
+            parts.add(new KudusqlPartition(options.endpoint, t.toString(), new String[]{host}));
+        }
+        return parts.toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+        return new KudusqlReaderFactory(readSchema);
+    }
+}

@@ -1,0 +1,253 @@
+package io.kudusql.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.execution.arrow.ArrowWriter;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.ArrowUtils;
+
+import java.io.IOException;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Appends through the endpoint's "put": each task turns its rows into Arrow batches
+ * (Spark's ArrowWriter, `batch_rows` rows each) and streams them on one connection; the
+ * server inserts or upserts them chunk by chunk and answers a summary (rows, applied,
+ * failed per code, the first row errors). As in Kudu, writes are per row and not atomic:
+ * when rows fail, the job fails with the counts and examples and the other rows stay
+ * applied (unless ignore_row_errors).
+ */
+final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
+    private final Options options;
+    private final StructType schema;
+
+    KudusqlWrite(Options options, StructType schema) {
+        this.options = options;
+        this.schema = schema;
+    }
+
+    @Override
+    public Write build() {
+        return this;
+    }
+
+    @Override
+    public BatchWrite toBatch() {
+        return this;
+    }
+
+    @Override
+    public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+        return new Factory(options, schema);
+    }
+
+    static final class Summary implements WriterCommitMessage {
+        private static final long serialVersionUID = 1L;
+        long rows;
+        long applied;
+        long failed;
+        final Map<String, Long> byCode = new TreeMap<>();
+        final List<String> examples = new ArrayList<>();
+    }
+
+    @Override
+    public void commit(WriterCommitMessage[] messages) {
+        long rows = 0;
+        long applied = 0;
+        long failed = 0;
+        Map<String, Long> codes = new TreeMap<>();
+        List<String> examples = new ArrayList<>();
+        for (WriterCommitMessage m : messages) {
+            if (m instanceof Summary s) {
+                rows += s.rows;
+                applied += s.applied;
+                failed += s.failed;
+                s.byCode.forEach((k, v) -> codes.merge(k, v, Long::sum));
+                for (int i = 0; i < Math.min(3, s.examples.size()); i++) {
+                    examples.add(s.examples.get(i));
+                }
+            }
+        }
+        if (failed == 0) {
+            return;
+        }
+        StringBuilder c = new StringBuilder();
+        codes.forEach((k, v) -> c.append(c.length() == 0 ? "" : ", ").append(k).append(": ").append(v));
+        String text = "kudusql " + options.mode + " into " + options.table + ": " + rows
+                + " rows, " + applied + " applied, " + failed + " failed (" + c
+                + "); the other rows were applied and stay applied; e.g. "
+                + String.join("; ", examples);
+        if (options.ignoreRowErrors) {
+            org.slf4j.LoggerFactory.getLogger(KudusqlWrite.class).warn(text);
+            return;
+        }
+        throw new KudusqlException(sqlstate(codes), text);
+    }
+
+    private static String sqlstate(Map<String, Long> codes) {
+        return codes.size() == 1 && codes.containsKey("ALREADY_PRESENT") ? "23505" : "22000";
+    }
+
+    @Override
+    public void abort(WriterCommitMessage[] messages) {
+        org.slf4j.LoggerFactory.getLogger(KudusqlWrite.class).warn("kudusql write into "
+                + options.table + " aborted: rows already written stay applied (Kudu has no "
+                + "multi-row transactions)");
+    }
+
+    static final class Factory implements DataWriterFactory {
+        private static final long serialVersionUID = 1L;
+        private final Options options;
+        private final StructType schema;
+
+        Factory(Options options, StructType schema) {
+            this.options = options;
+            this.schema = schema;
+        }
+
+        @Override
+        public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
+            return new Writer(options, schema);
+        }
+    }
+
+    static final class Writer implements DataWriter<InternalRow> {
+        private final Options options;
+        private final StructType schema;
+        private BufferAllocator alloc;
+        private VectorSchemaRoot root;
+        private ArrowWriter arrow;
+        private Endpoint conn;
+        private ArrowStreamWriter stream;
+        private int pending;
+
+        Writer(Options options, StructType schema) {
+            this.options = options;
+            this.schema = schema;
+        }
+
+        private void open() throws IOException {
+            // UTC: Spark TIMESTAMP (with time zone) values are UTC instants; the server
+            // casts every column to the table's type
+            Schema arrowSchema = ArrowUtils.toArrowSchema(schema, "UTC", true);
+            alloc = ArrowUtils.rootAllocator().newChildAllocator("kudusql-put", 0, Long.MAX_VALUE);
+            root = VectorSchemaRoot.create(arrowSchema, alloc);
+            arrow = ArrowWriter.create(root);
+            ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "put")
+                    .put("table", options.table).put("mode", options.mode);
+            conn = Endpoint.send(options.endpoint, req);
+            stream = new ArrowStreamWriter(root, null, conn.output());
+            stream.start();
+        }
+
+        @Override
+        public void write(InternalRow row) throws IOException {
+            if (conn == null) {
+                open();
+            }
+            arrow.write(row);
+            if (++pending >= options.batchRows) {
+                flush();
+            }
+        }
+
+        private void flush() throws IOException {
+            if (pending == 0) {
+                return;
+            }
+            arrow.finish();
+            try {
+                stream.writeBatch();
+            } catch (IOException e) {
+                throw failure(e);
+            }
+            arrow.reset();
+            pending = 0;
+        }
+
+        /** The server's error when it stopped reading (it answers before closing). */
+        private RuntimeException failure(IOException e) {
+            try {
+                conn.expectOk();
+            } catch (KudusqlException k) {
+                return k;
+            } catch (IOException ignored) {
+                // no answer: the connection itself failed
+            }
+            return Endpoint.unavailable(options.endpoint, e);
+        }
+
+        @Override
+        public WriterCommitMessage commit() throws IOException {
+            Summary s = new Summary();
+            if (conn == null) {
+                return s;
+            }
+            flush();
+            try {
+                stream.end();
+                conn.output().flush();
+            } catch (IOException e) {
+                throw failure(e);
+            }
+            JsonNode r;
+            try {
+                conn.expectOk();
+                r = conn.readJson();
+            } catch (IOException e) {
+                throw Endpoint.unavailable(options.endpoint, e);
+            }
+            s.rows = r.path("rows").asLong();
+            s.applied = r.path("applied").asLong();
+            s.failed = r.path("failed").asLong();
+            r.path("failed_by_code").properties().forEach(
+                    e -> s.byCode.put(e.getKey(), e.getValue().asLong()));
+            for (JsonNode e : r.path("errors")) {
+                if (s.examples.size() >= 20) {
+                    break;
+                }
+                s.examples.add(e.path("code").asText() + " key " + e.path("key") + ": "
+                        + e.path("message").asText());
+            }
+            return s;
+        }
+
+        @Override
+        public void abort() {
+            close();
+        }
+
+        @Override
+        public void close() {
+            if (conn != null) {
+                conn.close();
+                conn = null;
+            }
+            if (root != null) {
+                root.close();
+                root = null;
+            }
+            if (alloc != null) {
+                alloc.close();
+                alloc = null;
+            }
+        }
+    }
+}

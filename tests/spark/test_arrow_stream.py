@@ -1,0 +1,133 @@
+"""The Arrow IPC stream endpoint (wire/arrow_stream.py) without Spark, with a plain socket
+client: schema, bind, plan (one snapshot, one ticket per unpruned tablet), scan (an IPC
+stream and its trailer), put (write summary), errors as SQLSTATE + message; and a table
+idle for longer than the history kept still reads (the planned snapshot is "fresh")."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+
+import pyarrow as pa
+import pytest
+
+from engine.config import TabletConfig
+from kudusql.session import Database
+from wire import arrow_stream
+
+
+def request(address: str, req: dict, send: pa.Table | None = None):
+    host, port = address.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)))
+    f = s.makefile("rwb")
+    body = json.dumps(req).encode()
+    f.write(b"KQS1" + struct.pack(">I", len(body)) + body)
+    if send is not None:
+        with pa.ipc.new_stream(f, send.schema) as w:
+            w.write_table(send)
+    f.flush()
+    return s, f
+
+
+def status_json(f) -> tuple[int, object]:
+    status, n = struct.unpack(">BI", f.read(5))
+    return status, json.loads(f.read(n))
+
+
+def call(address: str, req: dict, send: pa.Table | None = None) -> tuple[int, object]:
+    s, f = request(address, req, send)
+    with s:
+        return status_json(f)
+
+
+def scan(address: str, ticket: dict) -> tuple[pa.Table, tuple[int, object]]:
+    s, f = request(address, {"op": "scan", "ticket": ticket})
+    with s:
+        assert f.read(1) == b"\x00"
+        t = pa.ipc.open_stream(f).read_all()
+        return t, status_json(f)
+
+
+@pytest.fixture(scope="module")
+def ep(db):
+    db.session().execute(
+        "CREATE TABLE a (k INT NOT NULL, g STRING, PRIMARY KEY (k)) "
+        "PARTITION BY HASH (k) PARTITIONS 3")
+    s = arrow_stream.start(db)
+    yield s
+    s.shutdown()
+
+
+def test_put_plan_scan(db, ep):
+    rows = pa.table({"k": pa.array(range(100), pa.int32()),
+                     "g": [f"g{i % 3}" for i in range(100)]})
+    st, out = call(ep.address, {"op": "put", "table": "a", "mode": "insert"}, rows)
+    assert st == 0 and (out["rows"], out["applied"], out["failed"]) == (100, 100, 0)
+    st, out = call(ep.address, {"op": "put", "table": "a", "mode": "insert"}, rows.slice(0, 2))
+    assert out["failed_by_code"] == {"ALREADY_PRESENT": 2}
+
+    s, f = request(ep.address, {"op": "schema", "table": "a"})
+    with s:
+        assert f.read(1) == b"\x00"
+        assert pa.ipc.open_stream(f).schema.names == ["k", "g"]
+
+    pred = {"column": "g", "kind": "in", "values": ["g1"]}
+    st, ok = call(ep.address, {"op": "bind", "table": "a", "predicates": [
+        pred, {"column": "k", "kind": "range", "lower": "x", "upper": None}]})
+    assert ok == [True, False]  # a string literal does not bind to INT
+
+    st, plan = call(ep.address, {"op": "plan", "table": "a", "columns": ["k"],
+                                 "predicates": [pred], "estimate": True})
+    assert st == 0 and len(plan["tickets"]) == 3 and plan["rows"] == 100
+    assert {t["snapshot"] for t in plan["tickets"]} == {plan["snapshot"]}
+    got = []
+    for tk in plan["tickets"]:
+        t, trailer = scan(ep.address, tk)
+        assert t.schema.names == ["k"] and trailer == (0, {"rows": t.num_rows})
+        got += t.column("k").to_pylist()
+    assert sorted(got) == [k for k in range(100) if k % 3 == 1]
+
+    st, plan = call(ep.address, {"op": "plan", "table": "a", "predicates": [
+        {"column": "k", "kind": "range", "lower": 7, "upper": 7,
+         "lower_inclusive": True, "upper_inclusive": True}]})
+    assert len(plan["tickets"]) == 1  # hash partition pruning
+
+
+def test_errors_are_sqlstate_and_message(ep):
+    assert call(ep.address, {"op": "plan", "table": "nope"}) == (
+        1, {"sqlstate": "42P01", "message": 'table "nope" does not exist'})
+    st, e = call(ep.address, {"op": "plan", "table": "a", "columns": ["zz"]})
+    assert st == 1 and e["sqlstate"] == "42703"
+    st, e = call(ep.address, {"op": "frobnicate", "table": "a"})
+    assert st == 1 and e["sqlstate"] == "22023"
+    st, e = call(ep.address, {"op": "plan"})
+    assert st == 1 and e["sqlstate"] == "08P01"
+
+
+def test_idle_table_older_than_history_still_reads(tmp_path):
+    """Regression (TPC-H Q22 through Spark): a plan's T is the tablets' last commit; once
+    the table had no write for history_max_age_s, reading at T as an explicit snapshot was
+    refused as older than the ancient history mark."""
+    d = Database.open(str(tmp_path), maintenance=False,
+                      config=TabletConfig(fsync=False, wal_sync="never",
+                                          history_max_age_s=0.5))
+    s = arrow_stream.start(d)
+    try:
+        d.session().execute("CREATE TABLE i (k INT NOT NULL, PRIMARY KEY (k))")
+        d.session().execute("INSERT INTO i VALUES (1), (2)")
+        time.sleep(1.0)
+        st, plan = call(s.address, {"op": "plan", "table": "i"})
+        assert st == 0
+        t, trailer = scan(s.address, plan["tickets"][0])
+        assert trailer[0] == 0 and sorted(t.column("k").to_pylist()) == [1, 2]
+        # an explicit snapshot that old is still refused, in SQL's words
+        st, plan = call(s.address, {"op": "plan", "table": "i",
+                                    "snapshot": plan["snapshot"]})
+        st2, e = (st, plan) if st else call(s.address, {"op": "scan",
+                                                        "ticket": plan["tickets"][0]})
+        assert st2 == 1 and e["sqlstate"] == "22023" and "ancient history" in e["message"]
+    finally:
+        s.shutdown()
+        d.close()

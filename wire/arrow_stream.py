@@ -1,0 +1,243 @@
+"""The Arrow IPC stream endpoint: plain TCP, for clients without a Flight library.
+
+The JVM Spark connector (kudusql/spark/java/, docs/spark.md) reads kudusql tables at JVM speed with
+arrow-vector's `ArrowStreamReader`, which the pyspark wheel ships; it has no Flight client.
+This endpoint serves the same operations as the Flight server (wire/flight.py: the same
+planning, tickets, statistics and write summaries) over one TCP connection per request:
+
+    request   b"KQS1", u32 big-endian length, JSON {"op": ..., ...}
+    answer    u8 status (0 ok, 1 error), then
+              error:        u32 length, JSON {"sqlstate", "message"}; connection closed
+              JSON answers: u32 length, JSON
+              "schema":     an Arrow IPC stream holding the schema and no batch
+              "scan":       an Arrow IPC stream of the tablet's rows, then a trailer:
+                            u8 status, u32 length, JSON ({"rows"} or the error)
+              "put":        (the client sends an Arrow IPC stream after the request)
+                            u32 length, JSON write summary
+
+    op        fields                                          answer
+    schema    table [, columns]                               IPC stream, no batch
+    bind      table, predicates (JSON ColumnPredicates)       [bool per predicate]
+    plan      table, columns?, predicates?, snapshot?,        {"snapshot", "query_id",
+              estimate? (true: also "rows", an estimate        "tablets_total", "tickets":
+              of the table's rows from its rowsets)             [ticket, ...], "rows"?}
+    scan      ticket (one of plan's)                          IPC stream + trailer
+    put       table, mode (insert | upsert)                   {"rows", "applied", "failed",
+                                                               "failed_by_code", "errors"}
+    timestamp table                                           {"timestamp"}
+
+A scan that fails after its stream started ends the stream (end-of-stream marker) and
+reports the error in the trailer, so the client never takes a cut-short stream for the
+whole tablet. Errors carry the engine's SQLSTATE and message (42P01 for a missing table,
+22023 for a snapshot older than the history kept, ...). Like Flight: no authentication
+or TLS, so `kudusql serve` binds it to loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import socketserver
+import struct
+import threading
+from typing import Any
+
+import pyarrow as pa
+
+from engine import errors
+from wire.flight import (FlightServer, ScanStats, bind_predicates, open_ticket, plan_scan,
+                         scan_batches, write_batches)
+from wire.flight import start as start_flight
+
+log = logging.getLogger("kudusql.arrow_stream")
+
+MAGIC = b"KQS1"
+MAX_REQUEST = 16 << 20
+OK, ERROR = 0, 1
+# Socket buffer for the IPC stream (one large write per batch).
+SOCKET_BUFFER = 1 << 20
+
+
+def error_json(e: BaseException) -> dict:
+    """An exception as the endpoint reports it: SQLSTATE + message, no class names."""
+    if isinstance(e, errors.EngineError):
+        return {"sqlstate": e.sqlstate, "message": str(e)}
+    if isinstance(e, (KeyError, ValueError, TypeError, json.JSONDecodeError)):
+        return {"sqlstate": "08P01", "message": f"malformed request: {e}"}
+    return {"sqlstate": "XX000", "message": str(e) or "internal error"}
+
+
+def _read_exact(f, n: int) -> bytes:
+    b = f.read(n)
+    if len(b) != n:
+        raise ConnectionError("connection closed mid-request")
+    return b
+
+
+def _frame(status: int, body: Any) -> bytes:
+    data = json.dumps(body).encode()
+    return struct.pack(">BI", status, len(data)) + data
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    rbufsize = SOCKET_BUFFER
+    wbufsize = SOCKET_BUFFER
+
+    def setup(self) -> None:
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        super().setup()
+
+    def handle(self) -> None:
+        srv: ArrowStreamServer = self.server.owner  # type: ignore[attr-defined]
+        try:
+            if _read_exact(self.rfile, 4) != MAGIC:
+                return
+            (n,) = struct.unpack(">I", _read_exact(self.rfile, 4))
+            if n > MAX_REQUEST:
+                raise ValueError("request too large")
+            req = json.loads(_read_exact(self.rfile, n))
+            if not isinstance(req, dict):
+                raise ValueError("a request is a JSON object")
+        except ConnectionError:
+            return
+        except Exception as e:  # noqa: BLE001 - boundary: answer, do not crash the thread
+            self.wfile.write(_frame(ERROR, error_json(e)))
+            return
+        try:
+            srv.answer(req, self.rfile, self.wfile)
+        except (ConnectionError, BrokenPipeError):
+            pass  # the client went away (e.g. a Spark LIMIT stopped reading)
+
+
+class _TCPServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class ArrowStreamServer:
+    """The endpoint over `db.catalog`, serving in a daemon thread once started.
+
+        s = ArrowStreamServer(db, "127.0.0.1", 0, stats); s.start(); s.address -> "h:p"
+        ...; s.shutdown()
+    """
+
+    def __init__(self, db, host: str = "127.0.0.1", port: int = 0,
+                 stats: ScanStats | None = None):
+        self.db = db
+        self.stats = stats if stats is not None else ScanStats()
+        self._tcp = _TCPServer((host, port), _Handler)
+        self._tcp.owner = self  # type: ignore[attr-defined]
+        self.host = host
+        self.port = self._tcp.server_address[1]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> "ArrowStreamServer":
+        self._thread = threading.Thread(target=self._tcp.serve_forever,
+                                        name="kudusql-arrow-stream", daemon=True)
+        self._thread.start()
+        return self
+
+    def shutdown(self) -> None:
+        self._tcp.shutdown()
+        self._tcp.server_close()
+
+    # -- requests ----------------------------------------------------------------------------
+    def answer(self, req: dict, rfile, wfile) -> None:
+        op = req.get("op")
+        try:
+            t = self.db.catalog.table(req["table"] if op != "scan" else req["ticket"]["table"])
+            if op == "schema":
+                schema = t.schema.arrow_schema(req.get("columns"))
+                wfile.write(bytes([OK]))
+                with pa.ipc.new_stream(wfile, schema):
+                    pass
+                return
+            if op == "scan":
+                self._scan(t, req["ticket"], wfile)
+                return
+            if op == "put":
+                self._put(t, req.get("mode", "insert"), rfile, wfile)
+                return
+            if op == "bind":
+                out: Any = bind_predicates(t, list(req.get("predicates") or []))
+            elif op == "plan":
+                plan = plan_scan(t, req, self.stats)
+                out = {"snapshot": plan.snapshot, "query_id": plan.query_id,
+                       "tablets_total": plan.tablets_total, "tickets": plan.tickets}
+                if req.get("estimate"):
+                    rows = self.estimate_rows(t)
+                    if rows is not None:
+                        out["rows"] = rows
+            elif op == "timestamp":
+                out = {"timestamp": t.current_timestamp()}
+            else:
+                raise errors.InvalidArgument(f"unknown request {op!r}")
+        except (ConnectionError, BrokenPipeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - boundary: the client gets SQLSTATE + text
+            wfile.write(_frame(ERROR, error_json(e)))
+            return
+        wfile.write(_frame(OK, out))
+
+    def estimate_rows(self, t) -> int | None:
+        """The table's rows, estimated from its tablets' rowsets and MemRowSets without a
+        scan (deleted rows still counted): Spark's join planning (broadcast or not) needs
+        a size, not an exact count. None where the catalog has no local tablets."""
+        try:
+            n = 0
+            for tid in t.metadata.tablet_ids:
+                tablet = self.db.catalog.tablet(tid)
+                n += tablet.mrs_rows() + sum(r["rows"] for r in tablet.rowsets_info())
+            return n
+        except Exception:  # noqa: BLE001 - no estimate: Spark assumes a large table
+            return None
+
+    def _scan(self, t, tk: dict, wfile) -> None:
+        scan, schema = open_ticket(t, tk)  # errors here: before the stream starts
+        wfile.write(bytes([OK]))
+        rows = 0
+        trailer: tuple[int, Any]
+        with pa.ipc.new_stream(wfile, schema) as w:
+            try:
+                for b in scan_batches(scan, tk["query_id"], schema, self.stats):
+                    w.write_batch(b)
+                    rows += b.num_rows
+                trailer = (OK, {"rows": rows})
+            except (ConnectionError, BrokenPipeError):
+                raise
+            except Exception as e:  # noqa: BLE001 - reported in the trailer
+                trailer = (ERROR, error_json(e))
+        wfile.write(_frame(*trailer))
+
+    def _put(self, t, mode: str, rfile, wfile) -> None:
+        reader = pa.ipc.open_stream(rfile)
+        summary = write_batches(t, mode, reader)
+        wfile.write(_frame(OK, summary))
+
+
+def start(db, host: str = "127.0.0.1", port: int = 0,
+          stats: ScanStats | None = None) -> ArrowStreamServer:
+    """An ArrowStreamServer serving in a daemon thread."""
+    s = ArrowStreamServer(db, host, port, stats).start()
+    log.info("Arrow IPC stream endpoint on %s", s.address)
+    return s
+
+
+def start_endpoints(db, host: str = "127.0.0.1", flight_port: int = 0,
+                    stream_port: int = 0) -> FlightServer:
+    """Flight and this endpoint beside it, both in daemon threads, sharing the scan
+    statistics (`kudusql serve --flight-port/--arrow-port`, tests, `kudusql tpch`): the
+    FlightServer's `.location` is Flight's grpc://host:port, its `.stream_address` this
+    endpoint's host:port, and its `.shutdown()` stops both."""
+    server = start_flight(db, host, flight_port)
+    try:
+        server.stream = start(db, host, stream_port, server.stats)
+    except BaseException:
+        server.shutdown()
+        raise
+    return server
