@@ -59,19 +59,19 @@ def srv(tmp_path_factory):
         s.stop()
 
 
-def _stopped_within(srv, fn, how: str) -> float:
-    """Run `fn(conn)` (a long query); stop it after CANCEL_AFTER by `how` ("cancel" or
+def _stopped_within(srv, fn, how: str, after: float = CANCEL_AFTER) -> float:
+    """Run `fn(conn)` (a long query); stop it after `after` seconds by `how` ("cancel" or
     "timeout"); return seconds from the stop to the error. The error must be 57014."""
     with psycopg.connect(srv.dsn(), autocommit=True) as conn:
         conn.execute("SET query_mem_limit = '0'")     # stopped by the cancel, not by 53200
         if how == "timeout":
-            conn.execute(f"SET statement_timeout = '{int(CANCEL_AFTER * 1000)}ms'")
+            conn.execute(f"SET statement_timeout = '{int(after * 1000)}ms'")
         else:
-            threading.Timer(CANCEL_AFTER, conn.cancel).start()
+            threading.Timer(after, conn.cancel).start()
         t0 = time.monotonic()
         with pytest.raises(psycopg.errors.QueryCanceled) as e:
             fn(conn)
-        waited = time.monotonic() - t0 - CANCEL_AFTER
+        waited = time.monotonic() - t0 - after
         if how == "timeout":
             assert "statement timeout" in str(e.value)
         conn.execute("SELECT 1")               # the connection is usable afterwards
@@ -83,9 +83,15 @@ def _stopped_within(srv, fn, how: str) -> float:
 CASES = [(k, "cancel") for k in QUERIES] + [("aggregate", "timeout"), ("hash_join", "timeout")]
 
 
+# the hash join's count(*) takes ~0.4 s once the server's memory pool is warm (5 s cold:
+# page faults for the 128M-row probe): stopped after 0.15 s, it is still in the join
+AFTER = {"hash_join": 0.15}
+
+
 @pytest.mark.parametrize("kind,how", CASES)
 def test_operator_is_stopped(srv, kind, how):
-    waited = _stopped_within(srv, lambda c: c.execute(QUERIES[kind]).fetchall(), how)
+    waited = _stopped_within(srv, lambda c: c.execute(QUERIES[kind]).fetchall(), how,
+                             AFTER.get(kind, CANCEL_AFTER))
     assert waited < STOP_S, f"{kind}: stopped {waited:.2f} s after the {how}"
 
 
