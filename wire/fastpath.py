@@ -38,7 +38,9 @@ a point read, planner.dml `_matching`): on the event loop, the session's `key_wr
 gives the matching row (key and SET values computed by the executor's evaluator: SQL
 semantics and errors unchanged), `update_data` rounds it as the ordinary UPDATE does, and
 `Table.write_small_deferred` applies it on the engine's small-write path up to its wait
-for the WAL fsync. That wait is the one effect, `Durable(finish)`: the adapter runs it on
+for the WAL fsync, with `never_block`: a busy tablet (memory back-pressure, its write lock
+held by maintenance) declines and the ordinary path writes on a pool thread, so the loop
+never sleeps. That wait is the one effect, `Durable(finish)`: the adapter runs it on
 the server's WAL sync threads, never on the loop, and resumes here when it is done
 (writers of all connections share the tablet's fsyncs: group commit); the reply -
 BindComplete, [NoData], CommandComplete `UPDATE n` / `DELETE n` (or the write's error),
