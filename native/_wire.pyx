@@ -85,6 +85,21 @@ cdef inline object _name(const unsigned char* p, Py_ssize_t a, Py_ssize_t b):
     return PyUnicode_DecodeUTF8(<const char*>(p + a), b - a, NULL)
 
 
+cdef object _int16s(const unsigned char* p, Py_ssize_t* pos, Py_ssize_t end):
+    """A Bind's int16 count and that many int16s at pos[0] (its format codes), as a tuple,
+    pos[0] moved past them; None for a malformed list (the twin then reports it)."""
+    cdef Py_ssize_t q = pos[0], n, j
+    if q + 2 > end:
+        return None
+    n = _i16(p + q)
+    q += 2
+    if n < 0 or q + 2 * n > end:
+        return None
+    out = tuple([_i16(p + q + 2 * j) for j in range(n)])
+    pos[0] = q + 2 * n
+    return out
+
+
 def decode_bind(buf, Py_ssize_t start, Py_ssize_t end):
     """protocol.decode_bind: (portal, statement, parameter formats, values, result
     formats); anything irregular (an error, another buffer type): the twin."""
@@ -93,8 +108,7 @@ def decode_bind(buf, Py_ssize_t start, Py_ssize_t end):
     if p == NULL or start < 0 or end > size or start > end:
         return _bind_py(buf, start, end)
     cdef const unsigned char* z
-    cdef Py_ssize_t z1, z2, pos, n, nv, j, ln
-    cdef list pf, rf
+    cdef Py_ssize_t z1, z2, pos, nv, j, ln
     cdef list values
     z = <const unsigned char*>memchr(p + start, 0, end - start)
     if z == NULL:
@@ -110,14 +124,9 @@ def decode_bind(buf, Py_ssize_t start, Py_ssize_t end):
     except UnicodeDecodeError:
         return _bind_py(buf, start, end)
     pos = z2 + 1
-    if pos + 2 > end:
+    pf = _int16s(p, &pos, end)
+    if pf is None:
         return _bind_py(buf, start, end)
-    n = _i16(p + pos)
-    pos += 2
-    if n < 0 or pos + 2 * n > end:
-        return _bind_py(buf, start, end)
-    pf = [_i16(p + pos + 2 * j) for j in range(n)]
-    pos += 2 * n
     if pos + 2 > end:
         return _bind_py(buf, start, end)
     nv = _i16(p + pos)
@@ -136,14 +145,7 @@ def decode_bind(buf, Py_ssize_t start, Py_ssize_t end):
             return _bind_py(buf, start, end)
         values[j] = PyBytes_FromStringAndSize(<const char*>(p + pos), ln)
         pos += ln
-    if pos + 2 > end:
+    rf = _int16s(p, &pos, end)
+    if rf is None or pos != end:
         return _bind_py(buf, start, end)
-    n = _i16(p + pos)
-    pos += 2
-    if n < 0 or pos + 2 * n > end:
-        return _bind_py(buf, start, end)
-    rf = [_i16(p + pos + 2 * j) for j in range(n)]
-    pos += 2 * n
-    if pos != end:
-        return _bind_py(buf, start, end)
-    return (portal, stmt, tuple(pf), tuple(values), tuple(rf))
+    return (portal, stmt, pf, tuple(values), rf)
