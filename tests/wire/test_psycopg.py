@@ -137,9 +137,19 @@ def test_cancel_gives_57014_and_connection_stays_usable(server):
         "k": np.arange(n), "s": pa.array(np.char.add("x", (np.arange(n) % 977).astype(str))
                                          .tolist())}))
     with psycopg.connect(server.dsn()) as c:
-        # cancel_safe: the same CancelRequest as cancel(), but libpq's blocking PQcancel
-        # would hold the GIL and freeze this in-process server until it timed out
-        threading.Timer(0.15, c.cancel_safe).start()
+        backend = server.server.connections[c.info.backend_pid].backend
+
+        def cancel_once_running():
+            # a CancelRequest that arrives before the statement starts is a no-op (as in
+            # PostgreSQL), so a fixed delay is a race on a loaded machine: wait until the
+            # server runs it. cancel_safe: the same CancelRequest as cancel(), but libpq's
+            # blocking PQcancel would hold the GIL and freeze this in-process server
+            deadline = time.monotonic() + 10
+            while not backend.running and time.monotonic() < deadline:
+                time.sleep(0.01)
+            c.cancel_safe()
+
+        threading.Thread(target=cancel_once_running, daemon=True).start()
         t0 = time.time()
         with pytest.raises(psycopg.errors.QueryCanceled) as ei:
             c.execute("SELECT k, s, k + 1, s || s FROM big2").fetchall()
