@@ -370,7 +370,10 @@ def test_background_thread_with_concurrent_writers_and_readers(tmp_path, mm):
         th.join(30)
     assert not failures, failures
     assert checked, "no reader checked a writer's snapshot"
-    assert mm.wait_idle(timeout=30)
+    # seen once under heavy load: still busy after 30 s; name what kept it busy if it recurs
+    assert mm.wait_idle(timeout=30), (
+        [(op.name, op.score) for op in mm.candidates() if op.score > 0],
+        {name: st.runs for name, st in mm.stats.items()})
     mm.shutdown()
     assert mm._thread is None
     assert not mm.errors, mm.errors
