@@ -245,34 +245,31 @@ def _help(ctx: Context, arg: str) -> list[Result]:
     return _status(help_text())
 
 
-@command("\\dt", "[PATTERN]", "list tables (PATTERN: * and ? wildcards)", group="Informational",
-         completes="table")
-def _list_tables(ctx: Context, arg: str) -> list[Result]:
-    names = ctx.backend.tables()
-    if arg:                     # psql: an unquoted pattern matches case-insensitively
-        quoted = arg.startswith('"')
-        pat = arg.strip('"') if quoted else arg.lower()
-        names = [n for n in names if fnmatch.fnmatchcase(n if quoted else n.lower(), pat)]
-    if not names:
-        return _status("Did not find any tables." if not arg
-                       else f'Did not find any table named "{arg}".')
-    return [Result(status=f"SELECT {len(names)}", title="List of tables",
-                   table=pa.table({"Name": pa.array(sorted(names), pa.string())}))]
-
-
-@command("\\dv", "[PATTERN]", "list views (PATTERN: * and ? wildcards)",
-         group="Informational", completes="table")
-def _list_views(ctx: Context, arg: str) -> list[Result]:
-    names = _one_table(ctx, "SHOW VIEWS").column(0).to_pylist()
+def _name_list(names: list[str], arg: str, kind: str, title: str) -> list[Result]:
+    """`\\dt` / `\\dv`: the names matching psql's PATTERN (* and ? wildcards; unquoted, it
+    matches case-insensitively), sorted, or psql's "Did not find any ..." status."""
     if arg:
         quoted = arg.startswith('"')
         pat = arg.strip('"') if quoted else arg.lower()
         names = [n for n in names if fnmatch.fnmatchcase(n if quoted else n.lower(), pat)]
     if not names:
-        return _status("Did not find any views." if not arg
-                       else f'Did not find any view named "{arg}".')
-    return [Result(status=f"SELECT {len(names)}", title="List of views",
+        return _status(f"Did not find any {kind}s." if not arg
+                       else f'Did not find any {kind} named "{arg}".')
+    return [Result(status=f"SELECT {len(names)}", title=title,
                    table=pa.table({"Name": pa.array(sorted(names), pa.string())}))]
+
+
+@command("\\dt", "[PATTERN]", "list tables (PATTERN: * and ? wildcards)", group="Informational",
+         completes="table")
+def _list_tables(ctx: Context, arg: str) -> list[Result]:
+    return _name_list(ctx.backend.tables(), arg, "table", "List of tables")
+
+
+@command("\\dv", "[PATTERN]", "list views (PATTERN: * and ? wildcards)",
+         group="Informational", completes="table")
+def _list_views(ctx: Context, arg: str) -> list[Result]:
+    return _name_list(_one_table(ctx, "SHOW VIEWS").column(0).to_pylist(), arg, "view",
+                      "List of views")
 
 
 def _describe_view(ctx: Context, t: str) -> list[Result]:
