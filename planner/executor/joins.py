@@ -437,10 +437,13 @@ class JoinOperators:
         return cross_join(left, right, self._check_cancel)
 
     # -- runtime filters: the inputs of a MultiJoin, smallest first ------------------------
-    def estimate_rows(self, node: L.Node, runtime: bool = True) -> float:
+    def estimate_rows(self, node: L.Node, runtime: bool = True, filters: bool = True
+                      ) -> float:
         """A cheap upper estimate of a plan's rows, to order a MultiJoin's inputs: a scan's
         table row count (the engine counts without decoding), halved for each filter or
-        pushed predicate; above a scan, its estimate; a join, its largest input."""
+        pushed predicate, at most the key count of its runtime filters; above a scan, its
+        estimate; a join, its largest input. `filters=False` (and `runtime=False`): the
+        rows before any filter, against which an input's selectivity is measured."""
         if isinstance(node, L.Scan):
             if node.changes:
                 return float("inf")
@@ -452,19 +455,20 @@ class JoinOperators:
                 else:
                     n = float(table.count_rows())
                 self._table_rows[node.table] = n
-            n *= 0.5 ** min(4, len(node.filters) + len(node.pushed))
-            filters = self._runtime.get(id(node)) if runtime else None
-            if filters:     # about one row per key of the most selective filter
-                n = min(n, min(f.count for f in filters))
+            if filters:
+                n *= 0.5 ** min(4, len(node.filters) + len(node.pushed))
+            runtime_filters = self._runtime.get(id(node)) if runtime else None
+            if runtime_filters:     # about one row per key of the most selective filter
+                n = min(n, min(f.count for f in runtime_filters))
             return n
         if isinstance(node, L.Filter):
-            return 0.5 * self.estimate_rows(node.input, runtime)
+            return (0.5 if filters else 1.0) * self.estimate_rows(node.input, runtime, filters)
         if isinstance(node, L.Limit) and node.limit is not None:
-            return min(float(node.limit), self.estimate_rows(node.input, runtime))
+            return min(float(node.limit), self.estimate_rows(node.input, runtime, filters))
         kids = node.children()
         if not kids:
             return float("inf")
-        return max(self.estimate_rows(k, runtime) for k in kids)
+        return max(self.estimate_rows(k, runtime, filters) for k in kids)
 
     def _run_inputs(self, node: L.MultiJoin, owner: dict[str, int]) -> list[pa.Table]:
         """Run a MultiJoin's inputs, each one's scan filtered by the join keys of the inputs
@@ -486,8 +490,9 @@ class JoinOperators:
                 out.append(t)
             return out
         est = [max(1.0, self.estimate_rows(i)) for i in node.inputs]
-        # an input's selectivity: its rows against its estimate without runtime filters
-        base = [max(1.0, self.estimate_rows(i, runtime=False)) for i in node.inputs]
+        # an input's selectivity: its rows against its rows before any filter
+        base = [max(1.0, self.estimate_rows(i, runtime=False, filters=False))
+                for i in node.inputs]
         links = _filter_links(node, owner)
         done: dict[int, pa.Table] = {}
         sel: dict[int, float] = {}
