@@ -2,13 +2,14 @@
 each answer and time with DuckDB on the same parquet, in the same run.
 
     .venv/bin/python -m bench.tpch_bench --sf 1 [--queries 1,3,6] [--data bench-data]
-                                         [--repeat N] [--keep] [--strict]
+                                         [--repeat N] [--keep] [--db DIR] [--strict]
 
 Phases:
   [0] data     tpchgen-cli parquet, cached under DATA/tpch-sf<SF>/ (tpch/data.py)
   [1] load     a fresh kudusql data directory under DATA (removed unless --keep): CREATE
                TABLE through SQL and batched inserts (tpch/load.py); time and rows/s per
-               table. Without the SQL layer (`kudusql.connect`) the tables are created
+               table. `--db DIR` skips this phase and queries the database a
+               run with --keep left in DIR (same --sf). Without the SQL layer (`kudusql.connect`) the tables are created
                through the engine catalog instead, and every query is reported FAILED.
   [2] kudusql  each query: best of --repeat runs (execute + fetch_arrow_table); peak RSS
                sampled while our queries run. A query that raises is FAILED, and the run
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duckdb-threads", type=int, default=None,
                     help="DuckDB threads (default: os.cpu_count(), our parallelism)")
     ap.add_argument("--keep", action="store_true", help="keep the kudusql data directory")
+    ap.add_argument("--db", help="reuse the database a run with --keep left at this path "
+                                 "(loaded at the same --sf): no load phase, never removed")
     ap.add_argument("--verbose", action="store_true",
                     help="print every mismatch and the traceback of failed queries")
     ap.add_argument("--strict", action="store_true",
@@ -269,14 +272,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  parquet in {parquet_dir} ({fmt_bytes(pq_bytes)}; ready in "
           f"{time.perf_counter() - t0:.1f}s)")
 
-    db_dir = tempfile.mkdtemp(prefix=f"kudusql-tpch-sf{args.sf:g}-", dir=data_root)
+    reuse = args.db is not None
+    if reuse:
+        db_dir = os.path.abspath(args.db)
+        if not os.path.isdir(db_dir):
+            ap.error(f"--db {args.db}: no such directory")
+    else:
+        db_dir = tempfile.mkdtemp(prefix=f"kudusql-tpch-sf{args.sf:g}-", dir=data_root)
     db, reason = open_database(db_dir)
+    load_peak = None
     try:
-        print(f"\n[1] load into {db_dir}" + (f"  ({reason}: loading through the engine "
-                                              "catalog)" if reason else ""))
-        release_memory()
-        with PeakRss() as load_peak:
-            phase_load(db, parquet_dir, res)
+        if reuse:
+            print(f"\n[1] reusing the database at {db_dir} (no load)")
+        else:
+            print(f"\n[1] load into {db_dir}" + (f"  ({reason}: loading through the engine "
+                                                  "catalog)" if reason else ""))
+            release_memory()
+            with PeakRss() as load_peak:
+                phase_load(db, parquet_dir, res)
         disk, _ = dir_size(db_dir)
         print(f"  on disk {fmt_bytes(disk)} (parquet {fmt_bytes(pq_bytes)})")
         res.add("database on disk", fmt_bytes(disk))
@@ -296,15 +309,16 @@ def main(argv: list[str] | None = None) -> int:
         print("\n[4] answers (ratio = ours / duckdb; correct = same answer as DuckDB)")
         phase_answers(numbers, ours, duck, res, args.verbose)
 
-        res.add("peak RSS during the load", fmt_bytes(load_peak.peak) if load_peak.peak
-                else "n/a (psutil missing)")
+        if load_peak is not None:
+            res.add("peak RSS during the load", fmt_bytes(load_peak.peak) if load_peak.peak
+                    else "n/a (psutil missing)")
         res.add("peak RSS during our queries", fmt_bytes(ours_peak) if ours_peak else "n/a")
         res.add("ru_maxrss (process, DuckDB included)", fmt_bytes(ru_maxrss_bytes()))
     finally:
         close = getattr(db, "close", None)
         if close:
             close()
-        if args.keep:
+        if args.keep or reuse:
             print(f"\n  kept the database at {db_dir}")
         else:
             shutil.rmtree(db_dir, ignore_errors=True)

@@ -15,8 +15,9 @@ A morsel is ~10-50 ms of kernel work, so a cancel is honoured within ~100 ms of 
 Memory: the guard meters the Arrow data the statement holds - each operator's result while
 its parent runs, plus what an operator accumulates while it runs (scan batches, join output
 batches, cross-join chunks, evaluated morsels). `Executor.run` sets the held total to the
-size of the result it returns (the inputs are then released), so the figure follows the
-plan's live intermediate results, not the process's RSS. Past `limit` bytes the statement
+size of the result it returns (the inputs are then released), and a MultiJoin releases the
+two tables each of its joins consumed (`release`), so the figure follows the plan's live
+intermediate results, not the process's RSS; EXPLAIN ANALYZE prints its peak. Past `limit` bytes the statement
 fails with 53200 (out_of_memory) before it grows the process further. The limit: the
 `query_mem_limit` setting (`SET query_mem_limit = '2GB'`; the server's `--query-mem-limit`;
 `kudusql.connect(dir, query_mem_limit=...)`); its default is a quarter of the machine's
@@ -121,6 +122,10 @@ class QueryGuard:
         self._over()
         if self._check is not None:
             self._check()
+
+    def release(self, nbytes: int) -> None:
+        """`nbytes` an operator held are dropped (a join's inputs once its result is made)."""
+        self.held = max(0, self.held - nbytes)
 
     def hold(self, nbytes: int) -> None:
         """Exactly `nbytes` are held now (an operator returned; its inputs are released)."""

@@ -294,6 +294,9 @@ def explain(catalog, ast, sql, params=None, analyze: bool = False,
             if written.row_errors else ""
         lines.append(f"Rows written: {written.rowcount}{refused}")
     if total is not None:
+        # (PostgreSQL's last line is the execution time: clients read it there)
+        lines.append(f"Peak Memory: {ex.guard.peak / (1 << 20):.1f} MB (intermediate results "
+                     f"the query memory limit meters)")
         lines.append(f"Execution Time: {total[0] * 1000:.3f} ms ({total[1]} rows)")
     return StatementResult.rows("EXPLAIN", pa.table({"QUERY PLAN": pa.array(lines, pa.string())}))
 

@@ -55,6 +55,7 @@ def duckdb_connect(parquet_dir: str, threads: int | None = None):
     import duckdb  # test/bench-only dependency
 
     con = duckdb.connect(":memory:")
+    con.execute("SET enable_progress_bar = false")    # (its bar filled the bench's log)
     if threads is not None:
         con.execute(f"SET threads = {int(threads)}")
     for t, paths in parquet_files(parquet_dir).items():

@@ -6,11 +6,20 @@ Operators and the kernels they use:
               predicates, lazy materialization) + residual filters per batch
   Filter      `planner.expr.evaluate_filter` + `Table.filter`
   Project     `planner.expr.evaluate`
-  MultiJoin   greedy operator ordering (GOO): repeatedly join the two connected inputs whose
+  MultiJoin   inputs run one at a time, the next the one estimated smallest once scaled by
+              the selectivity of the inputs already run that join it; each input's scan is
+              thinned as its batches arrive by runtime filters (`runtime_filters`: bitmaps
+              of the join keys of the inputs run before it, along chains of equal columns),
+              so rows that cannot join are never held whole, hashed or joined. Then
+              greedy operator ordering (GOO): repeatedly join the two connected inputs whose
               estimated result is smallest, estimating |A|*|B| / max(ndv_A(keys), ndv_B(keys))
               from the actual inputs (their row counts and distinct key counts); the smaller
               side is the hash table's build side (Acero hash join)
-  Join        Acero hash join (left outer, full outer, left semi, left anti); a residual
+  Join        Acero hash join (left outer, full outer, left semi, left anti); the left side
+              runs first and its keys filter the right side's scans (through projections,
+              filters, GROUP BY keys and inner joins: `joins.trace_key`), except for NOT IN;
+              a semi join whose subquery is estimated smaller runs it first and filters the
+              left side's scans by its keys instead (TPC-H Q18); a residual
               condition is applied on the inner join of the two sides and mapped back to the
               left rows by row number; NOT IN is a null-aware anti join
   Aggregate   Acero hash aggregation (`Table.group_by`), or whole-column kernels without
@@ -36,6 +45,7 @@ materialization, cells never decoded).
 The package, each module importing only those above it:
 
     kernels      NodeStats, empty_rows, common subexpressions, sizes, hash_key
+    runtime_filters  RuntimeFilter: join-key membership applied to scan batches
     joins        Join, MultiJoin, cross joins                      (JoinOperators)
     sort         Sort, top-N, Distinct, set operations             (SortOperators)
     aggregates   Aggregate, Window                                 (AggregateOperators)

@@ -14,6 +14,7 @@ sorted column (`_list_aggregate`): O(n log n), where a query per group was O(gro
 from __future__ import annotations
 
 import decimal
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -556,6 +557,45 @@ def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
                     extra + (r - big_rows) // np.maximum(small, 1)) + 1
 
 
+class StreamedInput:
+    """An aggregation's input as the stream of batches of a scan (`Executor._stream`): the
+    first batch is read at once for the schema (`slice(0, 0)`: typing the aggregates); the
+    rest flow into the Acero plan by `reader`, each prepared and with a guard check."""
+
+    def __init__(self, batches):
+        self._it = self._gen = iter(batches)
+        first = next(self._it)            # a scan stream yields an empty batch at least
+        self._first = first.slice(0, _guard.MORSEL_ROWS)
+        if first.num_rows > _guard.MORSEL_ROWS:
+            self._it = itertools.chain([first.slice(_guard.MORSEL_ROWS)], self._it)
+        self.schema = self._first.schema
+
+    def slice(self, start: int, length: int) -> pa.Table:
+        assert start == 0 and length == 0
+        return pa.Table.from_batches([], schema=self.schema)
+
+    def reader(self, prepare, guard) -> pa.RecordBatchReader:
+        first = prepare(pa.Table.from_batches([self._first]))
+        schema = first.schema
+
+        def gen():
+            yield from first.to_batches()
+            step = _guard.MORSEL_ROWS
+            for b in self._it:
+                for start in range(0, b.num_rows, step):     # morsels, a check before each
+                    guard.check()
+                    m = prepare(pa.Table.from_batches([b.slice(start, step)]))
+                    if m.schema != schema:
+                        m = m.cast(schema)
+                    yield from m.to_batches()
+        return pa.RecordBatchReader.from_batches(schema, gen())
+
+    def close(self) -> None:
+        close = getattr(self._gen, "close", None)
+        if close is not None:
+            close()          # the engine scan ends with its generator (also on errors)
+
+
 class AggregateOperators:
     """Aggregate (Acero hash aggregation or whole-column kernels) and Window.
     Mixed into planner.executor.Executor."""
@@ -565,6 +605,13 @@ class AggregateOperators:
         into the aggregation's input columns by `prepare` on its way in."""
         from pyarrow import acero
         agg = acero.Declaration("aggregate", acero.AggregateNodeOptions(spec, keys=keys))
+        if isinstance(t, StreamedInput):
+            decl = acero.Declaration.from_sequence([
+                acero.Declaration("record_batch_reader_source",
+                                  acero.RecordBatchReaderSourceNodeOptions(
+                                      t.reader(prepare, self.guard))),
+                agg])
+            return self.collect(decl.to_reader(use_threads=True))
         if t.num_rows <= _guard.MORSEL_ROWS:     # one morsel of work: no stream to set up
             src = acero.Declaration("table_source", acero.TableSourceNodeOptions(
                 prepare(t) if prepare is not None else t))
@@ -786,6 +833,19 @@ class AggregateOperators:
 
     # -- aggregation -----------------------------------------------------------------------
     def _aggregate(self, node: L.Aggregate) -> pa.Table:
+        if node.sets is None and node.groups and self._streamable(node.input) and \
+                not any(a.func in _LIST_AGGREGATES for a in node.aggs):
+            # GROUP BY over a scan (with filters / projections): its batches stream into
+            # the hash aggregation, so the input is never held whole (TPC-H Q01 at SF10:
+            # 4 GB of lineitem columns)
+            t = StreamedInput(self._stream(node.input))
+            try:
+                out = self._aggregate_by(t, node.groups, node.aggs)
+            finally:
+                t.close()
+            for k, _ in node.grouping:
+                out = out.append_column(k, pa.array(np.zeros(out.num_rows, np.int32)))
+            return out
         t = self.run(node.input)
         if node.sets is None:
             out = self._aggregate_by(t, node.groups, node.aggs)

@@ -35,6 +35,7 @@ from planner.executor.kernels import (
     _table_nbytes,
 )
 from planner.executor.joins import JoinOperators
+from planner.executor import runtime_filters
 from planner.executor.sort import SortOperators, _concat_promote
 from planner.executor.aggregates import AggregateOperators, _digits
 
@@ -86,6 +87,9 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         self._check_cancel = self.guard
         self._needed: dict[int, set[str]] = {}
         self._prefilter: dict[int, tuple] = {}
+        # runtime join filters on a scan's batches, by id(Scan) (executor/runtime_filters)
+        self._runtime: dict[int, list] = {}
+        self._table_rows: dict[str, float] = {}
         self._root: L.Output | None = None
         # WITH RECURSIVE: each RecursiveUnion's last step, which its WorkTable reads
         self._work: dict[int, pa.Table] = {}
@@ -315,20 +319,50 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             return
         scan = table.scan(node.columns, node.pushed, snapshot)
         cond = and_all(node.filters)
+        runtime = self._runtime.get(id(node)) if keys else None
+        # Residual filters run over up to a morsel of rows at once: their evaluation costs
+        # ~1 ms per call whatever the rows (the expression is interpreted), and the engine's
+        # blocks are smaller, the more so once a runtime filter has thinned them.
+        held: list[pa.RecordBatch] = []
+        held_rows = 0
         try:
             for b in scan:
                 self._check_cancel()
                 if keys:
                     b = pa.RecordBatch.from_arrays(b.columns, names=keys)
-                if cond is not None:        # with no columns: a filter on constants only
+                if runtime and b.num_rows:  # before the residual filter: cheaper, exact
+                    b = runtime_filters.apply(runtime, b)
+                if cond is None:
+                    if b.num_rows:
+                        yield b
+                    continue
+                if not keys:                # with no columns: a filter on constants only
                     b = b.filter(self.eval_filter(cond, b))
+                    if b.num_rows:
+                        yield b
+                    continue
                 if b.num_rows:
-                    yield b
+                    held.append(b)
+                    held_rows += b.num_rows
+                if held_rows >= _guard.MORSEL_ROWS // 2:
+                    yield from self._filtered_batches(held, cond)
+                    held, held_rows = [], 0
+            if held:
+                yield from self._filtered_batches(held, cond)
         finally:
             scan.close()
             st.scan = scan.stats.scan
             st.tablets = (scan.stats.tablets_scanned, scan.stats.tablets_total)
             st.detail.extend(served_by(scan.stats.per_tablet))
+            if runtime and self.analyze:
+                st.detail.extend(f.describe() for f in runtime)
+
+    def _filtered_batches(self, batches: list[pa.RecordBatch], cond: exp.Expression):
+        t = pa.Table.from_batches(batches)
+        t = t.filter(self.eval_filter(cond, t))
+        for b in t.to_batches():
+            if b.num_rows:
+                yield b
 
     # -- streaming ---------------------------------------------------------------------------
     def stream_output(self, out: L.Output):

@@ -9,6 +9,7 @@ the query memory limit on what is kept; no row cap).
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,7 @@ from planner import guard as _guard
 from planner.guard import QueryGuard
 from planner.executor.kernels import (_chunked, check_hashable, concat_tables, empty_rows,
                                       hash_key, NodeStats, _table_nbytes)
+from planner.executor import runtime_filters as _rf
 
 
 class _Comp:
@@ -54,10 +56,23 @@ def estimate_ndv(arr) -> int:
     if n <= NDV_SAMPLE:
         return max(1, pc.count_distinct(arr).as_py())
     step = n // NDV_SAMPLE
-    sample = arr.take(pa.array(np.arange(0, n, step, dtype=np.int64)))
-    counts = pc.value_counts(sample).field("counts")
-    d = len(counts)
-    f1 = pc.sum(pc.equal(counts, 1)).as_py() or 0
+    if (pa.types.is_integer(arr.type) or pa.types.is_date32(arr.type)) and not arr.null_count:
+        # numpy: a strided view of each chunk and one sort (Arrow's take over a chunked
+        # array plus value_counts cost ~10x more, once per candidate pair of inputs)
+        parts, pos = [], 0
+        for ch in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+            if pa.types.is_date32(ch.type):
+                ch = ch.cast(pa.int32())
+            parts.append(ch.to_numpy(zero_copy_only=False)[(-pos) % step::step])
+            pos += len(ch)
+        sample = np.concatenate(parts)
+        _, counts = np.unique(sample, return_counts=True)
+        d, f1 = len(counts), int(np.count_nonzero(counts == 1))
+    else:
+        sample = arr.take(pa.array(np.arange(0, n, step, dtype=np.int64)))
+        counts = pc.value_counts(sample).field("counts")
+        d = len(counts)
+        f1 = pc.sum(pc.equal(counts, 1)).as_py() or 0
     return max(1, min(n, int((n / len(sample)) ** 0.5 * f1 + (d - f1))))
 
 
@@ -171,6 +186,88 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
     return out.drop_columns(drop)
 
 
+def trace_key(node: L.Node, key: str) -> tuple[L.Scan, str] | None:
+    """(the Scan, its key) that `node`'s output column `key` comes from unchanged, through
+    operators that keep or drop whole rows by it - filters, projections, GROUP BY keys,
+    DISTINCT, full sorts, inner joins and the left side of left / semi / anti joins - so
+    that dropping the scan's rows whose value of it is not in a set drops exactly the
+    output rows whose `key` is not in it; None where no such scan is (LIMIT, windows,
+    grouping sets, set operations, computed values)."""
+    while True:
+        if isinstance(node, L.Scan):
+            return (node, key) if not node.changes and key in output_keys(node) else None
+        if isinstance(node, L.Filter) or isinstance(node, L.Distinct) or (
+                isinstance(node, L.Sort) and node.limit is None):
+            node = node.input
+            continue
+        if isinstance(node, (L.Project, L.Aggregate)):
+            if isinstance(node, L.Aggregate) and node.sets is not None:
+                return None
+            e = dict(node.items if isinstance(node, L.Project) else node.groups).get(key)
+            if not isinstance(e, exp.Column):
+                return None
+            node, key = node.input, e.name
+            continue
+        if isinstance(node, L.MultiJoin):
+            node = next((i for i in node.inputs if key in output_keys(i)), None)
+            if node is None:
+                return None
+            continue
+        if isinstance(node, L.Join) and node.kind in ("left", "semi", "anti") and \
+                key in output_keys(node.left):
+            node = node.left
+            continue
+        return None
+
+
+SELECTIVE = 0.9        # an input run that kept more of its estimate filters nothing
+
+
+def _filter_links(node: L.MultiJoin, owner: dict[str, int]) -> list[list[tuple]]:
+    """For each input i: (probe key of i, build expression, build input j) of the equalities
+    that may filter i's rows by j's: the join's `column = expression` conditions, and every
+    two columns of different inputs that equalities of columns make equal (a = b AND b = c
+    gives a = c: TPC-H Q09's part filters partsupp through lineitem's l_partkey)."""
+    parent: dict[str, str] = {}
+
+    def find(k):
+        while parent.get(k, k) != k:
+            k = parent[k]
+        return k
+    links: list[list[tuple]] = [[] for _ in node.inputs]
+    seen = set()
+
+    def add(i, x, y, j):
+        if (i, x, y.sql()) not in seen:
+            seen.add((i, x, y.sql()))
+            links[i].append((x, y, j))
+    for c in node.conditions:
+        for i in range(len(node.inputs)):
+            for j in range(len(node.inputs)):
+                if i == j:
+                    continue
+                pair = _split_equi(c, {i}, {j}, owner)
+                if pair is None:
+                    continue
+                x, y = pair
+                if isinstance(x, exp.Column):
+                    if isinstance(y, exp.Column):
+                        parent.setdefault(x.name, x.name)
+                        parent.setdefault(y.name, y.name)
+                        parent[find(x.name)] = find(y.name)
+                    else:
+                        add(i, x.name, y, j)
+    classes: dict[str, list[str]] = {}
+    for k in list(parent):
+        classes.setdefault(find(k), []).append(k)
+    for members in classes.values():
+        for a in members:
+            for b in members:
+                if owner[a] != owner[b]:
+                    add(owner[a], a, L.keycol(b), owner[b])
+    return links
+
+
 JOIN_OUTPUT_ROWS = 1 << 17      # output rows one probe morsel may make, about
 
 _SWAPPED = {"inner": "inner", "left semi": "right semi", "left anti": "right anti",
@@ -222,24 +319,35 @@ class JoinOperators:
 
     # -- joins -----------------------------------------------------------------------------
     def _join(self, node: L.Join) -> pa.Table:
-        if node.kind == "semi" and isinstance(node.left, L.MultiJoin) and node.left_keys:
+        if node.kind == "semi" and isinstance(node.left, L.MultiJoin) and node.left_keys and \
+                self.estimate_rows(node.right) < self.estimate_rows(node.left):
             # Semi-join reduction: run the subquery side first; if it is smaller than the
             # inner-join input that owns the semi join's left columns, filter that input
             # before the inner joins (TPC-H Q18: 57 order keys against 6M joined rows). The
-            # semi join is applied again on top, where it is then cheap.
+            # semi join is applied again on top, where it is then cheap. Taken when the
+            # subquery is estimated smaller than the joins; else the left side runs first
+            # and filters the subquery's scan by its keys (TPC-H Q21).
             right = self.run(node.right)
-            left_refs = set().union(*(refs(e) for e in node.left_keys))
-            if node.residual is not None:
-                left_refs |= refs(node.residual) - set(output_keys(node.right))
-            for i, inp in enumerate(node.left.inputs):
-                if left_refs <= set(output_keys(inp)):
-                    self._prefilter[id(node.left)] = (i, node, right)
-                    break
-            left = self.run(node.left)
+            rk = [self.eval(e, right) for e in node.right_keys]
+            # the right keys as runtime filters on the left's scans (through the inner
+            # joins: the other inputs are then filtered by the reduced one); where no key
+            # comes from a scan, the input that owns them is semi-joined before the joins
+            filters = self._key_filters(node.left, node.left_keys, node.right_keys, rk)
+            if not filters:
+                left_refs = set().union(*(refs(e) for e in node.left_keys))
+                if node.residual is not None:
+                    left_refs |= refs(node.residual) - set(output_keys(node.right))
+                for i, inp in enumerate(node.left.inputs):
+                    if left_refs <= set(output_keys(inp)):
+                        self._prefilter[id(node.left)] = (i, node, right)
+                        break
+            left = self.run_filtered(node.left, filters, node)
+            lk = [self.eval(e, left) for e in node.left_keys]
         else:
             left = self.run(node.left)
-            right = self.run(node.right)
-        lk = [self.eval(e, left) for e in node.left_keys]
+            lk = [self.eval(e, left) for e in node.left_keys]
+            # the right side's rows whose key no left row has cannot change the result
+            right = self.run_filtered(node.right, self._join_filters(node, lk), node)
         rk = [self.eval(e, right) for e in node.right_keys]
         kind = node.kind
         if node.null_aware:
@@ -259,6 +367,31 @@ class JoinOperators:
                                                    "semi": "left semi",
                                                    "anti": "left anti"}[kind], self)
         return self._residual_join(node, left, right, lk, rk)
+
+    def _join_filters(self, node: L.Join, lk: list) -> list:
+        """Runtime filters on the right side of a left / semi / anti join from the left
+        keys (not NOT IN's null-aware anti join: a NULL on the right decides it)."""
+        if node.kind not in ("left", "semi", "anti") or node.null_aware or self.schema_only:
+            return []
+        return self._key_filters(node.right, node.right_keys, node.left_keys, lk)
+
+    def _key_filters(self, probe: L.Node, probe_keys, build_keys, build_values) -> list:
+        """Runtime filters on `probe`'s key columns (those a scan below it gives unchanged)
+        from the values of the other side's keys."""
+        if self.schema_only:
+            return []
+        filters = []
+        for pe, be, vals in zip(probe_keys, build_keys, build_values):
+            if not isinstance(pe, exp.Column):
+                continue
+            typ = self._probe_types(probe, [pe.name]).get(pe.name)
+            if typ is None:
+                continue
+            f = _rf.RuntimeFilter.build(pe.name, typ, vals, be.sql())
+            if f is not None:
+                self.guard.charge(f.nbytes)
+                filters.append(f)
+        return filters
 
     def _semi_filter(self, node: L.Join, left: pa.Table, right: pa.Table) -> pa.Table:
         lk = [self.eval(e, left) for e in node.left_keys]
@@ -303,8 +436,153 @@ class JoinOperators:
             raise SqlError("FULL JOIN without an equality condition is not supported", "0A000")
         return cross_join(left, right, self._check_cancel)
 
+    # -- runtime filters: the inputs of a MultiJoin, smallest first ------------------------
+    def estimate_rows(self, node: L.Node, runtime: bool = True, filters: bool = True
+                      ) -> float:
+        """A cheap upper estimate of a plan's rows, to order a MultiJoin's inputs: a scan's
+        table row count (the engine counts without decoding), halved for each filter or
+        pushed predicate, at most the key count of its runtime filters; above a scan, its
+        estimate; a join, its largest input. `filters=False` (and `runtime=False`): the
+        rows before any filter, against which an input's selectivity is measured."""
+        if isinstance(node, L.Scan):
+            if node.changes:
+                return float("inf")
+            n = self._table_rows.get(node.table)
+            if n is None:
+                table = self.catalog.table(node.table)
+                if getattr(table, "virtual", False):
+                    n = float("inf")
+                else:
+                    n = float(table.count_rows())
+                self._table_rows[node.table] = n
+            if filters:
+                n *= 0.5 ** min(4, len(node.filters) + len(node.pushed))
+            runtime_filters = self._runtime.get(id(node)) if runtime else None
+            if runtime_filters:     # about one row per key of the most selective filter
+                n = min(n, min(f.count for f in runtime_filters))
+            return n
+        if isinstance(node, L.Filter):
+            return (0.5 if filters else 1.0) * self.estimate_rows(node.input, runtime, filters)
+        if isinstance(node, L.Limit) and node.limit is not None:
+            return min(float(node.limit), self.estimate_rows(node.input, runtime, filters))
+        kids = node.children()
+        if not kids:
+            return float("inf")
+        return max(self.estimate_rows(k, runtime, filters) for k in kids)
+
+    def _run_inputs(self, node: L.MultiJoin, owner: dict[str, int]) -> list[pa.Table]:
+        """Run a MultiJoin's inputs, each one's scan filtered by the join keys of the inputs
+        run before it (planner/executor/runtime_filters.py). Next runs the input whose
+        estimate, scaled by the selectivity of the inputs already run that can filter it,
+        is smallest; a condition over that one input alone filters it at once."""
+        n = len(node.inputs)
+        local = [[] for _ in range(n)]
+        for c in node.conditions:
+            ins = {owner[k] for k in refs(c) if k in owner}
+            if len(ins) == 1:
+                local[next(iter(ins))].append(c)
+        if n < 2 or self.schema_only:
+            out = []
+            for inp, conds in zip(node.inputs, local):
+                t = self.run(inp)
+                for c in conds:
+                    t = self.filter_table(t, c)
+                out.append(t)
+            return out
+        est = [max(1.0, self.estimate_rows(i)) for i in node.inputs]
+        # an input's selectivity: its rows against its rows before any filter
+        base = [max(1.0, self.estimate_rows(i, runtime=False, filters=False))
+                for i in node.inputs]
+        links = _filter_links(node, owner)
+        done: dict[int, pa.Table] = {}
+        sel: dict[int, float] = {}
+
+        def useful(i):      # {probe key: [(j, build expression)]} from selective inputs run
+            out = {}
+            for x, y, j in links[i]:
+                if j in done and sel[j] < SELECTIVE:
+                    out.setdefault(x, []).append((j, y))
+            return out
+
+        def score(i):
+            f = 1.0
+            for srcs in useful(i).values():
+                f *= min(sel[j] for j, _ in srcs)
+            return est[i] * f
+
+        remaining = list(range(n))
+        while remaining:
+            i = min(remaining, key=lambda i: (score(i), i))
+            remaining.remove(i)
+            inp = node.inputs[i]
+            sources = useful(i)
+            filters = self._build_filters(sources, self._probe_types(inp, sources), done) \
+                if sources else []
+            t = self.run_filtered(inp, filters, node)
+            for c in local[i]:
+                t = self.filter_table(t, c)
+            done[i] = t
+            sel[i] = min(1.0, t.num_rows / base[i])
+        return [done[i] for i in range(n)]
+
+    def _build_filters(self, sources: dict, types: dict, done: dict) -> list:
+        """RuntimeFilters on probe keys (typed by `types`) from the build expressions over
+        the inputs in `done`."""
+        filters = []
+        for x, srcs in sources.items():
+            typ = types.get(x)
+            if typ is None:
+                continue
+            for j, y in srcs:
+                f = _rf.RuntimeFilter.build(x, typ, self.eval(y, done[j]), y.sql())
+                if f is not None:
+                    self.guard.charge(f.nbytes)
+                    filters.append(f)
+        return filters
+
+    def _probe_types(self, node: L.Node, keys) -> dict[str, pa.DataType]:
+        """The Arrow types of `keys` of `node` that come unchanged from a scan below it."""
+        out = {}
+        for k in keys:
+            traced = trace_key(node, k)
+            if traced is None:
+                continue
+            scan, sk = traced
+            table = self.catalog.table(scan.table)
+            if getattr(table, "virtual", False):
+                continue
+            col = sk[len(scan.prefix) + 1:]
+            out[k] = table.schema.arrow_schema([col]).field(0).type
+        return out
+
+    def run_filtered(self, node: L.Node, filters: list, owner_node: L.Node) -> pa.Table:
+        """Run `node` with runtime filters on its keys: each applies to the batches of the
+        scan below `node` that its key comes from unchanged (`trace_key`), so rows that
+        cannot join are never held (nor aggregated, nor joined further)."""
+        placed = []
+        for f in filters:
+            traced = trace_key(node, f.key)
+            if traced is None:
+                continue                      # every filter was built from a traced key
+            scan, f.key = traced
+            self._runtime.setdefault(id(scan), []).append(f)
+            placed.append((id(scan), f))
+        try:
+            return self.run(node)
+        finally:
+            for sid, f in placed:
+                lst = self._runtime.get(sid)
+                if lst is not None:
+                    lst.remove(f)
+                    if not lst:
+                        del self._runtime[sid]
+
     def _multijoin(self, node: L.MultiJoin) -> pa.Table:
-        inputs = [self.run(i) for i in node.inputs]
+        owner = {}
+        for i, inp in enumerate(node.inputs):
+            for k in output_keys(inp):
+                owner[k] = i
+        inputs = self._run_inputs(node, owner)
         pre = self._prefilter.pop(id(node), None)
         if pre is not None:
             i, semi, right = pre
@@ -315,19 +593,17 @@ class JoinOperators:
                     self.stats.setdefault(id(node), NodeStats()).detail.append(
                         f"semi-join reduction of input [{i}]: {t.num_rows} -> "
                         f"{inputs[i].num_rows} rows")
-        owner = {}
-        for i, inp in enumerate(node.inputs):
-            for k in output_keys(inp):
-                owner[k] = i
         needed = self.needed_above(node)
         comps = [_Comp(t, {i}) for i, t in enumerate(inputs)]
         pending = [(c, {owner[k] for k in refs(c) if k in owner}) for c in node.conditions]
         order = []
-        # conditions over a single input or none (constant) apply at once
+        # conditions over a single input were applied as it ran (_run_inputs); those over
+        # none (constants) apply at once
         for c, ins in list(pending):
             if len(ins) <= 1:
-                for comp in comps if not ins else [comps[next(iter(ins))]]:
-                    comp.table = self.filter_table(comp.table, c)
+                if not ins:
+                    for comp in comps:
+                        comp.table = self.filter_table(comp.table, c)
                 pending.remove((c, ins))
         while len(comps) > 1:
             self._check_cancel()
@@ -355,6 +631,7 @@ class JoinOperators:
                 A, B = B, A
                 keys = [(r, l) for l, r in keys]
             merged = A.inputs | B.inputs
+            t0 = time.perf_counter()
             if keys:
                 lk = [self.eval(x, A.table) for x, _ in keys]
                 rk = [self.eval(y, B.table) for _, y in keys]
@@ -380,7 +657,11 @@ class JoinOperators:
             pending = rest
             keep_cols = needed | {k for c, _ in pending for k in refs(c)}
             t = t.select([n for n in t.column_names if n in keep_cols])
-            order.append(f"join {sorted(A.inputs)} x {sorted(B.inputs)} -> {t.num_rows} rows")
+            order.append(f"join {sorted(A.inputs)} x {sorted(B.inputs)} -> {t.num_rows} rows"
+                         f" ({A.table.num_rows} probe x {B.table.num_rows} build, "
+                         f"{(time.perf_counter() - t0) * 1000:.1f} ms)")
+            # the two inputs are dropped now: only the join's result stays held
+            self.guard.release(_table_nbytes(A.table) + _table_nbytes(B.table))
             comps = [c for i, c in enumerate(comps) if i not in (a, b)] + [_Comp(t, merged)]
         if self.analyze:
             self.stats.setdefault(id(node), NodeStats()).detail.extend(order)

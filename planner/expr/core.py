@@ -218,8 +218,23 @@ def _column(node: exp.Column, ctx: _Ctx) -> Value:
     return ctx.column(i)
 
 
+_LITERALS: dict[tuple[str, bool], pa.Scalar] = {}    # literal text -> its typed scalar
+
+
 @_handles(exp.Literal)
 def _literal(node: exp.Literal, ctx: _Ctx) -> Value:
+    # Filters are evaluated once per scan batch: a literal's scalar (a regex, a Decimal,
+    # an Arrow scalar: ~0.2 ms) is made once per text, not per batch and row group.
+    key = (node.this, node.is_string)
+    v = _LITERALS.get(key)
+    if v is None:
+        v = _literal_scalar(node)
+        if len(_LITERALS) < 4096:
+            _LITERALS[key] = v
+    return v
+
+
+def _literal_scalar(node: exp.Literal) -> pa.Scalar:
     text = node.this
     if node.is_string:
         return pa.scalar(text, pa.string())

@@ -187,3 +187,17 @@ def test_sample_sort_is_the_stable_sort(seed, monkeypatch):
                 got = ex.sort_indices(t, keys)
                 assert got.equals(want), (name, desc, nf)
     assert len(checks) > 100            # it did work in steps
+
+
+def test_group_by_over_a_scan_does_not_hold_its_input(db, monkeypatch):
+    # the scan's batches stream into the hash aggregation: the meter sees the groups, not
+    # the ROWS input rows (which a join above a scan, by contrast, holds)
+    s = db.session()
+    g = QueryGuard(None, 0)
+    monkeypatch.setattr(s, "_guard", lambda: g)
+    s.execute("SELECT k % 10, sum(v), max(s) FROM t GROUP BY 1")
+    streamed = g.peak
+    g2 = QueryGuard(None, 0)
+    monkeypatch.setattr(s, "_guard", lambda: g2)
+    s.execute("SELECT a.k % 10, sum(a.v), max(a.s) FROM t a JOIN t b ON a.k = b.k GROUP BY 1")
+    assert streamed * 10 < ROWS * 8 < g2.peak, (streamed, g2.peak)
