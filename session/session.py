@@ -471,6 +471,24 @@ class Session:
             rows = fast.run(self.catalog, params, table)
         return None if rows is None else (rows, table)
 
+    def key_write_values(self, text: str, params):
+        """`key_write_rows` in plain Python values: (row, table) with row the matching
+        query's one row as a tuple (the key columns, then the SET values) or
+        `planner.fastpath.NO_ROW` when no row matches; None (nothing done) when there is
+        no such cached point read, its tablets are not all open, or its items need the
+        executor (`PointRead.values`: then `key_write_rows`)."""
+        if not params:
+            return None
+        fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
+        if fast is None or fast.value_items is None:
+            return None
+        table = self.catalog.table(fast.table)
+        if not fast.ready(table):
+            return None
+        with sql_errors():
+            row = fast.values(params, table)
+        return None if row is None else (row, table)
+
     def point_read(self, text: str, params):
         """(PointRead, table) when `text` with these parameters is a cached primary-key
         point read of plain columns whose tablets are open, else None (nothing done): the

@@ -91,6 +91,7 @@ import pyarrow as pa
 from engine.tablet.write_op import OpType
 from planner.dml import update_data
 from planner.errors import SqlError
+from planner.fastpath import NO_ROW
 from planner.result import StatementResult
 from wire import protocol as P
 from wire import types as T
@@ -262,6 +263,7 @@ def key_write(be, stmt, fields: tuple, end: int):
     key, applied here (module docstring): its effects, or None (nothing consumed, nothing
     written) for anything else."""
     find = getattr(be.session, "key_write_rows", None)
+    values = getattr(be.session, "key_write_values", None)
     if find is None or not _simple(be, fields):
         return None
     tail = _tail(be, end)
@@ -281,12 +283,26 @@ def key_write(be, stmt, fields: tuple, end: int):
             return None             # describing it is the pool's work: the ordinary path
         params = decode_params(stmt, fmts, fields[3])
         be.tx.check(stmt.statement)
-        found = find(stmt.sql, params)
-        if found is None:
-            return None
-        rows, table = found
         finish = None
-        if rows.num_rows:
+        plain = values(stmt.sql, params) if values is not None else None
+        if plain is not None:           # the matching row in Python values: no Arrow
+            row, table = plain
+            if row is not NO_ROW:
+                names = table.schema.key_names + names
+                if len(set(names)) != len(names):
+                    return None         # SET of a key column: the ordinary path says no
+                finish = table.write_small_deferred(
+                    OpType.UPDATE if verb == "UPDATE" else OpType.DELETE,
+                    {c: [v] for c, v in zip(names, row)}, never_block=True)
+                if finish is None:      # not for the small path: nothing was written
+                    return None
+            found = None
+        else:
+            found = find(stmt.sql, params)
+            if found is None:
+                return None
+        rows, table = found if found is not None else (None, None)
+        if rows is not None and rows.num_rows:
             if verb == "UPDATE":
                 finish = table.write_small_deferred(OpType.UPDATE,
                                                     update_data(table, rows, names),
