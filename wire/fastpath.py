@@ -89,7 +89,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.tablet.write_op import OpType
-from planner.dml import update_data
+from planner.dml import row_failures, update_data
 from planner.errors import SqlError
 from planner.fastpath import NO_ROW
 from planner.result import StatementResult
@@ -130,7 +130,8 @@ def on_bind(be, fields: tuple, end: int):
     if case == "select":
         return point_read(be, stmt, fields, end)
     if case == "insert":
-        return pipelined_batch(be, stmt, fields, end)
+        done = row_insert(be, stmt, fields, end)
+        return done if done is not None else pipelined_batch(be, stmt, fields, end)
     if case == "write":
         return key_write(be, stmt, fields, end)
     return None
@@ -347,6 +348,67 @@ def _write_reply(be, describe: bool, verb: str, count: int) -> None:
     if describe:
         be.send(_NO_DATA)
     be.send(P.command_complete(StatementResult(verb, rowcount=count).tag()))
+    be.on_sync()
+
+
+# -- single-row inserts ---------------------------------------------------------------------
+def row_insert(be, stmt, fields: tuple, end: int):
+    """Bind [Describe P] Execute Sync of a prepared `INSERT / UPSERT INTO t [(cols)]
+    VALUES ($1, ..., $n)`, written here (module docstring): its effects, or None
+    (nothing consumed, nothing written) for anything else."""
+    target_of = getattr(be.session, "insert_row_target", None)
+    if target_of is None or not _simple(be, fields):
+        return None
+    tail = _tail(be, end)
+    if tail is None:
+        return None
+    describe, _, after = tail
+    try:
+        if not stmt.described:
+            return None             # describing it is the pool's work: the ordinary path
+        params = decode_params(stmt, param_formats(fields[2], fields[3], fields[4]),
+                               fields[3])
+        be.tx.check(stmt.statement)
+        found = target_of(stmt.sql, len(params))
+        if found is None:
+            return None
+        target, cols, upsert = found
+        finish = target.table.write_small_deferred(
+            OpType.UPSERT if upsert else OpType.INSERT,
+            {c: [v] for c, v in zip(cols, params)}, never_block=True)
+        if finish is None:          # not for the small path: nothing was written
+            return None
+    except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports it
+        return None
+    be.rpos = after
+    if "" in be.portals:
+        be.drop_portals(lambda p: p.name == "")
+    return _row_insert_done(be, finish, describe, target, "UPSERT" if upsert else "INSERT")
+
+
+def _row_insert_done(be, finish, describe: bool, target, verb: str):
+    """Effects: wait for the insert's durability off the loop, then reply as the
+    ordinary path does (`planner.dml.insert_rows`: a failed row is an ErrorResponse)."""
+    try:
+        r = yield Durable(finish)
+    except CONNECTION_ERRORS:
+        raise
+    except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
+        be.send(_BIND_COMPLETE)
+        if describe:
+            be.send(_NO_DATA)
+        be.error(e)
+        be.on_sync()
+        return
+    result = StatementResult(verb, rowcount=r.num_applied, row_errors=row_failures(
+        target.name, target.table.schema, r.row_errors))
+    be.send(_BIND_COMPLETE)
+    if describe:
+        be.send(_NO_DATA)
+    if result.row_errors:
+        be.row_failure_error(result)
+    else:
+        be.send(P.command_complete(result.tag()))
     be.on_sync()
 
 
