@@ -113,8 +113,8 @@ _SELECT_0 = P.command_complete("SELECT 0")
 _SELECT_1 = P.command_complete("SELECT 1")
 _SUSPENDED = P.portal_suspended()
 _NULL = b"\xff\xff\xff\xff"
-_S16 = T._S16
-_S32 = T._S32
+_S16 = struct.Struct("!h")
+_S32 = struct.Struct("!i")
 _I32 = struct.Struct("!i")
 
 
