@@ -225,13 +225,19 @@ class WalSync:
     fsync or by the next one, which covers everything appended meanwhile (engine/
     consensus/log.py's group commit): the waiting writers of all connections share
     fsyncs. A few threads (`threads`), not one: the tablets of a table have a WAL each,
-    and their fsyncs must not wait for one another."""
+    and their fsyncs must not wait for one another; but few, as each hand-off of the GIL
+    between threads costs futex calls (16 threads measured 37 futex calls per key write
+    against 16 with 4). Outcomes go to the loop in batches: one `call_soon_threadsafe`
+    (one wake-up of the loop) for all those that end before the loop has run them."""
 
     def __init__(self, threads: int = 4):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._n = threads
         self._lock = threading.Lock()
+        # outcomes waiting for their loop, by loop: one wake-up of a loop resolves every
+        # outcome that arrived meanwhile (a group commit ends several writes at once)
+        self._ready: dict = {}
 
     def submit(self, loop: asyncio.AbstractEventLoop, finish) -> asyncio.Future:
         """A future (of `loop`) for `finish()`, run on a sync thread."""
@@ -258,10 +264,25 @@ class WalSync:
                 outcome = (finish(), None)
             except BaseException as e:  # noqa: BLE001 - the writer's, on its loop
                 outcome = (None, e)
-            try:
-                loop.call_soon_threadsafe(_resolve, fut, outcome)
-            except RuntimeError:        # the loop is closed: nobody waits any more
-                pass
+            with self._lock:
+                batch = self._ready.get(loop)
+                wake = batch is None
+                if wake:
+                    batch = self._ready[loop] = []
+                batch.append((fut, outcome))
+            if wake:
+                try:
+                    loop.call_soon_threadsafe(self._resolve_ready, loop)
+                except RuntimeError:    # the loop is closed: nobody waits any more
+                    with self._lock:
+                        self._ready.pop(loop, None)
+
+    def _resolve_ready(self, loop) -> None:
+        """On `loop`: resolve the futures of every outcome that arrived for it."""
+        with self._lock:
+            batch = self._ready.pop(loop, ())
+        for fut, outcome in batch:
+            _resolve(fut, outcome)
 
     def stop(self) -> None:
         threads, self._threads = self._threads, []
