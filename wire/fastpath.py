@@ -119,6 +119,7 @@ from wire import protocol as P
 from wire import types as T
 from wire.effects import CONNECTION_ERRORS, NEED_INPUT, Call, Durable
 from wire.extended_query import bind_params, decode_params, param_formats
+from wire.params import numeric_from_binary
 from wire.portal import Portal, Rows
 
 MAX_BATCH = 8192          # parameter sets written as one batch at most
@@ -591,8 +592,12 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
         if col is None:
             col = [first_params[i]]
             try:
-                for v in raw[1:]:    # a loop per value: formats without a column decoder
-                    col.append(T.decode_param(v, fmts[i], oids[i], arrow))
+                if fmts[i] == 1 and oid == 1700:   # binary NUMERIC: `decode_param`'s
+                    for v in raw[1:]:              # own decoder, without its dispatch
+                        col.append(None if v is None else numeric_from_binary(v))
+                else:
+                    for v in raw[1:]:    # a loop per value: formats without a column decoder
+                        col.append(T.decode_param(v, fmts[i], oids[i], arrow))
             except Exception:  # noqa: BLE001 - this Bind fails in the ordinary path
                 count = len(col)
         columns.append(col)

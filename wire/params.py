@@ -109,8 +109,10 @@ _NUMERIC_HEAD = struct.Struct("!hhHh")
 _DIGITS = [struct.Struct(f"!{n}H") for n in range(9)]
 
 
-def _numeric_from_binary(b: bytes) -> decimal.Decimal:
-    """A binary NUMERIC (base-10000 digits) as a Decimal with `dscale` fraction digits.
+def numeric_from_binary(b: bytes) -> decimal.Decimal:
+    """A binary NUMERIC (base-10000 digits) as a Decimal with `dscale` fraction digits:
+    `parse_binary` of OID 1700 (whose errors wrap this one's; wire/fastpath.py decodes a
+    batch's NUMERIC column with it, value by value).
     The common case - digits that need no rounding to dscale, at most 8 of them - is
     built from its integer coefficient and exponent as text (exact, no context); the
     rest by `_numeric_rounded`, the definition, which it equals (tests/wire/
@@ -181,7 +183,7 @@ def parse_binary(b: bytes, oid: int, arrow: pa.DataType | None = None):
             case 701:
                 return struct.unpack("!d", b)[0]
             case 1700:
-                return _numeric_from_binary(b)
+                return numeric_from_binary(b)
             case 1082:
                 return _PG_EPOCH_DATE + _dt.timedelta(days=struct.unpack("!i", b)[0])
             case 1114 | 1184:
