@@ -463,7 +463,8 @@ def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tupl
     """us per `Session.execute_point` of the point select on a fresh table, and after
     `storm` single-row UPDATEs by key (uniform keys) through the same session; then the
     engine's CPU per op in the wire's hot cases: a point read (`Session.point_read` +
-    `Table.lookup`) and a key write (`key_write_rows` + `Table.write_small`), which
+    `Table.lookup`) and a key write (`key_write_values`, else `key_write_rows`, +
+    `Table.write_small`), which
     server CPU per op minus these is the wire's share of."""
     import pyarrow as pa
 
@@ -508,9 +509,14 @@ def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tupl
             upd = "UPDATE kv SET v = v + 1 WHERE k = $1"
             n = 2000
             t0 = time.thread_time()
-            for k in keys[:n]:
-                rows_, table = s.key_write_rows(upd, [k])
-                table.write_small(OpType.UPDATE, update_data(table, rows_, ["v"]))
+            for k in keys[:n]:      # as wire/fastpath.py `key_write`: plain values first
+                found = s.key_write_values(upd, [k])
+                if found is not None:
+                    row, table = found
+                    table.write_small(OpType.UPDATE, dict(zip(["k", "v"], ([v] for v in row))))
+                else:
+                    rows_, table = s.key_write_rows(upd, [k])
+                    table.write_small(OpType.UPDATE, update_data(table, rows_, ["v"]))
             update_us = (time.thread_time() - t0) / n * 1e6
             return before, after, read_us, update_us
     finally:

@@ -10,7 +10,7 @@ tests/test_native.py compares both on generated and damaged frames."""
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.string cimport memchr
+from libc.string cimport memchr, memcmp
 
 cdef object _scan_py = None
 cdef object _bind_py = None
@@ -107,45 +107,116 @@ def decode_bind(buf, Py_ssize_t start, Py_ssize_t end):
     cdef const unsigned char* p = _ptr(buf, &size)
     if p == NULL or start < 0 or end > size or start > end:
         return _bind_py(buf, start, end)
+    out = _bind(p, start, end)
+    return _bind_py(buf, start, end) if out is None else out
+
+
+cdef object _bind(const unsigned char* p, Py_ssize_t start, Py_ssize_t end):
+    """decode_bind of a well-formed Bind body p[start:end]; None for anything else."""
     cdef const unsigned char* z
     cdef Py_ssize_t z1, z2, pos, nv, j, ln
     cdef list values
     z = <const unsigned char*>memchr(p + start, 0, end - start)
     if z == NULL:
-        return _bind_py(buf, start, end)
+        return None
     z1 = z - p
     z = <const unsigned char*>memchr(p + z1 + 1, 0, end - z1 - 1)
     if z == NULL:
-        return _bind_py(buf, start, end)
+        return None
     z2 = z - p
     try:
         portal = _name(p, start, z1)
         stmt = _name(p, z1 + 1, z2)
     except UnicodeDecodeError:
-        return _bind_py(buf, start, end)
+        return None
     pos = z2 + 1
     pf = _int16s(p, &pos, end)
     if pf is None:
-        return _bind_py(buf, start, end)
+        return None
     if pos + 2 > end:
-        return _bind_py(buf, start, end)
+        return None
     nv = _i16(p + pos)
     pos += 2
     if nv < 0:
-        return _bind_py(buf, start, end)
+        return None
     values = [None] * nv
     for j in range(nv):
         if pos + 4 > end:
-            return _bind_py(buf, start, end)
+            return None
         ln = _i32(p + pos)
         pos += 4
         if ln == -1:
             continue
         if ln < 0 or pos + ln > end:
-            return _bind_py(buf, start, end)
+            return None
         values[j] = PyBytes_FromStringAndSize(<const char*>(p + pos), ln)
         pos += ln
     rf = _int16s(p, &pos, end)
     if rf is None or pos != end:
-        return _bind_py(buf, start, end)
+        return None
     return (portal, stmt, pf, tuple(values), rf)
+
+
+cdef object _run_py = None
+
+
+def fallback_run(scan_run_py):
+    """The twin of `scan_run`, which takes over wherever this one would not decide."""
+    global _run_py
+    _run_py = scan_run_py
+
+
+cdef inline bint _at(const unsigned char* p, Py_ssize_t size, Py_ssize_t q, bytes frame):
+    """`frame` lies at q."""
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(frame)
+    return q + n <= size and memcmp(p + q, PyBytes_AS_STRING(frame), n) == 0
+
+
+def scan_run(buf, Py_ssize_t p, fields, Py_ssize_t bind_end, str portal, str statement,
+             bytes parse, bytes describe, bytes execute, Py_ssize_t base, list items,
+             Py_ssize_t limit, Py_ssize_t max_message=_DEFAULT_MAX):
+    """protocol.scan_run: the items of a pipelined run (see the twin). Frames that do
+    not scan or decode cleanly are handed, from where they lie, to the twin."""
+    cdef Py_ssize_t size, q, n, start
+    cdef const unsigned char* b = _ptr(buf, &size)
+    if b == NULL or p < 0 or bind_end < 0 or p > size or bind_end > size:
+        return _run_py(buf, p, fields, bind_end, portal, statement, parse, describe,
+                       execute, base, items, limit, max_message)
+    cdef Py_ssize_t np_ = PyBytes_GET_SIZE(parse)
+    cdef Py_ssize_t nd = PyBytes_GET_SIZE(describe)
+    cdef Py_ssize_t ne = PyBytes_GET_SIZE(execute)
+    while len(items) < limit:
+        if fields is None:
+            q = p
+            if np_ and _at(b, size, q, parse):
+                q += np_
+            if size - q < 5:
+                return False
+            n = _i32(b + q + 1)
+            if n < 4 or n > max_message or not _known[b[q]]:
+                return _run_py(buf, p, None, 0, portal, statement, parse, describe,
+                               execute, base, items, limit, max_message)
+            if size - q < n + 1:
+                return False
+            if b[q] != 66:
+                return True
+            start = q + 5
+            bind_end = q + 1 + n
+            fields = _bind(b, start, bind_end)
+            if fields is None:
+                return _run_py(buf, p, None, 0, portal, statement, parse, describe,
+                               execute, base, items, limit, max_message)
+            if fields[0] != portal or fields[1] != statement:
+                return True
+        q = bind_end
+        if _at(b, size, q, describe):
+            q += nd
+        if size < q + ne + 4:
+            return False
+        if not _at(b, size, q, execute):
+            return True
+        q += ne + 4
+        items.append((q - base, fields))
+        p = q
+        fields = None
+    return True

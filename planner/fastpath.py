@@ -76,6 +76,9 @@ class PointRead:
     # items that are all own columns or bare parameters: (key, column name or None,
     # parameter index or None, result type) each, evaluated without the executor
     direct: list | None = None
+    # every item as plain Python (`values`): one `_ValueItem` per item, in `keys` order;
+    # None when some item needs the executor
+    value_items: list | None = None
     _makers: list | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def key_values(self, params) -> tuple | None:
@@ -147,6 +150,42 @@ class PointRead:
         arrays = {k: _chunked(ex.eval(e, batch), batch.num_rows) for k, e in items}
         return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
 
+    def values(self, params, table=None) -> tuple | None:
+        """The result's one row as plain Python values (items in `keys` order), NO_ROW
+        when no row matches, or None when this cannot stand in for `run` (items that need
+        the executor, parameters that need SQL's conversions, an integer result that
+        might overflow: the caller then uses `run`). No Arrow: the wire's key writes read
+        their matching row this way (a column, a parameter, a literal, or an integer
+        column plus or minus an integer literal: `v = v + 1`)."""
+        items = self.value_items
+        if items is None:
+            return None
+        key = self.key_values(params)
+        if key is None:
+            return None
+        if table is None:
+            raise ValueError("PointRead.values needs the table")
+        row = table.lookup(key, self.columns or None)
+        if row is None:
+            return NO_ROW
+        out = []
+        for it in items:        # a loop per item of one row
+            kind = it.kind
+            if kind == _COLUMN:
+                out.append(row[it.column])
+            elif kind == _PARAM:
+                out.append(params[it.param])
+            elif kind == _CONST:
+                out.append(it.value)
+            else:
+                v = row[it.column]
+                if v is not None:
+                    v += it.value
+                    if not it.bounds[0] <= v <= it.bounds[1]:
+                        return None     # the ordinary plan raises its overflow error
+                out.append(v)
+        return tuple(out)
+
     def _direct(self, row: dict | None, params) -> pa.Table:
         """`run`'s result when every item is a column of the row or a bare parameter
         (`direct`): what the executor would give (a column: its value in the row's
@@ -164,6 +203,77 @@ class PointRead:
             else:
                 arrays[k] = pa.repeat(param_scalar(params[i]), n)
         return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
+
+
+NO_ROW = ()                # `PointRead.values`: no row matches
+_COLUMN, _PARAM, _CONST, _PLUS = range(4)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ValueItem:
+    """One item of `PointRead.values`: a column of the row, a parameter, a constant, or
+    an integer column plus a constant (`value`), which must stay within `bounds` (the
+    column type's range: the arithmetic's type is at least that wide)."""
+    kind: int
+    column: str | None = None
+    param: int | None = None
+    value: object = None
+    bounds: tuple[int, int] | None = None
+
+
+def _int_literal(e: exp.Expression) -> int | None:
+    """An integer literal's value (`7`, `-7`), else None."""
+    sign = 1
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Neg):
+        sign, e = -1, e.this
+    if not isinstance(e, exp.Literal) or e.is_string:
+        return None
+    v = e.this
+    if type(v) is int:
+        return sign * v
+    if isinstance(v, str) and v.isascii() and v.isdigit():
+        return sign * int(v)
+    return None
+
+
+def _value_item(scan: L.Scan, e: exp.Expression, types: dict) -> _ValueItem | None:
+    """`e` as a `_ValueItem`, or None when it needs the executor."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    i = param_index(e)
+    if i is not None:
+        return _ValueItem(_PARAM, param=i)
+    if isinstance(e, exp.Column):
+        col = _own_column(scan, e)
+        return None if col is None else _ValueItem(_COLUMN, column=col)
+    if isinstance(e, exp.Null):
+        return _ValueItem(_CONST, value=None)
+    if isinstance(e, exp.Literal) and e.is_string and isinstance(e.this, str):
+        return _ValueItem(_CONST, value=e.this)
+    n = _int_literal(e)
+    if n is not None:
+        return _ValueItem(_CONST, value=n)
+    if isinstance(e, (exp.Add, exp.Sub)):
+        a, b = e.this, e.expression
+        while isinstance(a, exp.Paren):
+            a = a.this
+        col = _own_column(scan, a) if isinstance(a, exp.Column) else None
+        n = _int_literal(b)
+        if isinstance(e, exp.Add) and (col is None or n is None):   # 1 + v
+            b2 = e.expression
+            while isinstance(b2, exp.Paren):
+                b2 = b2.this
+            col = _own_column(scan, b2) if isinstance(b2, exp.Column) else None
+            n = _int_literal(e.this)
+        t = types.get(col)
+        if col is None or n is None or t is None or not pa.types.is_integer(t):
+            return None
+        info = np.iinfo(t.to_pandas_dtype())
+        return _ValueItem(_PLUS, column=col, value=n if isinstance(e, exp.Add) else -n,
+                          bounds=(int(info.min), int(info.max)))
+    return None
 
 
 _PACK = {pa.int8(): "<b", pa.int16(): "<h", pa.int32(): "<i", pa.int64(): "<q",
@@ -282,9 +392,14 @@ def compile_point_read(catalog, out: L.Output) -> PointRead | None:
         else:
             direct = None
             break
+    by_key = dict(proj.items)
+    col_types = {c.name: c.arrow_type for c in schema.columns}
+    value_items = [_value_item(node, by_key[k], col_types) for k in out.keys] \
+        if set(out.keys) <= set(by_key) else [None]
     return PointRead(node.table, node.prefix, key, columns, list(proj.items), list(out.names),
                      list(out.keys), plain, param_items, rschema,
-                     direct if plain is None else None)
+                     direct if plain is None else None,
+                     None if None in value_items else value_items)
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:

@@ -406,10 +406,35 @@ class Session:
         with sql_errors(stmts[0].offset):
             return self._bulk_insert(stmts[0], param_sets, in_order, columns)
 
-    def _bulk_insert(self, stmt: Statement, param_sets, in_order: bool = False,
-                     columns: list | None = None) -> StatementResult | None:
-        """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
-        shape is kept per statement text. None for other statements."""
+    def insert_row_target(self, text: str, n: int):
+        """(InsertTarget, target column names, upsert) when `text` is a plain `INSERT /
+        UPSERT INTO t [(cols)] VALUES ($1, ..., $n)` (no RETURNING, no ON CONFLICT) of
+        `n` parameters, else None (nothing done). What a front end needs to write one
+        row of parameter values itself, the values being exactly what binding the
+        statement would give them: the wire's single-row INSERT (wire/fastpath.py), which
+        writes them on the small-write path (`Table.write_small_deferred`: a value it
+        does not take with certainty sends the statement the ordinary way) and reports
+        failed rows as `planner.dml.row_failures` does. A statement-level error (a
+        column that does not exist, ...) is None too: the ordinary path reports it."""
+        stmts = statements(text)
+        if len(stmts) != 1:
+            return None
+        ast, count, upsert = self._insert_shape(stmts[0])
+        if ast is None or count != n or ast.args.get("returning") is not None:
+            return None
+        try:
+            with sql_errors():
+                target = dml.insert_target(self.catalog, ast, text)
+                if target.ignore_dups:
+                    return None
+                cols = dml.insert_columns(target, n, text, ast.expression)
+        except SqlError:
+            return None
+        return target, cols, upsert
+
+    def _insert_shape(self, stmt: Statement) -> tuple:
+        """(ast, n, upsert) of an `INSERT ... VALUES ($1..$n)`, else (None, None, None);
+        kept per statement text."""
         text = stmt.text
         shape = self._insert_shapes.get(text)
         if shape is None:
@@ -424,7 +449,14 @@ class Session:
             if len(self._insert_shapes) > 256:
                 self._insert_shapes.clear()
             self._insert_shapes[text] = shape
-        ast, n, upsert = shape
+        return shape
+
+    def _bulk_insert(self, stmt: Statement, param_sets, in_order: bool = False,
+                     columns: list | None = None) -> StatementResult | None:
+        """The INSERT ... VALUES ($1..$n) path without binding (see execute_many); its
+        shape is kept per statement text. None for other statements."""
+        text = stmt.text
+        ast, n, upsert = self._insert_shape(stmt)
         if ast is None or (len(columns) != n if columns is not None else
                            any(len(p) != n for p in param_sets)):
             return None
@@ -470,6 +502,24 @@ class Session:
         with sql_errors(), statement_clock():
             rows = fast.run(self.catalog, params, table)
         return None if rows is None else (rows, table)
+
+    def key_write_values(self, text: str, params):
+        """`key_write_rows` in plain Python values: (row, table) with row the matching
+        query's one row as a tuple (the key columns, then the SET values) or
+        `planner.fastpath.NO_ROW` when no row matches; None (nothing done) when there is
+        no such cached point read, its tablets are not all open, or its items need the
+        executor (`PointRead.values`: then `key_write_rows`)."""
+        if not params:
+            return None
+        fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
+        if fast is None or fast.value_items is None:
+            return None
+        table = self.catalog.table(fast.table)
+        if not fast.ready(table):
+            return None
+        with sql_errors():
+            row = fast.values(params, table)
+        return None if row is None else (row, table)
 
     def point_read(self, text: str, params):
         """(PointRead, table) when `text` with these parameters is a cached primary-key

@@ -205,6 +205,80 @@ def test_scan_matches_its_twin(wire_kernels, seed):
             assert _outcome(wire_kernels.scan, form, len(pre), startup, limit) == want
 
 
+def _run_buffer(rng: random.Random) -> tuple:
+    """A pipelined run as a driver sends it ([Parse] Bind [Describe P] Execute items of
+    one statement), then something that ends it or not (Sync, another statement's Bind,
+    a damaged frame, nothing: cut anywhere); and the frames `scan_run` expects."""
+    import struct
+    portal = rng.choice(["", "p1"])
+    stmt = rng.choice(["", "s1"])
+    pe, se = portal.encode() + b"\0", stmt.encode() + b"\0"
+    parse = b"P" + struct.pack("!i", 4 + len(se) + 9) + se + b"q\0\0\0" if \
+        rng.random() < 0.5 else b""
+    describe = b"D" + struct.pack("!i", len(pe) + 5) + b"P" + pe
+    execute = b"E" + struct.pack("!i", len(pe) + 8) + pe
+
+    def bind(p_name: bytes, s_name: bytes) -> bytes:
+        body = _bind_body(rng)
+        z = body.index(b"\0")
+        z2 = body.index(b"\0", z + 1)
+        body = p_name + s_name + body[z2 + 1:]
+        return b"B" + struct.pack("!i", len(body) + 4) + body
+    out = b""
+    for _ in range(rng.randrange(1, 7)):
+        if parse and rng.random() < 0.7:
+            out += parse
+        out += bind(pe, se)
+        if rng.random() < 0.5:
+            out += describe
+        out += execute + struct.pack("!i", rng.choice([0, 1, 5]))
+    r = rng.random()
+    if r < 0.3:
+        out += b"S\0\0\0\4"
+    elif r < 0.45:
+        out += bind(pe, b"other\0")
+    elif r < 0.6:
+        out += _damaged(rng, bind(pe, se))
+    elif r < 0.75:
+        out = out[:rng.randrange(len(out) + 1)]
+    return out, portal, stmt, parse, describe, execute
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_scan_run_matches_its_twin(wire_kernels, seed):
+    from wire.protocol import decode_bind_py, scan_run_py
+    rng = random.Random(500 + seed)
+    seen = set()
+    for _ in range(1500):
+        buf, portal, stmt, parse, describe, execute = _run_buffer(rng)
+        pre = bytes(rng.randrange(256) for _ in range(rng.randrange(3)))
+        buf = pre + buf
+        base = len(pre)
+        fields, bind_end, p = None, 0, base
+        if rng.random() < 0.5 and buf.startswith(b"B", base + len(parse)) and parse:
+            pass                     # a Parse first: start at the item
+        elif rng.random() < 0.5 and buf.startswith(b"B", base):
+            try:                     # the first Bind already decoded (fastpath's case)
+                end = base + 1 + int.from_bytes(buf[base + 1:base + 5], "big")
+                fields, bind_end = decode_bind_py(buf, base + 5, end), end
+            except Exception:  # noqa: BLE001 - not decodable: start at the item
+                fields = None
+        limit = rng.choice([1, 3, 8192])
+        outcomes = []
+        for fn, form in ((scan_run_py, buf), (wire_kernels.scan_run, buf),
+                         (wire_kernels.scan_run, bytearray(buf))):
+            items: list = []
+            try:
+                r = fn(form, p, fields, bind_end, portal, stmt, parse, describe, execute,
+                       base, items, limit, 1 << 20)
+            except Exception as e:  # noqa: BLE001 - compared
+                r = repr(e)
+            outcomes.append((r, items))
+        assert outcomes[1] == outcomes[0] and outcomes[2] == outcomes[0], buf
+        seen.add((outcomes[0][0], len(outcomes[0][1]) > 1))
+    assert len(seen) >= 4, seen          # complete and not, with several items and fewer
+
+
 def test_wire_checks_bite(wire_kernels):
     """A kernel off by one is caught: its frame end is not the twin's."""
     from wire.protocol import scan_py
@@ -218,7 +292,8 @@ def test_pure_python_twins_pass_the_wire_tests():
     if native.pure_python():
         pytest.skip("already running the pure-Python twins")
     files = ["tests/wire/test_protocol.py", "tests/wire/test_split_stream.py",
-             "tests/wire/test_fastpath.py", "tests/wire/test_pipelined_batch.py"]
+             "tests/wire/test_fastpath.py", "tests/wire/test_pipelined_batch.py",
+             "tests/wire/test_fastpath_writes.py"]
     env = {**os.environ, "KUDUSQL_PURE_PYTHON": "1", "KUDUSQL_REQUIRE_NATIVE": "0"}
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                         *files], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -1,5 +1,6 @@
 """The extended protocol's hot cases, answered by the protocol core straight from its
-receive buffer: prepared point reads, prepared key writes, pipelined INSERT batches.
+receive buffer: prepared point reads, prepared key writes, prepared single-row inserts,
+pipelined INSERT batches.
 
 `Backend.handle_next` (wire/backend.py) hands every Bind frame - decoded into a tuple by
 `protocol.decode_bind`, no message object - to `on_bind(be, fields, end)` before anything
@@ -34,10 +35,16 @@ Key writes
 ----------
 Bind [Describe P] Execute Sync of a prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1`
 or `DELETE FROM t WHERE pk = $1` run before (so that its row-matching query is cached as
-a point read, planner.dml `_matching`): on the event loop, the session's `key_write_rows`
-gives the matching row (key and SET values computed by the executor's evaluator: SQL
-semantics and errors unchanged), `update_data` rounds it as the ordinary UPDATE does, and
-`Table.write_small_deferred` applies it on the engine's small-write path up to its wait
+a point read, planner.dml `_matching`): on the event loop, the session's
+`key_write_values` gives the matching row in plain Python values when every SET value is
+a column, a parameter, a literal or an integer column plus or minus an integer literal
+that stays in its type's range (`PointRead.values`: no Arrow, no evaluator); otherwise
+`key_write_rows` gives it as Arrow (key and SET values computed by the executor's
+evaluator: SQL semantics and errors unchanged) and `update_data` rounds it as the
+ordinary UPDATE does. Plain values need no rounding: the small-write path takes a value
+only when its type is exactly the column's (an int for an integer column, a Decimal that
+fits exactly, ...), where rounding changes nothing, and declines the rest (the ordinary
+path then runs it). `Table.write_small_deferred` applies it on the engine's small-write path up to its wait
 for the WAL fsync, with `never_block`: a busy tablet (memory back-pressure, its write lock
 held by maintenance) declines and the ordinary path writes on a pool thread, so the loop
 never sleeps. That wait is the one effect, `Durable(finish)`: the adapter runs it on
@@ -53,6 +60,20 @@ DELETE on the small path fails only for a key that is not live, which both paths
 as 0 rows. No statement clock: the work on the loop is bounded and the fsync wait is
 not cancellable. tests/wire/test_fastpath_writes.py compares both paths.
 
+Single-row inserts
+------------------
+Bind [Describe P] Execute Sync of a described `INSERT / UPSERT INTO t [(cols)] VALUES ($1,
+..., $n)` (no RETURNING, no ON CONFLICT: `Session.insert_row_target`): the parameters,
+decoded, are the row (binding that statement gives them unchanged), written on the loop by
+`Table.write_small_deferred(..., never_block=True)` and waited for on the WAL sync threads
+like a key write; the reply is BindComplete, [NoData], then CommandComplete `INSERT 0 1`
+or, for a row the engine refused (a duplicate key), the ErrorResponse the ordinary path
+sends (`planner.dml.row_failures`, `Backend.row_failure_error`). A value the small-write
+path does not take with certainty (module docstring of engine/tablet/small_write.py: a
+string too long, an int for a DOUBLE column, NULL in a NOT NULL column, ...) leaves the
+statement to the ordinary path having written nothing, so every error it reports is the
+ordinary path's own. tests/wire/test_fastpath_writes.py compares both paths.
+
 Pipelined batches
 -----------------
 asyncpg and psycopg `executemany`, JDBC `executeBatch` and SQLAlchemy's bulk inserts send
@@ -67,7 +88,8 @@ While everything received so far could still belong to the run (no Sync, Flush o
 message yet), the case waits for more input (`NEED_INPUT`) until the adapter says the
 client paused (`be.look_ahead_over`, after READ_WAIT): a driver sends a 5,000-row batch
 in many TCP segments, and a client owes no reply before its Sync or Flush, so waiting for
-the end of the run cannot stall one.
+the end of the run cannot stall one. The run is read by the batch decoder
+`protocol.scan_run` (compiled in native/_wire.pyx: no Python loop per row).
 
 Outcomes are those of running each Execute in order: the engine applies the sets up to
 the first one that fails and none after it; the applied items get their replies
@@ -89,17 +111,22 @@ import numpy as np
 import pyarrow as pa
 
 from engine.tablet.write_op import OpType
-from planner.dml import update_data
+from planner.dml import row_failures, update_data
 from planner.errors import SqlError
+from planner.fastpath import NO_ROW
 from planner.result import StatementResult
 from wire import protocol as P
 from wire import types as T
 from wire.effects import CONNECTION_ERRORS, NEED_INPUT, Call, Durable
 from wire.extended_query import bind_params, decode_params, param_formats
+from wire.params import numeric_from_binary
 from wire.portal import Portal, Rows
 
 MAX_BATCH = 8192          # parameter sets written as one batch at most
-READ_WAIT = 0.002         # s: how long a batch's look-ahead waits for more of its run
+READ_WAIT = 0.02          # s: how long a batch's look-ahead waits for more of its run
+# (a gap in the input, not the whole wait: on a loaded machine a driver's process is
+# often off its core for more than 2 ms, which cut its runs into pieces that each cost
+# an fsync; a client owes no reply before Sync / Flush, so waiting costs nothing)
 
 # pre-encoded frames the cases expect, and replies they send
 _DESCRIBE_P = b"D\0\0\0\x06P\0"        # Describe of the unnamed portal
@@ -112,8 +139,8 @@ _SELECT_0 = P.command_complete("SELECT 0")
 _SELECT_1 = P.command_complete("SELECT 1")
 _SUSPENDED = P.portal_suspended()
 _NULL = b"\xff\xff\xff\xff"
-_S16 = T._S16
-_S32 = T._S32
+_S16 = struct.Struct("!h")
+_S32 = struct.Struct("!i")
 _I32 = struct.Struct("!i")
 
 
@@ -129,7 +156,8 @@ def on_bind(be, fields: tuple, end: int):
     if case == "select":
         return point_read(be, stmt, fields, end)
     if case == "insert":
-        return pipelined_batch(be, stmt, fields, end)
+        done = row_insert(be, stmt, fields, end)
+        return done if done is not None else pipelined_batch(be, stmt, fields, end)
     if case == "write":
         return key_write(be, stmt, fields, end)
     return None
@@ -262,6 +290,7 @@ def key_write(be, stmt, fields: tuple, end: int):
     key, applied here (module docstring): its effects, or None (nothing consumed, nothing
     written) for anything else."""
     find = getattr(be.session, "key_write_rows", None)
+    values = getattr(be.session, "key_write_values", None)
     if find is None or not _simple(be, fields):
         return None
     tail = _tail(be, end)
@@ -281,12 +310,26 @@ def key_write(be, stmt, fields: tuple, end: int):
             return None             # describing it is the pool's work: the ordinary path
         params = decode_params(stmt, fmts, fields[3])
         be.tx.check(stmt.statement)
-        found = find(stmt.sql, params)
-        if found is None:
-            return None
-        rows, table = found
         finish = None
-        if rows.num_rows:
+        plain = values(stmt.sql, params) if values is not None else None
+        if plain is not None:           # the matching row in Python values: no Arrow
+            row, table = plain
+            if row is not NO_ROW:
+                names = table.schema.key_names + names
+                if len(set(names)) != len(names):
+                    return None         # SET of a key column: the ordinary path says no
+                finish = table.write_small_deferred(
+                    OpType.UPDATE if verb == "UPDATE" else OpType.DELETE,
+                    {c: [v] for c, v in zip(names, row)}, never_block=True)
+                if finish is None:      # not for the small path: nothing was written
+                    return None
+            found = None
+        else:
+            found = find(stmt.sql, params)
+            if found is None:
+                return None
+        rows, table = found if found is not None else (None, None)
+        if rows is not None and rows.num_rows:
             if verb == "UPDATE":
                 finish = table.write_small_deferred(OpType.UPDATE,
                                                     update_data(table, rows, names),
@@ -334,6 +377,67 @@ def _write_reply(be, describe: bool, verb: str, count: int) -> None:
     be.on_sync()
 
 
+# -- single-row inserts ---------------------------------------------------------------------
+def row_insert(be, stmt, fields: tuple, end: int):
+    """Bind [Describe P] Execute Sync of a prepared `INSERT / UPSERT INTO t [(cols)]
+    VALUES ($1, ..., $n)`, written here (module docstring): its effects, or None
+    (nothing consumed, nothing written) for anything else."""
+    target_of = getattr(be.session, "insert_row_target", None)
+    if target_of is None or not _simple(be, fields):
+        return None
+    tail = _tail(be, end)
+    if tail is None:
+        return None
+    describe, _, after = tail
+    try:
+        if not stmt.described:
+            return None             # describing it is the pool's work: the ordinary path
+        params = decode_params(stmt, param_formats(fields[2], fields[3], fields[4]),
+                               fields[3])
+        be.tx.check(stmt.statement)
+        found = target_of(stmt.sql, len(params))
+        if found is None:
+            return None
+        target, cols, upsert = found
+        finish = target.table.write_small_deferred(
+            OpType.UPSERT if upsert else OpType.INSERT,
+            {c: [v] for c, v in zip(cols, params)}, never_block=True)
+        if finish is None:          # not for the small path: nothing was written
+            return None
+    except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports it
+        return None
+    be.rpos = after
+    if "" in be.portals:
+        be.drop_portals(lambda p: p.name == "")
+    return _row_insert_done(be, finish, describe, target, "UPSERT" if upsert else "INSERT")
+
+
+def _row_insert_done(be, finish, describe: bool, target, verb: str):
+    """Effects: wait for the insert's durability off the loop, then reply as the
+    ordinary path does (`planner.dml.insert_rows`: a failed row is an ErrorResponse)."""
+    try:
+        r = yield Durable(finish)
+    except CONNECTION_ERRORS:
+        raise
+    except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
+        be.send(_BIND_COMPLETE)
+        if describe:
+            be.send(_NO_DATA)
+        be.error(e)
+        be.on_sync()
+        return
+    result = StatementResult(verb, rowcount=r.num_applied, row_errors=row_failures(
+        target.name, target.table.schema, r.row_errors))
+    be.send(_BIND_COMPLETE)
+    if describe:
+        be.send(_NO_DATA)
+    if result.row_errors:
+        be.row_failure_error(result)
+    else:
+        be.send(P.command_complete(result.tag()))
+    be.on_sync()
+
+
 # -- pipelined batches --------------------------------------------------------------------------
 def _parse_frame(stmt) -> bytes | None:
     """The Parse frame that re-prepares the unnamed statement `stmt` unchanged."""
@@ -366,39 +470,11 @@ def _run(be, stmt, first: tuple, first_end: int):
         items = scan[2]
         if items:
             p, fields = base + items[-1][0], None
-    while len(items) < MAX_BATCH:
-        if fields is None:
-            q = p
-            if parse and buf.startswith(parse, q):
-                q += len(parse)
-            try:
-                frame = P.scan(buf, q, False, be.max_message)
-            except P.ProtocolViolation:
-                return items, True          # the ordinary path reports it
-            if frame is None:
-                be.run_scan = (stmt, first, items)
-                return items, False
-            kind, start, bind_end = frame
-            if kind != 66:
-                return items, True
-            try:
-                fields = P.decode_bind(buf, start, bind_end)
-            except P.ProtocolViolation:
-                return items, True
-            if fields[0] != portal or fields[1] != stmt.name:
-                return items, True
-        q = bind_end
-        if buf.startswith(describe, q):
-            q += len(describe)
-        if len(buf) < q + len(execute) + 4:
-            be.run_scan = (stmt, first, items)
-            return items, False
-        if not buf.startswith(execute, q):
-            return items, True
-        q += len(execute) + 4
-        items.append((q - base, fields))
-        p, fields = q, None
-    return items, True
+    complete = P.scan_run(buf, p, fields, bind_end, portal, stmt.name, parse, describe,
+                          execute, base, items, MAX_BATCH, be.max_message)
+    if not complete:
+        be.run_scan = (stmt, first, items)
+    return items, complete
 
 
 def pipelined_batch(be, stmt, first: tuple, first_end: int):
@@ -516,8 +592,12 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
         if col is None:
             col = [first_params[i]]
             try:
-                for v in raw[1:]:    # a loop per value: formats without a column decoder
-                    col.append(T.decode_param(v, fmts[i], oids[i], arrow))
+                if fmts[i] == 1 and oid == 1700:   # binary NUMERIC: `decode_param`'s
+                    for v in raw[1:]:              # own decoder, without its dispatch
+                        col.append(None if v is None else numeric_from_binary(v))
+                else:
+                    for v in raw[1:]:    # a loop per value: formats without a column decoder
+                        col.append(T.decode_param(v, fmts[i], oids[i], arrow))
             except Exception:  # noqa: BLE001 - this Bind fails in the ordinary path
                 count = len(col)
         columns.append(col)

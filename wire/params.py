@@ -105,7 +105,40 @@ def parse_text(s: str, oid: int, arrow: pa.DataType | None = None):
         raise ParamError(f'invalid input syntax for type {name}: "{s}"') from None
 
 
-def _numeric_from_binary(b: bytes) -> decimal.Decimal:
+_NUMERIC_HEAD = struct.Struct("!hhHh")
+_DIGITS = [struct.Struct(f"!{n}H") for n in range(9)]
+
+
+def numeric_from_binary(b: bytes) -> decimal.Decimal:
+    """A binary NUMERIC (base-10000 digits) as a Decimal with `dscale` fraction digits:
+    `parse_binary` of OID 1700 (whose errors wrap this one's; wire/fastpath.py decodes a
+    batch's NUMERIC column with it, value by value).
+    The common case - digits that need no rounding to dscale, at most 8 of them - is
+    built from its integer coefficient and exponent as text (exact, no context); the
+    rest by `_numeric_rounded`, the definition, which it equals (tests/wire/
+    test_params.py compares them)."""
+    if len(b) < 8:
+        return _numeric_rounded(b)          # its error
+    ndigits, weight, sign, dscale = _NUMERIC_HEAD.unpack_from(b)
+    shift = (weight - ndigits + 1) * 4 + dscale     # coefficient = digits * 10**shift
+    if not 0 <= ndigits <= 8 or len(b) != 8 + 2 * ndigits or not -4 < shift <= 60 or \
+            sign not in (0, 0x4000):
+        return _numeric_rounded(b)
+    v = 0
+    for d in _DIGITS[ndigits].unpack_from(b, 8):   # a loop over at most 8 digits
+        if d > 9999:
+            return _numeric_rounded(b)
+        v = v * 10000 + d
+    if shift >= 0:
+        v *= 10 ** shift
+    else:               # the last base-10000 digit's padding: exact only if it is zeros
+        v, rest = divmod(v, 10 ** -shift)
+        if rest:
+            return _numeric_rounded(b)
+    return decimal.Decimal(f"{'-' if sign else ''}{v}E{-dscale}")
+
+
+def _numeric_rounded(b: bytes) -> decimal.Decimal:
     ndigits, weight, sign, dscale = struct.unpack_from("!hhHh", b)
     if sign == 0xC000:
         return decimal.Decimal("NaN")
@@ -150,7 +183,7 @@ def parse_binary(b: bytes, oid: int, arrow: pa.DataType | None = None):
             case 701:
                 return struct.unpack("!d", b)[0]
             case 1700:
-                return _numeric_from_binary(b)
+                return numeric_from_binary(b)
             case 1082:
                 return _PG_EPOCH_DATE + _dt.timedelta(days=struct.unpack("!i", b)[0])
             case 1114 | 1184:

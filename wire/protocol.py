@@ -446,16 +446,67 @@ def parse(kind: int, body: bytes) -> Message:
         raise
 
 
+def scan_run_py(buf, p: int, fields, bind_end: int, portal: str, statement: str,
+                parse: bytes, describe: bytes, execute: bytes, base: int, items: list,
+                limit: int, max_message: int = DEFAULT_MAX_MESSAGE) -> bool:
+    """The batch decoder of pipelined runs (wire/fastpath.py `_run`): items
+
+        [parse] Bind(portal, statement) [describe] execute int32
+
+    read where they lie from `p` (the start of the next item; or, with `fields` given,
+    the end of an item's Bind already decoded, at `bind_end`), each appended to `items`
+    as (its end - `base`, its Bind's fields from `decode_bind`) until `items` holds
+    `limit`. True when the run ended (a frame that is not its next item - another kind,
+    another portal or statement, a frame that does not scan or decode: the ordinary
+    path reports it - or the limit); False when everything received could still belong
+    to the run (more input needed). `parse`, `describe`, `execute` are the exact frames
+    expected (`parse` may be empty: never expected); `execute` without its int32."""
+    while len(items) < limit:
+        if fields is None:
+            q = p
+            if parse and buf.startswith(parse, q):
+                q += len(parse)
+            try:
+                frame = scan(buf, q, False, max_message)
+            except ProtocolViolation:
+                return True
+            if frame is None:
+                return False
+            kind, start, bind_end = frame
+            if kind != 66:
+                return True
+            try:
+                fields = decode_bind(buf, start, bind_end)
+            except ProtocolViolation:
+                return True
+            if fields[0] != portal or fields[1] != statement:
+                return True
+        q = bind_end
+        if buf.startswith(describe, q):
+            q += len(describe)
+        if len(buf) < q + len(execute) + 4:
+            return False
+        if not buf.startswith(execute, q):
+            return True
+        q += len(execute) + 4
+        items.append((q - base, fields))
+        p, fields = q, None
+    return True
+
+
 # the compiled twins (native/_wire.pyx) when built: same answers, errors handed back to
 # the functions above (docs/compiled-core.md)
 _native = native.load("_wire")
 if _native is not None:
     _native.fallback(scan_py, decode_bind_py)
+    _native.fallback_run(scan_run_py)
     scan = _native.scan
     decode_bind = _native.decode_bind
+    scan_run = _native.scan_run
 else:
     scan = scan_py
     decode_bind = decode_bind_py
+    scan_run = scan_run_py
 
 
 class FrontendDecoder:

@@ -18,6 +18,7 @@ import struct
 import pytest
 
 import wire.fastpath as fastpath
+from session.session import Session
 from tests.wire.conftest import start_server, stop_server
 from tests.wire.raw_client import (
     INT8,
@@ -32,7 +33,7 @@ from tests.wire.raw_client import (
 
 DDL = [
     "CREATE TABLE w1 (k BIGINT NOT NULL, i INT, s TEXT, vc VARCHAR(4), n NUMERIC(6, 2), "
-    "d DOUBLE PRECISION NOT NULL DEFAULT 0, PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 3",
+    "d DOUBLE PRECISION NOT NULL DEFAULT 0, b BIGINT, PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 3",
     "CREATE TABLE w2 (a INT NOT NULL, b TEXT NOT NULL, v DOUBLE PRECISION, "
     "PRIMARY KEY (a, b)) PARTITION BY HASH (a) PARTITIONS 2",
 ]
@@ -49,6 +50,29 @@ STATEMENTS = [
     ("DELETE FROM w2 WHERE b = $2 AND a = $1", "ab"),
     ("UPDATE w1 SET i = 7 WHERE k = $1 AND i > 0", "k"),
     ("INSERT INTO w1 (k, i, s) VALUES ($1, $2, 'again')", "ki"),
+    # the matching row in plain Python values (PointRead.values): literals, an integer
+    # column plus or minus a literal (overflowing INT for some rows), a column copied,
+    # and near misses (an int literal into DOUBLE, SET of the key)
+    ("UPDATE w1 SET i = 1 + i, vc = 'lit' WHERE k = $1", "k"),
+    ("UPDATE w1 SET i = (i + 2147483645) WHERE k = $1", "k"),
+    ("UPDATE w1 SET b = i + 2147483645 WHERE k = $1", "k"),
+    ("UPDATE w1 SET i = i - -3, s = NULL WHERE k = $1", "k"),
+    ("UPDATE w1 SET s = vc, d = -3 WHERE k = $1", "k"),
+    ("UPDATE w1 SET s = vc, vc = s WHERE k = $1", "k"),
+    ("UPDATE w1 SET k = $2 WHERE k = $1", "ki"),
+    ("UPDATE w2 SET v = NULL WHERE a = $1 AND b = $2", "ab"),
+    # single-row INSERT / UPSERT of parameters (wire/fastpath.py `row_insert`): new,
+    # duplicate and NULL keys, values that do not convert, too long, NUMERIC rounding,
+    # omitted columns (defaults), and near misses (ON CONFLICT, RETURNING, too few
+    # target columns)
+    ("INSERT INTO w1 (k, i, s) VALUES ($1, $2, $3)", "kis"),
+    ("INSERT INTO w1 (k, vc, n) VALUES ($1, $2, $3)", "ksn"),
+    ("INSERT INTO w1 VALUES ($1, $2)", "ki"),
+    ("UPSERT INTO w1 (k, i) VALUES ($1, $2)", "ki"),
+    ("INSERT INTO w2 VALUES ($1, $2, $3)", "abv"),
+    ("INSERT INTO w2 (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING", "ab"),
+    ("INSERT INTO w1 (k, i) VALUES ($1, $2) RETURNING k", "ki"),
+    ("INSERT INTO w1 (k, i, s) VALUES ($1, $2)", "ki"),
 ]
 
 
@@ -93,6 +117,22 @@ def pair(tmp_path_factory):
 def test_key_writes_fast_equal_ordinary(pair, monkeypatch):
     answered = []
     real = fastpath.key_write
+    plain = []
+    inserted = []
+    real_insert = fastpath.row_insert
+
+    def counting_insert(be, stmt, fields, end):
+        done = real_insert(be, stmt, fields, end)
+        inserted.append(done is not None)
+        return done
+    monkeypatch.setattr(fastpath, "row_insert", counting_insert)
+    real_values = Session.key_write_values
+
+    def counting_values(self, text, params):
+        got = real_values(self, text, params)
+        plain.append(got is not None)
+        return got
+    monkeypatch.setattr(Session, "key_write_values", counting_values)
 
     def counting(be, stmt, fields, end):
         done = real(be, stmt, fields, end)
@@ -111,7 +151,7 @@ def test_key_writes_fast_equal_ordinary(pair, monkeypatch):
             oids = (INT8,) if kinds[0] == "k" and rng.random() < 0.5 else ()
             data = parse(f"w{qi}", sql, oids) + describe_statement(f"w{qi}") + SYNC
             assert clients[0].run(data) == clients[1].run(data)
-        for round_ in range(240):
+        for round_ in range(400):
             qi = rng.randrange(len(STATEMENTS))
             sql, kinds = STATEMENTS[qi]
             values = [_param(rng, k) for k in kinds]
@@ -133,6 +173,9 @@ def test_key_writes_fast_equal_ordinary(pair, monkeypatch):
             c.close()
     assert answered.count(True) > 40, "the fast path hardly answered"
     assert answered.count(False) > 10, "the near misses never went the ordinary way"
+    assert plain.count(True) > 40, "the plain-value matching read hardly answered"
+    assert inserted.count(True) > 30, "the single-row insert hardly answered"
+    assert inserted.count(False) > 10, "no insert went the ordinary way"
 
 
 def test_key_write_checker_bites(pair, monkeypatch):

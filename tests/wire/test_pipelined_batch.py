@@ -223,3 +223,45 @@ def test_sqlalchemy_bulk_insert(pair):
             assert c.execute(sa.text("SELECT s FROM sb WHERE k = 1499")).scalar() == "r1499"
     finally:
         eng.dispose()
+
+
+def test_asyncpg_executemany_numeric_batched_equals_one_by_one(pair):
+    """Binary NUMERIC parameters of a batch (decoded value by value with
+    `params.numeric_from_binary`, wire/fastpath.py `decode_columns`): the same table and
+    the same error as the ordinary path, for values that round to the column's scale,
+    trailing zeros, negatives, NULL, the edges of NUMERIC(12, 2), one past them and NaN."""
+    import asyncio
+    import decimal
+    import random
+
+    import asyncpg
+    rng = random.Random(7)
+    D = decimal.Decimal
+    pool = [D("0"), D("-0.00"), D("1.005"), D("1.015"), D("-2.5"), D("123.450"),
+            D("9999999999.99"), D("-9999999999.99"), D("0.001"), D("12345678.9"), None,
+            D("1E+3"), D("5E-7")]
+    batches = [[(k, rng.choice(pool)) for k in range(b * 100, b * 100 + 60)]
+               for b in range(6)]
+    batches.append([(900, D("1.5")), (901, D("10000000000.00")), (902, D("2"))])
+    batches.append([(910, D("1.5")), (911, D("NaN")), (912, D("2"))])
+
+    async def run(server):
+        c = await asyncpg.connect(**server.asyncpg_kw())
+        outcomes = []
+        try:
+            await c.execute("DROP TABLE IF EXISTS an")
+            await c.execute("CREATE TABLE an (k BIGINT NOT NULL, n NUMERIC(12, 2), "
+                            "PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 2")
+            for rows in batches:
+                try:
+                    await c.executemany("INSERT INTO an VALUES ($1, $2)", rows)
+                    outcomes.append("ok")
+                except asyncpg.PostgresError as e:
+                    outcomes.append((e.sqlstate, str(e)))
+            table = [tuple(r) for r in await c.fetch("SELECT k, n FROM an ORDER BY k")]
+        finally:
+            await c.close()
+        return outcomes, table
+    fast, slow = (asyncio.run(run(s)) for s in pair)
+    assert fast == slow
+    assert fast[0].count("ok") >= 6 and len(fast[1]) > 300

@@ -174,3 +174,44 @@ def test_small_batch_path_gives_the_same_bytes_as_the_vectorised_one():
             assert small is not None
             assert small == T.join_rows(T.encode_columns(batch, fmts), b"D", True), \
                 (fmt, start)
+
+
+def test_binary_numeric_parameter_fast_decoder_equals_its_definition():
+    """wire/params.py decodes a binary NUMERIC parameter from its coefficient as text when
+    no rounding is needed; it must give the very Decimal (digits, exponent, sign) that the
+    definition (`_numeric_rounded`: quantize at 4000 digits) gives, errors included."""
+    import random
+
+    from wire import params
+    rng = random.Random(25)
+    fast_cases = 0
+
+    def outcome(fn, b):
+        try:
+            d = fn(b)
+            return ("ok", d.as_tuple())
+        except Exception as e:  # noqa: BLE001 - compared
+            return ("error", type(e).__name__, str(e))
+    for _ in range(20000):
+        nd = rng.choice([0, 1, 2, 3, 4, 5, 8, 9])
+        weight = rng.choice([-3, -2, -1, 0, 1, 2, 3, 7, 20, 300])
+        sign = rng.choice([0, 0, 0x4000, 0xC000, 0xD000, 0xF000, 0x1234])
+        dscale = rng.choice([0, 1, 2, 4, 5, 8, 12, 40, -1])
+        digits = [rng.choice([0, 1, 9999, rng.randrange(10000), 10000, 65535])
+                  for _ in range(nd)]
+        b = struct.pack(f"!hhHh{nd}H", nd, weight, sign, dscale, *digits)
+        r = rng.random()
+        if r < 0.05:
+            b = b[:rng.randrange(len(b))]
+        elif r < 0.08:
+            b += b"\0\1"
+        want = outcome(params._numeric_rounded, b)
+        assert outcome(params.numeric_from_binary, b) == want, b
+        fast_cases += want[0] == "ok" and sign in (0, 0x4000) and nd <= 8 and \
+            (weight - nd + 1) * 4 > -dscale - 4
+    assert fast_cases > 3000
+    # values drivers send: 1234.50 and -0.07 (dscale 2; the last digit padded with zeros)
+    b = struct.pack("!hhHh2H", 2, 0, 0, 2, 1234, 5000)
+    assert params.numeric_from_binary(b).as_tuple() == decimal.Decimal("1234.50").as_tuple()
+    b = struct.pack("!hhHh1H", 1, -1, 0x4000, 2, 700)
+    assert params.numeric_from_binary(b).as_tuple() == decimal.Decimal("-0.07").as_tuple()
