@@ -669,14 +669,16 @@ class Table:
         return pa.concat_tables([p.cast(out_schema) for p in parts])
 
     def changes(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None,
-                partitions: Sequence[int] | None = None) -> pa.Table:
+                partitions: Sequence[int] | None = None, retained: bool = False
+                ) -> pa.Table:
         """Every committed change in (start_ts, end_ts] (Tablet.changes): the key columns
         and `columns` (default all) as each commit left the row, `is_deleted`, `commit_ts`;
         in commit order per tablet (a key lives in one tablet, so per key). `partitions`:
         only these partition indexes (one change-stream partition per tablet). Local and
         remote tablets alike (a cluster's tablet servers answer the "changes" RPC).
         start_ts below a tablet's ancient history mark raises SnapshotTooOld: the history
-        before it may be gone, and a change feed must not skip changes silently."""
+        before it may be gone, and a change feed must not skip changes silently; with
+        `retained` (a feed's "earliest") each tablet starts at its mark instead."""
         want = None if partitions is None else {int(i) for i in partitions}
 
         def pick(meta):
@@ -695,7 +697,7 @@ class Table:
             def one(slot_t):
                 slot, t = slot_t
                 ren = slot.column_renames(schema) or {}
-                out = t.changes(start_ts, end_ts, [ren.get(c, c) for c in names])
+                out = t.changes(start_ts, end_ts, [ren.get(c, c) for c in names], retained)
                 return out.rename_columns(names + ["is_deleted", "commit_ts"]) if ren else out
             pairs = list(zip(slots, tablets))
             parts = list(self.catalog.executor.map(one, pairs)) if len(pairs) > 1 else [

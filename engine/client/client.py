@@ -691,18 +691,20 @@ class RemoteTablet:
 
     def diff_scan(self, start_ts: int, end_ts: int, columns=None) -> pa.Table:
         """Tablet.diff_scan on the leader (the "changes" RPC, per_commit false)."""
-        return self._changes(start_ts, end_ts, columns, False)
+        return self._changes(start_ts, end_ts, columns, False, False)
 
-    def changes(self, start_ts: int, end_ts: int, columns=None) -> pa.Table:
+    def changes(self, start_ts: int, end_ts: int, columns=None, retained: bool = False
+                ) -> pa.Table:
         """Tablet.changes on the leader: every commit in (start_ts, end_ts]."""
-        return self._changes(start_ts, end_ts, columns, True)
+        return self._changes(start_ts, end_ts, columns, True, retained)
 
-    def _changes(self, start_ts, end_ts, columns, per_commit: bool) -> pa.Table:
+    def _changes(self, start_ts, end_ts, columns, per_commit: bool, retained: bool
+                 ) -> pa.Table:
         raw = self._refresh_on_change(lambda: self._retry(
             lambda a: self.client.rpc.call(a, "changes", {
                 "tablet": self.tablet_id, "start": int(start_ts), "end": int(end_ts),
                 "columns": None if columns is None else list(columns),
-                "per_commit": per_commit, "ts": self.client.last_ts,
+                "per_commit": per_commit, "retained": retained, "ts": self.client.last_ts,
                 "schema_version": self.meta.schema_version}, timeout_s=60), "change scan"))
         return pa.ipc.open_stream(raw).read_all()
 

@@ -439,12 +439,15 @@ class Tablet(TabletWriter, TabletMaintenance):
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
                   ) -> pa.Table:
         """Rows changed in (start_ts, end_ts] with an `is_deleted` column (see docs)."""
+        return self._diff_scan(self._snapshot(start_ts), start_ts, end_ts, columns)
+
+    def _diff_scan(self, s_snap: MvccSnapshot, start_ts: int, end_ts: int,
+                   columns: Sequence[str] | None) -> pa.Table:
         def prepare(schema: Schema):
             names = list(columns) if columns is not None else schema.names
             names = [k.name for k in schema.key_columns if k.name not in names] + names
             return schema, names, [schema.column(n) for n in names]
 
-        s_snap = self._snapshot(start_ts)
         e_snap, comps, (schema, names, cols) = self._read_view(end_ts, prepare)
         key_cols = schema.key_columns
         pieces = []  # (keys, live_s, live_e, {cid: phys})
@@ -518,14 +521,17 @@ class Tablet(TabletWriter, TabletMaintenance):
         history may be gone)."""
         self._snapshot(start_ts)               # refuses a start below the ancient history mark
         self._snapshot(end_ts)                 # waits until end_ts is safe
+        return self._change_timestamps(start_ts, end_ts)
+
+    def _change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
         comps = self._components
         parts = [rs.change_timestamps(start_ts, end_ts)
                  for rs in (comps.mrs, *comps.frozen, *comps.drss)]
         parts = [p for p in parts if len(p)]
         return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
 
-    def changes(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
-                ) -> pa.Table:
+    def changes(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None,
+                retained: bool = False) -> pa.Table:
         """Every committed change in (start_ts, end_ts]: one row per (key, commit) with the
         row as that commit left it, `is_deleted` and `commit_ts`, in commit order (then key
         order). A diff scan collapses a key's changes in its window into one; here the
@@ -535,18 +541,27 @@ class Tablet(TabletWriter, TabletMaintenance):
         scan materializes the liveness of the rowsets that changed), so callers page
         through long windows (the Spark change source reads one micro-batch at a time).
         An op that inserts and deletes a key at one timestamp leaves no row (nothing was
-        visible to any snapshot)."""
-        stamps = self.change_timestamps(start_ts, end_ts)
+        visible to any snapshot).
+
+        start_ts below the ancient history mark raises SnapshotTooOld, unless `retained`
+        (a change feed's "earliest"): then the window starts at the mark. The mark is
+        checked once; the pieces read history from there on (as a long scan does)."""
+        if retained:
+            start_ts = max(int(start_ts), self.ancient_history_mark())
+        else:
+            self._snapshot(start_ts)
+        self._snapshot(end_ts)
+        stamps = self._change_timestamps(start_ts, end_ts)
         out, prev = [], int(start_ts)
         for ts in stamps.tolist():
-            d = self.diff_scan(prev, ts, columns)
+            d = self._diff_scan(MvccSnapshot.at(prev), prev, ts, columns)
             prev = ts
             if d.num_rows:
                 out.append(d.append_column("commit_ts", pa.array(
                     np.full(d.num_rows, ts, dtype=np.int64))))
         if out:
             return pa.concat_tables(out)
-        empty = self.diff_scan(end_ts, end_ts, columns)
+        empty = self._diff_scan(MvccSnapshot.at(end_ts), end_ts, end_ts, columns)
         return empty.append_column("commit_ts", pa.array([], pa.int64()))
 
     # -- schema changes ----------------------------------------------------------------

@@ -644,8 +644,11 @@ class TabletServer:
         r.check_leader_ready(lease=True)
         _check_version(r, p.get("schema_version"))
         cols = p.get("columns")
-        fn = r.tablet.changes if p.get("per_commit") else r.tablet.diff_scan
-        out = fn(int(p["start"]), int(p["end"]), cols)
+        if p.get("per_commit"):
+            out = r.tablet.changes(int(p["start"]), int(p["end"]), cols,
+                                   bool(p.get("retained")))
+        else:
+            out = r.tablet.diff_scan(int(p["start"]), int(p["end"]), cols)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, out.schema) as w:
             w.write_table(out)

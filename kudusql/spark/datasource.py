@@ -109,7 +109,8 @@ def _cluster_options(options) -> tuple[str, str, str, str, str | None]:
             options.get("rpc_ca_file") or None)
 
 
-def _catalog(options):
+def cluster_catalog(options):
+    """This process's client of the cluster the options name (masters, secret, ...)."""
     from kudusql.spark.cluster import executor_catalog
     from engine.client.scanner import parse_replica_selection
     masters, secret, _, sel, ca = _cluster_options(options)
@@ -135,13 +136,30 @@ class KudusqlDataSource(DataSource):
         from pyspark.sql.pandas.types import from_arrow_schema
 
         if _is_cluster(self.options):
-            arrow = _catalog(self.options).get_table(
+            arrow = cluster_catalog(self.options).get_table(
                 _cluster_options(self.options)[2]).schema.arrow_schema()
         else:
             loc, table = _options(self.options)
             with fl.connect(loc) as c:
                 arrow = c.get_schema(_cmd(table=table)).schema
+        from kudusql.spark.streaming import is_change_stream
+        if is_change_stream(self.options):   # readStream: the change feed's columns too
+            arrow = arrow.append(pa.field("_is_deleted", pa.bool_())).append(
+                pa.field("_commit_ts", pa.int64()))
         return from_arrow_schema(arrow, prefer_timestamp_ntz=True)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        """writeStream: exactly-once micro-batches (kudusql/spark/streaming.py)."""
+        from kudusql.spark.streaming import KudusqlStreamWriter
+        if overwrite:
+            raise ValueError("kudusql streams append: use outputMode(\"append\") (or "
+                             "\"update\") with option(\"mode\", \"insert\" | \"upsert\")")
+        return KudusqlStreamWriter(self.options, schema)
+
+    def streamReader(self, schema: StructType):
+        """readStream: the table's change feed (kudusql/spark/streaming.py)."""
+        from kudusql.spark.streaming import KudusqlChangeReader
+        return KudusqlChangeReader(self.options, schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         push = str(self.options.get("pushdown", "false")).lower() == "true"
@@ -292,7 +310,7 @@ class ClusterReader(DataSourceReader):
     def plan(self):
         """(snapshot, [ScanToken]) — the driver's plan (also used by partitions())."""
         from kudusql.spark.cluster import scan_tokens
-        return scan_tokens(_catalog(self.options), self.table, self.columns, self.predicates,
+        return scan_tokens(cluster_catalog(self.options), self.table, self.columns, self.predicates,
                            self.snapshot)
 
     def partitions(self) -> list[InputPartition]:
@@ -304,7 +322,7 @@ class ClusterReader(DataSourceReader):
         if not partition.token:
             return
         from kudusql.spark.cluster import ScanToken
-        for b in ScanToken.deserialize(partition.token).scan(_catalog(self.options)):
+        for b in ScanToken.deserialize(partition.token).scan(cluster_catalog(self.options)):
             if b.num_rows:
                 yield b
 
@@ -313,7 +331,7 @@ class ClusterPushdownReader(ClusterReader):
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         from kudusql.spark.cluster import bindable
         from wire.flight import predicate_from_json
-        schema = _catalog(self.options).get_table(self.table).schema
+        schema = cluster_catalog(self.options).get_table(self.table).schema
         for f in filters:
             d = _filter_to_predicate(f)
             p = predicate_from_json(d) if d is not None else None
@@ -403,7 +421,7 @@ class ClusterWriter(KudusqlWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KudusqlCommitMessage:
         from wire.flight import conform
-        t = _catalog(self.options).table(self.table)
+        t = cluster_catalog(self.options).table(self.table)
         target = t.schema.arrow_schema()
         rows = applied = 0
         codes: dict[str, int] = {}
