@@ -152,13 +152,15 @@ def commit_batch(catalog, sb: SinkBatch, state: str, summary: dict[str, Any],
         prog.delete(pa.table({"sink": [sb.sink], "batch_id": pa.array([old], pa.int64())}))
 
 
-def replay_filter(t, rows: pa.Table, t0: int) -> tuple[pa.Table, int]:
-    """(rows minus those a previous attempt of this batch applied, how many were dropped):
-    a row is dropped when its key was absent at snapshot t0 and is present now with the
-    row's values (null-equal), the first row of each such key only. Reads the table twice,
-    restricted by IN predicates on the key columns (a replay-only path)."""
+def replay_filter(t, rows: pa.Table, t0: int, claimed: pa.Table | None = None
+                  ) -> tuple[pa.Table, pa.Table | None]:
+    """(rows minus those a previous attempt of this batch applied, the keys claimed so
+    far): a row is dropped when its key was absent at snapshot t0 and is present now with
+    the row's values (null-equal), the first row of each such key only - `claimed` holds
+    the keys earlier chunks of the same task dropped (pass the returned table on). Reads the
+    table twice, restricted by IN predicates on the key columns (a replay-only path)."""
     if rows.num_rows == 0:
-        return rows, 0
+        return rows, claimed
     schema = t.schema
     keys = list(schema.key_names)
     names = [n for n in rows.column_names if schema.has_column(n)]
@@ -168,13 +170,13 @@ def replay_filter(t, rows: pa.Table, t0: int) -> tuple[pa.Table, int]:
                                          if v is not None]) for k in keys]
     now = t.scan_table(names, preds)
     if now.num_rows == 0:
-        return rows, 0
+        return rows, claimed
     then = t.scan_table(keys, preds, snapshot=int(t0))
     fresh = now.join(then.append_column("_old", pa.array(np.ones(then.num_rows, bool))),
                      keys, join_type="left outer")
     fresh = fresh.filter(pc.is_null(fresh.column("_old"))).drop_columns(["_old"])
     if fresh.num_rows == 0:
-        return rows, 0
+        return rows, claimed
     idx = pa.array(np.arange(rows.num_rows, dtype=np.int64))
     mine = rows.select(names).append_column("_row", idx)
     other = fresh.rename_columns([c if c in keys else c + "_now" for c in fresh.column_names])
@@ -188,14 +190,18 @@ def replay_filter(t, rows: pa.Table, t0: int) -> tuple[pa.Table, int]:
         eq = pc.fill_null(eq, False)
         same = eq if same is None else pc.and_(same, eq)
     hits = j if same is None else j.filter(same)
+    if claimed is not None and hits.num_rows:
+        hits = hits.join(claimed, keys, join_type="left anti")
     if hits.num_rows == 0:
-        return rows, 0
+        return rows, claimed
     # the first row of each key only: a later identical row of the same key was a
     # duplicate in the first attempt too
     first = hits.group_by(keys).aggregate([("_row", "min")]).column("_row_min")
     drop = np.zeros(rows.num_rows, dtype=bool)
     drop[first.to_numpy()] = True
-    return rows.filter(pa.array(~drop)), int(drop.sum())
+    new = rows.select(keys).filter(pa.array(drop))
+    claimed = new if claimed is None else pa.concat_tables([claimed, new])
+    return rows.filter(pa.array(~drop)), claimed
 
 
 def _record(sink, batch, state, run, t0, n=None, applied=None, failed=None, message=None
@@ -224,12 +230,14 @@ def write_batch(catalog, table: str, sb: SinkBatch, mode: str, batches,
     t = catalog.table(table)
 
     def filtered():
+        claimed = None
         for b in batches:
             if not b.num_rows:
                 continue
             if start.replay and mode == "insert":
-                kept, n = replay_filter(t, pa.Table.from_batches([b]), start.t0)
-                extra["already_applied"] += n
+                kept, claimed = replay_filter(t, pa.Table.from_batches([b]), start.t0,
+                                              claimed)
+                extra["already_applied"] += b.num_rows - kept.num_rows
                 yield from kept.to_batches()
             else:
                 yield b
