@@ -25,7 +25,8 @@ Why it is exactly once:
   its rows. Every row any attempt of N writes is written after the record's t0 (each task
   makes sure the record exists before it writes, and t0 was taken before it was inserted),
   and every row of an earlier batch was acknowledged before that batch committed, so
-  before t0. In a replay, a row whose key is absent from the table at snapshot t0, present
+  before t0 (t0 is the later of the table's latest timestamp and the record's own commit
+  timestamp: a recent one, which a replay can still read at). In a replay, a row whose key is absent from the table at snapshot t0, present
   now, with exactly the values the row carries, was applied by a previous attempt: it is
   dropped (counted as `already_applied`), each key at most once per task. Anything else is
   written as usual, so a genuine duplicate (the key existed at t0, or holds other values)
@@ -125,6 +126,13 @@ def begin_batch(catalog, table: str, sb: SinkBatch) -> BatchStart:
         t0 = int(catalog.table(table).current_timestamp())
         r = prog.insert(_record(sb.sink, sb.batch, STARTED, sb.run, t0))
         if not r.row_errors:
+            # t0 is at or after every write acknowledged before the batch; the record's
+            # own commit timestamp is that too, and recent (the table's last write may be
+            # older than the ancient history mark, or none: 0), so a replay can read it
+            fresh = int(r.timestamp or 0)
+            if fresh > t0:
+                prog.upsert(_record(sb.sink, sb.batch, STARTED, sb.run, fresh))
+                t0 = fresh
             return BatchStart(None, t0, sb.attempt > 0)
         rec = prog.lookup((sb.sink, sb.batch))   # another task of the batch was first
         if rec is None:
