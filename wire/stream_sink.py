@@ -26,9 +26,9 @@ Why it is exactly once:
   makes sure the record exists before it writes, and t0 was taken before it was inserted),
   and every row of an earlier batch was acknowledged before that batch committed, so
   before t0 (t0 is the later of the table's latest timestamp and the record's own commit
-  timestamp: a recent one, which a replay can still read at). In a replay, a row whose key is absent from the table at snapshot t0, present
-  now, with exactly the values the row carries, was applied by a previous attempt: it is
-  dropped (counted as `already_applied`), each key at most once per task. Anything else is
+  timestamp: a recent one, which a replay can still read at). In a replay, a row whose
+  key is absent from the table at snapshot t0, present now, with exactly the values the
+  row carries, was applied by a previous attempt: it is dropped (counted as `already_applied`), each key at most once per task. Anything else is
   written as usual, so a genuine duplicate (the key existed at t0, or holds other values)
   is still ALREADY_PRESENT, reported as in a batch write.
 - Upsert mode needs no filter (the same values again), but committed batches are skipped

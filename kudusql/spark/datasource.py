@@ -95,26 +95,14 @@ def _is_cluster(options) -> bool:
     return bool(options.get("masters"))
 
 
-def _cluster_options(options) -> tuple[str, str, str, str, str | None]:
-    """(masters, secret file, table, replica selection, CA file or None) of a cluster
-    read or write."""
-    masters, table = options.get("masters"), options.get("table")
-    secret = options.get("rpc_secret_file")
-    if not table or not secret:
-        raise ValueError('on a cluster the kudusql data source needs .option("masters", '
-                         '"host:port,..."), .option("rpc_secret_file", path) and '
-                         '.option("table", name) (and .option("rpc_ca_file", path) when '
-                         'its RPC is TLS)')
-    return (masters, secret, table, str(options.get("replica_selection", "CLOSEST_REPLICA")),
-            options.get("rpc_ca_file") or None)
+def _cluster_options(options):
+    from kudusql.spark.cluster import cluster_options
+    return cluster_options(options)
 
 
 def cluster_catalog(options):
-    """This process's client of the cluster the options name (masters, secret, ...)."""
-    from kudusql.spark.cluster import executor_catalog
-    from engine.client.scanner import parse_replica_selection
-    masters, secret, _, sel, ca = _cluster_options(options)
-    return executor_catalog(masters, secret, parse_replica_selection(sel), ca)
+    from kudusql.spark.cluster import cluster_catalog as catalog
+    return catalog(options)
 
 
 def _cmd(**kw) -> fl.FlightDescriptor:

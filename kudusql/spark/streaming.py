@@ -111,7 +111,7 @@ class FlightBackend:
 
 class ClusterBackend:
     def __init__(self, options):
-        from kudusql.spark.datasource import cluster_catalog
+        from kudusql.spark.cluster import cluster_catalog
         self.catalog = cluster_catalog(options)
 
     def sink(self, op: str, **body):
