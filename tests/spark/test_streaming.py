@@ -42,10 +42,12 @@ def wait_until(pred, timeout=90.0, what="condition"):
 
 
 def start_sink(spark, server, table, ck, rate=400, **opts):
+    """rate -> kudusql; `server` an endpoint (its Flight location) or a dict of options."""
+    target = server if isinstance(server, dict) else {"flight": server.location}
     w = (spark.readStream.format("rate").option("rowsPerSecond", rate)
          .option("numPartitions", 2).load()
          .selectExpr("value AS id", "timestamp AS ts", "value * 0.5 AS v")
-         .writeStream.format("kudusql").option("flight", server.location)
+         .writeStream.format("kudusql").options(**target)
          .option("table", table).option("checkpointLocation", ck)
          .trigger(processingTime="1 second"))
     for k, v in opts.items():
@@ -54,18 +56,23 @@ def start_sink(spark, server, table, ck, rate=400, **opts):
 
 
 def ids(db, table):
-    return db.catalog.table(table).scan_table(["id"]).column("id").to_pylist()
+    return _cat(db).table(table).scan_table(["id"]).column("id").to_pylist()
+
+
+def _cat(db):
+    """A Database's catalog, or a (remote) catalog itself."""
+    return getattr(db, "catalog", db)
 
 
 def progress(db, table):
-    recs = db.catalog.table(stream_sink.PROGRESS_TABLE).scan_table().to_pylist()
+    recs = _cat(db).table(stream_sink.PROGRESS_TABLE).scan_table().to_pylist()
     return [r for r in recs if r["sink"].startswith(table + ":")]
 
 
 def check_exactly_once(db, table):
     got = sorted(ids(db, table))
     assert got == list(range(len(got))), "lost rows: the ids are not 0..n-1"
-    rows = db.catalog.table(table).scan_table(["id", "v"]).to_pylist()
+    rows = _cat(db).table(table).scan_table(["id", "v"]).to_pylist()
     assert all(r["v"] == r["id"] * 0.5 for r in rows)
     recs = progress(db, table)
     assert len({r["sink"] for r in recs}) == 1      # one sink across restarts
@@ -191,7 +198,8 @@ def workload(t, rng, steps, state, expected):
 def start_changes(spark, server, table, ck, got, starting):
     def collect(df, batch_id):   # keyed by batch id: a replayed batch replaces itself
         got[batch_id] = [tuple(r) for r in df.collect()]
-    return (spark.readStream.format("kudusql").option("flight", server.location)
+    target = server if isinstance(server, dict) else {"flight": server.location}
+    return (spark.readStream.format("kudusql").options(**target)
             .option("table", table).option("startingOffsets", starting).load()
             .writeStream.foreachBatch(collect).option("checkpointLocation", ck)
             .trigger(processingTime="300 milliseconds").start())
