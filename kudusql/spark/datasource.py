@@ -42,6 +42,10 @@ executor reads its tablet from the tablet servers and writes its rows to the tab
 through the client library — no Flight or SQL front end in between (`ClusterReader`,
 `ClusterWriter`). PySpark cannot pass preferred locations from a Python data source;
 `kudusql.spark.cluster.read_cluster` does, through an RDD.
+
+Streaming (`streamWriter`, `streamReader`) is kudusql/spark/streaming.py: an exactly-once
+sink and a change-data source, on both paths; `schema()` adds the change columns
+(`_is_deleted`, `_commit_ts`) when the options name a change stream's "startingOffsets".
 """
 
 from __future__ import annotations
