@@ -439,10 +439,15 @@ class Tablet(TabletWriter, TabletMaintenance):
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
                   ) -> pa.Table:
         """Rows changed in (start_ts, end_ts] with an `is_deleted` column (see docs)."""
-        return self._diff_scan(self._snapshot(start_ts), start_ts, end_ts, columns)
+        return self._diff_scan(self._snapshot(start_ts), start_ts, end_ts, columns, False)
 
     def _diff_scan(self, s_snap: MvccSnapshot, start_ts: int, end_ts: int,
-                   columns: Sequence[str] | None) -> pa.Table:
+                   columns: Sequence[str] | None, deleted_at_start: bool) -> pa.Table:
+        """diff_scan from a start snapshot already checked. `deleted_at_start`: a deleted
+        row reports its values at start_ts, exactly its last values when (start, end]
+        holds one commit (Tablet.changes); otherwise the end snapshot's materialization
+        of the dead row gives its last values (a REINSERT of a ghost key in the MemRowSet
+        can leave another version's there: changes() does not rely on it)."""
         def prepare(schema: Schema):
             names = list(columns) if columns is not None else schema.names
             names = [k.name for k in schema.key_columns if k.name not in names] + names
@@ -476,17 +481,15 @@ class Tablet(TabletWriter, TabletMaintenance):
             changed = rs.changed_rowids(start_ts, end_ts)
             if not len(changed):
                 continue
-            # the values at start too: a row deleted in the window reports its last values
-            # (those at start), not whatever the end snapshot's materialization leaves in
-            # a dead row's slot (a REINSERT's REDO can make that another version's)
-            live_s_parts, colparts_s, _ = take_rows(changed, rs.materialize(cols, s_snap),
-                                                    cols)
+            cols_s = cols if deleted_at_start else []
+            live_s_parts, colparts_s, _ = take_rows(changed, rs.materialize(cols_s, s_snap),
+                                                    cols_s)
             live_e_parts, colparts, keyparts = take_rows(changed, rs.materialize(cols, e_snap),
                                                          cols)
             live_s = np.concatenate(live_s_parts)
             live_e = np.concatenate(live_e_parts)
             vals = {c.id: pa.concat_arrays(colparts[c.id]) for c in cols}
-            vals_s = {c.id: pa.concat_arrays(colparts_s[c.id]) for c in cols}
+            vals_s = {c.id: pa.concat_arrays(colparts_s[c.id]) for c in cols_s}
             if keyparts:
                 keys = np.concatenate(keyparts)
             else:
@@ -499,7 +502,8 @@ class Tablet(TabletWriter, TabletMaintenance):
         live_s = np.concatenate([p[1] for p in pieces])
         live_e = np.concatenate([p[2] for p in pieces])
         vals = {c.id: pa.concat_arrays([p[3][c.id] for p in pieces]) for c in cols}
-        vals_s = {c.id: pa.concat_arrays([p[4][c.id] for p in pieces]) for c in cols}
+        vals_s = {c.id: pa.concat_arrays([p[4][c.id] for p in pieces])
+                  for c in cols} if deleted_at_start else {}
         cand = np.flatnonzero(live_s | live_e)
         # One output row per key: the version live at end_ts if any, else a deleted one.
         order = cand[np.lexsort((~live_e[cand], keys[cand]))]
@@ -510,7 +514,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         deleted = ~live_e[order[first]]
         mask = pa.array(deleted)
         arrays = [to_logical(pc.if_else(mask, vals_s[c.id].take(pick), vals[c.id].take(pick))
-                             if deleted.any() else vals[c.id].take(pick),
+                             if deleted_at_start and deleted.any() else vals[c.id].take(pick),
                              c.type, c.precision, c.scale) for c in cols]
         arrays.append(pa.array(deleted))
         return pa.Table.from_arrays(arrays, schema=out_schema)
@@ -554,14 +558,14 @@ class Tablet(TabletWriter, TabletMaintenance):
         stamps = self._change_timestamps(start_ts, end_ts)
         out, prev = [], int(start_ts)
         for ts in stamps.tolist():
-            d = self._diff_scan(MvccSnapshot.at(prev), prev, ts, columns)
+            d = self._diff_scan(MvccSnapshot.at(prev), prev, ts, columns, True)
             prev = ts
             if d.num_rows:
                 out.append(d.append_column("commit_ts", pa.array(
                     np.full(d.num_rows, ts, dtype=np.int64))))
         if out:
             return pa.concat_tables(out)
-        empty = self._diff_scan(MvccSnapshot.at(end_ts), end_ts, end_ts, columns)
+        empty = self._diff_scan(MvccSnapshot.at(end_ts), end_ts, end_ts, columns, False)
         return empty.append_column("commit_ts", pa.array([], pa.int64()))
 
     # -- schema changes ----------------------------------------------------------------
