@@ -22,6 +22,13 @@ these pieces, so the protocol is plain Flight with JSON commands:
                                              total / pruned / read, rows scanned / returned)
     do_action("clear_stats"), do_action("current_timestamp", {"table"}),
     do_action("bind", {"table", "predicates"})  -> which predicates the table accepts
+    do_put(cmd {..., "sink": {sink, batch, run, attempt}}) -> one task of a streaming
+                                             sink's micro-batch, exactly once
+                                             (wire/stream_sink.py); do_action("stream_sink")
+                                             the driver's records of those batches
+    do_action("changes_plan", {"table"}) ->  latest timestamp, ancient history mark,
+                                             tablets; do_get({"kind": "changes", ...})
+                                             -> Table.changes of one tablet in (start, end]
 
 Predicates are `engine.tablet.scan_spec.ColumnPredicate`s in JSON (`predicate_to_json`);
 literals that JSON cannot hold are tagged: {"$date": iso}, {"$timestamp": iso},
@@ -61,6 +68,8 @@ import pyarrow.flight as fl
 from engine import errors
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
+from wire import stream_sink
+from wire.conform import conform  # noqa: F401 - re-exported: wire.flight.conform
 
 log = logging.getLogger("kudusql.flight")
 
@@ -267,6 +276,9 @@ class FlightServer(fl.FlightServerBase):
     def do_get(self, context, ticket):
         try:
             tk = json.loads(ticket.ticket)
+            if tk.get("kind") == "changes":
+                out = read_changes(self._table(tk["table"]), tk)
+                return fl.RecordBatchStream(out)
             scan, schema = open_ticket(self._table(tk["table"]), tk)
         except fl.FlightError:
             raise
@@ -280,8 +292,13 @@ class FlightServer(fl.FlightServerBase):
         cmd = self._command(descriptor)
         t = self._table(cmd["table"])
         try:
-            summary = write_batches(t, cmd.get("mode", "insert"),
-                                    (c.data for c in reader if c.data is not None))
+            batches = (c.data for c in reader if c.data is not None)
+            if cmd.get("sink"):   # one task of a streaming sink's micro-batch
+                summary = stream_sink.write_batch(
+                    self.db.catalog, t.metadata.name, stream_sink.SinkBatch.from_json(
+                        cmd["sink"]), cmd.get("mode", "insert"), batches, write_batches)
+            else:
+                summary = write_batches(t, cmd.get("mode", "insert"), batches)
         except fl.FlightError:
             raise
         except Exception as e:  # noqa: BLE001
@@ -294,7 +311,11 @@ class FlightServer(fl.FlightServerBase):
                 ("clear_stats", "forget the scan statistics"),
                 ("current_timestamp", ('{"table"}: a timestamp at or after every '
                                        "acknowledged write (a snapshot for later reads)")),
-                ("bind", '{"table", "predicates"}: which predicates the table accepts')]
+                ("bind", '{"table", "predicates"}: which predicates the table accepts'),
+                ("stream_sink", '{"op": ensure | record | commit, ...}: a streaming '
+                                "sink's batch records (wire/stream_sink.py)"),
+                ("changes_plan", '{"table", "at"?}: latest timestamp, ancient history '
+                                 "mark and partitions for a change stream")]
 
     def do_action(self, context, action):
         body = json.loads(action.body.to_pybytes() or b"null")
@@ -308,6 +329,10 @@ class FlightServer(fl.FlightServerBase):
                 out = {"timestamp": self._table(body["table"]).current_timestamp()}
             elif action.type == "bind":
                 out = self._bind(self._table(body["table"]), body.get("predicates") or [])
+            elif action.type == "stream_sink":
+                out = self._stream_sink(body)
+            elif action.type == "changes_plan":
+                out = changes_plan(self._table(body["table"]), body)
             else:
                 raise fl.FlightServerError(f"unknown action {action.type!r}")
         except fl.FlightError:
@@ -315,6 +340,22 @@ class FlightServer(fl.FlightServerBase):
         except Exception as e:  # noqa: BLE001
             raise _flight_error(e) from None
         yield fl.Result(json.dumps(out).encode())
+
+    def _stream_sink(self, body: dict):
+        """The driver's side of a streaming sink (wire/stream_sink.py): "ensure" the
+        progress table, the "record" of a batch, "commit" a batch's final state."""
+        cat = self.db.catalog
+        if body["op"] == "ensure":
+            stream_sink.ensure_progress_table(cat)
+            return {"table": stream_sink.PROGRESS_TABLE}
+        sb = stream_sink.SinkBatch.from_json(body["sink"])
+        if body["op"] == "record":
+            return stream_sink.batch_record(cat, sb.sink, sb.batch)
+        if body["op"] == "commit":
+            stream_sink.commit_batch(cat, sb, body["state"], body.get("summary") or {},
+                                     body.get("message"))
+            return {"ok": True}
+        raise fl.FlightServerError(f"unknown stream_sink op {body['op']!r}")
 
     @staticmethod
     def _bind(t, preds: list[dict]) -> list[bool]:
@@ -378,6 +419,40 @@ def plan_scan(t, cmd: dict, stats: ScanStats) -> ScanPlan:
                 "predicates": preds_json, "snapshot": ts, "fresh": snapshot is None}
                for i in keep]
     return ScanPlan(schema, ts, qid, len(meta.tablet_ids), tickets)
+
+
+def changes_plan(t, body: dict) -> dict:
+    """The driver's view for a change stream (kudusql/spark/streaming.py): the table's
+    latest timestamp (every acknowledged write at or before it), its ancient history mark,
+    its partitions (one change ticket each), and `start` resolved to a HybridTime when
+    given as an ISO timestamp (changes after that instant)."""
+    from engine.clock import upper_bound_for_micros
+
+    meta = t.metadata
+    out = {"latest": t.current_timestamp(), "ahm": t.ancient_history_mark(),
+           "table_id": t.id, "tablet_ids": list(meta.tablet_ids)}
+    at = body.get("at")
+    if at is not None:
+        v = _dt.datetime.fromisoformat(str(at))
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=_dt.timezone.utc)
+        out["at"] = upper_bound_for_micros(int(v.timestamp()) * 1_000_000 + v.microsecond)
+    return out
+
+
+def read_changes(t, tk: dict) -> pa.Table:
+    """A change ticket {"kind": "changes", "table", "table_id", "partition", "tablet_id",
+    "start", "end", "columns"?}: Table.changes of that one partition, (start, end]."""
+    meta = t.metadata
+    i = int(tk["partition"])
+    if t.id != tk["table_id"] or i >= len(meta.tablet_ids) or \
+            meta.tablet_ids[i] != tk["tablet_id"]:
+        raise errors.InvalidArgument(
+            f'table "{tk["table"]}" was repartitioned or re-created while its changes were '
+            f"read; start the change stream again")
+    # "earliest": from the history retained when the tablet is read (the mark moves)
+    return t.changes(int(tk["start"]), int(tk["end"]), tk.get("columns"), [i],
+                     retained=bool(tk.get("earliest")))
 
 
 def open_ticket(t, tk: dict):
@@ -450,22 +525,6 @@ def write_batches(t, mode: str, batches) -> dict:
     flush()
     return {"table": t.metadata.name, "mode": mode, "rows": seen, "applied": applied,
             "failed": failed, "failed_by_code": dict(by_code), "errors": first}
-
-
-def conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
-    """Cast columns to the table's Arrow types where they differ (Spark sends int32 for an
-    INT32 column but e.g. timestamp[us, tz=UTC] for TIMESTAMP); a column that does not cast
-    safely is passed as is and the engine reports its rows (INVALID)."""
-    by_name = {f.name: f for f in target}
-    for i, f in enumerate(rows.schema):
-        want = by_name.get(f.name)
-        if want is None or f.type.equals(want.type):
-            continue
-        try:
-            rows = rows.set_column(i, f.name, rows.column(i).cast(want.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            pass
-    return rows
 
 
 def start(db, host: str = "127.0.0.1", port: int = 0) -> FlightServer:

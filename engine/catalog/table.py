@@ -668,6 +668,59 @@ class Table:
             return out_schema.empty_table()
         return pa.concat_tables([p.cast(out_schema) for p in parts])
 
+    def changes(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None,
+                partitions: Sequence[int] | None = None, retained: bool = False
+                ) -> pa.Table:
+        """Every committed change in (start_ts, end_ts] (Tablet.changes): the key columns
+        and `columns` (default all) as each commit left the row, `is_deleted`, `commit_ts`;
+        in commit order per tablet (a key lives in one tablet, so per key). `partitions`:
+        only these partition indexes (one change-stream partition per tablet). Local and
+        remote tablets alike (a cluster's tablet servers answer the "changes" RPC).
+        start_ts below a tablet's ancient history mark raises SnapshotTooOld: the history
+        before it may be gone, and a change feed must not skip changes silently; with
+        `retained` (a feed's "earliest") each tablet starts at its mark instead."""
+        want = None if partitions is None else {int(i) for i in partitions}
+
+        def pick(meta):
+            return [tid for i, tid in enumerate(meta.tablet_ids)
+                    if want is None or i in want]
+        lease = self.catalog.lease_tablets(self.id, pick)
+        meta, slots = lease.metadata, lease.handles
+        try:
+            tablets = self._open(slots)
+            schema = meta.schema
+            names = list(columns) if columns is not None else schema.names
+            for c in names:
+                schema.column(c)
+            names = [k for k in schema.key_names if k not in names] + names
+
+            def one(slot_t):
+                slot, t = slot_t
+                ren = slot.column_renames(schema) or {}
+                out = t.changes(start_ts, end_ts, [ren.get(c, c) for c in names], retained)
+                return out.rename_columns(names + ["is_deleted", "commit_ts"]) if ren else out
+            pairs = list(zip(slots, tablets))
+            parts = list(self.catalog.executor.map(one, pairs)) if len(pairs) > 1 else [
+                one(p) for p in pairs]
+        finally:
+            lease.release()
+        out_schema = (schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
+                      .append(pa.field("commit_ts", pa.int64())))
+        parts = [p for p in parts if p.num_rows]
+        if not parts:
+            return out_schema.empty_table()
+        return pa.concat_tables([p.cast(out_schema) for p in parts])
+
+    def ancient_history_mark(self) -> int:
+        """The largest ancient history mark of the table's tablets: the oldest timestamp a
+        snapshot read, diff scan or change feed of the whole table may start at."""
+        lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
+        try:
+            return max((t.ancient_history_mark() for t in self._open(lease.handles)),
+                       default=0)
+        finally:
+            lease.release()
+
 
 def _row_key(meta, table: pa.Table, i: int) -> tuple:
     """Row i's primary key as Python values (an error report's key)."""

@@ -546,6 +546,20 @@ class DiskRowSet(DeltaCompactions):
             return np.empty(0, dtype=np.int64)
         return np.unique(np.concatenate(parts))
 
+    def change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
+        """Sorted distinct timestamps of the UNDO and REDO records in (start_ts, end_ts]:
+        the commits that changed a row of this rowset in that window."""
+        undo_files, redo_files, dmss, _ = self._stores
+        parts = []
+        for store in list(undo_files) + list(redo_files) + list(dmss):
+            if len(store) == 0 or store.max_ts <= start_ts or store.min_ts > end_ts:
+                continue
+            b = store.records() if isinstance(store, DeltaFile) else store.view()
+            parts.append(b.ts[(b.ts > start_ts) & (b.ts <= end_ts)])
+        if not parts:
+            return np.empty(0, dtype=np.int64)
+        return np.unique(np.concatenate(parts)).astype(np.int64, copy=False)
+
     def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
                    ) -> dict[int, object] | None:
         """Physical values of one row at a snapshot, or None if not live then.

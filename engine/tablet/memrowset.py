@@ -420,6 +420,14 @@ class MemRowSet:
         b = redo.rowid[(redo.ts > start_ts) & (redo.ts <= end_ts)]
         return np.union1d(a, b)
 
+    def change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
+        """Sorted distinct commit timestamps of the inserts and REDO records in
+        (start_ts, end_ts] (Tablet.changes splits a diff scan at each of them)."""
+        n, insert_ts, redo = self.capture()
+        a = insert_ts[(insert_ts > start_ts) & (insert_ts <= end_ts)]
+        b = redo.ts[(redo.ts > start_ts) & (redo.ts <= end_ts)]
+        return np.union1d(a, b).astype(np.int64, copy=False)
+
     def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
                    ) -> dict[int, object] | None:
         """Physical values of one row at a snapshot (None if not live)."""

@@ -40,6 +40,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine import errors
 from engine.cfile.block_cache import BlockCache
@@ -438,12 +439,20 @@ class Tablet(TabletWriter, TabletMaintenance):
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
                   ) -> pa.Table:
         """Rows changed in (start_ts, end_ts] with an `is_deleted` column (see docs)."""
+        return self._diff_scan(self._snapshot(start_ts), start_ts, end_ts, columns, False)
+
+    def _diff_scan(self, s_snap: MvccSnapshot, start_ts: int, end_ts: int,
+                   columns: Sequence[str] | None, deleted_at_start: bool) -> pa.Table:
+        """diff_scan from a start snapshot already checked. `deleted_at_start`: a deleted
+        row reports its values at start_ts, exactly its last values when (start, end]
+        holds one commit (Tablet.changes); otherwise the end snapshot's materialization
+        of the dead row gives its last values (a REINSERT of a ghost key in the MemRowSet
+        can leave another version's there: changes() does not rely on it)."""
         def prepare(schema: Schema):
             names = list(columns) if columns is not None else schema.names
             names = [k.name for k in schema.key_columns if k.name not in names] + names
             return schema, names, [schema.column(n) for n in names]
 
-        s_snap = self._snapshot(start_ts)
         e_snap, comps, (schema, names, cols) = self._read_view(end_ts, prepare)
         key_cols = schema.key_columns
         pieces = []  # (keys, live_s, live_e, {cid: phys})
@@ -472,17 +481,20 @@ class Tablet(TabletWriter, TabletMaintenance):
             changed = rs.changed_rowids(start_ts, end_ts)
             if not len(changed):
                 continue
-            live_s_parts, _, _ = take_rows(changed, rs.materialize([], s_snap), [])
+            cols_s = cols if deleted_at_start else []
+            live_s_parts, colparts_s, _ = take_rows(changed, rs.materialize(cols_s, s_snap),
+                                                    cols_s)
             live_e_parts, colparts, keyparts = take_rows(changed, rs.materialize(cols, e_snap),
                                                          cols)
             live_s = np.concatenate(live_s_parts)
             live_e = np.concatenate(live_e_parts)
             vals = {c.id: pa.concat_arrays(colparts[c.id]) for c in cols}
+            vals_s = {c.id: pa.concat_arrays(colparts_s[c.id]) for c in cols_s}
             if keyparts:
                 keys = np.concatenate(keyparts)
             else:
                 keys = encode_keys([vals[c.id] for c in key_cols], key_cols)
-            pieces.append((keys, live_s, live_e, vals))
+            pieces.append((keys, live_s, live_e, vals, vals_s))
         out_schema = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
         if not pieces:
             return out_schema.empty_table()
@@ -490,6 +502,8 @@ class Tablet(TabletWriter, TabletMaintenance):
         live_s = np.concatenate([p[1] for p in pieces])
         live_e = np.concatenate([p[2] for p in pieces])
         vals = {c.id: pa.concat_arrays([p[3][c.id] for p in pieces]) for c in cols}
+        vals_s = {c.id: pa.concat_arrays([p[4][c.id] for p in pieces])
+                  for c in cols} if deleted_at_start else {}
         cand = np.flatnonzero(live_s | live_e)
         # One output row per key: the version live at end_ts if any, else a deleted one.
         order = cand[np.lexsort((~live_e[cand], keys[cand]))]
@@ -497,9 +511,62 @@ class Tablet(TabletWriter, TabletMaintenance):
         first = np.ones(len(order), dtype=bool)
         first[1:] = sk[1:] != sk[:-1]
         pick = pa.array(order[first])
-        arrays = [to_logical(vals[c.id].take(pick), c.type, c.precision, c.scale) for c in cols]
-        arrays.append(pa.array(~live_e[order[first]]))
+        deleted = ~live_e[order[first]]
+        mask = pa.array(deleted)
+        arrays = [to_logical(pc.if_else(mask, vals_s[c.id].take(pick), vals[c.id].take(pick))
+                             if deleted_at_start and deleted.any() else vals[c.id].take(pick),
+                             c.type, c.precision, c.scale) for c in cols]
+        arrays.append(pa.array(deleted))
         return pa.Table.from_arrays(arrays, schema=out_schema)
+
+    def change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
+        """Sorted distinct commit timestamps of the ops that changed a row of this tablet
+        in (start_ts, end_ts]; start_ts must be at or after the ancient history mark (older
+        history may be gone)."""
+        self._snapshot(start_ts)               # refuses a start below the ancient history mark
+        self._snapshot(end_ts)                 # waits until end_ts is safe
+        return self._change_timestamps(start_ts, end_ts)
+
+    def _change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
+        comps = self._components
+        parts = [rs.change_timestamps(start_ts, end_ts)
+                 for rs in (comps.mrs, *comps.frozen, *comps.drss)]
+        parts = [p for p in parts if len(p)]
+        return np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+
+    def changes(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None,
+                retained: bool = False) -> pa.Table:
+        """Every committed change in (start_ts, end_ts]: one row per (key, commit) with the
+        row as that commit left it, `is_deleted` and `commit_ts`, in commit order (then key
+        order). A diff scan collapses a key's changes in its window into one; here the
+        window is cut at every commit timestamp the rowsets hold (`change_timestamps`) and
+        each piece is a diff scan, so a key inserted, updated and deleted in one window
+        yields three rows. Cost: one diff scan per distinct commit in the window (a diff
+        scan materializes the liveness of the rowsets that changed), so callers page
+        through long windows (the Spark change source reads one micro-batch at a time).
+        An op that inserts and deletes a key at one timestamp leaves no row (nothing was
+        visible to any snapshot).
+
+        start_ts below the ancient history mark raises SnapshotTooOld, unless `retained`
+        (a change feed's "earliest"): then the window starts at the mark. The mark is
+        checked once; the pieces read history from there on (as a long scan does)."""
+        if retained:
+            start_ts = max(int(start_ts), self.ancient_history_mark())
+        else:
+            self._snapshot(start_ts)
+        self._snapshot(end_ts)
+        stamps = self._change_timestamps(start_ts, end_ts)
+        out, prev = [], int(start_ts)
+        for ts in stamps.tolist():
+            d = self._diff_scan(MvccSnapshot.at(prev), prev, ts, columns, True)
+            prev = ts
+            if d.num_rows:
+                out.append(d.append_column("commit_ts", pa.array(
+                    np.full(d.num_rows, ts, dtype=np.int64))))
+        if out:
+            return pa.concat_tables(out)
+        empty = self._diff_scan(MvccSnapshot.at(end_ts), end_ts, end_ts, columns, False)
+        return empty.append_column("commit_ts", pa.array([], pa.int64()))
 
     # -- schema changes ----------------------------------------------------------------
     def alter_schema(self, new_schema: Schema, version: int | None = None) -> int:

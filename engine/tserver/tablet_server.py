@@ -275,7 +275,8 @@ class TabletServer:
             "transfer_leader": self._h_transfer, "change_config": self._h_change_config,
             "copy_begin": lambda p: self.copies.begin(self.replica(p["tablet"])),
             "copy_fetch": self.copies.fetch, "copy_end": self.copies.end,
-            "flush": self._h_flush, "alter_schema": self._h_alter_schema}),
+            "flush": self._h_flush, "alter_schema": self._h_alter_schema,
+            "changes": self._h_changes, "ahm": self._h_ahm}),
             m.instrument_write(self._h_write, OP_COLUMN), m.instrument_scan(self._h_scan),
             tls=tls)
         self.addr = self.server.addr
@@ -632,6 +633,29 @@ class TabletServer:
         r = self.replica(p["tablet"])
         r.check_leader_ready(lease=True)
         return r.tablet.current_timestamp()
+
+    def _h_changes(self, p: dict) -> bytes:
+        """A diff scan (`per_commit` false) or the change feed (Tablet.changes) of one
+        tablet in (start, end], on its leader (which holds every committed op up to end
+        once end is safe), as an Arrow IPC stream."""
+        r = self.replica(p["tablet"])
+        if p.get("ts"):
+            self.clock.update_bounded(p["ts"])
+        r.check_leader_ready(lease=True)
+        _check_version(r, p.get("schema_version"))
+        cols = p.get("columns")
+        if p.get("per_commit"):
+            out = r.tablet.changes(int(p["start"]), int(p["end"]), cols,
+                                   bool(p.get("retained")))
+        else:
+            out = r.tablet.diff_scan(int(p["start"]), int(p["end"]), cols)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, out.schema) as w:
+            w.write_table(out)
+        return sink.getvalue().to_pybytes()
+
+    def _h_ahm(self, p: dict) -> int:
+        return self.replica(p["tablet"]).tablet.ancient_history_mark()
 
     def _h_wait_safe(self, p: dict) -> None:
         self.replica(p["tablet"]).wait_safe(p["ts"])

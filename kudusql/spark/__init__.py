@@ -13,6 +13,11 @@ On a cluster, `.option("masters", "h:p,...").option("rpc_secret_file", path)` in
 "flight" (plus `.option("rpc_ca_file", path)` when the cluster's RPC is TLS): executors read and write the tablet servers directly with scan tokens
 (kudusql/spark/cluster.py; `read_cluster` adds Spark preferred locations).
 
+Structured Streaming (kudusql/spark/streaming.py): `df.writeStream.format("kudusql")`
+with a checkpointLocation is an exactly-once sink; `spark.readStream.format("kudusql")
+.option("startingOffsets", "latest" | "earliest" | timestamp)` streams the table's changes
+(`_is_deleted`, `_commit_ts`).
+
 Importing this package does not import pyspark; the data source classes load on first use.
 """
 

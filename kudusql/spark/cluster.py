@@ -176,6 +176,27 @@ def _close_catalogs() -> None:
     _catalogs.clear()
 
 
+def cluster_options(options) -> tuple[str, str, str, str, str | None]:
+    """(masters, secret file, table, replica selection, CA file or None) of a data source
+    read or write on a cluster (its options: see docs/spark.md)."""
+    masters, table = options.get("masters"), options.get("table")
+    secret = options.get("rpc_secret_file")
+    if not table or not secret:
+        raise ValueError('on a cluster the kudusql data source needs .option("masters", '
+                         '"host:port,..."), .option("rpc_secret_file", path) and '
+                         '.option("table", name) (and .option("rpc_ca_file", path) when '
+                         'its RPC is TLS)')
+    return (masters, secret, table, str(options.get("replica_selection", "CLOSEST_REPLICA")),
+            options.get("rpc_ca_file") or None)
+
+
+def cluster_catalog(options) -> RemoteCatalog:
+    """This process's client of the cluster the data source options name."""
+    from engine.client.scanner import parse_replica_selection
+    masters, secret, _, sel, ca = cluster_options(options)
+    return executor_catalog(masters, secret, parse_replica_selection(sel), ca)
+
+
 # -- an RDD with preferred locations --------------------------------------------------------
 def tokens_rdd(spark, tokens: Sequence[ScanToken]):
     """An RDD of serialised tokens, one partition per token, each partition's preferred

@@ -42,6 +42,10 @@ executor reads its tablet from the tablet servers and writes its rows to the tab
 through the client library — no Flight or SQL front end in between (`ClusterReader`,
 `ClusterWriter`). PySpark cannot pass preferred locations from a Python data source;
 `kudusql.spark.cluster.read_cluster` does, through an RDD.
+
+Streaming (`streamWriter`, `streamReader`) is kudusql/spark/streaming.py: an exactly-once
+sink and a change-data source, on both paths; `schema()` adds the change columns
+(`_is_deleted`, `_commit_ts`) when the options name a change stream's "startingOffsets".
 """
 
 from __future__ import annotations
@@ -95,25 +99,14 @@ def _is_cluster(options) -> bool:
     return bool(options.get("masters"))
 
 
-def _cluster_options(options) -> tuple[str, str, str, str, str | None]:
-    """(masters, secret file, table, replica selection, CA file or None) of a cluster
-    read or write."""
-    masters, table = options.get("masters"), options.get("table")
-    secret = options.get("rpc_secret_file")
-    if not table or not secret:
-        raise ValueError('on a cluster the kudusql data source needs .option("masters", '
-                         '"host:port,..."), .option("rpc_secret_file", path) and '
-                         '.option("table", name) (and .option("rpc_ca_file", path) when '
-                         'its RPC is TLS)')
-    return (masters, secret, table, str(options.get("replica_selection", "CLOSEST_REPLICA")),
-            options.get("rpc_ca_file") or None)
+def _cluster_options(options):
+    from kudusql.spark.cluster import cluster_options
+    return cluster_options(options)
 
 
-def _catalog(options):
-    from kudusql.spark.cluster import executor_catalog
-    from engine.client.scanner import parse_replica_selection
-    masters, secret, _, sel, ca = _cluster_options(options)
-    return executor_catalog(masters, secret, parse_replica_selection(sel), ca)
+def cluster_catalog(options):
+    from kudusql.spark.cluster import cluster_catalog as catalog
+    return catalog(options)
 
 
 def _cmd(**kw) -> fl.FlightDescriptor:
@@ -135,13 +128,30 @@ class KudusqlDataSource(DataSource):
         from pyspark.sql.pandas.types import from_arrow_schema
 
         if _is_cluster(self.options):
-            arrow = _catalog(self.options).get_table(
+            arrow = cluster_catalog(self.options).get_table(
                 _cluster_options(self.options)[2]).schema.arrow_schema()
         else:
             loc, table = _options(self.options)
             with fl.connect(loc) as c:
                 arrow = c.get_schema(_cmd(table=table)).schema
+        from kudusql.spark.streaming import is_change_stream
+        if is_change_stream(self.options):   # readStream: the change feed's columns too
+            arrow = arrow.append(pa.field("_is_deleted", pa.bool_())).append(
+                pa.field("_commit_ts", pa.int64()))
         return from_arrow_schema(arrow, prefer_timestamp_ntz=True)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        """writeStream: exactly-once micro-batches (kudusql/spark/streaming.py)."""
+        from kudusql.spark.streaming import KudusqlStreamWriter
+        if overwrite:
+            raise ValueError("kudusql streams append: use outputMode(\"append\") (or "
+                             "\"update\") with option(\"mode\", \"insert\" | \"upsert\")")
+        return KudusqlStreamWriter(self.options, schema)
+
+    def streamReader(self, schema: StructType):
+        """readStream: the table's change feed (kudusql/spark/streaming.py)."""
+        from kudusql.spark.streaming import KudusqlChangeReader
+        return KudusqlChangeReader(self.options, schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         push = str(self.options.get("pushdown", "false")).lower() == "true"
@@ -292,7 +302,7 @@ class ClusterReader(DataSourceReader):
     def plan(self):
         """(snapshot, [ScanToken]) — the driver's plan (also used by partitions())."""
         from kudusql.spark.cluster import scan_tokens
-        return scan_tokens(_catalog(self.options), self.table, self.columns, self.predicates,
+        return scan_tokens(cluster_catalog(self.options), self.table, self.columns, self.predicates,
                            self.snapshot)
 
     def partitions(self) -> list[InputPartition]:
@@ -304,7 +314,7 @@ class ClusterReader(DataSourceReader):
         if not partition.token:
             return
         from kudusql.spark.cluster import ScanToken
-        for b in ScanToken.deserialize(partition.token).scan(_catalog(self.options)):
+        for b in ScanToken.deserialize(partition.token).scan(cluster_catalog(self.options)):
             if b.num_rows:
                 yield b
 
@@ -313,7 +323,7 @@ class ClusterPushdownReader(ClusterReader):
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         from kudusql.spark.cluster import bindable
         from wire.flight import predicate_from_json
-        schema = _catalog(self.options).get_table(self.table).schema
+        schema = cluster_catalog(self.options).get_table(self.table).schema
         for f in filters:
             d = _filter_to_predicate(f)
             p = predicate_from_json(d) if d is not None else None
@@ -403,7 +413,7 @@ class ClusterWriter(KudusqlWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KudusqlCommitMessage:
         from wire.flight import conform
-        t = _catalog(self.options).table(self.table)
+        t = cluster_catalog(self.options).table(self.table)
         target = t.schema.arrow_schema()
         rows = applied = 0
         codes: dict[str, int] = {}

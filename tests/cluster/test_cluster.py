@@ -147,11 +147,15 @@ def test_cluster_sql_errors_and_refusals(cluster):
             raise AssertionError("a duplicate key was accepted")
         except psycopg.Error as e:
             assert e.sqlstate == "23505"
-        try:  # diff scans are not on a cluster yet
+        try:  # a diff scan from before the ancient history mark: refused, not partial
             conn.execute("SELECT * FROM table_changes('s', 1, 2)")
-            raise AssertionError("a diff scan on a cluster was accepted")
+            raise AssertionError("a diff scan below the ancient history mark was accepted")
         except psycopg.Error as e:
-            assert e.sqlstate == "0A000"
+            assert e.sqlstate == "22023", e
+        # diff scans run on the tablet leaders (the "changes" RPC)
+        got = conn.execute("SELECT k, v, is_deleted FROM table_changes('s', "
+                           "now() - interval '5 minutes', now()) ORDER BY k").fetchall()
+        assert got == [(1, "a", False), (2, "b", False)]
         rows = conn.execute("SELECT w, count(*) FROM s GROUP BY w").fetchall()
         assert rows == [(1, 2)]
         # a driver's pipelined batch (psycopg executemany) on a cluster: the rows before

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 
+import pyarrow as pa
 import pytest
 
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 is not installed")
@@ -125,3 +126,49 @@ def test_scan_token_rdd_has_the_replica_hosts_as_preferred_locations(spark, setu
             for i, t in enumerate(toks)]
     assert preferred_locations(tokens_rdd(spark, fake)) == [
         sorted(f"host{i}-{j}.example" for j in range(3)) for i in range(3)]
+
+
+def test_streaming_sink_and_change_source_on_the_cluster(spark, setup, tmp_path):
+    """The stream sink writes from every task to the tablet leaders, exactly once across a
+    forced replay; the change source reads each tablet's leader (the "changes" RPC) -
+    with the SQL front end dead."""
+    from engine.catalog import HashBucketSchema, PartitionSchema
+    from engine.schema import ColumnSchema, Schema
+    from engine.types import DataType as T
+    from tests.spark.test_streaming import (
+        check_exactly_once, forget_commit, last_batch, start_changes, start_sink,
+        stop_cleanly, wait_until)
+
+    cat = executor_catalog(setup["masters"], setup["secret"], "LEADER_ONLY")
+    schema = Schema([ColumnSchema("id", T.INT64), ColumnSchema("ts", T.TIMESTAMP,
+                                                                nullable=True),
+                     ColumnSchema("v", T.DOUBLE, nullable=True)], key=["id"])
+    cat.create_table("evc", schema, PartitionSchema.create(schema, [HashBucketSchema(
+        ("id",), 3)]), replication_factor=3)
+    opts = {"masters": setup["masters"], "rpc_secret_file": setup["secret"]}
+    ck = str(tmp_path / "ck")
+
+    def start():
+        return start_sink(spark, opts, "evc", ck)
+    q = start()
+    wait_until(lambda: cat.table("evc").count_rows() >= 800, timeout=180, what="rows")
+    stop_cleanly(q, start, ck)
+    n1 = check_exactly_once(cat, "evc")
+    forget_commit(ck, last_batch(ck))            # a crash between the two commits
+    q = start()
+    wait_until(lambda: cat.table("evc").count_rows() >= n1 + 400, timeout=180, what="more")
+    stop_cleanly(q, start, ck)
+    n = check_exactly_once(cat, "evc")
+
+    got = {}
+    q = start_changes(spark, opts, "evc", str(tmp_path / "ckc"), got, "earliest")
+    q.processAllAvailable()
+    cat.table("evc").update(pa.table({"id": pa.array([0, 1, 2], pa.int64()),
+                                      "v": pa.array([-1.0] * 3)}))
+    q.processAllAvailable()
+    q.stop()
+    rows = [r for b in sorted(got) for r in got[b]]
+    inserts = sorted(r[0] for r in rows if r[2] != -1.0)
+    assert inserts == list(range(n))             # every insert once
+    assert sorted((r[0], r[2], r[3]) for r in rows if r[2] == -1.0) == [
+        (0, -1.0, False), (1, -1.0, False), (2, -1.0, False)]

@@ -1,0 +1,323 @@
+"""Structured Streaming: the `kudusql` sink (exactly once) and change-data source.
+
+Sink: `df.writeStream.format("kudusql").option("flight" | "masters", ...)
+.option("table", t).option("checkpointLocation", dir).start()`
+
+    executor task of micro-batch N                    driver, after all tasks
+    write(): batch id, query id, run id from the       commit(messages, N): the batch's
+    task's local properties (Spark sets them);         progress record := committed, or
+    the rows go to the server with that identity:      failed + the row errors (raised:
+    begin_batch / replay_filter / write               KudusqlWriteError, as batch writes)
+    (wire/stream_sink.py: the exactly-once argument)
+
+The sink is named `<table>:<Spark query id>`: the query id is kept in the checkpoint, so a
+query restarted from its checkpoint is the same sink, and another query is another.
+Embedded databases are reached through Flight (do_put with the batch's identity, action
+"stream_sink"), clusters through the client library from every executor; the same
+wire/stream_sink.py code runs on the server or in the executor respectively.
+
+Change source: `spark.readStream.format("kudusql").option(..).option("table", t)
+.option("startingOffsets", "latest" | "earliest" | HybridTime | ISO timestamp).load()`
+
+    driver                                               executors
+    initialOffset(): {"ts": T0} (latest timestamp,       read(p): Table.changes of one
+      the ancient history mark, or the given instant)      tablet in (start, end]: every
+    latestOffset(): {"ts": the table's latest ts}          commit's row, `_is_deleted`,
+    partitions(start, end): one per tablet                 `_commit_ts`, in commit order
+
+Offsets are HybridTimes and Spark checkpoints them; a micro-batch (start, end] is read
+exactly (Table.changes waits until `end` is safe), so consecutive batches deliver every
+change once. A start below the ancient history mark is refused with SQLSTATE 22023 - on
+the driver for `startingOffsets`, in the task (SnapshotTooOld) for a stream that fell
+behind history_max_age_s - never skipped. `earliest` means the history retained when the
+first batch is read (the mark moves with the clock). The schema is the table's columns
+plus `_is_deleted` (boolean) and `_commit_ts` (long); PySpark asks a data source for one
+schema for batch and streaming reads alike, so the change columns are there when
+"startingOffsets" is given, and a stream without it is refused with that message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.flight as fl
+from pyspark.sql.datasource import (
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from wire import flight as wflight
+from wire import stream_sink
+
+log = logging.getLogger("kudusql.spark")
+
+CHANGE_COLUMNS = ("_is_deleted", "_commit_ts")
+
+
+def is_change_stream(options) -> bool:
+    """Whether a read names a change stream's start (then the schema has the change
+    columns; see the module docstring)."""
+    return options.get("startingOffsets") not in (None, "")
+
+
+# -- backends: an embedded database over Flight, or a cluster through the client library ----
+class FlightBackend:
+    def __init__(self, location: str):
+        self.location = location
+
+    def _action(self, kind: str, body: dict):
+        with fl.connect(self.location) as c:
+            res = list(c.do_action(fl.Action(kind, json.dumps(body).encode())))
+        return json.loads(res[0].body.to_pybytes())
+
+    def sink(self, op: str, **body):
+        return self._action("stream_sink", {"op": op, **body})
+
+    def write_sink(self, table: str, mode: str, sb: stream_sink.SinkBatch,
+                   batches: Iterator[pa.RecordBatch]) -> dict:
+        it = iter(batches)
+        first = next((b for b in it if b.num_rows), None)
+        with fl.connect(self.location) as c:
+            cmd = fl.FlightDescriptor.for_command(json.dumps(
+                {"table": table, "mode": mode, "sink": sb.to_json()}).encode())
+            schema = first.schema if first is not None else pa.schema([])
+            w, r = c.do_put(cmd, schema)
+            if first is not None:
+                w.write_batch(first)
+                for b in it:
+                    if b.num_rows:
+                        w.write_batch(b)
+            w.done_writing()
+            buf = r.read()
+            w.close()
+        return json.loads(buf.to_pybytes())
+
+    def changes_plan(self, table: str, at: str | None = None) -> dict:
+        return self._action("changes_plan", {"table": table, "at": at})
+
+    def read_changes(self, ticket: dict) -> Iterator[pa.RecordBatch]:
+        with fl.connect(self.location) as c:
+            for chunk in c.do_get(fl.Ticket(json.dumps(ticket).encode())):
+                if chunk.data is not None and chunk.data.num_rows:
+                    yield chunk.data
+
+
+class ClusterBackend:
+    def __init__(self, options):
+        from kudusql.spark.cluster import cluster_catalog
+        self.catalog = cluster_catalog(options)
+
+    def sink(self, op: str, **body):
+        cat = self.catalog
+        if op == "ensure":
+            stream_sink.ensure_progress_table(cat)
+            return {"table": stream_sink.PROGRESS_TABLE}
+        sb = stream_sink.SinkBatch.from_json(body["sink"])
+        if op == "record":
+            return stream_sink.batch_record(cat, sb.sink, sb.batch)
+        stream_sink.commit_batch(cat, sb, body["state"], body.get("summary") or {},
+                                 body.get("message"))
+        return {"ok": True}
+
+    def write_sink(self, table: str, mode: str, sb: stream_sink.SinkBatch,
+                   batches: Iterator[pa.RecordBatch]) -> dict:
+        return stream_sink.write_batch(self.catalog, table, sb, mode, batches,
+                                       wflight.write_batches)
+
+    def changes_plan(self, table: str, at: str | None = None) -> dict:
+        return wflight.changes_plan(self.catalog.table(table), {"at": at})
+
+    def read_changes(self, ticket: dict) -> Iterator[pa.RecordBatch]:
+        out = wflight.read_changes(self.catalog.table(ticket["table"]), ticket)
+        yield from out.to_batches()
+
+
+def backend(options):
+    """The backend the options name ("masters": a cluster, else "flight")."""
+    if options.get("masters"):
+        return ClusterBackend(options)
+    loc = options.get("flight")
+    if not loc or not options.get("table"):
+        raise ValueError('the kudusql streaming source and sink need .option("flight", '
+                         '"grpc://host:port") (or .option("masters", ...) and '
+                         '.option("rpc_secret_file", path) for a cluster) and '
+                         '.option("table", name)')
+    return FlightBackend(loc)
+
+
+# -- the sink --------------------------------------------------------------------------------
+@dataclasses.dataclass
+class StreamCommitMessage(WriterCommitMessage):
+    sink: str
+    run: str
+    rows: int
+    applied: int
+    failed: int
+    failed_by_code: dict
+    errors: list
+    skipped: str | None
+    already_applied: int
+
+
+class KudusqlStreamWriter(DataSourceStreamArrowWriter):
+    """One writer per streaming query (the driver); `write` runs in the tasks."""
+
+    def __init__(self, options, schema: StructType):
+        self.options = dict(options)
+        self.table = options.get("table")
+        self.mode = str(options.get("mode", "insert")).lower()
+        if self.mode not in ("insert", "upsert"):
+            raise ValueError(f'option "mode" is insert or upsert, not {self.mode!r}')
+        self.ignore_row_errors = str(options.get("ignore_row_errors", "false")).lower() == \
+            "true"
+        backend(self.options).sink("ensure")   # create the progress table once, here
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StreamCommitMessage:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        query = tc.getLocalProperty("sql.streaming.queryId")
+        batch = tc.getLocalProperty("streaming.sql.batchId")
+        run = tc.getLocalProperty("spark.jobGroup.id")
+        if query is None or batch is None or run is None:
+            raise RuntimeError("the kudusql stream sink runs in a Structured Streaming "
+                               "micro-batch only (no query / batch id in the task)")
+        sb = stream_sink.SinkBatch(f"{self.table}:{query}", int(batch), run,
+                                   tc.attemptNumber())
+        s = backend(self.options).write_sink(self.table, self.mode, sb, iterator)
+        return StreamCommitMessage(sb.sink, run, s["rows"], s["applied"], s["failed"],
+                                   s["failed_by_code"], s["errors"][:20], s.get("skipped"),
+                                   s.get("already_applied", 0))
+
+    def commit(self, messages, batchId: int) -> None:
+        msgs = [m for m in messages if m is not None]
+        if not msgs:
+            return
+        sb = stream_sink.SinkBatch(msgs[0].sink, int(batchId), msgs[0].run)
+        be = backend(self.options)
+        if any(m.skipped for m in msgs):
+            rec = be.sink("record", sink=sb.to_json()) or {}
+            if rec.get("state") == stream_sink.FAILED:
+                if not self.ignore_row_errors:
+                    raise KudusqlStreamWriteError(rec.get("message") or "failed")
+                log.warning("%s (ignore_row_errors: batch %s committed now)",
+                            rec.get("message"), batchId)
+                be.sink("commit", sink=sb.to_json(), state=stream_sink.COMMITTED,
+                        summary=rec, message=rec.get("message"))
+            else:
+                log.info("kudusql stream into %s: batch %s was committed before (replay "
+                         "skipped)", self.table, batchId)
+            return
+        rows = sum(m.rows for m in msgs)
+        applied = sum(m.applied for m in msgs)
+        failed = sum(m.failed for m in msgs)
+        again = sum(m.already_applied for m in msgs)
+        summary = {"rows": rows, "applied": applied + again, "failed": failed}
+        text = (f"kudusql {self.mode} into {self.table}, stream batch {batchId}: {rows} rows, "
+                f"{applied} applied" + (f" (+{again} applied by an earlier attempt of this "
+                                        f"batch)" if again else "") + f", {failed} failed")
+        if not failed:
+            be.sink("commit", sink=sb.to_json(), state=stream_sink.COMMITTED, summary=summary)
+            log.info("%s", text)
+            return
+        codes: dict[str, int] = {}
+        for m in msgs:
+            for k, v in m.failed_by_code.items():
+                codes[k] = codes.get(k, 0) + v
+        examples = "; ".join(f"{e['code']} key {e['key']}: {e['message']}"
+                             for m in msgs for e in m.errors[:3])[:2000]
+        text += (f" ({', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}); the other "
+                 f"rows were applied and stay applied; e.g. {examples}")
+        if self.ignore_row_errors:
+            be.sink("commit", sink=sb.to_json(), state=stream_sink.COMMITTED,
+                    summary=summary, message=text)
+            log.warning("%s", text)
+            return
+        be.sink("commit", sink=sb.to_json(), state=stream_sink.FAILED, summary=summary,
+                message=text)
+        raise KudusqlStreamWriteError(text)
+
+    def abort(self, messages, batchId: int) -> None:
+        log.warning("kudusql stream into %s: batch %s aborted; rows already written stay "
+                    "applied and a replay of the batch will not apply them again",
+                    self.table, batchId)
+
+
+class KudusqlStreamWriteError(RuntimeError):
+    """Rows of a stream micro-batch failed (as KudusqlWriteError for batch writes); the
+    batch is recorded as failed, so a restart from the checkpoint reports it again (or,
+    with ignore_row_errors=true, commits it and goes on)."""
+
+
+# -- the change source -----------------------------------------------------------------------
+@dataclasses.dataclass
+class ChangePartition(InputPartition):
+    ticket: str    # JSON: wire.flight.read_changes
+
+
+class KudusqlChangeReader(DataSourceStreamReader):
+    def __init__(self, options, schema: StructType):
+        if not is_change_stream(options):
+            raise ValueError('a kudusql change stream needs .option("startingOffsets", '
+                             '"latest" | "earliest" | a HybridTime | an ISO timestamp)')
+        self.options = dict(options)
+        self.table = options.get("table")
+        self.columns = [n for n in schema.fieldNames() if n not in CHANGE_COLUMNS]
+        self.starting = str(options.get("startingOffsets")).strip()
+
+    def _plan(self, at: str | None = None) -> dict:
+        return backend(self.options).changes_plan(self.table, at)
+
+    def initialOffset(self) -> dict:
+        s = self.starting.lower()
+        if s == "latest":
+            return {"ts": int(self._plan()["latest"])}
+        if s == "earliest":
+            return {"ts": int(self._plan()["ahm"]), "earliest": True}
+        if s.isdigit():
+            plan, ts = self._plan(), int(s)
+        else:
+            plan = self._plan(self.starting)
+            ts = int(plan["at"])
+        if ts < int(plan["ahm"]):
+            raise ValueError(
+                f'kudusql: startingOffsets {self.starting} is before the ancient history mark '
+                f'({plan["ahm"]}) of table "{self.table}": changes before it may have been '
+                f'garbage collected (history_max_age_s); start at "earliest" or later '
+                f"(SQLSTATE 22023)")
+        return {"ts": ts}
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        latest = int(self._plan()["latest"])
+        if start is not None and latest <= int(start["ts"]):
+            return start
+        return {"ts": latest}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        s, e = int(start["ts"]), int(end["ts"])
+        if e <= s:
+            return []
+        plan = self._plan()
+        # "earliest": the task reads from what history is retained when it reads
+        return [ChangePartition(json.dumps(
+            {"kind": "changes", "table": self.table, "table_id": plan["table_id"],
+             "partition": i, "tablet_id": tid, "start": s, "end": e,
+             "earliest": bool(start.get("earliest")), "columns": self.columns}))
+            for i, tid in enumerate(plan["tablet_ids"])]
+
+    def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
+        for b in backend(self.options).read_changes(json.loads(partition.ticket)):
+            fields = list(b.schema)   # keep the key columns' NOT NULL (Spark checks it)
+            fields[-2:] = [f.with_name(n) for f, n in zip(fields[-2:], CHANGE_COLUMNS)]
+            yield pa.RecordBatch.from_arrays(b.columns, schema=pa.schema(fields)).select(
+                self.columns + list(CHANGE_COLUMNS))
+
+    def commit(self, end: dict) -> None:
+        pass
