@@ -406,10 +406,10 @@ def _range_search_space(okey: pa.Array, offset, desc: bool
         ts = okey.cast(pa.timestamp("us"))
 
         def move(sign: int):
-            from planner.expr.temporal import _shift_timestamps
+            from planner.expr.temporal import shift_timestamps
             m, d, us = (sign * offset.months, sign * offset.days,
                         sign * (offset.nanoseconds // 1000))
-            return pc.fill_null(_shift_timestamps(ts, m, d, us).cast(pa.int64()),
+            return pc.fill_null(shift_timestamps(ts, m, d, us).cast(pa.int64()),
                                 0).to_numpy(zero_copy_only=False)
         x = pc.fill_null(ts.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
         return x, move, False
