@@ -25,18 +25,18 @@ from planner import guard as _guard
 from planner.expr import Const, IntegerAvg, evaluate, evaluate_filter
 from planner.guard import QueryGuard
 from planner.executor.kernels import (
-    _array_nbytes,
-    _chunked,
+    array_nbytes,
+    as_chunked,
     concat_tables,
     empty_rows,
     slice_rows,
-    _join_parts,
+    join_parts,
     NodeStats,
-    _table_nbytes,
+    table_nbytes,
 )
 from planner.executor.joins import JoinOperators
-from planner.executor.sort import SortOperators, _concat_promote
-from planner.executor.aggregates import AggregateOperators, _digits
+from planner.executor.sort import SortOperators, concat_promote
+from planner.executor.aggregates import AggregateOperators, decimal_digits_needed
 
 
 def served_by(per_tablet: dict) -> list[str]:
@@ -104,7 +104,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         fn = getattr(self, "_" + type(node).__name__.lower())
         result = fn(node)
         # the inputs are released, the result is held until the parent is done with it
-        self.guard.hold(held + _table_nbytes(result))
+        self.guard.hold(held + table_nbytes(result))
         st = self.stats.setdefault(id(node), NodeStats())
         st.rows += result.num_rows
         st.seconds += time.perf_counter() - t0
@@ -135,8 +135,8 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                     # the sum's declared DECIMAL(38, s) leaves the quotient no digits for
                     # its scale (6); typed by the digits the sums have, avg keeps at least
                     # 16 significant digits, as PostgreSQL's does
-                    s = exp.Cast(this=s, to=exp.DataType.build(
-                        f"decimal({_digits(table.column(s.name), typ)}, {typ.scale})"))
+                    digits = decimal_digits_needed(table.column(s.name), typ)
+                    s = exp.Cast(this=s, to=exp.DataType.build(f"decimal({digits}, {typ.scale})"))
                     c = exp.Cast(this=c, to=exp.DataType.build("decimal(19, 0)"))
                 return exp.Div(this=s, expression=exp.Nullif(this=c, expression=exp.Literal.number(0)))
             return n
@@ -157,9 +157,9 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         for start in range(0, n, step):
             self.guard.check()
             a = fn(e, slice_rows(t, start, step))
-            self.guard.charge(_array_nbytes(a))
+            self.guard.charge(array_nbytes(a))
             parts.append(a)
-        return _join_parts(parts)
+        return join_parts(parts)
 
     def filter_table(self, t: pa.Table, cond: exp.Expression) -> pa.Table:
         """The rows of `t` that satisfy `cond`, a morsel at a time."""
@@ -172,7 +172,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             self.guard.check()
             m = slice_rows(t, start, step)
             part = m.filter(evaluate_filter(cond, m))
-            self.guard.charge(_table_nbytes(part))
+            self.guard.charge(table_nbytes(part))
             parts.append(part)
         return concat_tables(parts)
 
@@ -379,7 +379,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 yield b
         elif isinstance(node, L.Project):
             for b in self._stream(node.input):
-                arrays = [_chunked(self.eval(e, b), b.num_rows) for _, e in node.items]
+                arrays = [as_chunked(self.eval(e, b), b.num_rows) for _, e in node.items]
                 out = pa.RecordBatch.from_arrays(
                     [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
                      for a in arrays], names=[k for k, _ in node.items])
@@ -432,7 +432,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         cols = []
         for j, k in enumerate(node.keys):
             parts = [self.eval(r[j], one) for r in node.rows]
-            cols.append(_concat_promote(parts, k))
+            cols.append(concat_promote(parts, k))
         return pa.table(dict(zip(node.keys, cols)))
 
     # -- row operators ---------------------------------------------------------------------
@@ -445,7 +445,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         arrays = [self.eval(e, t) for _, e in node.items]
         if not arrays:
             return empty_rows(t.num_rows)
-        return pa.Table.from_arrays([_chunked(a, t.num_rows) for a in arrays],
+        return pa.Table.from_arrays([as_chunked(a, t.num_rows) for a in arrays],
                                     names=[k for k, _ in node.items])
 
     def _limit(self, node: L.Limit) -> pa.Table:

@@ -20,8 +20,8 @@ from planner.logical import output_keys, refs
 from planner.errors import SqlError
 from planner import guard as _guard
 from planner.guard import QueryGuard
-from planner.executor.kernels import (_chunked, check_hashable, concat_tables, empty_rows,
-                                      hash_key, NodeStats, _table_nbytes)
+from planner.executor.kernels import (as_chunked, check_hashable, concat_tables, empty_rows,
+                                      hash_key, NodeStats, table_nbytes)
 
 
 class _Comp:
@@ -122,7 +122,7 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
     probed and while the output grows."""
     ln, rn = [], []
     for i, (a, b) in enumerate(zip(lk, rk)):
-        a, b = _chunked(a, left.num_rows), _chunked(b, right.num_rows)
+        a, b = as_chunked(a, left.num_rows), as_chunked(b, right.num_rows)
         common = _common_key_type(a.type, b.type)
         if common is not None:
             # integers beyond 2**53 compared with a double round, as in PostgreSQL (int8 =
@@ -211,7 +211,7 @@ def cross_join(left: pa.Table, right: pa.Table, check_cancel=None, chunk_filter=
             if chunk_filter is not None:
                 out = chunk_filter(out)
             if guard is not None:
-                guard.charge(_table_nbytes(out))
+                guard.charge(table_nbytes(out))
             parts.append(out)
     return concat_tables(parts) if len(parts) != 1 else parts[0]
 
