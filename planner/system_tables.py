@@ -40,7 +40,7 @@ from engine.client.cluster_info import list_replicas, list_servers, remote_catal
 from engine.schema import ColumnSchema, Schema
 from engine.types import DataType
 from planner.errors import SqlError
-from planner.utility import _partition_text
+from planner.utility import partition_text
 
 SCHEMA_NAME = "kudu_system"
 
@@ -170,7 +170,7 @@ class SystemTables:
 def _partition_texts(meta) -> dict[str, str]:
     """tablet id -> SHOW TABLETS' partition text."""
     ps = meta.partition_schema
-    return {tid: _partition_text(ps, p) for p, tid in meta.tablets()}
+    return {tid: partition_text(ps, p) for p, tid in meta.tablets()}
 
 
 def _cluster_replicas(rc) -> list[dict]:

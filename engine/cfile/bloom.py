@@ -101,7 +101,8 @@ def _fmix64_np(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def _fmix64(h: int) -> int:
+def fmix64(h: int) -> int:
+    """MurmurHash3's 64-bit finaliser (the avalanche step of the key hash)."""
     h ^= h >> 33
     h = (h * _F1) & _M64
     h ^= h >> 33
@@ -148,8 +149,8 @@ def hash_key_py(key: bytes) -> int:
     if n:
         padded = key + bytes(-n & 7)
         for (word,) in struct.iter_unpack("<Q", padded):
-            h = _fmix64(h ^ ((word * _K_WORD) & _M64))
-    return _fmix64((h + _K_LEN) & _M64)
+            h = fmix64(h ^ ((word * _K_WORD) & _M64))
+    return fmix64((h + _K_LEN) & _M64)
 
 
 hash_key = _native.hash_key if _native is not None else hash_key_py

@@ -35,8 +35,8 @@ from planner.expr import (
 from planner.logical import keycol
 from planner.binder.common import (
     Scope,
-    _rebuild,
-    _type_name,
+    rebuild,
+    type_name,
     need_runner,
     output_name,
     position,
@@ -146,7 +146,7 @@ def _values_node(keys: list[str], arrays: list[pa.Array]) -> L.Node:
 
 
 def _reg_type(dt: exp.Expression | None) -> str | None:
-    name = _type_name(dt)
+    name = type_name(dt)
     return name if name in _REG_TYPES else None
 
 
@@ -186,7 +186,7 @@ def _elementwise(name: str, fns: list[HostFunction]) -> HostFunction:
 
 
 def _is_text_type(dt: exp.Expression | None) -> bool:
-    return _type_name(dt) in ("text", "varchar", "name", "char", "bpchar", "nvarchar",
+    return type_name(dt) in ("text", "varchar", "name", "char", "bpchar", "nvarchar",
                               "nchar")
 
 
@@ -499,7 +499,7 @@ class PgFunctionBinding:
                 fin, fout = lookup(reg), lookup(reg + "out")
                 if fin is None or fout is None:
                     return None
-                value = HostCall(this=reg, expressions=[_rebuild(inner.this, conv)], fn=fin)
+                value = HostCall(this=reg, expressions=[rebuild(inner.this, conv)], fn=fin)
                 return HostCall(this=reg + "out", expressions=[value], fn=fout)
             elem = _array_reg_type(node.args.get("to"))
             if reg is None and elem is not None:
@@ -507,12 +507,12 @@ class PgFunctionBinding:
                 fin, fout = lookup(elem), lookup(elem + "out")
                 if fin is None or fout is None:
                     return None
-                return HostCall(this=elem + "[]", expressions=[_rebuild(inner, conv)],
+                return HostCall(this=elem + "[]", expressions=[rebuild(inner, conv)],
                                 fn=_elementwise(elem + "[]", [fin, fout]))
             if reg is None:
                 return None
             fn = lookup(reg)
-            return HostCall(this=reg, expressions=[_rebuild(inner, conv)], fn=fn) \
+            return HostCall(this=reg, expressions=[rebuild(inner, conv)], fn=fn) \
                 if fn is not None else None
         name = _CATALOG_FUNCTION_NODES.get(type(node))
         args: list[exp.Expression] = []
@@ -525,7 +525,7 @@ class PgFunctionBinding:
         fn = lookup(name)
         if fn is None:
             return None
-        call = HostCall(this=name, expressions=[_rebuild(a, conv) for a in args], fn=fn)
+        call = HostCall(this=name, expressions=[rebuild(a, conv) for a in args], fn=fn)
         call.meta.update(node.meta) if node._meta else None
         return call
 
