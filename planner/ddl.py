@@ -169,7 +169,7 @@ def node_pos(node: exp.Expr | None) -> int | None:
     """The 1-based position of the first token of `node` that the parser located."""
     if node is None:
         return None
-    starts = [n.meta["start"] for n in node.walk() if n._meta and "start" in n._meta]
+    starts = [s for n in node.walk() if (s := n.meta_get("start")) is not None]
     return min(starts) + 1 if starts else None
 
 
@@ -187,6 +187,19 @@ def fold_ident(node: exp.Expr) -> str:
 class _Builder:
     def __init__(self, create: exp.Create):
         self.create = create
+
+    @classmethod
+    def column_from_def(cls, cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None]:
+        """One column definition outside a CREATE TABLE (see `column_from_def`)."""
+        builder = cls(exp.Create())
+        builder._explicit_null = {}
+        return builder._column(cdef)
+
+    @classmethod
+    def range_spec(cls, bound: KuduRangeBound, columns: list[ColumnSchema]) -> RangeSpec:
+        """One range bound outside a CREATE TABLE (see `range_spec`)."""
+        builder = cls(exp.Create())
+        return builder._range_spec(bound, columns)
 
     def build(self) -> CreateTableSpec:
         c = self.create
@@ -651,12 +664,10 @@ def column_from_def(cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None
 
     For ALTER TABLE ADD COLUMN; the errors are CREATE TABLE's (42704, 0A000, 22023...).
     """
-    builder = _Builder(exp.Create())
-    builder._explicit_null = {}
-    return builder._column(cdef)
+    return _Builder.column_from_def(cdef)
 
 
 def range_spec(bound: KuduRangeBound, columns: list[ColumnSchema]) -> RangeSpec:
     """One `PARTITION ...` bound -> a RangeSpec over the range columns `columns` (values
     coerced to their types, as in CREATE TABLE's PARTITION BY RANGE)."""
-    return _Builder(exp.Create())._range_spec(bound, columns)
+    return _Builder.range_spec(bound, columns)

@@ -339,7 +339,7 @@ class Table:
         concurrent writer can make a row fail, or succeed, between the check
         (`Tablet.first_failure`) and the apply. Tablets are then applied one after the
         other on this thread (a pool thread could not take the locks held here). Memory
-        back-pressure (`Tablet._admit_write`) runs before the locks are taken: it may wait
+        back-pressure (`Tablet.admit_write`) runs before the locks are taken: it may wait
         for a flush, which needs the write lock."""
         n = table.num_rows
         if n == 0:
@@ -368,13 +368,13 @@ class Table:
                 ren = slot.column_renames(meta.schema)
                 if ren:
                     sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
-                t._admit_write()
+                t.admit_write()
                 jobs.append((slot, t, idx, WriteOp(op_arr[idx], sub)))
             locked, pending = [], []
             try:
                 try:
                     for _, t, _, _ in jobs:
-                        t._write_lock.acquire()
+                        t.write_lock.acquire()
                         locked.append(t)
                     for _, t, idx, op in jobs:
                         f = t.first_failure(op)
@@ -390,7 +390,7 @@ class Table:
                         pending.append((slot, t, idx, t.apply_deferred(op)))
                 finally:
                     for t in reversed(locked):
-                        t._write_lock.release()
+                        t.write_lock.release()
             finally:
                 results = self.finish_all([f for _, _, _, f in pending])
             for (slot, t, _, _), r in zip(pending, results):

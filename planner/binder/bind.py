@@ -21,6 +21,7 @@ from planner import logical as L
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import Const, InSubPlan, constant_value, fold_constants, param_scalar
+from planner.expr.located import copy_meta
 from planner.logical import and_all, conjuncts, keycol, refs
 from planner.binder.aggregates import (AggregateBinding, inline_named_windows,
                                        rewrite_filter_clauses)
@@ -213,8 +214,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             if not t.alias:
                 t.set("alias", exp.TableAlias(this=exp.to_identifier(t.name)))
             ident = exp.to_identifier(f"{db}${t.name}", quoted=True)
-            if t.this._meta:
-                ident.meta.update(t.this.meta)
+            copy_meta(t.this, ident)
             t.set("this", ident)
             t.set("db", None)
         self.check_tables(ast)

@@ -14,6 +14,7 @@ from sqlglot import exp
 from planner import logical as L
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import function_name
+from planner.expr.located import copy_meta
 
 
 class SubqueryRunner(Protocol):
@@ -43,9 +44,9 @@ def position(sql: str, node: exp.Expression | None) -> int | None:
     functions), else the nearest ancestor's."""
     if node is not None:
         for d in node.walk(bfs=False):
-            m = d.meta if d._meta else {}
-            if "start" in m:
-                return m["start"] + 1
+            start = d.meta_get("start")
+            if start is not None:
+                return start + 1
     while node is not None:
         meta = node.meta if hasattr(node, "meta") else {}
         if "start" in meta:
@@ -156,7 +157,7 @@ def rebuild(e: exp.Expression, conv) -> exp.Expression:
             new.set(k, rebuild(v, conv))
         elif isinstance(v, list):
             new.set(k, [rebuild(x, conv) if isinstance(x, exp.Expression) else x for x in v])
-    new.meta.update(e.meta) if e._meta else None
+    copy_meta(e, new)
     return new
 
 

@@ -32,6 +32,7 @@ from planner.expr import (
     list_to_array,
     pg_name,
 )
+from planner.expr.located import copy_meta
 from planner.logical import keycol
 from planner.binder.common import (
     Scope,
@@ -207,8 +208,7 @@ def _builtin_function(fn: exp.Expression) -> exp.Expression:
             new = build(args, KuduSQL())
     except (TypeError, ValueError, IndexError, KeyError, SqlglotError):
         return fn                    # a builder that rejects these arguments: keep the call
-    if fn._meta:
-        new.meta.update(fn.meta)
+    copy_meta(fn, new)
     return new
 
 
@@ -231,11 +231,11 @@ def pg_rewrites(ast: exp.Expression) -> None:
             either = exp.Paren(this=exp.or_(
                 exp.Between(this=x.copy(), low=lo.copy(), high=hi.copy()),
                 exp.Between(this=x.copy(), low=hi.copy(), high=lo.copy())))
-            either.meta.update(b.meta) if b._meta else None
+            copy_meta(b, either)
             b.replace(either)
     for r in list(ast.find_all(exp.RawString)):
         lit = exp.Literal.string(r.this)
-        lit.meta.update(r.meta) if r._meta else None
+        copy_meta(r, lit)
         r.replace(lit)
     for t in list(ast.find_all(exp.Table, exp.Unnest)):
         fn = t if isinstance(t, exp.Unnest) else t.this
@@ -526,6 +526,6 @@ class PgFunctionBinding:
         if fn is None:
             return None
         call = HostCall(this=name, expressions=[rebuild(a, conv) for a in args], fn=fn)
-        call.meta.update(node.meta) if node._meta else None
+        copy_meta(node, call)
         return call
 

@@ -68,9 +68,7 @@ def param_scalar(v: Any) -> pa.Scalar:
 
 def param_index(node: exp.Expression) -> int | None:
     """The parameter index of a Const the binder made from `$n` (None for other nodes)."""
-    if isinstance(node, Const) and node._meta:
-        return node.meta.get("param")
-    return None
+    return node.meta_get("param") if isinstance(node, Const) else None
 
 
 def substitute_params(e: exp.Expression, scalars: list, copy: bool = True) -> exp.Expression:
