@@ -189,7 +189,7 @@ def execute_utility(catalog: Catalog, ast: exp.Expr, sql: str) -> StatementResul
     """Run one utility statement (see the module docstring) against `catalog`."""
     if not is_utility(ast):
         raise FeatureNotSupported(f"not a utility statement: {ast.sql(dialect=KuduSQL)[:60]}")
-    return _Executor(catalog, sql).run(ast)
+    return _UtilityRunner(catalog, sql).run(ast)
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -250,10 +250,12 @@ def _tablet_counts(catalog: Catalog, tablet_id: str) -> tuple[int | None, int | 
         return None, None
 
 
-# -- the executor ---------------------------------------------------------------------------
+# -- the runner -----------------------------------------------------------------------------
 
 @dataclasses.dataclass
-class _Executor:
+class _UtilityRunner:
+    """Runs one utility statement against the catalog (`run` matches on the statement's
+    node); not a plan executor (that is planner/executor's `Executor`)."""
     catalog: Catalog
     sql: str
     notices: list[str] = dataclasses.field(default_factory=list)

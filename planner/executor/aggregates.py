@@ -577,7 +577,7 @@ class AggregateOperators:
         return self.collect(decl.to_reader(use_threads=True))
 
     # -- window functions ------------------------------------------------------------------
-    def _window(self, node: L.Window) -> pa.Table:
+    def run_window(self, node: L.Window) -> pa.Table:
         t = self.run(node.input)
         for c in node.calls:
             t = t.append_column(c.key, self.window_call(c, t))
@@ -785,7 +785,7 @@ class AggregateOperators:
         return pc.if_else(pa.array(~none), vals, pa.scalar(None, x.type))
 
     # -- aggregation -----------------------------------------------------------------------
-    def _aggregate(self, node: L.Aggregate) -> pa.Table:
+    def run_aggregate(self, node: L.Aggregate) -> pa.Table:
         t = self.run(node.input)
         if node.sets is None:
             out = self._aggregate_by(t, node.groups, node.aggs)

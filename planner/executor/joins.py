@@ -221,7 +221,7 @@ class JoinOperators:
     Mixed into planner.executor.Executor."""
 
     # -- joins -----------------------------------------------------------------------------
-    def _join(self, node: L.Join) -> pa.Table:
+    def run_join(self, node: L.Join) -> pa.Table:
         if node.kind == "semi" and isinstance(node.left, L.MultiJoin) and node.left_keys:
             # Semi-join reduction: run the subquery side first; if it is smaller than the
             # inner-join input that owns the semi join's left columns, filter that input
@@ -303,7 +303,7 @@ class JoinOperators:
             raise SqlError("FULL JOIN without an equality condition is not supported", "0A000")
         return cross_join(left, right, self._check_cancel)
 
-    def _multijoin(self, node: L.MultiJoin) -> pa.Table:
+    def run_multijoin(self, node: L.MultiJoin) -> pa.Table:
         inputs = [self.run(i) for i in node.inputs]
         pre = self._prefilter.pop(id(node), None)
         if pre is not None:

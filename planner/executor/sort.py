@@ -215,7 +215,7 @@ class SortOperators:
     """Sort (sample sort, top-N), Distinct and set operations.
     Mixed into planner.executor.Executor."""
 
-    def _distinct(self, node: L.Distinct) -> pa.Table:
+    def run_distinct(self, node: L.Distinct) -> pa.Table:
         t = self.run(node.input)
         return self.distinct(t)
 
@@ -228,7 +228,7 @@ class SortOperators:
         prepare = hash_keys if _needs_hash_keys(t.schema) else None
         return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
 
-    def _sort(self, node: L.Sort) -> pa.Table:
+    def run_sort(self, node: L.Sort) -> pa.Table:
         t = self.run(node.input)
         if t.num_rows <= 1:
             return t
@@ -339,7 +339,7 @@ class SortOperators:
         return concat_tables(parts)
 
     # -- set operations --------------------------------------------------------------------
-    def _recursiveunion(self, node: L.RecursiveUnion) -> pa.Table:
+    def run_recursiveunion(self, node: L.RecursiveUnion) -> pa.Table:
         """WITH RECURSIVE (L.RecursiveUnion): step after step, the recursive term over the
         rows the last step added (its WorkTable reads `self._work[ref]`), each step's rows
         cast to the anchor's column types; UNION keeps a row only the first time it is
@@ -370,11 +370,11 @@ class SortOperators:
         self._work.pop(node.ref, None)
         return concat_tables(parts)
 
-    def _worktable(self, node: L.WorkTable) -> pa.Table:
+    def run_worktable(self, node: L.WorkTable) -> pa.Table:
         work = self._work[node.ref]
         return pa.Table.from_arrays(work.columns, names=node.keys)
 
-    def _setop(self, node: L.SetOp) -> pa.Table:
+    def run_setop(self, node: L.SetOp) -> pa.Table:
         left = self.run(node.left)
         right = self.run(node.right)
         left, right = _setop_types(left, right, node.keys)
