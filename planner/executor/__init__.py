@@ -51,6 +51,7 @@ from planner.executor.joins import cross_join, hash_join
 from planner.executor.kernels import as_chunked, empty_rows
 from planner.executor.sort import add_sort_key, distinct
 
-# as_chunked (planner.fastpath) and add_sort_key (tests/planner/test_guard.py) are reached here too
+# as_chunked (planner.point_read) and add_sort_key (tests/planner/test_guard.py) are reached
+# here too
 __all__ = ["OPERATORS", "Executor", "add_sort_key", "as_chunked", "cross_join", "distinct",
            "empty_rows", "hash_join"]
