@@ -191,12 +191,11 @@ def _cluster_replicas(rc) -> list[dict]:
 
 def _embedded_replicas(cat) -> list[dict]:
     out = []
-    slots = getattr(cat, "_slots", {})  # open tablets (the catalog has no public accessor)
+    open_tablet = getattr(cat, "open_tablet", None)   # the embedded Catalog's
     for name in cat.list_tables():
         meta = cat.get_table(name)
         for tid, text in _partition_texts(meta).items():
-            slot = slots.get(tid)
-            is_open = slot is not None and getattr(slot, "_tablet", None) is not None
+            is_open = open_tablet is not None and open_tablet(tid) is not None
             out.append({"table_name": name, "tablet_id": tid, "partition": text,
                         "server_uuid": "embedded", "rpc_addr": None, "role": "LEADER",
                         "state": "RUNNING" if is_open else "CLOSED", "term": None,

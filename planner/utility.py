@@ -238,9 +238,8 @@ def _dir_bytes(path: str) -> int:
 
 def _tablet_counts(catalog: Catalog, tablet_id: str) -> tuple[int | None, int | None]:
     """(rowsets, MemRowSet rows) of a tablet without opening it (see module docstring)."""
-    # The catalog has no "the tablet if it is open" accessor; peek at its slot table.
-    slot = getattr(catalog, "_slots", {}).get(tablet_id)
-    tablet = getattr(slot, "_tablet", None) if slot is not None else None
+    open_tablet = getattr(catalog, "open_tablet", None)   # the embedded Catalog's
+    tablet = open_tablet(tablet_id) if open_tablet is not None else None
     if tablet is not None:
         return tablet.num_rowsets(), tablet.mrs_rows()
     try:

@@ -189,6 +189,11 @@ class _TabletSlot:
     def is_open(self) -> bool:
         return self._tablet is not None
 
+    @property
+    def tablet_if_open(self) -> Tablet | None:
+        """The tablet if it is open now, else None (never opens it)."""
+        return self._tablet
+
     def close(self) -> None:
         with self._open_lock:
             t, self._tablet = self._tablet, None
@@ -422,6 +427,12 @@ class Catalog:
                     raise errors.NotFound(f"no tablet {tablet_id}")
                 slot = self._slots[tablet_id] = _TabletSlot(self, tablet_id)
         return slot.tablet()
+
+    def open_tablet(self, tablet_id: str) -> Tablet | None:
+        """The tablet if this catalog has it open now, else None: status pages and
+        SHOW TABLET STATS read an open tablet's in-memory state and never open one."""
+        slot = self._slots.get(tablet_id)
+        return slot.tablet_if_open if slot is not None else None
 
     # -- the TableCatalog contract (engine/catalog/leases.py), used by Table -------------
     @property

@@ -164,7 +164,7 @@ class DeltaCompactions:
     def _drop_superseded_col_files(self, readers: dict) -> list[str]:
         """Column files (other than base.cf) no column reads from any more."""
         used = {os.path.basename(r_path) for r_path in
-                (getattr(r, "_path", "") for r in readers.values())}
+                (getattr(r, "path", "") for r in readers.values())}
         gone = [cf["file"] for cf in self._col_files
                 if cf["file"] != "base.cf" and cf["file"] not in used]
         self._col_files = [cf for cf in self._col_files if cf["file"] not in gone]
