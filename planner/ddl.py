@@ -187,19 +187,7 @@ def fold_ident(node: exp.Expr) -> str:
 class _Builder:
     def __init__(self, create: exp.Create):
         self.create = create
-
-    @classmethod
-    def column_from_def(cls, cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None]:
-        """One column definition outside a CREATE TABLE (see `column_from_def`)."""
-        builder = cls(exp.Create())
-        builder._explicit_null = {}
-        return builder._column(cdef)
-
-    @classmethod
-    def range_spec(cls, bound: KuduRangeBound, columns: list[ColumnSchema]) -> RangeSpec:
-        """One range bound outside a CREATE TABLE (see `range_spec`)."""
-        builder = cls(exp.Create())
-        return builder._range_spec(bound, columns)
+        self._explicit_null: dict[str, bool] = {}   # columns declared NULL explicitly
 
     def build(self) -> CreateTableSpec:
         c = self.create
@@ -291,7 +279,7 @@ class _Builder:
                 raise FeatureNotSupported(
                     f"table constraint not supported: {item.sql(dialect=KuduSQL)}",
                     position=node_pos(item))
-            col, is_key, comment = self._column(item)
+            col, is_key, comment = self.column(item)
             if is_key:
                 inline_key.append(col.name)
                 key_pos = key_pos or node_pos(item)
@@ -310,7 +298,7 @@ class _Builder:
                     "for duplicates before writing)", position=node_pos(node))
         return columns, inline_key, table_key, key_pos, comments
 
-    def _column(self, cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None]:
+    def column(self, cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None]:
         name = fold_ident(cdef.this)
         pos = node_pos(cdef)
         kind = cdef.args.get("kind")
@@ -471,11 +459,11 @@ class _Builder:
                 cols = cols or list(key_names)
                 range_schema = RangeSchema(tuple(cols))
                 rcols = [schema.column(c) for c in cols]
-                ranges = tuple(self._range_spec(b, rcols)
+                ranges = tuple(self.range_spec(b, rcols)
                                for b in level.args.get("bounds") or [])
         return PartitionSchemaArgs(tuple(hashes), range_schema, ranges)
 
-    def _range_spec(self, b: KuduRangeBound, cols: list[ColumnSchema]) -> RangeSpec:
+    def range_spec(self, b: KuduRangeBound, cols: list[ColumnSchema]) -> RangeSpec:
         if b.args.get("hash"):
             raise FeatureNotSupported("range-specific hash schemas are not supported",
                                       position=node_pos(b.args["hash"][0]) or node_pos(b))
@@ -664,10 +652,10 @@ def column_from_def(cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None
 
     For ALTER TABLE ADD COLUMN; the errors are CREATE TABLE's (42704, 0A000, 22023...).
     """
-    return _Builder.column_from_def(cdef)
+    return _Builder(exp.Create()).column(cdef)
 
 
 def range_spec(bound: KuduRangeBound, columns: list[ColumnSchema]) -> RangeSpec:
     """One `PARTITION ...` bound -> a RangeSpec over the range columns `columns` (values
     coerced to their types, as in CREATE TABLE's PARTITION BY RANGE)."""
-    return _Builder.range_spec(bound, columns)
+    return _Builder(exp.Create()).range_spec(bound, columns)
