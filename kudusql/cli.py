@@ -34,10 +34,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                           query_mem_limit=args.query_mem_limit)
     try:
         if args.masters:
-            from kudusql.cluster import _masters, _secret, _tls, serve_cluster
-            return serve_cluster(config, _masters(args.masters), _secret(args),
+            from kudusql.cluster import parse_masters, rpc_secret, tls_config, serve_cluster
+            return serve_cluster(config, parse_masters(args.masters), rpc_secret(args),
                                  args.replica_selection, args.http_port, args.http_host,
-                                 _tls(args, server=False))
+                                 tls_config(args, server=False))
         if args.rpc_cert or args.rpc_key or args.rpc_ca:
             print("kudusql serve: --rpc-cert/--rpc-key/--rpc-ca are for serving a cluster "
                   "(--masters); --tls-cert/--tls-key set TLS for SQL clients", file=sys.stderr)

@@ -65,7 +65,8 @@ def _split_addr(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _secret(args) -> str:
+def rpc_secret(args) -> str:
+    """The cluster's shared secret: --rpc-secret-file, else $KUDUSQL_RPC_SECRET, else exit."""
     from engine.rpc.rpc import read_secret_file
     if args.rpc_secret_file:
         return read_secret_file(args.rpc_secret_file)
@@ -76,7 +77,7 @@ def _secret(args) -> str:
                      "(mode 0600) or KUDUSQL_RPC_SECRET")
 
 
-def _tls(args, server: bool):
+def tls_config(args, server: bool):
     """The TLS configuration of --rpc-cert/--rpc-key/--rpc-ca (None: plaintext)."""
     from engine.errors import EngineError
     from engine.rpc.rpc import load_tls
@@ -90,7 +91,8 @@ def _tls_note(tls) -> str:
     return " (RPC over TLS)" if tls is not None else ""
 
 
-def _masters(s: str) -> list[str]:
+def parse_masters(s: str) -> list[str]:
+    """"host:port,host:port" -> the master addresses."""
     return [m.strip() for m in s.split(",") if m.strip()]
 
 
@@ -112,9 +114,9 @@ def cmd_master(args) -> int:
     from engine.master.master import Master
     _logging(args)
     host, port = _split_addr(args.rpc_addr)
-    tls = _tls(args, server=True)
-    m = Master(args.data_dir, host, port, _secret(args),
-               _masters(args.masters) if args.masters else None, tick_ms=args.tick_ms,
+    tls = tls_config(args, server=True)
+    m = Master(args.data_dir, host, port, rpc_secret(args),
+               parse_masters(args.masters) if args.masters else None, tick_ms=args.tick_ms,
                election_ticks=args.election_ticks,
                tserver_unresponsive_s=args.tserver_unresponsive_timeout,
                fsync=not args.no_fsync, http_port=args.http_port or None,
@@ -132,8 +134,8 @@ def cmd_tserver(args) -> int:
     from engine.tserver.tablet_server import TabletServer
     _logging(args)
     host, port = _split_addr(args.rpc_addr)
-    tls = _tls(args, server=True)
-    ts = TabletServer(args.data_dir, host, port, _secret(args), _masters(args.masters),
+    tls = tls_config(args, server=True)
+    ts = TabletServer(args.data_dir, host, port, rpc_secret(args), parse_masters(args.masters),
                       tick_ms=args.tick_ms, election_ticks=args.election_ticks,
                       heartbeat_ms=args.heartbeat_ms, fsync=not args.no_fsync,
                       http_port=args.http_port or None, http_host=args.http_host, tls=tls,

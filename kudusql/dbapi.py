@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 
 from engine.errors import EngineError
-from session import Database
+from session import Database, Session
 from planner.errors import SqlError
 from planner.result import StatementResult, row_failure_report
 
@@ -259,7 +259,7 @@ class Cursor(RowFetching):
         self._check()
         text, values = convert_params(sql, params)
         try:
-            results = self.connection._session.execute(text, values or None)
+            results = self.connection.session.execute(text, values or None)
         except SqlError as e:
             self._reset(None)
             raise _from_sql_error(e) from None
@@ -288,7 +288,7 @@ class Cursor(RowFetching):
             texts = {t for t, _ in converted}
             if len(texts) == 1:
                 try:
-                    r = self.connection._session.execute_many(texts.pop(),
+                    r = self.connection.session.execute_many(texts.pop(),
                                                               [v for _, v in converted])
                 except SqlError as e:
                     self._reset(None)
@@ -372,7 +372,7 @@ class Cursor(RowFetching):
     def _check(self) -> None:
         if self._closed:
             raise InterfaceError("cursor is closed")
-        self.connection._check()
+        self.connection.check_open()
 
     def __enter__(self) -> "Cursor":
         return self
@@ -388,19 +388,25 @@ class Connection:
         self._session = database.session()
         self._closed = False
 
+    @property
+    def session(self) -> Session:
+        """The session this connection's statements run in (its settings, prepared
+        statements and cursors)."""
+        return self._session
+
     def cursor(self) -> Cursor:
-        self._check()
+        self.check_open()
         return Cursor(self)
 
     def execute(self, sql: str, params=None) -> Cursor:
         return self.cursor().execute(sql, params)
 
     def commit(self) -> None:
-        self._check()
+        self.check_open()
 
     def rollback(self) -> None:
         """Nothing to undo: every statement was applied when it ran (Kudu semantics)."""
-        self._check()
+        self.check_open()
 
     def cancel(self) -> None:
         self._session.cancel()
@@ -411,7 +417,8 @@ class Connection:
             if self._owns:
                 self.database.close()
 
-    def _check(self) -> None:
+    def check_open(self) -> None:
+        """InterfaceError once the connection is closed."""
         if self._closed:
             raise InterfaceError("connection is closed")
 

@@ -24,19 +24,21 @@ from kudusql import dbapi
 class RemoteConnection:
     def __init__(self, dsn: str, **kwargs):
         import asyncpg
-        self._asyncpg = asyncpg
+        # the exception class asyncpg raises for an error the server sent
+        self.server_error: type[Exception] = asyncpg.PostgresError
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="kudusql-remote")
         self._thread.start()
         try:
-            self._conn = self._run(asyncpg.connect(dsn, **kwargs))
+            self.asyncpg_connection = self.run(asyncpg.connect(dsn, **kwargs))
         except BaseException:
             self._stop()
             raise
         self._closed = False
 
-    def _run(self, coro):
+    def run(self, coro):
+        """Wait for `coro` on the connection's event loop (its thread) and return its result."""
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def _stop(self) -> None:
@@ -61,7 +63,7 @@ class RemoteConnection:
         if not self._closed:
             self._closed = True
             try:
-                self._run(self._conn.close())
+                self.run(self.asyncpg_connection.close())
             finally:
                 self._stop()
 
@@ -85,12 +87,12 @@ class RemoteCursor(dbapi.RowFetching):
         """One statement through the extended protocol (typed parameters and results); a
         parameterless string of several statements through the simple protocol."""
         text, values = dbapi.convert_params(sql, params)
-        run, conn = self.connection._run, self.connection._conn
+        run, conn = self.connection.run, self.connection.asyncpg_connection
         self._pos = 0
         try:
             try:
                 stmt = run(conn.prepare(text))
-            except self.connection._asyncpg.PostgresError as e:
+            except self.connection.server_error as e:
                 if values or getattr(e, "sqlstate", None) != "42601" or \
                         "multiple commands" not in str(e):
                     raise
@@ -100,7 +102,7 @@ class RemoteCursor(dbapi.RowFetching):
                 self.rowcount = int(last[0]) if last[0].isdigit() else -1
                 return self
             records = run(stmt.fetch(*values))
-        except self.connection._asyncpg.PostgresError as e:
+        except self.connection.server_error as e:
             raise self._error(e) from None
         attrs = stmt.get_attributes()
         if attrs:

@@ -18,12 +18,11 @@ from engine.metrics.metrics import dir_bytes, maintenance_rows, process_status
 
 def _embedded_tablets(cat) -> list[dict]:
     out = []
-    slots = getattr(cat, "_slots", {})  # open tablets (the catalog has no public accessor)
+    open_tablet = getattr(cat, "open_tablet", None)   # the embedded Catalog's
     for name in cat.list_tables():
         meta = cat.get_table(name)
         for tid in meta.tablet_ids:
-            slot = slots.get(tid)
-            t = getattr(slot, "_tablet", None) if slot is not None else None
+            t = open_tablet(tid) if open_tablet is not None else None
             out.append({"tablet_id": tid, "table": name, "role": "LEADER",
                         "state": "RUNNING" if t is not None else "CLOSED",
                         "memrowset_rows": t.mrs_rows() if t is not None else None,

@@ -165,15 +165,15 @@ def create_table_spec(sql_or_ast: str | exp.Expr) -> CreateTableSpec:
     return _Builder(ast).build()
 
 
-def _pos(node: exp.Expr | None) -> int | None:
+def node_pos(node: exp.Expr | None) -> int | None:
     """The 1-based position of the first token of `node` that the parser located."""
     if node is None:
         return None
-    starts = [n.meta["start"] for n in node.walk() if n._meta and "start" in n._meta]
+    starts = [s for n in node.walk() if (s := n.meta_get("start")) is not None]
     return min(starts) + 1 if starts else None
 
 
-def _ident(node: exp.Expr) -> str:
+def fold_ident(node: exp.Expr) -> str:
     """Fold an identifier's case: unquoted -> lower case, quoted -> as written."""
     if isinstance(node, exp.Column):
         node = node.this
@@ -187,21 +187,22 @@ def _ident(node: exp.Expr) -> str:
 class _Builder:
     def __init__(self, create: exp.Create):
         self.create = create
+        self._explicit_null: dict[str, bool] = {}   # columns declared NULL explicitly
 
     def build(self) -> CreateTableSpec:
         c = self.create
         if c.args.get("expression") is not None:
             raise FeatureNotSupported("CREATE TABLE ... AS SELECT is not supported",
-                                      position=_pos(c.args["expression"]))
+                                      position=node_pos(c.args["expression"]))
         for flag in ("replace", "unique"):
             if c.args.get(flag):
                 raise FeatureNotSupported(f"CREATE {flag.upper()} TABLE is not supported")
         schema_node = c.this
         if not isinstance(schema_node, exp.Schema):
             raise FeatureNotSupported("CREATE TABLE needs a column list",
-                                      position=_pos(schema_node))
+                                      position=node_pos(schema_node))
         table = schema_node.this
-        name = ".".join(_ident(p) for p in table.parts)
+        name = ".".join(fold_ident(p) for p in table.parts)
         columns, inline_key, table_key, key_pos, comments = self._columns(schema_node)
         if inline_key and table_key is not None:
             raise InvalidTableDefinition("Multiple primary keys specified. Only one primary "
@@ -214,7 +215,7 @@ class _Builder:
         if not key:
             raise InvalidTableDefinition(
                 f"A primary key is required for Kudu table '{name}' (add PRIMARY KEY (...)).",
-                position=_pos(schema_node))
+                position=node_pos(schema_node))
         by_name = {col.name: col for col in columns}
         for k in key:
             if k not in by_name:
@@ -235,14 +236,14 @@ class _Builder:
         try:
             schema = Schema(columns, key=key)
         except engine_errors.EngineError as e:
-            raise InvalidTableDefinition(str(e), position=_pos(schema_node)) from None
+            raise InvalidTableDefinition(str(e), position=node_pos(schema_node)) from None
 
         props, rf, comment, ps_node = self._properties()
         args = self._partitioning(schema, ps_node)
         try:
             ps = args.create(schema)
         except engine_errors.EngineError as e:
-            raise InvalidTableDefinition(str(e), position=_pos(ps_node)) from None
+            raise InvalidTableDefinition(str(e), position=node_pos(ps_node)) from None
         return CreateTableSpec(
             name=name, schema=schema, partition_schema_args=args, partition_schema=ps,
             replication_factor=rf, if_not_exists=bool(c.args.get("exists")),
@@ -264,24 +265,24 @@ class _Builder:
                 item = item.expressions[0]        # CONSTRAINT name UNIQUE (...)
             if isinstance(item, exp.UniqueColumnConstraint) and \
                     isinstance(item.this, exp.Schema):
-                self._unique.append(([_ident(e) for e in item.this.expressions], item))
+                self._unique.append(([fold_ident(e) for e in item.this.expressions], item))
                 continue
             if isinstance(item, exp.PrimaryKey):
                 if table_key is not None:
                     raise InvalidTableDefinition(
                         "Multiple primary keys specified. Only one primary key is allowed.",
-                        position=_pos(item))
-                table_key = [_ident(e) for e in item.expressions]
-                key_pos = _pos(item)
+                        position=node_pos(item))
+                table_key = [fold_ident(e) for e in item.expressions]
+                key_pos = node_pos(item)
                 continue
             if not isinstance(item, exp.ColumnDef):
                 raise FeatureNotSupported(
                     f"table constraint not supported: {item.sql(dialect=KuduSQL)}",
-                    position=_pos(item))
-            col, is_key, comment = self._column(item)
+                    position=node_pos(item))
+            col, is_key, comment = self.column(item)
             if is_key:
                 inline_key.append(col.name)
-                key_pos = key_pos or _pos(item)
+                key_pos = key_pos or node_pos(item)
             if comment is not None:
                 comments[col.name] = comment
             columns.append(col)
@@ -294,16 +295,16 @@ class _Builder:
                 raise FeatureNotSupported(
                     f"UNIQUE ({', '.join(cols)}) is not supported: Kudu enforces uniqueness "
                     "only for the primary key (make these columns the primary key, or check "
-                    "for duplicates before writing)", position=_pos(node))
+                    "for duplicates before writing)", position=node_pos(node))
         return columns, inline_key, table_key, key_pos, comments
 
-    def _column(self, cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None]:
-        name = _ident(cdef.this)
-        pos = _pos(cdef)
+    def column(self, cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None]:
+        name = fold_ident(cdef.this)
+        pos = node_pos(cdef)
         kind = cdef.args.get("kind")
         if kind is None:
             raise SqlSyntaxError(f"column '{name}' has no type", position=pos)
-        dtype, params = _map_type(kind, name, _pos(kind) or pos)
+        dtype, params = _map_type(kind, name, node_pos(kind) or pos)
         kw: dict[str, Any] = dict(params)
         is_key = False
         comment = None
@@ -318,7 +319,7 @@ class _Builder:
                 case KuduNonUniquePrimaryKeyColumnConstraint():
                     raise FeatureNotSupported(
                         "NON UNIQUE PRIMARY KEY is not supported (no auto-incrementing "
-                        "key column)", position=_pos(cdef))
+                        "key column)", position=node_pos(cdef))
                 case exp.NotNullColumnConstraint():
                     if k.args.get("allow_null"):
                         self._explicit_null[name] = True
@@ -334,7 +335,7 @@ class _Builder:
                     if enc not in ENCODINGS:
                         raise InvalidParameterValue(
                             f"unknown encoding {k.this.name!r} for column '{name}' (known: "
-                            f"{', '.join(ENCODINGS)})", position=_pos(k) or pos)
+                            f"{', '.join(ENCODINGS)})", position=node_pos(k) or pos)
                     kw["encoding"] = enc
                 case KuduCompressionColumnConstraint():
                     comp = k.this.name.upper()
@@ -342,23 +343,23 @@ class _Builder:
                     if comp in _KUDU_ONLY_COMPRESSIONS:
                         raise FeatureNotSupported(
                             f"compression {comp} is not supported by this engine (supported: "
-                            f"{', '.join(COMPRESSIONS)})", position=_pos(k) or pos)
+                            f"{', '.join(COMPRESSIONS)})", position=node_pos(k) or pos)
                     if comp not in COMPRESSIONS:
                         raise InvalidParameterValue(
                             f"unknown compression {k.this.name!r} for column '{name}'",
-                            position=_pos(k) or pos)
+                            position=node_pos(k) or pos)
                     kw["compression"] = comp
                 case KuduBlockSizeColumnConstraint():
                     n = _int_literal(k.this)
                     if n is None or n <= 0:
                         raise InvalidParameterValue(
                             f"BLOCK_SIZE must be a positive integer (column '{name}')",
-                            position=_pos(k) or pos)
+                            position=node_pos(k) or pos)
                     kw["block_size"] = n
                 case _:
                     raise FeatureNotSupported(
                         f"column attribute not supported: {cc.sql(dialect=KuduSQL)}",
-                        position=_pos(cc) or pos)
+                        position=node_pos(cc) or pos)
         try:
             col = ColumnSchema(name, dtype, **kw)
         except engine_errors.EngineError as e:
@@ -369,11 +370,11 @@ class _Builder:
             except (ValueError, ArithmeticError, TypeError) as e:
                 raise InvalidParameterValue(
                     f"invalid DEFAULT for column '{name}': {e}",
-                    position=_pos(default_node) or pos) from None
+                    position=node_pos(default_node) or pos) from None
             if value is None and col.nullable is False:
                 raise InvalidTableDefinition(
                     f"column '{name}' is NOT NULL and cannot have a NULL default",
-                    position=_pos(default_node) or pos)
+                    position=node_pos(default_node) or pos)
             col = dataclasses.replace(col, default=value)
         return col, is_key, comment
 
@@ -391,14 +392,14 @@ class _Builder:
                 case KuduPartitionByProperty() | KuduDistributeByProperty():
                     if ps_node is not None:
                         raise InvalidTableDefinition(
-                            "partitioning is specified more than once", position=_pos(p))
+                            "partitioning is specified more than once", position=node_pos(p))
                     ps_node = p
                 case exp.FileFormatProperty():
                     stored = p.this.name.upper()
                     if stored != "KUDU":
                         raise FeatureNotSupported(
                             f"only STORED AS KUDU is supported (got {p.this.name})",
-                            position=_pos(p))
+                            position=node_pos(p))
                 case exp.SchemaCommentProperty():
                     comment = p.this.name
                 case exp.Property() if type(p) is exp.Property:
@@ -413,16 +414,16 @@ class _Builder:
                         except ValueError:
                             raise InvalidParameterValue(
                                 f"invalid replication factor {text!r} for {key}",
-                                position=_pos(p)) from None
+                                position=node_pos(p)) from None
                         if rf is not None and rf != n:
                             raise InvalidParameterValue(
                                 f"conflicting replication factors {rf} and {n}",
-                                position=_pos(p))
+                                position=node_pos(p))
                         rf = n
                 case _:
                     raise FeatureNotSupported(
                         f"table property not supported: {p.sql(dialect=KuduSQL)}",
-                        position=_pos(p))
+                        position=node_pos(p))
         return props, rf, comment, ps_node
 
     # -- partitioning -------------------------------------------------------------------------
@@ -440,32 +441,32 @@ class _Builder:
         range_schema = None
         ranges = None
         for level in levels:
-            cols = [_ident(c) for c in level.expressions]
+            cols = [fold_ident(c) for c in level.expressions]
             text = level.sql(dialect=KuduSQL)
             for c, cnode in zip(cols, level.expressions):
                 if c not in key_names:
                     raise InvalidTableDefinition(
                         f"Column '{c}' in '{text}' is not a key column. Only key columns can "
-                        f"be used in PARTITION BY.", position=_pos(cnode))
+                        f"be used in PARTITION BY.", position=node_pos(cnode))
             if isinstance(level, KuduHashPartition):
                 n = _int_literal(level.args["buckets"])
                 if n is None:
                     raise InvalidTableDefinition(f"invalid number of buckets in '{text}'",
-                                                 position=_pos(level))
+                                                 position=node_pos(level))
                 hashes.append(HashBucketSchema(tuple(cols), n))
             else:
                 assert isinstance(level, KuduRangePartition)
                 cols = cols or list(key_names)
                 range_schema = RangeSchema(tuple(cols))
                 rcols = [schema.column(c) for c in cols]
-                ranges = tuple(self._range_spec(b, rcols)
+                ranges = tuple(self.range_spec(b, rcols)
                                for b in level.args.get("bounds") or [])
         return PartitionSchemaArgs(tuple(hashes), range_schema, ranges)
 
-    def _range_spec(self, b: KuduRangeBound, cols: list[ColumnSchema]) -> RangeSpec:
+    def range_spec(self, b: KuduRangeBound, cols: list[ColumnSchema]) -> RangeSpec:
         if b.args.get("hash"):
             raise FeatureNotSupported("range-specific hash schemas are not supported",
-                                      position=_pos(b.args["hash"][0]) or _pos(b))
+                                      position=node_pos(b.args["hash"][0]) or node_pos(b))
 
         def val(node: exp.Expr):
             items = node.expressions if isinstance(node, exp.Tuple) else [node]
@@ -473,7 +474,7 @@ class _Builder:
                 raise InvalidTableDefinition(
                     f"range bound {node.sql(dialect=KuduSQL)} has {len(items)} value(s); the "
                     f"range key ({', '.join(c.name for c in cols)}) has {len(cols)}",
-                    position=_pos(node))
+                    position=node_pos(node))
             out = []
             for item, col in zip(items, cols):
                 try:
@@ -481,10 +482,10 @@ class _Builder:
                 except (ValueError, ArithmeticError, TypeError) as e:
                     raise InvalidTableDefinition(
                         f"invalid range bound {item.sql(dialect=KuduSQL)} for column "
-                        f"'{col.name}' ({col.type_sql()}): {e}", position=_pos(item)) from None
+                        f"'{col.name}' ({col.type_sql()}): {e}", position=node_pos(item)) from None
                 if v is None:
                     raise InvalidTableDefinition("range bounds cannot be NULL",
-                                                 position=_pos(item))
+                                                 position=node_pos(item))
                 out.append(v)
             return out[0] if len(out) == 1 else tuple(out)
 
@@ -651,12 +652,10 @@ def column_from_def(cdef: exp.ColumnDef) -> tuple[ColumnSchema, bool, str | None
 
     For ALTER TABLE ADD COLUMN; the errors are CREATE TABLE's (42704, 0A000, 22023...).
     """
-    builder = _Builder(exp.Create())
-    builder._explicit_null = {}
-    return builder._column(cdef)
+    return _Builder(exp.Create()).column(cdef)
 
 
 def range_spec(bound: KuduRangeBound, columns: list[ColumnSchema]) -> RangeSpec:
     """One `PARTITION ...` bound -> a RangeSpec over the range columns `columns` (values
     coerced to their types, as in CREATE TABLE's PARTITION BY RANGE)."""
-    return _Builder(exp.Create())._range_spec(bound, columns)
+    return _Builder(exp.Create()).range_spec(bound, columns)

@@ -120,23 +120,23 @@ from planner.dialect_kudu import (  # noqa: F401 - the Kudu DDL nodes are the di
     KuduRangeBound,
     KuduRangePartition,
     KuduUnsetProperties,
-    _alterset_sql,
-    _bound_sql,
-    _expect_number,
-    _hash_sql,
-    _parse_kudu_alter_add,
-    _parse_kudu_alter_drop,
-    _parse_kudu_change,
-    _parse_kudu_distribute_by,
-    _parse_kudu_partition_by,
-    _parse_kudu_primary_key,
-    _parse_kudu_unset,
-    _parse_name,
-    _parse_non_unique,
-    _property_sql,
-    _raise,
-    _range_ddl_sql,
-    _range_sql,
+    alterset_sql,
+    bound_sql,
+    expect_number,
+    hash_sql,
+    parse_kudu_alter_add,
+    parse_kudu_alter_drop,
+    parse_kudu_change,
+    parse_kudu_distribute_by,
+    parse_kudu_partition_by,
+    parse_kudu_primary_key,
+    parse_kudu_unset,
+    parse_name,
+    parse_non_unique,
+    property_sql,
+    raise_syntax_error,
+    range_ddl_sql,
+    range_sql,
 )
 from planner.errors import SqlError, SqlSyntaxError
 
@@ -191,10 +191,10 @@ def _show_table(kind: str, prefix: tuple[str, ...] = ()):
 
     def parse(self: Parser) -> KuduShow:
         if prefix and not self._match_texts(prefix):
-            _raise(self, f"Expected {' or '.join(prefix)}")
+            raise_syntax_error(self, f"Expected {' or '.join(prefix)}")
         table = self._parse_table_parts()
         if table is None or not table.name:
-            _raise(self, "Expected a table name")
+            raise_syntax_error(self, "Expected a table name")
         return self.expression(KuduShow(kind=kind, this=table))
 
     return parse
@@ -204,14 +204,14 @@ def _parse_prepare(self: Parser) -> KuduPrepare | None:
     # "PREPARE" already consumed
     name = self._parse_id_var(any_token=False)
     if name is None:
-        _raise(self, "Expected a statement name")
+        raise_syntax_error(self, "Expected a statement name")
     types = self._parse_wrapped_csv(self._parse_types) \
         if self._curr and self._curr.token_type == TokenType.L_PAREN else []
     if not self._match(TokenType.ALIAS):
-        _raise(self, "Expected AS")
+        raise_syntax_error(self, "Expected AS")
     start = self._curr
     if start is None:
-        _raise(self, "Expected a statement")
+        raise_syntax_error(self, "Expected a statement")
         return None
     if start.token_type not in STATEMENT_STARTS and (
             start.token_type in _QUOTED or start.text.upper() not in COMMAND_WORDS):
@@ -225,7 +225,7 @@ def _parse_execute(self: Parser) -> KuduExecute:
     # "EXECUTE" already consumed
     name = self._parse_id_var(any_token=False)
     if name is None:
-        _raise(self, "Expected a statement name")
+        raise_syntax_error(self, "Expected a statement name")
     args = self._parse_wrapped_csv(self._parse_expression) \
         if self._curr and self._curr.token_type == TokenType.L_PAREN else []
     return self.expression(KuduExecute(this=name, expressions=args))
@@ -238,7 +238,7 @@ def _parse_deallocate(self: Parser) -> KuduDeallocate:
         return self.expression(KuduDeallocate())
     name = self._parse_id_var(any_token=False)
     if name is None:
-        _raise(self, "Expected a statement name or ALL")
+        raise_syntax_error(self, "Expected a statement name or ALL")
     return self.expression(KuduDeallocate(this=name))
 
 
@@ -391,28 +391,28 @@ class KuduSQL(Postgres):
 
         PROPERTY_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.PROPERTY_PARSERS,
-            "PARTITION BY": _parse_kudu_partition_by,
-            "DISTRIBUTE BY": _parse_kudu_distribute_by,
-            "PRIMARY KEY": _parse_kudu_primary_key,
+            "PARTITION BY": parse_kudu_partition_by,
+            "DISTRIBUTE BY": parse_kudu_distribute_by,
+            "PRIMARY KEY": parse_kudu_primary_key,
         }
 
         CONSTRAINT_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.CONSTRAINT_PARSERS,
             "ENCODING": lambda self: self.expression(
-                KuduEncodingColumnConstraint(this=_parse_name(self))),
+                KuduEncodingColumnConstraint(this=parse_name(self))),
             "COMPRESSION": lambda self: self.expression(
-                KuduCompressionColumnConstraint(this=_parse_name(self))),
+                KuduCompressionColumnConstraint(this=parse_name(self))),
             "BLOCK_SIZE": lambda self: self.expression(
-                KuduBlockSizeColumnConstraint(this=_expect_number(self))),
-            "NON": _parse_non_unique,
+                KuduBlockSizeColumnConstraint(this=expect_number(self))),
+            "NON": parse_non_unique,
         }
 
         ALTER_PARSERS: ClassVar[dict] = {
             **Postgres.Parser.ALTER_PARSERS,
-            "ADD": _parse_kudu_alter_add,
-            "DROP": _parse_kudu_alter_drop,
-            "CHANGE": _parse_kudu_change,
-            "UNSET": _parse_kudu_unset,
+            "ADD": parse_kudu_alter_add,
+            "DROP": parse_kudu_alter_drop,
+            "CHANGE": parse_kudu_change,
+            "UNSET": parse_kudu_unset,
         }
 
         STATEMENT_PARSERS: ClassVar[dict] = {
@@ -546,11 +546,11 @@ class KuduSQL(Postgres):
         TRANSFORMS: ClassVar[dict] = {
             **Postgres.Generator.TRANSFORMS,
             exp.FileFormatProperty: lambda self, e: f"STORED AS {self.sql(e, 'this')}",
-            exp.Property: _property_sql,
+            exp.Property: property_sql,
             exp.SchemaCommentProperty: lambda self, e: f"COMMENT {self.sql(e, 'this')}",
-            KuduHashPartition: _hash_sql,
-            KuduRangeBound: _bound_sql,
-            KuduRangePartition: _range_sql,
+            KuduHashPartition: hash_sql,
+            KuduRangeBound: bound_sql,
+            KuduRangePartition: range_sql,
             KuduPartitionByProperty: lambda self, e: "PARTITION BY "
             + ", ".join(self.sql(x) for x in e.expressions),
             KuduPrimaryKeyProperty: lambda self, e:
@@ -563,8 +563,8 @@ class KuduSQL(Postgres):
                 f"COMPRESSION {self.sql(e, 'this')}",
             KuduBlockSizeColumnConstraint: lambda self, e: f"BLOCK_SIZE {self.sql(e, 'this')}",
             KuduNonUniquePrimaryKeyColumnConstraint: lambda self, e: "NON UNIQUE PRIMARY KEY",
-            KuduAddRangePartition: _range_ddl_sql("ADD", "IF NOT EXISTS"),
-            KuduDropRangePartition: _range_ddl_sql("DROP", "IF EXISTS"),
+            KuduAddRangePartition: range_ddl_sql("ADD", "IF NOT EXISTS"),
+            KuduDropRangePartition: range_ddl_sql("DROP", "IF EXISTS"),
             KuduChangeColumn: lambda self, e:
                 f"CHANGE COLUMN {self.sql(e, 'this')} {self.sql(e, 'expression')}",
             KuduUnsetProperties: lambda self, e: "UNSET TBLPROPERTIES"
@@ -572,7 +572,7 @@ class KuduSQL(Postgres):
             + f" ({self.expressions(e, flat=True)})",
             KuduShow: _show_sql,
             KuduNow: lambda self, e: "NOW()",
-            exp.AlterSet: _alterset_sql,
+            exp.AlterSet: alterset_sql,
             KuduPrepare: lambda self, e: f"PREPARE {self.sql(e, 'this')}"
             + (f" ({self.expressions(e, flat=True)})" if e.expressions else "")
             + f" AS {e.args['text']}",

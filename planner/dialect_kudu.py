@@ -8,8 +8,9 @@ functions planner/dialect.py puts in `KuduSQL.Parser`'s tables, and the generato
 functions it puts in `KuduSQL.Generator.TRANSFORMS`. The grammar and the node tree are in
 planner/dialect.py's docstring; planner.ddl and planner.utility run the nodes.
 
-These are functions of sqlglot's Parser / Generator (`self`), imported by the dialect and
-by nothing below it; they import no other planner module but planner.errors.
+These are functions of sqlglot's Parser / Generator (`self`), public because the dialect
+puts them in its tables, and imported by nothing else; they import no other planner module
+but planner.errors.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class KuduPrimaryKeyProperty(exp.Property):
     arg_types: ClassVar[dict[str, bool]] = {"expressions": True}
 
 
-def _parse_kudu_primary_key(self: Parser) -> KuduPrimaryKeyProperty:
+def parse_kudu_primary_key(self: Parser) -> KuduPrimaryKeyProperty:
     return self.expression(KuduPrimaryKeyProperty(
         expressions=self._parse_wrapped_csv(self._parse_id_var)))
 
@@ -121,7 +122,7 @@ class KuduUnsetProperties(exp.Expression):
 
 # -- parser helpers -------------------------------------------------------------------------
 
-def _raise(self: Parser, expected: str) -> None:
+def raise_syntax_error(self: Parser, expected: str) -> None:
     """A syntax error raised by this dialect's grammar: the message is PostgreSQL's
     `syntax error at or near ...` (see `syntax_error`); `expected` ("Expected PARTITIONS")
     becomes the error's hint."""
@@ -142,15 +143,15 @@ def _parse_hash(self: Parser) -> KuduHashPartition:
     token = self._prev
     cols = _parse_optional_columns(self)
     if not self._match_text_seq("PARTITIONS"):
-        _raise(self, "Expected PARTITIONS")
-    return self.expression(KuduHashPartition(expressions=cols, buckets=_expect_number(self)),
+        raise_syntax_error(self, "Expected PARTITIONS")
+    return self.expression(KuduHashPartition(expressions=cols, buckets=expect_number(self)),
                            token=token)
 
 
-def _expect_number(self: Parser) -> exp.Expr | None:
+def expect_number(self: Parser) -> exp.Expr | None:
     n = self._parse_number()
     if n is None:
-        _raise(self, "Expected a number")
+        raise_syntax_error(self, "Expected a number")
     return n
 
 
@@ -158,7 +159,7 @@ def _parse_bound_value(self: Parser) -> exp.Expr | None:
     # _parse_bitwise stops before comparison operators: `10 <= VALUES` leaves `<=`.
     v = self._parse_bitwise()
     if v is None:
-        _raise(self, "Expected a constant")
+        raise_syntax_error(self, "Expected a constant")
     return v
 
 
@@ -170,29 +171,29 @@ def _parse_range_op(self: Parser) -> str | None:
 
 def _parse_range_bound(self: Parser) -> KuduRangeBound | None:
     if not self._match(TokenType.PARTITION):
-        _raise(self, "Expected PARTITION")
+        raise_syntax_error(self, "Expected PARTITION")
     token = self._prev
     args: dict = {}
     if self._match_text_seq("UNBOUNDED"):
         pass  # neither bound
     elif self._match_text_seq("VALUE"):
         if not self._match(TokenType.EQ):
-            _raise(self, "Expected =")
+            raise_syntax_error(self, "Expected =")
         args["value"] = _parse_bound_value(self)
     else:
         if not self._match(TokenType.VALUES):
             args["lower"] = _parse_bound_value(self)
             args["lower_op"] = _parse_range_op(self)
             if args["lower_op"] is None:
-                _raise(self, "Expected < or <=")
+                raise_syntax_error(self, "Expected < or <=")
             if not self._match(TokenType.VALUES):
-                _raise(self, "Expected VALUES")
+                raise_syntax_error(self, "Expected VALUES")
         op = _parse_range_op(self)
         if op is not None:
             args["upper_op"] = op
             args["upper"] = _parse_bound_value(self)
         elif "lower" not in args:
-            _raise(self, "Expected < or <=")
+            raise_syntax_error(self, "Expected < or <=")
     hashes = []
     while self._match_text_seq("HASH"):
         hashes.append(_parse_hash(self))
@@ -211,7 +212,7 @@ def _parse_range(self: Parser) -> KuduRangePartition:
     return self.expression(KuduRangePartition(expressions=cols, bounds=bounds))
 
 
-def _parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
+def parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
     levels: list[exp.Expr] = []
     while True:
         if self._match_text_seq("HASH"):
@@ -220,7 +221,7 @@ def _parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
             levels.append(_parse_range(self))
             break  # RANGE is last
         else:
-            _raise(self, "Expected HASH or RANGE")
+            raise_syntax_error(self, "Expected HASH or RANGE")
             break
         # `, HASH` / `, RANGE` continues the clause; any other comma belongs to the caller.
         if (self._curr and self._curr.token_type == TokenType.COMMA and self._next
@@ -231,31 +232,31 @@ def _parse_kudu_partition_by(self: Parser) -> KuduPartitionByProperty:
     return self.expression(KuduPartitionByProperty(expressions=levels))
 
 
-def _parse_kudu_distribute_by(self: Parser) -> KuduDistributeByProperty:
+def parse_kudu_distribute_by(self: Parser) -> KuduDistributeByProperty:
     if not self._match_text_seq("HASH"):
-        _raise(self, "Expected HASH")
+        raise_syntax_error(self, "Expected HASH")
     cols = _parse_optional_columns(self)
     if not self._match_text_seq("INTO"):
-        _raise(self, "Expected INTO")
-    n = _expect_number(self)
+        raise_syntax_error(self, "Expected INTO")
+    n = expect_number(self)
     if not self._match_text_seq("BUCKETS"):
-        _raise(self, "Expected BUCKETS")
+        raise_syntax_error(self, "Expected BUCKETS")
     return self.expression(KuduDistributeByProperty(expressions=cols, buckets=n))
 
 
-def _parse_name(self: Parser) -> exp.Expr | None:
+def parse_name(self: Parser) -> exp.Expr | None:
     v = self._parse_var(any_token=True) or self._parse_string()
     if v is None:
-        _raise(self, "Expected a name")
+        raise_syntax_error(self, "Expected a name")
     else:
         v.update_positions(self._prev)  # so errors about the name can point at it
     return v
 
 
-def _parse_non_unique(self: Parser) -> exp.Expr | None:
+def parse_non_unique(self: Parser) -> exp.Expr | None:
     if self._match(TokenType.UNIQUE) and self._match(TokenType.PRIMARY_KEY):
         return self.expression(KuduNonUniquePrimaryKeyColumnConstraint())
-    _raise(self, "Expected UNIQUE PRIMARY KEY")
+    raise_syntax_error(self, "Expected UNIQUE PRIMARY KEY")
     return None
 
 
@@ -271,7 +272,7 @@ def _at_range_partition(self: Parser) -> bool:
     return False
 
 
-def _parse_kudu_alter_add(self: Parser) -> list[exp.Expr]:
+def parse_kudu_alter_add(self: Parser) -> list[exp.Expr]:
     # "ADD" already consumed
     index = self._index
     exists = self._parse_exists(not_=True)
@@ -282,7 +283,7 @@ def _parse_kudu_alter_add(self: Parser) -> list[exp.Expr]:
         schema = self._parse_schema()
         cols = list(schema.expressions) if isinstance(schema, exp.Schema) else []
         if not cols:
-            _raise(self, "Expected a column list")
+            raise_syntax_error(self, "Expected a column list")
         for c in cols:
             c.set("exists", True)
         return cols
@@ -290,7 +291,7 @@ def _parse_kudu_alter_add(self: Parser) -> list[exp.Expr]:
     return self._parse_alter_table_add()
 
 
-def _parse_kudu_alter_drop(self: Parser) -> list[exp.Expr]:
+def parse_kudu_alter_drop(self: Parser) -> list[exp.Expr]:
     # "DROP" already consumed
     index = self._index
     exists = self._parse_exists()
@@ -301,21 +302,21 @@ def _parse_kudu_alter_drop(self: Parser) -> list[exp.Expr]:
     return self._parse_alter_table_drop()
 
 
-def _parse_kudu_change(self: Parser) -> KuduChangeColumn | None:
+def parse_kudu_change(self: Parser) -> KuduChangeColumn | None:
     # "CHANGE" already consumed: CHANGE [COLUMN] old new_name type [attributes]
     self._match(TokenType.COLUMN)
     old = self._parse_id_var(any_token=False)
     new = self._parse_field_def()
     if old is None or not isinstance(new, exp.ColumnDef) or new.args.get("kind") is None:
-        _raise(self, "Expected CHANGE [COLUMN] old_name new_name type")
+        raise_syntax_error(self, "Expected CHANGE [COLUMN] old_name new_name type")
         return None
     return self.expression(KuduChangeColumn(this=old, expression=new))
 
 
-def _parse_kudu_unset(self: Parser) -> KuduUnsetProperties | None:
+def parse_kudu_unset(self: Parser) -> KuduUnsetProperties | None:
     # "UNSET" already consumed
     if not self._match_text_seq("TBLPROPERTIES"):
-        _raise(self, "Expected TBLPROPERTIES")
+        raise_syntax_error(self, "Expected TBLPROPERTIES")
     exists = self._parse_exists()
     keys = self._parse_wrapped_csv(self._parse_string)
     return self.expression(KuduUnsetProperties(expressions=keys, exists=exists))
@@ -323,12 +324,12 @@ def _parse_kudu_unset(self: Parser) -> KuduUnsetProperties | None:
 
 
 # -- generator helpers ----------------------------------------------------------------------
-def _hash_sql(self: Generator, e: KuduHashPartition) -> str:
+def hash_sql(self: Generator, e: KuduHashPartition) -> str:
     cols = self.expressions(e, flat=True)
     return f"HASH{f' ({cols})' if cols else ''} PARTITIONS {self.sql(e, 'buckets')}"
 
 
-def _bound_sql(self: Generator, e: KuduRangeBound) -> str:
+def bound_sql(self: Generator, e: KuduRangeBound) -> str:
     if all(e.args.get(k) is None for k in ("value", "lower", "upper")):
         s = "PARTITION UNBOUNDED"
     elif e.args.get("value") is not None:
@@ -345,13 +346,13 @@ def _bound_sql(self: Generator, e: KuduRangeBound) -> str:
     return s
 
 
-def _range_sql(self: Generator, e: KuduRangePartition) -> str:
+def range_sql(self: Generator, e: KuduRangePartition) -> str:
     cols = self.expressions(e, flat=True)
     bounds = ", ".join(self.sql(b) for b in e.args.get("bounds") or [])
     return f"RANGE{f' ({cols})' if cols else ''} ({bounds})"
 
 
-def _range_ddl_sql(verb: str, exists: str):
+def range_ddl_sql(verb: str, exists: str):
     def gen(self: Generator, e: exp.Expr) -> str:
         bound = self.sql(e, "this")  # "PARTITION ..."
         return f"{verb}{f' {exists}' if e.args.get('exists') else ''} RANGE {bound}"
@@ -359,7 +360,7 @@ def _range_ddl_sql(verb: str, exists: str):
     return gen
 
 
-def _alterset_sql(self: Generator, e: exp.AlterSet) -> str:
+def alterset_sql(self: Generator, e: exp.AlterSet) -> str:
     props = e.expressions
     if props and all(isinstance(p, exp.Properties) for p in props):
         items = ", ".join(self.sql(x) for p in props for x in p.expressions)
@@ -367,7 +368,7 @@ def _alterset_sql(self: Generator, e: exp.AlterSet) -> str:
     return self.alterset_sql(e)
 
 
-def _property_sql(self: Generator, e: exp.Property) -> str:
+def property_sql(self: Generator, e: exp.Property) -> str:
     # keep a TBLPROPERTIES string key quoted: WITH ('kudu.num_tablet_replicas'='3')
     key = e.this
     k = self.sql(key) if isinstance(key, exp.Literal) else e.name

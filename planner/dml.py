@@ -262,7 +262,7 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
 
     With a plan cache and parameters, the row-matching query is cached under the statement's
     text (marked apart from a SELECT of the same text), and a match by the full primary key
-    runs as a point read (planner.fastpath): `UPDATE t SET v = v + 1 WHERE k = $1` executed
+    runs as a point read (planner.point_read): `UPDATE t SET v = v + 1 WHERE k = $1` executed
     again skips parsing the query, binding and the rules."""
     key = MATCHING_KEY + sql
     if cache is not None and params:

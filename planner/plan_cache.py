@@ -14,7 +14,7 @@ Contract:
   `ViewMetadata` object (CREATE OR REPLACE VIEW and DROP VIEW replace it), and for the
   same Python types of the parameters.
 - A plan that reads one row by its full primary key is also compiled into a
-  planner.fastpath.PointRead: `point_result` runs it without copying the plan or running
+  planner.point_read.PointRead: `point_result` runs it without copying the plan or running
   the rules. It returns None when it cannot stand in for the plan; the caller then uses
   `lookup` as usual.
 """
@@ -27,7 +27,7 @@ import copy
 from planner import logical as L
 from planner.binder.views import catalog_views
 from planner.expr import param_index, param_scalar, substitute_params
-from planner.fastpath import PointRead, compile_point_read
+from planner.point_read import PointRead, compile_point_read
 from planner.logical import all_nodes as _all_nodes
 from planner.logical import map_expressions, rewrite_nodes
 

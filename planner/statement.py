@@ -395,12 +395,12 @@ def create_table_as(catalog, ast: exp.Create, sql, params, check_cancel) -> Stat
     from planner.dialect import KuduPrimaryKeyProperty, KuduSQL
     target = ast.this
     table = target.this if isinstance(target, exp.Schema) else target
-    from planner.ddl import _ident
+    from planner.ddl import fold_ident
     key: list[str] = []
     if isinstance(target, exp.Schema):
         for e in target.expressions:
             if isinstance(e, exp.PrimaryKey):
-                key = [_ident(i) for i in e.expressions]
+                key = [fold_ident(i) for i in e.expressions]
             else:
                 raise FeatureNotSupported("CREATE TABLE AS SELECT takes its columns from the "
                                           "query; only PRIMARY KEY (...) may be listed",
@@ -409,7 +409,7 @@ def create_table_as(catalog, ast: exp.Create, sql, params, check_cancel) -> Stat
     other_props = []
     for p in (props.expressions if props is not None else []):
         if isinstance(p, KuduPrimaryKeyProperty):
-            key = [_ident(i) for i in p.expressions]
+            key = [fold_ident(i) for i in p.expressions]
         else:
             other_props.append(p)
     if not key:

@@ -40,7 +40,7 @@ from engine.client.cluster_info import list_replicas, list_servers, remote_catal
 from engine.schema import ColumnSchema, Schema
 from engine.types import DataType
 from planner.errors import SqlError
-from planner.utility import _partition_text
+from planner.utility import partition_text
 
 SCHEMA_NAME = "kudu_system"
 
@@ -170,7 +170,7 @@ class SystemTables:
 def _partition_texts(meta) -> dict[str, str]:
     """tablet id -> SHOW TABLETS' partition text."""
     ps = meta.partition_schema
-    return {tid: _partition_text(ps, p) for p, tid in meta.tablets()}
+    return {tid: partition_text(ps, p) for p, tid in meta.tablets()}
 
 
 def _cluster_replicas(rc) -> list[dict]:
@@ -191,12 +191,11 @@ def _cluster_replicas(rc) -> list[dict]:
 
 def _embedded_replicas(cat) -> list[dict]:
     out = []
-    slots = getattr(cat, "_slots", {})  # open tablets (the catalog has no public accessor)
+    open_tablet = getattr(cat, "open_tablet", None)   # the embedded Catalog's
     for name in cat.list_tables():
         meta = cat.get_table(name)
         for tid, text in _partition_texts(meta).items():
-            slot = slots.get(tid)
-            is_open = slot is not None and getattr(slot, "_tablet", None) is not None
+            is_open = open_tablet is not None and open_tablet(tid) is not None
             out.append({"table_name": name, "tablet_id": tid, "partition": text,
                         "server_uuid": "embedded", "rpc_addr": None, "role": "LEADER",
                         "state": "RUNNING" if is_open else "CLOSED", "term": None,

@@ -107,8 +107,8 @@ from engine.tablet.tablet import META_FILE
 from planner.ddl import (
     COLUMN_ORDER_PROPERTY,
     REPLICAS_PROPERTY,
-    _ident,
-    _pos,
+    fold_ident,
+    node_pos,
     column_from_def,
     column_order_properties,
     create_table_spec,
@@ -189,7 +189,7 @@ def execute_utility(catalog: Catalog, ast: exp.Expr, sql: str) -> StatementResul
     """Run one utility statement (see the module docstring) against `catalog`."""
     if not is_utility(ast):
         raise FeatureNotSupported(f"not a utility statement: {ast.sql(dialect=KuduSQL)[:60]}")
-    return _Executor(catalog, sql).run(ast)
+    return _UtilityRunner(catalog, sql).run(ast)
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -197,8 +197,8 @@ def execute_utility(catalog: Catalog, ast: exp.Expr, sql: str) -> StatementResul
 def _table_name(node: exp.Expr) -> str:
     """A table reference -> its catalog name (case folded like CREATE TABLE's)."""
     if isinstance(node, exp.Table):
-        return ".".join(_ident(p) for p in node.parts)
-    return _ident(node)
+        return ".".join(fold_ident(p) for p in node.parts)
+    return fold_ident(node)
 
 
 def _like(pattern: str) -> re.Pattern:
@@ -216,7 +216,7 @@ def _property_text(node: exp.Expr) -> str:
     return node.sql(dialect=KuduSQL)
 
 
-def _partition_text(ps: PartitionSchema, partition) -> str:
+def partition_text(ps: PartitionSchema, partition) -> str:
     """`HASH(a): 1, HASH(b): 0, RANGE: 10 <= VALUES < 20` (no levels: UNPARTITIONED)."""
     parts = [f"HASH({', '.join(h.columns)}): {b}"
              for h, b in zip(ps.hash_schemas, partition.hash_buckets)]
@@ -238,9 +238,8 @@ def _dir_bytes(path: str) -> int:
 
 def _tablet_counts(catalog: Catalog, tablet_id: str) -> tuple[int | None, int | None]:
     """(rowsets, MemRowSet rows) of a tablet without opening it (see module docstring)."""
-    # The catalog has no "the tablet if it is open" accessor; peek at its slot table.
-    slot = getattr(catalog, "_slots", {}).get(tablet_id)
-    tablet = getattr(slot, "_tablet", None) if slot is not None else None
+    open_tablet = getattr(catalog, "open_tablet", None)   # the embedded Catalog's
+    tablet = open_tablet(tablet_id) if open_tablet is not None else None
     if tablet is not None:
         return tablet.num_rowsets(), tablet.mrs_rows()
     try:
@@ -250,10 +249,12 @@ def _tablet_counts(catalog: Catalog, tablet_id: str) -> tuple[int | None, int | 
         return None, None
 
 
-# -- the executor ---------------------------------------------------------------------------
+# -- the runner -----------------------------------------------------------------------------
 
 @dataclasses.dataclass
-class _Executor:
+class _UtilityRunner:
+    """Runs one utility statement against the catalog (`run` matches on the statement's
+    node); not a plan executor (that is planner/executor's `Executor`)."""
     catalog: Catalog
     sql: str
     notices: list[str] = dataclasses.field(default_factory=list)
@@ -282,7 +283,7 @@ class _Executor:
     # -- plumbing -----------------------------------------------------------------------------
 
     def pos(self, node: exp.Expr | None) -> int | None:
-        p = _pos(node)
+        p = node_pos(node)
         return p if p is not None and p <= len(self.sql) + 1 else None
 
     @contextmanager
@@ -315,7 +316,7 @@ class _Executor:
         if spec.if_not_exists and self.catalog.has_table(spec.name):
             self.notices.append(f'relation "{spec.name}" already exists, skipping')
             return self.result("CREATE TABLE")
-        declared = [_ident(c.this) for c in ast.this.expressions if isinstance(c, exp.ColumnDef)] \
+        declared = [fold_ident(c.this) for c in ast.this.expressions if isinstance(c, exp.ColumnDef)] \
             if isinstance(ast.this, exp.Schema) else list(spec.schema.names)
         try:
             self.catalog.create_table(
@@ -465,7 +466,7 @@ class _Executor:
 
     def plan_rename_column(self, a: exp.Expr, old_node: exp.Expr, new_node: exp.Expr,
                            meta: TableMetadata, if_exists: bool = False) -> Callable[[], None]:
-        old, new = _ident(old_node), _ident(new_node)
+        old, new = fold_ident(old_node), fold_ident(new_node)
 
         def step() -> None:
             if not self.current().schema.has_column(old):
@@ -484,7 +485,7 @@ class _Executor:
     def plan_change_column(self, a: KuduChangeColumn, meta: TableMetadata
                            ) -> Callable[[], None]:
         cdef = a.expression
-        old = _ident(a.this)
+        old = fold_ident(a.this)
         new, _is_key, _comment = column_from_def(cdef)
         if not meta.schema.has_column(old):
             raise SqlError(f'column "{old}" of relation "{self.table}" does not exist',
@@ -531,7 +532,7 @@ class _Executor:
     def plan_drop_columns(self, a: exp.Drop, meta: TableMetadata) -> Callable[[], None]:
         if_exists = bool(a.args.get("exists"))
         nodes = a.args.get("tables") or [a.this]
-        names = [_ident(n) for n in nodes]
+        names = [fold_ident(n) for n in nodes]
         for name, node in zip(names, nodes):
             if meta.schema.has_column(name) and meta.schema.is_key(name):
                 raise InvalidTableDefinition(f'cannot drop primary key column "{name}"',
@@ -723,7 +724,7 @@ class _Executor:
         rows: list[list] = [[] for _ in TABLETS_SCHEMA]
         for partition, tid in meta.tablets():
             rowsets, mrs_rows = _tablet_counts(self.catalog, tid)
-            for col, v in zip(rows, (tid, _partition_text(ps, partition),
+            for col, v in zip(rows, (tid, partition_text(ps, partition),
                                      meta.replication_factor, rowsets, mrs_rows,
                                      _dir_bytes(self.catalog.tablet_path(tid)))):
                 col.append(v)
@@ -740,7 +741,7 @@ class _Executor:
         order = {"LEADER": 0, "FOLLOWER": 1, "LEARNER": 2}
         rows: list[list] = [[] for _ in CLUSTER_TABLETS_SCHEMA]
         for partition, tid in meta.tablets():
-            text = _partition_text(ps, partition)
+            text = partition_text(ps, partition)
             reps = sorted(by_tablet.get(tid, []),
                           key=lambda r: (order.get(r["role"], 3), r["addr"]))
             for r in reps:

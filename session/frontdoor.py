@@ -23,6 +23,7 @@ nodes, which nothing changes.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.tokens import TokenType
@@ -74,11 +75,12 @@ class Statement:
 
     __slots__ = ("text", "offset", "_node", "_shared", "_spent")
 
-    def __init__(self, text: str, offset: int = 0):
+    def __init__(self, text: str, offset: int = 0, node: Any = _UNPARSED):
+        """`node`: the statement's node when it was parsed as part of another (`parsed`)."""
         self.text = text
         self.offset = offset
-        self._node = _UNPARSED
-        self._shared = False       # the node is the parse cache's
+        self._node = node
+        self._shared = node is not _UNPARSED   # the node is the parse cache's (or another's)
         self._spent = False        # our own node went to the planner (it may have changed)
 
     @property
@@ -145,9 +147,7 @@ class Statement:
     def parsed(cls, text: str, node: exp.Expr | None, offset: int = 0) -> Statement:
         """A statement already parsed as part of another (DECLARE's query, what COPY TO
         reads, EXPLAIN's statement): its node is shared with that one's."""
-        s = cls(text, offset)
-        s._node, s._shared = node, True
-        return s
+        return cls(text, offset, node)
 
     def __repr__(self) -> str:
         return f"Statement({self.text!r}, offset={self.offset})"

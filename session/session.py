@@ -477,7 +477,7 @@ class Session:
     def execute_point(self, text: str, params) -> StatementResult | None:
         """The statement's result if it is a cached primary-key point read whose tablets are
         open (bounded, in-memory work: the wire server runs it on its event loop), else
-        None without doing anything; see planner.fastpath."""
+        None without doing anything; see planner.point_read."""
         if not params:
             return None
         with sql_errors():
@@ -525,7 +525,7 @@ class Session:
         """(PointRead, table) when `text` with these parameters is a cached primary-key
         point read of plain columns whose tablets are open, else None (nothing done): the
         wire server's fast path (wire/fastpath.py) runs it without building a result
-        table. See planner.fastpath."""
+        table. See planner.point_read."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, text, params)

@@ -250,8 +250,8 @@ class CopyIn:
                 continue
             if pa.types.is_boolean(typ):
                 low = pc.utf8_lower(pc.utf8_trim_whitespace(col))
-                t = pc.is_in(low, value_set=pa.array(sorted(T._TRUE)))
-                f = pc.is_in(low, value_set=pa.array(sorted(T._FALSE)))
+                t = pc.is_in(low, value_set=pa.array(sorted(T.BOOL_TRUE_WORDS)))
+                f = pc.is_in(low, value_set=pa.array(sorted(T.BOOL_FALSE_WORDS)))
                 ok = pc.or_(pc.or_(t, f), col.is_null())
                 col = pc.if_else(ok, pc.if_else(col.is_null(),
                                                 pa.scalar(None, pa.bool_()), t), col)

@@ -17,15 +17,15 @@ from wire.type_oids import _PG_EPOCH_DATE, _PG_EPOCH_DT, TYPES, UNKNOWN, _UTC, P
 
 
 # -- parameters -------------------------------------------------------------------------------
-_TRUE = {"t", "true", "y", "yes", "on", "1"}
-_FALSE = {"f", "false", "n", "no", "off", "0"}
+BOOL_TRUE_WORDS = {"t", "true", "y", "yes", "on", "1"}
+BOOL_FALSE_WORDS = {"f", "false", "n", "no", "off", "0"}
 
 
 def parse_bool(s: str) -> bool:
     v = s.strip().lower()
-    if v in _TRUE:
+    if v in BOOL_TRUE_WORDS:
         return True
-    if v in _FALSE:
+    if v in BOOL_FALSE_WORDS:
         return False
     raise ParamError(f'invalid input syntax for type boolean: "{s}"')
 

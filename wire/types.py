@@ -107,8 +107,8 @@ from wire.datarows import (  # noqa: F401 - re-exported
     value_encoder,
 )
 from wire.params import (  # noqa: F401 - re-exported
-    _FALSE,
-    _TRUE,
+    BOOL_FALSE_WORDS,
+    BOOL_TRUE_WORDS,
     decode_param,
     parse_binary,
     parse_bool,

@@ -189,6 +189,11 @@ class _TabletSlot:
     def is_open(self) -> bool:
         return self._tablet is not None
 
+    @property
+    def tablet_if_open(self) -> Tablet | None:
+        """The tablet if it is open now, else None (never opens it)."""
+        return self._tablet
+
     def close(self) -> None:
         with self._open_lock:
             t, self._tablet = self._tablet, None
@@ -227,7 +232,8 @@ class _PendingAlter(Exception):
     """The table has an unfinished ADD / DROP COLUMN: finish it (`_complete_alter`), retry."""
 
 
-def _check_identifier(kind: str, name: str) -> None:
+def check_identifier(kind: str, name: str) -> None:
+    """InvalidArgument unless `name` is a valid Kudu table / column name (Kudu's messages)."""
     if not isinstance(name, str) or not name:
         raise errors.InvalidArgument(f"invalid {kind} name: empty string not a valid identifier")
     if len(name.encode()) > MAX_IDENTIFIER_LENGTH:
@@ -236,7 +242,8 @@ def _check_identifier(kind: str, name: str) -> None:
             f"{MAX_IDENTIFIER_LENGTH}")
 
 
-def _check_num_columns(n: int) -> None:
+def check_num_columns(n: int) -> None:
+    """InvalidArgument when a schema has more columns than Kudu permits."""
     if n > MAX_NUM_COLUMNS:
         raise errors.InvalidArgument(
             f"number of columns {n} is greater than the permitted maximum {MAX_NUM_COLUMNS}")
@@ -421,6 +428,12 @@ class Catalog:
                 slot = self._slots[tablet_id] = _TabletSlot(self, tablet_id)
         return slot.tablet()
 
+    def open_tablet(self, tablet_id: str) -> Tablet | None:
+        """The tablet if this catalog has it open now, else None: status pages and
+        SHOW TABLET STATS read an open tablet's in-memory state and never open one."""
+        slot = self._slots.get(tablet_id)
+        return slot.tablet_if_open if slot is not None else None
+
     # -- the TableCatalog contract (engine/catalog/leases.py), used by Table -------------
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -579,7 +592,7 @@ class Catalog:
     def create_view(self, view: ViewMetadata, replace: bool = False) -> ViewMetadata:
         """CREATE [OR REPLACE] VIEW: 42P07 if the name is a table's (or a view's, without
         `replace`), 42P01 if a relation it reads is gone meanwhile."""
-        _check_identifier("view", view.name)
+        check_identifier("view", view.name)
         with self._ddl_lock:
             check_create(self._views, self._by_name.__contains__, view, replace)
             old = self._views.get(view.name)
@@ -621,10 +634,10 @@ class Catalog:
                      properties: dict | None = None,
                      if_not_exists: bool = False) -> TableMetadata:
         """CREATE TABLE: one tablet per partition (no partitioning: one tablet)."""
-        _check_identifier("table", name)
+        check_identifier("table", name)
         for c in schema.columns:
-            _check_identifier("column", c.name)
-        _check_num_columns(len(schema.columns))
+            check_identifier("column", c.name)
+        check_num_columns(len(schema.columns))
         rf = validate_replication_factor(replication_factor, self.num_tablet_servers)
         ps = partition_schema if partition_schema is not None else PartitionSchema.create(schema)
         if tuple(ps.key_columns) != tuple(schema.key_columns):
@@ -672,7 +685,7 @@ class Catalog:
             return along
 
     def rename_table(self, name: str, new_name: str) -> TableMetadata:
-        _check_identifier("table", new_name)
+        check_identifier("table", new_name)
         with self._ddl_lock:
             meta = self._table_meta(name)
             if new_name in self._by_name:
@@ -734,14 +747,14 @@ class Catalog:
     def add_column(self, name: str, column: ColumnSchema,
                    if_not_exists: bool = False) -> TableMetadata:
         """ALTER TABLE ADD COLUMN: every tablet altered in place (see the module docstring)."""
-        _check_identifier("column", column.name)
+        check_identifier("column", column.name)
         with self._ddl_lock:
             meta = self._table_meta(name)
             if meta.schema.has_column(column.name):
                 if if_not_exists:
                     return meta
                 raise ColumnExists(f'column "{column.name}" of relation "{name}" already exists')
-            _check_num_columns(len(meta.schema.columns) + 1)
+            check_num_columns(len(meta.schema.columns) + 1)
             return self._alter_columns(meta, meta.schema.add_column(column), "ADD COLUMN")
 
     def drop_column(self, name: str, column: str, if_exists: bool = False) -> TableMetadata:
@@ -758,7 +771,7 @@ class Catalog:
 
     def rename_column(self, name: str, old: str, new: str) -> TableMetadata:
         """ALTER TABLE CHANGE old new: metadata only, works on tables with data."""
-        _check_identifier("column", new)
+        check_identifier("column", new)
         with self._ddl_lock:
             meta = self._table_meta(name)
             if meta.schema.has_column(new):

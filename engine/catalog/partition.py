@@ -74,7 +74,7 @@ import pyarrow as pa
 
 import native
 from engine import errors
-from engine.cfile.bloom import _fmix64, hash_key, hash_keys
+from engine.cfile.bloom import fmix64, hash_key, hash_keys
 from engine.catalog.partition_pruner import PartitionPruning
 from engine.catalog.partition_pruner import int_limits as _int_limits
 from engine.convert import cast_column, python_converter
@@ -99,7 +99,7 @@ _BYTES_TYPES = (DataType.STRING, DataType.VARCHAR, DataType.BINARY)
 # -- the persisted hash ---------------------------------------------------------------------
 
 def _seed_word(seed: int) -> int:
-    return _fmix64(((seed + 1) * _GOLDEN) & _M64)
+    return fmix64(((seed + 1) * _GOLDEN) & _M64)
 
 
 def bucket_hashes(encoded: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -120,7 +120,7 @@ def bucket_hash_py(encoded: bytes, seed: int = 0) -> int:
     """The bucket hash of one canonical encoded key; equals `bucket_hashes` bit for bit.
     The specification of the compiled `bucket_hash` (native/_hashing.pyx)."""
     h = hash_key(encoded)
-    return _fmix64(h ^ _seed_word(seed)) if seed else h
+    return fmix64(h ^ _seed_word(seed)) if seed else h
 
 
 _native = native.load("_hashing")

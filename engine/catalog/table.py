@@ -22,8 +22,8 @@ counts it as a row error, Postgres reports SQLSTATE 23514 "no partition of relat
 for row"); rows whose key cannot be converted (NULL, out of range) get the tablet's codes,
 NOT_NULL / INVALID, without being sent anywhere.
 
-Small writes (small_writes.py): up to SMALL_MAX_ROWS (8) rows of plain Python values (a
-dict of lists, or an Arrow table read out with `to_pylist`) are routed row by row
+Small writes (table_small_writes.py): up to SMALL_MAX_ROWS (8) rows of plain Python values
+(a dict of lists, or an Arrow table read out with `to_pylist`) are routed row by row
 (`PartitionSchema.partition_index_for_key_values`, as `lookup` routes) and each tablet's share is
 applied on the tablet's small-write path (engine/tablet/small_write.py): no Arrow
 conversion, no coalescer, no thread-pool hop for one tablet. Every share is prepared
@@ -58,7 +58,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
-from engine.catalog import small_writes as _small
+from engine.catalog import table_small_writes as _small
 from engine.catalog.leases import TableCatalog, TabletHandle
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.table_scanner import TableScan, TableScanStats, pick_snapshot
@@ -150,7 +150,7 @@ def _op_array(ops, n: int) -> np.ndarray:
 
 class Table:
     # writes of at most SMALL_MAX_ROWS rows of plain values take the small-write path
-    # (small_writes.py); tests switch it off to compare both paths
+    # (table_small_writes.py); tests switch it off to compare both paths
     small_writes = True
 
     def __init__(self, catalog: TableCatalog, table_id: str):
@@ -244,7 +244,7 @@ class Table:
         return self._write_now(op_arr, table)
 
     def write_small(self, ops, rows) -> TableWriteResult | None:
-        """`write` when it takes the small-write path (small_writes.py); None, having
+        """`write` when it takes the small-write path (table_small_writes.py); None, having
         done nothing, when it would not (the caller may then write the general way, or
         not at all). A front end that must know its write cannot fail beyond
         ALREADY_PRESENT / NOT_FOUND (the wire's key-write fast path) uses this."""
@@ -252,7 +252,7 @@ class Table:
 
     def write_small_deferred(self, ops, rows, never_block: bool = False
                              ) -> Callable[[], TableWriteResult] | None:
-        """`write_small` up to its wait for durability (small_writes.py
+        """`write_small` up to its wait for durability (table_small_writes.py
         `SmallWrites.write_deferred`): None, having done nothing, or the call - to be made
         exactly once, soon, on any thread - that waits for the WAL fsyncs, commits and
         returns the TableWriteResult. The wire server applies a key write on its event
@@ -339,7 +339,7 @@ class Table:
         concurrent writer can make a row fail, or succeed, between the check
         (`Tablet.first_failure`) and the apply. Tablets are then applied one after the
         other on this thread (a pool thread could not take the locks held here). Memory
-        back-pressure (`Tablet._admit_write`) runs before the locks are taken: it may wait
+        back-pressure (`Tablet.admit_write`) runs before the locks are taken: it may wait
         for a flush, which needs the write lock."""
         n = table.num_rows
         if n == 0:
@@ -368,13 +368,13 @@ class Table:
                 ren = slot.column_renames(meta.schema)
                 if ren:
                     sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
-                t._admit_write()
+                t.admit_write()
                 jobs.append((slot, t, idx, WriteOp(op_arr[idx], sub)))
             locked, pending = [], []
             try:
                 try:
                     for _, t, _, _ in jobs:
-                        t._write_lock.acquire()
+                        t.write_lock.acquire()
                         locked.append(t)
                     for _, t, idx, op in jobs:
                         f = t.first_failure(op)
@@ -390,7 +390,7 @@ class Table:
                         pending.append((slot, t, idx, t.apply_deferred(op)))
                 finally:
                     for t in reversed(locked):
-                        t._write_lock.release()
+                        t.write_lock.release()
             finally:
                 results = self.finish_all([f for _, _, _, f in pending])
             for (slot, t, _, _), r in zip(pending, results):

@@ -13,7 +13,7 @@ strategies (Kudu has one WriteOp pipeline; the strategies are how rows arrive).
       release    the lease, whatever happened
       merge      `merge_results`: one TableWriteResult, row errors by caller's index
 
-The strategies (engine/catalog/table.py, small_writes.py):
+The strategies (engine/catalog/table.py, table_small_writes.py):
 
     strategy   rows                       route                     apply
     small      <= 8 rows, plain values    row by row, compiled      prepare every share,

@@ -101,7 +101,8 @@ def _fmix64_np(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def _fmix64(h: int) -> int:
+def fmix64(h: int) -> int:
+    """MurmurHash3's 64-bit finaliser (the avalanche step of the key hash)."""
     h ^= h >> 33
     h = (h * _F1) & _M64
     h ^= h >> 33
@@ -148,8 +149,8 @@ def hash_key_py(key: bytes) -> int:
     if n:
         padded = key + bytes(-n & 7)
         for (word,) in struct.iter_unpack("<Q", padded):
-            h = _fmix64(h ^ ((word * _K_WORD) & _M64))
-    return _fmix64((h + _K_LEN) & _M64)
+            h = fmix64(h ^ ((word * _K_WORD) & _M64))
+    return fmix64((h + _K_LEN) & _M64)
 
 
 hash_key = _native.hash_key if _native is not None else hash_key_py
@@ -194,6 +195,22 @@ def _size(n_keys: int, fp_rate: float) -> tuple[int, int]:
     return n_blocks, k
 
 
+def _flat_bits(hashes: np.ndarray, n_blocks: int, k: int) -> np.ndarray:
+    """(n, k) absolute bit indices for each hash, in a filter of `n_blocks` blocks."""
+    h = np.asarray(hashes, dtype=np.uint64).reshape(-1)
+    with np.errstate(over="ignore"):
+        block = ((h >> _U(32)) * _U(n_blocks)) >> _U(32)
+        h1 = h.astype(np.uint32)  # truncation = mod 2**32
+        h2 = ((h * _U(_GOLDEN)) >> _U(32)).astype(np.uint32)
+        # uint32 arithmetic wraps mod 2**32 by itself
+        bit = h2[:, None] * _ARANGE_U32[None, : k]
+        bit += h1[:, None]
+        bit += _OFFSETS_U32[: k]
+    bit >>= np.uint32(23)
+    flat = (block.astype(np.int64) * _BLOCK_BITS)[:, None] + bit
+    return flat
+
+
 class BloomFilter:
     """Blocked bloom filter over 64-bit key hashes. Build once, probe many times."""
 
@@ -213,18 +230,7 @@ class BloomFilter:
 
     def _flat_bits(self, hashes: np.ndarray) -> np.ndarray:
         """(n, k) absolute bit indices for each hash."""
-        h = np.asarray(hashes, dtype=np.uint64).reshape(-1)
-        with np.errstate(over="ignore"):
-            block = ((h >> _U(32)) * _U(self.n_blocks)) >> _U(32)
-            h1 = h.astype(np.uint32)  # truncation = mod 2**32
-            h2 = ((h * _U(_GOLDEN)) >> _U(32)).astype(np.uint32)
-            # uint32 arithmetic wraps mod 2**32 by itself
-            bit = h2[:, None] * _ARANGE_U32[None, : self.k]
-            bit += h1[:, None]
-            bit += _OFFSETS_U32[: self.k]
-        bit >>= np.uint32(23)
-        flat = (block.astype(np.int64) * _BLOCK_BITS)[:, None] + bit
-        return flat
+        return _flat_bits(hashes, self.n_blocks, self.k)
 
     # --- build / probe ---------------------------------------------------------------------
 
@@ -235,13 +241,11 @@ class BloomFilter:
             raise ValueError(f"fp_rate must be in (0, 1), got {fp_rate}")
         hashes = np.asarray(hashes, dtype=np.uint64).reshape(-1)
         n_blocks, k = _size(len(hashes), fp_rate)
-        f = BloomFilter(n_blocks, k, np.zeros(n_blocks * _BLOCK_BYTES, np.uint8))
-        if len(hashes):
-            bitset = np.zeros(n_blocks * _BLOCK_BITS, np.bool_)
-            bitset[f._flat_bits(hashes).reshape(-1)] = True
-            f._bits = np.packbits(bitset, bitorder="little")
-            f._mv = memoryview(f._bits)
-        return f
+        if not len(hashes):
+            return BloomFilter(n_blocks, k, np.zeros(n_blocks * _BLOCK_BYTES, np.uint8))
+        bitset = np.zeros(n_blocks * _BLOCK_BITS, np.bool_)
+        bitset[_flat_bits(hashes, n_blocks, k).reshape(-1)] = True
+        return BloomFilter(n_blocks, k, np.packbits(bitset, bitorder="little"))
 
     def may_contain(self, hashes: np.ndarray) -> np.ndarray:
         """bool array: False means the hash's key is certainly absent."""

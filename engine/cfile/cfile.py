@@ -170,7 +170,7 @@ class ColumnReader:
         self._last = [bytes.fromhex(h) for h in meta.get("last", [])]
         self._buf = buf
         self._mv = memoryview(buf)
-        self._path = path
+        self.path = path  # the file it reads (errors name it; compactions list the files in use)
         self.num_pages = len(self._offsets) if self.num_rows else 0
         self._cell_readers: list = [None] * len(self._offsets)
         self._crc = meta.get("crc")
@@ -196,7 +196,7 @@ class ColumnReader:
         a block when it enters the block cache): later reads of the page are free."""
         if self._crc is not None and zlib.crc32(buf) != self._crc[page]:
             raise errors.Corruption(
-                f"{self._path}: column {self.name} page {page} at offset "
+                f"{self.path}: column {self.name} page {page} at offset "
                 f"{self._offsets[page]}: checksum mismatch")
         self._verified[page] = 1
 
@@ -205,14 +205,14 @@ class ColumnReader:
             return decode_page(self.page_buffer(page), self.type)
         except Exception as e:  # noqa: BLE001 - a bad page is reported with its location
             raise errors.Corruption(
-                f"{self._path}: column {self.name} page {page} cannot be decoded: {e}") from e
+                f"{self.path}: column {self.name} page {page} cannot be decoded: {e}") from e
 
     def gather(self, page: int, positions: np.ndarray) -> pa.Array:
         try:
             return gather_page(self.page_buffer(page), self.type, positions)
         except errors.Corruption as e:
             raise errors.Corruption(
-                f"{self._path}: column {self.name} page {page} cannot be decoded: {e}") from e
+                f"{self.path}: column {self.name} page {page} cannot be decoded: {e}") from e
 
     def read_cell(self, rowid: int):
         """One physical value by rowid, read in place (the point-lookup path).

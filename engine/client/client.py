@@ -293,7 +293,7 @@ class RemoteCatalog:
             loc = self._locs.get(tablet_id)
             if loc is None:
                 meta = self._meta[table_id]
-                self._forget_name(meta.name)
+                self.forget_name(meta.name)
                 raise TabletDropped(
                     f'tablet {tablet_id} of table "{meta.name}" was dropped (ALTER TABLE '
                     f"... DROP RANGE PARTITION) after this statement read the table's "
@@ -311,7 +311,7 @@ class RemoteCatalog:
             else partition_schema.to_dict(),
             "replication_factor": replication_factor, "comment": comment,
             "properties": dict(properties or {}), "if_not_exists": if_not_exists})
-        self._forget_name(name)
+        self.forget_name(name)
         meta = self._remember({"table": t})
         self._wait_for_leaders(meta)
         return meta
@@ -334,13 +334,15 @@ class RemoteCatalog:
             except errors.EngineError:
                 return  # dropped meanwhile or no master: the statements will tell
 
-    def _forget_name(self, name: str) -> None:
+    def forget_name(self, name: str) -> None:
+        """Drop what this client cached of table `name` (its metadata is read again on
+        next use: after DDL, or a write the table's new schema refused)."""
         self._by_name.pop(name, None)
         self._fetched.pop(name, None)
 
     def drop_table(self, name: str, if_exists: bool = False, cascade: bool = False
                    ) -> list[str]:
-        self._forget_name(name)
+        self.forget_name(name)
         self._views_at = 0.0
         r = self.client.master_call("drop_table", {"name": name, "if_exists": if_exists,
                                                    "cascade": cascade})
@@ -380,8 +382,8 @@ class RemoteCatalog:
         return list(r["views"])
 
     def rename_table(self, name: str, new_name: str) -> TableMetadata:
-        self._forget_name(name)
-        self._forget_name(new_name)
+        self.forget_name(name)
+        self.forget_name(new_name)
         return self._remember({"table": self.client.master_call(
             "rename_table", {"name": name, "new_name": new_name})})
 
@@ -391,7 +393,7 @@ class RemoteCatalog:
     def _alter(self, name: str, kind: str, **payload) -> TableMetadata:
         """One ALTER TABLE through the leader master; the answer (the table's new entry)
         replaces this front end's cached metadata at once."""
-        self._forget_name(name)
+        self.forget_name(name)
         meta = self._remember({"table": self.client.master_call(
             "alter_table", {"name": name, "kind": kind, **payload})})
         self._by_name[name] = meta
@@ -601,7 +603,7 @@ class RemoteTablet:
             # The table was altered since this statement read its metadata: nothing of
             # this share was applied. Same columns (by id) under the tablet's names, sent
             # again as a new request; a column the tablet no longer has fails the write.
-            self.catalog._forget_name(self.meta.name)
+            self.catalog.forget_name(self.meta.name)
             now = Schema.from_dict(out["schema_mismatch"]["schema"])
             names = []
             for n in table.column_names:
@@ -664,7 +666,7 @@ class RemoteTablet:
             return fn()
         except errors.EngineError as e:
             if getattr(e, "sqlstate", None) == "40001":
-                self.catalog._forget_name(self.meta.name)
+                self.catalog.forget_name(self.meta.name)
             raise
 
     def scan(self, columns=None, predicates=(), snapshot=None, lower_key=None,

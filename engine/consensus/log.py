@@ -161,8 +161,8 @@ class Log:
             yield LogEntry(term, index, ts, typ, payload[_ENTRY.size:])
             off = end
 
-    @staticmethod
-    def _valid_chain_after(data: bytes, off: int, expect: int) -> bool:
+    @classmethod
+    def _valid_chain_after(cls, data: bytes, off: int, expect: int) -> bool:
         """Do well-formed records follow `off`, chained to the end of the file? (error path
         only: a scan over the rest of one segment.)
 
@@ -185,11 +185,11 @@ class Log:
             if n < _ENTRY.size or p + _REC.size + n > len(data):
                 continue
             idx = struct.unpack_from("<Q", data, p + _REC.size + 8)[0]
-            if not expect < idx <= expect + 1024 or Log._record_index(data, p) is None:
+            if not expect < idx <= expect + 1024 or cls._record_index(data, p) is None:
                 continue
             q, nxt = p, idx
             while True:
-                got = Log._record_index(data, q)
+                got = cls._record_index(data, q)
                 if got is None or got != nxt:
                     break
                 n, _ = _REC.unpack_from(data, q)

@@ -138,7 +138,7 @@ class _CheckedLog(MemoryLogStorage):
     def append(self, entries: list[LogEntry]) -> None:
         super().append(entries)
         for e in entries:
-            self.sim._check_entry(self.uuid, e, self.term(e.index - 1),
+            self.sim.check_entry(self.uuid, e, self.term(e.index - 1),
                                   self.timestamp(e.index - 1))
 
 
@@ -309,7 +309,9 @@ class Simulation:
         self.nodes[uuid].paused = False
 
     # -- checks ----------------------------------------------------------------------------
-    def _check_entry(self, uuid: str, e: LogEntry, prev_term, prev_ts) -> None:
+    def check_entry(self, uuid: str, e: LogEntry, prev_term, prev_ts) -> None:
+        """Raft's safety checks on an entry node `uuid` appended (log matching: one entry
+        per (index, term) everywhere; timestamps increase along the log)."""
         sig = (prev_term, e.timestamp, e.type, e.body)
         seen = self.seen.setdefault((e.index, e.term), sig)
         if seen != sig:

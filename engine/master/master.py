@@ -87,8 +87,8 @@ import time
 import uuid as uuidlib
 
 from engine import errors
-from engine.catalog.catalog import ColumnExists, TableExists, _check_identifier, \
-    _check_num_columns, validate_replication_factor
+from engine.catalog.catalog import ColumnExists, TableExists, check_identifier, \
+    check_num_columns, validate_replication_factor
 from engine.catalog.partition import RangePartitionExists
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.views import ViewMetadata, check_create, check_drop, check_rename
@@ -650,12 +650,12 @@ class Master:
         kind, schema, name = p["kind"], meta.schema, meta.name
         if kind == "add_column":
             col = ColumnSchema.from_dict(p["column"])
-            _check_identifier("column", col.name)
+            check_identifier("column", col.name)
             if schema.has_column(col.name):
                 if p.get("if_not_exists"):
                     return None
                 raise ColumnExists(f'column "{col.name}" of relation "{name}" already exists')
-            _check_num_columns(len(schema.columns) + 1)
+            check_num_columns(len(schema.columns) + 1)
             target = schema.add_column(col)
         elif kind == "drop_column":
             col = p["column"]
@@ -667,7 +667,7 @@ class Master:
             target = schema.drop_column(col)
         else:
             old, new = p["old"], p["new"]
-            _check_identifier("column", new)
+            check_identifier("column", new)
             if not schema.has_column(old):
                 raise errors.ColumnNotFound(
                     f'column "{old}" of relation "{name}" does not exist')

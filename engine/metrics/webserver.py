@@ -93,7 +93,7 @@ class StatusServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                outer._get(self)
+                outer.serve_get(self)
 
             def log_message(self, fmt, *args) -> None:
                 log.debug("http %s: " + fmt, self.address_string(), *args)
@@ -106,7 +106,8 @@ class StatusServer:
                                         name="http-status")
         self._thread.start()
 
-    def _get(self, req: BaseHTTPRequestHandler) -> None:
+    def serve_get(self, req: BaseHTTPRequestHandler) -> None:
+        """Answer one GET (`req`: the http.server handler of the request)."""
         path = req.path.split("?", 1)[0]
         try:
             if path == "/metrics":

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.schema import ColumnSchema
-from engine.tablet.delta import DeltaBatch, MutationKind, _pick
+from engine.tablet.delta import DeltaBatch, MutationKind, pick_run_ends
 
 
 def _column_records(batch: DeltaBatch, cid: int, typ: pa.DataType
@@ -66,7 +66,7 @@ def fold_history(n: int, base: dict[int, pa.Array], insert_ts: np.ndarray | None
     if m == 0:
         return dict(base), insert_undo, DeltaBatch.empty()
     rowid, kind = redo.rowid, redo.kind
-    last = _pick(rowid, True)
+    last = pick_run_ends(rowid, True)
     trailing = last[kind[last] == MutationKind.DELETE]
     invert = np.ones(m, dtype=bool)
     invert[trailing] = False
@@ -128,7 +128,7 @@ def unfold_history(n: int, base: dict[int, pa.Array], undo: DeltaBatch, redo: De
     if m == 0:
         return insert_ts, insert_seq, dict(base), redo
     rowid, kind = undo.rowid, undo.kind
-    first = _pick(rowid, False)
+    first = pick_run_ends(rowid, False)
     is_first = np.zeros(m, dtype=bool)
     is_first[first] = True
     ins = is_first & (kind == MutationKind.DELETE)
@@ -239,7 +239,7 @@ def merge_histories(keys: np.ndarray, insert_ts: np.ndarray, insert_seq: np.ndar
     # History GC of deleted rows: the last record of a key is a DELETE at or before the AHM.
     drop = np.zeros(n_out, dtype=bool)
     if len(merged):
-        last = _pick(merged.rowid, True)
+        last = pick_run_ends(merged.rowid, True)
         dead = last[(merged.kind[last] == MutationKind.DELETE) & (merged.ts[last] <= ahm)]
         drop[merged.rowid[dead]] = True
     if drop.any():
@@ -273,7 +273,7 @@ def _place_unknown_insertions(keys: np.ndarray, ins_ts: np.ndarray, ins_seq: np.
     # first forward record of each row (fwd is sorted by rowid, ts, seq), as a position
     first_rec = np.full(n, -1, dtype=np.int64)
     if len(fwd):
-        firsts = _pick(fwd.rowid, False)
+        firsts = pick_run_ends(fwd.rowid, False)
         first_rec[fwd.rowid[firsts]] = firsts
     fr = first_rec[unknown]
     has = fr >= 0

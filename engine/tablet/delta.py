@@ -178,7 +178,7 @@ class DeltaBatch:
         return DeltaBatch(self.rowid, self.ts, self.seq, self.kind, cols)
 
 
-def _pick(rowid: np.ndarray, take_last: bool) -> np.ndarray:
+def pick_run_ends(rowid: np.ndarray, take_last: bool) -> np.ndarray:
     """Indices of the last (or first) record of each run of equal rowids (sorted input)."""
     n = len(rowid)
     if n == 0:
@@ -219,7 +219,7 @@ def resolve(recs: DeltaBatch, start: int, n: int, take_last: bool,
     live = None
     liv = np.flatnonzero(recs.kind != MutationKind.UPDATE)
     if len(liv):
-        sel = liv[_pick(recs.rowid[liv], take_last)]
+        sel = liv[pick_run_ends(recs.rowid[liv], take_last)]
         live = np.full(n, -1, dtype=np.int8)
         live[recs.rowid[sel] - start] = (recs.kind[sel] == MutationKind.REINSERT)
     patches = {}
@@ -229,7 +229,7 @@ def resolve(recs: DeltaBatch, start: int, n: int, take_last: bool,
         idx = np.flatnonzero(mask)
         if not len(idx):
             continue
-        sel = idx[_pick(recs.rowid[idx], take_last)]
+        sel = idx[pick_run_ends(recs.rowid[idx], take_last)]
         patches[cid] = (recs.rowid[sel] - start, values.take(pa.array(sel, type=pa.int64())))
     return Resolution(live, patches)
 

@@ -19,9 +19,9 @@ tablet schedules them (tablet_mm_ops.py) and persists the result:
 
 Invariants:
   - the DeltaMemStore is never touched: writes go on concurrently and stay in memory;
-  - the result replaces the rowset's `_stores` tuple in one assignment under its
-    `_swap_lock`, so a reader sees the stores before or after, never a mix, and a scan
-    that captured the old tuple finishes reading the old files;
+  - the result replaces the rowset's `DeltaStores` record (`_stores`) in one assignment
+    under its `_swap_lock`, so a reader sees the stores before or after, never a mix, and
+    a scan that captured the old record finishes reading the old files;
   - a rowset's `compact_lock` is held for a whole compaction, so two never work on one
     rowset at once (a merging compaction takes it too);
   - files replaced are not deleted here but listed in `obsolete_files`: the tablet deletes
@@ -30,7 +30,7 @@ Invariants:
 
 `DeltaCompactions` is mixed into `DiskRowSet`; what it uses of its host: `dir`, `config`,
 `schema`, `num_rows`, `_stores`, `_swap_lock`, `compact_lock`, `_file_seq`, `_col_files`,
-`obsolete_files` and `_read_column`.
+`obsolete_files` and `read_column`.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from engine.cfile.cfile import (
 from engine.cfile.encodings import Compression
 from engine.tablet.compaction import fold_history
 from engine.tablet.delta import DeltaBatch, DeltaType
+from engine.tablet.delta_stores import DeltaStores
 from engine.tablet.deltafile import DeltaFile, write_delta_file
 
 
@@ -54,14 +55,14 @@ class DeltaCompactions:
     """Delta compactions and UNDO GC of a DiskRowSet (see the module docstring)."""
 
     def redo_file_count(self) -> int:
-        return len(self._stores[1])
+        return len(self._stores.redo)
 
     def redo_file_records(self) -> int:
-        return sum(len(f) for f in self._stores[1])
+        return sum(len(f) for f in self._stores.redo)
 
     def undo_gc_candidates(self, ahm: int) -> list[DeltaFile]:
         """UNDO files all of whose records are at or before the ancient history mark."""
-        return [f for f in self._stores[0] if f.max_ts <= ahm]
+        return [f for f in self._stores.undo if f.max_ts <= ahm]
 
     def _next_file(self, prefix: str, ext: str) -> tuple[str, str]:
         self._file_seq += 1
@@ -80,26 +81,26 @@ class DeltaCompactions:
         """UndoDeltaBlockGC: drop UNDO files older than the ancient history mark. No read
         at or after the mark applies them, and reads before it are refused."""
         with self._swap_lock:
-            undo, redo, dmss, readers = self._stores
-            dead = [f for f in undo if f.max_ts <= ahm]
+            st = self._stores
+            dead = [f for f in st.undo if f.max_ts <= ahm]
             if not dead:
                 return 0
-            self._stores = (tuple(f for f in undo if f not in dead), redo, dmss, readers)
+            self._stores = st.replace(undo=tuple(f for f in st.undo if f not in dead))
         self.obsolete_files += [f.path for f in dead]
         return sum(f.count for f in dead)
 
     def minor_delta_compact(self) -> int:
         """Merge all REDO DeltaFiles into one (fewer files to open and merge per read)."""
         with self.compact_lock:
-            inputs = self._stores[1]
+            inputs = self._stores.redo
             if len(inputs) < 2:
                 return 0
             merged = DeltaBatch.concat([f.records() for f in inputs])
             out = self._write_delta(merged, DeltaType.REDO)
             with self._swap_lock:
-                undo, redo, dmss, readers = self._stores
-                rest = tuple(f for f in redo if f not in inputs)
-                self._stores = (undo, (out,) + rest, dmss, readers)
+                st = self._stores
+                rest = tuple(f for f in st.redo if f not in inputs)
+                self._stores = st.replace(redo=(out,) + rest)
             self.obsolete_files += [f.path for f in inputs]
             return len(merged)
 
@@ -114,14 +115,14 @@ class DeltaCompactions:
         """
         with self.compact_lock:
             st = self._stores
-            inputs = st[1]
+            inputs = st.redo
             if not inputs:
                 return 0
             recs = DeltaBatch.concat([f.records() for f in inputs])
             # Only the schema's columns: records of dropped columns are discarded here.
             cols = [c for c in self.schema.columns if c.id in recs.columns]
-            readers = st[3]
-            base = {c.id: self._read_column(c, readers) for c in cols}
+            readers = st.readers
+            base = {c.id: self.read_column(c, readers) for c in cols}
             new_base, undo_new, kept = fold_history(self.num_rows, base, None, recs, cols)
             if len(undo_new):
                 undo_new = undo_new.select(undo_new.ts > ahm)
@@ -148,10 +149,11 @@ class DeltaCompactions:
             if self.config.fsync:
                 fsync_dir(self.dir)
             with self._swap_lock:
-                undo, redo, dmss, _ = self._stores
-                rest = tuple(f for f in redo if f not in inputs)
-                self._stores = (undo + ((undo_file,) if undo_file else ()),
-                                ((kept_file,) if kept_file else ()) + rest, dmss, new_readers)
+                st = self._stores
+                rest = tuple(f for f in st.redo if f not in inputs)
+                self._stores = DeltaStores(st.undo + ((undo_file,) if undo_file else ()),
+                                           ((kept_file,) if kept_file else ()) + rest, st.dmss,
+                                           new_readers)
                 if col_file:
                     self._col_files.append(col_file)
                 old_files = self._drop_superseded_col_files(new_readers)
@@ -162,7 +164,7 @@ class DeltaCompactions:
     def _drop_superseded_col_files(self, readers: dict) -> list[str]:
         """Column files (other than base.cf) no column reads from any more."""
         used = {os.path.basename(r_path) for r_path in
-                (getattr(r, "_path", "") for r in readers.values())}
+                (getattr(r, "path", "") for r in readers.values())}
         gone = [cf["file"] for cf in self._col_files
                 if cf["file"] != "base.cf" and cf["file"] not in used]
         self._col_files = [cf for cf in self._col_files if cf["file"] not in gone]

@@ -41,7 +41,7 @@ rowset: files name columns by id (`c<id>`), never by name, and ids are never reu
   - a dropped column's data stays in the files, unread: reads ask for the ids they project
     and delta application keeps only those (`_deltas_for`), delta compactions fold only the
     current schema's columns (records of other ids are discarded), and a merging
-    compaction writes only the current schema's columns. Its reader stays in `_stores`,
+    compaction writes only the current schema's columns. Its reader stays in the `DeltaStores`,
     so a scan opened before the DROP still finishes with the columns it started with.
 `schema` is replaced by the tablet, under its flush and write locks (`set_schema`).
 """
@@ -85,6 +85,7 @@ from engine.tablet.delta import (
 )
 from engine.tablet.delta_compaction import DeltaCompactions
 from engine.tablet.deltafile import DeltaFile, write_delta_file
+from engine.tablet.delta_stores import DeltaStores
 from engine.tablet.deltamemstore import DeltaMemStore, apply_chain, first_liveness
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate
@@ -147,11 +148,8 @@ class DiskRowSet(DeltaCompactions):
         self._file_seq = meta.get("file_seq", len(undo) + len(redo))
         # Every op with index <= flushed_index has its effects on this rowset in its files.
         self.flushed_index = meta.get("flushed_index", 0)
-        # (undo files, redo files, DMSs, column readers): replaced as a whole, so a
-        # reader's capture is consistent. The last DMS receives new mutations.
-        self._stores: tuple[tuple[DeltaFile, ...], tuple[DeltaFile, ...],
-                            tuple[DeltaMemStore, ...], dict] = (
-            undo, redo, (DeltaMemStore(),), readers)
+        # Replaced as a whole, so a reader's capture is consistent (delta_stores.py).
+        self._stores = DeltaStores(undo, redo, (DeltaMemStore(),), readers)
         self._dead: np.ndarray | None = None  # latest liveness for the write path
         self._dead_lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -184,7 +182,7 @@ class DiskRowSet(DeltaCompactions):
 
     @property
     def dms(self) -> DeltaMemStore:
-        return self._stores[2][-1]
+        return self._stores.dmss[-1]
 
     def delta_stats(self) -> dict:
         undo, redo, dms, _ = self._stores
@@ -313,17 +311,17 @@ class DiskRowSet(DeltaCompactions):
     def begin_dms_flush(self) -> DeltaMemStore | None:
         """Swap in a new DMS (caller holds the write lock); returns the one to flush."""
         with self._swap_lock:
-            undo, redo, dmss, readers = self._stores
-            old = dmss[-1]
+            st = self._stores
+            old = st.dmss[-1]
             if old.empty():
                 return None
-            self._stores = (undo, redo, dmss + (DeltaMemStore(),), readers)
+            self._stores = st.replace(dmss=st.dmss + (DeltaMemStore(),))
             return old
 
     def advance_flushed_index_if_clean(self, index: int) -> bool:
         """Nothing unflushed (a single empty DMS): every op so far is durable here.
         Returns whether that was the case."""
-        dmss = self._stores[2]
+        dmss = self._stores.dmss
         if len(dmss) == 1 and dmss[0].empty():
             self.flushed_index = max(self.flushed_index, index)
             return True
@@ -341,27 +339,30 @@ class DiskRowSet(DeltaCompactions):
             desc["file"] = name
             f = DeltaFile(path, desc)
             with self._swap_lock:
-                undo, redo, dmss, readers = self._stores
-                self._stores = (undo, redo + (f,), tuple(d for d in dmss if d is not old),
-                                readers)
+                st = self._stores
+                self._stores = st.replace(redo=st.redo + (f,),
+                                           dmss=tuple(d for d in st.dmss if d is not old))
             if fsync:
                 fsync_dir(self.dir)
             self.flushed_index = max(self.flushed_index, index)
 
     # -- delta compactions and history GC (maintenance ops) -----------------------------
     def dms_memory_bytes(self) -> int:
-        return sum(d.nbytes for d in self._stores[2])
+        return sum(d.nbytes for d in self._stores.dmss)
 
     def dms_age_s(self) -> float:
-        first = [d.first_append_at for d in self._stores[2] if d.first_append_at is not None]
+        first = [d.first_append_at for d in self._stores.dmss if d.first_append_at is not None]
         return time.monotonic() - min(first) if first else 0.0
 
-    def _read_column_raw(self, name: str) -> pa.Array:
+    def read_base_column(self, name: str) -> pa.Array:
+        """The whole base-data column file `name` (e.g. the encoded key column), decoded."""
         r = self._base.column(name)
         parts = [r.decode(p) for p in range(r.num_pages)]
         return pa.concat_arrays(parts) if parts else pa.array([], type=r.type)
 
-    def _read_column(self, col: ColumnSchema, readers) -> pa.Array:
+    def read_column(self, col: ColumnSchema, readers) -> pa.Array:
+        """Column `col`'s whole base data through `readers` (a capture's `readers`); its
+        default value on every row when the rowset has no file for it (added later)."""
         r = readers.get(col.id)
         if r is None:
             return _fill_default(col, self.num_rows)
@@ -416,7 +417,7 @@ class DiskRowSet(DeltaCompactions):
             return r.decode(page).take(pa.array(sel))
         return r.gather(page, sel)
 
-    def capture(self):
+    def capture(self) -> DeltaStores:
         """This rowset's stores as of now; a scan started later reads exactly them."""
         return self._stores
 
@@ -433,7 +434,7 @@ class DiskRowSet(DeltaCompactions):
             return
         need = {c.id for c in columns} | {p.col_id for p in predicates}
         st = st or self._stores
-        readers = st[3]
+        readers = st.readers
         undo, redo = self._deltas_for(snapshot, need, st)
         pr = self.config.page_rows
         pred_cols = {p.col_id: p.col for p in predicates}
@@ -517,7 +518,7 @@ class DiskRowSet(DeltaCompactions):
                     ) -> Iterator[tuple[int, np.ndarray, dict[int, pa.Array]]]:
         """Every row, dead or alive, per block: (first rowid, live mask, physical columns)."""
         st = self._stores
-        readers = st[3]
+        readers = st.readers
         undo, redo = self._deltas_for(snapshot, {c.id for c in columns}, st)
         pr = self.config.page_rows
         for page in range((self.num_rows + pr - 1) // pr):
@@ -574,7 +575,7 @@ class DiskRowSet(DeltaCompactions):
             live = True
             undo, redo = self._deltas_for_row(rowid, snapshot, st)
             # single-row writes' records of the row, as plain values (deltamemstore.py)
-            plain = [r for d in st[2] if len(d) for r in d.row_records(rowid)]
+            plain = [r for d in st.dmss if len(d) for r in d.row_records(rowid)]
             if plain:
                 if redo is not None and len(redo):
                     plain += redo.to_records()
@@ -592,7 +593,7 @@ class DiskRowSet(DeltaCompactions):
                 live = bool(changed[0])
             if not live:
                 return None
-        readers = st[3]
+        readers = st.readers
         out = {}
         for c in columns:
             r = readers.get(c.id)
@@ -639,7 +640,7 @@ class DiskRowSet(DeltaCompactions):
         return undo, redo
 
     def undo_max_ts(self) -> int:
-        return max((f.max_ts for f in self._stores[0]), default=0)
+        return max((f.max_ts for f in self._stores.undo), default=0)
 
     def delete_files(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -25,7 +25,7 @@ Replay (`replay_index` given: WAL replay, or a committed entry of a replicated l
 whose effects flushed files already hold are skipped (an insert if the op's index <=
 `mrs_flushed_index`, a DiskRowSet mutation if <= that rowset's `flushed_index`), and a
 DiskRowSet row counts as live if its *history* says it was live just before the op
-(`_locate`): flushed rowsets may already hold the op's future (tablet_bootstrap.py).
+(`locate`): flushed rowsets may already hold the op's future (tablet_bootstrap.py).
 
 A RowOps is built per op over the components captured under the write lock: it holds no
 state of its own between ops and changes nothing but the stores it is given.
@@ -115,8 +115,8 @@ class RowOps:
                 applied += 1
         return applied
 
-    def _locate(self, keys: np.ndarray, comps: TabletComponents,
-                replay: tuple[int, int, int] | None = None):
+    def locate(self, keys: np.ndarray, comps: TabletComponents,
+               replay: tuple[int, int, int] | None = None):
         """Where each key is live: (kind, which, rowid) + active-MRS rowid of dead keys.
 
         kind: 0 = not live anywhere, 1 = active MRS, 2 = a frozen MRS, 3 = a DiskRowSet.
@@ -190,7 +190,7 @@ class RowOps:
                      phys: dict[int, pa.Array], ts: int, seq: int, bad: dict,
                      replay_index: int | None = None) -> int:
         comps = self.comps
-        kind, which, rowid, mrs_rid = self._locate(
+        kind, which, rowid, mrs_rid = self.locate(
             keys, comps, None if replay_index is None else (replay_index, ts, seq))
         is_live = kind > 0
         ins = ops == OpType.INSERT

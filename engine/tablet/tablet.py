@@ -9,7 +9,7 @@
 Write path and apply (tablet_write.py, `TabletWriter`, inherited): every write, local or
 replayed or replicated, goes through `apply(op, timestamp, index)`: timestamp under the
 write lock (so timestamp order is log order), WAL append, rows applied (row_ops.py), wait
-for durability, MVCC commit. Writers are serialised by `_write_lock`.
+for durability, MVCC commit. Writers are serialised by the write lock.
 
 Read path: a reader captures the component tuple (an immutable snapshot of which rowsets
 exist) and an MVCC snapshot, then never locks. Flushes build new components off to the side
@@ -17,6 +17,16 @@ and swap the tuple.
 
 Maintenance (flushes, compactions, history GC: tablet_mm_ops.py) builds new rowsets off
 to the side, then swaps the components under the write lock.
+
+What other modules may use of a tablet (its public surface besides reads and writes):
+`write_lock` (a caller writing several tablets as one, `Table`'s in-order writes, holds
+every tablet's write lock around `first_failure` + `apply_deferred`), `admit_write()`
+(memory back-pressure, before any lock), `flush_lock` (held while tablet copy links the
+files, so no flush swaps them), `anchor_index()` (the oldest op the WAL must keep),
+`current_schema` (the schema the stores are in now) and the maintenance ops
+(`flush_mrs`, `flush_dms`, `compact_rowsets`, ... in tablet_mm_ops.py). The underscore
+members are the tablet's own and its two halves' (tablet_write.py, tablet_mm_ops.py,
+each listing the ones it uses).
 
 Durability: every op is in the WAL before it is acknowledged; `Tablet.open` restores the
 flushed state (tablet_metadata.py) and replays the WAL from the log anchor
@@ -152,7 +162,7 @@ class Tablet(TabletWriter, TabletMaintenance):
 
     def _bootstrap(self) -> None:
         """Replay the WAL from the log anchor and reopen it (tablet_bootstrap.py)."""
-        start = self._anchor_index()
+        start = self.anchor_index()
         result = replay(self.log, start, lambda op, ts, index: self.apply(op, ts, index=index))
         self.replayed_ops = result.ops_replayed
         self.log.open_for_append(max(result.last_index, self.log.last_index, start - 1) + 1)
@@ -160,7 +170,25 @@ class Tablet(TabletWriter, TabletMaintenance):
         with self._write_lock:
             self._persist_metadata()
 
-    def _anchor_index(self) -> int:
+    @property
+    def write_lock(self) -> threading.RLock:
+        """The lock every writer holds while it applies (never across the fsync): held
+        by a caller applying to several tablets at once (`Table`'s in-order writes)."""
+        return self._write_lock
+
+    @property
+    def flush_lock(self) -> threading.RLock:
+        """Held by flushes, merging compactions and alter_schema: while a caller holds
+        it, no maintenance op swaps this tablet's files (tablet copy links them)."""
+        return self._flush_lock
+
+    @property
+    def current_schema(self) -> Schema:
+        """The schema of the tablet's stores now (the captured components'), which a
+        scan started now reads in."""
+        return self._components.schema
+
+    def anchor_index(self) -> int:
         """The oldest op index whose effects may exist only in the WAL."""
         comps = self._components
         low = [self._mrs_flushed_index]
@@ -209,12 +237,12 @@ class Tablet(TabletWriter, TabletMaintenance):
         # state kept beside the data as of the new flushed index (a replica's result
         # tracker) is made durable first: the metadata below makes the log before the
         # anchor unneeded
-        self.log.before_anchor(self._anchor_index())
+        self.log.before_anchor(self.anchor_index())
         TabletMetadata(schema, version, self._next_rowset_id, self._next_mrs_id,
                        max(self.mvcc.last_committed(), self._last_ts),
                        self._mrs_flushed_index, tuple(d.metadata() for d in comps.drss)
                        ).write(self.path, self.config.fsync)
-        self.log.gc(self._anchor_index())
+        self.log.gc(self.anchor_index())
 
     # -- introspection -------------------------------------------------------------------
     def num_rowsets(self) -> int:

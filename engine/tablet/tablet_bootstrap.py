@@ -24,7 +24,7 @@ What makes replay exact (the contract `Tablet.apply` keeps when it is given an i
     its future (a later DELETE in a REDO file, a re-insertion flushed into another
     rowset): with an index, the write path asks a DiskRowSet whether a row was live just
     before the op (`DiskRowSet.live_at`), not whether it is live now (see
-    `RowOps._locate`, row_ops.py). History needed for that is never collected while a log entry that
+    `RowOps.locate`, row_ops.py). History needed for that is never collected while a log entry that
     needs it remains (`Tablet.history_gc_mark`).
   - only WRITE entries change rows; an entry of another type is skipped (none exist yet;
     Raft's configuration changes will be such entries).

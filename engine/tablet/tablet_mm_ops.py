@@ -40,7 +40,7 @@ replay decides what each op saw from the rowsets' history (tablet_bootstrap.py).
 The host contract (what these methods use of `Tablet`): `path`, `config`, `schema`,
 `cache`, `log`, `mvcc`, the locks `_write_lock` and `_flush_lock`, `_components`,
 `_last_ts`, `_next_rowset_id`, `_mrs_flushed_index`, `_key_ids`, `_non_key`, and the
-methods `_new_mrs`, `_persist_metadata`, `_anchor_index`, `ancient_history_mark`,
+methods `_new_mrs`, `_persist_metadata`, `anchor_index`, `ancient_history_mark`,
 `memory_bytes`.
 """
 
@@ -202,13 +202,12 @@ class TabletMaintenance:
                 offset = 0
                 offsets = []
                 for d in inputs:
-                    st = d._stores
-                    readers = st[3]
+                    st = d.capture()
                     n = d.num_rows
-                    keys_l.append(binary_to_fixed(d._read_column_raw(KEY_COLUMN)))
-                    base = {c.id: d._read_column(c, readers) for c in self.schema.columns}
-                    undo = DeltaBatch.concat([f.records() for f in st[0]])
-                    redo = DeltaBatch.concat([f.records() for f in st[1]])
+                    keys_l.append(binary_to_fixed(d.read_base_column(KEY_COLUMN)))
+                    base = {c.id: d.read_column(c, st.readers) for c in self.schema.columns}
+                    undo = DeltaBatch.concat([f.records() for f in st.undo])
+                    redo = DeltaBatch.concat([f.records() for f in st.redo])
                     its, iseq, ivals, fwd = unfold_history(n, base, undo, redo, self._non_key)
                     ts_l.append(its)
                     seq_l.append(iseq)
@@ -235,7 +234,7 @@ class TabletMaintenance:
                     if len(out_keys) else ([], np.empty(0, np.int64), np.empty(0, np.int64))
                 with self._write_lock:
                     for d, off in zip(inputs, offsets):
-                        late = DeltaBatch.concat([m.view() for m in d._stores[2]])
+                        late = DeltaBatch.concat([m.view() for m in d.capture().dmss])
                         if not len(late):
                             continue
                         rows = out_of[late.rowid + off]
@@ -377,10 +376,10 @@ class TabletMaintenance:
         """History at or before this may be dropped by compactions and UNDO GC.
 
         The ancient history mark, but never past the oldest op the WAL may still replay:
-        replay decides what each op saw from the rowsets' history (see `RowOps._locate`), so that
+        replay decides what each op saw from the rowsets' history (see `RowOps.locate`), so that
         history must outlive the log entries that need it.
         """
-        anchor_ts = self.log.ts_at_or_before(self._anchor_index())
+        anchor_ts = self.log.ts_at_or_before(self.anchor_index())
         ahm = self.ancient_history_mark()
         return ahm if anchor_ts is None else min(ahm, anchor_ts - 1)
 

@@ -144,14 +144,14 @@ class TabletWriter:
         the returned call waits for durability and commits in MVCC. None, having done
         nothing, if an ALTER TABLE switched the schema since `prepare_small`.
         `never_block` (a caller on an event loop): BUSY, having done nothing, instead of
-        sleeping in memory back-pressure (`_admit_write`) or waiting for the write lock
+        sleeping in memory back-pressure (`admit_write`) or waiting for the write lock
         that maintenance holds while it persists metadata."""
         schema, conv, body = prepared
         if never_block:
             if self.admission_would_wait() or not self._write_lock.acquire(blocking=False):
                 return BUSY
         else:
-            self._admit_write()
+            self.admit_write()
             self._write_lock.acquire()
         try:
             if self.schema is not schema:      # an alter_schema ran since the conversion
@@ -192,7 +192,7 @@ class TabletWriter:
         for c in self._key_cols:
             if c.name not in table.column_names:
                 raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
-        self._admit_write()
+        self.admit_write()
         if not pre_bad:
             return self.apply_deferred(WriteOp(op_arr, table))
         # Rows whose values could not even form an Arrow column are reported, and the rest
@@ -235,7 +235,7 @@ class TabletWriter:
             repeat[first_seen] = False
             comps = self._components
             kind = RowOps(comps, self.schema, self._key_cols, self._non_key,
-                          self._mrs_flushed_index)._locate(keys[ins], comps)[0]
+                          self._mrs_flushed_index).locate(keys[ins], comps)[0]
             fails = ins[(kind > 0) | repeat[ins]]
             if len(fails):
                 return int(fails[0]), RowErrorCode.ALREADY_PRESENT.value, "key already present"
@@ -250,12 +250,12 @@ class TabletWriter:
                 + sum(d.dms_memory_bytes() for d in comps.drss))
 
     def admission_would_wait(self) -> bool:
-        """Whether `_admit_write` would slow a write now (in-memory stores past the soft
+        """Whether `admit_write` would slow a write now (in-memory stores past the soft
         limit)."""
         return self.memory_bytes() >= (self.config.memory_limit_bytes
                                        * self.config.memory_soft_fraction)
 
-    def _admit_write(self) -> None:
+    def admit_write(self) -> None:
         """Apply back-pressure before a write when in-memory stores are too large.
 
         Above the soft limit the writer sleeps a little (longer the closer to the limit)

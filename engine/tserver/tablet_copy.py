@@ -130,11 +130,11 @@ class CopySessions:
             tablet = replica.tablet
             tablet.flush_mrs()
             tablet.flush_dms()
-            with tablet._flush_lock:  # no flush or compaction swaps files while we link
-                a = tablet._anchor_index() - 1
+            with tablet.flush_lock:  # no flush or compaction swaps files while we link
+                a = tablet.anchor_index() - 1
                 # the result tracker as of A, in the tablet directory (normally written
                 # when the anchor moved to A+1; here if not yet): linked with the data
-                replica._ckpt.prepare(a)
+                replica.checkpoints.prepare(a)
                 src = tablet.path
                 files = []
                 try:

@@ -187,12 +187,12 @@ class _RaftLogView:
         raise errors.InvalidArgument("a replicated tablet is written through Raft only")
 
     def before_anchor(self, anchor_index: int) -> None:
-        ckpt = self.replica._ckpt
+        ckpt = self.replica.checkpoints
         if ckpt is not None:  # the result tracker as of the new flushed index, on disk
             ckpt.prepare(anchor_index - 1)
 
     def gc(self, anchor_index: int) -> int:
-        ckpt = self.replica._ckpt
+        ckpt = self.replica.checkpoints
         if ckpt is not None:
             ckpt.release(anchor_index - 1)
         self.anchor = anchor_index
@@ -237,9 +237,9 @@ class TabletReplica(RaftHost):
         self._config = config
         self._clock = clock
         tablet = self.tablet = self._open_tablet(os.path.join(directory, "tablet"))
-        applied = tablet._anchor_index() - 1
+        applied = tablet.anchor_index() - 1
         self._view.applied = applied
-        self._ckpt: TrackerCheckpoints | None = None  # set once the log is open (below)
+        self.checkpoints: TrackerCheckpoints | None = None  # set once the log is open (below)
         self.tracker = ResultTracker()
         self._waiters: dict[int, tuple[int, cf.Future]] = {}
         self._inflight: dict[tuple[str, int], cf.Future] = {}
@@ -277,7 +277,7 @@ class TabletReplica(RaftHost):
                     if w is not None:
                         yield e.index, e.timestamp, w[0], w[1], w[2]
                 lo = batch[-1].index + 1
-        self._ckpt, self.tracker, n = TrackerCheckpoints.load(
+        self.checkpoints, self.tracker, n = TrackerCheckpoints.load(
             self.tablet.path, flushed, entries, self._config.fsync)
         if n:
             log.info("tablet %s: %d write entries before the flushed state registered with "
@@ -399,7 +399,7 @@ class TabletReplica(RaftHost):
                 # a duplicate or STALE entry is skipped (result_tracker.py): the same
                 # decision on every replica, from the log prefix alone
                 result, _ = self.tracker.step(e.index, e.timestamp, cid, seq, fi, apply)
-                self._ckpt.note(e.index, e.timestamp, cid, seq, fi, result)
+                self.checkpoints.note(e.index, e.timestamp, cid, seq, fi, result)
                 self._inflight.pop((cid, seq), None)
             elif e.type == ALTER_SCHEMA:
                 result = self._apply_alter(e.body)
@@ -536,7 +536,7 @@ class TabletReplica(RaftHost):
                         raise errors.InvalidArgument(
                             f"key column {c.name!r} missing from the rows")
             # (a newer version: an ALTER_SCHEMA entry is ahead in the log; apply decides)
-            self.tablet._admit_write()  # memory back-pressure, as on the local write path
+            self.tablet.admit_write()  # memory back-pressure, as on the local write path
             body = encode_request(client_id, seq, WriteOp(ops, rows), first_incomplete)
             kind = REPLICATED_WRITE
             if schema_version is not None:

@@ -601,7 +601,7 @@ class TabletServer:
             snap = MvccSnapshot.at(ts) if chosen else ts
         tablet = r.tablet
         _check_version(r, t.get("schema_version"))
-        schema = tablet._components.schema
+        schema = tablet.current_schema
         names = t.get("columns")
         names = schema.names if names is None else list(names)
         preds = [p if isinstance(p, ColumnPredicate) else ColumnPredicate(**p)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 
-from kudusql.spark.env import SparkEnvironmentError, check_environment
+from kudusql.spark.env import SparkEnvironmentError, check_environment, jvm_view
 
 __all__ = ["KudusqlDataSource", "KudusqlWriteError", "SparkEnvironmentError",
            "check_environment", "local_session", "connector_jar", "register",
@@ -67,7 +67,7 @@ def register(spark) -> None:
 
 def jvm_connector_loaded(spark) -> bool:
     """Whether the session's driver can load the JVM connector (its jar on spark.jars)."""
-    jvm = spark.sparkContext._jvm   # PySpark's only door to the JVM (test_seams baseline)
+    jvm = jvm_view(spark.sparkContext)
     try:
         jvm.java.lang.Class.forName("io.kudusql.spark.KudusqlSource", False,
                                     jvm.java.lang.Thread.currentThread()

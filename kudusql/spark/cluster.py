@@ -205,8 +205,10 @@ def tokens_rdd(spark, tokens: Sequence[ScanToken]):
     from pyspark.rdd import RDD
     from pyspark.serializers import CPickleSerializer
 
+    from kudusql.spark.env import jvm_view, scala_spark_context
+
     sc = spark.sparkContext
-    jvm = sc._jvm
+    jvm = jvm_view(sc)
     ser = CPickleSerializer()
     pairs = jvm.java.util.ArrayList()
     for t in tokens:
@@ -218,16 +220,17 @@ def tokens_rdd(spark, tokens: Sequence[ScanToken]):
                                        hosts).toSeq()))
     seq = jvm.scala.jdk.javaapi.CollectionConverters.asScala(pairs).toSeq()
     tag = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("[B"))
-    jrdd = sc._jsc.sc().makeRDD(seq, tag)
+    jrdd = scala_spark_context(sc).makeRDD(seq, tag)
     return RDD(jrdd.toJavaRDD(), sc, ser)
 
 
 def preferred_locations(rdd) -> list[list[str]]:
     """What Spark's scheduler sees as each partition's preferred hosts."""
-    sc = rdd.context
-    jr = rdd._jrdd.rdd()
-    return [list(sc._jsc.sc().getPreferredLocs(jr, i).toList().mkString(",").split(","))
-            if sc._jsc.sc().getPreferredLocs(jr, i).size() else []
+    from kudusql.spark.env import scala_rdd, scala_spark_context
+
+    ssc, jr = scala_spark_context(rdd.context), scala_rdd(rdd)
+    return [list(ssc.getPreferredLocs(jr, i).toList().mkString(",").split(","))
+            if ssc.getPreferredLocs(jr, i).size() else []
             for i in range(rdd.getNumPartitions())]
 
 

@@ -1,4 +1,5 @@
-"""Environment checks for running the PySpark data source (no pyspark import here)."""
+"""Environment checks for running the PySpark data source (no pyspark import here), and
+the three places kudusql reaches PySpark's private handles on the JVM."""
 
 from __future__ import annotations
 
@@ -74,3 +75,22 @@ def check_environment(set_python: bool = True) -> dict:
         raise SparkEnvironmentError(f"{java} is Java {v}; pyspark {pyspark.__version__} "
                                     f"needs Java >= {MIN_JAVA} (set JAVA_HOME)")
     return {"pyspark": pyspark.__version__, "java": java, "java_version": v, "python": py}
+
+
+# -- PySpark's doors to the JVM -------------------------------------------------------------
+# PySpark exposes no public way to call JVM classes or the Scala SparkContext; these three
+# read its private handles, and are the only places kudusql does.
+
+def jvm_view(sc):
+    """The py4j view of the driver's JVM (`SparkContext._jvm`): `jvm.java.util.ArrayList()`."""
+    return sc._jvm
+
+
+def scala_spark_context(sc):
+    """The Scala SparkContext behind a PySpark one (`sc._jsc.sc()`)."""
+    return sc._jsc.sc()
+
+
+def scala_rdd(rdd):
+    """The Scala RDD behind a PySpark RDD (`rdd._jrdd.rdd()`)."""
+    return rdd._jrdd.rdd()

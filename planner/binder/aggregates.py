@@ -18,7 +18,7 @@ from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import Const, function_name
 from planner.expr.folding import constant_value
 from planner.logical import and_all, AvgOf, keycol
-from planner.binder.common import Scope, _ancestors, in_nested_subquery, output_name, position
+from planner.binder.common import Scope, ancestors, in_nested_subquery, output_name, position
 
 AGGREGATES: dict[type, str] = {
     exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
@@ -454,7 +454,7 @@ class AggregateBinding:
         Aggregate's list); any other column is an error (42803)."""
         repl: dict[int, exp.Expression] = dict(subqueries or {})
         for g in list(e.find_all(exp.Grouping)):
-            if in_nested_subquery(g, e) or any(id(x) in repl for x in [*_ancestors(g, e), e]):
+            if in_nested_subquery(g, e) or any(id(x) in repl for x in [*ancestors(g, e), e]):
                 continue
             repl[id(g)] = self._grouping_call(g, scope, groups, grouping)
         for a in list(e.find_all(exp.AggFunc)):
@@ -463,9 +463,9 @@ class AggregateBinding:
             # inside a window call already bound (`sum(count(*)) OVER ()`: the window's
             # argument is an aggregate of the group) or a subquery: not this level's
             if in_nested_subquery(a, e) or any(id(x) in repl for x in
-                                                  [*_ancestors(a, e), e]):
+                                                  [*ancestors(a, e), e]):
                 continue
-            if any(isinstance(x, exp.AggFunc) for x in _ancestors(a, e)):
+            if any(isinstance(x, exp.AggFunc) for x in ancestors(a, e)):
                 raise SqlError("aggregate function calls cannot be nested", "42803",
                                position(self.sql, a))
             if isinstance(a.parent, exp.WithinGroup) and a.parent.this is a:

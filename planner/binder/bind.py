@@ -21,11 +21,12 @@ from planner import logical as L
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import Const, InSubPlan, constant_value, fold_constants, param_scalar
+from planner.expr.located import copy_meta
 from planner.logical import and_all, conjuncts, keycol, refs
 from planner.binder.aggregates import (AggregateBinding, inline_named_windows,
                                        rewrite_filter_clauses)
-from planner.binder.common import Scope, SubqueryRunner, _ancestors, _quoted, _rebuild, position
-from planner.binder.decorrelate import SubqueryBinding, _quantified_query
+from planner.binder.common import Scope, SubqueryRunner, ancestors, quoted_key, rebuild, position
+from planner.binder.decorrelate import SubqueryBinding, quantified_query
 from planner.binder.pg_functions import PgFunctionBinding, pg_rewrites
 from planner.binder.views import expand_views
 
@@ -213,8 +214,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             if not t.alias:
                 t.set("alias", exp.TableAlias(this=exp.to_identifier(t.name)))
             ident = exp.to_identifier(f"{db}${t.name}", quoted=True)
-            if t.this._meta:
-                ident.meta.update(t.this.meta)
+            copy_meta(t.this, ident)
             t.set("this", ident)
             t.set("db", None)
         self.check_tables(ast)
@@ -233,14 +233,14 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                     raise SqlError(f'relation "{name}" does not exist', "42P01",
                                    position(self.sql, args[0] if args else t))
                 cols = [c.name for c in self.catalog.table(name).schema.columns]
-                schema[_quoted(synthetic)] = {_quoted(c): "text" for c in cols + ["is_deleted"]}
+                schema[quoted_key(synthetic)] = {quoted_key(c): "text" for c in cols + ["is_deleted"]}
                 t.set("this", exp.to_identifier(synthetic))
                 if not t.alias:
                     t.set("alias", exp.TableAlias(this=exp.to_identifier("table_changes")))
         for t in ast.find_all(exp.Table):
             name = t.name
             if self.catalog.has_table(name):
-                schema[_quoted(name)] = {_quoted(c): "text"
+                schema[quoted_key(name)] = {quoted_key(c): "text"
                                          for c in declared_columns(self.catalog.table(name))}
         # qualify aliases every unaliased SELECT item, but wraps a scalar subquery in a
         # Subquery alias rather than an exp.Alias, and then fails an assertion when ORDER BY
@@ -284,7 +284,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             # unqualified, and a column of two or more of the tables read: qualify cannot
             # choose (its message says "could not be resolved")
             holders = [t for t in ast.find_all(exp.Table)
-                       if _quoted(name) in (schema or {}).get(_quoted(t.name), {})]
+                       if quoted_key(name) in (schema or {}).get(quoted_key(t.name), {})]
             if node is not None and not node.table and len(holders) > 1:
                 return SqlError(f'column reference "{name}" is ambiguous', "42702",
                                 position(self.sql, node))
@@ -586,7 +586,7 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             term = term.this
         if any(isinstance(a, (exp.Exists, exp.In, exp.Any, exp.All)) or (
                 isinstance(a, exp.Subquery) and not isinstance(a.parent, (exp.From, exp.Join)))
-               for a in _ancestors(refs[0], term)):
+               for a in ancestors(refs[0], term)):
             raise SqlError(f'recursive reference to query "{name}" must not appear within '
                            "a subquery", "42P19", position=position(self.sql, refs[0]))
         if isinstance(term, exp.Select) and (term.args.get("group") or any(
@@ -766,17 +766,17 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
                 # Outside a WHERE conjunct (those become semi / anti joins): an InSubPlan,
                 # the subquery run once per outer tuple it reads, x tested against its rows
                 q = node.args["query"]
-                return InSubPlan(this=_rebuild(node.this, conv), expression=self.subplan(
+                return InSubPlan(this=rebuild(node.this, conv), expression=self.subplan(
                     q.this if isinstance(q, exp.Subquery) else q, scope, "set"))
-            if isinstance(node, (exp.Any, exp.All)) and _quantified_query(node) is not None:
-                return node.__class__(this=self.subplan(_quantified_query(node), scope,
+            if isinstance(node, (exp.Any, exp.All)) and quantified_query(node) is not None:
+                return node.__class__(this=self.subplan(quantified_query(node), scope,
                                                         "array"))
             if isinstance(node, exp.Window):
                 raise FeatureNotSupported("window functions are not supported",
                                           position=position(self.sql, node))
             return None
 
-        return _rebuild(e, conv)
+        return rebuild(e, conv)
 
     def resolve(self, col: exp.Column, scope: Scope) -> str:
         name = col.name

@@ -14,6 +14,7 @@ from sqlglot import exp
 from planner import logical as L
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import function_name
+from planner.expr.located import copy_meta
 
 
 class SubqueryRunner(Protocol):
@@ -43,9 +44,9 @@ def position(sql: str, node: exp.Expression | None) -> int | None:
     functions), else the nearest ancestor's."""
     if node is not None:
         for d in node.walk(bfs=False):
-            m = d.meta if d._meta else {}
-            if "start" in m:
-                return m["start"] + 1
+            start = d.meta_get("start")
+            if start is not None:
+                return start + 1
     while node is not None:
         meta = node.meta if hasattr(node, "meta") else {}
         if "start" in meta:
@@ -62,7 +63,7 @@ def position(sql: str, node: exp.Expression | None) -> int | None:
     return None
 
 
-def _quoted(name: str) -> str:
+def quoted_key(name: str) -> str:
     """A schema-mapping key sqlglot will not case-fold (names are stored exactly)."""
     return '"' + name.replace('"', '""') + '"'
 
@@ -80,7 +81,7 @@ def in_nested_subquery(node: exp.Expression, root: exp.Expression) -> bool:
     return False
 
 
-def _ancestors(node: exp.Expression, root: exp.Expression):
+def ancestors(node: exp.Expression, root: exp.Expression):
     """Parents of `node` up to (excluding) `root`."""
     if node is root:
         return
@@ -122,7 +123,7 @@ def output_name(item: exp.Expression) -> str:
     if isinstance(e, exp.Cast):
         if isinstance(e.this, (exp.Column, exp.Cast)):  # a cast keeps a column's name
             return output_name(e.this)
-        name = _type_name(e.to)
+        name = type_name(e.to)
         return name.rsplit(".", 1)[-1] if name and name != "userdefined" else "?column?"
     if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and \
             len(e.this.expressions) == 1:
@@ -144,7 +145,7 @@ _FUNCTION_NAMES: dict[type, str] = {
 }
 
 
-def _rebuild(e: exp.Expression, conv) -> exp.Expression:
+def rebuild(e: exp.Expression, conv) -> exp.Expression:
     """Copy `e`, replacing nodes for which `conv` returns a node (not descending into them)."""
     r = conv(e)
     if r is not None:
@@ -153,14 +154,15 @@ def _rebuild(e: exp.Expression, conv) -> exp.Expression:
                          if not isinstance(v, (exp.Expression, list))})
     for k, v in e.args.items():
         if isinstance(v, exp.Expression):
-            new.set(k, _rebuild(v, conv))
+            new.set(k, rebuild(v, conv))
         elif isinstance(v, list):
-            new.set(k, [_rebuild(x, conv) if isinstance(x, exp.Expression) else x for x in v])
-    new.meta.update(e.meta) if e._meta else None
+            new.set(k, [rebuild(x, conv) if isinstance(x, exp.Expression) else x for x in v])
+    copy_meta(e, new)
     return new
 
 
-def _type_name(dt: exp.Expression | None) -> str | None:
+def type_name(dt: exp.Expression | None) -> str | None:
+    """The lower-case name of a cast's target type (`regclass`, `int`), None if it has none."""
     if isinstance(dt, exp.ObjectIdentifier):
         return dt.name.lower()
     if isinstance(dt, exp.DataType):

@@ -88,7 +88,7 @@ def _has_lateral_source(sel: exp.Select) -> bool:
     return False
 
 
-def _quantified_query(node: exp.Expression) -> exp.Expression | None:
+def quantified_query(node: exp.Expression) -> exp.Expression | None:
     """The query of `op ANY (subquery)` / `op ALL (subquery)`, else None (an array)."""
     q = node.this
     while isinstance(q, (exp.Subquery, exp.Paren)) and not q.alias:

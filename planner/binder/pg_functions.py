@@ -32,11 +32,12 @@ from planner.expr import (
     list_to_array,
     pg_name,
 )
+from planner.expr.located import copy_meta
 from planner.logical import keycol
 from planner.binder.common import (
     Scope,
-    _rebuild,
-    _type_name,
+    rebuild,
+    type_name,
     need_runner,
     output_name,
     position,
@@ -146,7 +147,7 @@ def _values_node(keys: list[str], arrays: list[pa.Array]) -> L.Node:
 
 
 def _reg_type(dt: exp.Expression | None) -> str | None:
-    name = _type_name(dt)
+    name = type_name(dt)
     return name if name in _REG_TYPES else None
 
 
@@ -186,7 +187,7 @@ def _elementwise(name: str, fns: list[HostFunction]) -> HostFunction:
 
 
 def _is_text_type(dt: exp.Expression | None) -> bool:
-    return _type_name(dt) in ("text", "varchar", "name", "char", "bpchar", "nvarchar",
+    return type_name(dt) in ("text", "varchar", "name", "char", "bpchar", "nvarchar",
                               "nchar")
 
 
@@ -207,8 +208,7 @@ def _builtin_function(fn: exp.Expression) -> exp.Expression:
             new = build(args, KuduSQL())
     except (TypeError, ValueError, IndexError, KeyError, SqlglotError):
         return fn                    # a builder that rejects these arguments: keep the call
-    if fn._meta:
-        new.meta.update(fn.meta)
+    copy_meta(fn, new)
     return new
 
 
@@ -231,11 +231,11 @@ def pg_rewrites(ast: exp.Expression) -> None:
             either = exp.Paren(this=exp.or_(
                 exp.Between(this=x.copy(), low=lo.copy(), high=hi.copy()),
                 exp.Between(this=x.copy(), low=hi.copy(), high=lo.copy())))
-            either.meta.update(b.meta) if b._meta else None
+            copy_meta(b, either)
             b.replace(either)
     for r in list(ast.find_all(exp.RawString)):
         lit = exp.Literal.string(r.this)
-        lit.meta.update(r.meta) if r._meta else None
+        copy_meta(r, lit)
         r.replace(lit)
     for t in list(ast.find_all(exp.Table, exp.Unnest)):
         fn = t if isinstance(t, exp.Unnest) else t.this
@@ -499,7 +499,7 @@ class PgFunctionBinding:
                 fin, fout = lookup(reg), lookup(reg + "out")
                 if fin is None or fout is None:
                     return None
-                value = HostCall(this=reg, expressions=[_rebuild(inner.this, conv)], fn=fin)
+                value = HostCall(this=reg, expressions=[rebuild(inner.this, conv)], fn=fin)
                 return HostCall(this=reg + "out", expressions=[value], fn=fout)
             elem = _array_reg_type(node.args.get("to"))
             if reg is None and elem is not None:
@@ -507,12 +507,12 @@ class PgFunctionBinding:
                 fin, fout = lookup(elem), lookup(elem + "out")
                 if fin is None or fout is None:
                     return None
-                return HostCall(this=elem + "[]", expressions=[_rebuild(inner, conv)],
+                return HostCall(this=elem + "[]", expressions=[rebuild(inner, conv)],
                                 fn=_elementwise(elem + "[]", [fin, fout]))
             if reg is None:
                 return None
             fn = lookup(reg)
-            return HostCall(this=reg, expressions=[_rebuild(inner, conv)], fn=fn) \
+            return HostCall(this=reg, expressions=[rebuild(inner, conv)], fn=fn) \
                 if fn is not None else None
         name = _CATALOG_FUNCTION_NODES.get(type(node))
         args: list[exp.Expression] = []
@@ -525,7 +525,7 @@ class PgFunctionBinding:
         fn = lookup(name)
         if fn is None:
             return None
-        call = HostCall(this=name, expressions=[_rebuild(a, conv) for a in args], fn=fn)
-        call.meta.update(node.meta) if node._meta else None
+        call = HostCall(this=name, expressions=[rebuild(a, conv) for a in args], fn=fn)
+        copy_meta(node, call)
         return call
 

@@ -50,16 +50,18 @@ The package, each module importing only those above it:
     sort         Sort, top-N, Distinct, set operations             (SortOperators)
     aggregates   Aggregate, Window                                 (AggregateOperators)
     core         `Executor`: run / stream a plan, expressions, Scan, Values, Filter, Project,
-                 Limit, scalar subqueries; the operators above are its mixins
+                 Limit, scalar subqueries; the operators above are its mixins; `OPERATORS`,
+                 the table of which `Executor.run_<node>` method runs each plan node
 """
 
 from __future__ import annotations
 
-from planner.executor.core import Executor
+from planner.executor.core import OPERATORS, Executor
 from planner.executor.joins import cross_join, hash_join
-from planner.executor.kernels import _chunked, empty_rows
-from planner.executor.sort import _add_sort_key, distinct
+from planner.executor.kernels import as_chunked, empty_rows
+from planner.executor.sort import add_sort_key, distinct
 
-__all__ = ["Executor", "cross_join", "distinct", "empty_rows", "hash_join"]
-# _chunked (planner.fastpath) and _add_sort_key (tests/planner/test_guard.py) are reached here too
-_SHARED = (_add_sort_key, _chunked)
+# as_chunked (planner.point_read) and add_sort_key (tests/planner/test_guard.py) are reached
+# here too
+__all__ = ["OPERATORS", "Executor", "add_sort_key", "as_chunked", "cross_join", "distinct",
+           "empty_rows", "hash_join"]

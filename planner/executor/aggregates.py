@@ -28,15 +28,15 @@ from planner.errors import SqlError
 from planner import guard as _guard
 from planner.expr import evaluate, pg_name as _pg_name
 from planner.executor.kernels import (
-    _changes,
-    _chunked,
-    _combine_chunks,
+    change_flags,
+    as_chunked,
+    combine_chunks,
     check_hashable,
     common_subexpressions,
     empty_rows,
     hash_key,
 )
-from planner.executor.sort import _add_sort_key, _interval_span
+from planner.executor.sort import add_sort_key, interval_span
 from planner.expr import integer_avg, intervals, list_to_array
 
 
@@ -72,7 +72,7 @@ def _decimal_cumsum(x: pa.Array) -> pa.Array:
         raise SqlError("numeric field overflow in a window sum", "22003") from None
 
 
-def _digits(col, typ: pa.DataType) -> int:
+def decimal_digits_needed(col, typ: pa.DataType) -> int:
     """The decimal precision the values of DECIMAL column `col` need (at least scale + 1)."""
     mm = pc.min_max(col)
     big = max((abs(v.as_py()) for v in (mm["min"], mm["max"]) if v.is_valid),
@@ -119,7 +119,7 @@ def _aggregate_lists(a: L.AggCall, lists) -> pa.Array:
     """`a` (non-DISTINCT form) over each list of a list column (hash_distinct's output):
     one vectorised group_by over the flattened values keyed by list index; an empty list
     (a group without non-NULL values) gives NULL."""
-    lists = _combine_chunks(lists)
+    lists = combine_chunks(lists)
     n = len(lists)
     fn, opts = _HASH_AGG[a.func]
     flat = pa.table({"i": pc.list_parent_indices(lists), "v": pc.list_flatten(lists)})
@@ -162,7 +162,7 @@ def _check_aggregate_arg(func: str, key: str, typ: pa.DataType) -> None:
 def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
     """One aggregate over a whole column (no GROUP BY) -> a one-element array."""
     if a.distinct and a.func not in _DISTINCT_AGG:     # sum/avg(DISTINCT x), ...
-        arr = pc.unique(_combine_chunks(arr))
+        arr = pc.unique(combine_chunks(arr))
     if a.func == "count_star":
         return pa.array([n], pa.int64())
     if a.func == "count":
@@ -171,7 +171,7 @@ def _aggregate_all(a: L.AggCall, arr, n: int) -> pa.Array:
         return pa.array([v.as_py()], pa.int64())
     if a.func == "sum" and pa.types.is_interval(arr.type):
         return _interval_sums(*(pc.sum(c, min_count=1)
-                                for c in _interval_field_sums(_combine_chunks(arr))))
+                                for c in _interval_field_sums(combine_chunks(arr))))
     if a.func == "sum":
         s = pc.sum(arr, min_count=1)
         return pa.array([s.as_py()], s.type)
@@ -274,7 +274,7 @@ def _interval_key(arr) -> pa.Array:
     (span in whole days << 101) + (the rest of the span in microseconds, 0 <= rest < a
     day, << 64) + (months, days as two offset 32-bit words), written straight into the
     256-bit words."""
-    a = _combine_chunks(arr)
+    a = combine_chunks(arr)
     f = intervals.columns(a, len(a))
     span_days = f.months * 30 + f.days + np.floor_divide(f.us, _DAY_US)
     rest = np.mod(f.us, _DAY_US)                        # 0 <= rest < 2**37
@@ -334,7 +334,7 @@ def _hash_results(r: pa.Table, gkeys: list[str], aggs: list, per_list: set,
     """Output columns from the aggregation's result `r` (see _hash_spec)."""
     def result(a):
         if a.key in interval_sums:
-            return _interval_sums(*(_combine_chunks(r.column(f"{a.key}.{f}"))
+            return _interval_sums(*(combine_chunks(r.column(f"{a.key}.{f}"))
                                     for f in _INTERVAL_FIELDS))
         return _aggregate_lists(a, r.column(a.key)) if a.key in per_list \
             else r.column(a.key)
@@ -350,14 +350,14 @@ def _hash_results(r: pa.Table, gkeys: list[str], aggs: list, per_list: set,
 def _same_as_previous(a) -> np.ndarray:
     """For each row after the first: whether it holds the value of the row before it (NULLs
     equal, NaN equal to NaN, intervals by their span as PostgreSQL's = has them)."""
-    a = _combine_chunks(a)
+    a = combine_chunks(a)
     if len(a) < 2:
         return np.zeros(max(len(a) - 1, 0), dtype=bool)
     if isinstance(a.type, pa.ExtensionType):
         a = a.storage
     if pa.types.is_interval(a.type):
         nul = pc.is_null(a).to_numpy(zero_copy_only=False)
-        days, nanos = _interval_span(a)
+        days, nanos = interval_span(a)
         same = _same_as_previous(days) & _same_as_previous(nanos)
         return (same & (nul[1:] == nul[:-1])) | (nul[1:] & nul[:-1])
     cur, prev = a.slice(1), a.slice(0, len(a) - 1)
@@ -407,10 +407,10 @@ def _range_search_space(okey: pa.Array, offset, desc: bool
         ts = okey.cast(pa.timestamp("us"))
 
         def move(sign: int):
-            from planner.expr.temporal import _shift_timestamps
+            from planner.expr.temporal import shift_timestamps
             m, d, us = (sign * offset.months, sign * offset.days,
                         sign * (offset.nanoseconds // 1000))
-            return pc.fill_null(_shift_timestamps(ts, m, d, us).cast(pa.int64()),
+            return pc.fill_null(shift_timestamps(ts, m, d, us).cast(pa.int64()),
                                 0).to_numpy(zero_copy_only=False)
         x = pc.fill_null(ts.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
         return x, move, False
@@ -624,7 +624,7 @@ class AggregateOperators:
         return self.collect(decl.to_reader(use_threads=True))
 
     # -- window functions ------------------------------------------------------------------
-    def _window(self, node: L.Window) -> pa.Table:
+    def run_window(self, node: L.Window) -> pa.Table:
         t = self.run(node.input)
         for c in node.calls:
             t = t.append_column(c.key, self.window_call(c, t))
@@ -636,14 +636,14 @@ class AggregateOperators:
         arithmetic, and the result is put back in the input's row order."""
         n = t.num_rows
         work, sort_keys = {}, []
-        parts = [_chunked(self.eval(e, t), n) for e in c.partition]
-        orders = [_chunked(self.eval(k.expr, t), n) for k in c.order]
+        parts = [as_chunked(self.eval(e, t), n) for e in c.partition]
+        orders = [as_chunked(self.eval(k.expr, t), n) for k in c.order]
         for i, a in enumerate(parts):
             check_hashable(a.type)
             work[f"p{i}"] = a
             sort_keys.append((f"p{i}", "ascending"))
         for i, (k, a) in enumerate(zip(c.order, orders)):
-            _add_sort_key(work, sort_keys, f"o{i}", a, k)
+            add_sort_key(work, sort_keys, f"o{i}", a, k)
         if sort_keys and n:
             idx = self.sort_indices(pa.table(work), sort_keys).to_numpy()
         else:
@@ -653,10 +653,10 @@ class AggregateOperators:
         if n:
             new_part[0] = True
         for a in parts:
-            new_part[1:] |= _changes(a.take(pa.array(idx)))
+            new_part[1:] |= change_flags(a.take(pa.array(idx)))
         new_peer = new_part.copy()
         for a in orders:
-            new_peer[1:] |= _changes(a.take(pa.array(idx)))
+            new_peer[1:] |= change_flags(a.take(pa.array(idx)))
         part_id = np.cumsum(new_part) - 1
         starts = np.flatnonzero(new_part)
         ends = np.append(starts[1:], n)                 # exclusive
@@ -664,7 +664,7 @@ class AggregateOperators:
         peer_id = np.cumsum(new_peer) - 1
         peer_starts = np.flatnonzero(new_peer)
         peer_last = np.append(peer_starts[1:], n) - 1
-        okey = _combine_chunks(orders[0].take(pa.array(idx))) if c.range else None
+        okey = combine_chunks(orders[0].take(pa.array(idx))) if c.range else None
         f = c.func
         if f == "row_number":
             vals = pa.array(pos - row_start + 1)
@@ -673,7 +673,7 @@ class AggregateOperators:
         elif f == "dense_rank":
             vals = pa.array(peer_id - peer_id[row_start] + 1)
         elif f in ("lag", "lead"):
-            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            x = as_chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
             k = 1
             if len(c.args) > 1:
                 k = self.constant(c.args[1])
@@ -693,7 +693,7 @@ class AggregateOperators:
             vals = pa.array(_ntile(self._window_constant(c, 0), pos - row_start,
                                    row_end - row_start), pa.int32())
         elif f in ("first_value", "last_value", "nth_value"):
-            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            x = as_chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
             first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last,
                                         part_id, okey)
             if f == "nth_value":
@@ -713,7 +713,7 @@ class AggregateOperators:
             vals = self._window_aggregate(c, t, idx, part_id, first, last, pos)
         inverse = np.empty(n, dtype=np.int64)
         inverse[idx] = pos
-        return _combine_chunks(vals).take(pa.array(inverse))
+        return combine_chunks(vals).take(pa.array(inverse))
 
     def _window_constant(self, c, i: int):
         """A window function's argument that must be a constant (ntile's bucket count,
@@ -733,7 +733,7 @@ class AggregateOperators:
             valid = np.ones(n, dtype=np.int64)
             x = None
         else:
-            x = _chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            x = as_chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
             _check_aggregate_arg(f, f, x.type)
             valid = pc.is_valid(x).to_numpy(zero_copy_only=False).astype(np.int64)
         nonempty = first <= last
@@ -743,7 +743,7 @@ class AggregateOperators:
         if f in ("sum", "avg") and pa.types.is_interval(x.type):
             # field by field: running sums of months, days and microseconds (int64: a
             # window's total past it is 22008 from intervals.build)
-            fl = intervals.columns(_combine_chunks(x), n)
+            fl = intervals.columns(combine_chunks(x), n)
             keep = np.ones(n, bool) if fl.valid is None else fl.valid
             li, fi = np.maximum(last, 0), np.maximum(first - 1, 0)
             totals = []
@@ -763,7 +763,7 @@ class AggregateOperators:
             elif pa.types.is_integer(x.type):
                 x = x.cast(pa.int64())
             zero = pa.scalar(decimal.Decimal(0) if pa.types.is_decimal(x.type) else 0, x.type)
-            filled = _combine_chunks(pc.fill_null(x, zero))
+            filled = combine_chunks(pc.fill_null(x, zero))
             if pa.types.is_floating(x.type):
                 total = _float_window_sum(filled, first, last, typed=f == "sum")
                 total = pc.if_else(pa.array(count > 0), total, pa.scalar(None, total.type))
@@ -791,7 +791,7 @@ class AggregateOperators:
             return pc.divide(pc.cast(total, pa.float64()),
                              pa.array(np.where(count > 0, count, 1).astype(np.float64)))
         # min / max over dense ranks (any sortable type, decimals and strings included)
-        x = _combine_chunks(x)
+        x = combine_chunks(x)
         if pa.types.is_interval(x.type):
             # Arrow cannot rank intervals: dense ranks of the span (a month as 30 days)
             fl = intervals.columns(x, n)
@@ -832,7 +832,7 @@ class AggregateOperators:
         return pc.if_else(pa.array(~none), vals, pa.scalar(None, x.type))
 
     # -- aggregation -----------------------------------------------------------------------
-    def _aggregate(self, node: L.Aggregate) -> pa.Table:
+    def run_aggregate(self, node: L.Aggregate) -> pa.Table:
         if node.sets is None and node.groups and self._streamable(node.input) and \
                 not any(a.func in _LIST_AGGREGATES for a in node.aggs):
             # GROUP BY over a scan (with filters / projections): its batches stream into
@@ -904,7 +904,7 @@ class AggregateOperators:
 
         def column(k: str, e, m: pa.Table):
             """One input column of the aggregation, evaluated over morsel `m`."""
-            arg = _chunked(evaluate(self.prepare(e, m), m), m.num_rows)
+            arg = as_chunked(evaluate(self.prepare(e, m), m), m.num_rows)
             a = args.get(k)
             if a is not None:
                 _check_aggregate_arg(a.func, a.key, arg.type)
@@ -923,7 +923,7 @@ class AggregateOperators:
 
         def prelude_of(m: pa.Table) -> pa.Table:
             for k, e in prelude:      # shared subexpressions once (Q1's price * (1 - disc))
-                m = m.append_column(k, _chunked(evaluate(self.prepare(e, m), m), m.num_rows))
+                m = m.append_column(k, as_chunked(evaluate(self.prepare(e, m), m), m.num_rows))
             return m
 
         def prepare(m: pa.Table) -> pa.Table:
@@ -937,7 +937,7 @@ class AggregateOperators:
                     cols[k] = cols[k].cast(pa.int8())
             for k in interval_sums:   # sum(interval): its three fields, summed apart
                 for f, c in zip(_INTERVAL_FIELDS, _interval_field_sums(
-                        _combine_chunks(cols.pop(f"{k}$arg")))):
+                        combine_chunks(cols.pop(f"{k}$arg")))):
                     cols[f"{k}$arg.{f}"] = c
             for a in max_aggs:        # max over floats is NaN when a NaN is present
                 arg = cols[f"{a.key}$arg"]
@@ -983,7 +983,7 @@ class AggregateOperators:
             out = pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs, interval_sums))
         for k in interval_extremes:
             i = out.schema.get_field_index(k)
-            out = out.set_column(i, k, _interval_from_key(_combine_chunks(out.column(k))))
+            out = out.set_column(i, k, _interval_from_key(combine_chunks(out.column(k))))
         for k in real_sums:
             col = out.column(k)
             as_real = col.cast(pa.float32(), safe=False)
@@ -1008,7 +1008,7 @@ class AggregateOperators:
                 ("$row", "hash_list", None, "$rows")]
             r = self.aggregate_plan(work, gkeys, spec, None)
             out = _hash_results(r, gkeys, others, per_list, max_aggs, interval_sums)
-            rows, groups = _combine_chunks(r.column("$rows")), r.num_rows
+            rows, groups = combine_chunks(r.column("$rows")), r.num_rows
         else:
             out = {a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg is not None
                                          else None, n) if a.key not in interval_sums
@@ -1030,13 +1030,13 @@ class AggregateOperators:
         """One array_agg / list_agg: the values sorted by (group, ORDER BY keys), DISTINCT
         ones (sorted by the value when there is no ORDER BY) kept once, list_agg's NULLs
         dropped; a group left without values is NULL."""
-        vals = _combine_chunks(work[f"{a.key}$arg"])
+        vals = combine_chunks(work[f"{a.key}$arg"])
         keys: dict = {"$g": pa.array(group)}
         sort_keys: list = [("$g", "ascending")]
         order = a.order or ((L.SortKey(None),) if a.distinct else ())
         for i, k in enumerate(order):
-            col = vals if k.expr is None else _combine_chunks(work[f"{a.key}$ord{i}"])
-            _add_sort_key(keys, sort_keys, f"$o{i}", col, k)
+            col = vals if k.expr is None else combine_chunks(work[f"{a.key}$ord{i}"])
+            add_sort_key(keys, sort_keys, f"$o{i}", col, k)
         if len(sort_keys) > 1 or groups > 1:
             perm = self.sort_indices(pa.table(keys), sort_keys)
             vals, group = vals.take(perm), group[perm.to_numpy()]

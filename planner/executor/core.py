@@ -1,6 +1,6 @@
 """The `Executor`: runs (`run_output`) or streams (`stream_output`) a logical plan over the
-catalog, dispatching on node type; evaluates expressions in morsels under the statement's
-QueryGuard; runs Scan (engine scans, residual filters, point lookups), Values, Series
+catalog, dispatching on node type through `OPERATORS` (node class -> `Executor.run_<node>`,
+at the end of this file); evaluates expressions in morsels under the statement's QueryGuard; runs Scan (engine scans, residual filters, point lookups), Values, Series
 (generate_series, made and streamed a morsel at a time), Filter,
 Project and Limit itself, and scalar subqueries once (`SubqueryRef`). Joins, sorting / set
 operations and aggregation / windows are its mixins (see the package docstring).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -25,19 +25,19 @@ from planner import guard as _guard
 from planner.expr import Const, IntegerAvg, evaluate, evaluate_filter
 from planner.guard import QueryGuard
 from planner.executor.kernels import (
-    _array_nbytes,
-    _chunked,
+    array_nbytes,
+    as_chunked,
     concat_tables,
     empty_rows,
     slice_rows,
-    _join_parts,
+    join_parts,
     NodeStats,
-    _table_nbytes,
+    table_nbytes,
 )
 from planner.executor.joins import JoinOperators
 from planner.executor import runtime_filters
-from planner.executor.sort import SortOperators, _concat_promote
-from planner.executor.aggregates import AggregateOperators, _digits
+from planner.executor.sort import SortOperators, concat_promote
+from planner.executor.aggregates import AggregateOperators, decimal_digits_needed
 
 
 def served_by(per_tablet: dict) -> list[str]:
@@ -105,10 +105,9 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         self.guard.check()
         held = self.guard.held
         t0 = time.perf_counter()
-        fn = getattr(self, "_" + type(node).__name__.lower())
-        result = fn(node)
+        result = OPERATORS[type(node)](self, node)
         # the inputs are released, the result is held until the parent is done with it
-        self.guard.hold(held + _table_nbytes(result))
+        self.guard.hold(held + table_nbytes(result))
         st = self.stats.setdefault(id(node), NodeStats())
         st.rows += result.num_rows
         st.seconds += time.perf_counter() - t0
@@ -139,8 +138,8 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                     # the sum's declared DECIMAL(38, s) leaves the quotient no digits for
                     # its scale (6); typed by the digits the sums have, avg keeps at least
                     # 16 significant digits, as PostgreSQL's does
-                    s = exp.Cast(this=s, to=exp.DataType.build(
-                        f"decimal({_digits(table.column(s.name), typ)}, {typ.scale})"))
+                    digits = decimal_digits_needed(table.column(s.name), typ)
+                    s = exp.Cast(this=s, to=exp.DataType.build(f"decimal({digits}, {typ.scale})"))
                     c = exp.Cast(this=c, to=exp.DataType.build("decimal(19, 0)"))
                 return exp.Div(this=s, expression=exp.Nullif(this=c, expression=exp.Literal.number(0)))
             return n
@@ -161,9 +160,9 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         for start in range(0, n, step):
             self.guard.check()
             a = fn(e, slice_rows(t, start, step))
-            self.guard.charge(_array_nbytes(a))
+            self.guard.charge(array_nbytes(a))
             parts.append(a)
-        return _join_parts(parts)
+        return join_parts(parts)
 
     def filter_table(self, t: pa.Table, cond: exp.Expression) -> pa.Table:
         """The rows of `t` that satisfy `cond`, a morsel at a time."""
@@ -176,7 +175,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             self.guard.check()
             m = slice_rows(t, start, step)
             part = m.filter(evaluate_filter(cond, m))
-            self.guard.charge(_table_nbytes(part))
+            self.guard.charge(table_nbytes(part))
             parts.append(part)
         return concat_tables(parts)
 
@@ -261,7 +260,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         raise SqlError(f"cannot use {type(v).__name__} as a snapshot time", "22023")
 
     # -- leaves ----------------------------------------------------------------------------
-    def _scan(self, node: L.Scan) -> pa.Table:
+    def run_scan(self, node: L.Scan) -> pa.Table:
         table = self.catalog.table(node.table)
         keys = [node.key(c) for c in node.columns]
         if self.schema_only:
@@ -413,7 +412,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 yield b
         elif isinstance(node, L.Project):
             for b in self._stream(node.input):
-                arrays = [_chunked(self.eval(e, b), b.num_rows) for _, e in node.items]
+                arrays = [as_chunked(self.eval(e, b), b.num_rows) for _, e in node.items]
                 out = pa.RecordBatch.from_arrays(
                     [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
                      for a in arrays], names=[k for k, _ in node.items])
@@ -437,7 +436,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             finally:
                 gen.close()
 
-    def _series(self, node: L.Series) -> pa.Table:
+    def run_series(self, node: L.Series) -> pa.Table:
         batches = []
         for b in self._series_batches(node):
             self.guard.charge(b.nbytes)
@@ -459,30 +458,30 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 cols.append(pa.array(idx + 1, pa.int64()))
             yield pa.RecordBatch.from_arrays(cols, names=list(node.keys))
 
-    def _values(self, node: L.Values) -> pa.Table:
+    def run_values(self, node: L.Values) -> pa.Table:
         if not node.keys:
             return empty_rows(len(node.rows))
         one = empty_rows(1)
         cols = []
         for j, k in enumerate(node.keys):
             parts = [self.eval(r[j], one) for r in node.rows]
-            cols.append(_concat_promote(parts, k))
+            cols.append(concat_promote(parts, k))
         return pa.table(dict(zip(node.keys, cols)))
 
     # -- row operators ---------------------------------------------------------------------
-    def _filter(self, node: L.Filter) -> pa.Table:
+    def run_filter(self, node: L.Filter) -> pa.Table:
         t = self.run(node.input)
         return self.filter_table(t, node.condition)
 
-    def _project(self, node: L.Project) -> pa.Table:
+    def run_project(self, node: L.Project) -> pa.Table:
         t = self.run(node.input)
         arrays = [self.eval(e, t) for _, e in node.items]
         if not arrays:
             return empty_rows(t.num_rows)
-        return pa.Table.from_arrays([_chunked(a, t.num_rows) for a in arrays],
+        return pa.Table.from_arrays([as_chunked(a, t.num_rows) for a in arrays],
                                     names=[k for k, _ in node.items])
 
-    def _limit(self, node: L.Limit) -> pa.Table:
+    def run_limit(self, node: L.Limit) -> pa.Table:
         t = self.run(node.input)
         end = t.num_rows if node.limit is None else min(t.num_rows, node.offset + node.limit)
         return slice_rows(t, node.offset, max(0, end - node.offset))
@@ -508,3 +507,23 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         self._needed[id(node)] = needed
         return needed
 
+
+# The operator table: which method runs each logical plan node (`Executor.run` dispatches
+# on the node's exact class). A node class missing here is a planner bug (KeyError).
+OPERATORS: dict[type[L.Node], Callable[[Executor, Any], pa.Table]] = {
+    L.Scan: Executor.run_scan,
+    L.Values: Executor.run_values,
+    L.Series: Executor.run_series,
+    L.Filter: Executor.run_filter,
+    L.Project: Executor.run_project,
+    L.Limit: Executor.run_limit,
+    L.Join: Executor.run_join,                      # joins.py
+    L.MultiJoin: Executor.run_multijoin,            # joins.py
+    L.Sort: Executor.run_sort,                      # sort.py
+    L.Distinct: Executor.run_distinct,              # sort.py
+    L.SetOp: Executor.run_setop,                    # sort.py
+    L.RecursiveUnion: Executor.run_recursiveunion,  # sort.py
+    L.WorkTable: Executor.run_worktable,            # sort.py
+    L.Aggregate: Executor.run_aggregate,            # aggregates.py
+    L.Window: Executor.run_window,                  # aggregates.py
+}

@@ -21,8 +21,8 @@ from planner.logical import output_keys, refs
 from planner.errors import SqlError
 from planner import guard as _guard
 from planner.guard import QueryGuard
-from planner.executor.kernels import (_chunked, check_hashable, concat_tables, empty_rows,
-                                      hash_key, NodeStats, _table_nbytes)
+from planner.executor.kernels import (as_chunked, check_hashable, concat_tables, empty_rows,
+                                      hash_key, NodeStats, table_nbytes)
 from planner.executor import runtime_filters as _rf
 
 
@@ -137,7 +137,7 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
     probed and while the output grows."""
     ln, rn = [], []
     for i, (a, b) in enumerate(zip(lk, rk)):
-        a, b = _chunked(a, left.num_rows), _chunked(b, right.num_rows)
+        a, b = as_chunked(a, left.num_rows), as_chunked(b, right.num_rows)
         common = _common_key_type(a.type, b.type)
         if common is not None:
             # integers beyond 2**53 compared with a double round, as in PostgreSQL (int8 =
@@ -308,7 +308,7 @@ def cross_join(left: pa.Table, right: pa.Table, check_cancel=None, chunk_filter=
             if chunk_filter is not None:
                 out = chunk_filter(out)
             if guard is not None:
-                guard.charge(_table_nbytes(out))
+                guard.charge(table_nbytes(out))
             parts.append(out)
     return concat_tables(parts) if len(parts) != 1 else parts[0]
 
@@ -318,7 +318,7 @@ class JoinOperators:
     Mixed into planner.executor.Executor."""
 
     # -- joins -----------------------------------------------------------------------------
-    def _join(self, node: L.Join) -> pa.Table:
+    def run_join(self, node: L.Join) -> pa.Table:
         if node.kind == "semi" and isinstance(node.left, L.MultiJoin) and node.left_keys and \
                 self.estimate_rows(node.right) < self.estimate_rows(node.left):
             # Semi-join reduction: run the subquery side first; if it is smaller than the
@@ -661,7 +661,7 @@ class JoinOperators:
                          f" ({A.table.num_rows} probe x {B.table.num_rows} build, "
                          f"{(time.perf_counter() - t0) * 1000:.1f} ms)")
             # the two inputs are dropped now: only the join's result stays held
-            self.guard.release(_table_nbytes(A.table) + _table_nbytes(B.table))
+            self.guard.release(table_nbytes(A.table) + table_nbytes(B.table))
             comps = [c for i, c in enumerate(comps) if i not in (a, b)] + [_Comp(t, merged)]
         if self.analyze:
             self.stats.setdefault(id(node), NodeStats()).detail.extend(order)

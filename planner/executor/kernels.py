@@ -98,13 +98,14 @@ def common_subexpressions(exprs: list[exp.Expression]
     return prelude, [e.transform(sub) for e in exprs]
 
 
-def _combine_chunks(a):
+def combine_chunks(a):
+    """A ChunkedArray as one Array (anything else as it is)."""
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
-def _changes(a) -> np.ndarray:
+def change_flags(a) -> np.ndarray:
     """For sorted values: True where a row differs from the previous one (NULLs equal)."""
-    a = _combine_chunks(a)
+    a = combine_chunks(a)
     if len(a) < 2:
         return np.zeros(max(len(a) - 1, 0), dtype=bool)
     cur, prev = a.slice(1), a.slice(0, len(a) - 1)
@@ -115,7 +116,7 @@ def _changes(a) -> np.ndarray:
     return diff.to_numpy(zero_copy_only=False)
 
 
-def _table_nbytes(t) -> int:
+def table_nbytes(t) -> int:
     """Bytes of Arrow buffers `t` keeps alive (shared buffers counted once per column)."""
     try:
         return t.get_total_buffer_size()
@@ -123,7 +124,8 @@ def _table_nbytes(t) -> int:
         return 0
 
 
-def _array_nbytes(a) -> int:
+def array_nbytes(a) -> int:
+    """Bytes of Arrow buffers a Value keeps alive (0 for a Scalar)."""
     if isinstance(a, pa.Scalar):
         return 0
     try:
@@ -132,7 +134,7 @@ def _array_nbytes(a) -> int:
         return a.nbytes
 
 
-def _join_parts(parts: list):
+def join_parts(parts: list):
     """Per-morsel results -> one ChunkedArray (a morsel typed NULL, e.g. all-NULL CASE
     arms, takes the others' type)."""
     chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else
@@ -145,7 +147,8 @@ def _join_parts(parts: list):
     return pa.chunked_array(chunks, type=types.pop() if types else pa.null())
 
 
-def _chunked(a, n: int):
+def as_chunked(a, n: int):
+    """An expression's Value over `n` rows as an Array / ChunkedArray (a Scalar repeated)."""
     if isinstance(a, pa.Scalar):
         return pa.repeat(a, n)
     return a
@@ -189,6 +192,6 @@ def _interval_span(a):
     return intervals.build(intervals.Fields(np.zeros(len(a), np.int64), days, us, f.valid))
 
 
-def _hash_keys(t: pa.Table) -> pa.Table:
+def hash_keys(t: pa.Table) -> pa.Table:
     """Every column of `t` as a hash key (floats: -0.0 -> 0.0)."""
     return pa.Table.from_arrays([hash_key(c) for c in t.columns], names=t.column_names)

@@ -17,8 +17,8 @@ from planner import logical as L
 from planner.errors import SqlError
 from planner.expr import ArrayType, parse_array_literal, pg_name as _pg_type
 from planner import guard as _guard
-from planner.executor.kernels import (_combine_chunks, check_hashable, concat_tables,
-                                      empty_rows, _hash_keys, slice_rows, _table_nbytes,
+from planner.executor.kernels import (combine_chunks, check_hashable, concat_tables,
+                                      empty_rows, hash_keys, slice_rows, table_nbytes,
                                       take_rows)
 from planner.executor.joins import hash_join
 
@@ -26,13 +26,13 @@ from planner.executor.joins import hash_join
 def _sortable_numpy(a) -> np.ndarray:
     """A numeric/temporal column as numbers that order as its values do (NULLs as 0:
     the NULL flag column sorts them)."""
-    a = _combine_chunks(a)
+    a = combine_chunks(a)
     if not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
         a = a.view(pa.int32() if a.type.bit_width == 32 else pa.int64())
     return pc.fill_null(a, 0).to_numpy(zero_copy_only=False)
 
 
-def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> None:
+def add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> None:
     """Sort columns for one ORDER BY key with PostgreSQL's NULL order (last for ASC, first
     for DESC, unless NULLS FIRST/LAST): a NULL flag column first when there are NULLs."""
     nulls_first = k.nulls_first if k.nulls_first is not None else k.desc
@@ -49,7 +49,7 @@ def _add_sort_key(work: dict, sort_keys: list, name: str, arr, k: L.SortKey) -> 
     if pa.types.is_interval(arr.type):
         # Arrow cannot sort MonthDayNano; PostgreSQL orders intervals by their span with a
         # month as 30 days: (whole days, nanoseconds within the day) after normalising
-        days, nanos = _interval_span(arr)
+        days, nanos = interval_span(arr)
         work[f"{name}$days"] = days
         sort_keys.append((f"{name}$days", "descending" if k.desc else "ascending"))
         arr = nanos
@@ -82,7 +82,7 @@ def _array_rank(arr) -> pa.Array:
     return ranks.take(pc.index_in(a.storage, value_set=dictionary))
 
 
-def _interval_span(arr) -> tuple[pa.Array, pa.Array]:
+def interval_span(arr) -> tuple[pa.Array, pa.Array]:
     """MonthDayNano intervals -> (days, ns within the day) int64 arrays, months as 30 days:
     ordering by the pair is PostgreSQL's interval order (a span in int64 nanoseconds would
     overflow after ~292 years). Read from the values buffer (16 bytes a value), vectorised."""
@@ -98,7 +98,7 @@ def _not_distinct_key(a) -> tuple:
     """A join key column as (values with NULLs replaced, is NULL): equal pairs mean IS NOT
     DISTINCT FROM. The replacement is one fixed value of the type (the same on both sides
     of the join; only the flag tells NULLs apart)."""
-    a = _combine_chunks(a)
+    a = combine_chunks(a)
     if pa.types.is_null(a.type):
         a = a.cast(pa.int8())
     flags = pc.is_null(a)
@@ -128,14 +128,14 @@ def _setop_types(left: pa.Table, right: pa.Table, keys: list[str]
             if t is None:
                 raise SqlError(f"UNION/INTERSECT/EXCEPT types {_pg_type(a.type)} and "
                                f"{_pg_type(b.type)} cannot be matched", "42804")
-            a = a if a.type == t else _cast(_combine_chunks(a), t, None)
-            b = b if b.type == t else _cast(_combine_chunks(b), t, None)
+            a = a if a.type == t else _cast(combine_chunks(a), t, None)
+            b = b if b.type == t else _cast(combine_chunks(b), t, None)
         lcols.append(a)
         rcols.append(b)
     return (pa.Table.from_arrays(lcols, names=keys), pa.Table.from_arrays(rcols, names=keys))
 
 
-def _concat_promote(parts: list, name: str) -> pa.Array:
+def concat_promote(parts: list, name: str) -> pa.Array:
     """One VALUES column from its rows' values: the common type by the expression rules
     (1 and 1.5 give DECIMAL, as in PostgreSQL), 42804 when there is none."""
     from planner.expr import cast as _cast, supertype as _supertype
@@ -158,9 +158,9 @@ def _occurrences(t: pa.Table, keys: list[str]) -> pa.Array:
     n = t.num_rows
     k = t.select(keys)
     if _needs_hash_keys(k.schema):
-        k = _hash_keys(k)
+        k = hash_keys(k)
     k = k.append_column("$row", pa.array(np.arange(n, dtype=np.int64)))
-    lists = _combine_chunks(k.group_by(keys, use_threads=False).aggregate(
+    lists = combine_chunks(k.group_by(keys, use_threads=False).aggregate(
         [("$row", "list")]).column("$row_list"))
     rows = pc.list_flatten(lists).to_numpy()
     parent = pc.list_parent_indices(lists).to_numpy()
@@ -185,7 +185,7 @@ def _cast_columns(t: pa.Table, types: list[pa.DataType], keys: list[str]) -> pa.
     for i, (c, typ) in enumerate(zip(t.columns, types)):
         if c.type != typ and not pa.types.is_null(typ):
             try:                             # (a value out of range: the cast's 22003)
-                c = _cast(_combine_chunks(c), typ, None)
+                c = _cast(combine_chunks(c), typ, None)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
                 raise SqlError(f"recursive query column {i + 1} has type {_pg_type(typ)} in "
                                f"its non-recursive term but type {_pg_type(c.type)} in its "
@@ -206,7 +206,7 @@ def distinct(t: pa.Table) -> pa.Table:
     for f in t.schema:
         check_hashable(f.type)
     if _needs_hash_keys(t.schema):
-        t = _hash_keys(t)
+        t = hash_keys(t)
     r = t.group_by(t.column_names, use_threads=True).aggregate([])
     return r.select(t.column_names)
 
@@ -215,7 +215,7 @@ class SortOperators:
     """Sort (sample sort, top-N), Distinct and set operations.
     Mixed into planner.executor.Executor."""
 
-    def _distinct(self, node: L.Distinct) -> pa.Table:
+    def run_distinct(self, node: L.Distinct) -> pa.Table:
         t = self.run(node.input)
         return self.distinct(t)
 
@@ -225,17 +225,17 @@ class SortOperators:
         for f in t.schema:
             check_hashable(f.type)
         # -0.0 and 0.0 are one value, as in the one-call distinct()
-        prepare = _hash_keys if _needs_hash_keys(t.schema) else None
+        prepare = hash_keys if _needs_hash_keys(t.schema) else None
         return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
 
-    def _sort(self, node: L.Sort) -> pa.Table:
+    def run_sort(self, node: L.Sort) -> pa.Table:
         t = self.run(node.input)
         if t.num_rows <= 1:
             return t
         work: dict = {}
         sort_keys: list = []
         for i, k in enumerate(node.keys):
-            _add_sort_key(work, sort_keys, f"s{i}", self.eval(k.expr, t), k)
+            add_sort_key(work, sort_keys, f"s{i}", self.eval(k.expr, t), k)
         keys_table = pa.table(work)
         if node.limit is not None and node.limit < t.num_rows // 8:
             idx = self._top_k(keys_table, node.limit, sort_keys)
@@ -334,12 +334,12 @@ class SortOperators:
         for start in range(0, len(idx), step):
             self.guard.check()
             part = take_rows(t, idx.slice(start, step))
-            self.guard.charge(_table_nbytes(part))
+            self.guard.charge(table_nbytes(part))
             parts.append(part)
         return concat_tables(parts)
 
     # -- set operations --------------------------------------------------------------------
-    def _recursiveunion(self, node: L.RecursiveUnion) -> pa.Table:
+    def run_recursiveunion(self, node: L.RecursiveUnion) -> pa.Table:
         """WITH RECURSIVE (L.RecursiveUnion): step after step, the recursive term over the
         rows the last step added (its WorkTable reads `self._work[ref]`), each step's rows
         cast to the anchor's column types; UNION keeps a row only the first time it is
@@ -355,7 +355,7 @@ class SortOperators:
         work = first
         rkeys = L.output_keys(node.recursive)
         while work.num_rows:
-            self.guard.charge(_table_nbytes(work))
+            self.guard.charge(table_nbytes(work))
             self._work[node.ref] = work
             step = _cast_columns(self.run(node.recursive).select(rkeys), types, node.keys)
             if not node.all and step.num_rows:
@@ -370,11 +370,11 @@ class SortOperators:
         self._work.pop(node.ref, None)
         return concat_tables(parts)
 
-    def _worktable(self, node: L.WorkTable) -> pa.Table:
+    def run_worktable(self, node: L.WorkTable) -> pa.Table:
         work = self._work[node.ref]
         return pa.Table.from_arrays(work.columns, names=node.keys)
 
-    def _setop(self, node: L.SetOp) -> pa.Table:
+    def run_setop(self, node: L.SetOp) -> pa.Table:
         left = self.run(node.left)
         right = self.run(node.right)
         left, right = _setop_types(left, right, node.keys)

@@ -6,7 +6,7 @@ per row. Every operator is one or a few `pyarrow.compute` kernels (or numpy, for
 arithmetic) over whole columns; no Python code runs per row, with one exception below.
 
     evaluate(node, batch)
-      └── _eval(node, ctx) ── _HANDLERS[type(node)](node, ctx) ──> Value
+      └── eval_node(node, ctx) ── HANDLERS[type(node)](node, ctx) ──> Value
             Value = pa.Scalar (a constant: literals and whatever only depends on them)
                   | pa.Array | pa.ChunkedArray (one element per row)
 
@@ -88,9 +88,9 @@ file layering test fails on a cycle):
     interval_values  interval text in and out, one interval as (months, days, us)
     intervals  interval columns as numpy fields: ± * /, justify, text in and out
     timezones  the session's TimeZone, zone names, local time <-> instants
-    core       the dispatch registry (`_handles`, `_eval`), evaluate / evaluate_filter,
+    core       the dispatch registry (`handles`, `eval_node`), evaluate / evaluate_filter,
                Const, leaves (columns, literals), functions sqlglot leaves anonymous
-    casts      CAST: the (kind, kind) -> function table `_CASTS`
+    casts      CAST: the (kind, kind) -> function table `CASTS`
     coerce     operands of a comparison or a CASE to one type; function-argument checks
     decimals   decimal128/256 arithmetic kernels (rounding, shrinking, the per-row quotient)
     temporal   dates, timestamps and intervals; EXTRACT, DATE_TRUNC, now()
@@ -105,8 +105,8 @@ file layering test fails on a cycle):
     render     the SQL text of Const, SubPlan, InSubPlan, HostCall and the plan's own
                AvgOf / SubqueryRef: registered once on sqlglot's Generator
 
-A module adds to the registries it extends (`_HANDLERS` through `@_handles`, `_CASTS`,
-`_ANONYMOUS`) when imported; this package imports them all.
+A module adds to the registries it extends (`HANDLERS` through `@handles`, `CASTS`,
+`ANONYMOUS`) when imported; this package imports them all.
 """
 
 from __future__ import annotations
@@ -135,8 +135,7 @@ from planner.expr import (  # noqa: F401 - imported for their registrations
     timezones,
 )
 from planner.expr.arrays import array_text, array_to_list, list_to_array, parse_array_literal
-from planner.expr.casts import _arrow_type as arrow_type
-from planner.expr.casts import _cast as cast
+from planner.expr.casts import arrow_type, cast
 from planner.expr.core import Const, column_key, evaluate, evaluate_filter
 from planner.expr.folding import (
     coerce_literal_to,

@@ -29,17 +29,17 @@ from planner.expr.sqltypes import (
     supertype,
     wrap_array,
 )
-from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _HANDLERS, _handles, _no_function
-from planner.expr.casts import _cast, _CASTS, _first_valid_text
-from planner.expr.coerce import _coerce_pair, _const_arg, _string_arg, _text, _unify, _widen
+from planner.expr.core import ANONYMOUS, EvalContext, eval_node, HANDLERS, handles, no_function
+from planner.expr.casts import cast, CASTS, first_valid_text
+from planner.expr.coerce import coerce_pair, const_arg, string_arg, as_text, unify, widen
 
 
-@_handles(exp.DPipe)
-def _dpipe(node: exp.DPipe, ctx: _Ctx) -> Value:
-    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+@handles(exp.DPipe)
+def _dpipe(node: exp.DPipe, ctx: EvalContext) -> Value:
+    a, b = eval_node(node.this, ctx), eval_node(node.expression, ctx)
     if "list" in (kind_of(a.type), kind_of(b.type)):
         return _array_cat(a, node.this, b, node.expression, node)
-    a, b = _text(a, node.this), _text(b, node.expression)
+    a, b = as_text(a, node.this), as_text(b, node.expression)
     return pc.binary_join_element_wise(a, b, "")
 
 
@@ -109,7 +109,7 @@ def _list_lengths(arr: pa.Array) -> np.ndarray:
         .astype(np.int64)
 
 
-def _as_array(v: Value) -> Value:
+def as_array_value(v: Value) -> Value:
     """Arrow list Value -> ArrayType Value."""
     if isinstance(v.type, ArrayType):
         return v
@@ -126,7 +126,7 @@ def _text_to_list(text: pa.Array, elem: pa.DataType, node: exp.Expr | None) -> p
         keep = pc.invert(pc.take(empty, pc.list_parent_indices(parts)))
         items = pc.utf8_trim_whitespace(pc.list_flatten(parts).filter(keep))
         if pc.any(pc.equal(items, "")).as_py():
-            raise error_at(f'malformed array literal: "{_first_valid_text(text)}"', "22P02",
+            raise error_at(f'malformed array literal: "{first_valid_text(text)}"', "22P02",
                        node)
         items = pc.if_else(pc.equal(pc.utf8_upper(items), "NULL"), null_of(pa.string()),
                            items)
@@ -140,7 +140,7 @@ def _text_to_list(text: pa.Array, elem: pa.DataType, node: exp.Expr | None) -> p
             lengths_list.append(len(elems))
             flat.extend(elems)
         lengths, items = np.array(lengths_list, dtype=np.int64), pa.array(flat, pa.string())
-    return _list_from_parts(lengths, _cast(items, elem, node), pc.is_null(text))
+    return _list_from_parts(lengths, cast(items, elem, node), pc.is_null(text))
 
 
 def _as_list(v: Value, node: exp.Expr | None = None) -> Value:
@@ -158,12 +158,12 @@ def array_to_list(v: Value) -> Value:
 
 def list_to_array(v: Value) -> Value:
     """An Arrow list Value as an array Value (ArrayType)."""
-    return _as_array(v)
+    return as_array_value(v)
 
 
 def _parse_array_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     """Text -> array (PostgreSQL's array input, to a canonical text form)."""
-    return _as_array(per_array(lambda a: _text_to_list(a, to.value_type, node), v))
+    return as_array_value(per_array(lambda a: _text_to_list(a, to.value_type, node), v))
 
 
 _NEEDS_QUOTES = r'^$|[{}",\\\s]|^[Nn][Uu][Ll][Ll]$'
@@ -180,7 +180,7 @@ def array_text(v: Value) -> Value:
         if kind_of(elems.type) == "bool":
             texts = pc.if_else(elems, "t", "f")
         else:
-            texts = _cast(elems, pa.string(), None)
+            texts = cast(elems, pa.string(), None)
         escaped = pc.replace_substring_regex(texts, pattern=r'(["\\])', replacement=r"\\\1")
         quoted = pc.binary_join_element_wise('"', escaped, '"', "")
         texts = pc.fill_null(pc.if_else(pc.match_substring_regex(texts, _NEEDS_QUOTES),
@@ -201,14 +201,14 @@ def _map_elements(v: Value, fn: Callable[[pa.Array], pa.Array]) -> Value:
 def _list_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     if isinstance(v.type, ArrayType) and v.type.value_type == to.value_type:
         return v
-    return _as_array(_map_elements(v, lambda a: _cast(a, to.value_type, node)))
+    return as_array_value(_map_elements(v, lambda a: cast(a, to.value_type, node)))
 
 
 def _array_operand(v: Value, node: exp.Expr, elem: pa.DataType | None, what: str) -> Value:
     """`v` as an array: an unknown literal or untyped text parameter is an array literal."""
     k = kind_of(v.type)
     if k == "list":
-        return _as_array(v)
+        return as_array_value(v)
     t = ArrayType(elem if elem is not None and kind_of(elem) not in ("null", "list")
                   else pa.string())
     if k == "null":
@@ -218,7 +218,7 @@ def _array_operand(v: Value, node: exp.Expr, elem: pa.DataType | None, what: str
     raise error_at(f"{what} requires array on right side", "42809", node)
 
 
-def _list_equality(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr, op: str,
+def array_equality(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr, op: str,
                    node: exp.Expr) -> Value:
     """Array = / <> array (compared by their canonical text forms)."""
     if kind_of(a.type) != "list" and (is_unknown_literal(a_node) or kind_of(a.type) == "null"):
@@ -228,11 +228,11 @@ def _list_equality(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr, op: s
     if kind_of(a.type) != "list" or kind_of(b.type) != "list" or op not in ("=", "<>"):
         raise error_at(f"operator does not exist: {pg_name(a.type)} {op} {pg_name(b.type)}",
                    "42883", node)
-    eq = pc.equal(array_text(_as_array(a)), array_text(_as_array(b)))
+    eq = pc.equal(array_text(as_array_value(a)), array_text(as_array_value(b)))
     return eq if op == "=" else pc.invert(eq)
 
 
-def _is_quantifier(node: exp.Expr) -> bool:
+def is_quantifier(node: exp.Expr) -> bool:
     """ANY (...) / SOME (...) / ALL (...) on the right of a comparison (sqlglot reads
     `ALL (array)` as a function call)."""
     return isinstance(node, (exp.Any, exp.All)) or (
@@ -240,7 +240,8 @@ def _is_quantifier(node: exp.Expr) -> bool:
         and len(node.expressions) == 1)
 
 
-def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) -> Value:
+def quantified_comparison(node: exp.Binary, ctx: EvalContext, op: str,
+                          fn: Callable[..., Value]) -> Value:
     """x op ANY (array) / x op ALL (array), with Kleene logic over the elements."""
     q = node.expression
     is_all = isinstance(q, exp.All) or (isinstance(q, exp.Anonymous) and q.name.lower() == "all")
@@ -250,8 +251,8 @@ def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) 
     if isinstance(inner, exp.Query):
         raise FeatureNotSupported(f"{op} {'ALL' if is_all else 'ANY'} (subquery) is not "
                                   "supported here", position=node_position(node))
-    x = _eval(node.this, ctx)
-    arr = _as_list(_array_operand(_eval(inner, ctx), inner, x.type,
+    x = eval_node(node.this, ctx)
+    arr = _as_list(_array_operand(eval_node(inner, ctx), inner, x.type,
                                   f"op {'ALL' if is_all else 'ANY'}"), inner)
     if isinstance(arr, pa.Scalar):
         if not arr.is_valid:
@@ -259,7 +260,7 @@ def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) 
         result: Value = pa.scalar(is_all)
         elements = arr.values
         for i in range(len(elements)):   # per element of one constant array, not per row
-            a, b = _coerce_pair(x, node.this, elements[i], q, op, node)
+            a, b = coerce_pair(x, node.this, elements[i], q, op, node)
             c = null_of(pa.bool_()) if kind_of(a.type) == "null" else fn(a, b)
             result = (pc.and_kleene if is_all else pc.or_kleene)(result, c)
         return result
@@ -267,7 +268,7 @@ def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) 
     arr = combine(arr)
     parent = pc.list_parent_indices(arr)
     xs = x if isinstance(x, pa.Scalar) else combine(x).take(parent)
-    a, b = _coerce_pair(xs, node.this, pc.list_flatten(arr), q, op, node)
+    a, b = coerce_pair(xs, node.this, pc.list_flatten(arr), q, op, node)
     c = null_of(pa.bool_()) if kind_of(a.type) == "null" else fn(a, b)
     c = broadcast(c, len(parent))
     decisive = pc.invert(c) if is_all else c          # one such element decides the row
@@ -282,33 +283,33 @@ def _quantified(node: exp.Binary, ctx: _Ctx, op: str, fn: Callable[..., Value]) 
     return pc.if_else(pc.is_null(arr), null_of(pa.bool_()), out)
 
 
-@_handles(exp.Array)
-def _array(node: exp.Array, ctx: _Ctx) -> Value:
+@handles(exp.Array)
+def _array(node: exp.Array, ctx: EvalContext) -> Value:
     items = node.expressions
     if any(isinstance(i, exp.Query) for i in items):
         raise FeatureNotSupported("ARRAY(subquery) must be planned as a subquery",
                                   position=node_position(node))
     if not items:
         return wrap_array(pa.scalar("{}"), ArrayType(pa.string()))
-    values, t = _unify([_eval(e, ctx) for e in items], items, "ARRAY", node)
+    values, t = unify([eval_node(e, ctx) for e in items], items, "ARRAY", node)
     if kind_of(t) == "null":
         values, t = [v.cast(pa.string()) for v in values], pa.string()
     if all(isinstance(v, pa.Scalar) for v in values):
-        return _as_array(pa.scalar([v.as_py() for v in values], pa.list_(t)))
+        return as_array_value(pa.scalar([v.as_py() for v in values], pa.list_(t)))
     n, k = ctx.num_rows, len(values)
     flat = pa.concat_arrays([combine(broadcast(v, n)) for v in values])
     order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).ravel()
-    return _as_array(_list_from_parts(np.full(n, k, dtype=np.int64),
+    return as_array_value(_list_from_parts(np.full(n, k, dtype=np.int64),
                                       flat.take(pa.array(order)), None))
 
 
-@_handles(exp.Bracket)
-def _subscript(node: exp.Bracket, ctx: _Ctx) -> Value:
+@handles(exp.Bracket)
+def _subscript(node: exp.Bracket, ctx: EvalContext) -> Value:
     if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
         raise FeatureNotSupported("array slices are not supported", position=node_position(node))
-    arr = _eval(node.this, ctx)
+    arr = eval_node(node.this, ctx)
     index_node = node.expressions[0]
-    i = _eval(index_node, ctx)
+    i = eval_node(index_node, ctx)
     if kind_of(arr.type) == "null":
         return arr
     if kind_of(arr.type) != "list":
@@ -317,7 +318,7 @@ def _subscript(node: exp.Bracket, ctx: _Ctx) -> Value:
     arr = _as_list(arr, node.this)
     elem = arr.type.value_type
     if kind_of(i.type) not in ("int", "null"):
-        i = _cast(i, pa.int64(), index_node)
+        i = cast(i, pa.int64(), index_node)
     i = i.cast(pa.int64())
     # sqlglot shifts a literal PostgreSQL subscript to 0-based while parsing (`a[1]` arrives
     # as `a[0]`); any other subscript arrives as written, 1-based.
@@ -360,7 +361,7 @@ def _array_cat(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
     if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
         if not a.is_valid and not b.is_valid:
             return null_of(ArrayType(t))
-        return _as_array(pa.scalar((a.as_py() or []) + (b.as_py() or []), pa.list_(t)))
+        return as_array_value(pa.scalar((a.as_py() or []) + (b.as_py() or []), pa.list_(t)))
     n = len(b) if isinstance(a, pa.Scalar) else len(a)
     A, B = combine(broadcast(a, n)), combine(broadcast(b, n))
     la, lb = _list_lengths(A), _list_lengths(B)
@@ -374,28 +375,28 @@ def _array_cat(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
     take = np.where(within < la[rows], a_starts[rows] + within,
                     len(flat_a) + b_starts[rows] + within - la[rows])
     values = pa.concat_arrays([flat_a, pc.list_flatten(B)]).take(pa.array(take, pa.int64()))
-    return _as_array(_list_from_parts(total, values, pc.and_(pc.is_null(A), pc.is_null(B))))
+    return as_array_value(_list_from_parts(total, values, pc.and_(pc.is_null(A), pc.is_null(B))))
 
 
 def _as_singleton(v: Value, elem: pa.DataType, node: exp.Expr) -> Value:
-    v = _widen(v, elem, node) if supertype([v.type, elem]) == elem else v
+    v = widen(v, elem, node) if supertype([v.type, elem]) == elem else v
     if isinstance(v, pa.Scalar):
-        return _as_array(pa.scalar([v.as_py()], pa.list_(v.type)))
-    return _as_array(_list_from_parts(np.ones(len(v), dtype=np.int64), combine(v), None))
+        return as_array_value(pa.scalar([v.as_py()], pa.list_(v.type)))
+    return as_array_value(_list_from_parts(np.ones(len(v), dtype=np.int64), combine(v), None))
 
 
-@_handles(exp.ArrayToString)
-def _array_to_string(node: exp.ArrayToString, ctx: _Ctx) -> Value:
-    arr = _as_list(_array_operand(_eval(node.this, ctx), node.this, None, "array_to_string"))
-    sep = _const_arg(_eval(node.expression, ctx), "delimiter", node.expression)
+@handles(exp.ArrayToString)
+def _array_to_string(node: exp.ArrayToString, ctx: EvalContext) -> Value:
+    arr = _as_list(_array_operand(eval_node(node.this, ctx), node.this, None, "array_to_string"))
+    sep = const_arg(eval_node(node.expression, ctx), "delimiter", node.expression)
     null_node = node.args.get("null")
-    null_text = _const_arg(_eval(null_node, ctx), "null string", null_node) \
+    null_text = const_arg(eval_node(null_node, ctx), "null string", null_node) \
         if null_node is not None else None
     if sep is None:
         return null_of(pa.string())
 
     def one(a: pa.Array) -> pa.Array:
-        texts = _cast(pc.list_flatten(a), pa.string(), node)
+        texts = cast(pc.list_flatten(a), pa.string(), node)
         lengths = _list_lengths(a)
         if null_text is not None:
             texts = pc.fill_null(texts, null_text)
@@ -410,22 +411,22 @@ def _array_to_string(node: exp.ArrayToString, ctx: _Ctx) -> Value:
     return per_array(one, arr)
 
 
-def _array_length_fn(fn: str) -> Callable[[exp.Expr, _Ctx], Value]:
+def _array_length_fn(fn: str) -> Callable[[exp.Expr, EvalContext], Value]:
     """array_length / array_upper (n), array_lower (1), cardinality; NULL for an empty array
     or another dimension (cardinality of an empty array is 0)."""
-    def handler(node: exp.Expr, ctx: _Ctx) -> Value:
+    def handler(node: exp.Expr, ctx: EvalContext) -> Value:
         args = node.expressions if isinstance(node, exp.Anonymous) else \
             [node.this] + ([node.expression] if node.expression is not None else [])
         if len(args) != (1 if fn == "cardinality" else 2):
-            _no_function(fn, args, ctx, node_position(node))
-        arr = _as_list(_array_operand(_eval(args[0], ctx), args[0], None, fn))
+            no_function(fn, args, ctx, node_position(node))
+        arr = _as_list(_array_operand(eval_node(args[0], ctx), args[0], None, fn))
         if isinstance(arr, pa.Scalar):
             lengths: Value = pa.scalar(len(arr.values) if arr.is_valid else None, pa.int32())
         else:
             lengths = pc.list_value_length(arr).cast(pa.int32())
         if fn == "cardinality":
             return lengths
-        first_dim = pc.equal(_eval(args[1], ctx).cast(pa.int64()), 1)
+        first_dim = pc.equal(eval_node(args[1], ctx).cast(pa.int64()), 1)
         value = pa.scalar(1, pa.int32()) if fn == "array_lower" else lengths
         ok = pc.fill_null(pc.and_(pc.fill_null(first_dim, False), pc.greater(lengths, 0)),
                           False)
@@ -433,29 +434,29 @@ def _array_length_fn(fn: str) -> Callable[[exp.Expr, _Ctx], Value]:
     return handler
 
 
-_HANDLERS[exp.ArraySize] = _array_length_fn("array_length")
+HANDLERS[exp.ArraySize] = _array_length_fn("array_length")
 
 
-@_handles(exp.StringToArray)
-def _string_to_array(node: exp.StringToArray, ctx: _Ctx) -> Value:
-    s = _string_arg(_eval(node.this, ctx), "string_to_array", node.this)
+@handles(exp.StringToArray)
+def _string_to_array(node: exp.StringToArray, ctx: EvalContext) -> Value:
+    s = string_arg(eval_node(node.this, ctx), "string_to_array", node.this)
     sep_node = node.expression
-    sep = _const_arg(_eval(sep_node, ctx), "delimiter", sep_node) if sep_node is not None \
+    sep = const_arg(eval_node(sep_node, ctx), "delimiter", sep_node) if sep_node is not None \
         else None
     if sep is None or kind_of(s.type) == "null":
         raise FeatureNotSupported("string_to_array needs a constant delimiter",
                                   position=node_position(node))
     if sep == "":
         return _as_singleton(s, pa.string(), node)
-    return _as_array(pc.split_pattern(s, pattern=sep))
+    return as_array_value(pc.split_pattern(s, pattern=sep))
 
 
-def _json_build_object(node: exp.Anonymous, ctx: _Ctx) -> Value:
+def _json_build_object(node: exp.Anonymous, ctx: EvalContext) -> Value:
     import json
     args = node.expressions
     if len(args) % 2:
         raise error_at("argument list must have even number of elements", "22023", node)
-    values = [_eval(a, ctx) for a in args]
+    values = [eval_node(a, ctx) for a in args]
     n = 1 if all(isinstance(v, pa.Scalar) for v in values) else ctx.num_rows
     cols = [combine(broadcast(v, n)).to_pylist() for v in values]
     out = []
@@ -475,7 +476,7 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-_ANONYMOUS.update({
+ANONYMOUS.update({
     "array_upper": _array_length_fn("array_upper"),
     "array_lower": _array_length_fn("array_lower"),
     "cardinality": _array_length_fn("cardinality"),
@@ -483,8 +484,8 @@ _ANONYMOUS.update({
 })
 
 
-_CASTS.update({
+CASTS.update({
     ("string", "list"): lambda v, to, node: _parse_array_text(v, to, node),
-    ("list", "string"): lambda v, to, node: array_text(_as_array(v)).cast(to),
+    ("list", "string"): lambda v, to, node: array_text(as_array_value(v)).cast(to),
     ("list", "list"): lambda v, to, node: _list_cast(v, to, node),
 })

@@ -1,6 +1,6 @@
-"""CAST: `_cast(v, to, node)` looks up `_CASTS[(source kind, target kind)]` (arrays add their
+"""CAST: `cast(v, to, node)` looks up `CASTS[(source kind, target kind)]` (arrays add their
 casts to the table) with PostgreSQL's rounding, accepted spellings and errors (22P02 for bad
-input, 22003 for out of range); `_arrow_type` maps a SQL type name to the Arrow type (shared
+input, 22003 for out of range); `arrow_type` maps a SQL type name to the Arrow type (shared
 with CREATE TABLE ... AS and PREPARE's declared types).
 """
 
@@ -43,7 +43,7 @@ from planner.expr.sqltypes import (
     pg_name,
     TIMESTAMP,
 )
-from planner.expr.core import _Ctx, _eval, _handles
+from planner.expr.core import EvalContext, eval_node, handles
 from planner.expr import intervals, timezones
 
 
@@ -54,7 +54,7 @@ _FALSE_WORDS = ["f", "fa", "fal", "fals", "false", "n", "no", "of", "off", "0"]
 _PARSE_FAILURE = re.compile(r"Failed to parse string: '(.*)' as a scalar", re.DOTALL)
 
 
-def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+def cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     """SQL CAST of `v` to Arrow type `to` with PostgreSQL's rounding and errors."""
     src = v.type
     if src == to:
@@ -64,7 +64,7 @@ def _cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
         return null_of(to) if isinstance(v, pa.Scalar) else pa.nulls(len(v), to)
     if (kt == "timestamp" and to.tz) or (ks == "timestamp" and src.tz):
         return _zoned_cast(v, to, node)
-    fn = _CASTS.get((ks, kt))
+    fn = CASTS.get((ks, kt))
     if fn is None:
         raise error_at(f"cannot cast type {pg_name(src)} to {pg_name(to)}", "42846", node)
     out = fn(v, to, node)
@@ -94,7 +94,7 @@ def _zoned_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
             if kt == "date":
                 return _timestamp_to_date(local, pa.date32(), node)
             if kt == "string":
-                text = _to_text(local, pa.string(), node)
+                text = to_text(local, pa.string(), node)
                 offset = timezones.offset_text(v)
                 return pc.binary_join_element_wise(text, offset, "")
     except SqlError as e:
@@ -143,7 +143,7 @@ def _check_real(wide: Value, out: Value, node: exp.Expr | None) -> None:
             raise error_at(f"value out of range: {what}", "22003", node)
 
 
-def _cast_checked(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+def cast_checked(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     try:
         return v.cast(to)
     except pa.ArrowInvalid:
@@ -159,7 +159,7 @@ def _out_of_range(t: pa.DataType, node: exp.Expr | None) -> SqlError:
                 else "22003", node)
 
 
-def _round(v: Value, ndigits: int, mode: str = HALF_AWAY) -> Value:
+def round_digits(v: Value, ndigits: int, mode: str = HALF_AWAY) -> Value:
     """pc.round; a decimal first gains an integer digit, as Arrow wants room for a carry."""
     t = v.type
     if kind_of(t) == "decimal":
@@ -171,32 +171,32 @@ def _round(v: Value, ndigits: int, mode: str = HALF_AWAY) -> Value:
     return pc.round(v, ndigits=ndigits, round_mode=mode)
 
 
-def _decimal_to_decimal(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+def decimal_to_decimal(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     if to.scale < v.type.scale:
-        v = _round(v, to.scale)
+        v = round_digits(v, to.scale)
     if (to.scale == v.type.scale and to.precision >= v.type.precision
             and to.bit_width == v.type.bit_width):
         return view_as(v, to)
-    return _cast_checked(v, to, node)
+    return cast_checked(v, to, node)
 
 
 def _int_to_decimal_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     # Arrow's int -> decimal cast wants room for the type's full range; check values instead.
-    return _decimal_to_decimal(v.cast(int_as_decimal_type(v.type)), to, node)
+    return decimal_to_decimal(v.cast(int_as_decimal_type(v.type)), to, node)
 
 
 def _decimal_to_int(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
-    return _cast_checked(_round(v, 0), to, node)
+    return cast_checked(round_digits(v, 0), to, node)
 
 
 def _float_to_int(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     _check_finite(v, to, node)
-    return _cast_checked(_round(v, 0, "half_to_even"), to, node)  # PostgreSQL uses rint()
+    return cast_checked(round_digits(v, 0, "half_to_even"), to, node)  # PostgreSQL uses rint()
 
 
 def _float_to_decimal(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     _check_finite(v, to, node)
-    v = _round(_f64(v), to.scale)
+    v = round_digits(to_float64(v), to.scale)
     bound = 10.0 ** (to.precision - to.scale)
     top = v.as_py() if isinstance(v, pa.Scalar) else pc.max(pc.abs(v)).as_py()
     if top is not None and abs(top) >= bound:
@@ -218,7 +218,7 @@ def _trimmed(v: Value) -> Value:
 def _bad_input(to: pa.DataType, e: pa.ArrowInvalid | None, v: Value,
                node: exp.Expr | None) -> SqlError:
     m = _PARSE_FAILURE.search(str(e)) if e is not None else None
-    text = m.group(1) if m else _first_valid_text(v)
+    text = m.group(1) if m else first_valid_text(v)
     kind = kind_of(to)
     if kind == "int" and re.fullmatch(r"\s*[+-]?\d+\s*", text):
         return error_at(f'value "{text}" is out of range for type {pg_name(to)}', "22003", node)
@@ -229,7 +229,7 @@ def _bad_input(to: pa.DataType, e: pa.ArrowInvalid | None, v: Value,
     return error_at(f'invalid input syntax for type {pg_name(to)}: "{text}"', "22P02", node)
 
 
-def _first_valid_text(v: Value) -> str:
+def first_valid_text(v: Value) -> str:
     if isinstance(v, pa.Scalar):
         return str(v.as_py())
     valid = pc.drop_null(v)
@@ -243,7 +243,7 @@ def _string_to_number(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value
             wide = t.cast(pa.decimal256(MAX_PRECISION_256, MAX_PRECISION))
         except pa.ArrowInvalid as e:
             raise _bad_input(to, e, v, node) from None
-        return _decimal_to_decimal(wide, to, node)
+        return decimal_to_decimal(wide, to, node)
     if kind_of(to) == "int":      # '+7' is 7 (Arrow's integer parser refuses the sign)
         t = pc.replace_substring_regex(t, pattern=r"^\+(\d)", replacement=r"\1")
     try:
@@ -368,7 +368,7 @@ def _timestamp_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Valu
     return pc.floor_temporal(v, unit="day").cast(pa.date32(), safe=False)
 
 
-def _to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+def to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     k = kind_of(v.type)
     if k == "timestamp":
         s = pc.strftime(v.cast(TIMESTAMP) if v.type.unit != "us" else v, format="%Y-%m-%d %H:%M:%S")
@@ -411,7 +411,7 @@ def _decimal_to_float(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value
     return decimal_to_float(v, to)
 
 
-def _f64(v: Value) -> Value:
+def to_float64(v: Value) -> Value:
     """A number as float64 (large integers round, as in PostgreSQL's casts)."""
     if pa.types.is_decimal(v.type):
         return _decimal_to_float(v, pa.float64(), None)
@@ -465,18 +465,18 @@ def _bytea_to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     return pa.array([None if b is None else "\\x" + b.hex() for b in a.to_pylist()], to)
 
 
-_CASTS: dict[tuple[str, str], Callable[[Value, pa.DataType, exp.Expr | None], Value]] = {
-    ("int", "int"): _cast_checked,
+CASTS: dict[tuple[str, str], Callable[[Value, pa.DataType, exp.Expr | None], Value]] = {
+    ("int", "int"): cast_checked,
     ("int", "float"): _numeric_cast,
     ("int", "decimal"): _int_to_decimal_cast,
     ("int", "bool"): lambda v, to, node: pc.not_equal(v, 0),
-    ("bool", "int"): _cast_checked,
+    ("bool", "int"): cast_checked,
     ("float", "float"): _numeric_cast,
     ("float", "int"): _float_to_int,
     ("float", "decimal"): _float_to_decimal,
     ("decimal", "float"): _decimal_to_float,
     ("decimal", "int"): _decimal_to_int,
-    ("decimal", "decimal"): _decimal_to_decimal,
+    ("decimal", "decimal"): decimal_to_decimal,
     ("string", "int"): _string_to_number,
     ("string", "float"): _string_to_number,
     ("string", "decimal"): _string_to_number,
@@ -490,13 +490,13 @@ _CASTS: dict[tuple[str, str], Callable[[Value, pa.DataType, exp.Expr | None], Va
     ("date", "timestamp"): lambda v, to, node: v.cast(to),
     ("timestamp", "date"): _timestamp_to_date,
     ("timestamp", "timestamp"): lambda v, to, node: v.cast(to),
-    **{(k, "string"): _to_text for k in ("int", "float", "decimal", "bool", "date",
+    **{(k, "string"): to_text for k in ("int", "float", "decimal", "bool", "date",
                                          "timestamp", "interval")},
     ("binary", "string"): _bytea_to_text,
 }   # planner.expr.arrays adds the array casts (string <-> list, list -> list)
 
 
-def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) -> pa.DataType:
+def arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) -> pa.DataType:
     """The Arrow type of a SQL type name; NUMERIC without (p, s) adapts to `source`."""
     T = exp.DataType.Type
     if isinstance(dt, exp.ObjectIdentifier):        # oid, regclass, regtype, ...
@@ -506,7 +506,7 @@ def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) ->
         kind = dt.args.get("kind")
         return named_type(kind.name if kind is not None else dt.sql(), node)
     if t == T.ARRAY and dt.expressions:
-        elem = _arrow_type(dt.expressions[0], source.value_type if source is not None and
+        elem = arrow_type(dt.expressions[0], source.value_type if source is not None and
                            kind_of(source) == "list" else None, node)
         return ArrayType(elem)
     if t == T.NAME:
@@ -543,12 +543,12 @@ def _arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) ->
                           position=node_position(node))
 
 
-@_handles(exp.Cast)
-def _cast_node(node: exp.Cast, ctx: _Ctx) -> Value:
-    v = _eval(node.this, ctx)
+@handles(exp.Cast)
+def _cast_node(node: exp.Cast, ctx: EvalContext) -> Value:
+    v = eval_node(node.this, ctx)
     dt = node.args["to"]
-    to = _arrow_type(dt, v.type, node)
-    r = _cast(v, to, node.this)
+    to = arrow_type(dt, v.type, node)
+    r = cast(v, to, node.this)
     T = exp.DataType.Type
     if dt.this in (T.VARCHAR, T.CHAR, T.NCHAR, T.NVARCHAR) and dt.expressions:
         r = pc.utf8_slice_codeunits(r, 0, int(dt.expressions[0].this.this))

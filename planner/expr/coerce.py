@@ -1,6 +1,6 @@
-"""Coercion: bringing operands to one type (`_coerce_pair` for comparisons, `_unify` for CASE /
-COALESCE / VALUES-like lists, `_widen` to a supertype, a constant narrowed to its column's
-type when exact) and the argument checks of functions (`_string_arg`, `_int_arg`, ...).
+"""Coercion: bringing operands to one type (`coerce_pair` for comparisons, `unify` for CASE /
+COALESCE / VALUES-like lists, `widen` to a supertype, a constant narrowed to its column's
+type when exact) and the argument checks of functions (`string_arg`, `int_arg`, ...).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from planner.expr.arrow_values import Value
 from planner.expr.located import error_at, node_position
 from planner.expr.decimal_types import int_to_decimal
 from planner.expr.sqltypes import is_unknown_literal, kind_of, NUMERIC_KINDS, pg_name, supertype
-from planner.expr.casts import _cast
+from planner.expr.casts import cast
 
 
 # -- boolean logic and comparisons -----------------------------------------------------------
 
 
-def _boolean_arg(v: Value, what: str, node: exp.Expr) -> Value:
+def boolean_arg(v: Value, what: str, node: exp.Expr) -> Value:
     k = kind_of(v.type)
     if k == "bool":
         return v
@@ -32,14 +32,14 @@ def _boolean_arg(v: Value, what: str, node: exp.Expr) -> Value:
                "42804", node)
 
 
-def _coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
+def coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
                  op: str, node: exp.Expr) -> tuple[Value, Value]:
     """Bring two operands of a comparison to one type (PostgreSQL's resolution, simplified)."""
     ka, kb = kind_of(a.type), kind_of(b.type)
     if is_unknown_literal(a_node) and kb not in ("string", "null"):
-        a, ka = _cast(a, b.type, a_node), kb
+        a, ka = cast(a, b.type, a_node), kb
     elif is_unknown_literal(b_node) and ka not in ("string", "null"):
-        b, kb = _cast(b, a.type, b_node), ka
+        b, kb = cast(b, a.type, b_node), ka
     if a.type == b.type:
         return a, b
     if ka == "null":
@@ -57,17 +57,17 @@ def _coerce_pair(a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
                    "42883", node)
     # A constant that fits the column's type exactly is cast instead of the column.
     if isinstance(b, pa.Scalar) and not isinstance(a, pa.Scalar) and a.type != t:
-        narrowed = _narrow(b, a.type)
+        narrowed = narrow_exact(b, a.type)
         if narrowed is not None:
             return a, narrowed
     if isinstance(a, pa.Scalar) and not isinstance(b, pa.Scalar) and b.type != t:
-        narrowed = _narrow(a, b.type)
+        narrowed = narrow_exact(a, b.type)
         if narrowed is not None:
             return narrowed, b
-    return _widen(a, t, a_node), _widen(b, t, b_node)
+    return widen(a, t, a_node), widen(b, t, b_node)
 
 
-def _narrow(s: pa.Scalar, t: pa.DataType) -> pa.Scalar | None:
+def narrow_exact(s: pa.Scalar, t: pa.DataType) -> pa.Scalar | None:
     """`s` cast to `t` if the cast is exact (same family, value preserved), else None."""
     if kind_of(s.type) != kind_of(t) and {kind_of(s.type), kind_of(t)} != {"int", "decimal"}:
         return None
@@ -78,14 +78,14 @@ def _narrow(s: pa.Scalar, t: pa.DataType) -> pa.Scalar | None:
     return c if c.as_py() == s.as_py() else None
 
 
-def _widen(v: Value, t: pa.DataType, node: exp.Expr | None) -> Value:
+def widen(v: Value, t: pa.DataType, node: exp.Expr | None) -> Value:
     """Cast to a supertype (exact for numbers except into float; date -> timestamp)."""
     if v.type == t:
         return v
-    return _cast(v, t, node)
+    return cast(v, t, node)
 
 
-def _check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
+def check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
     if kind_of(a.type) == kind_of(b.type) == "interval":
         return
     if kind_of(a.type) in ("interval", "other", "time") or kind_of(b.type) in ("interval", "other"):
@@ -96,7 +96,7 @@ def _check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
 # -- conditionals ----------------------------------------------------------------------------
 
 
-def _unify(values: list[Value], nodes: list[exp.Expr], what: str,
+def unify(values: list[Value], nodes: list[exp.Expr], what: str,
            node: exp.Expr) -> tuple[list[Value], pa.DataType]:
     """Cast values to one type; unknown literals adopt the others' type (else text)."""
     typed = [v for v, n in zip(values, nodes)
@@ -114,7 +114,7 @@ def _unify(values: list[Value], nodes: list[exp.Expr], what: str,
         t = pa.string()
     else:
         t = pa.null()
-    return [_widen(v, t, n) for v, n in zip(values, nodes)], t
+    return [widen(v, t, n) for v, n in zip(values, nodes)], t
 
 
 def _first_mismatch(types: list[pa.DataType]) -> tuple[pa.DataType, pa.DataType]:
@@ -128,13 +128,13 @@ def _first_mismatch(types: list[pa.DataType]) -> tuple[pa.DataType, pa.DataType]
 # -- strings ---------------------------------------------------------------------------------
 
 
-def _string_arg(v: Value, fn: str, node: exp.Expr) -> Value:
+def string_arg(v: Value, fn: str, node: exp.Expr) -> Value:
     if kind_of(v.type) in ("string", "null"):
         return v
     raise error_at(f"function {fn}({pg_name(v.type)}) does not exist", "42883", node)
 
 
-def _text(v: Value, node: exp.Expr, output: bool = False) -> Value:
+def as_text(v: Value, node: exp.Expr, output: bool = False) -> Value:
     """Any value as text: its cast to text (for ||: `true || 'x'` is 'truex'), or with
     `output` its output form (CONCAT, CONCAT_WS: `concat(true)` is 't'), the same but for
     a boolean."""
@@ -145,10 +145,10 @@ def _text(v: Value, node: exp.Expr, output: bool = False) -> Value:
         return v.cast(pa.string())
     if k == "bool" and output:
         return pc.if_else(v, pa.scalar("t"), pa.scalar("f"))
-    return _cast(v, pa.string(), node)
+    return cast(v, pa.string(), node)
 
 
-def _const_arg(v: Value, what: str, node: exp.Expr) -> Any:
+def const_arg(v: Value, what: str, node: exp.Expr) -> Any:
     """The Python value of an argument that must be constant (None for NULL)."""
     if not isinstance(v, pa.Scalar):
         raise FeatureNotSupported(f"a non-constant {what} is not supported",
@@ -156,19 +156,19 @@ def _const_arg(v: Value, what: str, node: exp.Expr) -> Any:
     return v.as_py()
 
 
-def _int_arg(v: Value, what: str, node: exp.Expr) -> int | None:
+def int_arg(v: Value, what: str, node: exp.Expr) -> int | None:
     if kind_of(v.type) not in ("int", "null", "decimal", "float"):
         raise error_at(f"{what} must be an integer, not type {pg_name(v.type)}", "42804", node)
-    x = _const_arg(v, what, node)
-    return None if x is None else int(_cast(v, pa.int64(), node).as_py())
+    x = const_arg(v, what, node)
+    return None if x is None else int(cast(v, pa.int64(), node).as_py())
 
 
 # -- math ------------------------------------------------------------------------------------
 
 
-def _numeric_arg(v: Value, fn: str, node: exp.Expr) -> Value:
+def numeric_arg(v: Value, fn: str, node: exp.Expr) -> Value:
     if is_unknown_literal(node):
-        return _cast(v, pa.float64(), node)
+        return cast(v, pa.float64(), node)
     if kind_of(v.type) in NUMERIC_KINDS:
         return v
     if kind_of(v.type) == "null":

@@ -1,11 +1,11 @@
 """The evaluator's core: the dispatch registry and the public entry points.
 
-    evaluate(node, batch) -> _eval(node, ctx) -> _HANDLERS[type(node)](node, ctx) -> Value
+    evaluate(node, batch) -> eval_node(node, ctx) -> HANDLERS[type(node)](node, ctx) -> Value
 
-`@_handles(*node_types)` registers a handler; the other modules of planner.expr add theirs
-when imported. `_eval_where` evaluates on a subset of rows after a data exception (CASE,
+`@handles(*node_types)` registers a handler; the other modules of planner.expr add theirs
+when imported. `eval_where` evaluates on a subset of rows after a data exception (CASE,
 AND / OR). Leaves (columns, literals, NULL, booleans, Const) and the functions sqlglot leaves
-as `exp.Anonymous` (`_ANONYMOUS`, extended by strings, temporal and arrays) live here.
+as `exp.Anonymous` (`ANONYMOUS`, extended by strings, temporal and arrays) live here.
 """
 
 from __future__ import annotations
@@ -50,15 +50,15 @@ def evaluate(node: exp.Expression, batch: pa.Table | pa.RecordBatch) -> pa.Array
     Raises SqlError with PostgreSQL's SQLSTATE for unknown columns (42703), functions or
     operators (42883), type mismatches (42804) and data errors (22xxx).
     """
-    ctx = _Ctx(batch)
-    return broadcast(_eval(node, ctx), ctx.num_rows)
+    ctx = EvalContext(batch)
+    return broadcast(eval_node(node, ctx), ctx.num_rows)
 
 
 def evaluate_filter(node: exp.Expression,
                     batch: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
     """WHERE semantics: a boolean per row, NULL counted as false. Non-boolean is 42804."""
-    ctx = _Ctx(batch)
-    v = _eval(node, ctx)
+    ctx = EvalContext(batch)
+    v = eval_node(node, ctx)
     if kind_of(v.type) == "null":
         return pa.repeat(pa.scalar(False), ctx.num_rows)
     if kind_of(v.type) != "bool":
@@ -72,7 +72,7 @@ def evaluate_filter(node: exp.Expression,
 # -- evaluation context and dispatch ---------------------------------------------------------
 
 
-class _Ctx:
+class EvalContext:
     """The batch being evaluated and its name -> column index map."""
 
     __slots__ = ("batch", "index", "num_rows")
@@ -87,29 +87,29 @@ class _Ctx:
     def column(self, i: int) -> pa.Array | pa.ChunkedArray:
         return self.batch.column(i)
 
-    def filtered(self, mask: Value) -> _Ctx:
+    def filtered(self, mask: Value) -> EvalContext:
         """The rows where `mask` is true (a scalar mask keeps all rows or none)."""
         if isinstance(mask, pa.Scalar):
-            return self if mask.as_py() else _Ctx(self.batch.slice(0, 0))
+            return self if mask.as_py() else EvalContext(self.batch.slice(0, 0))
         if isinstance(self.batch, pa.RecordBatch) and isinstance(mask, pa.ChunkedArray):
             mask = mask.combine_chunks()
-        return _Ctx(self.batch.filter(mask))
+        return EvalContext(self.batch.filter(mask))
 
 
-Handler = Callable[[Any, _Ctx], Value]
-_HANDLERS: dict[type, Handler] = {}
+Handler = Callable[[Any, EvalContext], Value]
+HANDLERS: dict[type, Handler] = {}
 
 
-def _handles(*types: type) -> Callable[[Handler], Handler]:
+def handles(*types: type) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         for t in types:
-            _HANDLERS[t] = fn
+            HANDLERS[t] = fn
         return fn
     return register
 
 
-def _eval(node: exp.Expr, ctx: _Ctx) -> Value:
-    handler = _HANDLERS.get(type(node))
+def eval_node(node: exp.Expr, ctx: EvalContext) -> Value:
+    handler = HANDLERS.get(type(node))
     if handler is None:
         _unsupported(node, ctx)
     try:
@@ -120,7 +120,7 @@ def _eval(node: exp.Expr, ctx: _Ctx) -> Value:
         raise SqlError("value out of range", "22003", node_position(node)) from None
 
 
-def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
+def eval_where(node: exp.Expr, ctx: EvalContext, mask: Value | None) -> Value:
     """`node` over the rows where `mask` holds; other rows are unspecified (null or a value).
 
     Tries all rows first (one kernel call); only a data exception triggers the re-evaluation
@@ -132,7 +132,7 @@ def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
     over no rows (a constant error), which the CASE / COALESCE around it never picks.
     """
     try:
-        return _eval(node, ctx)
+        return eval_node(node, ctx)
     except SqlError as e:
         if mask is None or not e.sqlstate.startswith("22"):
             raise
@@ -141,10 +141,10 @@ def _eval_where(node: exp.Expr, ctx: _Ctx, mask: Value | None) -> Value:
             raise
         if not sub.num_rows and not _any_true(mask):
             try:
-                return pa.scalar(None, _eval(node, sub).type)   # its type, over no rows
+                return pa.scalar(None, eval_node(node, sub).type)   # its type, over no rows
             except SqlError:
                 return pa.scalar(None)
-        v = _eval(node, sub)
+        v = eval_node(node, sub)
         if isinstance(v, pa.Scalar):
             return v
         return _scatter(mask, v, ctx.num_rows)
@@ -161,7 +161,7 @@ def _scatter(mask: Value, values: pa.Array | pa.ChunkedArray, n: int) -> pa.Arra
     return pc.replace_with_mask(pa.nulls(n, values.type), mask, combine(values))
 
 
-def _unsupported(node: exp.Expr, ctx: _Ctx) -> None:
+def _unsupported(node: exp.Expr, ctx: EvalContext) -> None:
     pos = node_position(node)
     if isinstance(node, exp.AggFunc):
         raise SqlError(f"aggregate function {function_name(node)}() is not allowed here",
@@ -171,15 +171,15 @@ def _unsupported(node: exp.Expr, ctx: _Ctx) -> None:
     if isinstance(node, (exp.Parameter, exp.Placeholder)):
         raise SqlError(f"there is no parameter {node.sql()}", "42P02", pos)
     if isinstance(node, exp.Func):
-        _no_function(function_name(node), list(node.iter_expressions()), ctx, pos)
+        no_function(function_name(node), list(node.iter_expressions()), ctx, pos)
     raise FeatureNotSupported(f"unsupported expression: {user_sql(node)}", position=pos)
 
 
-def _no_function(name: str, args: list[exp.Expr] | None, ctx: _Ctx, pos: int | None) -> None:
+def no_function(name: str, args: list[exp.Expr] | None, ctx: EvalContext, pos: int | None) -> None:
     types = []
     for a in args or []:
         try:
-            types.append(pg_name(_eval(a, ctx).type))
+            types.append(pg_name(eval_node(a, ctx).type))
         except SqlError:
             types.append("unknown")
     raise SqlError(f"function {name.lower()}({', '.join(types)}) does not exist", "42883", pos)
@@ -206,8 +206,8 @@ def _from_arrow(e: pa.ArrowException, node: exp.Expr) -> SqlError:
 # -- leaves ----------------------------------------------------------------------------------
 
 
-@_handles(exp.Column)
-def _column(node: exp.Column, ctx: _Ctx) -> Value:
+@handles(exp.Column)
+def _column(node: exp.Column, ctx: EvalContext) -> Value:
     key = column_key(node)
     i = ctx.index.get(key)
     if i is None:
@@ -221,8 +221,8 @@ def _column(node: exp.Column, ctx: _Ctx) -> Value:
 _LITERALS: dict[tuple[str, bool], pa.Scalar] = {}    # literal text -> its typed scalar
 
 
-@_handles(exp.Literal)
-def _literal(node: exp.Literal, ctx: _Ctx) -> Value:
+@handles(exp.Literal)
+def _literal(node: exp.Literal, ctx: EvalContext) -> Value:
     # Filters are evaluated once per scan batch: a literal's scalar (a regex, a Decimal,
     # an Arrow scalar: ~0.2 ms) is made once per text, not per batch and row group.
     key = (node.this, node.is_string)
@@ -258,35 +258,35 @@ def _literal_scalar(node: exp.Literal) -> pa.Scalar:
     return pa.scalar(d, pa.decimal128(precision, scale))
 
 
-@_handles(exp.Null)
-def _null(node: exp.Null, ctx: _Ctx) -> Value:
+@handles(exp.Null)
+def _null(node: exp.Null, ctx: EvalContext) -> Value:
     return pa.scalar(None)
 
 
-@_handles(exp.Boolean)
-def _boolean(node: exp.Boolean, ctx: _Ctx) -> Value:
+@handles(exp.Boolean)
+def _boolean(node: exp.Boolean, ctx: EvalContext) -> Value:
     return pa.scalar(bool(node.this))
 
 
-@_handles(Const)
-def _const(node: Const, ctx: _Ctx) -> Value:
+@handles(Const)
+def _const(node: Const, ctx: EvalContext) -> Value:
     return node.this
 
 
-@_handles(exp.Paren, exp.Alias)
-def _child(node: exp.Expr, ctx: _Ctx) -> Value:
-    return _eval(node.this, ctx)
+@handles(exp.Paren, exp.Alias)
+def _child(node: exp.Expr, ctx: EvalContext) -> Value:
+    return eval_node(node.this, ctx)
 
 
 # Functions sqlglot leaves as exp.Anonymous, by lower-case name; each concept's module adds its
 # own (strings: octet_length; temporal: transaction_timestamp, ...; arrays: json_build_object).
-_ANONYMOUS: dict[str, Callable[[exp.Anonymous, _Ctx], Value]] = {}
-_NON_DETERMINISTIC = {"clock_timestamp"}
+ANONYMOUS: dict[str, Callable[[exp.Anonymous, EvalContext], Value]] = {}
+NON_DETERMINISTIC = {"clock_timestamp"}
 
 
-@_handles(exp.Anonymous)
-def _anonymous(node: exp.Anonymous, ctx: _Ctx) -> Value:
-    fn = _ANONYMOUS.get(node.name.lower())
+@handles(exp.Anonymous)
+def _anonymous(node: exp.Anonymous, ctx: EvalContext) -> Value:
+    fn = ANONYMOUS.get(node.name.lower())
     if fn is None:
-        _no_function(node.name, node.expressions, ctx, node_position(node))
+        no_function(node.name, node.expressions, ctx, node_position(node))
     return fn(node, ctx)

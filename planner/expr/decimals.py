@@ -24,10 +24,10 @@ from planner.expr.decimal_types import (
     MAX_PRECISION_256,
     MIN_ADJUSTED_SCALE,
 )
-from planner.expr.casts import _cast_checked, _decimal_to_decimal, _round
+from planner.expr.casts import cast_checked, decimal_to_decimal, round_digits
 
 
-def _check_nonzero(b: Value, node: exp.Expr, a: Value | None = None) -> None:
+def check_nonzero(b: Value, node: exp.Expr, a: Value | None = None) -> None:
     """22012 where a divisor is zero, counting only rows whose dividend `a` is not NULL
     (NULL / 0 is NULL in PostgreSQL: the operator is strict)."""
     zero = pa.scalar(b.is_valid and b.as_py() == 0) if isinstance(b, pa.Scalar) else \
@@ -106,23 +106,23 @@ def _decimal_kernel(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     return kernel(a, b)
 
 
-def _decimal_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
+def decimal_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     target = _decimal_result_type(op, a.type, b.type)
     if op in "+-*":
-        return _decimal_to_decimal(_decimal_kernel(op, a, b, node), target, node)
+        return decimal_to_decimal(_decimal_kernel(op, a, b, node), target, node)
     if op == "/":
-        return _decimal_to_decimal(_decimal_quotient(a, b, target.scale + 1, node), target,
+        return decimal_to_decimal(_decimal_quotient(a, b, target.scale + 1, node), target,
                                    node)
     # % and //: integer arithmetic on the unscaled values at the common scale s.
     s = max(a.type.scale, b.type.scale)
     ia, ib = _unscaled(_upscale(a, s, node)), _unscaled(_upscale(b, s, node))
     q = _decimal_quotient(ia, ib, 0, node)
-    q = _round(q, 0, "towards_zero")
-    q = _decimal_to_decimal(q, decimal_type(max(q.type.precision - q.type.scale, 1), 0), node)
+    q = round_digits(q, 0, "towards_zero")
+    q = decimal_to_decimal(q, decimal_type(max(q.type.precision - q.type.scale, 1), 0), node)
     if op == "//":
-        return _decimal_to_decimal(q, target, node)
+        return decimal_to_decimal(q, target, node)
     r = _decimal_kernel("-", ia, _product_bounded_by(ib, q, node), node)
-    return _decimal_to_decimal(_relabel(r, s, node), target, node)
+    return decimal_to_decimal(_relabel(r, s, node), target, node)
 
 
 def _product_bounded_by(b: Value, q: Value, node: exp.Expr) -> Value:
@@ -152,7 +152,7 @@ def _upscale(v: Value, scale: int, node: exp.Expr) -> Value:
     t = v.type
     if t.scale >= scale:
         return v
-    return _cast_checked(v, decimal_type(t.precision + scale - t.scale, scale), node)
+    return cast_checked(v, decimal_type(t.precision + scale - t.scale, scale), node)
 
 
 def _unscaled(v: Value) -> Value:
@@ -180,7 +180,7 @@ def _decimal_quotient(a: Value, b: Value, min_scale: int, node: exp.Expr) -> Val
     do not inflate the precision of Arrow's kernel (whose quotient scale is max(4, pB + 1)
     for integer operands, and whose dividend it widens by that many digits).
     """
-    _check_nonzero(b, node, a)
+    check_nonzero(b, node, a)
     shift = b.type.scale - a.type.scale
     ia, ib = _unscaled(a), _unscaled(b)
     need = max(min_scale + shift, shift, 0)  # scale of A / B

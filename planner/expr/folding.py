@@ -13,8 +13,8 @@ from sqlglot import exp
 
 from planner.errors import SqlError
 from planner.expr.sqltypes import is_unknown_literal, kind_of
-from planner.expr.core import Const, _Ctx, _eval, _HANDLERS, _NON_DETERMINISTIC
-from planner.expr.casts import _cast
+from planner.expr.core import Const, EvalContext, eval_node, HANDLERS, NON_DETERMINISTIC
+from planner.expr.casts import cast
 from planner.expr.subplans import HostCall, SubPlan
 
 
@@ -33,12 +33,12 @@ def fold_constants(node: exp.Expression) -> exp.Expression:
         return node            # nothing to fold (the common case): no copy
     root = node.copy()
     memo = {}
-    ctx = _Ctx(pa.table({}))
+    ctx = EvalContext(pa.table({}))
 
     def fold(n: exp.Expr) -> exp.Expr:
         if _foldable(n, memo) and not _trivially_constant(n) and not _fixed_slot(n):
             try:
-                v = _eval(n, ctx)
+                v = eval_node(n, ctx)
             except SqlError:
                 v = None
             if isinstance(v, pa.Scalar):
@@ -68,9 +68,7 @@ def param_scalar(v: Any) -> pa.Scalar:
 
 def param_index(node: exp.Expression) -> int | None:
     """The parameter index of a Const the binder made from `$n` (None for other nodes)."""
-    if isinstance(node, Const) and node._meta:
-        return node.meta.get("param")
-    return None
+    return node.meta_get("param") if isinstance(node, Const) else None
 
 
 def substitute_params(e: exp.Expression, scalars: list, copy: bool = True) -> exp.Expression:
@@ -136,21 +134,21 @@ def coerce_literal_to(value_node: exp.Expression, target_type: pa.DataType) -> C
         # evaluating the comparison raises; pushed, they were answered (name = '1')
         return None
     try:
-        c = _cast(s, target_type, value_node)
+        c = cast(s, target_type, value_node)
     except SqlError:
         return None
     if dst_kind == "float" and src_kind in ("decimal", "float", "int"):
         # compared as PostgreSQL compares real with numeric / double: in double precision.
         # REAL 1.1 is not 1.1, though 1.1 cast to REAL and back to NUMERIC(2,1) is
         try:
-            exact = _cast(s, pa.float64(), value_node).as_py() == \
-                _cast(c, pa.float64(), value_node).as_py()
+            exact = cast(s, pa.float64(), value_node).as_py() == \
+                cast(c, pa.float64(), value_node).as_py()
         except SqlError:
             return None
         return Const(this=c) if exact else None
     if src_kind not in ("string", "null"):
         try:
-            back = _cast(c, s.type, value_node)
+            back = cast(c, s.type, value_node)
         except SqlError:
             return None
         if back.as_py() != s.as_py():
@@ -169,8 +167,8 @@ def _foldable(node: exp.Expr, memo: dict[int, bool]) -> bool:
     if key in memo:
         return memo[key]
     t = type(node)
-    ok = t in _HANDLERS and t not in (exp.Column, exp.Rand, exp.Alias, SubPlan) and not (
-        t is exp.Anonymous and node.name.lower() in _NON_DETERMINISTIC) and not (
+    ok = t in HANDLERS and t not in (exp.Column, exp.Rand, exp.Alias, SubPlan) and not (
+        t is exp.Anonymous and node.name.lower() in NON_DETERMINISTIC) and not (
         t is HostCall and node.args["fn"].volatile)
     if ok:
         for child in node.iter_expressions():
@@ -205,7 +203,7 @@ def _constant_scalar(node: exp.Expr) -> pa.Scalar | None:
     if not _foldable(node, {}):
         return None
     try:
-        v = _eval(node, _Ctx(pa.table({})))
+        v = eval_node(node, EvalContext(pa.table({})))
     except SqlError:
         return None
     return v if isinstance(v, pa.Scalar) else None

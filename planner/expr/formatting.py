@@ -25,8 +25,8 @@ from planner.errors import SqlError
 from planner.expr.arrow_values import any_true, Value
 from planner.expr.located import error_at
 from planner.expr.sqltypes import kind_of, null_of, pg_name, TIMESTAMP
-from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
-from planner.expr.coerce import _const_arg, _string_arg
+from planner.expr.core import ANONYMOUS, EvalContext, eval_node, handles
+from planner.expr.coerce import const_arg, string_arg
 
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December"]
@@ -183,15 +183,15 @@ def _mod(v: pa.Array, m: int) -> pa.Array:
     return pc.subtract(v, pc.multiply(pc.divide(v, m), m))
 
 
-def _to_char(node: exp.Anonymous, ctx: _Ctx) -> Value:
+def _to_char(node: exp.Anonymous, ctx: EvalContext) -> Value:
     if len(node.expressions) != 2:
         raise error_at("function to_char does not exist", "42883", node)
-    v, f = (_eval(e, ctx) for e in node.expressions)
+    v, f = (eval_node(e, ctx) for e in node.expressions)
     if kind_of(v.type) not in ("date", "timestamp", "null") or kind_of(f.type) not in (
             "string", "null"):
         raise error_at(f"function to_char({pg_name(v.type)}, {pg_name(f.type)}) does not "
                    "exist", "42883", node)
-    fmt = _const_arg(f, "to_char format", node.expressions[1])
+    fmt = const_arg(f, "to_char format", node.expressions[1])
     if not fmt or kind_of(v.type) == "null":          # '' too, as in PostgreSQL
         return null_of(pa.string())
     scalar = isinstance(v, pa.Scalar)
@@ -225,11 +225,11 @@ _PARSE = {"YYYY": "%Y", "MM": "%m", "DD": "%d", "HH24": "%H", "HH12": "%I", "HH"
           "MONTH": "%B", "month": "%B", "AM": "%p", "PM": "%p", "YY": "%y", "DDD": "%j"}
 
 
-def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> Value:
+def _parse_with(node: exp.Anonymous, ctx: EvalContext, name: str, out: pa.DataType) -> Value:
     if len(node.expressions) != 2:
         raise error_at(f"function {name} does not exist", "42883", node)
-    v, f = (_string_arg(_eval(e, ctx), name, e) for e in node.expressions)
-    fmt = _const_arg(f, f"{name} format", node.expressions[1])
+    v, f = (string_arg(eval_node(e, ctx), name, e) for e in node.expressions)
+    fmt = const_arg(f, f"{name} format", node.expressions[1])
     if fmt is None or kind_of(v.type) == "null":
         return null_of(out)
     directives = []
@@ -270,16 +270,16 @@ def _parse_with(node: exp.Anonymous, ctx: _Ctx, name: str, out: pa.DataType) -> 
     return parsed.cast(out)
 
 
-_ANONYMOUS["to_char"] = _to_char
-_ANONYMOUS["to_date"] = lambda node, ctx: _parse_with(node, ctx, "to_date", pa.date32())
-_ANONYMOUS["to_timestamp"] = lambda node, ctx: _parse_with(node, ctx, "to_timestamp", TIMESTAMP)
+ANONYMOUS["to_char"] = _to_char
+ANONYMOUS["to_date"] = lambda node, ctx: _parse_with(node, ctx, "to_date", pa.date32())
+ANONYMOUS["to_timestamp"] = lambda node, ctx: _parse_with(node, ctx, "to_timestamp", TIMESTAMP)
 
 
-@_handles(exp.UnixToTime)
-def _to_timestamp_epoch(node: exp.UnixToTime, ctx: _Ctx) -> Value:
+@handles(exp.UnixToTime)
+def _to_timestamp_epoch(node: exp.UnixToTime, ctx: EvalContext) -> Value:
     """to_timestamp(seconds since 1970-01-01 UTC): the timestamp (UTC, as every engine
     timestamp; PostgreSQL's is a timestamp with time zone), to the microsecond."""
-    v = _eval(node.this, ctx)
+    v = eval_node(node.this, ctx)
     if kind_of(v.type) == "null":
         return null_of(TIMESTAMP)
     if kind_of(v.type) not in ("int", "float", "decimal"):

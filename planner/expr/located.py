@@ -1,6 +1,7 @@
 """Where a node is in the statement, for errors and names: `node_position` (PostgreSQL's
 1-based P field), `error_at` (a SqlError at a node), `function_name` (a call's name as
-PostgreSQL spells it), `user_sql` (an expression as the user wrote its columns).
+PostgreSQL spells it), `user_sql` (an expression as the user wrote its columns),
+`copy_meta` (a rewritten node keeps the positions of the node it replaces).
 Imports nothing else of planner.expr.
 """
 
@@ -19,6 +20,13 @@ def node_position(node: exp.Expr | None) -> int | None:
         return None
     starts = [s for n in node.walk() if (s := n.meta_get("start")) is not None]
     return min(starts) + 1 if starts else None
+
+
+def copy_meta(src: exp.Expr, dst: exp.Expr) -> None:
+    """Give `dst` the parser's marks on `src` (positions, quoting) when it has any; sqlglot
+    keeps them in `_meta`, allocated by the first read of `.meta`, so `src` gains none."""
+    if src._meta:
+        dst.meta.update(src.meta)
 
 
 _FUNC_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\(|$)")

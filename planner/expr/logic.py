@@ -26,45 +26,45 @@ from planner.expr.sqltypes import (
     supertype,
     wrap_array,
 )
-from planner.expr.core import _Ctx, _eval, _eval_where, _handles
-from planner.expr.casts import _cast
+from planner.expr.core import EvalContext, eval_node, eval_where, handles
+from planner.expr.casts import cast
 from planner.expr.coerce import (
-    _boolean_arg,
-    _check_comparable,
-    _coerce_pair,
-    _const_arg,
-    _narrow,
-    _string_arg,
-    _unify,
-    _widen,
+    boolean_arg,
+    check_comparable,
+    coerce_pair,
+    const_arg,
+    narrow_exact,
+    string_arg,
+    unify,
+    widen,
 )
-from planner.expr.arrays import _is_quantifier, _list_equality, _quantified
+from planner.expr.arrays import is_quantifier, array_equality, quantified_comparison
 
 
-@_handles(exp.And, exp.Or)
-def _and_or(node: exp.Connector, ctx: _Ctx) -> Value:
+@handles(exp.And, exp.Or)
+def _and_or(node: exp.Connector, ctx: EvalContext) -> Value:
     is_and = isinstance(node, exp.And)
     what = "AND" if is_and else "OR"
-    left = _boolean_arg(_eval(node.this, ctx), what, node.this)
+    left = boolean_arg(eval_node(node.this, ctx), what, node.this)
     # The right side only matters where the left side did not decide the result.
     undecided = pc.fill_null(left if is_and else pc.invert(left), True)
-    right = _boolean_arg(_eval_where(node.expression, ctx, undecided), what, node.expression)
+    right = boolean_arg(eval_where(node.expression, ctx, undecided), what, node.expression)
     return (pc.and_kleene if is_and else pc.or_kleene)(left, right)
 
 
-@_handles(exp.Not)
-def _not(node: exp.Not, ctx: _Ctx) -> Value:
-    return pc.invert(_boolean_arg(_eval(node.this, ctx), "NOT", node.this))
+@handles(exp.Not)
+def _not(node: exp.Not, ctx: EvalContext) -> Value:
+    return pc.invert(boolean_arg(eval_node(node.this, ctx), "NOT", node.this))
 
 
-@_handles(exp.Is)
-def _is(node: exp.Is, ctx: _Ctx) -> Value:
-    v = _eval(node.this, ctx)
+@handles(exp.Is)
+def _is(node: exp.Is, ctx: EvalContext) -> Value:
+    v = eval_node(node.this, ctx)
     target = node.expression
     if isinstance(target, exp.Null):
         r = pc.is_null(v)
     elif isinstance(target, exp.Boolean):
-        b = _boolean_arg(v, "IS", node.this)
+        b = boolean_arg(v, "IS", node.this)
         r = pc.fill_null(b if target.this else pc.invert(b), False)
     else:
         raise FeatureNotSupported(f"unsupported IS test: {user_sql(node)}",
@@ -78,16 +78,16 @@ _COMPARISONS: dict[type, tuple[str, Callable[..., Value]]] = {
 }
 
 
-@_handles(*_COMPARISONS)
-def _comparison(node: exp.Binary, ctx: _Ctx) -> Value:
+@handles(*_COMPARISONS)
+def _comparison(node: exp.Binary, ctx: EvalContext) -> Value:
     op, fn = _COMPARISONS[type(node)]
-    if _is_quantifier(node.expression):
-        return _quantified(node, ctx, op, fn)
-    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+    if is_quantifier(node.expression):
+        return quantified_comparison(node, ctx, op, fn)
+    a, b = eval_node(node.this, ctx), eval_node(node.expression, ctx)
     if "list" in (kind_of(a.type), kind_of(b.type)):
-        return _list_equality(a, node.this, b, node.expression, op, node)
-    a, b = _coerce_pair(a, node.this, b, node.expression, op, node)
-    _check_comparable(a, op, b, node)
+        return array_equality(a, node.this, b, node.expression, op, node)
+    a, b = coerce_pair(a, node.this, b, node.expression, op, node)
+    check_comparable(a, op, b, node)
     if kind_of(a.type) == "null":
         return null_of(pa.bool_())
     if kind_of(a.type) == "float":
@@ -139,9 +139,9 @@ def _float_compare(op: str, fn: Callable[..., Value], a: Value, b: Value) -> Val
     return pc.if_else(fix, pa.scalar(value), r)
 
 
-@_handles(exp.NullSafeEQ, exp.NullSafeNEQ)
-def _distinct_from(node: exp.Binary, ctx: _Ctx) -> Value:
-    a, b = _coerce_pair(_eval(node.this, ctx), node.this, _eval(node.expression, ctx),
+@handles(exp.NullSafeEQ, exp.NullSafeNEQ)
+def _distinct_from(node: exp.Binary, ctx: EvalContext) -> Value:
+    a, b = coerce_pair(eval_node(node.this, ctx), node.this, eval_node(node.expression, ctx),
                         node.expression, "IS DISTINCT FROM", node)
     a_null, b_null = pc.is_null(a), pc.is_null(b)
     if kind_of(a.type) == "null":
@@ -154,12 +154,12 @@ def _distinct_from(node: exp.Binary, ctx: _Ctx) -> Value:
     return same if isinstance(node, exp.NullSafeEQ) else pc.invert(same)
 
 
-@_handles(exp.Between)
-def _between(node: exp.Between, ctx: _Ctx) -> Value:
-    x = _eval(node.this, ctx)
+@handles(exp.Between)
+def _between(node: exp.Between, ctx: EvalContext) -> Value:
+    x = eval_node(node.this, ctx)
     lo_node, hi_node = node.args["low"], node.args["high"]
-    x1, lo = _coerce_pair(x, node.this, _eval(lo_node, ctx), lo_node, ">=", node)
-    x2, hi = _coerce_pair(x, node.this, _eval(hi_node, ctx), hi_node, "<=", node)
+    x1, lo = coerce_pair(x, node.this, eval_node(lo_node, ctx), lo_node, ">=", node)
+    x2, hi = coerce_pair(x, node.this, eval_node(hi_node, ctx), hi_node, "<=", node)
     if kind_of(x1.type) == "null" or kind_of(x2.type) == "null":
         return null_of(pa.bool_())
     if kind_of(x1.type) == "float" or kind_of(x2.type) == "float":
@@ -168,29 +168,29 @@ def _between(node: exp.Between, ctx: _Ctx) -> Value:
     return pc.and_kleene(pc.greater_equal(x1, lo), pc.less_equal(x2, hi))
 
 
-@_handles(exp.In)
-def _in(node: exp.In, ctx: _Ctx) -> Value:
+@handles(exp.In)
+def _in(node: exp.In, ctx: EvalContext) -> Value:
     if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
         raise FeatureNotSupported("IN (subquery) must be planned as a join",
                                   position=node_position(node))
-    x = _eval(node.this, ctx)
+    x = eval_node(node.this, ctx)
     items = node.expressions
-    values = [_eval(e, ctx) for e in items]
+    values = [eval_node(e, ctx) for e in items]
     if not all(isinstance(v, pa.Scalar) for v in values):
         result: Value | None = None
         for v, e in zip(values, items):
-            a, b = _coerce_pair(x, node.this, v, e, "=", node)
+            a, b = coerce_pair(x, node.this, v, e, "=", node)
             eq = null_of(pa.bool_()) if kind_of(a.type) == "null" else pc.equal(a, b)
             result = eq if result is None else pc.or_kleene(result, eq)
         return result
     # All constants: one hash lookup per row. Literals take x's type; otherwise unify.
     if kind_of(x.type) not in ("string", "null"):
-        values = [_cast(v, x.type, e) if is_unknown_literal(e) else v
+        values = [cast(v, x.type, e) if is_unknown_literal(e) else v
                   for v, e in zip(values, items)]
     if kind_of(x.type) == "decimal" or any(kind_of(v.type) == "decimal" for v in values):
         values = [int_to_decimal(v) if kind_of(v.type) == "int" else v for v in values]
     # (x of type null - a bare NULL - narrows nothing: the list's type decides)
-    narrowed = [v if v.type == x.type else _narrow(v, x.type) if v.is_valid
+    narrowed = [v if v.type == x.type else narrow_exact(v, x.type) if v.is_valid
                 else v.cast(x.type) for v in values] if kind_of(x.type) != "null" else [None]
     if all(v is not None for v in narrowed):
         values = narrowed
@@ -205,10 +205,10 @@ def _in(node: exp.In, ctx: _Ctx) -> Value:
         return null_of(pa.bool_())
     # the list is brought to its common type, then x = each by the operator's type
     # (16777217 IN (16777216::real, 0::real) compares in double precision: false)
-    values = [_widen(v, t, None) if v.is_valid else v for v in values]
+    values = [widen(v, t, None) if v.is_valid else v for v in values]
     t = supertype([x.type, t], operator=True)
-    x = _widen(x, t, node.this)
-    present = [_widen(v, t, None) for v in values if v.is_valid]
+    x = widen(x, t, node.this)
+    present = [widen(v, t, None) for v in values if v.is_valid]
     has_null = len(present) < len(values)
     value_set = pa.array([v.as_py() for v in present], type=t)
     if kind_of(t) == "float":       # -0.0 = 0.0, which the hash lookup does not know
@@ -241,9 +241,9 @@ def _like_pattern(pattern: str, escape: str | None, node: exp.Expr) -> str:
     return "".join(out)
 
 
-def _like(node: exp.Like | exp.ILike, ctx: _Ctx, escape: exp.Expr | None) -> Value:
-    s = _eval(node.this, ctx)
-    p = _eval(node.expression, ctx)
+def _like(node: exp.Like | exp.ILike, ctx: EvalContext, escape: exp.Expr | None) -> Value:
+    s = eval_node(node.this, ctx)
+    p = eval_node(node.expression, ctx)
     op = "~~*" if isinstance(node, exp.ILike) else "~~"
     if kind_of(s.type) not in ("string", "null") or kind_of(p.type) not in ("string", "null"):
         raise error_at(f"operator does not exist: {pg_name(s.type)} {op} {pg_name(p.type)}",
@@ -253,7 +253,7 @@ def _like(node: exp.Like | exp.ILike, ctx: _Ctx, escape: exp.Expr | None) -> Val
                                   position=node_position(node.expression))
     esc = None
     if escape is not None:
-        e = _eval(escape, ctx)
+        e = eval_node(escape, ctx)
         if not isinstance(e, pa.Scalar) or kind_of(e.type) not in ("string", "null"):
             raise FeatureNotSupported("ESCAPE must be a constant string",
                                       position=node_position(escape))
@@ -267,13 +267,13 @@ def _like(node: exp.Like | exp.ILike, ctx: _Ctx, escape: exp.Expr | None) -> Val
     return pc.invert(r) if node.args.get("negate") else r
 
 
-@_handles(exp.Like, exp.ILike)
-def _like_node(node: exp.Like | exp.ILike, ctx: _Ctx) -> Value:
+@handles(exp.Like, exp.ILike)
+def _like_node(node: exp.Like | exp.ILike, ctx: EvalContext) -> Value:
     return _like(node, ctx, None)
 
 
-@_handles(exp.Escape)
-def _escape(node: exp.Escape, ctx: _Ctx) -> Value:
+@handles(exp.Escape)
+def _escape(node: exp.Escape, ctx: EvalContext) -> Value:
     inner = node.this
     negate = False
     if isinstance(inner, exp.Not):
@@ -285,10 +285,10 @@ def _escape(node: exp.Escape, ctx: _Ctx) -> Value:
     return pc.invert(r) if negate else r
 
 
-@_handles(exp.RegexpLike, exp.RegexpILike)
-def _regexp(node: exp.Binary, ctx: _Ctx) -> Value:
-    s = _string_arg(_eval(node.this, ctx), "~", node.this)
-    p = _const_arg(_eval(node.expression, ctx), "regular expression", node.expression)
+@handles(exp.RegexpLike, exp.RegexpILike)
+def _regexp(node: exp.Binary, ctx: EvalContext) -> Value:
+    s = string_arg(eval_node(node.this, ctx), "~", node.this)
+    p = const_arg(eval_node(node.expression, ctx), "regular expression", node.expression)
     if p is None or kind_of(s.type) == "null":
         return null_of(pa.bool_())
     # (?s): `.` matches a newline in PostgreSQL's regular expressions, not in RE2's default
@@ -296,35 +296,35 @@ def _regexp(node: exp.Binary, ctx: _Ctx) -> Value:
                                     ignore_case=isinstance(node, exp.RegexpILike))
 
 
-def _conditional(node: exp.Expr, ctx: _Ctx, arms: list[tuple[exp.Expr, exp.Expr]],
+def _conditional(node: exp.Expr, ctx: EvalContext, arms: list[tuple[exp.Expr, exp.Expr]],
                  default: exp.Expr | None, subject: exp.Expr | None) -> Value:
     """CASE: each arm's condition and value only for the rows still undecided."""
     remaining: Value | None = None
     conds: list[Value] = []
     values: list[Value] = []
     value_nodes: list[exp.Expr] = []
-    subject_value = _eval(subject, ctx) if subject is not None else None
+    subject_value = eval_node(subject, ctx) if subject is not None else None
     for when, then in arms:
         if subject is not None:
-            a, b = _coerce_pair(subject_value, subject, _eval_where(when, ctx, remaining), when,
+            a, b = coerce_pair(subject_value, subject, eval_where(when, ctx, remaining), when,
                                 "=", node)
             c = null_of(pa.bool_()) if kind_of(a.type) == "null" else pc.equal(a, b)
         else:
-            c = _boolean_arg(_eval_where(when, ctx, remaining), "CASE/WHEN", when)
+            c = boolean_arg(eval_where(when, ctx, remaining), "CASE/WHEN", when)
         c = pc.fill_null(c, False)
         if remaining is not None:
             c = pc.and_(c, remaining)
         conds.append(c)
-        values.append(_eval_where(then, ctx, c))
+        values.append(eval_where(then, ctx, c))
         value_nodes.append(then)
         remaining = pc.invert(c) if remaining is None else pc.and_not(remaining, c)
     if default is not None:
-        values.append(_eval_where(default, ctx, remaining))
+        values.append(eval_where(default, ctx, remaining))
         value_nodes.append(default)
     else:
         values.append(pa.scalar(None))
         value_nodes.append(exp.Null())
-    values, t = _unify(values, value_nodes, "CASE", node)
+    values, t = unify(values, value_nodes, "CASE", node)
     if isinstance(t, ArrayType):                    # choose among the arrays' text forms
         values = [array_storage(v) for v in values]
     result = values[-1]
@@ -335,28 +335,28 @@ def _conditional(node: exp.Expr, ctx: _Ctx, arms: list[tuple[exp.Expr, exp.Expr]
     return wrap_array(result, t) if isinstance(t, ArrayType) else result
 
 
-@_handles(exp.Case)
-def _case(node: exp.Case, ctx: _Ctx) -> Value:
+@handles(exp.Case)
+def _case(node: exp.Case, ctx: EvalContext) -> Value:
     arms = [(i.this, i.args["true"]) for i in node.args.get("ifs") or []]
     return _conditional(node, ctx, arms, node.args.get("default"), node.this)
 
 
-@_handles(exp.If)
-def _if(node: exp.If, ctx: _Ctx) -> Value:
+@handles(exp.If)
+def _if(node: exp.If, ctx: EvalContext) -> Value:
     return _conditional(node, ctx, [(node.this, node.args["true"])], node.args.get("false"),
                         None)
 
 
-@_handles(exp.Coalesce)
-def _coalesce(node: exp.Coalesce, ctx: _Ctx) -> Value:
+@handles(exp.Coalesce)
+def _coalesce(node: exp.Coalesce, ctx: EvalContext) -> Value:
     nodes = [node.this, *node.expressions]
     values: list[Value] = []
     missing: Value | None = None  # rows where every argument so far is NULL
     for n in nodes:
-        v = _eval_where(n, ctx, missing)
+        v = eval_where(n, ctx, missing)
         values.append(v)
         missing = pc.is_null(v) if missing is None else pc.and_(missing, pc.is_null(v))
-    values, t = _unify(values, nodes, "COALESCE", node)
+    values, t = unify(values, nodes, "COALESCE", node)
     if kind_of(t) == "null" or len(values) == 1:
         return values[0]
     if isinstance(t, ArrayType):
@@ -364,9 +364,9 @@ def _coalesce(node: exp.Coalesce, ctx: _Ctx) -> Value:
     return pc.coalesce(*values)
 
 
-@_handles(exp.Nullif)
-def _nullif(node: exp.Nullif, ctx: _Ctx) -> Value:
-    a, b = _coerce_pair(_eval(node.this, ctx), node.this, _eval(node.expression, ctx),
+@handles(exp.Nullif)
+def _nullif(node: exp.Nullif, ctx: EvalContext) -> Value:
+    a, b = coerce_pair(eval_node(node.this, ctx), node.this, eval_node(node.expression, ctx),
                         node.expression, "=", node)
     if kind_of(a.type) == "null":
         return a
@@ -374,11 +374,11 @@ def _nullif(node: exp.Nullif, ctx: _Ctx) -> Value:
     return pc.if_else(same, null_of(a.type), a)
 
 
-@_handles(exp.Greatest, exp.Least)
-def _greatest_least(node: exp.Func, ctx: _Ctx) -> Value:
+@handles(exp.Greatest, exp.Least)
+def _greatest_least(node: exp.Func, ctx: EvalContext) -> Value:
     nodes = [node.this, *node.expressions]
     name = "GREATEST" if isinstance(node, exp.Greatest) else "LEAST"
-    values, t = _unify([_eval(n, ctx) for n in nodes], nodes, name, node)
+    values, t = unify([eval_node(n, ctx) for n in nodes], nodes, name, node)
     if kind_of(t) == "null":
         return values[0]
     fn = pc.max_element_wise if isinstance(node, exp.Greatest) else pc.min_element_wise

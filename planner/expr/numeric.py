@@ -26,12 +26,12 @@ from planner.expr.sqltypes import (
     pg_name,
     TIMESTAMPTZ,
 )
-from planner.expr.core import _Ctx, _eval, Handler, _HANDLERS, _handles
-from planner.expr.casts import _cast, _cast_checked, _f64, _round
-from planner.expr.coerce import _int_arg, _numeric_arg
-from planner.expr.decimals import _check_nonzero, _decimal_arith
+from planner.expr.core import EvalContext, eval_node, Handler, HANDLERS, handles
+from planner.expr.casts import cast, cast_checked, to_float64, round_digits
+from planner.expr.coerce import int_arg, numeric_arg
+from planner.expr.decimals import check_nonzero, decimal_arith
 from planner.expr import intervals
-from planner.expr.temporal import _TEMPORAL_ARITH
+from planner.expr.temporal import TEMPORAL_ARITH
 
 
 # -- arithmetic ------------------------------------------------------------------------------
@@ -41,11 +41,11 @@ _ARITH_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "
               exp.IntDiv: "//"}
 
 
-@_handles(*_ARITH_OPS)
-def _arith_node(node: exp.Binary, ctx: _Ctx) -> Value:
+@handles(*_ARITH_OPS)
+def _arith_node(node: exp.Binary, ctx: EvalContext) -> Value:
     op = _ARITH_OPS[type(node)]
     a_node, b_node = node.this, node.expression
-    a, b = _eval(a_node, ctx), _eval(b_node, ctx)
+    a, b = eval_node(a_node, ctx), eval_node(b_node, ctx)
     return _arith(op, a, a_node, b, b_node, node)
 
 
@@ -55,9 +55,9 @@ def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
     # An unknown literal takes the other operand's type, as PostgreSQL first tries; only
     # date/timestamp + '...' (no date + date) reads it as an interval.
     if is_unknown_literal(a_node) and kb not in ("string", "null"):
-        a = _cast(a, INTERVAL if kb in ("date", "timestamp") and op == "+" else b.type, a_node)
+        a = cast(a, INTERVAL if kb in ("date", "timestamp") and op == "+" else b.type, a_node)
     elif is_unknown_literal(b_node) and ka not in ("string", "null"):
-        b = _cast(b, INTERVAL if ka in ("date", "timestamp") and op == "+" else a.type, b_node)
+        b = cast(b, INTERVAL if ka in ("date", "timestamp") and op == "+" else a.type, b_node)
     ka, kb = kind_of(a.type), kind_of(b.type)
     if ka == "null" and kb == "null":
         return pa.scalar(None)
@@ -77,9 +77,9 @@ def _arith(op: str, a: Value, a_node: exp.Expr, b: Value, b_node: exp.Expr,
     if op == "-" and ka in ("date", "timestamp") and kb in ("date", "timestamp") and (
             (ka == "timestamp" and a.type.tz) or (kb == "timestamp" and b.type.tz)):
         # timestamptz - timestamp: the timestamp is local time in the session's zone
-        a, b = _cast(a, TIMESTAMPTZ, a_node), _cast(b, TIMESTAMPTZ, b_node)
+        a, b = cast(a, TIMESTAMPTZ, a_node), cast(b, TIMESTAMPTZ, b_node)
         ka = kb = "timestamp"
-    fn = _TEMPORAL_ARITH.get((ka, op, kb))
+    fn = TEMPORAL_ARITH.get((ka, op, kb))
     if fn is not None:
         return fn(a, b, node)
     raise error_at(f"operator does not exist: {pg_name(a.type)} {op if op != '//' else '/'} "
@@ -93,10 +93,10 @@ _FLOAT_KERNELS = {"+": pc.add, "-": pc.subtract, "*": pc.multiply}
 def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
     kinds = {kind_of(a.type), kind_of(b.type)}
     if "float" in kinds:
-        a, b = _f64(a), _f64(b)
+        a, b = to_float64(a), to_float64(b)
         if op in _FLOAT_KERNELS:
             return _float_checked(_FLOAT_KERNELS[op](a, b), a, b, op, node)
-        _check_nonzero(b, node, a)
+        check_nonzero(b, node, a)
         q = pc.divide(a, b)
         if op == "/":
             return _float_checked(q, a, b, op, node)
@@ -107,7 +107,7 @@ def _numeric_arith(op: str, a: Value, b: Value, node: exp.Expr) -> Value:
             a = int_to_decimal(a)
         if kind_of(b.type) == "int":
             b = int_to_decimal(b)
-        return _decimal_arith(op, a, b, node)
+        return decimal_arith(op, a, b, node)
     width = max(a.type.bit_width, b.type.bit_width, 16)
     a, b = a.cast(pa.int64()), b.cast(pa.int64())
     if op in _INT_KERNELS:
@@ -163,9 +163,9 @@ def _float_checked(r: Value, a: Value, b: Value, op: str, node: exp.Expr) -> Val
     return r
 
 
-@_handles(exp.Neg)
-def _neg(node: exp.Neg, ctx: _Ctx) -> Value:
-    v = _eval(node.this, ctx)
+@handles(exp.Neg)
+def _neg(node: exp.Neg, ctx: EvalContext) -> Value:
+    v = eval_node(node.this, ctx)
     k = kind_of(v.type)
     if k == "int":
         try:
@@ -183,9 +183,9 @@ def _neg(node: exp.Neg, ctx: _Ctx) -> Value:
     raise error_at(f"operator does not exist: - {pg_name(v.type)}", "42883", node)
 
 
-@_handles(exp.Abs)
-def _abs(node: exp.Abs, ctx: _Ctx) -> Value:
-    v = _numeric_arg(_eval(node.this, ctx), "abs", node.this)
+@handles(exp.Abs)
+def _abs(node: exp.Abs, ctx: EvalContext) -> Value:
+    v = numeric_arg(eval_node(node.this, ctx), "abs", node.this)
     if kind_of(v.type) == "int":
         try:
             r = pc.abs_checked(v.cast(pa.int64()))
@@ -195,11 +195,11 @@ def _abs(node: exp.Abs, ctx: _Ctx) -> Value:
     return pc.abs_checked(v)
 
 
-def _decimal_places(node: exp.Expr, key: str, ctx: _Ctx) -> int:
+def _decimal_places(node: exp.Expr, key: str, ctx: EvalContext) -> int:
     arg = node.args.get(key)
     if arg is None:
         return 0
-    n = _int_arg(_eval(arg, ctx), "number of decimal places", arg)
+    n = int_arg(eval_node(arg, ctx), "number of decimal places", arg)
     return 0 if n is None else n
 
 
@@ -207,21 +207,21 @@ def _round_to(v: Value, n: int, mode: str) -> Value:
     """Round (or truncate) to n decimal places; decimals get scale max(min(n, s), 0)."""
     k = kind_of(v.type)
     if k == "int":
-        return v.cast(pa.int64()) if n >= 0 else _round(v.cast(pa.int64()), n, mode)
+        return v.cast(pa.int64()) if n >= 0 else round_digits(v.cast(pa.int64()), n, mode)
     if k == "float":
-        return _round(_f64(v), n, mode)
+        return round_digits(to_float64(v), n, mode)
     p, s = v.type.precision, v.type.scale
     if n >= s:
         return v
     new_scale = max(n, 0)
     carry = 0 if mode == "towards_zero" else 1
     target = cap_precision(p - s + new_scale + carry, new_scale)
-    return _cast_checked(_round(v, n, mode), target, None)
+    return cast_checked(round_digits(v, n, mode), target, None)
 
 
-@_handles(exp.Round)
-def _round_node(node: exp.Round, ctx: _Ctx) -> Value:
-    v = _numeric_arg(_eval(node.this, ctx), "round", node.this)
+@handles(exp.Round)
+def _round_node(node: exp.Round, ctx: EvalContext) -> Value:
+    v = numeric_arg(eval_node(node.this, ctx), "round", node.this)
     n = _decimal_places(node, "decimals", ctx)
     # round(double precision) is C's rint in PostgreSQL: halves to even (2.5 -> 2, -0.5 ->
     # -0); numeric rounds halves away from zero, and so does a literal like 2.5e0, which
@@ -231,35 +231,35 @@ def _round_node(node: exp.Round, ctx: _Ctx) -> Value:
                      not literal else HALF_AWAY)
 
 
-@_handles(exp.Trunc)
-def _trunc(node: exp.Trunc, ctx: _Ctx) -> Value:
-    v = _numeric_arg(_eval(node.this, ctx), "trunc", node.this)
+@handles(exp.Trunc)
+def _trunc(node: exp.Trunc, ctx: EvalContext) -> Value:
+    v = numeric_arg(eval_node(node.this, ctx), "trunc", node.this)
     return _round_to(v, _decimal_places(node, "decimals", ctx), "towards_zero")
 
 
-@_handles(exp.Floor, exp.Ceil)
-def _floor_ceil(node: exp.Func, ctx: _Ctx) -> Value:
+@handles(exp.Floor, exp.Ceil)
+def _floor_ceil(node: exp.Func, ctx: EvalContext) -> Value:
     is_floor = isinstance(node, exp.Floor)
-    v = _numeric_arg(_eval(node.this, ctx), "floor" if is_floor else "ceil", node.this)
+    v = numeric_arg(eval_node(node.this, ctx), "floor" if is_floor else "ceil", node.this)
     k = kind_of(v.type)
     if k == "int":
         return v.cast(pa.int64())
-    r = _round(v, 0, "down" if is_floor else "up")
+    r = round_digits(v, 0, "down" if is_floor else "up")
     if k == "float":
         return r
     p, s = v.type.precision, v.type.scale
-    return _cast_checked(r, cap_precision(p - s + 1, 0), node)
+    return cast_checked(r, cap_precision(p - s + 1, 0), node)
 
 
-@_handles(exp.Sign)
-def _sign(node: exp.Sign, ctx: _Ctx) -> Value:
-    return pc.sign(_numeric_arg(_eval(node.this, ctx), "sign", node.this))
+@handles(exp.Sign)
+def _sign(node: exp.Sign, ctx: EvalContext) -> Value:
+    return pc.sign(numeric_arg(eval_node(node.this, ctx), "sign", node.this))
 
 
 def _float_fn(name: str, kernel: Callable[[Value], Value]) -> Handler:
-    def handler(node: exp.Func, ctx: _Ctx) -> Value:
-        v = _numeric_arg(_eval(node.this, ctx), name, node.this)
-        return kernel(_f64(v))
+    def handler(node: exp.Func, ctx: EvalContext) -> Value:
+        v = numeric_arg(eval_node(node.this, ctx), name, node.this)
+        return kernel(to_float64(v))
     return handler
 
 
@@ -272,22 +272,23 @@ _FLOAT_FUNCTIONS: dict[type, tuple[str, Callable[[Value], Value]]] = {
     exp.Radians: ("radians", lambda v: pc.multiply(v, math.pi / 180)),
 }
 for _cls, (_name, _kernel) in _FLOAT_FUNCTIONS.items():
-    _HANDLERS[_cls] = _float_fn(_name, _kernel)
+    HANDLERS[_cls] = _float_fn(_name, _kernel)
 
 
-@_handles(exp.Log)
-def _log(node: exp.Log, ctx: _Ctx) -> Value:
+@handles(exp.Log)
+def _log(node: exp.Log, ctx: EvalContext) -> Value:
     if node.expression is None:  # PostgreSQL's one-argument log is base 10
-        return pc.log10_checked(_f64(_numeric_arg(_eval(node.this, ctx), "log", node.this)))
-    base = _f64(_numeric_arg(_eval(node.this, ctx), "log", node.this))
-    x = _f64(_numeric_arg(_eval(node.expression, ctx), "log", node.expression))
+        x = numeric_arg(eval_node(node.this, ctx), "log", node.this)
+        return pc.log10_checked(to_float64(x))
+    base = to_float64(numeric_arg(eval_node(node.this, ctx), "log", node.this))
+    x = to_float64(numeric_arg(eval_node(node.expression, ctx), "log", node.expression))
     return pc.divide(pc.ln_checked(x), pc.ln_checked(base))
 
 
-@_handles(exp.Pow)
-def _pow(node: exp.Pow, ctx: _Ctx) -> Value:
-    a = _f64(_numeric_arg(_eval(node.this, ctx), "power", node.this))
-    b = _f64(_numeric_arg(_eval(node.expression, ctx), "power", node.expression))
+@handles(exp.Pow)
+def _pow(node: exp.Pow, ctx: EvalContext) -> Value:
+    a = to_float64(numeric_arg(eval_node(node.this, ctx), "power", node.this))
+    b = to_float64(numeric_arg(eval_node(node.expression, ctx), "power", node.expression))
     if any_true(pc.and_(pc.less(a, 0.0), pc.and_(pc.is_finite(b),
                                              pc.not_equal(pc.trunc(b), b)))):
         raise error_at("a negative number raised to a non-integer power yields a complex result",
@@ -297,13 +298,13 @@ def _pow(node: exp.Pow, ctx: _Ctx) -> Value:
     return _float_checked(pc.power(a, b), a, b, "^", node)
 
 
-@_handles(exp.Pi)
-def _pi(node: exp.Pi, ctx: _Ctx) -> Value:
+@handles(exp.Pi)
+def _pi(node: exp.Pi, ctx: EvalContext) -> Value:
     return pa.scalar(math.pi)
 
 
-@_handles(exp.Rand)
-def _random(node: exp.Rand, ctx: _Ctx) -> Value:
+@handles(exp.Rand)
+def _random(node: exp.Rand, ctx: EvalContext) -> Value:
     if node.this is not None:
         raise FeatureNotSupported("random(seed) is not supported", position=node_position(node))
     return pc.random(ctx.num_rows)
@@ -408,6 +409,6 @@ def _python_avg(s: pa.Array, c: pa.Array, valid: np.ndarray) -> pa.Array:
                     pa.decimal128(max(digits, 1) + scale, scale))
 
 
-@_handles(IntegerAvg)
-def _integer_avg(node: IntegerAvg, ctx: _Ctx) -> Value:
-    return integer_avg(_eval(node.this, ctx), _eval(node.expression, ctx))
+@handles(IntegerAvg)
+def _integer_avg(node: IntegerAvg, ctx: EvalContext) -> Value:
+    return integer_avg(eval_node(node.this, ctx), eval_node(node.expression, ctx))

@@ -16,27 +16,27 @@ from planner.errors import FeatureNotSupported
 from planner.expr.arrow_values import broadcast, combine, Value
 from planner.expr.located import error_at, node_position, user_sql
 from planner.expr.sqltypes import kind_of, null_of, pg_name, supertype
-from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
-from planner.expr.coerce import _widen
+from planner.expr.core import ANONYMOUS, EvalContext, eval_node, handles, no_function
+from planner.expr.coerce import widen
 
 _BITWISE = {exp.BitwiseAnd: pc.bit_wise_and, exp.BitwiseOr: pc.bit_wise_or,
             exp.BitwiseXor: pc.bit_wise_xor}
 
 
-@_handles(*_BITWISE)
-def _bitwise(node: exp.Binary, ctx: _Ctx) -> Value:
-    a, b = _eval(node.this, ctx), _eval(node.expression, ctx)
+@handles(*_BITWISE)
+def _bitwise(node: exp.Binary, ctx: EvalContext) -> Value:
+    a, b = eval_node(node.this, ctx), eval_node(node.expression, ctx)
     if kind_of(a.type) not in ("int", "null") or kind_of(b.type) not in ("int", "null"):
         raise error_at(f"operator does not exist: {pg_name(a.type)} & {pg_name(b.type)}",
                    "42883", node)
     t = supertype([a.type, b.type])
     if kind_of(t) == "null":
         return null_of(pa.int32())
-    return _BITWISE[type(node)](_widen(a, t, node.this), _widen(b, t, node.expression))
+    return _BITWISE[type(node)](widen(a, t, node.this), widen(b, t, node.expression))
 
 
-@_handles(exp.Struct)
-def _struct(node: exp.Struct, ctx: _Ctx) -> Value:
+@handles(exp.Struct)
+def _struct(node: exp.Struct, ctx: EvalContext) -> Value:
     """A record of named fields (`information_schema._pg_expandarray`'s (x, n))."""
     names, values = [], []
     for i, e in enumerate(node.expressions):
@@ -45,7 +45,7 @@ def _struct(node: exp.Struct, ctx: _Ctx) -> Value:
             e = e.expression if isinstance(e, exp.PropertyEQ) else e.this
         else:
             names.append(f"f{i + 1}")
-        values.append(_eval(e, ctx))
+        values.append(eval_node(e, ctx))
     if all(isinstance(v, pa.Scalar) for v in values):
         return pa.scalar({n: v.as_py() for n, v in zip(names, values)},
                          pa.struct([pa.field(n, v.type) for n, v in zip(names, values)]))
@@ -53,10 +53,10 @@ def _struct(node: exp.Struct, ctx: _Ctx) -> Value:
     return pc.make_struct(*[combine(broadcast(v, n)) for v in values], field_names=names)
 
 
-@_handles(exp.Dot)
-def _field(node: exp.Dot, ctx: _Ctx) -> Value:
+@handles(exp.Dot)
+def _field(node: exp.Dot, ctx: EvalContext) -> Value:
     """(record).field"""
-    v = _eval(node.this, ctx)
+    v = eval_node(node.this, ctx)
     if not pa.types.is_struct(v.type):
         raise FeatureNotSupported(f"unsupported expression: {user_sql(node)}",
                                   position=node_position(node))
@@ -70,15 +70,15 @@ def _field(node: exp.Dot, ctx: _Ctx) -> Value:
     return pc.struct_field(v, match[0])
 
 
-@_handles(exp.ByteString)
-def _escape_string(node: exp.ByteString, ctx: _Ctx) -> Value:
+@handles(exp.ByteString)
+def _escape_string(node: exp.ByteString, ctx: EvalContext) -> Value:
     """E'...': the tokenizer has already resolved the backslash escapes."""
     return pa.scalar(node.this, pa.string())
 
 
-@_handles(exp.Collate)
-def _collate(node: exp.Collate, ctx: _Ctx) -> Value:
-    return _eval(node.this, ctx)       # one collation: byte order (C)
+@handles(exp.Collate)
+def _collate(node: exp.Collate, ctx: EvalContext) -> Value:
+    return eval_node(node.this, ctx)       # one collation: byte order (C)
 
 
 # OPERATOR(schema.op) -> the node the plain operator parses to
@@ -106,21 +106,21 @@ _OPERATORS: dict[str, Callable[[exp.Expr, exp.Expr], exp.Expr]] = {
 }
 
 
-@_handles(exp.Operator)
-def _operator(node: exp.Operator, ctx: _Ctx) -> Value:
+@handles(exp.Operator)
+def _operator(node: exp.Operator, ctx: EvalContext) -> Value:
     name = str(node.args["operator"]).strip()
     name = name.rsplit(".", 1)[-1] if "." in name and not name.endswith(".") else name
     make = _OPERATORS.get(name)
     if make is None:
         raise error_at(f"operator does not exist: {name}", "42883", node)
-    return _eval(make(node.this, node.expression), ctx)
+    return eval_node(make(node.this, node.expression), ctx)
 
 
-def _pg_typeof(node: exp.Anonymous, ctx: _Ctx) -> Value:
+def _pg_typeof(node: exp.Anonymous, ctx: EvalContext) -> Value:
     """pg_typeof(x): the name PostgreSQL gives x's type ('bigint', 'numeric', 'text', ...)."""
     if len(node.expressions) != 1:
-        _no_function(node.name, node.expressions, ctx, node_position(node))
-    return pa.scalar(pg_name(_eval(node.expressions[0], ctx).type), pa.string())
+        no_function(node.name, node.expressions, ctx, node_position(node))
+    return pa.scalar(pg_name(eval_node(node.expressions[0], ctx).type), pa.string())
 
 
-_ANONYMOUS["pg_typeof"] = _pg_typeof
+ANONYMOUS["pg_typeof"] = _pg_typeof

@@ -18,7 +18,7 @@ from planner.logical import AvgOf, SubqueryRef
 from planner.expr.interval_values import interval_parts, interval_text
 from planner.expr.sqltypes import array_storage, kind_of, sql_type
 from planner.expr.core import Const
-from planner.expr.casts import _to_text
+from planner.expr.casts import to_text
 from planner.expr.subplans import HostCall, InSubPlan, SubPlan
 
 
@@ -41,7 +41,7 @@ def _scalar_sql(s: pa.Scalar) -> str:
     if not s.is_valid:
         return "NULL" if k == "null" else f"CAST(NULL AS {sql_type(s.type)})"
     if k in ("date", "timestamp"):   # as text: Python's dates stop at year 9999 (and 1 AD)
-        return f"{k.upper()} {_sql_string(_to_text(s, pa.string(), None).as_py())}"
+        return f"{k.upper()} {_sql_string(to_text(s, pa.string(), None).as_py())}"
     v = s.as_py()
     if k == "bool":
         return "TRUE" if v else "FALSE"

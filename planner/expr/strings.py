@@ -15,20 +15,20 @@ from planner.errors import FeatureNotSupported
 from planner.expr.arrow_values import any_true, Value
 from planner.expr.located import error_at, node_position
 from planner.expr.sqltypes import kind_of, null_of, pg_name
-from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles
-from planner.expr.coerce import _const_arg, _int_arg, _string_arg, _text
+from planner.expr.core import ANONYMOUS, EvalContext, eval_node, handles
+from planner.expr.coerce import const_arg, int_arg, string_arg, as_text
 
 
-@_handles(exp.Concat)
-def _concat(node: exp.Concat, ctx: _Ctx) -> Value:
-    parts = [_text(_eval(e, ctx), e, output=True) for e in node.expressions]
+@handles(exp.Concat)
+def _concat(node: exp.Concat, ctx: EvalContext) -> Value:
+    parts = [as_text(eval_node(e, ctx), e, output=True) for e in node.expressions]
     return pc.binary_join_element_wise(*parts, "", null_handling="replace",
                                        null_replacement="")
 
 
-@_handles(exp.ConcatWs)
-def _concat_ws(node: exp.ConcatWs, ctx: _Ctx) -> Value:
-    sep, *rest = [_text(_eval(e, ctx), e, output=True) for e in node.expressions]
+@handles(exp.ConcatWs)
+def _concat_ws(node: exp.ConcatWs, ctx: EvalContext) -> Value:
+    sep, *rest = [as_text(eval_node(e, ctx), e, output=True) for e in node.expressions]
     if not rest:
         return sep
     joined = pc.binary_join_element_wise(*rest, sep, null_handling="skip")
@@ -41,16 +41,16 @@ def _slice(s: Value, start: int, stop: int | None) -> Value:
     return pc.utf8_slice_codeunits(s, start, stop)
 
 
-@_handles(exp.Substring)
-def _substring(node: exp.Substring, ctx: _Ctx) -> Value:
-    s = _eval(node.this, ctx)
+@handles(exp.Substring)
+def _substring(node: exp.Substring, ctx: EvalContext) -> Value:
+    s = eval_node(node.this, ctx)
     if kind_of(s.type) not in ("string", "binary", "null"):
-        s = _string_arg(s, "substring", node.this)
+        s = string_arg(s, "substring", node.this)
     if node.args.get("start") is None:      # substr('abc'): no such function
         raise error_at(f"function substring({pg_name(s.type)}) does not exist", "42883", node)
-    start = _int_arg(_eval(node.args["start"], ctx), "substring start", node)
+    start = int_arg(eval_node(node.args["start"], ctx), "substring start", node)
     length_node = node.args.get("length")
-    length = (_int_arg(_eval(length_node, ctx), "substring length", node)
+    length = (int_arg(eval_node(length_node, ctx), "substring length", node)
               if length_node is not None else None)
     out_type = pa.string() if kind_of(s.type) == "null" else s.type
     if start is None or (length_node is not None and length is None) or \
@@ -64,11 +64,11 @@ def _substring(node: exp.Substring, ctx: _Ctx) -> Value:
     return _slice(s, begin, stop)
 
 
-@_handles(exp.Left, exp.Right)
-def _left_right(node: exp.Binary, ctx: _Ctx) -> Value:
+@handles(exp.Left, exp.Right)
+def _left_right(node: exp.Binary, ctx: EvalContext) -> Value:
     fn = "left" if isinstance(node, exp.Left) else "right"
-    s = _string_arg(_eval(node.this, ctx), fn, node.this)
-    n = _int_arg(_eval(node.expression, ctx), f"{fn} length", node)
+    s = string_arg(eval_node(node.this, ctx), fn, node.this)
+    n = int_arg(eval_node(node.expression, ctx), f"{fn} length", node)
     if n is None or kind_of(s.type) == "null":
         return null_of(pa.string())
     if isinstance(node, exp.Left):  # n < 0: all but the last |n| characters
@@ -77,21 +77,21 @@ def _left_right(node: exp.Binary, ctx: _Ctx) -> Value:
     return _slice(s, -n, None) if n != 0 else _slice(s, 0, 0)
 
 
-@_handles(exp.Upper, exp.Lower)
-def _upper_lower(node: exp.Func, ctx: _Ctx) -> Value:
+@handles(exp.Upper, exp.Lower)
+def _upper_lower(node: exp.Func, ctx: EvalContext) -> Value:
     fn = "upper" if isinstance(node, exp.Upper) else "lower"
-    s = _string_arg(_eval(node.this, ctx), fn, node.this)
+    s = string_arg(eval_node(node.this, ctx), fn, node.this)
     if kind_of(s.type) == "null":
         return s.cast(pa.string())
     return (pc.utf8_upper if isinstance(node, exp.Upper) else pc.utf8_lower)(s)
 
 
-@_handles(exp.Initcap)
-def _initcap(node: exp.Initcap, ctx: _Ctx) -> Value:
+@handles(exp.Initcap)
+def _initcap(node: exp.Initcap, ctx: EvalContext) -> Value:
     """PostgreSQL's initcap: a letter is upper case after a character that is not a letter
     or digit, lower case otherwise. Arrow's utf8_title starts a word after a digit too
     ('2nd' -> '2Nd'); those strings go through Python, once per distinct value."""
-    s = _string_arg(_eval(node.this, ctx), "initcap", node.this)
+    s = string_arg(eval_node(node.this, ctx), "initcap", node.this)
     if kind_of(s.type) == "null":
         return s
     titled = pc.utf8_title(pc.utf8_lower(s))
@@ -109,23 +109,23 @@ def _initcap_text(text: str) -> str:
     return "".join(out)
 
 
-@_handles(exp.Length)
-def _length(node: exp.Length, ctx: _Ctx) -> Value:
-    s = _eval(node.this, ctx)
+@handles(exp.Length)
+def _length(node: exp.Length, ctx: EvalContext) -> Value:
+    s = eval_node(node.this, ctx)
     k = kind_of(s.type)
     if k == "binary":
         return pc.binary_length(s)
-    s = _string_arg(s, "length", node.this)
+    s = string_arg(s, "length", node.this)
     return pc.utf8_length(s) if k != "null" else null_of(pa.int32())
 
 
-@_handles(exp.Trim)
-def _trim(node: exp.Trim, ctx: _Ctx) -> Value:
-    s = _string_arg(_eval(node.this, ctx), "trim", node.this)
+@handles(exp.Trim)
+def _trim(node: exp.Trim, ctx: EvalContext) -> Value:
+    s = string_arg(eval_node(node.this, ctx), "trim", node.this)
     chars_node = node.args.get("expression")
     chars = " "
     if chars_node is not None:
-        chars = _const_arg(_eval(chars_node, ctx), "trim character set", chars_node)
+        chars = const_arg(eval_node(chars_node, ctx), "trim character set", chars_node)
         if chars is None:
             return null_of(pa.string())
     if kind_of(s.type) == "null":
@@ -135,12 +135,12 @@ def _trim(node: exp.Trim, ctx: _Ctx) -> Value:
     return fn(s, characters=chars)
 
 
-@_handles(exp.Replace)
-def _replace(node: exp.Replace, ctx: _Ctx) -> Value:
-    s = _string_arg(_eval(node.this, ctx), "replace", node.this)
-    old = _const_arg(_eval(node.expression, ctx), "replace pattern", node.expression)
+@handles(exp.Replace)
+def _replace(node: exp.Replace, ctx: EvalContext) -> Value:
+    s = string_arg(eval_node(node.this, ctx), "replace", node.this)
+    old = const_arg(eval_node(node.expression, ctx), "replace pattern", node.expression)
     new_node = node.args["replacement"]
-    new = _const_arg(_eval(new_node, ctx), "replacement", new_node)
+    new = const_arg(eval_node(new_node, ctx), "replacement", new_node)
     if old is None or new is None or kind_of(s.type) == "null":
         return null_of(pa.string())
     if old == "":
@@ -148,14 +148,14 @@ def _replace(node: exp.Replace, ctx: _Ctx) -> Value:
     return pc.replace_substring(s, pattern=old, replacement=new)
 
 
-@_handles(exp.StrPosition)
-def _strpos(node: exp.StrPosition, ctx: _Ctx) -> Value:
+@handles(exp.StrPosition)
+def _strpos(node: exp.StrPosition, ctx: EvalContext) -> Value:
     if node.args.get("position") or node.args.get("occurrence"):
         raise FeatureNotSupported("POSITION with a start or occurrence is not supported",
                                   position=node_position(node))
-    s = _string_arg(_eval(node.this, ctx), "strpos", node.this)
+    s = string_arg(eval_node(node.this, ctx), "strpos", node.this)
     sub_node = node.args["substr"]
-    sub = _const_arg(_eval(sub_node, ctx), "search string", sub_node)
+    sub = const_arg(eval_node(sub_node, ctx), "search string", sub_node)
     if sub is None or kind_of(s.type) == "null":
         return null_of(pa.int32())
     if sub == "":
@@ -170,14 +170,14 @@ def _strpos(node: exp.StrPosition, ctx: _Ctx) -> Value:
     return pc.if_else(found, pc.add(before, pa.scalar(1, pa.int32())), pa.scalar(0, pa.int32()))
 
 
-@_handles(exp.Pad)
-def _pad(node: exp.Pad, ctx: _Ctx) -> Value:
+@handles(exp.Pad)
+def _pad(node: exp.Pad, ctx: EvalContext) -> Value:
     left = bool(node.args.get("is_left"))
     fn = "lpad" if left else "rpad"
-    s = _string_arg(_eval(node.this, ctx), fn, node.this)
-    width = _int_arg(_eval(node.expression, ctx), f"{fn} length", node)
+    s = string_arg(eval_node(node.this, ctx), fn, node.this)
+    width = int_arg(eval_node(node.expression, ctx), f"{fn} length", node)
     fill_node = node.args.get("fill_pattern")
-    fill = " " if fill_node is None else _const_arg(_eval(fill_node, ctx), "pad string",
+    fill = " " if fill_node is None else const_arg(eval_node(fill_node, ctx), "pad string",
                                                     fill_node)
     if width is None or fill is None or kind_of(s.type) == "null":
         return null_of(pa.string())
@@ -190,25 +190,25 @@ def _pad(node: exp.Pad, ctx: _Ctx) -> Value:
     return _slice(s, 0, width)  # PostgreSQL truncates strings longer than the width
 
 
-@_handles(exp.Reverse)
-def _reverse(node: exp.Reverse, ctx: _Ctx) -> Value:
-    s = _string_arg(_eval(node.this, ctx), "reverse", node.this)
+@handles(exp.Reverse)
+def _reverse(node: exp.Reverse, ctx: EvalContext) -> Value:
+    s = string_arg(eval_node(node.this, ctx), "reverse", node.this)
     return pc.utf8_reverse(s) if kind_of(s.type) != "null" else s.cast(pa.string())
 
 
-@_handles(exp.StartsWith)
-def _starts_with(node: exp.StartsWith, ctx: _Ctx) -> Value:
-    s = _string_arg(_eval(node.this, ctx), "starts_with", node.this)
-    prefix = _const_arg(_eval(node.expression, ctx), "prefix", node.expression)
+@handles(exp.StartsWith)
+def _starts_with(node: exp.StartsWith, ctx: EvalContext) -> Value:
+    s = string_arg(eval_node(node.this, ctx), "starts_with", node.this)
+    prefix = const_arg(eval_node(node.expression, ctx), "prefix", node.expression)
     if prefix is None or kind_of(s.type) == "null":
         return null_of(pa.bool_())
     return pc.starts_with(s, pattern=prefix)
 
 
-@_handles(exp.Repeat)
-def _repeat(node: exp.Repeat, ctx: _Ctx) -> Value:
-    s = _string_arg(_eval(node.this, ctx), "repeat", node.this)
-    n = _eval(node.args["times"], ctx)
+@handles(exp.Repeat)
+def _repeat(node: exp.Repeat, ctx: EvalContext) -> Value:
+    s = string_arg(eval_node(node.this, ctx), "repeat", node.this)
+    n = eval_node(node.args["times"], ctx)
     if kind_of(n.type) != "int":
         raise error_at(f"function repeat(text, {pg_name(n.type)}) does not exist", "42883", node)
     if kind_of(s.type) == "null":
@@ -216,21 +216,21 @@ def _repeat(node: exp.Repeat, ctx: _Ctx) -> Value:
     return pc.binary_repeat(s, pc.max_element_wise(n.cast(pa.int64()), 0))
 
 
-_ANONYMOUS["octet_length"] = lambda node, ctx: pc.binary_length(
-    _string_arg(_eval(node.expressions[0], ctx), "octet_length", node))
+ANONYMOUS["octet_length"] = lambda node, ctx: pc.binary_length(
+    string_arg(eval_node(node.expressions[0], ctx), "octet_length", node))
 
 
-@_handles(exp.SplitPart)
-def _split_part(node: exp.SplitPart, ctx: _Ctx) -> Value:
+@handles(exp.SplitPart)
+def _split_part(node: exp.SplitPart, ctx: EvalContext) -> Value:
     """split_part(text, delimiter, n): the n-th field (1-based; negative counts from the
     end, PostgreSQL 14); '' past the last field; n = 0 is 22023. The delimiter and n must
     be constants."""
-    s = _string_arg(_eval(node.this, ctx), "split_part", node.this)
+    s = string_arg(eval_node(node.this, ctx), "split_part", node.this)
     dnode, nnode = node.args.get("delimiter"), node.args.get("part_index")
     if dnode is None or nnode is None:
         raise error_at("function split_part(text) does not exist", "42883", node)
-    delim = _const_arg(_eval(dnode, ctx), "delimiter", dnode)
-    n = _int_arg(_eval(nnode, ctx), "field position", nnode)
+    delim = const_arg(eval_node(dnode, ctx), "delimiter", dnode)
+    n = int_arg(eval_node(nnode, ctx), "field position", nnode)
     if delim is None or n is None or kind_of(s.type) == "null":
         return null_of(pa.string())
     if n == 0:
@@ -264,11 +264,11 @@ def _element_at(lists, index) -> pa.Array:
     return pc.take(lists.values, pos)
 
 
-@_handles(exp.MD5)
-def _md5(node: exp.MD5, ctx: _Ctx) -> Value:
+@handles(exp.MD5)
+def _md5(node: exp.MD5, ctx: EvalContext) -> Value:
     """md5(text): the hex digest of its UTF-8 bytes. Arrow has no MD5 kernel: one hashlib call
     per distinct value (`_per_distinct`; md5 is not a bulk-path function)."""
-    s = _string_arg(_eval(node.this, ctx), "md5", node.this)
+    s = string_arg(eval_node(node.this, ctx), "md5", node.this)
     if kind_of(s.type) == "null":
         return null_of(pa.string())
     return _per_distinct(s, lambda v: hashlib.md5(v.encode()).hexdigest(), pa.string())
@@ -286,15 +286,15 @@ def _per_distinct(v: Value, fn, out_type: pa.DataType) -> Value:
     return pc.take(values, codes.indices)
 
 
-@_handles(exp.Translate)
-def _translate(node: exp.Translate, ctx: _Ctx) -> Value:
+@handles(exp.Translate)
+def _translate(node: exp.Translate, ctx: EvalContext) -> Value:
     """translate(text, from, to): each character of `from` becomes the one at its place in
     `to`, or is removed past the end of `to` (the first occurrence in `from` counts).
     `from` and `to` must be constants."""
-    s = _string_arg(_eval(node.this, ctx), "translate", node.this)
-    src = _const_arg(_string_arg(_eval(node.args["from_"], ctx), "translate", node),
+    s = string_arg(eval_node(node.this, ctx), "translate", node.this)
+    src = const_arg(string_arg(eval_node(node.args["from_"], ctx), "translate", node),
                      "translate argument", node)
-    dst = _const_arg(_string_arg(_eval(node.args["to"], ctx), "translate", node),
+    dst = const_arg(string_arg(eval_node(node.args["to"], ctx), "translate", node),
                      "translate argument", node)
     if src is None or dst is None or kind_of(s.type) == "null":
         return null_of(pa.string())
@@ -304,22 +304,22 @@ def _translate(node: exp.Translate, ctx: _Ctx) -> Value:
     return _per_distinct(s, lambda x: x.translate(table), pa.string())
 
 
-@_handles(exp.Ascii)
-def _ascii(node: exp.Ascii, ctx: _Ctx) -> Value:
+@handles(exp.Ascii)
+def _ascii(node: exp.Ascii, ctx: EvalContext) -> Value:
     """ascii(text): the code point of the first character; 0 for ''."""
-    s = _string_arg(_eval(node.this, ctx), "ascii", node.this)
+    s = string_arg(eval_node(node.this, ctx), "ascii", node.this)
     if kind_of(s.type) == "null":
         return null_of(pa.int32())
     return _per_distinct(s, lambda x: ord(x[0]) if x else 0, pa.int32())
 
 
-@_handles(exp.Chr)
-def _chr(node: exp.Chr, ctx: _Ctx) -> Value:
+@handles(exp.Chr)
+def _chr(node: exp.Chr, ctx: EvalContext) -> Value:
     """chr(integer): the character with that code point; 0 is 54000 (no NUL in text),
     a negative one 22023, one past Unicode 54000."""
     if len(node.expressions) != 1:
         raise error_at("function chr does not exist", "42883", node)
-    n = _eval(node.expressions[0], ctx)
+    n = eval_node(node.expressions[0], ctx)
     if kind_of(n.type) not in ("int", "null"):
         raise error_at(f"function chr({pg_name(n.type)}) does not exist", "42883", node)
     if kind_of(n.type) == "null":
@@ -336,20 +336,20 @@ def _chr(node: exp.Chr, ctx: _Ctx) -> Value:
     return _per_distinct(n, char, pa.string())
 
 
-@_handles(exp.RegexpReplace)
-def _regexp_replace(node: exp.RegexpReplace, ctx: _Ctx) -> Value:
+@handles(exp.RegexpReplace)
+def _regexp_replace(node: exp.RegexpReplace, ctx: EvalContext) -> Value:
     """regexp_replace(text, pattern, replacement [, flags]): the first match replaced, every
     match with flag g; flag i ignores case. Pattern, replacement and flags must be constants;
     the pattern is RE2's syntax (Arrow's kernel), which PostgreSQL's everyday patterns share;
     \\1..\\9 and \\& in the replacement refer to groups and the whole match."""
-    s = _string_arg(_eval(node.this, ctx), "regexp_replace", node.this)
+    s = string_arg(eval_node(node.this, ctx), "regexp_replace", node.this)
     for extra in ("position", "occurrence"):        # regexp_replace(s, p, r, start [, N])
         if node.args.get(extra) is not None:
             raise FeatureNotSupported("regexp_replace with a start position or match number "
                                       "is not supported", position=node_position(node))
     args = [node.args.get(k) for k in ("expression", "replacement", "modifiers")]
     pattern, replacement, flags = (
-        None if a is None else _const_arg(_string_arg(_eval(a, ctx), "regexp_replace", a),
+        None if a is None else const_arg(string_arg(eval_node(a, ctx), "regexp_replace", a),
                                           "regexp_replace argument", a)
         for a in args)
     if node.args.get("replacement") is None:

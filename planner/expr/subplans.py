@@ -19,9 +19,9 @@ from sqlglot import exp
 from planner.expr.arrow_values import broadcast, combine, Value
 from planner.expr.located import error_at
 from planner.expr.sqltypes import array_storage, ArrayType, kind_of, null_of, wrap_array
-from planner.expr.core import _Ctx, _eval, _handles
-from planner.expr.coerce import _check_comparable, _coerce_pair
-from planner.expr.arrays import _as_array
+from planner.expr.core import EvalContext, eval_node, handles
+from planner.expr.coerce import check_comparable, coerce_pair
+from planner.expr.arrays import as_array_value
 
 
 # -- host functions and subplans -------------------------------------------------------------
@@ -52,9 +52,9 @@ class HostCall(exp.Expression, exp.Func):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "expressions": False, "fn": True}
 
 
-@_handles(HostCall)
-def _host_call(node: HostCall, ctx: _Ctx) -> Value:
-    values = [_eval(a, ctx) for a in node.expressions]
+@handles(HostCall)
+def _host_call(node: HostCall, ctx: EvalContext) -> Value:
+    values = [eval_node(a, ctx) for a in node.expressions]
     return node.args["fn"].fn(values, ctx.num_rows)
 
 
@@ -74,13 +74,13 @@ class SubPlan(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"plan": True, "expressions": False, "kind": True}
 
 
-@_handles(SubPlan)
-def _subplan(node: SubPlan, ctx: _Ctx) -> Value:
+@handles(SubPlan)
+def _subplan(node: SubPlan, ctx: EvalContext) -> Value:
     plan, kind = node.args["plan"], node.args["kind"]
-    values = [_eval(e, ctx) for e in node.expressions]
+    values = [eval_node(e, ctx) for e in node.expressions]
     if all(isinstance(v, pa.Scalar) for v in values):
         v = _subplan_value(plan, kind, values, node)[0]
-        return _as_array(v) if kind_of(v.type) == "list" else v
+        return as_array_value(v) if kind_of(v.type) == "list" else v
     n = ctx.num_rows
     cols = [combine(broadcast(v, n)) for v in values]
     if n == 0:
@@ -102,7 +102,7 @@ def _subplan(node: SubPlan, ctx: _Ctx) -> Value:
     else:
         arr = pa.array([r.as_py() for r in results], t)
     arr = arr.take(pa.array(inverse))
-    return _as_array(arr) if kind_of(t) == "list" else arr
+    return as_array_value(arr) if kind_of(t) == "list" else arr
 
 
 class InSubPlan(exp.Expression):
@@ -116,12 +116,12 @@ class InSubPlan(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "expression": True}
 
 
-@_handles(InSubPlan)
-def _in_subplan(node: InSubPlan, ctx: _Ctx) -> Value:
+@handles(InSubPlan)
+def _in_subplan(node: InSubPlan, ctx: EvalContext) -> Value:
     sub: SubPlan = node.expression
     plan = sub.args["plan"]
-    x = _eval(node.this, ctx)
-    values = [_eval(e, ctx) for e in sub.expressions]
+    x = eval_node(node.this, ctx)
+    values = [eval_node(e, ctx) for e in sub.expressions]
     if all(isinstance(v, pa.Scalar) for v in values):
         return _in_set(x, node.this, _subplan_set(plan, values, node), node)
     n = ctx.num_rows
@@ -163,8 +163,8 @@ def _in_set(x: Value, x_node: exp.Expr, col: pa.Array, node: exp.Expr) -> Value:
     present = pc.drop_null(col)
     if kind_of(present.type) == "null":
         present = present.cast(x.type) if kind_of(x.type) != "null" else present
-    a, b = _coerce_pair(x, x_node, present, exp.Column(), "=", node)
-    _check_comparable(a, "=", b, node)
+    a, b = coerce_pair(x, x_node, present, exp.Column(), "=", node)
+    check_comparable(a, "=", b, node)
     if kind_of(a.type) == "null":
         return null_of(pa.bool_())
     b = combine(b)

@@ -34,13 +34,13 @@ from planner.expr.sqltypes import (
     pg_name,
     TIMESTAMP,
 )
-from planner.expr.core import _ANONYMOUS, _Ctx, _eval, _handles, _no_function
-from planner.expr.casts import _cast, _cast_checked
+from planner.expr.core import ANONYMOUS, EvalContext, eval_node, handles, no_function
+from planner.expr.casts import cast, cast_checked
 from planner.expr import intervals, timezones
 
 
-@_handles(exp.Interval)
-def _interval(node: exp.Interval, ctx: _Ctx) -> Value:
+@handles(exp.Interval)
+def _interval(node: exp.Interval, ctx: EvalContext) -> Value:
     v = node.this
     unit = node.args.get("unit")
     unit_name = unit.name if unit is not None else None
@@ -121,7 +121,7 @@ def _shift_dates(a: pa.Array, months: int, days: int) -> pa.Array:
     return pa.array(vals.astype(np.int32), mask=mask).cast(pa.date32())
 
 
-def _shift_timestamps(a: pa.Array, months: int, days: int, us: int) -> pa.Array:
+def shift_timestamps(a: pa.Array, months: int, days: int, us: int) -> pa.Array:
     unit_type = a.type
     vals, mask = ints_and_mask(a.cast(pa.int64()), "int64")
     if months:
@@ -141,7 +141,7 @@ def _temporal_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int = 1) 
         if kind_of(t.type) == "date" and us == 0:
             return per_array(lambda a: _shift_dates(a, months, days), t)
         ts = t.cast(TIMESTAMP) if kind_of(t.type) == "date" or t.type.unit != "us" else t
-        return per_array(lambda a: _shift_timestamps(a, months, days, us), ts)
+        return per_array(lambda a: shift_timestamps(a, months, days, us), ts)
     # an interval column: months, days and time per row, vectorised the same way
     n, scalar = intervals.rows(t, iv)
     f = intervals.columns(iv, n)
@@ -206,7 +206,7 @@ def _date_plus_int(d: Value, n: Value, node: exp.Expr, sign: int = 1) -> Value:
     n = n.cast(pa.int64())
     days = d.cast(pa.int32()).cast(pa.int64())
     r = pc.add_checked(days, n) if sign > 0 else pc.subtract_checked(days, n)
-    return _cast_checked(r, pa.int32(), node).cast(pa.date32())
+    return cast_checked(r, pa.int32(), node).cast(pa.date32())
 
 
 def _date_minus_date(a: Value, b: Value, node: exp.Expr) -> Value:
@@ -255,7 +255,7 @@ def _interval_arith(op: str) -> Callable[[Value, Value, exp.Expr], Value]:
     return fn
 
 
-_TEMPORAL_ARITH: dict[tuple[str, str, str], Callable[[Value, Value, exp.Expr], Value]] = {
+TEMPORAL_ARITH: dict[tuple[str, str, str], Callable[[Value, Value, exp.Expr], Value]] = {
     ("date", "+", "int"): _date_plus_int,
     ("int", "+", "date"): lambda a, b, node: _date_plus_int(b, a, node),
     ("date", "-", "int"): lambda a, b, node: _date_plus_int(a, b, node, -1),
@@ -280,9 +280,9 @@ _TEMPORAL_ARITH: dict[tuple[str, str, str], Callable[[Value, Value, exp.Expr], V
 def _temporal_arg(v: Value, node: exp.Expr, what: str) -> Value:
     """A date / timestamp / interval argument; an unknown literal is read as a timestamp."""
     if is_unknown_literal(node):
-        return _cast(v, TIMESTAMP, node)
+        return cast(v, TIMESTAMP, node)
     if kind_of(v.type) not in ("date", "timestamp", "interval", "null"):
-        _no_function(what, [node], _Ctx(pa.table({})), node_position(node))
+        no_function(what, [node], EvalContext(pa.table({})), node_position(node))
     return v
 
 
@@ -340,18 +340,18 @@ _EXTRACT_ALIASES = {"years": "year", "months": "month", "days": "day", "hours": 
                     "ms": "millisecond", "us": "microsecond"}
 
 
-@_handles(exp.Extract)
-def _extract(node: exp.Extract, ctx: _Ctx) -> Value:
+@handles(exp.Extract)
+def _extract(node: exp.Extract, ctx: EvalContext) -> Value:
     """EXTRACT(field FROM source): numeric, as in PostgreSQL 15 (seconds and the epoch
     with 6 decimals, milliseconds with 3, the other fields whole numbers)."""
     unit = node.this.name.lower()
     return _extract_field(_EXTRACT_ALIASES.get(unit, unit), node.expression, node, ctx)
 
 
-@_handles(KuduDatePart)
-def _date_part(node: KuduDatePart, ctx: _Ctx) -> Value:
+@handles(KuduDatePart)
+def _date_part(node: KuduDatePart, ctx: EvalContext) -> Value:
     """date_part('field', source): EXTRACT's value as double precision."""
-    field = _eval(node.this, ctx)
+    field = eval_node(node.this, ctx)
     if not isinstance(field, pa.Scalar) or kind_of(field.type) not in ("string", "null"):
         raise error_at("function date_part(" + pg_name(field.type) + ", ...) does not exist",
                    "42883", node)
@@ -362,8 +362,8 @@ def _date_part(node: KuduDatePart, ctx: _Ctx) -> Value:
                           ctx).cast(pa.float64())
 
 
-def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: _Ctx) -> Value:
-    v = _temporal_arg(_eval(arg, ctx), arg, "extract")
+def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: EvalContext) -> Value:
+    v = _temporal_arg(eval_node(arg, ctx), arg, "extract")
     k = kind_of(v.type)
     if k == "interval":
         return _interval_field(v, unit, node)
@@ -410,10 +410,10 @@ _TRUNC_UNITS = {"microsecond": ("microsecond", 1), "millisecond": ("millisecond"
                 "quarter": ("quarter", 1), "year": ("year", 1), "decade": ("year", 10)}
 
 
-@_handles(exp.TimestampTrunc, exp.DateTrunc)
-def _date_trunc(node: exp.Expr, ctx: _Ctx) -> Value:
+@handles(exp.TimestampTrunc, exp.DateTrunc)
+def _date_trunc(node: exp.Expr, ctx: EvalContext) -> Value:
     unit = UNIT_ALIASES.get(node.args["unit"].name.lower())
-    v = _temporal_arg(_eval(node.this, ctx), node.this, "date_trunc")
+    v = _temporal_arg(eval_node(node.this, ctx), node.this, "date_trunc")
     if unit not in _TRUNC_UNITS:
         raise error_at(f'unit "{node.args["unit"].name.lower()}" not recognized', "22023", node)
     if kind_of(v.type) == "null":
@@ -459,35 +459,35 @@ def _now() -> datetime.datetime:
     return _clock() if t is None else t
 
 
-@_handles(exp.CurrentDate)
-def _current_date(node: exp.Expr, ctx: _Ctx) -> Value:
+@handles(exp.CurrentDate)
+def _current_date(node: exp.Expr, ctx: EvalContext) -> Value:
     return pa.scalar(_now().date(), pa.date32())
 
 
-@_handles(exp.CurrentTimestamp, KuduNow, exp.Localtimestamp, exp.CurrentDatetime)
-def _current_timestamp(node: exp.Expr, ctx: _Ctx) -> Value:
+@handles(exp.CurrentTimestamp, KuduNow, exp.Localtimestamp, exp.CurrentDatetime)
+def _current_timestamp(node: exp.Expr, ctx: EvalContext) -> Value:
     return pa.scalar(_now(), TIMESTAMP)
 
 
-@_handles(exp.CurrentTime, exp.Localtime)
-def _current_time(node: exp.Expr, ctx: _Ctx) -> Value:
+@handles(exp.CurrentTime, exp.Localtime)
+def _current_time(node: exp.Expr, ctx: EvalContext) -> Value:
     return pa.scalar(_now().time(), pa.time64("us"))
 
 
-_ANONYMOUS.update({
+ANONYMOUS.update({
     "transaction_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "statement_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), TIMESTAMP),
 })
 
 
-def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
+def _make_date(node: exp.Anonymous, ctx: EvalContext) -> Value:
     """make_date(year, month, day): year 0 is 22008 and negative years are BC, as in
     PostgreSQL; a month or day the calendar lacks, or a year outside 4713 BC to 5874897
     (PostgreSQL's dates), is 22008 naming the date."""
     if len(node.expressions) != 3:
         raise error_at("function make_date does not exist", "42883", node)
-    parts = [_eval(e, ctx) for e in node.expressions]
+    parts = [eval_node(e, ctx) for e in node.expressions]
     for p in parts:
         if kind_of(p.type) not in ("int", "null"):
             raise error_at("function make_date(" + ", ".join(pg_name(q.type) for q in parts)
@@ -519,14 +519,14 @@ def _make_date(node: exp.Anonymous, ctx: _Ctx) -> Value:
     return out[0] if scalar else out
 
 
-_ANONYMOUS["make_date"] = _make_date
+ANONYMOUS["make_date"] = _make_date
 
 
-def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
+def _age(node: exp.Anonymous, ctx: EvalContext) -> Value:
     """age(a, b) and age(a) (= age(current_date, a)): a - b as years, months and days, the
     way PostgreSQL's timestamp_age subtracts field by field and borrows (a day borrowed
     from the month of the earlier timestamp), as an interval; vectorised over numpy."""
-    args = [_eval(e, ctx) for e in node.expressions]
+    args = [eval_node(e, ctx) for e in node.expressions]
     if len(args) == 1:
         args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), TIMESTAMP),
                 args[0]]
@@ -580,13 +580,13 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
     return out[0] if scalar else out
 
 
-_ANONYMOUS["age"] = _age
+ANONYMOUS["age"] = _age
 
 
 def _interval_value(v: Value, node: exp.Expr, what: str) -> Value:
     """An interval argument (an unknown literal read as one); 42883 for any other type."""
     if is_unknown_literal(node):
-        return _cast(v, INTERVAL, node)
+        return cast(v, INTERVAL, node)
     if kind_of(v.type) == "null":
         return v.cast(INTERVAL) if isinstance(v, pa.Scalar) else pa.nulls(len(v), INTERVAL)
     if kind_of(v.type) != "interval":
@@ -595,8 +595,8 @@ def _interval_value(v: Value, node: exp.Expr, what: str) -> Value:
 
 
 def _justify(fn: Callable[[intervals.Fields], intervals.Fields], what: str):
-    def handler(node: exp.Expr, ctx: _Ctx) -> Value:
-        v = _interval_value(_eval(node.this, ctx), node.this, what)
+    def handler(node: exp.Expr, ctx: EvalContext) -> Value:
+        v = _interval_value(eval_node(node.this, ctx), node.this, what)
         n, scalar = intervals.rows(v)
         try:
             return intervals.build(fn(intervals.columns(v, n)), scalar)
@@ -605,9 +605,9 @@ def _justify(fn: Callable[[intervals.Fields], intervals.Fields], what: str):
     return handler
 
 
-_handles(exp.JustifyHours)(_justify(intervals.justify_hours, "justify_hours"))
-_handles(exp.JustifyDays)(_justify(intervals.justify_days, "justify_days"))
-_handles(exp.JustifyInterval)(_justify(intervals.justify_interval, "justify_interval"))
+handles(exp.JustifyHours)(_justify(intervals.justify_hours, "justify_hours"))
+handles(exp.JustifyDays)(_justify(intervals.justify_days, "justify_days"))
+handles(exp.JustifyInterval)(_justify(intervals.justify_interval, "justify_interval"))
 
 # make_interval(years, months, weeks, days, hours, mins, secs): the first six integers,
 # secs double precision; each defaults to 0 and may be named (`hours => 2`)
@@ -615,8 +615,8 @@ _MAKE_INTERVAL_ARGS = ("year", "month", "week", "day", "hour", "minute", "second
 _MAKE_INTERVAL_NAMES = ("years", "months", "weeks", "days", "hours", "mins", "secs")
 
 
-@_handles(exp.MakeInterval)
-def _make_interval(node: exp.MakeInterval, ctx: _Ctx) -> Value:
+@handles(exp.MakeInterval)
+def _make_interval(node: exp.MakeInterval, ctx: EvalContext) -> Value:
     given: dict[str, tuple[Value, exp.Expr]] = {}
     for key in _MAKE_INTERVAL_ARGS:
         arg = node.args.get(key)
@@ -628,9 +628,9 @@ def _make_interval(node: exp.MakeInterval, ctx: _Ctx) -> Value:
                 raise error_at(f"function make_interval({name} => {arg.expression.sql()}) "
                            "does not exist", "42883", node)
             key, arg = _MAKE_INTERVAL_ARGS[_MAKE_INTERVAL_NAMES.index(name)], arg.expression
-        v = _eval(arg, ctx)
+        v = eval_node(arg, ctx)
         if is_unknown_literal(arg):
-            v = _cast(v, pa.float64() if key == "second" else pa.int32(), arg)
+            v = cast(v, pa.float64() if key == "second" else pa.int32(), arg)
         if kind_of(v.type) not in (("int", "null") if key != "second" else
                                  ("int", "float", "decimal", "null")):
             raise error_at(f"function make_interval({pg_name(v.type)}) does not exist",
@@ -663,8 +663,8 @@ def _make_interval(node: exp.MakeInterval, ctx: _Ctx) -> Value:
         raise error_at(e.message, e.sqlstate, node) from None
 
 
-@_handles(exp.DateBin)
-def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
+@handles(exp.DateBin)
+def _date_bin(node: exp.DateBin, ctx: EvalContext) -> Value:
     """date_bin(stride, source, origin): the start of the stride-long bin, counted from
     origin, that holds source. The stride has no months (0A000 as in PostgreSQL), is
     positive (22008, as PostgreSQL words it); a source before the origin falls in the bin
@@ -675,9 +675,9 @@ def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
                    "42883", node)
     if isinstance(origin_node, exp.Var):     # sqlglot reads a bare '...' origin as a unit
         origin_node = exp.Literal.string(origin_node.name)
-    stride = _interval_value(_eval(node.this, ctx), node.this, "date_bin")
-    src = _temporal_arg(_eval(node.expression, ctx), node.expression, "date_bin")
-    origin = _temporal_arg(_eval(origin_node, ctx), origin_node, "date_bin")
+    stride = _interval_value(eval_node(node.this, ctx), node.this, "date_bin")
+    src = _temporal_arg(eval_node(node.expression, ctx), node.expression, "date_bin")
+    origin = _temporal_arg(eval_node(origin_node, ctx), origin_node, "date_bin")
     for v in (src, origin):
         if kind_of(v.type) == "interval":
             raise error_at("function date_bin(interval, interval, timestamp without time zone) "
@@ -695,11 +695,11 @@ def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
     if kind_of(src.type) == "timestamp" and src.type.tz:
         # on instants (PostgreSQL's timestamptz_bin); a timestamp origin is local time
         if kind_of(origin.type) != "null":
-            origin = _cast(origin, timezones.TIMESTAMPTZ, origin_node)
+            origin = cast(origin, timezones.TIMESTAMPTZ, origin_node)
         src, origin = src.cast(pa.int64()), (origin.cast(pa.int64())
                                              if kind_of(origin.type) != "null" else origin)
     elif kind_of(origin.type) == "timestamp" and origin.type.tz:
-        origin = _cast(origin, TIMESTAMP, origin_node)
+        origin = cast(origin, TIMESTAMP, origin_node)
     s, s_ok = intervals.int64s(src.cast(TIMESTAMP) if kind_of(src.type) not in ("null", "int")
                                else src, n)
     o, o_ok = intervals.int64s(origin.cast(TIMESTAMP) if kind_of(origin.type) not in ("null", "int")
@@ -712,20 +712,20 @@ def _date_bin(node: exp.DateBin, ctx: _Ctx) -> Value:
     return arr[0] if scalar else arr
 
 
-@_handles(exp.AtTimeZone)
-def _at_time_zone(node: exp.AtTimeZone, ctx: _Ctx) -> Value:
+@handles(exp.AtTimeZone)
+def _at_time_zone(node: exp.AtTimeZone, ctx: EvalContext) -> Value:
     """`t AT TIME ZONE zone`: a timestamptz's local time in `zone` (a timestamp), or a
     timestamp read as local time in `zone` (a timestamptz); an unknown literal is a
     timestamptz, as PostgreSQL resolves it. The zone is constant text or an interval
     offset (east of UTC)."""
-    v = _eval(node.this, ctx)
+    v = eval_node(node.this, ctx)
     if is_unknown_literal(node.this):
-        v = _cast(v, timezones.TIMESTAMPTZ, node.this)
+        v = cast(v, timezones.TIMESTAMPTZ, node.this)
     zone_node = node.args["zone"]
-    z = _eval(zone_node, ctx)
+    z = eval_node(zone_node, ctx)
     k = kind_of(v.type)
     if k == "date":
-        v, k = _cast(v, timezones.TIMESTAMPTZ, node.this), "timestamp"
+        v, k = cast(v, timezones.TIMESTAMPTZ, node.this), "timestamp"
     if k not in ("timestamp", "null"):
         raise error_at(f"function timezone({pg_name(z.type)}, {pg_name(v.type)}) does not "
                    "exist", "42883", node)

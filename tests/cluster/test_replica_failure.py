@@ -84,7 +84,7 @@ class _Loopback:
 
 def _state(r: TabletReplica) -> tuple:
     """What must come from one side of an install: data, Raft log, consensus metadata."""
-    return (r.tablet.count_rows(), r.tablet._anchor_index(), r.storage.first_index,
+    return (r.tablet.count_rows(), r.tablet.anchor_index(), r.storage.first_index,
             r.storage.last_index, r.raft.term, r.raft.voted_for,
             [p.uuid for p in r.raft.committed_config.peers])
 
@@ -145,7 +145,7 @@ def test_a_crash_at_every_install_step_opens_the_old_or_the_new_state(
     again = _open(ddir, "dst", ["src", "dst"], transport)  # recovery runs at open
     try:
         got = _state(again)
-        a = src.tablet._anchor_index() - 1
+        a = src.tablet.anchor_index() - 1
         new = (52, a + 1, a + 1, src.storage.last_index, src.raft.term, None, ["src"])
         assert got == (new if committed else old), (step, got, old, new)
         left = sorted(os.listdir(ddir))
@@ -176,7 +176,7 @@ def test_a_failed_install_leaves_the_replica_failed_and_a_restart_rolls_it_forwa
     ts[i] = start(i, port)  # recovery finishes the install: new data, new log, new cmeta
     r = ts[i].replicas["t1"]
     assert r.failed is None and r.storage.first_index > 2
-    assert r.tablet._anchor_index() == r.storage.first_index
+    assert r.tablet.anchor_index() == r.storage.first_index
     caught_up_by_copy(ts, c, i)
 
 
@@ -210,7 +210,7 @@ def test_a_process_killed_in_the_install_restarts_consistent(tmp_path, gc_cluste
     ts[i] = start(i, port)
     assert not (d / tablet_copy.READY).exists()
     r = ts[i].replicas["t1"]
-    assert r.failed is None and r.tablet._anchor_index() == r.storage.first_index > 2
+    assert r.failed is None and r.tablet.anchor_index() == r.storage.first_index > 2
     caught_up_by_copy(ts, c, i)
 
 

@@ -254,7 +254,7 @@ def check_files(path: str, t: Tablet) -> None:
         assert not [f for f in files if f.endswith(".tmp")], f"rowset {name}: {files}"
     assert not [f for f in os.listdir(path) if f.endswith(".tmp")], os.listdir(path)
     segs = Log(os.path.join(path, "wal")).segments()
-    anchor = t._anchor_index()
+    anchor = t.anchor_index()
     for (first, p), (nxt, _) in zip(segs, segs[1:]):
         assert nxt > anchor, (f"WAL segment {os.path.basename(p)} holds only entries below "
                               f"the log anchor {anchor} but was not GC'd")

@@ -15,7 +15,7 @@ background alongside writers and readers keeps every row right.
   (f) back-pressure: without a manager, a write at the memory limit flushes inline and
       succeeds; with a manager whose thread is not running it is refused with
       ServiceUnavailable once the wait times out (the 10 s wait is hard-coded in
-      Tablet._admit_write, so that test runs on a fake monotonic clock).
+      Tablet.admit_write, so that test runs on a fake monotonic clock).
 """
 
 from __future__ import annotations

@@ -216,7 +216,7 @@ def test_a_tablet_copy_carries_the_tracker(tmp_path):
         sessions = CopySessions(str(tmp_path / "sessions"))
         assert run_copy(dst, _LocalRpc(sessions, src), "src")
         a = dst._view.applied
-        assert a == src.tablet._anchor_index() - 1
+        assert a == src.tablet.anchor_index() - 1
         assert dst.tracker.get("c1", 1) == first
         assert dst.tracker.lookup("c1", 1) == first
         assert a in checkpoint_indexes(dst.tablet.path)
@@ -247,10 +247,10 @@ def test_checkpoint_written_before_the_metadata_and_pruned_after(tmp_path):
         _lead(r)
         _write(r, 1, 1, "a", 1)
         r.tablet.flush_mrs()
-        f1 = r.tablet._anchor_index() - 1
+        f1 = r.tablet.anchor_index() - 1
         _write(r, 2, 2, "a", 1)
         r.tablet.flush_mrs()
-        f2 = r.tablet._anchor_index() - 1
+        f2 = r.tablet.anchor_index() - 1
         assert f2 > f1 and checkpoint_indexes(r.tablet.path) == [f2]
     finally:
         r.close()

@@ -180,8 +180,8 @@ def test_sample_sort_is_the_stable_sort(seed, monkeypatch):
         for desc in (False, True):
             for nf in (None, True, False):
                 work, keys = {}, []
-                X._add_sort_key(work, keys, "s0", col, L.SortKey(None, desc, nf))
-                X._add_sort_key(work, keys, "s1", second, L.SortKey(None, False, None))
+                X.add_sort_key(work, keys, "s0", col, L.SortKey(None, desc, nf))
+                X.add_sort_key(work, keys, "s1", second, L.SortKey(None, False, None))
                 t = pa.table(work)
                 want = pc.sort_indices(t, sort_keys=keys)
                 got = ex.sort_indices(t, keys)

@@ -29,6 +29,10 @@ QUERIES = {
         "SELECT id FROM emp WHERE hired >= date '1998-12-01' - interval '90' day",
         "SELECT name, upper('x' || 'y') AS tag FROM emp WHERE dept = 1 + 1",
     ],
+    "fold_pushed_predicates": [
+        "SELECT * FROM (SELECT id, 2 AS two FROM emp) g WHERE g.two > 1",
+        "SELECT * FROM (SELECT id, 'a' AS k FROM emp) g WHERE g.k = 'a' AND g.id = 1",
+    ],
     "factor_or": [
         "SELECT e.name FROM emp e, dept d WHERE (e.dept = d.id AND d.dname = 'eng') "
         "OR (e.dept = d.id AND e.salary > 50)",
@@ -93,6 +97,15 @@ def _render(db, rule: str) -> tuple[str, int]:
 
 def test_every_rule_has_a_golden_file():
     assert set(QUERIES) == set(RULE_NAMES)
+
+
+def test_rule_names_are_unique():
+    """A name switches off exactly one entry of RULES (issue 28: `fold_constants` once
+    named two)."""
+    from planner.rules import RULES
+    names = [r.name for r in RULES]
+    assert len(names) == len(set(names)), names
+    assert tuple(names) == RULE_NAMES
 
 
 @pytest.mark.parametrize("rule", sorted(QUERIES))

@@ -1,4 +1,4 @@
-"""Point reads (planner/fastpath.py): a parameterised statement that reads one row by its full
+"""Point reads (planner/point_read.py): a parameterised statement that reads one row by its full
 primary key, executed again, skips the planner. Every answer it gives must be the one the
 planner would give: each case runs once to be cached, then with the values under test, and
 is compared with a fresh session (no cache) running the same values."""
@@ -161,13 +161,13 @@ def test_repeated_updates_and_deletes_by_key_use_their_cached_plans(s):
 
 
 def test_one_value_array_equals_pa_array():
-    """The point read's result columns built from buffers (planner.fastpath
+    """The point read's result columns built from buffers (planner.point_read
     `one_value_array`) equal `pa.array([v], type)` for every value kind it builds."""
     import math
 
     import pyarrow as pa
 
-    from planner.fastpath import one_value_array
+    from planner.point_read import one_value_array
     cases = [(pa.int64(), [0, -2**63, 2**63 - 1, None]), (pa.int8(), [-128, 127, None]),
              (pa.int16(), [-5]), (pa.int32(), [2**31 - 1]), (pa.uint64(), [2**64 - 1]),
              (pa.float32(), [0.1, 1e30, -0.0, None]), (pa.float64(), [0.1, math.inf, None]),

@@ -15,11 +15,17 @@ import pyarrow as pa
 from planner.binder.views import catalog_views
 from planner.errors import SqlError
 from planner.expr import HostFunction
-from wire.pg_catalog.functions import _host_functions
-from wire.pg_catalog.oids import NAMESPACES, PG_CATALOG, PUBLIC, _split_qualified, quote_ident, \
+from wire.pg_catalog.functions import host_functions
+from wire.pg_catalog.oids import NAMESPACES, PG_CATALOG, PUBLIC, split_qualified_name, quote_ident, \
     version_string
-from wire.pg_catalog.pg_views import _SESSION_VIEWS, _SETTINGS
-from wire.pg_catalog.registry import VIEWS, SystemView, _build, _Snapshot, _ViewDef
+from wire.pg_catalog.pg_views import SESSION_VIEWS, DEFAULT_SETTINGS
+from wire.pg_catalog.registry import (
+    VIEWS,
+    CatalogSnapshot,
+    SystemView,
+    ViewDef,
+    build_view_table,
+)
 from wire.settings import SERVER_VERSION
 
 
@@ -37,9 +43,9 @@ class PgCatalog:
         self.settings = settings if settings is not None else _LocalSettings()
         self.pid = pid
         self.version = version_string(self.settings.get("server_version") or SERVER_VERSION)
-        self._snapshot: _Snapshot | None = None
+        self._snapshot: CatalogSnapshot | None = None
         self._lock = threading.Lock()
-        self._functions = _host_functions(self)
+        self._functions = host_functions(self)
 
     # -- delegation and name resolution ----------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -92,7 +98,7 @@ class PgCatalog:
         return self._functions.get(name)
 
     # -- snapshots -------------------------------------------------------------------------
-    def snapshot(self) -> _Snapshot:
+    def snapshot(self) -> CatalogSnapshot:
         metas = [self._catalog.get_table(n) for n in self._catalog.list_tables()]
         views = list(catalog_views(self._catalog).values())
         with self._lock:
@@ -101,17 +107,17 @@ class PgCatalog:
                     a is not b for a, b in zip(s.metas, metas)) or \
                     len(s.view_metas) != len(views) or any(
                     a is not b for a, b in zip(s.view_metas, views)):
-                s = self._snapshot = _Snapshot(metas, views)
+                s = self._snapshot = CatalogSnapshot(metas, views)
             return s
 
-    def _view_table(self, view: _ViewDef) -> pa.Table:
+    def view_table(self, view: ViewDef) -> pa.Table:
         snap = self.snapshot()
-        if view.qualified in _SESSION_VIEWS:        # session state: never cached
-            return _build(view, view.rows(self, snap))
+        if view.qualified in SESSION_VIEWS:        # session state: never cached
+            return build_view_table(view, view.rows(self, snap))
         with snap.lock:
             t = snap.views.get(view.qualified)
             if t is None:
-                t = snap.views[view.qualified] = _build(view, view.rows(self, snap))
+                t = snap.views[view.qualified] = build_view_table(view, view.rows(self, snap))
             return t
 
     # -- lookups used by the functions ------------------------------------------------------
@@ -120,7 +126,7 @@ class PgCatalog:
         text = name.strip()
         if re.fullmatch(r"\d+", text):
             return int(text)
-        parts = _split_qualified(text)
+        parts = split_qualified_name(text)
         schema, rel = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[-1])
         snap = self.snapshot()
         if schema in (None, "pg_catalog", "information_schema"):
@@ -155,7 +161,7 @@ class _LocalSettings:
     def get(self, name: str) -> str | None:
         v = self._values.get(name.lower())
         if v is None:
-            v = next((d for k, d in _SETTINGS.items() if k.lower() == name.lower()), None)
+            v = next((d for k, d in DEFAULT_SETTINGS.items() if k.lower() == name.lower()), None)
         return v
 
     def set(self, name: str, value: str) -> None:

@@ -25,15 +25,15 @@ from wire.pg_catalog.oids import (
     TYPES,
     format_type,
     quote_ident,
-    _split_qualified,
+    split_qualified_name,
 )
 from wire.pg_catalog.registry import (
     SessionCatalog,
-    _Snapshot,
-    _array,
-    _constraintdef,
-    _indexdef,
-    _scalar,
+    CatalogSnapshot,
+    to_arrow_array,
+    constraint_definition,
+    index_definition,
+    to_arrow_scalar,
 )
 
 Value = pa.Scalar | pa.Array | pa.ChunkedArray
@@ -65,14 +65,14 @@ def _per_value(fn: Callable[..., Any], out_type: pa.DataType
     once per distinct argument tuple (catalog lookups: few distinct OIDs and names)."""
     def call(values: list[Value], n: int) -> Value:
         if all(isinstance(v, pa.Scalar) for v in values):
-            return _scalar(fn(*[_py(v) for v in values]), out_type)
+            return to_arrow_scalar(fn(*[_py(v) for v in values]), out_type)
         memo: dict[tuple, Any] = {}
         out = []
         for args in _rows(values, n):     # per row, memoised: see the docstring
             if args not in memo:
                 memo[args] = fn(*args)
             out.append(memo[args])
-        return _array(out, out_type)
+        return to_arrow_array(out, out_type)
     return call
 
 
@@ -87,7 +87,8 @@ def _oid_arg(v: Any) -> int:
     return int(v) if not isinstance(v, int) else v
 
 
-def _host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
+def host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
+    """The catalog functions (pg_get_indexdef, format_type, ...) bound to `cat`, by name."""
     text, boolean, oid, i32 = pa.string(), pa.bool_(), pa.int64(), pa.int32()
     fns: dict[str, HostFunction] = {}
 
@@ -113,7 +114,7 @@ def _host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
             return body(values, n)
         fns[name] = HostFunction(name, call, volatile=volatile)
 
-    def snap() -> _Snapshot:
+    def snap() -> CatalogSnapshot:
         return cat.snapshot()
 
     def const(name: str, value: Callable[[], Any], out: pa.DataType) -> None:
@@ -178,7 +179,7 @@ def _host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
         if isinstance(v, int) or re.fullmatch(r"\s*\d+\s*", v):
             return int(v)
         names = {n: o for o, n in NAMESPACES.items()}
-        name = _split_qualified(v)[-1]
+        name = split_qualified_name(v)[-1]
         if name not in names:
             raise UndefinedObject(f'schema "{v}" does not exist')
         return names[name]
@@ -188,7 +189,7 @@ def _host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
     def regrole_in(v):
         if isinstance(v, int) or re.fullmatch(r"\s*\d+\s*", v):
             return int(v)
-        if _split_qualified(v)[-1] != cat.user.lower() and v != cat.user:
+        if split_qualified_name(v)[-1] != cat.user.lower() and v != cat.user:
             raise UndefinedObject(f'role "{v}" does not exist')
         return BOOTSTRAP_SUPERUSER
     define("regrole", regrole_in, oid, nargs=(1,))
@@ -218,12 +219,12 @@ def _host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
 
     def indexdef(index_oid, column=0, pretty=False):
         t = snap().index_by_oid.get(index_oid)
-        return None if t is None else _indexdef(t, column or 0, bool(pretty))
+        return None if t is None else index_definition(t, column or 0, bool(pretty))
     define("pg_get_indexdef", indexdef, text, nargs=(1, 3), oids=(0,))
 
     def constraintdef(con_oid, pretty=False):
         t = snap().constraint_by_oid.get(con_oid)
-        return None if t is None else _constraintdef(t)
+        return None if t is None else constraint_definition(t)
     define("pg_get_constraintdef", constraintdef, text, nargs=(1, 2), oids=(0,))
 
     def obj_description(objoid, catalog_name=None):

@@ -10,25 +10,32 @@ from wire.pg_catalog.oids import (
     default_sql,
     format_type,
 )
-from wire.pg_catalog.pg_views import _VIEW_COLUMN_OIDS
-from wire.pg_catalog.registry import VIEWS, SessionCatalog, _Snapshot, _empty, _view
+from wire.pg_catalog.pg_views import VIEW_COLUMN_OIDS
+from wire.pg_catalog.registry import (
+    VIEWS,
+    CatalogSnapshot,
+    SessionCatalog,
+    register_empty_view,
+    register_view,
+)
 
 
 # -- information_schema ----------------------------------------------------------------------
-@_view(INFORMATION_SCHEMA, "schemata", """catalog_name name, schema_name name,
+@register_view(INFORMATION_SCHEMA, "schemata", """catalog_name name, schema_name name,
     schema_owner name, default_character_set_catalog name, default_character_set_schema name,
     default_character_set_name name, sql_path varchar""", relkind="v")
-def _schemata(cat: SessionCatalog, snap: _Snapshot):
+def _schemata(cat: SessionCatalog, snap: CatalogSnapshot):
     for name in NAMESPACES.values():
         yield {"catalog_name": cat.database, "schema_name": name, "schema_owner": cat.user}
 
 
-@_view(INFORMATION_SCHEMA, "tables", """table_catalog name, table_schema name, table_name name,
+@register_view(INFORMATION_SCHEMA, "tables",
+               """table_catalog name, table_schema name, table_name name,
     table_type varchar, self_referencing_column_name name, reference_generation varchar,
     user_defined_type_catalog name, user_defined_type_schema name,
     user_defined_type_name name, is_insertable_into varchar, is_typed varchar,
     commit_action varchar""", relkind="v")
-def _is_tables(cat: SessionCatalog, snap: _Snapshot):
+def _is_tables(cat: SessionCatalog, snap: CatalogSnapshot):
     for r in snap.relations():
         if r.kind == "i":
             continue
@@ -84,12 +91,12 @@ def _is_column(cat: SessionCatalog, schema: str, table: str, pos: int, name: str
     return row
 
 
-@_view(INFORMATION_SCHEMA, "columns", _IS_COLUMNS, relkind="v")
-def _is_columns(cat: SessionCatalog, snap: _Snapshot):
+@register_view(INFORMATION_SCHEMA, "columns", _IS_COLUMNS, relkind="v")
+def _is_columns(cat: SessionCatalog, snap: CatalogSnapshot):
     for v in VIEWS.values():
         for i, (name, typ) in enumerate(v.columns):
             yield _is_column(cat, NAMESPACES[v.namespace], v.name, i + 1, name,
-                             _VIEW_COLUMN_OIDS[typ], -1, True, None, False)
+                             VIEW_COLUMN_OIDS[typ], -1, True, None, False)
     for t in snap.tables:
         for i, c in enumerate(t.columns):
             typid, typmod = column_type(c)
@@ -101,11 +108,11 @@ def _is_columns(cat: SessionCatalog, snap: _Snapshot):
                              False)
 
 
-@_view(INFORMATION_SCHEMA, "table_constraints", """constraint_catalog name,
+@register_view(INFORMATION_SCHEMA, "table_constraints", """constraint_catalog name,
     constraint_schema name, constraint_name name, table_catalog name, table_schema name,
     table_name name, constraint_type varchar, is_deferrable varchar,
     initially_deferred varchar, enforced varchar, nulls_distinct varchar""", relkind="v")
-def _is_table_constraints(cat: SessionCatalog, snap: _Snapshot):
+def _is_table_constraints(cat: SessionCatalog, snap: CatalogSnapshot):
     for t in snap.tables:
         yield {"constraint_catalog": cat.database, "constraint_schema": "public",
                "constraint_name": f"{t.name}_pkey", "table_catalog": cat.database,
@@ -114,11 +121,11 @@ def _is_table_constraints(cat: SessionCatalog, snap: _Snapshot):
                "initially_deferred": "NO", "enforced": "YES"}
 
 
-@_view(INFORMATION_SCHEMA, "key_column_usage", """constraint_catalog name,
+@register_view(INFORMATION_SCHEMA, "key_column_usage", """constraint_catalog name,
     constraint_schema name, constraint_name name, table_catalog name, table_schema name,
     table_name name, column_name name, ordinal_position int4,
     position_in_unique_constraint int4""", relkind="v")
-def _is_key_column_usage(cat: SessionCatalog, snap: _Snapshot):
+def _is_key_column_usage(cat: SessionCatalog, snap: CatalogSnapshot):
     for t in snap.tables:
         for i, k in enumerate(t.meta.schema.key_names):
             yield {"constraint_catalog": cat.database, "constraint_schema": "public",
@@ -127,18 +134,19 @@ def _is_key_column_usage(cat: SessionCatalog, snap: _Snapshot):
                    "ordinal_position": i + 1}
 
 
-@_view(INFORMATION_SCHEMA, "views", """table_catalog name, table_schema name, table_name name,
+@register_view(INFORMATION_SCHEMA, "views",
+               """table_catalog name, table_schema name, table_name name,
     view_definition varchar, check_option varchar, is_updatable varchar,
     is_insertable_into varchar, is_trigger_updatable varchar, is_trigger_deletable varchar,
     is_trigger_insertable_into varchar""", relkind="v")
-def _is_views(cat: SessionCatalog, snap: _Snapshot):
+def _is_views(cat: SessionCatalog, snap: CatalogSnapshot):
     for v in snap.user_views:           # no view is updatable here (planner/views.py)
         yield {"table_catalog": cat.database, "table_schema": "public", "table_name": v.name,
                "view_definition": v.definition, "check_option": "NONE",
                "is_updatable": "NO", "is_insertable_into": "NO",
                "is_trigger_updatable": "NO", "is_trigger_deletable": "NO",
                "is_trigger_insertable_into": "NO"}
-_empty(INFORMATION_SCHEMA, "referential_constraints", """constraint_catalog name,
+register_empty_view(INFORMATION_SCHEMA, "referential_constraints", """constraint_catalog name,
     constraint_schema name, constraint_name name, unique_constraint_catalog name,
     unique_constraint_schema name, unique_constraint_name name, match_option varchar,
     update_rule varchar, delete_rule varchar""", relkind="v")

@@ -247,7 +247,9 @@ def derived_oid(kind: str, table_id: str) -> int:
     return FIRST_USER_OID + h % (2**31 - FIRST_USER_OID)
 
 
-def _split_qualified(text: str) -> list[str]:
+def split_qualified_name(text: str) -> list[str]:
+    """`a."B".C` -> ["a", "B", "c"]: a dotted name split into its parts, unquoted ones folded
+    to lower case."""
     parts, buf, quoted, i = [], [], False, 0
     while i < len(text):
         ch = text[i]

@@ -1,10 +1,10 @@
 """The system views' registry and the catalog snapshot they are built from.
 
-`_view(namespace, name, columns)` registers a view (a `_ViewDef`: its columns as PostgreSQL
-types and a function yielding one dict per row) in `VIEWS`; the view modules
+`register_view(namespace, name, columns)` registers a view (a `ViewDef`: its columns as
+PostgreSQL types and a function yielding one dict per row) in `VIEWS`; the view modules
 (pg_views.py, information_schema.py) register theirs when imported, and the package's
-__init__ then calls `seal()`, which gives every view its OID. `_Snapshot` is one catalog
-state: the user tables with their OIDs and each view's Arrow table, built once on first
+__init__ then calls `seal()`, which gives every view its OID. `CatalogSnapshot` is one
+catalog state: the user tables with their OIDs and each view's Arrow table, built once on first
 use. `SystemView` is what the planner scans (`virtual`).
 """
 from __future__ import annotations
@@ -49,10 +49,10 @@ class SessionCatalog(Protocol):
     settings: Any                        # wire.settings.Settings, or a local stand-in
     prepared: Callable[[], list[dict]]   # the rows of pg_prepared_statements
 
-    def snapshot(self) -> _Snapshot: ...
+    def snapshot(self) -> CatalogSnapshot: ...
     def regclass(self, name: str) -> int: ...
     def relation_name(self, oid: int) -> str: ...
-    def _view_table(self, view: _ViewDef) -> pa.Table: ...
+    def view_table(self, view: ViewDef) -> pa.Table: ...   # the view's rows, cached
 
 
 @dataclasses.dataclass
@@ -105,7 +105,7 @@ class _Relation:
     has_index: bool = False
 
 
-class _Snapshot:
+class CatalogSnapshot:
     """The user tables of one catalog state, with their OIDs, and the views built from them
     (each built once, on first use)."""
 
@@ -214,11 +214,11 @@ class _ViewColumn(ColumnSchema):
 
 
 @dataclasses.dataclass(frozen=True)
-class _ViewDef:
+class ViewDef:
     name: str
     namespace: int
     columns: tuple[tuple[str, str], ...]            # (column, pg type name)
-    rows: Callable[[SessionCatalog, _Snapshot], Iterable[dict]]
+    rows: Callable[[SessionCatalog, CatalogSnapshot], Iterable[dict]]
     relkind: str = "r"
     oid: int = 0
 
@@ -227,16 +227,16 @@ class _ViewDef:
         return f"{NAMESPACES[self.namespace]}${self.name}"
 
 
-VIEWS: dict[str, _ViewDef] = {}       # qualified name (`pg_catalog$pg_class`) -> definition
+VIEWS: dict[str, ViewDef] = {}       # qualified name (`pg_catalog$pg_class`) -> definition
 
 
-def _view(namespace: int, name: str, columns: str, relkind: str = "r"):
+def register_view(namespace: int, name: str, columns: str, relkind: str = "r"):
     """Register a view: `columns` is "name type, name type, ..."; the decorated function
     yields one dict per row (missing columns are NULL)."""
     cols = tuple(tuple(c.strip().rsplit(" ", 1)) for c in columns.split(",") if c.strip())
 
     def register(fn):
-        v = _ViewDef(name, namespace, cols, fn, relkind)
+        v = ViewDef(name, namespace, cols, fn, relkind)
         VIEWS[v.qualified] = v
         return fn
     return register
@@ -247,14 +247,14 @@ class SystemView:
 
     virtual = True
 
-    def __init__(self, owner: SessionCatalog, view: _ViewDef):
+    def __init__(self, owner: SessionCatalog, view: ViewDef):
         self._owner = owner
         self._view = view
         self.name = view.qualified
         self.schema = _view_schema(view)
 
     def to_arrow(self, columns: list[str]) -> pa.Table:
-        return self._owner._view_table(self._view).select(columns)
+        return self._owner.view_table(self._view).select(columns)
 
     def _refuse(self, *args, **kwargs):
         raise SqlError(f'cannot change system view "{self._view.name}"', "42809")
@@ -268,7 +268,7 @@ class SystemView:
 _SCHEMAS: dict[str, Schema] = {}
 
 
-def _view_schema(view: _ViewDef) -> Schema:
+def _view_schema(view: ViewDef) -> Schema:
     s = _SCHEMAS.get(view.qualified)
     if s is None:
         cols = []
@@ -279,29 +279,30 @@ def _view_schema(view: _ViewDef) -> Schema:
     return s
 
 
-def _build(view: _ViewDef, rows: Iterable[dict]) -> pa.Table:
+def build_view_table(view: ViewDef, rows: Iterable[dict]) -> pa.Table:
     rows = list(rows)
     types = [_COLUMN_TYPES[t][1] for _, t in view.columns]
     return pa.Table.from_arrays(
-        [_array([r.get(name) for r in rows], typ) for (name, _), typ in zip(view.columns, types)],
+        [to_arrow_array([r.get(name) for r in rows], typ)
+         for (name, _), typ in zip(view.columns, types)],
         schema=pa.schema([pa.field(name, typ) for (name, _), typ in zip(view.columns, types)]))
 
 
-def _array(values: list, typ: pa.DataType) -> pa.Array:
+def to_arrow_array(values: list, typ: pa.DataType) -> pa.Array:
     """Python values -> an Arrow array of `typ` (SQL arrays from Python lists)."""
     if isinstance(typ, ArrayType):
         return list_to_array(pa.array(values, pa.list_(typ.value_type)))
     return pa.array(values, typ)
 
 
-def _scalar(value: Any, typ: pa.DataType) -> pa.Scalar:
+def to_arrow_scalar(value: Any, typ: pa.DataType) -> pa.Scalar:
     if isinstance(typ, ArrayType):
         return list_to_array(pa.scalar(value, pa.list_(typ.value_type)))
     return pa.scalar(value, typ)
 
 
-def _empty(namespace: int, name: str, columns: str, relkind: str = "r") -> None:
-    _view(namespace, name, columns, relkind)(lambda cat, snap: ())
+def register_empty_view(namespace: int, name: str, columns: str, relkind: str = "r") -> None:
+    register_view(namespace, name, columns, relkind)(lambda cat, snap: ())
 
 
 def _system_oids() -> None:
@@ -319,7 +320,7 @@ def _system_oids() -> None:
         VIEWS[q] = dataclasses.replace(v, oid=oid)
 
 
-_VIEW_BY_OID: dict[int, _ViewDef] = {}     # filled by seal()
+_VIEW_BY_OID: dict[int, ViewDef] = {}     # filled by seal()
 _SYSTEM_OIDS: set[int] = set()
 
 
@@ -331,7 +332,7 @@ def seal() -> None:
     _SYSTEM_OIDS.update(_VIEW_BY_OID)
 
 
-def _indexdef(t: _TableInfo, column: int, pretty: bool = False) -> str:
+def index_definition(t: _TableInfo, column: int, pretty: bool = False) -> str:
     """pg_get_indexdef: the statement, or the column name for column > 0; the pretty form
     leaves out the schema of a visible table (as psql shows it)."""
     keys = [t.columns[k - 1].name for k in t.key_attnums]
@@ -342,6 +343,6 @@ def _indexdef(t: _TableInfo, column: int, pretty: bool = False) -> str:
             f"({', '.join(quote_ident(k) for k in keys)})")
 
 
-def _constraintdef(t: _TableInfo) -> str:
+def constraint_definition(t: _TableInfo) -> str:
     keys = [t.columns[k - 1].name for k in t.key_attnums]
     return f"PRIMARY KEY ({', '.join(quote_ident(k) for k in keys)})"

@@ -34,7 +34,7 @@ from sqlglot import exp
 
 from planner import logical as L
 from planner.logical import AvgOf, SubqueryRef
-from planner.executor import Executor, _chunked, empty_rows
+from planner.executor import Executor, as_chunked, empty_rows
 from planner.expr import (
     Const,
     SubPlan,
@@ -147,7 +147,7 @@ class PointRead:
         if self.param_items:
             values = [param_scalar(p) for p in params]
             items = [(k, substitute_params(e, values)) for k, e in items]
-        arrays = {k: _chunked(ex.eval(e, batch), batch.num_rows) for k, e in items}
+        arrays = {k: as_chunked(ex.eval(e, batch), batch.num_rows) for k, e in items}
         return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
 
     def values(self, params, table=None) -> tuple | None:
