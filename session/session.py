@@ -506,7 +506,7 @@ class Session:
     def key_write_values(self, text: str, params):
         """`key_write_rows` in plain Python values: (row, table) with row the matching
         query's one row as a tuple (the key columns, then the SET values) or
-        `planner.fastpath.NO_ROW` when no row matches; None (nothing done) when there is
+        `planner.point_read.NO_ROW` when no row matches; None (nothing done) when there is
         no such cached point read, its tablets are not all open, or its items need the
         executor (`PointRead.values`: then `key_write_rows`)."""
         if not params:

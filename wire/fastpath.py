@@ -19,7 +19,7 @@ by moving `be.rpos` past what it answered.
 Point reads
 -----------
 Bind [Describe P] Execute Sync of a described statement the session has compiled into a
-point read of plain columns (`Session.point_read`, planner/fastpath.py), all four frames
+point read of plain columns (`Session.point_read`, planner/point_read.py), all four frames
 already received: the Bind's key goes to `Table.lookup` on the event loop (bounded,
 in-memory work) and the reply - BindComplete, [RowDescription], DataRow, CommandComplete
 (PortalSuspended for a row limit of 1, as the ordinary path says), ReadyForQuery - is
@@ -113,7 +113,7 @@ import pyarrow as pa
 from engine.tablet.write_op import OpType
 from planner.dml import row_failures, update_data
 from planner.errors import SqlError
-from planner.fastpath import NO_ROW
+from planner.point_read import NO_ROW
 from planner.result import StatementResult
 from wire import protocol as P
 from wire import types as T

@@ -577,7 +577,7 @@ class JoinOperators:
                     if not lst:
                         del self._runtime[sid]
 
-    def _multijoin(self, node: L.MultiJoin) -> pa.Table:
+    def run_multijoin(self, node: L.MultiJoin) -> pa.Table:
         owner = {}
         for i, inp in enumerate(node.inputs):
             for k in output_keys(inp):
