@@ -420,11 +420,22 @@ def _date_trunc(node: exp.Expr, ctx: _Ctx) -> Value:
         return null_of(TIMESTAMP)
     arrow_unit, multiple = _TRUNC_UNITS[unit]
     if kind_of(v.type) == "timestamp" and v.type.tz:
-        # in the session's zone: the local time truncated, read back in that zone
-        local = pc.floor_temporal(timezones.to_local(v), multiple=multiple, unit=arrow_unit,
+        # in the session's zone: the local time truncated; from a day up read back in that
+        # zone, below a day with the offset the value had (PostgreSQL's timestamptz_trunc
+        # re-reads the zone only from DTK_DAY up: 01:30-04 on a fall-back night truncates
+        # to 01:00-04, not to the later 01:00-05)
+        local = timezones.to_local(v)
+        floor = pc.floor_temporal(local, multiple=multiple, unit=arrow_unit,
                                   week_starts_monday=True)
-        return timezones.to_utc(local)
+        if unit in _SUB_DAY:
+            cut = pc.subtract(local.cast(pa.int64()), floor.cast(pa.int64()))
+            instants = v.cast(timezones.TIMESTAMPTZ).cast(pa.int64())
+            return pc.subtract(instants, cut).cast(timezones.TIMESTAMPTZ)
+        return timezones.to_utc(floor)
     return pc.floor_temporal(v, multiple=multiple, unit=arrow_unit, week_starts_monday=True)
+
+
+_SUB_DAY = ("microsecond", "millisecond", "second", "minute", "hour")
 
 
 # The statement's time, which now(), current_timestamp, current_date, localtimestamp,
