@@ -382,4 +382,7 @@ def _greatest_least(node: exp.Func, ctx: _Ctx) -> Value:
     if kind_of(t) == "null":
         return values[0]
     fn = pc.max_element_wise if isinstance(node, exp.Greatest) else pc.min_element_wise
+    if pa.types.is_timestamp(t) and t.tz:
+        # Arrow has no element-wise kernel for zoned timestamps: compare the instants
+        return fn(*[v.cast(pa.int64()) for v in values], skip_nulls=True).cast(t)
     return fn(*values, skip_nulls=True)

@@ -470,25 +470,36 @@ def _now() -> datetime.datetime:
     return _clock() if t is None else t
 
 
+def _local_now() -> datetime.datetime:
+    """The statement's time as a local time in the session's zone."""
+    return timezones.to_local(pa.scalar(_now(), timezones.TIMESTAMPTZ)).as_py()
+
+
 @_handles(exp.CurrentDate)
 def _current_date(node: exp.Expr, ctx: _Ctx) -> Value:
-    return pa.scalar(_now().date(), pa.date32())
+    return pa.scalar(_local_now().date(), pa.date32())
 
 
-@_handles(exp.CurrentTimestamp, KuduNow, exp.Localtimestamp, exp.CurrentDatetime)
+@_handles(exp.CurrentTimestamp, KuduNow, exp.CurrentDatetime)
 def _current_timestamp(node: exp.Expr, ctx: _Ctx) -> Value:
-    return pa.scalar(_now(), TIMESTAMP)
+    """now(), current_timestamp: an instant (timestamptz), as in PostgreSQL."""
+    return pa.scalar(_now(), timezones.TIMESTAMPTZ)
+
+
+@_handles(exp.Localtimestamp)
+def _local_timestamp(node: exp.Expr, ctx: _Ctx) -> Value:
+    return pa.scalar(_local_now(), TIMESTAMP)
 
 
 @_handles(exp.CurrentTime, exp.Localtime)
 def _current_time(node: exp.Expr, ctx: _Ctx) -> Value:
-    return pa.scalar(_now().time(), pa.time64("us"))
+    return pa.scalar(_local_now().time(), pa.time64("us"))
 
 
 _ANONYMOUS.update({
     "transaction_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "statement_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
-    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), TIMESTAMP),
+    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), timezones.TIMESTAMPTZ),
 })
 
 
@@ -539,7 +550,8 @@ def _age(node: exp.Anonymous, ctx: _Ctx) -> Value:
     from the month of the earlier timestamp), as an interval; vectorised over numpy."""
     args = [_eval(e, ctx) for e in node.expressions]
     if len(args) == 1:
-        args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), TIMESTAMP),
+        args = [pa.scalar(datetime.datetime.combine(_local_now().date(), datetime.time()),
+                          TIMESTAMP),
                 args[0]]
     if len(args) != 2 or any(kind_of(v.type) not in ("date", "timestamp", "null") for v in args):
         raise error_at("function age(" + ", ".join(pg_name(v.type) for v in args)
