@@ -1358,3 +1358,22 @@ def test_arrays_as_hash_keys_are_refused_in_sql_words(con):
     assert rows(con, "SELECT string_agg(CAST(a AS TEXT), ',' ORDER BY ARRAY[a % 2, a]) "
                      "FROM t WHERE a < 5") == rows(
         con, "SELECT string_agg(CAST(a AS TEXT), ',' ORDER BY a % 2, a) FROM t WHERE a < 5")
+
+
+def test_intervals_compare_by_span_in_every_comparison(con):
+    """IS [NOT] DISTINCT FROM, BETWEEN, IN (with a column), NULLIF, GREATEST and LEAST of
+    intervals were 42883 (Arrow has no kernels for month-day-nano values); `=` compared
+    spans already ('1 day' = '24 hours'). Found by the diff fuzzer once views gave it
+    interval columns (seeds 2700089101243046, ...123123, 2700189105543134,
+    2700189106543131)."""
+    iv = "(SELECT a, a * INTERVAL '12 hours' AS x FROM t) s"
+    assert rows(con, f"SELECT a, x IS DISTINCT FROM INTERVAL '1 day', x IS NOT DISTINCT FROM "
+                     f"INTERVAL '24 hours', x BETWEEN INTERVAL '00:00:00.5' AND x, "
+                     f"x IN (INTERVAL '1 day', x * 2), NULLIF(x, INTERVAL '36 hours') "
+                     f"IS NULL FROM {iv} ORDER BY a") == [
+        (1, True, False, True, False, False), (2, False, True, True, True, False),
+        (3, True, False, True, False, True), (4, True, False, True, False, False)]
+    assert rows(con, "SELECT greatest(INTERVAL '1 day', NULL, INTERVAL '25 hours'), "
+                     "least(INTERVAL '1 day', INTERVAL '3 hours', NULL), "
+                     "NULLIF(INTERVAL '1 day', INTERVAL '24 hours')") == [
+        (dt.timedelta(hours=25), dt.timedelta(hours=3), None)]
