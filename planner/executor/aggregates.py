@@ -36,6 +36,21 @@ from planner.executor.kernels import (
     hash_key,
 )
 from planner.executor.sort import _add_sort_key, _interval_span
+
+
+def _window_keys(a) -> list:
+    """A PARTITION BY / ORDER BY value as the arrays a window compares it by: itself, or
+    an interval as its span (whole days with a month as 30, ns within the day; NULLs
+    kept), as PostgreSQL compares intervals ('1 day' and '24 hours' are peers). Arrow can
+    neither sort nor compare month-day-nano values."""
+    if not pa.types.is_interval(a.type):
+        return [a]
+    days, nanos = _interval_span(a)
+    if a.null_count:
+        valid = pc.is_valid(a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a)
+        days = pc.if_else(valid, days, pa.scalar(None, pa.int64()))
+        nanos = pc.if_else(valid, nanos, pa.scalar(None, pa.int64()))
+    return [days, nanos]
 from planner.expr import integer_avg, intervals, list_to_array
 
 
@@ -589,7 +604,7 @@ class AggregateOperators:
         arithmetic, and the result is put back in the input's row order."""
         n = t.num_rows
         work, sort_keys = {}, []
-        parts = [_chunked(self.eval(e, t), n) for e in c.partition]
+        parts = [x for e in c.partition for x in _window_keys(_chunked(self.eval(e, t), n))]
         orders = [_chunked(self.eval(k.expr, t), n) for k in c.order]
         for i, a in enumerate(parts):
             check_hashable(a.type)
@@ -609,7 +624,8 @@ class AggregateOperators:
             new_part[1:] |= _changes(a.take(pa.array(idx)))
         new_peer = new_part.copy()
         for a in orders:
-            new_peer[1:] |= _changes(a.take(pa.array(idx)))
+            for x in _window_keys(a):
+                new_peer[1:] |= _changes(x.take(pa.array(idx)))
         part_id = np.cumsum(new_part) - 1
         starts = np.flatnonzero(new_part)
         ends = np.append(starts[1:], n)                 # exclusive

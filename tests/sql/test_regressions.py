@@ -1377,3 +1377,16 @@ def test_intervals_compare_by_span_in_every_comparison(con):
                      "least(INTERVAL '1 day', INTERVAL '3 hours', NULL), "
                      "NULLIF(INTERVAL '1 day', INTERVAL '24 hours')") == [
         (dt.timedelta(hours=25), dt.timedelta(hours=3), None)]
+
+
+def test_windows_partition_and_order_by_intervals(con):
+    """PARTITION BY / ORDER BY an interval in a window was XX000 (Arrow can neither sort
+    nor compare month-day-nano values); now by span, as PostgreSQL: '1 day' and '24 hours'
+    are one partition and peers. Found by the diff fuzzer (seed 100003300093) once views
+    gave it interval columns."""
+    sql = ("SELECT k, rank() OVER (ORDER BY x), count(*) OVER (PARTITION BY x), "
+           "row_number() OVER (PARTITION BY x ORDER BY k) FROM (VALUES (1, INTERVAL "
+           "'1 day'), (2, INTERVAL '24 hours'), (3, NULL), (4, INTERVAL '1 hour'), "
+           "(5, NULL)) v(k, x) ORDER BY k")
+    assert rows(con, sql) == [(1, 2, 2, 1), (2, 2, 2, 2), (3, 4, 2, 1), (4, 1, 1, 1),
+                              (5, 4, 2, 2)]
