@@ -319,6 +319,8 @@ class Session:
         bakes the zone into constants (timestamptz literals read as local times, casts
         to text or timestamp, date_trunc), and which plans did is not tracked - a zone
         change is rare next to the statements it serves."""
+        if name == self.time_zone:
+            return                  # the common case: a front end handing it on each statement
         zone = timezones.check_setting(name)
         if zone != self.time_zone:
             self.time_zone = zone
