@@ -1390,3 +1390,15 @@ def test_windows_partition_and_order_by_intervals(con):
            "(5, NULL)) v(k, x) ORDER BY k")
     assert rows(con, sql) == [(1, 2, 2, 1), (2, 2, 2, 2), (3, 4, 2, 1), (4, 1, 1, 1),
                               (5, 4, 2, 2)]
+
+
+def test_set_operations_over_intervals_with_nulls(con):
+    """EXCEPT / INTERSECT of interval columns holding a NULL were 42883 'cannot compare
+    values of type interval in a set operation' (no zero interval to stand in for NULL in
+    the join key); '1 day' meets '24 hours' as in PostgreSQL. Found by the diff fuzzer
+    (seed 2720089769244829)."""
+    left = "(SELECT x FROM (VALUES (INTERVAL '1 day'), (NULL), (INTERVAL '2 h')) v(x))"
+    right = "(SELECT x FROM (VALUES (INTERVAL '24 hours'), (NULL)) w(x))"
+    assert rows(con, f"{left} EXCEPT {right}") == [(dt.timedelta(hours=2),)]
+    assert sorted(rows(con, f"{left} INTERSECT ALL {right}"), key=str) == [
+        (None,), (dt.timedelta(days=1),)]
