@@ -419,23 +419,43 @@ def _date_trunc(node: exp.Expr, ctx: _Ctx) -> Value:
     if kind_of(v.type) == "null":
         return null_of(TIMESTAMP)
     arrow_unit, multiple = _TRUNC_UNITS[unit]
-    if kind_of(v.type) == "timestamp" and v.type.tz:
-        # in the session's zone: the local time truncated; from a day up read back in that
-        # zone, below a day with the offset the value had (PostgreSQL's timestamptz_trunc
-        # re-reads the zone only from DTK_DAY up: 01:30-04 on a fall-back night truncates
-        # to 01:00-04, not to the later 01:00-05)
-        local = timezones.to_local(v)
+    zone_node = node.args.get("zone")
+    zoned = kind_of(v.type) == "timestamp" and v.type.tz
+    if zone_node is not None and not zoned:
+        # date_trunc(text, timestamptz, text) only: a timestamp or date is read as a
+        # timestamptz in the session's zone first, as PostgreSQL's implicit cast does
+        v, zoned = _cast(v, timezones.TIMESTAMPTZ, node.this), True
+    if zoned:
+        # in the session's zone (or the one given, date_trunc(unit, tstz, zone)): the local
+        # time truncated; from a day up read back in that zone, below a day with the
+        # offset the value had (PostgreSQL's timestamptz_trunc re-reads the zone only from
+        # DTK_DAY up: 01:30-04 on a fall-back night truncates to 01:00-04, not 01:00-05)
+        zone = None if zone_node is None else _constant_zone(zone_node, ctx)
+        local = timezones.to_local(v, zone)
         floor = pc.floor_temporal(local, multiple=multiple, unit=arrow_unit,
                                   week_starts_monday=True)
         if unit in _SUB_DAY:
             cut = pc.subtract(local.cast(pa.int64()), floor.cast(pa.int64()))
             instants = v.cast(timezones.TIMESTAMPTZ).cast(pa.int64())
             return pc.subtract(instants, cut).cast(timezones.TIMESTAMPTZ)
-        return timezones.to_utc(floor)
+        return timezones.to_utc(floor, zone)
     return pc.floor_temporal(v, multiple=multiple, unit=arrow_unit, week_starts_monday=True)
 
 
 _SUB_DAY = ("microsecond", "millisecond", "second", "minute", "hour")
+
+
+def _constant_zone(zone_node: exp.Expr, ctx: _Ctx) -> str:
+    """A zone argument (constant text) as the Arrow zone name; 0A000 when not constant,
+    22023 for a name PostgreSQL would not recognise."""
+    z = _eval(zone_node, ctx)
+    if not isinstance(z, pa.Scalar) or kind_of(z.type) not in ("string", "null"):
+        raise FeatureNotSupported("the time zone argument must be a constant text",
+                                  position=node_position(zone_node))
+    try:
+        return timezones.arrow_zone(z.as_py() or "")
+    except SqlError as e:
+        raise error_at(e.message, e.sqlstate, zone_node) from None
 
 
 # The statement's time, which now(), current_timestamp, current_date, localtimestamp,

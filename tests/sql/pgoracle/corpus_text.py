@@ -43,6 +43,9 @@ STATEMENTS = [
     ("text_tz_new_york_at_zone",
      f"SELECT k, ts AT TIME ZONE 'UTC', (ts AT TIME ZONE 'UTC') AT TIME ZONE 'Asia/Tokyo' "
      f"FROM {_TS} ORDER BY k"),
+    ("text_tz_new_york_trunc_in_zone",
+     f"SELECT k, date_trunc('day', ts, 'Asia/Tokyo'), date_trunc('hour', ts, 'Asia/Kolkata'), "
+     f"date_trunc('month', ts::timestamp, 'UTC') FROM {_TS} ORDER BY k"),
     ("text_tz_set_kolkata", "SET TIME ZONE 'asia/kolkata'"),
     ("text_tz_show_kolkata", "SHOW TIME ZONE"),
     ("text_tz_kolkata", f"SELECT k, ts FROM {_TS} ORDER BY k"),
