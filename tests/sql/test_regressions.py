@@ -1402,3 +1402,14 @@ def test_set_operations_over_intervals_with_nulls(con):
     assert rows(con, f"{left} EXCEPT {right}") == [(dt.timedelta(hours=2),)]
     assert sorted(rows(con, f"{left} INTERSECT ALL {right}"), key=str) == [
         (None,), (dt.timedelta(days=1),)]
+
+
+def test_an_interval_string_of_one_unit_and_a_time_keeps_the_time(con):
+    """`INTERVAL '3 days 04:05:06'` was 3 days and `INTERVAL '-1 day +02:00:00'` -1 day:
+    sqlglot rewrites a string with one `N unit` part into `'N' UNIT` and drops the rest
+    (planner/dialect.py keeps such strings whole). Found by the diff fuzzer (seed
+    2720089791245014) once its interval literals had that form; on main before this."""
+    assert rows(con, "SELECT INTERVAL '3 days 04:05:06', INTERVAL '-1 day +02:00:00', "
+                     "TIMESTAMP '1969-01-01' + INTERVAL '3 days 04:05:06'") == [
+        (dt.timedelta(days=3, hours=4, minutes=5, seconds=6), dt.timedelta(hours=-22),
+         dt.datetime(1969, 1, 4, 4, 5, 6))]

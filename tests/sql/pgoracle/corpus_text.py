@@ -81,6 +81,9 @@ STATEMENTS = [
     ("text_iv_aggregates",
      f"SELECT sum(iv), avg(iv), min(iv), max(iv) FROM {_IV}"),
     ("text_iv_literal_column_name", "SELECT interval '1 day', interval '90' minute"),
+    ("text_iv_one_unit_and_a_time",
+     "SELECT interval '3 days 04:05:06', interval '-1 day +02:00:00', interval '1 day 02:00', "
+     "timestamp '1969-01-01' + interval '3 days 04:05:06'"),
     ("text_ts_fractions",
      "SELECT timestamp '2026-01-01 00:00:00.5', timestamp '2026-01-01 00:00:00.000001', "
      "timestamp '2026-01-01 00:00:00.120', timestamp '0044-03-15 12:00', date '0001-01-01'"),
