@@ -95,6 +95,7 @@ them).
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from sqlglot import exp
@@ -351,6 +352,10 @@ def _generate_series(args: list) -> exp.ExplodingGenerateSeries:
     return exp.ExplodingGenerateSeries.from_arg_list(args)
 
 
+# one `N unit` and nothing else: the only interval string sqlglot may split into 'N' UNIT
+_ONE_INTERVAL_PART = re.compile(r"\s*-?[0-9]+(?:\.[0-9]+)?\s*[a-zA-Z]+\s*")
+
+
 class KuduSQL(Postgres):
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS: ClassVar[dict] = {
@@ -456,6 +461,23 @@ class KuduSQL(Postgres):
                     return self._parse_column_ops(typed)
                 self._retreat(i)
             return super()._parse_type(parse_interval, fallback_to_identifier)
+
+        def _parse_interval_span(self, this: exp.Expr,
+                                 parse_function_unit: bool = True) -> exp.Interval:
+            """As sqlglot's, except that a string holding more than one `N unit` part is
+            kept whole: sqlglot rewrites a string with exactly one such part into
+            `'N' UNIT` and drops the rest, so `INTERVAL '3 days 04:05:06'` was 3 days and
+            `INTERVAL '-1 day +02:00:00'` -1 day (found by the diff fuzzer, seed
+            2720089791245014); planner/expr/interval_values.py reads the whole string."""
+            text = this.name if this is not None and this.is_string else None
+            interval = super()._parse_interval_span(this, parse_function_unit)
+            if text is not None and not _ONE_INTERVAL_PART.fullmatch(text) and \
+                    interval.this is not None and interval.this.name != text and \
+                    interval.args.get("unit") is not None:
+                interval.set("this", exp.Literal.string(text))
+                interval.set("unit", None)
+                interval.set("fraction_in_string", None)
+            return interval
 
         def _parse_statement(self) -> exp.Expr | None:
             """As sqlglot's, plus the session commands (planner/commands.py: their first

@@ -6,8 +6,11 @@
                                                          rows to write them (DML, CTAS)
 
 `subquery_runner` is what the binder runs uncorrelated subqueries with. `now()` /
-`current_timestamp` as a query's own result columns are timestamp with time zone
-(`with_utc`); inside expressions timestamps have none (UTC).
+`current_timestamp` are timestamp with time zone everywhere (planner/expr/temporal.py);
+`Output.utc` still marks the result columns that are `now()` itself, which keeps such a
+plan out of the point-read path (planner/fastpath.py), and `with_utc` gives a marked
+column that is a plain timestamp the zone (no longer the case for now(): a no-op kept
+with the mark).
 """
 
 from __future__ import annotations
@@ -52,9 +55,8 @@ def _optimize(out: L.Output, catalog) -> L.Output:
 
 
 def _now_columns(ast: exp.Expression) -> tuple[int, ...]:
-    """Result positions that are `now()` / `current_timestamp` themselves: PostgreSQL types
-    them timestamp with time zone. Inside expressions the engine's timestamps stay
-    without a time zone (UTC), so only these top-level columns change type."""
+    """Result positions that are `now()` / `current_timestamp` themselves (`Output.utc`,
+    see the module docstring)."""
     if not isinstance(ast, exp.Select):
         return ()
     return tuple(i for i, e in enumerate(ast.expressions)

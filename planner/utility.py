@@ -136,7 +136,8 @@ from planner.errors import (
 from planner.binder.views import catalog_views
 from planner.expr import sql_type as sql_type_of
 from planner.result import StatementResult
-from planner.views import cascade_notices, show_create_view
+from planner.views import cascade_notices, check_column_change, show_create_view, \
+    views_following_rename
 
 _REPLICA_KEYS = (REPLICAS_PROPERTY, "replication_factor")
 
@@ -459,8 +460,10 @@ class _UtilityRunner:
         new = _table_name(a.this)
 
         def step() -> None:
+            # the views that read the table follow it (planner/views.py)
+            views = views_following_rename(self.catalog, self.table, new)
             with self.engine(a.this):
-                self.catalog.rename_table(self.table, new)
+                self.catalog.rename_table(self.table, new, views=views)
             self.table = new
         return step
 
@@ -478,6 +481,7 @@ class _UtilityRunner:
                                "42703", self.pos(old_node))
             if old == new:
                 return
+            check_column_change(self.catalog, self.table, old, "rename", self.pos(old_node))
             with self.engine(new_node):
                 self.catalog.rename_column(self.table, old, new)
         return step
@@ -551,6 +555,7 @@ class _UtilityRunner:
                 if schema.is_key(name):  # renamed into a key column by an earlier action
                     raise InvalidTableDefinition(f'cannot drop primary key column "{name}"',
                                                  position=self.pos(node))
+                check_column_change(self.catalog, self.table, name, "drop", self.pos(node))
                 with self.engine(node):
                     self.catalog.drop_column(self.table, name)
         return step

@@ -15,14 +15,29 @@ PostgreSQL's rules kept (SQLSTATEs): 42P07 a relation of the name exists; 42701 
 columns of one name; 42601 more column names than columns; 42P16 OR REPLACE that drops,
 renames or retypes a column; 42809 DROP VIEW of a table / DROP TABLE of a view; 2BP01 DROP
 of a relation a view reads (without CASCADE); 55000 INSERT / UPDATE / DELETE on a view
-(`refuse_write`: kudusql has no automatically updatable views). Deliberately different:
-the stored text is the query as written, not PostgreSQL's deparsed form; a view over
-`SELECT *` keeps the columns it had; ALTER TABLE ... RENAME of a table a view reads is
-refused (2BP01) where PostgreSQL follows the table.
+(`refuse_write`: kudusql has no automatically updatable views).
+
+ALTER TABLE t RENAME TO t2 with views reading t: as in PostgreSQL the views follow the
+table. `follow_table_rename` rewrites each one's stored query - every reference to t (not
+one a WITH query of that name shadows) reads t2, aliased t where it had no alias, so `t.c`
+and the view's columns mean what they meant - and the catalog commits the rename and the
+rewritten views together (engine/catalog/views.py `check_rename`). The new text is the
+query as sqlglot prints it; a query that does not print back to the same tree is not
+rewritten, and then the rename is refused (2BP01). ALTER TABLE ... RENAME COLUMN / DROP
+COLUMN of a column a view may read (its name appears in the view's query, or the query
+has a `*`) is refused with 2BP01 (`check_column_change`): PostgreSQL follows a renamed
+column and refuses to drop one without CASCADE; a view stored as text cannot tell which
+table an unqualified name belongs to without binding, so both are refused.
+
+Deliberately different: the stored text is the query as written, not PostgreSQL's
+deparsed form; a view over `SELECT *` keeps the columns it had; RENAME COLUMN of a column
+a view reads is refused where PostgreSQL follows it; DROP COLUMN ... CASCADE does not
+drop the views.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pyarrow as pa
@@ -31,7 +46,7 @@ from sqlglot import exp
 from engine import errors as engine_errors
 from engine.catalog.views import ViewMetadata
 from planner.binder.common import position
-from planner.binder.views import catalog_views
+from planner.binder.views import catalog_views, parse_view, shadowed_by_cte
 from planner.errors import FeatureNotSupported, SqlError
 from planner.executor import Executor
 from planner.query import QUERY_TYPES, plan_query, with_utc
@@ -198,3 +213,70 @@ def refuse_write(view: ViewMetadata, verb: str, sql: str, node) -> SqlError:
                     detail="kudusql does not update views automatically (PostgreSQL does "
                            "for simple views).",
                     hint="Write to the table the view reads instead.")
+
+
+def _reads(t: exp.Table, name: str) -> bool:
+    """Whether the FROM item `t` is the catalog's relation `name` (not a table function,
+    another schema's relation or a WITH query of that name)."""
+    if isinstance(t.this, exp.Func) or t.name != name:
+        return False
+    if t.args.get("db") is not None and t.db.lower() != "public":
+        return False
+    return not shadowed_by_cte(t)
+
+
+def follow_table_rename(view: ViewMetadata, old: str, new: str) -> ViewMetadata | None:
+    """`view` rewritten to read table `new` where it read `old` (module docstring), or
+    None when it cannot be rewritten soundly (its query does not print back to the same
+    tree)."""
+    from planner.dialect import KuduSQL, parse_sql
+    from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+    body = parse_view(view)
+    for t in list(body.find_all(exp.Table)):
+        if not _reads(t, old):
+            continue
+        if t.args.get("alias") is None:
+            t.set("alias", exp.TableAlias(this=exp.to_identifier(old, quoted=True)))
+        t.set("this", exp.to_identifier(new, quoted=True))
+        t.set("db", None)
+    text = body.sql(dialect=KuduSQL)
+    try:
+        again = normalize_identifiers(parse_sql(text)[0], dialect="postgres")
+    except Exception:           # noqa: BLE001 - any failure to parse back: not rewritten
+        return None
+    if again != body:
+        return None
+    deps = tuple(dict.fromkeys(new if d == old else d for d in view.depends_on))
+    return dataclasses.replace(view, query=text, depends_on=deps)
+
+
+def views_following_rename(catalog, old: str, new: str) -> list[ViewMetadata]:
+    """The views that read table `old`, each rewritten to read `new` (those that cannot
+    be are left out: the catalog then refuses the rename, 2BP01)."""
+    out = []
+    for view in catalog_views(catalog).values():
+        if old in view.depends_on:
+            followed = follow_table_rename(view, old, new)
+            if followed is not None:
+                out.append(followed)
+    return out
+
+
+def check_column_change(catalog, table: str, column: str, verb: str, pos) -> None:
+    """RENAME COLUMN / DROP COLUMN (`verb` "rename" / "drop") of `column` of `table`:
+    2BP01 when a view reading the table may read the column (module docstring)."""
+    readers = []
+    for view in sorted(catalog_views(catalog).values(), key=lambda v: v.name):
+        if table not in view.depends_on:
+            continue
+        body = parse_view(view)
+        if any(i.name == column for i in body.find_all(exp.Identifier)) or \
+                any(True for _ in body.find_all(exp.Star)):
+            readers.append(view.name)
+    if readers:
+        hint = ("Use DROP ... CASCADE to drop the dependent objects too." if verb == "drop"
+                else "Drop the views, rename the column, and create them again.")
+        raise SqlError(f"cannot {verb} column {column} of table {table} because other "
+                       "objects depend on it", "2BP01", pos,
+                       detail="\n".join(f"view {v} depends on column {column} of table "
+                                        f"{table}" for v in readers), hint=hint)

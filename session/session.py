@@ -120,7 +120,7 @@ class Session:
         self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
         self.statement_timeout_ms = 0       # SET statement_timeout (0: none)
         # SET TIME ZONE: the zone timestamptz values are read and shown in (a front end
-        # that runs SET itself, as the wire server does, sets this attribute)
+        # that runs SET itself, as the wire server does, calls `set_time_zone`)
         self.time_zone = "UTC"
         self._deadline: float | None = None  # the running statement's (time.monotonic)
         # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
@@ -305,13 +305,26 @@ class Session:
         elif name == "statement_timeout":
             self.statement_timeout_ms = 0 if default else parse_duration_ms(value)
         elif name in ("timezone", "time zone"):
-            zone = "UTC" if default else timezones.check_setting(value)
-            if zone != self.time_zone:
-                self.time_zone = zone
-                self._plans = PlanCache()      # plans fold zone-dependent constants
+            self.set_time_zone("UTC" if default else value)
         elif name == "kudusql.disabled_rules":
             self.disabled_rules = rules.check_rule_names(
                 [] if value is None else value.split(","))
+
+    def set_time_zone(self, name: str) -> None:
+        """The session's TimeZone (PostgreSQL's name as written: 'America/New_York',
+        'UTC', '+02'), checked as SET TIME ZONE checks it (22023 `invalid value for
+        parameter "TimeZone"`). Statements run in it from the next one on. A front end
+        that keeps its own settings (the wire server, wire/backend.py) calls this whenever
+        its TimeZone changes. Cached plans are dropped when the zone changes: folding
+        bakes the zone into constants (timestamptz literals read as local times, casts
+        to text or timestamp, date_trunc), and which plans did is not tracked - a zone
+        change is rare next to the statements it serves."""
+        if name == self.time_zone:
+            return                  # the common case: a front end handing it on each statement
+        zone = timezones.check_setting(name)
+        if zone != self.time_zone:
+            self.time_zone = zone
+            self._plans = PlanCache()
 
     # -- describing ---------------------------------------------------------------------------
     def describe(self, sql: str | Statement):

@@ -397,9 +397,21 @@ class Backend:
         self.cancel_reason = None
         if self.session is not None:
             self.session.reset_cancel()    # a cancel that came after the last one ended
+        self.hand_settings_to_session()
+        return self.settings.statement_timeout_ms if self.settings is not None else 0
+
+    def time_zone(self) -> str:
+        """The session's TimeZone (a PostgreSQL zone name), which text results show
+        timestamptz values in."""
+        return self.session.time_zone if self.session is not None else "UTC"
+
+    def hand_settings_to_session(self) -> None:
+        """The settings the session acts on, from this connection's (wire.settings keeps
+        them): the query memory limit and the TimeZone statements run and timestamptz
+        values print in. Cheap when nothing changed (the session compares)."""
         if self.settings is not None and self.session is not None:
             self.session.query_mem_limit = self.settings.query_mem_limit_bytes
-        return self.settings.statement_timeout_ms if self.settings is not None else 0
+            self.session.set_time_zone(self.settings.values["TimeZone"])
 
     def start_statement(self):
         """Effects: `begin_statement`, and a Timer for statement_timeout; returns the
@@ -432,6 +444,7 @@ class Backend:
         h[KuduClose] = self._close
         h[KuduDeallocate] = self._deallocate
         h[KuduDiscard] = self._discard
+        self.hand_settings_to_session()     # a TimeZone given in the StartupMessage
         self.phase = startup.READY
 
     def _transaction(self, stmt: Statement, params) -> StatementResult:
@@ -441,7 +454,9 @@ class Backend:
         return r
 
     def _setting(self, stmt: Statement, params) -> StatementResult:
-        return self.settings.execute(stmt.node)
+        r = self.settings.execute(stmt.node)
+        self.hand_settings_to_session()     # the next statement of this string runs in it
+        return r
 
     def _fetch(self, stmt: Statement, params) -> StatementResult:
         f = Fetch.of(stmt.node)

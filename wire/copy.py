@@ -491,8 +491,8 @@ def _plain_text(t: pa.DataType) -> bool:
         pa.types.is_boolean(t) or pa.types.is_date(t)
 
 
-def _text_field(col: pa.Array, spec: CopySpec) -> pa.Array:
-    s = T.encode_text(col)
+def _text_field(col: pa.Array, spec: CopySpec, zone: str = "UTC") -> pa.Array:
+    s = T.encode_text(col, zone)
     if not (pa.types.is_string(s.type) or pa.types.is_large_string(s.type)):
         s = s.cast(pa.string())
     if _plain_text(col.type) and not (spec.delimiter.isalnum() or spec.delimiter in "-+.:"):
@@ -509,8 +509,8 @@ def _text_field(col: pa.Array, spec: CopySpec) -> pa.Array:
     return s.fill_null(spec.null)
 
 
-def _csv_field(col: pa.Array, spec: CopySpec, force: bool) -> pa.Array:
-    s = T.encode_text(col)
+def _csv_field(col: pa.Array, spec: CopySpec, force: bool, zone: str = "UTC") -> pa.Array:
+    s = T.encode_text(col, zone)
     if not pa.types.is_string(s.type):
         s = s.cast(pa.string())
     q, e = spec.quote, spec.escape
@@ -570,11 +570,13 @@ def _lines_to_messages(lines: pa.Array) -> bytes:
 
 
 class CopyOut:
-    """Formats result batches as CopyData messages (one per row)."""
+    """Formats result batches as CopyData messages (one per row); text and CSV show
+    timestamptz values in `zone` (the session's TimeZone), as PostgreSQL's COPY TO does."""
 
-    def __init__(self, spec: CopySpec, names: list[str]):
+    def __init__(self, spec: CopySpec, names: list[str], zone: str = "UTC"):
         self.spec = spec
         self.names = names
+        self.zone = zone
         self.first = True
 
     def header(self) -> bytes:
@@ -608,10 +610,10 @@ class CopyOut:
             return _lines_to_messages(lines)
         if self.spec.format == "csv":
             fq = self.spec.force_quote
-            fields = [_csv_field(c, self.spec, fq is True or n in (fq or ()))
+            fields = [_csv_field(c, self.spec, fq is True or n in (fq or ()), self.zone)
                       for c, n in zip(cols, self.names)]
         else:
-            fields = [_text_field(c, self.spec) for c in cols]
+            fields = [_text_field(c, self.spec, self.zone) for c in cols]
         return _fields_to_messages(fields, self.spec.delimiter)
 
     def trailer(self) -> bytes:

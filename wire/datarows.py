@@ -72,12 +72,14 @@ def join_rows(columns: list[pa.Array], header: bytes, with_length: bool,
     return data
 
 
-def encode_columns(batch: pa.RecordBatch | pa.Table, formats: list[int]) -> list[pa.Array]:
+def encode_columns(batch: pa.RecordBatch | pa.Table, formats: list[int],
+                   zone: str = "UTC") -> list[pa.Array]:
+    """Each column in its format; `zone`: the session's TimeZone (text timestamptz)."""
     cols = []
     for col, fmt in zip(batch.columns, formats):
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
-        cols.append(encode_binary(col) if fmt == 1 else encode_text(col))
+        cols.append(encode_binary(col) if fmt == 1 else encode_text(col, zone))
     return cols
 
 
@@ -164,14 +166,21 @@ def _or_physical(t: pa.DataType, fmt: int, enc):
 def value_encoder(t: pa.DataType, fmt: int):
     """A function Python value (as `to_pylist` gives it) -> the wire bytes of a column of
     type `t` in format `fmt`, or None for types only the vectorised encoder handles (the
-    point-read fast path, wire/fastpath.py, builds its DataRow with these)."""
+    point-read fast path, wire/fastpath.py, builds its DataRow with these). None for a
+    timestamptz in text: its text depends on the session's TimeZone, which this function
+    does not know (tables hold no timestamptz column, so a point read never has one)."""
+    if fmt == 0 and pa.types.is_timestamp(t) and t.tz is not None:
+        return None
     return _small_encoder(t, fmt)
 
 
-def _data_rows_small(batch, formats: list[int]) -> bytes | None:
+def _data_rows_small(batch, formats: list[int], zone: str = "UTC") -> bytes | None:
     encoders = []
     for col, fmt in zip(batch.columns, formats):
-        enc = _small_encoder(col.type, fmt)
+        t = col.type
+        if fmt == 0 and zone != "UTC" and pa.types.is_timestamp(t) and t.tz is not None:
+            return None             # shown in the session's zone: the vectorised encoder
+        enc = _small_encoder(t, fmt)
         if enc is None:
             return None
         encoders.append(enc)
@@ -196,12 +205,14 @@ def _data_rows_small(batch, formats: list[int]) -> bytes | None:
     return b"".join(out)
 
 
-def data_rows(batch: pa.RecordBatch | pa.Table, formats: list[int]) -> bytes:
-    """The DataRow messages of every row of `batch`, columns in the given formats."""
+def data_rows(batch: pa.RecordBatch | pa.Table, formats: list[int],
+              zone: str = "UTC") -> bytes:
+    """The DataRow messages of every row of `batch`, columns in the given formats;
+    timestamptz text in `zone` (the session's TimeZone, a PostgreSQL zone name)."""
     if batch.num_rows == 0:
         return b""
     if batch.num_rows <= SMALL_BATCH_ROWS:
-        out = _data_rows_small(batch, formats)
+        out = _data_rows_small(batch, formats, zone)
         if out is not None:
             return out
-    return join_rows(encode_columns(batch, formats), b"D", True)
+    return join_rows(encode_columns(batch, formats, zone), b"D", True)

@@ -61,14 +61,14 @@ def send_result(be, result: StatementResult, formats: list[int] | None,
     return True
 
 
-def _encoded(rows: Rows, want: int, formats: list[int], announced):
+def _encoded(rows: Rows, want: int, formats: list[int], announced, zone: str):
     """(rows, DataRow bytes) of the next batch; None at the end (may run a scan)."""
     batch = rows.take(want)
     if batch is None:
         return None
     if announced is not None:
         batch = T.conform(batch, announced)
-    return batch.num_rows, T.data_rows(batch, formats)
+    return batch.num_rows, T.data_rows(batch, formats, zone)
 
 
 def pipelined(be, step, offload, consume):
@@ -100,6 +100,7 @@ def stream(be, rows: Rows, formats: list[int], announced: list | None, limit: in
     """DataRows batch by batch, flushing (and waiting for the client) as output builds
     up; returns how many rows were sent."""
     step_rows, inline = be.config.batch_rows, be.config.inline_encode_rows
+    zone = be.time_zone()           # timestamptz text: in the session's TimeZone
     taken = 0
 
     def want() -> int:
@@ -109,7 +110,7 @@ def stream(be, rows: Rows, formats: list[int], announced: list | None, limit: in
         nonlocal taken
         if want() <= 0:
             return None
-        got = _encoded(rows, want(), formats, announced)
+        got = _encoded(rows, want(), formats, announced, zone)
         if got is not None:
             taken += got[0]
         return got

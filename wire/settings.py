@@ -11,9 +11,12 @@ Values the server cannot honour are refused (22023): another client encoding tha
 a non-ISO DateStyle, standard_conforming_strings off. `statement_timeout` (milliseconds,
 or with a unit: '5s', '100ms', '1min') is read by the connection; SHOW prints it and the
 other time settings as PostgreSQL does (`1s`, `500ms`, `90s`, `1min`, `0`), pg_settings
-gives the milliseconds with unit `ms`. Anything else is stored
-and shown back as given, like PostgreSQL's placeholder variables; no setting changes how
-queries run (TimeZone included: there is no timestamptz, timestamps are UTC).
+gives the milliseconds with unit `ms`. `TimeZone` is checked as PostgreSQL checks it
+(zoneinfo names, UTC, POSIX offsets: planner/expr/timezones.py; 22023 otherwise) and
+handed to the session before each statement (wire/backend.py `hand_settings_to_session`):
+statements read and compute timestamptz values in it, and the text format prints them in
+it (wire/text_codec.py). `query_mem_limit` goes to the session the same way. Anything
+else is stored and shown back as given, like PostgreSQL's placeholder variables.
 
     SET [SESSION | LOCAL] name { TO | = } { value [, ...] | DEFAULT }
     SET TIME ZONE { value | LOCAL | DEFAULT }
@@ -33,6 +36,7 @@ import re
 import pyarrow as pa
 
 from planner.errors import SqlError
+from planner.expr.timezones import check_setting
 from planner.guard import default_query_mem_limit, format_bytes, parse_bytes, \
     parse_duration_ms
 from planner.result import StatementResult
@@ -192,8 +196,10 @@ class Settings:
             return str(parse_duration_ms(value, key))
         if key == "IntervalStyle" and low != "postgres":
             raise SqlError(f'invalid value for parameter "IntervalStyle": "{value}"', "22023")
-        if key in ("TimeZone",) and low in ("local", "default"):
-            return DEFAULTS["TimeZone"]
+        if key == "TimeZone":
+            if low in ("local", "default"):
+                return DEFAULTS["TimeZone"]
+            return check_setting(value.strip().strip("'"))
         return value
 
     def reset(self, name: str) -> None:

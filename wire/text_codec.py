@@ -3,8 +3,9 @@
 Integers and decimals by pyarrow casts, floats with PostgreSQL's shortest round-trip and
 exponent rule (`_float_text`), bytea as \\x + hex (numpy), booleans t / f, dates and
 timestamps in ISO form (years before 1 AD as PostgreSQL writes them: '0001-12-02 BC'),
-intervals in PostgreSQL's style; anything else through a cast to string. Also the small
-numpy helpers the binary codec and the DataRow builder share.
+timestamptz in the session's TimeZone with its offset, intervals in PostgreSQL's style
+(IntervalStyle postgres, the one `::text` uses); anything else through a cast to string.
+Also the small numpy helpers the binary codec and the DataRow builder share.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.types import pg_era_text
+from planner.expr import timezones
+from planner.expr.interval_values import interval_text
 
 
 # -- column encoders --------------------------------------------------------------------------
@@ -130,16 +133,27 @@ def _float_text(arr: pa.Array) -> pa.Array:
     return s
 
 
-def _timestamp_text(arr: pa.Array) -> pa.Array:
+def _timestamp_text(arr: pa.Array, zone: str = "UTC") -> pa.Array:
+    """'2026-03-08 12:00:00.5' (fraction digits trimmed, none when zero); a timestamptz
+    as its local time in `zone` (a PostgreSQL zone name: the session's TimeZone) and that
+    zone's UTC offset then, '2026-03-08 12:00:00-04', '+05:30' (planner/expr/timezones.py
+    `offset_text`), as PostgreSQL 15 prints with DateStyle ISO."""
     tz = arr.type.tz
     if arr.type.unit != "us":
         arr = arr.cast(pa.timestamp("us", tz=tz), safe=False)
+    offset = None
     if tz:
-        arr = arr.cast(pa.timestamp("us"))
+        arrow = timezones.arrow_zone(zone)
+        if arrow == "UTC":
+            arr = arr.cast(pa.timestamp("us"))
+        else:
+            offset = timezones.offset_text(arr, arrow)
+            arr = timezones.to_local(arr, arrow)
     s = pc.cast(arr, pa.string())     # always 'YYYY-MM-DD HH:MM:SS.ffffff'
     s = pc.utf8_rtrim(pc.utf8_rtrim(s, characters="0"), characters=".")
     if tz:
-        s = pc.binary_join_element_wise(s, pa.scalar("+00"), "")
+        s = pc.binary_join_element_wise(s, pa.scalar("+00") if offset is None else offset,
+                                         "")
     return pg_era_text(s, pc.year(arr))
 
 
@@ -154,27 +168,13 @@ def _interval_fields(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _interval_text(arr: pa.Array) -> pa.Array:
-    """interval's output (IntervalStyle postgres): '1 year 2 mons -3 days 04:05:06.5', each
-    field with its own sign. A loop per value: interval results are rare and short, and
-    the plural forms and signs make a vectorised form longer than it is worth."""
-    out = []
-    for (m, d, us), ok in zip(zip(*_interval_fields(arr)), arr.is_valid().to_pylist()):
-        if not ok:
-            out.append(None)
-            continue
-        m, d, us = int(m), int(d), int(us)
-        parts = []
-        years, mons = int(m / 12), m - 12 * int(m / 12)
-        for n, unit in ((years, "year"), (mons, "mon"), (d, "day")):
-            if n:
-                parts.append(f"{n} {unit}{'s' if abs(n) != 1 else ''}")
-        if us or not parts:
-            secs, frac = divmod(abs(us), 1_000_000)
-            text = (f"{'-' if us < 0 else ''}{secs // 3600:02d}:{secs // 60 % 60:02d}:"
-                    f"{secs % 60:02d}")
-            parts.append(text + (f".{frac:06d}".rstrip("0") if frac else ""))
-        out.append(" ".join(parts))
-    return pa.array(out, pa.string())
+    """interval's output, IntervalStyle postgres, as `::text` gives it (one formatter:
+    planner/expr/interval_values.py `interval_text`): '1 year 2 mons -3 days +04:05:06.5'.
+    A loop per value: interval results are rare and short, and the plural forms and
+    carried signs make a vectorised form longer than it is worth."""
+    return pa.array([interval_text(int(m), int(d), int(us)) if ok else None
+                     for m, d, us, ok in zip(*_interval_fields(arr),
+                                             arr.is_valid().to_pylist())], pa.string())
 
 
 def _decimal_text(arr: pa.Array) -> pa.Array:
@@ -205,13 +205,14 @@ def _decimal_text(arr: pa.Array) -> pa.Array:
     return out
 
 
-def encode_text(arr: pa.Array) -> pa.Array:
-    """A column in PostgreSQL's text output format: a string/binary array, nulls kept."""
+def encode_text(arr: pa.Array, zone: str = "UTC") -> pa.Array:
+    """A column in PostgreSQL's text output format: a string/binary array, nulls kept.
+    `zone`: the session's TimeZone, which timestamptz values are shown in."""
     t = arr.type
     if isinstance(t, pa.ExtensionType):
         return encode_text(arr.storage)      # arrays: stored as their text form
     if pa.types.is_dictionary(t):
-        return encode_text(arr.dictionary_decode())
+        return encode_text(arr.dictionary_decode(), zone)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return arr
     if pa.types.is_null(t):
@@ -221,7 +222,7 @@ def encode_text(arr: pa.Array) -> pa.Array:
     if pa.types.is_floating(t):
         return _float_text(arr)
     if pa.types.is_timestamp(t):
-        return _timestamp_text(arr)
+        return _timestamp_text(arr, zone)
     if pa.types.is_date(t):
         return pg_era_text(pc.cast(arr, pa.string()), pc.year(arr))
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t) \

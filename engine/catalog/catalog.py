@@ -684,7 +684,11 @@ class Catalog:
             self._drop_tablets(meta.tablet_ids)
             return along
 
-    def rename_table(self, name: str, new_name: str) -> TableMetadata:
+    def rename_table(self, name: str, new_name: str,
+                     views: Sequence[ViewMetadata] = ()) -> TableMetadata:
+        """ALTER TABLE RENAME TO; `views`: the views that read the table, rewritten to
+        read `new_name` (engine/catalog/views.py `check_rename`), replaced in the same
+        commit."""
         check_identifier("table", new_name)
         with self._ddl_lock:
             meta = self._table_meta(name)
@@ -692,9 +696,9 @@ class Catalog:
                 raise TableExists(f'table "{new_name}" already exists')
             if new_name in self._views:
                 raise TableExists(f'relation "{new_name}" already exists')
-            check_rename(self._views, name)
+            after = check_rename(self._views, name, new_name, views)
             new = dataclasses.replace(meta, name=new_name)
-            self._commit({**self._tables, meta.id: new})
+            self._commit({**self._tables, meta.id: new}, views=after)
             return new
 
     def set_properties(self, name: str, properties: dict | None = None,

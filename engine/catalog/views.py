@@ -14,8 +14,13 @@ replicated log) keep views by name and apply the same rules, PostgreSQL's:
                            replaced, a table never); 42P01 if a relation it reads is gone
     DROP TABLE t / VIEW v  2BP01 while a view reads it, unless CASCADE, which drops those
                            views (and the views reading them) in the same catalog change
-    ALTER TABLE t RENAME   2BP01 while a view reads t (PostgreSQL follows the rename through
-                           OIDs; a view stored as text cannot, so the rename is refused)
+    ALTER TABLE t RENAME   the views that read t follow it, as PostgreSQL's (bound by OID)
+                           do: the SQL layer rewrites each one's query to read the new name
+                           (planner/views.py `follow_table_rename`) and hands the new views
+                           over with the rename, committed in the same catalog change; a
+                           view that reads t and is not among them (the SQL layer could not
+                           rewrite it soundly, or it was created meanwhile) makes the rename
+                           2BP01 (`check_rename`)
 
 `dependents(views, names)` gives the views to drop along, readers before what they read.
 """
@@ -122,14 +127,26 @@ def check_drop(views: Mapping[str, ViewMetadata], kind: str, names: list[str],
     return deps
 
 
-def check_rename(views: Mapping[str, ViewMetadata], name: str) -> None:
-    """A table that a view reads keeps its name (module docstring)."""
+def check_rename(views: Mapping[str, ViewMetadata], name: str, new_name: str,
+                 followed: Iterable[ViewMetadata] = ()) -> dict[str, ViewMetadata] | None:
+    """ALTER TABLE name RENAME TO new_name with the views that read it rewritten to follow
+    (`followed`, module docstring): the catalog's views after the rename (None: none
+    change). 2BP01 when a view reading the table is not followed, or a followed view still
+    reads the old name or is not one that reads it."""
+    followed = {v.name: v for v in followed}
     direct = sorted(v.name for v in views.values() if name in v.depends_on)
-    if direct:
+    left = [v for v in direct if v not in followed
+            or name in followed[v].depends_on or new_name not in followed[v].depends_on]
+    if left or set(followed) - set(direct):
+        left = left or sorted(set(followed) - set(direct))
         raise DependentObjectsStillExist(
             f"cannot rename table {name} because other objects depend on it",
-            detail="\n".join(f"view {v} depends on table {name}" for v in direct),
+            detail="\n".join(f"view {v} depends on table {name}" for v in left),
             hint="Drop the views (or DROP ... CASCADE), rename, and create them again.")
+    if not followed:
+        return None
+    return {**views, **{n: dataclasses.replace(v, id=views[n].id)
+                        for n, v in followed.items()}}
 
 
 def check_create(views: Mapping[str, ViewMetadata], is_table, view: ViewMetadata,

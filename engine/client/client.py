@@ -381,11 +381,15 @@ class RemoteCatalog:
                                                    "cascade": cascade})
         return list(r["views"])
 
-    def rename_table(self, name: str, new_name: str) -> TableMetadata:
+    def rename_table(self, name: str, new_name: str, views=()) -> TableMetadata:
+        """ALTER TABLE RENAME TO; `views`: the views that read the table, rewritten to
+        follow it (engine/catalog/views.py `check_rename`), replaced in the same entry."""
         self.forget_name(name)
         self.forget_name(new_name)
+        self._views_at = 0.0
         return self._remember({"table": self.client.master_call(
-            "rename_table", {"name": name, "new_name": new_name})})
+            "rename_table", {"name": name, "new_name": new_name,
+                             "views": [v.to_dict() for v in views]})})
 
     def _unsupported(self, what: str):
         raise NotSupportedOnCluster(f"{what} is not supported on a cluster yet")

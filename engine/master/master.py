@@ -542,9 +542,13 @@ class Master:
                 raise TableExists(f'table "{p["new_name"]}" already exists')
             if p["new_name"] in self.catalog.views:
                 raise TableExists(f'relation "{p["new_name"]}" already exists')
-            check_rename(self._views(), p["name"])
+            after = check_rename(self._views(), p["name"], p["new_name"],
+                                 [ViewMetadata.from_dict(d) for d in p.get("views") or ()])
             t = dict(t, name=p["new_name"])
-            self.catalog.propose({"op": "put_table", "table": t})
+            op = {"op": "put_table", "table": t}
+            if after is not None:       # the views that follow the rename, in the same entry
+                op["views"] = [after[d["name"]].to_dict() for d in p["views"]]
+            self.catalog.propose(op)
         return t
 
     def _h_alter_table(self, p: dict) -> dict:

@@ -6,10 +6,12 @@ placement (tablet id -> tablet-server uuids), and the tablet servers ever regist
 -> RPC address) — changes only by CATALOG entries of the masters' Raft log (a JSON op per
 entry), applied in log order on every master:
 
-    {"op": "put_table", "table": {...}, "replicas": {tablet_id: [uuid, ...]}}
+    {"op": "put_table", "table": {...}, "replicas": {tablet_id: [uuid, ...]},
+     "views": [{...}, ...]}
         (CREATE TABLE, ALTER TABLE: tablets named for the first time are new, e.g. ADD
         RANGE PARTITION's; tablets the previous entry named and this one does not are
-        forgotten, DROP RANGE PARTITION's)
+        forgotten, DROP RANGE PARTITION's; `views`, optional: views replaced in the same
+        entry, those that follow a RENAME TO)
     {"op": "drop_table", "id": table_id, "views": [name, ...]}
         (the views: those DROP TABLE ... CASCADE drops along, engine/catalog/views.py)
     {"op": "put_view", "view": {...}}      (CREATE [OR REPLACE] VIEW: ViewMetadata.to_dict)
@@ -97,6 +99,8 @@ class SysCatalog(RaftHost):
             t = op["table"]
             old = self.tables.get(t["id"])
             self.tables[t["id"]] = t
+            for v in op.get("views", ()):
+                self.views[v["name"]] = v
             self.replicas.update(op.get("replicas", {}))
             self.initial.update(op.get("replicas", {}))
             for tid in op.get("replicas", {}):

@@ -128,6 +128,8 @@ def output_name(item: exp.Expression) -> str:
     if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and \
             len(e.this.expressions) == 1:
         return output_name(e.this.expressions[0])
+    if isinstance(e, exp.Interval):             # INTERVAL '1 day': a typed literal
+        return "interval"
     if isinstance(e, exp.WithinGroup):          # percentile_cont(f) WITHIN GROUP (...)
         e = e.this
     if type(e) in _FUNCTION_NAMES:

@@ -31,7 +31,7 @@ def catalog_views(catalog) -> dict[str, ViewMetadata]:
     return views() if callable(views) else {}
 
 
-def _shadowed(t: exp.Table) -> bool:
+def shadowed_by_cte(t: exp.Table) -> bool:
     """Whether a WITH query visible at `t` has its name (then it is not the view)."""
     node = t.parent
     while node is not None:
@@ -43,7 +43,9 @@ def _shadowed(t: exp.Table) -> bool:
     return False
 
 
-def _parse_view(view: ViewMetadata) -> exp.Expression:
+def parse_view(view: ViewMetadata) -> exp.Expression:
+    """A view's stored query parsed, identifiers folded as PostgreSQL folds them, without
+    positions (they are the view text's, not a statement's)."""
     from planner.dialect import parse_sql
     body = parse_sql(view.query)[0]
     body = normalize_identifiers(body, dialect="postgres")
@@ -65,7 +67,7 @@ def expand_views(ast: exp.Expression, catalog, sql: str, used: dict | None = Non
             continue
         if t.args.get("db") is not None and t.db.lower() != "public":
             continue
-        if not isinstance(t.parent, (exp.From, exp.Join)) or _shadowed(t):
+        if not isinstance(t.parent, (exp.From, exp.Join)) or shadowed_by_cte(t):
             continue
         view = views[t.name]
         if depth >= MAX_VIEW_DEPTH:
@@ -76,7 +78,7 @@ def expand_views(ast: exp.Expression, catalog, sql: str, used: dict | None = Non
                                       position=position(sql, t))
         if used is not None:
             used[view.name] = view
-        body = expand_views(_parse_view(view), catalog, sql, used, depth + 1)
+        body = expand_views(parse_view(view), catalog, sql, used, depth + 1)
         alias = t.args.get("alias")
         written = [c.copy() for c in alias.columns] if alias is not None else []
         if len(written) > len(view.columns):
@@ -96,9 +98,10 @@ def expand_views(ast: exp.Expression, catalog, sql: str, used: dict | None = Non
     return ast
 
 
-def _in_view_body(node: exp.Expression) -> bool:
+def _view_between(node: exp.Expression, top: exp.Expression) -> bool:
+    """Whether `node` lies in the body of a view expanded below `top` (its ancestor)."""
     p = node.parent
-    while p is not None:
+    while p is not None and p is not top:
         if isinstance(p, exp.Subquery) and p.meta.get("view"):
             return True
         p = p.parent
@@ -106,10 +109,12 @@ def _in_view_body(node: exp.Expression) -> bool:
 
 
 def _isolate_view_bodies(ast: exp.Expression) -> None:
-    """A WITH query of the statement named like a relation a view's query reads would
-    capture that name when sqlglot qualifies the expanded statement (a view must see the
-    catalog's relation): such a WITH query is renamed, with the statement's references to
-    it, to a name no view reads (`m` -> `"m$cte1"`, aliased `m` where unaliased)."""
+    """A WITH query named like a relation that a view expanded inside its scope reads
+    would capture that name when sqlglot qualifies the expanded statement (a view must see
+    the catalog's relation): such a WITH query is renamed, with the references to it in
+    its scope outside those views, to a name no view reads (`m` -> `"m$cte1"`, aliased `m`
+    where unaliased). The WITH query may be the statement's or one inside a view's own
+    query that reads another view (a view over a view)."""
     bodies = [s.this for s in ast.find_all(exp.Subquery) if s.meta.get("view")]
     if not bodies:
         return
@@ -117,14 +122,21 @@ def _isolate_view_bodies(ast: exp.Expression) -> None:
     n = 0
     for cte in list(ast.find_all(exp.CTE)):
         name = cte.alias_or_name
-        if name not in read or _in_view_body(cte):
+        if name not in read:
             continue
+        scope = cte.parent.parent if cte.parent is not None else ast
+        tables = [t for t in scope.find_all(exp.Table)
+                  if t.name == name and t.args.get("db") is None]
+        if not any(_view_between(t, scope) for t in tables):
+            continue            # no view inside its scope reads the name
         n += 1
         new = f"{name}$cte{n}"
-        scope = cte.parent.parent if cte.parent is not None else ast
-        for t in list(scope.find_all(exp.Table)):
-            if t.name != name or t.args.get("db") is not None or _in_view_body(t):
+        recursive = bool(cte.parent.args.get("recursive")) if cte.parent else False
+        for t in tables:
+            if _view_between(t, scope):
                 continue
+            if not recursive and t.find_ancestor(exp.CTE) is cte:
+                continue        # its own query reads the outer relation of that name
             if not t.alias:
                 t.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
             t.set("this", exp.to_identifier(new, quoted=True))

@@ -40,6 +40,21 @@ from planner.executor.sort import add_sort_key, interval_span
 from planner.expr import integer_avg, intervals, list_to_array
 
 
+def _window_keys(a) -> list:
+    """A PARTITION BY / ORDER BY value as the arrays a window compares it by: itself, or
+    an interval as its span (whole days with a month as 30, ns within the day; NULLs
+    kept), as PostgreSQL compares intervals ('1 day' and '24 hours' are peers). Arrow can
+    neither sort nor compare month-day-nano values."""
+    if not pa.types.is_interval(a.type):
+        return [a]
+    days, nanos = interval_span(a)
+    if a.null_count:
+        valid = pc.is_valid(a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a)
+        days = pc.if_else(valid, days, pa.scalar(None, pa.int64()))
+        nanos = pc.if_else(valid, nanos, pa.scalar(None, pa.int64()))
+    return [days, nanos]
+
+
 
 def _decimal_cumsum(x: pa.Array) -> pa.Array:
     """Running sum of a decimal128 array without NULLs (Arrow has no decimal kernel): on the
@@ -636,7 +651,7 @@ class AggregateOperators:
         arithmetic, and the result is put back in the input's row order."""
         n = t.num_rows
         work, sort_keys = {}, []
-        parts = [as_chunked(self.eval(e, t), n) for e in c.partition]
+        parts = [x for e in c.partition for x in _window_keys(as_chunked(self.eval(e, t), n))]
         orders = [as_chunked(self.eval(k.expr, t), n) for k in c.order]
         for i, a in enumerate(parts):
             check_hashable(a.type)
@@ -656,7 +671,8 @@ class AggregateOperators:
             new_part[1:] |= change_flags(a.take(pa.array(idx)))
         new_peer = new_part.copy()
         for a in orders:
-            new_peer[1:] |= change_flags(a.take(pa.array(idx)))
+            for x in _window_keys(a):
+                new_peer[1:] |= change_flags(x.take(pa.array(idx)))
         part_id = np.cumsum(new_part) - 1
         starts = np.flatnonzero(new_part)
         ends = np.append(starts[1:], n)                 # exclusive

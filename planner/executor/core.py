@@ -203,15 +203,27 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 yield from m.to_batches()
         return pa.RecordBatchReader.from_batches(schema, gen())
 
-    def collect(self, reader: "pa.RecordBatchReader") -> pa.Table:
-        """Read an Acero plan's output, metering it batch by batch."""
+    def collect(self, reader: "pa.RecordBatchReader", each=None) -> pa.Table:
+        """Read an Acero plan's output, metering it batch by batch; `each(t) -> t`, if
+        given, shrinks each batch (as a Table) before it is kept and charged."""
         batches = []
+        parts = []
         try:
             for b in reader:
-                self.guard.charge(b.nbytes)
-                batches.append(b)
+                self.guard.check()
+                if each is None:
+                    self.guard.charge(b.nbytes)
+                    batches.append(b)
+                else:
+                    t = each(pa.Table.from_batches([b], schema=reader.schema))
+                    self.guard.charge(table_nbytes(t))
+                    parts.append(t)
         finally:
             reader.close()
+        if each is not None:
+            if not parts:
+                return each(reader.schema.empty_table())
+            return concat_tables(parts) if len(parts) != 1 else parts[0]
         return pa.Table.from_batches(batches, schema=reader.schema)
 
     def scalar_subquery(self, ref: SubqueryRef) -> Const:

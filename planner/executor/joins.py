@@ -130,11 +130,14 @@ def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
 
 
 def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: str,
-              ex: JoinOperators | None = None) -> pa.Table:
+              ex: JoinOperators | None = None, each=None) -> pa.Table:
     """Acero hash join of `left` and `right` on evaluated key arrays `lk` / `rk`. With an
     executor `ex`, both inputs stream into the plan as morsels and the output is read
     batch by batch, so its guard is consulted while the hash table is built, while it is
-    probed and while the output grows."""
+    probed and while the output grows. `each(t) -> t` (the conditions over both sides
+    that are not join keys, the columns needed above) applies to each output batch as it
+    is read, as `cross_join`'s chunk_filter does: what is kept, and charged to the query's
+    memory limit, is what passes it, not the whole fan-out."""
     ln, rn = [], []
     for i, (a, b) in enumerate(zip(lk, rk)):
         a, b = as_chunked(a, left.num_rows), as_chunked(b, right.num_rows)
@@ -167,6 +170,9 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
         # small inputs and output (a few morsels of work): one Acero call, no streaming
         out = left.join(right, keys=ln, right_keys=rn, join_type=join_type,
                         coalesce_keys=False, use_threads=True)
+        if each is not None:
+            return each(out.drop_columns([c for c in out.column_names
+                                          if c.startswith(_INTERNAL)]))
     else:
         from pyarrow import acero
 
@@ -181,9 +187,15 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
         probe_rows = max(64, min(_guard.MORSEL_ROWS, int(JOIN_OUTPUT_ROWS / max(fanout, 1))))
         decl = acero.Declaration("hashjoin", acero.HashJoinNodeOptions(join_type, ln, rn),
                                  inputs=[src(left, probe_rows), src(right)])
-        out = ex.collect(decl.to_reader(use_threads=True))
-    drop = [c for c in out.column_names if c.startswith(("$lk", "$rk", "$lpad", "$rpad"))]
-    return out.drop_columns(drop)
+        reader = decl.to_reader(use_threads=True)
+        internal = [c for c in reader.schema.names if c.startswith(_INTERNAL)]
+        if each is not None:
+            return ex.collect(reader, lambda t: each(t.drop_columns(internal)))
+        out = ex.collect(reader)
+    return out.drop_columns([c for c in out.column_names if c.startswith(_INTERNAL)])
+
+
+_INTERNAL = ("$lk", "$rk", "$lpad", "$rpad")     # hash_join's own columns
 
 
 def trace_key(node: L.Node, key: str) -> tuple[L.Scan, str] | None:
@@ -632,29 +644,25 @@ class JoinOperators:
                 keys = [(r, l) for l, r in keys]
             merged = A.inputs | B.inputs
             t0 = time.perf_counter()
+            # the conditions this join covers (but its keys), and the columns needed
+            # above, are applied to each batch of its output as it is made: a join with a
+            # large fan-out keeps only its matches and the columns used, never the whole
+            # product (a hash join's output batches, a cross join's chunks)
+            covered = [c for c, ins in pending
+                       if ins <= merged and not (keys and _is_key_of(c, keys))]
+            keep = needed | {k for c, ins in pending if not ins <= merged for k in refs(c)}
+
+            def shrink(chunk, covered=covered, keep=keep):
+                for c in covered:
+                    chunk = self.filter_table(chunk, c)
+                return chunk.select([n for n in chunk.column_names if n in keep])
             if keys:
                 lk = [self.eval(x, A.table) for x, _ in keys]
                 rk = [self.eval(y, B.table) for _, y in keys]
-                t = hash_join(A.table, B.table, lk, rk, "inner", self)
+                t = hash_join(A.table, B.table, lk, rk, "inner", self, shrink)
             else:
-                # the conditions this product covers, and the columns needed above, are
-                # applied to each chunk as it is made (a non-equi join keeps only matches)
-                covered = [c for c, ins in pending if ins <= merged]
-                keep = needed | {k for c, ins in pending if not ins <= merged
-                                 for k in refs(c)}
-
-                def shrink(chunk, covered=covered, keep=keep):
-                    for c in covered:
-                        chunk = self.filter_table(chunk, c)
-                    return chunk.select([n for n in chunk.column_names if n in keep])
                 t = cross_join(A.table, B.table, self._check_cancel, shrink)
-            rest = []
-            for c, ins in pending:
-                if not ins <= merged:
-                    rest.append((c, ins))
-                elif keys and not _is_key_of(c, keys):  # a non-equi condition now covered
-                    t = self.filter_table(t, c)         # (a product applied it per chunk)
-            pending = rest
+            pending = [(c, ins) for c, ins in pending if not ins <= merged]
             keep_cols = needed | {k for c, _ in pending for k in refs(c)}
             t = t.select([n for n in t.column_names if n in keep_cols])
             order.append(f"join {sorted(A.inputs)} x {sorted(B.inputs)} -> {t.num_rows} rows"

@@ -105,8 +105,9 @@ def _not_distinct_key(a) -> tuple:
     if a.null_count == 0:
         return a, flags
     for seed in (pa.scalar(0, pa.int32()), pa.scalar(decimal.Decimal(0)),
-                 pa.scalar(0, pa.int64()), pa.scalar(""),
-                 pa.scalar(b"")):      # a zero / empty value of the type (date, timestamp..)
+                 pa.scalar(0, pa.int64()), pa.scalar(""), pa.scalar(b""),
+                 pa.scalar(pa.MonthDayNano([0, 0, 0]), pa.month_day_nano_interval())):
+        # a zero / empty value of the type (date, timestamp, interval ...)
         try:
             return pc.fill_null(a, seed.cast(a.type)), flags
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -90,6 +90,13 @@ def _comparison(node: exp.Binary, ctx: EvalContext) -> Value:
     check_comparable(a, op, b, node)
     if kind_of(a.type) == "null":
         return null_of(pa.bool_())
+    return compare_values(op, fn, a, b)
+
+
+def compare_values(op: str, fn: Callable[..., Value], a: Value, b: Value) -> Value:
+    """`a op b` for two values of one type, as PostgreSQL compares them: floats with NaN
+    equal to itself and above every number, intervals by their span; `fn` the Arrow
+    kernel of `op`. Every comparison (=, <, IS DISTINCT FROM, BETWEEN, IN) goes here."""
     if kind_of(a.type) == "float":
         return _float_compare(op, fn, a, b)
     if kind_of(a.type) == "interval":
@@ -147,9 +154,9 @@ def _distinct_from(node: exp.Binary, ctx: EvalContext) -> Value:
     if kind_of(a.type) == "null":
         same = pc.and_(a_null, b_null)
     else:
-        # floats compare as PostgreSQL's `=` does (NaN equals NaN), not as IEEE
-        eq = _float_compare("=", pc.equal, a, b) if kind_of(a.type) == "float" else \
-            pc.equal(a, b)
+        # floats compare as PostgreSQL's `=` does (NaN equals NaN), not as IEEE; intervals
+        # by their span
+        eq = compare_values("=", pc.equal, a, b)
         same = pc.or_(pc.fill_null(eq, False), pc.and_(a_null, b_null))
     return same if isinstance(node, exp.NullSafeEQ) else pc.invert(same)
 
@@ -162,10 +169,8 @@ def _between(node: exp.Between, ctx: EvalContext) -> Value:
     x2, hi = coerce_pair(x, node.this, eval_node(hi_node, ctx), hi_node, "<=", node)
     if kind_of(x1.type) == "null" or kind_of(x2.type) == "null":
         return null_of(pa.bool_())
-    if kind_of(x1.type) == "float" or kind_of(x2.type) == "float":
-        return pc.and_kleene(_float_compare(">=", pc.greater_equal, x1, lo),
-                             _float_compare("<=", pc.less_equal, x2, hi))
-    return pc.and_kleene(pc.greater_equal(x1, lo), pc.less_equal(x2, hi))
+    return pc.and_kleene(compare_values(">=", pc.greater_equal, x1, lo),
+                         compare_values("<=", pc.less_equal, x2, hi))
 
 
 @handles(exp.In)
@@ -176,11 +181,14 @@ def _in(node: exp.In, ctx: EvalContext) -> Value:
     x = eval_node(node.this, ctx)
     items = node.expressions
     values = [eval_node(e, ctx) for e in items]
-    if not all(isinstance(v, pa.Scalar) for v in values):
+    if not all(isinstance(v, pa.Scalar) for v in values) or kind_of(x.type) == "interval":
+        # one comparison per item (intervals too: equal spans are equal, '1 day' =
+        # '24 hours', which a hash lookup of their fields would miss)
         result: Value | None = None
         for v, e in zip(values, items):
             a, b = coerce_pair(x, node.this, v, e, "=", node)
-            eq = null_of(pa.bool_()) if kind_of(a.type) == "null" else pc.equal(a, b)
+            eq = null_of(pa.bool_()) if kind_of(a.type) == "null" else \
+                compare_values("=", pc.equal, a, b)
             result = eq if result is None else pc.or_kleene(result, eq)
         return result
     # All constants: one hash lookup per row. Literals take x's type; otherwise unify.
@@ -370,7 +378,7 @@ def _nullif(node: exp.Nullif, ctx: EvalContext) -> Value:
                         node.expression, "=", node)
     if kind_of(a.type) == "null":
         return a
-    same = pc.fill_null(pc.equal(a, b), False)
+    same = pc.fill_null(compare_values("=", pc.equal, a, b), False)
     return pc.if_else(same, null_of(a.type), a)
 
 
@@ -382,4 +390,15 @@ def _greatest_least(node: exp.Func, ctx: EvalContext) -> Value:
     if kind_of(t) == "null":
         return values[0]
     fn = pc.max_element_wise if isinstance(node, exp.Greatest) else pc.min_element_wise
+    if pa.types.is_timestamp(t) and t.tz:
+        # Arrow has no element-wise kernel for zoned timestamps: compare the instants
+        return fn(*[v.cast(pa.int64()) for v in values], skip_nulls=True).cast(t)
+    if kind_of(t) == "interval":
+        # nor for intervals, which compare by their span: pick pairwise, NULLs skipped
+        op = (">", pc.greater) if isinstance(node, exp.Greatest) else ("<", pc.less)
+        out = values[0]
+        for v in values[1:]:
+            better = compare_values(op[0], op[1], v, out)
+            out = pc.if_else(pc.or_(pc.is_null(out), pc.fill_null(better, False)), v, out)
+        return out
     return fn(*values, skip_nulls=True)

@@ -419,12 +419,43 @@ def _date_trunc(node: exp.Expr, ctx: EvalContext) -> Value:
     if kind_of(v.type) == "null":
         return null_of(TIMESTAMP)
     arrow_unit, multiple = _TRUNC_UNITS[unit]
-    if kind_of(v.type) == "timestamp" and v.type.tz:
-        # in the session's zone: the local time truncated, read back in that zone
-        local = pc.floor_temporal(timezones.to_local(v), multiple=multiple, unit=arrow_unit,
+    zone_node = node.args.get("zone")
+    zoned = kind_of(v.type) == "timestamp" and v.type.tz
+    if zone_node is not None and not zoned:
+        # date_trunc(text, timestamptz, text) only: a timestamp or date is read as a
+        # timestamptz in the session's zone first, as PostgreSQL's implicit cast does
+        v, zoned = cast(v, timezones.TIMESTAMPTZ, node.this), True
+    if zoned:
+        # in the session's zone (or the one given, date_trunc(unit, tstz, zone)): the local
+        # time truncated; from a day up read back in that zone, below a day with the
+        # offset the value had (PostgreSQL's timestamptz_trunc re-reads the zone only from
+        # DTK_DAY up: 01:30-04 on a fall-back night truncates to 01:00-04, not 01:00-05)
+        zone = None if zone_node is None else _constant_zone(zone_node, ctx)
+        local = timezones.to_local(v, zone)
+        floor = pc.floor_temporal(local, multiple=multiple, unit=arrow_unit,
                                   week_starts_monday=True)
-        return timezones.to_utc(local)
+        if unit in _SUB_DAY:
+            cut = pc.subtract(local.cast(pa.int64()), floor.cast(pa.int64()))
+            instants = v.cast(timezones.TIMESTAMPTZ).cast(pa.int64())
+            return pc.subtract(instants, cut).cast(timezones.TIMESTAMPTZ)
+        return timezones.to_utc(floor, zone)
     return pc.floor_temporal(v, multiple=multiple, unit=arrow_unit, week_starts_monday=True)
+
+
+_SUB_DAY = ("microsecond", "millisecond", "second", "minute", "hour")
+
+
+def _constant_zone(zone_node: exp.Expr, ctx: EvalContext) -> str:
+    """A zone argument (constant text) as the Arrow zone name; 0A000 when not constant,
+    22023 for a name PostgreSQL would not recognise."""
+    z = eval_node(zone_node, ctx)
+    if not isinstance(z, pa.Scalar) or kind_of(z.type) not in ("string", "null"):
+        raise FeatureNotSupported("the time zone argument must be a constant text",
+                                  position=node_position(zone_node))
+    try:
+        return timezones.arrow_zone(z.as_py() or "")
+    except SqlError as e:
+        raise error_at(e.message, e.sqlstate, zone_node) from None
 
 
 # The statement's time, which now(), current_timestamp, current_date, localtimestamp,
@@ -459,25 +490,36 @@ def _now() -> datetime.datetime:
     return _clock() if t is None else t
 
 
+def _local_now() -> datetime.datetime:
+    """The statement's time as a local time in the session's zone."""
+    return timezones.to_local(pa.scalar(_now(), timezones.TIMESTAMPTZ)).as_py()
+
+
 @handles(exp.CurrentDate)
 def _current_date(node: exp.Expr, ctx: EvalContext) -> Value:
-    return pa.scalar(_now().date(), pa.date32())
+    return pa.scalar(_local_now().date(), pa.date32())
 
 
-@handles(exp.CurrentTimestamp, KuduNow, exp.Localtimestamp, exp.CurrentDatetime)
+@handles(exp.CurrentTimestamp, KuduNow, exp.CurrentDatetime)
 def _current_timestamp(node: exp.Expr, ctx: EvalContext) -> Value:
-    return pa.scalar(_now(), TIMESTAMP)
+    """now(), current_timestamp: an instant (timestamptz), as in PostgreSQL."""
+    return pa.scalar(_now(), timezones.TIMESTAMPTZ)
+
+
+@handles(exp.Localtimestamp)
+def _local_timestamp(node: exp.Expr, ctx: EvalContext) -> Value:
+    return pa.scalar(_local_now(), TIMESTAMP)
 
 
 @handles(exp.CurrentTime, exp.Localtime)
 def _current_time(node: exp.Expr, ctx: EvalContext) -> Value:
-    return pa.scalar(_now().time(), pa.time64("us"))
+    return pa.scalar(_local_now().time(), pa.time64("us"))
 
 
 ANONYMOUS.update({
     "transaction_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
     "statement_timestamp": lambda node, ctx: _current_timestamp(node, ctx),
-    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), TIMESTAMP),
+    "clock_timestamp": lambda node, ctx: pa.scalar(_clock(), timezones.TIMESTAMPTZ),
 })
 
 
@@ -528,7 +570,8 @@ def _age(node: exp.Anonymous, ctx: EvalContext) -> Value:
     from the month of the earlier timestamp), as an interval; vectorised over numpy."""
     args = [eval_node(e, ctx) for e in node.expressions]
     if len(args) == 1:
-        args = [pa.scalar(datetime.datetime.combine(_now().date(), datetime.time()), TIMESTAMP),
+        args = [pa.scalar(datetime.datetime.combine(_local_now().date(), datetime.time()),
+                          TIMESTAMP),
                 args[0]]
     if len(args) != 2 or any(kind_of(v.type) not in ("date", "timestamp", "null") for v in args):
         raise error_at("function age(" + ", ".join(pg_name(v.type) for v in args)

@@ -63,7 +63,10 @@ def _zone_names() -> dict[str, str]:
     return {n.lower(): n for n in zoneinfo.available_timezones()}
 
 
-_POSIX = re.compile(r"^(?:(?:utc|gmt)\s*)?([+-])?(\d{1,2})(?::?(\d{2}))?$")
+# a POSIX-style offset, after an optional abbreviation: 'UTC+2', 'gmt-05:30', '+02', and
+# the names SET TIME ZONE gives a number of hours, '<+05:30>-05:30' (west is positive)
+_POSIX = re.compile(r"^(?:(?:utc|gmt|<[^>]*>)\s*)?([+-])?(\d{1,2})(?::?(\d{2}))?$")
+_HOURS = re.compile(r"^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?\s*$", re.IGNORECASE)
 
 
 @functools.cache
@@ -75,7 +78,7 @@ def arrow_zone(name: str) -> str:
     if low in ("utc", "gmt", "z", "zulu", "universal", "etc/utc"):
         return "UTC"
     m = _POSIX.match(low)
-    if m and (m.group(1) or low[:3] in ("utc", "gmt")):
+    if m and (m.group(1) or low[:3] in ("utc", "gmt") or low[:1] == "<"):
         sign = "-" if m.group(1) != "-" else "+"          # POSIX: '+' is west
         hours, minutes = int(m.group(2)), int(m.group(3) or 0)
         if hours > 15 or minutes > 59:
@@ -92,13 +95,36 @@ def unknown_zone(name: str) -> SqlError:
 
 
 def check_setting(name: str) -> str:
-    """SET TIME ZONE's value checked as PostgreSQL does (22023 `invalid value for
-    parameter "TimeZone"`); the name is kept as written."""
+    """SET TIME ZONE's value as PostgreSQL 15 takes it (check_timezone), and the name
+    SHOW TimeZone then gives: a number is hours *east* of Greenwich (SQL's sign, unlike
+    a POSIX offset) and is named as PostgreSQL names a fixed offset, '+02' and 2 ->
+    '<+02>-02', -5.5 -> '<-05:30>+05:30'; a zoneinfo name is spelled as the database
+    spells it ('america/new_york' -> 'America/New_York'); anything else that names a zone
+    ('UTC+2', 'EST5EDT') is kept as written. 22023 `invalid value for parameter
+    "TimeZone"` for what names none."""
+    if _HOURS.match(name):
+        try:
+            seconds = round(-float(name) * 3600)         # POSIX: west is positive
+        except (OverflowError, ValueError):
+            seconds = None
+        if seconds is None or abs(seconds) > 15 * 3600 + 59 * 60:
+            raise SqlError(f'invalid value for parameter "TimeZone": "{name}"', "22023")
+        return fixed_offset_name(seconds)
     try:
         arrow_zone(name)
     except SqlError:
         raise SqlError(f'invalid value for parameter "TimeZone": "{name}"', "22023") from None
-    return name
+    return _zone_names().get(name.strip().lower(), name)
+
+
+def fixed_offset_name(west_seconds: int) -> str:
+    """PostgreSQL's name of a fixed-offset zone (pg_tzset_offset), from its POSIX offset
+    in seconds (west positive): -7200 -> '<+02>-02', 19800 -> '<-05:30>+05:30'."""
+    a = abs(west_seconds)
+    text = f"{a // 3600:02d}"
+    if a % 3600:
+        text += f":{a % 3600 // 60:02d}" + (f":{a % 60:02d}" if a % 60 else "")
+    return f"<-{text}>+{text}" if west_seconds > 0 else f"<+{text}>-{text}"
 
 
 def per_array(fn, v: Value) -> Value:
@@ -146,7 +172,7 @@ def to_utc(v: Value, zone: str | None = None) -> Value:
 
 def offset_text(v: Value, zone: str | None = None) -> Value:
     """Each instant's UTC offset in `zone` as PostgreSQL writes it: '+00', '-05',
-    '+05:30'."""
+    '+05:30', and with seconds where a zone's local mean time had them ('+05:53:28')."""
     local = to_local(v, zone)
     secs = pc.divide(pc.subtract(local.cast(pa.int64()), v.cast(TIMESTAMPTZ).cast(pa.int64())),
                      1_000_000)
@@ -154,8 +180,12 @@ def offset_text(v: Value, zone: str | None = None) -> Value:
     a = pc.abs(secs)
     hours = pc.divide(a, 3600)
     minutes = pc.divide(pc.subtract(a, pc.multiply(hours, 3600)), 60)
+    seconds = pc.subtract(a, pc.add(pc.multiply(hours, 3600), pc.multiply(minutes, 60)))
     hh = pc.utf8_lpad(hours.cast(pa.string()), width=2, padding="0")
     mm = pc.utf8_lpad(minutes.cast(pa.string()), width=2, padding="0")
+    ss = pc.utf8_lpad(seconds.cast(pa.string()), width=2, padding="0")
     with_minutes = pc.binary_join_element_wise(hh, ":", mm, "")
-    text = pc.if_else(pc.equal(minutes, 0), hh, with_minutes)
+    with_seconds = pc.binary_join_element_wise(with_minutes, ":", ss, "")
+    text = pc.if_else(pc.not_equal(seconds, 0), with_seconds,
+                      pc.if_else(pc.equal(minutes, 0), hh, with_minutes))
     return pc.binary_join_element_wise(sign, text, "")

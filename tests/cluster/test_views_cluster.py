@@ -43,3 +43,27 @@ def test_views_survive_leader_master_failover_and_restart(cluster3m):
         assert conn.execute("SELECT count(*) FROM pg_views").fetchone()[0] == 0
         with pytest.raises(psycopg.errors.UndefinedTable):
             conn.execute("SELECT * FROM busy")
+
+
+def test_views_follow_a_table_rename_on_a_cluster(cluster):
+    # the master commits the rename and the rewritten views in one sys catalog entry
+    # (put_table with views); a restart replays it
+    c = cluster
+    with c.connect() as conn:
+        conn.execute("CREATE TABLE m (host STRING PRIMARY KEY, v DOUBLE)")
+        conn.execute("INSERT INTO m VALUES ('a', 1), ('b', 5)")
+        conn.execute("CREATE VIEW big AS SELECT m.host FROM m WHERE m.v > 2")
+        conn.execute("CREATE VIEW bigger AS SELECT host FROM big")
+        conn.execute("ALTER TABLE m RENAME TO metrics")
+        assert conn.execute("SELECT * FROM bigger").fetchall() == [("b",)]
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist) as e:
+            conn.execute("DROP TABLE metrics")
+        assert e.value.diag.message_detail == "view big depends on table metrics"
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+            conn.execute("ALTER TABLE metrics RENAME COLUMN v TO value")
+    c.stop()
+    c.start(first=False)
+    with c.connect() as conn:
+        assert conn.execute("SELECT * FROM big").fetchall() == [("b",)]
+        assert "metrics" in conn.execute(
+            "SELECT definition FROM pg_views WHERE viewname = 'big'").fetchone()[0]

@@ -488,7 +488,8 @@ def test_date_trunc(mixed):
 def test_current_date_and_now():
     today = one("current_date")
     assert isinstance(today, date)
-    utc_now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    # now() is an instant (timestamptz), as in PostgreSQL
+    utc_now = datetime.datetime.now(datetime.UTC)
     assert abs((one("now()") - utc_now).total_seconds()) < 60
 
 
@@ -622,7 +623,7 @@ def test_fold_constants_folds_now_and_keeps_aliases():
     tree = fold_constants(parse("select now() - interval '1' day as y, 0.06 - 0.01 as z"))
     y, z = tree.expressions
     assert isinstance(y, exp.Alias) and isinstance(y.this, Const)
-    assert y.this.this.type == pa.timestamp("us")
+    assert y.this.this.type == pa.timestamp("us", tz="UTC")     # now(): timestamptz
     assert z.sql(dialect="postgres") == "0.05 AS z"
 
 

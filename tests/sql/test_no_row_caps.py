@@ -84,3 +84,26 @@ def test_a_cross_join_stops_on_statement_timeout(con):
         q(con, "SET statement_timeout = 0")
     assert e.value.sqlstate == "57014"
     assert took < 0.3 + 1.5, took          # one chunk of work past the deadline, loaded box
+
+
+def test_a_large_fan_out_hash_join_keeps_only_its_matches(con):
+    """A self join on a 2-valued key of 4000 rows makes 8M rows; with a condition over
+    both sides it runs under a 24MB limit, because each output batch of the hash join is
+    filtered (and cut to the columns used) as Acero makes it. Before, the whole output
+    (~130MB) was collected first and the statement failed with 53200."""
+    q(con, "CREATE TABLE fan (k INT PRIMARY KEY, g INT)")
+    q(con, "INSERT INTO fan SELECT g, g % 2 FROM generate_series(1, 4000) AS g")
+    k = np.arange(1, 4001)
+    a, b = np.meshgrid(k, k, indexing="ij")
+    same = (a % 2) == (b % 2)
+    hit = same & ((a * 7 + b) % 1009 == 0)
+    q(con, "SET query_mem_limit = '24MB'")
+    try:
+        assert q(con, "SELECT count(*), sum(x.k - y.k) FROM fan x JOIN fan y ON x.g = y.g "
+                      "WHERE (x.k * 7 + y.k) % 1009 = 0") == [
+            (int(hit.sum()), int((a - b)[hit].sum()))]
+        with pytest.raises(kudusql.Error) as e:       # the unfiltered product does not fit
+            q(con, "SELECT sum(x.k + y.k) FROM fan x JOIN fan y ON x.g = y.g")
+        assert e.value.sqlstate == "53200"
+    finally:
+        q(con, "RESET query_mem_limit")

@@ -12,8 +12,9 @@ import pytest
 
 import kudusql
 from tests.sql.pgoracle.corpus import STATEMENTS
-from tests.sql.pgoracle.record import EXPECTED
-from tests.sql.pgoracle.run import run_corpus
+from tests.sql.pgoracle.corpus_text import STATEMENTS as TEXT_STATEMENTS
+from tests.sql.pgoracle.record import EXPECTED, EXPECTED_TEXT
+from tests.sql.pgoracle.run import run_corpus, run_text
 from tests.sql.pgoracle.values import ordered, same
 from tests.wire.conftest import start_server, stop_server
 
@@ -49,14 +50,10 @@ DEVIATIONS: dict[str, str] = {
 }
 # differences through one path only
 EMBEDDED_DEVIATIONS: dict[str, str] = {}
-_WIRE_ZONE = ("the wire server keeps SET TIME ZONE in its own settings and does not hand it "
-              "to the session (wire/backend.py should set Session.time_zone as it sets "
-              "query_mem_limit): statements run in UTC over the wire")
-WIRE_DEVIATIONS: dict[str, str] = dict.fromkeys(
-    ["tz_session_text", "tz_session_day_arith", "tz_session_trunc", "tz_session_casts",
-     "tz_session_buckets"], _WIRE_ZONE)
+WIRE_DEVIATIONS: dict[str, str] = {}
 
 RECORDED = json.loads(EXPECTED.read_text())["statements"] if EXPECTED.exists() else {}
+RECORDED_TEXT = json.loads(EXPECTED_TEXT.read_text())["statements"]
 
 
 def test_the_recording_is_of_this_corpus():
@@ -66,6 +63,8 @@ def test_the_recording_is_of_this_corpus():
     assert not stale and not extra, (stale[:10], extra[:10])
     listed = set(DEVIATIONS) | set(EMBEDDED_DEVIATIONS) | set(WIRE_DEVIATIONS)
     assert listed <= set(RECORDED), sorted(listed - set(RECORDED))
+    assert [(n, RECORDED_TEXT.get(n, {}).get("sql")) for n, _ in TEXT_STATEMENTS] == \
+        TEXT_STATEMENTS and len(RECORDED_TEXT) == len(TEXT_STATEMENTS)
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +107,23 @@ def test_embedded(name, embedded):
 @pytest.mark.parametrize("name", NAMES)
 def test_wire(name, wire):
     _check(name, wire[name], WIRE_DEVIATIONS)
+
+
+@pytest.fixture(scope="module")
+def wire_text(tmp_path_factory):
+    r = start_server(tmp_path_factory.mktemp("pgoracle-text") / "db")
+    try:
+        with psycopg.connect(r.dsn(), autocommit=True) as conn:
+            return run_text(conn, psycopg.Error)
+    finally:
+        stop_server(r)
+
+
+@pytest.mark.parametrize("name", [n for n, _ in TEXT_STATEMENTS])
+def test_wire_text(name, wire_text):
+    """Values as the server printed them (corpus_text.py), character for character, and
+    the TimeZone ParameterStatus after each SET / SHOW; no deviations."""
+    ours, theirs = wire_text[name], RECORDED_TEXT[name]
+    diff = same(ours, theirs, ordered(theirs["sql"]))
+    assert diff is None, f"{name}: {diff}\n  {theirs['sql']}"
+    assert ours.get("TimeZone") == theirs.get("TimeZone")

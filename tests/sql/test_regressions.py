@@ -1358,3 +1358,58 @@ def test_arrays_as_hash_keys_are_refused_in_sql_words(con):
     assert rows(con, "SELECT string_agg(CAST(a AS TEXT), ',' ORDER BY ARRAY[a % 2, a]) "
                      "FROM t WHERE a < 5") == rows(
         con, "SELECT string_agg(CAST(a AS TEXT), ',' ORDER BY a % 2, a) FROM t WHERE a < 5")
+
+
+def test_intervals_compare_by_span_in_every_comparison(con):
+    """IS [NOT] DISTINCT FROM, BETWEEN, IN (with a column), NULLIF, GREATEST and LEAST of
+    intervals were 42883 (Arrow has no kernels for month-day-nano values); `=` compared
+    spans already ('1 day' = '24 hours'). Found by the diff fuzzer once views gave it
+    interval columns (seeds 2700089101243046, ...123123, 2700189105543134,
+    2700189106543131)."""
+    iv = "(SELECT a, a * INTERVAL '12 hours' AS x FROM t) s"
+    assert rows(con, f"SELECT a, x IS DISTINCT FROM INTERVAL '1 day', x IS NOT DISTINCT FROM "
+                     f"INTERVAL '24 hours', x BETWEEN INTERVAL '00:00:00.5' AND x, "
+                     f"x IN (INTERVAL '1 day', x * 2), NULLIF(x, INTERVAL '36 hours') "
+                     f"IS NULL FROM {iv} ORDER BY a") == [
+        (1, True, False, True, False, False), (2, False, True, True, True, False),
+        (3, True, False, True, False, True), (4, True, False, True, False, False)]
+    assert rows(con, "SELECT greatest(INTERVAL '1 day', NULL, INTERVAL '25 hours'), "
+                     "least(INTERVAL '1 day', INTERVAL '3 hours', NULL), "
+                     "NULLIF(INTERVAL '1 day', INTERVAL '24 hours')") == [
+        (dt.timedelta(hours=25), dt.timedelta(hours=3), None)]
+
+
+def test_windows_partition_and_order_by_intervals(con):
+    """PARTITION BY / ORDER BY an interval in a window was XX000 (Arrow can neither sort
+    nor compare month-day-nano values); now by span, as PostgreSQL: '1 day' and '24 hours'
+    are one partition and peers. Found by the diff fuzzer (seed 100003300093) once views
+    gave it interval columns."""
+    sql = ("SELECT k, rank() OVER (ORDER BY x), count(*) OVER (PARTITION BY x), "
+           "row_number() OVER (PARTITION BY x ORDER BY k) FROM (VALUES (1, INTERVAL "
+           "'1 day'), (2, INTERVAL '24 hours'), (3, NULL), (4, INTERVAL '1 hour'), "
+           "(5, NULL)) v(k, x) ORDER BY k")
+    assert rows(con, sql) == [(1, 2, 2, 1), (2, 2, 2, 2), (3, 4, 2, 1), (4, 1, 1, 1),
+                              (5, 4, 2, 2)]
+
+
+def test_set_operations_over_intervals_with_nulls(con):
+    """EXCEPT / INTERSECT of interval columns holding a NULL were 42883 'cannot compare
+    values of type interval in a set operation' (no zero interval to stand in for NULL in
+    the join key); '1 day' meets '24 hours' as in PostgreSQL. Found by the diff fuzzer
+    (seed 2720089769244829)."""
+    left = "(SELECT x FROM (VALUES (INTERVAL '1 day'), (NULL), (INTERVAL '2 h')) v(x))"
+    right = "(SELECT x FROM (VALUES (INTERVAL '24 hours'), (NULL)) w(x))"
+    assert rows(con, f"{left} EXCEPT {right}") == [(dt.timedelta(hours=2),)]
+    assert sorted(rows(con, f"{left} INTERSECT ALL {right}"), key=str) == [
+        (None,), (dt.timedelta(days=1),)]
+
+
+def test_an_interval_string_of_one_unit_and_a_time_keeps_the_time(con):
+    """`INTERVAL '3 days 04:05:06'` was 3 days and `INTERVAL '-1 day +02:00:00'` -1 day:
+    sqlglot rewrites a string with one `N unit` part into `'N' UNIT` and drops the rest
+    (planner/dialect.py keeps such strings whole). Found by the diff fuzzer (seed
+    2720089791245014) once its interval literals had that form; on main before this."""
+    assert rows(con, "SELECT INTERVAL '3 days 04:05:06', INTERVAL '-1 day +02:00:00', "
+                     "TIMESTAMP '1969-01-01' + INTERVAL '3 days 04:05:06'") == [
+        (dt.timedelta(days=3, hours=4, minutes=5, seconds=6), dt.timedelta(hours=-22),
+         dt.datetime(1969, 1, 4, 4, 5, 6))]

@@ -6,6 +6,8 @@ the same ground against recorded answers over both the driver and the wire."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 import kudusql
@@ -324,3 +326,53 @@ def test_a_prepared_plan_follows_the_time_zone(zoned):
     cur.execute("SET TIME ZONE 'Europe/Berlin'")
     cur.execute(sql, (1,))
     assert cur.fetchall() == [("2026-01-01 01:00:00+01",)]
+
+
+def test_date_trunc_below_a_day_keeps_the_values_offset(zoned):
+    # found by the text oracle: 05:30 UTC on 2026-11-01 is 01:30 EDT; truncated to the hour
+    # PostgreSQL keeps its offset (01:00-04), a day re-reads the zone (00:00-04)
+    run(zoned, "SET TIME ZONE 'America/New_York'")
+    assert rows(zoned, "SELECT date_trunc('hour', timestamptz '2026-11-01 05:30+00')::text, "
+                       "date_trunc('hour', timestamptz '2026-11-01 06:30+00')::text, "
+                       "date_trunc('minute', timestamptz '2026-11-01 05:30:59+00')::text, "
+                       "date_trunc('day', timestamptz '2026-11-01 06:30+00')::text") == [
+        ("2026-11-01 01:00:00-04", "2026-11-01 01:00:00-05", "2026-11-01 01:30:00-04",
+         "2026-11-01 00:00:00-04")]
+    run(zoned, "SET TIME ZONE 'Asia/Kolkata'")
+    assert col(zoned, "SELECT date_trunc('hour', timestamptz '2026-01-01 00:10+00')::text"
+               ) == ["2026-01-01 05:00:00+05:30"]
+
+
+def test_now_is_timestamptz_and_local_times_are_the_sessions(zoned):
+    # were timestamp without time zone in UTC: localtimestamp and current_date ignored the
+    # session's zone (found by the text oracle's pg_typeof(now()))
+    assert rows(zoned, "SELECT pg_typeof(now()), pg_typeof(current_timestamp), "
+                       "pg_typeof(localtimestamp), pg_typeof(clock_timestamp())") == [
+        ("timestamp with time zone", "timestamp with time zone",
+         "timestamp without time zone", "timestamp with time zone")]
+    run(zoned, "SET TIME ZONE 'Pacific/Kiritimati'")          # UTC+14
+    now, local, today = rows(zoned, "SELECT now()::text, localtimestamp::text, "
+                                    "current_date::text")[0]
+    assert now.endswith("+14") and local[:19] == now[:19] and today == now[:10]
+    assert rows(zoned, "SELECT now() = localtimestamp, now() - localtimestamp") == [
+        (True, datetime.timedelta(0))]
+
+
+def test_greatest_and_least_of_zoned_timestamps(zoned):
+    # were 42883: Arrow has no element-wise max of zoned timestamps
+    assert rows(zoned, "SELECT greatest(timestamp '2026-01-01', timestamptz '2026-01-02')::text,"
+                       " least(timestamptz '2026-01-02', NULL, now())::text") == [
+        ("2026-01-02 00:00:00+00", "2026-01-02 00:00:00+00")]
+
+
+def test_set_time_zone_names_as_postgresql(zoned):
+    # a number is hours east, named as PostgreSQL names a fixed offset; zoneinfo names are
+    # spelled as the database spells them; POSIX strings are kept (west positive)
+    for value, shown, text in (("-3.5", "<-03:30>+03:30", "2026-01-01 08:30:00-03:30"),
+                               ("'+02'", "<+02>-02", "2026-01-01 14:00:00+02"),
+                               ("'america/new_york'", "America/New_York",
+                                "2026-01-01 07:00:00-05"),
+                               ("'UTC+2'", "UTC+2", "2026-01-01 10:00:00-02")):
+        run(zoned, f"SET TIME ZONE {value}")
+        assert rows(zoned, "SHOW TIME ZONE") == [(shown,)]
+        assert col(zoned, "SELECT timestamptz '2026-01-01 12:00+00'::text") == [text]

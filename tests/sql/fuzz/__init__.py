@@ -1,8 +1,9 @@
 """Differential and metamorphic fuzzers for the SQL layer (docs/sql.md, "The SQL fuzzers").
 
     gen.py      worlds (random schemas and rows, partly flushed, mutated after a snapshot;
-                views over them: gen_views) and queries, rendered for kudusql and DuckDB
-                at once
+                views over them: gen_views, with interval and timestamptz columns) and
+                queries (interval and timestamptz arithmetic, date_trunc, date_bin as
+                DuckDB's time_bucket), rendered for kudusql and DuckDB at once
     compare.py  multiset / ordered comparison with numbers normalised across types
     runner.py   World (kudusql + DuckDB on the same rows) and the techniques:
                 diff (vs DuckDB), tlp, norec, rules (each optimizer rule off in turn),

@@ -6,8 +6,11 @@ two dialects differ in a few spellings: type names, the default NULL order of DE
 DuckDB text always spells PostgreSQL's default out), and time travel (kudusql reads `t FOR
 SYSTEM_TIME AS OF <ts>`; DuckDB reads a copy of the table taken at that snapshot).
 
-Kinds of values: int, float, dec, str, bool, date, ts. Columns carry a kind, a nullable
-flag and a narrower type (tinyint .. bigint, real / double, DECIMAL(p, s)).
+Kinds of values: int, float, dec, str, bool, date, ts, and iv (interval) and tz
+(timestamptz), which only views have (a table cannot store them): `gen_views` derives them
+from a table's timestamps, dates and integers. Columns carry a kind, a nullable flag and a
+narrower type (tinyint .. bigint, real / double, DECIMAL(p, s)). A time zone is UTC on
+both sides (runner.World sets DuckDB's).
 """
 
 from __future__ import annotations
@@ -199,7 +202,20 @@ def lit(rng: random.Random, kind: str, c: Column | None = None) -> Sql:
         return Sql(f"DATE '{rng.choice(DATES).isoformat()}'")
     if kind == "ts":
         return Sql(f"TIMESTAMP '{rng.choice(TIMESTAMPS).isoformat(sep=' ')}'")
+    if kind == "iv":
+        return Sql(f"INTERVAL '{rng.choice(INTERVALS)}'")
+    if kind == "tz":
+        return Sql(f"TIMESTAMPTZ '{rng.choice(TIMESTAMPS).isoformat(sep=' ')}+00'")
     raise AssertionError(kind)
+
+
+# interval literals without months (DuckDB and PostgreSQL scale a month differently in
+# arithmetic) and spans that are equal in different spellings ('1 day' = '24 hours')
+INTERVALS = ["1 day", "24 hours", "-2 hours", "90 seconds", "3 days 04:05:06", "0 seconds",
+             "36 hours", "00:00:00.5", "-1 days +02:00:00", "7 days"]
+# date_bin strides (DuckDB: time_bucket) and origins
+STRIDES = ["15 minutes", "1 hour", "1 day", "7 days", "90 seconds", "1 day 2 hours"]
+ORIGINS = ["2000-01-01 00:00:00", "2020-06-15 08:07:00", "1969-07-20 20:17:40"]
 
 
 def literal_value(text: str, kind: str):
@@ -244,7 +260,8 @@ def sql_value(v) -> str:
 
 NUMERIC = ("int", "float", "dec")
 _NULL_TYPE = {"int": "INT", "float": "DOUBLE", "dec": "DECIMAL(9,2)", "str": "VARCHAR",
-              "bool": "BOOLEAN", "date": "DATE", "ts": "TIMESTAMP"}
+              "bool": "BOOLEAN", "date": "DATE", "ts": "TIMESTAMP", "iv": "INTERVAL",
+              "tz": "TIMESTAMPTZ"}
 
 
 def comparable(a: str, b: str) -> bool:
@@ -300,7 +317,8 @@ class QueryGen:
     def lit(self, kind: str) -> Sql:
         """A literal, or (with `params`) sometimes a `$n` parameter holding its value."""
         s = lit(self.rng, kind)
-        if self.params is None or s.k == "NULL" or self.rng.random() < 0.6:
+        if self.params is None or s.k == "NULL" or self.rng.random() < 0.6 or \
+                kind in ("iv", "tz"):
             return s
         self.params.append(literal_value(s.k, kind))
         return Sql(f"${len(self.params)}", s.d)
@@ -400,7 +418,53 @@ class QueryGen:
             return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
         if kind == "bool":
             return self.pred(scope, d)
+        if kind in ("iv", "tz"):
+            return self.zoned_expr(kind, scope, d, cols)
         return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
+
+    def zoned_expr(self, kind: str, scope: list[Col], d: int, cols: list[Col]) -> Sql:
+        """An interval (iv) or timestamptz (tz) computed per row: interval arithmetic
+        (sums, differences, scaling, negation, timestamp - timestamp) and timestamptz
+        arithmetic (± an interval, date_trunc, date_bin, a cast from timestamp or date)."""
+        rng = self.rng
+
+        def typed(k: str) -> Sql:
+            x = self.expr(k, scope, d)
+            return Sql(f"CAST(NULL AS {_NULL_TYPE[k]})") if x.k == "NULL" else x
+        r = rng.random()
+        if kind == "iv":
+            if r < 0.25:
+                return j("(", typed("iv"), rng.choice([" + ", " - "]), typed("iv"), ")")
+            if r < 0.4:
+                return j("(", typed("iv"), " * ", rng.choice(["2", "-1", "3", "0"]), ")")
+            if r < 0.5:
+                return j("(- ", typed("iv"), ")")
+            if r < 0.6:
+                return j("(", typed("ts"), " - ", typed("ts"), ")")
+            if r < 0.7:
+                return j("(", typed("tz"), " - ", typed("tz"), ")")
+            if r < 0.75:
+                return self.interval_expr(scope, d)
+        else:
+            if r < 0.3:
+                return j("(", typed("tz"), rng.choice([" + ", " - "]),
+                         rng.choice([typed("iv"), Sql(self.interval())]), ")")
+            if r < 0.45:
+                unit = rng.choice(["year", "month", "day", "hour", "minute", "second"])
+                return j(f"date_trunc('{unit}', ", typed("tz"), ")")
+            if r < 0.6:
+                return self.date_bin(typed("tz"), "TIMESTAMPTZ", "+00")
+            if r < 0.75:
+                return j("CAST(", typed(rng.choice(["ts", "date"])), " AS TIMESTAMPTZ)")
+        return Sql(rng.choice(cols).sql) if cols else self.lit(kind)
+
+    def date_bin(self, x: Sql, typ: str, offset: str = "") -> Sql:
+        """date_bin(stride, x, origin): DuckDB's time_bucket (the same floor, for strides
+        without months)."""
+        rng = self.rng
+        stride = f"INTERVAL '{rng.choice(STRIDES)}'"
+        origin = f"{typ} '{rng.choice(ORIGINS)}{offset}'"
+        return j(Sql("date_bin(", "time_bucket("), stride, ", ", x, f", {origin})")
 
     # -- casts, dates and intervals, arrays ---------------------------------------------------
     def interval(self) -> str:
@@ -513,6 +577,8 @@ class QueryGen:
                 return j("(", e("date", scope, d), " + ", self.interval(), ")")
             if r < 0.8:
                 return j("CAST(", e("date", scope, d), " AS TIMESTAMP)")
+            if r < 0.9:
+                return self.date_bin(e("ts", scope, d), "TIMESTAMP")
             unit = rng.choice(["year", "month", "day", "hour", "minute"])
             return j(f"date_trunc('{unit}', ", e("ts", scope, d), ")")
         return None
@@ -825,8 +891,10 @@ class QueryGen:
             return Sql("count(*)"), "int"
         num = [c for c in scope if c.kind in NUMERIC]
         any_ = [c for c in scope if c.kind != "bool"]
-        if self.extended and 0.82 < r <= 0.9 and any_:
-            return self.ordered_set(num, any_)
+        # percentile_disc / mode of intervals and timestamptz: DuckDB's differ
+        plain = [c for c in any_ if c.kind not in ("iv", "tz")]
+        if self.extended and 0.82 < r <= 0.9 and plain:
+            return self.ordered_set(num, plain)
         if r < 0.55 and num:
             c = rng.choice(num)
             fn = rng.choice(["sum", "avg", "min", "max", "sum", "count"])
@@ -1055,6 +1123,18 @@ def _gen_view(rng: random.Random, base: Table, name: str) -> tuple[Table, Sql]:
         rng.shuffle(picks)
         for c in picks:
             col(Sql(c.sql), src[c.sql])
+        stamps = [c for c in scope if c.kind in ("ts", "date")]
+        if rng.random() < 0.5:          # an interval column
+            ts = [c for c in stamps if c.kind == "ts"]
+            if ts and rng.random() < 0.6:
+                e = Sql(f"({rng.choice(ts).sql} - TIMESTAMP '{rng.choice(ORIGINS)}')")
+            else:
+                e = Sql(f"(({rng.choice(ints).sql} % 1000) * INTERVAL "
+                        f"'{rng.choice(STRIDES)}')")
+            col(e, None, "INTERVAL", "iv")
+        if stamps and rng.random() < 0.5:       # a timestamptz column
+            col(Sql(f"CAST({rng.choice(stamps).sql} AS TIMESTAMPTZ)"), None, "TIMESTAMPTZ",
+                "tz")
         if rng.random() < 0.6:
             where = j(" WHERE ", g.pred(scope, 1))
     elif shape == "aggregate":

@@ -196,6 +196,7 @@ class World:
             execute = self.session.execute
         self.execute = execute
         self.duck = duckdb.connect(config={"threads": 1})   # see test_window_frames
+        self.duck.execute("SET TimeZone = 'UTC'")           # as kudusql's session
         self.tables = gen.gen_schema(rng, rng.choice([2, 3]))
         model: dict[str, dict] = {}
         for t in self.tables:
@@ -262,6 +263,7 @@ class World:
         self.session = self.db.session()
         self.execute = self.session.execute
         self.duck = duckdb.connect(config={"threads": 1})   # see test_window_frames
+        self.duck.execute("SET TimeZone = 'UTC'")           # as kudusql's session
         n = rng.randint(*BIG_ROWS)
         parts = rng.choice(["", "", "PARTITION BY HASH (k) PARTITIONS 2"])
         cols = [gen.Column("k", "BIGINT", "BIGINT", "int", False, key=True),

@@ -21,13 +21,15 @@ import json
 import pathlib
 
 EXPECTED = pathlib.Path(__file__).with_name("expected.json")
+EXPECTED_TEXT = pathlib.Path(__file__).with_name("expected_text.json")   # corpus_text.py
 
 
 def main(argv=None) -> None:
     import psycopg
 
     from .corpus import STATEMENTS
-    from .run import run_corpus
+    from .corpus_text import STATEMENTS as TEXT_STATEMENTS
+    from .run import run_corpus, run_text
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dsn", required=True, help="a PostgreSQL 15 server (libpq DSN)")
@@ -46,10 +48,16 @@ def main(argv=None) -> None:
     with psycopg.connect(**info, autocommit=True) as conn:
         conn.execute("SET TimeZone = 'UTC'")
         answers = run_corpus(conn, psycopg.Error)
+    with psycopg.connect(**info, autocommit=True) as conn:
+        conn.execute("SET TimeZone = 'UTC'")
+        text_answers = run_text(conn, psycopg.Error)
     sql = dict(STATEMENTS)
     out = {"postgresql": version,
            "statements": {name: {"sql": sql[name], **a} for name, a in answers.items()}}
     EXPECTED.write_text(_dump(out))
+    text_sql = dict(TEXT_STATEMENTS)
+    EXPECTED_TEXT.write_text(_dump({"postgresql": version, "statements": {
+        name: {"sql": text_sql[name], **a} for name, a in text_answers.items()}}))
     errors = sum("error" in a for a in answers.values())
     print(f"{len(answers)} statements recorded from PostgreSQL {version} "
           f"({errors} errors) -> {EXPECTED}")
