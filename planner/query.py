@@ -8,7 +8,7 @@
 `subquery_runner` is what the binder runs uncorrelated subqueries with. `now()` /
 `current_timestamp` are timestamp with time zone everywhere (planner/expr/temporal.py);
 `Output.utc` still marks the result columns that are `now()` itself, which keeps such a
-plan out of the point-read path (planner/fastpath.py), and `with_utc` gives a marked
+plan out of the point-read path (planner/point_read.py), and `with_utc` gives a marked
 column that is a plain timestamp the zone (no longer the case for now(): a no-op kept
 with the mark).
 """
