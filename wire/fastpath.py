@@ -350,10 +350,11 @@ def key_write(be, stmt, fields: tuple, end: int):
     return _key_write_done(be, finish, describe, verb)
 
 
-def _key_write_done(be, finish, describe: bool, verb: str):
-    """Effects: wait for the write's durability off the loop, then reply."""
+def _durable(be, finish, describe: bool):
+    """Effects: wait for a hot write's durability off the loop; its result, or None after
+    replying with the write's failure as its ErrorResponse (a lost connection raises)."""
     try:
-        r = yield Durable(finish)
+        return (yield Durable(finish))
     except CONNECTION_ERRORS:
         raise
     except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
@@ -362,6 +363,13 @@ def _key_write_done(be, finish, describe: bool, verb: str):
             be.send(_NO_DATA)
         be.error(e)
         be.on_sync()
+        return None
+
+
+def _key_write_done(be, finish, describe: bool, verb: str):
+    """Effects: wait for the write's durability off the loop, then reply."""
+    r = yield from _durable(be, finish, describe)
+    if r is None:
         return
     # the small path reports ALREADY_PRESENT / NOT_FOUND only (engine/tablet/
     # small_write.py): an UPDATE / DELETE of a row gone meanwhile counts 0, as the
@@ -415,16 +423,8 @@ def row_insert(be, stmt, fields: tuple, end: int):
 def _row_insert_done(be, finish, describe: bool, target, verb: str):
     """Effects: wait for the insert's durability off the loop, then reply as the
     ordinary path does (`planner.dml.insert_rows`: a failed row is an ErrorResponse)."""
-    try:
-        r = yield Durable(finish)
-    except CONNECTION_ERRORS:
-        raise
-    except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
-        be.send(_BIND_COMPLETE)
-        if describe:
-            be.send(_NO_DATA)
-        be.error(e)
-        be.on_sync()
+    r = yield from _durable(be, finish, describe)
+    if r is None:
         return
     result = StatementResult(verb, rowcount=r.num_applied, row_errors=row_failures(
         target.name, target.table.schema, r.row_errors))

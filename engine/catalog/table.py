@@ -640,10 +640,13 @@ class Table:
         finally:
             lease.release()
 
-    def diff_scan(self, start_ts: int, end_ts: int,
-                  columns: Sequence[str] | None = None) -> pa.Table:
-        """Rows changed in (start_ts, end_ts] on every tablet, with `is_deleted`."""
-        lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
+    def _per_tablet(self, pick, columns: Sequence[str] | None, extra: list[str], read
+                    ) -> tuple:
+        """(schema, names, parts): `read(tablet, its column names)` on each tablet `pick`
+        chooses (in parallel when several), under one lease; names are the key columns and
+        `columns` (default all) in the table's current names, and each part's columns are
+        renamed from the tablet's (an older schema's) names to them, `extra` kept."""
+        lease = self.catalog.lease_tablets(self.id, pick)
         meta, slots = lease.metadata, lease.handles
         try:
             tablets = self._open(slots)
@@ -656,13 +659,21 @@ class Table:
             def one(slot_t):
                 slot, t = slot_t
                 ren = slot.column_renames(schema) or {}
-                out = t.diff_scan(start_ts, end_ts, [ren.get(c, c) for c in names])
-                return out.rename_columns(names + ["is_deleted"]) if ren else out
+                out = read(t, [ren.get(c, c) for c in names])
+                return out.rename_columns(names + extra) if ren else out
             pairs = list(zip(slots, tablets))
             parts = list(self.catalog.executor.map(one, pairs)) if len(pairs) > 1 else [
                 one(p) for p in pairs]
         finally:
             lease.release()
+        return schema, names, parts
+
+    def diff_scan(self, start_ts: int, end_ts: int,
+                  columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows changed in (start_ts, end_ts] on every tablet, with `is_deleted`."""
+        schema, names, parts = self._per_tablet(
+            lambda m: m.tablet_ids, columns, ["is_deleted"],
+            lambda t, cols: t.diff_scan(start_ts, end_ts, cols))
         out_schema = schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
         if not parts:
             return out_schema.empty_table()
@@ -684,26 +695,9 @@ class Table:
         def pick(meta):
             return [tid for i, tid in enumerate(meta.tablet_ids)
                     if want is None or i in want]
-        lease = self.catalog.lease_tablets(self.id, pick)
-        meta, slots = lease.metadata, lease.handles
-        try:
-            tablets = self._open(slots)
-            schema = meta.schema
-            names = list(columns) if columns is not None else schema.names
-            for c in names:
-                schema.column(c)
-            names = [k for k in schema.key_names if k not in names] + names
-
-            def one(slot_t):
-                slot, t = slot_t
-                ren = slot.column_renames(schema) or {}
-                out = t.changes(start_ts, end_ts, [ren.get(c, c) for c in names], retained)
-                return out.rename_columns(names + ["is_deleted", "commit_ts"]) if ren else out
-            pairs = list(zip(slots, tablets))
-            parts = list(self.catalog.executor.map(one, pairs)) if len(pairs) > 1 else [
-                one(p) for p in pairs]
-        finally:
-            lease.release()
+        schema, names, parts = self._per_tablet(
+            pick, columns, ["is_deleted", "commit_ts"],
+            lambda t, cols: t.changes(start_ts, end_ts, cols, retained))
         out_schema = (schema.arrow_schema(names).append(pa.field("is_deleted", pa.bool_()))
                       .append(pa.field("commit_ts", pa.int64())))
         parts = [p for p in parts if p.num_rows]

@@ -534,32 +534,28 @@ class DiskRowSet(DeltaCompactions):
                     for c in columns}
             yield blo, live, cols
 
-    def changed_rowids(self, start_ts: int, end_ts: int) -> np.ndarray:
-        """Sorted rowids with any UNDO or REDO record in (start_ts, end_ts]."""
+    def _records_in(self, start_ts: int, end_ts: int, field: str) -> np.ndarray:
+        """Sorted distinct values of `field` ("rowid" or "ts") of the UNDO and REDO records
+        in (start_ts, end_ts]."""
         undo_files, redo_files, dmss, _ = self._stores
         parts = []
         for store in list(undo_files) + list(redo_files) + list(dmss):
             if len(store) == 0 or store.max_ts <= start_ts or store.min_ts > end_ts:
                 continue
             b = store.records() if isinstance(store, DeltaFile) else store.view()
-            parts.append(b.rowid[(b.ts > start_ts) & (b.ts <= end_ts)])
+            parts.append(getattr(b, field)[(b.ts > start_ts) & (b.ts <= end_ts)])
         if not parts:
             return np.empty(0, dtype=np.int64)
-        return np.unique(np.concatenate(parts))
+        return np.unique(np.concatenate(parts)).astype(np.int64, copy=False)
+
+    def changed_rowids(self, start_ts: int, end_ts: int) -> np.ndarray:
+        """Sorted rowids with any UNDO or REDO record in (start_ts, end_ts]."""
+        return self._records_in(start_ts, end_ts, "rowid")
 
     def change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
         """Sorted distinct timestamps of the UNDO and REDO records in (start_ts, end_ts]:
         the commits that changed a row of this rowset in that window."""
-        undo_files, redo_files, dmss, _ = self._stores
-        parts = []
-        for store in list(undo_files) + list(redo_files) + list(dmss):
-            if len(store) == 0 or store.max_ts <= start_ts or store.min_ts > end_ts:
-                continue
-            b = store.records() if isinstance(store, DeltaFile) else store.view()
-            parts.append(b.ts[(b.ts > start_ts) & (b.ts <= end_ts)])
-        if not parts:
-            return np.empty(0, dtype=np.int64)
-        return np.unique(np.concatenate(parts)).astype(np.int64, copy=False)
+        return self._records_in(start_ts, end_ts, "ts")
 
     def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
                    ) -> dict[int, object] | None:
