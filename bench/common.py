@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmark scripts: the summary table and the load average."""
+"""Shared pieces of the benchmark scripts: the summary table, the load average and the
+in-process point-op table."""
 
 from __future__ import annotations
 
@@ -10,6 +11,24 @@ def load_avg() -> str:
         return "load average %.2f %.2f %.2f" % os.getloadavg()
     except OSError:  # pragma: no cover
         return "load average n/a"
+
+
+def load_kv(db, rows: int):
+    """The in-process point-op table of bench.wire_bench and bench.write_bench: `kv (k, v,
+    s)` hash-partitioned four ways, keys 0..rows-1 loaded 100,000 at a time; returns (a
+    session of `db`, the table)."""
+    import numpy as np
+    import pyarrow as pa
+
+    s = db.session()
+    s.execute("CREATE TABLE kv (k BIGINT NOT NULL, v BIGINT, s VARCHAR(32), "
+              "PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 4")
+    t = db.catalog.table("kv")
+    for lo in range(0, rows, 100_000):
+        k = np.arange(lo, min(rows, lo + 100_000))
+        t.insert(pa.table({"k": k, "v": k % 1000,
+                           "s": pa.array([f"value-{i}" for i in k.tolist()])}))
+    return s, t
 
 
 class Results:

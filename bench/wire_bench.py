@@ -58,7 +58,7 @@ import time
 
 import numpy as np
 
-from bench.common import Results, load_avg
+from bench.common import Results, load_avg, load_kv
 
 PG_BIN_DIRS = ["/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin",
                "/usr/lib/postgresql/17/bin", "/usr/local/bin", "/usr/bin"]
@@ -466,20 +466,11 @@ def point_in_process(rows: int, calls: int = 20_000, storm: int = 5_000) -> tupl
     `Table.lookup`) and a key write (`key_write_values`, else `key_write_rows`, +
     `Table.write_small`), which
     server CPU per op minus these is the wire's share of."""
-    import pyarrow as pa
-
     from kudusql.session import Database
     root = tempfile.mkdtemp(prefix="kudusql-point-")
     try:
         with Database.open(os.path.join(root, "db")) as db:
-            s = db.session()
-            s.execute("CREATE TABLE kv (k BIGINT NOT NULL, v BIGINT, s VARCHAR(32), "
-                      "PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 4")
-            t = db.catalog.table("kv")
-            for lo in range(0, rows, 100_000):
-                k = np.arange(lo, min(rows, lo + 100_000))
-                t.insert(pa.table({"k": k, "v": k % 1000,
-                                   "s": pa.array([f"value-{i}" for i in k.tolist()])}))
+            s, t = load_kv(db, rows)
             rng = random.Random(1)
             keys = [rng.randrange(rows) for _ in range(calls)]
             s.execute(READ, [0])

@@ -55,7 +55,7 @@ import tempfile
 import threading
 import time
 
-from bench.common import Results, load_avg
+from bench.common import Results, load_avg, load_kv
 
 READ = "SELECT v, s FROM kv WHERE k = $1"
 STORM = 5_000
@@ -93,9 +93,6 @@ def _threads(fn, n: int, threads: int) -> float:
 def measure_kudusql(rows: int, ops: int, reads: int, threads: int,
                     wal_sync: str = "commit") -> dict:
     """The kudusql figures (module docstring) of the kudusql on sys.path."""
-    import numpy as np
-    import pyarrow as pa
-
     from engine.config import TabletConfig
     from kudusql.session import Database
 
@@ -104,14 +101,7 @@ def measure_kudusql(rows: int, ops: int, reads: int, threads: int,
     try:
         with Database.open(os.path.join(root, "db"),
                            config=TabletConfig(wal_sync=wal_sync)) as db:
-            s = db.session()
-            s.execute("CREATE TABLE kv (k BIGINT NOT NULL, v BIGINT, s VARCHAR(32), "
-                      "PRIMARY KEY (k)) PARTITION BY HASH (k) PARTITIONS 4")
-            t = db.catalog.table("kv")
-            for lo in range(0, rows, 100_000):
-                k = np.arange(lo, min(rows, lo + 100_000))
-                t.insert(pa.table({"k": k, "v": k % 1000,
-                                   "s": pa.array([f"value-{i}" for i in k.tolist()])}))
+            s, t = load_kv(db, rows)
             rng = random.Random(1)
             keys = [rng.randrange(rows) for _ in range(max(ops, reads))]
             s.execute(READ, [0])
