@@ -192,6 +192,14 @@ def _simple(be, fields) -> bool:
     return not any(p.rows is not None and p.rows.streaming for p in be.portals.values())
 
 
+def _consume(be, after: int) -> None:
+    """A hot case took the frames up to `after`: the read position moves past them, and
+    the unnamed portal this Bind would have replaced on the ordinary path is gone."""
+    be.rpos = after
+    if "" in be.portals:
+        be.drop_portals(lambda p: p.name == "")
+
+
 # -- point reads ---------------------------------------------------------------------------
 def _point_plan(stmt, rf: tuple, fast, describe: bool):
     """(RowDescription bytes or None, encoders) for this statement, result formats and
@@ -250,9 +258,7 @@ def point_read(be, stmt, fields: tuple, end: int):
     except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
         return None
     desc, encs = plan
-    be.rpos = after
-    if "" in be.portals:
-        be.drop_portals(lambda p: p.name == "")
+    _consume(be, after)
     send = be.send
     send(_BIND_COMPLETE)
     if describe:
@@ -341,9 +347,7 @@ def key_write(be, stmt, fields: tuple, end: int):
                 return None
     except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports it
         return None
-    be.rpos = after
-    if "" in be.portals:
-        be.drop_portals(lambda p: p.name == "")
+    _consume(be, after)
     if finish is None:
         _write_reply(be, describe, verb, 0)
         return ()
@@ -414,9 +418,7 @@ def row_insert(be, stmt, fields: tuple, end: int):
             return None
     except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports it
         return None
-    be.rpos = after
-    if "" in be.portals:
-        be.drop_portals(lambda p: p.name == "")
+    _consume(be, after)
     return _row_insert_done(be, finish, describe, target, "UPSERT" if upsert else "INSERT")
 
 
