@@ -76,6 +76,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from kudusql.spark.flight_client import action, command, put
 from wire.flight import value_to_json
 
 log = logging.getLogger("kudusql.spark")
@@ -109,16 +110,6 @@ def cluster_catalog(options):
     return catalog(options)
 
 
-def _cmd(**kw) -> fl.FlightDescriptor:
-    return fl.FlightDescriptor.for_command(json.dumps(kw).encode())
-
-
-def _action(loc: str, kind: str, body: dict):
-    with fl.connect(loc) as c:
-        res = list(c.do_action(fl.Action(kind, json.dumps(body).encode())))
-    return json.loads(res[0].body.to_pybytes())
-
-
 class KudusqlDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -133,7 +124,7 @@ class KudusqlDataSource(DataSource):
         else:
             loc, table = _options(self.options)
             with fl.connect(loc) as c:
-                arrow = c.get_schema(_cmd(table=table)).schema
+                arrow = c.get_schema(command(table=table)).schema
         from kudusql.spark.streaming import is_change_stream
         if is_change_stream(self.options):   # readStream: the change feed's columns too
             arrow = arrow.append(pa.field("_is_deleted", pa.bool_())).append(
@@ -240,7 +231,7 @@ class KudusqlReader(DataSourceReader):
         if self.snapshot is not None:
             kw["snapshot"] = self.snapshot
         with fl.connect(self.location) as c:
-            info = c.get_flight_info(_cmd(**kw))
+            info = c.get_flight_info(command(**kw))
         meta = json.loads(info.app_metadata or b"{}")
         self.query_id = meta.get("query_id")
         parts = [TabletPartition(ep.ticket.ticket,
@@ -268,7 +259,7 @@ class KudusqlPushdownReader(KudusqlReader):
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         cands = [(f, _filter_to_predicate(f)) for f in filters]
         jsons = [p for _, p in cands if p is not None]
-        ok = iter(_action(self.location, "bind", {"table": self.table, "predicates": jsons})
+        ok = iter(action(self.location, "bind", {"table": self.table, "predicates": jsons})
                   if jsons else [])
         for f, p in cands:
             if p is not None and next(ok):
@@ -357,16 +348,7 @@ class KudusqlWriter(DataSourceArrowWriter):
         first = next((b for b in it if b.num_rows), None)
         if first is None:
             return KudusqlCommitMessage(0, 0, 0, {}, [])
-        with fl.connect(self.location) as c:
-            w, r = c.do_put(_cmd(table=self.table, mode=self.mode), first.schema)
-            w.write_batch(first)
-            for b in it:
-                if b.num_rows:
-                    w.write_batch(b)
-            w.done_writing()
-            buf = r.read()
-            w.close()
-        s = json.loads(buf.to_pybytes())
+        s = put(self.location, command(table=self.table, mode=self.mode), first, it)
         return KudusqlCommitMessage(s["rows"], s["applied"], s["failed"],
                                     s["failed_by_code"], s["errors"][:20])
 

@@ -53,6 +53,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from kudusql.spark import flight_client
 from wire import flight as wflight
 from wire import stream_sink
 
@@ -73,9 +74,7 @@ class FlightBackend:
         self.location = location
 
     def _action(self, kind: str, body: dict):
-        with fl.connect(self.location) as c:
-            res = list(c.do_action(fl.Action(kind, json.dumps(body).encode())))
-        return json.loads(res[0].body.to_pybytes())
+        return flight_client.action(self.location, kind, body)
 
     def sink(self, op: str, **body):
         return self._action("stream_sink", {"op": op, **body})
@@ -84,20 +83,8 @@ class FlightBackend:
                    batches: Iterator[pa.RecordBatch]) -> dict:
         it = iter(batches)
         first = next((b for b in it if b.num_rows), None)
-        with fl.connect(self.location) as c:
-            cmd = fl.FlightDescriptor.for_command(json.dumps(
-                {"table": table, "mode": mode, "sink": sb.to_json()}).encode())
-            schema = first.schema if first is not None else pa.schema([])
-            w, r = c.do_put(cmd, schema)
-            if first is not None:
-                w.write_batch(first)
-                for b in it:
-                    if b.num_rows:
-                        w.write_batch(b)
-            w.done_writing()
-            buf = r.read()
-            w.close()
-        return json.loads(buf.to_pybytes())
+        return flight_client.put(self.location, flight_client.command(
+            table=table, mode=mode, sink=sb.to_json()), first, it)
 
     def changes_plan(self, table: str, at: str | None = None) -> dict:
         return self._action("changes_plan", {"table": table, "at": at})
