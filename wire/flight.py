@@ -440,16 +440,24 @@ def changes_plan(t, body: dict) -> dict:
     return out
 
 
-def read_changes(t, tk: dict) -> pa.Table:
-    """A change ticket {"kind": "changes", "table", "table_id", "partition", "tablet_id",
-    "start", "end", "columns"?}: Table.changes of that one partition, (start, end]."""
+def _ticket_partition(t, tk: dict, since: str) -> tuple[int, object]:
+    """(the partition index of ticket `tk`, the table metadata it was checked against):
+    the index must still hold the ticket's tablet of the same table; InvalidArgument
+    ("... was repartitioned or re-created `since`") if not."""
     meta = t.metadata
     i = int(tk["partition"])
     if t.id != tk["table_id"] or i >= len(meta.tablet_ids) or \
             meta.tablet_ids[i] != tk["tablet_id"]:
         raise errors.InvalidArgument(
-            f'table "{tk["table"]}" was repartitioned or re-created while its changes were '
-            f"read; start the change stream again")
+            f'table "{tk["table"]}" was repartitioned or re-created {since}')
+    return i, meta
+
+
+def read_changes(t, tk: dict) -> pa.Table:
+    """A change ticket {"kind": "changes", "table", "table_id", "partition", "tablet_id",
+    "start", "end", "columns"?}: Table.changes of that one partition, (start, end]."""
+    i, _ = _ticket_partition(t, tk, "while its changes were read; start the change "
+                             "stream again")
     # "earliest": from the history retained when the tablet is read (the mark moves)
     return t.changes(int(tk["start"]), int(tk["end"]), tk.get("columns"), [i],
                      retained=bool(tk.get("earliest")))
@@ -458,13 +466,7 @@ def read_changes(t, tk: dict) -> pa.Table:
 def open_ticket(t, tk: dict):
     """(TableScan, Arrow schema) of one ticket of `plan_scan`; refuses a ticket whose tablet
     no longer sits at its partition index (repartitioned or re-created table)."""
-    meta = t.metadata
-    i = int(tk["partition"])
-    if t.id != tk["table_id"] or i >= len(meta.tablet_ids) or \
-            meta.tablet_ids[i] != tk["tablet_id"]:
-        raise errors.InvalidArgument(
-            f'table "{tk["table"]}" was repartitioned or re-created since the scan was '
-            f"planned; plan it again")
+    i, meta = _ticket_partition(t, tk, "since the scan was planned; plan it again")
     columns = tk.get("columns")
     preds = [predicate_from_json(p) for p in tk.get("predicates") or []]
     ts = int(tk["snapshot"])
