@@ -7,6 +7,13 @@ Predicates are bound once to a column (`bind`): the bounds are converted to the 
 *physical* representation (unscaled decimal ints, days, micros, UTF-8 bytes) so a page is
 evaluated with one pyarrow kernel on the physical array and can be skipped with its
 min/max without decoding. DECIMAL(p>18) is compared in its logical form.
+
+FLOAT and DOUBLE compare in SQL's (PostgreSQL's) total order, not IEEE's: -0.0 = 0.0, NaN =
+NaN, and NaN is above every other value, so `d > 1` holds for a NaN and `d < 1` does not.
+IEEE comparisons give every NaN comparison false and Arrow's hashed IN tells -0.0 from 0.0;
+`BoundPredicate` corrects both (`_nan`: whether a NaN passes, fails or alone passes). A
+page's min/max (cfile.py) leave NaN out, so a page is never skipped for a predicate a NaN
+could pass.
 """
 
 from __future__ import annotations
@@ -101,6 +108,18 @@ class ColumnPredicate:
         return " AND ".join(parts) or f"{c} IS NOT NULL"
 
 
+_FLOAT_TYPES = (DataType.FLOAT, DataType.DOUBLE)
+
+# BoundPredicate._nan for FLOAT / DOUBLE columns: how a NaN value fares
+NAN_FAILS = "fails"     # IEEE's answer is SQL's: a NaN never passes (e.g. `d < 1`, `d = 1`)
+NAN_PASSES = "passes"   # a NaN passes whatever the finite bounds say (`d > 1`, `d <= 'NaN'`)
+NAN_ONLY = "only"       # only NaN passes (`d = 'NaN'`, `d >= 'NaN'`)
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
 _INTEGRAL_TYPES = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64,
                    DataType.DATE, DataType.TIMESTAMP, DataType.DECIMAL)
 
@@ -157,6 +176,10 @@ class BoundPredicate:
         self.lower = self.upper = self.values = None
         self.always_false = False
         self._np_bounds = None
+        self._nan: str | None = None     # FLOAT / DOUBLE only: NAN_FAILS / PASSES / ONLY
+        self._in_nan = False             # FLOAT / DOUBLE IN list that holds a NaN
+        if col.type in _FLOAT_TYPES:
+            pred = self._float_order(pred)
         try:
             if col.type in _INTEGRAL_TYPES:
                 self._bind_integral(pred, col)
@@ -166,6 +189,8 @@ class BoundPredicate:
                 OverflowError, decimal.InvalidOperation) as e:
             raise errors.InvalidArgument(
                 f"invalid literal for column {col.name} ({col.type_sql()}): {e}") from None
+        if self._nan == NAN_ONLY and pred.kind == "in":
+            self.always_false = False       # IN ('NaN'): no finite value, NaN passes
         numeric = pa.types.is_integer(typ) or pa.types.is_floating(typ)
         if pred.kind == "range" and numeric and (self.lower is not None or
                                                  self.upper is not None):
@@ -175,6 +200,48 @@ class BoundPredicate:
             lo, hi = self.lower.as_py(), self.upper.as_py()
             if lo > hi or (lo == hi and not (self.lower_inclusive and self.upper_inclusive)):
                 self.always_false = True
+
+    def _float_order(self, pred: ColumnPredicate) -> ColumnPredicate:
+        """SQL's float order on IEEE kernels: NaN bounds become `_nan` modes, leaving only
+        finite (or infinite) bounds for the kernels; -0.0 in an IN list becomes 0.0."""
+        if pred.kind == "in":
+            vals = [v for v in pred.values if v is not None]
+            self._in_nan = any(_is_nan(v) for v in vals)
+            finite = tuple(0.0 if v == 0 else v for v in vals if not _is_nan(v))
+            self._nan = NAN_ONLY if self._in_nan and not finite else NAN_FAILS
+            return dataclasses.replace(pred, values=finite)
+        if pred.kind != "range":
+            return pred
+        lower, upper = pred.lower, pred.upper
+        lower_inclusive = pred.lower_inclusive
+        self._nan = NAN_FAILS if upper is not None and not _is_nan(upper) else NAN_PASSES
+        if _is_nan(upper):
+            if not pred.upper_inclusive:
+                self._nan = NAN_FAILS          # `< NaN`: every number, no NaN
+            upper = None
+        if _is_nan(lower):
+            # `>= NaN` holds for NaN alone (and needs an upper bound NaN also passes);
+            # `> NaN` holds for nothing
+            if not pred.lower_inclusive or self._nan == NAN_FAILS:
+                self.always_false = True
+            self._nan = NAN_ONLY
+            lower, lower_inclusive = None, True
+        return dataclasses.replace(pred, lower=lower, upper=upper,
+                                   lower_inclusive=lower_inclusive)
+
+    def _float_nan(self, arr: pa.Array, m: np.ndarray) -> np.ndarray:
+        """Mask `m` of the finite bounds corrected for the NaNs of float `arr`."""
+        if self._nan is None or self.kind not in ("range", "in"):
+            return m
+        nan = np.asarray(pc.fill_null(pc.is_nan(arr), False)) if len(arr) else \
+            np.zeros(0, dtype=bool)
+        if self._nan == NAN_ONLY:
+            return nan
+        if self.kind == "in":
+            return (m | nan) if self._in_nan else m
+        if self._nan == NAN_PASSES:
+            return m | nan
+        return m & ~nan
 
     def _scalar(self, unscaled: int) -> pa.Scalar:
         if self.logical:
@@ -237,6 +304,11 @@ class BoundPredicate:
 
     def evaluate(self, arr: pa.Array) -> np.ndarray:
         """Boolean numpy mask over a physical array (NULL never matches except IS NULL)."""
+        if self._nan is not None and not self.always_false:
+            return self._float_nan(arr, self._evaluate(arr))
+        return self._evaluate(arr)
+
+    def _evaluate(self, arr: pa.Array) -> np.ndarray:
         if self.always_false:
             return np.zeros(len(arr), dtype=bool)
         if self.logical:
@@ -259,6 +331,9 @@ class BoundPredicate:
             case "is_not_null":
                 return np.asarray(arr.is_valid())
             case "in":
+                if self._nan is not None:
+                    # -0.0 hashes apart from 0.0: adding 0.0 turns it into 0.0
+                    arr = pc.add(arr, pa.scalar(0.0, arr.type))
                 m = pc.is_in(arr, value_set=self.values, skip_nulls=True)
             case _:
                 m = None
@@ -284,6 +359,9 @@ class BoundPredicate:
             return False
         if self.kind == "is_not_null" or self.logical or vmin is None or vmax is None:
             return True
+        if self._nan is not None and (self._nan != NAN_FAILS or self._in_nan
+                                      or _is_nan(vmin) or _is_nan(vmax)):
+            return True     # the page's min/max leave its NaNs out, and a NaN could pass
         if self.kind == "in":
             return any(vmin <= v <= vmax for v in self.values.to_pylist())
         if self.lower is not None:

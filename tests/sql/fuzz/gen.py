@@ -77,7 +77,7 @@ TYPES = [
 
 INT_RANGE = {"TINYINT": 127, "SMALLINT": 32767, "INT": 2**31 - 1, "BIGINT": 2**63 - 1}
 # exactly representable in float32, so REAL and DOUBLE agree after any conversion
-FLOATS = [0.0, -0.0, 0.5, -0.5, 1.0, 1.25, -2.0, 3.75, 100.5, -1000.25, 65536.0,
+FLOATS = [0.0, -0.0, 0.5, -0.5, 1.0, 1.25, -2.0, 3.75, 100.5, -1000.25, 65536.0, float("nan"),
           float("inf"), float("-inf")]
 STRINGS = ["", "a", "b", "ab", "abc", "A", "B", " a", "a ", "ba", "xyz", "a%b", "_", "zz"]
 DATES = [dt.date(1970, 1, 1), dt.date(2000, 2, 29), dt.date(2024, 12, 31),
