@@ -220,3 +220,119 @@ def scan_run(buf, Py_ssize_t p, fields, Py_ssize_t bind_end, str portal, str sta
         p = q
         fields = None
     return True
+
+
+# -- the DataRow of one row of Python values (twin: wire/datarows.py `data_row_py`) ----------
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.float cimport PyFloat_AS_DOUBLE
+from libc.string cimport memcpy
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+
+# column codes (wire/datarows.py `value_code`): what this kernel encodes itself when the
+# value has exactly the expected Python type; everything else is the column's encoder's
+DEF _MAX_COLS = 64
+cdef object _data_row_py = None
+
+
+def fallback_data_row(data_row_py):
+    """The twin that takes rows this kernel does not (more than 64 columns)."""
+    global _data_row_py
+    _data_row_py = data_row_py
+
+
+cdef inline void _put32(unsigned char* p, long long v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+def data_row(row, columns, codes, encoders):
+    """datarows.data_row_py: the DataRow message of `row` ({column: Python value}),
+    `columns` in order, each value by its code or, when the code does not apply to the
+    value's exact type, by its column's encoder (whose errors are then the twin's)."""
+    cdef Py_ssize_t n = len(columns)
+    if n > _MAX_COLS:
+        return _data_row_py(row, columns, codes, encoders)
+    cdef const char* ptrs[_MAX_COLS]
+    cdef Py_ssize_t lens[_MAX_COLS]
+    cdef long long ints[_MAX_COLS]
+    cdef int kinds[_MAX_COLS]      # 0 bytes at ptrs, 1 int (big-endian, lens bytes), 2 double
+    cdef double dbl[_MAX_COLS]
+    cdef Py_ssize_t i, total = 7, size
+    cdef int code, overflow
+    cdef long long x
+    cdef const char* s
+    keep = []
+    for i in range(n):
+        v = row[columns[i]]
+        kinds[i] = 0
+        if v is None:
+            lens[i] = -1
+            total += 4
+            continue
+        code = codes[i]
+        if code == 1 and type(v) is str:
+            try:
+                s = PyUnicode_AsUTF8AndSize(v, &size)
+            except UnicodeError:
+                s = NULL           # surrogates: the encoder raises its own error
+            if s != NULL:
+                ptrs[i] = s
+                lens[i] = size
+                total += 4 + size
+                continue
+        elif 2 <= code <= 4 and type(v) is int:
+            x = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if overflow == 0 and (code == 2 or (code == 3 and -2147483648 <= x <= 2147483647)
+                                  or (code == 4 and -32768 <= x <= 32767)):
+                kinds[i] = 1
+                ints[i] = x
+                lens[i] = 8 if code == 2 else (4 if code == 3 else 2)
+                total += 4 + lens[i]
+                continue
+        elif code == 5 and type(v) is float:
+            kinds[i] = 2
+            dbl[i] = PyFloat_AS_DOUBLE(v)
+            lens[i] = 8
+            total += 12
+            continue
+        b = encoders[i](v)
+        if b is None:
+            lens[i] = -1
+            total += 4
+            continue
+        if type(b) is not bytes:
+            b = bytes(b)
+        keep.append(b)
+        ptrs[i] = PyBytes_AS_STRING(b)
+        lens[i] = PyBytes_GET_SIZE(b)
+        total += 4 + lens[i]
+    out = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
+    cdef unsigned long long u
+    cdef int k
+    p[0] = 68              # 'D'
+    _put32(p + 1, total - 1)
+    p[5] = (n >> 8) & 0xFF
+    p[6] = n & 0xFF
+    p += 7
+    for i in range(n):
+        size = lens[i]
+        _put32(p, size)
+        p += 4
+        if size <= 0:
+            continue
+        if kinds[i] == 0:
+            memcpy(p, ptrs[i], size)
+        else:
+            if kinds[i] == 1:
+                u = <unsigned long long>ints[i]
+            else:
+                memcpy(&u, &dbl[i], 8)
+            for k in range(size):
+                p[k] = (u >> (8 * (size - 1 - k))) & 0xFF
+        p += size
+    return out
