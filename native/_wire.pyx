@@ -5,7 +5,11 @@ functions, which specify them (`scan_py`, `decode_bind_py`); input this file doe
 with certainty - any framing or decoding error, a buffer type other than bytes or
 bytearray - is handed to the twin registered with `fallback(scan_py, decode_bind_py)`, so
 the errors (ProtocolViolation, its message, SQLSTATE and kind) are the twin's own.
-tests/test_native.py compares both on generated and damaged frames."""
+The same holds for the encoders added since: `data_row` (one row's DataRow message; twin
+wire/datarows.py `data_row_py`) and `numeric_column` (binary NUMERIC parameters; twin
+wire/params.py `numeric_column_py`), which hand every value they do not decide to the
+Python encoder or decoder of that value.
+tests/test_native.py compares each with its twin on generated and damaged input."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
@@ -336,3 +340,99 @@ def data_row(row, columns, codes, encoders):
                 p[k] = (u >> (8 * (size - 1 - k))) & 0xFF
         p += size
     return out
+
+
+# -- a column of binary NUMERIC parameters (twin: wire/params.py `numeric_column_py`) -------
+cdef object _numeric_one = None       # params.numeric_from_binary: the cases handed over
+cdef object _Decimal = None
+
+
+def fallback_numeric(numeric_from_binary, decimal_type):
+    """The twin's per-value decoder (which takes every value this kernel does not decide,
+    so errors are its own) and the Decimal type."""
+    global _numeric_one, _Decimal
+    _numeric_one, _Decimal = numeric_from_binary, decimal_type
+
+
+def numeric_column(raw, list out):
+    """params.numeric_column_py: each of `raw` (binary NUMERIC values, None for NULL)
+    decoded and appended to `out`, in order; a value that fails raises its error with
+    the values before it appended. The common case (at most 8 base-10000 digits, a
+    positive or negative sign, the padding of the last digit all zeros: the twin's own
+    fast case) is built here as the twin builds it, from the coefficient's text and
+    exponent; every other value is the twin's."""
+    cdef Py_ssize_t size, i, nd, shift, ln
+    cdef const unsigned char* p
+    cdef int ndigits, weight, sign, dscale, d, k
+    cdef char text[128]
+    cdef bint ok
+    for v in raw:
+        if v is None:
+            out.append(None)
+            continue
+        ok = False
+        if type(v) is bytes:
+            size = PyBytes_GET_SIZE(v)
+            p = <const unsigned char*>PyBytes_AS_STRING(v)
+            if size >= 8:
+                ndigits = _i16(p)
+                weight = _i16(p + 2)
+                sign = (p[4] << 8) | p[5]
+                dscale = _i16(p + 6)
+                shift = (weight - ndigits + 1) * 4 + dscale
+                ok = 0 <= ndigits <= 8 and size == 8 + 2 * ndigits and -4 < shift <= 60 \
+                    and (sign == 0 or sign == 0x4000)
+                if ok:
+                    ln = 0
+                    if sign:
+                        text[ln] = 45     # '-'
+                        ln += 1
+                    text[ln] = 48         # '0': the coefficient, leading zeros allowed
+                    ln += 1
+                    for i in range(ndigits):
+                        d = (p[8 + 2 * i] << 8) | p[9 + 2 * i]
+                        if d > 9999:
+                            ok = False
+                            break
+                        for k in range(3, -1, -1):
+                            text[ln + k] = 48 + d % 10
+                            d //= 10
+                        ln += 4
+                    if ok and shift < 0 and ndigits == 0:
+                        ok = False          # no digit to drop the padding from: the twin
+                    if ok and shift < 0:    # the last digit's padding must be zeros
+                        for k in range(-shift):
+                            if text[ln - 1 - k] != 48:
+                                ok = False
+                        ln += shift
+                    if ok:
+                        for k in range(shift if shift > 0 else 0):
+                            text[ln] = 48
+                            ln += 1
+                        text[ln] = 69     # 'E'
+                        ln += 1
+                        ln += _put_int(text + ln, -dscale)
+                        out.append(_Decimal(PyUnicode_DecodeUTF8(text, ln, NULL)))
+        if not ok:
+            out.append(_numeric_one(v))
+
+
+cdef inline Py_ssize_t _put_int(char* p, int v) noexcept nogil:
+    cdef char tmp[12]
+    cdef Py_ssize_t n = 0, i, neg = 0
+    cdef unsigned int u
+    if v < 0:
+        p[0] = 45
+        neg = 1
+        u = <unsigned int>(-(<long long>v))
+    else:
+        u = <unsigned int>v
+    while True:
+        tmp[n] = 48 + u % 10
+        n += 1
+        u //= 10
+        if u == 0:
+            break
+    for i in range(n):
+        p[neg + i] = tmp[n - 1 - i]
+    return neg + n

@@ -120,7 +120,7 @@ from wire import protocol as P
 from wire import types as T
 from wire.effects import CONNECTION_ERRORS, NEED_INPUT, Call, Durable
 from wire.extended_query import bind_params, decode_params, param_formats
-from wire.params import numeric_from_binary
+from wire.params import numeric_column
 from wire.portal import Portal, Rows
 
 MAX_BATCH = 8192          # parameter sets written as one batch at most
@@ -563,8 +563,9 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
     Arrow types `pa.array` infers from those Python values (integers int64, floats
     double, ...).
 
-    Per value in Python only where a column needs it (text format, NUMERIC, ...); the
-    fixed-width binary formats and binary text are converted a column at a time."""
+    Per value in Python only where a column needs it (text format, ...); the fixed-width
+    binary formats and binary text are converted a column at a time, and binary NUMERIC
+    by the compiled decoder (`params.numeric_column`: Decimals, value by value in C)."""
     n = len(first_params)
     first = binds[0]
     shape = (first[2], len(first[3]), first[4])
@@ -588,8 +589,7 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
             col = [first_params[i]]
             try:
                 if fmts[i] == 1 and oid == 1700:   # binary NUMERIC: `decode_param`'s
-                    for v in raw[1:]:              # own decoder, without its dispatch
-                        col.append(None if v is None else numeric_from_binary(v))
+                    numeric_column(raw[1:], col)   # decoder, compiled (native/_wire.pyx)
                 else:
                     for v in raw[1:]:    # a loop per value: formats without a column decoder
                         col.append(T.decode_param(v, fmts[i], oids[i], arrow))
