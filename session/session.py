@@ -502,18 +502,19 @@ class Session:
         before (its row-matching query cached as a point read, planner.dml
         `_matching`), with these parameters: the matching query's result (0 or 1 row: the
         key columns, then the SET values) and the table; None (nothing done) when there is
-        no such cached point read or its tablets are not all open. A read: the wire's
-        key-write fast path (wire/fastpath.py) then writes the row itself."""
+        no such cached point read, its tablets are not all open or its lookup would wait
+        (`Table.lookup_now`). A read: the wire's key-write fast path (wire/fastpath.py)
+        then writes the row itself."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
         if fast is None:
             return None
-        table = self.catalog.table(fast.table)
+        table = fast.target if fast.target is not None else self.catalog.table(fast.table)
         if not fast.ready(table):
             return None
         with sql_errors(), statement_clock():
-            rows = fast.run(self.catalog, params, table)
+            rows = fast.run(self.catalog, params, table, now=True)   # never waits
         return None if rows is None else (rows, table)
 
     def key_write_values(self, text: str, params):

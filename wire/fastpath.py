@@ -20,15 +20,18 @@ Point reads
 -----------
 Bind [Describe P] Execute Sync of a described statement the session has compiled into a
 point read of plain columns (`Session.point_read`, planner/point_read.py), all four frames
-already received: the Bind's key goes to `Table.lookup` on the event loop (bounded,
-in-memory work) and the reply - BindComplete, [RowDescription], DataRow, CommandComplete
-(PortalSuspended for a row limit of 1, as the ordinary path says), ReadyForQuery - is
-built here from the row's Python values (`wire.types.value_encoder`), the RowDescription
-and encoders made once per statement and result formats: no Portal, StatementResult,
-effect or Arrow table. Anything it cannot answer exactly as the ordinary path would (no
-compiled point read, a key needing SQL's conversion rules, a transaction block, an
-announced type that differs from the result's, a portal still streaming, frames not all
-here yet) is left to the ordinary path having consumed nothing.
+already received: the Bind's key goes to `Table.lookup_now` on the event loop (bounded,
+in-memory work; the table resolved once per catalog version, one tablet pinned, and
+NOT_NOW for a read that would wait) and the reply - BindComplete, [RowDescription],
+DataRow, CommandComplete (PortalSuspended for a row limit of 1, as the ordinary path
+says), ReadyForQuery - is built here, the DataRow from the row's Python values by the
+compiled `wire.types.data_row` (encoders `value_encoder` and their `value_code`s, like
+the RowDescription made once per statement and result formats): no Portal,
+StatementResult, effect or Arrow table. Anything it cannot answer exactly as the
+ordinary path would (no compiled point read, a key needing SQL's conversion rules, a
+transaction block, an announced type that differs from the result's, a portal still
+streaming, a tablet not open or an ALTER under way, frames not all here yet) is left to
+the ordinary path having consumed nothing.
 tests/wire/test_fastpath.py compares every reply of both paths.
 
 Key writes

@@ -30,7 +30,8 @@ Tablets are opened lazily, on first use, and stay open: one Tablet object per ta
 shared by every Table facade and thread. Every operation that uses tablets takes a
 reference on them for its duration (a scan until it is exhausted or closed) through the
 public contract Table uses (`lease_tablets` and the rest of `TableCatalog`, leases.py;
-`_TabletSlot` is this catalog's `TabletHandle`); a dropped
+`_TabletSlot` is this catalog's `TabletHandle`; `pin_tablet` is the one-tablet reference
+of a read that must not wait); a dropped
 tablet is closed and its directory deleted when the last reference goes, so a scan or
 write racing with DROP finishes against a consistent tablet (Kudu: an op racing with a
 drop either completes before it or fails; here it completes, then the data goes).

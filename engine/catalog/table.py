@@ -41,7 +41,9 @@ on every remaining tablet at ONE snapshot timestamp, and returns a `TableScan`
 (table_scanner.py: how the snapshot is chosen, how tablet scans run in parallel): an
 iterator of RecordBatches (unordered, Kudu's UNORDERED scan) carrying the snapshot
 (`timestamp`) and statistics for EXPLAIN (`stats`: tablets pruned / scanned, rows scanned /
-returned).
+returned). `lookup` reads one row by its key under a lease; `lookup_now` is the same read
+for an event loop: routing kept per table version, one tablet pinned
+(`TableCatalog.pin_tablet`), NOT_NOW instead of any wait.
 
 Column renames: tablets keep the names their schema had when they were created; the
 table schema is authoritative and names are mapped by column id on the way in and out
