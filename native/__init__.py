@@ -3,8 +3,10 @@
 What is compiled (and where its twin lives):
     native._hashing   hash_key, bucket_hash, bloom_probe
                       (engine/cfile/bloom.py, engine/catalog/partition.py)
-    native._wire      scan, decode_bind: the wire's frame scanner and Bind decoder
-                      (wire/protocol.py)
+    native._wire      scan, decode_bind, scan_run: the wire's frame scanner, Bind and
+                      batch decoders (wire/protocol.py); data_row: one row's DataRow
+                      (wire/datarows.py); numeric_column: binary NUMERIC parameters
+                      (wire/params.py)
 
 Contract. A kernel computes exactly what its twin computes, bit for bit, errors included:
 the twin is the specification (persisted formats are defined there), the kernel only a

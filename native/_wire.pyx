@@ -5,7 +5,11 @@ functions, which specify them (`scan_py`, `decode_bind_py`); input this file doe
 with certainty - any framing or decoding error, a buffer type other than bytes or
 bytearray - is handed to the twin registered with `fallback(scan_py, decode_bind_py)`, so
 the errors (ProtocolViolation, its message, SQLSTATE and kind) are the twin's own.
-tests/test_native.py compares both on generated and damaged frames."""
+The same holds for the encoders added since: `data_row` (one row's DataRow message; twin
+wire/datarows.py `data_row_py`) and `numeric_column` (binary NUMERIC parameters; twin
+wire/params.py `numeric_column_py`), which hand every value they do not decide to the
+Python encoder or decoder of that value.
+tests/test_native.py compares each with its twin on generated and damaged input."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
@@ -220,3 +224,215 @@ def scan_run(buf, Py_ssize_t p, fields, Py_ssize_t bind_end, str portal, str sta
         p = q
         fields = None
     return True
+
+
+# -- the DataRow of one row of Python values (twin: wire/datarows.py `data_row_py`) ----------
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.float cimport PyFloat_AS_DOUBLE
+from libc.string cimport memcpy
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+
+# column codes (wire/datarows.py `value_code`): what this kernel encodes itself when the
+# value has exactly the expected Python type; everything else is the column's encoder's
+DEF _MAX_COLS = 64
+cdef object _data_row_py = None
+
+
+def fallback_data_row(data_row_py):
+    """The twin that takes rows this kernel does not (more than 64 columns)."""
+    global _data_row_py
+    _data_row_py = data_row_py
+
+
+cdef inline void _put32(unsigned char* p, long long v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+def data_row(row, columns, codes, encoders):
+    """datarows.data_row_py: the DataRow message of `row` ({column: Python value}),
+    `columns` in order, each value by its code or, when the code does not apply to the
+    value's exact type, by its column's encoder (whose errors are then the twin's)."""
+    cdef Py_ssize_t n = len(columns)
+    if n > _MAX_COLS:
+        return _data_row_py(row, columns, codes, encoders)
+    cdef const char* ptrs[_MAX_COLS]
+    cdef Py_ssize_t lens[_MAX_COLS]
+    cdef long long ints[_MAX_COLS]
+    cdef int kinds[_MAX_COLS]      # 0 bytes at ptrs, 1 int (big-endian, lens bytes), 2 double
+    cdef double dbl[_MAX_COLS]
+    cdef Py_ssize_t i, total = 7, size
+    cdef int code, overflow
+    cdef long long x
+    cdef const char* s
+    keep = []
+    for i in range(n):
+        v = row[columns[i]]
+        kinds[i] = 0
+        if v is None:
+            lens[i] = -1
+            total += 4
+            continue
+        code = codes[i]
+        if code == 1 and type(v) is str:
+            try:
+                s = PyUnicode_AsUTF8AndSize(v, &size)
+            except UnicodeError:
+                s = NULL           # surrogates: the encoder raises its own error
+            if s != NULL:
+                ptrs[i] = s
+                lens[i] = size
+                total += 4 + size
+                continue
+        elif 2 <= code <= 4 and type(v) is int:
+            x = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if overflow == 0 and (code == 2 or (code == 3 and -2147483648 <= x <= 2147483647)
+                                  or (code == 4 and -32768 <= x <= 32767)):
+                kinds[i] = 1
+                ints[i] = x
+                lens[i] = 8 if code == 2 else (4 if code == 3 else 2)
+                total += 4 + lens[i]
+                continue
+        elif code == 5 and type(v) is float:
+            kinds[i] = 2
+            dbl[i] = PyFloat_AS_DOUBLE(v)
+            lens[i] = 8
+            total += 12
+            continue
+        b = encoders[i](v)
+        if b is None:
+            lens[i] = -1
+            total += 4
+            continue
+        if type(b) is not bytes:
+            b = bytes(b)
+        keep.append(b)
+        ptrs[i] = PyBytes_AS_STRING(b)
+        lens[i] = PyBytes_GET_SIZE(b)
+        total += 4 + lens[i]
+    out = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
+    cdef unsigned long long u
+    cdef int k
+    p[0] = 68              # 'D'
+    _put32(p + 1, total - 1)
+    p[5] = (n >> 8) & 0xFF
+    p[6] = n & 0xFF
+    p += 7
+    for i in range(n):
+        size = lens[i]
+        _put32(p, size)
+        p += 4
+        if size <= 0:
+            continue
+        if kinds[i] == 0:
+            memcpy(p, ptrs[i], size)
+        else:
+            if kinds[i] == 1:
+                u = <unsigned long long>ints[i]
+            else:
+                memcpy(&u, &dbl[i], 8)
+            for k in range(size):
+                p[k] = (u >> (8 * (size - 1 - k))) & 0xFF
+        p += size
+    return out
+
+
+# -- a column of binary NUMERIC parameters (twin: wire/params.py `numeric_column_py`) -------
+cdef object _numeric_one = None       # params.numeric_from_binary: the cases handed over
+cdef object _Decimal = None
+
+
+def fallback_numeric(numeric_from_binary, decimal_type):
+    """The twin's per-value decoder (which takes every value this kernel does not decide,
+    so errors are its own) and the Decimal type."""
+    global _numeric_one, _Decimal
+    _numeric_one, _Decimal = numeric_from_binary, decimal_type
+
+
+def numeric_column(raw, list out):
+    """params.numeric_column_py: each of `raw` (binary NUMERIC values, None for NULL)
+    decoded and appended to `out`, in order; a value that fails raises its error with
+    the values before it appended. The common case (at most 8 base-10000 digits, a
+    positive or negative sign, the padding of the last digit all zeros: the twin's own
+    fast case) is built here as the twin builds it, from the coefficient's text and
+    exponent; every other value is the twin's."""
+    cdef Py_ssize_t size, i, nd, shift, ln
+    cdef const unsigned char* p
+    cdef int ndigits, weight, sign, dscale, d, k
+    cdef char text[128]
+    cdef bint ok
+    for v in raw:
+        if v is None:
+            out.append(None)
+            continue
+        ok = False
+        if type(v) is bytes:
+            size = PyBytes_GET_SIZE(v)
+            p = <const unsigned char*>PyBytes_AS_STRING(v)
+            if size >= 8:
+                ndigits = _i16(p)
+                weight = _i16(p + 2)
+                sign = (p[4] << 8) | p[5]
+                dscale = _i16(p + 6)
+                shift = (weight - ndigits + 1) * 4 + dscale
+                ok = 0 <= ndigits <= 8 and size == 8 + 2 * ndigits and -4 < shift <= 60 \
+                    and (sign == 0 or sign == 0x4000)
+                if ok:
+                    ln = 0
+                    if sign:
+                        text[ln] = 45     # '-'
+                        ln += 1
+                    text[ln] = 48         # '0': the coefficient, leading zeros allowed
+                    ln += 1
+                    for i in range(ndigits):
+                        d = (p[8 + 2 * i] << 8) | p[9 + 2 * i]
+                        if d > 9999:
+                            ok = False
+                            break
+                        for k in range(3, -1, -1):
+                            text[ln + k] = 48 + d % 10
+                            d //= 10
+                        ln += 4
+                    if ok and shift < 0 and ndigits == 0:
+                        ok = False          # no digit to drop the padding from: the twin
+                    if ok and shift < 0:    # the last digit's padding must be zeros
+                        for k in range(-shift):
+                            if text[ln - 1 - k] != 48:
+                                ok = False
+                        ln += shift
+                    if ok:
+                        for k in range(shift if shift > 0 else 0):
+                            text[ln] = 48
+                            ln += 1
+                        text[ln] = 69     # 'E'
+                        ln += 1
+                        ln += _put_int(text + ln, -dscale)
+                        out.append(_Decimal(PyUnicode_DecodeUTF8(text, ln, NULL)))
+        if not ok:
+            out.append(_numeric_one(v))
+
+
+cdef inline Py_ssize_t _put_int(char* p, int v) noexcept nogil:
+    cdef char tmp[12]
+    cdef Py_ssize_t n = 0, i, neg = 0
+    cdef unsigned int u
+    if v < 0:
+        p[0] = 45
+        neg = 1
+        u = <unsigned int>(-(<long long>v))
+    else:
+        u = <unsigned int>v
+    while True:
+        tmp[n] = 48 + u % 10
+        n += 1
+        u //= 10
+        if u == 0:
+            break
+    for i in range(n):
+        p[neg + i] = tmp[n - 1 - i]
+    return neg + n

@@ -12,7 +12,9 @@ Contract:
   valid while each table it reads still has the same catalog metadata object (any DDL on
   the table replaces that object), each view expanded into it is still the catalog's
   `ViewMetadata` object (CREATE OR REPLACE VIEW and DROP VIEW replace it), and for the
-  same Python types of the parameters.
+  same Python types of the parameters. A catalog that numbers its changes
+  (`catalog_version`: the embedded engine Catalog bumps it at every DDL) lets an entry that
+  was checked at the current version skip the checks.
 - A plan that reads one row by its full primary key is also compiled into a
   planner.point_read.PointRead: `point_result` runs it without copying the plan or running
   the rules. It returns None when it cannot stand in for the plan; the caller then uses
@@ -50,16 +52,20 @@ class PlanCache:
         entry = self._entries.get(key)
         if entry is None:
             return None
-        for name, meta in entry[1]:
-            if not catalog.has_table(name) or \
-                    getattr(catalog.table(name), "metadata", None) is not meta:
-                del self._entries[key]
-                return None
-        if entry[3]:
-            views = catalog_views(catalog)
-            if any(views.get(name) is not view for name, view in entry[3]):
-                del self._entries[key]
-                return None
+        version = getattr(catalog, "catalog_version", None)
+        if version is None or entry[4] != version:
+            for name, meta in entry[1]:
+                if not catalog.has_table(name) or \
+                        getattr(catalog.table(name), "metadata", None) is not meta:
+                    del self._entries[key]
+                    return None
+            if entry[3]:
+                views = catalog_views(catalog)
+                if any(views.get(name) is not view for name, view in entry[3]):
+                    del self._entries[key]
+                    return None
+            # checked at this version: nothing the checks read changes before the next
+            entry[4] = version
         self._entries.move_to_end(key)
         return entry
 
@@ -75,10 +81,8 @@ class PlanCache:
         fast = self.point_read(catalog, text, params)
         if fast is None:
             return None
-        table = catalog.table(fast.table)
-        if in_memory_only and not fast.ready(table):
-            return None
-        return fast.run(catalog, params, table)
+        table = fast.target if fast.target is not None else catalog.table(fast.table)
+        return fast.run(catalog, params, table, now=in_memory_only)
 
     def lookup(self, catalog, text: str, params) -> L.Output | None:
         entry = self._valid(catalog, self._key(text, params))
@@ -107,6 +111,8 @@ class PlanCache:
             return
         template = copy.deepcopy(template)     # the rules re-point the SubqueryRefs of the caller's plan
         fast = compile_point_read(catalog, template) if len(metas) == 1 else None
-        self._entries[self._key(text, params)] = (template, metas, fast, template.views)
+        # [plan, (table, metadata) read, point read, views expanded, catalog version
+        # checked at (None: check at the next use)]
+        self._entries[self._key(text, params)] = [template, metas, fast, template.views, None]
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)

@@ -20,7 +20,10 @@ Contract:
   None means "run the ordinary plan", never "no rows".
 - `compile_point_read` returns None for every other plan shape; it never guesses.
 - The caller (the plan cache) checks that the table's catalog metadata is unchanged before
-  using a PointRead, exactly as for the cached plan it was compiled from.
+  using a PointRead, exactly as for the cached plan it was compiled from; while it is,
+  `target` (the table's facade, resolved once at compile time) is that table.
+- `now=True` (`run`) and `values` read with `Table.lookup_now`: on an event loop, never
+  waiting; a lookup that would wait gives None ("run the ordinary plan") as well.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from engine.catalog.table import NOT_NOW
 from planner import logical as L
 from planner.logical import AvgOf, SubqueryRef
 from planner.executor import Executor, as_chunked, empty_rows
@@ -79,6 +83,9 @@ class PointRead:
     # every item as plain Python (`values`): one `_ValueItem` per item, in `keys` order;
     # None when some item needs the executor
     value_items: list | None = None
+    # the table's facade (engine Table) as compile_point_read resolved it: the table while
+    # the plan cache finds the entry valid (the same metadata for the name)
+    target: object = dataclasses.field(default=None, repr=False, compare=False)
     _makers: list | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def key_values(self, params) -> tuple | None:
@@ -115,15 +122,21 @@ class PointRead:
         """True when `run` on this table does only in-memory work now (Table.tablets_open)."""
         return getattr(table, "tablets_open", None) is not None and table.tablets_open()
 
-    def run(self, catalog, params, table=None) -> pa.Table | None:
+    def run(self, catalog, params, table=None, now: bool = False) -> pa.Table | None:
         """The result for these parameters; `table` is the catalog's facade of `self.table`
-        when the caller already has it."""
+        when the caller already has it. `now`: read with `Table.lookup_now` (None when the
+        lookup would wait)."""
         key = self.key_values(params)
         if key is None:
             return None
         if table is None:
             table = catalog.table(self.table)
-        row = table.lookup(key, self.columns or None)
+        if now:
+            row = table.lookup_now(key, self.columns or None)
+            if row is NOT_NOW:
+                return None
+        else:
+            row = table.lookup(key, self.columns or None)
         if self.plain is not None:
             if row is None:
                 return self.schema.empty_table()
@@ -154,9 +167,10 @@ class PointRead:
         """The result's one row as plain Python values (items in `keys` order), NO_ROW
         when no row matches, or None when this cannot stand in for `run` (items that need
         the executor, parameters that need SQL's conversions, an integer result that
-        might overflow: the caller then uses `run`). No Arrow: the wire's key writes read
-        their matching row this way (a column, a parameter, a literal, or an integer
-        column plus or minus an integer literal: `v = v + 1`)."""
+        might overflow: the caller then uses `run`; a lookup that would wait,
+        `Table.lookup_now`). No Arrow: the wire's key writes read their matching row this
+        way on the event loop (a column, a parameter, a literal, or an integer column plus
+        or minus an integer literal: `v = v + 1`)."""
         items = self.value_items
         if items is None:
             return None
@@ -165,7 +179,9 @@ class PointRead:
             return None
         if table is None:
             raise ValueError("PointRead.values needs the table")
-        row = table.lookup(key, self.columns or None)
+        row = table.lookup_now(key, self.columns or None)
+        if row is NOT_NOW:
+            return None
         if row is None:
             return NO_ROW
         out = []
@@ -399,7 +415,7 @@ def compile_point_read(catalog, out: L.Output) -> PointRead | None:
     return PointRead(node.table, node.prefix, key, columns, list(proj.items), list(out.names),
                      list(out.keys), plain, param_items, rschema,
                      direct if plain is None else None,
-                     None if None in value_items else value_items)
+                     None if None in value_items else value_items, table)
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:

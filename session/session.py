@@ -502,47 +502,48 @@ class Session:
         before (its row-matching query cached as a point read, planner.dml
         `_matching`), with these parameters: the matching query's result (0 or 1 row: the
         key columns, then the SET values) and the table; None (nothing done) when there is
-        no such cached point read or its tablets are not all open. A read: the wire's
-        key-write fast path (wire/fastpath.py) then writes the row itself."""
+        no such cached point read, its tablets are not all open or its lookup would wait
+        (`Table.lookup_now`). A read: the wire's key-write fast path (wire/fastpath.py)
+        then writes the row itself."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
         if fast is None:
             return None
-        table = self.catalog.table(fast.table)
+        table = fast.target if fast.target is not None else self.catalog.table(fast.table)
         if not fast.ready(table):
             return None
         with sql_errors(), statement_clock():
-            rows = fast.run(self.catalog, params, table)
+            rows = fast.run(self.catalog, params, table, now=True)   # never waits
         return None if rows is None else (rows, table)
 
     def key_write_values(self, text: str, params):
         """`key_write_rows` in plain Python values: (row, table) with row the matching
         query's one row as a tuple (the key columns, then the SET values) or
         `planner.point_read.NO_ROW` when no row matches; None (nothing done) when there is
-        no such cached point read, its tablets are not all open, or its items need the
-        executor (`PointRead.values`: then `key_write_rows`)."""
+        no such cached point read, its lookup would wait (`Table.lookup_now`: a tablet not
+        open, an ALTER under way), or its items need the executor (`PointRead.values`:
+        then `key_write_rows`). Bounded in-memory work: the wire runs it on its loop."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
         if fast is None or fast.value_items is None:
             return None
-        table = self.catalog.table(fast.table)
-        if not fast.ready(table):
-            return None
+        table = fast.target if fast.target is not None else self.catalog.table(fast.table)
         with sql_errors():
             row = fast.values(params, table)
         return None if row is None else (row, table)
 
     def point_read(self, text: str, params):
         """(PointRead, table) when `text` with these parameters is a cached primary-key
-        point read of plain columns whose tablets are open, else None (nothing done): the
-        wire server's fast path (wire/fastpath.py) runs it without building a result
-        table. See planner.point_read."""
+        point read of plain columns, else None (nothing done): the wire server's fast path
+        (wire/fastpath.py) reads its row with `table.lookup_now` (on the event loop: it
+        declines what would wait) without building a result table. See
+        planner.point_read."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, text, params)
         if fast is None or fast.plain is None:
             return None
-        table = self.catalog.table(fast.table)
-        return (fast, table) if fast.ready(table) else None
+        return fast, (fast.target if fast.target is not None else
+                      self.catalog.table(fast.table))

@@ -3,8 +3,14 @@
 `data_rows(batch, formats)`: each column becomes a binary array of wire fields (int32
 length, -1 for NULL, then the value), and `join_rows` glues a per-row header and the
 fields of every column into one buffer with `binary_join_element_wise`. Below
-`SMALL_BATCH_ROWS` rows a batch is encoded value by value (`value_encoder`, also the
-point-read fast path's): Arrow's fixed cost per kernel call dominates there.
+`SMALL_BATCH_ROWS` rows a batch is encoded value by value (`value_encoder`): Arrow's
+fixed cost per kernel call dominates there.
+
+`data_row(row, columns, codes, encoders)`: the DataRow of one row of Python values (the
+point-read fast path's, wire/fastpath.py), compiled in native/_wire.pyx; its twin
+`data_row_py` is the specification. `value_code` tells the kernel which columns it may
+encode itself (text as UTF-8, binary int2/int4/int8/float8) when a value has exactly the
+expected Python type; every other value goes through its column's `value_encoder`.
 """
 from __future__ import annotations
 
@@ -15,6 +21,8 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+import native
 
 from wire.type_oids import INT2, INT4, INT8, _PG_EPOCH_DATE, _PG_EPOCH_DT, _UTC, type_oid
 from wire.text_codec import _as_binary, encode_text, _fixed, _numpy, _pg_float_repr
@@ -174,6 +182,39 @@ def value_encoder(t: pa.DataType, fmt: int):
     return _small_encoder(t, fmt)
 
 
+def value_code(t: pa.DataType, fmt: int) -> int:
+    """The compiled `data_row`'s code for a column of type `t` in format `fmt`: 1 text
+    (`str` as UTF-8, either format), 2 / 3 / 4 binary int8 / int4 / int2 (`int`), 5 binary
+    float8 (`float`), 0 its encoder always. The twin ignores the codes: they only say
+    which `value_encoder` the kernel may stand in for, with exactly its bytes."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return 1
+    if fmt != 1:
+        return 0
+    if pa.types.is_signed_integer(t) or (pa.types.is_unsigned_integer(t) and t.bit_width <= 16):
+        return {INT8: 2, INT4: 3, INT2: 4}[type_oid(t)[0]]
+    if pa.types.is_float64(t):
+        return 5
+    return 0
+
+
+def data_row_py(row: dict, columns, codes, encoders) -> bytes:
+    """The DataRow message of one row (`row[c]` for each of `columns`): NULL for None (or
+    an encoder's None), else the column's encoder's bytes. `codes` are the compiled
+    kernel's (`value_code`) and change nothing here."""
+    parts = [_S16.pack(len(columns))]
+    for enc, col in zip(encoders, columns):   # a loop per column of one row
+        v = row[col]
+        b = None if v is None else enc(v)
+        if b is None:
+            parts.append(b"\xff\xff\xff\xff")
+        else:
+            parts.append(_S32.pack(len(b)))
+            parts.append(b)
+    body = b"".join(parts)
+    return b"D" + _S32.pack(len(body) + 4) + body
+
+
 def _data_rows_small(batch, formats: list[int], zone: str = "UTC") -> bytes | None:
     encoders = []
     for col, fmt in zip(batch.columns, formats):
@@ -216,3 +257,11 @@ def data_rows(batch: pa.RecordBatch | pa.Table, formats: list[int],
         if out is not None:
             return out
     return join_rows(encode_columns(batch, formats, zone), b"D", True)
+
+
+_native = native.load("_wire")
+if _native is not None:
+    _native.fallback_data_row(data_row_py)
+    data_row = _native.data_row
+else:
+    data_row = data_row_py

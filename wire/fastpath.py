@@ -20,15 +20,18 @@ Point reads
 -----------
 Bind [Describe P] Execute Sync of a described statement the session has compiled into a
 point read of plain columns (`Session.point_read`, planner/point_read.py), all four frames
-already received: the Bind's key goes to `Table.lookup` on the event loop (bounded,
-in-memory work) and the reply - BindComplete, [RowDescription], DataRow, CommandComplete
-(PortalSuspended for a row limit of 1, as the ordinary path says), ReadyForQuery - is
-built here from the row's Python values (`wire.types.value_encoder`), the RowDescription
-and encoders made once per statement and result formats: no Portal, StatementResult,
-effect or Arrow table. Anything it cannot answer exactly as the ordinary path would (no
-compiled point read, a key needing SQL's conversion rules, a transaction block, an
-announced type that differs from the result's, a portal still streaming, frames not all
-here yet) is left to the ordinary path having consumed nothing.
+already received: the Bind's key goes to `Table.lookup_now` on the event loop (bounded,
+in-memory work; the table resolved once per catalog version, one tablet pinned, and
+NOT_NOW for a read that would wait) and the reply - BindComplete, [RowDescription],
+DataRow, CommandComplete (PortalSuspended for a row limit of 1, as the ordinary path
+says), ReadyForQuery - is built here, the DataRow from the row's Python values by the
+compiled `wire.types.data_row` (encoders `value_encoder` and their `value_code`s, like
+the RowDescription made once per statement and result formats): no Portal,
+StatementResult, effect or Arrow table. Anything it cannot answer exactly as the
+ordinary path would (no compiled point read, a key needing SQL's conversion rules, a
+transaction block, an announced type that differs from the result's, a portal still
+streaming, a tablet not open or an ALTER under way, frames not all here yet) is left to
+the ordinary path having consumed nothing.
 tests/wire/test_fastpath.py compares every reply of both paths.
 
 Key writes
@@ -110,6 +113,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 
+from engine.catalog.table import NOT_NOW
 from engine.tablet.write_op import OpType
 from planner.dml import row_failures, update_data
 from planner.errors import SqlError
@@ -119,7 +123,7 @@ from wire import protocol as P
 from wire import types as T
 from wire.effects import CONNECTION_ERRORS, NEED_INPUT, Call, Durable
 from wire.extended_query import bind_params, decode_params, param_formats
-from wire.params import numeric_from_binary
+from wire.params import numeric_column
 from wire.portal import Portal, Rows
 
 MAX_BATCH = 8192          # parameter sets written as one batch at most
@@ -138,9 +142,6 @@ _PARSE_COMPLETE = P.parse_complete()
 _SELECT_0 = P.command_complete("SELECT 0")
 _SELECT_1 = P.command_complete("SELECT 1")
 _SUSPENDED = P.portal_suspended()
-_NULL = b"\xff\xff\xff\xff"
-_S16 = struct.Struct("!h")
-_S32 = struct.Struct("!i")
 _I32 = struct.Struct("!i")
 
 
@@ -202,8 +203,9 @@ def _consume(be, after: int) -> None:
 
 # -- point reads ---------------------------------------------------------------------------
 def _point_plan(stmt, rf: tuple, fast, describe: bool):
-    """(RowDescription bytes or None, encoders) for this statement, result formats and
-    point read, cached on the statement; None when this case cannot answer it."""
+    """(RowDescription bytes or None, encoders, `value_code`s) for this statement, result
+    formats and point read, cached on the statement; None when this case cannot answer
+    it."""
     key = (rf, id(fast), describe)
     plan = stmt.fast.get(key)
     if plan is not None:
@@ -222,7 +224,8 @@ def _point_plan(stmt, rf: tuple, fast, describe: bool):
             if all(e is not None for e in encs):
                 desc = P.row_description(T.field_descriptions(
                     stmt.schema, fmts, announced)) if describe else None
-                plan = (desc, encs)
+                codes = tuple(T.value_code(f.type, fmt) for f, fmt in zip(schema, fmts))
+                plan = (desc, tuple(encs), codes)
     if len(stmt.fast) > 16:
         stmt.fast.clear()
     stmt.fast[key] = plan
@@ -254,10 +257,12 @@ def point_read(be, stmt, fields: tuple, end: int):
         key = fast.key_values(params)
         if key is None:
             return None
-        row = table.lookup(key, fast.columns or None)
+        row = table.lookup_now(key, fast.columns or None)
+        if row is NOT_NOW:
+            return None             # it would wait (a tablet to open, an ALTER): the pool
     except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
         return None
-    desc, encs = plan
+    desc, encs, codes = plan
     _consume(be, after)
     send = be.send
     send(_BIND_COMPLETE)
@@ -266,17 +271,8 @@ def point_read(be, stmt, fields: tuple, end: int):
     if row is None:
         send(_SELECT_0)
     else:
-        parts = [_S16.pack(len(encs))]
-        for enc, col in zip(encs, fast.plain):   # a loop per column of one row
-            v = row[col]
-            if v is None:
-                parts.append(_NULL)
-            else:
-                b = enc(v)
-                parts.append(_S32.pack(len(b)))
-                parts.append(b)
-        body = b"".join(parts)
-        send(b"D" + _S32.pack(len(body) + 4) + body)
+        # the row's Python values straight into its DataRow (compiled: native/_wire.pyx)
+        send(T.data_row(row, fast.plain, codes, encs))
         # a row limit of 1 is reached: suspended, as the ordinary path (and PostgreSQL) say
         send(_SUSPENDED if max_rows == 1 else _SELECT_1)
     be.on_sync()
@@ -570,8 +566,9 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
     Arrow types `pa.array` infers from those Python values (integers int64, floats
     double, ...).
 
-    Per value in Python only where a column needs it (text format, NUMERIC, ...); the
-    fixed-width binary formats and binary text are converted a column at a time."""
+    Per value in Python only where a column needs it (text format, ...); the fixed-width
+    binary formats and binary text are converted a column at a time, and binary NUMERIC
+    by the compiled decoder (`params.numeric_column`: Decimals, value by value in C)."""
     n = len(first_params)
     first = binds[0]
     shape = (first[2], len(first[3]), first[4])
@@ -595,8 +592,7 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
             col = [first_params[i]]
             try:
                 if fmts[i] == 1 and oid == 1700:   # binary NUMERIC: `decode_param`'s
-                    for v in raw[1:]:              # own decoder, without its dispatch
-                        col.append(None if v is None else numeric_from_binary(v))
+                    numeric_column(raw[1:], col)   # decoder, compiled (native/_wire.pyx)
                 else:
                     for v in raw[1:]:    # a loop per value: formats without a column decoder
                         col.append(T.decode_param(v, fmts[i], oids[i], arrow))

@@ -13,6 +13,8 @@ import uuid
 
 import pyarrow as pa
 
+import native
+
 from wire.type_oids import _PG_EPOCH_DATE, _PG_EPOCH_DT, TYPES, UNKNOWN, _UTC, ParamError, type_oid
 
 
@@ -138,6 +140,15 @@ def numeric_from_binary(b: bytes) -> decimal.Decimal:
     return decimal.Decimal(f"{'-' if sign else ''}{v}E{-dscale}")
 
 
+def numeric_column_py(raw, out: list) -> None:
+    """Each of `raw` (binary NUMERIC values, None for NULL) as `numeric_from_binary`
+    decodes it, appended to `out` in order: a value that fails raises its error, the
+    values before it appended (a pipelined batch's NUMERIC column, wire/fastpath.py).
+    Compiled in native/_wire.pyx (`numeric_column`)."""
+    for v in raw:           # the twin: a loop per value
+        out.append(None if v is None else numeric_from_binary(v))
+
+
 def _numeric_rounded(b: bytes) -> decimal.Decimal:
     ndigits, weight, sign, dscale = struct.unpack_from("!hhHh", b)
     if sign == 0xC000:
@@ -226,3 +237,11 @@ def decode_param(data: bytes | None, fmt: int, oid: int, arrow: pa.DataType | No
 # array type OIDs of the built-in types (reject, not misread as text)
 _ARRAY_OIDS = {1000, 1001, 1002, 1003, 1005, 1007, 1009, 1014, 1015, 1016, 1021, 1022, 1028,
                1115, 1182, 1183, 1185, 1187, 1231, 1270, 2951, 3807, 199}
+
+
+_native = native.load("_wire")
+if _native is not None:
+    _native.fallback_numeric(numeric_from_binary, decimal.Decimal)
+    numeric_column = _native.numeric_column
+else:
+    numeric_column = numeric_column_py

@@ -100,10 +100,13 @@ from wire.datarows import (  # noqa: F401 - re-exported
     _S16,
     _S32,
     SMALL_BATCH_ROWS,
+    data_row,
+    data_row_py,
     data_rows,
     _data_rows_small,
     encode_columns,
     join_rows,
+    value_code,
     value_encoder,
 )
 from wire.params import (  # noqa: F401 - re-exported

@@ -30,7 +30,8 @@ Tablets are opened lazily, on first use, and stay open: one Tablet object per ta
 shared by every Table facade and thread. Every operation that uses tablets takes a
 reference on them for its duration (a scan until it is exhausted or closed) through the
 public contract Table uses (`lease_tablets` and the rest of `TableCatalog`, leases.py;
-`_TabletSlot` is this catalog's `TabletHandle`); a dropped
+`_TabletSlot` is this catalog's `TabletHandle`; `pin_tablet` is the one-tablet reference
+of a read that must not wait); a dropped
 tablet is closed and its directory deleted when the last reference goes, so a scan or
 write racing with DROP finishes against a consistent tablet (Kudu: an op racing with a
 drop either completes before it or fails; here it completes, then the data goes).
@@ -278,6 +279,9 @@ class Catalog:
                                         thread_name_prefix=_POOL_PREFIX)
         self._closed = False
         self._dir_lock: DirectoryLock | None = None
+        # bumped whenever the published tables or views change (every DDL): a cache of
+        # name resolution (planner/plan_cache.py) that saw this version needs no recheck
+        self.catalog_version = 0
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -356,6 +360,7 @@ class Catalog:
             self._tables[meta.id] = meta
             self._by_name[meta.name] = meta.id
         self._views = {v.name: v for v in map(ViewMetadata.from_dict, d.get("views", ()))}
+        self.catalog_version += 1
 
     def _remove_orphans(self) -> None:
         """Delete tablet directories no table names (a crash in the middle of a DDL)."""
@@ -397,6 +402,7 @@ class Catalog:
             self._by_name = {m.name: m.id for m in tables.values()}
             if views is not None:
                 self._views = views
+            self.catalog_version += 1
 
     # -- lookups ---------------------------------------------------------------------------
     def list_tables(self) -> list[str]:
@@ -478,6 +484,34 @@ class Catalog:
             if slot is None or not slot.is_open:
                 return False
         return True
+
+    def pin_tablet(self, meta: TableMetadata, tablet_id: str) -> _TabletSlot | None:
+        """A reference on one open tablet of `meta`, for a read that must not wait (an
+        event loop's point lookup, `Table.lookup_now`): its handle, or None (nothing
+        taken) when `meta` is no longer the table's current version, an ADD / DROP COLUMN
+        is pending or waits for the table to drain, the catalog is closed, or the tablet
+        is not open. Give it back with `unpin_tablet`. While held it protects the tablet
+        as a lease does (not closed, not deleted, no ALTER starts); it only skips the
+        lease's retry loop, its waits and its lease object."""
+        with self._lock:
+            if self._closed or self._tables.get(meta.id) is not meta or \
+                    meta.pending_schema is not None or meta.id in self._draining:
+                return None
+            slot = self._slots.get(tablet_id)
+            if slot is None or not slot.is_open:
+                return None
+            slot.refs += 1
+            return slot
+
+    def unpin_tablet(self, slot: _TabletSlot) -> None:
+        """Give back a `pin_tablet` reference."""
+        with self._lock:
+            # nobody waits on _released unless an ALTER drains a table (_draining), and a
+            # dropped tablet is finalised by the general release
+            if not slot.dropped and not self._draining:
+                slot.refs -= 1
+                return
+        self._release((slot,))
 
     def _acquire(self, meta: TableMetadata, tablet_ids: Iterable[str]) -> list[_TabletSlot]:
         """Reference the tablets of `meta`; raises _StaleMetadata if the table changed."""
@@ -816,11 +850,13 @@ class Catalog:
                     f'ALTER TABLE {what}: table "{meta.name}" is busy (open scans or '
                     f'writes did not finish within {self.busy_timeout_s} s); retry')
             self._tables = {**self._tables, meta.id: target}
+            self.catalog_version += 1
         try:
             self._persist(self._tables)
         except BaseException:
             with self._lock:
                 self._tables = {**self._tables, meta.id: meta}
+                self.catalog_version += 1
             raise
         return self._finish_alter(target)
 

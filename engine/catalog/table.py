@@ -41,7 +41,9 @@ on every remaining tablet at ONE snapshot timestamp, and returns a `TableScan`
 (table_scanner.py: how the snapshot is chosen, how tablet scans run in parallel): an
 iterator of RecordBatches (unordered, Kudu's UNORDERED scan) carrying the snapshot
 (`timestamp`) and statistics for EXPLAIN (`stats`: tablets pruned / scanned, rows scanned /
-returned).
+returned). `lookup` reads one row by its key under a lease; `lookup_now` is the same read
+for an event loop: routing kept per table version, one tablet pinned
+(`TableCatalog.pin_tablet`), NOT_NOW instead of any wait.
 
 Column renames: tablets keep the names their schema had when they were created; the
 table schema is authoritative and names are mapped by column id on the way in and out
@@ -70,6 +72,8 @@ from engine.types import sql_literal
 
 
 NO_PARTITION = "NO_PARTITION"
+# `Table.lookup_now`: the lookup would have to wait (nothing was done)
+NOT_NOW = object()
 # Below this many rows a multi-tablet write runs tablet by tablet in the caller's thread.
 PARALLEL_WRITE_MIN_ROWS = 512
 # writes of at most this many rows may be applied together with concurrent ones (coalesce)
@@ -157,6 +161,8 @@ class Table:
         self.catalog = catalog
         self.id = table_id
         self._small = _small.SmallWrites(self)   # the small-write strategy (its caches)
+        # `lookup_now`: (metadata, {columns: checked}) of the version it last routed with
+        self._point: tuple | None = None
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -639,6 +645,52 @@ class Table:
             return None if row is None else {c: row[ren.get(c, c)] for c in names}
         finally:
             lease.release()
+
+    def lookup_now(self, key: Sequence[Any], columns: Sequence[str] | None = None):
+        """`lookup` (current snapshot) for a caller that must not wait, an event loop: the
+        row or None exactly as `lookup` gives them, or NOT_NOW (nothing done) when it would
+        open a tablet or wait for a DDL, or the catalog cannot pin a tablet without a
+        round trip (a remote one). The metadata is resolved once per table version, not
+        per call: the routing and the column check use the version seen last, and
+        `TableCatalog.pin_tablet` takes the tablet's reference only if that version is
+        still the current one (else it is read again, once). `key`: a tuple."""
+        cat = self.catalog
+        pin = getattr(cat, "pin_tablet", None)
+        if pin is None:
+            return NOT_NOW
+        point = self._point
+        slot = None
+        for fresh in (False, True):
+            if point is None or fresh:
+                point = self._point = (self.catalog.table_metadata(self.id), {})
+            meta = point[0]
+            p = meta.partition_schema.partition_index_for_key_values(key)
+            if p < 0:
+                if fresh or cat.table_metadata(self.id) is meta:
+                    return None     # no partition covers the key (as `lookup`)
+                continue
+            slot = pin(meta, meta.tablet_ids[p])
+            if slot is not None:
+                break
+        if slot is None:
+            return NOT_NOW
+        try:
+            names = None if columns is None else tuple(columns)
+            checked = point[1]
+            if names not in checked:
+                if names is not None:
+                    for c in names:
+                        meta.schema.column(c)   # ColumnNotFound, as `lookup` raises it
+                checked[names] = True
+            ren = slot.column_renames(meta.schema)
+            t = slot.tablet()
+            if not ren:
+                return t.lookup(key, names)
+            names = list(names) if names is not None else meta.schema.names
+            row = t.lookup(key, [ren.get(c, c) for c in names])
+            return None if row is None else {c: row[ren.get(c, c)] for c in names}
+        finally:
+            cat.unpin_tablet(slot)
 
     def _per_tablet(self, pick, columns: Sequence[str] | None, extra: list[str], read
                     ) -> tuple:

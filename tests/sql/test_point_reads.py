@@ -252,3 +252,37 @@ def test_key_write_matching_reads_equal_the_executor(tmp_path, sql, params):
         finally:
             db.close()
     assert states[0] == states[1]
+
+
+def test_execute_point_follows_partitions_and_renames(s):
+    """`Session.execute_point` (the loop's in-memory point read: the table resolved once per
+    catalog version, Table.lookup_now) after each DDL answers as a fresh plan does."""
+    s.execute("CREATE TABLE r (k INT PRIMARY KEY, v STRING) PARTITION BY HASH (k) "
+              "PARTITIONS 2, RANGE (k) (PARTITION VALUES < 10)")
+    s.execute("INSERT INTO r VALUES (1, 'a')")
+    sql = "SELECT v FROM r WHERE k = $1"
+
+    def point(k):
+        s.execute(sql, [k])                     # cached (again, after a DDL)
+        r = s.execute_point(sql, [k])
+        assert r is not None
+        return r.table.to_pylist()
+    assert point(1) == [{"v": "a"}] and point(15) == []
+    s.execute("ALTER TABLE r ADD RANGE PARTITION 10 <= VALUES < 20")
+    s.execute("INSERT INTO r VALUES (15, 'b')")
+    assert point(15) == [{"v": "b"}]
+    s.execute("ALTER TABLE r DROP RANGE PARTITION 10 <= VALUES < 20")
+    assert point(15) == []
+    s.execute("ALTER TABLE r RENAME COLUMN v TO w")
+    assert s.execute_point(sql, [1]) is None    # the cached plan is no longer valid
+    with pytest.raises(SqlError) as e:
+        s.execute(sql, [1])
+    assert e.value.sqlstate == "42703"
+    s.execute("ALTER TABLE r RENAME COLUMN w TO v")
+    assert point(1) == [{"v": "a"}]
+    s.execute("ALTER TABLE r RENAME TO r2")
+    assert s.execute_point(sql, [1]) is None
+    s.execute("CREATE TABLE r (k INT PRIMARY KEY, v STRING) PARTITION BY HASH (k) "
+              "PARTITIONS 2")
+    s.execute("INSERT INTO r VALUES (1, 'other')")
+    assert point(1) == [{"v": "other"}]

@@ -331,3 +331,83 @@ def test_a_write_that_must_not_block_declines_a_busy_tablet(cat):
     assert table_rows(t) == {(5, "a"): 50}
     assert t.write_small(OpType.UPDATE, {"k": [5], "g": ["a"], "v": [53]}).num_applied == 1
     assert table_rows(t) == {(5, "a"): 53}
+
+
+def test_lookup_now_equals_lookup_across_ddl(cat):
+    """`Table.lookup_now` (the event loop's point lookup: metadata and routing kept per
+    table version, a pin instead of a lease) answers every key as `lookup` does, on one
+    long-lived facade, through each DDL that changes what a key means: a new range
+    partition (a key that had no tablet gets one), a dropped one, ADD / DROP / RENAME
+    COLUMN, and a drop and re-create of the table."""
+    from engine.catalog.table import NOT_NOW
+    t = cat.table("t")
+    rng = random.Random(11)
+    keys = [(k, g) for k in (5, 150, 250, 350, 450) for g in GROUPS[:3]]
+    ok = [(k, g) for k, g in keys if covered(k)]
+    t.insert(batch(ok, list(range(len(ok)))))
+
+    def check(columns=None):
+        for key in keys + [(rng.randrange(-5, 500), rng.choice(GROUPS))]:
+            cols = columns if rng.random() < 0.7 else None
+            now = t.lookup_now(key, cols)
+            assert now is not NOT_NOW and now == t.lookup(key, cols), (key, cols)
+    check(["v"])
+    cat.add_range_partition("t", RangeSpec(200, 300))
+    t.insert(batch([(250, "a")], [99]))
+    assert t.lookup_now((250, "a"), ["v"]) == {"v": 99}
+    check(["v"])
+    cat.drop_range_partition("t", RangeSpec(300, 400))
+    assert t.lookup_now((350, "a"), ["v"]) is None
+    check(["v"])
+    cat.add_column("t", C("w", T.INT32, nullable=True))
+    check(["v", "w"])
+    cat.rename_column("t", "v", "v2")
+    for read in (t.lookup, t.lookup_now):
+        with pytest.raises(errors.ColumnNotFound):
+            read((5, "a"), ["v"])
+    check(["v2", "w"])
+    cat.drop_column("t", "w")
+    check(["v2"])
+    cat.drop_table("t")
+    for read in (t.lookup, t.lookup_now):
+        with pytest.raises(errors.NotFound):
+            read((5, "a"), ["v2"])
+
+
+def test_lookup_now_declines_what_would_wait(tmp_path):
+    """NOT_NOW, nothing done, when the tablet is not open yet (a catalog just opened) or an
+    ALTER waits for the table to drain; the pin is given back in every case, so the
+    ALTER is not held up by it."""
+    from engine.catalog.table import NOT_NOW
+    c = Catalog.open(str(tmp_path), config=CFG, clock=LogicalClock(), parallelism=2)
+    ps = PartitionSchema.create(SCHEMA, [HashBucketSchema(("g",), 2)], ["k"],
+                                [RangeSpec(0, 1000)])
+    c.create_table("u", SCHEMA, ps)
+    c.table("u").insert(batch([(1, "a")], [10]))
+    c.close()
+    c = Catalog.open(str(tmp_path), config=CFG, clock=LogicalClock(), parallelism=2,
+                     busy_timeout_s=5)
+    try:
+        t = c.table("u")
+        assert t.lookup_now((1, "a"), ["v"]) is NOT_NOW        # its tablet is not open
+        assert t.lookup((1, "a"), ["v"]) == {"v": 10}           # opens it
+        assert t.lookup_now((1, "a"), ["v"]) == {"v": 10}
+        # an ALTER draining the table (a scan holds a lease): declined, not waited for
+        scan = t.scan(["v"])
+        done = threading.Event()
+        th = threading.Thread(target=lambda: (c.add_column(
+            "u", C("w", T.INT32, nullable=True)), done.set()))
+        th.start()
+        deadline = time.monotonic() + 10
+        while t.id not in c._draining and time.monotonic() < deadline:
+            time.sleep(0.005)
+        t0 = time.monotonic()
+        assert t.lookup_now((1, "a"), ["v"]) is NOT_NOW
+        assert time.monotonic() - t0 < 0.5
+        list(scan)                                               # the lease goes
+        th.join(10)
+        assert done.is_set()
+        assert t.lookup_now((1, "a"), ["v", "w"]) == {"v": 10, "w": None}
+        assert all(s.refs == 0 for s in c._slots.values())
+    finally:
+        c.close()
