@@ -102,7 +102,7 @@ from session import QueryCanceled, Statement
 from wire import auth as A
 from wire import extended_query, fastpath, simple_query, startup
 from wire import protocol as P
-from wire import types as T
+from wire import pg_types as T
 from wire.copy import MAX_REPORTED_FAILURES
 from wire.effects import FLUSH, NEED_INPUT, CancelTimer, Fatal, Timer
 from wire.pg_catalog import format_type

@@ -23,7 +23,7 @@ point read of plain columns (`Session.point_read`, planner/point_read.py), all f
 already received: the Bind's key goes to `Table.lookup` on the event loop (bounded,
 in-memory work) and the reply - BindComplete, [RowDescription], DataRow, CommandComplete
 (PortalSuspended for a row limit of 1, as the ordinary path says), ReadyForQuery - is
-built here from the row's Python values (`wire.types.value_encoder`), the RowDescription
+built here from the row's Python values (`wire.pg_types.value_encoder`), the RowDescription
 and encoders made once per statement and result formats: no Portal, StatementResult,
 effect or Arrow table. Anything it cannot answer exactly as the ordinary path would (no
 compiled point read, a key needing SQL's conversion rules, a transaction block, an
@@ -116,7 +116,7 @@ from planner.errors import SqlError
 from planner.point_read import NO_ROW
 from planner.result import StatementResult
 from wire import protocol as P
-from wire import types as T
+from wire import pg_types as T
 from wire.effects import CONNECTION_ERRORS, NEED_INPUT, Call, Durable
 from wire.extended_query import bind_params, decode_params, param_formats
 from wire.params import numeric_from_binary
