@@ -48,7 +48,7 @@ pool call before it drives the core on. The functions handed to `Call` (`run`,
 
 Statements: the core reads no SQL. A Query's string becomes the session's front-door
 Statements (`Session.statements`, session/frontdoor.py: each parsed once by the dialect
-into a node), a Parse message's text one Statement (`Session.statement`), and each runs
+into a node), a Parse message's text one Statement (`Session.single_statement`), and each runs
 through `Session.run`, which dispatches on the node's type. The commands whose state is
 this connection's are run by handlers registered with the session once it is established
 (`established`): transaction control (wire.transaction), SET/RESET/SHOW a setting
