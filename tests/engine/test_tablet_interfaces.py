@@ -2,11 +2,13 @@
 
 `Tablet` is one class; its write pipeline (tablet_write.py `TabletWriter`) and its
 maintenance ops (tablet_mm_ops.py `FlushMRSOp`, `CompactRowSetsOp`, ...) are objects of
-their own, as are a DiskRowSet's delta compactions (delta_compaction.py) and a Table's
-small writes and scans (engine/catalog/table_small_writes.py, table_scanner.py). These
-tests hold the seams between them public:
+their own, as are a DiskRowSet's delta compactions (delta_compaction.py), a
+PartitionSchema's pruner (engine/catalog/partition_pruner.py) and a Table's small writes
+and scans (engine/catalog/table_small_writes.py, table_scanner.py). These tests hold the
+seams between them public:
 
-- neither Tablet nor DiskRowSet inherits anything (no mixins over shared private state);
+- neither Tablet, DiskRowSet nor PartitionSchema inherits anything (no mixins over shared
+  private state);
 - a collaborator module reads no `x._name` of any object but itself (`self` / `cls`);
 - what a collaborator uses of its host is public, exists on a real host, and is listed in
   the module docstring's "What ... uses of its tablet / the rowset" sentence, so a new use
@@ -22,6 +24,7 @@ import re
 
 import pytest
 
+from engine.catalog.partition import HashBucketSchema, PartitionSchema
 from engine.catalog.table import Table
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.diskrowset import DiskRowSet
@@ -33,6 +36,7 @@ COLLABORATORS = {
     "engine.tablet.tablet_write": ((), ("_tablet",), "Tablet"),
     "engine.tablet.tablet_mm_ops": (("t", "tablet"), ("tablet",), "Tablet"),
     "engine.tablet.delta_compaction": (("drs",), ("drs",), "DiskRowSet"),
+    "engine.catalog.partition_pruner": ((), ("ps",), "PartitionSchema"),
 }
 # collaborators of Table: no private reads, and what they use of the table is public
 TABLE_COLLABORATORS = {
@@ -78,7 +82,8 @@ def _host_uses(tree: ast.AST, names, self_attrs) -> set[str]:
 def _stated_interface(mod: str) -> set[str]:
     doc = inspect.getdoc(importlib.import_module(mod))
     m = re.search(r"What\s+(?:it|an\s+op|they)\s+uses?\s+of\s+(?:its|the)\s+"
-                  r"(?:tablet|rowset)[^:]*:(.*?)(?:\.\s|\n\n)", doc, re.S)
+                  r"(?:tablet|rowset|partition\s+schema)[^:]*:(.*?)(?:\.\s|\.$|\n\n)",
+                  doc, re.S)
     assert m, f"{mod}: its docstring states no interface to its host"
     return set(re.findall(r"`(\w+)", m.group(1)))
 
@@ -90,13 +95,15 @@ def hosts(tmp_path_factory):
     t = Tablet.create(str(tmp_path_factory.mktemp("t") / "t"), schema)
     t.insert({"k": list(range(10)), "v": [str(i) for i in range(10)]})
     t.flush_mrs()
-    yield {"Tablet": t, "DiskRowSet": t.components.drss[0]}
+    ps = PartitionSchema.create(schema, [HashBucketSchema(("k",), 4)], ("k",))
+    yield {"Tablet": t, "DiskRowSet": t.components.drss[0], "PartitionSchema": ps}
     t.close()
 
 
-def test_tablet_and_diskrowset_are_one_class_each():
+def test_tablet_diskrowset_and_partition_schema_are_one_class_each():
     assert Tablet.__bases__ == (object,), Tablet.__bases__
     assert DiskRowSet.__bases__ == (object,), DiskRowSet.__bases__
+    assert PartitionSchema.__bases__ == (object,), PartitionSchema.__bases__
 
 
 @pytest.mark.parametrize("mod", [*COLLABORATORS, *TABLE_COLLABORATORS])
