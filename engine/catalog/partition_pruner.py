@@ -27,7 +27,7 @@ import dataclasses
 import datetime as _dt
 import decimal
 import itertools
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -37,9 +37,6 @@ from engine.key_encoding import encode_key, encode_key_prefix, physical_value, s
 from engine.schema import ColumnSchema
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
 from engine.types import INTEGER_RANGES, DataType
-
-if TYPE_CHECKING:
-    from engine.catalog.partition import PartitionSchema
 
 # Pruning enumerates at most this many value combinations per hash level / range prefix.
 MAX_PRUNE_COMBINATIONS = 4096
@@ -85,7 +82,8 @@ class PartitionPruner:
     """Partition pruning of one PartitionSchema (Kudu's PartitionPruner; see the module
     docstring)."""
 
-    def __init__(self, ps: PartitionSchema) -> None:
+    def __init__(self, ps) -> None:
+        # `ps`: the PartitionSchema (not imported here: partition.py imports this module)
         self.ps = ps
 
     def prune(self, predicates: Sequence[ColumnPredicate]) -> list[int]:

@@ -41,7 +41,6 @@ tests/engine/test_tablet_interfaces.py): `dir`, `config`, `schema`, `num_rows`,
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from engine.cfile.cfile import (
     COMPRESSION_BY_NAME,
@@ -55,15 +54,13 @@ from engine.tablet.compaction import fold_history
 from engine.tablet.delta import DeltaBatch, DeltaType
 from engine.tablet.delta_stores import DeltaStores
 
-if TYPE_CHECKING:
-    from engine.tablet.diskrowset import DiskRowSet
-
 
 class MinorDeltaCompaction:
     """All REDO DeltaFiles of a rowset merged into one (fewer files to open and merge per
     read; nothing else changes)."""
 
-    def __init__(self, drs: DiskRowSet) -> None:
+    def __init__(self, drs) -> None:
+        # `drs`: the DiskRowSet (not imported here: diskrowset.py imports this module)
         self.drs = drs
 
     def run(self) -> int:
@@ -94,7 +91,7 @@ class MajorDeltaCompaction:
     continue concurrently and stay in memory.
     """
 
-    def __init__(self, drs: DiskRowSet, ahm: int) -> None:
+    def __init__(self, drs, ahm: int) -> None:
         self.drs, self.ahm = drs, ahm
 
     def run(self) -> int:

@@ -22,7 +22,8 @@ holds that: tests/engine/test_tablet_interfaces.py): `path`, `config`, `schema`,
 `new_memrowset()`, `allocate_rowset_id()`, `last_timestamp`, `mark_mrs_flushed(index)`,
 `persist_metadata()`, `history_gc_mark()`, `memory_bytes()`, and the methods that
 perform each op (`flush_mrs`, `flush_dms`, `minor_delta_compact`, `major_delta_compact`,
-`gc_undo_deltas`, `compact_rowsets`: what `maintenance_ops` schedules).
+`gc_undo_deltas`, `compact_rowsets`: what `maintenance_ops` schedules). (`tablet`
+parameters are a Tablet, its type not imported: tablet.py imports this module.)
 
 Flush (`FlushMRSOp`), as in Kudu's flush with its "duplicating" phase made simple:
   1. `freeze`, under the write lock: freeze the MRS and swap in a new empty one; take the
@@ -51,7 +52,7 @@ replay decides what each op saw from the rowsets' history (tablet_bootstrap.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -75,12 +76,9 @@ from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.tablet_metadata import TabletComponents, rowset_dir, rowset_tree
 
-if TYPE_CHECKING:
-    from engine.tablet.tablet import Tablet
-
 
 # -- the maintenance manager's view ----------------------------------------------------
-def maintenance_ops(tablet: Tablet) -> list[MaintenanceOp]:
+def maintenance_ops(tablet) -> list[MaintenanceOp]:
     """Candidate maintenance ops of `tablet` with scores (see maintenance_manager.py).
     Each runs through the tablet's method for it (`tablet.flush_mrs`, ...), which performs
     the op class: what the tablet's own callers do, and where a tool wrapping the tablet's
@@ -134,7 +132,7 @@ def maintenance_ops(tablet: Tablet) -> list[MaintenanceOp]:
     return ops
 
 
-def pick_compaction(tablet: Tablet) -> tuple[list[int], float] | None:
+def pick_compaction(tablet) -> tuple[list[int], float] | None:
     """Rowsets of `tablet` the budgeted knapsack policy would merge, with its score."""
     drss = tablet.components.drss
     if len(drss) < 2:
@@ -149,7 +147,7 @@ def pick_compaction(tablet: Tablet) -> tuple[list[int], float] | None:
     return list(sel.ids), sel.score
 
 
-def after_rowset_change(tablet: Tablet) -> None:
+def after_rowset_change(tablet) -> None:
     """Persist metadata naming the new files, then delete the files it no longer names
     (in that order: a crash between the two leaves only garbage, never a hole)."""
     with tablet.write_lock:
@@ -162,7 +160,7 @@ def after_rowset_change(tablet: Tablet) -> None:
 class MinorDeltaCompactionOp:
     """A rowset's REDO DeltaFiles merged into one (Kudu's MinorDeltaCompactionOp)."""
 
-    def __init__(self, tablet: Tablet, drs: DiskRowSet) -> None:
+    def __init__(self, tablet, drs: DiskRowSet) -> None:
         self.tablet, self.drs = tablet, drs
 
     def perform(self) -> int:
@@ -177,7 +175,7 @@ class MajorDeltaCompactionOp:
     """A rowset's REDOs folded into its base columns, the values they replace kept as
     UNDOs down to the history GC mark (Kudu's MajorDeltaCompactionOp)."""
 
-    def __init__(self, tablet: Tablet, drs: DiskRowSet) -> None:
+    def __init__(self, tablet, drs: DiskRowSet) -> None:
         self.tablet, self.drs = tablet, drs
 
     def perform(self) -> int:
@@ -192,7 +190,7 @@ class UndoDeltaBlockGCOp:
     """UNDO files of every rowset that lie wholly at or before the history GC mark
     dropped (Kudu's UndoDeltaBlockGCOp)."""
 
-    def __init__(self, tablet: Tablet) -> None:
+    def __init__(self, tablet) -> None:
         self.tablet = tablet
 
     def perform(self) -> int:
@@ -217,7 +215,7 @@ class CompactRowSetsOp:
     new DMSs) are moved to the outputs under the write lock, then the rowsets swap.
     """
 
-    def __init__(self, tablet: Tablet, ids: Sequence[int]) -> None:
+    def __init__(self, tablet, ids: Sequence[int]) -> None:
         self.tablet, self.ids = tablet, list(ids)
 
     def perform(self) -> int:
@@ -316,7 +314,7 @@ class FlushMRSOp:
     """The MemRowSet flushed to DiskRowSets (Kudu's FlushMRSOp), in the three steps of
     the module docstring: `freeze`, `write_flush`, `catch_up`."""
 
-    def __init__(self, tablet: Tablet) -> None:
+    def __init__(self, tablet) -> None:
         self.tablet = tablet
 
     def perform(self) -> int:
@@ -406,7 +404,7 @@ class FlushDeltaMemStoresOp:
     """Every rowset's DeltaMemStore flushed to a REDO DeltaFile (Kudu's
     FlushDeltaMemStoresOp)."""
 
-    def __init__(self, tablet: Tablet) -> None:
+    def __init__(self, tablet) -> None:
         self.tablet = tablet
 
     def perform(self) -> int:
@@ -428,7 +426,7 @@ class FlushDeltaMemStoresOp:
             return total
 
 
-def write_rowsets(tablet: Tablet, keys: np.ndarray, full: pa.Table, undo: DeltaBatch,
+def write_rowsets(tablet, keys: np.ndarray, full: pa.Table, undo: DeltaBatch,
                   kept: DeltaBatch, flushed_index: int
                   ) -> tuple[list[DiskRowSet], np.ndarray, np.ndarray]:
     """Write key-sorted rows as new DiskRowSets of `tablet`, rolled every drs_target_bytes

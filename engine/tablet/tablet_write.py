@@ -50,7 +50,7 @@ threads on the single-tablet path.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -78,9 +78,6 @@ from engine.tablet.write_op import (
 )
 from engine.types import to_physical
 
-if TYPE_CHECKING:
-    from engine.tablet.tablet import Tablet
-
 # `apply_small_deferred(..., never_block=True)`: the tablet is busy, nothing was done
 BUSY = object()
 
@@ -89,7 +86,8 @@ class TabletWriter:
     """The write pipeline of one Tablet (see the module docstring): `Tablet` makes one,
     as `tablet.writer`, and its write methods are this object's."""
 
-    def __init__(self, tablet: Tablet) -> None:
+    def __init__(self, tablet) -> None:
+        # `tablet`: the Tablet (its type is not imported here: tablet.py imports this)
         self._tablet = tablet
         self.small_writes = 0     # ops that took the small-write path
         # Physical -> small-write converters by column id (ids are never reused, so those
