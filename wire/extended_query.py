@@ -69,7 +69,8 @@ def on_parse(be, msg: P.Parse) -> None:
                      or msg.name in getattr(be.session, "prepared", {})):
         raise SqlError(f'prepared statement "{msg.name}" already exists', "42P05")
     # parsed when first needed (Describe, Bind, Execute), once
-    stmt = PreparedStatement(msg.name, msg.sql, msg.param_oids, be.session.single_statement(msg.sql))
+    stmt = PreparedStatement(msg.name, msg.sql, msg.param_oids,
+                             be.session.single_statement(msg.sql))
     be.statements[msg.name] = stmt
     be.send(P.parse_complete())
 

@@ -331,9 +331,10 @@ class PartitionSchema:
         if not self.range_schema.columns and tuple(self.range_partitions) != (
                 RangePartition(None, None),):
             raise errors.InvalidArgument("a table without RANGE columns has one unbounded range")
-        ranges = sorted(self.range_partitions, key=lambda r: self.encode_range_bound(r.lower) or b"")
+        enc = self.encode_range_bound
+        ranges = sorted(self.range_partitions, key=lambda r: enc(r.lower) or b"")
         for a, b in zip(ranges, ranges[1:]):
-            if a.upper is None or self.encode_range_bound(a.upper) > (self.encode_range_bound(b.lower) or b""):
+            if a.upper is None or enc(a.upper) > (enc(b.lower) or b""):
                 raise errors.InvalidArgument(
                     f"overlapping range partitions: first range partition: {a}, second "
                     f"range partition: {b}")
@@ -446,7 +447,8 @@ class PartitionSchema:
         if upper is not None and spec.upper_inclusive:
             upper = self._increment(upper)  # no successor: unbounded (Kudu)
         lo_l, up_l = self._logical(lower), self._logical(upper)
-        if lower is not None and upper is not None and self.encode_range_bound(lo_l) >= self.encode_range_bound(up_l):
+        enc = self.encode_range_bound
+        if lower is not None and upper is not None and enc(lo_l) >= enc(up_l):
             raise errors.InvalidArgument(
                 "range partition lower bound must be less than the upper bound: "
                 f"{_range_text(lo_l, up_l, False)}")
@@ -454,9 +456,10 @@ class PartitionSchema:
         return RangePartition(lo_l, up_l, _range_text(lo_l, up_l, single))
 
     def _overlaps(self, a: RangePartition, b: RangePartition) -> bool:
-        a_lo, b_lo = self.encode_range_bound(a.lower) or b"", self.encode_range_bound(b.lower) or b""
-        return (a.upper is None or b_lo < self.encode_range_bound(a.upper)) and (
-            b.upper is None or a_lo < self.encode_range_bound(b.upper))
+        enc = self.encode_range_bound
+        a_lo, b_lo = enc(a.lower) or b"", enc(b.lower) or b""
+        return (a.upper is None or b_lo < enc(a.upper)) and (
+            b.upper is None or a_lo < enc(b.upper))
 
     def add_range_partition(self, spec: RangeLike) -> "PartitionSchema":
         """ALTER TABLE ADD RANGE PARTITION: a new PartitionSchema with the range added."""

@@ -199,7 +199,8 @@ class PartitionPruner:
 
     def _prune_ranges(self, cons: dict) -> list[int]:
         every = list(range(len(self.ps.range_partitions)))
-        if not self.ps.range_schema.columns or not any(c in cons for c in self.ps.range_schema.columns):
+        range_cols = self.ps.range_schema.columns
+        if not range_cols or not any(c in cons for c in range_cols):
             return every
         try:
             intervals = self._key_intervals(cons)
@@ -220,6 +221,7 @@ class PartitionPruner:
         for i, rp in enumerate(self.ps.range_partitions):
             lo = self.ps.encode_range_bound(rp.lower) or b""
             j = bisect.bisect_right(his, (0, lo))  # first interval ending above lo
-            if j < len(merged) and (rp.upper is None or merged[j][0] < self.ps.encode_range_bound(rp.upper)):
+            if j < len(merged) and (rp.upper is None
+                                    or merged[j][0] < self.ps.encode_range_bound(rp.upper)):
                 out.append(i)
         return out

@@ -178,7 +178,8 @@ class TabletWriter:
         that maintenance holds while it persists metadata."""
         schema, conv, body = prepared
         if never_block:
-            if self._tablet.admission_would_wait() or not self._tablet.write_lock.acquire(blocking=False):
+            if (self._tablet.admission_would_wait()
+                    or not self._tablet.write_lock.acquire(blocking=False)):
                 return BUSY
         else:
             self._tablet.admit_write()
