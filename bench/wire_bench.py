@@ -437,7 +437,7 @@ def encoding(n: int) -> dict[str, float]:
     batches; and the cost of a one-row batch (a point query's result)."""
     import pyarrow as pa
 
-    from wire import types as T
+    from wire import pg_types as T
     rng = np.random.default_rng(0)
     t = pa.table({"k": np.arange(n), "s": pa.array([f"name{i}" for i in range(n)]),
                   "f": rng.random(n),

@@ -188,6 +188,11 @@ class Schema:
         return self.columns[: self.num_key_columns]
 
     @property
+    def non_key_columns(self) -> tuple[ColumnSchema, ...]:
+        """The columns after the key (the ones an UPDATE may change)."""
+        return self.columns[self.num_key_columns:]
+
+    @property
     def key_names(self) -> list[str]:
         return [c.name for c in self.key_columns]
 

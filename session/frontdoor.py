@@ -7,7 +7,7 @@
     Statement.ast()          the node for a layer that may change it (the planner)
 
 Every front end hands the session Statements: the DB-API driver and the shell through
-`Session.execute`, the wire server through `Session.statements` / `Session.statement` and
+`Session.execute`, the wire server through `Session.statements` / `Session.single_statement` and
 `Session.run` (it looks at the node's type only to pick its protocol: COPY's sub-protocol,
 an empty query, what a failed transaction block still accepts). Nothing above the session
 parses SQL: the wire reads none (tests/test_layering.py keeps sqlglot out of wire/), and

@@ -12,14 +12,14 @@ dialect, when it runs (session/frontdoor.py); `run` then dispatches on its node'
       (Session.handlers)                    the wire server runs the commands whose state is
                                             the connection's (settings, cursors, the
                                             transaction block, roles: wire/backend.py)
-    KuduExplain                             planner.statement.explain
+    KuduExplain                             planner.dispatch.explain
     KuduTransaction                         BEGIN / COMMIT / ROLLBACK (`transaction`)
     KuduSet, KuduReset                      the session's own settings (`_set`)
     KuduPrepare / KuduExecute / KuduDeallocate   SQL-level prepared statements
     KuduListen                              LISTEN / NOTIFY 0A000; UNLISTEN: nothing to do
     another session command                 0A000 `VERB is not supported` (SHOW a
                                             setting, COPY, DECLARE ... need a server)
-    anything else                           planner.statement.execute (queries, INSERT and
+    anything else                           planner.dispatch.execute (queries, INSERT and
                                             KuduUpsert, UPDATE, DELETE, DDL, SHOW TABLES...)
 
 Names resolve through `planner.system_tables.SystemTables` wrapped around the catalog
@@ -52,7 +52,7 @@ saw the statement begin, then `execute(..., keep_cancel=True)` from the worker t
 that a Ctrl-C in between is not lost.
 
 Prepared statements: `PREPARE name [(types)] AS ...` / `EXECUTE name (args)` /
-`DEALLOCATE` keep `planner.statement.PreparedSql` in `Session.prepared` (docs/sql.md);
+`DEALLOCATE` keep `planner.dispatch.PreparedSql` in `Session.prepared` (docs/sql.md);
 EXECUTE runs the statement with its arguments as parameters, through the plan cache.
 
 Transactions: every statement is applied when it runs, row by row (Kudu has no multi-row
@@ -70,7 +70,7 @@ from typing import Callable
 import pyarrow as pa
 from sqlglot import exp
 
-from planner import dml, query, rules, statement
+from planner import dispatch, dml, query, rules
 from planner.commands import (
     KuduCommand,
     KuduExplain,
@@ -126,7 +126,7 @@ class Session:
         # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
         # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
         self.disabled_rules: frozenset[str] = frozenset()
-        self.prepared: dict[str, statement.PreparedSql] = {}   # SQL-level PREPARE, by name
+        self.prepared: dict[str, dispatch.PreparedSql] = {}   # SQL-level PREPARE, by name
         # node type -> the front end's handler for it (it runs before the session's own)
         self.handlers: dict[type, Handler] = {}
 
@@ -158,7 +158,7 @@ class Session:
         return statements(sql)
 
     @staticmethod
-    def statement(sql: str) -> Statement:
+    def single_statement(sql: str) -> Statement:
         """`sql` as one statement (the wire's Parse message): 42601 if it holds more."""
         body = sql.strip().rstrip(";")
         if ";" in body and len(split_statements(sql)) > 1:
@@ -248,7 +248,7 @@ class Session:
         # cache's shared node as it is, without the deep copy a layer that may change it
         # gets (tens of microseconds per single-row write)
         ast = node if isinstance(node, (exp.Update, exp.Delete)) else stmt.ast()
-        return statement.execute(self.catalog, ast, text, params,
+        return dispatch.execute(self.catalog, ast, text, params,
                                  upsert=isinstance(node, KuduUpsert),
                                  check_cancel=self._guard(), stream=stream,
                                  cache=self._plans)
@@ -258,7 +258,7 @@ class Session:
         node = stmt.node
         if isinstance(node, KuduExplain):
             with sql_errors(node.args["offset"]):
-                return statement.explain(self.catalog, node.this.copy(), node.args["inner"],
+                return dispatch.explain(self.catalog, node.this.copy(), node.args["inner"],
                                          params, node.args["analyze"], self._guard())
         if isinstance(node, KuduTransaction) and node.verb in ("BEGIN", "COMMIT", "ROLLBACK",
                                                                "ROLLBACK TO"):
@@ -347,7 +347,7 @@ class Session:
             if node is None:
                 return [], None
             if isinstance(node, KuduExplain):
-                params = statement.parameter_types(self.catalog, node.this.copy())
+                params = dispatch.parameter_types(self.catalog, node.this.copy())
                 return params, pa.schema([pa.field("QUERY PLAN", pa.string())])
             if isinstance(node, (KuduCommand, KuduPrepare, KuduDeallocate)):
                 return [], None
@@ -360,16 +360,16 @@ class Session:
                 if not isinstance(inner, query.QUERY_TYPES):
                     return [], None
                 params = [pa.scalar(None, t if t is not None else pa.null()) for t in p.types]
-                return [], statement.describe_query(self.catalog, inner, p.text, params)
+                return [], dispatch.describe_query(self.catalog, inner, p.text, params)
             if is_utility(node):
                 return [], self._utility_schema(stmt)
-            return statement.describe(self.catalog, stmt.ast(), stmt.text)
+            return dispatch.describe(self.catalog, stmt.ast(), stmt.text)
 
     def _utility_schema(self, stmt: Statement):
         """SHOW / DESCRIBE return rows: their schema is that of running them (cheap)."""
         if isinstance(stmt.node, (exp.Create, exp.Drop, exp.Alter, exp.Comment)):
             return None
-        r = statement.execute(self.catalog, stmt.ast(), stmt.text)
+        r = dispatch.execute(self.catalog, stmt.ast(), stmt.text)
         return r.table.schema if r.table is not None else None
 
     # -- prepared statements -----------------------------------------------------------------
@@ -390,12 +390,12 @@ class Session:
         if isinstance(ast, KuduPrepare):
             if name in self.prepared:
                 raise SqlError(f'prepared statement "{name}" already exists', "42P05")
-            self.prepared[name] = statement.prepare(self.catalog, stmt.ast(), text, name)
+            self.prepared[name] = dispatch.prepare(self.catalog, stmt.ast(), text, name)
             return StatementResult("PREPARE")
         p = self.prepared.get(name)
         if p is None:
             raise SqlError(f'prepared statement "{name}" does not exist', "26000")
-        params = statement.execute_arguments(self.catalog, p, ast, text)
+        params = dispatch.execute_arguments(self.catalog, p, ast, text)
         try:
             return self._run(Statement(p.text), params or None, stream)
         except SqlError as e:

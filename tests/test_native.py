@@ -289,7 +289,7 @@ def _row_cases(rng: random.Random):
 
     import pyarrow as pa
 
-    from wire import types as T
+    from wire import pg_types as T
     values = {
         pa.int64(): [0, -1, 2**63 - 1, -2**63, 7, 2**63, -2**63 - 1, True, 1.5],
         pa.int32(): [0, 2**31 - 1, -2**31, 2**31, -2**31 - 1, 123456],
@@ -338,7 +338,7 @@ def test_data_row_matches_its_twin(wire_kernels, seed):
     of a one-row Arrow batch (`data_rows`)."""
     import pyarrow as pa
 
-    from wire import types as T
+    from wire import pg_types as T
     rng = random.Random(700 + seed)
     seen = set()
     for _ in range(3000):
@@ -416,7 +416,7 @@ def test_wire_checks_bite(wire_kernels):
     assert wire_kernels.scan(buf, 0, False, 100) == scan_py(buf, 0, False, 100)
     assert wire_kernels.scan(buf, 0, False, 100) != (83, 5, 6)
     # a DataRow kernel that wrote its ints little-endian would differ from the twin
-    from wire.types import data_row_py
+    from wire.pg_types import data_row_py
     row = {"a": 1}
     assert wire_kernels.data_row(row, ("a",), (2,), (_S64.pack,)) == data_row_py(
         row, ("a",), (2,), (_S64.pack,))

@@ -48,7 +48,7 @@ pool call before it drives the core on. The functions handed to `Call` (`run`,
 
 Statements: the core reads no SQL. A Query's string becomes the session's front-door
 Statements (`Session.statements`, session/frontdoor.py: each parsed once by the dialect
-into a node), a Parse message's text one Statement (`Session.statement`), and each runs
+into a node), a Parse message's text one Statement (`Session.single_statement`), and each runs
 through `Session.run`, which dispatches on the node's type. The commands whose state is
 this connection's are run by handlers registered with the session once it is established
 (`established`): transaction control (wire.transaction), SET/RESET/SHOW a setting
@@ -102,7 +102,7 @@ from session import QueryCanceled, Statement
 from wire import auth as A
 from wire import extended_query, fastpath, simple_query, startup
 from wire import protocol as P
-from wire import types as T
+from wire import pg_types as T
 from wire.copy import MAX_REPORTED_FAILURES
 from wire.effects import FLUSH, NEED_INPUT, CancelTimer, Fatal, Timer
 from wire.pg_catalog import format_type

@@ -19,7 +19,7 @@ before stay inserted.
 
 COPY TO runs the query (or `SELECT cols FROM table`) through the session and sends one
 CopyData per row, as PostgreSQL does (psycopg parses each CopyData as a row); the rows of a
-batch are formatted together with Arrow kernels (wire.types encoders plus escaping or
+batch are formatted together with Arrow kernels (wire.pg_types encoders plus escaping or
 quoting), never value by value.
 
 Not supported: COPY to or from a server file or PROGRAM (0A000; psql's \\copy works through
@@ -39,7 +39,7 @@ import pyarrow.csv as pacsv
 
 from planner.commands import CopySpec
 from planner.errors import SqlError
-from wire import types as T
+from wire import pg_types as T
 
 CHUNK_BYTES = 4 << 20
 BINARY_SIGNATURE = b"PGCOPY\n\xff\r\n\0"

@@ -95,7 +95,7 @@ def encode_columns(batch: pa.RecordBatch | pa.Table, formats: list[int],
 # Below this many rows a batch is encoded value by value in Python: each Arrow kernel call
 # costs microseconds of fixed overhead, and the vectorised path makes about a dozen per
 # column (~150 us for a one-row, five-column batch against ~15 us value by value). Point
-# queries return one row. tests/wire/test_types.py checks both paths give the same bytes.
+# queries return one row. tests/wire/test_pg_types.py checks both paths give the same bytes.
 SMALL_BATCH_ROWS = 8
 _S16, _S32, _S64 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!q")
 _SF32, _SF64 = struct.Struct("!f"), struct.Struct("!d")

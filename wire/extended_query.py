@@ -1,7 +1,7 @@
 """The extended query protocol (protocol core): Parse, Bind, Describe, Execute, Close.
 
     Parse     -> PreparedStatement (wire/portal.py), ParseComplete; "" = the unnamed one
-    Bind      -> parameters decoded (wire.types.decode_param; a parameter of unspecified
+    Bind      -> parameters decoded (wire.pg_types.decode_param; a parameter of unspecified
                  type takes the type the statement implies, which may describe it first),
                  Portal, BindComplete
     Describe  S: ParameterDescription, RowDescription | NoData (worked out once, kept)
@@ -27,7 +27,7 @@ from planner.errors import SqlError
 from planner.result import StatementResult
 from wire import copy_flow
 from wire import protocol as P
-from wire import types as T
+from wire import pg_types as T
 from wire.effects import CONNECTION_ERRORS, Call
 from wire.portal import Portal, PreparedStatement, Rows
 from wire.results import send_result
@@ -69,7 +69,8 @@ def on_parse(be, msg: P.Parse) -> None:
                      or msg.name in getattr(be.session, "prepared", {})):
         raise SqlError(f'prepared statement "{msg.name}" already exists', "42P05")
     # parsed when first needed (Describe, Bind, Execute), once
-    stmt = PreparedStatement(msg.name, msg.sql, msg.param_oids, be.session.statement(msg.sql))
+    stmt = PreparedStatement(msg.name, msg.sql, msg.param_oids,
+                             be.session.single_statement(msg.sql))
     be.statements[msg.name] = stmt
     be.send(P.parse_complete())
 
@@ -147,7 +148,7 @@ def param_formats(pf: tuple, values: tuple, rf: tuple) -> list[int]:
 
 
 def decode_params(stmt: PreparedStatement, fmts: list[int], values: tuple) -> list:
-    """The values decoded by their formats and types (wire.types.decode_param), once the
+    """The values decoded by their formats and types (wire.pg_types.decode_param), once the
     statement is described if a value's type is unspecified: what an ordinary Bind
     decodes; wire/fastpath.py's hot cases decode with it too."""
     n = len(values)

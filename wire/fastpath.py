@@ -25,7 +25,7 @@ in-memory work; the table resolved once per catalog version, one tablet pinned, 
 NOT_NOW for a read that would wait) and the reply - BindComplete, [RowDescription],
 DataRow, CommandComplete (PortalSuspended for a row limit of 1, as the ordinary path
 says), ReadyForQuery - is built here, the DataRow from the row's Python values by the
-compiled `wire.types.data_row` (encoders `value_encoder` and their `value_code`s, like
+compiled `wire.pg_types.data_row` (encoders `value_encoder` and their `value_code`s, like
 the RowDescription made once per statement and result formats): no Portal,
 StatementResult, effect or Arrow table. Anything it cannot answer exactly as the
 ordinary path would (no compiled point read, a key needing SQL's conversion rules, a
@@ -120,7 +120,7 @@ from planner.errors import SqlError
 from planner.point_read import NO_ROW
 from planner.result import StatementResult
 from wire import protocol as P
-from wire import types as T
+from wire import pg_types as T
 from wire.effects import CONNECTION_ERRORS, NEED_INPUT, Call, Durable
 from wire.extended_query import bind_params, decode_params, param_formats
 from wire.params import numeric_column

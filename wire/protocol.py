@@ -34,7 +34,7 @@ PostgreSQL's "invalid byte sequence for encoding"): the frame itself was sound.
 Backend (server -> client) messages are built by the small functions at the bottom
 (`ready_for_query(b"I")`, `error_response(fields)`, ...), each returning the complete
 message as bytes. Result rows (DataRow) are built a whole batch at a time by
-`wire.types.data_rows`, not here.
+`wire.pg_types.data_rows`, not here.
 """
 
 from __future__ import annotations

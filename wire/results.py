@@ -9,7 +9,7 @@ streams through `pipelined` too (wire/copy_flow.py). Like the rest of the core t
 generators of effects (wire/effects.py), no I/O.
 
 Streaming and back-pressure: results go out `ServerConfig.batch_rows` rows at a time,
-encoded a column at a time by wire.types.data_rows; pending output is flushed (FLUSH: the
+encoded a column at a time by wire.pg_types.data_rows; pending output is flushed (FLUSH: the
 adapter writes and awaits the transport's drain) every `flush_bytes`, so a slow client
 slows the sender and memory stays bounded by about one batch. A small result already in
 memory (a point query's row) is encoded right here, inline; a stream (its next batch runs
@@ -23,7 +23,7 @@ import contextlib
 
 from planner.result import StatementResult
 from wire import protocol as P
-from wire import types as T
+from wire import pg_types as T
 from wire.effects import Call, Join, Spawn
 from wire.portal import Rows
 

@@ -1,11 +1,11 @@
-"""PostgreSQL type OIDs and the Arrow <-> OID mapping (the base of wire.types).
+"""PostgreSQL type OIDs and the Arrow <-> OID mapping (the base of wire.pg_types).
 
 The OID constants, `TYPES` (OID -> name, typlen), `ParamError` (a parameter or format
 the wire cannot take, with its SQLSTATE), `type_oid` (an Arrow type -> (OID, typmod)),
 `arrow_type_for` (the reverse), the RowDescription fields of a schema
 (`field_descriptions`), the Bind's result format codes (`result_formats`) and `conform`
 (a result cast to the types a RowDescription announced). The table of the mapping is in
-wire/types.py.
+wire/pg_types.py.
 """
 from __future__ import annotations
 

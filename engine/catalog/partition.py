@@ -51,7 +51,8 @@ encoding and `hash_keys` must never change; `tests/engine/catalog` pins known va
 Rows whose range key falls in no range get -1 (Kudu: "no tablet covering the requested
 range partition"); the Table turns that into a per-row NO_PARTITION error.
 
-Partition pruning (`prune`, from scan predicates) is engine.catalog.partition_pruner's.
+Partition pruning (`prune`, from scan predicates) is engine.catalog.partition_pruner's
+`PartitionPruner`, a class of its own over this one's public interface.
 
 ADD/DROP RANGE PARTITION return a new PartitionSchema (`add_range_partition`,
 `drop_range_partition`); the catalog creates or deletes the tablets of the difference.
@@ -75,7 +76,7 @@ import pyarrow as pa
 import native
 from engine import errors
 from engine.cfile.bloom import fmix64, hash_key, hash_keys
-from engine.catalog.partition_pruner import PartitionPruning
+from engine.catalog.partition_pruner import PartitionPruner
 from engine.catalog.partition_pruner import int_limits as _int_limits
 from engine.convert import cast_column, python_converter
 from engine.key_encoding import (
@@ -86,6 +87,7 @@ from engine.key_encoding import (
     physical_value,
 )
 from engine.schema import ColumnSchema, Schema
+from engine.tablet.scan_spec import ColumnPredicate
 from engine.tablet.write_op import RowErrorCode
 from engine.types import DataType, to_physical
 
@@ -252,7 +254,7 @@ def _from_json_value(v: Any, col: ColumnSchema) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class PartitionSchema(PartitionPruning):
+class PartitionSchema:
     """See the module docstring. Build with `PartitionSchema.create(schema, ...)`."""
 
     hash_schemas: tuple[HashBucketSchema, ...]
@@ -329,26 +331,36 @@ class PartitionSchema(PartitionPruning):
         if not self.range_schema.columns and tuple(self.range_partitions) != (
                 RangePartition(None, None),):
             raise errors.InvalidArgument("a table without RANGE columns has one unbounded range")
-        ranges = sorted(self.range_partitions, key=lambda r: self._enc(r.lower) or b"")
+        enc = self.encode_range_bound
+        ranges = sorted(self.range_partitions, key=lambda r: enc(r.lower) or b"")
         for a, b in zip(ranges, ranges[1:]):
-            if a.upper is None or self._enc(a.upper) > (self._enc(b.lower) or b""):
+            if a.upper is None or enc(a.upper) > (enc(b.lower) or b""):
                 raise errors.InvalidArgument(
                     f"overlapping range partitions: first range partition: {a}, second "
                     f"range partition: {b}")
         object.__setattr__(self, "range_partitions", tuple(ranges))
 
+    # -- pruning (engine/catalog/partition_pruner.py) -----------------------------------------
+    def prune(self, predicates: Sequence[ColumnPredicate]) -> list[int]:
+        """Indexes of the partitions that may hold rows matching every predicate (a
+        conjunction): `PartitionPruner`."""
+        return PartitionPruner(self).prune(predicates)
+
     # -- columns ---------------------------------------------------------------------------
     @functools.cached_property
-    def _key_by_name(self) -> dict[str, ColumnSchema]:
+    def key_columns_by_name(self) -> dict[str, ColumnSchema]:
+        """The table's key columns by name."""
         return {c.name: c for c in self.key_columns}
 
     @functools.cached_property
-    def _hash_cols(self) -> list[list[ColumnSchema]]:
-        return [[self._key_by_name[c] for c in hs.columns] for hs in self.hash_schemas]
+    def hash_key_columns(self) -> list[list[ColumnSchema]]:
+        """The columns of each hash level, as ColumnSchemas."""
+        return [[self.key_columns_by_name[c] for c in hs.columns] for hs in self.hash_schemas]
 
     @functools.cached_property
-    def _range_cols(self) -> list[ColumnSchema]:
-        return [self._key_by_name[c] for c in self.range_schema.columns]
+    def range_key_columns(self) -> list[ColumnSchema]:
+        """The range level's columns, as ColumnSchemas."""
+        return [self.key_columns_by_name[c] for c in self.range_schema.columns]
 
     @property
     def column_names(self) -> list[str]:
@@ -358,17 +370,17 @@ class PartitionSchema(PartitionPruning):
         return [c.name for c in self.key_columns if c.name in used]
 
     # -- ranges ----------------------------------------------------------------------------
-    def _enc(self, bound: tuple | None) -> bytes | None:
+    def encode_range_bound(self, bound: tuple | None) -> bytes | None:
         """Canonical encoding of a range bound tuple (logical values)."""
         if bound is None:
             return None
-        return encode_key(bound, self._range_cols)
+        return encode_key(bound, self.range_key_columns)
 
     def _physical_bound(self, v: Any) -> tuple | None:
         if v is None:
             return None
         vals = tuple(v) if isinstance(v, (tuple, list)) else (v,)
-        cols = self._range_cols
+        cols = self.range_key_columns
         if len(vals) != len(cols):
             raise errors.InvalidArgument(
                 f"Number of specified range partition values is different than the number "
@@ -395,7 +407,7 @@ class PartitionSchema(PartitionPruning):
         """Kudu's IncrementKey on a physical tuple; None if every column is at its max."""
         vals = list(phys)
         for j in range(len(vals) - 1, -1, -1):
-            col = self._range_cols[j]
+            col = self.range_key_columns[j]
             if col.type in _BYTES_TYPES:
                 vals[j] = vals[j] + b"\x00"
                 return tuple(vals)
@@ -409,7 +421,7 @@ class PartitionSchema(PartitionPruning):
     def _logical(self, phys: tuple | None) -> tuple | None:
         if phys is None:
             return None
-        return tuple(python_converter(c)(v) for v, c in zip(phys, self._range_cols))
+        return tuple(python_converter(c)(v) for v, c in zip(phys, self.range_key_columns))
 
     def canonical_range(self, spec: RangeLike) -> RangePartition:
         """A RangeSpec / RangePartition / (lower, upper) pair -> canonical RangePartition."""
@@ -435,7 +447,8 @@ class PartitionSchema(PartitionPruning):
         if upper is not None and spec.upper_inclusive:
             upper = self._increment(upper)  # no successor: unbounded (Kudu)
         lo_l, up_l = self._logical(lower), self._logical(upper)
-        if lower is not None and upper is not None and self._enc(lo_l) >= self._enc(up_l):
+        enc = self.encode_range_bound
+        if lower is not None and upper is not None and enc(lo_l) >= enc(up_l):
             raise errors.InvalidArgument(
                 "range partition lower bound must be less than the upper bound: "
                 f"{_range_text(lo_l, up_l, False)}")
@@ -443,9 +456,10 @@ class PartitionSchema(PartitionPruning):
         return RangePartition(lo_l, up_l, _range_text(lo_l, up_l, single))
 
     def _overlaps(self, a: RangePartition, b: RangePartition) -> bool:
-        a_lo, b_lo = self._enc(a.lower) or b"", self._enc(b.lower) or b""
-        return (a.upper is None or b_lo < self._enc(a.upper)) and (
-            b.upper is None or a_lo < self._enc(b.upper))
+        enc = self.encode_range_bound
+        a_lo, b_lo = enc(a.lower) or b"", enc(b.lower) or b""
+        return (a.upper is None or b_lo < enc(a.upper)) and (
+            b.upper is None or a_lo < enc(b.upper))
 
     def add_range_partition(self, spec: RangeLike) -> "PartitionSchema":
         """ALTER TABLE ADD RANGE PARTITION: a new PartitionSchema with the range added."""
@@ -470,7 +484,7 @@ class PartitionSchema(PartitionPruning):
         """A range as its canonical [lower, upper) bounds in to_dict's JSON form (how a
         cluster client sends ADD / DROP RANGE PARTITION to the master)."""
         rp = self.canonical_range(spec)
-        cols = self._range_cols
+        cols = self.range_key_columns
 
         def bound(t):
             return None if t is None else [_json_value(v, c) for v, c in zip(t, cols)]
@@ -478,7 +492,7 @@ class PartitionSchema(PartitionPruning):
 
     def range_from_json(self, d: dict) -> tuple:
         """`range_to_json`'s output back to a (lower, upper) pair this schema takes."""
-        cols = self._range_cols
+        cols = self.range_key_columns
 
         def bound(b):
             return None if b is None else tuple(_from_json_value(v, c) for v, c in zip(b, cols))
@@ -499,8 +513,8 @@ class PartitionSchema(PartitionPruning):
         for buckets in itertools.product(*[range(n) for n in nb]):
             prefix = b"".join(struct.pack(">I", b) for b in buckets)
             for rp in self.range_partitions:
-                start = prefix + (self._enc(rp.lower) or b"")
-                end = prefix + (self._enc(rp.upper) or b"")
+                start = prefix + (self.encode_range_bound(rp.lower) or b"")
+                end = prefix + (self.encode_range_bound(rp.upper) or b"")
                 if rp.lower is None:  # widen over the buckets below (Kudu fills holes)
                     for i in range(len(buckets) - 1, -1, -1):
                         if buckets[i] != 0:
@@ -524,14 +538,14 @@ class PartitionSchema(PartitionPruning):
     # -- row -> partition (vectorised) -----------------------------------------------------
     @functools.cached_property
     def _range_arrays(self):
-        lowers = [self._enc(r.lower) or b"" for r in self.range_partitions]
-        uppers = [self._enc(r.upper) or b"" for r in self.range_partitions]
+        lowers = [self.encode_range_bound(r.lower) or b"" for r in self.range_partitions]
+        uppers = [self.encode_range_bound(r.upper) or b"" for r in self.range_partitions]
         has_upper = np.array([r.upper is not None for r in self.range_partitions], dtype=bool)
         return lowers, uppers, has_upper
 
     def bucket_indexes(self, level: int, columns: Mapping[str, pa.Array]) -> np.ndarray:
         """Bucket of every row for hash level `level` (physical key arrays, no nulls)."""
-        hs, cols = self.hash_schemas[level], self._hash_cols[level]
+        hs, cols = self.hash_schemas[level], self.hash_key_columns[level]
         n = len(columns[cols[0].name])
         if n == 0:
             return np.zeros(0, dtype=np.int64)
@@ -544,7 +558,7 @@ class PartitionSchema(PartitionPruning):
             return np.zeros(n, dtype=np.int64)
         if not self.range_partitions or n == 0:
             return np.full(n, -1, dtype=np.int64)
-        cols = self._range_cols
+        cols = self.range_key_columns
         enc = encode_keys([columns[c.name] for c in cols], cols)
         lowers, uppers, has_upper = self._range_arrays
         w = max(enc.dtype.itemsize, max(map(len, lowers + uppers)), 1)
@@ -585,29 +599,29 @@ class PartitionSchema(PartitionPruning):
         out: dict[str, pa.Array] = {}
         bad: dict[int, tuple] = {}
         for name in self.column_names:
-            col = self._key_by_name[name]
+            col = self.key_columns_by_name[name]
             arr = rows.column(name)
             arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
             out[name] = _key_column_physical(arr, col, bad)
         return out, bad
 
     # -- scalar path (point lookups) -------------------------------------------------------
-    def _bucket_of(self, level: int, values: Sequence[Any]) -> int:
+    def bucket_of(self, level: int, values: Sequence[Any]) -> int:
         """The bucket of hash level `level` for its columns' logical values."""
-        cols = self._hash_cols[level]
+        cols = self.hash_key_columns[level]
         hs = self.hash_schemas[level]
         return bucket_hash(encode_key(list(values), cols), hs.seed) % hs.num_buckets
 
     def partition_index_for_key(self, key: Mapping[str, Any]) -> int:
         """Partition index of one key given as {column: logical value}, or -1."""
         buckets = []
-        for hs, cols in zip(self.hash_schemas, self._hash_cols):
+        for hs, cols in zip(self.hash_schemas, self.hash_key_columns):
             enc = encode_key([key[c.name] for c in cols], cols)
             buckets.append(bucket_hash(enc, hs.seed) % hs.num_buckets)
         if not self.range_schema.columns:
             r = 0
         else:
-            enc = encode_key([key[c.name] for c in self._range_cols], self._range_cols)
+            enc = encode_key([key[c.name] for c in self.range_key_columns], self.range_key_columns)
             lowers, uppers, has_upper = self._range_arrays
             r = bisect.bisect_right(lowers, enc) - 1
             if r < 0 or (has_upper[r] and not enc < uppers[r]):
@@ -644,21 +658,21 @@ class PartitionSchema(PartitionPruning):
         (key positions, compiled encoder) of the range columns or None)."""
         where = {c.name: i for i, c in enumerate(self.key_columns)}
         levels = [([where[c.name] for c in cols], compile_key_encoder(cols), hs.seed,
-                   hs.num_buckets) for hs, cols in zip(self.hash_schemas, self._hash_cols)]
+                   hs.num_buckets) for hs, cols in zip(self.hash_schemas, self.hash_key_columns)]
         rng = None
         if self.range_schema.columns:
-            rng = ([where[c.name] for c in self._range_cols],
-                   compile_key_encoder(self._range_cols))
+            rng = ([where[c.name] for c in self.range_key_columns],
+                   compile_key_encoder(self.range_key_columns))
         return levels, rng
 
     def partition_key_for(self, key: Mapping[str, Any]) -> bytes:
         """Kudu's partition key of one row: encoded buckets + encoded range columns."""
         out = b""
-        for hs, cols in zip(self.hash_schemas, self._hash_cols):
+        for hs, cols in zip(self.hash_schemas, self.hash_key_columns):
             enc = encode_key([key[c.name] for c in cols], cols)
             out += struct.pack(">I", bucket_hash(enc, hs.seed) % hs.num_buckets)
         if self.range_schema.columns:
-            out += encode_key([key[c.name] for c in self._range_cols], self._range_cols)
+            out += encode_key([key[c.name] for c in self.range_key_columns], self.range_key_columns)
         return out
 
     # -- schema evolution and persistence ---------------------------------------------------
@@ -672,7 +686,7 @@ class PartitionSchema(PartitionPruning):
             tuple(schema.key_columns))
 
     def to_dict(self) -> dict:
-        rcols = self._range_cols
+        rcols = self.range_key_columns
 
         def bound(t):
             return None if t is None else [_json_value(v, c) for v, c in zip(t, rcols)]

@@ -13,9 +13,11 @@ partition without matches, never drop one with a match (a property test checks i
   first column without one contributes its bounds; this gives encoded key intervals, and
   only ranges overlapping one of them are kept.
 
-`PartitionPruning` is mixed into engine.catalog.partition.PartitionSchema, whose
-`hash_schemas`, `range_schema`, `range_partitions`, `_key_by_name`, `_hash_cols`,
-`_range_cols`, `_enc`, `partition_index` and `_bucket_of` it uses.
+`PartitionPruner` is made for one PartitionSchema (`PartitionSchema.prune` makes one per
+call). What it uses of the partition schema is its public interface, nothing private
+(tests/engine/test_tablet_interfaces.py holds that): `hash_schemas`, `range_schema`,
+`range_partitions`, `key_columns_by_name`, `hash_key_columns`, `range_key_columns`,
+`encode_range_bound`, `partition_index` and `bucket_of`.
 """
 
 from __future__ import annotations
@@ -76,30 +78,34 @@ def _bound_physical(v: Any, col: ColumnSchema) -> Any:
     return v
 
 
-class PartitionPruning:
-    """`prune` for PartitionSchema (see the module docstring)."""
+class PartitionPruner:
+    """Partition pruning of one PartitionSchema (Kudu's PartitionPruner; see the module
+    docstring)."""
 
-    # -- pruning ---------------------------------------------------------------------------
+    def __init__(self, ps) -> None:
+        # `ps`: the PartitionSchema (not imported here: partition.py imports this module)
+        self.ps = ps
+
     def prune(self, predicates: Sequence[ColumnPredicate]) -> list[int]:
         """Indexes of the partitions that may hold rows matching every predicate."""
         cons = self._constraints(predicates)
         if cons is None:
             return []
         bucket_sets = []
-        for level, hs in enumerate(self.hash_schemas):
+        for level, hs in enumerate(self.ps.hash_schemas):
             bucket_sets.append(self._prune_level(level, cons))
         ranges = self._prune_ranges(cons)
         out = []
         for buckets in itertools.product(*bucket_sets):
             for r in ranges:
-                out.append(self.partition_index(buckets, r))
+                out.append(self.ps.partition_index(buckets, r))
         return sorted(out)
 
     def _constraints(self, predicates: Sequence[ColumnPredicate]) -> dict | None:
         """{column: _Constraint} for key columns; None if no row can match."""
         cons: dict[str, _Constraint] = {}
         for p in predicates:
-            col = self._key_by_name.get(p.column)
+            col = self.ps.key_columns_by_name.get(p.column)
             if col is None:
                 continue
             if p.kind == "is_null":
@@ -124,7 +130,7 @@ class PartitionPruning:
             if hi is not None and (c.hi is None or hi < c.hi):
                 c.hi = hi
         for name, c in cons.items():
-            col = self._key_by_name[name]
+            col = self.ps.key_columns_by_name[name]
             limits = int_limits(col)
             if c.values is None and c.lo is not None and c.lo == c.hi:
                 c.values = {c.lo}  # equality (conservatively also `> x AND < x`)
@@ -143,7 +149,7 @@ class PartitionPruning:
         return cons
 
     def _prune_level(self, level: int, cons: dict) -> list[int]:
-        hs, cols = self.hash_schemas[level], self._hash_cols[level]
+        hs, cols = self.ps.hash_schemas[level], self.ps.hash_key_columns[level]
         every = list(range(hs.num_buckets))
         sets = [cons.get(c.name) for c in cols]
         if any(s is None or s.values is None for s in sets):
@@ -154,14 +160,14 @@ class PartitionPruning:
             out = set()
             for combo in itertools.product(*[sorted(s.values) for s in sets]):
                 logical = [python_converter(c)(v) for v, c in zip(combo, cols)]
-                out.add(self._bucket_of(level, logical))
+                out.add(self.ps.bucket_of(level, logical))
         except (errors.EngineError, OverflowError, ValueError):
             return every
         return sorted(out)
 
     def _key_intervals(self, cons: dict) -> list[tuple[bytes | None, bytes | None]]:
         """Encoded range-key intervals [lo, hi) (None = unbounded) covering every match."""
-        cols = self._range_cols
+        cols = self.ps.range_key_columns
         prefixes: list[list] = [[]]
         for col in cols:
             c = cons.get(col.name)
@@ -192,8 +198,9 @@ class PartitionPruning:
         return out
 
     def _prune_ranges(self, cons: dict) -> list[int]:
-        every = list(range(len(self.range_partitions)))
-        if not self.range_schema.columns or not any(c in cons for c in self.range_schema.columns):
+        every = list(range(len(self.ps.range_partitions)))
+        range_cols = self.ps.range_schema.columns
+        if not range_cols or not any(c in cons for c in range_cols):
             return every
         try:
             intervals = self._key_intervals(cons)
@@ -211,9 +218,10 @@ class PartitionPruning:
                 merged.append([lo, hi])
         his = [m[1] for m in merged]
         out = []
-        for i, rp in enumerate(self.range_partitions):
-            lo = self._enc(rp.lower) or b""
+        for i, rp in enumerate(self.ps.range_partitions):
+            lo = self.ps.encode_range_bound(rp.lower) or b""
             j = bisect.bisect_right(his, (0, lo))  # first interval ending above lo
-            if j < len(merged) and (rp.upper is None or merged[j][0] < self._enc(rp.upper)):
+            if j < len(merged) and (rp.upper is None
+                                    or merged[j][0] < self.ps.encode_range_bound(rp.upper)):
                 out.append(i)
         return out

@@ -4,7 +4,7 @@
                 dmss=(DeltaMemStore, ...), readers={column id: column reader})
 
 The rowset holds one and replaces it as a whole (a DMS flush, a delta compaction, history
-GC: `DiskRowSet._swap_lock` serialises those read-modify-writes), so a reader that
+GC: `DiskRowSet.swap_lock` serialises those read-modify-writes), so a reader that
 captured it (`DiskRowSet.capture()`) keeps a consistent view while files change under it.
 The last DMS of `dmss` receives new mutations; earlier ones are being flushed. `readers`
 holds the base-data column readers of every column the rowset has files for (a column

@@ -25,8 +25,10 @@ Steps 2 and 3 are vectorised (`delta.resolve` over the block's records from
 `_deltas_for`, patched into the values by `_patched`), and both are skipped without reading
 anything when a store's timestamp range cannot matter for S.
 
-REDO files pile up and UNDO history grows; delta compactions and UNDO GC (mixed in from
-delta_compaction.py) fold or drop them, swapping the rowset's stores as a whole.
+REDO files pile up and UNDO history grows; delta compactions (delta_compaction.py, classes
+of their own over this rowset's public interface: `capture` / `replace_stores` under
+`swap_lock`, `new_file`, `write_delta`, `add_column_file`) and UNDO GC (`gc_undo`) fold or
+drop them, swapping the rowset's stores as a whole.
 
 Lazy materialization (paper §4.8): predicate columns are read first, one at a time, each
 only at the rows that passed the previous ones; a page whose min/max rule out a predicate
@@ -83,7 +85,7 @@ from engine.tablet.delta import (
     patch_gathered,
     resolve,
 )
-from engine.tablet.delta_compaction import DeltaCompactions
+from engine.tablet.delta_compaction import MajorDeltaCompaction, MinorDeltaCompaction
 from engine.tablet.deltafile import DeltaFile, write_delta_file
 from engine.tablet.delta_stores import DeltaStores
 from engine.tablet.deltamemstore import DeltaMemStore, apply_chain, first_liveness
@@ -117,7 +119,7 @@ def _fill_default(col: ColumnSchema, n: int) -> pa.Array:
     return default_array(col, n)
 
 
-class DiskRowSet(DeltaCompactions):
+class DiskRowSet:
     def __init__(self, dir_path: str, schema: Schema, meta: dict, cache: BlockCache,
                  config: TabletConfig):
         self.dir = dir_path
@@ -347,6 +349,79 @@ class DiskRowSet(DeltaCompactions):
             self.flushed_index = max(self.flushed_index, index)
 
     # -- delta compactions and history GC (maintenance ops) -----------------------------
+    def redo_file_count(self) -> int:
+        return len(self._stores.redo)
+
+    def redo_file_records(self) -> int:
+        return sum(len(f) for f in self._stores.redo)
+
+    def undo_gc_candidates(self, ahm: int) -> list[DeltaFile]:
+        """UNDO files all of whose records are at or before the ancient history mark."""
+        return [f for f in self._stores.undo if f.max_ts <= ahm]
+
+    def gc_undo(self, ahm: int) -> int:
+        """UndoDeltaBlockGC: drop UNDO files older than the ancient history mark. No read
+        at or after the mark applies them, and reads before it are refused."""
+        with self._swap_lock:
+            st = self._stores
+            dead = [f for f in st.undo if f.max_ts <= ahm]
+            if not dead:
+                return 0
+            self._stores = st.replace(undo=tuple(f for f in st.undo if f not in dead))
+        self.obsolete_files += [f.path for f in dead]
+        return sum(f.count for f in dead)
+
+    def minor_delta_compact(self) -> int:
+        """Merge all REDO DeltaFiles into one (delta_compaction.py `MinorDeltaCompaction`)."""
+        return MinorDeltaCompaction(self).run()
+
+    def major_delta_compact(self, ahm: int) -> int:
+        """Fold REDO DeltaFiles into base data, turning them into UNDO records
+        (delta_compaction.py `MajorDeltaCompaction`)."""
+        return MajorDeltaCompaction(self, ahm).run()
+
+    # what the delta compactions use to swap this rowset's stores
+    @property
+    def swap_lock(self) -> threading.Lock:
+        """Serialises read-modify-writes of the stores (`capture` then `replace_stores`):
+        DMS flush, delta compactions, UNDO GC."""
+        return self._swap_lock
+
+    def replace_stores(self, stores: DeltaStores) -> None:
+        """Make `stores` this rowset's, in one assignment (the caller holds `swap_lock`;
+        a scan that captured the old record keeps reading it)."""
+        self._stores = stores
+
+    def new_file(self, prefix: str, ext: str) -> tuple[str, str]:
+        """(name, path) of a new file of this rowset (`<prefix>_<seq>.<ext>`, the sequence
+        persisted with the metadata)."""
+        self._file_seq += 1
+        name = f"{prefix}_{self._file_seq:06d}.{ext}"
+        return name, os.path.join(self.dir, name)
+
+    def write_delta(self, batch: DeltaBatch, dtype: DeltaType) -> DeltaFile | None:
+        """`batch` written as a new DeltaFile of this rowset (None: an empty batch)."""
+        if not len(batch):
+            return None
+        name, path = self.new_file(dtype.value, "df")
+        desc = write_delta_file(path, batch, dtype, self.config.page_rows, self.config.fsync)
+        desc["file"] = name
+        return DeltaFile(path, desc)
+
+    def add_column_file(self, col_file: dict | None, readers: dict) -> list[str]:
+        """Record a column file a major compaction wrote (`col_file`: {"file", "columns"},
+        None: none) and drop the column files (other than base.cf) that no column of
+        `readers` reads any more; returns the names dropped (the caller holds
+        `swap_lock` and lists their paths as obsolete)."""
+        if col_file:
+            self._col_files.append(col_file)
+        used = {os.path.basename(r_path) for r_path in
+                (getattr(r, "path", "") for r in readers.values())}
+        gone = [cf["file"] for cf in self._col_files
+                if cf["file"] != "base.cf" and cf["file"] not in used]
+        self._col_files = [cf for cf in self._col_files if cf["file"] not in gone]
+        return gone
+
     def dms_memory_bytes(self) -> int:
         return sum(d.nbytes for d in self._stores.dmss)
 

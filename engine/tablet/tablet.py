@@ -6,27 +6,40 @@
      ├── MemRowSet (frozen, while flushing) still takes UPDATE/DELETE of its rows
      └── RowSetTree of DiskRowSets         each with UNDO files, REDO files, DeltaMemStore
 
-Write path and apply (tablet_write.py, `TabletWriter`, inherited): every write, local or
-replayed or replicated, goes through `apply(op, timestamp, index)`: timestamp under the
-write lock (so timestamp order is log order), WAL append, rows applied (row_ops.py), wait
-for durability, MVCC commit. Writers are serialised by the write lock.
+One class, its phases public methods, two kinds of collaborators (Kudu's shape):
+
+    Tablet ── writer: TabletWriter (tablet_write.py)   decode -> convert -> start_op ->
+       │                                                apply to the stores -> finish_op
+       └──── maintenance ops (tablet_mm_ops.py)         FlushMRSOp, FlushDeltaMemStoresOp,
+                                                        CompactRowSetsOp, MinorDelta-,
+                                                        MajorDeltaCompactionOp, UndoDelta-
+                                                        BlockGCOp: each `perform()`s once
+
+Write path and apply (`TabletWriter`, `tablet.writer`; the tablet's write methods are its):
+every write, local or replayed or replicated, goes through `apply(op, timestamp, index)`:
+timestamp under the write lock (so timestamp order is log order), WAL append (`start_op`),
+rows applied (row_ops.py), wait for durability and MVCC commit (`finish_op`). Writers are
+serialised by the write lock; each is admitted first (`admit_write`: memory back-pressure).
 
 Read path: a reader captures the component tuple (an immutable snapshot of which rowsets
 exist) and an MVCC snapshot, then never locks. Flushes build new components off to the side
 and swap the tuple.
 
-Maintenance (flushes, compactions, history GC: tablet_mm_ops.py) builds new rowsets off
-to the side, then swaps the components under the write lock.
+Maintenance (flushes, compactions, history GC: one op class each in tablet_mm_ops.py; the
+tablet's `flush_mrs`, `compact_rowsets`, ... perform one) builds new rowsets off to the
+side, then swaps the components under the write lock.
 
 What other modules may use of a tablet (its public surface besides reads and writes):
 `write_lock` (a caller writing several tablets as one, `Table`'s in-order writes, holds
 every tablet's write lock around `first_failure` + `apply_deferred`), `admit_write()`
 (memory back-pressure, before any lock), `flush_lock` (held while tablet copy links the
 files, so no flush swaps them), `anchor_index()` (the oldest op the WAL must keep),
-`current_schema` (the schema the stores are in now) and the maintenance ops
-(`flush_mrs`, `flush_dms`, `compact_rowsets`, ... in tablet_mm_ops.py). The underscore
-members are the tablet's own and its two halves' (tablet_write.py, tablet_mm_ops.py,
-each listing the ones it uses).
+`current_schema` (the schema the stores are in now) and the maintenance methods.
+What its collaborators use besides: `components` / `swap_components` (the component record
+and its swap, under the write lock), `start_op` / `finish_op` (the op phases),
+`new_memrowset`, `allocate_rowset_id`, `last_timestamp`, `mrs_flushed_index` /
+`mark_mrs_flushed`, `persist_metadata`, `history_gc_mark`. The underscore members are the
+tablet's own: no collaborator reads them (tests/engine/test_tablet_interfaces.py).
 
 Durability: every op is in the WAL before it is acknowledged; `Tablet.open` restores the
 flushed state (tablet_metadata.py) and replays the WAL from the log anchor
@@ -46,7 +59,8 @@ import dataclasses
 import enum
 import os
 import threading
-from typing import Any, Iterator, Sequence
+import time
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -55,7 +69,7 @@ import pyarrow.compute as pc
 from engine import errors
 from engine.cfile.block_cache import BlockCache
 from engine.clock import Clock, HybridClock, from_micros, physical_micros
-from engine.consensus.log import Log
+from engine.consensus.log import WRITE, Log, LogEntry
 from engine.convert import python_converter
 from engine.config import TabletConfig
 from engine.key_encoding import (
@@ -69,7 +83,6 @@ from engine.tablet.memrowset import MemRowSet
 from engine.tablet.ordered_scan import ordered_batches
 from engine.tablet.mvcc import MvccManager, MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate, key_bounds
-from engine.tablet.small_write import SmallLayout, value_converter
 from engine.tablet.tablet_bootstrap import replay
 from engine.tablet.tablet_metadata import (
     META_FILE,
@@ -79,8 +92,18 @@ from engine.tablet.tablet_metadata import (
     rowset_dir,
     rowset_tree,
 )
-from engine.tablet.tablet_mm_ops import TabletMaintenance
+from engine.tablet.tablet_mm_ops import (
+    CompactRowSetsOp,
+    FlushDeltaMemStoresOp,
+    FlushMRSOp,
+    MajorDeltaCompactionOp,
+    MinorDeltaCompactionOp,
+    UndoDeltaBlockGCOp,
+    maintenance_ops,
+    pick_compaction,
+)
 from engine.tablet.tablet_write import TabletWriter
+from engine.tablet.write_op import WriteOp, WriteResult
 from engine.types import to_logical
 
 __all__ = ["META_FILE", "OrderMode", "Tablet", "python_converter"]  # META_FILE: for tools
@@ -94,7 +117,7 @@ class OrderMode(enum.Enum):
 
 
 
-class Tablet(TabletWriter, TabletMaintenance):
+class Tablet:
     # decides a batch's first failing row under its write lock (first_failure): what
     # Table's in-order writes need of every tablet they write
     in_order_writes = True
@@ -115,8 +138,8 @@ class Tablet(TabletWriter, TabletMaintenance):
         # Physical -> Python converters by column id (ids are never reused, so converters
         # of every schema this tablet has had can live in one dict).
         self._to_python: dict[int, Any] = {}
-        self._small_converters: dict[int, Any] = {}   # the same, in (small_write.py)
         self._lookup_cols: tuple = (None, {})          # `_lookup_columns`' cache
+        self.writer = TabletWriter(self)   # the write pipeline (tablet_write.py)
         self._set_schema(schema)
         meta = meta or TabletMetadata(schema)
         # Bumped by every alter_schema; persisted with the schema (see alter_schema).
@@ -131,12 +154,11 @@ class Tablet(TabletWriter, TabletMaintenance):
         if last_ts:
             self.clock.update(last_ts)  # MVCC catches up in the bootstrap, after replay
         self._last_ts = last_ts
-        self._components = TabletComponents(self._new_mrs(), (), rowset_tree(drss), schema)
+        self._components = TabletComponents(self.new_memrowset(), (), rowset_tree(drss), schema)
         self.log = Log(os.path.join(path, "wal"), config.wal_sync, config.wal_segment_bytes)
         self.replayed_ops = 0
         self.maintenance = None  # set by MaintenanceManager.register
         self.write_stalls = 0
-        self.small_writes = 0     # ops that took the small-write path (tablet_write.py)
 
     # -- lifecycle ---------------------------------------------------------------------
     @classmethod
@@ -148,7 +170,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         t = cls(path, schema, config or TabletConfig(), clock or HybridClock(),
                 TabletMetadata(schema, schema_version))
         t.log.open_for_append(1)
-        t._persist_metadata()
+        t.persist_metadata()
         return t
 
     @classmethod
@@ -168,7 +190,7 @@ class Tablet(TabletWriter, TabletMaintenance):
         self.log.open_for_append(max(result.last_index, self.log.last_index, start - 1) + 1)
         self.mvcc.adjust_for_replay(self._last_ts)
         with self._write_lock:
-            self._persist_metadata()
+            self.persist_metadata()
 
     @property
     def write_lock(self) -> threading.RLock:
@@ -197,10 +219,12 @@ class Tablet(TabletWriter, TabletMaintenance):
 
     def close(self) -> None:
         with self._write_lock:
-            self._persist_metadata()
+            self.persist_metadata()
         self.log.close()
 
-    def _new_mrs(self) -> MemRowSet:
+    def new_memrowset(self) -> MemRowSet:
+        """A new, empty MemRowSet of the current schema with the next MRS id (a flush
+        swaps it in for the one it freezes)."""
         self._next_mrs_id += 1
         return MemRowSet(self.schema, self._next_mrs_id)
 
@@ -210,16 +234,14 @@ class Tablet(TabletWriter, TabletMaintenance):
         self.schema = schema
         self._key_cols = schema.key_columns  # same ids and types in every schema; names
         # may change (a catalog RENAME COLUMN reaches the tablet with its next alter)
-        self._key_ids = {c.id for c in schema.key_columns}
-        self._non_key = [c for c in schema.columns if c.id not in self._key_ids]
-        self._small_layout = SmallLayout(schema)     # the small-write path's (small_write.py)
         for c in schema.columns:
             if c.id not in self._to_python:
                 self._to_python[c.id] = python_converter(c)
-                self._small_converters[c.id] = value_converter(c)
+        self.writer.set_schema(schema)
 
-    def _persist_metadata(self, schema: tuple[Schema, int] | None = None) -> None:
-        """Write tablet metadata atomically (caller holds the write lock), then GC the log.
+    def persist_metadata(self, schema: tuple[Schema, int] | None = None) -> None:
+        """Write tablet metadata atomically (the caller holds the write lock: a
+        maintenance op after its swap, close, alter_schema), then GC the log.
         The log hears the new anchor before the write too (`before_anchor`).
 
         Stores with nothing unflushed are advanced to the last op index first: every op so
@@ -243,6 +265,234 @@ class Tablet(TabletWriter, TabletMaintenance):
                        self._mrs_flushed_index, tuple(d.metadata() for d in comps.drss)
                        ).write(self.path, self.config.fsync)
         self.log.gc(self.anchor_index())
+
+    # -- what the write pipeline and the maintenance ops use of the tablet ---------------
+    @property
+    def components(self) -> TabletComponents:
+        """The tablet's current components (an immutable record: which MemRowSets and
+        DiskRowSets exist, and their schema). A reader captures it once; a maintenance op
+        builds the next one and swaps it in (`swap_components`)."""
+        return self._components
+
+    def swap_components(self, components: TabletComponents) -> None:
+        """Make `components` the tablet's (the caller holds the write lock: a flush or a
+        compaction swapping rowsets; readers keep the record they captured)."""
+        self._components = components
+
+    @property
+    def last_timestamp(self) -> int:
+        """The timestamp of the last op started (the write lock's holder sees every op up
+        to it in the stores; a flush waits for it to be safe, then reads at it)."""
+        return self._last_ts
+
+    @property
+    def mrs_flushed_index(self) -> int:
+        """Every op with a log index <= this has its MemRowSet inserts in DiskRowSets
+        (replay skips them)."""
+        return self._mrs_flushed_index
+
+    def mark_mrs_flushed(self, index: int) -> None:
+        """A flush put the inserts of every op up to `index` in DiskRowSets (the caller
+        holds the write lock and persists the metadata next)."""
+        self._mrs_flushed_index = max(self._mrs_flushed_index, index)
+
+    def allocate_rowset_id(self) -> int:
+        """The id of a new DiskRowSet (persisted with the next metadata write)."""
+        self._next_rowset_id += 1
+        return self._next_rowset_id
+
+    # -- the op phases the write pipeline runs (tablet_write.py) --------------------------
+    def start_op(self, timestamp: int | None, index: int | None, body: bytes | None
+                 ) -> tuple[int, int]:
+        """Start an op (the caller holds the write lock): its timestamp (the clock's when None, else
+        the caller's, which must be after every timestamp applied so far), its MVCC
+        start, and its WAL entry (appended at the next index unless the op is already in
+        the log at `index`, WAL replay). Returns (timestamp, log index). The caller
+        applies the op to the stores next, and aborts it in MVCC if that raises."""
+        ts = self.clock.now() if timestamp is None else timestamp
+        if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
+            raise errors.InvalidArgument(
+                f"tablet {self.path}: op timestamp {ts} is not after the last applied "
+                f"timestamp {self._last_ts}")
+        self.mvcc.start_op(ts)
+        if index is None:
+            index = self.log.next_index()
+            self.log.append(LogEntry(0, index, ts, WRITE, body))
+        self._last_ts = max(self._last_ts, ts)
+        return ts, index
+
+    def finish_op(self, ts: int, index: int, durable: bool,
+                  result: Callable[[], WriteResult]) -> Callable[[], WriteResult]:
+        """The deferred end of an op started by `start_op` and applied to the stores
+        (`apply_deferred`'s returned call): wait until its
+        WAL entry is durable (`durable`: it was appended here, not replayed), commit it
+        in MVCC whatever happens, then build its result."""
+        def finish() -> WriteResult:
+            try:
+                if durable:
+                    self.log.wait_durable(index)
+            finally:
+                self.mvcc.commit_op(ts)
+            return result()
+        return finish
+
+    # -- memory back-pressure (the write pipeline admits every write here first) ---------
+    def memory_bytes(self) -> int:
+        """Bytes held by in-memory stores: MemRowSets (active and flushing) and DMSs."""
+        comps = self._components
+        return (comps.mrs.nbytes + sum(f.nbytes for f in comps.frozen)
+                + sum(d.dms_memory_bytes() for d in comps.drss))
+
+    def admission_would_wait(self) -> bool:
+        """Whether `admit_write` would slow a write now (in-memory stores past the soft
+        limit)."""
+        return self.memory_bytes() >= (self.config.memory_limit_bytes
+                                       * self.config.memory_soft_fraction)
+
+    def admit_write(self) -> None:
+        """Apply back-pressure before a write when in-memory stores are too large.
+
+        Above the soft limit the writer sleeps a little (longer the closer to the limit)
+        while the maintenance manager flushes; at the limit it waits for flushes, and if
+        memory does not come down it is refused with ServiceUnavailable (SQLSTATE 53200)
+        rather than risking the process being killed for running out of memory.
+        """
+        limit = self.config.memory_limit_bytes
+        soft = limit * self.config.memory_soft_fraction
+        mem = self.memory_bytes()
+        if mem < soft:
+            return
+        self.write_stalls += 1
+        mm = self.maintenance
+        if mem < limit:
+            if mm is not None:
+                mm.wake()
+            time.sleep(0.05 * (mem - soft) / max(limit - soft, 1))
+            return
+        if mm is None:  # nobody else will flush: do it inline
+            self.flush_mrs()
+            self.flush_dms()
+        else:
+            deadline = time.monotonic() + 10.0
+            while self.memory_bytes() >= limit and time.monotonic() < deadline:
+                mm.wake()
+                time.sleep(0.01)
+        if self.memory_bytes() >= limit:
+            raise errors.ServiceUnavailable(
+                f"tablet {self.path}: in-memory stores hold {self.memory_bytes()} bytes, at "
+                f"the memory limit of {limit}; the write was refused, retry after flushes")
+
+    # -- writes: the write pipeline's (tablet_write.py `TabletWriter`) -----------------
+    def insert(self, rows) -> WriteResult:
+        return self.writer.insert(rows)
+
+    def upsert(self, rows) -> WriteResult:
+        return self.writer.upsert(rows)
+
+    def update(self, rows) -> WriteResult:
+        return self.writer.update(rows)
+
+    def delete(self, rows) -> WriteResult:
+        return self.writer.delete(rows)
+
+    def write(self, ops, rows) -> WriteResult:
+        """One op of `rows` (`ops`: one OpType for all, or one per row)."""
+        return self.writer.write(ops, rows)
+
+    def write_deferred(self, ops, rows) -> Callable[[], WriteResult]:
+        """`write` up to its wait for durability (`TabletWriter.write_deferred`)."""
+        return self.writer.write_deferred(ops, rows)
+
+    def write_small(self, ops: Sequence[int], columns: Sequence[str],
+                    rows: Sequence[Sequence]) -> WriteResult:
+        """A few rows of Python values (`TabletWriter.write_small`)."""
+        return self.writer.write_small(ops, columns, rows)
+
+    def write_small_deferred(self, ops: Sequence[int], columns: Sequence[str],
+                             rows: Sequence[Sequence]) -> Callable[[], WriteResult] | None:
+        """`write_small` up to its wait for durability, or None (not for the small path:
+        `TabletWriter.write_small_deferred`)."""
+        return self.writer.write_small_deferred(ops, columns, rows)
+
+    def prepare_small(self, ops: Sequence[int], columns: Sequence[str],
+                      rows: Sequence[Sequence]):
+        """The small-write op checked and converted, no lock (`TabletWriter.prepare_small`)."""
+        return self.writer.prepare_small(ops, columns, rows)
+
+    def apply_small_deferred(self, prepared, never_block: bool = False
+                             ) -> Callable[[], WriteResult] | None:
+        """A prepared small write applied (`TabletWriter.apply_small_deferred`)."""
+        return self.writer.apply_small_deferred(prepared, never_block)
+
+    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+        """The first row `apply` would reject now (`TabletWriter.first_failure`)."""
+        return self.writer.first_failure(op)
+
+    def apply(self, op: WriteOp, timestamp: int | None = None, *,
+              index: int | None = None) -> WriteResult:
+        """Apply one write op: the single path of every write (`TabletWriter.apply`)."""
+        return self.writer.apply(op, timestamp, index=index)
+
+    def apply_deferred(self, op: WriteOp, timestamp: int | None = None, *,
+                       index: int | None = None) -> Callable[[], WriteResult]:
+        """`apply` up to its wait for durability (`TabletWriter.apply_deferred`)."""
+        return self.writer.apply_deferred(op, timestamp, index=index)
+
+    @property
+    def small_writes(self) -> int:
+        """Ops that took the small-write path."""
+        return self.writer.small_writes
+
+    # -- maintenance: one op of tablet_mm_ops.py each ------------------------------------
+    def maintenance_ops(self) -> list:
+        """Candidate maintenance ops with scores (tablet_mm_ops.py `maintenance_ops`)."""
+        return maintenance_ops(self)
+
+    def pick_compaction(self) -> tuple[list[int], float] | None:
+        """Rowsets the budgeted knapsack policy would merge, with its score."""
+        return pick_compaction(self)
+
+    def flush_mrs(self) -> int:
+        """Flush the MemRowSet to DiskRowSets (`FlushMRSOp`); returns rows flushed."""
+        return FlushMRSOp(self).perform()
+
+    def flush_dms(self) -> int:
+        """Flush every DeltaMemStore to a REDO DeltaFile (`FlushDeltaMemStoresOp`);
+        returns records flushed."""
+        return FlushDeltaMemStoresOp(self).perform()
+
+    def minor_delta_compact(self, drs: DiskRowSet) -> int:
+        """`MinorDeltaCompactionOp` of one of this tablet's rowsets."""
+        return MinorDeltaCompactionOp(self, drs).perform()
+
+    def major_delta_compact(self, drs: DiskRowSet) -> int:
+        """`MajorDeltaCompactionOp` of one of this tablet's rowsets."""
+        return MajorDeltaCompactionOp(self, drs).perform()
+
+    def gc_undo_deltas(self) -> int:
+        """UndoDeltaBlockGC over every rowset (`UndoDeltaBlockGCOp`); returns UNDO records
+        dropped."""
+        return UndoDeltaBlockGCOp(self).perform()
+
+    def compact_rowsets(self, ids: Sequence[int]) -> int:
+        """Merging compaction of the DiskRowSets with these ids (`CompactRowSetsOp`);
+        returns the number of input rows."""
+        return CompactRowSetsOp(self, ids).perform()
+
+    def compact_deltas(self) -> int:
+        """Major-compact every rowset with REDO files (tests and benchmarks)."""
+        return sum(self.major_delta_compact(d) for d in self._components.drss)
+
+    def history_gc_mark(self) -> int:
+        """History at or before this may be dropped by compactions and UNDO GC.
+
+        The ancient history mark, but never past the oldest op the WAL may still replay:
+        replay decides what each op saw from the rowsets' history (see `RowOps.locate`), so
+        that history must outlive the log entries that need it.
+        """
+        anchor_ts = self.log.ts_at_or_before(self.anchor_index())
+        ahm = self.ancient_history_mark()
+        return ahm if anchor_ts is None else min(ahm, anchor_ts - 1)
 
     # -- introspection -------------------------------------------------------------------
     def num_rowsets(self) -> int:
@@ -658,7 +908,7 @@ class Tablet(TabletWriter, TabletMaintenance):
                 self._next_mrs_id += 1
                 mrs = MemRowSet(new_schema, self._next_mrs_id)
                 # Persisted first: if this fails, the tablet keeps its old schema.
-                self._persist_metadata((new_schema, version))
+                self.persist_metadata((new_schema, version))
                 self._set_schema(new_schema)
                 self.schema_version = version
                 for d in comps.drss:

@@ -1,13 +1,19 @@
-"""The tablet's write path (Kudu's tablet write ops): how a write becomes an applied op.
+"""The tablet's write pipeline (Kudu's WriteOp: decode -> start -> apply -> commit).
 
-`TabletWriter` is the half of `Tablet` that takes writes; `Tablet` inherits it, so every
-entry point is a method of the tablet (`t.write(...)`, `t.apply(op, ts, index=i)`).
+`TabletWriter` is the write path of one `Tablet`, an object of its own: the tablet makes
+one (`tablet.writer`) and its write methods (`t.write(...)`, `t.apply(op, ts, index=i)`,
+...) are this object's. What it uses of its tablet is the tablet's public interface,
+nothing private (tests/engine/test_tablet_interfaces.py holds that): `schema`, `path`,
+`clock`, `mvcc`, `write_lock`, `components`, `mrs_flushed_index`, `admit_write()` /
+`admission_would_wait()` (memory back-pressure) and the op phases `start_op(...)` /
+`finish_op(...)`. What it derives from the schema for writes (key columns, the small-write
+layout and converters) is its own, refreshed by `set_schema` when the tablet's changes.
 
 Write path (`write`): one call is one op with one timestamp. Rows are applied on their own
 (Kudu semantics), vectorised in rounds of distinct keys (row_ops.py). Writers are
-serialised by `_write_lock` (Python gives no parallel speed-up here; it also makes "the
-latest state" the write path consults well-defined). The op commits in MVCC before the lock
-is released, so its effects appear to readers atomically.
+serialised by the tablet's `write_lock` (Python gives no parallel speed-up here; it also
+makes "the latest state" the write path consults well-defined). The op commits in MVCC
+before the lock is released, so its effects appear to readers atomically.
 
 Apply (`apply(op, timestamp=None, index=None)`): the one path every write takes. `write`
 validates the rows and applies memory back-pressure, then calls `apply(WriteOp)`: the
@@ -28,43 +34,39 @@ through the general `apply` (they decode to the Arrow op the general path would 
 
 One op pipeline (Kudu's WriteOp: start -> apply -> commit): both apply paths,
 `apply_deferred` (Arrow ops: writes, replay, Raft) and `apply_small_deferred` (small
-writes), start an op with `_start_op` under the write lock (timestamp, MVCC start, WAL
-append), apply it to the stores their own way (`RowOps.apply` / `apply_small`), and end
-it with `_finisher` (wait for durability, commit in MVCC, build the result). The public
-entry points (insert / upsert / update / delete / write / write_small and their
+writes), start an op with `Tablet.start_op` under the write lock (timestamp, MVCC start,
+WAL append), apply it to the stores their own way (`RowOps.apply` / `apply_small`), and
+end it with `Tablet.finish_op` (wait for durability, commit in MVCC, build the result).
+The public entry points (insert / upsert / update / delete / write / write_small and their
 deferred forms) only validate and convert before reaching one of the two.
 
-Threads: a writer applies its op on its own thread under `_write_lock` (held for the
+Threads: a writer applies its op on its own thread under the write lock (held for the
 apply only, never across the fsync) and then waits in `Log.wait_durable`, where
 concurrent writers of the tablet share one fsync (group commit: the first waiter syncs
 everything appended so far, the others wait for it). No pool hop and no hand-off between
 threads on the single-tablet path.
-
-The host contract (what these methods use of `Tablet`): `path`, `config`, `schema`,
-`clock`, `mvcc`, `log`, `maintenance`, `write_stalls`, `_write_lock`, `_components`,
-`_key_cols`, `_key_ids`, `_non_key`, `_mrs_flushed_index`, `_last_ts`, `_encode_key`,
-`_small_converters`, `_small_layout`, `small_writes`, `flush_mrs`, `flush_dms`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from engine import errors
-from engine.consensus.log import WRITE, LogEntry
 from engine.convert import cast_column, table_from_pydict
-from engine.key_encoding import encode_keys
+from engine.key_encoding import compile_key_encoder, encode_keys
+from engine.schema import Schema
 from engine.tablet.row_ops import RowOps
 from engine.tablet.small_write import (
     SMALL_MAX_ROWS,
     Ineligible,
+    SmallLayout,
     apply_small,
     convert_rows,
+    value_converter,
 )
 from engine.tablet.write_op import (
     OpType,
@@ -81,7 +83,35 @@ BUSY = object()
 
 
 class TabletWriter:
-    """The write path of `Tablet` (see the module docstring)."""
+    """The write pipeline of one Tablet (see the module docstring): `Tablet` makes one,
+    as `tablet.writer`, and its write methods are this object's."""
+
+    def __init__(self, tablet) -> None:
+        # `tablet`: the Tablet (its type is not imported here: tablet.py imports this)
+        self._tablet = tablet
+        self.small_writes = 0     # ops that took the small-write path
+        # Physical -> small-write converters by column id (ids are never reused, so those
+        # of every schema the tablet has had can live in one dict).
+        self._small_converters: dict[int, Any] = {}
+        self._encode_key = compile_key_encoder(tablet.schema.key_columns)
+        # the schema-derived members: set by the tablet's first `set_schema` call
+
+    @property
+    def schema(self) -> Schema:
+        """The tablet's schema (the one writes are checked and converted against)."""
+        return self._tablet.schema
+
+    def set_schema(self, schema: Schema) -> None:
+        """What the write path derives from the tablet's schema: called by the tablet
+        when its schema is set (at creation; by alter_schema under the write lock)."""
+        self._key_cols = schema.key_columns  # same ids and types in every schema; names
+        # may change (a catalog RENAME COLUMN reaches the tablet with its next alter)
+        self._key_ids = {c.id for c in schema.key_columns}
+        self._non_key = list(schema.non_key_columns)
+        self._small_layout = SmallLayout(schema)
+        for c in schema.columns:
+            if c.id not in self._small_converters:
+                self._small_converters[c.id] = value_converter(c)
 
     def insert(self, rows) -> WriteResult:
         return self.write(OpType.INSERT, rows)
@@ -148,25 +178,26 @@ class TabletWriter:
         that maintenance holds while it persists metadata."""
         schema, conv, body = prepared
         if never_block:
-            if self.admission_would_wait() or not self._write_lock.acquire(blocking=False):
+            if (self._tablet.admission_would_wait()
+                    or not self._tablet.write_lock.acquire(blocking=False)):
                 return BUSY
         else:
-            self.admit_write()
-            self._write_lock.acquire()
+            self._tablet.admit_write()
+            self._tablet.write_lock.acquire()
         try:
             if self.schema is not schema:      # an alter_schema ran since the conversion
                 return None
-            ts, index = self._start_op(None, None, body)
+            ts, index = self._tablet.start_op(None, None, body)
             try:
-                applied, bad = apply_small(self._components, self._small_layout,
+                applied, bad = apply_small(self._tablet.components, self._small_layout,
                                            self._non_key, conv, ts)
             except BaseException:
-                self.mvcc.abort_op(ts)
+                self._tablet.mvcc.abort_op(ts)
                 raise
         finally:
-            self._write_lock.release()
+            self._tablet.write_lock.release()
         self.small_writes += 1
-        return self._finisher(ts, index, True, lambda: WriteResult(ts, applied, [
+        return self._tablet.finish_op(ts, index, True, lambda: WriteResult(ts, applied, [
             RowError(i, code, msg, conv.key_values[i])
             for i, (code, msg) in sorted(bad.items())]))
 
@@ -192,7 +223,7 @@ class TabletWriter:
         for c in self._key_cols:
             if c.name not in table.column_names:
                 raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
-        self.admit_write()
+        self._tablet.admit_write()
         if not pre_bad:
             return self.apply_deferred(WriteOp(op_arr, table))
         # Rows whose values could not even form an Arrow column are reported, and the rest
@@ -233,60 +264,15 @@ class TabletWriter:
             _, first_seen = np.unique(keys, return_index=True)
             repeat = np.ones(first, dtype=bool)
             repeat[first_seen] = False
-            comps = self._components
+            comps = self._tablet.components
             kind = RowOps(comps, self.schema, self._key_cols, self._non_key,
-                          self._mrs_flushed_index).locate(keys[ins], comps)[0]
+                          self._tablet.mrs_flushed_index).locate(keys[ins], comps)[0]
             fails = ins[(kind > 0) | repeat[ins]]
             if len(fails):
                 return int(fails[0]), RowErrorCode.ALREADY_PRESENT.value, "key already present"
         if first < len(ops):
             return first, *bad[first]
         return None
-
-    def memory_bytes(self) -> int:
-        """Bytes held by in-memory stores: MemRowSets (active and flushing) and DMSs."""
-        comps = self._components
-        return (comps.mrs.nbytes + sum(f.nbytes for f in comps.frozen)
-                + sum(d.dms_memory_bytes() for d in comps.drss))
-
-    def admission_would_wait(self) -> bool:
-        """Whether `admit_write` would slow a write now (in-memory stores past the soft
-        limit)."""
-        return self.memory_bytes() >= (self.config.memory_limit_bytes
-                                       * self.config.memory_soft_fraction)
-
-    def admit_write(self) -> None:
-        """Apply back-pressure before a write when in-memory stores are too large.
-
-        Above the soft limit the writer sleeps a little (longer the closer to the limit)
-        while the maintenance manager flushes; at the limit it waits for flushes, and if
-        memory does not come down it is refused with ServiceUnavailable (SQLSTATE 53200)
-        rather than risking the process being killed for running out of memory.
-        """
-        limit = self.config.memory_limit_bytes
-        soft = limit * self.config.memory_soft_fraction
-        mem = self.memory_bytes()
-        if mem < soft:
-            return
-        self.write_stalls += 1
-        mm = self.maintenance
-        if mem < limit:
-            if mm is not None:
-                mm.wake()
-            time.sleep(0.05 * (mem - soft) / max(limit - soft, 1))
-            return
-        if mm is None:  # nobody else will flush: do it inline
-            self.flush_mrs()
-            self.flush_dms()
-        else:
-            deadline = time.monotonic() + 10.0
-            while self.memory_bytes() >= limit and time.monotonic() < deadline:
-                mm.wake()
-                time.sleep(0.01)
-        if self.memory_bytes() >= limit:
-            raise errors.ServiceUnavailable(
-                f"tablet {self.path}: in-memory stores hold {self.memory_bytes()} bytes, at "
-                f"the memory limit of {limit}; the write was refused, retry after flushes")
 
     def apply(self, op: WriteOp, timestamp: int | None = None, *,
               index: int | None = None) -> WriteResult:
@@ -322,25 +308,25 @@ class TabletWriter:
             raise errors.InvalidArgument("an op already in the log must come with its timestamp")
         op_arr, table = op.ops, op.rows
         if timestamp is not None:
-            self.clock.update(timestamp)
+            self._tablet.clock.update(timestamp)
         schema = self.schema
         bad: dict[int, tuple[str, str]] = {}
         phys = self._convert(table, op_arr, bad)
         body = op.encode() if index is None else None
-        with self._write_lock:
+        with self._tablet.write_lock:
             if self.schema is not schema:  # an alter_schema ran since the conversion
                 for name in table.column_names:
                     self.schema.index_of(name)  # raises ColumnNotFound
                 bad = {}
                 phys = self._convert(table, op_arr, bad)
             replay_index = index
-            ts, index = self._start_op(timestamp, index, body)
+            ts, index = self._tablet.start_op(timestamp, index, body)
             try:
-                applied = RowOps(self._components, self.schema, self._key_cols,
-                                 self._non_key, self._mrs_flushed_index).apply(
+                applied = RowOps(self._tablet.components, self.schema, self._key_cols,
+                                 self._non_key, self._tablet.mrs_flushed_index).apply(
                     op_arr, phys, ts, bad, replay_index)
             except BaseException:
-                self.mvcc.abort_op(ts)
+                self._tablet.mvcc.abort_op(ts)
                 raise
 
         def result() -> WriteResult:
@@ -352,41 +338,7 @@ class TabletWriter:
                     key = tuple(col[i].as_py() for col in key_cols)
                     errs.append(RowError(i, code, msg, key))
             return WriteResult(ts, applied, errs)
-        return self._finisher(ts, index, replay_index is None, result)
-
-    # -- the op pipeline both apply paths share (caller holds the write lock) ------------
-    def _start_op(self, timestamp: int | None, index: int | None, body: bytes | None
-                  ) -> tuple[int, int]:
-        """Start an op under the write lock: its timestamp (the clock's when None, else
-        the caller's, which must be after every timestamp applied so far), its MVCC
-        start, and its WAL entry (appended at the next index unless the op is already in
-        the log at `index`, WAL replay). Returns (timestamp, log index). The caller
-        applies the op to the stores next, and aborts it in MVCC if that raises."""
-        ts = self.clock.now() if timestamp is None else timestamp
-        if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
-            raise errors.InvalidArgument(
-                f"tablet {self.path}: op timestamp {ts} is not after the last applied "
-                f"timestamp {self._last_ts}")
-        self.mvcc.start_op(ts)
-        if index is None:
-            index = self.log.next_index()
-            self.log.append(LogEntry(0, index, ts, WRITE, body))
-        self._last_ts = max(self._last_ts, ts)
-        return ts, index
-
-    def _finisher(self, ts: int, index: int, durable: bool,
-                  result: Callable[[], WriteResult]) -> Callable[[], WriteResult]:
-        """The deferred end of an op (`apply_deferred`'s returned call): wait until its
-        WAL entry is durable (`durable`: it was appended here, not replayed), commit it
-        in MVCC whatever happens, then build its result."""
-        def finish() -> WriteResult:
-            try:
-                if durable:
-                    self.log.wait_durable(index)
-            finally:
-                self.mvcc.commit_op(ts)
-            return result()
-        return finish
+        return self._tablet.finish_op(ts, index, replay_index is None, result)
 
     def _convert(self, table: pa.Table, ops: np.ndarray, bad: dict) -> dict[int, pa.Array]:
         """Logical input columns -> physical arrays; bad rows recorded in `bad`.

@@ -319,13 +319,13 @@ def test_crash_before_metadata_swap_keeps_old_schema(tmp_path, monkeypatch):
     t = new_tablet(tmp_path)
     populate(t)
     want = expected_base()
-    real = Tablet._persist_metadata
+    real = Tablet.persist_metadata
 
     def persist(self, schema=None):
         if schema is not None:
             raise _Crash()  # killed just before the new schema reaches the disk
         return real(self, schema)
-    monkeypatch.setattr(Tablet, "_persist_metadata", persist)
+    monkeypatch.setattr(Tablet, "persist_metadata", persist)
     with pytest.raises(_Crash):
         t.alter_schema(t.schema.add_column(C("w", T.INT32)))
     monkeypatch.undo()

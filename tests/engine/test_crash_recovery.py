@@ -511,7 +511,7 @@ def test_crash_between_delta_compaction_and_metadata(tmp_path, monkeypatch, whic
     t.update({"k": [2], "v": [20]})
     t.flush_dms()  # two REDO files
     want = sorted((k, 10 * k if k in (1, 2) else k) for k in range(10))
-    monkeypatch.setattr(Tablet, "_persist_metadata", _crash)  # killed before it persists
+    monkeypatch.setattr(Tablet, "persist_metadata", _crash)  # killed before it persists
     with pytest.raises(_Crash):
         if which == "major":
             t.compact_deltas()

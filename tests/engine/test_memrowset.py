@@ -16,6 +16,7 @@ from engine.tablet import ColumnPredicate, OpType, ScanStats, Tablet, TabletConf
 from engine.tablet.delta import DeltaBatch, MutationKind
 from engine.tablet.memrowset import MemRowSet
 from engine.tablet.mvcc import MvccSnapshot
+from engine.tablet.tablet_mm_ops import FlushMRSOp
 from engine.types import DataType
 
 P = ColumnPredicate
@@ -258,7 +259,7 @@ def test_mrs_scan_predicates_and_bounds(tmp_path):
     assert rows_of(t, predicates=[P.equal("v", 3)], snapshot=ts - 2) == [("c", 3, None)]
 
 
-def test_writes_during_flush_are_caught_up(tmp_path):
+def test_writes_during_flush_are_caught_up(tmp_path, monkeypatch):
     """Flush phase 2 runs without the write lock: UPDATE/DELETE of rows of the frozen
     MemRowSet made meanwhile must land in the new DiskRowSets' DeltaMemStores, inserts go to
     the new MemRowSet, and readers see one consistent tablet throughout."""
@@ -276,9 +277,9 @@ def test_writes_during_flush_are_caught_up(tmp_path):
         assert r.ok, r.row_errors
         history.append((r.timestamp, state()))
 
-    original = t._write_flush
+    original = FlushMRSOp.write_flush
 
-    def flush_with_concurrent_writes(mrs, snap, *args):
+    def flush_with_concurrent_writes(op, mrs, snap, *args):
         assert state() == [(i, i) for i in range(9)]
         record(t.update({"k": [1, 2], "v": [100, 200]}))        # frozen MRS rows
         record(t.delete({"k": [3]}))
@@ -286,14 +287,14 @@ def test_writes_during_flush_are_caught_up(tmp_path):
         r = t.insert({"k": [4], "v": [44]})                     # live in the frozen MRS
         assert [e.code for e in r.row_errors] == ["ALREADY_PRESENT"]
         record(t.update({"k": [3], "v": [333]}))                # now in the new MRS
-        out = original(mrs, snap, *args)
+        out = original(op, mrs, snap, *args)
         record(t.update({"k": [5], "v": [500]}))                # files written, not swapped
         record(t.delete({"k": [6]}))
         return out
 
-    t._write_flush = flush_with_concurrent_writes
+    monkeypatch.setattr(FlushMRSOp, "write_flush", flush_with_concurrent_writes)
     assert t.flush_mrs() == 10
-    t._write_flush = original
+    monkeypatch.undo()
     final = [(0, 0), (1, 100), (2, 200), (3, 333), (4, 4), (5, 500), (7, 7), (8, 8), (9, 99)]
     assert state() == final
     assert t.mrs_rows() == 2  # keys 3 and 9

@@ -68,11 +68,11 @@ def test_order_by_position_of_unaliased_scalar_subquery(con):
 def test_unexpected_internal_errors_are_internal_error_xx000(tmp_path, monkeypatch):
     """The session boundary: an exception no layer turned into a SQL error is XX000 in
     SQL's words (no Python class name or repr), also through the DB-API."""
-    import planner.statement as statement
+    import planner.dispatch as dispatch
 
     def boom(*a, **k):
         raise AssertionError("<sqlglot.expressions.Alias object at 0x7f>")
-    monkeypatch.setattr(statement, "plan_query", boom)
+    monkeypatch.setattr(dispatch, "plan_query", boom)
     c = kudusql.connect(str(tmp_path))
     try:
         with pytest.raises(kudusql.InternalError) as info:

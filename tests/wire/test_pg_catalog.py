@@ -1129,7 +1129,7 @@ def test_psql_meta_commands(server):
 
 def _wire_sends_arrays() -> bool:
     from planner.expr import ArrayType
-    from wire.types import type_oid
+    from wire.pg_types import type_oid
     return type_oid(ArrayType(pa.string()))[0] == 1009
 
 
@@ -1155,7 +1155,7 @@ def test_sqlalchemy_inspector(server):
 
 
 @pytest.mark.xfail(not _wire_sends_arrays(), strict=True,
-                   reason="wire/types.py describes array columns as text: SQLAlchemy then reads "
+                   reason="wire/pg_types.py describes array columns as text: SQLAlchemy then reads "
                           "'{born,name}' as a string")
 def test_sqlalchemy_primary_key(server):
     sa = pytest.importorskip("sqlalchemy")

@@ -302,7 +302,7 @@ class QueryGen:
         most two tables, the second joined by one column equality (INNER/LEFT/RIGHT/FULL;
         never a cross product, so a 200K-row table joined to a small one stays linear).
         `array_results` False: no array_agg (asyncpg cannot read arrays from kudusql:
-        wire/types.py)."""
+        wire/pg_types.py)."""
         self.rng = rng
         self.tables = tables
         self.snapshot = snapshot

@@ -1,4 +1,5 @@
-"""Run one parsed statement against the catalog: queries, DML, EXPLAIN, utility statements.
+"""Dispatch one parsed statement by its kind and run it against the catalog: queries, DML,
+EXPLAIN, utility statements.
 
     execute(catalog, ast, sql, params) -> StatementResult
 

@@ -1,4 +1,4 @@
-"""wire.types: Arrow columns to PostgreSQL's text and binary forms, checked against bytes a
+"""wire.pg_types: Arrow columns to PostgreSQL's text and binary forms, checked against bytes a
 real PostgreSQL 15 produced (../shared/reference/pg-clients traces and psql), and
 parameters back."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from wire import types as T
+from wire import pg_types as T
 
 
 def text(arr):

@@ -38,7 +38,7 @@ Not done: arrays for asyncpg (it introspects array types with a WITH RECURSIVE q
 pg_catalog, which kudusql refuses), times as results beyond their text form, BC dates
 (PostgreSQL prints "0044-03-15 BC", we print Arrow's "-0043-03-15").
 
-This module is the face the rest of wire/ uses (`from wire import types as T`); the code
+This module is the face the rest of wire/ uses (`from wire import pg_types as T`); the code
 lives in one module per part, each importing only those above it in this list:
 
     type_oids      OIDs, Arrow <-> OID, RowDescription fields, result formats, conform
