@@ -156,6 +156,8 @@ class Table:
     # writes of at most SMALL_MAX_ROWS rows of plain values take the small-write path
     # (table_small_writes.py); tests switch it off to compare both paths
     small_writes = True
+    # scans run in this process: they take ColumnPredicate.member (runtime join filters)
+    member_predicates = True
 
     def __init__(self, catalog: TableCatalog, table_id: str):
         self.catalog = catalog

@@ -2,6 +2,11 @@
 
 Kinds, as in Kudu: RANGE (covers =, <, <=, >, >=), IN_LIST, IS_NULL, IS_NOT_NULL; a scan's
 predicates are a conjunction. There is no NOT_EQUAL: the SQL layer evaluates `!=` itself.
+MEMBER (`ColumnPredicate.member`, in-process scans only: it holds an object, not values) is
+a runtime join filter, as Impala hands a hash join's build side to its Kudu scans: an object
+with `mask(physical array) -> numpy bool` and `may_match(vmin, vmax, null_count, num_rows)`
+over an integer-like column's physical values, so blocks it rules out are skipped by their
+zone maps and the other columns are decoded only at the rows it keeps.
 
 Predicates are bound once to a column (`bind`): the bounds are converted to the column's
 *physical* representation (unscaled decimal ints, days, micros, UTF-8 bytes) so a page is
@@ -79,6 +84,11 @@ class ColumnPredicate:
         return ColumnPredicate(column, "in", values=tuple(values))
 
     @staticmethod
+    def member(column: str, test: Any) -> "ColumnPredicate":
+        """Rows whose physical value `test` keeps (see the module docstring)."""
+        return ColumnPredicate(column, "member", values=(test,))
+
+    @staticmethod
     def is_null(column: str) -> "ColumnPredicate":
         return ColumnPredicate(column, "is_null")
 
@@ -95,6 +105,8 @@ class ColumnPredicate:
                 return f"{c} IS NOT NULL"
             case "in":
                 return f"{c} IN ({', '.join(map(sql_literal, self.values))})"
+            case "member":
+                return f"{c} IN runtime filter"
         if self.lower is not None and self.lower == self.upper and self.lower_inclusive \
                 and self.upper_inclusive:
             return f"{c} = {sql_literal(self.lower)}"
@@ -178,6 +190,13 @@ class BoundPredicate:
         self._np_bounds = None
         self._nan: str | None = None     # FLOAT / DOUBLE only: NAN_FAILS / PASSES / ONLY
         self._in_nan = False             # FLOAT / DOUBLE IN list that holds a NaN
+        if pred.kind == "member":
+            if col.type not in _INTEGRAL_TYPES or col.type is DataType.DECIMAL:
+                raise errors.InvalidArgument(
+                    f"a runtime filter needs an integer-like column, not {col.name} "
+                    f"({col.type_sql()})")
+            self.test = pred.values[0]
+            return
         if col.type in _FLOAT_TYPES:
             pred = self._float_order(pred)
         try:
@@ -311,6 +330,8 @@ class BoundPredicate:
     def _evaluate(self, arr: pa.Array) -> np.ndarray:
         if self.always_false:
             return np.zeros(len(arr), dtype=bool)
+        if self.kind == "member":
+            return self.test.mask(arr)
         if self.logical:
             arr = to_logical(arr, self.col.type, self.col.precision, self.col.scale)
         if self._np_bounds is not None and arr.null_count == 0 and len(arr):
@@ -353,6 +374,8 @@ class BoundPredicate:
         """Zone-map test: can any row of a page with these stats match? (physical values)"""
         if self.always_false:
             return False
+        if self.kind == "member":
+            return self.test.may_match(vmin, vmax, null_count, num_rows)
         if self.kind == "is_null":
             return null_count > 0
         if null_count == num_rows:

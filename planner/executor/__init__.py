@@ -23,7 +23,7 @@ Operators and the kernels they use:
               condition is applied on the inner join of the two sides and mapped back to the
               left rows by row number; NOT IN is a null-aware anti join
   Aggregate   Acero hash aggregation (`Table.group_by`), or whole-column kernels without
-              GROUP BY
+              GROUP BY; sums of exact DECIMAL expressions on unscaled int64 (`scaled`)
   Sort        `pc.sort_indices` (NULLS LAST for ASC, FIRST for DESC, as PostgreSQL) and
               top-N by slicing the sorted indices
   Limit, Distinct, SetOp, Values
@@ -46,6 +46,7 @@ The package, each module importing only those above it:
 
     kernels      NodeStats, empty_rows, common subexpressions, sizes, hash_key
     runtime_filters  RuntimeFilter: join-key membership applied to scan batches
+    scaled       exact DECIMAL sums on unscaled int64 (Tree, split, combine, Fallback)
     joins        Join, MultiJoin, cross joins                      (JoinOperators)
     sort         Sort, top-N, Distinct, set operations             (SortOperators)
     aggregates   Aggregate, Window                                 (AggregateOperators)

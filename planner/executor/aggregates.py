@@ -36,6 +36,7 @@ from planner.executor.kernels import (
     empty_rows,
     hash_key,
 )
+from planner.executor import scaled as _scaled
 from planner.executor.sort import add_sort_key, interval_span
 from planner.expr import integer_avg, intervals, list_to_array
 
@@ -360,6 +361,21 @@ def _hash_results(r: pa.Table, gkeys: list[str], aggs: list, per_list: set,
             out[a.key] = pc.if_else(pc.fill_null(r.column(f"{a.key}$nan"), False), nan,
                                     out[a.key])
     return out
+
+
+def _scaled_spec(entry: tuple, trees: dict) -> list:
+    """An aggregation spec entry, as the sums of its high and low int64 parts where its
+    argument runs on the scaled-integer path."""
+    col, fn, opts, name = entry
+    if not isinstance(col, str) or col not in trees:
+        return [entry]
+    return [(f"{col}.hi", fn, opts, f"{name}.hi"), (f"{col}.lo", fn, opts, f"{name}.lo")]
+
+
+def _prelude_read(prelude: list, exprs: list) -> set:
+    """The keys of the shared subexpressions that `exprs` read."""
+    keys = {k for k, _ in prelude}
+    return {c.name for e in exprs for c in e.find_all(exp.Column) if c.name in keys}
 
 
 def _same_as_previous(a) -> np.ndarray:
@@ -856,7 +872,14 @@ class AggregateOperators:
             # 4 GB of lineitem columns)
             t = StreamedInput(self._stream(node.input))
             try:
-                out = self._aggregate_by(t, node.groups, node.aggs)
+                try:
+                    out = self._aggregate_by(t, node.groups, node.aggs)
+                except _scaled.Fallback:
+                    # a value the int64 sums cannot prove exact: scan again, on the
+                    # decimal path (the stream is spent)
+                    t.close()
+                    t = StreamedInput(self._stream(node.input))
+                    out = self._aggregate_by(t, node.groups, node.aggs, scaled=False)
             finally:
                 t.close()
             for k, _ in node.grouping:
@@ -890,8 +913,11 @@ class AggregateOperators:
         return pa.concat_tables(out_parts, promote_options="default")
 
     def _aggregate_by(self, t: pa.Table, groups: list[tuple[str, exp.Expression]],
-                      calls: list[L.AggCall]) -> pa.Table:
-        """`calls` over the rows of `t` grouped by `groups` (one row without groups)."""
+                      calls: list[L.AggCall], scaled: bool = True) -> pa.Table:
+        """`calls` over the rows of `t` grouped by `groups` (one row without groups).
+        `scaled`: sums of DECIMAL expressions may run on unscaled int64 values
+        (executor/scaled.py); on a `Fallback` from a Table input the aggregation is
+        redone without (a StreamedInput's caller redoes it, with a new stream)."""
         exprs = [e for _, e in groups] + [a.arg for a in calls if a.arg is not None] \
             + [k.expr for a in calls for k in a.order]
         prelude, rewritten = common_subexpressions(exprs)
@@ -937,15 +963,29 @@ class AggregateOperators:
                 real_sums.add(a.key)
             return arg
 
-        def prelude_of(m: pa.Table) -> pa.Table:
+        def prelude_of(m: pa.Table, only: set | None = None) -> pa.Table:
             for k, e in prelude:      # shared subexpressions once (Q1's price * (1 - disc))
-                m = m.append_column(k, as_chunked(evaluate(self.prepare(e, m), m), m.num_rows))
+                if only is None or k in only:
+                    m = m.append_column(k, as_chunked(evaluate(self.prepare(e, m), m),
+                                                      m.num_rows))
             return m
+
+        trees: dict[str, _scaled.Tree] = {}     # arg column -> its int64 plan
+        slow_prelude: set | None = None         # the prelude the other columns read
+        fed = [0]
 
         def prepare(m: pa.Table) -> pa.Table:
             """A morsel of the input -> the aggregation's input columns."""
-            m = prelude_of(m)
-            cols = {k: column(k, e, m) for k, e in items}
+            if trees:
+                fed[0] += m.num_rows
+                if fed[0] >= _scaled.MAX_ROWS:
+                    raise _scaled.Fallback()
+                read: dict = {}
+                ints = {k: tree.values(m, read) for k, tree in trees.items()}
+            m = prelude_of(m, slow_prelude)
+            cols = {k: column(k, e, m) for k, e in items if k not in trees}
+            for k, tree in trees.items():   # sums on unscaled int64 (executor/scaled.py)
+                cols[f"{k}.hi"], cols[f"{k}.lo"] = _scaled.split(*ints[k][:2], m.num_rows)
             for k, a in args.items():
                 if (a.func == "count" or a.distinct) and pa.types.is_null(cols[k].type):
                     # count(DISTINCT NULL) has no kernel, and Acero's hash_distinct over a
@@ -994,8 +1034,23 @@ class AggregateOperators:
                                   for f in _INTERVAL_FIELDS))
                             for a in aggs})
         else:
-            r = self.aggregate_plan(t, gkeys, _hash_spec(gkeys, aggs, per_list, max_aggs,
-                                                         interval_sums), prepare)
+            spec = _hash_spec(gkeys, aggs, per_list, max_aggs, interval_sums)
+            if scaled:
+                trees.update(self._scaled_sums(t, items, args, prelude, prelude_of,
+                                               per_list | interval_sums))
+            if trees:
+                slow_prelude = _prelude_read(prelude, [e for k, e in items if k not in trees])
+                spec = [part for s in spec for part in _scaled_spec(s, trees)]
+            try:
+                r = self.aggregate_plan(t, gkeys, spec, prepare)
+            except _scaled.Fallback:
+                if isinstance(t, StreamedInput):
+                    raise
+                return self._aggregate_by(t, groups, calls, scaled=False)
+            for k, tree in trees.items():
+                a = args[k]
+                r = r.append_column(a.key, _scaled.combine(
+                    r.column(f"{a.key}.hi"), r.column(f"{a.key}.lo"), tree.scale))
             out = pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs, interval_sums))
         for k in interval_extremes:
             i = out.schema.get_field_index(k)
@@ -1006,6 +1061,28 @@ class AggregateOperators:
             if pc.any(real_range_lost(col, as_real)[0]).as_py():
                 raise SqlError("value out of range: overflow", "22003")
             out = out.set_column(out.schema.get_field_index(k), k, as_real)
+        return out
+
+    def _scaled_sums(self, t, items, args, prelude, prelude_of, excluded) -> dict:
+        """{arg column: Tree} for the plain sums whose DECIMAL argument qualifies for the
+        int64 path (executor/scaled.py); node types from an evaluation over no rows."""
+        cand = {k: e for k, e in items if k in args and args[k].func == "sum"
+                and not args[k].distinct and args[k].key not in excluded}
+        if not cand:
+            return {}
+        empty = prelude_of(t.slice(0, 0))
+
+        def type_of(node):
+            try:
+                return evaluate(self.prepare(node, empty), empty).type
+            except SqlError:
+                return None
+        inline = dict(prelude)
+        out = {}
+        for k, e in cand.items():
+            tree = _scaled.plan_sum(e, type_of, inline)
+            if tree is not None:
+                out[k] = tree
         return out
 
     def _aggregate_lists(self, t: pa.Table, gkeys: list[str], aggs: list, max_aggs: list,

@@ -15,15 +15,25 @@ integer-like keys (integers, DATE, TIMESTAMP) whose span is at most MAX_BITMAP v
 wider spans keep the min/max test alone. Other key types get no filter. A filter that has
 seen ADAPT_ROWS rows and kept more than KEEP_FRACTION of them switches itself off: it
 costs a gather per row and saves nothing.
+
+Where the table scans in this process (`member_predicates`), the filter goes into the
+engine scan itself as a `ColumnPredicate.member` (`ScanTest`): a block whose zone map
+(min / max of the key) holds no key of the filter is skipped undecoded, and the scan's lazy
+materialisation decodes the other columns only at the rows the filter keeps (TPC-H Q12,
+Q21: lineitem's wide columns at the few rows whose order survived). Elsewhere (a cluster's
+remote scans) it applies to each batch as it arrives (`apply`).
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 MAX_BITMAP = 1 << 27          # bytes of the membership bitmap, at most (one per value)
+ZONE_SPAN = 1 << 16           # a zone-map test reads at most this many bitmap entries
 ADAPT_ROWS = 1 << 18          # rows a filter sees before it may switch itself off
 KEEP_FRACTION = 0.9           # ... when it kept more than this fraction of them
 
@@ -103,6 +113,17 @@ class RuntimeFilter:
             m[m] = self.bits[idx[m]]
         return m if valid is None else (m & valid)
 
+    def may_match(self, vmin, vmax) -> bool:
+        """Can a block whose key values lie in [vmin, vmax] hold a key of the filter?"""
+        if vmin is None or vmax is None:
+            return True
+        a, b = max(int(vmin), self.lo), min(int(vmax), self.hi)
+        if a > b:
+            return False
+        if self.bits is None or b - a >= ZONE_SPAN:
+            return True
+        return bool(self.bits[a - self.lo: b - self.lo + 1].any())
+
     def describe(self) -> str:
         kind = "bitmap" if self.bits is not None else "min/max"
         state = "" if self.active else "; switched off: it kept most rows"
@@ -126,3 +147,41 @@ def apply(filters: list[RuntimeFilter], batch: pa.RecordBatch) -> pa.RecordBatch
     if mask is None or mask.all():
         return batch
     return batch.filter(pa.array(mask))
+
+
+class ScanTest:
+    """A RuntimeFilter as an engine scan predicate (`ColumnPredicate.member`): the engine
+    calls `may_match` per block (its zone map) and `mask` on the key's physical values (the
+    same integers: days, microseconds). The tablets are scanned on several threads, so the
+    counts are kept under a lock."""
+
+    __slots__ = ("f", "_lock")
+
+    def __init__(self, f: RuntimeFilter):
+        self.f = f
+        self._lock = threading.Lock()
+
+    def _count(self, seen: int, kept: int) -> None:
+        f = self.f
+        with self._lock:
+            f.seen += seen
+            f.kept += kept
+            if f.active and f.seen >= ADAPT_ROWS and f.kept > KEEP_FRACTION * f.seen:
+                f.active = False
+
+    def may_match(self, vmin, vmax, null_count: int, num_rows: int) -> bool:
+        f = self.f
+        if not f.active:
+            return True
+        if null_count >= num_rows or not f.may_match(vmin, vmax):
+            self._count(num_rows, 0)
+            return False
+        return True
+
+    def mask(self, arr) -> np.ndarray:
+        f = self.f
+        if not f.active:
+            return np.ones(len(arr), dtype=bool)
+        m = f.mask(arr)
+        self._count(len(m), int(np.count_nonzero(m)))
+        return m

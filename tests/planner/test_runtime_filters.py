@@ -57,6 +57,21 @@ def test_a_filter_that_keeps_nearly_everything_switches_itself_off(monkeypatch):
     assert g.active
 
 
+def test_zone_map_test_rules_out_blocks_without_a_key():
+    f = rf.RuntimeFilter.build("k", pa.int64(), pa.array([100, 105, 5000], pa.int64()), "b")
+    t = rf.ScanTest(f)
+    assert not t.may_match(0, 99, 0, 10)          # below every key
+    assert not t.may_match(106, 4999, 0, 10)      # between keys (the bitmap says so)
+    assert not t.may_match(5001, 9000, 0, 10)     # above
+    assert not t.may_match(100, 105, 10, 10)      # only NULLs
+    assert t.may_match(101, 100000, 0, 10) and t.may_match(None, None, 0, 10)
+    assert f.seen == 40 and f.kept == 0           # the skipped rows count as dropped
+    wide = rf.RuntimeFilter.build("k", pa.int64(), pa.array([0, 1 << 20]), "b")
+    assert rf.ScanTest(wide).may_match(1, 1 << 19, 0, 1)    # too wide to read: may match
+    assert t.mask(pa.array([99, 100, None, 5000], pa.int64())).tolist() == \
+        [False, True, False, True]
+
+
 # -- joins against DuckDB ------------------------------------------------------------------------
 TABLES = {
     "f": ("id INT NOT NULL, a INT, b INT, d DATE, PRIMARY KEY (id)", 4000),
@@ -193,3 +208,22 @@ def test_explain_analyze_shows_the_filters_at_work(dbs):
     cur.execute("EXPLAIN ANALYZE " + QUERIES[7])
     plan = "\n".join(r[0] for r in cur.fetchall())
     assert "runtime filter f#" in plan, plan      # the EXISTS subquery's scan
+
+
+def test_the_filter_runs_inside_the_engine_scan(dbs):
+    """In-process tables take the filter as a scan predicate: the scan returns only the
+    rows the filter kept (decoding the other columns only there), not every row for the
+    executor to filter afterwards."""
+    import re
+    con, _ = dbs
+    cur = con.cursor()
+    cur.execute("EXPLAIN ANALYZE " + QUERIES[0])
+    plan = "\n".join(r[0] for r in cur.fetchall())
+    lines = plan.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "Scan f" in ln)
+    block = "\n".join(lines[at:at + 8])
+    returned = int(re.search(r"returned (\d+)", block).group(1))
+    seen, kept = map(int, re.search(r"runtime filter f#\S+ IN .*: (\d+) -> (\d+) rows",
+                                    block).groups())
+    assert seen == 4000 and kept < seen, block
+    assert returned == kept, block
