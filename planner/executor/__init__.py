@@ -51,8 +51,10 @@ The package, each module importing only those above it:
     sort         Sort, top-N, Distinct, set operations             (SortOperators)
     aggregates   Aggregate, Window                                 (AggregateOperators)
     core         `Executor`: run / stream a plan, expressions, Scan, Values, Filter, Project,
-                 Limit, scalar subqueries; the operators above are its mixins; `OPERATORS`,
-                 the table of which `Executor.run_<node>` method runs each plan node
+                 Limit, scalar subqueries; the operator families above are its parts
+                 (`ex.joins`, `ex.sorts`, `ex.aggregates`: objects over the executor's
+                 public members, not mixins); `OPERATORS`, the table of which part's
+                 `run_<node>` method runs each plan node
 """
 
 from __future__ import annotations

@@ -589,7 +589,7 @@ def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
 
 
 class StreamedInput:
-    """An aggregation's input as the stream of batches of a scan (`Executor._stream`): the
+    """An aggregation's input as the stream of batches of a scan (`Executor.stream_batches`): the
     first batch is read at once for the schema (`slice(0, 0)`: typing the aggregates); the
     rest flow into the Acero plan by `reader`, each prepared and with a guard check."""
 
@@ -629,7 +629,13 @@ class StreamedInput:
 
 class AggregateOperators:
     """Aggregate (Acero hash aggregation or whole-column kernels) and Window.
-    Mixed into planner.executor.Executor."""
+
+    One part of a statement's `Executor` (`Executor.aggregates`), which it reaches
+    through its public members only: `ex.run(node)` for its inputs, `ex.eval`,
+    `ex.guard`, `ex.stats`, ... and `ex.stream_batches`."""
+
+    def __init__(self, ex):
+        self.ex = ex            # the Executor whose statement this part runs
 
     def aggregate_plan(self, t: pa.Table, keys: list[str], spec: list, prepare) -> pa.Table:
         """Acero hash (or, without keys, scalar) aggregation of `t`'s morsels, each turned
@@ -640,9 +646,9 @@ class AggregateOperators:
             decl = acero.Declaration.from_sequence([
                 acero.Declaration("record_batch_reader_source",
                                   acero.RecordBatchReaderSourceNodeOptions(
-                                      t.reader(prepare, self.guard))),
+                                      t.reader(prepare, self.ex.guard))),
                 agg])
-            return self.collect(decl.to_reader(use_threads=True))
+            return self.ex.collect(decl.to_reader(use_threads=True))
         if t.num_rows <= _guard.MORSEL_ROWS:     # one morsel of work: no stream to set up
             src = acero.Declaration("table_source", acero.TableSourceNodeOptions(
                 prepare(t) if prepare is not None else t))
@@ -650,13 +656,13 @@ class AggregateOperators:
         decl = acero.Declaration.from_sequence([
             acero.Declaration("record_batch_reader_source",
                               acero.RecordBatchReaderSourceNodeOptions(
-                                  self.source(t, prepare))),
+                                  self.ex.source(t, prepare))),
             agg])
-        return self.collect(decl.to_reader(use_threads=True))
+        return self.ex.collect(decl.to_reader(use_threads=True))
 
     # -- window functions ------------------------------------------------------------------
     def run_window(self, node: L.Window) -> pa.Table:
-        t = self.run(node.input)
+        t = self.ex.run(node.input)
         for c in node.calls:
             t = t.append_column(c.key, self.window_call(c, t))
         return t
@@ -667,8 +673,8 @@ class AggregateOperators:
         arithmetic, and the result is put back in the input's row order."""
         n = t.num_rows
         work, sort_keys = {}, []
-        parts = [x for e in c.partition for x in _window_keys(as_chunked(self.eval(e, t), n))]
-        orders = [as_chunked(self.eval(k.expr, t), n) for k in c.order]
+        parts = [x for e in c.partition for x in _window_keys(as_chunked(self.ex.eval(e, t), n))]
+        orders = [as_chunked(self.ex.eval(k.expr, t), n) for k in c.order]
         for i, a in enumerate(parts):
             check_hashable(a.type)
             work[f"p{i}"] = a
@@ -676,7 +682,7 @@ class AggregateOperators:
         for i, (k, a) in enumerate(zip(c.order, orders)):
             add_sort_key(work, sort_keys, f"o{i}", a, k)
         if sort_keys and n:
-            idx = self.sort_indices(pa.table(work), sort_keys).to_numpy()
+            idx = self.ex.sorts.sort_indices(pa.table(work), sort_keys).to_numpy()
         else:
             idx = np.arange(n, dtype=np.int64)
         pos = np.arange(n, dtype=np.int64)
@@ -705,14 +711,14 @@ class AggregateOperators:
         elif f == "dense_rank":
             vals = pa.array(peer_id - peer_id[row_start] + 1)
         elif f in ("lag", "lead"):
-            x = as_chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            x = as_chunked(self.ex.eval(c.args[0], t), n).take(pa.array(idx))
             k = 1
             if len(c.args) > 1:
-                k = self.constant(c.args[1])
+                k = self.ex.constant(c.args[1])
             src = pos - k if f == "lag" else pos + k
             ok = (src >= row_start) & (src < row_end)
             vals = x.take(pa.array(np.where(ok, src, 0)))
-            default = pa.scalar(self.constant(c.args[2]) if len(c.args) > 2 else None,
+            default = pa.scalar(self.ex.constant(c.args[2]) if len(c.args) > 2 else None,
                                 vals.type)
             vals = pc.if_else(pa.array(ok), vals, default)
         elif f == "percent_rank":                       # (rank - 1) / (rows - 1)
@@ -725,7 +731,7 @@ class AggregateOperators:
             vals = pa.array(_ntile(self._window_constant(c, 0), pos - row_start,
                                    row_end - row_start), pa.int32())
         elif f in ("first_value", "last_value", "nth_value"):
-            x = as_chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            x = as_chunked(self.ex.eval(c.args[0], t), n).take(pa.array(idx))
             first, last = _frame_bounds(c, pos, row_start, row_end, peer_id, peer_last,
                                         part_id, okey)
             if f == "nth_value":
@@ -752,7 +758,7 @@ class AggregateOperators:
         nth_value's n): 0A000 for an expression over the row."""
         if any(isinstance(n, exp.Column) for n in c.args[i].walk()):
             raise SqlError(f"a non-constant argument of {c.func} is not supported", "0A000")
-        return self.constant(c.args[i])
+        return self.ex.constant(c.args[i])
 
     def _window_aggregate(self, c, t, idx, part_id, first, last, pos):
         """An aggregate over each row's frame, sorted rows first..last (empty where
@@ -765,7 +771,7 @@ class AggregateOperators:
             valid = np.ones(n, dtype=np.int64)
             x = None
         else:
-            x = as_chunked(self.eval(c.args[0], t), n).take(pa.array(idx))
+            x = as_chunked(self.ex.eval(c.args[0], t), n).take(pa.array(idx))
             _check_aggregate_arg(f, f, x.type)
             valid = pc.is_valid(x).to_numpy(zero_copy_only=False).astype(np.int64)
         nonempty = first <= last
@@ -865,12 +871,12 @@ class AggregateOperators:
 
     # -- aggregation -----------------------------------------------------------------------
     def run_aggregate(self, node: L.Aggregate) -> pa.Table:
-        if node.sets is None and node.groups and self._streamable(node.input) and \
+        if node.sets is None and node.groups and self.ex.streamable(node.input) and \
                 not any(a.func in _LIST_AGGREGATES for a in node.aggs):
             # GROUP BY over a scan (with filters / projections): its batches stream into
             # the hash aggregation, so the input is never held whole (TPC-H Q01 at SF10:
             # 4 GB of lineitem columns)
-            t = StreamedInput(self._stream(node.input))
+            t = StreamedInput(self.ex.stream_batches(node.input))
             try:
                 try:
                     out = self._aggregate_by(t, node.groups, node.aggs)
@@ -878,14 +884,14 @@ class AggregateOperators:
                     # a value the int64 sums cannot prove exact: scan again, on the
                     # decimal path (the stream is spent)
                     t.close()
-                    t = StreamedInput(self._stream(node.input))
+                    t = StreamedInput(self.ex.stream_batches(node.input))
                     out = self._aggregate_by(t, node.groups, node.aggs, scaled=False)
             finally:
                 t.close()
             for k, _ in node.grouping:
                 out = out.append_column(k, pa.array(np.zeros(out.num_rows, np.int32)))
             return out
-        t = self.run(node.input)
+        t = self.ex.run(node.input)
         if node.sets is None:
             out = self._aggregate_by(t, node.groups, node.aggs)
             for k, _ in node.grouping:
@@ -895,7 +901,7 @@ class AggregateOperators:
         # keys and arguments), the keys a set lacks NULL in its rows
         parts = []
         for s in node.sets:
-            self.guard.check()
+            self.ex.guard.check()
             parts.append((s, self._aggregate_by(t, [node.groups[i] for i in s], node.aggs)))
         types = {k: part.column(k).type for _, part in parts for k in part.column_names}
         out_parts = []
@@ -946,7 +952,7 @@ class AggregateOperators:
 
         def column(k: str, e, m: pa.Table):
             """One input column of the aggregation, evaluated over morsel `m`."""
-            arg = as_chunked(evaluate(self.prepare(e, m), m), m.num_rows)
+            arg = as_chunked(evaluate(self.ex.prepare(e, m), m), m.num_rows)
             a = args.get(k)
             if a is not None:
                 _check_aggregate_arg(a.func, a.key, arg.type)
@@ -966,7 +972,7 @@ class AggregateOperators:
         def prelude_of(m: pa.Table, only: set | None = None) -> pa.Table:
             for k, e in prelude:      # shared subexpressions once (Q1's price * (1 - disc))
                 if only is None or k in only:
-                    m = m.append_column(k, as_chunked(evaluate(self.prepare(e, m), m),
+                    m = m.append_column(k, as_chunked(evaluate(self.ex.prepare(e, m), m),
                                                       m.num_rows))
             return m
 
@@ -1026,7 +1032,7 @@ class AggregateOperators:
             # which has no scalar plan kernel: the input columns are still evaluated a
             # morsel at a time with a check between, then aggregated whole
             work = prepare(t) if t.num_rows <= _guard.MORSEL_ROWS else \
-                pa.Table.from_batches(list(self.source(t, prepare)))
+                pa.Table.from_batches(list(self.ex.source(t, prepare)))
             out = pa.table({a.key: _aggregate_all(a, work[f"{a.key}$arg"] if a.arg
                                                   is not None else None, t.num_rows)
                             if a.key not in interval_sums else _interval_sums(
@@ -1074,7 +1080,7 @@ class AggregateOperators:
 
         def type_of(node):
             try:
-                return evaluate(self.prepare(node, empty), empty).type
+                return evaluate(self.ex.prepare(node, empty), empty).type
             except SqlError:
                 return None
         inline = dict(prelude)
@@ -1091,7 +1097,7 @@ class AggregateOperators:
         input columns whole, the other aggregates and each group's row numbers in one hash
         aggregation, then each list aggregate from one sort."""
         work = prepare(t) if t.num_rows <= _guard.MORSEL_ROWS else \
-            pa.Table.from_batches(list(self.source(t, prepare)))
+            pa.Table.from_batches(list(self.ex.source(t, prepare)))
         n = work.num_rows
         others = [a for a in aggs if a.func not in _LIST_AGGREGATES]
         if gkeys:
@@ -1114,7 +1120,7 @@ class AggregateOperators:
                 pc.list_parent_indices(rows).to_numpy()
         for a in aggs:
             if a.func in _LIST_AGGREGATES:
-                self.guard.check()
+                self.ex.guard.check()
                 out[a.key] = self._list_aggregate(a, work, group, groups)
         return pa.table(out)
 
@@ -1131,7 +1137,7 @@ class AggregateOperators:
             col = vals if k.expr is None else combine_chunks(work[f"{a.key}$ord{i}"])
             add_sort_key(keys, sort_keys, f"$o{i}", col, k)
         if len(sort_keys) > 1 or groups > 1:
-            perm = self.sort_indices(pa.table(keys), sort_keys)
+            perm = self.ex.sorts.sort_indices(pa.table(keys), sort_keys)
             vals, group = vals.take(perm), group[perm.to_numpy()]
         keep = np.ones(len(vals), dtype=bool)
         if a.distinct and len(vals) > 1:

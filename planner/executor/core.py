@@ -1,9 +1,10 @@
 """The `Executor`: runs (`run_output`) or streams (`stream_output`) a logical plan over the
-catalog, dispatching on node type through `OPERATORS` (node class -> `Executor.run_<node>`,
-at the end of this file); evaluates expressions in morsels under the statement's QueryGuard; runs Scan (engine scans, residual filters, point lookups), Values, Series
+catalog, dispatching on node type through `OPERATORS` (node class -> the part of the executor
+that runs it and its `run_<node>` method, at the end of this file); evaluates expressions in morsels under the statement's QueryGuard; runs Scan (engine scans, residual filters, point lookups), Values, Series
 (generate_series, made and streamed a morsel at a time), Filter,
 Project and Limit itself, and scalar subqueries once (`SubqueryRef`). Joins, sorting / set
-operations and aggregation / windows are its mixins (see the package docstring).
+operations and aggregation / windows are its parts `joins`, `sorts` and `aggregates`:
+objects of their own that use only the executor's public members (the package docstring).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _point_key(node: L.Scan, table) -> tuple | None:
     return tuple(values[k] for k in key_names)
 
 
-class Executor(JoinOperators, SortOperators, AggregateOperators):
+class Executor:
     def __init__(self, catalog, *, analyze: bool = False, check_cancel=None,
                  schema_only: bool = False):
         """`schema_only`: scans return no rows (Describe learns result types cheaply)."""
@@ -83,21 +84,28 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         self.analyze = analyze
         self.schema_only = schema_only
         self.stats: dict[int, NodeStats] = {}
-        self._subquery_values: dict[int, Const] = {}
+        self.subquery_values: dict[int, Const] = {}
         self.guard = QueryGuard.of(check_cancel)     # cancel + memory (planner/guard.py)
-        self._check_cancel = self.guard
-        self._needed: dict[int, set[str]] = {}
-        self._prefilter: dict[int, tuple] = {}
+        self.check_cancel = self.guard
+        self.needed: dict[int, set[str]] = {}
+        self.prefilter: dict[int, tuple] = {}
         # runtime join filters on a scan's batches, by id(Scan) (executor/runtime_filters)
-        self._runtime: dict[int, list] = {}
-        self._table_rows: dict[str, float] = {}
-        self._root: L.Output | None = None
+        self.runtime_filters: dict[int, list] = {}
+        self.table_rows: dict[str, float] = {}
+        self.root: L.Output | None = None
         # WITH RECURSIVE: each RecursiveUnion's last step, which its WorkTable reads
-        self._work: dict[int, pa.Table] = {}
+        self.work_tables: dict[int, pa.Table] = {}
+        # the operator families, each its own object over this executor's public members
+        self.joins = JoinOperators(self)
+        self.sorts = SortOperators(self)
+        self.aggregates = AggregateOperators(self)
+        # OPERATORS' part names -> the object whose method runs the node
+        self.parts = {"core": self, "joins": self.joins, "sorts": self.sorts,
+                      "aggregates": self.aggregates}
 
     # -- entry -----------------------------------------------------------------------------
     def run_output(self, out: L.Output) -> pa.Table:
-        self._root = out
+        self.root = out
         t = self.run(out.plan)
         cols = [t.column(k) for k in out.keys]
         return pa.Table.from_arrays(cols, names=list(out.names)) if cols else t
@@ -106,7 +114,8 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         self.guard.check()
         held = self.guard.held
         t0 = time.perf_counter()
-        result = OPERATORS[type(node)](self, node)
+        part, operator = OPERATORS[type(node)]
+        result = operator(self.parts[part], node)
         # the inputs are released, the result is held until the parent is done with it
         self.guard.hold(held + table_nbytes(result))
         st = self.stats.setdefault(id(node), NodeStats())
@@ -228,9 +237,9 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         return pa.Table.from_batches(batches, schema=reader.schema)
 
     def scalar_subquery(self, ref: SubqueryRef) -> Const:
-        v = self._subquery_values.get(id(ref.this))
+        v = self.subquery_values.get(id(ref.this))
         if v is None:
-            sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self._check_cancel,
+            sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self.check_cancel,
                            schema_only=self.schema_only)
             sub.stats = self.stats
             t = sub.run_output(ref.this)
@@ -241,7 +250,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                                "expression", "21000")
             col = t.column(0)
             v = Const(this=col[0] if t.num_rows else pa.scalar(None, col.type))
-            self._subquery_values[id(ref.this)] = v
+            self.subquery_values[id(ref.this)] = v
         return v
 
     def constant(self, e: exp.Expression) -> Any:
@@ -329,7 +338,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             b = pa.RecordBatch.from_pylist([row], schema=table.schema.arrow_schema(node.columns))
             yield pa.RecordBatch.from_arrays(b.columns, names=keys)
             return
-        runtime = self._runtime.get(id(node)) if keys else None
+        runtime = self.runtime_filters.get(id(node)) if keys else None
         pushed = list(node.pushed)
         if runtime and getattr(table, "member_predicates", False):
             # into the engine scan: zone maps skip blocks without a key of the filter, and
@@ -351,7 +360,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         held_rows = 0
         try:
             for b in scan:
-                self._check_cancel()
+                self.check_cancel()
                 if keys:
                     b = pa.RecordBatch.from_arrays(b.columns, names=keys)
                 if runtime and b.num_rows:  # before the residual filter: cheaper, exact
@@ -378,7 +387,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             st.scan = scan.stats.scan
             st.tablets = (scan.stats.tablets_scanned, scan.stats.tablets_total)
             st.detail.extend(served_by(scan.stats.per_tablet))
-            filters = self._runtime.get(id(node)) if keys else None
+            filters = self.runtime_filters.get(id(node)) if keys else None
             if filters and self.analyze:
                 st.detail.extend(f.describe() for f in filters)
 
@@ -394,15 +403,15 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
         """The result as a sequence of RecordBatches with the output names. Plans that are
         projections, filters and limits over one table scan stream batch by batch (a large
         SELECT never sits in memory whole); anything else is computed, then sliced."""
-        self._root = out
+        self.root = out
         names = list(out.names)
-        for b in self._stream(out.plan):
+        for b in self.stream_batches(out.plan):
             cols = [b.column(b.schema.get_field_index(k)) for k in out.keys]
             yield pa.RecordBatch.from_arrays(cols, names=names)
 
-    def _streamable(self, node: L.Node) -> bool:
+    def streamable(self, node: L.Node) -> bool:
         if isinstance(node, (L.Project, L.Filter, L.Limit)):
-            return self._streamable(node.input)
+            return self.streamable(node.input)
         if isinstance(node, L.Series):
             return True
         if isinstance(node, L.Scan):
@@ -410,8 +419,8 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 not getattr(self.catalog.table(node.table), "virtual", False)
         return False
 
-    def _stream(self, node: L.Node):
-        if not self._streamable(node):
+    def stream_batches(self, node: L.Node):
+        if not self.streamable(node):
             t = self.run(node)
             yield from t.to_batches(max_chunksize=65536) if t.num_rows else \
                 [pa.RecordBatch.from_pylist([], schema=t.schema)]
@@ -432,12 +441,12 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
             if not got:
                 yield pa.RecordBatch.from_pylist([], schema=empty)
         elif isinstance(node, L.Filter):
-            for b in self._stream(node.input):
+            for b in self.stream_batches(node.input):
                 b = b.filter(self.eval_filter(node.condition, b))
                 st.rows += b.num_rows
                 yield b
         elif isinstance(node, L.Project):
-            for b in self._stream(node.input):
+            for b in self.stream_batches(node.input):
                 arrays = [as_chunked(self.eval(e, b), b.num_rows) for _, e in node.items]
                 out = pa.RecordBatch.from_arrays(
                     [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
@@ -446,7 +455,7 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 yield out
         else:  # Limit
             skip, left = node.offset, node.limit
-            gen = self._stream(node.input)
+            gen = self.stream_batches(node.input)
             try:
                 for b in gen:
                     if skip:
@@ -514,11 +523,11 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
 
     def needed_above(self, node: L.Node) -> set[str]:
         """Keys that nodes outside `node`'s subtree (or the output) read."""
-        if id(node) in self._needed:
-            return self._needed[id(node)]
+        if id(node) in self.needed:
+            return self.needed[id(node)]
         inside = {id(n) for n in L.walk(node)}
-        needed = set(self._root.keys) if self._root is not None else set()
-        roots = [self._root.plan] if self._root is not None else []
+        needed = set(self.root.keys) if self.root is not None else set()
+        roots = [self.root.plan] if self.root is not None else []
         for r in roots:
             for n in _all_nodes(r):
                 if id(n) in inside:
@@ -528,28 +537,29 @@ class Executor(JoinOperators, SortOperators, AggregateOperators):
                 if isinstance(n, (L.Distinct, L.SetOp)):
                     for c in n.children():
                         needed |= set(output_keys(c))
-        if self._root is None:
+        if self.root is None:
             needed = set(output_keys(node))
-        self._needed[id(node)] = needed
+        self.needed[id(node)] = needed
         return needed
 
 
 # The operator table: which method runs each logical plan node (`Executor.run` dispatches
 # on the node's exact class). A node class missing here is a planner bug (KeyError).
-OPERATORS: dict[type[L.Node], Callable[[Executor, Any], pa.Table]] = {
-    L.Scan: Executor.run_scan,
-    L.Values: Executor.run_values,
-    L.Series: Executor.run_series,
-    L.Filter: Executor.run_filter,
-    L.Project: Executor.run_project,
-    L.Limit: Executor.run_limit,
-    L.Join: Executor.run_join,                      # joins.py
-    L.MultiJoin: Executor.run_multijoin,            # joins.py
-    L.Sort: Executor.run_sort,                      # sort.py
-    L.Distinct: Executor.run_distinct,              # sort.py
-    L.SetOp: Executor.run_setop,                    # sort.py
-    L.RecursiveUnion: Executor.run_recursiveunion,  # sort.py
-    L.WorkTable: Executor.run_worktable,            # sort.py
-    L.Aggregate: Executor.run_aggregate,            # aggregates.py
-    L.Window: Executor.run_window,                  # aggregates.py
+# node class -> (the part of the Executor that runs it, its run_<node> method)
+OPERATORS: dict[type[L.Node], tuple[str, Callable[[Any, Any], pa.Table]]] = {
+    L.Scan: ("core", Executor.run_scan),
+    L.Values: ("core", Executor.run_values),
+    L.Series: ("core", Executor.run_series),
+    L.Filter: ("core", Executor.run_filter),
+    L.Project: ("core", Executor.run_project),
+    L.Limit: ("core", Executor.run_limit),
+    L.Join: ("joins", JoinOperators.run_join),
+    L.MultiJoin: ("joins", JoinOperators.run_multijoin),
+    L.Sort: ("sorts", SortOperators.run_sort),
+    L.Distinct: ("sorts", SortOperators.run_distinct),
+    L.SetOp: ("sorts", SortOperators.run_setop),
+    L.RecursiveUnion: ("sorts", SortOperators.run_recursiveunion),
+    L.WorkTable: ("sorts", SortOperators.run_worktable),
+    L.Aggregate: ("aggregates", AggregateOperators.run_aggregate),
+    L.Window: ("aggregates", AggregateOperators.run_window),
 }

@@ -28,15 +28,15 @@ from planner.executor import runtime_filters as _rf
 
 class _Comp:
     """A MultiJoin component: joined inputs and their result, with cached key NDVs. (`ex`
-    arguments here are the Executor, which mixes JoinOperators in: annotated by the mixin
-    so that this file does not import the one that imports it.)"""
+    arguments here are the Executor, which holds JoinOperators as `ex.joins`; not
+    annotated, so that this file does not import the one that imports it.)"""
 
     def __init__(self, table: pa.Table, inputs: set[int]):
         self.table = table
         self.inputs = inputs
         self._ndv: dict[str, int] = {}
 
-    def ndv(self, e: exp.Expression, ex: JoinOperators) -> int:
+    def ndv(self, e: exp.Expression, ex) -> int:
         k = e.sql()
         v = self._ndv.get(k)
         if v is None:
@@ -130,7 +130,7 @@ def _common_key_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
 
 
 def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: str,
-              ex: JoinOperators | None = None, each=None) -> pa.Table:
+              ex=None, each=None) -> pa.Table:
     """Acero hash join of `left` and `right` on evaluated key arrays `lk` / `rk`. With an
     executor `ex`, both inputs stream into the plan as morsels and the output is read
     batch by batch, so its guard is consulted while the hash table is built, while it is
@@ -327,7 +327,13 @@ def cross_join(left: pa.Table, right: pa.Table, check_cancel=None, chunk_filter=
 
 class JoinOperators:
     """Join, MultiJoin (greedy operator ordering) and cross joins.
-    Mixed into planner.executor.Executor."""
+
+    One part of a statement's `Executor` (`Executor.joins`), which it reaches
+    through its public members only: `ex.run(node)` for its inputs, `ex.eval`,
+    `ex.guard`, `ex.stats`, ... and `ex.runtime_filters`."""
+
+    def __init__(self, ex):
+        self.ex = ex            # the Executor whose statement this part runs
 
     # -- joins -----------------------------------------------------------------------------
     def run_join(self, node: L.Join) -> pa.Table:
@@ -339,8 +345,8 @@ class JoinOperators:
             # semi join is applied again on top, where it is then cheap. Taken when the
             # subquery is estimated smaller than the joins; else the left side runs first
             # and filters the subquery's scan by its keys (TPC-H Q21).
-            right = self.run(node.right)
-            rk = [self.eval(e, right) for e in node.right_keys]
+            right = self.ex.run(node.right)
+            rk = [self.ex.eval(e, right) for e in node.right_keys]
             # the right keys as runtime filters on the left's scans (through the inner
             # joins: the other inputs are then filtered by the reduced one); where no key
             # comes from a scan, the input that owns them is semi-joined before the joins
@@ -351,16 +357,16 @@ class JoinOperators:
                     left_refs |= refs(node.residual) - set(output_keys(node.right))
                 for i, inp in enumerate(node.left.inputs):
                     if left_refs <= set(output_keys(inp)):
-                        self._prefilter[id(node.left)] = (i, node, right)
+                        self.ex.prefilter[id(node.left)] = (i, node, right)
                         break
             left = self.run_filtered(node.left, filters, node)
-            lk = [self.eval(e, left) for e in node.left_keys]
+            lk = [self.ex.eval(e, left) for e in node.left_keys]
         else:
-            left = self.run(node.left)
-            lk = [self.eval(e, left) for e in node.left_keys]
+            left = self.ex.run(node.left)
+            lk = [self.ex.eval(e, left) for e in node.left_keys]
             # the right side's rows whose key no left row has cannot change the result
             right = self.run_filtered(node.right, self._join_filters(node, lk), node)
-        rk = [self.eval(e, right) for e in node.right_keys]
+        rk = [self.ex.eval(e, right) for e in node.right_keys]
         kind = node.kind
         if node.null_aware:
             if right.num_rows == 0:
@@ -377,20 +383,20 @@ class JoinOperators:
                 return self._cross_outer(left, right, kind)
             return hash_join(left, right, lk, rk, {"left": "left outer", "full": "full outer",
                                                    "semi": "left semi",
-                                                   "anti": "left anti"}[kind], self)
+                                                   "anti": "left anti"}[kind], self.ex)
         return self._residual_join(node, left, right, lk, rk)
 
     def _join_filters(self, node: L.Join, lk: list) -> list:
         """Runtime filters on the right side of a left / semi / anti join from the left
         keys (not NOT IN's null-aware anti join: a NULL on the right decides it)."""
-        if node.kind not in ("left", "semi", "anti") or node.null_aware or self.schema_only:
+        if node.kind not in ("left", "semi", "anti") or node.null_aware or self.ex.schema_only:
             return []
         return self._key_filters(node.right, node.right_keys, node.left_keys, lk)
 
     def _key_filters(self, probe: L.Node, probe_keys, build_keys, build_values) -> list:
         """Runtime filters on `probe`'s key columns (those a scan below it gives unchanged)
         from the values of the other side's keys."""
-        if self.schema_only:
+        if self.ex.schema_only:
             return []
         filters = []
         for pe, be, vals in zip(probe_keys, build_keys, build_values):
@@ -401,15 +407,15 @@ class JoinOperators:
                 continue
             f = _rf.RuntimeFilter.build(pe.name, typ, vals, be.sql())
             if f is not None:
-                self.guard.charge(f.nbytes)
+                self.ex.guard.charge(f.nbytes)
                 filters.append(f)
         return filters
 
     def _semi_filter(self, node: L.Join, left: pa.Table, right: pa.Table) -> pa.Table:
-        lk = [self.eval(e, left) for e in node.left_keys]
-        rk = [self.eval(e, right) for e in node.right_keys]
+        lk = [self.ex.eval(e, left) for e in node.left_keys]
+        rk = [self.ex.eval(e, right) for e in node.right_keys]
         if node.residual is None:
-            return hash_join(left, right, lk, rk, "left semi", self)
+            return hash_join(left, right, lk, rk, "left semi", self.ex)
         return self._residual_join(node, left, right, lk, rk)
 
     def _residual_join(self, node, left, right, lk, rk) -> pa.Table:
@@ -418,11 +424,11 @@ class JoinOperators:
         rid = "$rid"
         lt = left.append_column(rid, pa.array(np.arange(left.num_rows, dtype=np.int64)))
         if lk:
-            matched = hash_join(lt, right, lk, rk, "inner", self)
-            matched = self.filter_table(matched, node.residual)
+            matched = hash_join(lt, right, lk, rk, "inner", self.ex)
+            matched = self.ex.filter_table(matched, node.residual)
         else:           # the residual is applied to each chunk of the product as it is made
-            matched = cross_join(lt, right, self._check_cancel,
-                                 lambda t: self.filter_table(t, node.residual))
+            matched = cross_join(lt, right, self.ex.check_cancel,
+                                 lambda t: self.ex.filter_table(t, node.residual))
         if node.kind in ("semi", "anti"):
             ids = pc.unique(matched.column(rid))
             mask = pc.is_in(lt.column(rid), value_set=ids)
@@ -446,7 +452,7 @@ class JoinOperators:
             return pad
         if kind == "full":
             raise SqlError("FULL JOIN without an equality condition is not supported", "0A000")
-        return cross_join(left, right, self._check_cancel)
+        return cross_join(left, right, self.ex.check_cancel)
 
     # -- runtime filters: the inputs of a MultiJoin, smallest first ------------------------
     def estimate_rows(self, node: L.Node, runtime: bool = True, filters: bool = True
@@ -459,17 +465,17 @@ class JoinOperators:
         if isinstance(node, L.Scan):
             if node.changes:
                 return float("inf")
-            n = self._table_rows.get(node.table)
+            n = self.ex.table_rows.get(node.table)
             if n is None:
-                table = self.catalog.table(node.table)
+                table = self.ex.catalog.table(node.table)
                 if getattr(table, "virtual", False):
                     n = float("inf")
                 else:
                     n = float(table.count_rows())
-                self._table_rows[node.table] = n
+                self.ex.table_rows[node.table] = n
             if filters:
                 n *= 0.5 ** min(4, len(node.filters) + len(node.pushed))
-            runtime_filters = self._runtime.get(id(node)) if runtime else None
+            runtime_filters = self.ex.runtime_filters.get(id(node)) if runtime else None
             if runtime_filters:     # about one row per key of the most selective filter
                 n = min(n, min(f.count for f in runtime_filters))
             return n
@@ -493,12 +499,12 @@ class JoinOperators:
             ins = {owner[k] for k in refs(c) if k in owner}
             if len(ins) == 1:
                 local[next(iter(ins))].append(c)
-        if n < 2 or self.schema_only:
+        if n < 2 or self.ex.schema_only:
             out = []
             for inp, conds in zip(node.inputs, local):
-                t = self.run(inp)
+                t = self.ex.run(inp)
                 for c in conds:
-                    t = self.filter_table(t, c)
+                    t = self.ex.filter_table(t, c)
                 out.append(t)
             return out
         est = [max(1.0, self.estimate_rows(i)) for i in node.inputs]
@@ -532,7 +538,7 @@ class JoinOperators:
                 if sources else []
             t = self.run_filtered(inp, filters, node)
             for c in local[i]:
-                t = self.filter_table(t, c)
+                t = self.ex.filter_table(t, c)
             done[i] = t
             sel[i] = min(1.0, t.num_rows / base[i])
         return [done[i] for i in range(n)]
@@ -546,9 +552,9 @@ class JoinOperators:
             if typ is None:
                 continue
             for j, y in srcs:
-                f = _rf.RuntimeFilter.build(x, typ, self.eval(y, done[j]), y.sql())
+                f = _rf.RuntimeFilter.build(x, typ, self.ex.eval(y, done[j]), y.sql())
                 if f is not None:
-                    self.guard.charge(f.nbytes)
+                    self.ex.guard.charge(f.nbytes)
                     filters.append(f)
         return filters
 
@@ -560,7 +566,7 @@ class JoinOperators:
             if traced is None:
                 continue
             scan, sk = traced
-            table = self.catalog.table(scan.table)
+            table = self.ex.catalog.table(scan.table)
             if getattr(table, "virtual", False):
                 continue
             col = sk[len(scan.prefix) + 1:]
@@ -577,17 +583,17 @@ class JoinOperators:
             if traced is None:
                 continue                      # every filter was built from a traced key
             scan, f.key = traced
-            self._runtime.setdefault(id(scan), []).append(f)
+            self.ex.runtime_filters.setdefault(id(scan), []).append(f)
             placed.append((id(scan), f))
         try:
-            return self.run(node)
+            return self.ex.run(node)
         finally:
             for sid, f in placed:
-                lst = self._runtime.get(sid)
+                lst = self.ex.runtime_filters.get(sid)
                 if lst is not None:
                     lst.remove(f)
                     if not lst:
-                        del self._runtime[sid]
+                        del self.ex.runtime_filters[sid]
 
     def run_multijoin(self, node: L.MultiJoin) -> pa.Table:
         owner = {}
@@ -595,17 +601,17 @@ class JoinOperators:
             for k in output_keys(inp):
                 owner[k] = i
         inputs = self._run_inputs(node, owner)
-        pre = self._prefilter.pop(id(node), None)
+        pre = self.ex.prefilter.pop(id(node), None)
         if pre is not None:
             i, semi, right = pre
             if right.num_rows < inputs[i].num_rows:
                 t = inputs[i]
                 inputs[i] = self._semi_filter(semi, t, right)
-                if self.analyze:
-                    self.stats.setdefault(id(node), NodeStats()).detail.append(
+                if self.ex.analyze:
+                    self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
                         f"semi-join reduction of input [{i}]: {t.num_rows} -> "
                         f"{inputs[i].num_rows} rows")
-        needed = self.needed_above(node)
+        needed = self.ex.needed_above(node)
         comps = [_Comp(t, {i}) for i, t in enumerate(inputs)]
         pending = [(c, {owner[k] for k in refs(c) if k in owner}) for c in node.conditions]
         order = []
@@ -615,10 +621,10 @@ class JoinOperators:
             if len(ins) <= 1:
                 if not ins:
                     for comp in comps:
-                        comp.table = self.filter_table(comp.table, c)
+                        comp.table = self.ex.filter_table(comp.table, c)
                 pending.remove((c, ins))
         while len(comps) > 1:
-            self._check_cancel()
+            self.ex.check_cancel()
             best = None
             for a, b in itertools.combinations(range(len(comps)), 2):
                 A, B = comps[a], comps[b]
@@ -654,14 +660,14 @@ class JoinOperators:
 
             def shrink(chunk, covered=covered, keep=keep):
                 for c in covered:
-                    chunk = self.filter_table(chunk, c)
+                    chunk = self.ex.filter_table(chunk, c)
                 return chunk.select([n for n in chunk.column_names if n in keep])
             if keys:
-                lk = [self.eval(x, A.table) for x, _ in keys]
-                rk = [self.eval(y, B.table) for _, y in keys]
-                t = hash_join(A.table, B.table, lk, rk, "inner", self, shrink)
+                lk = [self.ex.eval(x, A.table) for x, _ in keys]
+                rk = [self.ex.eval(y, B.table) for _, y in keys]
+                t = hash_join(A.table, B.table, lk, rk, "inner", self.ex, shrink)
             else:
-                t = cross_join(A.table, B.table, self._check_cancel, shrink)
+                t = cross_join(A.table, B.table, self.ex.check_cancel, shrink)
             pending = [(c, ins) for c, ins in pending if not ins <= merged]
             keep_cols = needed | {k for c, _ in pending for k in refs(c)}
             t = t.select([n for n in t.column_names if n in keep_cols])
@@ -669,13 +675,13 @@ class JoinOperators:
                          f" ({A.table.num_rows} probe x {B.table.num_rows} build, "
                          f"{(time.perf_counter() - t0) * 1000:.1f} ms)")
             # the two inputs are dropped now: only the join's result stays held
-            self.guard.release(table_nbytes(A.table) + table_nbytes(B.table))
+            self.ex.guard.release(table_nbytes(A.table) + table_nbytes(B.table))
             comps = [c for i, c in enumerate(comps) if i not in (a, b)] + [_Comp(t, merged)]
-        if self.analyze:
-            self.stats.setdefault(id(node), NodeStats()).detail.extend(order)
+        if self.ex.analyze:
+            self.ex.stats.setdefault(id(node), NodeStats()).detail.extend(order)
         t = comps[0].table
         for c, _ in pending:
-            t = self.filter_table(t, c)
+            t = self.ex.filter_table(t, c)
         return t
 
     def _estimate(self, A: "_Comp", B: "_Comp", keys) -> float:
@@ -684,7 +690,7 @@ class JoinOperators:
             return 0.0
         da = db = 1
         for x, y in keys:
-            da *= A.ndv(x, self)
-            db *= B.ndv(y, self)
+            da *= A.ndv(x, self.ex)
+            db *= B.ndv(y, self.ex)
         return na * nb / max(min(da, na), min(db, nb), 1)
 

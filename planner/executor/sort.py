@@ -214,10 +214,16 @@ def distinct(t: pa.Table) -> pa.Table:
 
 class SortOperators:
     """Sort (sample sort, top-N), Distinct and set operations.
-    Mixed into planner.executor.Executor."""
+
+    One part of a statement's `Executor` (`Executor.sorts`), which it reaches
+    through its public members only: `ex.run(node)` for its inputs, `ex.eval`,
+    `ex.guard`, `ex.stats`, ... and `ex.work_tables`."""
+
+    def __init__(self, ex):
+        self.ex = ex            # the Executor whose statement this part runs
 
     def run_distinct(self, node: L.Distinct) -> pa.Table:
-        t = self.run(node.input)
+        t = self.ex.run(node.input)
         return self.distinct(t)
 
     def distinct(self, t: pa.Table) -> pa.Table:
@@ -227,16 +233,16 @@ class SortOperators:
             check_hashable(f.type)
         # -0.0 and 0.0 are one value, as in the one-call distinct()
         prepare = hash_keys if _needs_hash_keys(t.schema) else None
-        return self.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
+        return self.ex.aggregates.aggregate_plan(t, t.column_names, [], prepare).select(t.column_names)
 
     def run_sort(self, node: L.Sort) -> pa.Table:
-        t = self.run(node.input)
+        t = self.ex.run(node.input)
         if t.num_rows <= 1:
             return t
         work: dict = {}
         sort_keys: list = []
         for i, k in enumerate(node.keys):
-            add_sort_key(work, sort_keys, f"s{i}", self.eval(k.expr, t), k)
+            add_sort_key(work, sort_keys, f"s{i}", self.ex.eval(k.expr, t), k)
         keys_table = pa.table(work)
         if node.limit is not None and node.limit < t.num_rows // 8:
             idx = self._top_k(keys_table, node.limit, sort_keys)
@@ -256,7 +262,7 @@ class SortOperators:
         the permutation is the one the single kernel call gives. Other key types, and a
         first key too skewed to split, are sorted in one call."""
         n, step = keys.num_rows, _guard.MORSEL_ROWS
-        self.guard.check()
+        self.ex.guard.check()
         col, order = sort_keys[0]
         nulls = None
         if col.endswith("$null") and len(sort_keys) > 1:     # the NULL flag of the key
@@ -283,7 +289,7 @@ class SortOperators:
         nbk = len(splitters) + 3                # NULLs first | values ... | NULLs last
         members: list[list[np.ndarray]] = [[] for _ in range(nbk)]
         for start in range(0, n, step):
-            self.guard.check()
+            self.ex.guard.check()
             v = vals[start:start + step]
             b = np.searchsorted(splitters, v, side="right")
             if order == "descending":
@@ -304,7 +310,7 @@ class SortOperators:
         for parts in members:
             if not parts:
                 continue
-            self.guard.check()
+            self.ex.guard.check()
             rows = pa.array(np.concatenate(parts))
             out.append(rows.take(pc.sort_indices(keys.take(rows), sort_keys=sort_keys)))
         return pa.concat_arrays(out).cast(pa.uint64())     # sort_indices' type
@@ -318,7 +324,7 @@ class SortOperators:
             return pc.select_k_unstable(keys_table, k=k, sort_keys=sort_keys)
         cands = []
         for start in range(0, n, step):
-            self.guard.check()
+            self.ex.guard.check()
             m = keys_table.slice(start, step)
             i = pc.select_k_unstable(m, k=min(k, m.num_rows), sort_keys=sort_keys)
             cands.append(pc.add(i.cast(pa.int64()), start))
@@ -333,21 +339,21 @@ class SortOperators:
             return take_rows(t, idx)
         parts = []
         for start in range(0, len(idx), step):
-            self.guard.check()
+            self.ex.guard.check()
             part = take_rows(t, idx.slice(start, step))
-            self.guard.charge(table_nbytes(part))
+            self.ex.guard.charge(table_nbytes(part))
             parts.append(part)
         return concat_tables(parts)
 
     # -- set operations --------------------------------------------------------------------
     def run_recursiveunion(self, node: L.RecursiveUnion) -> pa.Table:
         """WITH RECURSIVE (L.RecursiveUnion): step after step, the recursive term over the
-        rows the last step added (its WorkTable reads `self._work[ref]`), each step's rows
+        rows the last step added (its WorkTable reads `ex.work_tables[ref]`), each step's rows
         cast to the anchor's column types; UNION keeps a row only the first time it is
         seen (a hash grouping of all rows so far per step: O(rows x steps)). Each step is
         charged to the memory meter and checks for cancel, so a recursion that never ends
         stops at query_mem_limit, statement_timeout or a cancel."""
-        first = self.run(node.anchor).select(L.output_keys(node.anchor))
+        first = self.ex.run(node.anchor).select(L.output_keys(node.anchor))
         if not node.all:
             first = self.distinct(first)
         types = [_recursive_type(f.type) for f in first.schema]
@@ -356,9 +362,9 @@ class SortOperators:
         work = first
         rkeys = L.output_keys(node.recursive)
         while work.num_rows:
-            self.guard.charge(table_nbytes(work))
-            self._work[node.ref] = work
-            step = _cast_columns(self.run(node.recursive).select(rkeys), types, node.keys)
+            self.ex.guard.charge(table_nbytes(work))
+            self.ex.work_tables[node.ref] = work
+            step = _cast_columns(self.ex.run(node.recursive).select(rkeys), types, node.keys)
             if not node.all and step.num_rows:
                 # one chunk: a hash grouping over a table of one chunk per step was most
                 # of the time (30x at 2,000 steps)
@@ -368,16 +374,16 @@ class SortOperators:
                 seen = concat_tables([seen, step])
             parts.append(step)
             work = step
-        self._work.pop(node.ref, None)
+        self.ex.work_tables.pop(node.ref, None)
         return concat_tables(parts)
 
     def run_worktable(self, node: L.WorkTable) -> pa.Table:
-        work = self._work[node.ref]
+        work = self.ex.work_tables[node.ref]
         return pa.Table.from_arrays(work.columns, names=node.keys)
 
     def run_setop(self, node: L.SetOp) -> pa.Table:
-        left = self.run(node.left)
-        right = self.run(node.right)
+        left = self.ex.run(node.left)
+        right = self.ex.run(node.right)
         left, right = _setop_types(left, right, node.keys)
         try:
             both = pa.concat_tables([left, right], promote_options="permissive")
@@ -408,6 +414,6 @@ class SortOperators:
         rows = pa.table({"$row": pa.array(np.arange(left.num_rows, dtype=np.int64))})
         other = pa.table({"$pad": pa.nulls(right.num_rows, pa.int8())})
         kept = hash_join(rows, other, keys, rkeys,
-                         "left semi" if node.kind == "intersect" else "left anti", self)
+                         "left semi" if node.kind == "intersect" else "left anti", self.ex)
         return self.take(left, kept.column("$row"))
 

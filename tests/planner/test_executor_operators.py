@@ -1,6 +1,7 @@
 """The executor's operator table (planner/executor/core.py `OPERATORS`): every logical plan
-node class the planner can build has exactly one operator, and each is an `Executor`
-method named after its node (`run_<node>`), so readers and tools find it from the table."""
+node class the planner can build has exactly one operator, and each is a method of one of
+the Executor's parts named after its node (`run_<node>`), so readers and tools find it from
+the table."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def test_every_plan_node_has_one_operator():
     assert set(OPERATORS) == _node_classes()
 
 
-def test_operators_are_executor_methods_named_after_their_node():
-    for node, fn in OPERATORS.items():
+def test_operators_are_methods_of_executor_parts_named_after_their_node():
+    ex = Executor(None)
+    for node, (part, fn) in OPERATORS.items():
         assert fn.__name__ == "run_" + node.__name__.lower()
-        assert getattr(Executor, fn.__name__) is fn
+        assert getattr(type(ex.parts[part]), fn.__name__) is fn

@@ -150,7 +150,7 @@ def test_embedded_statement_timeout_stops_the_statement(db):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_sample_sort_is_the_stable_sort(seed, monkeypatch):
-    """Executor.sort_indices (sample sort, a check between steps) gives exactly the
+    """Executor.sorts.sort_indices (sample sort, a check between steps) gives exactly the
     permutation of one stable pc.sort_indices call: keys with NULLs and duplicates,
     ascending and descending, NULLs first and last, a second key, several types."""
     import datetime as dt
@@ -184,7 +184,7 @@ def test_sample_sort_is_the_stable_sort(seed, monkeypatch):
                 X.add_sort_key(work, keys, "s1", second, L.SortKey(None, False, None))
                 t = pa.table(work)
                 want = pc.sort_indices(t, sort_keys=keys)
-                got = ex.sort_indices(t, keys)
+                got = ex.sorts.sort_indices(t, keys)
                 assert got.equals(want), (name, desc, nf)
     assert len(checks) > 100            # it did work in steps
 
