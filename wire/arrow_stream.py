@@ -20,7 +20,10 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
     bind      table, predicates (JSON ColumnPredicates)       [bool per predicate]
     plan      table, columns?, predicates?, snapshot?,        {"snapshot", "query_id",
               estimate? (true: also "rows", an estimate        "tablets_total", "tickets":
-              of the table's rows from its rowsets)             [ticket, ...], "rows"?}
+              of the table's rows from its rowsets)             [ticket, ...], "rows"?,
+                                                               on a tablet server also
+                                                               "locations": [[host:port,
+                                                               ...] per ticket]}
     scan      ticket (one of plan's)                          IPC stream + trailer
     put       table, mode (insert | upsert)                   {"rows", "applied", "failed",
                                                                "failed_by_code", "errors"}
@@ -30,7 +33,8 @@ A scan that fails after its stream started ends the stream (end-of-stream marker
 reports the error in the trailer, so the client never takes a cut-short stream for the
 whole tablet. Errors carry the engine's SQLSTATE and message (42P01 for a missing table,
 22023 for a snapshot older than the history kept, ...). Like Flight: no authentication
-or TLS, so `kudusql serve` binds it to loopback only.
+or TLS, so `kudusql serve` binds it to loopback only. On a cluster every tablet server
+serves it over the client library (`cluster_endpoint`).
 """
 
 from __future__ import annotations
