@@ -142,11 +142,23 @@ def cmd_tserver(args) -> int:
                       log_retention_entries=args.log_retention_entries,
                       wal_segment_bytes=args.wal_segment_bytes,
                       max_clock_error_s=args.max_clock_error)
-    print(f"kudusql tserver {ts.uuid} on {ts.addr}{_tls_note(tls)}{_http_note(ts.http)}",
-          flush=True)
+    stream = None
+    if args.arrow_port is not None:
+        from engine.client.client import RemoteCatalog
+        from wire.arrow_stream import cluster_endpoint
+        catalog = RemoteCatalog.connect(parse_masters(args.masters), rpc_secret(args),
+                                        replica_selection="CLOSEST_REPLICA", tls=tls)
+        stream = cluster_endpoint(catalog, host, args.arrow_port, ts.addr)
+        ts.stream_addr = stream.address
+    note = "" if stream is None else f" (Arrow stream endpoint {stream.address})"
+    print(f"kudusql tserver {ts.uuid} on {ts.addr}{_tls_note(tls)}{_http_note(ts.http)}"
+          f"{note}", flush=True)
     try:
         _wait_for_signal()
     finally:
+        if stream is not None:
+            stream.shutdown()
+            catalog.close()
         ts.stop()
     return 0
 
@@ -358,9 +370,10 @@ def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
                 "--tserver-unresponsive-timeout", str(doc["tserver_unresponsive_s"])] + \
             common + tls + timing
     if proc["role"] == "tserver":
+        arrow = ["--arrow-port", str(proc["arrow_port"])] if proc.get("arrow_port") else []
         return ["tserver", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters",
                 masters, "--heartbeat-ms", str(doc["heartbeat_ms"])] + common + tls + timing \
-            + _log_argv(doc)
+            + _log_argv(doc) + arrow
     return ["serve", "--masters", masters, "--host", "127.0.0.1", "--port",
             str(proc["port"])] + common + (["--rpc-ca", cert] if doc.get("tls") else [])
 
@@ -469,7 +482,8 @@ def cmd_cluster_start(args) -> int:
     for p in doc["processes"]:             # ports the cluster already uses: not again
         if p.get("addr"):
             _handed_out.add(int(p["addr"].rsplit(":", 1)[1]))
-        _handed_out.update(x for x in (p.get("port"), p.get("http_port")) if x)
+        _handed_out.update(x for x in (p.get("port"), p.get("http_port"), p.get("arrow_port"))
+                           if x)
     for p in doc["processes"]:
         # an HTTP port per process, chosen once (a cluster.json from before they existed
         # gets them at its next start); one taken meanwhile by another program is replaced
@@ -477,6 +491,11 @@ def cmd_cluster_start(args) -> int:
         # the start
         if not p.get("http_port") or not _port_free(p["http_port"]):
             p["http_port"] = _free_port()
+        # every tablet server serves the Arrow stream endpoint (the JVM Spark connector's
+        # "endpoint" on a cluster: docs/spark.md), on a port chosen once like the HTTP one
+        if p["role"] == "tserver" and (not p.get("arrow_port")
+                                       or not _port_free(p["arrow_port"])):
+            p["arrow_port"] = _free_port()
     for p in doc["processes"]:
         p["pid"] = _spawn(data_dir, p["name"], _proc_argv(data_dir, p, doc))
         _save(data_dir, doc)
@@ -668,6 +687,11 @@ def add_commands(sub) -> None:
     t.add_argument("--masters", required=True, help="the masters' HOST:PORT, comma-separated")
     t.add_argument("--heartbeat-ms", type=int, default=1000,
                    help="heartbeat interval to the master (default: %(default)s)")
+    t.add_argument("--arrow-port", type=int, default=None,
+                   help="serve the Arrow IPC stream endpoint (the JVM Spark connector's "
+                        "\"endpoint\", docs/spark.md) on this port of the RPC host, which "
+                        "must be a loopback address (no authentication); off by default; "
+                        "`cluster start` gives every tablet server one")
     _log_args(t)
     _secret_arg(t)
     _tls_args(t, server=True)

@@ -20,7 +20,10 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
     bind      table, predicates (JSON ColumnPredicates)       [bool per predicate]
     plan      table, columns?, predicates?, snapshot?,        {"snapshot", "query_id",
               estimate? (true: also "rows", an estimate        "tablets_total", "tickets":
-              of the table's rows from its rowsets)             [ticket, ...], "rows"?}
+              of the table's rows from its rowsets)             [ticket, ...], "rows"?,
+                                                               on a tablet server also
+                                                               "locations": [[host:port,
+                                                               ...] per ticket]}
     scan      ticket (one of plan's)                          IPC stream + trailer
     put       table, mode (insert | upsert)                   {"rows", "applied", "failed",
                                                                "failed_by_code", "errors"}
@@ -30,11 +33,13 @@ A scan that fails after its stream started ends the stream (end-of-stream marker
 reports the error in the trailer, so the client never takes a cut-short stream for the
 whole tablet. Errors carry the engine's SQLSTATE and message (42P01 for a missing table,
 22023 for a snapshot older than the history kept, ...). Like Flight: no authentication
-or TLS, so `kudusql serve` binds it to loopback only.
+or TLS, so `kudusql serve` binds it to loopback only. On a cluster every tablet server
+serves it over the client library (`cluster_endpoint`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import socket
@@ -123,8 +128,11 @@ class ArrowStreamServer:
     """
 
     def __init__(self, db, host: str = "127.0.0.1", port: int = 0,
-                 stats: ScanStats | None = None):
+                 stats: ScanStats | None = None, locate=None):
         self.db = db
+        # ticket -> the endpoints ("host:port") to read it from, replica holders first
+        # (a tablet server's endpoint: `cluster_endpoint`); None: this endpoint alone
+        self.locate = locate
         self.stats = stats if stats is not None else ScanStats()
         self._tcp = _TCPServer((host, port), _Handler)
         self._tcp.owner = self  # type: ignore[attr-defined]
@@ -169,6 +177,8 @@ class ArrowStreamServer:
                 plan = plan_scan(t, req, self.stats)
                 out = {"snapshot": plan.snapshot, "query_id": plan.query_id,
                        "tablets_total": plan.tablets_total, "tickets": plan.tickets}
+                if self.locate is not None:
+                    out["locations"] = [self.locate(tk) for tk in plan.tickets]
                 if req.get("estimate"):
                     rows = self.estimate_rows(t)
                     if rows is not None:
@@ -226,6 +236,62 @@ def start(db, host: str = "127.0.0.1", port: int = 0,
     s = ArrowStreamServer(db, host, port, stats).start()
     log.info("Arrow IPC stream endpoint on %s", s.address)
     return s
+
+
+class _CatalogDB:
+    """What ArrowStreamServer needs of a database: its catalog."""
+
+    def __init__(self, catalog):
+        self.catalog = catalog
+
+
+def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServer:
+    """The endpoint beside a tablet server's RPC (`kudusql tserver --arrow-port`), over
+    `catalog`, a RemoteCatalog of the cluster (the client library: metadata from a master,
+    scans and writes through the tablet servers, fault tolerant among the replicas).
+
+    Every tablet server serves it, so the JVM Spark connector, given several of them
+    (`endpoint` = "h1:p1,h2:p2"), plans at the first that answers: one snapshot T for all
+    partitions (the table's tablets made safe at T), one ticket per tablet, and per ticket
+    the endpoints of the tablet servers holding a replica (`locations`, leader first: each
+    server's `status` names its endpoint, `stream_addr`); a task prefers those hosts and
+    reads from the first endpoint that answers. `own` is this server's RPC address.
+
+    What it does not do: the tablet is read through the client library even when this
+    server holds a replica (one loopback RPC hop: the scan is fault tolerant and reads
+    followers safely at T the way every cluster scan does); no authentication, so it
+    binds to loopback only, as Flight does."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise errors.InvalidArgument(
+            f"the Arrow stream endpoint has no authentication; it serves on a loopback "
+            f"address only, not {host}")
+    addrs: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def stream_addr(rpc_addr: str) -> str | None:
+        with lock:
+            if rpc_addr in addrs:
+                return addrs[rpc_addr]
+        try:
+            a = catalog.client.rpc.call(rpc_addr, "status", {}, timeout_s=3).get("stream_addr")
+        except errors.EngineError:
+            return None  # down now: not cached, asked again at the next plan
+        with lock:
+            addrs[rpc_addr] = a
+        return a
+
+    def locate(tk: dict) -> list[str]:
+        loc = catalog.locations(tk["tablet_id"], tk["table_id"])
+        out = [stream_addr(a) for _, a in loc.order()]
+        return [a for a in out if a] or [server.address]
+
+    server = ArrowStreamServer(_CatalogDB(catalog), host, port, locate=locate).start()
+    log.info("Arrow IPC stream endpoint of tablet server %s on %s", own, server.address)
+    return server
 
 
 def start_endpoints(db, host: str = "127.0.0.1", flight_port: int = 0,

@@ -280,6 +280,9 @@ class TabletServer:
             m.instrument_write(self._h_write, OP_COLUMN), m.instrument_scan(self._h_scan),
             tls=tls)
         self.addr = self.server.addr
+        # the Arrow stream endpoint serving beside the RPC (kudusql/cluster.py starts it;
+        # wire.arrow_stream.cluster_endpoint reads it from `status` to locate replicas)
+        self.stream_addr: str | None = None
         m.status_collector(lambda: web_status(self))
         if http_port is not None:
             self.http = StatusServer(
@@ -700,6 +703,7 @@ class TabletServer:
     def status(self) -> dict:
         return {"role": "tserver", "uuid": self.uuid, "addr": self.addr, "pid": os.getpid(),
                 "http_addr": None if self.http is None else self.http.addr,
+                "stream_addr": self.stream_addr,
                 "tablets": self._reports(),
                 "tombstones": {tid: dict(tombstone_report(t), table=t["table_name"])
                                for tid, t in list(self.tombstones.items())}}

@@ -60,7 +60,9 @@ def register(spark) -> None:
     reads and writes without "endpoint" (options "flight", "masters") to it — else under
     "kudusql" itself."""
     from kudusql.spark.datasource import KudusqlDataSource, KudusqlPythonDataSource
+    from kudusql.spark.errors import install
 
+    install()  # a kudusql error inside a task: KudusqlSparkError, not Java frames
     spark.dataSource.register(KudusqlPythonDataSource if jvm_connector_loaded(spark)
                               else KudusqlDataSource)
 

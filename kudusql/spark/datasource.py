@@ -21,7 +21,8 @@ snapshot. Here, with PySpark's Python Data Source API (pyspark >= 4.1 for pushFi
                   any row failed
 
 Pushed filters are evaluated exactly by the engine, so they are not returned to Spark
-(Kudu's connector does the same). Not pushed: Not, string LIKE forms, OR, nested fields.
+(Kudu's connector does the same). Not pushed: Not, string LIKE forms, OR, nested fields,
+lower bounds on FLOAT / DOUBLE columns and NaN / infinite literals (`_filter_to_predicate`).
 
 Options: `flight` (grpc://host:port, required), `table` (required); read: `snapshot`
 (a timestamp from the Flight action current_timestamp: time travel), `pushdown`
@@ -53,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -74,7 +76,7 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DoubleType, FloatType, StructType
 
 from kudusql.spark.flight_client import action, command, put
 from wire.flight import value_to_json
@@ -179,12 +181,36 @@ class TabletPartition(InputPartition):
     locations: list[str]
 
 
-def _filter_to_predicate(f: Filter) -> dict | None:
-    """The engine predicate (JSON) equivalent to a Spark filter, or None."""
+def _not_finite(v) -> bool:
+    """NaN and +-infinity: Spark orders NaN above every number and NaN = NaN is true,
+    kudusql's predicates never match NaN; JSON holds neither NaN nor infinity."""
+    return isinstance(v, float) and not math.isfinite(v)
+
+
+def float_columns(schema: StructType) -> frozenset[str]:
+    """The FLOAT / DOUBLE columns of a Spark schema (see `_filter_to_predicate`)."""
+    return frozenset(f.name for f in schema.fields
+                     if isinstance(f.dataType, (DoubleType, FloatType)))
+
+
+def _filter_to_predicate(f: Filter, floats: frozenset[str] = frozenset()) -> dict | None:
+    """The engine predicate (JSON) equivalent to a Spark filter, or None (Spark keeps it).
+
+    Exact or not pushed: the engine evaluates a pushed filter and Spark does not look at it
+    again. On a FLOAT / DOUBLE column (`floats`) a lower bound (`>`, `>=`) is not pushed,
+    because Spark orders NaN above every number (NaN > 1 is true) while kudusql's range
+    predicates never match NaN; upper bounds and equality are exact (NaN matches neither
+    side's; -0.0 = 0.0 on both), and so is IN once a zero in the list stands for both 0.0
+    and -0.0 (kudusql's IN hashes the values, where the two differ). A NaN or infinite
+    literal is never pushed (tests/spark/test_float_filters.py)."""
     attr = getattr(f, "attribute", None)
     if not isinstance(attr, tuple) or len(attr) != 1:
         return None
     col = attr[0]
+    v = getattr(f, "value", None)
+    if (_not_finite(v) or (isinstance(f, In) and any(_not_finite(x) for x in f.value))
+            or (col in floats and isinstance(f, (GreaterThan, GreaterThanOrEqual)))):
+        return None
 
     def rng(lower=None, upper=None, li=True, ui=False) -> dict:
         return {"column": col, "kind": "range", "lower": value_to_json(lower),
@@ -205,6 +231,8 @@ def _filter_to_predicate(f: Filter) -> dict | None:
             return rng(upper=v, ui=True)
         case In(value=vs):
             vals = [value_to_json(v) for v in vs if v is not None]  # NULL never matches
+            if col in floats and any(v == 0 for v in vals):
+                vals += [0.0, -0.0]  # Spark: -0.0 = 0.0; kudusql's IN hashes them apart
             return {"column": col, "kind": "in", "values": vals} if vals else None
         case IsNull():
             return {"column": col, "kind": "is_null"}
@@ -220,6 +248,7 @@ class KudusqlReader(DataSourceReader):
     def __init__(self, options, schema: StructType):
         self.location, self.table = _options(options)
         self.columns = list(schema.fieldNames())
+        self.floats = float_columns(schema)
         self.predicates: list[dict] = []
         snap = options.get("snapshot")
         self.snapshot = int(snap) if snap not in (None, "") else None
@@ -257,7 +286,7 @@ class KudusqlReader(DataSourceReader):
 
 class KudusqlPushdownReader(KudusqlReader):
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        cands = [(f, _filter_to_predicate(f)) for f in filters]
+        cands = [(f, _filter_to_predicate(f, self.floats)) for f in filters]
         jsons = [p for _, p in cands if p is not None]
         ok = iter(action(self.location, "bind", {"table": self.table, "predicates": jsons})
                   if jsons else [])
@@ -286,6 +315,7 @@ class ClusterReader(DataSourceReader):
         self.options = dict(options)
         self.masters, self.secret_file, self.table, _, _ = _cluster_options(options)
         self.columns = list(schema.fieldNames())
+        self.floats = float_columns(schema)
         self.predicates: list = []
         snap = options.get("snapshot")
         self.snapshot = int(snap) if snap not in (None, "") else None
@@ -316,7 +346,7 @@ class ClusterPushdownReader(ClusterReader):
         from wire.flight import predicate_from_json
         schema = cluster_catalog(self.options).get_table(self.table).schema
         for f in filters:
-            d = _filter_to_predicate(f)
+            d = _filter_to_predicate(f, self.floats)
             p = predicate_from_json(d) if d is not None else None
             if p is not None and bindable(schema, [p])[0]:
                 self.predicates.append(p)

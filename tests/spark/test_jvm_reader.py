@@ -204,3 +204,25 @@ def test_errors_are_in_sql_words(jvm, server, rtable):
     msg = str(e.value)
     assert f"cannot reach the kudusql endpoint at {dead}" in msg and "08001" in msg
     assert "java." not in msg
+
+
+def test_task_errors_reach_python_in_sql_words(db, jvm, server):
+    """An error inside a Spark task is KudusqlSparkError with the SQLSTATE, not Java
+    frames inside "Job aborted". Here a DataFrame's second collect() reuses its planned
+    tickets (Spark keeps the executed plan), but the table was re-created in between: the
+    server refuses the tickets in the tasks."""
+    from kudusql.spark.errors import KudusqlSparkError
+
+    sess = db.session()
+    sess.execute("CREATE TABLE te (k BIGINT PRIMARY KEY) PARTITION BY HASH (k) PARTITIONS 2")
+    sess.execute("INSERT INTO te VALUES (1), (2), (3)")
+    df = read(jvm, server, "te")
+    assert len(df.collect()) == 3
+    sess.execute("DROP TABLE te")
+    sess.execute("CREATE TABLE te (k BIGINT PRIMARY KEY) PARTITION BY HASH (k) PARTITIONS 2")
+    with pytest.raises(KudusqlSparkError) as e:
+        df.collect()
+    msg = str(e.value)
+    assert msg.startswith("kudusql: ") and "re-created" in msg
+    assert e.value.sqlstate == msg[-6:-1] != "XX000"
+    assert "at io.kudusql" not in msg and "Job aborted" not in msg and "java." not in msg

@@ -39,8 +39,33 @@ final class Endpoint implements AutoCloseable {
         this.out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), BUFFER));
     }
 
-    /** Connects to "host:port" and sends one request; the answer's status is not read yet. */
-    static Endpoint send(String address, ObjectNode request) {
+    /**
+     * Connects to the first of "host:port[,host:port...]" that accepts the connection and
+     * sends one request; the answer's status is not read yet. A list is how a cluster's
+     * tablet servers are named (each serves the endpoint): one that does not answer is
+     * skipped (failover at connect; a server failing mid-answer fails the request).
+     */
+    static Endpoint send(String addresses, ObjectNode request) {
+        String[] list = addresses.split(",");
+        KudusqlException last = null;
+        for (String a : list) {
+            try {
+                return sendOne(a.trim(), request);
+            } catch (KudusqlException e) {
+                if (!"08001".equals(e.sqlstate())) {
+                    throw e;
+                }
+                last = e;
+            }
+        }
+        if (list.length > 1) {
+            throw new KudusqlException("08001", "cannot reach any kudusql endpoint of "
+                    + addresses + "; the last: " + last.reason());
+        }
+        throw last;
+    }
+
+    private static Endpoint sendOne(String address, ObjectNode request) {
         int colon = address.lastIndexOf(':');
         if (colon <= 0) {
             throw new IllegalArgumentException("kudusql: option \"endpoint\" is host:port, not \""
@@ -83,13 +108,50 @@ final class Endpoint implements AutoCloseable {
                 + " (is `kudusql serve` running with its Arrow stream endpoint?)");
     }
 
-    /** One request with a JSON answer. */
-    static JsonNode call(String address, ObjectNode request) {
-        try (Endpoint e = send(address, request)) {
-            e.expectOk();
+    /**
+     * Sends a request that is safe to repeat (schema, bind, plan, scan, timestamp) to the
+     * first of the addresses that answers it with a status byte: one that refuses the
+     * connection or drops it before answering (a server dying) is skipped. The answer's
+     * status was OK (an error status is thrown as the server's error, not retried).
+     */
+    static Endpoint open(String addresses, ObjectNode request) {
+        String[] list = addresses.split(",");
+        KudusqlException last = null;
+        for (String a : list) {
+            Endpoint e;
+            try {
+                e = sendOne(a.trim(), request);
+            } catch (KudusqlException ex) {
+                if (!"08001".equals(ex.sqlstate())) {
+                    throw ex;
+                }
+                last = ex;
+                continue;
+            }
+            try {
+                e.expectOk();
+                return e;
+            } catch (IOException ex) {
+                e.close();
+                last = unavailable(a.trim(), ex);
+            } catch (RuntimeException ex) {
+                e.close();
+                throw ex;
+            }
+        }
+        if (list.length > 1) {
+            throw new KudusqlException("08001", "cannot reach any kudusql endpoint of "
+                    + addresses + "; the last: " + last.reason());
+        }
+        throw last;
+    }
+
+    /** One request with a JSON answer (repeatable: see `open`). */
+    static JsonNode call(String addresses, ObjectNode request) {
+        try (Endpoint e = open(addresses, request)) {
             return e.readJson();
         } catch (IOException ex) {
-            throw unavailable(address, ex);
+            throw unavailable(addresses, ex);
         }
     }
 

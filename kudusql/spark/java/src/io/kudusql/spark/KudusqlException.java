@@ -9,10 +9,17 @@ package io.kudusql.spark;
  */
 public class KudusqlException extends IllegalArgumentException {
     private final String sqlstate;
+    private final String reason;
 
     public KudusqlException(String sqlstate, String message) {
         super("kudusql: " + message + " (SQLSTATE " + sqlstate + ")");
         this.sqlstate = sqlstate;
+        this.reason = message;
+    }
+
+    /** The message without the "kudusql: " prefix and the SQLSTATE. */
+    public String reason() {
+        return reason;
     }
 
     public String sqlstate() {

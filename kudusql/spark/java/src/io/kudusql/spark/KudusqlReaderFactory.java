@@ -68,16 +68,9 @@ final class KudusqlReaderFactory implements PartitionReaderFactory {
             } catch (IOException e) {
                 throw new IllegalStateException("kudusql: a malformed scan ticket", e);
             }
-            this.conn = Endpoint.send(part.endpoint, req);
-            try {
-                conn.expectOk();
-            } catch (IOException e) {
-                conn.close();
-                throw Endpoint.unavailable(part.endpoint, e);
-            } catch (RuntimeException e) {
-                conn.close();
-                throw e;
-            }
+            // the replicas' endpoints in turn, until one answers (a failure after the
+            // stream started fails the task: Spark retries it, skipping a dead server)
+            this.conn = Endpoint.open(part.endpoint, req);
             this.alloc = ArrowUtils.rootAllocator().newChildAllocator("kudusql-scan", 0,
                     Long.MAX_VALUE);
             this.reader = new ArrowStreamReader(conn.input(), alloc);

@@ -26,7 +26,8 @@ import java.util.OptionalLong;
  * evaluates exactly (pushdown, checked by the server's "bind"), planned ONCE by the
  * endpoint's "plan" — one snapshot timestamp T for every partition (READ_AT_SNAPSHOT, as
  * Kudu's connector), one input partition per tablet the predicates leave, each with the
- * tablet's host as its preferred location.
+ * tablet's host as its preferred location (on a cluster: the hosts of the tablet's replicas,
+ * whose tablet servers' endpoints the task tries in turn).
  */
 final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
     private final Options options;
@@ -182,10 +183,29 @@ final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
     @Override
     public InputPartition[] planInputPartitions() {
         JsonNode p = plan();
-        String host = options.endpoint.substring(0, options.endpoint.lastIndexOf(':'));
+        JsonNode locations = p.path("locations");
         List<InputPartition> parts = new ArrayList<>();
+        int i = 0;
         for (JsonNode t : p.path("tickets")) {
-            parts.add(new KudusqlPartition(options.endpoint, t.toString(), new String[]{host}));
+            // on a cluster the plan names, per ticket, the Arrow stream endpoints of the
+            // tablet servers holding a replica: the task prefers their hosts and reads from
+            // the first that answers; on a single node, the endpoint itself
+            List<String> addrs = new ArrayList<>();
+            for (JsonNode a : locations.path(i++)) {
+                addrs.add(a.asText());
+            }
+            if (addrs.isEmpty()) {
+                addrs.addAll(List.of(options.endpoint.split(",")));
+            }
+            List<String> hosts = new ArrayList<>();
+            for (String a : addrs) {
+                String h = a.trim().substring(0, a.trim().lastIndexOf(':'));
+                if (!hosts.contains(h)) {
+                    hosts.add(h);
+                }
+            }
+            parts.add(new KudusqlPartition(String.join(",", addrs), t.toString(),
+                    hosts.toArray(new String[0])));
         }
         return parts.toArray(new InputPartition[0]);
     }

@@ -62,8 +62,7 @@ public final class KudusqlSource implements TableProvider, DataSourceRegister {
     /** The table's Arrow schema, from the endpoint's "schema" answer (a stream, no batch). */
     static Schema arrowSchema(String endpoint, String table) {
         ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "schema").put("table", table);
-        try (Endpoint e = Endpoint.send(endpoint, req)) {
-            e.expectOk();
+        try (Endpoint e = Endpoint.open(endpoint, req)) {
             BufferAllocator alloc = ArrowUtils.rootAllocator().newChildAllocator("kudusql-schema",
                     0, Long.MAX_VALUE);
             try (ArrowStreamReader r = new ArrowStreamReader(e.input(), alloc)) {

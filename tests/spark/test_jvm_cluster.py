@@ -1,0 +1,107 @@
+"""The JVM connector on a real local cluster (1 master, 3 tablet servers, RF=3, separate
+processes; the SQL front end killed before Spark touches the data): every tablet server
+serves the Arrow stream endpoint; the connector, given their addresses, plans one
+partition per tablet at one snapshot, each naming the endpoints of the tablet servers
+holding a replica (leader first; Spark's preferred locations are their hosts), reads and
+writes through them, and still reads every row after one tablet server is killed -9
+(the dead endpoint is skipped at connect, the client library fails over among replicas).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 is not installed")
+
+from kudusql.spark import jvm_connector_loaded  # noqa: E402
+from kudusql.spark.cluster import executor_catalog  # noqa: E402
+from tests.cluster.conftest import LocalCluster, _run  # noqa: E402
+from tests.spark.test_arrow_stream import call  # noqa: E402
+
+LONG = os.environ.get("KUDUSQL_LONG") == "1"
+# a cluster start plus ~30-60 s of Spark jobs: beyond the default suite's budget
+pytestmark = [pytest.mark.long,
+              pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for Spark on a cluster")]
+
+
+@pytest.fixture(scope="module")
+def jvm(spark):
+    if not jvm_connector_loaded(spark):
+        pytest.skip("the JVM connector is not on the classpath (no JDK to build it)")
+    return spark
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, jvm):
+    for c in _run(LocalCluster(str(tmp_path_factory.mktemp("jvm-cluster") / "c"))):
+        with open(os.path.join(c.dir, "cluster.json")) as f:
+            doc = json.load(f)
+        tservers = [p for p in doc["processes"] if p["role"] == "tserver"]
+        with c.connect() as conn:
+            conn.execute("CREATE TABLE jc (k BIGINT PRIMARY KEY, g TEXT, v DOUBLE) "
+                         "PARTITION BY HASH (k) PARTITIONS 3 WITH (replication_factor = 3)")
+            conn.execute("INSERT INTO jc SELECT i, 'g' || (i % 5), i * 0.5 "
+                         "FROM generate_series(0, 999) AS s(i)")
+        front = next(p for p in c.processes() if p["role"] == "sql")
+        os.kill(front["pid"], signal.SIGKILL)  # from here on only masters and tservers
+        yield {"cluster": c, "tservers": tservers,
+               "endpoints": [f"127.0.0.1:{p['arrow_port']}" for p in tservers],
+               "masters": ",".join(m["addr"] for m in doc["masters"]),
+               "secret": os.path.join(c.dir, "rpc-secret")}
+
+
+def _read(spark, endpoints, **kw):
+    r = spark.read.format("kudusql").option("endpoint", ",".join(endpoints)).option(
+        "table", "jc")
+    for k, v in kw.items():
+        r = r.option(k, str(v))
+    return r.load()
+
+
+def _cluster_rows(setup):
+    cat = executor_catalog(setup["masters"], setup["secret"], "LEADER_ONLY")
+    t = cat.table("jc").scan_table(["k", "g", "v"])
+    return sorted(zip(*(t.column(c).to_pylist() for c in ("k", "g", "v"))))
+
+
+def test_plan_names_replica_endpoints_and_one_snapshot(setup):
+    status, plan = call(setup["endpoints"][0], {"op": "plan", "table": "jc"})
+    assert status == 0, plan
+    assert len(plan["tickets"]) == 3 == len(plan["locations"])
+    assert len({tk["snapshot"] for tk in plan["tickets"]}) == 1 == len({plan["snapshot"]})
+    for locs in plan["locations"]:  # RF=3: every tablet server holds every tablet
+        assert sorted(locs) == sorted(setup["endpoints"])
+
+
+def test_read_write_and_failover(jvm, setup):
+    eps = setup["endpoints"]
+    df = _read(jvm, eps)
+    rdd = df._jdf.queryExecution().toRdd()
+    assert rdd.getNumPartitions() == 3
+    sc = jvm.sparkContext._jsc.sc()
+    for i in range(3):
+        assert sc.getPreferredLocs(rdd, i).toList().mkString(",") == "127.0.0.1"
+    got = sorted(tuple(r) for r in df.collect())
+    assert got == _cluster_rows(setup) and len(got) == 1000
+
+    more = jvm.createDataFrame([(i, f"g{i % 5}", i * 0.5) for i in range(1000, 3000)],
+                               "k long, g string, v double")
+    (more.write.format("kudusql").mode("append").option("endpoint", ",".join(eps))
+     .option("table", "jc").save())
+    assert _read(jvm, eps).count() == 3000
+    assert _read(jvm, eps).filter("k >= 2990 AND g = 'g1'").count() == 2  # 2991, 2996
+
+    # kill -9 the tablet server whose endpoint comes first: every read still answers
+    victim = setup["tservers"][0]
+    os.kill(victim["pid"], signal.SIGKILL)
+    rows = sorted(tuple(r) for r in _read(jvm, eps).collect())
+    assert len(rows) == 3000 and [r[0] for r in rows] == list(range(3000))
+
+    # every endpoint down: a clean error in SQL's words
+    with pytest.raises(Exception) as e:
+        _read(jvm, [eps[0]])
+    assert "SQLSTATE 08001" in str(e.value) and "at io.kudusql" not in str(e.value)
