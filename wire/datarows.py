@@ -202,9 +202,14 @@ def data_row_py(row: dict, columns, codes, encoders) -> bytes:
     """The DataRow message of one row (`row[c]` for each of `columns`): NULL for None (or
     an encoder's None), else the column's encoder's bytes. `codes` are the compiled
     kernel's (`value_code`) and change nothing here."""
-    parts = [_S16.pack(len(columns))]
-    for enc, col in zip(encoders, columns):   # a loop per column of one row
-        v = row[col]
+    return _data_row(_S16.pack(len(columns)), encoders, [row[c] for c in columns])
+
+
+def _data_row(head: bytes, encoders, values) -> bytes:
+    """One DataRow from a row's values: `head` (the column count), then each value's
+    length and its encoder's bytes, or -1 for NULL (None, or an encoder's None)."""
+    parts = [head]
+    for enc, v in zip(encoders, values):      # a loop per column of one row
         b = None if v is None else enc(v)
         if b is None:
             parts.append(b"\xff\xff\xff\xff")
@@ -230,20 +235,9 @@ def _data_rows_small(batch, formats: list[int], zone: str = "UTC") -> bytes | No
     except OverflowError:       # a date or timestamp outside Python's years 1-9999: the
         return None             # vectorised encoder writes them (PostgreSQL's range is wider)
     head = _S16.pack(len(cols))
-    out = []
-    for r in range(batch.num_rows):
-        parts = [head]
-        for enc, vals in zip(encoders, cols):
-            v = vals[r]
-            b = None if v is None else enc(v)
-            if b is None:
-                parts.append(b"\xff\xff\xff\xff")
-            else:
-                parts.append(_S32.pack(len(b)))
-                parts.append(b)
-        body = b"".join(parts)
-        out.append(b"D" + _S32.pack(len(body) + 4) + body)
-    return b"".join(out)
+    # a loop per row: this path serves small batches only (the vectorised one the rest)
+    rows = zip(*cols) if cols else [()] * batch.num_rows     # SELECT with no columns
+    return b"".join([_data_row(head, encoders, row) for row in rows])
 
 
 def data_rows(batch: pa.RecordBatch | pa.Table, formats: list[int],
