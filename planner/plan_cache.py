@@ -81,7 +81,7 @@ class PlanCache:
         fast = self.point_read(catalog, text, params)
         if fast is None:
             return None
-        table = fast.target if fast.target is not None else catalog.table(fast.table)
+        table = fast.facade(catalog)
         return fast.run(catalog, params, table, now=in_memory_only)
 
     def lookup(self, catalog, text: str, params) -> L.Output | None:

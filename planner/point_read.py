@@ -88,6 +88,11 @@ class PointRead:
     target: object = dataclasses.field(default=None, repr=False, compare=False)
     _makers: list | None = dataclasses.field(default=None, repr=False, compare=False)
 
+    def facade(self, catalog):
+        """The engine Table this point read reads: `target`, or the catalog's facade of
+        `self.table` for a PointRead made without one."""
+        return self.target if self.target is not None else catalog.table(self.table)
+
     def key_values(self, params) -> tuple | None:
         out = []
         for part in self.key:

@@ -510,7 +510,7 @@ class Session:
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
         if fast is None:
             return None
-        table = fast.target if fast.target is not None else self.catalog.table(fast.table)
+        table = fast.facade(self.catalog)
         if not fast.ready(table):
             return None
         with sql_errors(), statement_clock():
@@ -529,7 +529,7 @@ class Session:
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
         if fast is None or fast.value_items is None:
             return None
-        table = fast.target if fast.target is not None else self.catalog.table(fast.table)
+        table = fast.facade(self.catalog)
         with sql_errors():
             row = fast.values(params, table)
         return None if row is None else (row, table)
@@ -545,5 +545,4 @@ class Session:
         fast = self._plans.point_read(self.catalog, text, params)
         if fast is None or fast.plain is None:
             return None
-        return fast, (fast.target if fast.target is not None else
-                      self.catalog.table(fast.table))
+        return fast, fast.facade(self.catalog)

@@ -634,17 +634,10 @@ class Table:
         if not slots:
             return None
         try:
-            slot = slots[0]
-            t = slot.tablet()
-            ren = slot.column_renames(meta.schema)
             if columns is not None:
                 for c in columns:
                     meta.schema.column(c)
-            if not ren:
-                return t.lookup(key, columns, snapshot)
-            names = list(columns) if columns is not None else meta.schema.names
-            row = t.lookup(key, [ren.get(c, c) for c in names], snapshot)
-            return None if row is None else {c: row[ren.get(c, c)] for c in names}
+            return _read_row(slots[0], meta.schema, key, columns, snapshot)
         finally:
             lease.release()
 
@@ -684,13 +677,7 @@ class Table:
                     for c in names:
                         meta.schema.column(c)   # ColumnNotFound, as `lookup` raises it
                 checked[names] = True
-            ren = slot.column_renames(meta.schema)
-            t = slot.tablet()
-            if not ren:
-                return t.lookup(key, names)
-            names = list(names) if names is not None else meta.schema.names
-            row = t.lookup(key, [ren.get(c, c) for c in names])
-            return None if row is None else {c: row[ren.get(c, c)] for c in names}
+            return _read_row(slot, meta.schema, key, names)
         finally:
             cat.unpin_tablet(slot)
 
@@ -773,3 +760,16 @@ class Table:
 def _row_key(meta, table: pa.Table, i: int) -> tuple:
     """Row i's primary key as Python values (an error report's key)."""
     return tuple(table.column(k)[i].as_py() for k in meta.schema.key_names)
+
+
+def _read_row(slot, schema, key: tuple, columns, snapshot=None) -> dict | None:
+    """The row of `key` in the tablet behind `slot` (a held lease or pin), by the table
+    schema's column names (`columns`, None for all): the tablet's own names where a
+    rename has not reached it (`column_renames`), mapped back; or None."""
+    t = slot.tablet()
+    ren = slot.column_renames(schema)
+    if not ren:
+        return t.lookup(key, columns, snapshot)
+    names = list(columns) if columns is not None else schema.names
+    row = t.lookup(key, [ren.get(c, c) for c in names], snapshot)
+    return None if row is None else {c: row[ren.get(c, c)] for c in names}
