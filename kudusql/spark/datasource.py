@@ -182,8 +182,7 @@ class TabletPartition(InputPartition):
 
 
 def _not_finite(v) -> bool:
-    """NaN and +-infinity: Spark orders NaN above every number and NaN = NaN is true,
-    kudusql's predicates never match NaN; JSON holds neither NaN nor infinity."""
+    """NaN and +-infinity: JSON holds neither, so such a literal is never pushed."""
     return isinstance(v, float) and not math.isfinite(v)
 
 
@@ -198,11 +197,11 @@ def _filter_to_predicate(f: Filter, floats: frozenset[str] = frozenset()) -> dic
 
     Exact or not pushed: the engine evaluates a pushed filter and Spark does not look at it
     again. On a FLOAT / DOUBLE column (`floats`) a lower bound (`>`, `>=`) is not pushed,
-    because Spark orders NaN above every number (NaN > 1 is true) while kudusql's range
-    predicates never match NaN; upper bounds and equality are exact (NaN matches neither
-    side's; -0.0 = 0.0 on both), and so is IN once a zero in the list stands for both 0.0
-    and -0.0 (kudusql's IN hashes the values, where the two differ). A NaN or infinite
-    literal is never pushed (tests/spark/test_float_filters.py)."""
+    and a zero in an IN is sent as both 0.0 and -0.0: rules from when the engine's scan
+    predicates used IEEE order (NaN matched no range, a hashed IN told -0.0 from 0.0).
+    The engine now orders floats as Spark does (engine/tablet/scan_spec.py), so both
+    rules are conservative, not needed for exactness. A NaN or infinite literal is never
+    pushed: JSON holds neither (tests/spark/test_float_filters.py)."""
     attr = getattr(f, "attribute", None)
     if not isinstance(attr, tuple) or len(attr) != 1:
         return None
@@ -232,7 +231,7 @@ def _filter_to_predicate(f: Filter, floats: frozenset[str] = frozenset()) -> dic
         case In(value=vs):
             vals = [value_to_json(v) for v in vs if v is not None]  # NULL never matches
             if col in floats and any(v == 0 for v in vals):
-                vals += [0.0, -0.0]  # Spark: -0.0 = 0.0; kudusql's IN hashes them apart
+                vals += [0.0, -0.0]  # both zeros (see the docstring: now conservative)
             return {"column": col, "kind": "in", "values": vals} if vals else None
         case IsNull():
             return {"column": col, "kind": "is_null"}

@@ -1,13 +1,14 @@
 """Pushed filters on FLOAT / DOUBLE columns are exact, on both readers (differential).
 
-Spark orders NaN above every number (NaN > 1 and NaN = NaN are true), kudusql's scan
-predicates never match NaN, and -0.0 = 0.0 on both sides. A filter either goes to the
-engine with Spark's meaning or stays in Spark. The oracle is Spark itself over the same
-rows written as Parquet: random filters (comparisons, IN, <=>, IS [NOT] NULL, NOT, AND,
-OR) with NaN, +-infinity, -0.0, 0.0, NULL and ordinary literals must select the same keys
-through the JVM connector ("endpoint") and the PySpark source ("flight", pushdown on) as
-Spark does. Half of each tablet's rows are flushed to a DiskRowSet first, so page
-zone maps (min/max, which skip NaN) take part. KUDUSQL_LONG=1 runs many more filters."""
+Spark orders NaN above every number (NaN > 1 and NaN = NaN are true) and -0.0 = 0.0, as
+kudusql's scan predicates now do too. A filter either goes to the engine with Spark's
+meaning or stays in Spark. The oracle is Spark itself over the same rows as an in-memory
+DataFrame (not Parquet: `test_parquet_is_no_oracle`): random filters (comparisons, IN,
+<=>, IS [NOT] NULL, NOT, AND, OR) with NaN, +-infinity, -0.0, 0.0, NULL and ordinary
+literals must select the same keys through the JVM connector ("endpoint") and the
+PySpark source ("flight", pushdown on) as Spark does. Half of each tablet's rows are
+flushed to a DiskRowSet first, so page zone maps (min/max, which skip NaN) take part.
+KUDUSQL_LONG=1 runs many more filters."""
 
 from __future__ import annotations
 

@@ -33,11 +33,13 @@ import java.util.Set;
  * NULL on a top-level column with a literal of a type kudusql compares the same way;
  * NOT of IS [NOT] NULL; OR of equalities / INs on one column (one IN). An AND pushes each
  * side it can (the AND stays with Spark unless both sides went). Floating-point NaN
- * literals are not pushed, nor lower bounds (>, >=, =) on FLOAT / DOUBLE columns: Spark
- * orders NaN above every number, kudusql's range predicates never match NaN; equality
- * goes as IN, where a zero stands for both 0.0 and -0.0 (equal in Spark, told apart by
- * kudusql's hashed IN lists). Everything else stays in Spark
- * (tests/spark/test_float_filters.py checks both readers against Spark over Parquet).
+ * literals are not pushed, nor lower bounds (>, >=, =) on FLOAT / DOUBLE columns; equality
+ * goes as IN, where a zero stands for both 0.0 and -0.0. Both rules date from when
+ * kudusql's scan predicates used IEEE order (NaN matched no range, the hashed IN told
+ * -0.0 from 0.0); the engine now orders floats as Spark does, so they are conservative,
+ * not needed for exactness. Everything else stays in Spark
+ * (tests/spark/test_float_filters.py checks both readers against Spark over the same rows
+ * in memory).
  */
 final class Filters {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
@@ -222,7 +224,7 @@ final class Filters {
                 vs.add(j);
             }
             if (j.isDouble() && j.asDouble() == 0.0) {
-                // Spark: -0.0 = 0.0; kudusql's IN hashes the values, where they differ
+                // both zeros (conservative since the engine's IN holds -0.0 = 0.0)
                 JsonNode other = F.numberNode(1.0 / j.asDouble() > 0 ? -0.0 : 0.0);
                 if (seen.add(other.toString())) {
                     vs.add(other);
