@@ -40,3 +40,13 @@ def spark():
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="module")
+def jvm(spark):
+    """The Spark session, with the JVM connector on its classpath (else the test skips)."""
+    from kudusql.spark import jvm_connector_loaded
+
+    if not jvm_connector_loaded(spark):
+        pytest.skip("the JVM connector is not on the classpath (no JDK to build it)")
+    return spark

@@ -17,7 +17,6 @@ import pytest
 
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 is not installed")
 
-from kudusql.spark import jvm_connector_loaded  # noqa: E402
 from kudusql.spark.cluster import executor_catalog  # noqa: E402
 from tests.cluster.conftest import LocalCluster, _run  # noqa: E402
 from tests.spark.test_arrow_stream import call  # noqa: E402
@@ -26,13 +25,6 @@ LONG = os.environ.get("KUDUSQL_LONG") == "1"
 # a cluster start plus ~30-60 s of Spark jobs: beyond the default suite's budget
 pytestmark = [pytest.mark.long,
               pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for Spark on a cluster")]
-
-
-@pytest.fixture(scope="module")
-def jvm(spark):
-    if not jvm_connector_loaded(spark):
-        pytest.skip("the JVM connector is not on the classpath (no JDK to build it)")
-    return spark
 
 
 @pytest.fixture(scope="module")

@@ -21,19 +21,11 @@ import pytest
 
 pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 is not installed")
 
-from kudusql.spark import jvm_connector_loaded
 
 ROWS = 600
 CASES = 200 if os.environ.get("KUDUSQL_LONG") else 16
 COLUMNS = ["k", "i", "s", "d", "dt", "dec", "b", "ts"]
 T0 = dt.datetime(2020, 1, 1, 12, 0, 0)
-
-
-@pytest.fixture(scope="module")
-def jvm(spark):
-    if not jvm_connector_loaded(spark):
-        pytest.skip("the JVM connector is not on the classpath (no JDK to build it)")
-    return spark
 
 
 @pytest.fixture(scope="module")

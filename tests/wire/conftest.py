@@ -53,3 +53,18 @@ def server(tmp_path_factory):
     r = start_server(tmp_path_factory.mktemp("wire") / "db")
     yield r
     stop_server(r)
+
+
+def record_answers(monkeypatch, owner, name: str) -> list[bool]:
+    """Wrap `owner.name` (a fast path, or a method that may decline) for the test: each
+    call appends whether it answered (returned something other than None) to the list
+    returned, and returns what the real one did."""
+    answered: list[bool] = []
+    real = getattr(owner, name)
+
+    def recording(*args):
+        done = real(*args)
+        answered.append(done is not None)
+        return done
+    monkeypatch.setattr(owner, name, recording)
+    return answered

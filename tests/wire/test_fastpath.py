@@ -15,7 +15,7 @@ import struct
 import pytest
 
 import wire.fastpath as fastpath
-from tests.wire.conftest import start_server, stop_server
+from tests.wire.conftest import record_answers, start_server, stop_server
 from tests.wire.raw_client import (
     INT4,
     INT8,
@@ -100,14 +100,7 @@ def pair(tmp_path_factory):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_point_reads_fast_equal_ordinary(pair, seed, monkeypatch):
-    answered = []
-    real = fastpath.point_read
-
-    def counting(be, stmt, fields, end):
-        done = real(be, stmt, fields, end)
-        answered.append(done is not None)
-        return done
-    monkeypatch.setattr(fastpath, "point_read", counting)
+    answered = record_answers(monkeypatch, fastpath, "point_read")
     rng = random.Random(seed)
     clients = [Raw(s.port) for s in pair]
     try:
@@ -174,14 +167,7 @@ def test_prepared_point_reads_follow_ddl_and_time_travel(pair, monkeypatch):
     RENAME TABLE there and back, DROP and CREATE again; and a time-travel read of the same
     key. Every reply equals the ordinary path's, byte for byte, and the fast path answers
     again once the statement is re-planned."""
-    answered = []
-    real = fastpath.point_read
-
-    def counting(be, stmt, fields, end):
-        done = real(be, stmt, fields, end)
-        answered.append(done is not None)
-        return done
-    monkeypatch.setattr(fastpath, "point_read", counting)
+    answered = record_answers(monkeypatch, fastpath, "point_read")
     clients = [Raw(s.port) for s in pair]
     create = ("CREATE TABLE t5 (k INT NOT NULL, v TEXT, PRIMARY KEY (k)) "
               "PARTITION BY HASH (k) PARTITIONS 2, RANGE (k) (PARTITION VALUES < 100)")
@@ -252,14 +238,7 @@ def test_asyncpg_point_reads_take_the_fast_path(pair, monkeypatch):
     import asyncio
 
     import asyncpg
-    answered = []
-    real = fastpath.point_read
-
-    def counting(be, stmt, fields, end):
-        done = real(be, stmt, fields, end)
-        answered.append(done is not None)
-        return done
-    monkeypatch.setattr(fastpath, "point_read", counting)
+    answered = record_answers(monkeypatch, fastpath, "point_read")
     fast, _ = pair
 
     async def main():

@@ -19,7 +19,7 @@ import pytest
 
 import wire.fastpath as fastpath
 from session.session import Session
-from tests.wire.conftest import start_server, stop_server
+from tests.wire.conftest import record_answers, start_server, stop_server
 from tests.wire.raw_client import (
     INT8,
     SYNC,
@@ -115,30 +115,9 @@ def pair(tmp_path_factory):
 
 
 def test_key_writes_fast_equal_ordinary(pair, monkeypatch):
-    answered = []
-    real = fastpath.key_write
-    plain = []
-    inserted = []
-    real_insert = fastpath.row_insert
-
-    def counting_insert(be, stmt, fields, end):
-        done = real_insert(be, stmt, fields, end)
-        inserted.append(done is not None)
-        return done
-    monkeypatch.setattr(fastpath, "row_insert", counting_insert)
-    real_values = Session.key_write_values
-
-    def counting_values(self, text, params):
-        got = real_values(self, text, params)
-        plain.append(got is not None)
-        return got
-    monkeypatch.setattr(Session, "key_write_values", counting_values)
-
-    def counting(be, stmt, fields, end):
-        done = real(be, stmt, fields, end)
-        answered.append(done is not None)
-        return done
-    monkeypatch.setattr(fastpath, "key_write", counting)
+    inserted = record_answers(monkeypatch, fastpath, "row_insert")
+    plain = record_answers(monkeypatch, Session, "key_write_values")
+    answered = record_answers(monkeypatch, fastpath, "key_write")
     rng = random.Random(17)
     clients = [Raw(s.port) for s in pair]
     try:
