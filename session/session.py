@@ -490,10 +490,12 @@ class Session:
     def execute_point(self, text: str, params) -> StatementResult | None:
         """The statement's result if it is a cached primary-key point read whose tablets are
         open (bounded, in-memory work: the wire server runs it on its event loop), else
-        None without doing anything; see planner.point_read."""
+        None without doing anything; see planner.point_read. Its select list is evaluated
+        as `execute` evaluates it: one statement time, the session's TimeZone (a cast to
+        timestamptz or text reads the zone when it runs, not when it was planned)."""
         if not params:
             return None
-        with sql_errors():
+        with sql_errors(), statement_clock(), session_time_zone(self.time_zone):
             t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
         return None if t is None else StatementResult.rows("SELECT", t)
 
@@ -504,7 +506,8 @@ class Session:
         key columns, then the SET values) and the table; None (nothing done) when there is
         no such cached point read, its tablets are not all open or its lookup would wait
         (`Table.lookup_now`). A read: the wire's key-write fast path (wire/fastpath.py)
-        then writes the row itself."""
+        then writes the row itself. The SET values are evaluated as `execute` evaluates
+        them (one statement time, the session's TimeZone)."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
@@ -513,7 +516,7 @@ class Session:
         table = fast.facade(self.catalog)
         if not fast.ready(table):
             return None
-        with sql_errors(), statement_clock():
+        with sql_errors(), statement_clock(), session_time_zone(self.time_zone):
             rows = fast.run(self.catalog, params, table, now=True)   # never waits
         return None if rows is None else (rows, table)
 

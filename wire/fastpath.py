@@ -205,11 +205,13 @@ def _consume(be, after: int) -> None:
 def _point_plan(stmt, rf: tuple, fast, describe: bool):
     """(RowDescription bytes or None, encoders, `value_code`s) for this statement, result
     formats and point read, cached on the statement; None when this case cannot answer
-    it."""
+    it. The entry keeps its PointRead and is taken only for that very object: an id()
+    alone may be a new PointRead's (the table created again, with other column types)
+    at the address of the one it replaced."""
     key = (rf, id(fast), describe)
-    plan = stmt.fast.get(key)
-    if plan is not None:
-        return plan or None
+    entry = stmt.fast.get(key)
+    if entry is not None and entry[0] is fast:
+        return entry[1] or None
     plan = ()
     schema = fast.schema
     announced = stmt.result_oids
@@ -228,7 +230,7 @@ def _point_plan(stmt, rf: tuple, fast, describe: bool):
                 plan = (desc, tuple(encs), codes)
     if len(stmt.fast) > 16:
         stmt.fast.clear()
-    stmt.fast[key] = plan
+    stmt.fast[key] = (fast, plan)
     return plan or None
 
 

@@ -161,7 +161,11 @@ def result_formats(codes: tuple[int, ...] | list[int], ncols: int) -> list[int]:
 
 def conform(table: pa.Table | pa.RecordBatch, oids: list[tuple[int, int]]):
     """Cast the columns whose Arrow type would be described differently from the OIDs a
-    client was already given (Describe before execution) to a type that matches them."""
+    client was already given (Describe before execution) to a type that matches them. A
+    column whose values do not cast (a prepared statement's table dropped and created
+    again with a column of another type: text where int4 was announced, a bigint beyond
+    int4) is PostgreSQL's error for a result that no longer has the described type,
+    0A000 `cached plan must not change result type`."""
     cols, changed = [], False
     for col, (oid, mod) in zip(table.columns, oids):
         if type_oid(col.type)[0] == oid:
@@ -170,7 +174,10 @@ def conform(table: pa.Table | pa.RecordBatch, oids: list[tuple[int, int]]):
         target = arrow_type_for(oid, mod)
         if target is None:
             target = pa.decimal128(38, 10) if oid == NUMERIC else pa.string()
-        cols.append(col.cast(target))
+        try:
+            cols.append(col.cast(target))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise ParamError("cached plan must not change result type", "0A000") from None
         changed = True
     if not changed:
         return table

@@ -2,7 +2,7 @@
 
 Differential: prepared UPDATE / DELETE statements by the full primary key (SET of a
 parameter, of an expression over the row, NULL, NUMERIC rounding, VARCHAR(n), an
-overflowing expression, a composite key) and near misses (an extra condition, a
+overflowing expression, a timestamptz printed in the session's zone, a composite key) and near misses (an extra condition, a
 statement the path does not take), executed with random parameters (existing, deleted
 and absent keys, values that do not convert, NULL keys, text and binary) with and
 without Describe of the portal, between re-INSERTs, over a raw protocol socket to a
@@ -61,6 +61,10 @@ STATEMENTS = [
     ("UPDATE w1 SET s = vc, vc = s WHERE k = $1", "k"),
     ("UPDATE w1 SET k = $2 WHERE k = $1", "ki"),
     ("UPDATE w2 SET v = NULL WHERE a = $1 AND b = $2", "ab"),
+    # a SET value the session's TimeZone decides (timestamptz as text: the sessions are
+    # in Asia/Kolkata, so a value computed in UTC differs)
+    ("UPDATE w1 SET s = CAST(TIMESTAMPTZ '2026-01-01 00:00+00' + i * INTERVAL '1 hour' "
+     "AS TEXT) WHERE k = $1", "k"),
     # single-row INSERT / UPSERT of parameters (wire/fastpath.py `row_insert`): new,
     # duplicate and NULL keys, values that do not convert, too long, NUMERIC rounding,
     # omitted columns (defaults), and near misses (ON CONFLICT, RETURNING, too few
@@ -121,8 +125,8 @@ def test_key_writes_fast_equal_ordinary(pair, monkeypatch):
     rng = random.Random(17)
     clients = [Raw(s.port) for s in pair]
     try:
-        setup = ["DROP TABLE IF EXISTS w1", "DROP TABLE IF EXISTS w2", *DDL,
-                 *_seed_rows(rng)]
+        setup = ["SET TIME ZONE 'Asia/Kolkata'", "DROP TABLE IF EXISTS w1",
+                 "DROP TABLE IF EXISTS w2", *DDL, *_seed_rows(rng)]
         for c in clients:
             for sql in setup:
                 c.query(sql)

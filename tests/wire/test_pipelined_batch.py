@@ -1,14 +1,14 @@
 """Pipelined batches (wire/fastpath.py): a run of Bind/Execute of one prepared INSERT before
 Sync is one engine write, with outcomes identical to running each Execute in order.
 
-Differential: random pipelines (good rows, duplicate keys - in the pipeline and already in
-the table -, NULL in a NOT NULL column, values that do not decode for the parameter's type
-or do not fit the column, optional Parse-per-row as JDBC sends it, optional Describe of the
-portal) go over a raw protocol socket to two servers: one batching (the default), one with
-`fast_paths=False` (every Execute on its own). Every reply message (type, SQLSTATE,
-message text, command tag) and the final table must be the same. Then the drivers that
-pipeline this way: asyncpg and psycopg `executemany`, SQLAlchemy bulk insert (and JDBC
-`executeBatch` in test_jdbc.py)."""
+Differential: random pipelines of INSERT or UPSERT (good rows, duplicate keys - in the
+pipeline and already in the table -, NULL in a NOT NULL column, values that do not decode
+for the parameter's type or do not fit the column, optional Parse-per-row as JDBC sends
+it, optional Describe of the portal) go over a raw protocol socket to two servers: one
+batching (the default), one with `fast_paths=False` (every Execute on its own). Every
+reply message (type, SQLSTATE, message text, command tag) and the final table must be the
+same. Then the drivers that pipeline this way: asyncpg and psycopg `executemany`,
+SQLAlchemy bulk insert (and JDBC `executeBatch` in test_jdbc.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from tests.wire.raw_client import (
 DDL = ("CREATE TABLE t (k BIGINT NOT NULL, v INT NOT NULL, s TEXT, PRIMARY KEY (k)) "
        "PARTITION BY HASH (k) PARTITIONS 3")
 INSERT = "INSERT INTO t VALUES ($1, $2, $3)"
+UPSERT = "UPSERT INTO t VALUES ($1, $2, $3)"
 
 
 def _binary(values: list) -> list:
@@ -79,14 +80,16 @@ def _pipeline(rng: random.Random, used: set, n: int) -> bytes:
     oids = rng.choice([(INT8, INT4, TEXT), (), (INT8, 0, 0)])
     name = "" if jdbc else rng.choice(["", "ins"])
     binary = oids == (INT8, INT4, TEXT) and rng.random() < 0.5
-    data = parse(name, INSERT, oids)
+    # UPSERT: a key repeated in the run is written again, the last value stays
+    sql = UPSERT if rng.random() < 0.25 else INSERT
+    data = parse(name, sql, oids)
     for i in range(n):
         k = rng.randrange(300) if rng.random() < 0.15 else rng.randrange(10**6)
         if rng.random() < 0.05:
             k = rng.choice(sorted(used)) if used else k
         used.add(k)
         if jdbc and i:
-            data += parse(name, INSERT, oids)
+            data += parse(name, sql, oids)
         values = [str(k), _value(rng), rng.choice([None, "x", "é"])]
         data += bind(name, _binary(values), True) if binary else bind(name, values)
         if describe:

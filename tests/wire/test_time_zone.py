@@ -127,3 +127,22 @@ def test_now_is_an_instant_and_local_time_is_the_zones(conn):
     assert local[:19] == now[:19] and today == now[:10]
     assert one(conn, "SELECT pg_typeof(now()), pg_typeof(localtimestamp)") == (
         "timestamp with time zone", "timestamp without time zone")
+
+
+def test_cached_point_reads_and_key_writes_run_in_the_zone(conn):
+    """A point read by primary key or an UPDATE by key, run again from the plan cache
+    (Session.execute_point, key_write_rows: on the event loop, outside Session.execute)
+    evaluates its select list / SET values in the session's zone, as the first run did."""
+    conn.execute("DROP TABLE IF EXISTS tzp")
+    conn.execute("CREATE TABLE tzp (k INT PRIMARY KEY, ts TIMESTAMP, s TEXT)")
+    conn.execute("INSERT INTO tzp VALUES (1, '2026-01-01 02:00:00', NULL)")
+    conn.execute("SET TIME ZONE 'Asia/Tokyo'")
+    read = "SELECT ts::timestamptz::text, ts::timestamptz FROM tzp WHERE k = %s"
+    write = "UPDATE tzp SET s = ts::timestamptz::text WHERE k = %s"
+    for prepare in (False, True):
+        for _ in range(3):          # planned, then from the plan cache
+            assert conn.execute(read, (1,), prepare=prepare).fetchone() == (
+                "2026-01-01 02:00:00+09", "2026-01-01 02:00:00+09")
+            conn.execute("UPDATE tzp SET s = NULL WHERE k = 1")
+            conn.execute(write, (1,), prepare=prepare)
+            assert one(conn, "SELECT s FROM tzp WHERE k = 1") == ("2026-01-01 02:00:00+09",)
