@@ -416,7 +416,8 @@ class Session:
         stmts = statements(sql)
         if len(stmts) != 1 or not (param_sets or columns):
             return None
-        with sql_errors(stmts[0].offset):
+        # the session's TimeZone: a timestamptz into a TIMESTAMP column is its local time
+        with sql_errors(stmts[0].offset), session_time_zone(self.time_zone):
             return self._bulk_insert(stmts[0], param_sets, in_order, columns)
 
     def insert_row_target(self, text: str, n: int):
