@@ -534,7 +534,7 @@ class Session:
         if fast is None or fast.value_items is None:
             return None
         table = fast.facade(self.catalog)
-        with sql_errors():
+        with sql_errors(), session_time_zone(self.time_zone):   # the key's conversion
             row = fast.values(params, table)
         return None if row is None else (row, table)
 

@@ -257,7 +257,10 @@ def point_read(be, stmt, fields: tuple, end: int):
         plan = _point_plan(stmt, fields[4], fast, describe)
         if plan is None:
             return None
-        key = fast.key_values(params)
+        # a key parameter of another type converts in the session's TimeZone (a
+        # timestamptz for a TIMESTAMP key is read as its local time there)
+        with session_time_zone(be.session.time_zone):
+            key = fast.key_values(params)
         if key is None:
             return None
         row = table.lookup_now(key, fast.columns or None)

@@ -189,11 +189,13 @@ async def scenario(client: str, dsn: str, zone: str) -> dict:
                     p = a if ("timestamptz" in sql) == (a.tzinfo is not None) else \
                         (a.replace(tzinfo=UTC) if a.tzinfo is None else a.replace(tzinfo=None))
                     out[f"{sql} #{rnd}.{i}"] = await _answer(c, sql, [p])
-        if client != "asyncpg":       # the key compared with either kind, same text
-            for rnd in range(2):
-                for i, (p,) in enumerate(_MIX):
-                    out[f"mixed key #{rnd}.{i}"] = await _answer(
-                        c, "SELECT n, k::text FROM tzp WHERE k = $1", [p])
+        # plain columns by the key: the point-read fast path (wire/fastpath.py) from the
+        # second run; psycopg sends the key as timestamp or timestamptz, same text
+        keys = _MIX if client != "asyncpg" else [[n] for n in NAIVE]
+        for sql in ("SELECT n, k FROM tzp WHERE k = $1", "SELECT n, v, k FROM tzp WHERE k = $1"):
+            for rnd in range(3):
+                for i, (p,) in enumerate(keys):
+                    out[f"{sql} #{rnd}.{i}"] = await _answer(c, sql, [p])
         # UPDATE by key (the key-write fast path from its second run)
         upd = "UPDATE tzp SET v = $2::timestamptz, n = n + 1000 WHERE k = $1::timestamptz"
         for rnd in range(2):
@@ -205,11 +207,21 @@ async def scenario(client: str, dsn: str, zone: str) -> dict:
             for i, n in enumerate(NAIVE):
                 out[f"update tz set #{rnd}.{i}"] = await _answer(
                     c, upd1, [n, AWARE[i + rnd]])
+        upd1 = "UPDATE tzp SET v = $2::timestamptz + interval '1 minute' WHERE k = $1"
+        for rnd in range(3):
+            for i, n in enumerate(NAIVE):
+                out[f"update tz set only #{rnd}.{i}"] = await _answer(
+                    c, upd1, [n, AWARE[i + rnd]])
         upd2 = "UPDATE tzp SET v = $2, n = n + 5000 WHERE k = $1"
         for rnd in range(2):
             for i, n in enumerate(NAIVE):
                 out[f"update naive #{rnd}.{i}"] = await _answer(
                     c, upd2, [n, n + dt.timedelta(hours=i + rnd)])
+        if client != "asyncpg":       # the key-write fast path, either kind of key
+            for rnd in range(3):
+                for i, (p,) in enumerate(_MIX):
+                    out[f"update mixed key #{rnd}.{i}"] = await _answer(
+                        c, "UPDATE tzp SET n = n + 7 WHERE k = $1", [p])
         out["table"] = await c.run("SELECT k::text, v::text, n FROM tzp ORDER BY k")
         out["count"] = await c.run("SELECT count(*) FROM tzp")
     finally:
