@@ -20,7 +20,9 @@ else is stored and shown back as given, like PostgreSQL's placeholder variables.
 
     SET [SESSION | LOCAL] name { TO | = } { value [, ...] | DEFAULT }
     SET TIME ZONE { value | LOCAL | DEFAULT }
-    SET SESSION CHARACTERISTICS AS TRANSACTION ... / SET TRANSACTION ...   (accepted)
+    SET SESSION CHARACTERISTICS AS TRANSACTION ... / SET TRANSACTION ...
+    (READ ONLY / READ WRITE: default_transaction_read_only / the block's mode, enforced
+    by wire/transaction.py; other modes accepted)
     RESET name | RESET ALL
     SHOW name | SHOW ALL
 
@@ -101,6 +103,20 @@ _READ_ONLY = {"server_version", "server_version_num", "server_encoding", "intege
 _UTF8 = {"utf8", "utf-8", "unicode"}
 
 
+_BOOL_WORDS = {"on": True, "true": True, "yes": True, "1": True, "t": True, "y": True,
+               "off": False, "false": False, "no": False, "0": False, "f": False, "n": False}
+BOOL_SETTINGS = ("default_transaction_read_only", "transaction_read_only")
+
+
+def parse_bool_setting(key: str, value: str) -> bool:
+    """A Boolean setting's value as PostgreSQL reads it (on/off, true/false, yes/no, 1/0
+    and their prefixes t, f, y, n); 22023 otherwise."""
+    v = _BOOL_WORDS.get(value.strip().strip("'").lower())
+    if v is None:
+        raise SqlError(f'parameter "{key}" requires a Boolean value', "22023")
+    return v
+
+
 def canonical(name: str) -> str:
     return _ALIASES.get(name.lower(), _CANON.get(name.lower(), name.lower()))
 
@@ -173,6 +189,8 @@ class Settings:
 
     def _check(self, key: str, value: str) -> str:
         low = value.strip().strip("'").lower()
+        if key in BOOL_SETTINGS:
+            return "on" if parse_bool_setting(key, value) else "off"
         if key == "query_mem_limit":            # bytes or kB/MB/GB/TB; 0 = no limit
             return format_bytes(parse_bytes(value.strip().strip("'")))
         if key == "client_encoding":

@@ -3,7 +3,8 @@ psycopg: text and binary) against any server: tests/wire/test_tz_params.py runs 
 against kudusql (fast paths on and off) and compares the answers with PostgreSQL 15's,
 recorded in tz_params_expected.json by
 
-    .venv/bin/python -m tests.wire.tz_param_cases 'host=127.0.0.1 port=P user=postgres dbname=postgres'
+    .venv/bin/python -m tests.wire.tz_param_cases \
+        'host=127.0.0.1 port=P user=postgres dbname=postgres'
 
 (a scratch PostgreSQL: bench/wire_bench.py's `Postgres` starts one).
 
