@@ -460,9 +460,7 @@ class Backend:
         if name is not None and canonical(name) == "transaction_read_only" and \
                 not node.args.get("noop"):
             # the transaction's access mode (wire/transaction.py), not a stored setting
-            if isinstance(node, KuduShowSetting):
-                return StatementResult.rows("SHOW", pa.table({"transaction_read_only": pa.array(
-                    ["on" if self.tx.read_only else "off"], pa.string())}))
+            # (SHOW reads it: `Settings.live`)
             if isinstance(node, KuduSet):
                 value = node.args.get("value")
                 on = value is not None and parse_bool_setting("transaction_read_only",

@@ -149,6 +149,9 @@ class Settings:
         if port is not None:
             self.values["port"] = str(port)
         self.changed: list[str] = []
+        # settings whose value is the connection's state, not stored: name -> () -> value
+        # (transaction_read_only: the transaction's mode, wire/transaction.py)
+        self.live: dict = {}
         for k, v in (startup or {}).items():
             if k in ("user", "database", "replication", "options"):
                 continue
@@ -165,7 +168,9 @@ class Settings:
                      startup=True)
 
     def get(self, name: str) -> str | None:
-        return self.values.get(canonical(name))
+        key = canonical(name)
+        live = self.live.get(key)
+        return live() if live is not None else self.values.get(key)
 
     @property
     def query_mem_limit_bytes(self) -> int:
@@ -261,7 +266,10 @@ class Settings:
         return self._show(name)
 
     def show(self, key: str) -> str:
-        """A setting's value as SHOW prints it (time settings in PostgreSQL's units)."""
+        """A setting's value as SHOW prints it (time settings in PostgreSQL's units; a
+        setting in `live`, the connection's state, as that says now)."""
+        if key in self.live:
+            return self.live[key]()
         value = self.values[key]
         return format_ms(int(value)) if key in MS_SETTINGS and value.isdigit() else value
 

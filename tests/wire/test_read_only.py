@@ -288,3 +288,22 @@ if __name__ == "__main__":
         json.dump(got, f, indent=0)
         f.write("\n")
     print(f"recorded {len(got)} answers in {EXPECTED}")
+
+
+def test_show_all_and_current_setting_give_the_mode_in_force(pair):
+    with psycopg.connect(pair[0].dsn(), autocommit=True) as c:
+        def shown():
+            every = dict((r[0], r[1]) for r in c.execute("SHOW ALL").fetchall())
+            one = c.execute("SELECT current_setting('transaction_read_only')").fetchone()[0]
+            return every["transaction_read_only"], one
+        assert shown() == ("off", "off")
+        c.execute("BEGIN READ ONLY")
+        assert shown() == ("on", "on")
+        c.execute("ROLLBACK")
+        assert shown() == ("off", "off")
+        c.execute("SET default_transaction_read_only = on")
+        assert shown() == ("on", "on")
+        c.execute("BEGIN READ WRITE")
+        assert shown() == ("off", "off")
+        c.execute("COMMIT")
+        c.execute("RESET default_transaction_read_only")
