@@ -14,6 +14,9 @@ Error positions are 1-based into `text`; the dialect moves them into the string 
     SET [SESSION | LOCAL] name {TO | =} value, ... | DEFAULT | SET TIME ZONE v | SET NAMES v
       | SET SCHEMA v | SET TRANSACTION ... | SET SESSION CHARACTERISTICS ...
                                               -> KuduSet(name, value | None = DEFAULT, noop)
+                                                 (READ ONLY / WRITE of SET TRANSACTION:
+                                                 transaction_read_only, of SESSION
+                                                 CHARACTERISTICS: its default)
     RESET name | RESET ALL                    -> KuduReset(name | None = ALL)
     SHOW name | SHOW ALL                      -> KuduShowSetting(name | None = ALL)
                                                  (SHOW TABLES, SHOW COLUMNS ... are KuduShow)
@@ -77,14 +80,17 @@ def _args(**extra) -> dict[str, bool]:
 
 class KuduTransaction(KuduCommand):
     """Transaction-block control; `verb` BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE or
-    ROLLBACK TO (`name`: the savepoint); `word` the first word as written (END, ABORT...)."""
+    ROLLBACK TO (`name`: the savepoint); `word` the first word as written (END, ABORT...);
+    `read_only` BEGIN's access mode (True READ ONLY, False READ WRITE, None: the default)."""
 
-    arg_types: ClassVar[dict[str, bool]] = _args(name=1, word=1)
+    arg_types: ClassVar[dict[str, bool]] = _args(name=1, word=1, read_only=1)
 
 
 class KuduSet(KuduCommand):
     """SET name = value: `name` as written (folded), `value` the value text (a list joined by
-    ", "), None for DEFAULT; `noop` for SET TRANSACTION / SESSION CHARACTERISTICS."""
+    ", "), None for DEFAULT; `noop` for SET TRANSACTION / SESSION CHARACTERISTICS without
+    an access mode (READ ONLY / READ WRITE set `transaction_read_only` /
+    `default_transaction_read_only`; `verb` is 'SET TRANSACTION' for SET TRANSACTION)."""
 
     arg_types: ClassVar[dict[str, bool]] = _args(name=1, value=1, noop=1)
 
@@ -168,8 +174,10 @@ def parse_transaction(sql: str) -> KuduTransaction:
     w = Words(sql)
     word = w.next().text
     name = None
+    read_only = None
     if word in ("begin", "start"):
         verb = "BEGIN"
+        read_only = _access_mode(w)
     elif word == "savepoint":
         verb, name = "SAVEPOINT", w.ident() or ""
     elif word == "release":
@@ -184,7 +192,21 @@ def parse_transaction(sql: str) -> KuduTransaction:
             verb = "ROLLBACK"
     else:                       # commit / end
         verb = "COMMIT"
-    return KuduTransaction(text=sql, verb=verb, name=name, word=word.upper())
+    return KuduTransaction(text=sql, verb=verb, name=name, word=word.upper(),
+                           read_only=read_only)
+
+
+def _access_mode(w: Words) -> bool | None:
+    """The last READ ONLY / READ WRITE among the transaction modes that follow: True,
+    False, or None when none is given (ISOLATION LEVEL, [NOT] DEFERRABLE are accepted)."""
+    mode = None
+    while not w.at_end():
+        t = w.next()
+        if t.kind == "word" and t.text == "read":
+            nxt = w.peek()
+            if nxt is not None and nxt.kind == "word" and nxt.text in ("only", "write"):
+                mode = w.next().text == "only"
+    return mode
 
 
 # -- settings -------------------------------------------------------------------------------
@@ -207,11 +229,17 @@ def _setting_name(w: Words) -> str:
 def parse_set(sql: str) -> KuduSet:
     w = Words(sql)
     w.accept("set")
-    if w.accept("session", "characteristics"):          # ... AS TRANSACTION ...: accepted
-        return KuduSet(text=sql, verb="SET", noop=True)
+    if w.accept("session", "characteristics"):          # ... AS TRANSACTION modes
+        mode = _access_mode(w)
+        if mode is None:                                # only other modes: accepted
+            return KuduSet(text=sql, verb="SET", noop=True)
+        return KuduSet(text=sql, verb="SET", name="default_transaction_read_only",
+                       value="on" if mode else "off")
     w.accept_any("session", "local")
-    if w.accept("transaction"):
-        return KuduSet(text=sql, verb="SET", noop=True)
+    if w.accept("transaction"):                         # SET TRANSACTION modes
+        mode = _access_mode(w)
+        return KuduSet(text=sql, verb="SET TRANSACTION", noop=mode is None,
+                       name="transaction_read_only", value="on" if mode else "off")
     if w.accept("time", "zone"):
         name = "TimeZone"
     elif w.accept("names"):

@@ -27,6 +27,7 @@ from planner.dialect import KuduSQL
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import sql_type
+from planner.expr.timezones import to_local
 from planner.executor import Executor
 from planner.query import run_query, subquery_runner
 from planner.result import RowFailure, StatementResult
@@ -174,7 +175,12 @@ def _sql_round(col, target: pa.DataType):
     digits (also from text: '3.145' into NUMERIC(6,2) is 3.15); NUMERIC / float into an
     integer column to the nearest integer (numeric halves away from zero, float halves to
     even: 3.7 is 4). The engine itself refuses values that do not fit (Kudu). A column that
-    cannot be cast as a whole is left to the engine, which reports each bad row."""
+    cannot be cast as a whole is left to the engine, which reports each bad row.
+    A timestamptz into a TIMESTAMP column is its local time in the session's TimeZone
+    (PostgreSQL's assignment cast), not its UTC wall time: the caller runs in the zone."""
+    if pa.types.is_timestamp(col.type) and col.type.tz is not None and \
+            pa.types.is_timestamp(target) and target.tz is None:
+        return to_local(col).cast(target)
     numeric = pa.types.is_decimal(col.type) or pa.types.is_floating(col.type)
     if col.type == target or not (
             pa.types.is_decimal(target) and (numeric or pa.types.is_string(col.type)) or

@@ -119,6 +119,18 @@ class Statement:
             return "insert"
         return None
 
+    def write_tag(self) -> str | None:
+        """The command tag a read-only transaction refuses this statement by (PostgreSQL's
+        25006 `cannot execute <tag> in a read-only transaction`): 'INSERT', 'UPDATE',
+        'DELETE', 'UPSERT', 'COPY FROM', 'CREATE TABLE', 'DROP VIEW', 'ALTER TABLE',
+        'TRUNCATE TABLE', 'CREATE ROLE', ...; None for a statement that writes nothing
+        (or does not parse: its own error comes first)."""
+        try:
+            node = self.node
+        except SqlError:
+            return None
+        return write_tag(node)
+
     def key_write_shape(self) -> tuple[str, list[str]] | None:
         """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE (no
         RETURNING, FROM / USING, WITH, ORDER BY, LIMIT; SET of distinct plain columns),
@@ -157,3 +169,36 @@ def statements(sql: str) -> list[Statement]:
     """The Statements of a client's string (not parsed yet: each parses when it runs, so a
     syntax error in the third stops the string there, after the first two ran)."""
     return [Statement(text, offset) for offset, text in split_statements(sql)]
+
+
+def write_tag(node) -> str | None:
+    """`Statement.write_tag` of a parsed node."""
+    from planner.commands import KuduCopy, KuduExplain, KuduRole, KuduUpsert
+    if node is None:
+        return None
+    if isinstance(node, KuduUpsert):
+        return "UPSERT"
+    if isinstance(node, exp.Insert):
+        return "INSERT"
+    if isinstance(node, exp.Update):
+        return "UPDATE"
+    if isinstance(node, exp.Delete):
+        return "DELETE"
+    if isinstance(node, exp.Merge):
+        return "MERGE"
+    if isinstance(node, exp.TruncateTable):
+        return "TRUNCATE TABLE"
+    if isinstance(node, (exp.Create, exp.Drop)):
+        kind = str(node.args.get("kind") or "TABLE").upper()
+        return f"{'CREATE' if isinstance(node, exp.Create) else 'DROP'} {kind}"
+    if isinstance(node, exp.Alter):
+        return f"ALTER {str(node.args.get('kind') or 'TABLE').upper()}"
+    if isinstance(node, KuduCopy):
+        return "COPY FROM" if node.args["spec"].direction == "from" else None
+    if isinstance(node, KuduRole):
+        return node.verb
+    if isinstance(node, KuduExplain) and node.args.get("analyze"):
+        return write_tag(node.this)
+    if isinstance(node, exp.Select) and node.args.get("into") is not None:
+        return "SELECT INTO"
+    return None

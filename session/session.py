@@ -416,7 +416,8 @@ class Session:
         stmts = statements(sql)
         if len(stmts) != 1 or not (param_sets or columns):
             return None
-        with sql_errors(stmts[0].offset):
+        # the session's TimeZone: a timestamptz into a TIMESTAMP column is its local time
+        with sql_errors(stmts[0].offset), session_time_zone(self.time_zone):
             return self._bulk_insert(stmts[0], param_sets, in_order, columns)
 
     def insert_row_target(self, text: str, n: int):
@@ -533,7 +534,7 @@ class Session:
         if fast is None or fast.value_items is None:
             return None
         table = fast.facade(self.catalog)
-        with sql_errors():
+        with sql_errors(), session_time_zone(self.time_zone):   # the key's conversion
             row = fast.values(params, table)
         return None if row is None else (row, table)
 

@@ -107,7 +107,7 @@ from wire.copy import MAX_REPORTED_FAILURES
 from wire.effects import FLUSH, NEED_INPUT, CancelTimer, Fatal, Timer
 from wire.pg_catalog import format_type
 from wire.portal import Fetch, Portal, PreparedStatement, Rows, fetch
-from wire.settings import Settings
+from wire.settings import Settings, canonical, parse_bool_setting
 from wire.transaction import TransactionState
 
 log = logging.getLogger("kudusql.wire")
@@ -159,7 +159,8 @@ class Backend:
         self.login_record = None
         self.session = None
         self.settings: Settings | None = None
-        self.tx = TransactionState()
+        self.tx = TransactionState(lambda: self.settings is not None and (
+            self.settings.values.get("default_transaction_read_only") == "on"))
         self.statements: dict[str, PreparedStatement] = {}
         self.portals: dict[str, Portal] = {}
         self.ext_error = False
@@ -454,7 +455,19 @@ class Backend:
         return r
 
     def _setting(self, stmt: Statement, params) -> StatementResult:
-        r = self.settings.execute(stmt.node)
+        node = stmt.node
+        name = node.args.get("name")
+        if name is not None and canonical(name) == "transaction_read_only" and \
+                not node.args.get("noop"):
+            # the transaction's access mode (wire/transaction.py), not a stored setting
+            # (SHOW reads it: `Settings.live`)
+            if isinstance(node, KuduSet):
+                value = node.args.get("value")
+                on = value is not None and parse_bool_setting("transaction_read_only",
+                                                              value)
+                notices = self.tx.set_read_only(on, node.verb == "SET TRANSACTION")
+                return StatementResult("SET", notices=notices)
+        r = self.settings.execute(node)
         self.hand_settings_to_session()     # the next statement of this string runs in it
         return r
 

@@ -117,6 +117,7 @@ from engine.catalog.table import NOT_NOW
 from engine.tablet.write_op import OpType
 from planner.dml import row_failures, update_data
 from planner.errors import SqlError
+from planner.expr import session_time_zone
 from planner.point_read import NO_ROW
 from planner.result import StatementResult
 from wire import protocol as P
@@ -256,7 +257,10 @@ def point_read(be, stmt, fields: tuple, end: int):
         plan = _point_plan(stmt, fields[4], fast, describe)
         if plan is None:
             return None
-        key = fast.key_values(params)
+        # a key parameter of another type converts in the session's TimeZone (a
+        # timestamptz for a TIMESTAMP key is read as its local time there)
+        with session_time_zone(be.session.time_zone):
+            key = fast.key_values(params)
         if key is None:
             return None
         row = table.lookup_now(key, fast.columns or None)
@@ -335,9 +339,11 @@ def key_write(be, stmt, fields: tuple, end: int):
         rows, table = found if found is not None else (None, None)
         if rows is not None and rows.num_rows:
             if verb == "UPDATE":
-                finish = table.write_small_deferred(OpType.UPDATE,
-                                                    update_data(table, rows, names),
-                                                    never_block=True)
+                # rounded in the session's TimeZone (a timestamptz SET into a
+                # TIMESTAMP column is its local time), as the ordinary UPDATE is
+                with session_time_zone(be.session.time_zone):
+                    data = update_data(table, rows, names)
+                finish = table.write_small_deferred(OpType.UPDATE, data, never_block=True)
             else:
                 finish = table.write_small_deferred(OpType.DELETE, pa.Table.from_arrays(
                     rows.columns, names=table.schema.key_names), never_block=True)
@@ -645,5 +651,5 @@ def _binary_column(raw: list, oid: int):
         full[~mask] = values
         values = full
     typ = {16: pa.bool_(), 700: pa.float64(), 701: pa.float64(), 1082: pa.date32(),
-           1114: pa.timestamp("us"), 1184: pa.timestamp("us")}.get(oid, pa.int64())
+           1114: pa.timestamp("us"), 1184: pa.timestamp("us", "UTC")}.get(oid, pa.int64())
     return pa.array(values, typ, mask=mask)

@@ -68,9 +68,12 @@ def _parse_timestamp(s: str, tz: bool):
             v = _dt.datetime.combine(_dt.date.fromisoformat(s), _dt.time())
         except ValueError:
             raise ParamError(f'invalid input syntax for type timestamp: "{s}"') from None
-    if v.tzinfo is not None:
-        v = v.astimezone(_UTC).replace(tzinfo=None)
-    return v
+    if v.tzinfo is None:
+        return v
+    # timestamptz with an offset: the instant, aware (the session reads a naive value in
+    # its TimeZone, as PostgreSQL reads text without an offset); timestamp (without time
+    # zone) ignores a written offset, as PostgreSQL's timestamp input does
+    return v.astimezone(_UTC) if tz else v.replace(tzinfo=None)
 
 
 def parse_text(s: str, oid: int, arrow: pa.DataType | None = None):
@@ -197,8 +200,11 @@ def parse_binary(b: bytes, oid: int, arrow: pa.DataType | None = None):
                 return numeric_from_binary(b)
             case 1082:
                 return _PG_EPOCH_DATE + _dt.timedelta(days=struct.unpack("!i", b)[0])
-            case 1114 | 1184:
+            case 1114:
                 return _PG_EPOCH_DT + _dt.timedelta(microseconds=struct.unpack("!q", b)[0])
+            case 1184:          # an instant: microseconds since 2000-01-01 00:00 UTC
+                return (_PG_EPOCH_DT + _dt.timedelta(
+                    microseconds=struct.unpack("!q", b)[0])).replace(tzinfo=_UTC)
             case 1083:
                 us = struct.unpack("!q", b)[0]
                 return (_dt.datetime.min + _dt.timedelta(microseconds=us)).time()

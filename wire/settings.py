@@ -20,7 +20,9 @@ else is stored and shown back as given, like PostgreSQL's placeholder variables.
 
     SET [SESSION | LOCAL] name { TO | = } { value [, ...] | DEFAULT }
     SET TIME ZONE { value | LOCAL | DEFAULT }
-    SET SESSION CHARACTERISTICS AS TRANSACTION ... / SET TRANSACTION ...   (accepted)
+    SET SESSION CHARACTERISTICS AS TRANSACTION ... / SET TRANSACTION ...
+    (READ ONLY / READ WRITE: default_transaction_read_only / the block's mode, enforced
+    by wire/transaction.py; other modes accepted)
     RESET name | RESET ALL
     SHOW name | SHOW ALL
 
@@ -101,6 +103,20 @@ _READ_ONLY = {"server_version", "server_version_num", "server_encoding", "intege
 _UTF8 = {"utf8", "utf-8", "unicode"}
 
 
+_BOOL_WORDS = {"on": True, "true": True, "yes": True, "1": True, "t": True, "y": True,
+               "off": False, "false": False, "no": False, "0": False, "f": False, "n": False}
+BOOL_SETTINGS = ("default_transaction_read_only", "transaction_read_only")
+
+
+def parse_bool_setting(key: str, value: str) -> bool:
+    """A Boolean setting's value as PostgreSQL reads it (on/off, true/false, yes/no, 1/0
+    and their prefixes t, f, y, n); 22023 otherwise."""
+    v = _BOOL_WORDS.get(value.strip().strip("'").lower())
+    if v is None:
+        raise SqlError(f'parameter "{key}" requires a Boolean value', "22023")
+    return v
+
+
 def canonical(name: str) -> str:
     return _ALIASES.get(name.lower(), _CANON.get(name.lower(), name.lower()))
 
@@ -133,6 +149,9 @@ class Settings:
         if port is not None:
             self.values["port"] = str(port)
         self.changed: list[str] = []
+        # settings whose value is the connection's state, not stored: name -> () -> value
+        # (transaction_read_only: the transaction's mode, wire/transaction.py)
+        self.live: dict = {}
         for k, v in (startup or {}).items():
             if k in ("user", "database", "replication", "options"):
                 continue
@@ -149,7 +168,9 @@ class Settings:
                      startup=True)
 
     def get(self, name: str) -> str | None:
-        return self.values.get(canonical(name))
+        key = canonical(name)
+        live = self.live.get(key)
+        return live() if live is not None else self.values.get(key)
 
     @property
     def query_mem_limit_bytes(self) -> int:
@@ -173,6 +194,8 @@ class Settings:
 
     def _check(self, key: str, value: str) -> str:
         low = value.strip().strip("'").lower()
+        if key in BOOL_SETTINGS:
+            return "on" if parse_bool_setting(key, value) else "off"
         if key == "query_mem_limit":            # bytes or kB/MB/GB/TB; 0 = no limit
             return format_bytes(parse_bytes(value.strip().strip("'")))
         if key == "client_encoding":
@@ -243,7 +266,10 @@ class Settings:
         return self._show(name)
 
     def show(self, key: str) -> str:
-        """A setting's value as SHOW prints it (time settings in PostgreSQL's units)."""
+        """A setting's value as SHOW prints it (time settings in PostgreSQL's units; a
+        setting in `live`, the connection's state, as that says now)."""
+        if key in self.live:
+            return self.live[key]()
         value = self.values[key]
         return format_ms(int(value)) if key in MS_SETTINGS and value.isdigit() else value
 

@@ -115,6 +115,7 @@ def _established(be):
                                port=be.host.port)
     except SqlError as e:
         raise Fatal(e.message, e.sqlstate) from None
+    be.settings.live["transaction_read_only"] = lambda: "on" if be.tx.read_only else "off"
     be.established()
     be.send(P.auth_ok())
     for name in REPORTED:

@@ -106,13 +106,22 @@ def test_numeric_binary_vectorised_matches_the_scalar_encoder():
     (T.BOOL, 1, b"\0", False),
     (T.BYTEA, 0, b"\\x0001", b"\x00\x01"),
     (T.DATE, 1, b'\x00\x00"?', dt.date(2024, 1, 2)),
-    (T.TIMESTAMPTZ, 1, b"\x00\x02\xb0\xe9\xf2\xc0\xa0\x00", dt.datetime(2024, 1, 2)),
-    (T.TIMESTAMPTZ, 0, b"2024-01-02 03:00:00+01", dt.datetime(2024, 1, 2, 2)),
+    # timestamptz: an instant (aware, UTC); without an offset the session's local time
+    (T.TIMESTAMPTZ, 1, b"\x00\x02\xb0\xe9\xf2\xc0\xa0\x00",
+     dt.datetime(2024, 1, 2, tzinfo=dt.UTC)),
+    (T.TIMESTAMPTZ, 0, b"2024-01-02 03:00:00+01", dt.datetime(2024, 1, 2, 2, tzinfo=dt.UTC)),
+    (T.TIMESTAMPTZ, 0, b"2024-01-02 03:00:00", dt.datetime(2024, 1, 2, 3)),
+    # timestamp: an offset in the text is ignored, as PostgreSQL's timestamp input does
+    (1114, 0, b"2024-01-02 03:00:00+01", dt.datetime(2024, 1, 2, 3)),
+    (1114, 1, b"\x00\x02\xb0\xe9\xf2\xc0\xa0\x00", dt.datetime(2024, 1, 2)),
     (T.TEXT, 0, "h\u00e9".encode(), "h\u00e9"),
     (0, 0, b"x", "x"),
 ])
 def test_decode_param(oid, fmt, data, want):
-    assert T.decode_param(data, fmt, oid) == want
+    got = T.decode_param(data, fmt, oid)
+    assert got == want and type(got) is type(want)
+    if isinstance(want, dt.datetime):       # naive and aware never compare equal, but
+        assert got.tzinfo == want.tzinfo    # say so
 
 
 def test_decode_param_by_inferred_type_and_errors():
