@@ -39,7 +39,7 @@ from engine import errors
 from engine.fs import fsync_dir  # noqa: F401 - re-exported for the rowset writers
 from engine.cfile.cell_reader import page_cell_reader
 from engine.cfile.encodings import (Compression, Encoding, decode_page, dict_page, encode_page,
-                                    gather_page)
+                                    gather_page, page_encoding)
 
 MAGIC = b"KSQLCF01"
 _TRAILER = struct.Struct("<I8s")
@@ -214,6 +214,10 @@ class ColumnReader:
         except errors.Corruption as e:
             raise errors.Corruption(
                 f"{self.path}: column {self.name} page {page} cannot be decoded: {e}") from e
+
+    def encoding(self, page: int) -> Encoding:
+        """The encoding page `page` was written with (its header's byte)."""
+        return page_encoding(self.page_buffer(page))
 
     def dict_page(self, page: int):
         """(dictionary, codes, validity) of a DICT page, None for other encodings
