@@ -20,7 +20,9 @@ aggregation: every runtime join filter on a scan below it dropped no row (a filt
 `seen == kept`), and no semi-join reduction applied inside it. A kept result handed to a
 node whose scans carry runtime filters is a superset of what the filters would leave,
 which is what its join would compute anyway (a runtime filter only drops rows that
-cannot join). Results over MAX_BYTES are not kept.
+cannot join). Results over MAX_BYTES are not kept; a kept result is metered by the query
+memory limit while an operator holds it, not while it only waits in `Shared` for its
+second reader (at most MAX_BYTES per repeated aggregation).
 """
 
 from __future__ import annotations
