@@ -38,7 +38,8 @@ import pyarrow.compute as pc
 from engine import errors
 from engine.fs import fsync_dir  # noqa: F401 - re-exported for the rowset writers
 from engine.cfile.cell_reader import page_cell_reader
-from engine.cfile.encodings import Compression, Encoding, decode_page, encode_page, gather_page
+from engine.cfile.encodings import (Compression, Encoding, decode_page, dict_page, encode_page,
+                                    gather_page, page_encoding)
 
 MAGIC = b"KSQLCF01"
 _TRAILER = struct.Struct("<I8s")
@@ -210,6 +211,19 @@ class ColumnReader:
     def gather(self, page: int, positions: np.ndarray) -> pa.Array:
         try:
             return gather_page(self.page_buffer(page), self.type, positions)
+        except errors.Corruption as e:
+            raise errors.Corruption(
+                f"{self.path}: column {self.name} page {page} cannot be decoded: {e}") from e
+
+    def encoding(self, page: int) -> Encoding:
+        """The encoding page `page` was written with (its header's byte)."""
+        return page_encoding(self.page_buffer(page))
+
+    def dict_page(self, page: int):
+        """(dictionary, codes, validity) of a DICT page, None for other encodings
+        (encodings.dict_page)."""
+        try:
+            return dict_page(self.page_buffer(page), self.type)
         except errors.Corruption as e:
             raise errors.Corruption(
                 f"{self.path}: column {self.name} page {page} cannot be decoded: {e}") from e

@@ -700,6 +700,21 @@ def decode_page(buf, typ: pa.DataType) -> pa.Array:
     return _decode(_open(buf, typ))
 
 
+def dict_page(buf, typ: pa.DataType) -> tuple[pa.Array, np.ndarray, np.ndarray | None] | None:
+    """A DICT page's (dictionary, codes, validity as a numpy bool array or None when the
+    page has no nulls), without decoding its values; None for any other encoding. A scan
+    predicate is evaluated once per dictionary entry and gathered by code (Kudu's
+    dictionary-coded predicate evaluation): a status column's k entries instead of its n
+    strings. The code under a NULL slot is arbitrary: callers mask it with `validity`."""
+    p = _open(buf, typ)
+    if p.encoding != Encoding.DICT:
+        return None
+    dictionary, codes = _dict_parts(p)
+    if dictionary.type != typ:
+        dictionary = dictionary.view(typ)
+    return dictionary, codes, _bits(p.validity, 0, p.n).view(bool) if p.nulls else None
+
+
 def page_encoding(buf) -> Encoding:
     """The encoding the page actually used (never AUTO or PREFIX)."""
     buf = _as_buffer(buf)

@@ -190,6 +190,10 @@ class BoundPredicate:
         self._np_bounds = None
         self._nan: str | None = None     # FLOAT / DOUBLE only: NAN_FAILS / PASSES / ONLY
         self._in_nan = False             # FLOAT / DOUBLE IN list that holds a NaN
+        # a dictionary-coded page may be tested once per entry, then gathered by code:
+        # true for predicates whose answer on a value is a function of the value alone,
+        # NULL failing (not IS [NOT] NULL; not floats, whose pages are never coded)
+        self.on_dictionary = pred.kind in ("range", "in") and col.type not in _FLOAT_TYPES
         if pred.kind == "member":
             if col.type not in _INTEGRAL_TYPES or col.type is DataType.DECIMAL:
                 raise errors.InvalidArgument(

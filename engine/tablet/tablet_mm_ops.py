@@ -29,7 +29,8 @@ Flush (`FlushMRSOp`), as in Kudu's flush with its "duplicating" phase made simpl
   1. `freeze`, under the write lock: freeze the MRS and swap in a new empty one; take the
      flush snapshot (every op so far has committed);
   2. `write_flush`, without the lock: sort the frozen rows by key, fold histories into base
-     + UNDO (`compaction.fold_history`), write DiskRowSets rolled at `drs_target_bytes`;
+     + UNDO (`compaction.fold_history`), write DiskRowSets rolled at `drs_target_bytes`
+     (of in-memory size; a merge rolls at that size on disk, as its policy weighs it);
      meanwhile writers may still UPDATE/DELETE rows of the frozen MRS;
   3. `catch_up`, under the write lock: re-apply the frozen MRS's mutations newer than the
      flush snapshot to the new DiskRowSets' DeltaMemStores (rowids translated); then the
@@ -284,7 +285,10 @@ class CompactRowSetsOp:
                   for c in schema.columns]
         full = pa.Table.from_arrays(arrays, schema=pa.schema(
             [pa.field(c.name, c.physical_type) for c in schema.columns]))
-        outputs, drs_of, local = write_rowsets(t, out_keys, full, undo, kept, index) \
+        on_disk = sum(d.base_bytes for d in inputs) / max(1, sum(d.num_rows for d in inputs)) \
+            if all(d.base_bytes for d in inputs) else 0.0
+        outputs, drs_of, local = write_rowsets(t, out_keys, full, undo, kept, index,
+                                               on_disk) \
             if len(out_keys) else ([], np.empty(0, np.int64), np.empty(0, np.int64))
         with t.write_lock:
             for d, off in zip(inputs, offsets):
@@ -427,13 +431,21 @@ class FlushDeltaMemStoresOp:
 
 
 def write_rowsets(tablet, keys: np.ndarray, full: pa.Table, undo: DeltaBatch,
-                  kept: DeltaBatch, flushed_index: int
+                  kept: DeltaBatch, flushed_index: int, disk_bytes_per_row: float = 0.0
                   ) -> tuple[list[DiskRowSet], np.ndarray, np.ndarray]:
-    """Write key-sorted rows as new DiskRowSets of `tablet`, rolled every drs_target_bytes
-    (in-memory size as the estimate); returns them and each row's (rowset index, rowid)."""
+    """Write key-sorted rows as new DiskRowSets of `tablet`, rolled every drs_target_bytes;
+    returns them and each row's (rowset index, rowid).
+
+    The size is measured as the compaction policy measures it, in bytes on disk: a merge
+    passes its inputs' `base_bytes` per row (the same rows, encoded again). A flush has no
+    such measure and rolls by the rows' in-memory size, which is larger (encodings,
+    compression), so its rowsets are smaller than the target and are merged once. Rolled
+    by the in-memory size, a merge's outputs were under the target on disk too: the
+    small-rowset bonus chose them again, forever."""
     cfg = tablet.config
     n = full.num_rows
-    per_row = max(full.nbytes / max(n, 1), 1)
+    per_row = disk_bytes_per_row if disk_bytes_per_row > 0 else \
+        max(full.nbytes / max(n, 1), 1)
     rows_per = max(int(cfg.drs_target_bytes // per_row), cfg.page_rows)
     drs_of = np.empty(n, dtype=np.int64)
     local = np.empty(n, dtype=np.int64)

@@ -21,9 +21,13 @@ Operators and the kernels they use:
               a semi join whose subquery is estimated smaller runs it first and filters the
               left side's scans by its keys instead (TPC-H Q18); a residual
               condition is applied on the inner join of the two sides and mapped back to the
-              left rows by row number; NOT IN is a null-aware anti join
+              left rows by row number, except a semi / anti join's lone `y <> x` of
+              integer-like columns, tested against each key's min and max of y (TPC-H
+              Q21); NOT IN is a null-aware anti join
   Aggregate   Acero hash aggregation (`Table.group_by`), or whole-column kernels without
-              GROUP BY; sums of exact DECIMAL expressions on unscaled int64 (`scaled`)
+              GROUP BY; sums of exact DECIMAL expressions on unscaled int64 (`scaled`);
+              an aggregation that occurs twice in the statement (a WITH query read twice,
+              TPC-H Q15) runs once and its result is reused (`shared`)
   Sort        `pc.sort_indices` (NULLS LAST for ASC, FIRST for DESC, as PostgreSQL) and
               top-N by slicing the sorted indices
   Limit, Distinct, SetOp, Values
@@ -47,6 +51,7 @@ The package, each module importing only those above it:
     kernels      NodeStats, empty_rows, common subexpressions, sizes, hash_key
     runtime_filters  RuntimeFilter: join-key membership applied to scan batches
     scaled       exact DECIMAL sums on unscaled int64 (Tree, split, combine, Fallback)
+    shared       repeated aggregations of a statement, run once (fingerprint, Shared)
     joins        Join, MultiJoin, cross joins                      (JoinOperators)
     sort         Sort, top-N, Distinct, set operations             (SortOperators)
     aggregates   Aggregate, Window                                 (AggregateOperators)

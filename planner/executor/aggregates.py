@@ -34,6 +34,7 @@ from planner.executor.kernels import (
     check_hashable,
     common_subexpressions,
     empty_rows,
+    NodeStats,
     hash_key,
 )
 from planner.executor import scaled as _scaled
@@ -882,8 +883,17 @@ class AggregateOperators:
                     out = self._aggregate_by(t, node.groups, node.aggs)
                 except _scaled.Fallback:
                     # a value the int64 sums cannot prove exact: scan again, on the
-                    # decimal path (the stream is spent)
+                    # decimal path (the stream is spent); the input's row counts start
+                    # over, or EXPLAIN ANALYZE would count both readings
                     t.close()
+                    for n in L.walk(node.input):
+                        st = self.ex.stats.get(id(n))
+                        if st is not None:
+                            st.rows = 0
+                    if self.ex.analyze:
+                        self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
+                            "input read again: a sum the int64 path could not prove "
+                            "exact, summed as decimals")
                     t = StreamedInput(self.ex.stream_batches(node.input))
                     out = self._aggregate_by(t, node.groups, node.aggs, scaled=False)
             finally:

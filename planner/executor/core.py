@@ -38,6 +38,7 @@ from planner.executor.kernels import (
 )
 from planner.executor.joins import JoinOperators
 from planner.executor import runtime_filters
+from planner.executor.shared import Shared
 from planner.executor.sort import SortOperators, concat_promote
 from planner.executor.aggregates import AggregateOperators, decimal_digits_needed
 
@@ -92,6 +93,9 @@ class Executor:
         # runtime join filters on a scan's batches, by id(Scan) (executor/runtime_filters)
         self.runtime_filters: dict[int, list] = {}
         self.table_rows: dict[str, float] = {}
+        # repeated aggregations computed once (executor/shared.py); a scalar subquery's
+        # executor shares its parent's
+        self.shared: Shared | None = None
         self.root: L.Output | None = None
         # WITH RECURSIVE: each RecursiveUnion's last step, which its WorkTable reads
         self.work_tables: dict[int, pa.Table] = {}
@@ -106,6 +110,10 @@ class Executor:
     # -- entry -----------------------------------------------------------------------------
     def run_output(self, out: L.Output) -> pa.Table:
         self.root = out
+        if self.shared is None:
+            self.shared = Shared()
+            if not self.schema_only:
+                self.shared.plan(out.plan)
         t = self.run(out.plan)
         cols = [t.column(k) for k in out.keys]
         return pa.Table.from_arrays(cols, names=list(out.names)) if cols else t
@@ -114,8 +122,17 @@ class Executor:
         self.guard.check()
         held = self.guard.held
         t0 = time.perf_counter()
-        part, operator = OPERATORS[type(node)]
-        result = operator(self.parts[part], node)
+        fp = self.shared.wanted(node) if self.shared is not None else None
+        result = self.shared.get(fp, node) if fp is not None else None
+        if result is not None:
+            if self.analyze:
+                self.stats.setdefault(id(node), NodeStats()).detail.append(
+                    "result of an identical aggregation earlier in the statement, reused")
+        else:
+            part, operator = OPERATORS[type(node)]
+            result = operator(self.parts[part], node)
+            if fp is not None:
+                self.shared.put(fp, node, result, self.runtime_filters, self.prefilter)
         # the inputs are released, the result is held until the parent is done with it
         self.guard.hold(held + table_nbytes(result))
         st = self.stats.setdefault(id(node), NodeStats())
@@ -242,6 +259,7 @@ class Executor:
             sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self.check_cancel,
                            schema_only=self.schema_only)
             sub.stats = self.stats
+            sub.shared = self.shared
             t = sub.run_output(ref.this)
             if t.num_columns != 1:
                 raise SqlError("subquery must return only one column", "42601")

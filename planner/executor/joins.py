@@ -198,6 +198,34 @@ def hash_join(left: pa.Table, right: pa.Table, lk: list, rk: list, join_type: st
 _INTERNAL = ("$lk", "$rk", "$lpad", "$rpad")     # hash_join's own columns
 
 
+def _integer_like(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_date32(t) or pa.types.is_timestamp(t)
+
+
+def _differs_pair(node: L.Join, left: pa.Table, right: pa.Table) -> tuple[str, str] | None:
+    """(left column, right column) when the join's residual is exactly `x <> y` of a
+    left and a right column of one integer-like type (`JoinOperators._differs_join`);
+    else None."""
+    r = node.residual
+    while isinstance(r, exp.Paren):
+        r = r.this
+    if not isinstance(r, exp.NEQ) or not isinstance(r.this, exp.Column) or \
+            not isinstance(r.expression, exp.Column):
+        return None
+    a, b = r.this.name, r.expression.name
+    ln, rn = set(left.column_names), set(right.column_names)
+    if a in ln and b in rn and a not in rn and b not in ln:
+        lcol, rcol = a, b
+    elif b in ln and a in rn and b not in rn and a not in ln:
+        lcol, rcol = b, a
+    else:
+        return None
+    lt, rt = left.schema.field(lcol).type, right.schema.field(rcol).type
+    if lt != rt or not _integer_like(lt):
+        return None
+    return lcol, rcol
+
+
 def trace_key(node: L.Node, key: str) -> tuple[L.Scan, str] | None:
     """(the Scan, its key) that `node`'s output column `key` comes from unchanged, through
     operators that keep or drop whole rows by it - filters, projections, GROUP BY keys,
@@ -423,6 +451,10 @@ class JoinOperators:
         cross join), residual filter, matched left row numbers, then shape the result."""
         rid = "$rid"
         lt = left.append_column(rid, pa.array(np.arange(left.num_rows, dtype=np.int64)))
+        pair = _differs_pair(node, left, right) if lk and node.kind in ("semi", "anti") \
+            else None
+        if pair is not None:
+            return self._differs_join(node, left, lt, right, lk, rk, *pair)
         if lk:
             matched = hash_join(lt, right, lk, rk, "inner", self.ex)
             matched = self.ex.filter_table(matched, node.residual)
@@ -443,6 +475,34 @@ class JoinOperators:
                 pad = pad.append_column(f.name, pa.nulls(unmatched.num_rows, f.type))
             return concat_tables([matched.drop_columns([rid]).select(pad.column_names), pad])
         raise SqlError("FULL JOIN with a non-equality condition is not supported", "0A000")
+
+    def _differs_join(self, node, left, lt, right, lk, rk, lcol: str, rcol: str
+                      ) -> pa.Table:
+        """EXISTS / NOT EXISTS (semi / anti join) on equal keys with the one residual
+        `right.y <> left.x` over integer-like columns (TPC-H Q21: another supplier on the
+        same order): a right row with y <> x exists for a left row iff its key's group of
+        non-NULL y holds a value other than x, i.e. iff x is not NULL and the group's min
+        or max differs from x. The right side is grouped (min, max of y by key) and joined
+        to the left rows, one match each at most, instead of every left row meeting every
+        right row of its key before the residual is tested."""
+        from planner.executor.kernels import hash_key
+        keys = [f"$gk{i}" for i in range(len(rk))]
+        cols = {k: hash_key(as_chunked(a, right.num_rows)) for k, a in zip(keys, rk)}
+        cols["$y"] = right.column(rcol)
+        groups = self.ex.aggregates.aggregate_plan(
+            pa.table(cols), keys, [("$y", "hash_min", None, "$mn"),
+                                   ("$y", "hash_max", None, "$mx")], None)
+        probe = pa.table({"$rid": lt.column("$rid"), "$x": left.column(lcol)})
+        matched = hash_join(probe, groups, lk, [groups.column(k) for k in keys], "inner",
+                            self.ex)
+        x = matched.column("$x")
+        differs = pc.or_kleene(pc.not_equal(matched.column("$mn"), x),
+                               pc.not_equal(matched.column("$mx"), x))
+        ids = pc.unique(matched.column("$rid").filter(pc.fill_null(differs, False)))
+        mask = pc.is_in(lt.column("$rid"), value_set=ids)
+        if node.kind == "anti":
+            mask = pc.invert(mask)
+        return left.filter(mask)
 
     def _cross_outer(self, left, right, kind) -> pa.Table:
         if kind == "left" and right.num_rows == 0:

@@ -529,3 +529,26 @@ def test_write_at_limit_waits_for_running_manager(tmp_path, mm):
     assert not mm.errors
     assert scan_dict(t) == expected
     t.close()
+
+
+def test_merging_compaction_settles_on_disjoint_rowsets(tmp_path, mm):
+    """A bulk load in key order flushes disjoint rowsets smaller than drs_target_bytes: the
+    small-rowset bonus merges them, and the merge must write rowsets the policy then sees
+    as full size (it weighs bytes on disk), or it picks its own output again forever (the
+    TPC-H load compacted lineitem without end, a core busy for as long as it ran)."""
+    t = make(tmp_path, drs_target_bytes=100_000, page_rows=256)
+    mm.register(t)
+    rng = random.Random(3)
+    for i in range(8):                 # key order: every flush a disjoint rowset
+        keys = range(i * 2000, (i + 1) * 2000)
+        t.insert({"k": list(keys), "v": [rng.randrange(100) for _ in keys],
+                  "s": [f"status{rng.randrange(5)}" for _ in keys]})
+        t.flush_mrs()
+    ops = mm.run_until_idle(max_ops=40)
+    assert mm.stats["MergingCompaction"].runs >= 1
+    assert ops < 40, f"still compacting after {ops} ops: {t.rowsets_info()}"
+    sizes = [d.base_bytes for d in rowsets(t)]
+    assert sum(s < 100_000 * 0.8 for s in sizes) <= 1, sizes
+    got = scan_dict(t)
+    assert len(got) == 16_000 and sorted(got) == list(range(16_000))
+    t.close()

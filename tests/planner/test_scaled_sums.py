@@ -186,3 +186,16 @@ def test_with_the_default_morsels(dbs, sql):
 def test_over_many_morsels_too(dbs, sql, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 256)      # a stream of small morsels
     _check(*dbs, sql)
+
+
+def test_explain_analyze_counts_a_fallback_scan_once(dbs, counted):
+    """A GROUP BY over a scan that falls back reads the scan again: EXPLAIN ANALYZE shows
+    the scan's rows once, not the sum of both readings, and says it read it again."""
+    con, _ = dbs
+    cur = con.cursor()
+    cur.execute("EXPLAIN ANALYZE " + FALLBACK[0])
+    text = "\n".join(r[0] for r in cur.fetchall())
+    assert counted["fallback"] >= 1
+    scan = next(line for line in text.splitlines() if "Scan t" in line)
+    assert f"rows={N} " in scan, text
+    assert "input read again" in text
