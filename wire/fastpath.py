@@ -253,15 +253,9 @@ def point_read(be, stmt, fields: tuple, end: int):
     if point is None:
         return None
     try:
-        dec = stmt.fast.get(("decode", fields[2], fields[4]))
-        if dec is None:
-            dec = stmt.fast[("decode", fields[2], fields[4])] = _param_decoders(stmt,
-                                                                                fields)
-        values = fields[3]
-        if len(dec) != len(values):
+        params = _decoded(stmt, fields)
+        if params is None:
             return None             # a parameter count the ordinary path reports
-        params = [d(v) for d, v in zip(dec, values)] if len(dec) != 1 else \
-            [dec[0](values[0])]
         found = point(stmt.sql, params)
         if found is None:
             return None
@@ -295,6 +289,18 @@ def point_read(be, stmt, fields: tuple, end: int):
     be.send(reply)
     be.on_sync()
     return ()
+
+
+def _decoded(stmt, fields: tuple) -> list | None:
+    """The Bind's parameters decoded by `_param_decoders` (cached on the statement per
+    format codes), or None when they must be decoded the ordinary way."""
+    dec = stmt.fast.get(("decode", fields[2], fields[4]))
+    if dec is None:
+        dec = stmt.fast[("decode", fields[2], fields[4])] = _param_decoders(stmt, fields)
+    values = fields[3]
+    if len(dec) != len(values):
+        return None
+    return [d(v) for d, v in zip(dec, values)]
 
 
 _BINARY_INT = {20: struct.Struct("!q").unpack, 23: struct.Struct("!i").unpack,
@@ -448,8 +454,9 @@ def row_insert(be, stmt, fields: tuple, end: int):
     try:
         if not stmt.described:
             return None             # describing it is the pool's work: the ordinary path
-        params = decode_params(stmt, param_formats(fields[2], fields[3], fields[4]),
-                               fields[3])
+        params = _decoded(stmt, fields)
+        if params is None:
+            return None             # a parameter count the ordinary path reports
         be.tx.check(stmt.statement)
         found = target_of(stmt.sql, len(params))
         if found is None:
