@@ -246,6 +246,23 @@ def compile_key_encoder(key_schema: Sequence[ColumnSchema]):
             parts.append(lambda v, col=col, term=term:
                          physical_value(v, col).replace(b"\x00", b"\x00\x01") + term)
     n = len(parts)
+    if n == 1 and key_schema[0].type in INTEGER_RANGES:
+        # one integer column, the most common key: no per-column call (point reads and
+        # single-row writes encode their key on every op)
+        col = key_schema[0]
+        w = _fixed_width(col)
+        lo, hi = INTEGER_RANGES[col.type]
+        bias = 1 << (8 * w - 1)
+
+        def encode_int(values: Sequence[Any]) -> bytes:
+            if len(values) != 1:
+                raise errors.InvalidArgument(
+                    f"key has {len(values)} values, the primary key has 1 columns")
+            v = values[0]
+            if type(v) is not int or not lo <= v <= hi:
+                v = physical_value(v, col)
+            return (v + bias).to_bytes(w, "big").rstrip(b"\x00")
+        return encode_int
 
     def encode(values: Sequence[Any]) -> bytes:
         if len(values) != n:

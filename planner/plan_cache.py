@@ -38,21 +38,32 @@ class PlanCache:
     def __init__(self, capacity: int = 256):
         self.capacity = capacity
         self._entries: collections.OrderedDict = collections.OrderedDict()
+        # (catalog, the catalog whose catalog_version it shows: its `catalog_source`),
+        # for the catalog last asked about
+        self._source: tuple = (None, None)
 
     @staticmethod
     def _key(text: str, params) -> tuple:
         # an int beyond BIGINT binds as NUMERIC (expr.param_scalar): a plan of its own
-        types = tuple([type(p) for p in params])
+        types = tuple(map(type, params))
         if int in types:
-            types = tuple("numeric-int" if type(p) is int and not -2 ** 63 <= p < 2 ** 63
-                          else type(p) for p in params)
+            for p in params:    # a plain loop: no generator frame on the hot path
+                if type(p) is int and not -2 ** 63 <= p < 2 ** 63:
+                    return text, tuple("numeric-int" if type(q) is int and
+                                       not -2 ** 63 <= q < 2 ** 63 else type(q)
+                                       for q in params)
         return text, types
 
     def _valid(self, catalog, key: tuple):
         entry = self._entries.get(key)
         if entry is None:
             return None
-        version = getattr(catalog, "catalog_version", None)
+        # the catalog's `catalog_version` (None when it has none), read on the catalog
+        # the wrappers delegate to, found once per catalog object
+        src = self._source
+        if src[0] is not catalog:
+            src = self._source = (catalog, getattr(catalog, "catalog_source", catalog))
+        version = getattr(src[1], "catalog_version", None)
         if version is None or entry[4] != version:
             for name, meta in entry[1]:
                 if not catalog.has_table(name) or \

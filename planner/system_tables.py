@@ -110,6 +110,12 @@ class SystemTables:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._catalog, name)
 
+    @property
+    def catalog_source(self) -> Any:
+        """The catalog whose `catalog_version` numbers what this one shows (the wrapped
+        one's source): read once by the plan cache instead of through `__getattr__`."""
+        return getattr(self._catalog, "catalog_source", self._catalog)
+
     def has_table(self, name: str) -> bool:
         sys_name = _system_name(name)
         if sys_name is not None:

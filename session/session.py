@@ -115,6 +115,8 @@ class Session:
         self.metrics = getattr(db, "metrics", None)  # engine.metrics.ServerMetrics (serve)
         self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
         self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
+        # (text, n) -> (catalog_version, its catalog, insert_row_target's answer)
+        self._insert_targets: dict[tuple, tuple] = {}
         self.in_transaction = False
         self._cancel = threading.Event()
         self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
@@ -429,7 +431,26 @@ class Session:
         writes them on the small-write path (`Table.write_small_deferred`: a value it
         does not take with certainty sends the statement the ordinary way) and reports
         failed rows as `planner.dml.row_failures` does. A statement-level error (a
-        column that does not exist, ...) is None too: the ordinary path reports it."""
+        column that does not exist, ...) is None too: the ordinary path reports it.
+        Kept per text and `n` while the catalog's `catalog_version` is unchanged (every
+        DDL changes it; what this resolves - the table, its declared columns, views - is
+        the catalog's): a single-row INSERT workload asks for the same one every time."""
+        source = self.catalog.catalog_source
+        version = getattr(source, "catalog_version", None)
+        key = (text, n)
+        kept = self._insert_targets.get(key)
+        if kept is not None and version is not None and kept[0] == version and \
+                kept[1] is source:
+            return kept[2]
+        found = self._resolve_insert_row_target(text, n)
+        if version is not None:
+            if len(self._insert_targets) > 256:
+                self._insert_targets.clear()
+            self._insert_targets[key] = (version, source, found)
+        return found
+
+    def _resolve_insert_row_target(self, text: str, n: int):
+        """`insert_row_target` resolved afresh."""
         stmts = statements(text)
         if len(stmts) != 1:
             return None

@@ -1,6 +1,6 @@
 """One client connection: the asyncio Protocol around the protocol core (wire/backend.py).
 
-    data_received(bytes) -> Backend.feed -> Backend.handle_next (frames scanned in the
+    buffer_updated(n) -> Backend.feed -> Backend.handle_next (frames scanned in the
     core's receive buffer; hot cases answered there, wire/fastpath.py) -> effects
     (wire/effects.py) performed here -> Backend.data_to_send() -> transport.write
 
@@ -21,7 +21,7 @@ parks the generator (`_gen`) and a callback resumes it:
   `WalSync`), which resolves the future on the loop (`call_soon_threadsafe`): the fsync
   wait of a write applied on the loop never blocks it, and the writes of all connections
   waiting together share their fsyncs.
-- RECEIVE with nothing buffered: the next `data_received` resumes (None on EOF).
+- RECEIVE with nothing buffered: the next `buffer_updated` resumes (None on EOF).
 - FLUSH while the transport has paused writing: `resume_writing` resumes (back-pressure:
   a slow client slows the sender).
 - START_TLS: 'S', then `loop.start_tls` (the one task, once per connection); bytes the
@@ -153,11 +153,11 @@ class Connection(asyncio.BufferedProtocol):
         return self._rview
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(self._rview[:nbytes].tobytes())
-
-    def data_received(self, data: bytes) -> None:
+        """`nbytes` arrived in the read buffer: copied out into the core's input, then
+        handled at once while the core is idle. (A BufferedProtocol, also under TLS:
+        asyncio never calls `data_received`.)"""
         be = self.backend
-        be.feed(data)
+        be.feed(self._rview[:nbytes].tobytes())
         if self._gen is None:
             self._process()
         elif self._waiting is _INPUT:
@@ -209,6 +209,8 @@ class Connection(asyncio.BufferedProtocol):
                     return
                 if self._write_paused or self._lost:
                     break
+                if be.rpos >= len(be.inbuf) and not be.pushback and not self._eof:
+                    break           # all input handled: what `handle_next` would say
                 effects = be.handle_next()
                 if effects is NEED_INPUT:
                     if be.looking_ahead:

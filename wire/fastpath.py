@@ -238,18 +238,27 @@ def _point_plan(stmt, rf: tuple, fast, describe: bool):
 def point_read(be, stmt, fields: tuple, end: int):
     """Bind [Describe P] Execute Sync of a cached point read, answered here (module
     docstring): () when answered, None (nothing consumed) for anything else."""
-    if not stmt.described or not _simple(be, fields):
+    # `_simple` and `_tail` inlined: this is the hottest case, and each frame counts
+    if not stmt.described or fields[0] or be.tx.status != b"I":
         return None
-    tail = _tail(be, end)
-    if tail is None:
+    if be.portals and any(p.rows is not None and p.rows.streaming
+                          for p in be.portals.values()):
         return None
-    describe, max_rows, after = tail
+    buf = be.inbuf
+    p = end
+    describe = buf.startswith(_DESCRIBE_P, p)
+    if describe:
+        p += 7
+    if not buf.startswith(_EXECUTE, p) or not buf.startswith(_SYNC, p + 10):
+        return None
+    max_rows = _I32.unpack_from(buf, p + 6)[0]
     point = getattr(be.session, "point_read", None)
     if point is None:
         return None
     try:
-        params = decode_params(stmt, param_formats(fields[2], fields[3], fields[4]),
-                               fields[3])
+        params = _decoded(stmt, fields)
+        if params is None:
+            return None             # a parameter count the ordinary path reports
         found = point(stmt.sql, params)
         if found is None:
             return None
@@ -269,20 +278,65 @@ def point_read(be, stmt, fields: tuple, end: int):
     except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
         return None
     desc, encs, codes = plan
-    _consume(be, after)
-    send = be.send
-    send(_BIND_COMPLETE)
-    if describe:
-        send(desc)
+    # `_consume`, inlined
+    be.rpos = p + 15
+    if "" in be.portals:
+        be.drop_portals(lambda p: p.name == "")
     if row is None:
-        send(_SELECT_0)
+        reply = _BIND_COMPLETE + desc + _SELECT_0 if describe else \
+            _BIND_COMPLETE + _SELECT_0
     else:
-        # the row's Python values straight into its DataRow (compiled: native/_wire.pyx)
-        send(T.data_row(row, fast.plain, codes, encs))
+        # the row's Python values straight into its DataRow (compiled: native/_wire.pyx);
         # a row limit of 1 is reached: suspended, as the ordinary path (and PostgreSQL) say
-        send(_SUSPENDED if max_rows == 1 else _SELECT_1)
+        data = T.data_row(row, fast.plain, codes, encs)
+        done = _SUSPENDED if max_rows == 1 else _SELECT_1
+        reply = b"".join((_BIND_COMPLETE, desc, data, done)) if describe else \
+            b"".join((_BIND_COMPLETE, data, done))
+    be.send(reply)
     be.on_sync()
     return ()
+
+
+def _decoded(stmt, fields: tuple) -> list | None:
+    """The Bind's parameters decoded by `_param_decoders` (cached on the statement per
+    format codes), or None when they must be decoded the ordinary way."""
+    dec = stmt.fast.get(("decode", fields[2], fields[4]))
+    if dec is None:
+        dec = stmt.fast[("decode", fields[2], fields[4])] = _param_decoders(stmt, fields)
+    values = fields[3]
+    if len(dec) != len(values):
+        return None
+    return [d(v) for d, v in zip(dec, values)]
+
+
+_BINARY_INT = {20: struct.Struct("!q").unpack, 23: struct.Struct("!i").unpack,
+               21: struct.Struct("!h").unpack}
+
+
+def _param_decoders(stmt, fields: tuple) -> tuple:
+    """One decoder per parameter of a Bind of `stmt` with these format codes (cached on
+    the statement per format codes): what `decode_params` does value by value, a
+    binary int2 / int4 / int8 of a declared type unpacked directly (a wrong size raises,
+    and the ordinary path then reports it as its own error); () when the point read
+    must not decode here (not described, a parameter count the ordinary path reports).
+    Bad format codes raise, as `param_formats` does."""
+    values = fields[3]
+    n = len(values)
+    if not stmt.described or n != len(stmt.param_desc_oids):
+        return ()
+    fmts = param_formats(fields[2], values, fields[4])
+    oids, types = stmt.param_oids, stmt.param_types
+    decode = T.decode_param
+    out = []
+    for i in range(n):
+        oid = oids[i] if i < len(oids) else 0
+        unpack = _BINARY_INT.get(oid) if fmts[i] == 1 else None
+        if unpack is not None:
+            out.append(lambda v, u=unpack: None if v is None else u(v)[0])
+        else:
+            out.append(lambda v, f=fmts[i], o=oid, t=types[i] if types else None:
+                       decode(v, f, o, t))
+    return tuple(out)
 
 
 # -- key writes ------------------------------------------------------------------------------
@@ -408,8 +462,9 @@ def row_insert(be, stmt, fields: tuple, end: int):
     try:
         if not stmt.described:
             return None             # describing it is the pool's work: the ordinary path
-        params = decode_params(stmt, param_formats(fields[2], fields[3], fields[4]),
-                               fields[3])
+        params = _decoded(stmt, fields)
+        if params is None:
+            return None             # a parameter count the ordinary path reports
         be.tx.check(stmt.statement)
         found = target_of(stmt.sql, len(params))
         if found is None:

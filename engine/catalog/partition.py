@@ -633,37 +633,56 @@ class PartitionSchema:
         (`key_columns`): the point-lookup and single-row-write router, with each hash
         level's and the range's key encoders compiled once per partition schema
         (`compile_key_encoder`) instead of the generic per-call encoder."""
-        levels, range_part = self._point_router
+        return self.route_key(key)[0]
+
+    def route_key(self, key: Sequence[Any]) -> tuple[int, bytes | None]:
+        """(`partition_index_for_key_values(key)`, the key's primary-key encoding when
+        routing computed it anyway, else None). A hash level or a range over exactly the
+        primary key's columns in key order encodes the whole key with the encoder the
+        tablet uses (`compile_key_encoder` of the key columns): `Tablet.lookup(...,
+        encoded=)` then does not encode it again."""
+        levels, range_part, whole = self._point_router
         if len(key) != len(self.key_columns):
             raise errors.InvalidArgument(
                 f"key has {len(key)} values, the primary key has "
                 f"{len(self.key_columns)} columns")
         idx = 0
-        for pos, enc, seed, n in levels:
-            h = bucket_hash(enc([key[p] for p in pos]), seed)
+        encoded = None
+        for i, (pos, enc, seed, n) in enumerate(levels):
+            e = enc(key if i == whole else [key[p] for p in pos])
+            if i == whole:
+                encoded = e
+            h = bucket_hash(e, seed)
             idx = idx * n + h % n
         if range_part is None:
-            return idx          # one unbounded range: range index 0
+            return idx, encoded     # one unbounded range: range index 0
         pos, enc = range_part
-        e = enc([key[p] for p in pos])
+        e = enc(key if whole == -1 else [key[p] for p in pos])
+        if whole == -1:
+            encoded = e
         lowers, uppers, has_upper = self._range_arrays
         r = bisect.bisect_right(lowers, e) - 1
         if r < 0 or (has_upper[r] and not e < uppers[r]):
-            return -1
-        return idx * len(self.range_partitions) + r
+            return -1, encoded
+        return idx * len(self.range_partitions) + r, encoded
 
     @functools.cached_property
     def _point_router(self):
         """([(key positions, compiled encoder, seed, buckets)] per hash level,
-        (key positions, compiled encoder) of the range columns or None)."""
+        (key positions, compiled encoder) of the range columns or None, which part
+        encodes the whole primary key: a hash level's index, -1 for the range, None)."""
         where = {c.name: i for i, c in enumerate(self.key_columns)}
+        every = list(range(len(self.key_columns)))
         levels = [([where[c.name] for c in cols], compile_key_encoder(cols), hs.seed,
                    hs.num_buckets) for hs, cols in zip(self.hash_schemas, self.hash_key_columns)]
+        whole = next((i for i, lv in enumerate(levels) if lv[0] == every), None)
         rng = None
         if self.range_schema.columns:
             rng = ([where[c.name] for c in self.range_key_columns],
                    compile_key_encoder(self.range_key_columns))
-        return levels, rng
+            if whole is None and rng[0] == every:
+                whole = -1
+        return levels, rng, whole
 
     def partition_key_for(self, key: Mapping[str, Any]) -> bytes:
         """Kudu's partition key of one row: encoded buckets + encoded range columns."""

@@ -659,7 +659,7 @@ class Table:
             if point is None or fresh:
                 point = self._point = (self.catalog.table_metadata(self.id), {})
             meta = point[0]
-            p = meta.partition_schema.partition_index_for_key_values(key)
+            p, encoded = meta.partition_schema.route_key(key)
             if p < 0:
                 if fresh or cat.table_metadata(self.id) is meta:
                     return None     # no partition covers the key (as `lookup`)
@@ -677,7 +677,7 @@ class Table:
                     for c in names:
                         meta.schema.column(c)   # ColumnNotFound, as `lookup` raises it
                 checked[names] = True
-            return _read_row(slot, meta.schema, key, names)
+            return _read_row(slot, meta.schema, key, names, None, encoded)
         finally:
             cat.unpin_tablet(slot)
 
@@ -762,14 +762,16 @@ def _row_key(meta, table: pa.Table, i: int) -> tuple:
     return tuple(table.column(k)[i].as_py() for k in meta.schema.key_names)
 
 
-def _read_row(slot, schema, key: tuple, columns, snapshot=None) -> dict | None:
+def _read_row(slot, schema, key: tuple, columns, snapshot=None, encoded=None
+              ) -> dict | None:
     """The row of `key` in the tablet behind `slot` (a held lease or pin), by the table
     schema's column names (`columns`, None for all): the tablet's own names where a
-    rename has not reached it (`column_renames`), mapped back; or None."""
+    rename has not reached it (`column_renames`), mapped back; or None. `encoded`: the
+    key's encoding if routing made it (`PartitionSchema.route_key`)."""
     t = slot.tablet()
     ren = slot.column_renames(schema)
     if not ren:
-        return t.lookup(key, columns, snapshot)
+        return t.lookup(key, columns, snapshot, encoded)
     names = list(columns) if columns is not None else schema.names
-    row = t.lookup(key, [ren.get(c, c) for c in names], snapshot)
+    row = t.lookup(key, [ren.get(c, c) for c in names], snapshot, encoded)
     return None if row is None else {c: row[ren.get(c, c)] for c in names}

@@ -70,7 +70,7 @@ class SmallWrites:
             values = list(zip(*cols))
         else:
             return None
-        if np.isscalar(ops) or isinstance(ops, OpType):
+        if isinstance(ops, OpType) or np.isscalar(ops):   # the enum first: cheaper
             op_list = [int(ops)] * n
         else:
             op_list = [int(o) for o in ops]

@@ -70,6 +70,8 @@ def merge_results(results, errors: list[RowError]) -> TableWriteResult:
     for slot, idx, r in results:
         applied += r.num_applied
         stamps[slot.tablet_id] = r.timestamp
-        errs.extend(dataclasses.replace(e, index=int(idx[e.index])) for e in r.row_errors)
+        if r.row_errors:
+            errs.extend(dataclasses.replace(e, index=int(idx[e.index]))
+                        for e in r.row_errors)
     errs.sort(key=lambda e: e.index)
     return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)

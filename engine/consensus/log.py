@@ -83,7 +83,12 @@ class Log:
         self.segment_bytes = segment_bytes
         os.makedirs(path, exist_ok=True)
         self._lock = threading.Lock()
-        self._cond = threading.Condition(threading.Lock())
+        # `_sync_lock` guards the indexes below; the condition on it is for the writers
+        # waiting for another's fsync, notified only when some wait (`_waiting`): the
+        # per-write path takes the lock itself, without Condition's Python frames
+        self._sync_lock = threading.Lock()
+        self._cond = threading.Condition(self._sync_lock)
+        self._waiting = 0
         self._f = None
         self._seg_size = 0
         self._last_index = 0
@@ -267,17 +272,21 @@ class Log:
             self._seg_size += len(data)
             self.bytes_written += len(data)
             self._last_index = entry.index
-            with self._cond:
+            with self._sync_lock:
                 self._appended = entry.index
 
     def wait_durable(self, index: int) -> None:
         """Return once `index` is durable under the sync policy (group commit)."""
         if self.sync == "never":
             return
-        with self._cond:
+        with self._sync_lock:
             while self._synced < index:
                 if self._syncing:
-                    self._cond.wait()
+                    self._waiting += 1
+                    try:
+                        self._cond.wait()
+                    finally:
+                        self._waiting -= 1
                     continue
                 self._syncing = True
                 target = self._appended
@@ -296,7 +305,8 @@ class Log:
                     self._cond.acquire()
                     self._syncing = False
                 self._synced = max(self._synced, target)
-                self._cond.notify_all()
+                if self._waiting:
+                    self._cond.notify_all()
 
     def sync_appended(self) -> int:
         """fsync every entry appended so far and return the last index covered, holding

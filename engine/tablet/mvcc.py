@@ -70,7 +70,12 @@ class MvccSnapshot:
 
 class MvccManager:
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        # the lock itself on the hot paths (`with self._lock`: no Python-level
+        # Condition.__enter__ / __exit__ frames); the condition only for the waits, and
+        # notified only when someone waits (`_waiters`, changed under the lock)
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._waiters = 0
         self._in_flight: set[Timestamp] = set()
         self._last_committed: Timestamp = 0
         self._max_started: Timestamp = 0
@@ -80,25 +85,27 @@ class MvccManager:
         self._committed_above: set[Timestamp] = set()
 
     def start_op(self, ts: Timestamp) -> None:
-        with self._cond:
+        with self._lock:
             if ts <= self._max_started or ts <= self._last_committed:
                 raise AssertionError(f"timestamp {ts} not monotonic (max {self._max_started})")
             self._in_flight.add(ts)
             self._max_started = ts
 
     def commit_op(self, ts: Timestamp) -> None:
-        with self._cond:
+        with self._lock:
             self._in_flight.remove(ts)
             self._last_committed = max(self._last_committed, ts)
             self._committed_above.add(ts)
             self._prune()
-            self._cond.notify_all()
+            if self._waiters:
+                self._cond.notify_all()
 
     def abort_op(self, ts: Timestamp) -> None:
-        with self._cond:
+        with self._lock:
             self._in_flight.discard(ts)
             self._prune()
-            self._cond.notify_all()
+            if self._waiters:
+                self._cond.notify_all()
 
     def _prune(self) -> None:
         """Keep only committed timestamps above the oldest in-flight op (lock held)."""
@@ -110,13 +117,13 @@ class MvccManager:
 
     def adjust_for_replay(self, ts: Timestamp) -> None:
         """After bootstrap: ops up to ts are committed."""
-        with self._cond:
+        with self._lock:
             self._last_committed = max(self._last_committed, ts)
             self._max_started = max(self._max_started, ts)
 
     def take_snapshot(self) -> MvccSnapshot:
         """All committed ops, as of now."""
-        with self._cond:
+        with self._lock:
             if not self._in_flight:
                 return MvccSnapshot(self._last_committed + 1)
             # everything below the oldest in-flight op, and the ops above it that have
@@ -124,22 +131,30 @@ class MvccManager:
             return MvccSnapshot(min(self._in_flight), frozenset(self._committed_above))
 
     def last_committed(self) -> Timestamp:
-        with self._cond:
+        with self._lock:
             return self._last_committed
 
     def safe_time(self) -> Timestamp:
         """Every op with timestamp <= safe_time() has committed or aborted."""
-        with self._cond:
+        with self._lock:
             if self._in_flight:
                 return min(self._in_flight) - 1
             return self._max_started
 
     def wait_for_safe(self, ts: Timestamp, timeout: float | None = None) -> bool:
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: not any(t <= ts for t in self._in_flight), timeout=timeout)
+        with self._lock:
+            self._waiters += 1
+            try:
+                return self._cond.wait_for(
+                    lambda: not any(t <= ts for t in self._in_flight), timeout=timeout)
+            finally:
+                self._waiters -= 1
 
     def wait_for_all_in_flight(self) -> None:
-        with self._cond:
+        with self._lock:
             target = set(self._in_flight)
-            self._cond.wait_for(lambda: not (target & self._in_flight))
+            self._waiters += 1
+            try:
+                self._cond.wait_for(lambda: not (target & self._in_flight))
+            finally:
+                self._waiters -= 1

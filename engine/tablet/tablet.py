@@ -340,8 +340,12 @@ class Tablet:
     def memory_bytes(self) -> int:
         """Bytes held by in-memory stores: MemRowSets (active and flushing) and DMSs."""
         comps = self._components
-        return (comps.mrs.nbytes + sum(f.nbytes for f in comps.frozen)
-                + sum(d.dms_memory_bytes() for d in comps.drss))
+        n = comps.mrs.nbytes
+        for f in comps.frozen:       # plain loops: every write asks (admission)
+            n += f.nbytes
+        for d in comps.drss:
+            n += d.dms_memory_bytes()
+        return n
 
     def admission_would_wait(self) -> bool:
         """Whether `admit_write` would slow a write now (in-memory stores past the soft
@@ -674,12 +678,22 @@ class Tablet:
         return sum(b.num_rows for b in self.scan([], snapshot=snapshot))
 
     def lookup(self, key: Sequence[Any], columns: Sequence[str] | None = None,
-               snapshot=None) -> dict | None:
-        """One row by its full primary key, as {column: Python value}, or None."""
-        k = self._encode_key(key)
+               snapshot=None, encoded: bytes | None = None) -> dict | None:
+        """One row by its full primary key, as {column: Python value}, or None.
+        `encoded`: the key's encoding when the caller has it (routing computes it:
+        `PartitionSchema.route_key`), else it is encoded here."""
+        k = self._encode_key(key) if encoded is None else encoded
         names = None if columns is None else tuple(columns)
-        snap, comps, cols = self._read_view(
-            snapshot, lambda schema: self._lookup_columns(schema, names))
+        # `_read_view` inlined (a point read's every frame counts): the snapshot taken
+        # before the components are captured, done again if an ALTER swapped them
+        while True:
+            schema = self._components.schema
+            cols = self._lookup_columns(schema, names)
+            snap = self.mvcc.take_snapshot() if snapshot is None else \
+                self._snapshot(snapshot)
+            comps = self._components
+            if comps.schema is schema:
+                break
         conv = self._to_python
         row = None
         if not comps.mrs.empty() or comps.frozen:

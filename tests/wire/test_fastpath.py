@@ -74,17 +74,22 @@ def _rows(rng: random.Random) -> list[str]:
 
 def _params(rng: random.Random, n: int):
     """(values, binary) for a query's parameters (binary: 8 bytes, which the statement's
-    int8 or described BIGINT parameter decodes)."""
+    int8 or described BIGINT parameter decodes, or of a wrong size, or NULL; 4 bytes for
+    the INT column of t2's key)."""
     if n == 2:
+        if rng.random() < 0.3:          # binary int4 and text (the hot case's own decoders)
+            return [struct.pack("!i", rng.randrange(-2, 12)), rng.choice([b"x", b"y"])], True
         return [str(rng.randrange(12)), rng.choice(["x", "y", "z"])], False
     if n == 0:
         return [], False
     r = rng.random()
     k = rng.randrange(45)
-    if r < 0.5:
+    if r < 0.45:
         return [str(k)], False
-    if r < 0.75:
+    if r < 0.7:
         return [struct.pack("!q", k)], True
+    if r < 0.8:                         # binary of the wrong size, a binary NULL
+        return [rng.choice([struct.pack("!i", k), b"\x01\x02\x03", None])], True
     return [rng.choice(["abc", None, str(2**70), "7.0", " 8"])], False
 
 

@@ -174,3 +174,44 @@ def test_key_write_checker_bites(pair, monkeypatch):
         "Broken", (StatementResult,), {"tag": wrong}))
     with pytest.raises(AssertionError):
         test_key_writes_fast_equal_ordinary(pair, monkeypatch)
+
+
+def test_single_row_insert_follows_ddl(pair, monkeypatch):
+    """A prepared single-row INSERT keeps its resolved target (`Session.insert_row_target`,
+    per catalog version): after DROP COLUMN, a column of that name added back at the end,
+    DROP / CREATE with the columns in another order and ADD COLUMN, it must write where
+    the ordinary path writes, reply for reply and row for row."""
+    inserted = record_answers(monkeypatch, fastpath, "row_insert")
+    clients = [Raw(s.port) for s in pair]
+    steps = [
+        "CREATE TABLE w3 (k BIGINT NOT NULL, a BIGINT, c BIGINT DEFAULT 7, PRIMARY KEY (k))",
+        "ALTER TABLE w3 DROP COLUMN a",
+        # a again, now after c: a target kept from before would put $2 into a, not c
+        "ALTER TABLE w3 ADD COLUMN a BIGINT",
+        "DROP TABLE w3",
+        "CREATE TABLE w3 (a BIGINT NOT NULL, k BIGINT, PRIMARY KEY (a))",
+        "ALTER TABLE w3 ADD COLUMN c BIGINT DEFAULT 7",
+    ]
+    try:
+        for c in clients:
+            c.query("DROP TABLE IF EXISTS w3")
+        key = 0
+        for i, ddl in enumerate(steps):
+            for c in clients:
+                c.query(ddl)
+            if i == 0:      # prepared once, before every DDL but the first
+                data = parse("ins", "INSERT INTO w3 VALUES ($1, $2)", (INT8, INT8)) + \
+                    describe_statement("ins") + SYNC
+                assert clients[0].run(data) == clients[1].run(data)
+            for _ in range(3):
+                key += 1
+                data = bind("ins", [struct.pack("!q", key), struct.pack("!q", 100 + key)],
+                            True) + execute() + SYNC
+                replies = [c.run(data) for c in clients]
+                assert replies[0] == replies[1], (ddl, key)
+            q = [c.query("SELECT * FROM w3 ORDER BY 1") for c in clients]
+            assert q[0] == q[1], ddl
+    finally:
+        for c in clients:
+            c.close()
+    assert inserted.count(True) >= 9, "the single-row insert hardly answered"

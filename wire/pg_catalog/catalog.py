@@ -51,6 +51,12 @@ class PgCatalog:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._catalog, name)
 
+    @property
+    def catalog_source(self) -> Any:
+        """The catalog whose `catalog_version` numbers what this one shows (the wrapped
+        one's source): read once by the plan cache instead of through `__getattr__`."""
+        return getattr(self._catalog, "catalog_source", self._catalog)
+
     @staticmethod
     def _view_name(name: str) -> str | None:
         """The view a table name means: `pg_catalog$x` / `information_schema$x` / bare x

@@ -218,8 +218,12 @@ K1 = st.integers(-32768, 32767) | st.sampled_from([-32768, -1, 0, 1, 5, 32767])
 K3 = st.integers(-128, 127) | st.sampled_from([-128, 0, 127])
 KEY = st.tuples(K1, st.sampled_from(STRS), K3)
 HASH_CHOICES = [(), (H(("k1",), 3),), (H(("k2", "k3"), 4, seed=5),),
-                (H(("k1",), 2), H(("k2",), 3)), (H((), 5),)]
-RANGE_CHOICES = [(), ("k1",), ("k2",), ("k3", "k1"), ("k1", "k2")]
+                (H(("k1",), 2), H(("k2",), 3)), (H((), 5),),
+                # over the whole key in key order (route_key's encoding is the key's), and
+                # over the whole key in another order (it is not)
+                (H(("k1", "k2", "k3"), 4, seed=7),),
+                (H(("k3", "k2", "k1"), 3),)]
+RANGE_CHOICES = [(), ("k1",), ("k2",), ("k3", "k1"), ("k1", "k2"), ("k1", "k2", "k3")]
 
 
 def _value_strategy(col):
@@ -281,6 +285,16 @@ def test_assignment_matches_model(ps, keys):
         # the compiled point router (Table.lookup, small writes): values in key order
         assert ps.partition_index_for_key_values(
             tuple(row[c.name] for c in ps.key_columns)) == p
+        # the router's by-product: the whole key's encoding when a level is over the whole
+        # key in key order (Tablet.lookup takes it instead of encoding the key again)
+        idx, enc = ps.route_key(tuple(row[c.name] for c in ps.key_columns))
+        assert idx == p
+        whole = [c.name for c in ps.key_columns]
+        if any(list(hs.columns) == whole for hs in ps.hash_schemas) or \
+                list(ps.range_schema.columns) == whole:
+            assert enc == encode_key(k, ps.key_columns)
+        else:
+            assert enc is None
         if p >= 0:
             part = ps.partitions[p]
             pk = ps.partition_key_for(row)
