@@ -18,6 +18,13 @@ Durability (`sync` policy):
   "never"   entries reach the OS page cache only (bulk loads; a machine crash can lose the
             tail, a process crash cannot).
 
+A failed fsync is fail-stop: the error wakes every writer waiting for that sync with
+`errors.IOFailure` (58030), and the log then refuses every append and wait (`failed`) until
+it is opened again. Retrying the fsync would be wrong: Linux may drop the dirty pages of a
+failed write-back and report the next fsync as a success, acknowledging a write that is not
+on disk (PostgreSQL's "fsyncgate", which it answers with a PANIC). Recovery is a restart,
+which replays what the disk really holds.
+
 Reading (`read_from`) validates every record. A torn tail — the last record of the last
 segment cut short or failing its CRC, as a crash mid-append leaves it — is dropped and the
 file truncated there. Any other bad record stops the open with `Corruption` naming the file
@@ -95,6 +102,7 @@ class Log:
         self._appended = 0  # last index written to the OS
         self._synced = 0  # last index known durable
         self._syncing = False
+        self.failed: errors.IOFailure | None = None  # set by a failed fsync: fail-stop
         self.bytes_written = 0
         self.fsyncs = 0
         self._seg_first_ts: dict[int, int] = {}  # segment first index -> its first timestamp
@@ -263,6 +271,8 @@ class Log:
         """Write an entry to the OS (the caller assigns indexes in order, under its lock)."""
         data = entry.encode()
         with self._lock:
+            if self.failed is not None:
+                raise self.failed
             if self._seg_size >= self.segment_bytes:
                 self._roll(entry.index)
             if self._seg_size == len(MAGIC):
@@ -281,6 +291,8 @@ class Log:
             return
         with self._sync_lock:
             while self._synced < index:
+                if self.failed is not None:
+                    raise self.failed
                 if self._syncing:
                     self._waiting += 1
                     try:
@@ -291,6 +303,7 @@ class Log:
                 self._syncing = True
                 target = self._appended
                 self._cond.release()
+                failure = None
                 try:
                     # fsync a duplicate of the descriptor outside the append lock, so
                     # writers keep appending (the next group) while this one syncs.
@@ -301,12 +314,27 @@ class Log:
                     finally:
                         os.close(fd)
                     self.fsyncs += 1
+                except OSError as e:
+                    failure = self._fail(e)
                 finally:
                     self._cond.acquire()
                     self._syncing = False
-                self._synced = max(self._synced, target)
-                if self._waiting:
+                if failure is None:
+                    self._synced = max(self._synced, target)
+                if self._waiting:      # the waiters learn the outcome either way
                     self._cond.notify_all()
+                if failure is not None:
+                    raise failure from failure.__cause__
+
+    def _fail(self, e: OSError) -> errors.IOFailure:
+        """Record a failed fsync (fail-stop: see the module docstring)."""
+        failure = errors.IOFailure(
+            f"could not fsync the write-ahead log {self.path}: {e.strerror or e}; whether "
+            f"its last writes are durable is unknown, and it refuses writes until the "
+            f"server is restarted")
+        failure.__cause__ = e
+        self.failed = failure
+        return failure
 
     def sync_appended(self) -> int:
         """fsync every entry appended so far and return the last index covered, holding
@@ -317,10 +345,14 @@ class Log:
         with self._lock:
             if self._f is None:
                 raise ValueError(f"{self.path}: the log is closed")
+            if self.failed is not None:
+                raise self.failed
             index = self._last_index
             fd = os.dup(self._f.fileno())
         try:
             os.fsync(fd)
+        except OSError as e:
+            raise self._fail(e) from e
         finally:
             os.close(fd)
         self.fsyncs += 1
@@ -328,8 +360,13 @@ class Log:
 
     def sync_now(self) -> None:
         with self._lock:
+            if self.failed is not None:
+                raise self.failed
             if self._f is not None:
-                os.fsync(self._f.fileno())
+                try:
+                    os.fsync(self._f.fileno())
+                except OSError as e:
+                    raise self._fail(e) from e
         with self._cond:
             self._synced = self._appended
 

@@ -192,6 +192,98 @@ def test_tablet_group_commit(tmp_path):
     t.close()
 
 
+# -- a failed fsync is fail-stop ---------------------------------------------------------
+def test_failed_fsync_wakes_every_waiter_and_stops_the_log(tmp_path, monkeypatch):
+    """The writer running the group's fsync and the writers waiting for it all get
+    IOFailure (58030) - before, the waiters slept until some later writer synced, forever
+    on an idle tablet - and the log then refuses appends and waits without trying fsync
+    again (a retry can succeed after the kernel dropped the failed pages)."""
+    log = Log(str(tmp_path), "commit")
+    log.open_for_append(1)
+    for i in (1, 2, 3):
+        log.append(entry(i, size=50))
+    entered, release = threading.Event(), threading.Event()
+    calls = []
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):
+        calls.append(fd)
+        entered.set()
+        release.wait(10)
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    outcomes = {}
+
+    def waiter(i):
+        try:
+            log.wait_durable(i)
+            outcomes[i] = "durable"
+        except errors.IOFailure as e:
+            outcomes[i] = e
+
+    syncer = threading.Thread(target=waiter, args=(1,))
+    syncer.start()
+    assert entered.wait(10)
+    others = [threading.Thread(target=waiter, args=(i,)) for i in (2, 3)]
+    for t in others:
+        t.start()
+    while log._waiting < 2 and all(t.is_alive() for t in others):
+        threading.Event().wait(0.01)
+    release.set()
+    for t in [syncer, *others]:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in [syncer, *others]), "a writer hung in wait_durable"
+    assert sorted(outcomes) == [1, 2, 3]
+    for e in outcomes.values():
+        assert isinstance(e, errors.IOFailure) and e.sqlstate == "58030"
+        assert "could not fsync the write-ahead log" in str(e) and "Error" not in str(e)[:5]
+    assert len(calls) == 1
+    monkeypatch.setattr(os, "fsync", real_fsync)   # the disk "recovers": still refused
+    with pytest.raises(errors.IOFailure):
+        log.wait_durable(3)
+    with pytest.raises(errors.IOFailure):
+        log.append(entry(4))
+    with pytest.raises(errors.IOFailure):
+        log.sync_appended()
+    assert log._synced == 0
+    log.close()
+
+
+def test_failed_fsync_fails_the_statement_and_every_later_write(tmp_path, monkeypatch):
+    """Through SQL: the INSERT whose fsync failed is an error with SQLSTATE 58030 (not
+    acknowledged: its outcome is unknown), and so is every later write to the tablet,
+    although fsync works again; after a restart the database opens and takes writes."""
+    import kudusql
+
+    db = str(tmp_path / "db")
+    con = kudusql.connect(db)
+    cur = con.cursor()
+    cur.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT) "
+                "PARTITION BY RANGE (k) (PARTITION VALUES < 1000)")   # one tablet, one WAL
+    cur.execute("INSERT INTO t VALUES (1, 1)")
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(kudusql.Error) as ei:
+        cur.execute("INSERT INTO t VALUES (2, 2)")
+    assert ei.value.sqlstate == "58030", (ei.value.sqlstate, str(ei.value))
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    with pytest.raises(kudusql.Error) as ei:
+        cur.execute("INSERT INTO t VALUES (3, 3)")
+    assert ei.value.sqlstate == "58030"
+    con.close()
+    con = kudusql.connect(db)
+    cur = con.cursor()
+    cur.execute("INSERT INTO t VALUES (4, 4)")
+    cur.execute("SELECT k FROM t WHERE k IN (1, 3, 4) ORDER BY k")
+    assert [r[0] for r in cur.fetchall()] == [1, 4]   # 3 was refused before its append
+    con.close()
+
+
 def test_sync_never_does_not_fsync_on_commit(tmp_path):
     log = Log(str(tmp_path), "never")
     log.open_for_append(1)
