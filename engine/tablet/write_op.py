@@ -107,10 +107,11 @@ class WriteOp:
 def encode_write(ops: np.ndarray, rows: pa.Table) -> bytes:
     """A write op as a WAL entry body: row count, op types, then the rows as Arrow IPC."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as w:
+    sink.write(struct.pack("<I", len(ops)))
+    sink.write(np.ascontiguousarray(ops, dtype=np.int8))
+    with pa.ipc.new_stream(sink, rows.schema) as w:   # one buffer, one copy out of it
         w.write_table(rows)
-    return struct.pack("<I", len(ops)) + np.asarray(ops, dtype=np.int8).tobytes() + \
-        sink.getvalue().to_pybytes()
+    return sink.getvalue().to_pybytes()
 
 
 def decode_write(body: bytes) -> tuple[np.ndarray, pa.Table]:

@@ -1,5 +1,7 @@
 """`kudusql tpch load` and `kudusql tpch run --compare duckdb` end to end."""
 
+import re
+
 from kudusql.cli import main
 from tests.tpch.conftest import TEST_SF
 
@@ -35,7 +37,15 @@ def test_tpch_loaded_through_spark_gives_the_same_22_answers(tpch_parquet, tmp_p
     db = str(tmp_path / "db")
     common = ["--sf", f"{TEST_SF:g}", "--out", tpch_parquet, "--data-dir", db]
     assert main(["tpch", "load", "--via", "spark", *common]) == 0
-    assert "via spark" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "via spark" in out
+    # the rows/s are the load's: starting and stopping Spark are timed apart, and the
+    # three phases are disjoint parts of the command's time
+    m = re.search(r"via spark in ([\d.]+) s \(.*Spark start ([\d.]+) s and stop ([\d.]+) s "
+                  r"not included; the command took ([\d.]+) s", out)
+    assert m, out
+    load_s, start_s, stop_s, total_s = map(float, m.groups())
+    assert start_s > 0.5 and load_s + start_s + stop_s <= total_s + 0.15, out
     assert main(["tpch", "run", *common, "--compare", "duckdb"]) == 0
     out = capsys.readouterr().out
     assert sum(1 for ln in out.splitlines() if ln.startswith("Q") and

@@ -28,7 +28,8 @@ import java.util.TreeMap;
 
 /**
  * Appends through the endpoint's "put": each task turns its rows into Arrow batches
- * (Spark's ArrowWriter, `batch_rows` rows each) and streams them on one connection; the
+ * (Spark's ArrowWriter, compact decimals by {@link DecimalLongWriter}; `batch_rows`
+ * rows each) and streams them on one connection; the
  * server inserts or upserts them chunk by chunk and answers a summary (rows, applied,
  * failed per code, the first row errors). As in Kudu, writes are per row and not atomic:
  * when rows fail, the job fails with the counts and examples and the other rows stay
@@ -149,7 +150,7 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
             Schema arrowSchema = ArrowUtils.toArrowSchema(schema, "UTC", true);
             alloc = ArrowUtils.rootAllocator().newChildAllocator("kudusql-put", 0, Long.MAX_VALUE);
             root = VectorSchemaRoot.create(arrowSchema, alloc);
-            arrow = ArrowWriter.create(root);
+            arrow = DecimalLongWriter.over(root);   // Spark's writers, compact decimals as longs
             ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "put")
                     .put("table", options.table).put("mode", options.mode);
             conn = Endpoint.send(options.endpoint, req);
