@@ -20,7 +20,7 @@ Durability (`sync` policy):
 
 A failed fsync is fail-stop: the error wakes every writer waiting for that sync with
 `errors.IOFailure` (58030), and the log then refuses every append and wait (`failed`) until
-it is opened again. Retrying the fsync would be wrong: Linux may drop the dirty pages of a
+it is opened again. So is a failed append (the record it cut short must stay the tail). Retrying the fsync would be wrong: Linux may drop the dirty pages of a
 failed write-back and report the next fsync as a success, acknowledging a write that is not
 on disk (PostgreSQL's "fsyncgate", which it answers with a PANIC). Recovery is a restart,
 which replays what the disk really holds.
@@ -296,8 +296,12 @@ class Log:
             self._index_ts.append((entry.index, entry.timestamp))
             # two writes, one record: cut between them by a crash, it is a torn tail
             # (short, or failing its CRC), which reading drops, as for one write cut short
-            _write_all(self._f, head)
-            _write_all(self._f, body)
+            try:
+                _write_all(self._f, head)
+                _write_all(self._f, body)
+            except OSError as e:
+                # a record cut short here must stay the tail: no later record after it
+                raise self._fail(e, "write") from e
             self._seg_size += size
             self.bytes_written += size
             self._last_index = entry.index
@@ -334,7 +338,7 @@ class Log:
                         os.close(fd)
                     self.fsyncs += 1
                 except OSError as e:
-                    failure = self._fail(e)
+                    failure = self._fail(e, "fsync")
                 finally:
                     self._cond.acquire()
                     self._syncing = False
@@ -345,10 +349,10 @@ class Log:
                 if failure is not None:
                     raise failure from failure.__cause__
 
-    def _fail(self, e: OSError) -> errors.IOFailure:
-        """Record a failed fsync (fail-stop: see the module docstring)."""
+    def _fail(self, e: OSError, what: str) -> errors.IOFailure:
+        """Record a failed fsync or write (fail-stop: see the module docstring)."""
         failure = errors.IOFailure(
-            f"could not fsync the write-ahead log {self.path}: {e.strerror or e}; whether "
+            f"could not {what} the write-ahead log {self.path}: {e.strerror or e}; whether "
             f"its last writes are durable is unknown, and it refuses writes until the "
             f"server is restarted")
         failure.__cause__ = e
@@ -371,7 +375,7 @@ class Log:
         try:
             os.fsync(fd)
         except OSError as e:
-            raise self._fail(e) from e
+            raise self._fail(e, "fsync") from e
         finally:
             os.close(fd)
         self.fsyncs += 1
@@ -385,7 +389,7 @@ class Log:
                 try:
                     os.fsync(self._f.fileno())
                 except OSError as e:
-                    raise self._fail(e) from e
+                    raise self._fail(e, "fsync") from e
         with self._cond:
             self._synced = self._appended
 

@@ -290,6 +290,40 @@ def test_failed_fsync_wakes_every_waiter_and_stops_the_log(tmp_path, monkeypatch
     log.close()
 
 
+def test_failed_append_stops_the_log_and_leaves_a_torn_tail(tmp_path):
+    """An append whose write fails after part of its record (ENOSPC after the header) is
+    IOFailure, and no later record may follow the part written: reopened, the log holds
+    every entry before it and drops the torn tail."""
+    log = Log(str(tmp_path), "commit")
+    log.open_for_append(1)
+    for i in (1, 2):
+        log.append(entry(i, size=80))
+    real = log._f
+
+    class FullDisk:            # the header goes out, the body does not
+        def __init__(self):
+            self.calls = 0
+
+        def write(self, data):
+            self.calls += 1
+            if self.calls > 1:
+                raise OSError(28, "No space left on device")
+            return real.write(data)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    log._f = FullDisk()
+    with pytest.raises(errors.IOFailure) as ei:
+        log.append(entry(3, size=80))
+    assert "could not write the write-ahead log" in str(ei.value)
+    log._f = real
+    with pytest.raises(errors.IOFailure):
+        log.append(entry(4, size=80))
+    log.close()
+    assert [e.index for e in read_all(tmp_path)] == [1, 2]
+
+
 def test_failed_fsync_fails_the_statement_and_every_later_write(tmp_path, monkeypatch):
     """Through SQL: the INSERT whose fsync failed is an error with SQLSTATE 58030 (not
     acknowledged: its outcome is unknown), and so is every later write to the tablet,
