@@ -655,7 +655,9 @@ class RemoteTablet:
                                                                     "ts": ts},
                                                    timeout_s=15), "safe-time wait")
 
-    def lookup(self, key, columns=None, snapshot=None):
+    def lookup(self, key, columns=None, snapshot=None, encoded=None):
+        """One row by its full primary key, as Tablet.lookup answers it (`encoded`, the
+        routing's key encoding, is not needed: the tablet server encodes the key)."""
         snap = _snapshot_ts(snapshot)
         return self._refresh_on_change(lambda: self._retry(
             lambda a: self.client.rpc.call(a, "lookup", {
