@@ -45,7 +45,9 @@ def test_tpch_loaded_through_spark_gives_the_same_22_answers(tpch_parquet, tmp_p
                   r"not included; the command took ([\d.]+) s", out)
     assert m, out
     load_s, start_s, stop_s, total_s = map(float, m.groups())
-    assert start_s > 0.5 and load_s + start_s + stop_s <= total_s + 0.15, out
+    # (no lower bound on the start: in a suite, an earlier test's SparkSession may still
+    # be up, and getOrCreate then takes ~0.1 s; alone it takes seconds)
+    assert load_s + start_s + stop_s <= total_s + 0.15, out
     assert main(["tpch", "run", *common, "--compare", "duckdb"]) == 0
     out = capsys.readouterr().out
     assert sum(1 for ln in out.splitlines() if ln.startswith("Q") and
