@@ -317,7 +317,13 @@ class Tablet:
         self.mvcc.start_op(ts)
         if index is None:
             index = self.log.next_index()
-            self.log.append(LogEntry(0, index, ts, WRITE, body))
+            try:
+                self.log.append(LogEntry(0, index, ts, WRITE, body))
+            except BaseException:
+                # not in the log, so never applied: an op left in flight would hold back
+                # safe time (and a flush waiting for every op in flight) for good
+                self.mvcc.abort_op(ts)
+                raise
         self._last_ts = max(self._last_ts, ts)
         return ts, index
 

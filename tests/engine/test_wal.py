@@ -324,6 +324,28 @@ def test_failed_append_stops_the_log_and_leaves_a_torn_tail(tmp_path):
     assert [e.index for e in read_all(tmp_path)] == [1, 2]
 
 
+def test_a_write_the_stopped_log_refuses_leaves_no_op_in_flight(tmp_path, monkeypatch):
+    """A write refused at its WAL append (the log stopped by a failed fsync) was started in
+    MVCC first: it must be aborted there, or safe time and a flush, which waits for every
+    op in flight, would wait for it for good."""
+    t = Tablet.create(str(tmp_path), SCHEMA, cfg())
+    t.insert({"k": [1], "v": [1], "s": [None]})
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(errors.IOFailure):
+        t.insert({"k": [2], "v": [2], "s": [None]})
+    monkeypatch.undo()
+    with pytest.raises(errors.IOFailure):   # refused at the append
+        t.insert({"k": [3], "v": [3], "s": [None]})
+    waiter = threading.Thread(target=t.mvcc.wait_for_all_in_flight, daemon=True)
+    waiter.start()
+    waiter.join(timeout=10)
+    assert not waiter.is_alive(), "an op refused by the log is still in flight"
+
+
 def test_failed_fsync_fails_the_statement_and_every_later_write(tmp_path, monkeypatch):
     """Through SQL: the INSERT whose fsync failed is an error with SQLSTATE 58030 (not
     acknowledged: its outcome is unknown), and so is every later write to the tablet,
