@@ -40,10 +40,10 @@ class Corruption(EngineError):
 
 
 class IOFailure(EngineError):
-    """An fsync of the write-ahead log failed: whether the entries it covered reached the
-    disk is unknown (after a failed fsync the kernel may drop the dirty pages and report
-    the next fsync as a success), so the log refuses every later write and wait until the
-    server restarts and replays what is really on disk. PostgreSQL's io_error."""
+    """An fsync (or a write) of the write-ahead log failed: whether the entries it covered
+    reached the disk is unknown (after a failed fsync the kernel may drop the dirty pages
+    and report the next fsync as a success), so the log refuses every later write and wait
+    until the server restarts and replays what is really on disk. PostgreSQL's io_error."""
 
     sqlstate = "58030"
 

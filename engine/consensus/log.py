@@ -20,10 +20,11 @@ Durability (`sync` policy):
 
 A failed fsync is fail-stop: the error wakes every writer waiting for that sync with
 `errors.IOFailure` (58030), and the log then refuses every append and wait (`failed`) until
-it is opened again. So is a failed append (the record it cut short must stay the tail). Retrying the fsync would be wrong: Linux may drop the dirty pages of a
-failed write-back and report the next fsync as a success, acknowledging a write that is not
-on disk (PostgreSQL's "fsyncgate", which it answers with a PANIC). Recovery is a restart,
-which replays what the disk really holds.
+it is opened again. So does a failed append (the record it cut short must stay the tail).
+Retrying the fsync would be wrong: Linux may drop the dirty pages of a failed write-back
+and report the next fsync as a success, acknowledging a write that is not on disk
+(PostgreSQL's "fsyncgate", which it answers with a PANIC). Recovery is a restart, which
+replays what the disk really holds.
 
 Reading (`read_from`) validates every record. A torn tail — the last record of the last
 segment cut short or failing its CRC, as a crash mid-append leaves it — is dropped and the
@@ -117,7 +118,8 @@ class Log:
         self._appended = 0  # last index written to the OS
         self._synced = 0  # last index known durable
         self._syncing = False
-        self.failed: errors.IOFailure | None = None  # set by a failed fsync: fail-stop
+        # the first failed fsync or append (fail-stop); `_stopped()` refuses with its text
+        self.failed: errors.IOFailure | None = None
         self.bytes_written = 0
         self.fsyncs = 0
         self._seg_first_ts: dict[int, int] = {}  # segment first index -> its first timestamp
@@ -288,7 +290,7 @@ class Log:
         size = len(head) + len(body)
         with self._lock:
             if self.failed is not None:
-                raise self.failed
+                raise self._stopped()
             if self._seg_size >= self.segment_bytes:
                 self._roll(entry.index)
             if self._seg_size == len(MAGIC):
@@ -315,7 +317,7 @@ class Log:
         with self._sync_lock:
             while self._synced < index:
                 if self.failed is not None:
-                    raise self.failed
+                    raise self._stopped()
                 if self._syncing:
                     self._waiting += 1
                     try:
@@ -349,6 +351,11 @@ class Log:
                 if failure is not None:
                     raise failure from failure.__cause__
 
+    def _stopped(self) -> errors.IOFailure:
+        """A fresh error, with the first failure's text, for a call the stopped log
+        refuses (not the one exception object re-raised in every thread)."""
+        return errors.IOFailure(str(self.failed))
+
     def _fail(self, e: OSError, what: str) -> errors.IOFailure:
         """Record a failed fsync or write (fail-stop: see the module docstring)."""
         failure = errors.IOFailure(
@@ -369,7 +376,7 @@ class Log:
             if self._f is None:
                 raise ValueError(f"{self.path}: the log is closed")
             if self.failed is not None:
-                raise self.failed
+                raise self._stopped()
             index = self._last_index
             fd = os.dup(self._f.fileno())
         try:
@@ -384,7 +391,7 @@ class Log:
     def sync_now(self) -> None:
         with self._lock:
             if self.failed is not None:
-                raise self.failed
+                raise self._stopped()
             if self._f is not None:
                 try:
                     os.fsync(self._f.fileno())
