@@ -118,7 +118,6 @@ from engine.tablet.write_op import OpType
 from planner.dml import row_failures, update_data
 from planner.errors import SqlError
 from planner.expr import session_time_zone
-from planner.expr.timezones import SESSION_ZONE
 from planner.point_read import NO_ROW
 from planner.result import StatementResult
 from wire import protocol as P
@@ -268,13 +267,9 @@ def point_read(be, stmt, fields: tuple, end: int):
         if plan is None:
             return None
         # a key parameter of another type converts in the session's TimeZone (a
-        # timestamptz for a TIMESTAMP key is read as its local time there); the variable
-        # set and reset here, not through session_time_zone's generator frames (per op)
-        zone = SESSION_ZONE.set(be.session.time_zone)
-        try:
+        # timestamptz for a TIMESTAMP key is read as its local time there)
+        with session_time_zone(be.session.time_zone):
             key = fast.key_values(params)
-        finally:
-            SESSION_ZONE.reset(zone)
         if key is None:
             return None
         row = table.lookup_now(key, fast.columns or None)

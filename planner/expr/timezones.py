@@ -23,7 +23,6 @@ over the tz database Arrow uses (the system's zoneinfo).
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import re
@@ -41,20 +40,24 @@ NAIVE = TIMESTAMP
 
 _SESSION_ZONE: contextvars.ContextVar[str] = contextvars.ContextVar(
     "kudusql_session_time_zone", default="UTC")
-# the same variable, for a hot path that sets and resets it itself (`token =
-# SESSION_ZONE.set(name)` ... `SESSION_ZONE.reset(token)`: two C calls, where the
-# context manager below costs ~1.3 us of generator frames per use)
-SESSION_ZONE = _SESSION_ZONE
 
 
-@contextlib.contextmanager
-def session_time_zone(name: str):
-    """The session's TimeZone for the statements run in the block."""
-    token = _SESSION_ZONE.set(name)
-    try:
-        yield
-    finally:
-        _SESSION_ZONE.reset(token)
+class session_time_zone:
+    """The session's TimeZone for the statements run in the block (`with
+    session_time_zone(name): ...`). A class, not a generator context manager: the wire's
+    point reads and key writes enter it on every op, and its generator frames cost
+    ~1.6 us against ~0.7 here."""
+
+    __slots__ = ("name", "token")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        self.token = _SESSION_ZONE.set(self.name)
+
+    def __exit__(self, *exc) -> None:
+        _SESSION_ZONE.reset(self.token)
 
 
 def current_zone() -> str:
