@@ -485,7 +485,6 @@ class JoinOperators:
         or max differs from x. The right side is grouped (min, max of y by key) and joined
         to the left rows, one match each at most, instead of every left row meeting every
         right row of its key before the residual is tested."""
-        from planner.executor.kernels import hash_key
         keys = [f"$gk{i}" for i in range(len(rk))]
         cols = {k: hash_key(as_chunked(a, right.num_rows)) for k, a in zip(keys, rk)}
         cols["$y"] = right.column(rcol)
