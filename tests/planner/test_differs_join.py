@@ -13,7 +13,7 @@ import pytest
 
 import kudusql
 from planner.executor import joins
-from tests.planner.test_runtime_filters import _check, _lit
+from tests.planner.test_runtime_filters import _check, insert_both
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -42,11 +42,7 @@ def dbs(tmp_path_factory):
     cur.execute("CREATE TABLE li (id INT PRIMARY KEY, k INT, y INT, d DATE) "
                 "PARTITION BY HASH (id) PARTITIONS 2")
     duck.execute("CREATE TABLE li (id INT, k INT, y INT, d DATE)")
-    for i in range(0, len(rows), 500):
-        values = ", ".join("(" + ", ".join(_lit(v) for v in row) + ")"
-                           for row in rows[i:i + 500])
-        cur.execute(f"INSERT INTO li VALUES {values}")
-        duck.execute(f"INSERT INTO li VALUES {values}")
+    insert_both(cur, duck, "li", rows)
     yield con, duck
     con.close()
     duck.close()

@@ -106,6 +106,15 @@ def _lit(v) -> str:
     return str(v)
 
 
+def insert_both(cur, duck, table: str, rows) -> None:
+    """The same rows into kudusql (cursor `cur`) and DuckDB, 500 to an INSERT."""
+    for i in range(0, len(rows), 500):
+        values = ", ".join("(" + ", ".join(_lit(v) for v in row) + ")"
+                           for row in rows[i:i + 500])
+        cur.execute(f"INSERT INTO {table} VALUES {values}")
+        duck.execute(f"INSERT INTO {table} VALUES {values}")
+
+
 QUERIES = [
     # a chain of inner joins: d2 filters d1, which filters f
     "SELECT count(*), sum(f.b) FROM f, d1, d2 WHERE f.a = d1.k AND d1.x = d2.k AND d2.y < 3",
@@ -156,12 +165,7 @@ def dbs(tmp_path_factory):
         cur.execute(f"CREATE TABLE {name} ({cols}) PARTITION BY HASH "
                     f"({cols.split()[0]}) PARTITIONS 2")
         duck.execute(f"CREATE TABLE {name} ({cols.replace(' NOT NULL', '')})")
-        rows = data[name]
-        for i in range(0, len(rows), 500):
-            values = ", ".join("(" + ", ".join(_lit(v) for v in row) + ")"
-                               for row in rows[i:i + 500])
-            cur.execute(f"INSERT INTO {name} VALUES {values}")
-            duck.execute(f"INSERT INTO {name} VALUES {values}")
+        insert_both(cur, duck, name, data[name])
     yield con, duck
     con.close()
     duck.close()

@@ -16,6 +16,7 @@ import pytest
 import kudusql
 from planner import guard
 from planner.executor import scaled
+from tests.planner.test_runtime_filters import insert_both
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -80,10 +81,6 @@ def _data(seed: int) -> list[tuple]:
     return rows
 
 
-def _lit(v) -> str:
-    return "NULL" if v is None else str(v)
-
-
 @pytest.fixture(scope="module")
 def dbs(tmp_path_factory):
     con = kudusql.connect(str(tmp_path_factory.mktemp("scaled_sums")))
@@ -96,11 +93,7 @@ def dbs(tmp_path_factory):
     for p in ("15,2", "12,4", "18,0", "4,2"):
         wide = wide.replace(f"DECIMAL({p})", f"DECIMAL(38,{p.split(',')[1]})")
     duck.execute(f"CREATE TABLE t ({wide})")
-    rows = _data(29)
-    for i in range(0, len(rows), 500):
-        values = ", ".join("(" + ", ".join(_lit(v) for v in row) + ")" for row in rows[i:i + 500])
-        cur.execute(f"INSERT INTO t VALUES {values}")
-        duck.execute(f"INSERT INTO t VALUES {values}")
+    insert_both(cur, duck, "t", _data(29))
     yield con, duck
     con.close()
     duck.close()
