@@ -487,7 +487,8 @@ class Catalog:
 
     def pin_tablet(self, meta: TableMetadata, tablet_id: str) -> _TabletSlot | None:
         """A reference on one open tablet of `meta`, for a read that must not wait (an
-        event loop's point lookup, `Table.lookup_now`): its handle, or None (nothing
+        event loop's point lookup, `Table.lookup_now`) or a write routed to one tablet
+        (`Table._hold`): its handle, or None (nothing
         taken) when `meta` is no longer the table's current version, an ADD / DROP COLUMN
         is pending or waits for the table to drain, the catalog is closed, or the tablet
         is not open. Give it back with `unpin_tablet`. While held it protects the tablet

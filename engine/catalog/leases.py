@@ -24,10 +24,12 @@ cluster: metadata cached from the master, tablets reached through their leader r
         may then run a point lookup itself instead of handing it to a worker thread).
   pin_tablet(metadata, tablet_id) -> TabletHandle | None; unpin_tablet(handle)  (optional)
         A reference on one tablet of that metadata version, for a read that must not
-        wait (`Table.lookup_now` on an event loop): None, nothing taken, when the version
-        is no longer current, an ADD / DROP COLUMN is pending or drains the table, or the
-        tablet is not open. It protects the tablet as a lease does. A catalog without
-        them (the remote one: every call is a round trip) never serves such reads.
+        wait (`Table.lookup_now` on an event loop) and for a write routed to one tablet
+        (`Table._hold`: cheaper than a lease): None, nothing taken, when the version is
+        no longer current, an ADD / DROP COLUMN is pending or drains the table, or the
+        tablet is not open (a write then takes a lease). It protects the tablet as a
+        lease does. A catalog without them (the remote one: every call is a round trip)
+        never serves such reads, and leases for every write.
   write_coalescer(table_id) -> WriteCoalescer
         Where small concurrent writes to the table meet (coalesce.py).
   executor, parallelism

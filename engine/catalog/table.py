@@ -8,9 +8,10 @@ running op. Table uses the catalog only through the `TableCatalog` contract of l
 so it runs unchanged over the embedded Catalog and, later, a remote catalog client.
 
 Writes (`write(ops, rows)`; insert/upsert/update/delete) all run one pipeline,
-`run_write(route, apply)` (write_pipeline.py: lease -> route -> apply -> release ->
-merge); the small, general, pydict and in-order writes are its strategies (a route and an
-apply each), the coalescer a wrapper of the general one. The partition of every row is
+`run_write(route, apply)` (write_pipeline.py: route -> hold -> apply -> release ->
+merge; one open tablet is pinned, several leased: `_hold`); the small, general, pydict
+and in-order writes are its strategies (a route and an apply each), the coalescer a
+wrapper of the general one. The partition of every row is
 computed vectorised (`PartitionSchema.physical_columns` + `partition_indexes`); rows are
 grouped by partition with one stable argsort (so rows of one key stay in batch order) and
 each tablet gets *one* engine op with its share. Tablets are written in parallel on the
@@ -272,53 +273,78 @@ class Table:
 
     def run_write(self, route, apply) -> TableWriteResult:
         """The write pipeline every write strategy runs (module docstring, "Writes"):
-        lease the tablets `route(meta)` (a `Routed`) picks under the current metadata
-        (run again if a DDL intervenes), `apply(meta, shares)` with shares = [(tablet
-        handle, row indexes)] in lease order, returning ([(handle, row indexes,
-        WriteResult)], extra row errors), release the lease, and merge
-        (`merge_results`). An exception of `route` or `apply` leaves through here, the
-        lease released."""
-        lease, routed, shares = self._lease_routed(route)
+        hold the tablets `route(meta)` (a `Routed`) picks under the current metadata
+        (`_hold`), `apply(meta, shares)` with shares = [(tablet handle, row indexes)] in
+        routing order, returning ([(handle, row indexes, WriteResult)], extra row
+        errors), release them, and merge (`merge_results`). An exception of `route` or
+        `apply` leaves through here, the tablets released."""
+        meta, routed, shares, release = self._hold(route)
         try:
-            results, extra = apply(lease.metadata, shares)
+            results, extra = apply(meta, shares)
         finally:
-            lease.release()
-        return merge_results(results, routed.errors + extra)
+            release()
+        return merge_results(results, routed.errors + extra if extra else routed.errors)
 
     def run_write_deferred(self, route, apply) -> Callable[[], TableWriteResult]:
         """`run_write` for a strategy whose `apply` stops before the wait for durability:
         it returns ([(handle, row indexes, finisher)], extra row errors), and this returns
-        the call that runs the finishers (`finish_all`), releases the lease and merges -
-        to be made exactly once, on any thread. The lease stays held until then."""
-        lease, routed, shares = self._lease_routed(route)
+        the call that runs the finishers (`finish_all`), releases the tablets and merges -
+        to be made exactly once, on any thread. The tablets stay held until then."""
+        meta, routed, shares, release = self._hold(route)
         try:
-            pending, extra = apply(lease.metadata, shares)
+            pending, extra = apply(meta, shares)
         except BaseException:
-            lease.release()
+            release()
             raise
+        errs = routed.errors + extra if extra else routed.errors
 
-        def finish() -> TableWriteResult:
+        if len(pending) == 1:            # one tablet (every single-row write)
+            slot, idx, fin = pending[0]
+
+            def finish() -> TableWriteResult:
+                try:
+                    r = fin()
+                finally:
+                    release()
+                return merge_results([(slot, idx, r)], errs)
+            return finish
+
+        def finish_all() -> TableWriteResult:
             try:
                 results = self.finish_all([f for _, _, f in pending])
             finally:
-                lease.release()
+                release()
             return merge_results([(slot, idx, r) for (slot, idx, _), r in
-                                  zip(pending, results)], routed.errors + extra)
-        return finish
+                                  zip(pending, results)], errs)
+        return finish_all
 
-    def _lease_routed(self, route):
-        """(lease, Routed, shares): the tablets `route(meta)` picks under the current
-        metadata leased (routed again if a DDL intervenes), shares = [(tablet handle, row
-        indexes)] in lease order."""
+    def _hold(self, route):
+        """(metadata, Routed, shares, release): the tablets `route(meta)` picks under the
+        current metadata held until `release()`, shares = [(tablet handle, row indexes)]
+        in routing order. One open tablet is pinned (`TableCatalog.pin_tablet`: one
+        version check, no lease object; every single-row write); anything else - several
+        tablets, one not open, a DDL under way or racing, a catalog without pins - is
+        leased (`lease_tablets`, which routes again under the metadata it leases with)."""
+        cat = self.catalog
+        pin = getattr(cat, "pin_tablet", None)
+        if pin is not None:
+            meta = cat.table_metadata(self.id)
+            routed = route(meta)
+            if len(routed.groups) == 1:
+                p, idx = routed.groups[0]
+                slot = pin(meta, meta.tablet_ids[p])
+                if slot is not None:
+                    return meta, routed, [(slot, idx)], lambda: cat.unpin_tablet(slot)
         state: dict = {}
 
         def pick(meta):
             r = state["routed"] = route(meta)
             return [meta.tablet_ids[p] for p, _ in r.groups]
 
-        lease = self.catalog.lease_tablets(self.id, pick)
+        lease = cat.lease_tablets(self.id, pick)
         routed = state["routed"]
-        return lease, routed, list(zip(lease.handles, [idx for _, idx in routed.groups]))
+        return (lease.metadata, routed,
+                list(zip(lease.handles, [idx for _, idx in routed.groups])), lease.release)
 
     def _write_now(self, op_arr: np.ndarray, table: pa.Table) -> TableWriteResult:
         """The general strategy: rows routed vectorised (`_route`), one tablet op per
@@ -372,12 +398,9 @@ class Table:
                 if not getattr(t, "in_order_writes", True):
                     raise errors.NotSupported("in-order batch writes are not supported on "
                                               "this table's tablets")
-                sub = table.take(pa.array(idx)) if len(idx) != n else table
-                ren = slot.column_renames(meta.schema)
-                if ren:
-                    sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
                 t.admit_write()
-                jobs.append((slot, t, idx, WriteOp(op_arr[idx], sub)))
+                jobs.append((slot, t, idx, WriteOp(op_arr[idx],
+                                                   _tablet_rows(meta, slot, table, idx))))
             locked, pending = [], []
             try:
                 try:
@@ -438,12 +461,7 @@ class Table:
     def _write_groups(self, meta, slots, groups, table: pa.Table) -> list:
         """One tablet op per (slot, group); parallel when worthwhile."""
         def one(slot, ops, idx):
-            t = slot.tablet()
-            sub = table.take(pa.array(idx)) if len(idx) != table.num_rows else table
-            ren = slot.column_renames(meta.schema)
-            if ren:
-                sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
-            return slot, idx, t.write(ops, sub)
+            return slot, idx, slot.tablet().write(ops, _tablet_rows(meta, slot, table, idx))
 
         jobs = [(slot, ops, idx) for slot, (ops, idx) in zip(slots, groups)]
         if len(jobs) <= 1:
@@ -454,12 +472,8 @@ class Table:
             pending = []
             try:
                 for slot, ops, idx in jobs:
-                    t = slot.tablet()
-                    sub = table.take(pa.array(idx))
-                    ren = slot.column_renames(meta.schema)
-                    if ren:
-                        sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
-                    pending.append((slot, idx, t.write_deferred(ops, sub)))
+                    pending.append((slot, idx, slot.tablet().write_deferred(
+                        ops, _tablet_rows(meta, slot, table, idx))))
             finally:
                 results = self.finish_all([f for _, _, f in pending])
             return [(slot, idx, r) for (slot, idx, _), r in zip(pending, results)]
@@ -755,6 +769,17 @@ class Table:
                        default=0)
         finally:
             lease.release()
+
+
+def _tablet_rows(meta, slot, table: pa.Table, idx) -> pa.Table:
+    """A tablet's share of a write: rows `idx` of `table` (all of them as they are) under
+    the tablet's column names (`column_renames`, where RENAME COLUMN has not reached
+    it): what every strategy hands the tablet behind `slot`."""
+    sub = table.take(pa.array(idx)) if len(idx) != table.num_rows else table
+    ren = slot.column_renames(meta.schema)
+    if ren:
+        sub = sub.rename_columns([ren.get(c, c) for c in sub.column_names])
+    return sub
 
 
 def _row_key(meta, table: pa.Table, i: int) -> tuple:

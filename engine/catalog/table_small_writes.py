@@ -3,9 +3,11 @@
 `Table.write` (table.py) asks its `SmallWrites` first for every write that is not
 in-order; `write` returns None, having done nothing, when the write is not for this path.
 It is a strategy of the Table's one write pipeline (write_pipeline.py): its route and
-apply run inside `Table.run_write`. Rows are routed one by one on their keys as given (which must be plain Python
-values of the key columns' types: engine/tablet/small_write.py), as `Table.lookup` routes
-(`PartitionSchema.partition_index_for_key_values`), and each tablet's share is prepared
+apply run inside `Table.run_write_deferred`. Rows are routed one by one on their keys as
+given (which must be plain Python values of the key columns' types:
+engine/tablet/small_write.py), as `Table.lookup` routes (`PartitionSchema.route_key`,
+whose encoding of the whole key is handed to the tablet, which then does not encode it
+again; a one-row write makes no group dict), and each tablet's share is prepared
 (`Tablet.prepare_small`: values checked and converted, the compact WAL record built)
 before any is applied (`Tablet.apply_small_deferred`), so a write goes the small way or
 the general way as a whole and outcomes never depend on the path. No coalescer, no
@@ -77,46 +79,57 @@ class SmallWrites:
             if len(op_list) != n:
                 return None
         table = self.table
+        keys: list = []          # each row's key encoded by routing (None: not encoded)
 
         def route(meta) -> Routed:
             schema = meta.schema
             cached = self._keys
-            if cached is None or cached[0] is not schema:
-                cached = self._keys = (schema, [value_converter(k)
-                                                for k in schema.key_columns])
-            try:
-                pos = [columns.index(k) for k in schema.key_names]
-            except ValueError:
-                raise Ineligible from None
-            convs = cached[1]
-            ps = meta.partition_schema
-            groups: dict[int, list[int]] = {}
-            for i, row in enumerate(values):   # a few rows (SMALL_MAX_ROWS)
-                key = []
-                for j, conv in zip(pos, convs):
-                    v = row[j]
-                    conv(v)                       # Ineligible unless plain and valid
-                    key.append(v)
+            if cached is None or cached[0] is not schema or cached[1] != columns:
                 try:
-                    p = ps.partition_index_for_key_values(key)
-                except errors.EngineError:
+                    pos = [columns.index(k) for k in schema.key_names]
+                except ValueError:
                     raise Ineligible from None
-                if p < 0:
-                    raise Ineligible            # NO_PARTITION: the general path reports it
-                groups.setdefault(p, []).append(i)
+                cached = self._keys = (schema, columns, list(zip(
+                    pos, [value_converter(k) for k in schema.key_columns])))
+            key_convs = cached[2]
+            route_key = meta.partition_schema.route_key
+            keys.clear()
+            try:
+                if n == 1:                       # one row: one group, no dict
+                    p, enc = route_key(_key(values[0], key_convs))
+                    if p < 0:
+                        raise Ineligible   # NO_PARTITION: the general path reports it
+                    keys.append(enc)
+                    return Routed([(p, _ONE)], [])
+                groups: dict[int, list[int]] = {}
+                for i, row in enumerate(values):   # a few rows (SMALL_MAX_ROWS)
+                    p, enc = route_key(_key(row, key_convs))
+                    if p < 0:
+                        raise Ineligible
+                    keys.append(enc)
+                    groups.setdefault(p, []).append(i)
+            except errors.EngineError:  # a key routing cannot take: the general path's
+                raise Ineligible from None
             return Routed(list(groups.items()), [])
 
         def apply(meta, shares):
             """Every share prepared, then each applied: [(handle, rows, finisher)]."""
             prepared = []
+            one = n == 1
             for slot, idx in shares:         # every share is prepared before any applies
                 t = slot.tablet()
                 ren = slot.column_renames(meta.schema)
                 prep = getattr(t, "prepare_small", None)
-                p = None if prep is None else prep(
-                    [op_list[i] for i in idx], [ren.get(c, c) for c in columns]
-                    if ren else columns, [values[i] for i in idx])
-                if p is None:                # not for the small path: all goes generally
+                if prep is None:             # not for the small path: all goes generally
+                    raise Ineligible
+                names = [ren.get(c, c) for c in columns] if ren else columns
+                if one:
+                    p = prep(op_list, names, values, None if keys[0] is None else keys)
+                else:
+                    share_keys = [keys[i] for i in idx]
+                    p = prep([op_list[i] for i in idx], names, [values[i] for i in idx],
+                             None if None in share_keys else share_keys)
+                if p is None:
                     raise Ineligible
                 prepared.append((slot, idx, t, p, ren))
             pending = []
@@ -140,6 +153,20 @@ class SmallWrites:
             return table.run_write_deferred(route, apply)
         except Ineligible:
             return None
+
+
+_ONE = (0,)      # the row indexes of a one-row write's one share
+
+
+def _key(row, key_convs) -> list:
+    """A row's key values in key order, each checked by its column's converter
+    (Ineligible unless a plain value of the column's type: small_write.py)."""
+    key = []
+    for j, conv in key_convs:
+        v = row[j]
+        conv(v)
+        key.append(v)
+    return key
 
 
 def _share(rows, columns, values, idx, ren):

@@ -1,24 +1,28 @@
 """The write pipeline of a Table: one path for every write, routing and applying as
 strategies (Kudu has one WriteOp pipeline; the strategies are how rows arrive).
 
-    Table.run_write(route, apply):
-      lease      TableCatalog.lease_tablets(table id, pick): the tablets `route` picks,
-                 under one TableMetadata (pick runs again if a DDL intervenes)
+    Table.run_write(route, apply)   (run_write_deferred: the same, stopping before the
+                                     wait for durability; the wire's key writes)
       route      route(meta) -> Routed: the row indexes (in the caller's batch) for
                  each partition, and the errors of rows that go nowhere
+      hold       `Table._hold`: the tablets `route` picks, under one TableMetadata: one
+                 open tablet pinned (TableCatalog.pin_tablet: a version check, no lease
+                 object; every single-row write), else leased (lease_tablets: route runs
+                 again if a DDL intervenes)
       apply      apply(meta, shares) -> ([(tablet handle, row indexes, WriteResult)],
-                 more row errors): each tablet's share (its rows taken, columns renamed
-                 to the tablet's names) written as a deferred tablet op, then their WAL
-                 fsyncs waited for together (`Table.finish_all`)
-      release    the lease, whatever happened
+                 more row errors): each tablet's share (`_tablet_rows`: its rows taken,
+                 columns renamed to the tablet's names) written as a deferred tablet op,
+                 then their WAL fsyncs waited for together (`Table.finish_all`)
+      release    the pin or lease, whatever happened
       merge      `merge_results`: one TableWriteResult, row errors by caller's index
 
 The strategies (engine/catalog/table.py, table_small_writes.py):
 
     strategy   rows                       route                     apply
     small      <= 8 rows, plain values    row by row, compiled      prepare every share,
-                                          key router                then apply (compact
-                                                                    WAL record, row records)
+                                          key router (the key       then apply (compact
+                                          encoded once, handed to   WAL record, row records)
+                                          the tablet)
     general    Arrow                      vectorised (`_route`)     one op per share,
                                                                     parallel when large
     pydict     dicts Arrow cannot type    row by row                one op per share
@@ -64,6 +68,11 @@ class Routed:
 def merge_results(results, errors: list[RowError]) -> TableWriteResult:
     """One TableWriteResult of the tablets' results [(handle, row indexes, WriteResult)]
     (each tablet's row errors mapped back to the caller's row indexes) and `errors`."""
+    if len(results) == 1 and not errors:
+        slot, idx, r = results[0]
+        if not r.row_errors:        # one tablet, every row applied: nothing to map
+            return TableWriteResult(r.timestamp, r.num_applied, [],
+                                    {slot.tablet_id: r.timestamp})
     errs = list(errors)
     stamps: dict[str, int] = {}
     applied = 0

@@ -34,7 +34,7 @@ Same outcomes as the general path, by construction and by test
   modules' docstrings). `SmallLayout` holds what this needs of a schema (physical
   types, defaults, sizes), computed once per schema.
 - Timestamp, WAL append, MVCC start / commit and durability are those of
-  `Tablet.apply_deferred` (tablet_write.py `write_small_deferred`), and WAL replay of a
+  `Tablet.apply_deferred` (tablet_write.py `apply_small_deferred`), and WAL replay of a
   compact record goes through the general `apply` like any other record: its decoded
   rows are what the general path would have logged, and its rows are at seq 0 either
   way, so replay sees the same op.
@@ -52,7 +52,7 @@ from engine.convert import default_array
 from engine.schema import ColumnSchema
 from engine.tablet.delta import MutationKind
 from engine.tablet.tablet_metadata import TabletComponents
-from engine.tablet.write_op import OpType, RowErrorCode
+from engine.tablet.write_op import OpType, RowErrorCode, encode_small_head
 from engine.types import INTEGER_RANGES, DataType
 
 SMALL_MAX_ROWS = 8          # ops of at most this many rows may take the small path
@@ -146,53 +146,85 @@ def _no():
     raise Ineligible
 
 
+class SmallPlan:
+    """What checking and applying an op needs of the columns it names, for one schema:
+    computed once per (schema, column names) and kept by the tablet (`small_plan`), so a
+    single-row write does not look its columns up, find its key columns or scan the
+    schema for NOT NULL columns it lacks every time."""
+
+    __slots__ = ("schema", "columns", "convs", "key_pos", "inserts_ok", "present",
+                 "new_row", "reinsert", "head")
+
+    def __init__(self, schema, layout: SmallLayout, columns: tuple, converters: dict
+                 ) -> None:
+        try:
+            cols = [schema.column(n) for n in columns]
+        except Exception:      # an unknown column: the general path raises its error
+            raise Ineligible from None
+        given = {c.id: i for i, c in enumerate(cols)}
+        if len(given) != len(cols):          # a column named twice: the general path's
+            raise Ineligible
+        key_cols = schema.key_columns
+        if any(k.id not in given for k in key_cols):
+            raise Ineligible
+        self.schema = schema
+        self.columns = columns
+        self.convs = [converters[c.id] for c in cols]
+        self.key_pos = [given[k.id] for k in key_cols]
+        # an INSERT / UPSERT lacking a NOT NULL column without default: the general path
+        self.inserts_ok = all(c.id in given or c.nullable or c.default is not None
+                              for c in schema.columns)
+        # an UPDATE's (an UPSERT of a live key's) values: (column id, position given)
+        self.present = [(c.id, given[c.id]) for c in schema.non_key_columns
+                        if c.id in given]
+        # a new row's values in schema order: (position given, or -1 and the default)
+        self.new_row = [(given.get(cid, -1), d) for cid, d in layout.order]
+        # a REINSERT's values (every non-key column): (column id, position given or -1,
+        # default)
+        self.reinsert = [(cid, given.get(cid, -1), d) for cid, d in layout.defaults.items()]
+        self.head = encode_small_head(columns)   # the compact WAL body's column part
+
+
 class SmallRows:
     """An op's rows converted for the small path (`convert_rows`)."""
 
-    __slots__ = ("ops", "keys", "key_values", "cols", "phys")
+    __slots__ = ("ops", "keys", "key_values", "plan", "phys")
 
-    def __init__(self, ops, keys, key_values, cols, phys):
+    def __init__(self, ops, keys, key_values, plan, phys):
         self.ops = ops                  # int op type per row
         self.keys = keys                # encoded key per row (distinct)
         self.key_values = key_values    # the key as given (Python values) per row
-        self.cols = cols                # the ColumnSchema of each given column
+        self.plan = plan                # the SmallPlan of the op's columns
         self.phys = phys                # physical Python values per row, given columns
 
 
-def convert_rows(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequence],
-                 schema, key_cols, encode_key, converters: dict) -> SmallRows:
-    """Check and convert an op's rows for `apply_small`; Ineligible if the general path
-    must take it. `converters`: column id -> `value_converter` (cached by the tablet)."""
-    try:
-        cols = [schema.column(n) for n in columns]
-    except Exception:          # an unknown column: the general path raises its error
-        raise Ineligible from None
-    given = {c.id for c in cols}
-    key_pos = []
-    for k in key_cols:
-        if k.id not in given:
-            raise Ineligible
-        key_pos.append(next(i for i, c in enumerate(cols) if c.id == k.id))
-    if any(o in (_INSERT, _UPSERT) for o in ops):
-        for c in schema.columns:     # a missing NOT NULL column without a default
-            if c.id not in given and not c.nullable and c.default is None:
-                raise Ineligible
-    convs = [converters[c.id] for c in cols]
-    keys, key_values, phys = [], [], []
-    for op, row in zip(ops, rows):   # a loop per value: a few rows (SMALL_MAX_ROWS)
+def convert_rows(ops: Sequence[int], rows: Sequence[Sequence], plan: SmallPlan,
+                 encode_key, keys: Sequence[bytes] | None = None) -> SmallRows:
+    """Check and convert an op's rows (values in `plan.columns` order) for `apply_small`;
+    Ineligible if the general path must take it. `keys`: each row's key already encoded
+    by the tablet's key encoder (`PartitionSchema.route_key` made them routing), else
+    they are encoded here."""
+    if not plan.inserts_ok and (_INSERT in ops or _UPSERT in ops):
+        raise Ineligible
+    convs = plan.convs
+    key_pos = plan.key_pos
+    key_values, phys = [], []
+    for row in rows:   # a loop per value: a few rows (SMALL_MAX_ROWS)
         # every value, a DELETE's too: the general path ignores a DELETE's other values
         # given as Arrow, but reports them given as a dict; eligible values are never
         # reported, so requiring them leaves no case where the two could differ
-        out = [f(v) for f, v in zip(convs, row)]
-        kv = tuple(row[i] for i in key_pos)
-        if any(v is None for v in kv):
+        if len(row) != len(convs):
             raise Ineligible
-        keys.append(encode_key(kv))
+        phys.append([f(v) for f, v in zip(convs, row)])
+        kv = tuple([row[i] for i in key_pos])
+        if None in kv:
+            raise Ineligible
         key_values.append(kv)
-        phys.append(out)
-    if len(set(keys)) != len(keys):  # rounds, seq numbers: the general path's business
-        raise Ineligible
-    return SmallRows(list(ops), keys, key_values, cols, phys)
+    if keys is None:
+        keys = [encode_key(kv) for kv in key_values]
+    if len(keys) > 1 and len(set(keys)) != len(keys):
+        raise Ineligible       # rounds, seq numbers: the general path's business
+    return SmallRows(ops, keys, key_values, plan, phys)
 
 
 class SmallLayout:
@@ -233,8 +265,8 @@ class SmallLayout:
         return n
 
 
-def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[ColumnSchema],
-                rows: SmallRows, ts: int) -> tuple[int, dict]:
+def apply_small(comps: TabletComponents, layout: SmallLayout, rows: SmallRows, ts: int
+                ) -> tuple[int, dict]:
     """Apply converted rows to the stores (caller holds the write lock, has taken `ts` and
     logged the op): (rows applied, {row: (code, message)} for the others). Mutations go
     to the stores as row records of plain values (`DeltaMemStore.append_row`): no Arrow
@@ -244,13 +276,11 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[Colu
     frozen = comps.frozen
     drss = comps.drss
     types = layout.types
-    defaults = layout.defaults
     bad: dict[int, tuple[str, str]] = {}
     applied = 0
     new_rows: list[int] = []
-    cols = rows.cols
-    given = {c.id: i for i, c in enumerate(cols)}
-    present = [(c.id, given[c.id]) for c in non_key if c.id in given]
+    plan = rows.plan
+    present = plan.present
     for i, (op, key) in enumerate(zip(rows.ops, rows.keys)):   # a few rows (module doc)
         # where the key is live: the active MemRowSet, a frozen one, or a DiskRowSet
         rid = mrs.find_one(key)
@@ -275,8 +305,7 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[Colu
                 continue
             if rid >= 0:                     # dead in the active MemRowSet: REINSERT
                 phys = rows.phys[i]
-                values = {cid: (phys[given[cid]] if cid in given else d)
-                          for cid, d in defaults.items()}
+                values = {cid: (phys[j] if j >= 0 else d) for cid, j, d in plan.reinsert}
                 mrs.append_mutation_row(rid, ts, _REINSERT, values, types,
                                         layout.record_bytes(values), True)
             else:
@@ -305,9 +334,9 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, non_key: list[Colu
             store.append_mutation_row(r, ts, mkind, values, types,
                                       layout.record_bytes(values), live_after)
     if new_rows:             # new rows: plain values on the MemRowSet's tail
-        order = layout.order
+        new_row = plan.new_row
         for i in new_rows:
             phys = rows.phys[i]
-            values = tuple(phys[given[cid]] if cid in given else d for cid, d in order)
+            values = tuple([phys[j] if j >= 0 else d for j, d in new_row])
             mrs.insert_row(rows.keys[i], values, ts, layout.row_bytes(values))
     return applied, bad

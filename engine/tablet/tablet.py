@@ -328,18 +328,20 @@ class Tablet:
         return ts, index
 
     def finish_op(self, ts: int, index: int, durable: bool,
-                  result: Callable[[], WriteResult]) -> Callable[[], WriteResult]:
+                  result: WriteResult | Callable[[], WriteResult]
+                  ) -> Callable[[], WriteResult]:
         """The deferred end of an op started by `start_op` and applied to the stores
         (`apply_deferred`'s returned call): wait until its
         WAL entry is durable (`durable`: it was appended here, not replayed), commit it
-        in MVCC whatever happens, then build its result."""
+        in MVCC whatever happens, then return its result (`result`, or what the call
+        `result` builds)."""
         def finish() -> WriteResult:
             try:
                 if durable:
                     self.log.wait_durable(index)
             finally:
                 self.mvcc.commit_op(ts)
-            return result()
+            return result if type(result) is WriteResult else result()
         return finish
 
     # -- memory back-pressure (the write pipeline admits every write here first) ---------
@@ -418,16 +420,10 @@ class Tablet:
         """A few rows of Python values (`TabletWriter.write_small`)."""
         return self.writer.write_small(ops, columns, rows)
 
-    def write_small_deferred(self, ops: Sequence[int], columns: Sequence[str],
-                             rows: Sequence[Sequence]) -> Callable[[], WriteResult] | None:
-        """`write_small` up to its wait for durability, or None (not for the small path:
-        `TabletWriter.write_small_deferred`)."""
-        return self.writer.write_small_deferred(ops, columns, rows)
-
     def prepare_small(self, ops: Sequence[int], columns: Sequence[str],
-                      rows: Sequence[Sequence]):
+                      rows: Sequence[Sequence], keys: Sequence[bytes] | None = None):
         """The small-write op checked and converted, no lock (`TabletWriter.prepare_small`)."""
-        return self.writer.prepare_small(ops, columns, rows)
+        return self.writer.prepare_small(ops, columns, rows, keys)
 
     def apply_small_deferred(self, prepared, never_block: bool = False
                              ) -> Callable[[], WriteResult] | None:

@@ -24,10 +24,11 @@ logged again and rows already in flushed files are skipped (tablet_bootstrap.py)
 replicated tablet applies a committed Raft entry the same way, with its leader's
 timestamp, so embedded and replicated tablets share one apply path.
 
-Small writes (`write_small`, `prepare_small` + `apply_small_deferred`): an op of at most
-SMALL_MAX_ROWS rows of plain Python values skips the Arrow machinery (small_write.py):
-values converted one by one, keys probed directly, a compact WAL record (write_op.py);
-timestamp, WAL append, MVCC and durability exactly as in `apply_deferred`. An op it cannot
+Small writes (`prepare_small` + `apply_small_deferred`; `write_small` is both, falling
+back to the general path): an op of at most SMALL_MAX_ROWS rows of plain Python values
+skips the Arrow machinery (small_write.py): values converted one by one, keys probed
+directly, a compact WAL record (write_op.py); timestamp, WAL append, MVCC and durability
+exactly as in `apply_deferred`. An op it cannot
 take with certainty of the same outcome is refused (None) before anything is done, and
 the caller writes it the general way. Replay and Raft followers apply compact records
 through the general `apply` (they decode to the Arrow op the general path would log).
@@ -37,8 +38,8 @@ One op pipeline (Kudu's WriteOp: start -> apply -> commit): both apply paths,
 writes), start an op with `Tablet.start_op` under the write lock (timestamp, MVCC start,
 WAL append), apply it to the stores their own way (`RowOps.apply` / `apply_small`), and
 end it with `Tablet.finish_op` (wait for durability, commit in MVCC, build the result).
-The public entry points (insert / upsert / update / delete / write / write_small and their
-deferred forms) only validate and convert before reaching one of the two.
+The public entry points (insert / upsert / update / delete / write / write_small, and
+write_deferred) only validate and convert before reaching one of the two.
 
 Threads: a writer applies its op on its own thread under the write lock (held for the
 apply only, never across the fsync) and then waits in `Log.wait_durable`, where
@@ -64,6 +65,7 @@ from engine.tablet.small_write import (
     SMALL_MAX_ROWS,
     Ineligible,
     SmallLayout,
+    SmallPlan,
     apply_small,
     convert_rows,
     value_converter,
@@ -108,10 +110,12 @@ class TabletWriter:
         # may change (a catalog RENAME COLUMN reaches the tablet with its next alter)
         self._key_ids = {c.id for c in schema.key_columns}
         self._non_key = list(schema.non_key_columns)
-        self._small_layout = SmallLayout(schema)
         for c in schema.columns:
             if c.id not in self._small_converters:
                 self._small_converters[c.id] = value_converter(c)
+        # the small-write path's view of this schema, replaced as one: (schema, layout,
+        # {column names: SmallPlan})
+        self._small = (schema, SmallLayout(schema), {})
 
     def insert(self, rows) -> WriteResult:
         return self.write(OpType.INSERT, rows)
@@ -132,40 +136,43 @@ class TabletWriter:
                     rows: Sequence[Sequence]) -> WriteResult:
         """Write a few rows given as Python values (`rows`: one tuple per row, values in
         `columns` order; `ops`: one OpType per row): the small-write path
-        (small_write.py) when the op is eligible, else the general path with the rows as
-        a dict of columns. Same outcomes either way."""
-        finish = self.write_small_deferred(ops, columns, rows)
+        (small_write.py: `prepare_small` then `apply_small_deferred`) when the op is
+        eligible, else the general path with the rows as a dict of columns. Same
+        outcomes either way."""
+        prepared = self.prepare_small(ops, columns, rows)
+        finish = None if prepared is None else self.apply_small_deferred(prepared)
         if finish is None:
             finish = self.write_deferred(list(ops), {name: [r[j] for r in rows]
                                                      for j, name in enumerate(columns)})
         return finish()
 
-    def write_small_deferred(self, ops: Sequence[int], columns: Sequence[str],
-                             rows: Sequence[Sequence]) -> Callable[[], WriteResult] | None:
-        """`write_small` up to its wait for durability (as `apply_deferred`), or None,
-        having done nothing, when the op is not for the small path (more than
-        SMALL_MAX_ROWS rows, a value whose conversion is not certain, a repeated key...:
-        small_write.py): the caller then writes it the general way."""
-        prepared = self.prepare_small(ops, columns, rows)
-        return None if prepared is None else self.apply_small_deferred(prepared)
-
     def prepare_small(self, ops: Sequence[int], columns: Sequence[str],
-                      rows: Sequence[Sequence]):
-        """The first half of `write_small_deferred`, without the lock: the rows checked
-        and converted and the compact WAL body built (None: not for the small path).
+                      rows: Sequence[Sequence], keys: Sequence[bytes] | None = None):
+        """The first half of a small write, without the lock: the rows checked and
+        converted and the compact WAL body built; None, having done nothing, when the op
+        is not for the small path (more than SMALL_MAX_ROWS rows, a value whose
+        conversion is not certain, a repeated key...: small_write.py), and the caller
+        then writes it the general way.
         `Table` prepares every tablet's share before it applies any, so a write goes the
-        small way or the general way as a whole."""
+        small way or the general way as a whole. `keys`: the rows' keys encoded by the
+        tablet's key encoder, if the caller has them (Table's routing does)."""
         n = len(ops)
         if not 0 < n <= SMALL_MAX_ROWS or len(rows) != n:
             return None
-        schema = self.schema
+        schema, layout, plans = self._small
+        names = tuple(columns)
         try:
-            conv = convert_rows(ops, columns, rows, schema, self._key_cols,
-                                self._encode_key, self._small_converters)
-            body = encode_small(ops, columns, rows)
+            plan = plans.get(names)
+            if plan is None:
+                if len(plans) > 64:      # many column lists (ad hoc writes): start over
+                    plans.clear()
+                plan = plans[names] = SmallPlan(schema, layout, names,
+                                                self._small_converters)
+            conv = convert_rows(ops, rows, plan, self._encode_key, keys)
+            body = encode_small(ops, names, rows, plan.head)
         except (Ineligible, TypeError, ValueError):
             return None
-        return schema, conv, body
+        return schema, layout, conv, body
 
     def apply_small_deferred(self, prepared, never_block: bool = False
                              ) -> Callable[[], WriteResult] | None:
@@ -176,28 +183,30 @@ class TabletWriter:
         `never_block` (a caller on an event loop): BUSY, having done nothing, instead of
         sleeping in memory back-pressure (`admit_write`) or waiting for the write lock
         that maintenance holds while it persists metadata."""
-        schema, conv, body = prepared
+        schema, layout, conv, body = prepared
+        tablet = self._tablet
+        lock = tablet.write_lock
         if never_block:
-            if (self._tablet.admission_would_wait()
-                    or not self._tablet.write_lock.acquire(blocking=False)):
+            if tablet.admission_would_wait() or not lock.acquire(blocking=False):
                 return BUSY
         else:
-            self._tablet.admit_write()
-            self._tablet.write_lock.acquire()
+            tablet.admit_write()
+            lock.acquire()
         try:
-            if self.schema is not schema:      # an alter_schema ran since the conversion
+            if tablet.schema is not schema:      # an alter_schema ran since the conversion
                 return None
-            ts, index = self._tablet.start_op(None, None, body)
+            ts, index = tablet.start_op(None, None, body)
             try:
-                applied, bad = apply_small(self._tablet.components, self._small_layout,
-                                           self._non_key, conv, ts)
+                applied, bad = apply_small(tablet.components, layout, conv, ts)
             except BaseException:
-                self._tablet.mvcc.abort_op(ts)
+                tablet.mvcc.abort_op(ts)
                 raise
         finally:
-            self._tablet.write_lock.release()
+            lock.release()
         self.small_writes += 1
-        return self._tablet.finish_op(ts, index, True, lambda: WriteResult(ts, applied, [
+        if not bad:
+            return tablet.finish_op(ts, index, True, WriteResult(ts, applied, []))
+        return tablet.finish_op(ts, index, True, lambda: WriteResult(ts, applied, [
             RowError(i, code, msg, conv.key_values[i])
             for i, (code, msg) in sorted(bad.items())]))
 

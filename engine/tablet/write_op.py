@@ -137,6 +137,9 @@ _ARROW_TYPE = {_INT: pa.int64(), _FLOAT: pa.float64(), _STR: pa.string(),
                _DATE: pa.date32(), _DATETIME: pa.timestamp("us")}
 
 
+_INT_TAG = b"\x01"
+
+
 def _encode_value(v, out: list) -> None:
     """One value as tag + bytes; TypeError for a value the compact body does not hold
     (the caller then writes the general way)."""
@@ -165,22 +168,33 @@ def _encode_value(v, out: list) -> None:
         raise TypeError(f"no compact encoding for {t.__name__}")
 
 
-def encode_small(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequence]
-                 ) -> bytes:
-    """A small write op as a compact WAL body (module docstring); raises TypeError or
-    ValueError for a value it cannot hold exactly (the op is then logged as Arrow)."""
+def encode_small_head(columns: Sequence[str]) -> bytes:
+    """The start of a compact body naming `columns` (the same for every op naming them:
+    the tablet keeps it per column list, small_write.py `SmallPlan`)."""
     out = [COMPACT_TAG, bytes((COMPACT_VERSION,)), _U16.pack(len(columns))]
     for name in columns:
         b = name.encode("utf-8")
         out.append(_U16.pack(len(b)) + b)
-    out.append(_U32.pack(len(ops)))
-    out.append(bytes(int(o) & 0xFF for o in ops))
+    return b"".join(out)
+
+
+def encode_small(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequence],
+                 head: bytes | None = None) -> bytes:
+    """A small write op as a compact WAL body (module docstring); raises TypeError or
+    ValueError for a value it cannot hold exactly (the op is then logged as Arrow).
+    `head`: `encode_small_head(columns)` if the caller has it."""
+    out = [encode_small_head(columns) if head is None else head,
+           _U32.pack(len(ops)), bytes([int(o) & 0xFF for o in ops])]
+    ncols = len(columns)
     try:
         for row in rows:   # a loop per value: the compact body is for a few rows only
-            if len(row) != len(columns):
+            if len(row) != ncols:
                 raise ValueError("a row with the wrong number of values")
             for v in row:
-                _encode_value(v, out)
+                if type(v) is int:          # the commonest value, without a call
+                    out.append(_INT_TAG + _I64.pack(v))
+                else:
+                    _encode_value(v, out)
     except struct.error as e:   # an int beyond int64
         raise ValueError(str(e)) from e
     return b"".join(out)

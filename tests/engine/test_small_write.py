@@ -216,8 +216,8 @@ def test_checker_bites(tmp_path, monkeypatch):
 
     real = small_write.apply_small
 
-    def broken(comps, schema, non_key, rows, ts):
-        applied, bad = real(comps, schema, non_key, rows, ts)
+    def broken(comps, layout, rows, ts):
+        applied, bad = real(comps, layout, rows, ts)
         for i, op in enumerate(rows.ops):
             if op == int(OpType.UPDATE) and i not in bad:
                 bad[i] = ("NOT_FOUND", "key not found")
@@ -240,6 +240,6 @@ def test_ineligible_ops_take_the_general_path(tmp_path):
          [(i, "a") for i in range(SMALL_MAX_ROWS + 1)]),                 # too many rows
     ]
     for ops, cols, rows in cases:
-        assert t.write_small_deferred([int(o) for o in ops], cols, rows) is None
+        assert t.prepare_small([int(o) for o in ops], cols, rows) is None
     assert t.small_writes == 0
     t.close()

@@ -32,7 +32,7 @@ import pytest
 
 from engine import errors
 from engine.clock import HybridClock
-from engine.consensus.log import MAGIC, WRITE, Log, LogEntry, _segment_name
+from engine.consensus.log import JOIN_MAX_BYTES, MAGIC, WRITE, Log, LogEntry, _segment_name
 from engine.schema import ColumnSchema, Schema
 from engine.tablet import Tablet, TabletConfig
 from engine.types import DataType
@@ -290,9 +290,10 @@ def test_failed_fsync_wakes_every_waiter_and_stops_the_log(tmp_path, monkeypatch
     log.close()
 
 
-def test_failed_append_stops_the_log_and_leaves_a_torn_tail(tmp_path):
-    """An append whose write fails after part of its record (ENOSPC after the header) is
-    IOFailure, and no later record may follow the part written: reopened, the log holds
+@pytest.mark.parametrize("size", [80, JOIN_MAX_BYTES + 1])   # joined, and two writes
+def test_failed_append_stops_the_log_and_leaves_a_torn_tail(tmp_path, size):
+    """An append whose write fails after part of its record (a short write, then ENOSPC)
+    is IOFailure, and no later record may follow the part written: reopened, the log holds
     every entry before it and drops the torn tail."""
     log = Log(str(tmp_path), "commit")
     log.open_for_append(1)
@@ -300,7 +301,7 @@ def test_failed_append_stops_the_log_and_leaves_a_torn_tail(tmp_path):
         log.append(entry(i, size=80))
     real = log._f
 
-    class FullDisk:            # the header goes out, the body does not
+    class FullDisk:            # the first 20 bytes go out (a short write), then ENOSPC
         def __init__(self):
             self.calls = 0
 
@@ -308,14 +309,14 @@ def test_failed_append_stops_the_log_and_leaves_a_torn_tail(tmp_path):
             self.calls += 1
             if self.calls > 1:
                 raise OSError(28, "No space left on device")
-            return real.write(data)
+            return real.write(data[:20])
 
         def __getattr__(self, name):
             return getattr(real, name)
 
     log._f = FullDisk()
     with pytest.raises(errors.IOFailure) as ei:
-        log.append(entry(3, size=80))
+        log.append(entry(3, size=size))
     assert "could not write the write-ahead log" in str(ei.value)
     log._f = real
     with pytest.raises(errors.IOFailure):
