@@ -23,12 +23,22 @@ opened (`Catalog.open`) and holds it until the catalog is closed or the process 
 - A child made by fork() without exec inherits the open lock file and so keeps the lock while
   it lives (the descriptor is close-on-exec, so a spawned program does not).
 - Advisory: a process that does not use this lock is not kept out; NFS may not honour flock.
+
+Fault injection (tests only; Kudu's `--env_inject_eio` / `--env_inject_eio_globs`):
+`inject_eio(glob, after)` makes `fsync(fd, path)` raise `OSError(EIO)` for every path
+matching `glob` once `after` more fsyncs of matching paths have succeeded; `inject_eio(None)`
+stops it. The write-ahead log (engine/consensus/log.py) fsyncs through `fsync`. A server
+exposes it as the `failpoint` RPC's `inject_eio` key (engine/rpc/rpc.py), which it honours
+only when the process was started with the environment variable
+KUDUSQL_FAULT_INJECTION=1 (`fault_injection_enabled`), so a production server cannot be
+made to lose its disk by an RPC.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import fnmatch
 import json
 import os
 import threading
@@ -37,6 +47,39 @@ from typing import Any
 from engine import errors
 
 LOCK_FILE = "LOCK"
+
+
+FAULT_INJECTION_ENV = "KUDUSQL_FAULT_INJECTION"
+_eio: list = []  # [glob, fsyncs of matching paths still to succeed]; empty: none injected
+_eio_lock = threading.Lock()
+
+
+def fault_injection_enabled() -> bool:
+    return os.environ.get(FAULT_INJECTION_ENV) == "1"
+
+
+def inject_eio(glob: str | None, after: int = 0) -> None:
+    """Fail every fsync of a path matching `glob` with EIO once `after` more of them have
+    succeeded (None: stop failing). See the module docstring."""
+    with _eio_lock:
+        _eio[:] = [] if glob is None else [glob, max(0, int(after))]
+
+
+def injected_eio() -> dict | None:
+    with _eio_lock:
+        return None if not _eio else {"glob": _eio[0], "after": _eio[1]}
+
+
+def fsync(fd: int, path: str) -> None:
+    """os.fsync(fd), or the injected EIO (module docstring); `path` names what is synced
+    for the injection's glob (the write-ahead log passes its directory)."""
+    if _eio:
+        with _eio_lock:
+            if _eio and fnmatch.fnmatchcase(path, _eio[0]):
+                if _eio[1] <= 0:
+                    raise OSError(errno.EIO, f"injected EIO (fsync of {path})")
+                _eio[1] -= 1
+    os.fsync(fd)
 
 
 def fsync_dir(path: str) -> None:

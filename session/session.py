@@ -57,7 +57,10 @@ EXECUTE runs the statement with its arguments as parameters, through the plan ca
 
 Transactions: every statement is applied when it runs, row by row (Kudu has no multi-row
 transactions). BEGIN / COMMIT are accepted; ROLLBACK is accepted with a warning notice that
-the writes already applied stay applied - it never claims to undo them.
+the writes already applied stay applied - it never claims to undo them. READ ONLY
+transactions and default_transaction_read_only are enforced here, for every front end
+(`Session.access`, session/access_mode.py): a write is refused with 25006 before it runs -
+in `run` and `execute_many`; the wire's fast paths call the same check.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ from planner.plan_cache import PlanCache
 from planner.result import StatementResult
 from planner.system_tables import SystemTables
 from planner.utility import is_utility
+from session.access_mode import AccessMode, parse_bool_setting
 from session.errors import QueryCanceled, engine_errors_as_sql, sql_errors
 from session.frontdoor import Statement, split_statements, statements
 
@@ -117,7 +121,9 @@ class Session:
         self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
         # (text, n) -> (catalog_version, its catalog, insert_row_target's answer)
         self._insert_targets: dict[tuple, tuple] = {}
-        self.in_transaction = False
+        # the transaction block's access mode and default_transaction_read_only (READ ONLY
+        # transactions: session/access_mode.py)
+        self.access = AccessMode()
         self._cancel = threading.Event()
         self.query_mem_limit = db.query_mem_limit    # bytes, 0 = none (SET query_mem_limit)
         self.statement_timeout_ms = 0       # SET statement_timeout (0: none)
@@ -225,6 +231,8 @@ class Session:
 
     def _run(self, stmt: Statement, params, stream: bool) -> StatementResult:
         text = stmt.text
+        if self.access.needs_check():
+            self.access.check(stmt)     # READ ONLY: 25006 before anything is written
         if params:
             # by text, before the node is looked at: a statement the plan cache knows
             t = self._plans.point_result(self.catalog, text, params)
@@ -264,14 +272,14 @@ class Session:
                                          params, node.args["analyze"], self._guard())
         if isinstance(node, KuduTransaction) and node.verb in ("BEGIN", "COMMIT", "ROLLBACK",
                                                                "ROLLBACK TO"):
-            return self.transaction(node.verb.split()[0])
+            return self.transaction(node.verb.split()[0], node.args.get("read_only"))
         if isinstance(node, KuduSet):
-            self._set(node)
-            return StatementResult("SET")
+            return StatementResult("SET", notices=self._set(node))
         if isinstance(node, KuduReset):     # RESET name: its default; RESET ALL: all of them
             # (disabled_rules too, though a caller may have set it directly)
             names = [node.args["name"]] if node.args.get("name") else \
-                ["query_mem_limit", "statement_timeout", "kudusql.disabled_rules", "timezone"]
+                ["query_mem_limit", "statement_timeout", "kudusql.disabled_rules", "timezone",
+                 "default_transaction_read_only"]
             for name in names:
                 self._set(KuduSet(name=name))
             return StatementResult("RESET")
@@ -283,26 +291,42 @@ class Session:
         word = node.args.get("word") or node.verb.split()[0]
         raise FeatureNotSupported(f"{word} is not supported", position=1)
 
-    def transaction(self, verb: str) -> StatementResult:
-        """BEGIN / COMMIT / ROLLBACK as the session sees them: nothing to undo or commit
-        (each statement was applied when it ran); ROLLBACK says so in a notice."""
+    @property
+    def in_transaction(self) -> bool:
+        return self.access.in_block
+
+    def transaction(self, verb: str, read_only: bool | None = None) -> StatementResult:
+        """BEGIN [READ ONLY | READ WRITE] / COMMIT / ROLLBACK as the session sees them:
+        nothing to undo or commit (each statement was applied when it ran); ROLLBACK
+        says so in a notice. BEGIN sets the block's access mode (`read_only`; None: the
+        default_transaction_read_only in force)."""
         if verb == "BEGIN":
-            self.in_transaction = True
+            self.access.begin(read_only)
             return StatementResult("BEGIN")
-        self.in_transaction = False
+        self.access.end()
         if verb == "COMMIT":
             return StatementResult("COMMIT")
         return StatementResult("ROLLBACK", notices=[ROLLBACK_NOTICE])
 
-    def _set(self, node: KuduSet) -> None:
+    def _set(self, node: KuduSet) -> list[str]:
         """The settings the embedded session acts on: SET query_mem_limit = '2GB' | DEFAULT,
         SET statement_timeout = '5s' | 0 | DEFAULT (57014 "due to statement timeout" past
-        it) and SET kudusql.disabled_rules = 'name, ...' | DEFAULT; other settings are
-        accepted and ignored (the wire server keeps its own, wire.settings)."""
+        it), SET kudusql.disabled_rules = 'name, ...' | DEFAULT, the access modes (SET
+        default_transaction_read_only, SET SESSION CHARACTERISTICS AS TRANSACTION READ
+        ONLY, SET TRANSACTION READ ONLY, SET transaction_read_only); other settings are
+        accepted and ignored (the wire server keeps its own, wire.settings). Returns the
+        notices."""
+        if node.args.get("noop"):
+            return []
         name = (node.args.get("name") or "").lower()
         value = node.args.get("value")
         default = value is None or value.lower() == "default"
-        if name == "query_mem_limit":
+        if name == "default_transaction_read_only":
+            self.access.set_default(not default and parse_bool_setting(name, value))
+        elif name == "transaction_read_only":
+            on = not default and parse_bool_setting(name, value)
+            return self.access.set_read_only(on, node.verb == "SET TRANSACTION")
+        elif name == "query_mem_limit":
             self.query_mem_limit = self.db.query_mem_limit if default else parse_bytes(value)
         elif name == "statement_timeout":
             self.statement_timeout_ms = 0 if default else parse_duration_ms(value)
@@ -311,6 +335,7 @@ class Session:
         elif name == "kudusql.disabled_rules":
             self.disabled_rules = rules.check_rule_names(
                 [] if value is None else value.split(","))
+        return []
 
     def set_time_zone(self, name: str) -> None:
         """The session's TimeZone (PostgreSQL's name as written: 'America/New_York',
@@ -420,6 +445,7 @@ class Session:
             return None
         # the session's TimeZone: a timestamptz into a TIMESTAMP column is its local time
         with sql_errors(stmts[0].offset), session_time_zone(self.time_zone):
+            self.access.check(stmts[0])     # READ ONLY: 25006 before anything is written
             return self._bulk_insert(stmts[0], param_sets, in_order, columns)
 
     def insert_row_target(self, text: str, n: int):

@@ -159,8 +159,9 @@ class Backend:
         self.login_record = None
         self.session = None
         self.settings: Settings | None = None
-        self.tx = TransactionState(lambda: self.settings is not None and (
-            self.settings.values.get("default_transaction_read_only") == "on"))
+        # the access mode is the session's (session/access_mode.py): one check for every
+        # front end; this connection's default_transaction_read_only is handed to it
+        self.tx = TransactionState(lambda: self.session.access)
         self.statements: dict[str, PreparedStatement] = {}
         self.portals: dict[str, Portal] = {}
         self.ext_error = False
@@ -406,6 +407,11 @@ class Backend:
         timestamptz values in."""
         return self.session.time_zone if self.session is not None else "UTC"
 
+    def float_digits(self) -> int:
+        """extra_float_digits, which text results show floats with (<= 0: fewer digits,
+        wire/text_codec.py `float_digits_text`)."""
+        return self.settings.extra_float_digits if self.settings is not None else 1
+
     def hand_settings_to_session(self) -> None:
         """The settings the session acts on, from this connection's (wire.settings keeps
         them): the query memory limit and the TimeZone statements run and timestamptz
@@ -436,6 +442,7 @@ class Backend:
         """The session exists (startup done): make it and register the handlers of the
         session commands whose state is this connection's (planner/commands.py nodes)."""
         self.session = self.host.session_factory(self.conn)
+        self.session.access.default_of = self.settings   # default_transaction_read_only
         h = self.session.handlers
         h[KuduTransaction] = self._transaction
         h[KuduSet] = h[KuduReset] = h[KuduShowSetting] = self._setting

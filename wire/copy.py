@@ -573,10 +573,12 @@ class CopyOut:
     """Formats result batches as CopyData messages (one per row); text and CSV show
     timestamptz values in `zone` (the session's TimeZone), as PostgreSQL's COPY TO does."""
 
-    def __init__(self, spec: CopySpec, names: list[str], zone: str = "UTC"):
+    def __init__(self, spec: CopySpec, names: list[str], zone: str = "UTC",
+                 float_digits: int = 1):
         self.spec = spec
         self.names = names
         self.zone = zone
+        self.float_digits = float_digits    # extra_float_digits (<= 0: fewer digits)
         self.first = True
 
     def header(self) -> bytes:
@@ -592,6 +594,8 @@ class CopyOut:
     def batch(self, batch: pa.RecordBatch | pa.Table) -> bytes:
         if batch.num_rows == 0:
             return b""
+        if self.spec.format != "binary" and self.float_digits < 1:
+            batch = T.apply_float_digits(batch, [0] * batch.num_columns, self.float_digits)
         cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
                 for c in batch.columns]
         if self.spec.format == "binary":

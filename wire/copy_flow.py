@@ -157,7 +157,7 @@ def _copy_out(be, spec, query: Statement, offset: int):
                           "0A000"))
         return False
     be.send(P.copy_out_response(spec.format == "binary", len(rows.schema)))
-    out = CopyOut(spec, rows.schema.names, be.time_zone())
+    out = CopyOut(spec, rows.schema.names, be.time_zone(), be.float_digits())
     be.send(out.header())
     batch_rows, inline = be.config.batch_rows, be.config.inline_encode_rows
 

@@ -239,8 +239,9 @@ def point_read(be, stmt, fields: tuple, end: int):
     """Bind [Describe P] Execute Sync of a cached point read, answered here (module
     docstring): () when answered, None (nothing consumed) for anything else."""
     # `_simple` and `_tail` inlined: this is the hottest case, and each frame counts
-    if not stmt.described or fields[0] or be.tx.status != b"I":
-        return None
+    if not stmt.described or fields[0] or be.tx.status != b"I" or \
+            be.settings.low_float_digits:
+        return None     # (extra_float_digits < 1: floats as the ordinary path prints them)
     if be.portals and any(p.rows is not None and p.rows.streaming
                           for p in be.portals.values()):
         return None

@@ -89,6 +89,7 @@ from wire.type_oids import (  # noqa: F401 - re-exported
     type_oid,
 )
 from wire.text_codec import (  # noqa: F401 - re-exported
+    apply_float_digits,
     encode_text,
 )
 from wire.binary_codec import (  # noqa: F401 - re-exported

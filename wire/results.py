@@ -61,13 +61,17 @@ def send_result(be, result: StatementResult, formats: list[int] | None,
     return True
 
 
-def _encoded(rows: Rows, want: int, formats: list[int], announced, zone: str):
-    """(rows, DataRow bytes) of the next batch; None at the end (may run a scan)."""
+def _encoded(rows: Rows, want: int, formats: list[int], announced, zone: str,
+             float_digits: int = 1):
+    """(rows, DataRow bytes) of the next batch; None at the end (may run a scan).
+    `float_digits`: extra_float_digits (<= 0: text floats with fewer digits)."""
     batch = rows.take(want)
     if batch is None:
         return None
     if announced is not None:
         batch = T.conform(batch, announced)
+    if float_digits < 1:
+        batch = T.apply_float_digits(batch, formats, float_digits)
     return batch.num_rows, T.data_rows(batch, formats, zone)
 
 
@@ -101,6 +105,7 @@ def stream(be, rows: Rows, formats: list[int], announced: list | None, limit: in
     up; returns how many rows were sent."""
     step_rows, inline = be.config.batch_rows, be.config.inline_encode_rows
     zone = be.time_zone()           # timestamptz text: in the session's TimeZone
+    digits = be.float_digits()      # float text: extra_float_digits
     taken = 0
 
     def want() -> int:
@@ -110,7 +115,7 @@ def stream(be, rows: Rows, formats: list[int], announced: list | None, limit: in
         nonlocal taken
         if want() <= 0:
             return None
-        got = _encoded(rows, want(), formats, announced, zone)
+        got = _encoded(rows, want(), formats, announced, zone, digits)
         if got is not None:
             taken += got[0]
         return got

@@ -43,6 +43,7 @@ from planner.guard import default_query_mem_limit, format_bytes, parse_bytes, \
     parse_duration_ms
 from planner.result import StatementResult
 from planner.commands import KuduReset, KuduSet, KuduShowSetting
+from session.access_mode import parse_bool_setting
 
 SERVER_VERSION = "15.6 (kudusql 0.1.0)"
 SERVER_VERSION_NUM = "150006"
@@ -103,18 +104,7 @@ _READ_ONLY = {"server_version", "server_version_num", "server_encoding", "intege
 _UTF8 = {"utf8", "utf-8", "unicode"}
 
 
-_BOOL_WORDS = {"on": True, "true": True, "yes": True, "1": True, "t": True, "y": True,
-               "off": False, "false": False, "no": False, "0": False, "f": False, "n": False}
 BOOL_SETTINGS = ("default_transaction_read_only", "transaction_read_only")
-
-
-def parse_bool_setting(key: str, value: str) -> bool:
-    """A Boolean setting's value as PostgreSQL reads it (on/off, true/false, yes/no, 1/0
-    and their prefixes t, f, y, n); 22023 otherwise."""
-    v = _BOOL_WORDS.get(value.strip().strip("'").lower())
-    if v is None:
-        raise SqlError(f'parameter "{key}" requires a Boolean value', "22023")
-    return v
 
 
 def canonical(name: str) -> str:
@@ -144,6 +134,12 @@ class Settings:
     def __init__(self, startup: dict[str, str] | None = None, *, user: str = "kudusql",
                  superuser: bool = True, port: int | None = None):
         self.values = dict(DEFAULTS)
+        # extra_float_digits < 1 (kept by `set` / `reset`): the point-read fast path, which
+        # prints floats in the default's shortest form only, declines (wire/fastpath.py)
+        self.low_float_digits = False
+        # default_transaction_read_only is "on" (kept alike): what the session's access
+        # mode reads for every statement (session/access_mode.py `default_of`)
+        self.default_read_only = False
         self.values["session_authorization"] = user
         self.values["is_superuser"] = "on" if superuser else "off"
         if port is not None:
@@ -152,6 +148,10 @@ class Settings:
         # settings whose value is the connection's state, not stored: name -> () -> value
         # (transaction_read_only: the transaction's mode, wire/transaction.py)
         self.live: dict = {}
+        # where a value came from, as pg_settings.source says: the StartupMessage or its
+        # options ("client"), a SET in this session ("session"); else "default"
+        self._client: set[str] = set()
+        self._session: set[str] = set()
         for k, v in (startup or {}).items():
             if k in ("user", "database", "replication", "options"):
                 continue
@@ -177,6 +177,12 @@ class Settings:
         return parse_bytes(self.values.get("query_mem_limit", "0"))
 
     @property
+    def extra_float_digits(self) -> int:
+        """<= 0: float text output with 15 + this many digits (float4 6 +); >= 1 the
+        shortest exact form (text_codec.float_digits_text)."""
+        return int(self.values.get("extra_float_digits", "1"))
+
+    @property
     def statement_timeout_ms(self) -> int:
         return parse_duration_ms(self.values.get("statement_timeout", "0"))
 
@@ -187,8 +193,10 @@ class Settings:
         if key in _READ_ONLY:
             return
         value = self._check(key, value)
+        (self._client if startup else self._session).add(key)
         if self.values.get(key) != value:
             self.values[key] = value
+            self._derive(key, value)
             if key in REPORTED:
                 self.changed.append(key)
 
@@ -217,6 +225,16 @@ class Settings:
             return "on"
         if key in MS_SETTINGS:
             return str(parse_duration_ms(value, key))
+        if key == "extra_float_digits":
+            try:
+                n = int(low)
+            except ValueError:
+                raise SqlError(f'invalid value for parameter "extra_float_digits": '
+                               f'"{value}"', "22023") from None
+            if not -15 <= n <= 3:
+                raise SqlError(f'{n} is outside the valid range for parameter '
+                               f'"extra_float_digits" (-15 .. 3)', "22023")
+            return str(n)
         if key == "IntervalStyle" and low != "postgres":
             raise SqlError(f'invalid value for parameter "IntervalStyle": "{value}"', "22023")
         if key == "TimeZone":
@@ -225,13 +243,36 @@ class Settings:
             return check_setting(value.strip().strip("'"))
         return value
 
+    def _derive(self, key: str, value: str) -> None:
+        """Keep the flags read on hot paths in step with a changed value."""
+        if key == "extra_float_digits":
+            self.low_float_digits = int(value) < 1
+        elif key == "default_transaction_read_only":
+            self.default_read_only = value == "on"
+
+    def source(self, key: str) -> str:
+        """pg_settings.source of a canonical name: "override" (the connection's state,
+        `live`), "session" (SET), "client" (the StartupMessage), or "default"."""
+        if key in self.live:
+            return "override"
+        if key in self._session:
+            return "session"
+        return "client" if key in self._client else "default"
+
+    def reset_value(self, key: str) -> str | None:
+        """What RESET gives a canonical name back (pg_settings.reset_val): the startup
+        value, else the default."""
+        return self.session_defaults.get(key)
+
     def reset(self, name: str) -> None:
         key = canonical(name)
+        self._session.discard(key)
         default = self.session_defaults.get(key)
         if default is None:
             self.values.pop(key, None)
         elif self.values.get(key) != default:
             self.values[key] = default
+            self._derive(key, default)
             if key in REPORTED:
                 self.changed.append(key)
 

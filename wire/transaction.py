@@ -13,21 +13,18 @@ own), so a transaction block changes what clients are *told*, never what is stor
 - SAVEPOINT / RELEASE / ROLLBACK TO keep PostgreSQL's bookkeeping (25P01 outside a block,
   3B001 for an unknown savepoint) so psycopg's nested `conn.transaction()` works.
 - BEGIN inside a block and COMMIT/ROLLBACK outside one succeed with PostgreSQL's warnings.
-- Read-only transactions are PostgreSQL's: a statement that writes (`Statement.write_tag`:
-  INSERT, UPDATE, DELETE, UPSERT, COPY FROM, DDL, roles) is refused with 25006 `cannot
-  execute <tag> in a read-only transaction` when the block is read only (BEGIN / START
-  TRANSACTION READ ONLY, SET TRANSACTION READ ONLY or SET transaction_read_only = on in
-  it, or a block begun while default_transaction_read_only is on), or outside a block
-  while default_transaction_read_only is on (SET SESSION CHARACTERISTICS AS TRANSACTION
-  READ ONLY sets it). `check` does it, so the wire's fast paths, which call it before
-  they write, refuse or decline as the ordinary path does.
+- Read-only transactions are PostgreSQL's, and the session's (session/access_mode.py,
+  `Session.access`: one place for every front end): the block's access mode and
+  default_transaction_read_only live there, BEGIN hands the mode to `Session.transaction`,
+  and `check` calls the session's check, so the wire's fast paths, which call it before
+  they write, refuse (25006) or decline as the ordinary path does.
 """
 
 from __future__ import annotations
 
 from planner.errors import SqlError
 from planner.result import StatementResult
-from planner.commands import KuduSet, KuduShowSetting, KuduTransaction
+from planner.commands import KuduTransaction
 
 NOT_UNDONE = ("kudusql applies each statement when it runs (Kudu semantics): ROLLBACK does "
               "not undo writes that were already applied")
@@ -48,36 +45,22 @@ def allowed_when_failed(stmt) -> bool:
                                                                "COMMIT")
 
 
-class ReadOnlyTransaction(SqlError):
-    sqlstate = "25006"
-
-
 class TransactionState:
-    def __init__(self, default_read_only=lambda: False) -> None:
-        """`default_read_only()`: the connection's default_transaction_read_only."""
+    def __init__(self, access_of) -> None:
+        """`access_of()`: the connection's session's AccessMode (session/access_mode.py)."""
         self.status = b"I"
         self.savepoints: list[str] = []
-        self.default_read_only = default_read_only
-        self.block_read_only = False        # the block's access mode (in a block)
-        self.block_ran = False              # a statement ran in the block (not SET / BEGIN)
+        self.access_of = access_of
 
     @property
     def read_only(self) -> bool:
         """transaction_read_only: the block's mode, outside one the default's."""
-        return self.block_read_only if self.in_block else self.default_read_only()
+        return self.access_of().read_only
 
     def set_read_only(self, on: bool, sql_transaction: bool) -> list[str]:
-        """SET TRANSACTION READ ONLY / WRITE, SET transaction_read_only: the block's mode
-        (its notices); outside a block it changes nothing (SET TRANSACTION warns, as in
-        PostgreSQL). 25001 for READ WRITE after a statement ran in a read-only block."""
-        if not self.in_block:
-            return ["WARNING: SET TRANSACTION can only be used in transaction blocks"] \
-                if sql_transaction else []
-        if not on and self.block_read_only and self.block_ran:
-            raise SqlError("transaction read-write mode must be set before any query",
-                           "25001")
-        self.block_read_only = on
-        return []
+        """SET TRANSACTION READ ONLY / WRITE, SET transaction_read_only (the session's
+        `AccessMode.set_read_only`: its notices; 25001 for READ WRITE too late)."""
+        return self.access_of().set_read_only(on, sql_transaction)
 
     @property
     def in_block(self) -> bool:
@@ -85,22 +68,11 @@ class TransactionState:
 
     def check(self, stmt) -> None:
         """25P02 for a statement a failed block refuses (the statement is looked at only
-        then)."""
+        then); 25006 for a write in read-only mode (the session's check)."""
         if self.status == b"E" and not allowed_when_failed(stmt):
             raise InFailedTransaction("current transaction is aborted, commands ignored "
                                       "until end of transaction block")
-        if self.in_block and not self.block_ran:
-            try:
-                node = stmt.node
-            except SqlError:
-                node = None
-            self.block_ran = not isinstance(node, (KuduTransaction, KuduSet,
-                                                   KuduShowSetting))
-        if self.read_only:
-            tag = stmt.write_tag()
-            if tag is not None:
-                raise ReadOnlyTransaction(f"cannot execute {tag} in a read-only "
-                                          "transaction")
+        self.access_of().check(stmt)    # READ ONLY (25006); the block ran a statement
 
     def failed(self) -> None:
         """A statement failed: inside a block the block fails."""
@@ -115,10 +87,7 @@ class TransactionState:
             if self.status != b"I":
                 return StatementResult("BEGIN", notices=[
                     "WARNING: there is already a transaction in progress"])
-            session.transaction("BEGIN")
-            mode = node.args.get("read_only")
-            self.block_read_only = self.default_read_only() if mode is None else mode
-            self.block_ran = False
+            session.transaction("BEGIN", node.args.get("read_only"))
             self.status = b"T"
             self.savepoints.clear()
             # PostgreSQL's command tag names the statement as written

@@ -54,7 +54,7 @@ import zlib
 from typing import Iterator
 
 from engine import errors
-from engine.fs import fsync_dir
+from engine.fs import fsync, fsync_dir
 
 MAGIC = b"KSQLWAL1"
 _REC = struct.Struct("<II")
@@ -255,7 +255,7 @@ class Log:
         with open(path, "r+b") as f:
             f.truncate(max(off, len(MAGIC)) if off else 0)
             f.flush()
-            os.fsync(f.fileno())
+            fsync(f.fileno(), path)
 
     # -- writing ---------------------------------------------------------------------------
     def open_for_append(self, next_index: int) -> None:
@@ -267,7 +267,7 @@ class Log:
     def _roll(self, first_index: int) -> None:
         if self._f is not None:
             self._f.flush()
-            os.fsync(self._f.fileno())
+            fsync(self._f.fileno(), self.path)
             self._f.close()
         path = os.path.join(self.path, _segment_name(first_index))
         if os.path.exists(path):  # an empty or torn segment left by a crash: start over
@@ -275,7 +275,7 @@ class Log:
         self._f = open(path, "ab", buffering=0)
         self._seg_first = first_index
         self._f.write(MAGIC)
-        os.fsync(self._f.fileno())
+        fsync(self._f.fileno(), self.path)
         fsync_dir(self.path)
         self._seg_size = len(MAGIC)
 
@@ -294,7 +294,10 @@ class Log:
             if self.failed is not None:
                 raise self._stopped()
             if self._seg_size >= self.segment_bytes:
-                self._roll(entry.index)
+                try:  # fsyncs the full segment: its failure stops the log like any other
+                    self._roll(entry.index)
+                except OSError as e:
+                    raise self._fail(e, "fsync") from e
             if self._seg_size == len(MAGIC):
                 self._seg_first_ts[self._seg_first] = entry.timestamp
             self._index_ts.append((entry.index, entry.timestamp))
@@ -342,7 +345,7 @@ class Log:
                     with self._lock:
                         fd = os.dup(self._f.fileno())
                     try:
-                        os.fsync(fd)
+                        fsync(fd, self.path)
                     finally:
                         os.close(fd)
                     self.fsyncs += 1
@@ -387,7 +390,7 @@ class Log:
             index = self._last_index
             fd = os.dup(self._f.fileno())
         try:
-            os.fsync(fd)
+            fsync(fd, self.path)
         except OSError as e:
             raise self._fail(e, "fsync") from e
         finally:
@@ -401,7 +404,7 @@ class Log:
                 raise self._stopped()
             if self._f is not None:
                 try:
-                    os.fsync(self._f.fileno())
+                    fsync(self._f.fileno(), self.path)
                 except OSError as e:
                     raise self._fail(e, "fsync") from e
         with self._cond:
@@ -471,6 +474,8 @@ class Log:
         """Remove every entry with index > `index` (a divergent Raft suffix), durably; appends
         continue at index + 1 in the segment that holds `index`."""
         with self._lock:
+            if self.failed is not None:  # a stopped log is neither cut nor written
+                raise self._stopped()
             if self._f is not None:
                 self._f.close()
                 self._f = None
@@ -493,7 +498,10 @@ class Log:
                     off += _REC.size + n
                 with open(path, "r+b") as f:
                     f.truncate(off)
-                    os.fsync(f.fileno())
+                    try:
+                        fsync(f.fileno(), self.path)
+                    except OSError as e:
+                        raise self._fail(e, "fsync") from e
                 self._f = open(path, "ab", buffering=0)
                 self._seg_first = first
                 self._seg_size = off
@@ -510,6 +518,8 @@ class Log:
     def reset(self, next_index: int) -> None:
         """Delete every segment and continue at `next_index` (after a tablet copy)."""
         with self._lock:
+            if self.failed is not None:
+                raise self._stopped()
             if self._f is not None:
                 self._f.close()
                 self._f = None
@@ -538,7 +548,13 @@ class Log:
     def close(self) -> None:
         with self._lock:
             if self._f is not None:
-                self._f.flush()
-                os.fsync(self._f.fileno())
-                self._f.close()
-                self._f = None
+                try:
+                    if self.failed is None:  # a failed log's pages are not trusted to sync
+                        self._f.flush()
+                        try:
+                            fsync(self._f.fileno(), self.path)
+                        except OSError as e:
+                            raise self._fail(e, "fsync") from e
+                finally:
+                    self._f.close()
+                    self._f = None

@@ -733,6 +733,22 @@ class RaftConsensus:
             self._send_timeout_now(target)
         return target
 
+    def abdicate(self) -> TimeoutNow | None:
+        """(For a host stopping this peer for good, e.g. its disk failed.) Stop leading:
+        become a follower of this term and return a TimeoutNow for the most caught-up
+        other voter, which starts an election at once (no pre-vote, past stickiness)
+        instead of after an election timeout; None if this peer does not lead or has no
+        other voter. The caller sends it itself (it will not drain `ready()` again) and
+        must not feed this node anything more: its lease ends here, as with a transfer."""
+        if self.role != Role.LEADER:
+            return None
+        voters = [v for v in self.config.voters() if v != self.uuid and v in self.queue.peers]
+        self._become_follower(self.term, None)
+        if not voters:
+            return None
+        target = max(voters, key=lambda v: (self.queue.peers[v].match_index, v))
+        return TimeoutNow(self.uuid, target, self.term)
+
     def _send_timeout_now(self, target: str) -> None:
         self._timeout_now_sent = True
         self._send(TimeoutNow(self.uuid, target, self.term))

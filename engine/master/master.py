@@ -54,7 +54,9 @@ it with the index of the entry that set it (`set_replicas` with `config_index`, 
 newer than the recorded one): never the leader's active configuration, which a new leader
 may still cut from its log. A server that holds a tombstone of the tablet may be chosen
 (the new replica keeps the tombstone's term and vote). A replica that reports TOMBSTONED
-but is in the catalog's configuration is replaced like one on a dead server. The new
+but is in the catalog's configuration is replaced like one on a dead server, and so is one
+that reports FAILED (Kudu's rule for a failed tablet: its disk failed, or a safety check or
+an apply stopped it; it neither votes nor serves, so the group is one voter short). The new
 replica catches up from the leader's log; if that log was GC'd past what it needs, the
 leader's Raft asks for a tablet copy and the new replica copies the tablet's files from
 the leader (engine/tserver/tablet_copy.py; docs/cluster.md, "Failure handling").
@@ -103,7 +105,7 @@ from engine.master.sys_catalog import SysCatalog
 from engine.metrics.metrics import ServerMetrics, dir_bytes, process_status
 from engine.metrics.webserver import StatusServer
 from engine.tserver.raft_host import RaftHost, Transport
-from engine.tserver.status import BOOTSTRAPPING, RUNNING, TOMBSTONED
+from engine.tserver.status import BOOTSTRAPPING, FAILED, RUNNING, TOMBSTONED
 
 log = logging.getLogger(__name__)
 
@@ -258,9 +260,11 @@ class Master:
         if tid in cat.dropped:
             return {"tablet_id": tid, "drop": True}
         if tid not in cat.replicas or u in cat.replicas[tid] or \
-                st.get("state") not in (RUNNING, BOOTSTRAPPING):
+                st.get("state") not in (RUNNING, BOOTSTRAPPING, FAILED):
             return None  # unknown to this catalog, a member, or a tombstone already,
             # or COPYING (its configuration is about to change), STOPPED, unknown state
+            # (a FAILED one evicted from the group goes: it reports its committed
+            # configuration if it failed while running, and is kept if it cannot)
         index, ours = st.get("committed_config_index"), cat.config_index.get(tid)
         if not isinstance(index, int) or isinstance(index, bool) or not isinstance(ours, int):
             return None
@@ -371,7 +375,7 @@ class Master:
                     continue
                 reports = self._reports.get(tid, {})
                 dead = [u for u in peers if u not in live
-                        or reports.get(u, {}).get("state") == TOMBSTONED]
+                        or reports.get(u, {}).get("state") in (TOMBSTONED, FAILED)]
                 if not dead or len(peers) != rf or now - self._pending.get(tid, -1e9) < 10:
                     continue
                 cands = [u for u in live if u not in peers]

@@ -39,7 +39,10 @@ expose it as the `failpoint` action so a test can cut chosen links between live 
 (`{drop_to: [...]}`), skew the process's wall clock (`{clock_offset_s: x}`,
 engine/clock.py), or make its DoGet streams slow (`{stream_delay_s: x}`: x seconds before
 each batch, so a test's kill -9 lands while a scan is still being produced, not after the
-whole result already sits in socket and gRPC buffers).
+whole result already sits in socket and gRPC buffers), or fail its disk
+(`{inject_eio: {glob, after}}`: every fsync of a write-ahead log whose directory matches
+`glob` fails with EIO after `after` more succeeded; `{inject_eio: null}` stops it;
+engine/fs.py). The last is refused unless the process runs with KUDUSQL_FAULT_INJECTION=1.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.flight as fl
 
-from engine import clock, errors
+from engine import clock, errors, fs
 from engine.rpc import codec
 
 log = logging.getLogger(__name__)
@@ -373,15 +376,25 @@ class RpcServer(fl.FlightServerBase):
     @staticmethod
     def _failpoint(p: dict) -> dict:
         """{drop_to: [addr...]} replaces the dropped links; {clock_offset_s: x} shifts this
-        process's wall clock (engine/clock.py); either key may be left out."""
+        process's wall clock (engine/clock.py); {stream_delay_s: x} slows DoGet streams;
+        {inject_eio: {glob, after} | null} fails WAL fsyncs (module docstring, Failpoint).
+        Any key may be left out."""
         if "drop_to" in p:
             drop_traffic_to(p["drop_to"])
         if "clock_offset_s" in p:
             clock.set_wall_offset(float(p["clock_offset_s"]))
         if "stream_delay_s" in p:
             _stream_delay[0] = max(0.0, float(p["stream_delay_s"]))
+        if "inject_eio" in p:
+            if not fs.fault_injection_enabled():
+                raise errors.InvalidArgument(
+                    f"inject_eio is refused: this process was not started with "
+                    f"{fs.FAULT_INJECTION_ENV}=1 (fault injection is for tests)")
+            e = p["inject_eio"]
+            fs.inject_eio(None if e is None else str(e.get("glob", "*")),
+                          int(e.get("after", 0)) if e is not None else 0)
         return {"dropped": sorted(_dropped), "clock_offset_s": clock.wall_offset(),
-                "stream_delay_s": _stream_delay[0]}
+                "stream_delay_s": _stream_delay[0], "inject_eio": fs.injected_eio()}
 
     def _guard(self, fn, *args):
         try:

@@ -21,6 +21,15 @@ Failure (Kudu's FAILED tablet state). Two kinds of error stop a peer for good (`
   - any exception from `apply_entries`: Raft has already counted those entries applied
     (`ready()` moved `last_applied`), so the state machine may be half-applied, and going
     on would skip them or apply them twice.
+  - a failed disk: the log's fsync or write failed (`errors.IOFailure`, raised for good by
+    the WAL from then on, engine/consensus/log.py) or the consensus metadata could not be
+    saved. Whether the entries since the last good sync are on disk is unknown, so the peer
+    must not ack, vote or lead on that log (Kudu marks such a tablet FAILED): wherever the
+    host feeds Raft or syncs (`step_many`, `tick`, `process`, the background sync, and the
+    subclass's proposals through `io_guard`) the error fails the peer. A leader first hands
+    over (`RaftConsensus.abdicate`: a TimeoutNow to its most caught-up voter, sent
+    directly), so the tablet has a new leader within a round trip or two instead of after
+    an election timeout; the others commit without it (a majority of the other two).
 The peer is then `failed` (the reason, with the error) and `stopped`: it steps, ticks,
 votes and serves no more; the reason is logged once at CRITICAL level ("SAFETY
 VIOLATION" / "apply failed", with the traceback) for operators and test harnesses that
@@ -193,9 +202,26 @@ class ReplicaFailed(RemoteError):
     Retryable elsewhere (a RemoteError): the other replicas serve."""
 
 
-# What `fail` logs: a Raft safety violation vs. an exception while applying committed entries
+# What `fail` logs: a Raft safety violation, an exception while applying committed entries,
+# or a failed disk (the log's fsync or write, the consensus metadata's save)
 SAFETY_VIOLATION = "SAFETY VIOLATION"
 APPLY_FAILED = "apply failed"
+DISK_FAILED = "disk failed"
+
+
+class _IoGuard:
+    """RaftHost.io_guard: IOFailure inside -> the peer fails (DISK_FAILED)."""
+
+    def __init__(self, host: "RaftHost"):
+        self.host = host
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if typ is not None and issubclass(typ, errors.IOFailure):
+            raise self.host.fail(DISK_FAILED, exc) from exc
+        return False
 
 
 class RaftHost:
@@ -256,6 +282,8 @@ class RaftHost:
                     self.raft.step(m)
             except (AssertionError, errors.Corruption) as e:
                 raise self.fail(SAFETY_VIOLATION, e) from e
+            except errors.IOFailure as e:  # a follower's append
+                raise self.fail(DISK_FAILED, e) from e
             self.process()
 
     def deliver(self, msgs: list, executor) -> None:
@@ -308,11 +336,26 @@ class RaftHost:
                 self.raft.tick()
             except (AssertionError, errors.Corruption) as e:
                 raise self.fail(SAFETY_VIOLATION, e) from e
+            except errors.IOFailure as e:  # a new leader's NO_OP, an idle leader's
+                raise self.fail(DISK_FAILED, e) from e
             self.process()
+
+    def io_guard(self):
+        """A context for the caller's own calls into Raft that may append (proposals,
+        snapshot barriers, configuration changes, campaigns): a failed disk fails this peer
+        (`DISK_FAILED`) and raises ReplicaFailed instead. Caller holds self.lock."""
+        return _IoGuard(self)
 
     # -- the Ready loop ------------------------------------------------------------------------
     def process(self) -> None:
-        """Drain ready() (caller holds self.lock)."""
+        """Drain ready() (caller holds self.lock). A failed disk (the log's sync, the
+        metadata's save) fails the peer: ReplicaFailed."""
+        try:
+            self._process()
+        except errors.IOFailure as e:
+            raise self.fail(DISK_FAILED, e) from e
+
+    def _process(self) -> None:
         for _ in range(100):
             rd = self.raft.ready()
             storage = self.storage
@@ -325,7 +368,10 @@ class RaftHost:
             if rd.empty() and not inline:
                 break
             if rd.metadata is not None:
-                self.cmeta_store.save(rd.metadata)
+                try:
+                    self.cmeta_store.save(rd.metadata)
+                except OSError as e:  # a vote or term must not be sent unsaved, ever
+                    raise self.fail(DISK_FAILED, e) from e
             if inline:
                 storage.sync()
                 self.raft.log_synced()
@@ -364,6 +410,14 @@ class RaftHost:
                     epoch = s.sync_begin()
                 try:
                     index = s.sync_run()
+                except errors.IOFailure as e:
+                    # the disk failed (fail-stop: the log refuses every later sync):
+                    # this peer stops for good, handing leadership over first
+                    failed = True
+                    with self.lock:
+                        if not self.stopped:
+                            self.fail(DISK_FAILED, e)
+                    return
                 except (OSError, ValueError) as e:
                     # closed underneath us (stopping), or a failing disk: the next
                     # process() starts another try; nothing is counted durable meanwhile
@@ -415,6 +469,13 @@ class RaftHost:
             where = f" ({detail})" if detail else ""
             self.failed = f"{what}{where}: {type(exc).__name__}: {exc}"
             self.stopped = True
+            try:
+                handover = self.raft.abdicate()
+                if handover is not None:
+                    self.transport.send(self._addr_of(handover.dest), self.group_id,
+                                        handover)
+            except Exception:  # noqa: BLE001 - the others elect after a timeout anyway
+                log.exception("%s: handing leadership over", self.group_id)
             log.critical("%s: replica %s stopped for good: %s", self.group_id, self.uuid,
                          self.failed, exc_info=exc)
             try:

@@ -11,10 +11,13 @@ Replica states (reported in heartbeats; the master keeps the last report per rep
     STOPPED        shut down (the server is stopping, or the replica is being deleted)
     FAILED         stopped for good, with the reason (`error`): it could not be opened at
                    start (corrupt or unreadable files: a `FailedReplica`, its files kept
-                   untouched), or its Raft core hit a safety violation, an apply raised or
-                   a tablet copy install failed half-way (RaftHost.fail). It neither votes
-                   nor serves; its role is reported as UNKNOWN. Restarting the server
-                   opens it again; the master never deletes it (not RUNNING); a
+                   untouched), or its Raft core hit a safety violation, an apply raised,
+                   its disk failed (the log's fsync or write) or a tablet copy install
+                   failed half-way (RaftHost.fail). It neither votes nor serves; its role
+                   is reported as UNKNOWN. Restarting the server opens it again. The
+                   master replaces it in its group (3-4-3, as a dead server's) when a
+                   live server is free, and tombstones it once evicted if it reports a
+                   committed configuration (one that failed while running); a
                    `delete_replica` keeps its consensus metadata as a tombstone when it
                    can still be read, and removes the directory otherwise or on DROP.
     TOMBSTONED     deleted by the master, its consensus metadata kept (term, vote,
@@ -44,6 +47,7 @@ from engine.metrics.metrics import dir_bytes, maintenance_rows, process_status
 
 RUNNING, BOOTSTRAPPING, COPYING, STOPPED = "RUNNING", "BOOTSTRAPPING", "COPYING", "STOPPED"
 TOMBSTONED = "TOMBSTONED"
+FAILED = "FAILED"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +73,7 @@ class FailedReplica:
 
 def replica_state(r) -> str:
     if isinstance(r, FailedReplica) or r.failed is not None:
-        return "FAILED"
+        return FAILED
     if r.stopped:
         return STOPPED
     if r.copying:

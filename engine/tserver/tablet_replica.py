@@ -63,8 +63,9 @@ reopens the Tablet and the Raft node from it. Opening a replica first finishes o
 install a crash interrupted (`tablet_copy.recover_install`), so its data, log and
 consensus metadata always come from the same side of the install.
 
-Failure: a replica whose Raft core hit a safety violation or whose apply raised is FAILED
-and stopped (RaftHost.fail); `on_failed` fails its waiting writes and calls the server's
+Failure: a replica whose Raft core hit a safety violation, whose apply raised or whose disk
+failed (its log's fsync or write: errors.IOFailure) is FAILED and stopped (RaftHost.fail;
+a leader hands leadership over first); `on_failed` fails its waiting writes and calls the server's
 hook (`on_replica_failed`: off the maintenance manager, report to the master now).
 
 Reads are served by the leader once it has applied an entry of its own term (before that a
@@ -456,7 +457,8 @@ class TabletReplica(RaftHost):
                 if self.raft.leader_uuid is not None:
                     self._eager_ticks = 0
                 elif not self.stopped:
-                    self.raft.campaign()
+                    with self.io_guard():
+                        self.raft.campaign()
         super().tick()
 
     def after_process(self) -> None:
@@ -550,7 +552,8 @@ class TabletReplica(RaftHost):
                 fut = self._inflight.get((client_id, seq))
                 if fut is None:
                     try:
-                        entry = self.raft.propose(kind, body)
+                        with self.io_guard():
+                            entry = self.raft.propose(kind, body)
                     except NotLeader:
                         raise self._not_leader() from None
                     fut = cf.Future()
@@ -576,8 +579,9 @@ class TabletReplica(RaftHost):
             if self.stopped:
                 raise TabletNotRunning(f"tablet {self.tablet_id} is shutting down")
             try:
-                entry = self.raft.propose(ALTER_SCHEMA, json.dumps(
-                    {"schema": schema, "version": version}).encode())
+                with self.io_guard():
+                    entry = self.raft.propose(ALTER_SCHEMA, json.dumps(
+                        {"schema": schema, "version": version}).encode())
             except NotLeader:
                 raise self._not_leader() from None
             fut = cf.Future()
@@ -605,7 +609,8 @@ class TabletReplica(RaftHost):
         self.clock.update_bounded(ts)
         with self.lock:
             try:
-                target, term = self.raft.snapshot_barrier(ts)
+                with self.io_guard():
+                    target, term = self.raft.snapshot_barrier(ts)
             except NotLeader:
                 raise self._not_leader() from None
             self.process()

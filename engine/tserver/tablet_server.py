@@ -72,10 +72,11 @@ Start-up: every replica directory is opened; one that fails to open (corrupt or 
 files) becomes a `FailedReplica` (status.py): logged once, its files left untouched,
 reported to the master as FAILED with the error, never created again over its directory;
 the server serves the others. A replica that fails while running (RaftHost.fail: a Raft
-safety violation, a failed apply or tablet copy install) stays in `replicas`, stopped and
-FAILED, off the maintenance manager. `delete_replica` turns either kind into a tombstone
-(a FAILED one only if its consensus metadata can still be read; otherwise, and on DROP,
-its directory goes); the master never asks for it, since the replica is not RUNNING.
+safety violation, a failed apply or tablet copy install, a failed disk) stays in
+`replicas`, stopped and FAILED, off the maintenance manager. `delete_replica` turns either
+kind into a tombstone (a FAILED one only if its consensus metadata can still be read;
+otherwise, and on DROP, its directory goes); the master asks for it once it replaced the
+replica in the tablet's group (master.py).
 
 Refusals are retryable `RemoteError`s (NOT_THE_LEADER with a leader hint, tablet not
 running here, a leader whose lease a majority has not confirmed); clients route with them
@@ -688,7 +689,8 @@ class TabletServer:
             if p["op"] != "replace":
                 raise errors.InvalidArgument(f"unknown configuration change {p['op']!r}")
             try:
-                r.raft.replace_peer(p["old"], p["new"], addr=p.get("new_addr", ""))
+                with r.io_guard():
+                    r.raft.replace_peer(p["old"], p["new"], addr=p.get("new_addr", ""))
             except errors.ServiceUnavailable as e:
                 raise RemoteError(str(e), r.raft.leader_uuid) from None
             r.process()

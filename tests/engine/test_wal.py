@@ -904,3 +904,56 @@ def test_replay_upsert_of_row_deleted_in_flushed_redo(tmp_path):
     t = Tablet.open(str(tmp_path), TabletConfig(fsync=False))
     assert _kv(t) == [(2, 2)]
     assert _kv(t, snapshot=ts) == [(1, 3), (2, 2)]
+
+
+# -- injected EIO (engine/fs.py; the cluster's disk-failure tests use it) ---------------------
+def test_injected_eio_fails_fsyncs_of_matching_logs_after_n(tmp_path):
+    """`inject_eio(glob, after)`: fsyncs of a matching log succeed `after` times, then fail
+    (IOFailure, the log stopped); a log whose path does not match is untouched; a segment
+    roll's fsync counts as a failure of the log like any other."""
+    from engine import fs
+    a = Log(str(tmp_path / "a" / "raft-wal"), "commit", segment_bytes=8 << 20)
+    b = Log(str(tmp_path / "b" / "raft-wal"), "commit", segment_bytes=200)
+    a.open_for_append(1)
+    b.open_for_append(1)
+    try:
+        fs.inject_eio(str(tmp_path / "a" / "*"), after=2)
+        for i in (1, 2):
+            a.append(LogEntry(0, i, i, WRITE, b"x"))
+            a.wait_durable(i)
+        a.append(LogEntry(0, 3, 3, WRITE, b"x"))
+        with pytest.raises(errors.IOFailure, match="injected EIO"):
+            a.wait_durable(3)
+        with pytest.raises(errors.IOFailure):
+            a.append(LogEntry(0, 4, 4, WRITE, b"x"))
+        for i in range(1, 20):  # b rolls segments (fsyncs) without failing
+            b.append(LogEntry(0, i, i, WRITE, b"y" * 50))
+        b.wait_durable(19)
+        fs.inject_eio(str(tmp_path / "b" / "*"), after=0)
+        with pytest.raises(errors.IOFailure, match="injected EIO"):
+            for i in range(20, 40):  # the first roll fails, stopping the log
+                b.append(LogEntry(0, i, i, WRITE, b"y" * 50))
+        assert b.failed is not None
+        with pytest.raises(errors.IOFailure):
+            b.truncate_after(5)  # a stopped log is not cut either
+    finally:
+        fs.inject_eio(None)
+        a.close()
+        b.close()
+    assert fs.injected_eio() is None
+
+
+def test_inject_eio_over_rpc_needs_the_environment_flag(monkeypatch):
+    from engine import fs
+    from engine.rpc.rpc import RpcServer
+    monkeypatch.delenv(fs.FAULT_INJECTION_ENV, raising=False)
+    with pytest.raises(errors.InvalidArgument, match="KUDUSQL_FAULT_INJECTION"):
+        RpcServer._failpoint({"inject_eio": {"glob": "*", "after": 0}})
+    assert fs.injected_eio() is None
+    monkeypatch.setenv(fs.FAULT_INJECTION_ENV, "1")
+    try:
+        got = RpcServer._failpoint({"inject_eio": {"glob": "*/x", "after": 3}})
+        assert got["inject_eio"] == {"glob": "*/x", "after": 3}
+    finally:
+        RpcServer._failpoint({"inject_eio": None})
+    assert fs.injected_eio() is None

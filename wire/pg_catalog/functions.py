@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from planner.errors import SqlError, UndefinedObject
 from planner.expr import ArrayType, HostFunction, array_to_list
+from wire.settings import canonical
 from wire.pg_catalog.oids import (
     BOOTSTRAP_SUPERUSER,
     NAMESPACES,
@@ -133,15 +134,19 @@ def host_functions(cat: SessionCatalog) -> dict[str, HostFunction]:
            ["public"], ArrayType(text), nargs=(1,))
 
     def current_setting(name, missing_ok=False):
+        """As SHOW prints it (PostgreSQL: '5s', not pg_settings' 5000 ms)."""
         v = cat.settings.get(name)
-        if v is None and not missing_ok:
-            raise UndefinedObject(f'unrecognized configuration parameter "{name}"')
-        return v
+        if v is None:
+            if not missing_ok:
+                raise UndefinedObject(f'unrecognized configuration parameter "{name}"')
+            return None
+        show = getattr(cat.settings, "show", None)     # wire.settings.Settings
+        return v if show is None else show(canonical(name))
     define("current_setting", current_setting, text, volatile=True, nargs=(1, 2))
 
     def set_config(name, value, is_local):
         cat.settings.set(name, value)
-        return cat.settings.get(name)
+        return current_setting(name)
     define("set_config", set_config, text, strict=False, volatile=True, nargs=(3,))
 
     # types

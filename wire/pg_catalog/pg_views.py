@@ -38,7 +38,7 @@ from wire.pg_catalog.registry import (
     register_empty_view,
     register_view,
 )
-from wire.settings import SERVER_VERSION, SERVER_VERSION_NUM
+from wire.settings import DEFAULTS, MS_SETTINGS, SERVER_VERSION, SERVER_VERSION_NUM
 
 
 # -- pg_catalog views ------------------------------------------------------------------------
@@ -287,16 +287,28 @@ def _pg_collation(cat: SessionCatalog, snap: CatalogSnapshot):
     max_val text, enumvals text[], boot_val text, reset_val text, sourcefile text,
     sourceline int4, pending_restart bool""", relkind="v")
 def _pg_settings(cat: SessionCatalog, snap: CatalogSnapshot):
-    for name, default in sorted(DEFAULT_SETTINGS.items(), key=lambda kv: kv[0].lower()):
-        value = cat.settings.get(name)
-        value = default if value is None else value
-        vartype = "integer" if re.fullmatch(r"-?\d+", default) else \
-            "bool" if default in ("on", "off") else "string"
+    """One row per setting the session has (a wire connection: every name SHOW ALL lists,
+    as SET left it; `setting` in the base unit, time settings in ms), with PostgreSQL's
+    `source` (default / client / session / override) and `reset_val` (what RESET gives
+    back: the startup value, else the default)."""
+    settings = cat.settings
+    values = getattr(settings, "values", None)      # wire.settings.Settings
+    names = dict.fromkeys(list(DEFAULT_SETTINGS) + list(values or ()))
+    for name in sorted(names, key=str.lower):
+        boot = DEFAULTS.get(name, DEFAULT_SETTINGS.get(name, ""))
+        value = settings.get(name)
+        value = boot if value is None else value
+        if values is not None:
+            source, reset = settings.source(name), settings.reset_value(name)
+        else:
+            source, reset = "default", boot
+        vartype = "integer" if re.fullmatch(r"-?\d+", boot) else \
+            "bool" if boot in ("on", "off") else "string"
         yield {"name": name, "setting": value, "category": "Ungrouped", "context": "user",
-               "unit": "ms" if name in ("statement_timeout", "lock_timeout",
-                                        "idle_in_transaction_session_timeout") else None,
-               "vartype": vartype, "source": "default", "boot_val": default,
-               "reset_val": default, "pending_restart": False, "short_desc": ""}
+               "unit": "ms" if name in MS_SETTINGS else None,
+               "vartype": vartype, "source": source, "boot_val": boot,
+               "reset_val": boot if reset is None else reset, "pending_restart": False,
+               "short_desc": ""}
 
 
 @register_view(PG_CATALOG, "pg_prepared_statements", """name text, statement text,
@@ -308,7 +320,9 @@ def _pg_prepared_statements(cat: SessionCatalog, snap: CatalogSnapshot):
     yield from cat.prepared()
 
 
-SESSION_VIEWS = {"pg_catalog$pg_prepared_statements"}
+# views of the session's state, built at each read (the others are cached per catalog
+# snapshot, which a SET does not change: pg_settings read once kept showing those values)
+SESSION_VIEWS = {"pg_catalog$pg_prepared_statements", "pg_catalog$pg_settings"}
 
 
 DEFAULT_SETTINGS = {
