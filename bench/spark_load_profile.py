@@ -137,7 +137,8 @@ class Sampler:
 
     def snap(self):
         pynames = {t.native_id: t.name for t in threading.enumerate()}
-        py = {tid: (_group_py(n, pynames, tid), c) for tid, (n, c) in _thread_cpu(os.getpid()).items()}
+        py = {tid: (_group_py(n, pynames, tid), c)
+              for tid, (n, c) in _thread_cpu(os.getpid()).items()}
         jvm = {tid: (_group_jvm(n), c) for tid, (n, c) in _thread_cpu(self.jvm_pid).items()}
         return (time.perf_counter(), py, jvm, _cpu_times(), _proc_cpu(os.getpid()),
                 _proc_cpu(self.jvm_pid))

@@ -365,10 +365,10 @@ def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServ
 
     Its scans are the client library's fault-tolerant ones, ordered by primary key at the
     ticket's snapshot, so a stream that breaks may be resumed at another endpoint with
-    "skip" (the plan says "resumable"). What it does not do: the tablet is read through the
-    client library even when this server holds a replica (one loopback RPC hop: the scan is fault tolerant and reads
-    followers safely at T the way every cluster scan does); no authentication, so it
-    binds to loopback only, as Flight does."""
+    "skip" (the plan says "resumable"). What it does not do: the tablet is read through
+    the client library even when this server holds a replica (one loopback RPC hop: the
+    scan is fault tolerant and reads followers safely at T the way every cluster scan
+    does); no authentication, so it binds to loopback only, as Flight does."""
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
