@@ -21,10 +21,14 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
     plan      table, columns?, predicates?, snapshot?,        {"snapshot", "query_id",
               estimate? (true: also "rows", an estimate        "tablets_total", "tickets":
               of the table's rows from its rowsets)             [ticket, ...], "rows"?,
-                                                               on a tablet server also
-                                                               "locations": [[host:port,
-                                                               ...] per ticket]}
-    scan      ticket (one of plan's)                          IPC stream + trailer
+                                                               "resumable", on a tablet
+                                                               server also "locations":
+                                                               [[host:port, ...] per
+                                                               ticket]}
+    scan      ticket (one of plan's) [, skip: N]              IPC stream + trailer
+              (skip: leave out the first N rows of the ticket's rows in primary-key
+              order: how a reader resumes a stream that broke after N rows; only where
+              the plan said "resumable", i.e. the endpoint's scans are ordered)
     put       table, mode (insert | upsert)                   {"rows", "applied", "failed",
                                                                "failed_by_code", "errors"}
     timestamp table                                           {"timestamp"}
@@ -39,6 +43,7 @@ serves it over the client library (`cluster_endpoint`).
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import json
 import logging
@@ -51,8 +56,8 @@ from typing import Any
 import pyarrow as pa
 
 from engine import errors
-from wire.flight import (FlightServer, ScanStats, bind_predicates, open_ticket, plan_scan,
-                         scan_batches, write_batches)
+from wire.flight import (PUT_CHUNK_ROWS, FlightServer, ScanStats, bind_predicates,
+                         open_ticket, plan_scan, scan_batches, write_batches)
 from wire.flight import start as start_flight
 
 log = logging.getLogger("kudusql.arrow_stream")
@@ -62,6 +67,10 @@ MAX_REQUEST = 16 << 20
 OK, ERROR = 0, 1
 # Socket buffer for the IPC stream (one large write per batch).
 SOCKET_BUFFER = 1 << 20
+# A put reads the client's batches ahead of the insert, up to this many rows (one engine
+# write op's worth: while one chunk is inserted the next arrives; see `read_ahead`).
+# 0: no read-ahead (the batches are read between inserts; bench/spark_load_profile --ab).
+PUT_READ_AHEAD_ROWS = PUT_CHUNK_ROWS
 
 
 def error_json(e: BaseException) -> dict:
@@ -78,6 +87,69 @@ def _read_exact(f, n: int) -> bytes:
     if len(b) != n:
         raise ConnectionError("connection closed mid-request")
     return b
+
+
+def read_ahead(batches, max_rows: int | None = None, name: str = "kudusql-put-read"):
+    """The batches of `batches` (an iterator reading a socket), read by a thread of their
+    own up to `max_rows` (default PUT_READ_AHEAD_ROWS) rows ahead of the consumer.
+
+    Why: a put used to read the next batches only once the previous chunk was inserted,
+    so while the server inserted (~0.3-0.5 s per 200k rows) the client's socket filled and
+    its writer (a Spark task: Parquet decode, rows -> Arrow) stood still, and while the
+    client produced the next chunk the server had nothing to insert; the two sides took
+    turns instead of overlapping. Reading ahead bounds the memory at about `max_rows`
+    rows plus one batch per connection.
+
+    An exception of the reading (a broken stream) is raised to the consumer after the
+    batches read before it. A consumer that stops early (closes the generator, or an
+    exception leaves it) tells the thread to stop at its next batch; the caller should
+    also shut the socket's reading side down so that a thread blocked in a read returns
+    (`ArrowStreamServer._put` does)."""
+    max_rows = PUT_READ_AHEAD_ROWS if max_rows is None else max_rows
+    cond = threading.Condition()
+    queue: collections.deque = collections.deque()
+    state = {"rows": 0, "done": False, "error": None, "stop": False}
+
+    def run() -> None:
+        try:
+            for b in batches:
+                with cond:
+                    while state["rows"] >= max_rows and not state["stop"]:
+                        cond.wait()
+                    if state["stop"]:
+                        return
+                    queue.append(b)
+                    state["rows"] += b.num_rows
+                    cond.notify_all()
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            with cond:
+                state["error"] = e
+        finally:
+            with cond:
+                state["done"] = True
+                cond.notify_all()
+
+    reader = threading.Thread(target=run, name=name, daemon=True)
+    reader.start()
+    try:
+        while True:
+            with cond:
+                while not queue and not state["done"]:
+                    cond.wait()
+                if queue:
+                    b = queue.popleft()
+                    state["rows"] -= b.num_rows
+                    cond.notify_all()
+                elif state["error"] is not None:
+                    raise state["error"]
+                else:
+                    return
+            yield b
+    finally:
+        with cond:
+            state["stop"] = True
+            queue.clear()
+            cond.notify_all()
 
 
 def _frame(status: int, body: Any) -> bytes:
@@ -110,7 +182,7 @@ class _Handler(socketserver.StreamRequestHandler):
             self.wfile.write(_frame(ERROR, error_json(e)))
             return
         try:
-            srv.answer(req, self.rfile, self.wfile)
+            srv.answer(req, self.rfile, self.wfile, self.request)
         except (ConnectionError, BrokenPipeError):
             pass  # the client went away (e.g. a Spark LIMIT stopped reading)
 
@@ -128,8 +200,14 @@ class ArrowStreamServer:
     """
 
     def __init__(self, db, host: str = "127.0.0.1", port: int = 0,
-                 stats: ScanStats | None = None, locate=None):
+                 stats: ScanStats | None = None, locate=None, ordered_scans: bool = False):
         self.db = db
+        # True: a ticket's scan returns its rows in primary-key order, the same sequence
+        # on every attempt at its snapshot (the cluster client's fault-tolerant scans), so
+        # a broken stream may be resumed by skipping the rows already delivered ("skip");
+        # an embedded Table's scans are unordered (rowsets in storage order, which a
+        # flush or compaction changes), so they are not resumable
+        self.ordered_scans = ordered_scans
         # ticket -> the endpoints ("host:port") to read it from, replica holders first
         # (a tablet server's endpoint: `cluster_endpoint`); None: this endpoint alone
         self.locate = locate
@@ -155,7 +233,7 @@ class ArrowStreamServer:
         self._tcp.server_close()
 
     # -- requests ----------------------------------------------------------------------------
-    def answer(self, req: dict, rfile, wfile) -> None:
+    def answer(self, req: dict, rfile, wfile, sock=None) -> None:
         op = req.get("op")
         try:
             t = self.db.catalog.table(req["table"] if op != "scan" else req["ticket"]["table"])
@@ -166,17 +244,18 @@ class ArrowStreamServer:
                     pass
                 return
             if op == "scan":
-                self._scan(t, req["ticket"], wfile)
+                self._scan(t, req["ticket"], wfile, int(req.get("skip") or 0))
                 return
             if op == "put":
-                self._put(t, req.get("mode", "insert"), rfile, wfile)
+                self._put(t, req.get("mode", "insert"), rfile, wfile, sock)
                 return
             if op == "bind":
                 out: Any = bind_predicates(t, list(req.get("predicates") or []))
             elif op == "plan":
                 plan = plan_scan(t, req, self.stats)
                 out = {"snapshot": plan.snapshot, "query_id": plan.query_id,
-                       "tablets_total": plan.tablets_total, "tickets": plan.tickets}
+                       "tablets_total": plan.tablets_total, "tickets": plan.tickets,
+                       "resumable": self.ordered_scans}
                 if self.locate is not None:
                     out["locations"] = [self.locate(tk) for tk in plan.tickets]
                 if req.get("estimate"):
@@ -207,7 +286,16 @@ class ArrowStreamServer:
         except Exception:  # noqa: BLE001 - no estimate: Spark assumes a large table
             return None
 
-    def _scan(self, t, tk: dict, wfile) -> None:
+    def _scan(self, t, tk: dict, wfile, skip: int = 0) -> None:
+        if skip and not self.ordered_scans:
+            raise errors.NotSupported(
+                "this endpoint's scans are not in primary-key order, so a scan cannot be "
+                "resumed after the rows already read (only a tablet server's endpoint can)")
+        if skip < 0:
+            raise errors.InvalidArgument(f'"skip" is a row count, not {skip}')
+        if skip:
+            log.info("scan of tablet %s resumed: skipping the %d rows already delivered",
+                     tk.get("tablet_id"), skip)
         scan, schema = open_ticket(t, tk)  # errors here: before the stream starts
         wfile.write(bytes([OK]))
         rows = 0
@@ -215,6 +303,11 @@ class ArrowStreamServer:
         with pa.ipc.new_stream(wfile, schema) as w:
             try:
                 for b in scan_batches(scan, tk["query_id"], schema, self.stats):
+                    if skip:   # resuming: the first `skip` rows were delivered before
+                        if b.num_rows <= skip:
+                            skip -= b.num_rows
+                            continue
+                        b, skip = b.slice(skip), 0
                     w.write_batch(b)
                     rows += b.num_rows
                 trailer = (OK, {"rows": rows})
@@ -224,9 +317,22 @@ class ArrowStreamServer:
                 trailer = (ERROR, error_json(e))
         wfile.write(_frame(*trailer))
 
-    def _put(self, t, mode: str, rfile, wfile) -> None:
+    def _put(self, t, mode: str, rfile, wfile, sock=None) -> None:
+        """Reads the client's IPC stream ahead of the inserts (`read_ahead`: the client
+        keeps producing while a chunk is inserted) and answers the write summary."""
         reader = pa.ipc.open_stream(rfile)
-        summary = write_batches(t, mode, reader)
+        try:
+            batches = read_ahead(reader) if PUT_READ_AHEAD_ROWS > 0 else reader
+            summary = write_batches(t, mode, batches)
+        except BaseException:
+            # the read-ahead thread may sit in a read of this socket: end it, so that it
+            # stops and the client's next write fails and it reads the error answer
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RD)
+                except OSError:
+                    pass
+            raise
         wfile.write(_frame(OK, summary))
 
 
@@ -257,10 +363,12 @@ def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServ
     server's `status` names its endpoint, `stream_addr`); a task prefers those hosts and
     reads from the first endpoint that answers. `own` is this server's RPC address.
 
-    What it does not do: the tablet is read through the client library even when this
-    server holds a replica (one loopback RPC hop: the scan is fault tolerant and reads
-    followers safely at T the way every cluster scan does); no authentication, so it
-    binds to loopback only, as Flight does."""
+    Its scans are the client library's fault-tolerant ones, ordered by primary key at the
+    ticket's snapshot, so a stream that breaks may be resumed at another endpoint with
+    "skip" (the plan says "resumable"). What it does not do: the tablet is read through
+    the client library even when this server holds a replica (one loopback RPC hop: the
+    scan is fault tolerant and reads followers safely at T the way every cluster scan
+    does); no authentication, so it binds to loopback only, as Flight does."""
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -289,7 +397,12 @@ def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServ
         out = [stream_addr(a) for _, a in loc.order()]
         return [a for a in out if a] or [server.address]
 
-    server = ArrowStreamServer(_CatalogDB(catalog), host, port, locate=locate).start()
+    # the client library's fault-tolerant scans are ordered by primary key (and resumed
+    # among replicas at the snapshot): a stream of this endpoint that breaks can be
+    # resumed at another endpoint by skipping the rows delivered (engine/client/scanner.py)
+    ordered = bool(getattr(catalog.client, "fault_tolerant_scans", False))
+    server = ArrowStreamServer(_CatalogDB(catalog), host, port, locate=locate,
+                               ordered_scans=ordered).start()
     log.info("Arrow IPC stream endpoint of tablet server %s on %s", own, server.address)
     return server
 

@@ -131,3 +131,86 @@ def test_idle_table_older_than_history_still_reads(tmp_path):
     finally:
         s.shutdown()
         d.close()
+
+
+def test_scan_skip_needs_ordered_scans(ep):
+    """An embedded endpoint's scans are unordered (storage order), so "skip" (resuming a
+    broken stream after the rows delivered) is refused before any row is sent; the plan
+    says the scan is not resumable. A tablet server's endpoint (ordered scans) serves it:
+    tests/spark/test_jvm_resume.py."""
+    st, plan = call(ep.address, {"op": "plan", "table": "a"})
+    assert st == 0 and plan["resumable"] is False
+    st, e = call(ep.address, {"op": "scan", "ticket": plan["tickets"][0], "skip": 1})
+    assert st == 1 and e["sqlstate"] == "0A000" and "primary-key order" in e["message"]
+
+
+def test_put_reads_ahead_of_the_inserts(db, monkeypatch):
+    """The put's batches are read by their own thread while an earlier chunk is inserted
+    (`read_ahead`): while the first chunk's insert stands still, the batches after it are
+    read (up to PUT_READ_AHEAD_ROWS); every row arrives once and in order; a chunk whose
+    insert raises answers the error and the reading thread stops."""
+    import threading
+    import types
+
+    from wire import flight
+    db.session().execute("CREATE TABLE ra (k BIGINT NOT NULL, v STRING, PRIMARY KEY (k)) "
+                         "PARTITION BY HASH (k) PARTITIONS 2")
+    monkeypatch.setattr(flight, "PUT_CHUNK_ROWS", 1000)
+    monkeypatch.setattr(arrow_stream, "PUT_READ_AHEAD_ROWS", 1500)
+    read = []   # batches the endpoint pulled from the socket
+
+    def counting_open_stream(f):
+        r = pa.ipc.open_stream(f)
+
+        def it():
+            for b in r:
+                read.append(b.num_rows)
+                yield b
+        return it()
+    monkeypatch.setattr(arrow_stream, "pa", types.SimpleNamespace(
+        ipc=types.SimpleNamespace(open_stream=counting_open_stream,
+                                  new_stream=pa.ipc.new_stream)))
+    real = flight.write_batches.__globals__["conform"]
+    seen_during_first_insert = []
+    calls = []
+
+    def observing(table, target):
+        calls.append(table.num_rows)
+        if len(calls) == 1:   # the first chunk (2 batches of 700): wait for read-ahead
+            deadline = time.time() + 10
+            while len(read) < 4 and time.time() < deadline:
+                time.sleep(0.02)
+            seen_during_first_insert.append(len(read))
+        if fail_at and len(calls) == fail_at:
+            raise ValueError("boom")
+        return real(table, target)
+    monkeypatch.setitem(flight.write_batches.__globals__, "conform", observing)
+    fail_at = 0
+    s = arrow_stream.start(db)
+    try:
+        rows = pa.table({"k": pa.array(range(10_000), pa.int64()),
+                         "v": [f"v{i}" for i in range(10_000)]})
+        sent = pa.Table.from_batches(rows.to_batches(max_chunksize=700))
+        st, out = call(s.address, {"op": "put", "table": "ra", "mode": "insert"}, sent)
+        assert st == 0 and (out["rows"], out["applied"], out["failed"]) == (10_000,) * 2 + (0,)
+        # 2 batches made the first chunk; 3 more (2,100 rows <= 1,500 + a batch) were read
+        # while it was being inserted
+        assert seen_during_first_insert[0] >= 4, seen_during_first_insert
+        assert sum(calls) == 10_000 and sum(read) == 10_000
+        got = db.session().execute("SELECT count(*), sum(k), min(v), max(v) FROM ra")
+        assert [tuple(r.values()) for r in got[-1].table.to_pylist()] == [
+            (10_000, sum(range(10_000)), "v0", "v9999")]
+
+        calls.clear()
+        fail_at = 2   # the second chunk's insert raises
+        more = pa.table({"k": pa.array(range(10_000, 60_000), pa.int64()),
+                         "v": ["x"] * 50_000})
+        st, e = call(s.address, {"op": "put", "table": "ra", "mode": "insert"},
+                     pa.Table.from_batches(more.to_batches(max_chunksize=700)))
+        assert st == 1 and "boom" in e["message"]
+        deadline = time.time() + 10
+        while "kudusql-put-read" in {t.name for t in threading.enumerate()}:
+            assert time.time() < deadline, "the read-ahead thread did not stop"
+            time.sleep(0.05)
+    finally:
+        s.shutdown()

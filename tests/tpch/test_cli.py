@@ -24,7 +24,8 @@ def test_load_then_run_against_duckdb(tpch_parquet, tmp_path, capsys):
 
 
 
-def test_tpch_loaded_through_spark_gives_the_same_22_answers(tpch_parquet, tmp_path, capsys):
+def test_tpch_loaded_through_spark_gives_the_same_22_answers(tpch_parquet, tmp_path, capsys,
+                                                              monkeypatch):
     """The data pipeline: parquet -> Spark -> kudusql data source -> tables; every answer
     must equal DuckDB's on the same parquet (the direct load is checked the same way in
     test_tpch.py)."""
@@ -34,11 +35,21 @@ def test_tpch_loaded_through_spark_gives_the_same_22_answers(tpch_parquet, tmp_p
         check_environment()
     except Exception as e:  # noqa: BLE001 - no pyspark or Java here: nothing to test
         pytest.skip(f"Spark unavailable: {e}")
+    import kudusql.tpch_cli as cli
+    events = []
+    real_progress = cli._progress
+
+    def progress(table, done, total):
+        events.append((table, done == total and done > 0))
+        real_progress(table, done, total)
+    monkeypatch.setattr(cli, "_progress", progress)
     db = str(tmp_path / "db")
     common = ["--sf", f"{TEST_SF:g}", "--out", tpch_parquet, "--data-dir", db]
     assert main(["tpch", "load", "--via", "spark", *common]) == 0
     out = capsys.readouterr().out
     assert "via spark" in out
+    # two tables at a time, the largest first: orders starts before lineitem is done
+    assert events.index(("orders", False)) < events.index(("lineitem", True)), events
     # the rows/s are the load's: starting and stopping Spark are timed apart, and the
     # three phases are disjoint parts of the command's time
     m = re.search(r"via spark in ([\d.]+) s \(.*Spark start ([\d.]+) s and stop ([\d.]+) s "

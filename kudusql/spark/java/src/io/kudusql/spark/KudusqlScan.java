@@ -205,7 +205,7 @@ final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
                 }
             }
             parts.add(new KudusqlPartition(String.join(",", addrs), t.toString(),
-                    hosts.toArray(new String[0])));
+                    hosts.toArray(new String[0]), p.path("resumable").asBoolean(false)));
         }
         return parts.toArray(new InputPartition[0]);
     }
