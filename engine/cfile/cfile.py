@@ -208,9 +208,11 @@ class ColumnReader:
             raise errors.Corruption(
                 f"{self.path}: column {self.name} page {page} cannot be decoded: {e}") from e
 
-    def gather(self, page: int, positions: np.ndarray) -> pa.Array:
+    def gather(self, page: int, positions: np.ndarray, ascending: bool = False) -> pa.Array:
+        """The page's values at `positions` (encodings.gather_page; `ascending`: they are
+        in ascending order)."""
         try:
-            return gather_page(self.page_buffer(page), self.type, positions)
+            return gather_page(self.page_buffer(page), self.type, positions, ascending)
         except errors.Corruption as e:
             raise errors.Corruption(
                 f"{self.path}: column {self.name} page {page} cannot be decoded: {e}") from e

@@ -747,16 +747,21 @@ def _gather_validity(p: _Page, pos: np.ndarray) -> tuple[pa.Buffer | None, int]:
     return pa.py_buffer(np.packbits(bits, bitorder="little")), nulls
 
 
-def gather_page(buf, typ: pa.DataType, positions: np.ndarray) -> pa.Array:
+def gather_page(buf, typ: pa.DataType, positions: np.ndarray, ascending: bool = False
+                ) -> pa.Array:
     """decode_page(buf, typ).take(positions), touching only the selected slots when the
-    encoding allows random access (PLAIN, FOR, RLE, DICT on an uncompressed page)."""
+    encoding allows random access (PLAIN, FOR, RLE, DICT on an uncompressed page).
+    `ascending`: the caller's word that the positions are in ascending order (a scan's
+    selection), so that the first and the last bound them: no pass over them to check."""
     p = _open(buf, typ)
     pos = np.asarray(positions, dtype=np.int64)
     if pos.ndim != 1:
         raise ValueError("positions must be one-dimensional")
     m = len(pos)
-    if m and (int(pos.min()) < 0 or int(pos.max()) >= p.n):
-        raise IndexError(f"positions outside [0, {p.n})")
+    if m:
+        lo, hi = (pos[0], pos[-1]) if ascending else (pos.min(), pos.max())
+        if int(lo) < 0 or int(hi) >= p.n:
+            raise IndexError(f"positions outside [0, {p.n})")
     kind = _TAGS[p.tag][1]
     enc = p.encoding
     if enc == Encoding.FOR:

@@ -496,7 +496,7 @@ class DiskRowSet:
         # cheaper whatever the density (TPC-H Q01 keeps 98.6% of lineitem's rows)
         if len(sel) * 4 >= hi - lo and r.encoding(page) not in _GATHER_ANY_DENSITY:
             return r.decode(page).take(pa.array(sel))
-        return r.gather(page, sel)
+        return r.gather(page, sel, ascending=True)      # (sel: flatnonzero's, ascending)
 
     def capture(self) -> DeltaStores:
         """This rowset's stores as of now; a scan started later reads exactly them."""

@@ -15,7 +15,8 @@ Physically, to keep bulk inserts vectorised in Python, the MRS is split in three
     data         append-only Arrow batches in *insertion* order (physical types);
                  a row's rowid is its insertion position and never changes
     key index    sorted runs of (encoded key, rowid), merged like a binary counter
-                 (amortised O(log n) work per row, O(log n) runs to probe)
+                 (amortised O(log n) work per row, O(log n) runs to probe); a batch
+                 or runs already in key order (a sorted bulk load) are not sorted again
     REDO chains  a DeltaMemStore keyed by (rowid, ts, seq): the chain of row r is the
                  run of records with rowid r
 
@@ -170,8 +171,11 @@ class MemRowSet:
         self._batch_keys.append(keys)
         self._batch_starts.append(start)
         self._nbytes += batch.nbytes
-        order = np.argsort(keys, kind="stable")
-        self._add_run(keys[order], rowids[order])
+        if n > 1 and not (keys[1:] >= keys[:-1]).all():
+            order = np.argsort(keys, kind="stable")
+            self._add_run(keys[order], rowids[order])
+        else:
+            self._add_run(keys, rowids)             # a batch in key order (a bulk load)
         if self.min_ts is None:
             self.min_ts = ts
             self._first_insert_at = time.monotonic()
@@ -251,10 +255,7 @@ class MemRowSet:
         # one before it, so there are O(log n) runs and each row is merged O(log n) times.
         while len(runs) >= 2 and len(runs[-1][0]) * 2 >= len(runs[-2][0]):
             (k2, r2), (k1, r1) = runs.pop(), runs.pop()
-            k = np.concatenate([k1, k2])
-            r = np.concatenate([r1, r2])
-            order = np.argsort(k, kind="stable")
-            runs.append((k[order], r[order]))
+            runs.append(_merge_runs([(k1, r1), (k2, r2)]))
         self._runs = runs
 
     def append_mutations(self, batch: DeltaBatch, live_after: np.ndarray | None = None) -> None:
@@ -488,10 +489,7 @@ class MemRowSet:
             return np.empty(0, dtype="S1"), np.empty(0, dtype=np.int64)
         if len(runs) == 1:
             return runs[0]
-        k = np.concatenate([r[0] for r in runs])
-        r = np.concatenate([r[1] for r in runs])
-        order = np.argsort(k, kind="stable")
-        return k[order], r[order]
+        return _merge_runs(runs)
 
     def key_range(self) -> tuple[bytes, bytes] | None:
         self.materialise()
@@ -506,3 +504,16 @@ class MemRowSet:
 
     def column_ids(self) -> Sequence[int]:
         return [c.id for c in self.schema.columns]
+
+
+def _merge_runs(runs: list) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, rowids) of key-sorted runs merged in key order, ties in run order. Runs that
+    follow one another in key order (a bulk load of sorted batches) are only
+    concatenated; otherwise a stable sort of the concatenation."""
+    k = np.concatenate([r[0] for r in runs])
+    r = np.concatenate([r[1] for r in runs])
+    if all(len(a[0]) for a in runs) and all(
+            a[0][-1] <= b[0][0] for a, b in zip(runs, runs[1:])):
+        return k, r
+    order = np.argsort(k, kind="stable")
+    return k[order], r[order]

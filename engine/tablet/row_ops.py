@@ -262,7 +262,9 @@ class RowOps:
         arrays = []
         for col in self.schema.columns:
             if col.id in phys:
-                arrays.append(phys[col.id].take(psel))
+                a = phys[col.id]
+                # sel is ascending and unique (flatnonzero): all of a's rows is a itself
+                arrays.append(a if len(a) == m else a.take(psel))
             else:
                 arrays.append(default_array(col, m))
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(

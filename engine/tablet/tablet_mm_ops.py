@@ -372,14 +372,20 @@ class FlushMRSOp:
         key_ids = {c.id for c in schema.key_columns}
         n, insert_ts, redo = mrs.capture()
         keys, order = mrs.sorted_rowids()
-        data = mrs.table(n).take(pa.array(order))
-        inv = np.empty(n, dtype=np.int64)
-        inv[order] = np.arange(n, dtype=np.int64)
+        ident = np.arange(n, dtype=np.int64)
+        if np.array_equal(order, ident):
+            # rows inserted in key order (a bulk load of sorted data, each tablet's share
+            # of it): the rowids are the key order, no reordering copy of every column
+            data, inv, ts, seqs = mrs.table(n), ident, insert_ts, mrs.insert_seqs(n)
+        else:
+            data = mrs.table(n).take(pa.array(order))
+            inv = np.empty(n, dtype=np.int64)
+            inv[order] = ident
+            ts, seqs = insert_ts[order], mrs.insert_seqs(n)[order]
         committed = redo.select(snap.is_committed_array(redo.ts)) if len(redo) else redo
         redo_out = committed.remap_rowids(inv).sorted() if len(committed) else committed
         base = {c.id: data.column(c.name).combine_chunks() for c in non_key}
-        new_base, undo, kept = fold_history(n, base, insert_ts[order], redo_out, non_key,
-                                            insert_seq=mrs.insert_seqs(n)[order])
+        new_base, undo, kept = fold_history(n, base, ts, redo_out, non_key, insert_seq=seqs)
         arrays = [data.column(c.name).combine_chunks() if c.id in key_ids
                   else new_base[c.id] for c in schema.columns]
         full = pa.Table.from_arrays(arrays, schema=data.schema)

@@ -364,13 +364,36 @@ def _hash_results(r: pa.Table, gkeys: list[str], aggs: list, per_list: set,
     return out
 
 
-def _scaled_spec(entry: tuple, trees: dict) -> list:
-    """An aggregation spec entry, as the sums of its high and low int64 parts where its
-    argument runs on the scaled-integer path."""
+def _scaled_spec(entry: tuple, trees: dict, mode: str) -> list:
+    """An aggregation spec entry, where its argument runs on the scaled-integer path: the
+    sum of its int64 values (SINGLE), or of their high and low parts (SPLIT)."""
     col, fn, opts, name = entry
     if not isinstance(col, str) or col not in trees:
         return [entry]
+    if mode == _scaled.SINGLE:
+        return [(f"{col}.s", fn, opts, f"{name}.s")]
     return [(f"{col}.hi", fn, opts, f"{name}.hi"), (f"{col}.lo", fn, opts, f"{name}.lo")]
+
+
+def _distinct_calls(calls: list) -> tuple[list, list]:
+    """(the calls to compute, [(a repeated call, the computed call it equals)]): calls of
+    the same function, DISTINCT-ness and argument (sqlglot's structural equality) are
+    computed once; calls with an ORDER BY or a parameter are always kept."""
+    kept: list = []
+    seen: dict = {}
+    copies: list = []
+    for a in calls:
+        if a.order or a.param is not None or a.arg is None:
+            kept.append(a)
+            continue
+        sig = (a.func, a.distinct, a.arg)
+        first = seen.get(sig)
+        if first is None:
+            seen[sig] = a
+            kept.append(a)
+        else:
+            copies.append((a, first))
+    return kept, copies
 
 
 def _prelude_read(prelude: list, exprs: list) -> set:
@@ -878,24 +901,29 @@ class AggregateOperators:
             # the hash aggregation, so the input is never held whole (TPC-H Q01 at SF10:
             # 4 GB of lineitem columns)
             t = StreamedInput(self.ex.stream_batches(node.input))
+            mode = _scaled.SINGLE
             try:
-                try:
-                    out = self._aggregate_by(t, node.groups, node.aggs)
-                except _scaled.Fallback:
-                    # a value the int64 sums cannot prove exact: scan again, on the
-                    # decimal path (the stream is spent); the input's row counts start
-                    # over, or EXPLAIN ANALYZE would count both readings
-                    t.close()
-                    for n in L.walk(node.input):
-                        st = self.ex.stats.get(id(n))
-                        if st is not None:
-                            st.rows = 0
-                    if self.ex.analyze:
-                        self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
-                            "input read again: a sum the int64 path could not prove "
-                            "exact, summed as decimals")
-                    t = StreamedInput(self.ex.stream_batches(node.input))
-                    out = self._aggregate_by(t, node.groups, node.aggs, scaled=False)
+                while True:
+                    try:
+                        out = self._aggregate_by(t, node.groups, node.aggs, scaled=mode)
+                        break
+                    except _scaled.Fallback as e:
+                        # a sum the int64 path cannot prove exact (as one int64 sum: split
+                        # it; at all: the decimal path): scan again (the stream is
+                        # spent); the input's row counts start over, or EXPLAIN ANALYZE
+                        # would count both readings
+                        mode = _scaled.next_mode(mode, e)
+                        t.close()
+                        for n in L.walk(node.input):
+                            st = self.ex.stats.get(id(n))
+                            if st is not None:
+                                st.rows = 0
+                        if self.ex.analyze:
+                            self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
+                                "input read again: a sum the int64 path could not prove "
+                                "exact, " + ("summed as split int64 halves"
+                                             if mode else "summed as decimals"))
+                        t = StreamedInput(self.ex.stream_batches(node.input))
             finally:
                 t.close()
             for k, _ in node.grouping:
@@ -929,11 +957,15 @@ class AggregateOperators:
         return pa.concat_tables(out_parts, promote_options="default")
 
     def _aggregate_by(self, t: pa.Table, groups: list[tuple[str, exp.Expression]],
-                      calls: list[L.AggCall], scaled: bool = True) -> pa.Table:
+                      calls: list[L.AggCall], scaled: str | None = _scaled.SINGLE
+                      ) -> pa.Table:
         """`calls` over the rows of `t` grouped by `groups` (one row without groups).
-        `scaled`: sums of DECIMAL expressions may run on unscaled int64 values
-        (executor/scaled.py); on a `Fallback` from a Table input the aggregation is
-        redone without (a StreamedInput's caller redoes it, with a new stream)."""
+        `scaled` (SINGLE, SPLIT or None): sums of DECIMAL expressions may run on unscaled
+        int64 values (executor/scaled.py); on a `Fallback` from a Table input the
+        aggregation is redone in the next mode (a StreamedInput's caller redoes it, with a
+        new stream). A call that repeats another (same function and argument: TPC-H Q01's
+        sum(l_quantity) and avg(l_quantity)'s sum) is computed once and copied."""
+        given, (calls, copies) = calls, _distinct_calls(calls)
         exprs = [e for _, e in groups] + [a.arg for a in calls if a.arg is not None] \
             + [k.expr for a in calls for k in a.order]
         prelude, rewritten = common_subexpressions(exprs)
@@ -955,7 +987,7 @@ class AggregateOperators:
                     items.append((f"{a.key}$ord{i}", e))
         aggs = list({a.key: a for a in calls}.values())
         max_aggs = [a for a in aggs if a.func == "max" and a.arg is not None]
-        real_sums: set[str] = set()     # sum(real) is real in PostgreSQL; Arrow sums in double
+        real_sums: set[str] = set()     # sums of real arguments (double in Arrow)
         interval_extremes: set[str] = set()     # min / max of intervals (by a span key)
 
         group_keys = {k for k, _ in groups}      # (not array_agg's ORDER BY keys)
@@ -974,8 +1006,7 @@ class AggregateOperators:
                 # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps
                 # around silently on overflow
                 return arg.cast(pa.decimal128(38, 0))
-            if a is not None and a.func == "sum" and pa.types.is_float32(arg.type) and \
-                    not a.key.endswith(".sum"):     # (avg's sum stays double)
+            if a is not None and a.func == "sum" and pa.types.is_float32(arg.type):
                 real_sums.add(a.key)
             return arg
 
@@ -989,6 +1020,7 @@ class AggregateOperators:
         trees: dict[str, _scaled.Tree] = {}     # arg column -> its int64 plan
         slow_prelude: set | None = None         # the prelude the other columns read
         fed = [0]
+        budget = _scaled.Budget()               # SINGLE: the bounds of the sums so far
 
         def prepare(m: pa.Table) -> pa.Table:
             """A morsel of the input -> the aggregation's input columns."""
@@ -1001,7 +1033,12 @@ class AggregateOperators:
             m = prelude_of(m, slow_prelude)
             cols = {k: column(k, e, m) for k, e in items if k not in trees}
             for k, tree in trees.items():   # sums on unscaled int64 (executor/scaled.py)
-                cols[f"{k}.hi"], cols[f"{k}.lo"] = _scaled.split(*ints[k][:2], m.num_rows)
+                v, valid, bound = ints[k]
+                if scaled == _scaled.SINGLE:
+                    budget.add(k, bound, m.num_rows)
+                    cols[f"{k}.s"] = _scaled.single(v, valid, m.num_rows)
+                else:
+                    cols[f"{k}.hi"], cols[f"{k}.lo"] = _scaled.split(v, valid, m.num_rows)
             for k, a in args.items():
                 if (a.func == "count" or a.distinct) and pa.types.is_null(cols[k].type):
                     # count(DISTINCT NULL) has no kernel, and Acero's hash_distinct over a
@@ -1056,22 +1093,30 @@ class AggregateOperators:
                                                per_list | interval_sums))
             if trees:
                 slow_prelude = _prelude_read(prelude, [e for k, e in items if k not in trees])
-                spec = [part for s in spec for part in _scaled_spec(s, trees)]
+                spec = [part for s in spec for part in _scaled_spec(s, trees, scaled)]
             try:
                 r = self.aggregate_plan(t, gkeys, spec, prepare)
-            except _scaled.Fallback:
+            except _scaled.Fallback as e:
                 if isinstance(t, StreamedInput):
                     raise
-                return self._aggregate_by(t, groups, calls, scaled=False)
+                return self._aggregate_by(t, groups, given,
+                                          scaled=_scaled.next_mode(scaled, e))
             for k, tree in trees.items():
                 a = args[k]
-                r = r.append_column(a.key, _scaled.combine(
+                r = r.append_column(a.key, _scaled.widen(r.column(f"{a.key}.s"), tree.scale)
+                                    if scaled == _scaled.SINGLE else _scaled.combine(
                     r.column(f"{a.key}.hi"), r.column(f"{a.key}.lo"), tree.scale))
             out = pa.table(_hash_results(r, gkeys, aggs, per_list, max_aggs, interval_sums))
         for k in interval_extremes:
             i = out.schema.get_field_index(k)
             out = out.set_column(i, k, _interval_from_key(combine_chunks(out.column(k))))
+        for copy, a in copies:
+            out = out.append_column(copy.key, out.column(a.key))
+            if a.key in real_sums:
+                real_sums.add(copy.key)
         for k in real_sums:
+            if k.endswith(".sum"):
+                continue       # sum(real) is real in PostgreSQL; avg(real)'s sum stays double
             col = out.column(k)
             as_real = col.cast(pa.float32(), safe=False)
             if pc.any(real_range_lost(col, as_real)[0]).as_py():

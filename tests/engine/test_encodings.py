@@ -165,6 +165,10 @@ def check_page(arr: pa.Array, typ: pa.DataType, encoding: Encoding, comp: Compre
         got.validate(full=True)
         want = out.take(pa.array(pos))
         assert_same(got, want)
+        asc = np.unique(pos)                 # a scan's selection: ascending positions
+        got = gather_page(page, typ, asc, ascending=True)
+        got.validate(full=True)
+        assert_same(got, out.take(pa.array(asc)))
     return page
 
 
@@ -379,6 +383,10 @@ def test_gather_out_of_range_raises():
         for bad in ([10], [-1], [0, 10]):
             with pytest.raises(IndexError):
                 gather_page(page, pa.int64(), np.array(bad, np.int64))
+            with pytest.raises(IndexError):        # ascending positions: first and last
+                gather_page(page, pa.int64(), np.array(bad, np.int64), ascending=True)
+        with pytest.raises(IndexError):
+            gather_page(page, pa.int64(), np.array([-1, 3], np.int64), ascending=True)
 
 
 @pytest.mark.parametrize("null_rate", [0.0, 0.02, 0.5, 0.97, 1.0])

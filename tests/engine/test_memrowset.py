@@ -87,6 +87,52 @@ def test_key_index_over_many_runs():
     assert mrs.nbytes > 0
 
 
+def test_sorted_rowids_of_runs_already_in_key_order_and_not():
+    """Batches inserted in key order (a bulk load of sorted data) give runs whose
+    concatenation is the key order (no sort); runs that overlap or go backwards are
+    sorted: both answer as sorting every key would."""
+    # (batches of 64, 16, 4, 1 rows stay four runs: each is less than half the one before)
+    cases = {
+        "ascending": [list(range(0, 64)), list(range(64, 80)), list(range(80, 84)), [84]],
+        "descending runs": [list(range(21, 85)), list(range(5, 21)), list(range(1, 5)), [0]],
+        "overlapping": [list(range(0, 128, 2)), list(range(1, 33, 2)), [40.5, 2.5, 90.5, 7.5],
+                        [9.5]],
+        "one backwards": [list(range(0, 64)), list(range(64, 80)), [0.5, 81, 82, 83], [84]],
+        "unsorted batches": [list(range(63, -1, -1)), list(range(79, 63, -1)),
+                             [83, 80, 82, 81], [84]],
+    }
+    for name, batches in cases.items():
+        mrs = MemRowSet(SCHEMA, 1)
+        rowid_of, pos = {}, 0
+        for b in batches:
+            ks = [f"k{i:05.1f}" for i in b]
+            enc, batch = phys_batch(ks, list(range(pos, pos + len(ks))), [None] * len(ks))
+            rowid_of.update(zip(ks, mrs.insert(enc, batch, ts=1 + pos).tolist()))
+            pos += len(ks)
+        assert len(mrs._runs) == 4, name
+        sk, srid = mrs.sorted_rowids()
+        assert list(sk) == sorted(sk), name
+        assert srid.tolist() == [rowid_of[k] for k in sorted(rowid_of)], name
+
+
+def test_flush_of_rows_inserted_in_key_order_and_not(tmp_path):
+    """A flush writes the rows in key order whether they were inserted in it (rowids are
+    the key order: no reordering copy) or not; an update after the flush reaches the row."""
+    for name, order in (("sorted", range(40)), ("reversed", range(39, -1, -1)),
+                        ("shuffled", random.Random(5).sample(range(40), 40))):
+        t = make(tmp_path / name)
+        keys = [f"{i:03d}" for i in order]
+        for i in range(0, 40, 8):
+            t.insert({"k": keys[i:i + 8], "v": [int(k) for k in keys[i:i + 8]],
+                      "w": [f"w{k}" for k in keys[i:i + 8]]})
+        assert t.flush_mrs() == 40
+        got = t.scan_table().to_pylist()
+        assert [r["k"] for r in got] == sorted(keys), name       # key order on disk
+        assert all(r["v"] == int(r["k"]) and r["w"] == f"w{r['k']}" for r in got), name
+        t.update({"k": ["007"], "v": [-7]})
+        assert {r["k"]: r["v"] for r in t.scan_table().to_pylist()}["007"] == -7, name
+
+
 def test_snapshots_and_redo_chains():
     mrs = MemRowSet(SCHEMA, 1)
     e1, b1 = phys_batch(["a", "b"], [1, 2], ["x", None])

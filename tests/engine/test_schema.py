@@ -6,6 +6,7 @@ import datetime as dt
 import decimal
 import json
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -338,6 +339,19 @@ def test_round_trip_decimals_near_limits(p, s):
         got = [None if b is None else int.from_bytes(b, "little", signed=True)
                for b in phys.to_pylist()]
         assert got == unscaled
+
+
+@pytest.mark.parametrize("p,s", [(9, 2), (15, 2), (18, 0)])
+def test_round_trip_decimals_all_non_negative(p, s):
+    """No negative value (the conversion's one-write case): high words 0, NULLs kept."""
+    lim = 10 ** p - 1
+    for unscaled in ([0, 1, lim, 7], [lim, None, 0, None, 12], [None, 5]):
+        values = [None if u is None else _dec(u, s) for u in unscaled]
+        _round_trip(values, DataType.DECIMAL, p, s)
+        phys = pa.array(unscaled, pa.int32() if p <= 9 else pa.int64())
+        back = to_logical(phys, DataType.DECIMAL, p, s)
+        words = np.frombuffer(back.buffers()[1], np.int64)
+        assert back.to_pylist() == values and not words[1::2].any()
 
 
 @settings(max_examples=40, deadline=None)

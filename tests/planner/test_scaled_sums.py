@@ -1,8 +1,9 @@
 """Sums of DECIMAL expressions on unscaled int64 values (planner/executor/scaled.py): the
-split / combine of the sums against Python integers, and queries over random data with
-NULLs and extreme values answering exactly as DuckDB does - with and without GROUP BY,
-over many morsels, and through the fallback to the decimal path when a product might not
-fit int64."""
+split / combine and the single sum's widen against Python integers, and queries over
+random data with NULLs and extreme values answering exactly as DuckDB does - with and
+without GROUP BY, over many morsels, through the fallback from the single int64 sum to
+the split sums when a sum might wrap, and to the decimal path when a product might not
+fit int64; calls repeated in one aggregation (sum(x) beside avg(x)) computed once."""
 
 from __future__ import annotations
 
@@ -46,6 +47,24 @@ def test_a_group_of_only_nulls_sums_to_null():
     t = pa.table({"g": [1, 1], "hi": hi, "lo": lo})
     r = t.group_by("g").aggregate([("hi", "sum"), ("lo", "sum")])
     assert scaled.combine(r["hi_sum"], r["lo_sum"], 2).to_pylist() == [None]
+
+
+def test_widen_is_exact_at_the_int64_extremes():
+    v = [0, 1, -1, (1 << 63) - 1, -(1 << 63), None, 12345]
+    got = scaled.widen(pa.array(v, pa.int64()), 2).to_pylist()
+    assert got == [None if x is None else decimal.Decimal(x).scaleb(-2) for x in v]
+
+
+def test_budget_refuses_a_sum_that_could_reach_2_to_the_63():
+    b = scaled.Budget()
+    b.add("k", 1 << 40, 1 << 22)          # 2**62
+    b.add("j", (1 << 62), 1)              # another sum: its own budget
+    with pytest.raises(scaled.Fallback) as e:
+        b.add("k", 1 << 40, 1 << 22)      # 2**63: Arrow's int64 sum might wrap
+    assert e.value.split
+    assert scaled.next_mode(scaled.SINGLE, e.value) == scaled.SPLIT
+    assert scaled.next_mode(scaled.SPLIT, scaled.Fallback(split=True)) is None
+    assert scaled.next_mode(scaled.SINGLE, scaled.Fallback()) is None
 
 
 # -- queries against DuckDB ----------------------------------------------------------------
@@ -99,12 +118,23 @@ def dbs(tmp_path_factory):
     duck.close()
 
 
-# the int64 path: these sums (c's exceed int64: the split parts carry them)
-INT_PATH = [
+# the int64 path, single sums (their bounds times the rows stay below 2**63)
+SINGLE_PATH = [
+    "SELECT g, sum(a), sum(b), sum(d), count(*) FROM t GROUP BY g",
+    "SELECT g, sum(a * (1 - d)), avg(a), sum(a) FROM t GROUP BY g",
+    "SELECT sum(a * (1 - d)), sum(b * d + a), sum(2.25 - b) FROM t",
+]
+# the int64 path, split sums after the single one's budget ran out (c's and e's sums may
+# exceed int64: the split parts carry them)
+SPLIT_PATH = [
     "SELECT g, sum(a), sum(b), sum(d), sum(c), sum(e), count(*) FROM t GROUP BY g",
+    "SELECT sum(a * (1 - d)), sum(c), avg(c), sum(e) FROM t",
+    # (a bound of ~1e17 a row: 1024-row morsels take the single sum past 2**63)
+    "SELECT g, sum(a * (1 - d) * (1 + d)), avg(a), sum(a) FROM t GROUP BY g",
+]
+INT_PATH = SINGLE_PATH + SPLIT_PATH + [
     "SELECT g, sum(a * (1 - d)), sum(a * (1 - d) * (1 + d)), avg(a) FROM t GROUP BY g",
     "SELECT g, sum(a + b), sum(b - a), sum(-a), sum(a * 0.5), sum(d * i) FROM t GROUP BY g",
-    "SELECT sum(a * (1 - d)), sum(b * d + a), sum(2.25 - b), sum(c) FROM t",
     "SELECT g, sum(a * d) FROM t WHERE i > 0 GROUP BY g HAVING sum(d) > 0",
 ]
 # products of extreme values that may not fit int64: the decimal path, after a fallback
@@ -136,13 +166,26 @@ def _check(con, duck, sql):
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Counts the aggregations that took the int64 path and those that fell back."""
-    calls = {"combine": 0, "fallback": 0}
-    combine, values = scaled.combine, scaled.Tree.values
+    """Counts the aggregations that took the int64 path (single: widen; split: combine)
+    and those that fell back (to the split sums: budget; to decimals: fallback)."""
+    calls = {"combine": 0, "widen": 0, "budget": 0, "fallback": 0}
+    combine, widen, values = scaled.combine, scaled.widen, scaled.Tree.values
+    add = scaled.Budget.add
 
     def spy_combine(*a):
         calls["combine"] += 1
         return combine(*a)
+
+    def spy_widen(*a):
+        calls["widen"] += 1
+        return widen(*a)
+
+    def spy_add(self, *a):
+        try:
+            return add(self, *a)
+        except scaled.Fallback:
+            calls["budget"] += 1
+            raise
 
     def spy_values(self, m, cache):
         try:
@@ -151,6 +194,8 @@ def counted(monkeypatch):
             calls["fallback"] += 1
             raise
     monkeypatch.setattr(scaled, "combine", spy_combine)
+    monkeypatch.setattr(scaled, "widen", spy_widen)
+    monkeypatch.setattr(scaled.Budget, "add", spy_add)
     monkeypatch.setattr(scaled.Tree, "values", spy_values)
     return calls
 
@@ -159,7 +204,23 @@ def counted(monkeypatch):
 def test_decimal_sums_on_int64_answer_exactly_as_duckdb(dbs, sql, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)   # (one morsel without GROUP BY:
     _check(*dbs, sql)                                # whole-column kernels instead)
-    assert counted["combine"] and not counted["fallback"], "the int64 path was not taken"
+    assert counted["combine"] + counted["widen"] and not counted["fallback"], \
+        "the int64 path was not taken"
+
+
+@pytest.mark.parametrize("sql", SINGLE_PATH)
+def test_small_sums_run_as_single_int64_sums(dbs, sql, counted, monkeypatch):
+    monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)
+    _check(*dbs, sql)
+    assert counted["widen"] and not counted["combine"] and not counted["budget"]
+
+
+@pytest.mark.parametrize("sql", SPLIT_PATH)
+def test_sums_that_might_wrap_one_int64_run_split_and_stay_exact(dbs, sql, counted,
+                                                                 monkeypatch):
+    monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)
+    _check(*dbs, sql)
+    assert counted["budget"] >= 1 and counted["combine"] and not counted["fallback"]
 
 
 @pytest.mark.parametrize("sql", FALLBACK)
@@ -192,3 +253,54 @@ def test_explain_analyze_counts_a_fallback_scan_once(dbs, counted):
     scan = next(line for line in text.splitlines() if "Scan t" in line)
     assert f"rows={N} " in scan, text
     assert "input read again" in text
+
+
+# -- repeated calls ------------------------------------------------------------------------
+REPEATED = [
+    "SELECT g, sum(a), avg(a), sum(a), count(a), avg(d), sum(d), count(d), "
+    "count(DISTINCT i), count(DISTINCT i) FROM t GROUP BY g",
+    "SELECT sum(a), avg(a), min(b), min(b), max(i), max(i) FROM t",
+    "SELECT g, sum(r), avg(r), sum(r) FROM (SELECT g, CAST(i AS REAL) AS r FROM t) s GROUP BY g",
+]
+
+
+@pytest.mark.parametrize("sql", REPEATED)
+def test_repeated_calls_answer_as_duckdb(dbs, sql, monkeypatch):
+    monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)
+    _check(*dbs, sql)
+
+
+def test_a_repeated_call_is_computed_once(dbs, monkeypatch):
+    """sum(a) twice and avg(a)'s sum: one sum of a in the aggregation's spec."""
+    from planner.executor import aggregates
+    specs = []
+    plan = aggregates.AggregateOperators.aggregate_plan
+
+    def spy(self, t, keys, spec, prepare):
+        specs.append(spec)
+        return plan(self, t, keys, spec, prepare)
+    monkeypatch.setattr(aggregates.AggregateOperators, "aggregate_plan", spy)
+    _check(*dbs, "SELECT g, sum(a), avg(a), sum(a) FROM t GROUP BY g")
+    sums = [e for spec in specs for e in spec if e[1] == "hash_sum"]
+    assert len(sums) == 1, specs
+
+
+def test_sum_of_real_beside_avg_of_real_keeps_their_types(dbs):
+    """sum(real) is real, avg(real) double precision (PostgreSQL), also when the one
+    computes the other's sum (either first)."""
+    con, duck = dbs
+    cur = con.cursor()
+    inner = "(SELECT g, CAST(i AS REAL) AS r FROM t) s"
+    for sql, want in ((f"SELECT sum(r), avg(r) FROM {inner}", ["float", "double"]),
+                      (f"SELECT avg(r), sum(r) FROM {inner}", ["double", "float"]),
+                      (f"SELECT g, avg(r), sum(r) FROM {inner} GROUP BY g",
+                       ["int32", "double", "float"])):
+        cur.execute(sql)
+        got = cur.fetch_arrow_table()
+        assert [str(f.type) for f in got.schema] == want, sql
+        ours = sorted(zip(*got.to_pydict().values()), key=repr)
+        theirs = sorted(duck.execute(sql).fetchall(), key=repr)
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            for x, y in zip(a, b):
+                assert x == y if y is None else x == pytest.approx(y, rel=1e-6), sql
