@@ -137,7 +137,7 @@ _ARROW_TYPE = {_INT: pa.int64(), _FLOAT: pa.float64(), _STR: pa.string(),
                _DATE: pa.date32(), _DATETIME: pa.timestamp("us")}
 
 
-_INT_TAG = b"\x01"
+_INT_TAG = bytes((_INT,))    # encode_small writes ints itself, without the call
 
 
 def _encode_value(v, out: list) -> None:
@@ -147,7 +147,7 @@ def _encode_value(v, out: list) -> None:
     if v is None:
         out.append(b"\x00")
     elif t is int:
-        out.append(b"\x01" + _I64.pack(v))          # struct.error (a ValueError) if too big
+        out.append(_INT_TAG + _I64.pack(v))         # struct.error (a ValueError) if too big
     elif t is float:
         out.append(b"\x02" + _F64.pack(v))
     elif t is str:

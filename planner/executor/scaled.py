@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from engine.types import DataType, to_logical
 from planner.expr.core import Const
 
 INT64_LIMIT = 1 << 63
@@ -285,16 +286,8 @@ def combine(hi, lo, scale: int) -> pa.Array:
 
 
 def widen(total, scale: int) -> pa.Array:
-    """A single int64 sum (exact: see Budget) as decimal128(38, scale), its two 64-bit
-    words the value and its sign."""
+    """A single int64 sum (exact: see Budget) as decimal128(38, scale): the conversion a
+    scan of a DECIMAL column's unscaled values makes (engine.types.to_logical)."""
     if isinstance(total, pa.ChunkedArray):
         total = total.combine_chunks()
-    n = len(total)
-    v = total.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    words = np.empty(2 * n, dtype=np.int64)
-    words[0::2] = v
-    words[1::2] = v >> 63
-    validity = None if total.null_count == 0 else total.is_valid().buffers()[1]
-    return pa.Array.from_buffers(pa.decimal128(38, scale), n,
-                                 [validity, pa.py_buffer(words)],
-                                 null_count=total.null_count)
+    return to_logical(total, DataType.DECIMAL, 38, scale)
