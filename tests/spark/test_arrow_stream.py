@@ -24,10 +24,15 @@ def request(address: str, req: dict, send: pa.Table | None = None):
     f = s.makefile("rwb")
     body = json.dumps(req).encode()
     f.write(b"KQS1" + struct.pack(">I", len(body)) + body)
-    if send is not None:
-        with pa.ipc.new_stream(f, send.schema) as w:
-            w.write_table(send)
-    f.flush()
+    try:
+        if send is not None:
+            with pa.ipc.new_stream(f, send.schema) as w:
+                w.write_table(send)
+        f.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        # a put the server stopped reading (a chunk failed): it answers before closing,
+        # and the client reads that answer, as the JVM writer does (KudusqlWrite.failure)
+        pass
     return s, f
 
 
