@@ -581,24 +581,13 @@ def _batch(be, stmt, first: tuple, items: list, run):
     if done == 0:
         be.batch_off = True     # nothing applied: the Bind again, the ordinary way
         return
-    # replies for the applied items, in order; they are consumed
+    # replies for the applied items' frames ([Parse] Bind [Describe] Execute each), in
+    # order, made in one piece (`protocol.batch_replies`, compiled); they are consumed
     tag = P.command_complete(StatementResult(result.command, rowcount=1).tag())
-    buf, p = be.inbuf, be.rpos
-    send = be.send
-    for rel_end, _ in items[:done]:
-        end = be.rpos + rel_end
-        while p < end:           # the item's frames: [Parse] Bind [Describe] Execute
-            kind = buf[p]
-            if kind == 80:
-                send(_PARSE_COMPLETE)
-            elif kind == 66:
-                send(_BIND_COMPLETE)
-            elif kind == 68:
-                send(_NO_DATA)
-            else:
-                send(tag)
-            p += 1 + _I32.unpack_from(buf, p + 1)[0]
-    be.rpos = p
+    end = be.rpos + items[done - 1][0]
+    be.send(P.batch_replies(be.inbuf, be.rpos, end, _PARSE_COMPLETE, _BIND_COMPLETE,
+                            _NO_DATA, tag))
+    be.rpos = end
     be.drop_portals(lambda x: x.name == first[0])
     last = StatementResult(result.command, rowcount=1)
     be.portals[first[0]] = Portal(first[0], stmt,
