@@ -267,12 +267,15 @@ def point_read(be, stmt, fields: tuple, end: int):
         plan = _point_plan(stmt, fields[4], fast, describe)
         if plan is None:
             return None
-        # a key parameter of another type converts in the session's TimeZone (a
-        # timestamptz for a TIMESTAMP key is read as its local time there)
-        with session_time_zone(be.session.time_zone):
-            key = fast.key_values(params)
+        # a key of plain values (ints, strs) as it is; a key parameter of another type
+        # converts in the session's TimeZone (a timestamptz for a TIMESTAMP key is read
+        # as its local time there)
+        key = fast.plain_key(params)
         if key is None:
-            return None
+            with session_time_zone(be.session.time_zone):
+                key = fast.key_values(params)
+            if key is None:
+                return None
         row = table.lookup_now(key, fast.columns or None)
         if row is NOT_NOW:
             return None             # it would wait (a tablet to open, an ALTER): the pool
