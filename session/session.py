@@ -126,7 +126,7 @@ def _param_array(values: list, column_type: pa.DataType | None) -> pa.Array:
     if Decimal in kinds and kinds <= _DECIMAL_OR_NULL:   # (all NULL: inferred, null type)
         try:
             return pa.array(values, column_type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
             pass
     return pa.array(values)
 
