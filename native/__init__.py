@@ -6,7 +6,8 @@ What is compiled (and where its twin lives):
     native._wire      scan, decode_bind, scan_run: the wire's frame scanner, Bind and
                       batch decoders (wire/protocol.py); data_row: one row's DataRow
                       (wire/datarows.py); numeric_column: binary NUMERIC parameters
-                      (wire/params.py)
+                      (wire/params.py); batch_replies: a pipelined batch's replies
+                      (wire/protocol.py)
 
 Contract. A kernel computes exactly what its twin computes, bit for bit, errors included:
 the twin is the specification (persisted formats are defined there), the kernel only a

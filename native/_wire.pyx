@@ -8,7 +8,8 @@ the errors (ProtocolViolation, its message, SQLSTATE and kind) are the twin's ow
 The same holds for the encoders added since: `data_row` (one row's DataRow message; twin
 wire/datarows.py `data_row_py`) and `numeric_column` (binary NUMERIC parameters; twin
 wire/params.py `numeric_column_py`), which hand every value they do not decide to the
-Python encoder or decoder of that value.
+Python encoder or decoder of that value, and `batch_replies` (a pipelined batch's replies;
+twin wire/protocol.py `batch_replies_py`).
 tests/test_native.py compares each with its twin on generated and damaged input."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
@@ -436,3 +437,60 @@ cdef inline Py_ssize_t _put_int(char* p, int v) noexcept nogil:
     for i in range(n):
         p[neg + i] = tmp[n - 1 - i]
     return neg + n
+
+
+# -- the replies of a pipelined batch's applied items (twin: wire/protocol.py
+# `batch_replies_py`) -------------------------------------------------------------------------
+cdef object _replies_py = None
+
+
+def fallback_replies(batch_replies_py):
+    """The twin that takes spans this kernel does not (another buffer type, a frame that
+    does not lie within the span)."""
+    global _replies_py
+    _replies_py = batch_replies_py
+
+
+def batch_replies(buf, Py_ssize_t p, Py_ssize_t end, bytes parse_complete,
+                  bytes bind_complete, bytes no_data, bytes done):
+    """protocol.batch_replies_py: one reply per frame of buf[p:end] (Parse, Bind,
+    Describe, anything else: `done`), in order, as one bytes object."""
+    cdef Py_ssize_t size, q, n, total = 0
+    cdef const unsigned char* b = _ptr(buf, &size)
+    if b == NULL or p < 0 or end > size or p > end:
+        return _replies_py(buf, p, end, parse_complete, bind_complete, no_data, done)
+    cdef Py_ssize_t lp = PyBytes_GET_SIZE(parse_complete)
+    cdef Py_ssize_t lb = PyBytes_GET_SIZE(bind_complete)
+    cdef Py_ssize_t ln = PyBytes_GET_SIZE(no_data)
+    cdef Py_ssize_t ld = PyBytes_GET_SIZE(done)
+    q = p
+    while q < end:                  # the sizes first, and every frame within the span
+        if end - q < 5:
+            return _replies_py(buf, p, end, parse_complete, bind_complete, no_data, done)
+        n = _i32(b + q + 1)
+        if n < 4 or end - q - 1 < n:
+            return _replies_py(buf, p, end, parse_complete, bind_complete, no_data, done)
+        total += lp if b[q] == 80 else (lb if b[q] == 66 else (ln if b[q] == 68 else ld))
+        q += 1 + n
+    out = PyBytes_FromStringAndSize(NULL, total)
+    cdef char* o = PyBytes_AS_STRING(out)
+    cdef const char* sp = PyBytes_AS_STRING(parse_complete)
+    cdef const char* sb = PyBytes_AS_STRING(bind_complete)
+    cdef const char* sn = PyBytes_AS_STRING(no_data)
+    cdef const char* sd = PyBytes_AS_STRING(done)
+    q = p
+    while q < end:
+        if b[q] == 80:
+            memcpy(o, sp, lp)
+            o += lp
+        elif b[q] == 66:
+            memcpy(o, sb, lb)
+            o += lb
+        elif b[q] == 68:
+            memcpy(o, sn, ln)
+            o += ln
+        else:
+            memcpy(o, sd, ld)
+            o += ld
+        q += 1 + _i32(b + q + 1)
+    return out

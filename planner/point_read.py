@@ -122,16 +122,40 @@ class PointRead:
             out.append(s.as_py())
         return tuple(out)
 
+    def plain_key(self, params) -> tuple | None:
+        """`key_values` when this reads plain columns (`plain`) and every key parameter
+        is a plain value - an int in its integer column's range, a str for a string
+        column - so that neither the key nor the result needs SQL's conversions, the
+        statement's time or the session's zone; else None (then `key_values`)."""
+        if self.plain is None:
+            return None
+        out = []
+        for part in self.key:
+            if part.param is None:
+                out.append(part.value)
+                continue
+            v = params[part.param]
+            t = type(v)
+            if t is int and part.bounds is not None and part.bounds[0] <= v <= part.bounds[1]:
+                out.append(v)
+            elif t is str and part.is_string:
+                out.append(v)
+            else:
+                return None
+        return tuple(out)
+
     @staticmethod
     def ready(table) -> bool:
         """True when `run` on this table does only in-memory work now (Table.tablets_open)."""
         return getattr(table, "tablets_open", None) is not None and table.tablets_open()
 
-    def run(self, catalog, params, table=None, now: bool = False) -> pa.Table | None:
+    def run(self, catalog, params, table=None, now: bool = False, key: tuple | None = None
+            ) -> pa.Table | None:
         """The result for these parameters; `table` is the catalog's facade of `self.table`
         when the caller already has it. `now`: read with `Table.lookup_now` (None when the
-        lookup would wait)."""
-        key = self.key_values(params)
+        lookup would wait). `key`: `key_values(params)` when the caller has it."""
+        if key is None:
+            key = self.key_values(params)
         if key is None:
             return None
         if table is None:

@@ -279,6 +279,44 @@ def test_scan_run_matches_its_twin(wire_kernels, seed):
     assert len(seen) >= 4, seen          # complete and not, with several items and fewer
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_batch_replies_matches_its_twin(wire_kernels, seed):
+    """The replies of a batch's applied items (`batch_replies`): the runs `scan_run`
+    finds, with spans cut at an item's end, inside a frame, or past the buffer."""
+    from wire.protocol import batch_replies_py
+    rng = random.Random(700 + seed)
+    replies = (b"1\0\0\0\4", b"2\0\0\0\4", b"n\0\0\0\4", b"C\0\0\0\x0fINSERT 0 1\0")
+    seen = set()
+    for _ in range(1500):
+        buf, *_ = _run_buffer(rng)
+        pre = bytes(rng.randrange(256) for _ in range(rng.randrange(3)))
+        buf = pre + buf
+        p = len(pre)
+        end = rng.choice([len(buf), rng.randrange(p, len(buf) + 1), len(buf) + 3])
+        outcomes = []
+        for fn, form in ((batch_replies_py, buf), (wire_kernels.batch_replies, buf),
+                         (wire_kernels.batch_replies, bytearray(buf))):
+            try:
+                r = fn(form, p, end, *replies)
+            except Exception as e:  # noqa: BLE001 - compared
+                r = repr(e)
+            outcomes.append(r)
+        assert outcomes[1] == outcomes[0] and outcomes[2] == outcomes[0], buf
+        seen.add(type(outcomes[0]))
+    assert seen == {bytes, str}, seen         # spans of whole frames and cut ones
+
+
+def test_batch_replies_answers_each_frame():
+    """One reply per frame, in the frames' order (Parse, Bind, Describe, Execute)."""
+    from wire import protocol as P
+    frames = [b"P\0\0\0\x08q\0\0\0", b"B\0\0\0\x06xy", b"D\0\0\0\x06P\0",
+              b"E\0\0\0\x09\0\0\0\0\0"]
+    buf = b"".join(frames[1:]) + b"".join(frames)
+    want = b"bndC" + b"pbndC"
+    for fn in (P.batch_replies_py, P.batch_replies):
+        assert fn(buf, 0, len(buf), b"p", b"b", b"n", b"dC") == want
+
+
 def _row_cases(rng: random.Random):
     """(row, columns, codes, encoders): a generated one-row result as the point read
     gives it (Python values per column), with the encoders and codes of its column types

@@ -108,6 +108,7 @@ Execute would have left it. tests/wire/test_pipelined_batch.py compares both pat
 
 from __future__ import annotations
 
+import operator
 import struct
 
 import numpy as np
@@ -267,12 +268,15 @@ def point_read(be, stmt, fields: tuple, end: int):
         plan = _point_plan(stmt, fields[4], fast, describe)
         if plan is None:
             return None
-        # a key parameter of another type converts in the session's TimeZone (a
-        # timestamptz for a TIMESTAMP key is read as its local time there)
-        with session_time_zone(be.session.time_zone):
-            key = fast.key_values(params)
+        # a key of plain values (ints, strs) as it is; a key parameter of another type
+        # converts in the session's TimeZone (a timestamptz for a TIMESTAMP key is read
+        # as its local time there)
+        key = fast.plain_key(params)
         if key is None:
-            return None
+            with session_time_zone(be.session.time_zone):
+                key = fast.key_values(params)
+            if key is None:
+                return None
         row = table.lookup_now(key, fast.columns or None)
         if row is NOT_NOW:
             return None             # it would wait (a tablet to open, an ALTER): the pool
@@ -581,24 +585,13 @@ def _batch(be, stmt, first: tuple, items: list, run):
     if done == 0:
         be.batch_off = True     # nothing applied: the Bind again, the ordinary way
         return
-    # replies for the applied items, in order; they are consumed
+    # replies for the applied items' frames ([Parse] Bind [Describe] Execute each), in
+    # order, made in one piece (`protocol.batch_replies`, compiled); they are consumed
     tag = P.command_complete(StatementResult(result.command, rowcount=1).tag())
-    buf, p = be.inbuf, be.rpos
-    send = be.send
-    for rel_end, _ in items[:done]:
-        end = be.rpos + rel_end
-        while p < end:           # the item's frames: [Parse] Bind [Describe] Execute
-            kind = buf[p]
-            if kind == 80:
-                send(_PARSE_COMPLETE)
-            elif kind == 66:
-                send(_BIND_COMPLETE)
-            elif kind == 68:
-                send(_NO_DATA)
-            else:
-                send(tag)
-            p += 1 + _I32.unpack_from(buf, p + 1)[0]
-    be.rpos = p
+    end = be.rpos + items[done - 1][0]
+    be.send(P.batch_replies(be.inbuf, be.rpos, end, _PARSE_COMPLETE, _BIND_COMPLETE,
+                            _NO_DATA, tag))
+    be.rpos = end
     be.drop_portals(lambda x: x.name == first[0])
     last = StatementResult(result.command, rowcount=1)
     be.portals[first[0]] = Portal(first[0], stmt,
@@ -621,6 +614,9 @@ _DATE_DAYS = (-730119, 2921939)              # 0001-01-01 .. 9999-12-31
 _TS_US = (_DATE_DAYS[0] * 86_400_000_000, (_DATE_DAYS[1] + 1) * 86_400_000_000 - 1)
 
 
+_FORMATS, _VALUES, _RESULTS = (operator.itemgetter(i) for i in (2, 3, 4))   # Bind fields
+
+
 def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
     """The runs' parameters (Bind fields tuples, `protocol.decode_bind`'s) as one column
     per parameter (a pyarrow Array, or a list of Python values where a column is decoded
@@ -635,18 +631,24 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
     by the compiled decoder (`params.numeric_column`: Decimals, value by value in C)."""
     n = len(first_params)
     first = binds[0]
-    shape = (first[2], len(first[3]), first[4])
     count = len(binds)
-    for j, b in enumerate(binds):
-        if (b[2], len(b[3]), b[4]) != shape:
-            count = j
-            break
+    # the shapes compared without a Python loop (a set of the (formats, count, result
+    # formats) triples); only when they differ is the first that differs looked for
+    if len(set(zip(map(_FORMATS, binds), map(len, map(_VALUES, binds)),
+                   map(_RESULTS, binds)))) > 1:
+        shape = (first[2], len(first[3]), first[4])
+        for j, b in enumerate(binds):   # a loop per Bind: where the first other shape is
+            if (b[2], len(b[3]), b[4]) != shape:
+                count = j
+                break
     pf = first[2]
     fmts = [0] * n if not pf else ([pf[0]] * n if len(pf) == 1 else list(pf))
     oids = list(stmt.param_oids) + [0] * max(0, n - len(stmt.param_oids))
+    # the values by parameter: the Binds' value tuples transposed (by zip, in C)
+    by_param = list(zip(*map(_VALUES, binds[:count]))) if n == len(first[3]) else None
     columns = []
     for i in range(n):
-        raw = [b[3][i] for b in binds[:count]]
+        raw = by_param[i] if by_param is not None else [b[3][i] for b in binds[:count]]
         arrow = stmt.param_types[i] if stmt.described else None
         oid = oids[i]
         if oid in (0, T.UNKNOWN) and arrow is not None:
@@ -666,7 +668,7 @@ def decode_columns(stmt, binds: list, first_params: list) -> tuple[list, int]:
     return [c[:count] for c in columns], count
 
 
-def _binary_column(raw: list, oid: int):
+def _binary_column(raw, oid: int):
     """A column of binary-format values of type `oid` as an Arrow array, or None when it
     takes the value-by-value path (another type, a value of the wrong size, a date or
     timestamp outside Python's range, bad UTF-8: that path reports the error)."""

@@ -19,8 +19,9 @@ StartupMessage; SSLRequest, GSSENCRequest and CancelRequest keep it in the start
 phase (a client may send a CancelRequest after an SSLRequest was answered `N`, as
 asyncpg does).
 
-`scan` and `decode_bind` are compiled (native/_wire.pyx) when the compiled core is built;
-`scan_py` and `decode_bind_py` here are their twins and specification, and take every
+`scan`, `decode_bind`, `scan_run` and `batch_replies` are compiled (native/_wire.pyx)
+when the compiled core is built; `scan_py`, `decode_bind_py`, `scan_run_py` and
+`batch_replies_py` here are their twins and specification, and take every
 case the kernels hand back (errors included). docs/compiled-core.md.
 
 Contract for bad input: the decoder never raises anything but `ProtocolViolation`. A
@@ -494,19 +495,44 @@ def scan_run_py(buf, p: int, fields, bind_end: int, portal: str, statement: str,
     return True
 
 
+def batch_replies_py(buf, p: int, end: int, parse_complete: bytes, bind_complete: bytes,
+                     no_data: bytes, done: bytes) -> bytes:
+    """The replies of a pipelined batch's applied items (wire/fastpath.py `_batch`), one
+    per frame of `buf[p:end]` - whole frames, as `scan_run` found them - in order:
+    `parse_complete` for a Parse, `bind_complete` for a Bind, `no_data` for a Describe,
+    `done` (the CommandComplete) for anything else (the Execute), as one bytes object.
+    A frame that does not lie within the span raises ProtocolViolation."""
+    out = []
+    q = p
+    while q < end:       # a loop per frame: the twin of the compiled kernel
+        if end - q < 5:
+            raise ProtocolViolation("a frame runs past the batch")
+        n = _I32.unpack_from(buf, q + 1)[0]
+        if n < 4 or end - q - 1 < n:
+            raise ProtocolViolation("a frame runs past the batch")
+        kind = buf[q]
+        out.append(parse_complete if kind == 80 else bind_complete if kind == 66 else
+                   no_data if kind == 68 else done)
+        q += 1 + n
+    return b"".join(out)
+
+
 # the compiled twins (native/_wire.pyx) when built: same answers, errors handed back to
 # the functions above (docs/compiled-core.md)
 _native = native.load("_wire")
 if _native is not None:
     _native.fallback(scan_py, decode_bind_py)
     _native.fallback_run(scan_run_py)
+    _native.fallback_replies(batch_replies_py)
     scan = _native.scan
     decode_bind = _native.decode_bind
     scan_run = _native.scan_run
+    batch_replies = _native.batch_replies
 else:
     scan = scan_py
     decode_bind = decode_bind_py
     scan_run = scan_run_py
+    batch_replies = batch_replies_py
 
 
 class FrontendDecoder:

@@ -63,7 +63,7 @@ def _compare(database, sql, warm, cases):
     return cached
 
 
-@pytest.mark.parametrize("sql, warm, cases", [
+CASES = [
     ("SELECT v, s FROM kv WHERE k = $1", [1], [[2], [3], [4], [None], [2 ** 70], ["3"]]),
     ("SELECT * FROM kv WHERE k = $1", [1], [[1], [2], [99]]),
     ("SELECT s AS x, v AS y, s AS z FROM kv WHERE $1 = k", [1], [[2], [3]]),
@@ -80,9 +80,43 @@ def _compare(database, sql, warm, cases):
      [dt.datetime(2024, 1, 1, 10), 1], [[dt.datetime(2024, 1, 1, 10), 2]]),
     ("SELECT k, d FROM kv WHERE k = $1 AND d = $2", [1, decimal.Decimal("1.50")],
      [[3, decimal.Decimal("3.25")], [3, decimal.Decimal("3.00")]]),
-])
+    ("SELECT v, d FROM kv WHERE k = $1", [1], [[1], [2], [True], [1.0], [2 ** 63],
+                                              [-2 ** 63], [decimal.Decimal("3")]]),
+    ("SELECT host, metric, ts, val FROM comp WHERE host = $1 AND ts = $2 AND metric = $3",
+     ["h1", dt.datetime(2024, 1, 1, 10), 1],
+     [["h1", "2024-01-01 10:00:00", 2], ["h2", dt.date(2025, 6, 1), 1],
+      ["h1", dt.datetime(2024, 1, 1, 10, tzinfo=dt.timezone.utc), 1], [5, None, 1]]),
+]
+
+
+@pytest.mark.parametrize("sql, warm, cases", CASES)
 def test_point_reads_answer_like_the_planner(database, sql, warm, cases):
     _compare(database, sql, warm, cases)
+
+
+@pytest.mark.parametrize("sql, warm, cases",   # (`AND d = $2`: no point read)
+                         [c for c in CASES if "AND d =" not in c[0]])
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
+def test_execute_point_answers_like_the_planner(database, sql, warm, cases, zone):
+    """`Session.execute_point` (plain columns and a key of plain values without a clock
+    or zone, everything else under both): where it answers, what a fresh plan answers;
+    in another TimeZone too (a timestamptz key parameter is read in it)."""
+    cached = database.session()
+    cached.execute(f"SET TIME ZONE '{zone}'")
+    cached.execute(sql, warm)
+    answered = 0
+    for params in [warm] + cases:
+        fresh = database.session()
+        fresh.execute(f"SET TIME ZONE '{zone}'")
+        try:
+            r = cached.execute_point(sql, params)
+            got = None if r is None else (r.table.schema, r.table.to_pylist())
+        except SqlError as e:
+            got = e.sqlstate
+        if got is not None:
+            answered += 1
+            assert got == _answer(fresh, sql, params), params
+    assert answered
 
 
 def test_a_full_key_equality_is_compiled_and_other_shapes_are_not(database):

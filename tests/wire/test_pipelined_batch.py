@@ -268,3 +268,30 @@ def test_asyncpg_executemany_numeric_batched_equals_one_by_one(pair):
     fast, slow = (asyncio.run(run(s)) for s in pair)
     assert fast == slow
     assert fast[0].count("ok") >= 6 and len(fast[1]) > 300
+
+
+def test_decode_columns_stops_at_the_first_bind_of_another_shape():
+    """`fastpath.decode_columns` covers the Binds before the first whose formats, value
+    count or result formats differ from the first Bind's, and gives each parameter's
+    values in order (the shapes are compared as a set, the values transposed by zip)."""
+    import types
+
+    import pyarrow as pa
+
+    from wire.fastpath import decode_columns
+    stmt = types.SimpleNamespace(param_oids=[INT8, TEXT], described=True,
+                                 param_types=[pa.int64(), pa.string()])
+
+    def b(k, s, formats=(1,), results=()):
+        return ("", "", formats, (struct.pack("!q", k), s), results)
+    binds = [b(1, b"a"), b(2, None), b(3, b"c")]
+    odd = [b(4, b"d", formats=(0,)), ("", "", (1,), (struct.pack("!q", 5),), ()),
+           b(6, b"f", results=(1,))]
+    cols, n = decode_columns(stmt, binds, [1, "a"])
+    assert n == 3 and [c.to_pylist() for c in cols] == [[1, 2, 3], ["a", None, "c"]]
+    for other in odd:
+        for at in (1, 2):
+            run = binds[:at] + [other] + binds[at:]
+            cols, n = decode_columns(stmt, run, [1, "a"])
+            assert n == at, (other, at)
+            assert [c.to_pylist() for c in cols] == [[1, 2][:at], ["a", None][:at]]
