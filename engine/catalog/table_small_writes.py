@@ -44,7 +44,10 @@ class SmallWrites:
         """`Table.write` of `rows` on the small-write path, or None (nothing done). If an
         ALTER TABLE switched a tablet's schema between prepare and apply, that share is
         written the general way (`_share`)."""
-        finish = self.write_deferred(ops, rows)
+        finish = self._write_one(ops, rows, False) if type(rows) is dict and (
+            type(ops) is OpType or type(ops) is int) else _GENERAL
+        if finish is _GENERAL:
+            finish = self.write_deferred(ops, rows)
         return None if finish is None else finish()
 
     def write_deferred(self, ops, rows, never_block: bool = False):
