@@ -34,9 +34,9 @@ and offset: silently skipping an acknowledged write would be data loss.
 Preallocation. The segment being written is extended ahead of its records in steps of
 PREALLOC_BYTES (`posix_fallocate`), and records are written into that space, so a commit's
 fsync does not change the file's size: with the size unchanged, the file system has no
-inode update to journal on most fsyncs (measured on this machine's ext4: ~55 us of CPU
-and ~0.2 ms per single-record fsync, against ~110 us and 0.6-2.5 ms when every append
-grew the file; /work/bench-data numbers in docs/wire.md, "Issue 25, the write path (fifth
+inode update to journal on most fsyncs (measured on this machine's ext4, one record
+appended and fsynced at a time: 119 us of CPU and 0.81 ms per record against 166 us and
+1.36 ms when every append grew the file; docs/wire.md, "Issue 25, the write path (fifth
 pass)"). The allocated space reads as zeros, which reading treats as the unsynced tail a
 crash leaves (below): the last segment's zeros are truncated away at recovery. A segment is
 cut back to its records when the log rolls past it or closes, so a sealed segment never
@@ -570,7 +570,7 @@ class Log:
                 off = len(MAGIC)
                 while off + _REC.size <= len(data):
                     n, _ = _REC.unpack_from(data, off)
-                    if off + _REC.size + n > len(data):
+                    if off + _REC.size + n > len(data) or n < _ENTRY.size:  # or zeros
                         break
                     if _ENTRY.unpack_from(data, off + _REC.size)[1] > index:
                         break

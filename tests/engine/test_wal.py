@@ -1059,3 +1059,18 @@ def test_append_write_is_append_of_a_write_entry(tmp_path):
     with open(pa_, "rb") as fa, open(pb, "rb") as fb:
         assert fa.read() == fb.read()
     assert read_all(tmp_path / "b") == entries
+
+
+@pytest.mark.parametrize("keep", [0, 7, 20])
+def test_truncate_after_in_a_preallocated_segment(tmp_path, keep):
+    """Raft's suffix cut in the segment being written (preallocated: zeros after its
+    records) keeps entries up to `keep`, and later appends follow them, not the zeros."""
+    log, entries = _open_log(tmp_path, 20)
+    log.truncate_after(keep)
+    new = [entry(i, size=33) for i in range(keep + 1, keep + 4)]
+    for e in new:
+        log.append(e)
+        log.wait_durable(e.index)
+    assert log.read_range(1, 100) == entries[:keep] + new
+    log.close()
+    assert read_all(tmp_path) == entries[:keep] + new
