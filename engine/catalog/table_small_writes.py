@@ -182,12 +182,10 @@ class SmallWrites:
                 return _GENERAL
             columns.append(c)
             row.append(v[0])
-        table = self.table
-        cat = table.catalog
-        pin = getattr(cat, "pin_tablet", None)
-        if pin is None or not columns:
+        if not columns:
             return _GENERAL
-        meta = cat.table_metadata(table.id)
+        table = self.table
+        meta = table.metadata
         schema = meta.schema
         cached = self._keys
         try:
@@ -203,9 +201,10 @@ class SmallWrites:
             return None
         if part < 0:
             return None                  # NO_PARTITION: the general path reports it
-        slot = pin(meta, meta.tablet_ids[part])
+        slot = table.pin_partition(meta, part)
         if slot is None:
             return _GENERAL
+        unpin = table.unpin
         try:
             t = slot.tablet()
             prep = getattr(t, "prepare_small", None)
@@ -215,24 +214,24 @@ class SmallWrites:
             prepared = None if prep is None else prep(
                 ops, names, [row], None if enc is None else [enc])
             if prepared is None:
-                cat.unpin_tablet(slot)
+                unpin(slot)
                 return None
             fin = t.apply_small_deferred(prepared, never_block=never_block)
             if fin is BUSY:
-                cat.unpin_tablet(slot)
+                unpin(slot)
                 return None
             if fin is None:          # an ALTER TABLE meanwhile: the general way (rare)
                 fin = t.write_deferred(np.asarray(ops, dtype=np.int8),
                                        _share(rows, columns, [row], _ONE, ren))
         except BaseException:
-            cat.unpin_tablet(slot)
+            unpin(slot)
             raise
 
         def finish():
             try:
                 r = fin()
             finally:
-                cat.unpin_tablet(slot)
+                unpin(slot)
             return merge_results([(slot, _ONE, r)], [])
         return finish
 
