@@ -118,10 +118,12 @@ class HybridClock(Clock):
         self._warned = float("-inf")  # monotonic time of the last far-ahead warning
 
     def now(self) -> Timestamp:
-        phys = from_micros(self._wall() // 1000)
+        # from_micros in line: every write op asks (Tablet.start_op)
+        phys = (self._wall() // 1000) << LOGICAL_BITS
         with self._lock:
-            self._last = max(self._last + 1, phys)
-            return self._last
+            last = self._last + 1
+            self._last = last = phys if phys > last else last
+            return last
 
     def update(self, ts: Timestamp) -> None:
         ahead_us = physical_micros(ts) - self._wall() // 1000

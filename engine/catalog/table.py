@@ -318,6 +318,19 @@ class Table:
                                   zip(pending, results)], errs)
         return finish_all
 
+    def pin_partition(self, meta, part: int):
+        """A pin (`TableCatalog.pin_tablet`) on the open tablet of partition `part` under
+        `meta`, or None (nothing taken): a catalog without pins, `meta` no longer
+        current, a DDL under way, the tablet not open. Give it back with `unpin`. The
+        small writes' one-row path (table_small_writes.py `_write_one`) holds its
+        tablet so, as `_hold` does for a write routed to one tablet."""
+        pin = getattr(self.catalog, "pin_tablet", None)
+        return None if pin is None else pin(meta, meta.tablet_ids[part])
+
+    def unpin(self, slot) -> None:
+        """Give back a `pin_partition` pin."""
+        self.catalog.unpin_tablet(slot)
+
     def _hold(self, route):
         """(metadata, Routed, shares, release): the tablets `route(meta)` picks under the
         current metadata held until `release()`, shares = [(tablet handle, row indexes)]

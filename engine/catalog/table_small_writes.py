@@ -3,7 +3,10 @@
 `Table.write` (table.py) asks its `SmallWrites` first for every write that is not
 in-order; `write` returns None, having done nothing, when the write is not for this path.
 It is a strategy of the Table's one write pipeline (write_pipeline.py): its route and
-apply run inside `Table.run_write_deferred`. Rows are routed one by one on their keys as
+apply run inside `Table.run_write_deferred`, except that a one-row dict write to one open
+tablet (every front end's key write and single-row insert) does the same steps in line
+(`SmallWrites._write_one`: pin, prepare, apply, a finisher that waits, unpins and merges)
+to spare the pipeline's closures. Rows are routed one by one on their keys as
 given (which must be plain Python values of the key columns' types:
 engine/tablet/small_write.py), as `Table.lookup` routes (`PartitionSchema.route_key`,
 whose encoding of the whole key is handed to the tablet, which then does not encode it
@@ -23,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
-from engine.catalog.write_pipeline import Routed
+from engine.catalog.write_pipeline import Routed, merge_results
 from engine.tablet.small_write import SMALL_MAX_ROWS, Ineligible, value_converter
 from engine.tablet.tablet_write import BUSY
 from engine.tablet.write_op import OpType
@@ -44,7 +47,10 @@ class SmallWrites:
         """`Table.write` of `rows` on the small-write path, or None (nothing done). If an
         ALTER TABLE switched a tablet's schema between prepare and apply, that share is
         written the general way (`_share`)."""
-        finish = self.write_deferred(ops, rows)
+        finish = self._write_one(ops, rows, False) if type(rows) is dict and (
+            type(ops) is OpType or type(ops) is int) else _GENERAL
+        if finish is _GENERAL:
+            finish = self.write_deferred(ops, rows)
         return None if finish is None else finish()
 
     def write_deferred(self, ops, rows, never_block: bool = False):
@@ -54,6 +60,10 @@ class SmallWrites:
         exactly once, soon, and may be called on another thread. `never_block` (a caller
         on an event loop): None, having done nothing, when the first tablet is busy
         (memory back-pressure, its write lock held by maintenance) rather than wait."""
+        if type(rows) is dict and (type(ops) is OpType or type(ops) is int):
+            done = self._write_one(ops, rows, never_block)   # one row, one pinned tablet
+            if done is not _GENERAL:
+                return done
         if isinstance(rows, (pa.Table, pa.RecordBatch)):
             n = rows.num_rows
             if not 0 < n <= SMALL_MAX_ROWS:
@@ -154,8 +164,80 @@ class SmallWrites:
         except Ineligible:
             return None
 
+    def _write_one(self, op, rows: dict, never_block: bool):
+        """`write_deferred` of a one-row dict of one-element lists routed to one open
+        tablet: the write pipeline's steps (`Table.run_write_deferred`: hold, prepare and
+        apply the share, a finisher that waits, releases and merges) done in line, with
+        no route / apply closures, `Routed` or row lists - the key write and the
+        single-row insert of every front end are this. The tablet's part is the same
+        `prepare_small` / `apply_small_deferred` as any small write's (where each row's
+        key state is decided: small_write.py `apply_small`). Returns what
+        `write_deferred` returns, or _GENERAL, having done nothing, for anything else
+        (more rows, a catalog without pins, a tablet not open, a DDL under way), which
+        the general small route then takes."""
+        columns = []
+        row = []
+        for c, v in rows.items():    # a loop per column: one row of a few values
+            if (type(v) is not list and type(v) is not tuple) or len(v) != 1:
+                return _GENERAL
+            columns.append(c)
+            row.append(v[0])
+        if not columns:
+            return _GENERAL
+        table = self.table
+        meta = table.metadata
+        schema = meta.schema
+        cached = self._keys
+        try:
+            if cached is None or cached[0] is not schema or cached[1] != columns:
+                try:
+                    pos = [columns.index(k) for k in schema.key_names]
+                except ValueError:
+                    raise Ineligible from None
+                cached = self._keys = (schema, columns, list(zip(
+                    pos, [value_converter(k) for k in schema.key_columns])))
+            part, enc = meta.partition_schema.route_key(_key(row, cached[2]))
+        except (Ineligible, errors.EngineError):   # the general path's, as route's
+            return None
+        if part < 0:
+            return None                  # NO_PARTITION: the general path reports it
+        slot = table.pin_partition(meta, part)
+        if slot is None:
+            return _GENERAL
+        unpin = table.unpin
+        try:
+            t = slot.tablet()
+            prep = getattr(t, "prepare_small", None)
+            ren = slot.column_renames(schema)
+            names = [ren.get(c, c) for c in columns] if ren else columns
+            ops = [int(op)]
+            prepared = None if prep is None else prep(
+                ops, names, [row], None if enc is None else [enc])
+            if prepared is None:
+                unpin(slot)
+                return None
+            fin = t.apply_small_deferred(prepared, never_block=never_block)
+            if fin is BUSY:
+                unpin(slot)
+                return None
+            if fin is None:          # an ALTER TABLE meanwhile: the general way (rare)
+                fin = t.write_deferred(np.asarray(ops, dtype=np.int8),
+                                       _share(rows, columns, [row], _ONE, ren))
+        except BaseException:
+            unpin(slot)
+            raise
+
+        def finish():
+            try:
+                r = fin()
+            finally:
+                unpin(slot)
+            return merge_results([(slot, _ONE, r)], [])
+        return finish
+
 
 _ONE = (0,)      # the row indexes of a one-row write's one share
+_GENERAL = object()   # `_write_one`: nothing done, not its case
 
 
 def _key(row, key_convs) -> list:

@@ -93,10 +93,17 @@ class MvccManager:
 
     def commit_op(self, ts: Timestamp) -> None:
         with self._lock:
-            self._in_flight.remove(ts)
-            self._last_committed = max(self._last_committed, ts)
-            self._committed_above.add(ts)
-            self._prune()
+            in_flight = self._in_flight
+            in_flight.remove(ts)
+            if ts > self._last_committed:
+                self._last_committed = ts
+            if in_flight:                # `_prune` after adding ts, in line: every write
+                low = min(in_flight)
+                self._committed_above = {t for t in self._committed_above if t > low}
+                if ts > low:
+                    self._committed_above.add(ts)
+            elif self._committed_above:
+                self._committed_above.clear()
             if self._waiters:
                 self._cond.notify_all()
 

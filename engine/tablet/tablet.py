@@ -69,7 +69,7 @@ import pyarrow.compute as pc
 from engine import errors
 from engine.cfile.block_cache import BlockCache
 from engine.clock import Clock, HybridClock, from_micros, physical_micros
-from engine.consensus.log import WRITE, Log, LogEntry
+from engine.consensus.log import Log
 from engine.convert import python_converter
 from engine.config import TabletConfig
 from engine.key_encoding import (
@@ -318,7 +318,7 @@ class Tablet:
         if index is None:
             index = self.log.next_index()
             try:
-                self.log.append(LogEntry(0, index, ts, WRITE, body))
+                self.log.append_write(index, ts, body)
             except BaseException:
                 # not in the log, so never applied: an op left in flight would hold back
                 # safe time (and a flush waiting for every op in flight) for good

@@ -32,7 +32,8 @@ import pytest
 
 from engine import errors
 from engine.clock import HybridClock
-from engine.consensus.log import JOIN_MAX_BYTES, MAGIC, WRITE, Log, LogEntry, _segment_name
+from engine.consensus.log import (JOIN_MAX_BYTES, MAGIC, WRITE, Log, LogEntry,
+                                  _segment_name)
 from engine.schema import ColumnSchema, Schema
 from engine.tablet import Tablet, TabletConfig
 from engine.types import DataType
@@ -56,7 +57,7 @@ def write_log(path, entries, segment_bytes=1 << 20, sync="never") -> list[tuple[
     for e in entries:
         log.append(e)
         seg = log.segments()[-1][1]
-        where.append((seg, os.path.getsize(seg) - len(e.encode())))
+        where.append((seg, log.segment_tail - len(e.encode())))
     log.close()
     return where
 
@@ -491,6 +492,89 @@ def _expect_corruption(d, seg, off):
         read_all(d)
     msg = str(ei.value)
     assert os.path.basename(seg) in msg and f"offset {off}" in msg, msg
+
+
+# -- preallocation ----------------------------------------------------------------------
+def _open_log(path, n, segment_bytes=1 << 20, size=40):
+    """An open log (not closed: as a crash leaves it) holding entries 1..n."""
+    log = Log(str(path), "commit", segment_bytes)
+    log.open_for_append(1)
+    entries = [entry(i, size=size) for i in range(1, n + 1)]
+    for e in entries:
+        log.append(e)
+        log.wait_durable(e.index)
+    return log, entries
+
+
+def test_preallocated_segment_is_cut_to_its_records(tmp_path):
+    """The segment being written is preallocated ahead of its records; size_bytes counts
+    records; a rolled or closed segment is exactly its records."""
+    log, entries = _open_log(tmp_path, 30, segment_bytes=600)
+    segs = log.segments()
+    assert len(segs) > 2
+    cur = segs[-1][1]
+    assert os.path.getsize(cur) > log.segment_tail
+    sealed = sum(os.path.getsize(p) for _, p in segs[:-1])
+    assert sealed == sum(len(e.encode()) for e in entries) - (log.segment_tail - len(MAGIC)) \
+        + len(MAGIC) * (len(segs) - 1)
+    assert log.size_bytes() == sealed + log.segment_tail
+    assert log.read_range(1, 30) == entries        # an open log reads up to its zeros
+    log.close()
+    assert os.path.getsize(cur) == log.segment_tail
+    assert read_all(tmp_path) == entries
+
+
+def test_crash_with_preallocated_tail_keeps_every_record(tmp_path):
+    """A copy of an open log (a crash: the last segment ends in preallocated zeros) reads
+    back every record, drops the zeros, and takes appends after them."""
+    log, entries = _open_log(tmp_path / "src", 20)
+    assert os.path.getsize(log.segments()[-1][1]) == 1 << 20     # capped at segment_bytes
+    d = tmp_path / "crash"
+    shutil.copytree(tmp_path / "src", d)
+    seg = os.path.join(d, os.path.basename(log.segments()[-1][1]))
+    tail = log.segment_tail
+    log.close()
+    assert os.path.getsize(seg) > tail
+    again = Log(str(d), "commit")
+    assert list(again.read_from(1)) == entries
+    assert os.path.getsize(seg) == tail
+    again.open_for_append(21)
+    again.append(entry(21))
+    again.wait_durable(21)
+    again.close()
+    assert read_all(d) == entries + [entry(21)]
+
+
+@pytest.mark.parametrize("which", [0, 3, 19])
+def test_damaged_record_before_preallocated_zeros_is_corruption(tmp_path, which):
+    """Records after a damaged one, then preallocated zeros: corruption, not a torn tail
+    (the zeros must not hide the acknowledged records after the damage)."""
+    log, entries = _open_log(tmp_path / "src", 20)
+    off = len(MAGIC) + sum(len(e.encode()) for e in entries[:which])
+    d = tmp_path / "crash"
+    shutil.copytree(tmp_path / "src", d)
+    seg = os.path.join(d, os.path.basename(log.segments()[-1][1]))
+    log.close()
+    flip(seg, off + REC_HEADER + 30)
+    size = os.path.getsize(seg)
+    if which == 19:       # the last record: a torn tail, dropped
+        assert read_all(d) == entries[:-1]
+        return
+    _expect_corruption(d, seg, off)
+    assert os.path.getsize(seg) == size
+
+
+def test_log_without_preallocation(tmp_path, monkeypatch):
+    """A file system that cannot preallocate (EOPNOTSUPP): the log writes without it."""
+    import errno as _errno
+
+    def refuse(fd, off, n):
+        raise OSError(_errno.EOPNOTSUPP, "not supported")
+    monkeypatch.setattr(os, "posix_fallocate", refuse)
+    log, entries = _open_log(tmp_path, 10)
+    assert os.path.getsize(log.segments()[-1][1]) == log.segment_tail
+    log.close()
+    assert read_all(tmp_path) == entries
 
 
 @pytest.mark.parametrize("segment_bytes", [1 << 20, 200])
@@ -957,3 +1041,36 @@ def test_inject_eio_over_rpc_needs_the_environment_flag(monkeypatch):
     finally:
         RpcServer._failpoint({"inject_eio": None})
     assert fs.injected_eio() is None
+
+
+def test_append_write_is_append_of_a_write_entry(tmp_path):
+    """`append_write` (the local write path's) writes the bytes `append(LogEntry(0, i, ts,
+    WRITE, body))` writes: the two logs are byte-identical, and read back as those entries."""
+    entries = [entry(i, size=n) for i, n in enumerate([0, 1, 90, 5000, JOIN_MAX_BYTES + 1], 1)]
+    a, b = Log(str(tmp_path / "a"), "never"), Log(str(tmp_path / "b"), "never")
+    for log in (a, b):
+        log.open_for_append(1)
+    for e in entries:
+        a.append(e)
+        b.append_write(e.index, e.timestamp, e.body)
+    a.close()
+    b.close()
+    (pa_,), (pb,) = [[p for _, p in log.segments()] for log in (a, b)]
+    with open(pa_, "rb") as fa, open(pb, "rb") as fb:
+        assert fa.read() == fb.read()
+    assert read_all(tmp_path / "b") == entries
+
+
+@pytest.mark.parametrize("keep", [0, 7, 20])
+def test_truncate_after_in_a_preallocated_segment(tmp_path, keep):
+    """Raft's suffix cut in the segment being written (preallocated: zeros after its
+    records) keeps entries up to `keep`, and later appends follow them, not the zeros."""
+    log, entries = _open_log(tmp_path, 20)
+    log.truncate_after(keep)
+    new = [entry(i, size=33) for i in range(keep + 1, keep + 4)]
+    for e in new:
+        log.append(e)
+        log.wait_durable(e.index)
+    assert log.read_range(1, 100) == entries[:keep] + new
+    log.close()
+    assert read_all(tmp_path) == entries[:keep] + new
