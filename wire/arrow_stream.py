@@ -36,13 +36,18 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
     put       table, mode (insert | upsert)                   {"rows", "applied", "failed",
                                                                "failed_by_code", "errors"}
     timestamp table                                           {"timestamp"}
+    locate    table?  (a master's endpoint, and only there:   {"endpoints": [host:port,
+              `master_endpoint`)                                ...], "table_id"?,
+                                                               "tablets"?: [{"tablet_id",
+                                                               "endpoints"}, ...]}
 
 A scan that fails after its stream started ends the stream (end-of-stream marker) and
 reports the error in the trailer, so the client never takes a cut-short stream for the
 whole tablet. Errors carry the engine's SQLSTATE and message (42P01 for a missing table,
 22023 for a snapshot older than the history kept, ...). Like Flight: no authentication
 or TLS, so `kudusql serve` binds it to loopback only. On a cluster every tablet server
-serves it over the client library (`cluster_endpoint`).
+serves it over the client library (`cluster_endpoint`), and a master serves `locate`
+alone (`master_endpoint`): how a client holding no cluster secret finds them.
 """
 
 from __future__ import annotations
@@ -416,14 +421,7 @@ def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServ
     the client library even when this server holds a replica (one loopback RPC hop: the
     scan is fault tolerant and reads followers safely at T the way every cluster scan
     does); no authentication, so it binds to loopback only, as Flight does."""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise errors.InvalidArgument(
-            f"the Arrow stream endpoint has no authentication; it serves on a loopback "
-            f"address only, not {host}")
+    _require_loopback(host)
     addrs: dict[str, str] = {}
     lock = threading.Lock()
 
@@ -451,6 +449,70 @@ def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServ
     server = ArrowStreamServer(_CatalogDB(catalog), host, port, locate=locate,
                                ordered_scans=ordered).start()
     log.info("Arrow IPC stream endpoint of tablet server %s on %s", own, server.address)
+    return server
+
+
+def _require_loopback(host: str) -> None:
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise errors.InvalidArgument(
+            f"the Arrow stream endpoint has no authentication; it serves on a loopback "
+            f"address only, not {host}")
+
+
+class MasterStreamServer(ArrowStreamServer):
+    """A master's endpoint (`master_endpoint`): `locate` only."""
+
+    def __init__(self, master, host: str, port: int):
+        super().__init__(None, host, port)
+        self.master = master
+
+    def answer(self, req: dict, rfile, wfile, sock=None) -> None:
+        try:
+            if req.get("op") != "locate":
+                raise errors.NotSupported(
+                    f"a master's Arrow stream endpoint answers \"locate\" only, not "
+                    f"{req.get('op')!r}: plan, scan and put at the tablet servers' endpoints "
+                    f"it names")
+            p = {"table": req["table"]} if req.get("table") else {}
+            out = self._leader_locate(p)
+        except (ConnectionError, BrokenPipeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - boundary: the client gets SQLSTATE + text
+            wfile.write(_frame(ERROR, error_json(e)))
+            return
+        wfile.write(_frame(OK, out))
+
+    def _leader_locate(self, p: dict) -> dict:
+        """The leader master's `stream_locate`: this master's own if it leads, else the
+        leader's over RPC (a follower hears no heartbeats, so it cannot answer itself)."""
+        from engine.rpc.rpc import RemoteError
+        m = self.master
+        try:
+            return m.stream_locate(p)
+        except RemoteError as e:
+            leader = e.leader_uuid
+            if not leader or leader == m.addr:
+                raise RemoteError(f"master {m.addr} is not the leader master and knows no "
+                                  f"leader yet; retry") from None
+        return m.rpc_client.call(leader, "stream_locate", p, timeout_s=5)
+
+
+def master_endpoint(master, host: str, port: int) -> ArrowStreamServer:
+    """The endpoint beside a master's RPC (`kudusql master --arrow-port`): it answers
+    `locate` ({"table"?}) with the tablet servers' Arrow stream endpoints the master
+    knows from their heartbeats, and per tablet of the table the endpoints of its
+    replicas' servers, leader first (`Master.stream_locate`); a follower master asks the
+    leader over RPC and relays its answer. Why a master and not the tablet servers alone:
+    a client given the masters (Spark's "masters" option) finds the live tablet servers
+    without the cluster secret, which the masters' RPC requires; the answer holds only
+    addresses and tablet ids. Loopback only, like every endpoint here."""
+    _require_loopback(host)
+    server = MasterStreamServer(master, host, port).start()
+    log.info("Arrow IPC stream endpoint of master %s on %s", master.addr, server.address)
     return server
 
 
