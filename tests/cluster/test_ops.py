@@ -216,6 +216,8 @@ def test_master_stream_endpoint_locates_tablet_servers(opscluster):
     assert status == 1 and err["sqlstate"] == "42P01", err
     status, err = call(ep, {"op": "plan", "table": "loc"})
     assert status == 1 and err["sqlstate"] == "0A000" and "locate" in err["message"]
+    with c.connect() as conn:   # the next test counts each server's replicas
+        conn.execute("DROP TABLE loc")
 
 
 def test_kill9_shows_failed_replicas_and_new_leaders(opscluster):
