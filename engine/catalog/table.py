@@ -324,9 +324,13 @@ class Table:
         in routing order. One open tablet is pinned (`TableCatalog.pin_tablet`: one
         version check, no lease object; every single-row write); anything else - several
         tablets, one not open, a DDL under way or racing, a catalog without pins - is
-        leased (`lease_tablets`, which routes again under the metadata it leases with)."""
+        leased (`lease_tablets`, which routes again under the metadata it leases with,
+        unless that is the very metadata object routed under here: metadata objects are
+        replaced, never changed, so the routing stands and a bulk write is not hashed and
+        sorted twice)."""
         cat = self.catalog
         pin = getattr(cat, "pin_tablet", None)
+        first: tuple | None = None
         if pin is not None:
             meta = cat.table_metadata(self.id)
             routed = route(meta)
@@ -335,10 +339,12 @@ class Table:
                 slot = pin(meta, meta.tablet_ids[p])
                 if slot is not None:
                     return meta, routed, [(slot, idx)], lambda: cat.unpin_tablet(slot)
+            first = (meta, routed)
         state: dict = {}
 
         def pick(meta):
-            r = state["routed"] = route(meta)
+            r = state["routed"] = first[1] if first is not None and first[0] is meta \
+                else route(meta)
             return [meta.tablet_ids[p] for p, _ in r.groups]
 
         lease = cat.lease_tablets(self.id, pick)
