@@ -69,17 +69,28 @@ final class Options implements Serializable {
     static String locate(String masters, String table) {
         com.fasterxml.jackson.databind.node.ObjectNode req = Endpoint.JSON.createObjectNode()
                 .put("op", "locate").put("table", table);
-        com.fasterxml.jackson.databind.JsonNode ans;
-        try {
-            ans = Endpoint.call(masters, req);
-        } catch (KudusqlException e) {
-            if (!"08001".equals(e.sqlstate())) {
-                throw e;
+        com.fasterxml.jackson.databind.JsonNode ans = null;
+        KudusqlException last = null;
+        // one master after the other: one that cannot be reached (08001), or a follower
+        // that cannot reach the leader now (57P03: no leader yet, the leader down), is
+        // followed by the next; any other error (42P01: no such table) is the answer
+        for (String m : masters.split(",")) {
+            try {
+                ans = Endpoint.call(m.trim(), req);
+                break;
+            } catch (KudusqlException e) {
+                if (!"08001".equals(e.sqlstate()) && !"57P03".equals(e.sqlstate())) {
+                    throw e;
+                }
+                last = e;
             }
-            throw new KudusqlException("08001", e.reason() + " (\"masters\" names the masters' "
-                    + "Arrow stream endpoints, `kudusql master --arrow-port`, arrow_port in "
-                    + "cluster.json; their RPC addresses need rpc_secret_file and the PySpark "
-                    + "source)");
+        }
+        if (ans == null) {
+            throw new KudusqlException(last.sqlstate(), "no master of " + masters
+                    + " answered; the last: " + last.reason() + " (\"masters\" names the "
+                    + "masters' Arrow stream endpoints, `kudusql master --arrow-port`, "
+                    + "arrow_port in cluster.json; their RPC addresses need rpc_secret_file "
+                    + "and the PySpark source)");
         }
         StringBuilder out = new StringBuilder();
         for (com.fasterxml.jackson.databind.JsonNode a : ans.path("endpoints")) {
