@@ -358,9 +358,17 @@ class Table:
         def route(meta) -> Routed:
             part, bad = _route(meta, table)
             routed = np.flatnonzero(part >= 0)
-            order = routed[np.argsort(part[routed], kind="stable")]
-            parts, starts = np.unique(part[order], return_index=True)
-            groups = np.split(order, starts[1:]) if len(order) else []
+            if not len(routed):
+                return Routed([], self._key_errors(meta, table, part, bad))
+            pr = part[routed]
+            # rows grouped by tablet, each group in row order: partition indexes are few,
+            # so a stable sort of them as int16 is numpy's radix sort (O(n)), and the
+            # groups' sizes come from a count, not from sorting again (np.unique)
+            counts = np.bincount(pr)
+            key = pr.astype(np.int16) if len(counts) <= np.iinfo(np.int16).max else pr
+            order = routed[np.argsort(key, kind="stable")]
+            parts = np.flatnonzero(counts)
+            groups = np.split(order, np.cumsum(counts[parts])[:-1])
             return Routed(list(zip(parts.tolist(), groups)),
                           self._key_errors(meta, table, part, bad))
 
