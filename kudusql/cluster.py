@@ -2,9 +2,9 @@
 `kudusql cluster start|stop|status` (docs/cluster.md).
 
     kudusql master  --data-dir D --rpc-addr H:P [--masters A,B,C] [--rpc-secret-file F]
-                    [--rpc-cert F --rpc-key F [--rpc-ca F]] [--http-port N]
+                    [--rpc-cert F --rpc-key F [--rpc-ca F]] [--http-port N] [--arrow-port N]
     kudusql tserver --data-dir D --rpc-addr H:P --masters A,B,C [--rpc-secret-file F]
-                    [--rpc-cert F --rpc-key F [--rpc-ca F]] [--http-port N]
+                    [--rpc-cert F --rpc-key F [--rpc-ca F]] [--http-port N] [--arrow-port N]
     kudusql serve   --masters A,B,C [--rpc-secret-file F] [--rpc-ca F] [--port N]
                     [--http-port N] [--replica-selection LEADER_ONLY|CLOSEST_REPLICA] ...
     kudusql cluster start  --data-dir D [--tservers 3] [--masters 1|3] [--port 5433]
@@ -27,6 +27,11 @@ servers get `--rpc-cert/--rpc-key` (the certificate is also the CA they trust), 
 front end `--rpc-ca` only; `cluster status`, restarts and `cluster_credentials` /
 `rpc_client_for` / `remote_catalog_for` (what tests and benchmarks use to reach a local
 cluster) follow cluster.json. The cluster secret is required on top of TLS.
+
+Arrow stream endpoints (wire/arrow_stream.py, docs/spark.md): `cluster start` gives every
+tablet server one (reads and writes for the JVM Spark connector) and every master one
+(`locate`: the tablet servers' endpoints, from their heartbeats), each on a free port of
+127.0.0.1 chosen at the first start and kept in cluster.json as `arrow_port`.
 
 HTTP: every process started by `cluster start` serves /metrics (Prometheus), /status.json
 and a status page at / on a free port of 127.0.0.1 chosen at the first start and kept in
@@ -121,11 +126,18 @@ def cmd_master(args) -> int:
                tserver_unresponsive_s=args.tserver_unresponsive_timeout,
                fsync=not args.no_fsync, http_port=args.http_port or None,
                http_host=args.http_host, tls=tls, max_clock_error_s=args.max_clock_error)
-    print(f"kudusql master {m.uuid} on {m.addr}{_tls_note(tls)}{_http_note(m.http)}",
+    stream = None
+    if args.arrow_port is not None:
+        from wire.arrow_stream import master_endpoint
+        stream = master_endpoint(m, host, args.arrow_port)
+    note = "" if stream is None else f" (Arrow stream endpoint {stream.address})"
+    print(f"kudusql master {m.uuid} on {m.addr}{_tls_note(tls)}{_http_note(m.http)}{note}",
           flush=True)
     try:
         _wait_for_signal()
     finally:
+        if stream is not None:
+            stream.shutdown()
         m.stop()
     return 0
 
@@ -365,12 +377,12 @@ def _proc_argv(data_dir: str, proc: dict, doc: dict) -> list[str]:
     tls = ["--rpc-cert", cert, "--rpc-key", os.path.join(data_dir, KEY_FILE)] \
         if doc.get("tls") else []
     d = os.path.join(data_dir, proc["name"])
+    arrow = ["--arrow-port", str(proc["arrow_port"])] if proc.get("arrow_port") else []
     if proc["role"] == "master":
         return ["master", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters", masters,
                 "--tserver-unresponsive-timeout", str(doc["tserver_unresponsive_s"])] + \
-            common + tls + timing
+            common + tls + timing + arrow
     if proc["role"] == "tserver":
-        arrow = ["--arrow-port", str(proc["arrow_port"])] if proc.get("arrow_port") else []
         return ["tserver", "--data-dir", d, "--rpc-addr", proc["addr"], "--masters",
                 masters, "--heartbeat-ms", str(doc["heartbeat_ms"])] + common + tls + timing \
             + _log_argv(doc) + arrow
@@ -492,9 +504,10 @@ def cmd_cluster_start(args) -> int:
         if not p.get("http_port") or not _port_free(p["http_port"]):
             p["http_port"] = _free_port()
         # every tablet server serves the Arrow stream endpoint (the JVM Spark connector's
-        # "endpoint" on a cluster: docs/spark.md), on a port chosen once like the HTTP one
-        if p["role"] == "tserver" and (not p.get("arrow_port")
-                                       or not _port_free(p["arrow_port"])):
+        # "endpoint" on a cluster: docs/spark.md), on a port chosen once like the HTTP one;
+        # every master serves one too, answering "locate" (the connector's "masters")
+        if p["role"] in ("tserver", "master") and (not p.get("arrow_port")
+                                                   or not _port_free(p["arrow_port"])):
             p["arrow_port"] = _free_port()
     for p in doc["processes"]:
         p["pid"] = _spawn(data_dir, p["name"], _proc_argv(data_dir, p, doc))
@@ -672,6 +685,12 @@ def add_commands(sub) -> None:
     m.add_argument("--tserver-unresponsive-timeout", type=float, default=60.0,
                    help="seconds without a heartbeat before a tablet server counts as dead "
                         "(default: %(default)s)")
+    m.add_argument("--arrow-port", type=int, default=None,
+                   help="serve an Arrow IPC stream endpoint answering \"locate\" (the tablet "
+                        "servers' endpoints; the JVM Spark connector's \"masters\", "
+                        "docs/spark.md) on this port of the RPC host, which must be a "
+                        "loopback address; off by default; `cluster start` gives every "
+                        "master one")
     _secret_arg(m)
     _tls_args(m, server=True)
     _http_args(m)

@@ -13,7 +13,11 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
               "scan":       an Arrow IPC stream of the tablet's rows, then a trailer:
                             u8 status, u32 length, JSON ({"rows"} or the error)
               "put":        (the client sends an Arrow IPC stream after the request)
-                            u32 length, JSON write summary
+                            u32 length, JSON write summary; a put that fails answers its
+                            error at once, before the stream's end, and reads the rest of
+                            the stream before it closes (bounded: `_put`), so the client
+                            reads the error rather than a reset connection; a client that
+                            sees an answer arrive mid-stream stops sending and reads it
 
     op        fields                                          answer
     schema    table [, columns]                               IPC stream, no batch
@@ -32,13 +36,18 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
     put       table, mode (insert | upsert)                   {"rows", "applied", "failed",
                                                                "failed_by_code", "errors"}
     timestamp table                                           {"timestamp"}
+    locate    table?  (a master's endpoint, and only there:   {"endpoints": [host:port,
+              `master_endpoint`)                                ...], "table_id"?,
+                                                               "tablets"?: [{"tablet_id",
+                                                               "endpoints"}, ...]}
 
 A scan that fails after its stream started ends the stream (end-of-stream marker) and
 reports the error in the trailer, so the client never takes a cut-short stream for the
 whole tablet. Errors carry the engine's SQLSTATE and message (42P01 for a missing table,
 22023 for a snapshot older than the history kept, ...). Like Flight: no authentication
 or TLS, so `kudusql serve` binds it to loopback only. On a cluster every tablet server
-serves it over the client library (`cluster_endpoint`).
+serves it over the client library (`cluster_endpoint`), and a master serves `locate`
+alone (`master_endpoint`): how a client holding no cluster secret finds them.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -71,6 +81,10 @@ SOCKET_BUFFER = 1 << 20
 # write op's worth: while one chunk is inserted the next arrives; see `read_ahead`).
 # 0: no read-ahead (the batches are read between inserts; bench/spark_load_profile --ab).
 PUT_READ_AHEAD_ROWS = PUT_CHUNK_ROWS
+# A put that fails answers its error at once and then reads and discards the rest of the
+# client's stream, up to this many bytes and seconds, before it closes (`_linger`).
+PUT_LINGER_BYTES = 256 << 20
+PUT_LINGER_S = 10.0
 
 
 def error_json(e: BaseException) -> dict:
@@ -89,7 +103,8 @@ def _read_exact(f, n: int) -> bytes:
     return b
 
 
-def read_ahead(batches, max_rows: int | None = None, name: str = "kudusql-put-read"):
+def read_ahead(batches, max_rows: int | None = None, name: str = "kudusql-put-read",
+               threads: list | None = None):
     """The batches of `batches` (an iterator reading a socket), read by a thread of their
     own up to `max_rows` (default PUT_READ_AHEAD_ROWS) rows ahead of the consumer.
 
@@ -103,8 +118,9 @@ def read_ahead(batches, max_rows: int | None = None, name: str = "kudusql-put-re
     An exception of the reading (a broken stream) is raised to the consumer after the
     batches read before it. A consumer that stops early (closes the generator, or an
     exception leaves it) tells the thread to stop at its next batch; the caller should
-    also shut the socket's reading side down so that a thread blocked in a read returns
-    (`ArrowStreamServer._put` does)."""
+    also make a read blocked in the socket return (`ArrowStreamServer._put` sets a timeout
+    and then reads the rest of the stream itself once the thread, appended to `threads`,
+    has stopped)."""
     max_rows = PUT_READ_AHEAD_ROWS if max_rows is None else max_rows
     cond = threading.Condition()
     queue: collections.deque = collections.deque()
@@ -130,6 +146,8 @@ def read_ahead(batches, max_rows: int | None = None, name: str = "kudusql-put-re
                 cond.notify_all()
 
     reader = threading.Thread(target=run, name=name, daemon=True)
+    if threads is not None:
+        threads.append(reader)
     reader.start()
     try:
         while True:
@@ -319,21 +337,55 @@ class ArrowStreamServer:
 
     def _put(self, t, mode: str, rfile, wfile, sock=None) -> None:
         """Reads the client's IPC stream ahead of the inserts (`read_ahead`: the client
-        keeps producing while a chunk is inserted) and answers the write summary."""
+        keeps producing while a chunk is inserted) and answers the write summary.
+
+        A put that fails (a chunk's insert raised: the client still sending) answers the
+        error at once and then lingers (`_linger`): it reads and discards the rest of the
+        client's stream before the connection closes. Closing with the client's data
+        unread in the socket's receive buffer makes the kernel reset the connection, and
+        a reset can reach the client before it has read the error, which it then never
+        sees (the JVM writer reported 08001 instead of the chunk's error)."""
         reader = pa.ipc.open_stream(rfile)
+        threads: list[threading.Thread] = []
+        batches = read_ahead(reader, threads=threads) if PUT_READ_AHEAD_ROWS > 0 else reader
         try:
-            batches = read_ahead(reader) if PUT_READ_AHEAD_ROWS > 0 else reader
             summary = write_batches(t, mode, batches)
-        except BaseException:
-            # the read-ahead thread may sit in a read of this socket: end it, so that it
-            # stops and the client's next write fails and it reads the error answer
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RD)
-                except OSError:
-                    pass
+        except (ConnectionError, BrokenPipeError):
             raise
+        except Exception as e:  # noqa: BLE001 - boundary: the client gets SQLSTATE + text
+            if batches is not reader:
+                batches.close()   # the read-ahead thread stops at its next batch
+            wfile.write(_frame(ERROR, error_json(e)))
+            wfile.flush()
+            self._linger(reader, threads, sock)
+            return
         wfile.write(_frame(OK, summary))
+
+    @staticmethod
+    def _linger(reader, threads: list, sock) -> None:
+        """Read the client's remaining IPC stream to its end and drop it, within
+        PUT_LINGER_BYTES and PUT_LINGER_S (a client that keeps sending longer is cut off;
+        the JVM writer stops at its next batch once the answer is there). Reads go
+        through `reader` (at a message boundary once the read-ahead thread stopped, which
+        it does at its next batch: `read_ahead`); a socket timeout bounds every read."""
+        deadline = time.monotonic() + PUT_LINGER_S
+        if sock is not None:
+            sock.settimeout(PUT_LINGER_S)
+        for th in threads:
+            th.join(max(0.0, deadline - time.monotonic()))
+            if th.is_alive():   # still blocked in a read: no second reader on the socket
+                return
+        drained, end = 0, "cut off"
+        try:
+            while drained < PUT_LINGER_BYTES and time.monotonic() < deadline:
+                drained += reader.read_next_batch().nbytes
+        except StopIteration:
+            end = "its end"   # closing now sends no reset
+        except Exception as e:  # noqa: BLE001 - a broken or timed-out stream: close it
+            end = f"a broken stream ({type(e).__name__})"
+        (log.info if end == "cut off" else log.debug)(
+            "failed put: read and dropped %d bytes of the client's stream, to %s",
+            drained, end)
 
 
 def start(db, host: str = "127.0.0.1", port: int = 0,
@@ -369,14 +421,7 @@ def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServ
     the client library even when this server holds a replica (one loopback RPC hop: the
     scan is fault tolerant and reads followers safely at T the way every cluster scan
     does); no authentication, so it binds to loopback only, as Flight does."""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise errors.InvalidArgument(
-            f"the Arrow stream endpoint has no authentication; it serves on a loopback "
-            f"address only, not {host}")
+    _require_loopback(host)
     addrs: dict[str, str] = {}
     lock = threading.Lock()
 
@@ -404,6 +449,70 @@ def cluster_endpoint(catalog, host: str, port: int, own: str) -> ArrowStreamServ
     server = ArrowStreamServer(_CatalogDB(catalog), host, port, locate=locate,
                                ordered_scans=ordered).start()
     log.info("Arrow IPC stream endpoint of tablet server %s on %s", own, server.address)
+    return server
+
+
+def _require_loopback(host: str) -> None:
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise errors.InvalidArgument(
+            f"the Arrow stream endpoint has no authentication; it serves on a loopback "
+            f"address only, not {host}")
+
+
+class MasterStreamServer(ArrowStreamServer):
+    """A master's endpoint (`master_endpoint`): `locate` only."""
+
+    def __init__(self, master, host: str, port: int):
+        super().__init__(None, host, port)
+        self.master = master
+
+    def answer(self, req: dict, rfile, wfile, sock=None) -> None:
+        try:
+            if req.get("op") != "locate":
+                raise errors.NotSupported(
+                    f"a master's Arrow stream endpoint answers \"locate\" only, not "
+                    f"{req.get('op')!r}: plan, scan and put at the tablet servers' endpoints "
+                    f"it names")
+            p = {"table": req["table"]} if req.get("table") else {}
+            out = self._leader_locate(p)
+        except (ConnectionError, BrokenPipeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - boundary: the client gets SQLSTATE + text
+            wfile.write(_frame(ERROR, error_json(e)))
+            return
+        wfile.write(_frame(OK, out))
+
+    def _leader_locate(self, p: dict) -> dict:
+        """The leader master's `stream_locate`: this master's own if it leads, else the
+        leader's over RPC (a follower hears no heartbeats, so it cannot answer itself)."""
+        from engine.rpc.rpc import RemoteError
+        m = self.master
+        try:
+            return m.stream_locate(p)
+        except RemoteError as e:
+            leader = e.leader_uuid
+            if not leader or leader == m.addr:
+                raise RemoteError(f"master {m.addr} is not the leader master and knows no "
+                                  f"leader yet; retry") from None
+        return m.rpc_client.call(leader, "stream_locate", p, timeout_s=5)
+
+
+def master_endpoint(master, host: str, port: int) -> ArrowStreamServer:
+    """The endpoint beside a master's RPC (`kudusql master --arrow-port`): it answers
+    `locate` ({"table"?}) with the tablet servers' Arrow stream endpoints the master
+    knows from their heartbeats, and per tablet of the table the endpoints of its
+    replicas' servers, leader first (`Master.stream_locate`); a follower master asks the
+    leader over RPC and relays its answer. Why a master and not the tablet servers alone:
+    a client given the masters (Spark's "masters" option) finds the live tablet servers
+    without the cluster secret, which the masters' RPC requires; the answer holds only
+    addresses and tablet ids. Loopback only, like every endpoint here."""
+    _require_loopback(host)
+    server = MasterStreamServer(master, host, port).start()
+    log.info("Arrow IPC stream endpoint of master %s on %s", master.addr, server.address)
     return server
 
 

@@ -337,9 +337,13 @@ class Table:
         in routing order. One open tablet is pinned (`TableCatalog.pin_tablet`: one
         version check, no lease object; every single-row write); anything else - several
         tablets, one not open, a DDL under way or racing, a catalog without pins - is
-        leased (`lease_tablets`, which routes again under the metadata it leases with)."""
+        leased (`lease_tablets`, which routes again under the metadata it leases with,
+        unless that is the very metadata object routed under here: metadata objects are
+        replaced, never changed, so the routing stands and a bulk write is not hashed and
+        sorted twice)."""
         cat = self.catalog
         pin = getattr(cat, "pin_tablet", None)
+        first: tuple | None = None
         if pin is not None:
             meta = cat.table_metadata(self.id)
             routed = route(meta)
@@ -348,10 +352,12 @@ class Table:
                 slot = pin(meta, meta.tablet_ids[p])
                 if slot is not None:
                     return meta, routed, [(slot, idx)], lambda: cat.unpin_tablet(slot)
+            first = (meta, routed)
         state: dict = {}
 
         def pick(meta):
-            r = state["routed"] = route(meta)
+            r = state["routed"] = first[1] if first is not None and first[0] is meta \
+                else route(meta)
             return [meta.tablet_ids[p] for p, _ in r.groups]
 
         lease = cat.lease_tablets(self.id, pick)
@@ -365,9 +371,17 @@ class Table:
         def route(meta) -> Routed:
             part, bad = _route(meta, table)
             routed = np.flatnonzero(part >= 0)
-            order = routed[np.argsort(part[routed], kind="stable")]
-            parts, starts = np.unique(part[order], return_index=True)
-            groups = np.split(order, starts[1:]) if len(order) else []
+            if not len(routed):
+                return Routed([], self._key_errors(meta, table, part, bad))
+            pr = part[routed]
+            # rows grouped by tablet, each group in row order: partition indexes are few,
+            # so a stable sort of them as int16 is numpy's radix sort (O(n)), and the
+            # groups' sizes come from a count, not from sorting again (np.unique)
+            counts = np.bincount(pr)
+            key = pr.astype(np.int16) if len(counts) <= np.iinfo(np.int16).max else pr
+            order = routed[np.argsort(key, kind="stable")]
+            parts = np.flatnonzero(counts)
+            groups = np.split(order, np.cumsum(counts[parts])[:-1])
             return Routed(list(zip(parts.tolist(), groups)),
                           self._key_errors(meta, table, part, bad))
 

@@ -11,7 +11,8 @@ With `tls` (engine/rpc: `--rpc-cert/--rpc-key`) it serves RPC over TLS and calls
 masters and the tablet servers over TLS (the certificate's CA, `--rpc-ca`, trusted).
 
 RPCs (DoAction; all but `status` and `ping` are answered by the leader master only)
-    tserver_heartbeat   a tablet server's report {uuid, addr, tablets: {id: raft status
+    tserver_heartbeat   a tablet server's report {uuid, addr, http_addr, stream_addr (its Arrow
+                        stream endpoint, or None), tablets: {id: raft status
                         with the active and the committed configuration, state}}, tombstones
                         included; the answer: replicas to create (assigned here, not
                         reported), replicas to tombstone or delete ("Deleting replicas"),
@@ -32,6 +33,13 @@ RPCs (DoAction; all but `status` and `ping` are answered by the leader master on
     list_tservers, status
     list_replicas       every replica of every table with its server, role, term and state
                         (SHOW TABLETS and kudu_system.replicas on a cluster)
+    stream_locate       {table?}: what the JVM Spark connector needs to find a cluster
+                        (`stream_locate`); a follower master's Arrow stream endpoint asks the
+                        leader with it
+
+Arrow stream endpoint (`kudusql master --arrow-port`, wire.arrow_stream.master_endpoint):
+answers `locate` to clients that hold no cluster secret (the JVM Spark connector given
+`masters`), from this RPC's answer: only addresses and tablet ids, nothing secret.
 
 Metrics and status page (engine/metrics): every RPC is counted and timed; with `http_port`
 the master serves /metrics, /status.json and / (tablet servers with liveness and last
@@ -131,6 +139,7 @@ class Master:
         self._live: dict[str, tuple[str, float]] = {}  # tserver uuid -> (addr, last heard)
         self._reports: dict[str, dict[str, dict]] = {}  # tablet id -> uuid -> raft status
         self._http: dict[str, str | None] = {}  # tserver uuid -> its status page's address
+        self._stream: dict[str, str | None] = {}  # tserver uuid -> its Arrow stream endpoint
         self._lock = threading.RLock()
         self._ddl_lock = threading.Lock()
         self._stop = threading.Event()
@@ -149,7 +158,8 @@ class Master:
                 "list_views": self._h_list_views,
                 "locations": self._h_locations, "list_tservers": lambda p: self.tservers(),
                 "status": lambda p: self.status(),
-                "list_replicas": self._h_list_replicas}.items()}), tls=tls)
+                "list_replicas": self._h_list_replicas,
+                "stream_locate": self.stream_locate}.items()}), tls=tls)
         self.addr = self.server.addr
         self.uuid = self.addr
         masters = list(masters or [self.addr])
@@ -223,6 +233,7 @@ class Master:
         with self._lock:
             self._live[u] = (addr, time.monotonic())
             self._http[u] = rep.get("http_addr")
+            self._stream[u] = rep.get("stream_addr")
             for tid, st in reported.items():
                 self._reports.setdefault(tid, {})[u] = st
         cat = self.catalog
@@ -406,7 +417,38 @@ class Master:
             seen = self._live.get(u)
             out.append({"uuid": u, "addr": a, "live": u in live,
                         "last_heartbeat_s": None if seen is None else round(now - seen[1], 3),
-                        "http_addr": self._http.get(u)})
+                        "http_addr": self._http.get(u), "stream_addr": self._stream.get(u)})
+        return out
+
+    def stream_locate(self, p: dict | None) -> dict:
+        """What a client of the tablet servers' Arrow stream endpoints needs to find them
+        (the JVM Spark connector given `masters`): {"endpoints": the live tablet servers'
+        endpoints, by uuid}; with {"table": name} also "table_id" and "tablets": per
+        tablet in partition order {tablet_id, "endpoints": the endpoints of its live
+        replicas' servers, the reported leader first}. Servers that serve no endpoint
+        (`tserver` without --arrow-port) are left out. Answered by the leader master, whose
+        heartbeats say what is live; a follower asks the leader (`_require_leader`)."""
+        self._require_leader()
+        p = p or {}
+        live = self.live_tservers()
+        with self._lock:
+            stream = {u: a for u, a in self._stream.items() if a and u in live}
+        out: dict = {"endpoints": [stream[u] for u in sorted(stream)]}
+        if p.get("table"):
+            t = self._by_name(p["table"])
+            if t is None:
+                raise errors.NotFound(f'table "{p["table"]}" does not exist')
+            locs = self._locations(t)
+            tablets = []
+            for x in t["tablets"]:
+                loc = locs[x["tablet_id"]]
+                ids = [r["uuid"] for r in loc["replicas"]]
+                if loc["leader"] in ids:
+                    ids.remove(loc["leader"])
+                    ids.insert(0, loc["leader"])
+                tablets.append({"tablet_id": x["tablet_id"],
+                                "endpoints": [stream[u] for u in ids if u in stream]})
+            out.update(table_id=t["id"], tablets=tablets)
         return out
 
     def _leader_age(self) -> float:

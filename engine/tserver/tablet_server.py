@@ -28,7 +28,8 @@ CAS on the configuration's op index).
 Threads: the RPC server (Flight; handlers run on its pool), one tick thread (every
 `tick_ms` it ticks every replica's Raft node: heartbeats, elections), one heartbeat thread
 (every `heartbeat_ms`, and at once when a replica's role, term or leader changed, it
-reports its replicas, their roles and configurations, and its tombstones to the master,
+reports its replicas, their roles and configurations, its tombstones and its Arrow stream
+endpoint's address (`stream_addr`, when it serves one) to the master,
 and receives the replicas it should create, tombstone or delete), the Transport's sender
 lanes, a pool that steps the Raft messages delivered to replicas (follower appends, syncs
 and applies; the leader's commits and applies), a log-sync thread per leader while it has undurable appends, and one
@@ -282,7 +283,8 @@ class TabletServer:
             tls=tls)
         self.addr = self.server.addr
         # the Arrow stream endpoint serving beside the RPC (kudusql/cluster.py starts it;
-        # wire.arrow_stream.cluster_endpoint reads it from `status` to locate replicas)
+        # wire.arrow_stream.cluster_endpoint reads it from `status` to locate replicas;
+        # reported in heartbeats, so a master can hand it to the JVM Spark connector)
         self.stream_addr: str | None = None
         m.status_collector(lambda: web_status(self))
         if http_port is not None:
@@ -526,7 +528,7 @@ class TabletServer:
         tablets.update({tid: replica_report(r) for tid, r in replicas})
         report = {"uuid": self.uuid, "addr": self.addr,
                   "http_addr": None if self.http is None else self.http.addr,
-                  "tablets": tablets}
+                  "stream_addr": self.stream_addr, "tablets": tablets}
         last = None
         for m in self.masters:
             try:

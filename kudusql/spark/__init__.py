@@ -11,7 +11,9 @@
 
 On a cluster, `.option("masters", "h:p,...").option("rpc_secret_file", path)` instead of
 "flight" (plus `.option("rpc_ca_file", path)` when the cluster's RPC is TLS): executors read and write the tablet servers directly with scan tokens
-(kudusql/spark/cluster.py; `read_cluster` adds Spark preferred locations).
+(kudusql/spark/cluster.py; `read_cluster` adds Spark preferred locations). With the JVM
+connector, `.option("masters", ...)` naming the masters' Arrow stream endpoints and no
+secret reads and writes through the tablet servers' endpoints instead (docs/spark.md).
 
 Structured Streaming (kudusql/spark/streaming.py): `df.writeStream.format("kudusql")`
 with a checkpointLocation is an exactly-once sink; `spark.readStream.format("kudusql")

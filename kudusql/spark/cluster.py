@@ -185,7 +185,8 @@ def cluster_options(options) -> tuple[str, str, str, str, str | None]:
         raise ValueError('on a cluster the kudusql data source needs .option("masters", '
                          '"host:port,..."), .option("rpc_secret_file", path) and '
                          '.option("table", name) (and .option("rpc_ca_file", path) when '
-                         'its RPC is TLS)')
+                         'its RPC is TLS); the masters\' Arrow stream endpoints without a '
+                         'secret are read by the JVM connector, which needs a JDK')
     return (masters, secret, table, str(options.get("replica_selection", "CLOSEST_REPLICA")),
             options.get("rpc_ca_file") or None)
 

@@ -176,6 +176,50 @@ def test_http_metrics_status_and_sql_views(opscluster):
     conn.close()
 
 
+def test_master_stream_endpoint_locates_tablet_servers(opscluster):
+    """Tablet servers report their Arrow stream endpoint in heartbeats; the master's own
+    endpoint (`cluster start` gives it one) answers `locate` without the cluster secret:
+    the live servers' endpoints and, per tablet, its replicas' (leader first); every
+    other request is refused in SQL's words, a missing table is 42P01."""
+    from tests.spark.test_arrow_stream import call
+    c = opscluster
+    procs = c.processes()
+    master = next(p for p in procs if p["role"] == "master")
+    want = sorted(f"127.0.0.1:{p['arrow_port']}" for p in procs if p["role"] == "tserver")
+    ep = f"127.0.0.1:{master['arrow_port']}"
+    conn = c.connect()
+    conn.execute("CREATE TABLE loc (k BIGINT PRIMARY KEY, v TEXT) "
+                 "PARTITION BY HASH (k) PARTITIONS 2 WITH (replication_factor = 3)")
+    conn.close()
+    deadline = time.monotonic() + 30
+    while True:   # a server's first heartbeat may precede its endpoint: the next names it
+        status, ans = call(ep, {"op": "locate", "table": "loc"})
+        assert status == 0, ans
+        if sorted(ans["endpoints"]) == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert sorted(ans["endpoints"]) == want
+    by_uuid = {t["uuid"]: t for t in c.status() if t["role"] == "tserver"}
+    assert len(ans["tablets"]) == 2 and ans["table_id"]
+    rpc_of_stream = {f"127.0.0.1:{p['arrow_port']}": p["addr"] for p in procs
+                     if p["role"] == "tserver"}
+    for t in ans["tablets"]:
+        assert sorted(t["endpoints"]) == want
+        # the first is the server whose replica leads the tablet
+        leader = next(u for u, s in by_uuid.items() if s["addr"] == rpc_of_stream[
+            t["endpoints"][0]])
+        st = json.loads(http_get(by_uuid[leader]["http_addr"], "/status.json")[2])
+        assert next(r for r in st["tablets"] if r["tablet_id"] == t["tablet_id"])[
+            "role"] == "LEADER"
+    assert call(ep, {"op": "locate"})[1]["endpoints"] == ans["endpoints"]
+    status, err = call(ep, {"op": "locate", "table": "no_such"})
+    assert status == 1 and err["sqlstate"] == "42P01", err
+    status, err = call(ep, {"op": "plan", "table": "loc"})
+    assert status == 1 and err["sqlstate"] == "0A000" and "locate" in err["message"]
+    with c.connect() as conn:   # the next test counts each server's replicas
+        conn.execute("DROP TABLE loc")
+
+
 def test_kill9_shows_failed_replicas_and_new_leaders(opscluster):
     c = opscluster
     status = c.status()

@@ -219,3 +219,35 @@ def test_put_reads_ahead_of_the_inserts(db, monkeypatch):
             time.sleep(0.05)
     finally:
         s.shutdown()
+
+
+def test_failed_put_answers_and_lingers(db):
+    """A large put whose first chunk fails (here: a column the table lacks, 42703) gets
+    that error, not a reset connection: the endpoint answers at once and then reads the
+    rest of the client's stream before it closes (`_linger`). The client sends all of its
+    ~48 MB (far beyond the sockets' buffers) without a broken pipe or a reset, then reads
+    the answer; a second put on a new connection still works."""
+    db.session().execute("CREATE TABLE lg (k BIGINT NOT NULL, v BIGINT, PRIMARY KEY (k)) "
+                         "PARTITION BY HASH (k) PARTITIONS 2")
+    n = 2_000_000
+    rows = pa.table({"k": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.int64()),
+                     "nope": pa.array(range(n), pa.int64())})
+    s = arrow_stream.start(db)
+    try:
+        host, port = s.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as sock:
+            f = sock.makefile("rwb")
+            body = json.dumps({"op": "put", "table": "lg", "mode": "insert"}).encode()
+            f.write(b"KQS1" + struct.pack(">I", len(body)) + body)
+            # strict: no BrokenPipeError / ConnectionResetError tolerated while sending
+            with pa.ipc.new_stream(f, rows.schema) as w:
+                for b in rows.to_batches(max_chunksize=65536):
+                    w.write_batch(b)
+            f.flush()
+            st, err = status_json(f)
+        assert st == 1 and err["sqlstate"] == "42703" and "nope" in err["message"], err
+        ok = pa.table({"k": pa.array([1, 2], pa.int64()), "v": pa.array([1, 2], pa.int64())})
+        st, out = call(s.address, {"op": "put", "table": "lg", "mode": "insert"}, ok)
+        assert st == 0 and out["applied"] == 2, out
+    finally:
+        s.shutdown()

@@ -1,10 +1,12 @@
-"""The JVM connector on a real local cluster (1 master, 3 tablet servers, RF=3, separate
+"""The JVM connector on a real local cluster (3 masters, 3 tablet servers, RF=3, separate
 processes; the SQL front end killed before Spark touches the data): every tablet server
-serves the Arrow stream endpoint; the connector, given their addresses, plans one
-partition per tablet at one snapshot, each naming the endpoints of the tablet servers
-holding a replica (leader first; Spark's preferred locations are their hosts), reads and
-writes through them, and still reads every row after one tablet server is killed -9
-(the dead endpoint is skipped at connect, the client library fails over among replicas).
+serves the Arrow stream endpoint; the connector, given their addresses ("endpoint") or
+the masters' endpoints ("masters", no secret: each master answers `locate`, a follower
+by asking the leader), plans one partition per tablet at one snapshot, each naming the
+endpoints of the tablet servers holding a replica (leader first; Spark's preferred
+locations are their hosts), reads and writes through them, and still reads every row
+after one tablet server is killed -9 (the dead endpoint is skipped at connect, the client
+library fails over among replicas).
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import time
+
+import pyarrow as pa
 
 import pytest
 
@@ -29,10 +35,12 @@ pytestmark = [pytest.mark.long,
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, jvm):
-    for c in _run(LocalCluster(str(tmp_path_factory.mktemp("jvm-cluster") / "c"))):
+    for c in _run(LocalCluster(str(tmp_path_factory.mktemp("jvm-cluster") / "c"), 3,
+                               ("--masters", "3"))):
         with open(os.path.join(c.dir, "cluster.json")) as f:
             doc = json.load(f)
         tservers = [p for p in doc["processes"] if p["role"] == "tserver"]
+        masters = [p for p in doc["processes"] if p["role"] == "master"]
         with c.connect() as conn:
             conn.execute("CREATE TABLE jc (k BIGINT PRIMARY KEY, g TEXT, v DOUBLE) "
                          "PARTITION BY HASH (k) PARTITIONS 3 WITH (replication_factor = 3)")
@@ -43,6 +51,7 @@ def setup(tmp_path_factory, jvm):
         yield {"cluster": c, "tservers": tservers,
                "endpoints": [f"127.0.0.1:{p['arrow_port']}" for p in tservers],
                "masters": ",".join(m["addr"] for m in doc["masters"]),
+               "master_endpoints": [f"127.0.0.1:{p['arrow_port']}" for p in masters],
                "secret": os.path.join(c.dir, "rpc-secret")}
 
 
@@ -67,6 +76,90 @@ def test_plan_names_replica_endpoints_and_one_snapshot(setup):
     assert len({tk["snapshot"] for tk in plan["tickets"]}) == 1 == len({plan["snapshot"]})
     for locs in plan["locations"]:  # RF=3: every tablet server holds every tablet
         assert sorted(locs) == sorted(setup["endpoints"])
+
+
+def test_masters_route_to_the_jvm_reader_and_writer(jvm, setup):
+    """option("masters", the masters' endpoints) without rpc_secret_file: the JVM path
+    (no Python worker: the plan is a DataSourceV2ScanExec of the Java scan), one partition
+    per tablet with the replicas' hosts as preferred locations, the same rows as the
+    client library reads; a write through it; every master (two are followers) answers
+    `locate` alike; a dead first master is skipped."""
+    from tests.spark.test_arrow_stream import call
+    eps = sorted(setup["endpoints"])
+    answers = []
+    for m in setup["master_endpoints"]:
+        deadline = time.monotonic() + 30
+        while True:   # a tablet server's first heartbeat may precede its endpoint
+            st, ans = call(m, {"op": "locate", "table": "jc"})
+            assert st == 0, (m, ans)
+            if sorted(ans["endpoints"]) == eps or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        answers.append(ans)
+    assert all(sorted(a["endpoints"]) == eps for a in answers)
+    assert all(a["tablets"] == answers[0]["tablets"] for a in answers)  # relayed
+    assert [len(t["endpoints"]) for t in answers[0]["tablets"]] == [3, 3, 3]
+
+    masters = ",".join(setup["master_endpoints"])
+    df = (jvm.read.format("kudusql").option("masters", masters).option("table", "jc").load())
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "kudusql jc struct<" in plan and "Python" not in plan, plan   # the Java scan
+    rdd = df._jdf.queryExecution().toRdd()
+    assert rdd.getNumPartitions() == 3
+    sc = jvm.sparkContext._jsc.sc()
+    for i in range(3):
+        assert sc.getPreferredLocs(rdd, i).toList().mkString(",") == "127.0.0.1"
+    got = sorted(tuple(r) for r in df.collect())
+    assert got == _cluster_rows(setup) and len(got) == 1000
+
+    more = jvm.createDataFrame([(i, f"g{i % 5}", i * 0.5) for i in range(5000, 5100)],
+                               "k long, g string, v double")
+    (more.write.format("kudusql").mode("append").option("masters", masters)
+     .option("table", "jc").save())
+    after = sorted(tuple(r) for r in (jvm.read.format("kudusql").option("masters", masters)
+                                      .option("table", "jc").load().collect()))
+    assert after == _cluster_rows(setup) and len(after) == 1100
+    # the same write again: the duplicates are row errors in SQL's words
+    with pytest.raises(Exception) as e:
+        (more.write.format("kudusql").mode("append").option("masters", masters)
+         .option("table", "jc").save())
+    assert "100 failed (ALREADY_PRESENT: 100)" in str(e.value), str(e.value)
+    assert "(SQLSTATE 23505)" in str(e.value)
+
+    # the first master's endpoint is a closed port: the next master answers
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_addr = f"127.0.0.1:{dead.getsockname()[1]}"
+    dead.close()
+    n = (jvm.read.format("kudusql").option("masters", f"{dead_addr},{masters}")
+         .option("table", "jc").load().count())
+    assert n == 1100
+    # masters' RPC addresses are not their endpoints: a clear error, not a hang
+    with pytest.raises(Exception) as e:
+        jvm.read.format("kudusql").option("masters", setup["masters"]).option(
+            "table", "jc").load()
+    assert "SQLSTATE 08001" in str(e.value) and "arrow-port" in str(e.value), str(e.value)
+
+    # clean up for the next test, which counts rows
+    cat = executor_catalog(setup["masters"], setup["secret"], "LEADER_ONLY")
+    cat.table("jc").delete(pa.table({"k": pa.array(range(5000, 5100), pa.int64())}))
+
+    # the leader master killed -9: the followers elect a new one, which learns the tablet
+    # servers from their next heartbeats; meanwhile a master that cannot answer (57P03)
+    # or be reached (08001) is passed over for the next, and the read comes through
+    leader = next(p for p in setup["cluster"].status()
+                  if p["role"] == "master" and p.get("raft_role") == "LEADER")
+    os.kill(leader["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            n = (jvm.read.format("kudusql").option("masters", masters).option("table", "jc")
+                 .load().count())
+            break
+        except Exception as e:  # noqa: BLE001 - no leader yet, or none heard from yet
+            assert time.monotonic() < deadline, str(e)
+            time.sleep(1)
+    assert n == 1000
 
 
 def test_read_write_and_failover(jvm, setup):

@@ -218,3 +218,42 @@ def test_task_errors_reach_python_in_sql_words(db, jvm, server):
     assert msg.startswith("kudusql: ") and "re-created" in msg
     assert e.value.sqlstate == msg[-6:-1] != "XX000"
     assert "at io.kudusql" not in msg and "Job aborted" not in msg and "java." not in msg
+
+
+def test_a_put_failing_early_reports_its_error(db, jvm, server, monkeypatch, caplog):
+    """A large write whose first 200k-row chunk fails on the server reports that chunk's
+    error (here a refused insert: 53200), not 08001: the endpoint answers and keeps
+    reading the task's stream (lingering close), and the writer, seeing the answer
+    arrive, stops at its next batch and reads it (KudusqlWrite.Writer.flush): the
+    endpoint dropped far less than the ~48 MB the task would have sent."""
+    import logging
+    import re
+
+    from engine import errors
+    from kudusql.spark.errors import KudusqlSparkError
+    from wire import flight
+
+    db.session().execute("CREATE TABLE pf (k BIGINT PRIMARY KEY, v BIGINT) "
+                         "PARTITION BY HASH (k) PARTITIONS 2")
+    real = flight.write_batches.__globals__["conform"]
+    calls = []
+
+    def refusing(table, target):
+        calls.append(table.num_rows)
+        if len(calls) == 1:
+            raise errors.ServiceUnavailable("memory limit reached: the insert was refused "
+                                            "(test)")
+        return real(table, target)
+    monkeypatch.setitem(flight.write_batches.__globals__, "conform", refusing)
+    caplog.set_level(logging.DEBUG, logger="kudusql.arrow_stream")
+    df = jvm.range(0, 3_000_000, numPartitions=1).selectExpr("id AS k", "id * 2 AS v")
+    with pytest.raises(KudusqlSparkError) as e:
+        (df.write.format("kudusql").mode("append").option("endpoint", server.stream_address)
+         .option("table", "pf").save())
+    assert e.value.sqlstate == "53200", str(e.value)
+    assert "memory limit reached" in str(e.value)
+    assert len(calls) == 1 and calls[0] >= flight.PUT_CHUNK_ROWS   # the first chunk
+    lingered = [r.getMessage() for r in caplog.records if "failed put" in r.getMessage()]
+    assert len(lingered) == 1, lingered
+    m = re.search(r"dropped (\d+) bytes of the client's stream, to (.*)", lingered[0])
+    assert m and int(m.group(1)) < 16 << 20 and m.group(2) != "cut off", lingered

@@ -411,3 +411,43 @@ def test_lookup_now_declines_what_would_wait(tmp_path):
         assert all(s.refs == 0 for s in c._slots.values())
     finally:
         c.close()
+
+
+def test_a_write_to_several_tablets_is_routed_once(cat, monkeypatch):
+    """A write whose rows span several tablets is routed (hashed, sorted by tablet) once:
+    the lease reuses the routing made under the same metadata object (`Table._hold`).
+    Under new metadata (a DDL between the two) it routes again, and the rows still land
+    where the new metadata says."""
+    from engine.catalog import table as table_mod
+    calls = []
+    real = table_mod._route
+
+    def counting(meta, rows):
+        calls.append(meta)
+        return real(meta, rows)
+    monkeypatch.setattr(table_mod, "_route", counting)
+    t = cat.table("t")
+    keys = [(k, g) for k in (1, 150, 350) for g in GROUPS]
+    r = t.insert(batch(keys, list(range(len(keys)))))
+    assert r.num_applied == len(keys) and not r.row_errors
+    assert len(calls) == 1
+    assert table_rows(t) == {key: i for i, key in enumerate(keys)}
+
+    # a range added between the first routing and the lease (new metadata): routed
+    # again, so the rows of the new range land in it rather than failing NO_PARTITION
+    calls.clear()
+    real_lease = cat.lease_tablets
+    added = []
+
+    def lease_after_ddl(table_id, pick):
+        if not added:
+            added.append(cat.add_range_partition("t", RangeSpec(200, 300)))
+        return real_lease(table_id, pick)
+    monkeypatch.setattr(cat, "lease_tablets", lease_after_ddl)
+    more = [(k, g) for k in (2, 250) for g in GROUPS]
+    r = t.upsert(batch(more, [7] * len(more)))
+    assert added
+    assert r.num_applied == len(more) and not r.row_errors, r.row_errors
+    assert table_rows(t)[(250, "e")] == 7
+    assert {k: t.lookup(k, ["v"]) is not None for k in more} == {k: True for k in more}
+    assert len(calls) == 2

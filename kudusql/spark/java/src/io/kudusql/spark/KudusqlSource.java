@@ -21,10 +21,11 @@ import java.util.Map;
  * {@code spark.read.format("kudusql")} on the JVM: a DataSource V2 table provider reading
  * kudusql's Arrow IPC stream endpoint (option "endpoint" = host:port, wire/arrow_stream.py).
  *
- * <p>Without "endpoint" (the options of the Python data source: "flight" = grpc://..., or
- * "masters" for a cluster) it hands the whole read or write to kudusql's PySpark data
- * source, registered by kudusql.spark under the name {@value #PYTHON_NAME}: one format
- * name, two paths, the options decide.
+ * <p>"masters" without "rpc_secret_file" is the JVM path too: the masters' endpoints name
+ * the tablet servers' ({@link Options#locate}). With the options of the Python data source
+ * ("flight" = grpc://..., or "masters" + "rpc_secret_file": the masters' RPC) it hands the
+ * whole read or write to kudusql's PySpark data source, registered by kudusql.spark under
+ * the name {@value #PYTHON_NAME}: one format name, two paths, the options decide.
  */
 public final class KudusqlSource implements TableProvider, DataSourceRegister {
     public static final String PYTHON_NAME = "kudusql_python";
@@ -36,10 +37,20 @@ public final class KudusqlSource implements TableProvider, DataSourceRegister {
         return "kudusql";
     }
 
+    /**
+     * The JVM path: "endpoint" (a server's or the tablet servers' Arrow stream endpoints),
+     * or "masters" without "rpc_secret_file" (the masters' Arrow stream endpoints, which
+     * name the tablet servers': {@link Options#locate}). "masters" with "rpc_secret_file"
+     * names the masters' RPC addresses, which only the PySpark source (the client library,
+     * holding the secret) speaks, as it alone speaks "flight".
+     */
     static boolean jvmPath(Map<String, String> options) {
         CaseInsensitiveStringMap o = options instanceof CaseInsensitiveStringMap
                 ? (CaseInsensitiveStringMap) options : new CaseInsensitiveStringMap(options);
-        return o.containsKey("endpoint") && !o.containsKey("masters");
+        if (o.containsKey("rpc_secret_file")) {
+            return false;
+        }
+        return o.containsKey("endpoint") || o.containsKey("masters");
     }
 
     private PythonDataSourceV2 python() {

@@ -176,6 +176,11 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
             arrow.finish();
             try {
                 stream.writeBatch();
+                // the server answers a put before the stream's end only when it failed
+                // (a chunk's insert raised): stop sending and report its error now
+                if (conn.in.available() > 0) {
+                    throw failure(null);
+                }
             } catch (IOException e) {
                 throw failure(e);
             }
@@ -183,7 +188,12 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
             pending = 0;
         }
 
-        /** The server's error when it stopped reading (it answers before closing). */
+        /**
+         * The server's error when it stopped taking the stream: it answers at once and
+         * then reads the rest of the stream for a while before closing (the endpoint's
+         * lingering close), so the answer is there to read. {@code e}: the write that
+         * failed, or null when the answer came while the writes still succeeded.
+         */
         private RuntimeException failure(IOException e) {
             try {
                 conn.expectOk();
@@ -191,6 +201,10 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
                 return k;
             } catch (IOException ignored) {
                 // no answer: the connection itself failed
+            }
+            if (e == null) {
+                return new KudusqlException("08P01", "the kudusql endpoint at " + conn.address
+                        + " answered a put before the end of its stream without an error");
             }
             return Endpoint.unavailable(options.endpoint, e);
         }
