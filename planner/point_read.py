@@ -127,10 +127,11 @@ class PointRead:
         """True when `run` on this table does only in-memory work now (Table.tablets_open)."""
         return getattr(table, "tablets_open", None) is not None and table.tablets_open()
 
-    def run(self, catalog, params, table=None, now: bool = False) -> pa.Table | None:
+    def run(self, catalog, params, table=None, now: bool = False,
+            snapshot: int | None = None) -> pa.Table | None:
         """The result for these parameters; `table` is the catalog's facade of `self.table`
         when the caller already has it. `now`: read with `Table.lookup_now` (None when the
-        lookup would wait)."""
+        lookup would wait). `snapshot`: read at this timestamp (not with `now`)."""
         key = self.key_values(params)
         if key is None:
             return None
@@ -141,7 +142,7 @@ class PointRead:
             if row is NOT_NOW:
                 return None
         else:
-            row = table.lookup(key, self.columns or None)
+            row = table.lookup(key, self.columns or None, snapshot)
         if self.plain is not None:
             if row is None:
                 return self.schema.empty_table()

@@ -147,7 +147,7 @@ class Statement:
             names = []
             for a in node.expressions:
                 if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column) or \
-                        a.this.table:
+                        a.this.table or _reads_rows(a.expression):
                     return None
                 names.append(a.this.name)
             return ("UPDATE", names) if names and len(set(names)) == len(names) else None
@@ -202,3 +202,19 @@ def write_tag(node) -> str | None:
     if isinstance(node, exp.Select) and node.args.get("into") is not None:
         return "SELECT INTO"
     return None
+
+
+def _reads_rows(e: exp.Expression) -> bool:
+    """Whether an UPDATE's SET value reads a column or a subquery. The wire's key-write
+    fast path writes without a read precondition (wire/fastpath.py), which is right only
+    when the value cannot depend on the row it replaces (WHERE is the full key there, so
+    a row live at the write matches it as it did at the read: a blind write is what
+    re-reading it would write, planner/dml.py). `SET n = n + 1` takes the ordinary path,
+    which re-reads a row changed since its read."""
+    for n in e.walk():
+        if isinstance(n, (exp.Subquery, exp.Select)):
+            return True
+        if isinstance(n, exp.Column) and not (n.name.upper() == "DEFAULT" and not n.table
+                                               and not n.this.quoted):
+            return True
+    return False

@@ -68,7 +68,7 @@ from engine.catalog.table_scanner import TableScan, TableScanStats, pick_snapsho
 from engine.catalog.write_pipeline import Routed, TableWriteResult, merge_results
 from engine.tablet.diskrowset import ScanStats
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
-from engine.tablet.write_op import OpType, RowError, RowErrorCode, WriteOp
+from engine.tablet.write_op import READ_TS_COLUMN, OpType, RowError, RowErrorCode, WriteOp
 from engine.types import sql_literal
 
 
@@ -96,7 +96,8 @@ def _route(meta, table: pa.Table) -> tuple[np.ndarray, dict]:
     schema (ColumnNotFound; a missing key column is InvalidArgument)."""
     schema = meta.schema
     for name in table.column_names:
-        schema.index_of(name)  # raises ColumnNotFound
+        if name != READ_TS_COLUMN:      # a row's read precondition (row_check.py)
+            schema.index_of(name)  # raises ColumnNotFound
     for c in schema.key_columns:
         if c.name not in table.column_names:
             raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")

@@ -58,7 +58,9 @@ class RowOps:
         self.mrs_flushed_index = mrs_flushed_index
 
     def apply(self, ops: np.ndarray, phys: dict[int, pa.Array], ts: int, bad: dict,
-               replay_index: int | None = None) -> int:
+               replay_index: int | None = None, read_ts: np.ndarray | None = None) -> int:
+        """Apply the op's rows (module docstring); `read_ts`: each row's read
+        precondition (row_check.py; -1: none), or None when no row has one."""
         n = len(ops)
         if n == 0:
             return 0
@@ -105,7 +107,7 @@ class RowOps:
             idx = np.sort(order[rank == r])
             if len(idx):
                 applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad,
-                                             replay_index)
+                                             replay_index, read_ts)
         if not bad:
             return applied + len(superseded)
         for s_row, f_row in zip(superseded.tolist(), follows.tolist()):  # error path only:
@@ -188,11 +190,14 @@ class RowOps:
 
     def _apply_round(self, idx: np.ndarray, ops: np.ndarray, keys: np.ndarray,
                      phys: dict[int, pa.Array], ts: int, seq: int, bad: dict,
-                     replay_index: int | None = None) -> int:
+                     replay_index: int | None = None, read_ts: np.ndarray | None = None
+                     ) -> int:
         comps = self.comps
         kind, which, rowid, mrs_rid = self.locate(
             keys, comps, None if replay_index is None else (replay_index, ts, seq))
         is_live = kind > 0
+        changed = None if read_ts is None else \
+            self._check_reads(idx, ops, kind, which, rowid, ts, read_ts, bad)
         ins = ops == OpType.INSERT
         ups = ops == OpType.UPSERT
         upd = ops == OpType.UPDATE
@@ -204,6 +209,9 @@ class RowOps:
         do_insert = (ins | ups) & ~is_live
         do_update = (upd | ups) & is_live
         do_delete = dele & is_live
+        if changed is not None:
+            do_update &= ~changed
+            do_delete &= ~changed
         # Inserts: brand-new keys append MRS rows; keys dead in the active MRS are REINSERTs.
         reinsert = do_insert & (mrs_rid >= 0)
         new_rows = do_insert & (mrs_rid < 0)
@@ -254,6 +262,27 @@ class RowOps:
                             continue  # already in this rowset's files (see _bootstrap)
                         drs.mutate(batch)
         return int(new_rows.sum() + reinsert.sum() + do_update.sum() + do_delete.sum())
+
+    def _check_reads(self, idx, ops, kind, which, rowid, ts, read_ts, bad) -> np.ndarray:
+        """Rows of this round whose read precondition fails (row_check.py), as a mask,
+        each recorded as CHANGED in `bad`: live UPDATE / DELETE rows carrying a read timestamp, checked one by one
+        (a loop over the checked rows only: a statement's few re-read candidates, each a
+        point probe of one row's records)."""
+        from engine.tablet.row_check import changed_since
+        comps = self.comps
+        rts = read_ts[idx]
+        changed = np.zeros(len(idx), dtype=bool)
+        check = np.flatnonzero((kind > 0) & (rts >= 0) &
+                               ((ops == OpType.UPDATE) | (ops == OpType.DELETE)))
+        for i in check.tolist():
+            k = int(kind[i])
+            store = comps.mrs if k == 1 else comps.frozen[int(which[i])] if k == 2 \
+                else comps.drss[int(which[i])]
+            if changed_since(store, k, int(rowid[i]), int(rts[i]), ts):
+                bad[int(idx[i])] = (RowErrorCode.CHANGED.value,
+                                    "row changed since it was read")
+                changed[i] = True
+        return changed
 
     def _full_rows(self, sel: np.ndarray, phys: dict[int, pa.Array]) -> pa.RecordBatch:
         """Physical rows for inserts: given columns, else each column's default (or NULL)."""
