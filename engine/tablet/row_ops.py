@@ -84,6 +84,12 @@ class RowOps:
         # the intermediate values anyway.
         is_upd = ops[order] == OpType.UPDATE
         chain = same & is_upd[:-1] & is_upd[1:]
+        if read_ts is not None:
+            # rows with a read precondition never collapse: the second of two checked
+            # UPDATEs of one key (two statements a coalesced write joined) must see the
+            # first as a change (`_check_reads`), not replace it
+            checked = read_ts[order] >= 0
+            chain &= ~(checked[:-1] | checked[1:])
         superseded, follows = np.empty(0, np.int64), np.empty(0, np.int64)
         if chain.any():
             m = len(order)
@@ -103,11 +109,16 @@ class RowOps:
         group_start = np.maximum.accumulate(np.where(new_group, np.arange(m), 0))
         rank = np.arange(m) - group_start
         applied = 0
+        # keys an earlier round of this op changed (only kept for read preconditions)
+        written: set | None = set() if read_ts is not None and m and rank.max() > 0 else None
         for r in range(int(rank.max()) + 1 if m else 0):
             idx = np.sort(order[rank == r])
             if len(idx):
                 applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad,
-                                             replay_index, read_ts)
+                                             replay_index, read_ts, written)
+                if written is not None:
+                    ok_rows = [j for j, i in enumerate(idx.tolist()) if i not in bad]
+                    written.update(keys[idx[ok_rows]].tolist())
         if not bad:
             return applied + len(superseded)
         for s_row, f_row in zip(superseded.tolist(), follows.tolist()):  # error path only:
@@ -190,14 +201,14 @@ class RowOps:
 
     def _apply_round(self, idx: np.ndarray, ops: np.ndarray, keys: np.ndarray,
                      phys: dict[int, pa.Array], ts: int, seq: int, bad: dict,
-                     replay_index: int | None = None, read_ts: np.ndarray | None = None
-                     ) -> int:
+                     replay_index: int | None = None, read_ts: np.ndarray | None = None,
+                     written: set | None = None) -> int:
         comps = self.comps
         kind, which, rowid, mrs_rid = self.locate(
             keys, comps, None if replay_index is None else (replay_index, ts, seq))
         is_live = kind > 0
         changed = None if read_ts is None else \
-            self._check_reads(idx, ops, kind, which, rowid, ts, read_ts, bad)
+            self._check_reads(idx, ops, kind, which, rowid, ts, read_ts, bad, keys, written)
         ins = ops == OpType.INSERT
         ups = ops == OpType.UPSERT
         upd = ops == OpType.UPDATE
@@ -263,11 +274,14 @@ class RowOps:
                         drs.mutate(batch)
         return int(new_rows.sum() + reinsert.sum() + do_update.sum() + do_delete.sum())
 
-    def _check_reads(self, idx, ops, kind, which, rowid, ts, read_ts, bad) -> np.ndarray:
+    def _check_reads(self, idx, ops, kind, which, rowid, ts, read_ts, bad, keys,
+                     written) -> np.ndarray:
         """Rows of this round whose read precondition fails (row_check.py), as a mask,
         each recorded as CHANGED in `bad`: live UPDATE / DELETE rows carrying a read timestamp, checked one by one
         (a loop over the checked rows only: a statement's few re-read candidates, each a
-        point probe of one row's records)."""
+        point probe of one row's records). A change by an earlier round of this same op
+        (`written`: its keys; its timestamp is this op's, which row_check.py does not
+        count) is a change too."""
         from engine.tablet.row_check import changed_since
         comps = self.comps
         rts = read_ts[idx]
@@ -278,7 +292,8 @@ class RowOps:
             k = int(kind[i])
             store = comps.mrs if k == 1 else comps.frozen[int(which[i])] if k == 2 \
                 else comps.drss[int(which[i])]
-            if changed_since(store, k, int(rowid[i]), int(rts[i]), ts):
+            if (written and keys[i] in written) or \
+                    changed_since(store, k, int(rowid[i]), int(rts[i]), ts):
                 bad[int(idx[i])] = (RowErrorCode.CHANGED.value,
                                     "row changed since it was read")
                 changed[i] = True

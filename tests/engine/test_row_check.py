@@ -121,3 +121,23 @@ def test_replay_ignores_changes_after_the_op(tmp_path):
     t.close()
     t = Tablet.open(t.path, CFG)
     assert _n(t, 1) == 3
+
+
+def test_two_checked_updates_of_one_key_in_one_op(tmp_path):
+    """Two statements' UPDATEs of one key joined in one op (the write coalescer does this
+    for concurrent writes, a cluster's for every small one): the first applies, the
+    second sees it as a change (same timestamp: an earlier round of the op), not a
+    collapse of the two into the last."""
+    t = _tablet(tmp_path)
+    t.insert(pa.table({"k": pa.array([1, 2], pa.int64()), "n": pa.array([5, 5], pa.int64())}))
+    s0 = t.current_timestamp()
+    r = t.write(OpType.UPDATE, pa.table({
+        "k": pa.array([1, 2, 1], pa.int64()), "n": pa.array([6, 6, 6], pa.int64()),
+        READ_TS_COLUMN: pa.array([s0, s0, s0], pa.int64())}))
+    assert r.num_applied == 2
+    assert [(e.index, e.code) for e in r.row_errors] == [(2, "CHANGED")]
+    assert (_n(t, 1), _n(t, 2)) == (6, 6)
+    # without preconditions the old collapse stays: both count, the last value wins
+    r = t.write(OpType.UPDATE, pa.table({"k": pa.array([1, 1], pa.int64()),
+                                         "n": pa.array([7, 8], pa.int64())}))
+    assert r.num_applied == 2 and _n(t, 1) == 8
