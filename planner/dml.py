@@ -26,7 +26,6 @@ import random
 import time
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -284,21 +283,24 @@ def read_timestamp(catalog) -> int:
     return max(ts, getattr(client, "last_ts", 0) or 0)
 
 
-def with_read_ts(data: pa.Table, read_ts: int) -> pa.Table:
-    """`data` (rows to UPDATE / DELETE) with each row's read precondition: unchanged since
-    `read_ts` (engine/tablet/row_check.py)."""
-    return data.append_column(READ_TS_COLUMN, pa.array(
-        np.full(data.num_rows, read_ts, dtype=np.int64)))
+def _read_ts_array(n: int, read_ts: int) -> pa.Array:
+    """The read-precondition column of n rows: each unchanged since `read_ts`
+    (engine/tablet/row_check.py)."""
+    return pa.repeat(pa.scalar(read_ts, pa.int64()), n)
 
 
-def update_data(table, rows: pa.Table, names: list[str]) -> pa.Table:
+def update_data(table, rows: pa.Table, names: list[str], read_ts: int | None = None
+                ) -> pa.Table:
     """The rows an UPDATE writes: the matching query's key columns and SET values (in
     `names` order), SQL-rounded to their columns' types (one place for `update` and the
-    wire's key-write fast path)."""
+    wire's key-write fast path); with `read_ts`, and each row's read precondition."""
     schema = table.schema
     cols = schema.key_names + names
-    return pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
-                                 for a, c in zip(rows.columns, cols)], names=cols)
+    arrays = [_sql_round(a, schema.column(c).arrow_type) for a, c in zip(rows.columns, cols)]
+    if read_ts is not None:
+        arrays.append(_read_ts_array(rows.num_rows, read_ts))
+        cols = cols + [READ_TS_COLUMN]
+    return pa.Table.from_arrays(arrays, names=cols)
 
 
 def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel,
@@ -387,10 +389,8 @@ def apply_update(table, tnode, names: list[str], rows: pa.Table,
     fail it are the result's `info["changed"]` (their indexes in `rows`)."""
     if rows.num_rows == 0:
         return StatementResult("UPDATE", rowcount=0)
-    data = update_data(table, rows, names)
-    if read_ts is not None:
-        data = with_read_ts(data, read_ts)
-    return _written("UPDATE", table, tnode, table.update(data))
+    return _written("UPDATE", table, tnode, table.update(
+        update_data(table, rows, names, read_ts)))
 
 
 def _written(verb: str, table, tnode, r) -> StatementResult:
@@ -466,11 +466,13 @@ def apply_delete(table, tnode, rows: pa.Table, read_ts: int | None = None
     """Delete the matching rows (their key columns); `read_ts` as in `apply_update`."""
     if rows.num_rows == 0:
         return StatementResult("DELETE", rowcount=0)
-    data = pa.Table.from_arrays(rows.columns[:len(table.schema.key_names)],
-                                names=table.schema.key_names)
+    keys = table.schema.key_names
+    arrays = rows.columns[:len(keys)]
     if read_ts is not None:
-        data = with_read_ts(data, read_ts)
-    return _written("DELETE", table, tnode, table.delete(data))
+        arrays = arrays + [_read_ts_array(rows.num_rows, read_ts)]
+        keys = keys + [READ_TS_COLUMN]
+    return _written("DELETE", table, tnode, table.delete(pa.Table.from_arrays(arrays,
+                                                                             names=keys)))
 
 
 __all__ = ["execute", "explain", "describe", "plan_query", "run_query", "render"]

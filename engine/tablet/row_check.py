@@ -23,8 +23,11 @@ than T (timestamps are taken under the write lock, in log order). WAL replay and
 follower apply the same op at the same T over the same prefix of the log, but flushed
 files may already hold mutations of *later* ops (tablet_bootstrap.py); ignoring
 timestamps >= T makes the check a function of the log prefix alone, so every replica and
-every replay decides each row as the leader did. Mutations of the same op (T itself: an
-earlier round of the op on the same key) do not count either.
+every replay decides each row as the leader did. Mutations at T itself are not looked at
+here: an earlier row of the same op on the same key (two statements' UPDATEs joined in one
+op by the write coalescer, as a cluster's front end joins every small write) is a change
+for the later checked row all the same, which `RowOps` decides from the op itself (the
+keys its earlier rounds wrote; checked rows never collapse into one).
 
 Cost: only rows carrying a precondition are checked, and a store whose newest timestamp
 is <= S (`max_ts`, kept by every delta store and file) is skipped without looking at the

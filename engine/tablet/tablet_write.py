@@ -79,6 +79,7 @@ from engine.tablet.write_op import (
     WriteOp,
     WriteResult,
     encode_small,
+    encode_small_head,
 )
 from engine.types import to_physical
 
@@ -98,6 +99,8 @@ class TabletWriter:
         # of every schema the tablet has had can live in one dict).
         self._small_converters: dict[int, Any] = {}
         self._encode_key = compile_key_encoder(tablet.schema.key_columns)
+        # compact WAL heads of small writes carrying READ_TS_COLUMN, by column names
+        self._read_heads: dict[tuple, bytes] = {}
         # the schema-derived members: set by the tablet's first `set_schema` call
 
     @property
@@ -179,8 +182,16 @@ class TabletWriter:
                 plan = plans[names] = SmallPlan(schema, layout, names,
                                                 self._small_converters)
             conv = convert_rows(ops, rows, plan, self._encode_key, keys)
-            body = encode_small(ops, names, rows, plan.head) if read_ts is None else \
-                encode_small(ops, all_names, all_rows)   # logged with the precondition
+            if read_ts is None:
+                body = encode_small(ops, names, rows, plan.head)
+            else:                     # logged with the precondition column
+                heads = self._read_heads
+                head = heads.get(all_names)
+                if head is None:
+                    if len(heads) > 64:
+                        heads.clear()
+                    head = heads[all_names] = encode_small_head(all_names)
+                body = encode_small(ops, all_names, all_rows, head)
         except (Ineligible, TypeError, ValueError):
             return None
         return schema, layout, conv, body, read_ts
