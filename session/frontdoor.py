@@ -133,8 +133,8 @@ class Statement:
 
     def key_write_shape(self) -> tuple[str, list[str]] | None:
         """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE (no
-        RETURNING, FROM / USING, WITH, ORDER BY, LIMIT; SET of distinct plain columns),
-        else None: what the wire's key-write fast path (wire/fastpath.py) needs to know
+        RETURNING, FROM / USING, WITH, ORDER BY, LIMIT; SET of distinct plain columns to
+        values that read no column and no subquery: `_reads_rows`), else None: what the wire's key-write fast path (wire/fastpath.py) needs to know
         of the statement, without reading SQL."""
         try:
             node = self.node

@@ -38,7 +38,12 @@ Key writes
 ----------
 Bind [Describe P] Execute Sync of a prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1`
 or `DELETE FROM t WHERE pk = $1` run before (so that its row-matching query is cached as
-a point read, planner.dml `_matching`): on the event loop, the session's
+a point read, planner.dml `_matching`), whose SET values read no column and no subquery
+(`Statement.key_write_shape`): such a write does not depend on the row it replaces, and
+with the WHERE on the full key, writing it blind is what re-reading a row changed
+meanwhile would write (planner/dml.py). `SET n = n + 1` is left to the ordinary path,
+which writes under a read precondition and re-reads changed rows (no lost updates). On
+the event loop, the session's
 `key_write_values` gives the matching row in plain Python values when every SET value is
 a column, a parameter, a literal or an integer column plus or minus an integer literal
 that stays in its type's range (`PointRead.values`: no Arrow, no evaluator); otherwise
