@@ -134,8 +134,8 @@ class Statement:
     def key_write_shape(self) -> tuple[str, list[str]] | None:
         """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE (no
         RETURNING, FROM / USING, WITH, ORDER BY, LIMIT; SET of distinct plain columns to
-        values that read no column and no subquery: `_reads_rows`), else None: what the wire's key-write fast path (wire/fastpath.py) needs to know
-        of the statement, without reading SQL."""
+        values without a subquery: `_has_subquery`), else None: what the wire's key-write
+        fast path (wire/fastpath.py) needs to know of the statement, without reading SQL."""
         try:
             node = self.node
         except SqlError:
@@ -147,7 +147,7 @@ class Statement:
             names = []
             for a in node.expressions:
                 if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column) or \
-                        a.this.table or _reads_rows(a.expression):
+                        a.this.table or _has_subquery(a.expression):
                     return None
                 names.append(a.this.name)
             return ("UPDATE", names) if names and len(set(names)) == len(names) else None
@@ -204,17 +204,10 @@ def write_tag(node) -> str | None:
     return None
 
 
-def _reads_rows(e: exp.Expression) -> bool:
-    """Whether an UPDATE's SET value reads a column or a subquery. The wire's key-write
-    fast path writes without a read precondition (wire/fastpath.py), which is right only
-    when the value cannot depend on the row it replaces (WHERE is the full key there, so
-    a row live at the write matches it as it did at the read: a blind write is what
-    re-reading it would write, planner/dml.py). `SET n = n + 1` takes the ordinary path,
-    which re-reads a row changed since its read."""
-    for n in e.walk():
-        if isinstance(n, (exp.Subquery, exp.Select)):
-            return True
-        if isinstance(n, exp.Column) and not (n.name.upper() == "DEFAULT" and not n.table
-                                               and not n.this.quoted):
-            return True
-    return False
+def _has_subquery(e: exp.Expression) -> bool:
+    """Whether an UPDATE's SET value holds a subquery (it may read other rows and tables:
+    the ordinary path). A value reading the row's own columns (`SET n = n + 1`) is the
+    fast path's: it writes under a read precondition, "unchanged since the snapshot the
+    row was read at", and a row changed meanwhile goes back to the ordinary path, which
+    re-reads it (wire/fastpath.py `key_write`, planner/dml.py)."""
+    return any(isinstance(n, (exp.Subquery, exp.Select)) for n in e.walk())
