@@ -38,12 +38,16 @@ Key writes
 ----------
 Bind [Describe P] Execute Sync of a prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1`
 or `DELETE FROM t WHERE pk = $1` run before (so that its row-matching query is cached as
-a point read, planner.dml `_matching`), whose SET values read no column and no subquery
-(`Statement.key_write_shape`): such a write does not depend on the row it replaces, and
-with the WHERE on the full key, writing it blind is what re-reading a row changed
-meanwhile would write (planner/dml.py). `SET n = n + 1` is left to the ordinary path,
-which writes under a read precondition and re-reads changed rows (no lost updates). On
-the event loop, the session's
+a point read, planner.dml `_matching`), whose SET values hold no subquery
+(`Statement.key_write_shape`; `SET n = n + 1` is taken). No lost updates, as on the
+ordinary path (planner/dml.py): the matching row is read at one snapshot S
+(`Table.lookup_now(..., read_ts)`: the tablet's committed watermark less one, so the read
+sees every op <= S and none after it), and the write carries S as the row's read
+precondition (`READ_TS_COLUMN`, engine/tablet/row_check.py). A row changed since S - an
+earlier write of it still waiting for its fsync is in flight, so not in S - fails with
+CHANGED, nothing of it written: `_key_write_done` then leaves the frames unconsumed with
+`batch_off` set, and the ordinary path runs the statement from the start (it re-reads and
+retries; its row count, its 40001). On the event loop, the session's
 `key_write_values` gives the matching row in plain Python values when every SET value is
 a column, a parameter, a literal or an integer column plus or minus an integer literal
 that stays in its type's range (`PointRead.values`: no Arrow, no evaluator); otherwise
@@ -65,7 +69,7 @@ small-write path will not take with certainty, an error while matching) is left 
 ordinary path having consumed and written nothing; the ordinary path then runs the
 statement from the start (repeating the matching read changes nothing). An UPDATE /
 DELETE on the small path fails only for a key that is not live, which both paths count
-as 0 rows. No statement clock: the work on the loop is bounded and the fsync wait is
+as 0 rows, or for a row changed since S (above). No statement clock: the work on the loop is bounded and the fsync wait is
 not cancellable. tests/wire/test_fastpath_writes.py compares both paths.
 
 Single-row inserts
@@ -464,9 +468,9 @@ def _key_write_done(be, finish, describe: bool, verb: str, after: int):
         be.batch_off = True     # the Bind again, the ordinary way: re-read and retried
         return
     _consume(be, after)
-    # the small path reports ALREADY_PRESENT / NOT_FOUND only (engine/tablet/
-    # small_write.py): an UPDATE / DELETE of a row gone meanwhile counts 0, as the
-    # ordinary path counts it
+    # the small path reports ALREADY_PRESENT / NOT_FOUND / CHANGED only (engine/tablet/
+    # small_write.py; CHANGED went back above): an UPDATE / DELETE of a row gone
+    # meanwhile counts 0, as the ordinary path counts it
     _write_reply(be, describe, verb, r.num_applied)
 
 
