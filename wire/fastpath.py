@@ -69,8 +69,9 @@ small-write path will not take with certainty, an error while matching) is left 
 ordinary path having consumed and written nothing; the ordinary path then runs the
 statement from the start (repeating the matching read changes nothing). An UPDATE /
 DELETE on the small path fails only for a key that is not live, which both paths count
-as 0 rows, or for a row changed since S (above). No statement clock: the work on the loop is bounded and the fsync wait is
-not cancellable. tests/wire/test_fastpath_writes.py compares both paths.
+as 0 rows, or for a row changed since S (above). No statement clock: the work on the loop
+is bounded and the fsync wait is not cancellable. tests/wire/test_fastpath_writes.py
+compares both paths.
 
 Single-row inserts
 ------------------
