@@ -35,6 +35,7 @@ from planner.binder import position
 from planner.commands import KuduUpsert
 from planner.dialect import KuduSQL
 from planner.dml import (apply_delete, apply_update, delete, insert, insert_columns,
+                         read_timestamp, write_reread,
                          insert_rows, insert_source, insert_target, matching_query,
                          row_failures, update, update_assignments, write_target)
 from planner.errors import FeatureNotSupported, SqlError
@@ -279,12 +280,19 @@ def explain(catalog, ast, sql, params=None, analyze: bool = False,
     else:
         raise FeatureNotSupported("EXPLAIN supports queries, INSERT, UPSERT, UPDATE and "
                                   "DELETE only", position=position(sql, ast))
-    ex = Executor(catalog, analyze=True, check_cancel=check_cancel) if analyze else None
+    # an UPDATE / DELETE reads at one snapshot and writes under its read precondition
+    # (planner/dml.py `write_reread`): rows changed meanwhile are read again
+    snap = read_timestamp(catalog) if analyze and isinstance(ast, (exp.Update, exp.Delete)) \
+        else None
+    ex = Executor(catalog, analyze=True, check_cancel=check_cancel, snapshot=snap) \
+        if analyze else None
     total = written = None
     if ex is not None:
         t0 = time.perf_counter()
         result = ex.run_output(out)
-        if write is not None:
+        if snap is not None:
+            written = write(result, snap)
+        elif write is not None:
             written = write(result)
         total = (time.perf_counter() - t0, result.num_rows)
     lines = render(out, ex)
@@ -322,9 +330,21 @@ def _write_plan(catalog, ast, sql, params):
         # shown as the key columns and the new values of the SET columns
         out = dataclasses.replace(out, names=table.schema.key_names + names)
         return (f"Update on {tnode.name} (SET {', '.join(names)})", out,
-                lambda rows: apply_update(table, tnode, names, rows))
+                _reread(catalog, table, tnode, "UPDATE", out,
+                        lambda rows, snap: apply_update(table, tnode, names, rows, snap)))
     out = optimize(matching_query(catalog, ast, sql, params, tnode, []), catalog)
-    return f"Delete on {tnode.name}", out, lambda rows: apply_delete(table, tnode, rows)
+    return f"Delete on {tnode.name}", out, _reread(
+        catalog, table, tnode, "DELETE", out,
+        lambda rows, snap: apply_delete(table, tnode, rows, snap))
+
+
+def _reread(catalog, table, tnode, verb, out, write):
+    """EXPLAIN ANALYZE's write of an UPDATE / DELETE: (rows read at S, S) -> the rows
+    written under their read precondition, changed ones read again (`write_reread`)."""
+    def read(snap):
+        return Executor(catalog, snapshot=snap).run_output(out)
+    return lambda rows, snap: write_reread(catalog, table, tnode, verb, read, write,
+                                           (rows, snap))
 
 
 def render(out: L.Output, ex: Executor | None) -> list[str]:

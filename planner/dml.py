@@ -4,9 +4,17 @@ The rows are computed first (VALUES or a query; UPDATE/DELETE scan the table for
 that match), then written as one op per tablet; every row is applied on its own. Rows that
 fail are reported in `StatementResult.row_errors` (1-based ordinal in the statement,
 SQLSTATE, key) while the other rows stay applied; `rowcount` counts the applied rows.
-INSERT ... ON CONFLICT DO NOTHING drops the duplicate-key failures. A row whose key
-vanished between UPDATE/DELETE's scan and its write (a concurrent DELETE) is simply not
-counted. UPSERT is `insert(..., upsert=True)`: the session passes it for the dialect's
+INSERT ... ON CONFLICT DO NOTHING drops the duplicate-key failures.
+
+UPDATE / DELETE read the matching rows at one snapshot timestamp S (`read_timestamp`) and
+write each row with the read precondition "unchanged since S" (engine/tablet/row_check.py:
+checked by the tablet under its write lock, atomically with the write). A row another
+statement changed after S fails that check (CHANGED) and is read again at a new snapshot:
+its WHERE is evaluated again and SET recomputed on the newest version, and it is written
+again under the new precondition; a row that no longer matches, or was deleted meanwhile,
+is skipped and not counted (PostgreSQL's READ COMMITTED, EvalPlanQual). After
+MAX_REREAD_ROUNDS rounds a row still changing fails the statement with 40001 (the rows
+written before stay written). UPSERT is `insert(..., upsert=True)`: the session passes it for the dialect's
 KuduUpsert node. `insert_target` / `insert_rows` are also the session's bulk path
 (executemany), and `update_data` the wire fast path's.
 """
@@ -14,11 +22,15 @@ KuduUpsert node. `insert_target` / `insert_rows` are also the session's bulk pat
 from __future__ import annotations
 
 import dataclasses
+import random
+import time
 from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
 
+from engine import clock as _clock
+from engine.tablet.write_op import READ_TS_COLUMN
 from engine.types import sql_literal
 from planner import logical as L
 from planner.binder import Binder, position
@@ -252,37 +264,68 @@ def bulk_parameters(ast: exp.Expression) -> int | None:
 MATCHING_KEY = "\x00matching\x00"
 
 
-def update_data(table, rows: pa.Table, names: list[str]) -> pa.Table:
+# rounds of re-reading rows whose write found them changed since their read (`write_reread`)
+# before the statement fails with 40001; between rounds a short, growing, jittered pause
+MAX_REREAD_ROUNDS = 50
+
+
+def read_timestamp(catalog) -> int:
+    """The snapshot S an UPDATE / DELETE reads its rows at and names in its writes' read
+    preconditions: after every write acknowledged so far (the catalog's clock; a cluster
+    front end's wall clock, and at least the newest timestamp it has seen). A read at S
+    waits until every op holding a timestamp <= S has committed (`Tablet.wait_safe`; on a
+    cluster the leader's snapshot barrier), so it sees every change up to S."""
+    clock = getattr(catalog, "clock", None)
+    if clock is not None:
+        return clock.now()
+    ts = _clock.from_micros(_clock.wall_ns() // 1000)
+    client = getattr(catalog, "client", None)
+    return max(ts, getattr(client, "last_ts", 0) or 0)
+
+
+def _read_ts_array(n: int, read_ts: int) -> pa.Array:
+    """The read-precondition column of n rows: each unchanged since `read_ts`
+    (engine/tablet/row_check.py)."""
+    return pa.repeat(pa.scalar(read_ts, pa.int64()), n)
+
+
+def update_data(table, rows: pa.Table, names: list[str], read_ts: int | None = None
+                ) -> pa.Table:
     """The rows an UPDATE writes: the matching query's key columns and SET values (in
     `names` order), SQL-rounded to their columns' types (one place for `update` and the
-    wire's key-write fast path)."""
+    wire's key-write fast path); with `read_ts`, and each row's read precondition."""
     schema = table.schema
     cols = schema.key_names + names
-    return pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
-                                 for a, c in zip(rows.columns, cols)], names=cols)
+    arrays = [_sql_round(a, schema.column(c).arrow_type) for a, c in zip(rows.columns, cols)]
+    if read_ts is not None:
+        arrays.append(_read_ts_array(rows.num_rows, read_ts))
+        cols = cols + [READ_TS_COLUMN]
+    return pa.Table.from_arrays(arrays, names=cols)
 
 
 def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], check_cancel,
-              cache=None):
+              cache=None, snapshot: int | None = None):
     """Rows of the target matching the WHERE clause: key columns then `extra` values.
 
     With a plan cache and parameters, the row-matching query is cached under the statement's
     text (marked apart from a SELECT of the same text), and a match by the full primary key
     runs as a point read (planner.point_read): `UPDATE t SET v = v + 1 WHERE k = $1` executed
-    again skips parsing the query, binding and the rules."""
+    again skips parsing the query, binding and the rules. `snapshot`: the timestamp the
+    target table (every table of the query) is read at."""
     key = MATCHING_KEY + sql
     if cache is not None and params:
-        t = cache.point_result(catalog, key, params)
+        t = cache.point_result(catalog, key, params, snapshot=snapshot)
         if t is not None:
             return t
         out = cache.lookup(catalog, key, params)
         if out is not None:
-            return Executor(catalog, check_cancel=check_cancel).run_output(
+            return Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
                 optimize(out, catalog))
     out = matching_query(catalog, ast, sql, params, tnode, extra)
     if cache is not None and params:
         cache.store(catalog, key, params, out)
-    return Executor(catalog, check_cancel=check_cancel).run_output(optimize(out, catalog))
+    return Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
+        optimize(out, catalog))
 
 
 def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]) -> L.Output:
@@ -311,8 +354,9 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
     from copies of its parts): the session passes the parse cache's shared node."""
     tnode, table = write_target(catalog, ast, sql)
     names, values = update_assignments(ast, sql, tnode, table.schema)
-    rows = _matching(catalog, ast, sql, params, tnode, values, check_cancel, cache)
-    return apply_update(table, tnode, names, rows)
+    return write_reread(catalog, table, tnode, "UPDATE", lambda snap: _matching(
+        catalog, ast, sql, params, tnode, values, check_cancel, cache, snap),
+        lambda rows, snap: apply_update(table, tnode, names, rows, snap))
 
 
 def update_assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], list]:
@@ -338,34 +382,97 @@ def update_assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], 
     return names, values
 
 
-def apply_update(table, tnode, names: list[str], rows: pa.Table) -> StatementResult:
-    """Write the matching rows (key columns, then the SET values) as updates."""
+def apply_update(table, tnode, names: list[str], rows: pa.Table,
+                 read_ts: int | None = None) -> StatementResult:
+    """Write the matching rows (key columns, then the SET values) as updates; with
+    `read_ts`, each under the precondition "unchanged since read_ts", and the rows that
+    fail it are the result's `info["changed"]` (their indexes in `rows`)."""
     if rows.num_rows == 0:
         return StatementResult("UPDATE", rowcount=0)
-    data = update_data(table, rows, names)
-    r = table.update(data)
-    errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
-    return StatementResult("UPDATE", rowcount=r.num_applied,
-                           row_errors=row_failures(tnode.name, table.schema, errs))
+    return _written("UPDATE", table, tnode, table.update(
+        update_data(table, rows, names, read_ts)))
+
+
+def _written(verb: str, table, tnode, r) -> StatementResult:
+    """The StatementResult of an UPDATE / DELETE write: NOT_FOUND rows (deleted since the
+    read) are not counted, CHANGED rows are set apart in `info["changed"]` for re-reading."""
+    errs = [e for e in r.row_errors if e.code not in ("NOT_FOUND", "CHANGED")]
+    out = StatementResult(verb, rowcount=r.num_applied,
+                          row_errors=row_failures(tnode.name, table.schema, errs))
+    changed = [e.index for e in r.row_errors if e.code == "CHANGED"]
+    if changed:
+        out.info["changed"] = changed
+    return out
+
+
+def write_reread(catalog, table, tnode, verb: str, read, write, first=None
+                  ) -> StatementResult:
+    """Run an UPDATE / DELETE: `read(S)` the matching rows at snapshot S, `write(rows, S)`
+    them under the precondition "unchanged since S"; the rows that fail it (changed by a
+    statement that committed after S) are read again at a new snapshot - the whole
+    matching query, of which only those rows' keys are kept: a row that no longer
+    matches or is gone is skipped - and written again, for up to MAX_REREAD_ROUNDS rounds
+    (PostgreSQL's READ COMMITTED re-check, EvalPlanQual). Rows that match only at a later
+    snapshot are not added, as in PostgreSQL. `first`: (rows, S) already read (EXPLAIN
+    ANALYZE reads them with its own executor)."""
+    keys = table.schema.key_names
+    if first is None:
+        snap = read_timestamp(catalog)
+        rows = read(snap)
+    else:
+        rows, snap = first
+    total = None
+    for rounds in range(MAX_REREAD_ROUNDS):
+        r = write(rows, snap)
+        if total is None:
+            total = r
+        else:
+            total.rowcount += r.rowcount
+            total.row_errors.extend(r.row_errors)
+        changed = r.info.pop("changed", None)
+        if not changed:
+            return total
+        if rounds:              # contention: let the other writers' statements finish
+            time.sleep(random.uniform(0, min(0.02, 0.0005 * 2 ** min(rounds, 6))))
+        again = rows.take(pa.array(changed, pa.int64())).select(list(range(len(keys))))
+        again = again.rename_columns(keys)
+        snap = read_timestamp(catalog)
+        fresh = read(snap)
+        fresh = fresh.rename_columns(keys + fresh.column_names[len(keys):])
+        # the changed rows' keys only (vectorised: a semi join on the key columns)
+        rows = fresh.join(again, keys=keys, join_type="left semi") if fresh.num_rows \
+            else fresh
+        if rows.num_rows == 0:
+            return total
+    raise SqlError(
+        f"could not serialize access due to concurrent update: {len(changed)} row(s) of "
+        f'"{tnode.name}" kept changing while this {verb} read them again '
+        f"{MAX_REREAD_ROUNDS} times", "40001",
+        detail=f"{total.rowcount} row(s) were written before and stay written "
+               "(writes are not undone)", hint="Run the statement again.")
 
 
 def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
            ) -> StatementResult:
     """Run a DELETE; `ast` is only read, never changed (as `update`)."""
     tnode, table = write_target(catalog, ast, sql)
-    rows = _matching(catalog, ast, sql, params, tnode, [], check_cancel, cache)
-    return apply_delete(table, tnode, rows)
+    return write_reread(catalog, table, tnode, "DELETE", lambda snap: _matching(
+        catalog, ast, sql, params, tnode, [], check_cancel, cache, snap),
+        lambda rows, snap: apply_delete(table, tnode, rows, snap))
 
 
-def apply_delete(table, tnode, rows: pa.Table) -> StatementResult:
-    """Delete the matching rows (their key columns)."""
+def apply_delete(table, tnode, rows: pa.Table, read_ts: int | None = None
+                 ) -> StatementResult:
+    """Delete the matching rows (their key columns); `read_ts` as in `apply_update`."""
     if rows.num_rows == 0:
         return StatementResult("DELETE", rowcount=0)
-    data = pa.Table.from_arrays(rows.columns, names=table.schema.key_names)
-    r = table.delete(data)
-    errs = [e for e in r.row_errors if e.code != "NOT_FOUND"]
-    return StatementResult("DELETE", rowcount=r.num_applied,
-                           row_errors=row_failures(tnode.name, table.schema, errs))
+    keys = table.schema.key_names
+    arrays = rows.columns[:len(keys)]
+    if read_ts is not None:
+        arrays = arrays + [_read_ts_array(rows.num_rows, read_ts)]
+        keys = keys + [READ_TS_COLUMN]
+    return _written("DELETE", table, tnode, table.delete(pa.Table.from_arrays(arrays,
+                                                                             names=keys)))
 
 
 __all__ = ["execute", "explain", "describe", "plan_query", "run_query", "render"]

@@ -85,15 +85,17 @@ class PlanCache:
         entry = self._valid(catalog, self._key(text, params))
         return entry[2] if entry is not None else None
 
-    def point_result(self, catalog, text: str, params, in_memory_only: bool = False):
+    def point_result(self, catalog, text: str, params, in_memory_only: bool = False,
+                     snapshot: int | None = None):
         """The result (pa.Table) of the statement's compiled point read, or None: no point
         read for it, parameters that need the ordinary plan, or with `in_memory_only` a
-        table whose tablets are not all open (see PointRead.ready)."""
+        table whose tablets are not all open (see PointRead.ready). `snapshot`: read at
+        this timestamp (UPDATE / DELETE's matching read, planner/dml.py)."""
         fast = self.point_read(catalog, text, params)
         if fast is None:
             return None
         table = fast.facade(catalog)
-        return fast.run(catalog, params, table, now=in_memory_only)
+        return fast.run(catalog, params, table, now=in_memory_only, snapshot=snapshot)
 
     def lookup(self, catalog, text: str, params) -> L.Output | None:
         entry = self._valid(catalog, self._key(text, params))

@@ -149,11 +149,14 @@ class PointRead:
         """True when `run` on this table does only in-memory work now (Table.tablets_open)."""
         return getattr(table, "tablets_open", None) is not None and table.tablets_open()
 
-    def run(self, catalog, params, table=None, now: bool = False, key: tuple | None = None
-            ) -> pa.Table | None:
+    def run(self, catalog, params, table=None, now: bool = False,
+            snapshot: int | None = None, read_ts: list | None = None,
+            key: tuple | None = None) -> pa.Table | None:
         """The result for these parameters; `table` is the catalog's facade of `self.table`
         when the caller already has it. `now`: read with `Table.lookup_now` (None when the
-        lookup would wait). `key`: `key_values(params)` when the caller has it."""
+        lookup would wait), at the timestamp it appends to `read_ts` when that is a list.
+        `snapshot`: read at this timestamp (not with `now`). `key`: `key_values(params)`
+        when the caller has it."""
         if key is None:
             key = self.key_values(params)
         if key is None:
@@ -161,11 +164,12 @@ class PointRead:
         if table is None:
             table = catalog.table(self.table)
         if now:
-            row = table.lookup_now(key, self.columns or None)
+            row = table.lookup_now(key, self.columns or None) if read_ts is None else \
+                table.lookup_now(key, self.columns or None, read_ts)
             if row is NOT_NOW:
                 return None
         else:
-            row = table.lookup(key, self.columns or None)
+            row = table.lookup(key, self.columns or None, snapshot)
         if self.plain is not None:
             if row is None:
                 return self.schema.empty_table()
@@ -192,14 +196,14 @@ class PointRead:
         arrays = {k: as_chunked(ex.eval(e, batch), batch.num_rows) for k, e in items}
         return pa.Table.from_arrays([arrays[k] for k in self.keys], names=self.names)
 
-    def values(self, params, table=None) -> tuple | None:
+    def values(self, params, table=None, read_ts: list | None = None) -> tuple | None:
         """The result's one row as plain Python values (items in `keys` order), NO_ROW
         when no row matches, or None when this cannot stand in for `run` (items that need
         the executor, parameters that need SQL's conversions, an integer result that
         might overflow: the caller then uses `run`; a lookup that would wait,
         `Table.lookup_now`). No Arrow: the wire's key writes read their matching row this
         way on the event loop (a column, a parameter, a literal, or an integer column plus
-        or minus an integer literal: `v = v + 1`)."""
+        or minus an integer literal: `v = v + 1`). `read_ts`: as `run`'s."""
         items = self.value_items
         if items is None:
             return None
@@ -208,7 +212,8 @@ class PointRead:
             return None
         if table is None:
             raise ValueError("PointRead.values needs the table")
-        row = table.lookup_now(key, self.columns or None)
+        row = table.lookup_now(key, self.columns or None) if read_ts is None else \
+            table.lookup_now(key, self.columns or None, read_ts)
         if row is NOT_NOW:
             return None
         if row is None:

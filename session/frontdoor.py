@@ -133,9 +133,9 @@ class Statement:
 
     def key_write_shape(self) -> tuple[str, list[str]] | None:
         """('UPDATE', SET column names) or ('DELETE', []) for a plain UPDATE / DELETE (no
-        RETURNING, FROM / USING, WITH, ORDER BY, LIMIT; SET of distinct plain columns),
-        else None: what the wire's key-write fast path (wire/fastpath.py) needs to know
-        of the statement, without reading SQL."""
+        RETURNING, FROM / USING, WITH, ORDER BY, LIMIT; SET of distinct plain columns to
+        values without a subquery: `_has_subquery`), else None: what the wire's key-write
+        fast path (wire/fastpath.py) needs to know of the statement, without reading SQL."""
         try:
             node = self.node
         except SqlError:
@@ -147,7 +147,7 @@ class Statement:
             names = []
             for a in node.expressions:
                 if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column) or \
-                        a.this.table:
+                        a.this.table or _has_subquery(a.expression):
                     return None
                 names.append(a.this.name)
             return ("UPDATE", names) if names and len(set(names)) == len(names) else None
@@ -202,3 +202,12 @@ def write_tag(node) -> str | None:
     if isinstance(node, exp.Select) and node.args.get("into") is not None:
         return "SELECT INTO"
     return None
+
+
+def _has_subquery(e: exp.Expression) -> bool:
+    """Whether an UPDATE's SET value holds a subquery (it may read other rows and tables:
+    the ordinary path). A value reading the row's own columns (`SET n = n + 1`) is the
+    fast path's: it writes under a read precondition, "unchanged since the snapshot the
+    row was read at", and a row changed meanwhile goes back to the ordinary path, which
+    re-reads it (wire/fastpath.py `key_write`, planner/dml.py)."""
+    return any(isinstance(n, (exp.Subquery, exp.Select)) for n in e.walk())

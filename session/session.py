@@ -607,7 +607,7 @@ class Session:
             t = self._plans.point_result(self.catalog, text, params, in_memory_only=True)
         return None if t is None else StatementResult.rows("SELECT", t)
 
-    def key_write_rows(self, text: str, params):
+    def key_write_rows(self, text: str, params, read_ts: list | None = None):
         """(rows, table) for `text`, a prepared UPDATE / DELETE by the full primary key run
         before (its row-matching query cached as a point read, planner.dml
         `_matching`), with these parameters: the matching query's result (0 or 1 row: the
@@ -615,7 +615,9 @@ class Session:
         no such cached point read, its tablets are not all open or its lookup would wait
         (`Table.lookup_now`). A read: the wire's key-write fast path (wire/fastpath.py)
         then writes the row itself. The SET values are evaluated as `execute` evaluates
-        them (one statement time, the session's TimeZone)."""
+        them (one statement time, the session's TimeZone). `read_ts` (a list): the
+        timestamp S the row was read at is appended to it (`Table.lookup_now`): the read
+        precondition of the write made of it."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
@@ -625,16 +627,18 @@ class Session:
         if not fast.ready(table):
             return None
         with sql_errors(), statement_clock(), session_time_zone(self.time_zone):
-            rows = fast.run(self.catalog, params, table, now=True)   # never waits
+            rows = fast.run(self.catalog, params, table, now=True,   # never waits
+                            read_ts=read_ts)
         return None if rows is None else (rows, table)
 
-    def key_write_values(self, text: str, params):
+    def key_write_values(self, text: str, params, read_ts: list | None = None):
         """`key_write_rows` in plain Python values: (row, table) with row the matching
         query's one row as a tuple (the key columns, then the SET values) or
         `planner.point_read.NO_ROW` when no row matches; None (nothing done) when there is
         no such cached point read, its lookup would wait (`Table.lookup_now`: a tablet not
         open, an ALTER under way), or its items need the executor (`PointRead.values`:
-        then `key_write_rows`). Bounded in-memory work: the wire runs it on its loop."""
+        then `key_write_rows`). Bounded in-memory work: the wire runs it on its loop.
+        `read_ts`: as `key_write_rows`'s."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, dml.MATCHING_KEY + text, params)
@@ -642,7 +646,7 @@ class Session:
             return None
         table = fast.facade(self.catalog)
         with sql_errors(), session_time_zone(self.time_zone):   # the key's conversion
-            row = fast.values(params, table)
+            row = fast.values(params, table, read_ts)
         return None if row is None else (row, table)
 
     def point_read(self, text: str, params):

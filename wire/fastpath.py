@@ -38,7 +38,16 @@ Key writes
 ----------
 Bind [Describe P] Execute Sync of a prepared `UPDATE t SET c = <expr>, ... WHERE pk = $1`
 or `DELETE FROM t WHERE pk = $1` run before (so that its row-matching query is cached as
-a point read, planner.dml `_matching`): on the event loop, the session's
+a point read, planner.dml `_matching`), whose SET values hold no subquery
+(`Statement.key_write_shape`; `SET n = n + 1` is taken). No lost updates, as on the
+ordinary path (planner/dml.py): the matching row is read at one snapshot S
+(`Table.lookup_now(..., read_ts)`: the tablet's committed watermark less one, so the read
+sees every op <= S and none after it), and the write carries S as the row's read
+precondition (`READ_TS_COLUMN`, engine/tablet/row_check.py). A row changed since S - an
+earlier write of it still waiting for its fsync is in flight, so not in S - fails with
+CHANGED, nothing of it written: `_key_write_done` then leaves the frames unconsumed with
+`batch_off` set, and the ordinary path runs the statement from the start (it re-reads and
+retries; its row count, its 40001). On the event loop, the session's
 `key_write_values` gives the matching row in plain Python values when every SET value is
 a column, a parameter, a literal or an integer column plus or minus an integer literal
 that stays in its type's range (`PointRead.values`: no Arrow, no evaluator); otherwise
@@ -60,8 +69,9 @@ small-write path will not take with certainty, an error while matching) is left 
 ordinary path having consumed and written nothing; the ordinary path then runs the
 statement from the start (repeating the matching read changes nothing). An UPDATE /
 DELETE on the small path fails only for a key that is not live, which both paths count
-as 0 rows. No statement clock: the work on the loop is bounded and the fsync wait is
-not cancellable. tests/wire/test_fastpath_writes.py compares both paths.
+as 0 rows, or for a row changed since S (above). No statement clock: the work on the loop
+is bounded and the fsync wait is not cancellable. tests/wire/test_fastpath_writes.py
+compares both paths.
 
 Single-row inserts
 ------------------
@@ -115,7 +125,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.catalog.table import NOT_NOW
-from engine.tablet.write_op import OpType
+from engine.tablet.write_op import READ_TS_COLUMN, OpType
 from planner.dml import row_failures, update_data
 from planner.errors import SqlError
 from planner.expr import session_time_zone
@@ -378,43 +388,50 @@ def key_write(be, stmt, fields: tuple, end: int):
         params = decode_params(stmt, fmts, fields[3])
         be.tx.check(stmt.statement)
         finish = None
-        plain = values(stmt.sql, params) if values is not None else None
+        read_ts: list = []      # the snapshot S the matching row is read at (lookup_now)
+        plain = values(stmt.sql, params, read_ts) if values is not None else None
         if plain is not None:           # the matching row in Python values: no Arrow
             row, table = plain
             if row is not NO_ROW:
                 names = table.schema.key_names + names
                 if len(set(names)) != len(names):
                     return None         # SET of a key column: the ordinary path says no
+                data = {c: [v] for c, v in zip(names, row)}
+                data[READ_TS_COLUMN] = read_ts   # written only if unchanged since S
                 finish = table.write_small_deferred(
-                    OpType.UPDATE if verb == "UPDATE" else OpType.DELETE,
-                    {c: [v] for c, v in zip(names, row)}, never_block=True)
+                    OpType.UPDATE if verb == "UPDATE" else OpType.DELETE, data,
+                    never_block=True)
                 if finish is None:      # not for the small path: nothing was written
                     return None
             found = None
         else:
-            found = find(stmt.sql, params)
+            read_ts.clear()
+            found = find(stmt.sql, params, read_ts)
             if found is None:
                 return None
         rows, table = found if found is not None else (None, None)
         if rows is not None and rows.num_rows:
+            if len(read_ts) != 1:
+                return None     # not read at one known snapshot: the ordinary path
             if verb == "UPDATE":
                 # rounded in the session's TimeZone (a timestamptz SET into a
                 # TIMESTAMP column is its local time), as the ordinary UPDATE is
                 with session_time_zone(be.session.time_zone):
-                    data = update_data(table, rows, names)
+                    data = update_data(table, rows, names, read_ts[0])
                 finish = table.write_small_deferred(OpType.UPDATE, data, never_block=True)
             else:
                 finish = table.write_small_deferred(OpType.DELETE, pa.Table.from_arrays(
-                    rows.columns, names=table.schema.key_names), never_block=True)
+                    rows.columns + [pa.array(read_ts, pa.int64())],
+                    names=table.schema.key_names + [READ_TS_COLUMN]), never_block=True)
             if finish is None:      # not for the small path: nothing was written
                 return None
     except Exception:  # noqa: BLE001 - nothing was written: the ordinary path reports it
         return None
-    _consume(be, after)
     if finish is None:
+        _consume(be, after)
         _write_reply(be, describe, verb, 0)
         return ()
-    return _key_write_done(be, finish, describe, verb)
+    return _key_write_done(be, finish, describe, verb, after)
 
 
 def _durable(be, finish, describe: bool):
@@ -425,22 +442,40 @@ def _durable(be, finish, describe: bool):
     except CONNECTION_ERRORS:
         raise
     except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
-        be.send(_BIND_COMPLETE)
-        if describe:
-            be.send(_NO_DATA)
-        be.error(e)
-        be.on_sync()
+        _failed(be, describe, e)
         return None
 
 
-def _key_write_done(be, finish, describe: bool, verb: str):
-    """Effects: wait for the write's durability off the loop, then reply."""
-    r = yield from _durable(be, finish, describe)
-    if r is None:
+def _failed(be, describe: bool, e: Exception) -> None:
+    """Reply with a hot write's failure as its ErrorResponse."""
+    be.send(_BIND_COMPLETE)
+    if describe:
+        be.send(_NO_DATA)
+    be.error(e)
+    be.on_sync()
+
+
+def _key_write_done(be, finish, describe: bool, verb: str, after: int):
+    """Effects: wait for the write's durability off the loop, then reply; the frames up to
+    `after` are consumed then, unless the row changed since its read (CHANGED: nothing
+    was written): they are left to the ordinary path (`batch_off` until their Sync),
+    which runs the statement from the start - it re-reads the row and retries, as
+    planner/dml.py `write_reread` does for every UPDATE / DELETE."""
+    try:
+        r = yield Durable(finish)
+    except CONNECTION_ERRORS:
+        raise
+    except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
+        _consume(be, after)
+        _failed(be, describe, e)
         return
-    # the small path reports ALREADY_PRESENT / NOT_FOUND only (engine/tablet/
-    # small_write.py): an UPDATE / DELETE of a row gone meanwhile counts 0, as the
-    # ordinary path counts it
+    if r.row_errors and any(e.code == "CHANGED" for e in r.row_errors):
+        be.batch_off = True     # the Bind again, the ordinary way: re-read and retried
+        return
+    _consume(be, after)
+    # the small path reports ALREADY_PRESENT / NOT_FOUND / CHANGED only (engine/tablet/
+    # small_write.py; CHANGED went back above): an UPDATE / DELETE of a row gone
+    # meanwhile counts 0, as the ordinary path counts it
     _write_reply(be, describe, verb, r.num_applied)
 
 

@@ -67,8 +67,9 @@ from engine.catalog.metadata import TableMetadata
 from engine.catalog.table_scanner import TableScan, TableScanStats, pick_snapshot
 from engine.catalog.write_pipeline import Routed, TableWriteResult, merge_results
 from engine.tablet.diskrowset import ScanStats
+from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
-from engine.tablet.write_op import OpType, RowError, RowErrorCode, WriteOp
+from engine.tablet.write_op import READ_TS_COLUMN, OpType, RowError, RowErrorCode, WriteOp
 from engine.types import sql_literal
 
 
@@ -96,7 +97,8 @@ def _route(meta, table: pa.Table) -> tuple[np.ndarray, dict]:
     schema (ColumnNotFound; a missing key column is InvalidArgument)."""
     schema = meta.schema
     for name in table.column_names:
-        schema.index_of(name)  # raises ColumnNotFound
+        if name != READ_TS_COLUMN:      # a row's read precondition (row_check.py)
+            schema.index_of(name)  # raises ColumnNotFound
     for c in schema.key_columns:
         if c.name not in table.column_names:
             raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
@@ -682,14 +684,21 @@ class Table:
         finally:
             lease.release()
 
-    def lookup_now(self, key: Sequence[Any], columns: Sequence[str] | None = None):
+    def lookup_now(self, key: Sequence[Any], columns: Sequence[str] | None = None,
+                   read_ts: list | None = None):
         """`lookup` (current snapshot) for a caller that must not wait, an event loop: the
         row or None exactly as `lookup` gives them, or NOT_NOW (nothing done) when it would
         open a tablet or wait for a DDL, or the catalog cannot pin a tablet without a
         round trip (a remote one). The metadata is resolved once per table version, not
         per call: the routing and the column check use the version seen last, and
         `TableCatalog.pin_tablet` takes the tablet's reference only if that version is
-        still the current one (else it is read again, once). `key`: a tuple."""
+        still the current one (else it is read again, once). `key`: a tuple.
+
+        `read_ts` (a list): the read is made at one timestamp S, appended to it - the
+        tablet's committed watermark less one (`MvccSnapshot.at(S)`: every op <= S has
+        committed and is seen, none after it is, not even one committed above an op still
+        in flight), never waiting; S is then a row's read precondition for a write of
+        what was read (engine/tablet/row_check.py, the wire's key writes)."""
         cat = self.catalog
         pin = getattr(cat, "pin_tablet", None)
         if pin is None:
@@ -718,7 +727,14 @@ class Table:
                     for c in names:
                         meta.schema.column(c)   # ColumnNotFound, as `lookup` raises it
                 checked[names] = True
-            return _read_row(slot, meta.schema, key, names, None, encoded)
+            snap = None
+            if read_ts is not None:
+                # the watermark: every timestamp below it has committed (or aborted), and
+                # no op can take one <= it any more (mvcc.py): a snapshot at S needs no wait
+                s = slot.tablet().mvcc.take_snapshot().all_committed_before - 1
+                snap = MvccSnapshot.at(s)
+                read_ts.append(s)
+            return _read_row(slot, meta.schema, key, names, snap, encoded)
         finally:
             cat.unpin_tablet(slot)
 

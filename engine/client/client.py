@@ -87,7 +87,7 @@ from engine.convert import table_from_pydict
 from engine.rpc.rpc import RemoteError, RpcClient, TlsConfig, Unreachable
 from engine.schema import Schema
 from engine.tablet.mvcc import MvccSnapshot
-from engine.tablet.write_op import OpType, RowError, WriteResult
+from engine.tablet.write_op import READ_TS_COLUMN, OpType, RowError, WriteResult
 
 OP_COLUMN = "__op"
 DEFAULT_TIMEOUT_S = 30.0
@@ -611,6 +611,9 @@ class RemoteTablet:
             now = Schema.from_dict(out["schema_mismatch"]["schema"])
             names = []
             for n in table.column_names:
+                if n == READ_TS_COLUMN:      # a read precondition (row_check.py)
+                    names.append(n)
+                    continue
                 cid = schema.column(n).id
                 if not now.has_column_id(cid):
                     raise errors.ColumnNotFound(

@@ -311,6 +311,10 @@ class MemRowSet:
         """`latest_live` of one row (the small-write path's scalar probe)."""
         return bool(self._live.arr[rowid])
 
+    def insert_ts_of(self, rowid: int) -> int:
+        """The insertion timestamp of one row (row_check.py's read preconditions)."""
+        return int(self._insert_ts.arr[rowid])
+
     # -- read path ------------------------------------------------------------------------
     def capture(self) -> tuple[int, np.ndarray, DeltaBatch]:
         """(row count, insertion timestamps, REDO records) consistent for a reader."""

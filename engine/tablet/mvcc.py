@@ -150,6 +150,8 @@ class MvccManager:
 
     def wait_for_safe(self, ts: Timestamp, timeout: float | None = None) -> bool:
         with self._lock:
+            if not self._in_flight or min(self._in_flight) > ts:
+                return True            # nothing to wait for (the common case)
             self._waiters += 1
             try:
                 return self._cond.wait_for(

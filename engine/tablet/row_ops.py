@@ -58,7 +58,9 @@ class RowOps:
         self.mrs_flushed_index = mrs_flushed_index
 
     def apply(self, ops: np.ndarray, phys: dict[int, pa.Array], ts: int, bad: dict,
-               replay_index: int | None = None) -> int:
+               replay_index: int | None = None, read_ts: np.ndarray | None = None) -> int:
+        """Apply the op's rows (module docstring); `read_ts`: each row's read
+        precondition (row_check.py; -1: none), or None when no row has one."""
         n = len(ops)
         if n == 0:
             return 0
@@ -82,6 +84,12 @@ class RowOps:
         # the intermediate values anyway.
         is_upd = ops[order] == OpType.UPDATE
         chain = same & is_upd[:-1] & is_upd[1:]
+        if read_ts is not None:
+            # rows with a read precondition never collapse: the second of two checked
+            # UPDATEs of one key (two statements a coalesced write joined) must see the
+            # first as a change (`_check_reads`), not replace it
+            checked = read_ts[order] >= 0
+            chain &= ~(checked[:-1] | checked[1:])
         superseded, follows = np.empty(0, np.int64), np.empty(0, np.int64)
         if chain.any():
             m = len(order)
@@ -101,11 +109,16 @@ class RowOps:
         group_start = np.maximum.accumulate(np.where(new_group, np.arange(m), 0))
         rank = np.arange(m) - group_start
         applied = 0
+        # keys an earlier round of this op changed (only kept for read preconditions)
+        written: set | None = set() if read_ts is not None and m and rank.max() > 0 else None
         for r in range(int(rank.max()) + 1 if m else 0):
             idx = np.sort(order[rank == r])
             if len(idx):
                 applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad,
-                                             replay_index)
+                                             replay_index, read_ts, written)
+                if written is not None:
+                    ok_rows = [j for j, i in enumerate(idx.tolist()) if i not in bad]
+                    written.update(keys[idx[ok_rows]].tolist())
         if not bad:
             return applied + len(superseded)
         for s_row, f_row in zip(superseded.tolist(), follows.tolist()):  # error path only:
@@ -188,11 +201,14 @@ class RowOps:
 
     def _apply_round(self, idx: np.ndarray, ops: np.ndarray, keys: np.ndarray,
                      phys: dict[int, pa.Array], ts: int, seq: int, bad: dict,
-                     replay_index: int | None = None) -> int:
+                     replay_index: int | None = None, read_ts: np.ndarray | None = None,
+                     written: set | None = None) -> int:
         comps = self.comps
         kind, which, rowid, mrs_rid = self.locate(
             keys, comps, None if replay_index is None else (replay_index, ts, seq))
         is_live = kind > 0
+        changed = None if read_ts is None else \
+            self._check_reads(idx, ops, kind, which, rowid, ts, read_ts, bad, keys, written)
         ins = ops == OpType.INSERT
         ups = ops == OpType.UPSERT
         upd = ops == OpType.UPDATE
@@ -204,6 +220,9 @@ class RowOps:
         do_insert = (ins | ups) & ~is_live
         do_update = (upd | ups) & is_live
         do_delete = dele & is_live
+        if changed is not None:
+            do_update &= ~changed
+            do_delete &= ~changed
         # Inserts: brand-new keys append MRS rows; keys dead in the active MRS are REINSERTs.
         reinsert = do_insert & (mrs_rid >= 0)
         new_rows = do_insert & (mrs_rid < 0)
@@ -254,6 +273,31 @@ class RowOps:
                             continue  # already in this rowset's files (see _bootstrap)
                         drs.mutate(batch)
         return int(new_rows.sum() + reinsert.sum() + do_update.sum() + do_delete.sum())
+
+    def _check_reads(self, idx, ops, kind, which, rowid, ts, read_ts, bad, keys,
+                     written) -> np.ndarray:
+        """Rows of this round whose read precondition fails (row_check.py), as a mask,
+        each recorded as CHANGED in `bad`: live UPDATE / DELETE rows carrying a read timestamp, checked one by one
+        (a loop over the checked rows only: a statement's few re-read candidates, each a
+        point probe of one row's records). A change by an earlier round of this same op
+        (`written`: its keys; its timestamp is this op's, which row_check.py does not
+        count) is a change too."""
+        from engine.tablet.row_check import changed_since
+        comps = self.comps
+        rts = read_ts[idx]
+        changed = np.zeros(len(idx), dtype=bool)
+        check = np.flatnonzero((kind > 0) & (rts >= 0) &
+                               ((ops == OpType.UPDATE) | (ops == OpType.DELETE)))
+        for i in check.tolist():
+            k = int(kind[i])
+            store = comps.mrs if k == 1 else comps.frozen[int(which[i])] if k == 2 \
+                else comps.drss[int(which[i])]
+            if (written and keys[i] in written) or \
+                    changed_since(store, k, int(rowid[i]), int(rts[i]), ts):
+                bad[int(idx[i])] = (RowErrorCode.CHANGED.value,
+                                    "row changed since it was read")
+                changed[i] = True
+        return changed
 
     def _full_rows(self, sel: np.ndarray, phys: dict[int, pa.Array]) -> pa.RecordBatch:
         """Physical rows for inserts: given columns, else each column's default (or NULL)."""

@@ -51,6 +51,7 @@ import pyarrow as pa
 from engine.convert import default_array
 from engine.schema import ColumnSchema
 from engine.tablet.delta import MutationKind
+from engine.tablet.row_check import changed_since
 from engine.tablet.tablet_metadata import TabletComponents
 from engine.tablet.write_op import OpType, RowErrorCode, encode_small_head
 from engine.types import INTEGER_RANGES, DataType
@@ -265,13 +266,15 @@ class SmallLayout:
         return n
 
 
-def apply_small(comps: TabletComponents, layout: SmallLayout, rows: SmallRows, ts: int
-                ) -> tuple[int, dict]:
+def apply_small(comps: TabletComponents, layout: SmallLayout, rows: SmallRows, ts: int,
+                read_ts: list | None = None) -> tuple[int, dict]:
     """Apply converted rows to the stores (caller holds the write lock, has taken `ts` and
     logged the op): (rows applied, {row: (code, message)} for the others). Mutations go
     to the stores as row records of plain values (`DeltaMemStore.append_row`): no Arrow
     or numpy call per row; new rows go to the MemRowSet's tail as plain values
-    (`MemRowSet.insert_row`), Arrow only once a reader needs it."""
+    (`MemRowSet.insert_row`), Arrow only once a reader needs it. `read_ts`: each row's
+    read precondition (row_check.py), or None: an UPDATE / DELETE whose row changed
+    since is CHANGED, as `RowOps._check_reads` decides it."""
     mrs = comps.mrs
     frozen = comps.frozen
     drss = comps.drss
@@ -315,8 +318,12 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, rows: SmallRows, t
         if target is None:                   # UPDATE / DELETE of a key not live
             bad[i] = (RowErrorCode.NOT_FOUND.value, "key not found")
             continue
-        applied += 1
         store, r, kind = target
+        if read_ts is not None and op != _UPSERT and read_ts[i] >= 0 and \
+                changed_since(store, kind, r, read_ts[i], ts):
+            bad[i] = (RowErrorCode.CHANGED.value, "row changed since it was read")
+            continue
+        applied += 1
         if op == _DELETE:
             values = None
             mkind = _MDELETE

@@ -60,6 +60,7 @@ from engine import errors
 from engine.convert import cast_column, table_from_pydict
 from engine.key_encoding import compile_key_encoder, encode_keys
 from engine.schema import Schema
+from engine.tablet.row_check import read_ts_values
 from engine.tablet.row_ops import RowOps
 from engine.tablet.small_write import (
     SMALL_MAX_ROWS,
@@ -71,12 +72,14 @@ from engine.tablet.small_write import (
     value_converter,
 )
 from engine.tablet.write_op import (
+    READ_TS_COLUMN,
     OpType,
     RowError,
     RowErrorCode,
     WriteOp,
     WriteResult,
     encode_small,
+    encode_small_head,
 )
 from engine.types import to_physical
 
@@ -96,6 +99,8 @@ class TabletWriter:
         # of every schema the tablet has had can live in one dict).
         self._small_converters: dict[int, Any] = {}
         self._encode_key = compile_key_encoder(tablet.schema.key_columns)
+        # compact WAL heads of small writes carrying READ_TS_COLUMN, by column names
+        self._read_heads: dict[tuple, bytes] = {}
         # the schema-derived members: set by the tablet's first `set_schema` call
 
     @property
@@ -161,6 +166,14 @@ class TabletWriter:
             return None
         schema, layout, plans = self._small
         names = tuple(columns)
+        all_names, all_rows, read_ts = names, rows, None
+        if READ_TS_COLUMN in names:     # a read precondition (row_check.py): not a column
+            j = names.index(READ_TS_COLUMN)
+            read_ts = [r[j] for r in rows]
+            if not all(type(v) is int for v in read_ts):
+                return None
+            names = names[:j] + names[j + 1:]
+            rows = [tuple(r[:j]) + tuple(r[j + 1:]) for r in rows]
         try:
             plan = plans.get(names)
             if plan is None:
@@ -169,10 +182,19 @@ class TabletWriter:
                 plan = plans[names] = SmallPlan(schema, layout, names,
                                                 self._small_converters)
             conv = convert_rows(ops, rows, plan, self._encode_key, keys)
-            body = encode_small(ops, names, rows, plan.head)
+            if read_ts is None:
+                body = encode_small(ops, names, rows, plan.head)
+            else:                     # logged with the precondition column
+                heads = self._read_heads
+                head = heads.get(all_names)
+                if head is None:
+                    if len(heads) > 64:
+                        heads.clear()
+                    head = heads[all_names] = encode_small_head(all_names)
+                body = encode_small(ops, all_names, all_rows, head)
         except (Ineligible, TypeError, ValueError):
             return None
-        return schema, layout, conv, body
+        return schema, layout, conv, body, read_ts
 
     def apply_small_deferred(self, prepared, never_block: bool = False
                              ) -> Callable[[], WriteResult] | None:
@@ -183,7 +205,7 @@ class TabletWriter:
         `never_block` (a caller on an event loop): BUSY, having done nothing, instead of
         sleeping in memory back-pressure (`admit_write`) or waiting for the write lock
         that maintenance holds while it persists metadata."""
-        schema, layout, conv, body = prepared
+        schema, layout, conv, body, read_ts = prepared
         tablet = self._tablet
         lock = tablet.write_lock
         if never_block:
@@ -197,7 +219,9 @@ class TabletWriter:
                 return None
             ts, index = tablet.start_op(None, None, body)
             try:
-                applied, bad = apply_small(tablet.components, layout, conv, ts)
+                applied, bad = apply_small(tablet.components, layout, conv, ts) \
+                    if read_ts is None else \
+                    apply_small(tablet.components, layout, conv, ts, read_ts)
             except BaseException:
                 tablet.mvcc.abort_op(ts)
                 raise
@@ -228,7 +252,8 @@ class TabletWriter:
             if len(op_arr) != n:
                 raise errors.InvalidArgument(f"{len(op_arr)} op types for {n} rows")
         for name in table.column_names:
-            self.schema.index_of(name)  # raises ColumnNotFound
+            if name != READ_TS_COLUMN:      # a read precondition (row_check.py)
+                self.schema.index_of(name)  # raises ColumnNotFound
         for c in self._key_cols:
             if c.name not in table.column_names:
                 raise errors.InvalidArgument(f"key column {c.name!r} missing from the rows")
@@ -325,7 +350,8 @@ class TabletWriter:
         with self._tablet.write_lock:
             if self.schema is not schema:  # an alter_schema ran since the conversion
                 for name in table.column_names:
-                    self.schema.index_of(name)  # raises ColumnNotFound
+                    if name != READ_TS_COLUMN:
+                        self.schema.index_of(name)  # raises ColumnNotFound
                 bad = {}
                 phys = self._convert(table, op_arr, bad)
             replay_index = index
@@ -333,7 +359,7 @@ class TabletWriter:
             try:
                 applied = RowOps(self._tablet.components, self.schema, self._key_cols,
                                  self._non_key, self._tablet.mrs_flushed_index).apply(
-                    op_arr, phys, ts, bad, replay_index)
+                    op_arr, phys, ts, bad, replay_index, read_ts_values(table))
             except BaseException:
                 self._tablet.mvcc.abort_op(ts)
                 raise

@@ -58,6 +58,18 @@ class RowErrorCode(str, enum.Enum):
     NOT_NULL = "NOT_NULL"  # NULL into a NOT NULL column (23502)
     INVALID = "INVALID"  # a value the column cannot hold (22P02 / 22003)
     NO_PARTITION = "NO_PARTITION"  # no range partition covers the row's key (23514)
+    # an UPDATE / DELETE whose read precondition failed: the row has a mutation newer
+    # than the read's snapshot (row_check.py; the SQL layer re-reads it, else 40001)
+    CHANGED = "CHANGED"
+
+
+# A write's per-row read precondition travels as this extra int64 column of the op's rows
+# (so it is logged, replicated and replayed with the op, in either body format): for an
+# UPDATE / DELETE row, the timestamp S of the snapshot its values were computed from; the
+# row applies only if its live version has no mutation (update, delete, re-insertion)
+# after S (engine/tablet/row_check.py). NULL or absent: no precondition. A NUL byte
+# cannot start a column name (SQL identifiers never hold one).
+READ_TS_COLUMN = "\x00read_ts"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +82,8 @@ class RowError:
     @property
     def sqlstate(self) -> str:
         return {"ALREADY_PRESENT": "23505", "NOT_FOUND": "02000", "NOT_NULL": "23502",
-                "INVALID": "22P02", "NO_PARTITION": "23514"}[self.code]
+                "INVALID": "22P02", "NO_PARTITION": "23514",
+                "CHANGED": "40001"}[self.code]
 
 
 @dataclasses.dataclass(frozen=True)

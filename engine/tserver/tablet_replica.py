@@ -112,7 +112,7 @@ from engine.rpc.rpc import RemoteError
 from engine.schema import Schema
 from engine.tablet.tablet import Tablet
 from engine.tablet.tablet_metadata import TabletMetadata
-from engine.tablet.write_op import WriteOp
+from engine.tablet.write_op import READ_TS_COLUMN, WriteOp
 from engine.tserver.raft_host import RaftHost, Transport
 from engine.tserver.tablet_copy import (
     commit_install,
@@ -532,7 +532,8 @@ class TabletReplica(RaftHost):
                 return self._schema_mismatch()  # versions only grow: refused at apply too
             if schema_version is None or schema_version == current:
                 for name in rows.column_names:
-                    schema.index_of(name)  # raises ColumnNotFound
+                    if name != READ_TS_COLUMN:  # a read precondition (row_check.py)
+                        schema.index_of(name)  # raises ColumnNotFound
                 for c in schema.key_columns:
                     if c.name not in rows.column_names:
                         raise errors.InvalidArgument(

@@ -79,9 +79,13 @@ def _point_key(node: L.Scan, table) -> tuple | None:
 
 class Executor:
     def __init__(self, catalog, *, analyze: bool = False, check_cancel=None,
-                 schema_only: bool = False):
-        """`schema_only`: scans return no rows (Describe learns result types cheaply)."""
+                 schema_only: bool = False, snapshot: int | None = None):
+        """`schema_only`: scans return no rows (Describe learns result types cheaply).
+        `snapshot`: the timestamp every scan without its own AS OF reads at (UPDATE /
+        DELETE's row-matching query: planner/dml.py, the read its writes' preconditions
+        name); None: each scan the latest state."""
         self.catalog = catalog
+        self.snapshot = snapshot
         self.analyze = analyze
         self.schema_only = schema_only
         self.stats: dict[int, NodeStats] = {}
@@ -257,7 +261,7 @@ class Executor:
         v = self.subquery_values.get(id(ref.this))
         if v is None:
             sub = Executor(self.catalog, analyze=self.analyze, check_cancel=self.check_cancel,
-                           schema_only=self.schema_only)
+                           schema_only=self.schema_only, snapshot=self.snapshot)
             sub.stats = self.stats
             sub.shared = self.shared
             t = sub.run_output(ref.this)
@@ -341,7 +345,8 @@ class Executor:
         engine scan is closed when the generator is (also on early exit: LIMIT)."""
         st = self.stats.setdefault(id(node), NodeStats())
         keys = [node.key(c) for c in node.columns]
-        snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else None
+        snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else \
+            self.snapshot
         key = _point_key(node, table)
         if key is not None:
             # Every key column is pinned by an equality: one row at most, read with the

@@ -451,3 +451,32 @@ def test_a_write_to_several_tablets_is_routed_once(cat, monkeypatch):
     assert table_rows(t)[(250, "e")] == 7
     assert {k: t.lookup(k, ["v"]) is not None for k in more} == {k: True for k in more}
     assert len(calls) == 2
+
+
+def test_lookup_now_read_ts_is_the_snapshot_the_read_used(cat):
+    """`Table.lookup_now(..., read_ts)` (the wire's key writes) reads at one timestamp S
+    and gives it: every op <= S is seen, none after it - not an op still in flight, and
+    not one committed above it (a plain lookup shows that one) - so a write under the
+    precondition "unchanged since S" is refused for a row the read did not see change."""
+    from engine.tablet.write_op import READ_TS_COLUMN
+    t = cat.table("t")
+    t.insert(batch([(5, "a"), (6, "a")], [0, 0]))          # one tablet (g = 'a', k < 100)
+    fin1 = t.write_small_deferred(OpType.UPDATE, {"k": [5], "g": ["a"], "v": [1]})
+    fin2 = t.write_small_deferred(OpType.UPDATE, {"k": [6], "g": ["a"], "v": [7]})
+    assert fin2().num_applied == 1                          # committed above fin1, in flight
+    assert t.lookup_now((6, "a"), ["v"]) == {"v": 7}
+    got: list = []
+    assert t.lookup_now((6, "a"), ["v"], got) == {"v": 0}  # not seen: above S
+    s = got[0]
+    assert t.lookup_now((5, "a"), ["v"], []) == {"v": 0}
+    assert fin1().num_applied == 1
+    for k in (5, 6):            # each row changed after S: its checked write is refused
+        r = t.write_small(OpType.UPDATE, {"k": [k], "g": ["a"], "v": [100],
+                                          READ_TS_COLUMN: [s]})
+        assert [e.code for e in r.row_errors] == ["CHANGED"], k
+    got.clear()
+    row = t.lookup_now((6, "a"), ["v"], got)
+    assert row == {"v": 7} and got[0] >= s
+    r = t.write_small(OpType.UPDATE, {"k": [6], "g": ["a"], "v": [8],
+                                      READ_TS_COLUMN: [got[0]]})
+    assert r.num_applied == 1 and table_rows(t) == {(5, "a"): 1, (6, "a"): 8}
