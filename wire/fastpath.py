@@ -431,7 +431,9 @@ def key_write(be, stmt, fields: tuple, end: int):
         _consume(be, after)
         _write_reply(be, describe, verb, 0)
         return ()
-    return _key_write_done(be, finish, describe, verb, after)
+    # the frames' end relative to the read position: the buffer may be compacted (`feed`)
+    # while the write waits off the loop, which moves absolute offsets
+    return _key_write_done(be, finish, describe, verb, after - be.rpos)
 
 
 def _durable(be, finish, describe: bool):
@@ -455,24 +457,25 @@ def _failed(be, describe: bool, e: Exception) -> None:
     be.on_sync()
 
 
-def _key_write_done(be, finish, describe: bool, verb: str, after: int):
-    """Effects: wait for the write's durability off the loop, then reply; the frames up to
-    `after` are consumed then, unless the row changed since its read (CHANGED: nothing
-    was written): they are left to the ordinary path (`batch_off` until their Sync),
-    which runs the statement from the start - it re-reads the row and retries, as
+def _key_write_done(be, finish, describe: bool, verb: str, length: int):
+    """Effects: wait for the write's durability off the loop, then reply; the statement's
+    frames (`length` bytes from the read position, which the buffer's compaction may have
+    moved meanwhile) are consumed then, unless the row changed since its read (CHANGED:
+    nothing was written): they are left to the ordinary path (`batch_off` until their
+    Sync), which runs the statement from the start - it re-reads the row and retries, as
     planner/dml.py `write_reread` does for every UPDATE / DELETE."""
     try:
         r = yield Durable(finish)
     except CONNECTION_ERRORS:
         raise
     except Exception as e:  # noqa: BLE001 - the write's failure, reported as its error
-        _consume(be, after)
+        _consume(be, be.rpos + length)
         _failed(be, describe, e)
         return
     if r.row_errors and any(e.code == "CHANGED" for e in r.row_errors):
         be.batch_off = True     # the Bind again, the ordinary way: re-read and retried
         return
-    _consume(be, after)
+    _consume(be, be.rpos + length)
     # the small path reports ALREADY_PRESENT / NOT_FOUND / CHANGED only (engine/tablet/
     # small_write.py; CHANGED went back above): an UPDATE / DELETE of a row gone
     # meanwhile counts 0, as the ordinary path counts it
