@@ -36,6 +36,10 @@ from planner.executor.kernels import (
     empty_rows,
     NodeStats,
     hash_key,
+    pack_short,
+    packable,
+    unpack_short,
+    validity_only,
 )
 from planner.executor import scaled as _scaled
 from planner.executor.sort import add_sort_key, interval_span
@@ -612,6 +616,11 @@ def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
                     extra + (r - big_rows) // np.maximum(small, 1)) + 1
 
 
+class LongKeys(_scaled.Fallback):
+    """A text GROUP BY key hashed as int64 codes (kernels.pack_short) met a value longer
+    than a code holds: aggregate again without packing."""
+
+
 class StreamedInput:
     """An aggregation's input as the stream of batches of a scan (`Executor.stream_batches`): the
     first batch is read at once for the schema (`slice(0, 0)`: typing the aggregates); the
@@ -901,18 +910,22 @@ class AggregateOperators:
             # the hash aggregation, so the input is never held whole (TPC-H Q01 at SF10:
             # 4 GB of lineitem columns)
             t = StreamedInput(self.ex.stream_batches(node.input))
-            mode = _scaled.SINGLE
+            mode, pack = _scaled.SINGLE, True
             try:
                 while True:
                     try:
-                        out = self._aggregate_by(t, node.groups, node.aggs, scaled=mode)
+                        out = self._aggregate_by(t, node.groups, node.aggs, scaled=mode,
+                                                 pack=pack)
                         break
                     except _scaled.Fallback as e:
                         # a sum the int64 path cannot prove exact (as one int64 sum: split
-                        # it; at all: the decimal path): scan again (the stream is
-                        # spent); the input's row counts start over, or EXPLAIN ANALYZE
-                        # would count both readings
-                        mode = _scaled.next_mode(mode, e)
+                        # it; at all: the decimal path), or a text key too long for its
+                        # int64 code: scan again (the stream is spent); the input's row
+                        # counts start over, or EXPLAIN ANALYZE would count both readings
+                        if isinstance(e, LongKeys):
+                            pack = False
+                        else:
+                            mode = _scaled.next_mode(mode, e)
                         t.close()
                         for n in L.walk(node.input):
                             st = self.ex.stats.get(id(n))
@@ -920,6 +933,8 @@ class AggregateOperators:
                                 st.rows = 0
                         if self.ex.analyze:
                             self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
+                                "input read again: a text key longer than its int64 code"
+                                if isinstance(e, LongKeys) else
                                 "input read again: a sum the int64 path could not prove "
                                 "exact, " + ("summed as split int64 halves"
                                              if mode else "summed as decimals"))
@@ -957,14 +972,18 @@ class AggregateOperators:
         return pa.concat_tables(out_parts, promote_options="default")
 
     def _aggregate_by(self, t: pa.Table, groups: list[tuple[str, exp.Expression]],
-                      calls: list[L.AggCall], scaled: str | None = _scaled.SINGLE
-                      ) -> pa.Table:
+                      calls: list[L.AggCall], scaled: str | None = _scaled.SINGLE,
+                      pack: bool = True) -> pa.Table:
         """`calls` over the rows of `t` grouped by `groups` (one row without groups).
         `scaled` (SINGLE, SPLIT or None): sums of DECIMAL expressions may run on unscaled
         int64 values (executor/scaled.py); on a `Fallback` from a Table input the
         aggregation is redone in the next mode (a StreamedInput's caller redoes it, with a
         new stream). A call that repeats another (same function and argument: TPC-H Q01's
-        sum(l_quantity) and avg(l_quantity)'s sum) is computed once and copied."""
+        sum(l_quantity) and avg(l_quantity)'s sum) is computed once and copied.
+        `pack`: text GROUP BY keys of at most SHORT_BYTES bytes are hashed as int64 codes
+        (kernels.pack_short), decided per key on the first morsel; a later morsel with a
+        longer value raises `LongKeys`, and the aggregation is redone without packing.
+        count(x) counts a one-byte column of x's validity, not x itself."""
         given, (calls, copies) = calls, _distinct_calls(calls)
         exprs = [e for _, e in groups] + [a.arg for a in calls if a.arg is not None] \
             + [k.expr for a in calls for k in a.order]
@@ -991,6 +1010,11 @@ class AggregateOperators:
         interval_extremes: set[str] = set()     # min / max of intervals (by a span key)
 
         group_keys = {k for k, _ in groups}      # (not array_agg's ORDER BY keys)
+        # group key -> its text type while it is hashed as int64 codes, None when not;
+        # fixed by the first morsel each key is evaluated over, since every morsel of
+        # one aggregation must have the same schema. Only the hash plan packs (`packing`).
+        packed: dict[str, pa.DataType | None] = {}
+        packing = [False]
 
         def column(k: str, e, m: pa.Table):
             """One input column of the aggregation, evaluated over morsel `m`."""
@@ -1002,6 +1026,18 @@ class AggregateOperators:
                 return _interval_key(arg)              # min/max(interval) by its span
             if k in group_keys or (a is not None and a.distinct):
                 arg = hash_key(arg)                      # -0.0 and 0.0 are one value
+            if k in group_keys and packing[0] and packable(arg.type):
+                if k not in packed:         # the first morsel decides (an empty one: no)
+                    codes = pack_short(arg) if m.num_rows else None
+                    packed[k] = arg.type if codes is not None else None
+                    return arg if codes is None else codes
+                if packed[k] is not None:
+                    codes = pack_short(arg)
+                    if codes is None:
+                        raise LongKeys()
+                    return codes
+            if a is not None and a.func == "count" and not a.distinct:
+                return validity_only(arg)                # count(x) needs x's NULLs only
             if a is not None and a.func == "sum" and pa.types.is_int64(arg.type):
                 # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps
                 # around silently on overflow
@@ -1094,13 +1130,20 @@ class AggregateOperators:
             if trees:
                 slow_prelude = _prelude_read(prelude, [e for k, e in items if k not in trees])
                 spec = [part for s in spec for part in _scaled_spec(s, trees, scaled)]
+            packing[0] = pack and bool(gkeys)
             try:
                 r = self.aggregate_plan(t, gkeys, spec, prepare)
             except _scaled.Fallback as e:
                 if isinstance(t, StreamedInput):
                     raise
+                if isinstance(e, LongKeys):
+                    return self._aggregate_by(t, groups, given, scaled=scaled, pack=False)
                 return self._aggregate_by(t, groups, given,
-                                          scaled=_scaled.next_mode(scaled, e))
+                                          scaled=_scaled.next_mode(scaled, e), pack=pack)
+            for k, typ in packed.items():
+                if typ is not None:
+                    r = r.set_column(r.schema.get_field_index(k), k,
+                                     unpack_short(r.column(k), typ))
             for k, tree in trees.items():
                 a = args[k]
                 r = r.append_column(a.key, _scaled.widen(r.column(f"{a.key}.s"), tree.scale)
