@@ -28,7 +28,10 @@ Operators and the kernels they use:
               GROUP BY; sums of exact DECIMAL expressions on unscaled int64 (`scaled`);
               calls repeated within one aggregation computed once; text GROUP BY keys of
               at most 7 bytes hashed as int64 codes (`kernels.pack_short`) and count(x)
-              over x's validity only; an aggregation that occurs twice in the statement (a WITH query read twice,
+              over x's validity only; where the first morsel's keys come in runs (a
+              scan of a table keyed by them: lineitem by l_orderkey, TPC-H Q18), each
+              morsel's runs are summed and counted first and the hash aggregation sums
+              those partials (`_run_partials`); an aggregation that occurs twice in the statement (a WITH query read twice,
               TPC-H Q15) runs once and its result is reused (`shared`)
   Sort        `pc.sort_indices` (NULLS LAST for ASC, FIRST for DESC, as PostgreSQL) and
               top-N by slicing the sorted indices
