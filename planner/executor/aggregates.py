@@ -644,6 +644,16 @@ def _runs_spec(spec: list, trees: dict, scaled) -> list | None:
     return out
 
 
+def _comparable(typ: pa.DataType) -> bool:
+    """Whether `_run_starts` can compare neighbouring keys of `typ`."""
+    return (pa.types.is_integer(typ) or pa.types.is_floating(typ) or
+            pa.types.is_decimal(typ) or pa.types.is_boolean(typ) or
+            pa.types.is_date(typ) or pa.types.is_timestamp(typ) or
+            pa.types.is_time(typ) or pa.types.is_string(typ) or
+            pa.types.is_large_string(typ) or pa.types.is_binary(typ) or
+            pa.types.is_large_binary(typ))
+
+
 def _run_starts(keys: list) -> np.ndarray:
     """The first row of each run of equal keys (NULLs equal) in key columns `keys`."""
     n = len(keys[0])
@@ -1276,6 +1286,8 @@ class AggregateOperators:
             return False
         m = prelude_of(head)
         keys = [column(k, e, m) for k, e in items if k in group_keys]
+        if not all(_comparable(k.type) for k in keys):
+            return False        # (intervals: no equality kernel; their spans are structs)
         return len(_run_starts(keys)) * 2 <= head.num_rows
 
     def _scaled_sums(self, t, items, args, prelude, prelude_of, excluded) -> dict:

@@ -159,3 +159,15 @@ def test_run_partials_sum_count_and_keep_a_run_of_nulls_null():
     assert out["c"].to_pylist() == [1, 2, 0, 2]
     assert out[aggregates._RUN_ROWS].to_pylist() == [2, 3, 1, 2]
     assert np.array_equal(aggregates._run_starts([cols["k"]]), [0, 2, 5, 6])
+
+
+def test_interval_keys_in_runs_take_the_ordinary_path(dbs, counted):
+    """Intervals have no equality kernel to find runs with (it was an internal error, in a
+    ROLLUP's grouping over a timestamp difference)."""
+    con, _ = dbs
+    cur = con.cursor()
+    cur.execute("SELECT k, TIMESTAMP '2020-01-02 00:00:00' - TIMESTAMP '2020-01-01 00:00:00' "
+                "AS i, count(*) FROM t GROUP BY k, i ORDER BY k LIMIT 3")
+    got = cur.fetchall()
+    assert [r[0] for r in got] == [0, 1, 2] and all(r[2] >= 1 for r in got)
+    assert not counted["reduced"] and not counted["rows"]
