@@ -1279,7 +1279,8 @@ class AggregateOperators:
 
     def _keys_in_runs(self, t, items, group_keys, column, prelude_of) -> bool:
         """Whether the first morsel's group keys come in runs of at least two rows on
-        average (then the aggregation is fed partial aggregates of runs)."""
+        average, and at least half the runs are of groups no other run has (then the
+        aggregation is fed partial aggregates of runs)."""
         head = t.head() if isinstance(t, StreamedInput) else \
             slice_rows(t, 0, _guard.MORSEL_ROWS)
         if head.num_rows < 2:
@@ -1288,7 +1289,16 @@ class AggregateOperators:
         keys = [column(k, e, m) for k, e in items if k in group_keys]
         if not all(_comparable(k.type) for k in keys):
             return False        # (intervals: no equality kernel; their spans are structs)
-        return len(_run_starts(keys)) * 2 <= head.num_rows
+        starts = _run_starts(keys)
+        if len(starts) * 2 > head.num_rows:
+            return False
+        # runs of few groups (TPC-H Q01's flags: four groups, runs of ~3 rows) cost more to
+        # cut than Acero spends on a hash table that small: only runs that are mostly of
+        # different groups (a table stored in the keys' order) are worth it
+        idx = pa.array(starts)
+        firsts = pa.table({f"k{i}": combine_chunks(k).take(idx) for i, k in enumerate(keys)})
+        groups = firsts.group_by(firsts.column_names).aggregate([]).num_rows
+        return groups * 2 >= len(starts)
 
     def _scaled_sums(self, t, items, args, prelude, prelude_of, excluded) -> dict:
         """{arg column: Tree} for the plain sums whose DECIMAL argument qualifies for the

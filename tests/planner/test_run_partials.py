@@ -149,6 +149,14 @@ def test_keys_without_runs_take_the_ordinary_path(dbs, counted):
     assert not counted["reduced"] and not counted["rows"]
 
 
+def test_runs_of_few_groups_take_the_ordinary_path(dbs, counted, monkeypatch):
+    """g is one value per key (runs of a key's rows) but only four groups: cutting runs
+    costs more than a hash table that small (TPC-H Q01's flags)."""
+    monkeypatch.setattr(guard, "MORSEL_ROWS", 512)
+    _check(*dbs, "SELECT g, sum(q), count(*) FROM t GROUP BY g")
+    assert not counted["reduced"] and not counted["rows"]
+
+
 def test_run_partials_sum_count_and_keep_a_run_of_nulls_null():
     cols = {"k": pa.array([1, 1, 2, 2, 2, 3, None, None], pa.int64()),
             "s": pa.array([5, None, None, None, None, 7, 1, 2], pa.int64()),
