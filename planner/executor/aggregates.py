@@ -1081,7 +1081,7 @@ class AggregateOperators:
         `pack`: text GROUP BY keys of at most SHORT_BYTES bytes are hashed as int64 codes
         (kernels.pack_short), decided per key on the first morsel; a later morsel with a
         longer value raises `LongKeys`, and the aggregation is redone without packing.
-        count(x) counts a one-byte column of x's validity, not x itself."""
+        count(x) counts a one-bit column of x's validity, not x itself."""
         given, (calls, copies) = calls, _distinct_calls(calls)
         exprs = [e for _, e in groups] + [a.arg for a in calls if a.arg is not None] \
             + [k.expr for a in calls for k in a.order]
