@@ -27,7 +27,7 @@ Operators and the kernels they use:
   Aggregate   Acero hash aggregation (`Table.group_by`), or whole-column kernels without
               GROUP BY; sums of exact DECIMAL expressions on unscaled int64 (`scaled`);
               calls repeated within one aggregation computed once; text GROUP BY keys of
-              at most 7 bytes hashed as int64 codes (`kernels.pack_short`) and count(x)
+              at most 7 bytes as int64 codes (`kernels.pack_short`, off by default) and count(x)
               over x's validity only; where the first morsel's keys come in runs (a
               scan of a table keyed by them: lineitem by l_orderkey, TPC-H Q18), each
               morsel's runs are summed and counted first and the hash aggregation sums

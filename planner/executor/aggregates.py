@@ -10,10 +10,11 @@ row numbers (`hash_list`), the input is sorted once per such aggregate by (group
 keys) - stable, so ties keep the input order - and each group's values are a slice of the
 sorted column (`_list_aggregate`): O(n log n), where a query per group was O(groups x n).
 
-The hash aggregation's input is cheapened where that is exact: text keys of a few bytes go
-as int64 codes (`kernels.pack_short`, with `LongKeys` redoing the aggregation should a later
-value not fit), count(x) reads x's validity only, and keys that come in runs (the first
-morsel decides) are pre-aggregated per run in each morsel (`_run_partials`).
+The hash aggregation's input is cheapened where that is exact: text keys of a few bytes can
+go as int64 codes (`kernels.pack_short`, with `LongKeys` redoing the aggregation should a
+later value not fit; off by default, `PACK_SHORT_KEYS`), count(x) reads x's validity
+only, and keys that come in runs (the first morsel decides) are pre-aggregated per run in
+each morsel (`_run_partials`).
 """
 
 from __future__ import annotations
@@ -621,6 +622,13 @@ def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
     return np.where(r < big_rows, r // (small + 1),
                     extra + (r - big_rows) // np.maximum(small, 1)) + 1
 
+
+# Text GROUP BY keys of a few bytes as int64 codes (kernels.pack_short): off. It cuts
+# Acero's hashing, but the codes are made in the plan's one source thread, which bounds the
+# wall time of a scan-fed aggregation: TPC-H Q01 at SF1 took ~20% longer with it on (quiet
+# machine, bench.tpch_bench --queries 1,13,18 alternated twice), its CPU about the same.
+# tests/planner/test_short_keys.py runs with it on.
+PACK_SHORT_KEYS = False
 
 _RUN_ROWS = "$run_rows"        # a morsel row's count of input rows (runs mode)
 
@@ -1240,7 +1248,7 @@ class AggregateOperators:
                            [c for c, fn, _, _ in run_spec if fn == "hash_sum"
                             and c != _RUN_ROWS and not c.endswith(".s")],
                            any(c == _RUN_ROWS for c, _, _, _ in run_spec)]
-            packing[0] = pack and bool(gkeys)     # (after the look at the first morsel)
+            packing[0] = PACK_SHORT_KEYS and pack and bool(gkeys)  # (after _keys_in_runs)
             try:
                 r = self.aggregate_plan(t, gkeys, spec, prepare)
             except _scaled.Fallback as e:

@@ -33,6 +33,12 @@ def _word(r: random.Random, max_bytes: int) -> str:
     return out
 
 
+@pytest.fixture(autouse=True)
+def packing_on(monkeypatch):
+    """Packing is off by default (aggregates.PACK_SHORT_KEYS): these tests run it."""
+    monkeypatch.setattr(aggregates, "PACK_SHORT_KEYS", True)
+
+
 # -- the kernels ---------------------------------------------------------------------------
 @pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.binary(),
                                  pa.large_binary()])
