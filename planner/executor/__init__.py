@@ -26,7 +26,12 @@ Operators and the kernels they use:
               Q21); NOT IN is a null-aware anti join
   Aggregate   Acero hash aggregation (`Table.group_by`), or whole-column kernels without
               GROUP BY; sums of exact DECIMAL expressions on unscaled int64 (`scaled`);
-              calls repeated within one aggregation computed once; an aggregation that occurs twice in the statement (a WITH query read twice,
+              calls repeated within one aggregation computed once; text GROUP BY keys of
+              at most 7 bytes as int64 codes (`kernels.pack_short`, off by default) and count(x)
+              over x's validity only; where the first morsel's keys come in runs (a
+              scan of a table keyed by them: lineitem by l_orderkey, TPC-H Q18), each
+              morsel's runs are summed and counted first and the hash aggregation sums
+              those partials (`_run_partials`); an aggregation that occurs twice in the statement (a WITH query read twice,
               TPC-H Q15) runs once and its result is reused (`shared`)
   Sort        `pc.sort_indices` (NULLS LAST for ASC, FIRST for DESC, as PostgreSQL) and
               top-N by slicing the sorted indices
@@ -48,7 +53,8 @@ materialization, cells never decoded).
 
 The package, each module importing only those above it:
 
-    kernels      NodeStats, empty_rows, common subexpressions, sizes, hash_key
+    kernels      NodeStats, empty_rows, common subexpressions, sizes, hash_key, short text
+                 keys as int64 codes (pack_short / unpack_short), validity_only
     runtime_filters  RuntimeFilter: join-key membership applied to scan batches
     scaled       exact DECIMAL sums on unscaled int64 (Tree, Budget, single / split, widen /
                  combine, Fallback)

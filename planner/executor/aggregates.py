@@ -9,6 +9,12 @@ in the same pass as the other aggregates: the hash aggregation also collects eac
 row numbers (`hash_list`), the input is sorted once per such aggregate by (group, ORDER BY
 keys) - stable, so ties keep the input order - and each group's values are a slice of the
 sorted column (`_list_aggregate`): O(n log n), where a query per group was O(groups x n).
+
+The hash aggregation's input is cheapened where that is exact: text keys of a few bytes can
+go as int64 codes (`kernels.pack_short`, with `LongKeys` redoing the aggregation should a
+later value not fit; off by default, `PACK_SHORT_KEYS`), count(x) reads x's validity
+only, and keys that come in runs (the first morsel decides) are pre-aggregated per run in
+each morsel (`_run_partials`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,11 @@ from planner.executor.kernels import (
     empty_rows,
     NodeStats,
     hash_key,
+    slice_rows,
+    pack_short,
+    packable,
+    unpack_short,
+    validity_only,
 )
 from planner.executor import scaled as _scaled
 from planner.executor.sort import add_sort_key, interval_span
@@ -612,6 +623,106 @@ def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
                     extra + (r - big_rows) // np.maximum(small, 1)) + 1
 
 
+# Text GROUP BY keys of a few bytes as int64 codes (kernels.pack_short): off. It cuts
+# Acero's hashing, but the codes are made in the plan's one source thread, which bounds the
+# wall time of a scan-fed aggregation: TPC-H Q01 at SF1 took ~20% longer with it on (quiet
+# machine, bench.tpch_bench --queries 1,13,18 alternated twice), its CPU about the same.
+# tests/planner/test_short_keys.py runs with it on.
+PACK_SHORT_KEYS = False
+
+_RUN_ROWS = "$run_rows"        # a morsel row's count of input rows (runs mode)
+
+
+def _runs_spec(spec: list, trees: dict, scaled) -> list | None:
+    """The spec of an aggregation fed partial aggregates of runs (`_run_partials`), or
+    None when one of its aggregates has no partial form here: only int64 sums of the
+    scaled path's single sums (Budget bounds every partial sum too), count(x) and
+    count(*), whose partials are summed."""
+    out = []
+    for col, fn, opts, name in spec:
+        if fn == "hash_sum" and scaled == _scaled.SINGLE and isinstance(col, str) and \
+                col.endswith(".s") and col[:-2] in trees:
+            out.append((col, fn, opts, name))
+        elif fn == "hash_count" and isinstance(col, str):
+            out.append((col, "hash_sum", None, name))
+        elif fn == "hash_count_all":
+            out.append((_RUN_ROWS, "hash_sum", None, name))
+        else:
+            return None
+    return out
+
+
+def _comparable(typ: pa.DataType) -> bool:
+    """Whether `_run_starts` can compare neighbouring keys of `typ`."""
+    return (pa.types.is_integer(typ) or pa.types.is_floating(typ) or
+            pa.types.is_decimal(typ) or pa.types.is_boolean(typ) or
+            pa.types.is_date(typ) or pa.types.is_timestamp(typ) or
+            pa.types.is_time(typ) or pa.types.is_string(typ) or
+            pa.types.is_large_string(typ) or pa.types.is_binary(typ) or
+            pa.types.is_large_binary(typ))
+
+
+def _run_starts(keys: list) -> np.ndarray:
+    """The first row of each run of equal keys (NULLs equal) in key columns `keys`."""
+    n = len(keys[0])
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    flags = None
+    for k in keys:
+        k = combine_chunks(k)
+        if not k.null_count and (pa.types.is_integer(k.type) or pa.types.is_date(k.type)
+                                 or pa.types.is_timestamp(k.type)):
+            v = k.to_numpy(zero_copy_only=False)      # (no copy for these: one compare)
+            f = v[1:] != v[:-1]
+        else:
+            f = change_flags(k)
+        flags = f if flags is None else flags | f
+    return np.concatenate(([0], np.flatnonzero(flags) + 1)).astype(np.int64)
+
+
+def _run_partials(cols: dict, gkeys: list[str], sums: list[str], counts: list[str],
+                  rows: bool, n: int) -> dict:
+    """A morsel's aggregation input as partial aggregates: where its group keys come in
+    runs of equal values (a scan of a table whose key starts with them - TPC-H's lineitem
+    by l_orderkey, four rows an order), one row per run, with its rows' count, each
+    count(x)'s count and each sum's sum (NULL when the run has no value); else one row
+    per row in the same form (`rows`: with the row counts, for count(*)). The hash
+    aggregation then sums the partials: a quarter of the rows to hash for Q18's 1.5M
+    groups."""
+    starts = _run_starts([cols[k] for k in gkeys])
+    out = dict(cols)
+    if len(starts) * 2 > n:            # few runs: the rows as they are, counts as 0 / 1
+        for k in counts:
+            out[k] = pa.array(combine_chunks(cols[k]).is_valid().to_numpy(
+                zero_copy_only=False).astype(np.int64))
+        if rows:
+            out[_RUN_ROWS] = pa.array(np.ones(n, dtype=np.int64))
+        return out
+    idx = pa.array(starts)
+    for k in gkeys:
+        out[k] = combine_chunks(cols[k]).take(idx)
+    for k in counts:
+        valid = combine_chunks(cols[k]).is_valid().to_numpy(zero_copy_only=False)
+        out[k] = pa.array(np.add.reduceat(valid.astype(np.int64), starts))
+    if rows:
+        out[_RUN_ROWS] = pa.array(np.diff(np.append(starts, n)))
+    for k in sums:
+        a = combine_chunks(cols[k])
+        v = np.add.reduceat(a.fill_null(0).to_numpy(zero_copy_only=False), starts)
+        if a.null_count:
+            seen = np.add.reduceat(a.is_valid().to_numpy(zero_copy_only=False)
+                                   .astype(np.int64), starts)
+            out[k] = pa.array(v, pa.int64(), mask=seen == 0)
+        else:
+            out[k] = pa.array(v, pa.int64())
+    return out
+
+
+class LongKeys(_scaled.Fallback):
+    """A text GROUP BY key hashed as int64 codes (kernels.pack_short) met a value longer
+    than a code holds: aggregate again without packing."""
+
+
 class StreamedInput:
     """An aggregation's input as the stream of batches of a scan (`Executor.stream_batches`): the
     first batch is read at once for the schema (`slice(0, 0)`: typing the aggregates); the
@@ -624,6 +735,10 @@ class StreamedInput:
         if first.num_rows > _guard.MORSEL_ROWS:
             self._it = itertools.chain([first.slice(_guard.MORSEL_ROWS)], self._it)
         self.schema = self._first.schema
+
+    def head(self) -> pa.Table:
+        """The first morsel (read already, not consumed)."""
+        return pa.Table.from_batches([self._first])
 
     def slice(self, start: int, length: int) -> pa.Table:
         assert start == 0 and length == 0
@@ -901,18 +1016,22 @@ class AggregateOperators:
             # the hash aggregation, so the input is never held whole (TPC-H Q01 at SF10:
             # 4 GB of lineitem columns)
             t = StreamedInput(self.ex.stream_batches(node.input))
-            mode = _scaled.SINGLE
+            mode, pack = _scaled.SINGLE, True
             try:
                 while True:
                     try:
-                        out = self._aggregate_by(t, node.groups, node.aggs, scaled=mode)
+                        out = self._aggregate_by(t, node.groups, node.aggs, scaled=mode,
+                                                 pack=pack)
                         break
                     except _scaled.Fallback as e:
                         # a sum the int64 path cannot prove exact (as one int64 sum: split
-                        # it; at all: the decimal path): scan again (the stream is
-                        # spent); the input's row counts start over, or EXPLAIN ANALYZE
-                        # would count both readings
-                        mode = _scaled.next_mode(mode, e)
+                        # it; at all: the decimal path), or a text key too long for its
+                        # int64 code: scan again (the stream is spent); the input's row
+                        # counts start over, or EXPLAIN ANALYZE would count both readings
+                        if isinstance(e, LongKeys):
+                            pack = False
+                        else:
+                            mode = _scaled.next_mode(mode, e)
                         t.close()
                         for n in L.walk(node.input):
                             st = self.ex.stats.get(id(n))
@@ -920,6 +1039,8 @@ class AggregateOperators:
                                 st.rows = 0
                         if self.ex.analyze:
                             self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
+                                "input read again: a text key longer than its int64 code"
+                                if isinstance(e, LongKeys) else
                                 "input read again: a sum the int64 path could not prove "
                                 "exact, " + ("summed as split int64 halves"
                                              if mode else "summed as decimals"))
@@ -957,14 +1078,18 @@ class AggregateOperators:
         return pa.concat_tables(out_parts, promote_options="default")
 
     def _aggregate_by(self, t: pa.Table, groups: list[tuple[str, exp.Expression]],
-                      calls: list[L.AggCall], scaled: str | None = _scaled.SINGLE
-                      ) -> pa.Table:
+                      calls: list[L.AggCall], scaled: str | None = _scaled.SINGLE,
+                      pack: bool = True) -> pa.Table:
         """`calls` over the rows of `t` grouped by `groups` (one row without groups).
         `scaled` (SINGLE, SPLIT or None): sums of DECIMAL expressions may run on unscaled
         int64 values (executor/scaled.py); on a `Fallback` from a Table input the
         aggregation is redone in the next mode (a StreamedInput's caller redoes it, with a
         new stream). A call that repeats another (same function and argument: TPC-H Q01's
-        sum(l_quantity) and avg(l_quantity)'s sum) is computed once and copied."""
+        sum(l_quantity) and avg(l_quantity)'s sum) is computed once and copied.
+        `pack`: text GROUP BY keys of at most SHORT_BYTES bytes are hashed as int64 codes
+        (kernels.pack_short), decided per key on the first morsel; a later morsel with a
+        longer value raises `LongKeys`, and the aggregation is redone without packing.
+        count(x) counts a one-bit column of x's validity, not x itself."""
         given, (calls, copies) = calls, _distinct_calls(calls)
         exprs = [e for _, e in groups] + [a.arg for a in calls if a.arg is not None] \
             + [k.expr for a in calls for k in a.order]
@@ -991,6 +1116,11 @@ class AggregateOperators:
         interval_extremes: set[str] = set()     # min / max of intervals (by a span key)
 
         group_keys = {k for k, _ in groups}      # (not array_agg's ORDER BY keys)
+        # group key -> its text type while it is hashed as int64 codes, None when not;
+        # fixed by the first morsel each key is evaluated over, since every morsel of
+        # one aggregation must have the same schema. Only the hash plan packs (`packing`).
+        packed: dict[str, pa.DataType | None] = {}
+        packing = [False]
 
         def column(k: str, e, m: pa.Table):
             """One input column of the aggregation, evaluated over morsel `m`."""
@@ -1002,6 +1132,18 @@ class AggregateOperators:
                 return _interval_key(arg)              # min/max(interval) by its span
             if k in group_keys or (a is not None and a.distinct):
                 arg = hash_key(arg)                      # -0.0 and 0.0 are one value
+            if k in group_keys and packing[0] and packable(arg.type):
+                if k not in packed:         # the first morsel decides (an empty one: no)
+                    codes = pack_short(arg) if m.num_rows else None
+                    packed[k] = arg.type if codes is not None else None
+                    return arg if codes is None else codes
+                if packed[k] is not None:
+                    codes = pack_short(arg)
+                    if codes is None:
+                        raise LongKeys()
+                    return codes
+            if a is not None and a.func == "count" and not a.distinct:
+                return validity_only(arg)                # count(x) needs x's NULLs only
             if a is not None and a.func == "sum" and pa.types.is_int64(arg.type):
                 # sum(bigint) is NUMERIC, as in PostgreSQL: Arrow's int64 sum wraps
                 # around silently on overflow
@@ -1018,6 +1160,7 @@ class AggregateOperators:
             return m
 
         trees: dict[str, _scaled.Tree] = {}     # arg column -> its int64 plan
+        runs: list = []             # runs mode: [sum columns, count columns, count(*)]
         slow_prelude: set | None = None         # the prelude the other columns read
         fed = [0]
         budget = _scaled.Budget()               # SINGLE: the bounds of the sums so far
@@ -1052,6 +1195,8 @@ class AggregateOperators:
                 arg = cols[f"{a.key}$arg"]
                 cols[f"{a.key}$nan"] = pc.fill_null(pc.is_nan(arg), False) \
                     if pa.types.is_floating(arg.type) else pa.nulls(len(arg), pa.bool_())
+            if runs:
+                cols = _run_partials(cols, gkeys, *runs, m.num_rows)
             return pa.table(cols)
 
         gkeys = [k for k, _ in groups]
@@ -1094,13 +1239,29 @@ class AggregateOperators:
             if trees:
                 slow_prelude = _prelude_read(prelude, [e for k, e in items if k not in trees])
                 spec = [part for s in spec for part in _scaled_spec(s, trees, scaled)]
+            run_spec = _runs_spec(spec, trees, scaled) if gkeys else None
+            if run_spec is not None and self._keys_in_runs(t, items, group_keys, column,
+                                                           prelude_of):
+                spec = run_spec
+                runs[:] = [[c for c, fn, _, _ in run_spec if fn == "hash_sum"
+                            and c != _RUN_ROWS and c.endswith(".s")],
+                           [c for c, fn, _, _ in run_spec if fn == "hash_sum"
+                            and c != _RUN_ROWS and not c.endswith(".s")],
+                           any(c == _RUN_ROWS for c, _, _, _ in run_spec)]
+            packing[0] = PACK_SHORT_KEYS and pack and bool(gkeys)  # (after _keys_in_runs)
             try:
                 r = self.aggregate_plan(t, gkeys, spec, prepare)
             except _scaled.Fallback as e:
                 if isinstance(t, StreamedInput):
                     raise
+                if isinstance(e, LongKeys):
+                    return self._aggregate_by(t, groups, given, scaled=scaled, pack=False)
                 return self._aggregate_by(t, groups, given,
-                                          scaled=_scaled.next_mode(scaled, e))
+                                          scaled=_scaled.next_mode(scaled, e), pack=pack)
+            for k, typ in packed.items():
+                if typ is not None:
+                    r = r.set_column(r.schema.get_field_index(k), k,
+                                     unpack_short(r.column(k), typ))
             for k, tree in trees.items():
                 a = args[k]
                 r = r.append_column(a.key, _scaled.widen(r.column(f"{a.key}.s"), tree.scale)
@@ -1123,6 +1284,29 @@ class AggregateOperators:
                 raise SqlError("value out of range: overflow", "22003")
             out = out.set_column(out.schema.get_field_index(k), k, as_real)
         return out
+
+    def _keys_in_runs(self, t, items, group_keys, column, prelude_of) -> bool:
+        """Whether the first morsel's group keys come in runs of at least two rows on
+        average, and at least half the runs are of groups no other run has (then the
+        aggregation is fed partial aggregates of runs)."""
+        head = t.head() if isinstance(t, StreamedInput) else \
+            slice_rows(t, 0, _guard.MORSEL_ROWS)
+        if head.num_rows < 2:
+            return False
+        m = prelude_of(head)
+        keys = [column(k, e, m) for k, e in items if k in group_keys]
+        if not all(_comparable(k.type) for k in keys):
+            return False        # (intervals: no equality kernel; their spans are structs)
+        starts = _run_starts(keys)
+        if len(starts) * 2 > head.num_rows:
+            return False
+        # runs of few groups (TPC-H Q01's flags: four groups, runs of ~3 rows) cost more to
+        # cut than Acero spends on a hash table that small: only runs that are mostly of
+        # different groups (a table stored in the keys' order) are worth it
+        idx = pa.array(starts)
+        firsts = pa.table({f"k{i}": combine_chunks(k).take(idx) for i, k in enumerate(keys)})
+        groups = firsts.group_by(firsts.column_names).aggregate([]).num_rows
+        return groups * 2 >= len(starts)
 
     def _scaled_sums(self, t, items, args, prelude, prelude_of, excluded) -> dict:
         """{arg column: Tree} for the plain sums whose DECIMAL argument qualifies for the

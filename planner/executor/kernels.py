@@ -1,6 +1,8 @@
 """What every operator of the executor shares: per-node statistics (`NodeStats`, EXPLAIN
 ANALYZE), common subexpressions, chunk and size helpers for the guard's memory metering, and
-the hash of a key tuple (`hash_key`) that joins, DISTINCT and set operations agree on.
+the hash of a key tuple (`hash_key`) that joins, DISTINCT and set operations agree on;
+short text keys as int64 codes for the hash aggregation (`pack_short` / `unpack_short`) and
+the one-bit column count(x) reads (`validity_only`).
 """
 
 from __future__ import annotations
@@ -140,6 +142,15 @@ def join_parts(parts: list):
     chunks = [c for p in parts for c in (p.chunks if isinstance(p, pa.ChunkedArray) else
                                          [p])]
     types = {c.type for c in chunks}
+    if len(types) > 1 and all(pa.types.is_decimal(t) or pa.types.is_null(t) for t in types):
+        # morsels typed by their own values (avg of integers: digits and scale from the
+        # data): one type holding every morsel's integer digits and its largest scale
+        decs = [t for t in types if pa.types.is_decimal(t)]
+        digits = max(t.precision - t.scale for t in decs)
+        scale = min(max(t.scale for t in decs), max(38 - digits, 0))
+        target = pa.decimal128(min(digits + scale, 38), scale)
+        chunks = [c if c.type == target else c.cast(target) for c in chunks]
+        types = {target}
     if len(types) > 1:
         target = next((c.type for c in chunks if not pa.types.is_null(c.type)), chunks[0].type)
         chunks = [c if c.type == target else c.cast(target) for c in chunks]
@@ -195,3 +206,105 @@ def _interval_span(a):
 def hash_keys(t: pa.Table) -> pa.Table:
     """Every column of `t` as a hash key (floats: -0.0 -> 0.0)."""
     return pa.Table.from_arrays([hash_key(c) for c in t.columns], names=t.column_names)
+
+
+# -- short text keys as integers -------------------------------------------------------------
+# Acero hashes a string key column per row through its variable-length path; an int64
+# column takes its fixed-width one, and a GROUP BY over text keys of a few bytes (TPC-H
+# Q01's l_returnflag / l_linestatus, Q12's l_shipmode) pays for the former on millions of
+# rows to find a handful of groups. `pack_short` writes each value of at most SHORT_BYTES
+# bytes into one int64 - its length in the low byte, byte j in byte j + 1 - which is
+# injective (equal codes iff equal values), and `unpack_short` turns the groups' codes back
+# into the values, byte for byte.
+SHORT_BYTES = 7
+_PACKABLE = (pa.string(), pa.binary(), pa.large_string(), pa.large_binary())
+
+
+def packable(typ: pa.DataType) -> bool:
+    """Whether `pack_short` may encode a column of `typ`."""
+    return typ in _PACKABLE
+
+
+def _one_chunk(a):
+    """An Array, or a ChunkedArray's only chunk (combine_chunks copies even that)."""
+    if isinstance(a, pa.ChunkedArray):
+        return a.chunk(0) if a.num_chunks == 1 else a.combine_chunks()
+    return a
+
+
+def pack_short(a) -> pa.Array | None:
+    """A text / binary column's values as int64 codes (NULL where the value is NULL), or
+    None when a value is longer than SHORT_BYTES bytes."""
+    a = _one_chunk(a)
+    n = len(a)
+    bufs = a.buffers()
+    wide = pa.types.is_large_string(a.type) or pa.types.is_large_binary(a.type)
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32,
+                            count=a.offset + n + 1)[a.offset:]
+    if not n:
+        return pa.array([], pa.int64())
+    first, end = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and end > first \
+        else np.zeros(0, np.uint8)
+    # code = length | byte 0 << 8 | byte 1 << 16 ...
+    if (end - first) % n == 0 and (end - first) // n <= SHORT_BYTES and \
+            (end - first == 0 or np.all(np.diff(offsets) == (end - first) // n)):
+        # every value the same width (CHAR(n), flags, codes): the bytes are one block
+        width = (end - first) // n
+        codes = np.full(n, width, dtype=np.int64)
+        block = data[first:end].reshape(n, width)
+        for j in range(width):
+            codes |= block[:, j].astype(np.int64) << (8 * (j + 1))
+    else:
+        lens = np.diff(offsets)
+        if a.null_count:      # a NULL slot's bytes are anything: 0 of them, not a refusal
+            lens = np.where(a.is_valid().to_numpy(zero_copy_only=False), lens, 0)
+        longest = int(lens.max())
+        if longest > SHORT_BYTES:
+            return None
+        codes = lens.astype(np.int64)
+        starts = offsets[:-1]
+        for j in range(longest):
+            has = lens > j
+            codes[has] |= data[starts[has] + j].astype(np.int64) << (8 * (j + 1))
+    validity = None
+    if a.null_count:
+        validity = pc.is_valid(a).buffers()[1]
+        codes[~a.is_valid().to_numpy(zero_copy_only=False)] = 0   # NULL: one code
+    return pa.Array.from_buffers(pa.int64(), n, [validity, pa.py_buffer(codes)],
+                                 null_count=a.null_count)
+
+
+def unpack_short(codes, typ: pa.DataType) -> pa.Array:
+    """The values of `typ` that `pack_short` encoded as `codes` (NULL stays NULL)."""
+    codes = combine_chunks(codes)
+    n = len(codes)
+    valid = codes.is_valid().to_numpy(zero_copy_only=False) if codes.null_count else None
+    c = codes.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
+    lens = (c & np.uint64(0xFF)).astype(np.int64)
+    shifts = np.arange(1, SHORT_BYTES + 1, dtype=np.uint64) * np.uint64(8)
+    matrix = ((c[:, None] >> shifts[None, :]) & np.uint64(0xFF)).astype(np.uint8)
+    data = matrix[np.arange(SHORT_BYTES)[None, :] < lens[:, None]]   # row-major: in order
+    wide = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
+    offsets = np.zeros(n + 1, dtype=np.int64 if wide else np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    validity = None if valid is None else pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets),
+                                          pa.py_buffer(np.ascontiguousarray(data))],
+                                 null_count=0 if valid is None else int(n - valid.sum()))
+
+
+_TRUES = [pa.array(np.ones(1 << 17, dtype=np.bool_))]   # grown to the longest seen
+
+
+def validity_only(a) -> pa.Array:
+    """A column for count(x): true where `a` is not NULL, NULL where it is. Counting it
+    gives count(x), and it is one bit a row where `a` may be 16 bytes (a DECIMAL); without
+    NULLs it is a slice of one shared array, not a new one."""
+    n = len(a)
+    if a.null_count:
+        return pa.array(np.ones(n, dtype=np.bool_), pa.bool_(),
+                        mask=~combine_chunks(a.is_valid()).to_numpy(zero_copy_only=False))
+    if n > len(_TRUES[0]):
+        _TRUES[0] = pa.array(np.ones(n, dtype=np.bool_))
+    return _TRUES[0].slice(0, n)
