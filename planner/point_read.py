@@ -64,6 +64,14 @@ class _KeyPart:
             info = np.iinfo(t.to_pandas_dtype())
             self.bounds = (int(info.min), int(info.max))
 
+    def takes(self, v) -> bool:
+        """`v` is already this key column's value, with no SQL conversion: a Python int
+        in the integer column's range, or a str for a string column."""
+        t = type(v)
+        if t is int:
+            return self.bounds is not None and self.bounds[0] <= v <= self.bounds[1]
+        return t is str and self.is_string
+
 
 @dataclasses.dataclass
 class PointRead:
@@ -100,13 +108,9 @@ class PointRead:
                 out.append(part.value)
                 continue
             v = params[part.param]
-            # the common cases without Arrow: a Python int for an integer key column (in
-            # range), a str for a string one; anything else converts as the optimizer would
-            t = type(v)
-            if t is int and part.bounds is not None and part.bounds[0] <= v <= part.bounds[1]:
-                out.append(v)
-                continue
-            if t is str and part.is_string:
+            # the common cases without Arrow (`takes`); anything else converts as the
+            # optimizer would
+            if part.takes(v):
                 out.append(v)
                 continue
             s = param_scalar(v)
@@ -135,13 +139,9 @@ class PointRead:
                 out.append(part.value)
                 continue
             v = params[part.param]
-            t = type(v)
-            if t is int and part.bounds is not None and part.bounds[0] <= v <= part.bounds[1]:
-                out.append(v)
-            elif t is str and part.is_string:
-                out.append(v)
-            else:
+            if not part.takes(v):
                 return None
+            out.append(v)
         return tuple(out)
 
     @staticmethod

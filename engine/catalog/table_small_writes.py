@@ -41,7 +41,22 @@ class SmallWrites:
 
     def __init__(self, table) -> None:
         self.table = table
-        self._keys: tuple | None = None      # (schema, key converters)
+        # (schema, column list, [(key column's position, its converter)]): `_key_convs`
+        self._keys: tuple | None = None
+
+    def _key_convs(self, schema, columns: list) -> list:
+        """Each key column's position in `columns` and its value converter, in key order,
+        cached for the last (schema, column list); Ineligible when a key column is not
+        written (the general path reports that)."""
+        cached = self._keys
+        if cached is None or cached[0] is not schema or cached[1] != columns:
+            try:
+                pos = [columns.index(k) for k in schema.key_names]
+            except ValueError:
+                raise Ineligible from None
+            cached = self._keys = (schema, columns, list(zip(
+                pos, [value_converter(k) for k in schema.key_columns])))
+        return cached[2]
 
     def write(self, ops, rows):
         """`Table.write` of `rows` on the small-write path, or None (nothing done). If an
@@ -92,16 +107,7 @@ class SmallWrites:
         keys: list = []          # each row's key encoded by routing (None: not encoded)
 
         def route(meta) -> Routed:
-            schema = meta.schema
-            cached = self._keys
-            if cached is None or cached[0] is not schema or cached[1] != columns:
-                try:
-                    pos = [columns.index(k) for k in schema.key_names]
-                except ValueError:
-                    raise Ineligible from None
-                cached = self._keys = (schema, columns, list(zip(
-                    pos, [value_converter(k) for k in schema.key_columns])))
-            key_convs = cached[2]
+            key_convs = self._key_convs(meta.schema, columns)
             route_key = meta.partition_schema.route_key
             keys.clear()
             try:
@@ -187,16 +193,9 @@ class SmallWrites:
         table = self.table
         meta = table.metadata
         schema = meta.schema
-        cached = self._keys
         try:
-            if cached is None or cached[0] is not schema or cached[1] != columns:
-                try:
-                    pos = [columns.index(k) for k in schema.key_names]
-                except ValueError:
-                    raise Ineligible from None
-                cached = self._keys = (schema, columns, list(zip(
-                    pos, [value_converter(k) for k in schema.key_columns])))
-            part, enc = meta.partition_schema.route_key(_key(row, cached[2]))
+            part, enc = meta.partition_schema.route_key(
+                _key(row, self._key_convs(schema, columns)))
         except (Ineligible, errors.EngineError):   # the general path's, as route's
             return None
         if part < 0:
