@@ -18,9 +18,9 @@ which (a per-row outcome, `changed_since` / `row_error`):
     key inserted since is another row (in PostgreSQL another tuple, which the statement's
     snapshot does not see and its update chain does not lead to), so the statement skips
     it and does not count it, as PostgreSQL's READ COMMITTED UPDATE / DELETE skip a target
-    row deleted after their snapshot. Telling the two apart costs nothing more: the records
-    looked at carry their kind (UNDO records too: an UNDO DELETE dates an insertion, an
-    UNDO REINSERT a deletion).
+    row deleted after their snapshot. Telling the two apart needs no further look-up: the
+    records already read carry their kind (UNDO records too: an UNDO DELETE dates an
+    insertion, an UNDO REINSERT a deletion); only records inside (S, T) are compared.
 
 Why this is enough: the read at S saw every op with timestamp <= S (a snapshot read at S
 waits until every op that took a timestamp <= S has committed, and no later op can take
