@@ -9,10 +9,12 @@ INSERT ... ON CONFLICT DO NOTHING drops the duplicate-key failures.
 UPDATE / DELETE read the matching rows at one snapshot timestamp S (`read_timestamp`) and
 write each row with the read precondition "unchanged since S" (engine/tablet/row_check.py:
 checked by the tablet under its write lock, atomically with the write). A row another
-statement changed after S fails that check (CHANGED) and is read again at a new snapshot:
+statement updated after S fails that check (CHANGED) and is read again at a new snapshot:
 its WHERE is evaluated again and SET recomputed on the newest version, and it is written
-again under the new precondition; a row that no longer matches, or was deleted meanwhile,
-is skipped and not counted (PostgreSQL's READ COMMITTED, EvalPlanQual). After
+again under the new precondition; a row that no longer matches is skipped and not counted
+(PostgreSQL's READ COMMITTED, EvalPlanQual). A row deleted after S - even if a row of its
+key was inserted since, another row to PostgreSQL - fails it as NOT_FOUND and is skipped,
+not counted and not read again, as PostgreSQL skips it. After
 MAX_REREAD_ROUNDS rounds a row still changing fails the statement with 40001 (the rows
 written before stay written). UPSERT is `insert(..., upsert=True)`: the session passes it for the dialect's
 KuduUpsert node. `insert_target` / `insert_rows` are also the session's bulk path
@@ -408,8 +410,9 @@ def _written(verb: str, table, tnode, r) -> StatementResult:
 def write_reread(catalog, table, tnode, verb: str, read, write, first=None
                   ) -> StatementResult:
     """Run an UPDATE / DELETE: `read(S)` the matching rows at snapshot S, `write(rows, S)`
-    them under the precondition "unchanged since S"; the rows that fail it (changed by a
-    statement that committed after S) are read again at a new snapshot - the whole
+    them under the precondition "unchanged since S"; a row deleted since S is skipped
+    (NOT_FOUND, `_written`), the rows updated since (by a statement that committed after
+    S: CHANGED) are read again at a new snapshot - the whole
     matching query, of which only those rows' keys are kept: a row that no longer
     matches or is gone is skipped - and written again, for up to MAX_REREAD_ROUNDS rounds
     (PostgreSQL's READ COMMITTED re-check, EvalPlanQual). Rows that match only at a later

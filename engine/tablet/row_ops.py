@@ -109,16 +109,14 @@ class RowOps:
         group_start = np.maximum.accumulate(np.where(new_group, np.arange(m), 0))
         rank = np.arange(m) - group_start
         applied = 0
-        # keys an earlier round of this op changed (only kept for read preconditions)
-        written: set | None = set() if read_ts is not None and m and rank.max() > 0 else None
+        # keys an earlier round of this op changed, and how (row_check.py UPDATED / GONE;
+        # only kept for read preconditions, filled by `_apply_round`)
+        written: dict | None = {} if read_ts is not None and m and rank.max() > 0 else None
         for r in range(int(rank.max()) + 1 if m else 0):
             idx = np.sort(order[rank == r])
             if len(idx):
                 applied += self._apply_round(idx, ops[idx], keys[idx], phys, ts, r, bad,
                                              replay_index, read_ts, written)
-                if written is not None:
-                    ok_rows = [j for j, i in enumerate(idx.tolist()) if i not in bad]
-                    written.update(keys[idx[ok_rows]].tolist())
         if not bad:
             return applied + len(superseded)
         for s_row, f_row in zip(superseded.tolist(), follows.tolist()):  # error path only:
@@ -223,9 +221,18 @@ class RowOps:
         if changed is not None:
             do_update &= ~changed
             do_delete &= ~changed
+        if written is not None:     # for the checked rows of later rounds (_check_reads):
+            from engine.tablet.row_check import GONE, UPDATED   # the keys written, GONE
+            upd = dict.fromkeys(keys[do_update].tolist(), UPDATED)  # if a row deleted or
+            upd.update(written)                                 # inserted one (GONE wins)
+            written.update(upd)
+            written.update(dict.fromkeys(keys[do_insert | do_delete].tolist(), GONE))
         # Inserts: brand-new keys append MRS rows; keys dead in the active MRS are REINSERTs.
         reinsert = do_insert & (mrs_rid >= 0)
         new_rows = do_insert & (mrs_rid < 0)
+        # counted as the original apply counted them, also when replay skips them below:
+        # the count is the op's result, which a replica's result tracker keeps
+        applied = int(do_insert.sum() + do_update.sum() + do_delete.sum())
         if replay_index is not None and replay_index <= self.mrs_flushed_index:
             reinsert[:] = False  # already in a DiskRowSet (see _bootstrap)
             new_rows[:] = False
@@ -272,17 +279,18 @@ class RowOps:
                         if replay_index is not None and replay_index <= drs.flushed_index:
                             continue  # already in this rowset's files (see _bootstrap)
                         drs.mutate(batch)
-        return int(new_rows.sum() + reinsert.sum() + do_update.sum() + do_delete.sum())
+        return applied
 
     def _check_reads(self, idx, ops, kind, which, rowid, ts, read_ts, bad, keys,
                      written) -> np.ndarray:
         """Rows of this round whose read precondition fails (row_check.py), as a mask,
-        each recorded as CHANGED in `bad`: live UPDATE / DELETE rows carrying a read timestamp, checked one by one
-        (a loop over the checked rows only: a statement's few re-read candidates, each a
-        point probe of one row's records). A change by an earlier round of this same op
-        (`written`: its keys; its timestamp is this op's, which row_check.py does not
-        count) is a change too."""
-        from engine.tablet.row_check import changed_since
+        each recorded in `bad` as CHANGED (NOT_FOUND if deleted since its read): live
+        UPDATE / DELETE rows carrying a read timestamp, checked one by one (a loop over the
+        checked rows only: a statement's few re-read candidates, each a point probe of one
+        row's records). A change by an earlier round of this same op (`written`: its keys
+        and how; its timestamp is this op's, which row_check.py does not count) is a
+        change too."""
+        from engine.tablet.row_check import changed_since, row_error
         comps = self.comps
         rts = read_ts[idx]
         changed = np.zeros(len(idx), dtype=bool)
@@ -292,10 +300,10 @@ class RowOps:
             k = int(kind[i])
             store = comps.mrs if k == 1 else comps.frozen[int(which[i])] if k == 2 \
                 else comps.drss[int(which[i])]
-            if (written and keys[i] in written) or \
-                    changed_since(store, k, int(rowid[i]), int(rts[i]), ts):
-                bad[int(idx[i])] = (RowErrorCode.CHANGED.value,
-                                    "row changed since it was read")
+            change = max(written.get(keys[i], 0) if written else 0,
+                         changed_since(store, k, int(rowid[i]), int(rts[i]), ts))
+            if change:
+                bad[int(idx[i])] = row_error(change)
                 changed[i] = True
         return changed
 

@@ -51,7 +51,7 @@ import pyarrow as pa
 from engine.convert import default_array
 from engine.schema import ColumnSchema
 from engine.tablet.delta import MutationKind
-from engine.tablet.row_check import changed_since
+from engine.tablet.row_check import changed_since, row_error
 from engine.tablet.tablet_metadata import TabletComponents
 from engine.tablet.write_op import OpType, RowErrorCode, encode_small_head
 from engine.types import INTEGER_RANGES, DataType
@@ -274,7 +274,7 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, rows: SmallRows, t
     or numpy call per row; new rows go to the MemRowSet's tail as plain values
     (`MemRowSet.insert_row`), Arrow only once a reader needs it. `read_ts`: each row's
     read precondition (row_check.py), or None: an UPDATE / DELETE whose row changed
-    since is CHANGED, as `RowOps._check_reads` decides it."""
+    since is CHANGED (NOT_FOUND if deleted since), as `RowOps._check_reads` decides it."""
     mrs = comps.mrs
     frozen = comps.frozen
     drss = comps.drss
@@ -319,10 +319,11 @@ def apply_small(comps: TabletComponents, layout: SmallLayout, rows: SmallRows, t
             bad[i] = (RowErrorCode.NOT_FOUND.value, "key not found")
             continue
         store, r, kind = target
-        if read_ts is not None and op != _UPSERT and read_ts[i] >= 0 and \
-                changed_since(store, kind, r, read_ts[i], ts):
-            bad[i] = (RowErrorCode.CHANGED.value, "row changed since it was read")
-            continue
+        if read_ts is not None and op != _UPSERT and read_ts[i] >= 0:
+            change = changed_since(store, kind, r, read_ts[i], ts)
+            if change:                       # CHANGED, or NOT_FOUND if deleted since
+                bad[i] = row_error(change)
+                continue
         applied += 1
         if op == _DELETE:
             values = None

@@ -1,7 +1,7 @@
 """A Jepsen-style harness for the cluster: real processes, real faults, a recorded history,
 checkers (issue 24; docs/guarantees.md says what it checks and what it does not).
 
-    python -m tests.cluster.jepsen --workload register|set --nemesis LIST|all
+    python -m tests.cluster.jepsen --workload register|set|counter --nemesis LIST|all
                                    [--seconds S] [--seed N] [--keep] [--out DIR]
 
 It starts a local cluster (`kudusql cluster start`: 3 masters, 4 tablet servers, 2 SQL
@@ -31,6 +31,20 @@ Workloads
             across faults: a snapshot read is repeatable, so both must hold the same
             elements (a leader that stamps a write below a snapshot already served breaks
             this: Kudu's KUDU-1188).
+  counter   COUNTER_KEYS hot counters (rows inserted with v = 0 and never deleted),
+            incremented concurrently: `UPDATE ... SET v = v + 1 WHERE k = $1` through both
+            front ends (the no-lost-updates path: read at S, write under the precondition
+            "unchanged since S", re-read on CHANGED; docs/sql.md), and through the client
+            library the same read-modify-write by hand (a lookup at S = the table's
+            current timestamp, an UPDATE carrying S in READ_TS_COLUMN, again on CHANGED);
+            point reads of the counters through all three. Each increment is acknowledged
+            (UPDATE 1), failed (40001: nothing written) or unknown (any other error).
+            Checked per key (Jepsen's counter checker): every read is at least the
+            increments acknowledged before it began and at most those attempted and not
+            failed before it ended; no read is less than one that ended before it began;
+            every acknowledged UPDATE counted 1 row; after healing the value is in
+            [acknowledged, acknowledged + unknown]. A blind write (no precondition) loses
+            increments and fails the last check.
 
 Nemeses (one fault at a time, each held 1-5 s, then healed; the schedule is a pure function
 of the seed, so a seed replays the same faults - the effects depend on timing)
@@ -66,6 +80,7 @@ anomalies were found.
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
 import itertools
 import json
@@ -89,6 +104,8 @@ NEMESES = ("kill", "pause", "partition", "ring", "master-isolate", "clock", "mem
            "master-kill", "master-pause", "frontend-kill", "flush")
 KEY_OPS = 60  # register: operations on one key before it retires
 ACTIVE_KEYS = 3
+COUNTER_KEYS = 3  # counter: hot keys
+COUNTER_ROUNDS = 50  # counter, client library: reads of a changing row before 40001
 STATEMENT_TIMEOUT_MS = 12_000
 CLIENT_TIMEOUT_S = 12.0
 LOG_PATTERNS = re.compile(r"Traceback \(most recent call last\)|AssertionError|"
@@ -477,6 +494,17 @@ class SqlPath:
             self.close()
             raise
 
+    def rowcount(self, sql: str, params=()) -> int:
+        """Run a write; the rows it reports (`UPDATE n`)."""
+        try:
+            return self._connect().execute(sql, params).rowcount
+        except Exception as e:
+            import psycopg
+            if isinstance(e, psycopg.OperationalError):
+                self._failed_at = time.monotonic()
+            self.close()
+            raise
+
     def close(self):
         if self.conn is not None:
             try:
@@ -773,10 +801,178 @@ class SetWorkload(_Workload):
         return out
 
 
+class CounterWorkload(_Workload):
+    """Increments of a few hot counters (see the module docstring): `UPDATE ... SET v = v +
+    1 WHERE k = $1` through both front ends, and the same read-modify-write through the
+    client library (a lookup at a snapshot S, then an UPDATE carrying S as its read
+    precondition, READ_TS_COLUMN: what the SQL layer sends); reads of the counters."""
+
+    table = "jcnt"
+    columns = ("k", "v")
+
+    def setup(self, sql: SqlPath) -> None:
+        super().setup(sql)
+        # the counters at 0; again until it succeeds (new tablets may still be electing):
+        # DO NOTHING, so an earlier attempt applied late cannot reset a counter
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                sql.execute(f"INSERT INTO {self.table} VALUES "
+                            + ", ".join(f"({k}, 0)" for k in range(COUNTER_KEYS))
+                            + " ON CONFLICT DO NOTHING")
+                return
+            except Exception:  # noqa: BLE001 - not ready yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def step(self, path, rng: random.Random, client_id: int) -> None:
+        k = rng.randrange(COUNTER_KEYS)
+        if rng.random() < 0.25:
+            op = {"client": client_id, "path": path.name, "kind": "read", "key": k,
+                  "call": self.h.now()}
+            try:
+                if isinstance(path, SqlPath):
+                    rows = path.execute(f"SELECT v FROM {self.table} WHERE k = %s", (k,))
+                    out = rows[0][0] if rows else None
+                else:
+                    row = path.table(self.table).lookup((k,), ["v"])
+                    out = None if row is None else \
+                        row["v"] if isinstance(row, dict) else _first_value(row)
+                op["ret"], op["output"] = self.h.now(), out
+            except Exception as e:  # noqa: BLE001 - a failed read has no effect
+                op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+            self.h.add(op)
+            return
+        op = {"client": client_id, "path": path.name, "kind": "add", "key": k,
+              "call": self.h.now()}
+        try:
+            if isinstance(path, SqlPath):
+                op["count"] = path.rowcount(
+                    f"UPDATE {self.table} SET v = v + 1 WHERE k = %s", (k,))
+            else:
+                op["count"] = self._client_add(path, k, op)
+            op["ret"] = self.h.now()
+        except Exception as e:  # noqa: BLE001 - 40001: not written; else unknown
+            op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+            op["failed"] = _sqlstate(e) == "40001" or op.pop("nothing_sent", False)
+        op.pop("nothing_sent", None)
+        self.h.add(op)
+
+    def _client_add(self, path, k: int, op: dict) -> int:
+        """v + 1 through the client library: read v at S, write v + 1 unless the row
+        changed since S (CHANGED: nothing written; read again), as planner/dml.py's
+        `write_reread` does; 40001 after COUNTER_ROUNDS rounds."""
+        import pyarrow as pa
+        from engine.tablet.write_op import READ_TS_COLUMN
+        t = path.table(self.table)
+        op["nothing_sent"] = True   # until a write went out, a failure is a definite one
+        for _ in range(COUNTER_ROUNDS):
+            s = t.current_timestamp()
+            row = t.lookup((k,), ["v"], snapshot=s)
+            if row is None:
+                return 0
+            v = row["v"] if isinstance(row, dict) else _first_value(row)
+            op["nothing_sent"] = False
+            r = t.update(pa.table({"k": pa.array([k], pa.int64()),
+                                   "v": pa.array([v + 1], pa.int64()),
+                                   READ_TS_COLUMN: pa.array([s], pa.int64())}))
+            codes = [getattr(e, "code", None) for e in r.row_errors]
+            if codes == ["CHANGED"]:        # nothing of it was written
+                op["nothing_sent"] = True
+                time.sleep(random.uniform(0, 0.01))     # let the other writer finish
+                continue
+            if r.row_errors:
+                raise RuntimeError(f"row error {r.row_errors[0]}")
+            return r.num_applied
+        e = RuntimeError(f"key {k} kept changing: {COUNTER_ROUNDS} rounds")
+        e.sqlstate = "40001"
+        raise e
+
+    def check(self, ops: list[dict]) -> list[str]:
+        """Jepsen's counter checker, per key: every read returns at least the increments
+        acknowledged before it began and at most those attempted (not definitely failed)
+        before it ended; a read never returns less than a read that ended before it began
+        (the counters only grow, and point reads are linearizable); every acknowledged
+        UPDATE counted its one row."""
+        anomalies = []
+        for k in range(COUNTER_KEYS):
+            adds = [o for o in ops if o["kind"] == "add" and o["key"] == k]
+            reads = [o for o in ops if o["kind"] == "read" and o["key"] == k
+                     and o.get("ret") is not None]
+            wrong = [o for o in adds if o.get("ret") is not None and o.get("count") != 1]
+            if wrong:
+                anomalies.append(f"counter key {k}: {len(wrong)} acknowledged increments "
+                                 f"counted {sorted({o.get('count') for o in wrong})} rows, "
+                                 f"not 1: {_show_add(wrong[0])}")
+            acked = sorted(o["ret"] for o in adds if o.get("ret") is not None)
+            maybe = sorted(o["call"] for o in adds if not o.get("failed"))
+            for r in reads:
+                lo = bisect.bisect_left(acked, r["call"])   # acknowledged before it began
+                hi = bisect.bisect_left(maybe, r["ret"])    # attempted before it ended
+                v = r["output"]
+                if v is None or not lo <= v <= hi:
+                    anomalies.append(f"counter key {k}: read [{r['call']}..{r['ret']}] via "
+                                     f"{r['path']} returned {v}, outside [{lo}, {hi}]")
+            done = sorted(reads, key=lambda o: o["ret"])
+            j, high, by = 0, -1, None
+            for r in sorted(reads, key=lambda o: o["call"]):
+                while j < len(done) and done[j]["ret"] < r["call"]:
+                    if (done[j]["output"] or 0) > high:
+                        high, by = done[j]["output"] or 0, done[j]
+                    j += 1
+                if r["output"] is not None and r["output"] < high:
+                    anomalies.append(f"counter key {k}: read [{r['call']}..{r['ret']}] via "
+                                     f"{r['path']} returned {r['output']}, less than "
+                                     f"{high} read [{by['call']}..{by['ret']}] via "
+                                     f"{by['path']} before it began")
+                    break
+        return anomalies
+
+    def final(self, paths, ops: list[dict]) -> list[str]:
+        """After healing: each key's value is in [acknowledged, acknowledged + unknown]
+        increments."""
+        sql = paths[0]
+        deadline = time.monotonic() + 60
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                rows = dict(sql.execute(f"SELECT k, v FROM {self.table}"))
+                break
+            except Exception as e:  # noqa: BLE001 - still recovering
+                last = e
+                time.sleep(0.5)
+        else:
+            return [f"counter: no final read within 60 s after healing: {last}"]
+        out, summary = [], []
+        for k in range(COUNTER_KEYS):
+            adds = [o for o in ops if o["kind"] == "add" and o["key"] == k]
+            acked = sum(1 for o in adds if o.get("ret") is not None)
+            unknown = sum(1 for o in adds if o.get("ret") is None and not o.get("failed"))
+            failed = sum(1 for o in adds if o.get("failed"))
+            v = rows.get(k)
+            summary.append(f"key {k} = {v} ({acked} acked, {unknown} unknown, {failed} "
+                           f"failed)")
+            if v is None or not acked <= v <= acked + unknown:
+                out.append(f"counter key {k}: final value {v}, outside [{acked}, "
+                           f"{acked + unknown}] ({acked} increments acknowledged, "
+                           f"{unknown} unknown, {failed} failed)")
+        print("counter: " + "; ".join(summary))
+        return out
+
+
+def _show_add(o: dict) -> str:
+    ret = "?" if o.get("ret") is None else o["ret"]
+    return f"[{o['call']}..{ret} {o['path']} add -> {o.get('count')} {o.get('error', '')}]"
+
+
 class _RowError(Exception):
     def __init__(self, code, text):
         super().__init__(text)
         self.sqlstate = "23505" if code in ("ALREADY_PRESENT", "23505") else None
+
+
+WORKLOADS = {"register": RegisterWorkload, "set": SetWorkload, "counter": CounterWorkload}
 
 
 # -- checks after healing ----------------------------------------------------------------------
@@ -929,7 +1125,7 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
     paths: list = []
     nemesis = None
     try:
-        wl = (RegisterWorkload if workload == "register" else SetWorkload)(history)
+        wl = WORKLOADS[workload](history)
         setup = SqlPath(cluster, 0)
         wl.setup(setup)
         paths = [setup, SqlPath(cluster, 1)]
@@ -967,7 +1163,7 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
         anomalies += nemesis.anomalies
         anomalies += wait_progress(paths + [client], wl)
         anomalies += wl.check(ops)
-        if isinstance(wl, SetWorkload):
+        if hasattr(wl, "final"):
             anomalies += wl.final(paths, ops)
         anomalies += compare_replicas(cluster, snapshots[-6:])
         anomalies += scan_logs(cluster)
@@ -999,9 +1195,10 @@ def main(argv=None) -> int:
         prog="python -m tests.cluster.jepsen",
         description="Run a local cluster under Jepsen-style faults, record a history of "
                     "client operations and check it (module docstring).")
-    ap.add_argument("--workload", choices=("register", "set"), default="register",
-                    help="register (linearizable UPSERT/SELECT by key) or set (inserts and "
-                         "reads); default: %(default)s")
+    ap.add_argument("--workload", choices=tuple(WORKLOADS), default="register",
+                    help="register (linearizable UPSERT/SELECT by key), set (inserts and "
+                         "reads) or counter (concurrent increments of hot keys); default: "
+                         "%(default)s")
     ap.add_argument("--nemesis", default="all",
                     help=f"comma-separated faults, or all: {', '.join(NEMESES)}; "
                          f"none: no faults (default: %(default)s)")
