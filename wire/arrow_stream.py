@@ -34,7 +34,14 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
               order: how a reader resumes a stream that broke after N rows; only where
               the plan said "resumable", i.e. the endpoint's scans are ordered)
     put       table, mode (insert | upsert)                   {"rows", "applied", "failed",
-                                                               "failed_by_code", "errors"}
+              [, sink: {sink, batch, run, attempt}]             "failed_by_code", "errors"}
+              (sink: one task of a streaming sink's              (+ "skipped",
+              micro-batch, written exactly once:                 "already_applied", "sink",
+              wire/stream_sink.py `write_batch`)                 "batch", "run" with sink)
+    stream_sink action (ensure | record | commit | finish)     `stream_sink.driver_op`'s
+              and its fields (a streaming sink's driver:         answer
+              wire/stream_sink.py `driver_op`; no table
+              lookup of its own)
     timestamp table                                           {"timestamp"}
     locate    table?  (a master's endpoint, and only there:   {"endpoints": [host:port,
               `master_endpoint`)                                ...], "table_id"?,
@@ -66,6 +73,7 @@ from typing import Any
 import pyarrow as pa
 
 from engine import errors
+from wire import stream_sink
 from wire.flight import (PUT_CHUNK_ROWS, FlightServer, ScanStats, bind_predicates,
                          open_ticket, plan_scan, scan_batches, write_batches)
 from wire.flight import start as start_flight
@@ -254,6 +262,10 @@ class ArrowStreamServer:
     def answer(self, req: dict, rfile, wfile, sock=None) -> None:
         op = req.get("op")
         try:
+            if op == "stream_sink":   # a streaming sink's driver (`stream_sink.driver_op`)
+                out = stream_sink.driver_op(self.db.catalog, dict(req, op=req.get("action")))
+                wfile.write(_frame(OK, out))
+                return
             t = self.db.catalog.table(req["table"] if op != "scan" else req["ticket"]["table"])
             if op == "schema":
                 schema = t.schema.arrow_schema(req.get("columns"))
@@ -265,7 +277,8 @@ class ArrowStreamServer:
                 self._scan(t, req["ticket"], wfile, int(req.get("skip") or 0))
                 return
             if op == "put":
-                self._put(t, req.get("mode", "insert"), rfile, wfile, sock)
+                self._put(t, req.get("mode", "insert"), rfile, wfile, sock,
+                          req["table"], req.get("sink"))
                 return
             if op == "bind":
                 out: Any = bind_predicates(t, list(req.get("predicates") or []))
@@ -335,9 +348,16 @@ class ArrowStreamServer:
                 trailer = (ERROR, error_json(e))
         wfile.write(_frame(*trailer))
 
-    def _put(self, t, mode: str, rfile, wfile, sock=None) -> None:
+    def _put(self, t, mode: str, rfile, wfile, sock=None, table: str | None = None,
+             sink: dict | None = None) -> None:
         """Reads the client's IPC stream ahead of the inserts (`read_ahead`: the client
         keeps producing while a chunk is inserted) and answers the write summary.
+
+        With `sink` ({sink, batch, run, attempt}) the stream is one task of a streaming
+        sink's micro-batch (the JVM connector's StreamingWrite), written by
+        `stream_sink.write_batch` - the same exactly-once code as Flight's do_put: the
+        batch's record first, a committed / failed batch skipped (its stream read and
+        dropped), a replay's rows filtered - and the summary says so.
 
         A put that fails (a chunk's insert raised: the client still sending) answers the
         error at once and then lingers (`_linger`): it reads and discards the rest of the
@@ -349,7 +369,12 @@ class ArrowStreamServer:
         threads: list[threading.Thread] = []
         batches = read_ahead(reader, threads=threads) if PUT_READ_AHEAD_ROWS > 0 else reader
         try:
-            summary = write_batches(t, mode, batches)
+            if sink:
+                summary = stream_sink.write_batch(
+                    self.db.catalog, table or t.metadata.name,
+                    stream_sink.SinkBatch.from_json(sink), mode, batches, write_batches)
+            else:
+                summary = write_batches(t, mode, batches)
         except (ConnectionError, BrokenPipeError):
             raise
         except Exception as e:  # noqa: BLE001 - boundary: the client gets SQLSTATE + text

@@ -312,7 +312,7 @@ class FlightServer(fl.FlightServerBase):
                 ("current_timestamp", ('{"table"}: a timestamp at or after every '
                                        "acknowledged write (a snapshot for later reads)")),
                 ("bind", '{"table", "predicates"}: which predicates the table accepts'),
-                ("stream_sink", '{"op": ensure | record | commit, ...}: a streaming '
+                ("stream_sink", '{"op": ensure | record | commit | finish, ...}: a streaming '
                                 "sink's batch records (wire/stream_sink.py)"),
                 ("changes_plan", '{"table", "at"?}: latest timestamp, ancient history '
                                  "mark and partitions for a change stream")]
@@ -342,20 +342,9 @@ class FlightServer(fl.FlightServerBase):
         yield fl.Result(json.dumps(out).encode())
 
     def _stream_sink(self, body: dict):
-        """The driver's side of a streaming sink (wire/stream_sink.py): "ensure" the
-        progress table, the "record" of a batch, "commit" a batch's final state."""
-        cat = self.db.catalog
-        if body["op"] == "ensure":
-            stream_sink.ensure_progress_table(cat)
-            return {"table": stream_sink.PROGRESS_TABLE}
-        sb = stream_sink.SinkBatch.from_json(body["sink"])
-        if body["op"] == "record":
-            return stream_sink.batch_record(cat, sb.sink, sb.batch)
-        if body["op"] == "commit":
-            stream_sink.commit_batch(cat, sb, body["state"], body.get("summary") or {},
-                                     body.get("message"))
-            return {"ok": True}
-        raise fl.FlightServerError(f"unknown stream_sink op {body['op']!r}")
+        """The driver's side of a streaming sink: `stream_sink.driver_op` ("ensure" the
+        progress table, a batch's "record", "commit" / "finish" a batch)."""
+        return stream_sink.driver_op(self.db.catalog, body)
 
     @staticmethod
     def _bind(t, preds: list[dict]) -> list[bool]:

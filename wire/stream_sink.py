@@ -42,9 +42,14 @@ ancient history mark passed t0) fails with SnapshotTooOld (22023) rather than gu
 The record of batch N - RETAIN_BATCHES is deleted when batch N commits (Spark itself keeps
 100 batches of offsets and commits; it only ever replays the last one).
 
-Used by the Flight endpoint (`do_put` with a "sink" member; actions "stream_sink") for an
-embedded database and by the Spark source's cluster writer over a RemoteCatalog: only
-the engine's public Table / Catalog API is used, so both are the same code.
+The driver's side is `driver_op` ("ensure" the progress table, a batch's "record", and
+"finish": `finish_batch`, which turns the tasks' summaries into the batch's final record
+and the error to raise, if any). Everything here runs where the catalog is, for every
+path alike: the Flight endpoint (`do_put` with a "sink" member; action "stream_sink") and
+the Arrow stream endpoint (`put` with a "sink" member; op "stream_sink") of an embedded
+database or of a tablet server (wire/arrow_stream.py: the JVM connector's sink, embedded
+or on a cluster), and the PySpark source's cluster writer over a RemoteCatalog. Only the
+engine's public Table / Catalog API is used, so all are the same code.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from engine import errors
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.scan_spec import ColumnPredicate
 from engine.types import DataType
@@ -158,6 +164,90 @@ def commit_batch(catalog, sb: SinkBatch, state: str, summary: dict[str, Any],
     old = sb.batch - RETAIN_BATCHES
     if old >= 0:
         prog.delete(pa.table({"sink": [sb.sink], "batch_id": pa.array([old], pa.int64())}))
+
+
+def finish_batch(catalog, sb: SinkBatch, table: str, mode: str, summaries: list[dict],
+                 ignore_row_errors: bool = False) -> dict[str, Any]:
+    """The driver's commit of batch `sb` from its tasks' summaries (`write_batch`'s, each
+    with "rows", "applied", "failed", "failed_by_code", "errors", "skipped",
+    "already_applied"): records the batch's final state and answers {"state",
+    "message", "error": the message is to be raised, "warning": to be logged as one,
+    "sqlstate"}.
+
+    - A task that found the batch already final ("skipped": a replay) means every task
+      did: a committed batch stays committed (the replay wrote nothing); a failed one is
+      reported again (an error), or, with ignore_row_errors, committed now.
+    - Otherwise the batch is committed when no row failed; with failed rows it is recorded
+      as failed and its text (counts per code and examples, as a batch write's) is the
+      error - unless ignore_row_errors, which commits it and warns."""
+    if any(s.get("skipped") for s in summaries):
+        rec = batch_record(catalog, sb.sink, sb.batch) or {}
+        msg = rec.get("message") or "failed"
+        if rec.get("state") == FAILED:
+            if not ignore_row_errors:
+                return {"state": FAILED, "message": msg, "error": True,
+                        "sqlstate": _sqlstate(msg)}
+            commit_batch(catalog, sb, COMMITTED, rec, rec.get("message"))
+            return {"state": COMMITTED, "message": f"{msg} (ignore_row_errors: batch "
+                    f"{sb.batch} committed now)", "error": False, "warning": True}
+        return {"state": rec.get("state"), "error": False, "message":
+                f"kudusql stream into {table}: batch {sb.batch} was committed before "
+                f"(replay skipped)"}
+    rows = sum(int(s.get("rows") or 0) for s in summaries)
+    applied = sum(int(s.get("applied") or 0) for s in summaries)
+    failed = sum(int(s.get("failed") or 0) for s in summaries)
+    again = sum(int(s.get("already_applied") or 0) for s in summaries)
+    summary = {"rows": rows, "applied": applied + again, "failed": failed}
+    text = (f"kudusql {mode} into {table}, stream batch {sb.batch}: {rows} rows, "
+            f"{applied} applied" + (f" (+{again} applied by an earlier attempt of this "
+                                    f"batch)" if again else "") + f", {failed} failed")
+    if not failed:
+        commit_batch(catalog, sb, COMMITTED, summary)
+        return {"state": COMMITTED, "message": text, "error": False}
+    codes: dict[str, int] = {}
+    for s in summaries:
+        for k, v in (s.get("failed_by_code") or {}).items():
+            codes[k] = codes.get(k, 0) + int(v)
+    examples = "; ".join(f"{e['code']} key {e['key']}: {e['message']}"
+                         for s in summaries for e in (s.get("errors") or [])[:3])[:2000]
+    text += (f" ({', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}); the other "
+             f"rows were applied and stay applied; e.g. {examples}")
+    if ignore_row_errors:
+        commit_batch(catalog, sb, COMMITTED, summary, text)
+        return {"state": COMMITTED, "message": text, "error": False, "warning": True}
+    commit_batch(catalog, sb, FAILED, summary, text)
+    return {"state": FAILED, "message": text, "error": True,
+            "sqlstate": "23505" if set(codes) == {"ALREADY_PRESENT"} else "22000"}
+
+
+def _sqlstate(message: str) -> str:
+    """A failed batch's SQLSTATE from its recorded text (duplicate keys alone: 23505)."""
+    codes = message.partition(" failed (")[2].partition(")")[0]
+    return "23505" if codes.startswith("ALREADY_PRESENT:") and "," not in codes else "22000"
+
+
+def driver_op(catalog, body: dict) -> Any:
+    """A streaming sink driver's request (Flight action "stream_sink", the Arrow stream
+    endpoint's op "stream_sink", the PySpark cluster writer): {"op": "ensure"} the
+    progress table; {"op": "record", "sink"} a batch's record; {"op": "commit", "sink",
+    "state", "summary", "message"?} its final state; {"op": "finish", "sink", "table",
+    "mode", "summaries", "ignore_row_errors"} `finish_batch`."""
+    op = body.get("op")
+    if op == "ensure":
+        ensure_progress_table(catalog)
+        return {"table": PROGRESS_TABLE}
+    sb = SinkBatch.from_json(body["sink"])
+    if op == "record":
+        return batch_record(catalog, sb.sink, sb.batch)
+    if op == "commit":
+        commit_batch(catalog, sb, body["state"], body.get("summary") or {},
+                     body.get("message"))
+        return {"ok": True}
+    if op == "finish":
+        return finish_batch(catalog, sb, str(body["table"]), str(body.get("mode", "insert")),
+                            list(body.get("summaries") or []),
+                            bool(body.get("ignore_row_errors")))
+    raise errors.InvalidArgument(f"unknown stream sink request {op!r}")
 
 
 def replay_filter(t, rows: pa.Table, t0: int, claimed: pa.Table | None = None

@@ -4,17 +4,19 @@ Sink: `df.writeStream.format("kudusql").option("flight" | "masters", ...)
 .option("table", t).option("checkpointLocation", dir).start()`
 
     executor task of micro-batch N                    driver, after all tasks
-    write(): batch id, query id, run id from the       commit(messages, N): the batch's
-    task's local properties (Spark sets them);         progress record := committed, or
-    the rows go to the server with that identity:      failed + the row errors (raised:
-    begin_batch / replay_filter / write               KudusqlWriteError, as batch writes)
-    (wire/stream_sink.py: the exactly-once argument)
+    write(): batch id, query id, run id from the       commit(messages, N): "finish" the
+    task's local properties (Spark sets them);         batch (stream_sink.finish_batch):
+    the rows go to the server with that identity:      its progress record := committed,
+    begin_batch / replay_filter / write               or failed + the row errors (raised:
+    (wire/stream_sink.py: the exactly-once argument)   KudusqlStreamWriteError)
 
 The sink is named `<table>:<Spark query id>`: the query id is kept in the checkpoint, so a
 query restarted from its checkpoint is the same sink, and another query is another.
 Embedded databases are reached through Flight (do_put with the batch's identity, action
 "stream_sink"), clusters through the client library from every executor; the same
-wire/stream_sink.py code runs on the server or in the executor respectively.
+wire/stream_sink.py code runs on the server or in the executor respectively. (The JVM
+connector's sink, options "endpoint" / "masters" without "rpc_secret_file", runs the same
+code behind the Arrow stream endpoint: docs/spark.md.)
 
 Change source: `spark.readStream.format("kudusql").option(..).option("table", t)
 .option("startingOffsets", "latest" | "earliest" | HybridTime | ISO timestamp).load()`
@@ -102,16 +104,7 @@ class ClusterBackend:
         self.catalog = cluster_catalog(options)
 
     def sink(self, op: str, **body):
-        cat = self.catalog
-        if op == "ensure":
-            stream_sink.ensure_progress_table(cat)
-            return {"table": stream_sink.PROGRESS_TABLE}
-        sb = stream_sink.SinkBatch.from_json(body["sink"])
-        if op == "record":
-            return stream_sink.batch_record(cat, sb.sink, sb.batch)
-        stream_sink.commit_batch(cat, sb, body["state"], body.get("summary") or {},
-                                 body.get("message"))
-        return {"ok": True}
+        return stream_sink.driver_op(self.catalog, {"op": op, **body})
 
     def write_sink(self, table: str, mode: str, sb: stream_sink.SinkBatch,
                    batches: Iterator[pa.RecordBatch]) -> dict:
@@ -187,49 +180,16 @@ class KudusqlStreamWriter(DataSourceStreamArrowWriter):
         msgs = [m for m in messages if m is not None]
         if not msgs:
             return
+        # the decision (committed / failed / a replay skipped) is stream_sink.finish_batch,
+        # where the catalog is: the JVM connector's sink asks the same
         sb = stream_sink.SinkBatch(msgs[0].sink, int(batchId), msgs[0].run)
-        be = backend(self.options)
-        if any(m.skipped for m in msgs):
-            rec = be.sink("record", sink=sb.to_json()) or {}
-            if rec.get("state") == stream_sink.FAILED:
-                if not self.ignore_row_errors:
-                    raise KudusqlStreamWriteError(rec.get("message") or "failed")
-                log.warning("%s (ignore_row_errors: batch %s committed now)",
-                            rec.get("message"), batchId)
-                be.sink("commit", sink=sb.to_json(), state=stream_sink.COMMITTED,
-                        summary=rec, message=rec.get("message"))
-            else:
-                log.info("kudusql stream into %s: batch %s was committed before (replay "
-                         "skipped)", self.table, batchId)
-            return
-        rows = sum(m.rows for m in msgs)
-        applied = sum(m.applied for m in msgs)
-        failed = sum(m.failed for m in msgs)
-        again = sum(m.already_applied for m in msgs)
-        summary = {"rows": rows, "applied": applied + again, "failed": failed}
-        text = (f"kudusql {self.mode} into {self.table}, stream batch {batchId}: {rows} rows, "
-                f"{applied} applied" + (f" (+{again} applied by an earlier attempt of this "
-                                        f"batch)" if again else "") + f", {failed} failed")
-        if not failed:
-            be.sink("commit", sink=sb.to_json(), state=stream_sink.COMMITTED, summary=summary)
-            log.info("%s", text)
-            return
-        codes: dict[str, int] = {}
-        for m in msgs:
-            for k, v in m.failed_by_code.items():
-                codes[k] = codes.get(k, 0) + v
-        examples = "; ".join(f"{e['code']} key {e['key']}: {e['message']}"
-                             for m in msgs for e in m.errors[:3])[:2000]
-        text += (f" ({', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))}); the other "
-                 f"rows were applied and stay applied; e.g. {examples}")
-        if self.ignore_row_errors:
-            be.sink("commit", sink=sb.to_json(), state=stream_sink.COMMITTED,
-                    summary=summary, message=text)
-            log.warning("%s", text)
-            return
-        be.sink("commit", sink=sb.to_json(), state=stream_sink.FAILED, summary=summary,
-                message=text)
-        raise KudusqlStreamWriteError(text)
+        out = backend(self.options).sink(
+            "finish", sink=sb.to_json(), table=self.table, mode=self.mode,
+            ignore_row_errors=self.ignore_row_errors,
+            summaries=[dataclasses.asdict(m) for m in msgs])
+        if out.get("error"):
+            raise KudusqlStreamWriteError(out["message"])
+        (log.warning if out.get("warning") else log.info)("%s", out["message"])
 
     def abort(self, messages, batchId: int) -> None:
         log.warning("kudusql stream into %s: batch %s aborted; rows already written stay "

@@ -1,7 +1,10 @@
 """A Structured Streaming driver for tests and benchmarks, run as its own process (so a
 test can kill -9 it): a rate source into a kudusql table through the `kudusql` sink.
 
-    python tests/spark/stream_driver.py FLIGHT_LOCATION TABLE CHECKPOINT ROWS_PER_S [SECONDS]
+    python tests/spark/stream_driver.py TARGET TABLE CHECKPOINT ROWS_PER_S [SECONDS]
+
+TARGET is the Flight location (grpc://host:port: the PySpark sink) or the Arrow stream
+endpoint's host:port (the JVM connector's sink).
 
 Runs until killed (or SECONDS, then stops between two batches), printing "batch N" as
 batches complete."""
@@ -16,6 +19,7 @@ import time
 def main(argv: list[str]) -> None:
     loc, table, ck, rate = argv[:4]
     seconds = float(argv[4]) if len(argv) > 4 else None
+    key = "flight" if loc.startswith("grpc://") else "endpoint"
     from kudusql.spark import local_session
 
     spark = local_session("local[2]", app_name="kudusql-stream-driver",
@@ -25,7 +29,7 @@ def main(argv: list[str]) -> None:
         return (spark.readStream.format("rate").option("rowsPerSecond", int(rate))
                 .option("numPartitions", 2).load()
                 .selectExpr("value AS id", "timestamp AS ts", "value * 0.5 AS v")
-                .writeStream.format("kudusql").option("flight", loc).option("table", table)
+                .writeStream.format("kudusql").option(key, loc).option("table", table)
                 .option("checkpointLocation", ck).trigger(processingTime="1 second").start())
     q = start()
     print("started", flush=True)

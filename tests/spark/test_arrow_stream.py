@@ -251,3 +251,61 @@ def test_failed_put_answers_and_lingers(db):
         assert st == 0 and out["applied"] == 2, out
     finally:
         s.shutdown()
+
+
+def test_stream_sink_put_is_exactly_once_per_batch(db, ep):
+    """The JVM connector's streaming sink, as its tasks and driver speak to the endpoint:
+    a put with the batch's identity, a replay by another run (the rows applied: none is
+    reported as a duplicate, none applied twice), "finish", and a replay of the finished
+    batch (skipped, its stream dropped); row errors finish as a failed batch (23505)."""
+    from wire import stream_sink
+
+    db.session().execute("CREATE TABLE sk (k INT NOT NULL, g STRING, PRIMARY KEY (k)) "
+                         "PARTITION BY HASH (k) PARTITIONS 3")
+    rows = pa.table({"k": pa.array(range(50), pa.int32()), "g": [f"g{i}" for i in range(50)]})
+    st, out = call(ep.address, {"op": "stream_sink", "action": "ensure", "table": "sk"})
+    assert st == 0 and out == {"table": stream_sink.PROGRESS_TABLE}
+
+    def put(batch, run, data, attempt=0):
+        st, out = call(ep.address, {"op": "put", "table": "sk", "mode": "insert", "sink": {
+            "sink": "sk:q1", "batch": batch, "run": run, "attempt": attempt}}, data)
+        assert st == 0, out
+        return out
+
+    def finish(batch, run, summaries, ignore=False):
+        st, out = call(ep.address, {"op": "stream_sink", "action": "finish", "table": "sk",
+                                    "mode": "insert", "ignore_row_errors": ignore,
+                                    "summaries": summaries,
+                                    "sink": {"sink": "sk:q1", "batch": batch, "run": run}})
+        assert st == 0, out
+        return out
+
+    first = put(0, "run-a", rows)                     # a run that dies before its commit
+    assert (first["applied"], first["failed"], first["skipped"]) == (50, 0, None)
+    again = put(0, "run-b", rows)                     # the restarted query replays batch 0
+    assert (again["applied"], again["failed"], again["already_applied"]) == (0, 0, 50)
+    out = finish(0, "run-b", [again])
+    assert out["state"] == stream_sink.COMMITTED and not out["error"]
+    assert "+50 applied by an earlier attempt" in out["message"]
+    third = put(0, "run-c", rows)                     # a kill -9 after kudusql's commit
+    assert third["skipped"] == stream_sink.COMMITTED and third["applied"] == 0
+    assert not finish(0, "run-c", [third])["error"]
+    assert db.catalog.table("sk").count_rows() == 50
+    rec = stream_sink.batch_record(db.catalog, "sk:q1", 0)
+    assert (rec["state"], rec["applied"]) == (stream_sink.COMMITTED, 50)
+
+    dup = put(1, "run-c", pa.table({"k": pa.array([7, 100], pa.int32()), "g": ["x", "y"]}))
+    assert (dup["applied"], dup["failed"]) == (1, 1)
+    out = finish(1, "run-c", [dup])
+    assert out["error"] and out["sqlstate"] == "23505" and out["state"] == stream_sink.FAILED
+    assert "stream batch 1" in out["message"] and "ALREADY_PRESENT" in out["message"]
+    replay = put(1, "run-d", pa.table({"k": pa.array([7, 100], pa.int32()),
+                                       "g": ["x", "y"]}))
+    assert replay["skipped"] == stream_sink.FAILED
+    out = finish(1, "run-d", [replay])               # reported again after a restart
+    assert out["error"] and out["sqlstate"] == "23505"
+    out = finish(1, "run-d", [replay], ignore=True)  # unless ignored: committed now
+    assert not out["error"] and out["warning"] and out["state"] == stream_sink.COMMITTED
+    st, out = call(ep.address, {"op": "stream_sink", "action": "nope", "table": "sk",
+                                "sink": {"sink": "sk:q1", "batch": 0, "run": "r"}})
+    assert st == 1 and out["sqlstate"] == "22023"

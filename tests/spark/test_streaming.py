@@ -1,5 +1,7 @@
 """Structured Streaming through the `kudusql` sink and change source, with real local-mode
-Spark and a real embedded kudusql behind Flight (kudusql/spark/streaming.py).
+Spark and a real embedded kudusql behind Flight (kudusql/spark/streaming.py) and behind
+the Arrow stream endpoint (the JVM connector's sink, KudusqlStreamingWrite.java: the sink
+tests run on both paths, `path`).
 
 Sink: a rate source (replayable, deterministic) into a table, stopped and restarted from
 its checkpoint, and replays forced the way a crash leaves them - Spark's commit log of the
@@ -30,6 +32,20 @@ pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 is not installe
 
 from engine.tablet import OpType  # noqa: E402
 from wire import stream_sink  # noqa: E402
+
+
+@pytest.fixture(params=["flight", "jvm"])
+def path(request):
+    """Which sink runs: the PySpark source over Flight, or the JVM connector."""
+    if request.param == "jvm":
+        request.getfixturevalue("jvm")     # skips without the connector jar
+    return request.param
+
+
+def target(server, path: str) -> dict:
+    """The options naming `server` on that path."""
+    return {"flight": server.location} if path == "flight" else \
+        {"endpoint": server.stream_address}
 
 
 def wait_until(pred, timeout=90.0, what="condition"):
@@ -108,68 +124,74 @@ def stop_cleanly(q, restart, ck):
     raise AssertionError("could not stop between two batches")
 
 
-def test_sink_exactly_once_across_restarts_and_forced_replays(db, server, spark, tmp_path):
-    db.session().execute("CREATE TABLE ev (id BIGINT PRIMARY KEY, ts TIMESTAMP, v DOUBLE) "
+def test_sink_exactly_once_across_restarts_and_forced_replays(db, server, spark, path,
+                                                              tmp_path):
+    ev = "ev" if path == "flight" else "ev_" + path
+    db.session().execute(f"CREATE TABLE {ev} (id BIGINT PRIMARY KEY, ts TIMESTAMP, v DOUBLE) "
                          "PARTITION BY HASH (id) PARTITIONS 2")
+    t = db.catalog.table(ev)
     ck = str(tmp_path / "ck")
 
     def start():
-        return start_sink(spark, server, "ev", ck)
+        return start_sink(spark, target(server, path), ev, ck)
     q = start()
-    wait_until(lambda: db.catalog.table("ev").count_rows() >= 600, what="first rows")
+    wait_until(lambda: t.count_rows() >= 600, what="first rows")
     q.stop()      # anywhere, maybe inside a batch: the next run completes it
     q = start()
-    wait_until(lambda: db.catalog.table("ev").count_rows() >= 1000, what="more rows")
+    wait_until(lambda: t.count_rows() >= 1000, what="more rows")
     stop_cleanly(q, start, ck)
-    n1 = check_exactly_once(db, "ev")
+    n1 = check_exactly_once(db, ev)
 
     # 1. a kill -9 after kudusql's commit, before Spark's: Spark replays the last batch,
     # whose record says committed, so the tasks write nothing
     b = last_batch(ck)
     forget_commit(ck, b)
     q = start()
-    wait_until(lambda: db.catalog.table("ev").count_rows() >= n1 + 400, what="resumed rows")
+    wait_until(lambda: t.count_rows() >= n1 + 400, what="resumed rows")
     stop_cleanly(q, start, ck)
-    n2 = check_exactly_once(db, "ev")
+    n2 = check_exactly_once(db, ev)
 
     # 2. a kill -9 in the middle of a batch: its rows are applied (all of them here, the
     # worst case), Spark logged no commit, kudusql's record says started by another run
     b = last_batch(ck)
     forget_commit(ck, b)
-    sink = progress(db, "ev")[0]["sink"]
+    sink = progress(db, ev)[0]["sink"]
     rec = stream_sink.batch_record(db.catalog, sink, b)
     db.catalog.table(stream_sink.PROGRESS_TABLE).upsert(pa.Table.from_pylist(
         [dict(rec, state=stream_sink.STARTED, run="a-crashed-run")],
         schema=stream_sink.PROGRESS_SCHEMA.arrow_schema()))
     q = start()
-    wait_until(lambda: db.catalog.table("ev").count_rows() >= n2 + 400, what="rows after replay")
+    wait_until(lambda: t.count_rows() >= n2 + 400, what="rows after replay")
     stop_cleanly(q, start, ck)
-    check_exactly_once(db, "ev")
+    check_exactly_once(db, ev)
     replayed = stream_sink.batch_record(db.catalog, sink, b)
     assert replayed["state"] == stream_sink.COMMITTED and replayed["run"] != "a-crashed-run"
     assert replayed["applied"] == rec["applied"]     # all of them applied by the first attempt
 
 
-def test_sink_row_errors_fail_the_query_until_ignored(db, server, spark, tmp_path):
-    db.session().execute("CREATE TABLE ev2 (id BIGINT PRIMARY KEY, ts TIMESTAMP, v DOUBLE)")
-    db.session().execute("INSERT INTO ev2 VALUES (3, now(), 99)")   # the stream makes id 3 too
+def test_sink_row_errors_fail_the_query_until_ignored(db, server, spark, path, tmp_path):
+    ev2 = "ev2" if path == "flight" else "ev2_" + path
+    db.session().execute(f"CREATE TABLE {ev2} (id BIGINT PRIMARY KEY, ts TIMESTAMP, v DOUBLE)")
+    db.session().execute(f"INSERT INTO {ev2} VALUES (3, now(), 99)")  # the stream makes 3 too
     ck = str(tmp_path / "ck")
     for attempt in range(2):     # the failed batch is reported again after a restart
-        q = start_sink(spark, server, "ev2", ck)
+        q = start_sink(spark, target(server, path), ev2, ck)
         with pytest.raises(Exception) as e:
             q.awaitTermination(120)
         msg = str(e.value)
         assert "ALREADY_PRESENT" in msg and "stream batch" in msg and "[3]" in msg, msg
-    n = db.catalog.table("ev2").count_rows()
+        if path == "jvm":
+            assert "SQLSTATE 23505" in msg, msg
+    n = db.catalog.table(ev2).count_rows()
 
     def start():
-        return start_sink(spark, server, "ev2", ck, ignore_row_errors="true")
+        return start_sink(spark, target(server, path), ev2, ck, ignore_row_errors="true")
     q = start()
-    wait_until(lambda: db.catalog.table("ev2").count_rows() > n + 100, what="rows after")
+    wait_until(lambda: db.catalog.table(ev2).count_rows() > n + 100, what="rows after")
     stop_cleanly(q, start, ck)
-    got = sorted(ids(db, "ev2"))
+    got = sorted(ids(db, ev2))
     assert got == list(range(len(got)))
-    assert db.catalog.table("ev2").lookup((3,))["v"] == 99     # the first row stays
+    assert db.catalog.table(ev2).lookup((3,))["v"] == 99     # the first row stays
 
 
 # -- the change source ------------------------------------------------------------------------
@@ -262,6 +284,14 @@ def test_change_source_starting_offsets(db, server, spark, tmp_path):
         q = start_changes(spark, server, "st", str(tmp_path / "old"), {}, "1")
         q.awaitTermination(120)
     assert "ancient history mark" in str(e.value) and "22023" in str(e.value)
+    # the JVM path has no change source: refused with what to use instead
+    from kudusql.spark import jvm_connector_loaded
+    if jvm_connector_loaded(spark):
+        with pytest.raises(Exception) as e:
+            (spark.readStream.format("kudusql").option("endpoint", server.stream_address)
+             .option("table", "st").option("startingOffsets", "earliest").load()
+             .writeStream.format("console").start().awaitTermination(60))
+        assert "PySpark path only" in str(e.value) and "0A000" in str(e.value)
     # a change stream needs its start named (PySpark asks for one schema for both reads)
     with pytest.raises(Exception) as e:
         (spark.readStream.format("kudusql").option("flight", server.location)

@@ -3,6 +3,8 @@
 run, three times at random moments, then restarted from its checkpoint and run to a clean
 stop. 0 lost rows (the rate source's ids are exactly 0..n-1), 0 doubled (insert mode: a
 second copy of a row would fail the query; the committed batches' counts add up to n).
+Both sinks: the PySpark source over Flight, the JVM connector over the Arrow stream
+endpoint.
 
 ~2-4 minutes of Spark starts on a loaded 2-core machine: KUDUSQL_LONG=1."""
 
@@ -28,8 +30,8 @@ pytestmark = [pytest.mark.long,
 DRIVER = os.path.join(os.path.dirname(__file__), "stream_driver.py")
 
 
-def start_driver(server, table, ck, log, seconds=None):
-    args = [sys.executable, DRIVER, server.location, table, ck, "3000"]
+def start_driver(target, table, ck, log, seconds=None):
+    args = [sys.executable, DRIVER, target, table, ck, "3000"]
     if seconds is not None:
         args.append(str(seconds))
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
@@ -41,18 +43,25 @@ def kill9(p):
     p.wait(30)
 
 
-def test_sink_exactly_once_across_kill_9_of_the_driver(db, server, tmp_path):
+@pytest.mark.parametrize("path", ["flight", "jvm"])
+def test_sink_exactly_once_across_kill_9_of_the_driver(db, server, tmp_path, path):
     pytest.importorskip("pyspark")
-    db.session().execute("CREATE TABLE kv9 (id BIGINT PRIMARY KEY, ts TIMESTAMP, v DOUBLE) "
-                         "PARTITION BY HASH (id) PARTITIONS 2")
-    t = db.catalog.table("kv9")
+    if path == "jvm":
+        from kudusql.spark import connector_jar
+        if connector_jar() is None:
+            pytest.skip("no JVM connector (no JDK to build it)")
+    kv9 = "kv9" if path == "flight" else "kv9_" + path
+    target = server.location if path == "flight" else server.stream_address
+    db.session().execute(f"CREATE TABLE {kv9} (id BIGINT PRIMARY KEY, ts TIMESTAMP, "
+                         "v DOUBLE) PARTITION BY HASH (id) PARTITIONS 2")
+    t = db.catalog.table(kv9)
     ck = str(tmp_path / "ck")
     rng = random.Random(26)
     kills = 0
     with open(tmp_path / "driver.log", "ab") as log:
         for _ in range(3):
             before = t.count_rows()
-            p = start_driver(server, "kv9", ck, log)
+            p = start_driver(target, kv9, ck, log)
             try:
                 wait_until(lambda: t.count_rows() > before + 3000, timeout=180,
                            what="the driver's rows")
@@ -61,9 +70,9 @@ def test_sink_exactly_once_across_kill_9_of_the_driver(db, server, tmp_path):
                 kill9(p)
             kills += 1
         half_written = last_batch(ck, "offsets") > last_batch(ck)
-        p = start_driver(server, "kv9", ck, log, seconds=25)
+        p = start_driver(target, kv9, ck, log, seconds=25)
         assert p.wait(300) == 0, (tmp_path / "driver.log").read_text()[-3000:]
     assert kills == 3
-    n = check_exactly_once(db, "kv9")
+    n = check_exactly_once(db, kv9)
     print(f"{n} rows, exactly once across {kills} kill -9; a batch was half done at the "
           f"last kill: {half_written}")

@@ -25,7 +25,10 @@ import java.util.Map;
  * the tablet servers' ({@link Options#locate}). With the options of the Python data source
  * ("flight" = grpc://..., or "masters" + "rpc_secret_file": the masters' RPC) it hands the
  * whole read or write to kudusql's PySpark data source, registered by kudusql.spark under
- * the name {@value #PYTHON_NAME}: one format name, two paths, the options decide.
+ * the name {@value #PYTHON_NAME}: one format name, two paths, the options decide. The same
+ * rule picks the path of {@code writeStream.format("kudusql")}: the JVM path's table
+ * supports STREAMING_WRITE ({@link KudusqlStreamingWrite}); a streaming read (the change
+ * source, "startingOffsets") is the PySpark path's alone.
  */
 public final class KudusqlSource implements TableProvider, DataSourceRegister {
     public static final String PYTHON_NAME = "kudusql_python";
@@ -91,6 +94,14 @@ public final class KudusqlSource implements TableProvider, DataSourceRegister {
                           Map<String, String> properties) {
         if (!jvmPath(properties)) {
             return python().getTable(schema, partitioning, properties);
+        }
+        String start = new CaseInsensitiveStringMap(properties).get("startingOffsets");
+        if (start != null && !start.isEmpty()) {
+            // Spark would say only "does not support streamed reading"
+            throw new KudusqlException("0A000", "the change source (readStream with "
+                    + "\"startingOffsets\") is on the PySpark path only: give .option(\"flight\", "
+                    + "\"grpc://host:port\") (or \"masters\" with \"rpc_secret_file\"), not "
+                    + "\"endpoint\" / \"masters\" alone");
         }
         return new KudusqlTable(Options.of(new CaseInsensitiveStringMap(properties)), schema);
     }

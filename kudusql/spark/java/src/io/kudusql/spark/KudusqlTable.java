@@ -12,7 +12,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import java.util.EnumSet;
 import java.util.Set;
 
-/** A kudusql table read and written through the Arrow stream endpoint. */
+/**
+ * A kudusql table read and written through the Arrow stream endpoint: batch reads, batch
+ * writes and Structured Streaming writes (no streaming reads: the change source is the
+ * PySpark path's, docs/spark.md).
+ */
 final class KudusqlTable implements SupportsRead, SupportsWrite {
     private final Options options;
     private final StructType schema;
@@ -35,9 +39,11 @@ final class KudusqlTable implements SupportsRead, SupportsWrite {
 
     @Override
     public Set<TableCapability> capabilities() {
-        // BATCH_WRITE only: no TRUNCATE / OVERWRITE, so Spark refuses mode("overwrite")
-        // (Kudu's connector has no truncate either).
-        return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE);
+        // no TRUNCATE / OVERWRITE, so Spark refuses mode("overwrite") and a streaming
+        // "complete" output mode (Kudu's connector has no truncate either); STREAMING_WRITE:
+        // the exactly-once sink (KudusqlStreamingWrite)
+        return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE,
+                TableCapability.STREAMING_WRITE);
     }
 
     @Override
@@ -47,6 +53,6 @@ final class KudusqlTable implements SupportsRead, SupportsWrite {
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-        return new KudusqlWrite(Options.of(info.options()), info.schema());
+        return new KudusqlWrite(Options.of(info.options()), info.schema(), info.queryId());
     }
 }

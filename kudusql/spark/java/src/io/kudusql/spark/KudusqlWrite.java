@@ -1,6 +1,7 @@
 package io.kudusql.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.arrow.memory.BufferAllocator;
@@ -15,6 +16,7 @@ import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
@@ -38,10 +40,12 @@ import java.util.TreeMap;
 final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
     private final Options options;
     private final StructType schema;
+    private final String queryId;
 
-    KudusqlWrite(Options options, StructType schema) {
+    KudusqlWrite(Options options, StructType schema, String queryId) {
         this.options = options;
         this.schema = schema;
+        this.queryId = queryId;
     }
 
     @Override
@@ -52,6 +56,12 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
     @Override
     public BatchWrite toBatch() {
         return this;
+    }
+
+    /** {@code df.writeStream.format("kudusql")}: {@link KudusqlStreamingWrite}. */
+    @Override
+    public StreamingWrite toStreaming() {
+        return new KudusqlStreamingWrite(options, schema, queryId);
     }
 
     @Override
@@ -66,6 +76,15 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
         long failed;
         final Map<String, Long> byCode = new TreeMap<>();
         final List<String> examples = new ArrayList<>();
+        /**
+         * A streaming sink's task: the sink, Spark's run and the server's answer (JSON:
+         * the summary with "skipped", "already_applied"; its first 20 row errors), which
+         * the driver hands back to the server to finish the batch; null answer: the task
+         * had no rows and did not write.
+         */
+        String sink;
+        String run;
+        String answer;
     }
 
     @Override
@@ -125,7 +144,7 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
 
         @Override
         public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-            return new Writer(options, schema);
+            return new Writer(options, schema, null);
         }
     }
 
@@ -138,10 +157,13 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
         private Endpoint conn;
         private ArrowStreamWriter stream;
         private int pending;
+        /** The streaming sink's batch identity {sink, batch, run, attempt}, or null. */
+        private final ObjectNode sink;
 
-        Writer(Options options, StructType schema) {
+        Writer(Options options, StructType schema, ObjectNode sink) {
             this.options = options;
             this.schema = schema;
+            this.sink = sink;
         }
 
         private void open() throws IOException {
@@ -153,6 +175,9 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
             arrow = DecimalLongWriter.over(root);   // Spark's writers, compact decimals as longs
             ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "put")
                     .put("table", options.table).put("mode", options.mode);
+            if (sink != null) {
+                req.set("sink", sink);
+            }
             conn = Endpoint.send(options.endpoint, req);
             stream = new ArrowStreamWriter(root, null, conn.output());
             stream.start();
@@ -212,6 +237,10 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
         @Override
         public WriterCommitMessage commit() throws IOException {
             Summary s = new Summary();
+            if (sink != null) {
+                s.sink = sink.path("sink").asText();
+                s.run = sink.path("run").asText();
+            }
             if (conn == null) {
                 return s;
             }
@@ -240,6 +269,14 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
                 }
                 s.examples.add(e.path("code").asText() + " key " + e.path("key") + ": "
                         + e.path("message").asText());
+            }
+            if (sink != null) {
+                if (r.path("errors") instanceof ArrayNode errs) {
+                    while (errs.size() > 20) {
+                        errs.remove(errs.size() - 1);
+                    }
+                }
+                s.answer = r.toString();
             }
             return s;
         }
