@@ -698,7 +698,12 @@ class Table:
         tablet's committed watermark less one (`MvccSnapshot.at(S)`: every op <= S has
         committed and is seen, none after it is, not even one committed above an op still
         in flight), never waiting; S is then a row's read precondition for a write of
-        what was read (engine/tablet/row_check.py, the wire's key writes)."""
+        what was read (engine/tablet/row_check.py, the wire's key writes). A row changed
+        above S is caught by that precondition, but a row written above S where S saw
+        none is not: so when no row is seen at S while ops above S have committed (one
+        of them may be the client's own acknowledged INSERT of the key), the answer is
+        NOT_NOW, not None - the caller reads at the current snapshot instead (the
+        ordinary path), and never reports "no such row" for a row its client wrote."""
         cat = self.catalog
         pin = getattr(cat, "pin_tablet", None)
         if pin is None:
@@ -727,14 +732,17 @@ class Table:
                     for c in names:
                         meta.schema.column(c)   # ColumnNotFound, as `lookup` raises it
                 checked[names] = True
-            snap = None
-            if read_ts is not None:
-                # the watermark: every timestamp below it has committed (or aborted), and
-                # no op can take one <= it any more (mvcc.py): a snapshot at S needs no wait
-                s = slot.tablet().mvcc.take_snapshot().all_committed_before - 1
-                snap = MvccSnapshot.at(s)
-                read_ts.append(s)
-            return _read_row(slot, meta.schema, key, names, snap, encoded)
+            if read_ts is None:
+                return _read_row(slot, meta.schema, key, names, None, encoded)
+            # the watermark: every timestamp below it has committed (or aborted), and no
+            # op can take one <= it any more (mvcc.py): a snapshot at S needs no wait
+            now = slot.tablet().mvcc.take_snapshot()
+            s = now.all_committed_before - 1
+            row = _read_row(slot, meta.schema, key, names, MvccSnapshot.at(s), encoded)
+            if row is None and now.committed:
+                return NOT_NOW      # a row committed above S is not seen (docstring)
+            read_ts.append(s)
+            return row
         finally:
             cat.unpin_tablet(slot)
 
