@@ -266,8 +266,10 @@ class Table:
         """`write_small` up to its wait for durability (table_small_writes.py
         `SmallWrites.write_deferred`): None, having done nothing, or the call - to be made
         exactly once, soon, on any thread - that waits for the WAL fsyncs, commits and
-        returns the TableWriteResult. The wire server applies a key write on its event
-        loop and waits for the fsync on its WAL sync threads (wire/server.py), with
+        returns the TableWriteResult (a one-tablet write's call names the WAL position
+        it waits for, `durable_at`: Tablet.finish_op). The wire server applies a key
+        write on its event loop and waits for the fsync on its WAL sync thread
+        (wire/server.py), with
         `never_block`: None rather than sleep in memory back-pressure or wait for a
         tablet's write lock on the loop (the ordinary path then writes it on a pool
         thread)."""
@@ -291,7 +293,9 @@ class Table:
         """`run_write` for a strategy whose `apply` stops before the wait for durability:
         it returns ([(handle, row indexes, finisher)], extra row errors), and this returns
         the call that runs the finishers (`finish_all`), releases the tablets and merges -
-        to be made exactly once, on any thread. The tablets stay held until then."""
+        to be made exactly once, on any thread. The tablets stay held until then. For
+        one tablet the call carries its tablet finisher's `durable_at` (the WAL position
+        it waits for, Tablet.finish_op), so a caller can wait for that elsewhere."""
         meta, routed, shares, release = self._hold(route)
         try:
             pending, extra = apply(meta, shares)
@@ -309,6 +313,9 @@ class Table:
                 finally:
                     release()
                 return merge_results([(slot, idx, r)], errs)
+            at = getattr(fin, "durable_at", None)
+            if at is not None:      # the tablet's WAL position (Tablet.finish_op)
+                finish.durable_at = at
             return finish
 
         def finish_all() -> TableWriteResult:
