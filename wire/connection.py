@@ -17,10 +17,11 @@ writes, RECEIVE of a message already buffered, Unread, Timer, CancelTimer, Spawn
 of a finished call) is performed inline and the generator goes on; one that must wait
 parks the generator (`_gen`) and a callback resumes it:
 - Call: `loop.run_in_executor(server.pool, fn, *args)`; its future's callback resumes.
-- Durable(finish): `finish` runs on one of the server's WAL sync threads (wire/server.py
-  `WalSync`), which resolves the future on the loop (`call_soon_threadsafe`): the fsync
-  wait of a write applied on the loop never blocks it, and the writes of all connections
-  waiting together share their fsyncs.
+- Durable(finish): `finish` runs on the server's WAL sync thread (wire/server.py
+  `WalSync`, which takes every write queued when it wakes and waits once per WAL for
+  them all), which resolves the future on the loop (`call_soon_threadsafe`): the fsync
+  wait of a write applied on the loop never blocks it, and the writes of all
+  connections waiting together share their fsyncs.
 - RECEIVE with nothing buffered: the next `buffer_updated` resumes (None on EOF).
 - FLUSH while the transport has paused writing: `resume_writing` resumes (back-pressure:
   a slow client slows the sender).

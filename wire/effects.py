@@ -18,8 +18,9 @@ once `flush_bytes` are pending, as h11's `data_to_send()` works.
                   a statement runs (`Backend.running`) cancels it, and
                   `Closed` is thrown in when the call returns
     Durable(f)    f(): a deferred write's finishing call (it waits for the   f's result
-                  WAL fsync), run on the server's WAL sync threads, never on
-                  the loop; the loop is resumed when it is done
+                  WAL fsync), run on the server's WAL sync thread (one
+                  naming no WAL position: on its pool), never on the loop;
+                  the loop is resumed when it is done
     Spawn(fn)     start fn() in the thread pool, do not wait                a handle
     Join(h)       wait for a Spawned call                                   its result
     RECEIVE       the next frontend message (`Backend.next_message`; when   a message or

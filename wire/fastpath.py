@@ -59,8 +59,8 @@ fits exactly, ...), where rounding changes nothing, and declines the rest (the o
 path then runs it). `Table.write_small_deferred` applies it on the engine's small-write path up to its wait
 for the WAL fsync, with `never_block`: a busy tablet (memory back-pressure, its write lock
 held by maintenance) declines and the ordinary path writes on a pool thread, so the loop
-never sleeps. That wait is the one effect, `Durable(finish)`: the adapter runs it on
-the server's WAL sync threads, never on the loop, and resumes here when it is done
+never sleeps. That wait is the one effect, `Durable(finish)`: the adapter waits for the
+fsync on the server's WAL sync thread, never on the loop, and resumes here when it is done
 (writers of all connections share the tablet's fsyncs: group commit); the reply -
 BindComplete, [NoData], CommandComplete `UPDATE n` / `DELETE n` (or the write's error),
 ReadyForQuery - is then built. Anything this case cannot answer exactly as the ordinary
@@ -78,7 +78,7 @@ Single-row inserts
 Bind [Describe P] Execute Sync of a described `INSERT / UPSERT INTO t [(cols)] VALUES ($1,
 ..., $n)` (no RETURNING, no ON CONFLICT: `Session.insert_row_target`): the parameters,
 decoded, are the row (binding that statement gives them unchanged), written on the loop by
-`Table.write_small_deferred(..., never_block=True)` and waited for on the WAL sync threads
+`Table.write_small_deferred(..., never_block=True)` and waited for on the WAL sync thread
 like a key write; the reply is BindComplete, [NoData], then CommandComplete `INSERT 0 1`
 or, for a row the engine refused (a duplicate key), the ErrorResponse the ordinary path
 sends (`planner.dml.row_failures`, `Backend.row_failure_error`). A value the small-write

@@ -1,5 +1,5 @@
 """The Postgres wire server: an asyncio listener, one `Connection` (an asyncio Protocol,
-and one Session) per client, a thread pool for statements, WAL sync threads for the
+and one Session) per client, a thread pool for statements, a WAL sync thread for the
 writes applied on the event loop (`WalSync`), the backend-key table for CancelRequest.
 
     server = Server(db, ServerConfig(port=5433))      # in a running event loop:
@@ -162,7 +162,7 @@ class Server:
             self.ssl_context = ctx
         self._server: asyncio.base_events.Server | None = None
         self._open: set[Connection] = set()      # every open client connection
-        self.wal_sync = WalSync()
+        self.wal_sync = WalSync(self.pool)
         self.port = self.config.port
 
     def auth_method(self, conn: Connection) -> str:
@@ -226,22 +226,34 @@ class Server:
 
 
 class WalSync:
-    """The server's WAL sync threads: they run the finishing calls of writes applied on
-    the event loop (`Table.write_small_deferred`: each waits for its tablets' WAL fsync
-    and commits) and resolve their futures on the loop (`call_soon_threadsafe`), so the
-    loop never waits for an fsync and no write takes a trip through the statement pool.
-    A call arriving while another waits on the same tablet finds its entry synced by that
-    fsync or by the next one, which covers everything appended meanwhile (engine/
-    consensus/log.py's group commit): the waiting writers of all connections share
-    fsyncs. A few threads (`threads`), not one: the tablets of a table have a WAL each,
-    and their fsyncs must not wait for one another; but few, as each hand-off of the GIL
-    between threads costs futex calls (16 threads measured 37 futex calls per key write
-    against 16 with 4). Outcomes go to the loop in batches: one `call_soon_threadsafe`
-    (one wake-up of the loop) for all those that end before the loop has run them."""
+    """The server's WAL sync thread: it waits for the WAL fsyncs of writes applied on the
+    event loop (`Table.write_small_deferred`), runs their finishing calls (each commits
+    in MVCC, releases its tablet, returns the result) and resolves their futures on the
+    loop (`call_soon_threadsafe`), so the loop never waits for an fsync and no key write
+    takes a trip through the statement pool.
 
-    def __init__(self, threads: int = 4):
+    One thread by default (`threads`), taking every write queued when it wakes
+    (`_take`), not one write per wake-up. A finishing call names the WAL position it waits for (`durable_at
+    = (log, index)`: a local tablet's one-tablet write, engine/tablet/tablet.py
+    `finish_op`); for each log of the batch the thread waits once, for its highest index
+    (`log.wait_durable`: at most one fsync, which engine/consensus/log.py's group commit
+    also shares with writers waiting on that log elsewhere), then runs that log's calls -
+    they no longer block - and sends their outcomes. Why one thread and batches: the
+    server's kernel time per key write was mostly thread hand-offs (perf: futex waits and
+    wake-ups under `finish_task_switch`), each of four sync threads taking the GIL from
+    the loop several times per write; one thread taking batches makes about half the
+    futex calls and context switches per write, and no more fsyncs (docs/wire.md, "the
+    write path (sixth pass)"). A finishing call that names no WAL position (a write over
+    several tablets, a remote tablet's: it waits for itself, maybe long) runs on the
+    statement pool (`pool`) instead, so it never holds up the key writes behind it; with
+    no pool, on the sync thread after the batch's others.
+    Outcomes go to the loop in batches: one `call_soon_threadsafe` (one wake-up of the
+    loop) for all those that end before the loop has run them."""
+
+    def __init__(self, pool=None, threads: int = 1):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._pool = pool
         self._n = threads
         self._lock = threading.Lock()
         # outcomes waiting for their loop, by loop: one wake-up of a loop resolves every
@@ -249,7 +261,10 @@ class WalSync:
         self._ready: dict = {}
 
     def submit(self, loop: asyncio.AbstractEventLoop, finish) -> asyncio.Future:
-        """A future (of `loop`) for `finish()`, run on a sync thread."""
+        """A future (of `loop`) for `finish()`, run on the sync thread (or the pool: class
+        docstring)."""
+        if self._pool is not None and getattr(finish, "durable_at", None) is None:
+            return loop.run_in_executor(self._pool, finish)
         fut = loop.create_future()
         if not self._threads:
             with self._lock:
@@ -262,29 +277,73 @@ class WalSync:
         self._queue.put((loop, fut, finish))
         return fut
 
-    def _run(self) -> None:
+    def _take(self) -> tuple[list, bool]:
+        """(the calls queued now - waiting for the first -, whether `stop` asked this
+        thread to end). A stop marker taken beyond the first goes back for another
+        thread."""
         q = self._queue
+        batch = [q.get()]
         while True:
-            item = q.get()
-            if item is None:
-                return
-            loop, fut, finish = item
             try:
-                outcome = (finish(), None)
-            except BaseException as e:  # noqa: BLE001 - the writer's, on its loop
-                outcome = (None, e)
-            with self._lock:
+                batch.append(q.get_nowait())
+            except queue.Empty:
+                break
+        items = [it for it in batch if it is not None]
+        for _ in range(len(batch) - len(items) - 1):
+            q.put(None)
+        return items, len(items) < len(batch)
+
+    def _run(self) -> None:
+        while True:
+            items, stop = self._take()
+            if items:
+                self._finish(items)
+            if stop:
+                return
+
+    def _finish(self, items: list) -> None:
+        """Run a batch's finishing calls (class docstring) and send their outcomes: for
+        each log named, one wait for its highest index, then its calls; then the rest."""
+        groups: dict = {}       # log -> [highest index, its calls]
+        others = []
+        for item in items:
+            at = getattr(item[2], "durable_at", None)
+            if at is None:
+                others.append(item)
+                continue
+            g = groups.get(at[0])
+            if g is None:
+                groups[at[0]] = [at[1], [item]]
+            else:
+                if g[0] < at[1]:
+                    g[0] = at[1]
+                g[1].append(item)
+        for log, (index, group) in groups.items():
+            try:
+                log.wait_durable(index)
+            except BaseException:  # noqa: BLE001 - each call raises it again below
+                pass
+            self._send([(loop, fut, _outcome(finish)) for loop, fut, finish in group])
+        if others:
+            self._send([(loop, fut, _outcome(finish)) for loop, fut, finish in others])
+
+    def _send(self, done: list) -> None:
+        """Queue outcomes [(loop, future, outcome)] for their loops, waking each loop once
+        unless a wake-up is already on its way."""
+        loops: dict = {}
+        with self._lock:
+            for loop, fut, outcome in done:
                 batch = self._ready.get(loop)
-                wake = batch is None
-                if wake:
+                if batch is None:
                     batch = self._ready[loop] = []
+                    loops[loop] = True
                 batch.append((fut, outcome))
-            if wake:
-                try:
-                    loop.call_soon_threadsafe(self._resolve_ready, loop)
-                except RuntimeError:    # the loop is closed: nobody waits any more
-                    with self._lock:
-                        self._ready.pop(loop, None)
+        for loop in loops:
+            try:
+                loop.call_soon_threadsafe(self._resolve_ready, loop)
+            except RuntimeError:    # the loop is closed: nobody waits any more
+                with self._lock:
+                    self._ready.pop(loop, None)
 
     def _resolve_ready(self, loop) -> None:
         """On `loop`: resolve the futures of every outcome that arrived for it."""
@@ -299,6 +358,14 @@ class WalSync:
             self._queue.put(None)
         for t in threads:
             t.join(timeout=10)
+
+
+def _outcome(finish) -> tuple:
+    """(finish(), None), or (None, the exception it raised)."""
+    try:
+        return finish(), None
+    except BaseException as e:  # noqa: BLE001 - the writer's, on its loop
+        return None, e
 
 
 def _resolve(fut, outcome) -> None:

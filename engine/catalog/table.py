@@ -266,8 +266,10 @@ class Table:
         """`write_small` up to its wait for durability (table_small_writes.py
         `SmallWrites.write_deferred`): None, having done nothing, or the call - to be made
         exactly once, soon, on any thread - that waits for the WAL fsyncs, commits and
-        returns the TableWriteResult. The wire server applies a key write on its event
-        loop and waits for the fsync on its WAL sync threads (wire/server.py), with
+        returns the TableWriteResult (a one-tablet write's call names the WAL position
+        it waits for, `durable_at`: Tablet.finish_op). The wire server applies a key
+        write on its event loop and waits for the fsync on its WAL sync thread
+        (wire/server.py), with
         `never_block`: None rather than sleep in memory back-pressure or wait for a
         tablet's write lock on the loop (the ordinary path then writes it on a pool
         thread)."""
@@ -291,7 +293,9 @@ class Table:
         """`run_write` for a strategy whose `apply` stops before the wait for durability:
         it returns ([(handle, row indexes, finisher)], extra row errors), and this returns
         the call that runs the finishers (`finish_all`), releases the tablets and merges -
-        to be made exactly once, on any thread. The tablets stay held until then."""
+        to be made exactly once, on any thread. The tablets stay held until then. For
+        one tablet the call carries its tablet finisher's `durable_at` (the WAL position
+        it waits for, Tablet.finish_op), so a caller can wait for that elsewhere."""
         meta, routed, shares, release = self._hold(route)
         try:
             pending, extra = apply(meta, shares)
@@ -309,6 +313,9 @@ class Table:
                 finally:
                     release()
                 return merge_results([(slot, idx, r)], errs)
+            at = getattr(fin, "durable_at", None)
+            if at is not None:      # the tablet's WAL position (Tablet.finish_op)
+                finish.durable_at = at
             return finish
 
         def finish_all() -> TableWriteResult:
@@ -698,7 +705,12 @@ class Table:
         tablet's committed watermark less one (`MvccSnapshot.at(S)`: every op <= S has
         committed and is seen, none after it is, not even one committed above an op still
         in flight), never waiting; S is then a row's read precondition for a write of
-        what was read (engine/tablet/row_check.py, the wire's key writes)."""
+        what was read (engine/tablet/row_check.py, the wire's key writes). A row changed
+        above S is caught by that precondition, but a row written above S where S saw
+        none is not: so when no row is seen at S while ops above S have committed (one
+        of them may be the client's own acknowledged INSERT of the key), the answer is
+        NOT_NOW, not None - the caller reads at the current snapshot instead (the
+        ordinary path), and never reports "no such row" for a row its client wrote."""
         cat = self.catalog
         pin = getattr(cat, "pin_tablet", None)
         if pin is None:
@@ -727,14 +739,17 @@ class Table:
                     for c in names:
                         meta.schema.column(c)   # ColumnNotFound, as `lookup` raises it
                 checked[names] = True
-            snap = None
-            if read_ts is not None:
-                # the watermark: every timestamp below it has committed (or aborted), and
-                # no op can take one <= it any more (mvcc.py): a snapshot at S needs no wait
-                s = slot.tablet().mvcc.take_snapshot().all_committed_before - 1
-                snap = MvccSnapshot.at(s)
-                read_ts.append(s)
-            return _read_row(slot, meta.schema, key, names, snap, encoded)
+            if read_ts is None:
+                return _read_row(slot, meta.schema, key, names, None, encoded)
+            # the watermark: every timestamp below it has committed (or aborted), and no
+            # op can take one <= it any more (mvcc.py): a snapshot at S needs no wait
+            now = slot.tablet().mvcc.take_snapshot()
+            s = now.all_committed_before - 1
+            row = _read_row(slot, meta.schema, key, names, MvccSnapshot.at(s), encoded)
+            if row is None and now.committed:
+                return NOT_NOW      # a row committed above S is not seen (docstring)
+            read_ts.append(s)
+            return row
         finally:
             cat.unpin_tablet(slot)
 

@@ -17,7 +17,9 @@ the general way as a whole and outcomes never depend on the path. No coalescer, 
 thread-pool hop for one tablet; the fsyncs of several tablets are waited for together
 (`Table.finish_all`). `write_deferred` stops before that wait and returns the call that
 makes it (`Table.run_write_deferred`): the wire server applies a key write on its event
-loop and waits for the fsync on its WAL sync threads (wire/server.py `WalSync`).
+loop and waits for the fsync on its WAL sync thread (wire/server.py `WalSync`); the
+one-row call carries the WAL position it waits for (`durable_at`, Tablet.finish_op), so
+those threads wait once per WAL for a whole batch of writes.
 """
 
 from __future__ import annotations
@@ -232,6 +234,9 @@ class SmallWrites:
             finally:
                 unpin(slot)
             return merge_results([(slot, _ONE, r)], [])
+        at = getattr(fin, "durable_at", None)
+        if at is not None:          # the tablet's WAL position (Tablet.finish_op)
+            finish.durable_at = at
         return finish
 
 

@@ -334,7 +334,13 @@ class Tablet:
         (`apply_deferred`'s returned call): wait until its
         WAL entry is durable (`durable`: it was appended here, not replayed), commit it
         in MVCC whatever happens, then return its result (`result`, or what the call
-        `result` builds)."""
+        `result` builds).
+        The call names the WAL position it waits for, `finish.durable_at = (log,
+        index)`, when it waits at all: a caller may make that position durable elsewhere
+        first (`log.wait_durable(i)` for any i >= index: the wire's WAL sync thread does it
+        once for a batch of writes, wire/server.py `WalSync`), after which the call does
+        not wait for the disk - it commits and returns the result (or raises the log's
+        failure at once, if the fsync failed)."""
         def finish() -> WriteResult:
             try:
                 if durable:
@@ -342,6 +348,8 @@ class Tablet:
             finally:
                 self.mvcc.commit_op(ts)
             return result if type(result) is WriteResult else result()
+        if durable:
+            finish.durable_at = (self.log, index)
         return finish
 
     # -- memory back-pressure (the write pipeline admits every write here first) ---------

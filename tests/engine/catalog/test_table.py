@@ -480,3 +480,25 @@ def test_lookup_now_read_ts_is_the_snapshot_the_read_used(cat):
     r = t.write_small(OpType.UPDATE, {"k": [6], "g": ["a"], "v": [8],
                                       READ_TS_COLUMN: [got[0]]})
     assert r.num_applied == 1 and table_rows(t) == {(5, "a"): 1, (6, "a"): 8}
+
+
+def test_lookup_now_read_ts_declines_a_row_committed_above_s(cat):
+    """A key written (inserted) by an op that committed above S, over an op still in
+    flight: not seen at S, so "no row" would be wrong - the client that wrote it would
+    be told UPDATE 0 (tests/wire/test_asyncpg.py's concurrent writes saw it). The read
+    at S declines (NOT_NOW), and the caller reads at the current snapshot; with nothing
+    committed above S, a missing key is "no row" (None) as before."""
+    from engine.catalog.table import NOT_NOW
+    t = cat.table("t")
+    t.insert(batch([(5, "a")], [0]))                         # one tablet (g = 'a')
+    fin1 = t.write_small_deferred(OpType.UPDATE, {"k": [5], "g": ["a"], "v": [1]})
+    fin2 = t.write_small_deferred(OpType.INSERT, {"k": [6], "g": ["a"], "v": [7]})
+    assert fin2().num_applied == 1                 # key 6 committed above fin1, in flight
+    assert t.lookup_now((6, "a"), ["v"]) == {"v": 7}
+    got: list = []
+    assert t.lookup_now((6, "a"), ["v"], got) is NOT_NOW
+    assert got == []                               # no S for a read not made
+    assert fin1().num_applied == 1
+    assert t.lookup_now((6, "a"), ["v"], got) == {"v": 7} and len(got) == 1
+    got.clear()
+    assert t.lookup_now((7, "a"), ["v"], got) is None and len(got) == 1   # none above S
