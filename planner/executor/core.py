@@ -25,6 +25,7 @@ from planner.logical import all_nodes as _all_nodes
 from planner.errors import SqlError
 from planner import guard as _guard
 from planner.expr import Const, IntegerAvg, evaluate, evaluate_filter
+from planner.expr.subplans import HostCall, InSubPlan, SubPlan
 from planner.guard import QueryGuard
 from planner.executor.kernels import (
     array_nbytes,
@@ -62,8 +63,9 @@ class _ChunkFilter:
     """A scan's residual WHERE over a chunk of its engine batches (`TableScan.filter_chunks`:
     run on the pool thread that read them): the batches renamed to the scan's internal
     keys, then filtered a morsel at a time; only batches with rows are kept. `cond` is
-    prepared already (no scalar subquery left to run), so a call touches no executor
-    state and may run on any thread."""
+    prepared already (no scalar subquery left to run) and runs no subplan or host
+    function, so a call touches no executor state, waits on no scan, and may run on any
+    thread."""
 
     __slots__ = ("keys", "cond")
 
@@ -407,8 +409,12 @@ class Executor:
         # blocks are smaller, the more so once a runtime filter has thinned them.
         held: list[pa.RecordBatch] = []
         held_rows = 0
+        # (not a condition that runs a subquery or a host function per batch: a subquery
+        # scans on the same pool, and a pool thread waiting on its own pool's chunks
+        # deadlocks it)
         in_scan = cond is not None and keys and not runtime and \
-            hasattr(scan, "filter_chunks") and cond.find(AvgOf) is None
+            hasattr(scan, "filter_chunks") and \
+            cond.find(AvgOf, SubPlan, InSubPlan, HostCall) is None
         try:
             if in_scan:
                 # on the pool thread that read each chunk of a tablet's batches (both

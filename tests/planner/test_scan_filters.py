@@ -73,6 +73,9 @@ QUERIES = [
     "SELECT id FROM t WHERE b > (SELECT avg(b) FROM t) AND d1 <> d2",
     "SELECT a, count(*) FROM t WHERE a <> b AND d2 > d1 GROUP BY a",
     "SELECT count(*) FROM t WHERE coalesce(a, b) IS NULL OR a IS DISTINCT FROM b - 50",
+    # a subquery the filter runs per batch (it scans on the same pool: not in the scan's
+    # threads, where it waited on its own pool's chunks forever)
+    "SELECT id FROM t WHERE a IN (SELECT b - 3 FROM t) OR a > 40",
 ]
 
 
