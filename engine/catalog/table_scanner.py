@@ -24,11 +24,20 @@ and the caller receives batches in completion order. A task never waits for the 
 (it returns its chunk and is resubmitted), so scans that are consumed slowly, nested
 (a self-join) or abandoned cannot exhaust the pool or deadlock it; memory is bounded by
 the chunks in flight. A single-tablet scan runs in the caller's thread.
+
+Work on each chunk (`filter_chunks`). The caller may hand the scan a function of a chunk's
+batches (the SQL executor's residual WHERE filter) that the pool thread which read the
+chunk runs at once, so that it runs on both cores beside the reading of the other tablets,
+not after it on the caller's one thread; it runs in a copy of the caller's `contextvars`
+taken when the chunk was submitted (the session's time zone, the statement's time). A
+single-tablet scan runs it in the caller's thread on up to `SCAN_CHUNK_BATCHES` batches at
+a time. An exception it raises comes out of the TableScan's iteration unchanged.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextvars
 import dataclasses
 from collections import deque
 from typing import Any, Iterator
@@ -80,6 +89,16 @@ def _advance(it: Iterator[pa.RecordBatch], k: int) -> tuple[list[pa.RecordBatch]
     return out, True
 
 
+def _advance_chunk(it: Iterator[pa.RecordBatch], k: int, fix, fn, ctx: contextvars.Context
+                   ) -> tuple[list[pa.RecordBatch], bool]:
+    """`_advance`, then the column fix and `fn` over the chunk (in `ctx`), on the thread
+    that read it."""
+    batches, finished = _advance(it, k)
+    if batches:
+        batches = ctx.run(fn, [fix(b) for b in batches])
+    return batches, finished
+
+
 class TableScan:
     """Iterator of RecordBatches over the pruned tablets at one snapshot (see above)."""
 
@@ -93,6 +112,7 @@ class TableScan:
         self._pool = pool
         self._parallelism = parallelism
         self._pending: dict[cf.Future, int] = {}
+        self._chunk_fn = None
         self._gen = self._run()
 
     def __iter__(self) -> "TableScan":
@@ -100,6 +120,12 @@ class TableScan:
 
     def __next__(self) -> pa.RecordBatch:
         return next(self._gen)
+
+    def filter_chunks(self, fn) -> None:
+        """Have `fn(batches) -> batches` (thread-safe; list in, list out) applied to each
+        chunk of batches where it is read, before the caller gets them (module docstring).
+        Called before the first batch is read."""
+        self._chunk_fn = fn
 
     def close(self) -> None:
         self._gen.close()
@@ -128,18 +154,30 @@ class TableScan:
         fn()
 
     def _run(self) -> Iterator[pa.RecordBatch]:
-        fix = self._fix
+        fix, fn = self._fix, self._chunk_fn
         try:
             if self._pool is None or len(self._iters) <= 1:
                 for it in self._iters:
-                    for b in it:
-                        yield fix(b)
+                    if fn is None:
+                        for b in it:
+                            yield fix(b)
+                        continue
+                    finished = False
+                    while not finished:
+                        batches, finished = _advance(it, SCAN_CHUNK_BATCHES)
+                        if batches:
+                            yield from fn([fix(b) for b in batches])
                 return
             queue = deque(range(len(self._iters)))
             pending = self._pending
 
             def submit(i: int) -> None:
-                pending[self._pool.submit(_advance, self._iters[i], SCAN_CHUNK_BATCHES)] = i
+                if fn is None:
+                    f = self._pool.submit(_advance, self._iters[i], SCAN_CHUNK_BATCHES)
+                else:
+                    f = self._pool.submit(_advance_chunk, self._iters[i], SCAN_CHUNK_BATCHES,
+                                          fix, fn, contextvars.copy_context())
+                pending[f] = i
 
             while queue and len(pending) < self._parallelism:
                 submit(queue.popleft())
@@ -152,8 +190,11 @@ class TableScan:
                         queue.append(i)
                     while queue and len(pending) < self._parallelism:
                         submit(queue.popleft())
-                    for b in batches:
-                        yield fix(b)
+                    if fn is not None:
+                        yield from batches              # fixed and filtered already
+                    else:
+                        for b in batches:
+                            yield fix(b)
         finally:
             self._release()
 

@@ -281,7 +281,12 @@ class RemoteCatalog:
         return meta
 
     def table(self, name: str) -> Table:
-        return Table(self, self.get_table(name).id)
+        t = Table(self, self.get_table(name).id)
+        # its tablets scan on the tablet servers, and a predicate crosses the RPC as data:
+        # a runtime join filter (ColumnPredicate.member, a Python object) cannot, so the
+        # executor applies those to the batches as they arrive (runtime_filters.apply)
+        t.member_predicates = False
+        return t
 
     def refresh_locations(self, table_id: str) -> None:
         self._remember(self.client.master_call("locations", {"table_id": table_id}))

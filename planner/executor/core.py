@@ -25,6 +25,7 @@ from planner.logical import all_nodes as _all_nodes
 from planner.errors import SqlError
 from planner import guard as _guard
 from planner.expr import Const, IntegerAvg, evaluate, evaluate_filter
+from planner.expr.subplans import HostCall, InSubPlan, SubPlan
 from planner.guard import QueryGuard
 from planner.executor.kernels import (
     array_nbytes,
@@ -56,6 +57,33 @@ def served_by(per_tablet: dict) -> list[str]:
         out.append(f"served by tserver {uuid[:8]} at {addr}: {len(tids)} tablet"
                    f"{'s' if len(tids) != 1 else ''} ({', '.join(sorted(tids))})")
     return out
+
+
+class _ChunkFilter:
+    """A scan's residual WHERE over a chunk of its engine batches (`TableScan.filter_chunks`:
+    run on the pool thread that read them): the batches renamed to the scan's internal
+    keys, then filtered a morsel at a time; only batches with rows are kept. `cond` is
+    prepared already (no scalar subquery left to run) and runs no subplan or host
+    function, so a call touches no executor state, waits on no scan, and may run on any
+    thread."""
+
+    __slots__ = ("keys", "cond")
+
+    def __init__(self, keys: list[str], cond: exp.Expression):
+        self.keys, self.cond = keys, cond
+
+    def __call__(self, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+        named = [pa.RecordBatch.from_arrays(b.columns, names=self.keys)
+                 for b in batches if b.num_rows]
+        if not named:
+            return []
+        t = pa.Table.from_batches(named)
+        out = []
+        for start in range(0, t.num_rows, _guard.MORSEL_ROWS):
+            m = slice_rows(t, start, _guard.MORSEL_ROWS)
+            m = m.filter(evaluate_filter(self.cond, m))
+            out.extend(b for b in m.to_batches() if b.num_rows)
+        return out
 
 
 def _point_key(node: L.Scan, table) -> tuple | None:
@@ -381,7 +409,22 @@ class Executor:
         # blocks are smaller, the more so once a runtime filter has thinned them.
         held: list[pa.RecordBatch] = []
         held_rows = 0
+        # (not a condition that runs a subquery or a host function per batch: a subquery
+        # scans on the same pool, and a pool thread waiting on its own pool's chunks
+        # deadlocks it)
+        in_scan = cond is not None and keys and not runtime and \
+            hasattr(scan, "filter_chunks") and \
+            cond.find(AvgOf, SubPlan, InSubPlan, HostCall) is None
         try:
+            if in_scan:
+                # on the pool thread that read each chunk of a tablet's batches (both
+                # cores: TPC-H Q04's, Q12's and Q21's date comparisons over lineitem, Q13's
+                # NOT LIKE over orders), the scalar subqueries substituted first, here
+                scan.filter_chunks(_ChunkFilter(keys, self.prepare(cond)))
+                for b in scan:
+                    self.check_cancel()
+                    yield b
+                return
             for b in scan:
                 self.check_cancel()
                 if keys:

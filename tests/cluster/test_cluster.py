@@ -170,6 +170,13 @@ def test_cluster_sql_errors_and_refusals(cluster):
         assert conn.execute("SELECT k FROM s WHERE w = 2 ORDER BY k").fetchall() == \
             [(10,), (11,)]
         conn.execute("DELETE FROM s WHERE w = 2")
+        # a join whose selective side filters the other's scan at run time: on a cluster
+        # the filter applies to the batches that arrive (it cannot cross the RPC)
+        conn.execute("INSERT INTO s SELECT i, 3, 'f' FROM generate_series(100, 400) AS g(i)")
+        got = conn.execute("SELECT count(*), sum(a.k) FROM s a JOIN s b ON a.k = b.k "
+                           "WHERE b.v = 'b'").fetchall()
+        assert got == [(1, 2)]
+        conn.execute("DELETE FROM s WHERE w = 3")
     # RPC calls without the cluster secret are refused; the secret file is 0600
     from engine import errors
     from engine.rpc.rpc import RpcClient
