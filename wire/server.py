@@ -233,8 +233,9 @@ class WalSync:
     takes a trip through the statement pool.
 
     One thread by default (`threads`), taking every write queued when it wakes
-    (`_take`), not one write per wake-up. A finishing call names the WAL position it waits for (`durable_at
-    = (log, index)`: a local tablet's one-tablet write, engine/tablet/tablet.py
+    (`_take`), not one write per wake-up. A finishing call names the WAL position it
+    waits for (`durable_at = (log, index)`: a local tablet's one-tablet write,
+    engine/tablet/tablet.py
     `finish_op`); for each log of the batch the thread waits once, for its highest index
     (`log.wait_durable`: at most one fsync, which engine/consensus/log.py's group commit
     also shares with writers waiting on that log elsewhere), then runs that log's calls -

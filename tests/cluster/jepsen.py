@@ -598,12 +598,7 @@ class RegisterWorkload(_Workload):
             op = {"client": client_id, "path": path.name, "kind": "get", "key": k,
                   "value": None, "call": self.h.now()}
             try:
-                if isinstance(path, SqlPath):
-                    rows = path.execute(f"SELECT v FROM {self.table} WHERE k = %s", (k,))
-                    out = rows[0][0] if rows else None
-                else:
-                    row = path.table(self.table).lookup((k,), ["v"])
-                    out = None if row is None else _first_value(row)
+                out = _read_v(path, self.table, k)
                 op["ret"], op["output"] = self.h.now(), out
             except Exception as e:  # noqa: BLE001 - a failed read has no effect
                 op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
@@ -634,6 +629,16 @@ class RegisterWorkload(_Workload):
             print(f"register: {unknown} keys too large to search (not counted)")
         return anomalies
 
+
+
+def _read_v(path, table: str, k: int):
+    """Column v of key k read through `path` (a front end's SELECT, or the client
+    library's point lookup); None when there is no such row."""
+    if isinstance(path, SqlPath):
+        rows = path.execute(f"SELECT v FROM {table} WHERE k = %s", (k,))
+        return rows[0][0] if rows else None
+    row = path.table(table).lookup((k,), ["v"])
+    return None if row is None else _first_value(row)
 
 
 def _first_value(row):
@@ -832,13 +837,7 @@ class CounterWorkload(_Workload):
             op = {"client": client_id, "path": path.name, "kind": "read", "key": k,
                   "call": self.h.now()}
             try:
-                if isinstance(path, SqlPath):
-                    rows = path.execute(f"SELECT v FROM {self.table} WHERE k = %s", (k,))
-                    out = rows[0][0] if rows else None
-                else:
-                    row = path.table(self.table).lookup((k,), ["v"])
-                    out = None if row is None else \
-                        row["v"] if isinstance(row, dict) else _first_value(row)
+                out = _read_v(path, self.table, k)
                 op["ret"], op["output"] = self.h.now(), out
             except Exception as e:  # noqa: BLE001 - a failed read has no effect
                 op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
