@@ -217,13 +217,20 @@ def finish_batch(catalog, sb: SinkBatch, table: str, mode: str, summaries: list[
         return {"state": COMMITTED, "message": text, "error": False, "warning": True}
     commit_batch(catalog, sb, FAILED, summary, text)
     return {"state": FAILED, "message": text, "error": True,
-            "sqlstate": "23505" if set(codes) == {"ALREADY_PRESENT"} else "22000"}
+            "sqlstate": _codes_sqlstate(codes)}
+
+
+def _codes_sqlstate(codes) -> str:
+    """A failed batch's SQLSTATE from its row error codes: duplicate keys alone 23505."""
+    return "23505" if set(codes) == {"ALREADY_PRESENT"} else "22000"
 
 
 def _sqlstate(message: str) -> str:
-    """A failed batch's SQLSTATE from its recorded text (duplicate keys alone: 23505)."""
-    codes = message.partition(" failed (")[2].partition(")")[0]
-    return "23505" if codes.startswith("ALREADY_PRESENT:") and "," not in codes else "22000"
+    """A failed batch's SQLSTATE from its recorded text, whose "(CODE: n, ...)" after
+    "failed" lists its row error codes (`finish_batch`)."""
+    listed = message.partition(" failed (")[2].partition(")")[0]
+    return _codes_sqlstate(p.partition(":")[0].strip() for p in listed.split(",")
+                           if p.strip())
 
 
 def driver_op(catalog, body: dict) -> Any:

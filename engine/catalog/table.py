@@ -65,7 +65,8 @@ from engine.catalog import table_small_writes as _small
 from engine.catalog.leases import TableCatalog, TabletHandle
 from engine.catalog.metadata import TableMetadata
 from engine.catalog.table_scanner import TableScan, TableScanStats, pick_snapshot
-from engine.catalog.write_pipeline import Routed, TableWriteResult, merge_results
+from engine.catalog.write_pipeline import (Routed, TableWriteResult, carry_durable_at,
+                                           merge_results)
 from engine.tablet.diskrowset import ScanStats
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
@@ -313,10 +314,7 @@ class Table:
                 finally:
                     release()
                 return merge_results([(slot, idx, r)], errs)
-            at = getattr(fin, "durable_at", None)
-            if at is not None:      # the tablet's WAL position (Tablet.finish_op)
-                finish.durable_at = at
-            return finish
+            return carry_durable_at(finish, fin)
 
         def finish_all() -> TableWriteResult:
             try:

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
-from engine.catalog.write_pipeline import Routed, merge_results
+from engine.catalog.write_pipeline import Routed, carry_durable_at, merge_results
 from engine.tablet.small_write import SMALL_MAX_ROWS, Ineligible, value_converter
 from engine.tablet.tablet_write import BUSY
 from engine.tablet.write_op import OpType
@@ -234,10 +234,7 @@ class SmallWrites:
             finally:
                 unpin(slot)
             return merge_results([(slot, _ONE, r)], [])
-        at = getattr(fin, "durable_at", None)
-        if at is not None:          # the tablet's WAL position (Tablet.finish_op)
-            finish.durable_at = at
-        return finish
+        return carry_durable_at(finish, fin)
 
 
 _ONE = (0,)      # the row indexes of a one-row write's one share

@@ -84,3 +84,13 @@ def merge_results(results, errors: list[RowError]) -> TableWriteResult:
                         for e in r.row_errors)
     errs.sort(key=lambda e: e.index)
     return TableWriteResult(max(stamps.values(), default=0), applied, errs, stamps)
+
+
+def carry_durable_at(finish, fin):
+    """`finish`, a table's call that runs one tablet's finisher `fin`, named with the WAL
+    position `fin` waits for (`durable_at`, Tablet.finish_op) when it names one, so a
+    caller can make that position durable elsewhere first (wire/server.py `WalSync`)."""
+    at = getattr(fin, "durable_at", None)
+    if at is not None:
+        finish.durable_at = at
+    return finish
