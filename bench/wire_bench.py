@@ -133,7 +133,8 @@ class Postgres:
             self.prefix + [os.path.join(bindir, "postgres"), "-D",
                            os.path.join(self.dir, "data"), "-p", str(self.port), "-h",
                            "127.0.0.1", "-k", self.dir, "-c", "max_connections=100"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)   # its own group: stop() signals postgres, not just runuser
         wait_port(self.port)
         time.sleep(0.5)
         self.kw = {"host": "127.0.0.1", "port": self.port, "user": "postgres",
@@ -143,11 +144,16 @@ class Postgres:
         return f"CREATE TABLE {name} ({cols}, PRIMARY KEY ({key}))"
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)     # fast shutdown
+        # runuser does not pass SIGINT on to postgres: signal the whole group, else postgres
+        # outlives the run until it notices its lock file is gone (up to a minute later).
         try:
+            os.killpg(self.proc.pid, signal.SIGINT)     # fast shutdown
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        except ProcessLookupError:
+            pass
 
 
 def find_postgres() -> str | None:
