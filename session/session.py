@@ -88,6 +88,7 @@ from planner.commands import (
 from planner.dialect import KuduDeallocate, KuduExecute, KuduPrepare
 from planner.errors import FeatureNotSupported, SqlError
 from planner.expr import session_time_zone, statement_clock, timezones
+from planner.expr.float_text import session_float_digits
 from planner.guard import QueryGuard, parse_bytes, parse_duration_ms
 from planner.plan_cache import PlanCache
 from planner.result import StatementResult
@@ -153,6 +154,8 @@ class Session:
         # SET TIME ZONE: the zone timestamptz values are read and shown in (a front end
         # that runs SET itself, as the wire server does, calls `set_time_zone`)
         self.time_zone = "UTC"
+        # extra_float_digits for `::text` of floats (the wire server hands its setting over)
+        self.float_digits = 1
         self._deadline: float | None = None  # the running statement's (time.monotonic)
         # optimizer rules switched off by name (planner.rules.RULE_NAMES); set directly or
         # with SET kudusql.disabled_rules = 'name, ...' (the differential fuzzers use it)
@@ -235,7 +238,8 @@ class Session:
         ms = self.statement_timeout_ms
         self._deadline = time.monotonic() + ms / 1000 if ms else None
         try:
-            with sql_errors(), switches, statement_clock(), session_time_zone(self.time_zone):
+            with sql_errors(), switches, statement_clock(), session_time_zone(self.time_zone), \
+                    session_float_digits(self.float_digits):
                 r = self._run(stmt, params, stream)
         except Exception as e:
             if self.metrics is not None:

@@ -409,16 +409,18 @@ class Backend:
 
     def float_digits(self) -> int:
         """extra_float_digits, which text results show floats with (<= 0: fewer digits,
-        wire/text_codec.py `float_digits_text`)."""
+        planner/expr/float_text.py `float_digits_text`)."""
         return self.settings.extra_float_digits if self.settings is not None else 1
 
     def hand_settings_to_session(self) -> None:
         """The settings the session acts on, from this connection's (wire.settings keeps
-        them): the query memory limit and the TimeZone statements run and timestamptz
-        values print in. Cheap when nothing changed (the session compares)."""
+        them): the query memory limit, the TimeZone statements run and timestamptz
+        values print in, and extra_float_digits for `::text` of floats. Cheap when nothing
+        changed (the session compares)."""
         if self.settings is not None and self.session is not None:
             self.session.query_mem_limit = self.settings.query_mem_limit_bytes
             self.session.set_time_zone(self.settings.values["TimeZone"])
+            self.session.float_digits = self.settings.extra_float_digits
 
     def start_statement(self):
         """Effects: `begin_statement`, and a Timer for statement_timeout; returns the

@@ -179,7 +179,7 @@ class Settings:
     @property
     def extra_float_digits(self) -> int:
         """<= 0: float text output with 15 + this many digits (float4 6 +); >= 1 the
-        shortest exact form (text_codec.float_digits_text)."""
+        shortest exact form (planner/expr/float_text.py `float_digits_text`)."""
         return int(self.values.get("extra_float_digits", "1"))
 
     @property

@@ -1,7 +1,8 @@
 """Result columns in PostgreSQL's text format, a whole column at a time (`encode_text`).
 
 Integers and decimals by pyarrow casts, floats with PostgreSQL's shortest round-trip and
-exponent rule (`_float_text`; with extra_float_digits <= 0 `float_digits_text`, which
+exponent rule (`_float_text`; with extra_float_digits <= 0
+planner/expr/float_text.py's `float_digits_text`, which
 `apply_float_digits` puts in a batch's text-format float columns before encoding), bytea
 as \\x + hex (numpy), booleans t / f, dates and timestamps in ISO form (years before 1 AD
 as PostgreSQL writes them: '0001-12-02 BC'), timestamptz in the session's TimeZone with
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 
 from engine.types import pg_era_text
 from planner.expr import timezones
+from planner.expr.float_text import float_digits_text
 from planner.expr.interval_values import interval_text
 
 
@@ -133,25 +135,6 @@ def _float_text(arr: pa.Array) -> pa.Array:
         vals = [_pg_float_repr(float(x[i]), single) for i in idx.tolist()]
         s = pc.replace_with_mask(s, pa.array(odd), pa.array(vals, pa.string()))
     return s
-
-
-def float_digits_text(arr: pa.Array, extra: int) -> pa.Array:
-    """A float column as PostgreSQL prints it with extra_float_digits = `extra` <= 0: C's
-    %.*g with 15 + extra significant digits (float4: 6 + extra), at least 1; NaN,
-    Infinity, -Infinity spelled out. (>= 1 is the shortest exact form, `_float_text`.)"""
-    single = pa.types.is_float32(arr.type)
-    ndig = max(1, (6 if single else 15) + extra)
-    x = _numpy(arr.cast(pa.float64()), 0.0)
-    # np.char.mod runs Python's % (C's printf rules, two-digit exponents) on each value
-    # in one call: there is no %g kernel in Arrow or numpy, and this setting is rare
-    # (old drivers); the default's shortest form stays vectorised (`_float_text`)
-    out = np.char.mod(f"%.{ndig}g", x).astype(object)
-    with np.errstate(invalid="ignore"):
-        out[np.isnan(x)] = "NaN"
-        out[np.isposinf(x)] = "Infinity"
-        out[np.isneginf(x)] = "-Infinity"
-    return pa.array(out, pa.string(), mask=None if not arr.null_count else
-                    ~arr.is_valid().to_numpy(zero_copy_only=False))
 
 
 def apply_float_digits(batch, formats: list[int], extra: int):

@@ -19,6 +19,7 @@ from engine.types import decimal_to_float, pg_era_text, real_range_lost
 from planner.errors import SqlError, UndefinedObject
 from planner.expr.arrow_values import any_true, combine, per_array, Value, view_as
 from planner.expr.located import error_at, node_position
+from planner.expr.float_text import current_float_digits, float_digits_text
 from planner.expr.decimal_types import (
     as_decimal_width,
     cap_precision,
@@ -313,11 +314,20 @@ def _string_to_timestamp(v: Value, to: pa.DataType, node: exp.Expr | None) -> Va
 
 
 def _float_text(v: Value) -> Value:
-    """float8 / float4 as PostgreSQL writes them: the shortest digits that read back (Arrow's
+    """float8 / float4 as PostgreSQL writes them under the session's extra_float_digits
+    (planner/expr/float_text.py; at 0 or less `float_digits_text`), by default the
+    shortest digits that read back (Arrow's
     text has them), exponential when the decimal exponent is below -4 or at least 15 (6 for
     real), with a two-digit exponent: 1e-05, 1.6777216e+07, 100000000000000. Vectorised
     except for the values outside Arrow's agreement (a Python call each: tiny, huge or
     non-finite values)."""
+    extra = current_float_digits()
+    if extra < 1:       # the session's extra_float_digits asks for fewer digits (%g)
+        if isinstance(v, pa.Scalar):
+            return pa.scalar(float_digits_text(pa.array([v.as_py()], v.type), extra)[0]
+                             .as_py(), pa.string())
+        return float_digits_text(v.combine_chunks() if isinstance(v, pa.ChunkedArray)
+                                 else v, extra)
     limit = 6 if pa.types.is_float32(v.type) else 15
     text = v.cast(pa.string())
     if isinstance(text, pa.Scalar):

@@ -110,3 +110,19 @@ def test_out_of_range_is_refused(server):
             c.execute("SET extra_float_digits = -16")
         with pytest.raises(psycopg.errors.InvalidParameterValue):
             c.execute("SET extra_float_digits = 'x'")
+
+
+@pytest.mark.parametrize("efd", sorted(PG15))
+def test_a_text_cast_follows_extra_float_digits(server, efd):
+    """`::text` of a float is float8out / float4out in PostgreSQL, so it follows the setting as
+    the results do (the same recorded texts), in a select list and over a table's column."""
+    texts = ", ".join(f"({v})::text" for v in VALUES.split(", "))
+    with _connect(server) as c:
+        c.execute(f"SET extra_float_digits = {efd}")
+        assert list(c.execute(f"SELECT {texts}").fetchone()) == PG15[efd]
+        c.execute("DROP TABLE IF EXISTS fdt")
+        c.execute("CREATE TABLE fdt (k INT8 PRIMARY KEY, d DOUBLE PRECISION, r REAL)")
+        c.execute("INSERT INTO fdt VALUES (1, 1/3::float8, 123456.7), (2, NULL, NULL)")
+        got = c.execute("SELECT d::text, r::text, concat('x', d) FROM fdt ORDER BY k").fetchall()
+        want = {e: (PG15[e][1], PG15[e][8]) for e in PG15}[efd]
+        assert got == [(want[0], want[1], "x" + want[0]), (None, None, "x")]
