@@ -106,6 +106,29 @@ def test_two_faults_of_a_round_never_take_one_victim(tmp_path):
     nem.log.close()
 
 
+def test_log_scan_passes_only_the_disk_nemesis_own_failure(tmp_path):
+    """A traceback of a replica failing on the injected EIO (raft_host.py `fail`'s line
+    before it) is the fault, not a bug; any other traceback is an anomaly, even one whose
+    error mentions the injected EIO."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "tserver-0.log").write_text(
+        "x CRITICAL engine.tserver.raft_host: t1: replica u stopped for good: disk failed: "
+        "IOFailure: could not sync the write-ahead log d: injected EIO (fsync of d)\n"
+        "Traceback (most recent call last):\n  File \"log.py\", line 1, in sync\n"
+        "OSError: [Errno 5] injected EIO (fsync of d)\n")
+    (logs / "tserver-1.log").write_text(
+        "x ERROR engine.tserver.tablet_server: tick of tablet t1 failed\n"
+        "Traceback (most recent call last):\n  File \"log.py\", line 1, in sync\n"
+        "OSError: [Errno 5] injected EIO (fsync of d)\n")
+    (logs / "tserver-2.log").write_text(
+        "x ERROR engine.rpc.rpc: RPC handler failed\n"
+        "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\n"
+        "KeyError: 'k'\n")
+    found = jepsen.scan_logs(type("C", (), {"dir": str(tmp_path)})())
+    assert [f.split(":")[0] for f in found] == ["log tserver-1.log", "log tserver-2.log"], found
+
+
 @pytest.mark.parametrize("workload,seed,seconds", [("register", 31, 10)])
 def test_short_run_under_composed_faults(tmp_path, workload, seed, seconds):
     """Two overlapping faults at a time (`--nemesis composed`), every nemesis; seed 31's
