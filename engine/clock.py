@@ -29,6 +29,15 @@ Fault injection: `set_wall_offset(seconds)` shifts this process's wall clock as 
 HybridClock built with the default wall reads it (the `failpoint` RPC's `clock_offset_s`,
 engine/rpc): the nemesis of the Jepsen-style tests skews one process's clock by several
 seconds, as an unsynchronised NTP would. Monotonic time (timeouts, leases) is not shifted.
+
+Monotonic rate (fault injection): `monotonic()` is the monotonic time the servers' Raft
+peers measure leader leases with and pace their ticks by (engine/tserver/raft_host.py,
+tablet_server.py `_tick_loop`, master.py `_tick_loop`). `set_monotonic_rate(r)` (the
+`failpoint` RPC's `monotonic_rate`) makes it run r times as fast as real time from now on
+(continuous and never going back: only its slope changes), as a drifting or
+mis-virtualised clock would. Raft's leases are safe while no server's rate differs from
+another's by more than ~11% (engine/consensus/raft.py, Leader leases); the Jepsen-style
+harness's `clock-rate` nemesis moves one process's rate within that bound.
 """
 
 from __future__ import annotations
@@ -89,6 +98,38 @@ def wall_offset() -> float:
 def wall_ns() -> int:
     """The wall clock as this process's HybridClocks read it (with the injected offset)."""
     return time.time_ns() + _wall_offset_ns
+
+
+# (rate, real time when it was set, this process's monotonic() then): one tuple, replaced
+# whole, so a reader never sees half an update
+_mono_state: tuple[float, float, float] = (1.0, 0.0, 0.0)
+_mono_lock = threading.Lock()
+
+
+def monotonic() -> float:
+    """Seconds, never going back: time.monotonic() run at the injected rate (see the module
+    docstring; exactly time.monotonic() until a rate is injected)."""
+    rate, real0, local0 = _mono_state
+    if rate == 1.0 and real0 == 0.0:
+        return time.monotonic()
+    return local0 + (time.monotonic() - real0) * rate
+
+
+def monotonic_rate() -> float:
+    """How many seconds of `monotonic()` pass per real second (1.0 unless injected)."""
+    return _mono_state[0]
+
+
+def set_monotonic_rate(rate: float) -> None:
+    """From now on `monotonic()` runs `rate` times as fast as real time (fault injection;
+    1.0 heals the rate, not the time already gained or lost)."""
+    global _mono_state
+    rate = float(rate)
+    if not rate > 0:
+        raise errors.InvalidArgument(f"monotonic_rate must be positive, not {rate}")
+    with _mono_lock:
+        now_local = monotonic()
+        _mono_state = (rate, time.monotonic(), now_local)
 
 
 class Clock:

@@ -18,7 +18,14 @@ The world, advanced one tick at a time:
                and is dropped across a partition (symmetric or one-way) that later heals
     clocks     HybridClocks over simulated time, each node skewed, skews jumping; each
                node's monotonic clock (leader leases) has its own origin, so only
-               differences of one node's readings mean anything
+               differences of one node's readings mean anything, and (fault `drift`) its
+               own rate, 1 +- `SimOptions.drift` / 2 seconds per simulated second: the
+               node ticks on a grid of its own clock (tick k at simulated time
+               ceil(k / rate), never early, as tablet_server.py `_tick_loop`), so a fast
+               node's election timeouts and quiet periods are shorter and a slow leader's
+               lease is longer in simulated time. Raft's leases hold while rates differ by
+               less than about 11% (raft.py, Leader leases): the default drift, 0.1, stays
+               inside; `--drift 1.8` (rates 0.1-1.9) shows the lease check firing
     clients    sequential clients put and get keys through whichever node they think leads;
                a get goes through the log (read-through-log), or, half the time when the
                node leads and holds its lease (`RaftConsensus.lease_valid`) and has applied
@@ -75,7 +82,7 @@ from engine.consensus.messages import OpId, RaftConfig, RaftPeer
 from engine.consensus.raft import ConfigChangeRefused, NotLeader, RaftConsensus, RaftOptions, Role
 from engine import errors
 
-FAULTS = ("delay", "loss", "dup", "partition", "crash", "skew", "config", "transfer")
+FAULTS = ("delay", "loss", "dup", "partition", "crash", "skew", "config", "transfer", "drift")
 BROKEN = ("double_vote", "commit_no_majority", "local_reads")
 TICK_US = 10_000  # one tick = 10 ms of simulated time
 TICK_S = TICK_US / 1e6
@@ -105,6 +112,7 @@ class SimOptions:
     clients: int = 3
     keys: int = 2
     broken: str | None = None
+    drift: float = 0.1  # fault `drift`: a node's monotonic rate is 1 +- drift / 2
     raft: RaftOptions = RaftOptions(heartbeat_ticks=2, election_timeout_ticks=10,
                                     max_batch_entries=8, max_inflight=3,
                                     log_retention_entries=25, safe_time_noop_ticks=8,
@@ -148,7 +156,8 @@ class SimNode:
         self.storage = _CheckedLog(sim, uuid)
         self.meta = MemoryMetadataStore(ConsensusMetadata(0, None, config))
         self.skew_us = 0
-        self.mono_origin = 0.0  # this node's monotonic clock reads sim time + this
+        self.mono_origin = 0.0  # this node's monotonic clock reads sim time x rate + this
+        self.mono_rate = 1.0  # its seconds per simulated second (fault `drift`)
         self.paused = False
         self.node: RaftConsensus | None = None
         self.kv: dict = {}
@@ -167,6 +176,8 @@ class Simulation:
         self.opts = opts
         self.verbose = verbose
         self.rng = random.Random(seed)
+        # the nodes' clock rates come from their own stream (not the one driving faults)
+        self.drift_rng = random.Random(f"drift-{seed}")
         self.faults = set(opts.faults)
         self.now = 0
         self.events = 0  # global event counter: the history's time
@@ -191,6 +202,7 @@ class Simulation:
             if "skew" in self.faults:
                 n.skew_us = self.rng.randint(-5 * TICK_US, 5 * TICK_US)
             n.mono_origin = self.rng.uniform(1, 1e6)
+            self._drift(n)
             self.nodes[n.uuid] = n
             self._start(n)
 
@@ -206,7 +218,7 @@ class Simulation:
         cls = _NODE_CLASS[self.opts.broken]
         n.node = cls(n.uuid, n.storage, n.meta.load(), clock,
                      random.Random(self.rng.random()), self.opts.raft, applied_index=index,
-                     monotonic=lambda n=n: self.now * TICK_S + n.mono_origin)
+                     monotonic=lambda n=n: self.now * TICK_S * n.mono_rate + n.mono_origin)
 
     def _crash(self, n: SimNode) -> None:
         self._log(f"crash {n.uuid}")
@@ -426,9 +438,23 @@ class Simulation:
         n = SimNode(self, uuid, RaftConfig(0, ()))
         if "skew" in self.faults:
             n.skew_us = self.rng.randint(-5 * TICK_US, 5 * TICK_US)
+        self._drift(n)
         self.nodes[uuid] = n
         self._start(n)
         return n
+
+    def _drift(self, n: SimNode) -> None:
+        if "drift" in self.faults:
+            d = self.opts.drift
+            n.mono_rate = 1.0 + self.drift_rng.uniform(-d / 2, d / 2)
+
+    def _ticks_due(self, n: SimNode) -> int:
+        """Ticks of node n's grid that fall in (now - 1, now] of simulated time (its tick k
+        comes at ceil(k / rate): never early, possibly two in one simulated tick)."""
+        r = n.mono_rate
+        if r == 1.0:
+            return 1
+        return int(self.now * r) - int((self.now - 1) * r)
 
     def _inject_faults(self) -> None:
         rng = self.rng
@@ -516,9 +542,10 @@ class Simulation:
             n.node.step(m)
             self._drive(n)
         for n in list(self.nodes.values()):
-            if n.alive and not n.paused:
-                n.node.tick()
-                self._drive(n)
+            for _ in range(self._ticks_due(n)):
+                if n.alive and not n.paused:
+                    n.node.tick()
+                    self._drive(n)
         self._clients(healing=not faults)
         for n in list(self.nodes.values()):
             if not n.alive or n.paused:
@@ -637,13 +664,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--faults", type=parse_faults, default=frozenset(FAULTS),
                     help=f"all, none, or a comma list of {','.join(FAULTS)}")
     ap.add_argument("--ticks", type=int, default=SimOptions.ticks)
+    ap.add_argument("--drift", type=float, default=SimOptions.drift,
+                    help="fault drift: monotonic rates in [1 - DRIFT/2, 1 + DRIFT/2] "
+                         "(default: %(default)s, inside the ~11%% leases rely on; below 2)")
     ap.add_argument("--broken", choices=BROKEN, default=None,
                     help="run a deliberately wrong node/client (the checks must fire)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("-v", "--verbose", action="store_true", help="trace events (one seed)")
     a = ap.parse_args(argv)
     start, end = (int(x) for x in a.seeds.split(":"))
-    opts = SimOptions(nodes=a.nodes, faults=a.faults, ticks=a.ticks, broken=a.broken)
+    opts = SimOptions(nodes=a.nodes, faults=a.faults, ticks=a.ticks, broken=a.broken,
+                      drift=a.drift)
     t0 = time.monotonic()
     work = [(s, opts, a.verbose) for s in range(start, end)]
     violations = 0

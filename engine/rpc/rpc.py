@@ -42,7 +42,9 @@ each batch, so a test's kill -9 lands while a scan is still being produced, not 
 whole result already sits in socket and gRPC buffers), or fail its disk
 (`{inject_eio: {glob, after}}`: every fsync of a write-ahead log whose directory matches
 `glob` fails with EIO after `after` more succeeded; `{inject_eio: null}` stops it;
-engine/fs.py). The last is refused unless the process runs with KUDUSQL_FAULT_INJECTION=1.
+engine/fs.py), or make its monotonic clock run fast or slow (`{monotonic_rate: r}`: r
+seconds of the clock leader leases and Raft ticks use per real second, engine/clock.py).
+The last two are refused unless the process runs with KUDUSQL_FAULT_INJECTION=1.
 """
 
 from __future__ import annotations
@@ -377,8 +379,9 @@ class RpcServer(fl.FlightServerBase):
     def _failpoint(p: dict) -> dict:
         """{drop_to: [addr...]} replaces the dropped links; {clock_offset_s: x} shifts this
         process's wall clock (engine/clock.py); {stream_delay_s: x} slows DoGet streams;
-        {inject_eio: {glob, after} | null} fails WAL fsyncs (module docstring, Failpoint).
-        Any key may be left out."""
+        {inject_eio: {glob, after} | null} fails WAL fsyncs; {monotonic_rate: r} runs the
+        monotonic clock of leases and ticks at r (module docstring, Failpoint). Any key may
+        be left out."""
         if "drop_to" in p:
             drop_traffic_to(p["drop_to"])
         if "clock_offset_s" in p:
@@ -393,7 +396,14 @@ class RpcServer(fl.FlightServerBase):
             e = p["inject_eio"]
             fs.inject_eio(None if e is None else str(e.get("glob", "*")),
                           int(e.get("after", 0)) if e is not None else 0)
+        if "monotonic_rate" in p:
+            if not fs.fault_injection_enabled():
+                raise errors.InvalidArgument(
+                    f"monotonic_rate is refused: this process was not started with "
+                    f"{fs.FAULT_INJECTION_ENV}=1 (fault injection is for tests)")
+            clock.set_monotonic_rate(float(p["monotonic_rate"]))
         return {"dropped": sorted(_dropped), "clock_offset_s": clock.wall_offset(),
+                "monotonic_rate": clock.monotonic_rate(),
                 "stream_delay_s": _stream_delay[0], "inject_eio": fs.injected_eio()}
 
     def _guard(self, fn, *args):

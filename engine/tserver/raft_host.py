@@ -78,6 +78,7 @@ import threading
 from typing import Callable
 
 from engine import errors
+from engine import clock as clocks
 from engine.clock import Clock
 from engine.consensus.consensus_metadata import ConsensusMetadata, FileMetadataStore
 from engine.consensus.log import LogEntry
@@ -262,7 +263,8 @@ class RaftHost:
         if cmeta is None:
             raise FileNotFoundError(f"{d}: no consensus metadata")
         self.raft = RaftConsensus(self.uuid, self.storage, cmeta, self.clock,
-                                  random.Random(), self.options, applied_index=applied_index)
+                                  random.Random(), self.options, applied_index=applied_index,
+                                  monotonic=clocks.monotonic)
 
     @staticmethod
     def create_metadata(directory: str, cmeta: ConsensusMetadata, fsync: bool = True) -> None:

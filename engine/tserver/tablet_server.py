@@ -116,7 +116,7 @@ import uuid as uuidlib
 import numpy as np
 import pyarrow as pa
 
-from engine import errors
+from engine import clock, errors
 from engine.clock import DEFAULT_MAX_ERROR_S, HybridClock
 from engine.config import TabletConfig
 from engine.consensus.consensus_metadata import CMETA_FILE, FileMetadataStore
@@ -485,8 +485,9 @@ class TabletServer:
         """Tick every replica on a grid `tick_s` apart. Never faster than that (leader
         leases count on it, engine/consensus/raft.py): each round waits for the next grid
         point, and after a late round the grid restarts from now, later, instead of
-        catching up with a burst of ticks."""
-        nxt = time.monotonic()
+        catching up with a burst of ticks. The grid is in `clock.monotonic()` time, the
+        clock leases are measured by (its rate is a failpoint: engine/clock.py)."""
+        nxt = clock.monotonic()
         while not self._stop.is_set():
             nxt += self.tick_s
             for r in list(self.replicas.values()):
@@ -497,11 +498,11 @@ class TabletServer:
                     pass  # logged once, at CRITICAL, by RaftHost.fail; no longer ticked
                 except Exception:  # noqa: BLE001 - one replica must not stop the others
                     log.exception("tick of tablet %s failed", r.tablet_id)
-            delay = nxt - time.monotonic()
+            delay = nxt - clock.monotonic()
             if delay < 0:
-                nxt = time.monotonic()
+                nxt = clock.monotonic()
                 delay = 0
-            self._stop.wait(delay)
+            self._stop.wait(delay / clock.monotonic_rate())  # real seconds
 
     # -- master heartbeats -------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
