@@ -1,9 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-# distutils: libraries = z
 """Compiled twins of the small write's two byte formats (the engine's single-row write
 path): `encode_small`, the compact WAL body of a small write op (engine/tablet/write_op.py
 `encode_small_py`), and `wal_record`, one framed WAL record of a local write
-(engine/consensus/log.py `wal_record_py`). Both formats are persisted (the WAL) and are
+(engine/consensus/log.py `wal_record_py`, whose CRC-32 is zlib's). Both formats are persisted (the WAL) and are
 defined by those twins, not by this file; tests/test_native.py compares them on generated
 inputs. A value or argument this kernel does not decide exactly - any type but an exact
 None / bool / int / float / str / bytes value, an int beyond int64, a string with
@@ -17,8 +16,25 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 
-cdef extern from "zlib.h":
-    unsigned long crc32(unsigned long crc, const unsigned char* buf, unsigned int n) nogil
+# CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320: zlib.crc32's), table-driven, so
+# the kernel needs no zlib headers to build
+cdef uint32_t _CRC_TABLE[256]
+cdef uint32_t _c
+cdef int _n, _b
+for _n in range(256):
+    _c = <uint32_t>_n
+    for _b in range(8):
+        _c = (0xEDB88320 ^ (_c >> 1)) if (_c & 1) else (_c >> 1)
+    _CRC_TABLE[_n] = _c
+
+
+cdef uint32_t crc32(const unsigned char* buf, Py_ssize_t n) noexcept nogil:
+    """zlib.crc32(buf[:n]) (from 0)."""
+    cdef uint32_t c = ~(<uint32_t>0)
+    cdef Py_ssize_t i
+    for i in range(n):
+        c = _CRC_TABLE[(c ^ buf[i]) & 0xFF] ^ (c >> 8)
+    return ~c
 
 
 cdef object _encode_small_py = None
@@ -164,13 +180,13 @@ def wal_record(index, timestamp, body):
     if type(body) is not bytes or not _u64(index) or not _u64(timestamp):
         return _wal_record_py(index, timestamp, body)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(body)
-    if n > 0x7FFFFFFF:                 # crc32 takes an unsigned int length: the twin's
+    if n > 0xFFFFFFFF - 25:            # a payload length beyond u32: the twin's error
         return _wal_record_py(index, timestamp, body)
     cdef uint64_t idx = PyLong_AsUnsignedLongLong(index)
     cdef uint64_t ts = PyLong_AsUnsignedLongLong(timestamp)
     out = PyBytes_FromStringAndSize(NULL, 8 + 25 + n)
     cdef char* p = PyBytes_AS_STRING(out)
-    cdef unsigned long crc
+    cdef uint32_t crc
     _le(p, <uint64_t>(25 + n), 4)
     _le(p + 8, 0, 8)                   # term
     _le(p + 16, idx, 8)
@@ -178,6 +194,6 @@ def wal_record(index, timestamp, body):
     p[32] = 1                          # WRITE
     memcpy(p + 33, PyBytes_AS_STRING(body), n)
     with nogil:
-        crc = crc32(0, <const unsigned char*>(p + 8), <unsigned int>(25 + n))
-    _le(p + 4, <uint64_t>(crc & 0xFFFFFFFFUL), 4)
+        crc = crc32(<const unsigned char*>(p + 8), 25 + n)
+    _le(p + 4, <uint64_t>crc, 4)
     return out
