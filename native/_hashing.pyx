@@ -2,8 +2,9 @@
 """Compiled twins of the scalar key hashing of engine/cfile/bloom.py and
 engine/catalog/partition.py (the point-lookup path): `hash_key`, `bucket_hash` and
 `bloom_probe`; and `find_sorted`, a key's position in a sorted array of fixed-width keys
-(engine/key_encoding.py, the MemRowSet's and DiskRowSet's point probes). Bit for bit the pure-Python functions' results (tests/test_native.py
-compares them on random keys); the persisted formats (bloom filters in DiskRowSets, hash
+(engine/key_encoding.py, the MemRowSet's and DiskRowSet's point probes). Bit for bit the
+pure-Python functions' results (tests/test_native.py compares them on random keys); the
+persisted formats (bloom filters in DiskRowSets, hash
 buckets in partition metadata) are defined by those, not by this file."""
 
 from libc.stdint cimport uint8_t, uint32_t, uint64_t

@@ -2,12 +2,13 @@
 """Compiled twins of the small write's two byte formats (the engine's single-row write
 path): `encode_small`, the compact WAL body of a small write op (engine/tablet/write_op.py
 `encode_small_py`), and `wal_record`, one framed WAL record of a local write
-(engine/consensus/log.py `wal_record_py`, whose CRC-32 is zlib's). Both formats are persisted (the WAL) and are
-defined by those twins, not by this file; tests/test_native.py compares them on generated
-inputs. A value or argument this kernel does not decide exactly - any type but an exact
-None / bool / int / float / str / bytes value, an int beyond int64, a string with
-surrogates, a wrong row length, an op type that is not an exact int - hands the whole call
-to the twin registered with `fallback_small` / `fallback_record`, whose answer (or error) is then the answer."""
+(engine/consensus/log.py `wal_record_py`, whose CRC-32 is zlib's). Both formats are
+persisted (the WAL) and are defined by those twins, not by this file; tests/test_native.py
+compares them on generated inputs. A value or argument this kernel does not decide
+exactly - any type but an exact None / bool / int / float / str / bytes value, an int
+beyond int64, a string with surrogates, a wrong row length, an op type that is not an
+exact int - hands the whole call to the twin registered with `fallback_small` /
+`fallback_record`, whose answer (or error) is then the answer."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong
