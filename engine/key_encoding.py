@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import native
 from engine import errors
 from engine.schema import ColumnSchema
 from engine.types import DataType, INTEGER_RANGES
@@ -270,3 +271,21 @@ def compile_key_encoder(key_schema: Sequence[ColumnSchema]):
                 f"key has {len(values)} values, the primary key has {n} columns")
         return b"".join([f(v) for f, v in zip(parts, values)]).rstrip(b"\x00")
     return encode
+
+
+def find_sorted_py(keys: np.ndarray, key: bytes) -> int:
+    """The position of the encoded key `key` in `keys`, a key-sorted numpy array of
+    fixed-width bytes (dtype S<w>), or -1: the point probe of a MemRowSet's key runs and
+    a DiskRowSet's key page. The specification of the compiled `find_sorted`
+    (native/_hashing.pyx), which hands it every call it does not decide itself;
+    `find_sorted` is whichever of the two runs."""
+    pos = int(keys.searchsorted(key))
+    return pos if pos < len(keys) and keys[pos] == key else -1
+
+
+_native = native.load("_hashing")
+if _native is not None:
+    _native.fallback_find(find_sorted_py)
+    find_sorted = _native.find_sorted
+else:
+    find_sorted = find_sorted_py

@@ -8,6 +8,9 @@ What is compiled (and where its twin lives):
                       (wire/datarows.py); numeric_column: binary NUMERIC parameters
                       (wire/params.py); batch_replies: a pipelined batch's replies
                       (wire/protocol.py)
+    native._write     encode_small, wal_record: a small write's compact WAL body
+                      (engine/tablet/write_op.py) and its framed WAL record
+                      (engine/consensus/log.py)
 
 Contract. A kernel computes exactly what its twin computes, bit for bit, errors included:
 the twin is the specification (persisted formats are defined there), the kernel only a
@@ -33,7 +36,7 @@ import importlib
 import os
 from types import ModuleType
 
-KERNELS = ("_hashing", "_wire")
+KERNELS = ("_hashing", "_wire", "_write")
 
 
 def pure_python() -> bool:

@@ -1,12 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Compiled twins of the scalar key hashing of engine/cfile/bloom.py and
 engine/catalog/partition.py (the point-lookup path): `hash_key`, `bucket_hash` and
-`bloom_probe`. Bit for bit the pure-Python functions' results (tests/test_native.py
-compares them on random keys); the persisted formats (bloom filters in DiskRowSets, hash
+`bloom_probe`; and `find_sorted`, a key's position in a sorted array of fixed-width keys
+(engine/key_encoding.py, the MemRowSet's and DiskRowSet's point probes). Bit for bit the
+pure-Python functions' results (tests/test_native.py compares them on random keys); the
+persisted formats (bloom filters in DiskRowSets, hash
 buckets in partition metadata) are defined by those, not by this file."""
 
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_STRIDES, PyBuffer_Release, PyObject_GetBuffer
+from libc.string cimport memcmp, memcpy, strlen
 
 cdef uint64_t _SEED = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _K_LEN = 0xC2B2AE3D27D4EB4FULL
@@ -85,3 +88,70 @@ def bloom_probe(const uint8_t[:] bits, uint64_t n_blocks, int k, uint64_t h) -> 
         if not (bits[b >> 3] >> (b & 7)) & 1:
             return False
     return True
+
+
+cdef object _find_sorted_py = None
+
+
+def fallback_find(find_sorted_py):
+    """Register the twin (engine/key_encoding.py) that takes every `find_sorted` call this
+    kernel does not decide: a key that is not bytes, keys that are not a one-dimensional
+    contiguous array of fixed-width bytes."""
+    global _find_sorted_py
+    _find_sorted_py = find_sorted_py
+
+
+def find_sorted(keys, key) -> int:
+    """key_encoding.find_sorted_py: the position of `key` (encoded, bytes) in `keys`, a
+    sorted numpy array of fixed-width bytes (dtype S<w>: NUL-padded), or -1 - the first
+    position numpy's `searchsorted` gives if the value there is `key`. A key longer than
+    w or ending in NUL equals no value (numpy reads values without their padding)."""
+    cdef Py_buffer view
+    cdef Py_ssize_t n, w, lo, hi, mid, count, j
+    cdef const uint8_t* base
+    cdef const uint8_t* k
+    cdef const uint8_t* e
+    cdef int c
+    if type(key) is not bytes:
+        return _find_sorted_py(keys, key)
+    try:
+        PyObject_GetBuffer(keys, &view, PyBUF_STRIDES | PyBUF_FORMAT)
+    except (BufferError, TypeError, ValueError):
+        return _find_sorted_py(keys, key)
+    try:
+        w = view.itemsize
+        if view.ndim != 1 or view.format == NULL or w <= 0 or view.strides[0] != w or \
+                view.format[0] == 0 or view.format[strlen(view.format) - 1] != 115:   # 's'
+            return _find_sorted_py(keys, key)
+        n = len(<bytes>key)
+        k = <const uint8_t*><const char*>key
+        if n > w or (n > 0 and k[n - 1] == 0):
+            return -1
+        base = <const uint8_t*>view.buf
+        count = view.shape[0]
+        lo = 0
+        hi = count
+        while lo < hi:                  # the first value >= key (NUL-padded to w)
+            mid = (lo + hi) >> 1
+            e = base + mid * w
+            c = memcmp(e, k, n)
+            if c == 0:
+                for j in range(n, w):
+                    if e[j] != 0:
+                        c = 1
+                        break
+            if c < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == count:
+            return -1
+        e = base + lo * w
+        if memcmp(e, k, n) != 0:
+            return -1
+        for j in range(n, w):
+            if e[j] != 0:
+                return -1
+        return lo
+    finally:
+        PyBuffer_Release(&view)

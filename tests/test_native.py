@@ -90,11 +90,34 @@ def test_bloom_probe_matches_its_twin(kernels, seed):
     assert all(f.may_contain_one(hash_key_py(k)) for k in present)   # no false negatives
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_find_sorted_matches_its_twin(kernels, seed):
+    from engine.key_encoding import find_sorted_py
+    rng = random.Random(900 + seed)
+    for _ in range(300):
+        w = rng.choice([1, 2, 7, 8, 9, 16])
+        n = rng.choice([0, 1, 2, 5, 100])
+        vals = [bytes(rng.choice([0, 1, 0x61, 0xFF, rng.randrange(256)])
+                      for _ in range(rng.randrange(w + 1))) for _ in range(n)]
+        arr = np.sort(np.array(vals, dtype=f"S{w}"))
+        forms = [arr, arr[::2], arr[:0]]
+        if rng.random() < 0.2:
+            forms.append(np.arange(4))            # not a key array: the twin's answer
+        probes = [v.rstrip(b"\x00") for v in vals] + _keys(rng, 20) + [b"", b"\x00"]
+        probes += [np.bytes_(b"a"), bytearray(b"a"), 7]
+        for a in forms:
+            for k in probes:
+                want = _either(find_sorted_py, a, k)
+                assert _either(kernels.find_sorted, a, k) == want, (a, k)
+
+
 def test_the_checks_bite(kernels):
     """A twin that differs in one bit is caught (the comparisons above are not vacuous)."""
     k = b"kudusql-key"
     assert kernels.hash_key(k) != hash_key_py(k) ^ 1
     assert kernels.bucket_hash(k, 3) != bucket_hash_py(k, 4)
+    arr = np.array([b"a", b"b"], dtype="S2")
+    assert kernels.find_sorted(arr, b"b") == 1 and kernels.find_sorted(arr, b"b\x00") == -1
 
 
 def test_pure_python_twins_pass_the_key_and_partition_tests():
@@ -473,4 +496,109 @@ def test_pure_python_twins_pass_the_wire_tests():
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                         *files], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+# -- the small write's byte formats (native/_write.pyx; twins in engine/tablet/write_op.py
+# and engine/consensus/log.py) -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def write_kernels():
+    mod = native.load("_write")
+    if mod is None:
+        if os.environ.get("KUDUSQL_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise AssertionError("KUDUSQL_REQUIRE_NATIVE=1 but native._write is not loaded")
+        pytest.skip("the compiled core is not built (pip install -e . builds it)")
+    return mod
+
+
+def _either(fn, *args):
+    """A call's result, or its exception as (type, text)."""
+    try:
+        return ("ok", fn(*args))
+    except Exception as e:  # noqa: BLE001 - the twin's errors are part of its answer
+        return ("error", type(e), str(e))
+
+
+def _small_value(rng: random.Random):
+    import datetime as dt
+    import decimal
+    return rng.choice([
+        None, 0, 1, -1, 2 ** 63 - 1, -2 ** 63, 2 ** 63, -2 ** 63 - 1, 2 ** 70,
+        rng.randrange(-2 ** 63, 2 ** 63), rng.randrange(-300, 300), True, False,
+        0.0, -0.0, 1.5, float("inf"), float("-inf"), float("nan"), rng.random() * 1e300,
+        "", "value-7", "n\u00e4me \u20ac \U0001f600", "x" * rng.randrange(300), "\ud800",
+        b"", b"\x00\xff", bytes(rng.randrange(256) for _ in range(rng.randrange(40))),
+        dt.date(2024, 2, 29), dt.datetime(2001, 1, 2, 3, 4, 5, 6),
+        decimal.Decimal("12.50"), np.int64(5), np.float64(2.5), bytearray(b"ab"), [1]])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_encode_small_matches_its_twin(write_kernels, seed):
+    from engine.tablet.write_op import OpType, encode_small_head, encode_small_py
+    rng = random.Random(700 + seed)
+    for _ in range(1500):
+        ncols = rng.choice([1, 2, 3, 5, 9])
+        nrows = rng.choice([1, 1, 2, 8, 9])
+        cols = [f"c{j}" for j in range(ncols)]
+        ops = [rng.choice([1, 2, 3, 5, 257, -1]) for _ in range(nrows)]
+        if rng.random() < 0.1:
+            ops[0] = rng.choice([OpType.UPDATE, 2 ** 70, np.int8(1)])
+        if rng.random() < 0.1:
+            ops = tuple(ops)
+        plain = rng.random() < 0.5     # the common case: every value one the kernel takes
+        rows = []
+        for _ in range(nrows):
+            row = [rng.choice([None, 7, -2 ** 63, 1.25, "s\u00e4", b"b", True])
+                   if plain else _small_value(rng) for _ in range(ncols)]
+            if rng.random() < 0.05:
+                row.append(1)                          # a row of the wrong length
+            rows.append(tuple(row) if rng.random() < 0.5 else row)
+        head = encode_small_head(cols) if rng.random() < 0.95 else None
+        want = _either(encode_small_py, ops, cols, rows, head)
+        assert _either(write_kernels.encode_small, ops, cols, rows, head) == want, \
+            (ops, rows)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_wal_record_matches_its_twin(write_kernels, seed):
+    from engine.consensus.log import WRITE, LogEntry, wal_record_py
+    rng = random.Random(800 + seed)
+    for _ in range(1000):
+        index = rng.choice([0, 1, rng.randrange(2 ** 40), 2 ** 64 - 1, 2 ** 64, -1, True])
+        ts = rng.choice([0, rng.randrange(2 ** 64), 2 ** 64 - 1, 2 ** 64, -5])
+        body = rng.randbytes(rng.choice([0, 1, 33, 200, 3000]))
+        if rng.random() < 0.05:
+            body = bytearray(body)
+        want = _either(wal_record_py, index, ts, body)
+        assert _either(write_kernels.wal_record, index, ts, body) == want, (index, ts)
+        if want[0] == "ok" and type(index) is int:
+            assert want[1] == LogEntry(0, index, ts, WRITE, bytes(body)).encode()
+
+
+def test_write_checks_bite(write_kernels):
+    """A kernel that wrote its ints big-endian, or framed a record with another type, is
+    caught by the comparisons above."""
+    from engine.consensus.log import wal_record_py
+    from engine.tablet.write_op import encode_small_head, encode_small_py
+    head = encode_small_head(["k"])
+    got = write_kernels.encode_small([2], ["k"], [(1,)], head)
+    assert got == encode_small_py([2], ["k"], [(1,)], head)
+    assert got[-8:] != (1).to_bytes(8, "big")
+    rec = write_kernels.wal_record(5, 6, b"body")
+    assert rec == wal_record_py(5, 6, b"body") and rec[32] == 1
+
+
+def test_pure_python_twins_pass_the_small_write_tests():
+    """The small write tests (and with KUDUSQL_LONG=1 the WAL's) with the compiled core
+    switched off: `encode_small_py` and `wal_record_py` in use, as on a machine without
+    the extension."""
+    if native.pure_python():
+        pytest.skip("already running the pure-Python twins")
+    files = ["tests/engine/test_small_write.py"]
+    if os.environ.get("KUDUSQL_LONG") == "1":
+        files.append("tests/engine/test_wal.py")
+    env = {**os.environ, "KUDUSQL_PURE_PYTHON": "1", "KUDUSQL_REQUIRE_NATIVE": "0"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        *files], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

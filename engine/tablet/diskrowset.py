@@ -74,7 +74,7 @@ from engine.cfile.cfile import (
 from engine.cfile.encodings import Compression, Encoding
 from engine.config import TabletConfig
 from engine.convert import default_array
-from engine.key_encoding import binary_to_fixed
+from engine.key_encoding import binary_to_fixed, find_sorted
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.delta import (
     DeltaBatch,
@@ -211,11 +211,8 @@ class DiskRowSet:
         page = self._keys.find_page(key)
         if page < 0:
             return -1
-        keys = self._key_page(page)
-        i = int(np.searchsorted(keys, key))
-        if i < len(keys) and keys[i] == key:
-            return page * self._keys.page_rows + i
-        return -1
+        i = find_sorted(self._key_page(page), key)
+        return page * self._keys.page_rows + i if i >= 0 else -1
 
     def find_keys(self, keys: np.ndarray, hashes: np.ndarray | None = None) -> np.ndarray:
         """Vectorised find_key over an ``S<w>`` array (rowid or -1 per key)."""

@@ -62,6 +62,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.convert import default_array
+from engine.key_encoding import find_sorted
 from engine.schema import ColumnSchema, Schema
 from engine.tablet.delta import DeltaBatch, patch_array, resolve
 from engine.tablet.deltamemstore import DeltaMemStore
@@ -295,8 +296,8 @@ class MemRowSet:
         if rid is not None:
             return rid
         for run_keys, run_rowids in self._runs:
-            pos = int(run_keys.searchsorted(key))
-            if pos < len(run_keys) and run_keys[pos] == key:
+            pos = find_sorted(run_keys, key)
+            if pos >= 0:
                 return int(run_rowids[pos])
         return -1
 

@@ -42,6 +42,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+import native
 from engine import errors
 
 
@@ -191,11 +192,13 @@ def encode_small_head(columns: Sequence[str]) -> bytes:
     return b"".join(out)
 
 
-def encode_small(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequence],
-                 head: bytes | None = None) -> bytes:
+def encode_small_py(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequence],
+                    head: bytes | None = None) -> bytes:
     """A small write op as a compact WAL body (module docstring); raises TypeError or
     ValueError for a value it cannot hold exactly (the op is then logged as Arrow).
-    `head`: `encode_small_head(columns)` if the caller has it."""
+    `head`: `encode_small_head(columns)` if the caller has it. The specification of the
+    compiled `encode_small` (native/_write.pyx), which hands it every call it does not
+    decide itself; `encode_small` is whichever of the two runs."""
     out = [encode_small_head(columns) if head is None else head,
            _U32.pack(len(ops)), bytes([int(o) & 0xFF for o in ops])]
     ncols = len(columns)
@@ -211,6 +214,15 @@ def encode_small(ops: Sequence[int], columns: Sequence[str], rows: Sequence[Sequ
     except struct.error as e:   # an int beyond int64
         raise ValueError(str(e)) from e
     return b"".join(out)
+
+
+
+_native = native.load("_write")
+if _native is not None:
+    _native.fallback_small(encode_small_py)
+    encode_small = _native.encode_small
+else:
+    encode_small = encode_small_py
 
 
 def _decode_small(body: bytes) -> tuple[np.ndarray, pa.Table]:
