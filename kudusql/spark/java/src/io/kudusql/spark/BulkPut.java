@@ -66,7 +66,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * DataFrame), Spark decodes columnar batches, turns each row of them into an UnsafeRow
  * (ColumnarToRow) and the writer copied each value of that row into Arrow vectors through
  * Spark's ArrowWriter, one virtual call per value: most of the JVM's CPU of a load
- * (docs/spark.md, "The Spark load's JVM side"). When the DataFrame's physical plan is a
+ * (docs/spark.md, "The load's JVM side: columnar writes"). When the DataFrame's physical plan is a
  * columnar scan under ColumnarToRow, with at most a projection of its columns (the
  * reordering and the NOT NULL checks Spark adds to fit the table's schema:
  * {@code AssertNotNull}), this executes the scan columnar ({@code executeColumnar}) and
