@@ -211,7 +211,8 @@ final class KudusqlWrite implements WriteBuilder, V1Write, BatchWrite {
                 }
                 copier = new BulkPut.Copier(root, schema);
             } else {
-                arrow = DecimalLongWriter.over(root);   // Spark's writers, compact decimals as longs
+                // Spark's writers, compact decimals as longs
+                arrow = DecimalLongWriter.over(root);
             }
             ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "put")
                     .put("table", options.table).put("mode", options.mode);
