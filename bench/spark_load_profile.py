@@ -16,6 +16,17 @@ the JVM), sampling every 0.5 s:
 Prints, per run: wall seconds, rows/s, CPU seconds by thread group, and the share of the
 wall time in which each process was busy (its CPU / wall). Two cores fully used by the
 pipeline would show ~2.0 CPU-seconds per wall second in total.
+
+Profiles (of the last run):
+- `--direct`: after the Spark runs, the same table(s) loaded by the direct loader
+  (`tpch.load.insert_parquet`, no Spark) into a fresh database of this process, sampled
+  the same way: the server's CPU per row on both paths side by side.
+- `--pyspy PATH`: py-spy (`--pyspy-bin`, e.g. installed with `pip install --target`)
+  records this process during the last Spark run (collapsed stacks, `--threads`) and the
+  direct run (PATH.direct); `--top` prints the functions with the most samples.
+- `--jfr PATH`: Java Flight Recorder (`jcmd JFR.start`, settings=profile) records Spark's
+  JVM during the last run; the executor tasks' execution samples are summarised (the
+  methods on top of the stack, and the frames most often anywhere in it).
 """
 
 from __future__ import annotations
@@ -25,6 +36,8 @@ import collections
 import os
 import re
 import shutil
+import signal
+import subprocess
 import threading
 import time
 
@@ -130,7 +143,7 @@ class PutTimer:
 
 
 class Sampler:
-    def __init__(self, jvm_pid: int):
+    def __init__(self, jvm_pid: int | None):
         self.jvm_pid = jvm_pid
         self.stop = threading.Event()
         self.samples: list = []
@@ -139,9 +152,10 @@ class Sampler:
         pynames = {t.native_id: t.name for t in threading.enumerate()}
         py = {tid: (_group_py(n, pynames, tid), c)
               for tid, (n, c) in _thread_cpu(os.getpid()).items()}
-        jvm = {tid: (_group_jvm(n), c) for tid, (n, c) in _thread_cpu(self.jvm_pid).items()}
+        jvm = None if self.jvm_pid is None else {
+            tid: (_group_jvm(n), c) for tid, (n, c) in _thread_cpu(self.jvm_pid).items()}
         return (time.perf_counter(), py, jvm, _cpu_times(), _proc_cpu(os.getpid()),
-                _proc_cpu(self.jvm_pid))
+                None if self.jvm_pid is None else _proc_cpu(self.jvm_pid))
 
     def run(self):
         while not self.stop.wait(0.5):
@@ -157,6 +171,103 @@ def _delta(a, b) -> dict[str, float]:
     return g
 
 
+def _pyspy_start(binary: str, out: str, extra: str = "") -> subprocess.Popen:
+    p = subprocess.Popen([binary, "record", "--pid", str(os.getpid()), "--threads",
+                          "--rate", "200", "--format", "raw", "-o", out] + extra.split(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)   # attached before the run starts
+    return p
+
+
+def _pyspy_stop(p: subprocess.Popen) -> None:
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def pyspy_top(path: str, n: int = 25) -> None:
+    """The functions of a py-spy raw (collapsed) profile: the share of samples with the
+    function on top of the stack (self) and anywhere in it (total), threads together."""
+    self_: collections.Counter = collections.Counter()
+    total: collections.Counter = collections.Counter()
+    all_ = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, cnt = line.rstrip().rpartition(" ")
+            c = int(cnt)
+            frames = [fr.split(" (")[0] + " " + fr.split("/")[-1].rstrip(")")
+                      for fr in stack.split(";")[1:]]   # [0]: the thread
+            if not frames:
+                continue
+            all_ += c
+            self_[frames[-1]] += c
+            for fr in set(frames):
+                total[fr] += c
+    print(f"  py-spy {path}: {all_} samples (on CPU)")
+    print("    self:")
+    for fr, c in self_.most_common(n):
+        print(f"      {c / all_:6.1%}  {fr}")
+    print("    total:")
+    for fr, c in total.most_common(n):
+        print(f"      {c / all_:6.1%}  {fr}")
+
+
+def jfr_top(path: str, n: int = 30) -> None:
+    """Summarise a JFR recording's execution samples of Spark's executor task threads."""
+    out = subprocess.run(["jfr", "print", "--events", "jdk.ExecutionSample",
+                          "--stack-depth", "64", path], capture_output=True, text=True,
+                         check=True).stdout
+    self_: collections.Counter = collections.Counter()
+    total: collections.Counter = collections.Counter()
+    samples = 0
+    for ev in out.split("jdk.ExecutionSample {")[1:]:
+        if "Executor task" not in ev:
+            continue
+        body = ev.split("stackTrace = [", 1)[-1]
+        frames = [ln.strip().split(" line:")[0].split("(")[0] for ln in body.splitlines()
+                  if ln.startswith("    ") and "line:" in ln]
+        if not frames:
+            continue
+        samples += 1
+        self_[frames[0]] += 1
+        for fr in set(frames):
+            total[fr] += 1
+    print(f"  JFR {path}: {samples} executor-task samples")
+    print("    self:")
+    for fr, c in self_.most_common(n):
+        print(f"      {c / samples:6.1%}  {fr}")
+    print("    total:")
+    for fr, c in total.most_common(n):
+        print(f"      {c / samples:6.1%}  {fr}")
+
+
+def report(label: str, n: int, a, mid, b) -> None:
+    wall = b[0] - a[0]
+    wall_w = mid[0] - a[0]
+    py = _delta(a[1], b[1])
+    py["py:exited threads"] = (b[4] - a[4]) - sum(py.values())
+    tot = (b[3][0] - a[3][0])
+    idle = (b[3][1] - a[3][1])
+    print(f"{label}: {n:,} rows, write {wall_w:.1f} s + final flush "
+          f"{wall - wall_w:.1f} s = {n / wall:,.0f} rows/s; load avg "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"  machine idle share {idle / tot:.0%} of {tot / wall:.1f} cores")
+    pc = sum(py.values())
+    print(f"  kudusql process CPU {pc:.1f} s = {pc / n * 1e6:.2f} us/row "
+          f"({pc / wall:.2f} cores): "
+          + ", ".join(f"{k[3:]} {v:.1f}" for k, v in sorted(py.items())))
+    if a[2] is not None:
+        jv = _delta(a[2], b[2])
+        jv["jvm:exited threads"] = (b[5] - a[5]) - sum(jv.values())
+        jc = sum(jv.values())
+        print(f"  Spark JVM CPU {jc:.1f} s = {jc / n * 1e6:.2f} us/row "
+              f"({jc / wall:.2f} cores): "
+              + ", ".join(f"{k[4:]} {v:.1f}" for k, v in sorted(jv.items())))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parquet", required=True)
@@ -169,6 +280,14 @@ def main() -> None:
                          "(wire.arrow_stream.PUT_READ_AHEAD_ROWS = 0 in even runs)")
     ap.add_argument("--option", action="append", default=[],
                     help="extra writer option key=value")
+    ap.add_argument("--direct", action="store_true",
+                    help="then load the same table(s) directly (no Spark), sampled alike")
+    ap.add_argument("--pyspy", default=None, help="py-spy raw profile of the last run here")
+    ap.add_argument("--pyspy-bin", default="py-spy")
+    ap.add_argument("--pyspy-args", default="",
+                    help='more py-spy record arguments, e.g. "--gil" (samples holding it)')
+    ap.add_argument("--jfr", default=None, help="JFR recording of Spark's JVM, last run")
+    ap.add_argument("--top", type=int, default=25, help="functions shown per profile")
     args = ap.parse_args()
 
     import kudusql
@@ -205,6 +324,13 @@ def main() -> None:
                     a = s.snap()
                     timer.read_s = timer.total_s = 0.0
                     timer.puts = 0
+                    last = r == args.repeat - 1
+                    spy = _pyspy_start(args.pyspy_bin, args.pyspy, args.pyspy_args) \
+                        if args.pyspy and last else None
+                    if args.jfr and last:
+                        subprocess.run(["jcmd", str(jvm_pid), "JFR.start", "name=kload",
+                                        "settings=profile", f"filename={args.jfr}"],
+                                       check=True, capture_output=True)
                     th.start()
                     for t in tables:
                         w = (spark.read.parquet(*files[t]).write.format("kudusql")
@@ -221,27 +347,16 @@ def main() -> None:
                     b = s.snap()
                     s.stop.set()
                     th.join()
+                    if spy is not None:
+                        _pyspy_stop(spy)
+                    if args.jfr and last:
+                        subprocess.run(["jcmd", str(jvm_pid), "JFR.stop", "name=kload"],
+                                       check=True, capture_output=True)
                 finally:
                     server.shutdown()
+            shutil.rmtree(d, ignore_errors=True)
             n = sum(counts[t] for t in tables)
-            wall = b[0] - a[0]
-            wall_w = mid[0] - a[0]
-            py = _delta(a[1], b[1])
-            jv = _delta(a[2], b[2])
-            py["py:exited threads"] = (b[4] - a[4]) - sum(py.values())
-            jv["jvm:exited threads"] = (b[5] - a[5]) - sum(jv.values())
-            tot = (b[3][0] - a[3][0])
-            idle = (b[3][1] - a[3][1])
-            print(f"run {r}: {n:,} rows, write {wall_w:.1f} s + final flush "
-                  f"{wall - wall_w:.1f} s = {n / wall:,.0f} rows/s; load avg "
-                  f"{os.getloadavg()[0]:.1f}")
-            print(f"  machine idle share {idle / tot:.0%} of {tot / wall:.1f} cores")
-            print(f"  kudusql process CPU {sum(py.values()):.1f} s "
-                  f"({sum(py.values()) / wall:.2f} cores): "
-                  + ", ".join(f"{k[3:]} {v:.1f}" for k, v in sorted(py.items())))
-            print(f"  Spark JVM CPU {sum(jv.values()):.1f} s "
-                  f"({sum(jv.values()) / wall:.2f} cores): "
-                  + ", ".join(f"{k[4:]} {v:.1f}" for k, v in sorted(jv.items())))
+            report(f"run {r}", n, a, mid, b)
             print(f"  put connections {timer.puts}: {timer.total_s:.1f} s wall in all, "
                   f"{timer.read_s:.1f} s of it waiting for / decoding the client's batches, "
                   f"{timer.total_s - timer.read_s:.1f} s inserting")
@@ -256,6 +371,42 @@ def main() -> None:
                     prev = smp
     finally:
         spark.stop()
+    if args.pyspy:
+        pyspy_top(args.pyspy, args.top)
+    if args.jfr:
+        jfr_top(args.jfr, args.top)
+    if args.direct:
+        direct(args, files, counts, tables)
+
+
+def direct(args, files, counts, tables) -> None:
+    """The same tables loaded by the direct loader, sampled as the Spark runs are."""
+    import kudusql
+    from tpch.load import create_tables, flush_table, insert_parquet
+    d = f"{args.data_dir}-direct"
+    shutil.rmtree(d, ignore_errors=True)
+    with kudusql.connect(d) as conn:
+        create_tables(conn, tables)
+        s = Sampler(None)
+        th = threading.Thread(target=s.run, daemon=True)
+        out = f"{args.pyspy}.direct" if args.pyspy else None
+        spy = _pyspy_start(args.pyspy_bin, out, args.pyspy_args) if out else None
+        a = s.snap()
+        th.start()
+        for t in tables:
+            insert_parquet(conn.database.catalog, t, files[t])
+        mid = s.snap()
+        for t in tables:
+            flush_table(conn.database.catalog, t)
+        b = s.snap()
+        s.stop.set()
+        th.join()
+        if spy is not None:
+            _pyspy_stop(spy)
+    shutil.rmtree(d, ignore_errors=True)
+    report("direct", sum(counts[t] for t in tables), a, mid, b)
+    if out:
+        pyspy_top(out, args.top)
 
 
 if __name__ == "__main__":

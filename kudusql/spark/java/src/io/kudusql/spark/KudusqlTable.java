@@ -42,8 +42,10 @@ final class KudusqlTable implements SupportsRead, SupportsWrite {
         // no TRUNCATE / OVERWRITE, so Spark refuses mode("overwrite") and a streaming
         // "complete" output mode (Kudu's connector has no truncate either); STREAMING_WRITE:
         // the exactly-once sink (KudusqlStreamingWrite)
+        // V1_BATCH_WRITE: a batch write gets the DataFrame (KudusqlWrite.toInsertableRelation,
+        // BulkPut: a columnar scan's batches are copied into Arrow without rows)
         return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE,
-                TableCapability.STREAMING_WRITE);
+                TableCapability.V1_BATCH_WRITE, TableCapability.STREAMING_WRITE);
     }
 
     @Override

@@ -8,18 +8,24 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.V1Write;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
+import org.apache.spark.sql.sources.InsertableRelation;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 import java.io.IOException;
 import java.io.Serializable;
@@ -30,14 +36,20 @@ import java.util.TreeMap;
 
 /**
  * Appends through the endpoint's "put": each task turns its rows into Arrow batches
- * (Spark's ArrowWriter, compact decimals by {@link DecimalLongWriter}; `batch_rows`
- * rows each) and streams them on one connection; the
+ * (`batch_rows` rows each) and streams them on one connection; the
  * server inserts or upserts them chunk by chunk and answers a summary (rows, applied,
  * failed per code, the first row errors). As in Kudu, writes are per row and not atomic:
  * when rows fail, the job fails with the counts and examples and the other rows stay
  * applied (unless ignore_row_errors).
+ *
+ * <p>A batch write is a V1 write ({@link #toInsertableRelation}: the table declares
+ * V1_BATCH_WRITE): Spark hands over the DataFrame and {@link BulkPut} runs the job, copying
+ * a columnar scan's batches column by column into Arrow ({@link BulkPut.Copier}) where the
+ * plan allows it, else each row through Spark's ArrowWriter (compact decimals by
+ * {@link DecimalLongWriter}); its tasks' summaries are checked by {@link #commit}. A
+ * streaming write ({@link #toStreaming}) is DataSource V2's, by rows.
  */
-final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
+final class KudusqlWrite implements WriteBuilder, V1Write, BatchWrite {
     private final Options options;
     private final StructType schema;
     private final String queryId;
@@ -56,6 +68,24 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
     @Override
     public BatchWrite toBatch() {
         return this;
+    }
+
+    /**
+     * {@code df.write.format("kudusql")...save()}: the DataFrame written by {@link BulkPut},
+     * then the tasks' summaries checked as a DataSource V2 commit ({@link #commit}).
+     */
+    @Override
+    public InsertableRelation toInsertableRelation() {
+        return (Dataset<Row> data, boolean overwrite) -> {
+            WriterCommitMessage[] messages;
+            try {
+                messages = BulkPut.run(options, data);
+            } catch (RuntimeException e) {
+                abort(null);
+                throw e;
+            }
+            commit(messages);
+        };
     }
 
     /** {@code df.writeStream.format("kudusql")}: {@link KudusqlStreamingWrite}. */
@@ -153,7 +183,9 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
         private final StructType schema;
         private BufferAllocator alloc;
         private VectorSchemaRoot root;
+        /** Rows in: Spark's writers (null when batches come in: {@link #copier}). */
         private ArrowWriter arrow;
+        private BulkPut.Copier copier;
         private Endpoint conn;
         private ArrowStreamWriter stream;
         private int pending;
@@ -166,13 +198,22 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
             this.sink = sink;
         }
 
-        private void open() throws IOException {
+        private void open(boolean columnar) throws IOException {
             // UTC: Spark TIMESTAMP (with time zone) values are UTC instants; the server
             // casts every column to the table's type
             Schema arrowSchema = ArrowUtils.toArrowSchema(schema, "UTC", true);
             alloc = ArrowUtils.rootAllocator().newChildAllocator("kudusql-put", 0, Long.MAX_VALUE);
             root = VectorSchemaRoot.create(arrowSchema, alloc);
-            arrow = DecimalLongWriter.over(root);   // Spark's writers, compact decimals as longs
+            if (columnar) {
+                for (org.apache.arrow.vector.FieldVector v : root.getFieldVectors()) {
+                    v.setInitialCapacity(options.batchRows);
+                    v.allocateNew();
+                }
+                copier = new BulkPut.Copier(root, schema);
+            } else {
+                // Spark's writers, compact decimals as longs
+                arrow = DecimalLongWriter.over(root);
+            }
             ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "put")
                     .put("table", options.table).put("mode", options.mode);
             if (sink != null) {
@@ -186,7 +227,7 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
         @Override
         public void write(InternalRow row) throws IOException {
             if (conn == null) {
-                open();
+                open(false);
             }
             arrow.write(row);
             if (++pending >= options.batchRows) {
@@ -194,11 +235,37 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
             }
         }
 
+        /**
+         * The rows of a columnar batch (BulkPut's columnar tasks): output column i is the
+         * batch's column columns[i], under Spark's NOT NULL check asserts[i] if not null;
+         * copied column by column into the Arrow batch being filled, sent every
+         * `batch_rows` rows. A writer takes rows or batches, not both.
+         */
+        void write(ColumnarBatch batch, int[] columns, Expression[] asserts) throws IOException {
+            if (conn == null) {
+                open(true);
+            }
+            int n = batch.numRows();
+            for (int from = 0; from < n; ) {
+                int k = Math.min(n - from, options.batchRows - pending);
+                copier.copy(batch, columns, asserts, from, k, pending);
+                from += k;
+                pending += k;
+                if (pending >= options.batchRows) {
+                    flush();
+                }
+            }
+        }
+
         private void flush() throws IOException {
             if (pending == 0) {
                 return;
             }
-            arrow.finish();
+            if (arrow != null) {
+                arrow.finish();
+            } else {
+                root.setRowCount(pending);
+            }
             try {
                 stream.writeBatch();
                 // the server answers a put before the stream's end only when it failed
@@ -209,7 +276,13 @@ final class KudusqlWrite implements WriteBuilder, Write, BatchWrite {
             } catch (IOException e) {
                 throw failure(e);
             }
-            arrow.reset();
+            if (arrow != null) {
+                arrow.reset();
+            } else {
+                for (org.apache.arrow.vector.FieldVector v : root.getFieldVectors()) {
+                    v.reset();   // the buffers stay allocated for the next batch
+                }
+            }
             pending = 0;
         }
 
