@@ -3,7 +3,8 @@
 
 Operators and the kernels they use:
   Scan        engine `Table.scan` (tablets pruned, scanned in parallel at one snapshot, engine
-              predicates, lazy materialization) + residual filters per batch
+              predicates, lazy materialization) + residual filters per batch; the columns
+              only those filters read are dropped as they filter (`_scan_kept`)
   Filter      `planner.expr.evaluate_filter` + `Table.filter`
   Project     `planner.expr.evaluate`
   MultiJoin   inputs run one at a time, the next the one estimated smallest once scaled by
