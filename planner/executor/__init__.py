@@ -3,7 +3,8 @@
 
 Operators and the kernels they use:
   Scan        engine `Table.scan` (tablets pruned, scanned in parallel at one snapshot, engine
-              predicates, lazy materialization) + residual filters per batch
+              predicates, lazy materialization) + residual filters per batch; the columns
+              only those filters read are dropped as they filter (`_scan_kept`)
   Filter      `planner.expr.evaluate_filter` + `Table.filter`
   Project     `planner.expr.evaluate`
   MultiJoin   inputs run one at a time, the next the one estimated smallest once scaled by
@@ -15,7 +16,8 @@ Operators and the kernels they use:
               estimated result is smallest, estimating |A|*|B| / max(ndv_A(keys), ndv_B(keys))
               from the actual inputs (their row counts and distinct key counts); the smaller
               side is the hash table's build side (Acero hash join)
-  Join        Acero hash join (left outer, full outer, left semi, left anti); the left side
+  Join        Acero hash join (left outer, full outer, left semi, left anti; streamed, it
+              writes only the columns read above it, never its copies of the keys); the left side
               runs first and its keys filter the right side's scans (through projections,
               filters, GROUP BY keys and inner joins: `joins.trace_key`), except for NOT IN;
               a semi join whose subquery is estimated smaller runs it first and filters the

@@ -62,15 +62,16 @@ def served_by(per_tablet: dict) -> list[str]:
 class _ChunkFilter:
     """A scan's residual WHERE over a chunk of its engine batches (`TableScan.filter_chunks`:
     run on the pool thread that read them): the batches renamed to the scan's internal
-    keys, then filtered a morsel at a time; only batches with rows are kept. `cond` is
-    prepared already (no scalar subquery left to run) and runs no subplan or host
-    function, so a call touches no executor state, waits on no scan, and may run on any
-    thread."""
+    keys, then filtered a morsel at a time, only the columns at `kept` (positions in
+    `keys`: the ones read above the scan) copied into the rows kept; only batches with
+    rows are kept. `cond` is prepared already (no scalar subquery left to run) and runs no
+    subplan or host function, so a call touches no executor state, waits on no scan, and
+    may run on any thread."""
 
-    __slots__ = ("keys", "cond")
+    __slots__ = ("keys", "cond", "kept")
 
-    def __init__(self, keys: list[str], cond: exp.Expression):
-        self.keys, self.cond = keys, cond
+    def __init__(self, keys: list[str], cond: exp.Expression, kept: list[int] | None = None):
+        self.keys, self.cond, self.kept = keys, cond, kept
 
     def __call__(self, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
         named = [pa.RecordBatch.from_arrays(b.columns, names=self.keys)
@@ -81,7 +82,10 @@ class _ChunkFilter:
         out = []
         for start in range(0, t.num_rows, _guard.MORSEL_ROWS):
             m = slice_rows(t, start, _guard.MORSEL_ROWS)
-            m = m.filter(evaluate_filter(self.cond, m))
+            mask = evaluate_filter(self.cond, m)
+            if self.kept is not None:
+                m = m.select(self.kept)
+            m = m.filter(mask)
             out.extend(b for b in m.to_batches() if b.num_rows)
         return out
 
@@ -365,8 +369,29 @@ class Executor:
         return pa.Table.from_batches(batches, schema=self._scan_schema(node, table))
 
     def _scan_schema(self, node: L.Scan, table) -> pa.Schema:
-        return pa.schema([pa.field(node.key(c), f.type) for c, f in
-                          zip(node.columns, table.schema.arrow_schema(node.columns))])
+        """The schema of the batches `_scan_batches` yields: the columns it keeps."""
+        fields = [pa.field(node.key(c), f.type) for c, f in
+                  zip(node.columns, table.schema.arrow_schema(node.columns))]
+        kept = self._scan_kept(node)
+        return pa.schema(fields if kept is None else [fields[i] for i in kept])
+
+    def _scan_kept(self, node: L.Scan) -> list[int] | None:
+        """Positions (in `node.columns`) of the columns a scan with residual filters yields,
+        when some are read by those filters only (TPC-H Q13's o_comment, Q04's and Q21's
+        l_commitdate / l_receiptdate, Q09's p_name): they are dropped as the rows are
+        filtered, so the filter's copy of the rows kept, the scan's result held, and the
+        joins and aggregations above never carry them. None: every column is kept (no
+        filter, nothing dropped, or no statement root to tell what is read above). At
+        least one column is kept (the executor keeps tables without columns off its paths:
+        several Arrow kernels lose their row count, `kernels.concat_tables`)."""
+        if not node.filters or not node.columns or self.root is None:
+            return None
+        keys = [node.key(c) for c in node.columns]
+        needed = self.needed_above(node)
+        kept = [i for i, k in enumerate(keys) if k in needed]
+        if len(kept) == len(keys):
+            return None
+        return kept or [0]
 
     def _scan_batches(self, node: L.Scan, table):
         """The tablets' batches, renamed to internal keys, residual filters applied; the
@@ -375,6 +400,10 @@ class Executor:
         keys = [node.key(c) for c in node.columns]
         snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else \
             self.snapshot
+        kept = self._scan_kept(node)
+        if kept is not None and self.analyze:
+            st.detail.append("dropped once filtered (read by the filter only): " + ", ".join(
+                node.columns[i] for i in range(len(keys)) if i not in set(kept)))
         key = _point_key(node, table)
         if key is not None:
             # Every key column is pinned by an equality: one row at most, read with the
@@ -387,7 +416,8 @@ class Executor:
                 yield from empty_rows(1).to_batches()
                 return
             b = pa.RecordBatch.from_pylist([row], schema=table.schema.arrow_schema(node.columns))
-            yield pa.RecordBatch.from_arrays(b.columns, names=keys)
+            b = pa.RecordBatch.from_arrays(b.columns, names=keys)
+            yield b if kept is None else b.select(kept)
             return
         runtime = self.runtime_filters.get(id(node)) if keys else None
         pushed = list(node.pushed)
@@ -420,7 +450,7 @@ class Executor:
                 # on the pool thread that read each chunk of a tablet's batches (both
                 # cores: TPC-H Q04's, Q12's and Q21's date comparisons over lineitem, Q13's
                 # NOT LIKE over orders), the scalar subqueries substituted first, here
-                scan.filter_chunks(_ChunkFilter(keys, self.prepare(cond)))
+                scan.filter_chunks(_ChunkFilter(keys, self.prepare(cond), kept))
                 for b in scan:
                     self.check_cancel()
                     yield b
@@ -444,10 +474,10 @@ class Executor:
                     held.append(b)
                     held_rows += b.num_rows
                 if held_rows >= _guard.MORSEL_ROWS // 2:
-                    yield from self._filtered_batches(held, cond)
+                    yield from self._filtered_batches(held, cond, kept)
                     held, held_rows = [], 0
             if held:
-                yield from self._filtered_batches(held, cond)
+                yield from self._filtered_batches(held, cond, kept)
         finally:
             scan.close()
             st.scan = scan.stats.scan
@@ -457,9 +487,12 @@ class Executor:
             if filters and self.analyze:
                 st.detail.extend(f.describe() for f in filters)
 
-    def _filtered_batches(self, batches: list[pa.RecordBatch], cond: exp.Expression):
+    def _filtered_batches(self, batches: list[pa.RecordBatch], cond: exp.Expression,
+                          kept: list[int] | None = None):
+        """The rows of `batches` that pass `cond`, of the columns at `kept` (None: all)."""
         t = pa.Table.from_batches(batches)
-        t = t.filter(self.eval_filter(cond, t))
+        mask = self.eval_filter(cond, t)
+        t = (t if kept is None else t.select(kept)).filter(mask)
         for b in t.to_batches():
             if b.num_rows:
                 yield b
@@ -600,7 +633,7 @@ class Executor:
                     continue
                 for e in n.expressions():
                     needed |= refs(e)
-                if isinstance(n, (L.Distinct, L.SetOp)):
+                if isinstance(n, (L.Distinct, L.SetOp, L.RecursiveUnion)):
                     for c in n.children():
                         needed |= set(output_keys(c))
         if self.root is None:
