@@ -126,3 +126,22 @@ def test_a_text_cast_follows_extra_float_digits(server, efd):
         got = c.execute("SELECT d::text, r::text, concat('x', d) FROM fdt ORDER BY k").fetchall()
         want = {e: (PG15[e][1], PG15[e][8]) for e in PG15}[efd]
         assert got == [(want[0], want[1], "x" + want[0]), (None, None, "x")]
+
+
+def test_a_cached_plan_does_not_keep_the_old_setting(server):
+    """The same statement after a SET, as a repeated simple query and as a prepared statement,
+    shows the new setting: nothing cached (plans, psycopg's prepared statements) keeps the
+    old text of a constant float."""
+    sql = "SELECT (1/3::float8)::text, (123456.7::float4)::text"
+    with _connect(server) as c:
+        cur = c.cursor()
+        for _ in range(3):          # warm both the plan cache and psycopg's prepared one
+            assert cur.execute(sql, prepare=True).fetchone() == ("0.3333333333333333",
+                                                                 "123456.7")
+            assert cur.execute(sql, prepare=False).fetchone() == ("0.3333333333333333",
+                                                                  "123456.7")
+        c.execute("SET extra_float_digits = 0")
+        assert cur.execute(sql, prepare=True).fetchone() == ("0.333333333333333", "123457")
+        assert cur.execute(sql, prepare=False).fetchone() == ("0.333333333333333", "123457")
+        c.execute("RESET extra_float_digits")
+        assert cur.execute(sql, prepare=True).fetchone() == ("0.3333333333333333", "123456.7")
