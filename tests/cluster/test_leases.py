@@ -21,14 +21,19 @@ def _put(c, t, key: int, value: str):
                            "__op": pa.array([2], pa.int8())}))  # 2: UPDATE
 
 
-def test_a_cut_off_leader_refuses_lookups_after_a_new_leader_took_a_write(servers):
+def _cut_off_while_a_new_leader_writes(servers, rate=None):
+    """Write k=1 'v1', freeze the leader's Raft side (as SIGSTOP would: no ticks, nothing in,
+    nothing out; its RPC server still answers, as a resumed process does before its threads
+    catch up), its lease clock slowed to `rate` from that moment if one is given, and wait until
+    a new leader among the others has taken the write k=1 'new'. Returns (client, the old
+    leader's server), the old one still believing it leads."""
     ts, c = servers["ts"], servers["client"]
     _write(c, ts, 1, [1])
     old = _leader(ts)
     r = old.replicas["t1"]
     assert c.call(old.addr, "lookup", {"tablet": "t1", "key": [1]})["v"] == "v1"
-    # freeze its Raft side (as SIGSTOP would): no ticks, nothing in, nothing out; its RPC
-    # server still answers, as a resumed process does before its threads catch up
+    if rate is not None:
+        r.raft._mono = _slowed(rate)
     r.tick = lambda: None
     r.deliver = lambda msgs, executor: None
     old.transport.send = lambda addr, group, msg: None
@@ -44,6 +49,11 @@ def test_a_cut_off_leader_refuses_lookups_after_a_new_leader_took_a_write(server
             time.sleep(0.05)
     _wait(lambda: c.call(new.addr, "lookup", {"tablet": "t1", "key": [1]})["v"] == "new")
     assert r.raft.is_leader  # it still believes it leads
+    return c, old
+
+
+def test_a_cut_off_leader_refuses_lookups_after_a_new_leader_took_a_write(servers):
+    c, old = _cut_off_while_a_new_leader_writes(servers)
     t0 = time.monotonic()
     with pytest.raises(RemoteError) as ei:
         c.call(old.addr, "lookup", {"tablet": "t1", "key": [1]})
@@ -69,27 +79,7 @@ def test_a_cut_off_leader_with_a_slow_clock(servers, rate):
     above; far beyond it (0.02: its lease lasts 50 times as long in real time) it answers
     from its stale state - a stale read, which is why the bound is stated. (The harness's
     clock-rate nemesis stays inside the bound.)"""
-    ts, c = servers["ts"], servers["client"]
-    _write(c, ts, 1, [1])
-    old = _leader(ts)
-    r = old.replicas["t1"]
-    assert c.call(old.addr, "lookup", {"tablet": "t1", "key": [1]})["v"] == "v1"
-    r.raft._mono = _slowed(rate)
-    r.tick = lambda: None
-    r.deliver = lambda msgs, executor: None
-    old.transport.send = lambda addr, group, msg: None
-    others = [t for t in ts if t is not old]
-    new = _leader(others, timeout=15)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            _put(c, new, 1, "new")
-            break
-        except RemoteError:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    _wait(lambda: c.call(new.addr, "lookup", {"tablet": "t1", "key": [1]})["v"] == "new")
-    assert r.raft.is_leader  # it still believes it leads
+    c, old = _cut_off_while_a_new_leader_writes(servers, rate)
     if rate > 0.9:
         with pytest.raises(RemoteError, match="lease"):
             c.call(old.addr, "lookup", {"tablet": "t1", "key": [1]})
