@@ -283,9 +283,4 @@ def find_sorted_py(keys: np.ndarray, key: bytes) -> int:
     return pos if pos < len(keys) and keys[pos] == key else -1
 
 
-_native = native.load("_hashing")
-if _native is not None:
-    _native.fallback_find(find_sorted_py)
-    find_sorted = _native.find_sorted
-else:
-    find_sorted = find_sorted_py
+find_sorted = native.kernel("_hashing", "find_sorted", find_sorted_py, "fallback_find")

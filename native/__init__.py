@@ -18,7 +18,8 @@ faster way to the same answer. tests/test_native.py compares each kernel with it
 generated inputs, and runs chosen test files again with the twins alone.
 
 Choosing. A home module asks `load("_hashing")` once at import and binds the kernel's
-functions or its own twins. The extension is absent when the package was installed
+functions or its own twins (`kernel` does both for one function whose kernel hands calls
+back to its twin). The extension is absent when the package was installed
 without a C compiler or Cython (setup.py then warns and installs the pure-Python package),
 and is ignored when KUDUSQL_PURE_PYTHON=1 is set: the twins run, same answers, slower.
 KUDUSQL_REQUIRE_NATIVE=1 (set by `make test`) turns an absent extension into an error, so
@@ -57,3 +58,15 @@ def load(name: str) -> ModuleType | None:
                 f"the compiled kernel native.{name} is not built (KUDUSQL_REQUIRE_NATIVE=1): "
                 "run `pip install -e .` or `python setup.py build_ext --inplace`") from None
         return None
+
+
+def kernel(module: str, name: str, twin, hand_back: str, *cases):
+    """`native.<module>.<name>` when that module loads (`load`), after its `hand_back`
+    function was given `cases` (by default the twin itself): what the kernel hands back
+    the calls it does not decide exactly to. Otherwise `twin`. A home module binds one
+    function with it, once, at import."""
+    mod = load(module)
+    if mod is None:
+        return twin
+    getattr(mod, hand_back)(*(cases or (twin,)))
+    return getattr(mod, name)

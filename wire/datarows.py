@@ -253,9 +253,4 @@ def data_rows(batch: pa.RecordBatch | pa.Table, formats: list[int],
     return join_rows(encode_columns(batch, formats, zone), b"D", True)
 
 
-_native = native.load("_wire")
-if _native is not None:
-    _native.fallback_data_row(data_row_py)
-    data_row = _native.data_row
-else:
-    data_row = data_row_py
+data_row = native.kernel("_wire", "data_row", data_row_py, "fallback_data_row")

@@ -245,9 +245,5 @@ _ARRAY_OIDS = {1000, 1001, 1002, 1003, 1005, 1007, 1009, 1014, 1015, 1016, 1021,
                1115, 1182, 1183, 1185, 1187, 1231, 1270, 2951, 3807, 199}
 
 
-_native = native.load("_wire")
-if _native is not None:
-    _native.fallback_numeric(numeric_from_binary, decimal.Decimal)
-    numeric_column = _native.numeric_column
-else:
-    numeric_column = numeric_column_py
+numeric_column = native.kernel("_wire", "numeric_column", numeric_column_py, "fallback_numeric",
+                               numeric_from_binary, decimal.Decimal)

@@ -123,12 +123,7 @@ def wal_record_py(index: int, timestamp: int, body: bytes) -> bytes:
     return _REC.pack(len(head) + len(body), zlib.crc32(body, zlib.crc32(head))) + head + body
 
 
-_native = native.load("_write")
-if _native is not None:
-    _native.fallback_record(wal_record_py)
-    wal_record = _native.wal_record
-else:
-    wal_record = wal_record_py
+wal_record = native.kernel("_write", "wal_record", wal_record_py, "fallback_record")
 
 
 class Log:

@@ -216,13 +216,7 @@ def encode_small_py(ops: Sequence[int], columns: Sequence[str], rows: Sequence[S
     return b"".join(out)
 
 
-
-_native = native.load("_write")
-if _native is not None:
-    _native.fallback_small(encode_small_py)
-    encode_small = _native.encode_small
-else:
-    encode_small = encode_small_py
+encode_small = native.kernel("_write", "encode_small", encode_small_py, "fallback_small")
 
 
 def _decode_small(body: bytes) -> tuple[np.ndarray, pa.Table]:
