@@ -1,8 +1,8 @@
 """A Jepsen-style harness for the cluster: real processes, real faults, a recorded history,
 checkers (issue 24; docs/guarantees.md says what it checks and what it does not).
 
-    python -m tests.cluster.jepsen --workload register|set|counter
-                                   --nemesis LIST|all|composed [--overlap N]
+    python -m tests.cluster.jepsen --workload register|set|counter[,...]
+                                   --nemesis LIST|all|composed [--overlap N] [--cover]
                                    [--seconds S] [--seed N] [--rate-drift U] [--keep]
                                    [--out DIR]
 
@@ -14,6 +14,9 @@ threads against it while a nemesis injects faults, heals everything, and checks:
             ──psycopg──▶ front end sql-1├──▶ masters ×3, tablet servers ×4 ◀── nemesis
             ──ClusterClient (engine/client, no front end) ─┘          (kill -9, SIGSTOP,
                                                                 failpoint: links, clocks)
+Several workloads named at once run together on the one cluster (each its own table,
+client threads, history and checks) under the one fault schedule.
+
 Workloads
   register  UPSERT (k, v) with a unique v and `SELECT v ... WHERE k = ?` of a few keys at
             a time (each key retires after KEY_OPS operations, Jepsen's independent keys, so
@@ -21,7 +24,17 @@ Workloads
             through the client library directly; checked per key for linearizability
             (engine/consensus/linearizability.py, a register model). A write whose outcome
             the client did not learn (an error, a timeout, a lost connection) may or may not
-            have happened; a read that failed is dropped.
+            have happened; a read that failed is dropped. Besides, a *reader*: a client of
+            its own that opens the table once and only reads (its reads do not count toward
+            KEY_OPS). Why: the shared clients follow the master's view of a new leader
+            within about a second (a lookup by table name refreshes the locations) or move
+            once a write times out on the old leader (5 s), and then no longer ask a
+            cut-off old leader anything; the reader, like a long-running application holding
+            its table, stays with the old leader while it answers - which only a broken
+            lease lets it do after a new leader took writes. Measured: without it, a leader
+            at 0.02x cut off for 10-15 s gave 0 anomalies; with it, register anomalies on
+            every seed tried (docs/guarantees.md §5). The client library's operations record
+            the servers they reached (`served`; "addr!": failed there).
   set       INSERT of unique elements through the three paths, and full reads (`SELECT k`)
             while it runs; checked: a read holds every element acknowledged before the read
             began (lost), holds only elements attempted before it ended (phantom), holds
@@ -39,7 +52,8 @@ Workloads
             "unchanged since S", re-read on CHANGED; docs/sql.md), and through the client
             library the same read-modify-write by hand (a lookup at S = the table's
             current timestamp, an UPDATE carrying S in READ_TS_COLUMN, again on CHANGED);
-            point reads of the counters through all three. Each increment is acknowledged
+            point reads of the counters through all three and a reader of its own (as in
+            register). Each increment is acknowledged
             (UPDATE 1), failed (40001: nothing written) or unknown (any other error).
             Checked per key (Jepsen's counter checker): every read is at least the
             increments acknowledged before it began and at most those attempted and not
@@ -54,7 +68,9 @@ faults: with --overlap 2 (`--nemesis composed`: every nemesis, two at once) faul
 rounds of two overlapping ones, the second starting while the first is held and aimed at
 the same tablet - a partition while a server restarts, a kill during re-replication, a
 slow clock on a new leader; two faults never kill or pause the same process, and links
-cut by both stay cut until both healed)
+cut by both stay cut until both healed. --cover: each named nemesis exactly once, held
+1-3 s, the ones that restart a process first so that they pair up; the run lasts until
+the last has healed)
   kill            kill -9 a tablet server, start it again
   pause           SIGSTOP a tablet server, SIGCONT
   partition       isolate one tablet's leader from its followers (both directions, by the
@@ -80,6 +96,13 @@ cut by both stay cut until both healed)
                   ticks) runs at 1 - u or 1 / (1 - u) times real time, u up to
                   --rate-drift (default 0.08: inside the ~11% leases rely on;
                   `failpoint` monotonic_rate, engine/clock.py)
+  lease-break     (only when named; not in all / composed) one tablet's leader's
+                  monotonic clock at exactly 1 - --rate-drift, then that leader cut from
+                  its followers (clients still reach it) for 10-15 s; healed links first,
+                  then the rate. Within the bound (0.08: 0.92x) its lease lapses before
+                  anyone else can lead; far outside (0.98: 0.02x, a 0.4 s lease lasting
+                  20 s) it answers the reader from its stale state after the new leader
+                  took writes: the register checker's bite test
 Every process runs with KUDUSQL_FAULT_INJECTION=1 (the disk and clock-rate failpoints are
 refused without it).
 
@@ -92,9 +115,10 @@ After healing
     master did not replace it) is an anomaly;
   - logs: no server log holds a traceback, an AssertionError or a SAFETY VIOLATION (except
     the traceback of a replica failing on the disk nemesis's injected EIO).
-Each failed check is one anomaly. The history is written to DIR/history.jsonl, the fault
-log to DIR/nemesis.log; the last line printed is `N ops, M anomalies`; the exit code is 0
-only when M is 0. The cluster is always stopped; its directory is kept with --keep or when
+Each failed check is one anomaly. The history is written to DIR/history.jsonl
+(DIR/history-W.jsonl per workload when several run; each operation's `at` is when it ended,
+on the fault log's clock), the fault log to DIR/nemesis.log; the last line printed is
+`N ops, M anomalies`; the exit code is 0 only when M is 0. The cluster is always stopped; its directory is kept with --keep or when
 anomalies were found.
 """
 
@@ -124,6 +148,11 @@ TIMING = ["--tick-ms", "50", "--election-ticks", "10", "--heartbeat-ms", "250"]
 UNRESPONSIVE_S = 4.0
 NEMESES = ("kill", "pause", "partition", "ring", "master-isolate", "clock", "membership",
            "master-kill", "master-pause", "frontend-kill", "flush", "disk", "clock-rate")
+# faults that end by restarting a process (the slow part of a round)
+RESTARTS = ("kill", "membership", "master-kill", "frontend-kill", "disk")
+# breaks the bound leases rely on, on purpose (the checkers must then see stale reads): only
+# when named, never part of "all" / "composed"
+AIMED = ("lease-break",)
 # clock-rate: a process's monotonic clock runs at (1 - u) or 1 / (1 - u) of real time, u in
 # [RATE_DRIFT / 2, RATE_DRIFT]; leases are safe while rates differ by less than ~11%
 # (engine/consensus/raft.py), so the default stays inside that bound (--rate-drift)
@@ -131,6 +160,8 @@ RATE_DRIFT = 0.08
 FAULT_ENV = "KUDUSQL_FAULT_INJECTION"
 KEY_OPS = 60  # register: operations on one key before it retires
 ACTIVE_KEYS = 3
+COVER_GRACE_S = 90.0  # cover: how much longer than its schedule a run waits for its faults
+READER_PAUSE_S = 0.02  # the reader client's pause between reads (its reads are cheap)
 COUNTER_KEYS = 3  # counter: hot keys
 COUNTER_ROUNDS = 50  # counter, client library: reads of a changing row before 40001
 STATEMENT_TIMEOUT_MS = 12_000
@@ -159,21 +190,31 @@ class Fault:
 
 
 def schedule(seed: int, nemeses: list[str], seconds: float, overlap: int = 1,
-             rate_drift: float = RATE_DRIFT) -> list[Fault]:
+             rate_drift: float = RATE_DRIFT, cover: bool = False) -> list[Fault]:
     """The faults of a run, from the seed alone (a seed replays its schedule). With
     `overlap` 2, faults come in rounds of two held at once: the second starts while the
     first is held and aims at the same tablet (its leader, when either fault aims at a
     leader), as Jepsen's composed nemeses do (a partition while a server restarts, a kill
-    during re-replication, a clock skew on a new leader)."""
+    during re-replication, a clock skew on a new leader). With `cover`, each of `nemeses`
+    comes exactly once, however long that takes (`seconds` is not looked at;
+    `schedule_end` says how long), held 1-3 s (membership and disk as long as always): a
+    short run that still meets every fault class. Its order is drawn from the seed, the
+    RESTARTS first (two in a round restart at once)."""
     rng = random.Random(seed)
     out, t = [], 3.0
+    queue = []
+    if cover:  # popped from the end: the faults that restart a process first, so that
+        # rounds pair them and their restarts (seconds each) overlap
+        slow = [n for n in nemeses if n in RESTARTS]
+        queue = rng.sample([n for n in nemeses if n not in RESTARTS], len(nemeses) - len(slow))
+        queue += rng.sample(slow, len(slow))
 
     def draw() -> Fault:
-        kind = rng.choice(nemeses)
-        hold = rng.uniform(1.0, 5.0)
+        kind = queue.pop() if cover else rng.choice(nemeses)
+        hold = rng.uniform(1.0, 3.0 if cover else 5.0)  # cover: short, but past elections
         if kind == "membership":
             hold = UNRESPONSIVE_S + rng.uniform(4.0, 8.0)
-        f = Fault(kind, rng.randrange(1 << 16), hold, rng.uniform(0.5, 2.5),
+        f = Fault(kind, rng.randrange(1 << 16), hold, rng.uniform(0.5, 1.5 if cover else 2.5),
                   offset=rng.choice((-1, 1)) * rng.uniform(2.0, 8.0),
                   tablet=rng.randrange(1 << 16))
         u = rng.uniform(rate_drift / 2, rate_drift)
@@ -181,19 +222,32 @@ def schedule(seed: int, nemeses: list[str], seconds: float, overlap: int = 1,
         f.after = rng.randrange(0, 20)
         if kind == "disk":  # long enough for the master to replace the FAILED replica
             f.hold = rng.uniform(4.0, 8.0)
+        if kind == "lease-break":  # long enough for clients to find the new leader;
+            f.hold, f.rate = rng.uniform(10.0, 15.0), 1 - rate_drift  # slow by exactly that
         return f
 
-    while nemeses and t < seconds:
+    while nemeses and (queue if cover else t < seconds):
         first = draw()
         out.append(first)
         span, last = first.hold, first
         for _ in range(overlap - 1):
+            if cover and not queue:
+                break
             f = draw()
             f.joint, f.lag, f.tablet = True, rng.uniform(0.0, 0.8 * first.hold), first.tablet
             out.append(f)
             span, last = max(span, f.lag + f.hold), f
         t += span + last.gap + 0.5
     return out
+
+
+def schedule_end(faults: list[Fault]) -> float:
+    """Seconds from the run's start until the schedule's last fault has healed and its
+    calm passed (as `schedule` counts; restarts that take longer stretch it)."""
+    t = 3.0
+    for batch in rounds(faults):
+        t += max(f.lag + f.hold for f in batch) + batch[-1].gap + 0.5
+    return t
 
 
 def rounds(faults: list[Fault]) -> list[list[Fault]]:
@@ -544,6 +598,8 @@ class Nemesis:
                 self._release(victim, space=f.kind + ":")
         elif f.kind == "disk":
             self._disk(f)
+        elif f.kind == "lease-break":
+            self._lease_break(f)
         else:
             raise ValueError(f"unknown nemesis {f.kind!r}")
 
@@ -588,6 +644,38 @@ class Nemesis:
             with self._lock:
                 self.anomalies.append(problem)
             self._note(problem)
+
+    def _lease_break(self, f: Fault) -> None:
+        """Slow one tablet's leader's monotonic clock to `f.rate` (far outside the bound
+        leases rely on), then cut it from its followers for the hold: its lease, counted on
+        that clock, outlives the election of a new leader on the majority side, so a
+        client still routed to it may read a value the new leader has overwritten. Healed:
+        links first, then the rate (the old leader hears the new term and steps down)."""
+        c = self.c
+        by_uuid, leaders = self._leaders()
+        if not leaders:
+            self._note("lease-break: no leader found")
+            return
+        tid = sorted(leaders)[f.tablet % len(leaders)]
+        leader, peers = leaders[tid]
+        lp = by_uuid[leader]
+        if self._claim([lp["name"]], 0, space="clock-rate:") is None:
+            self._note(f"lease-break: {lp['name']}'s clock is held by another fault")
+            return
+        try:
+            problem = c.failpoint(lp["name"], {"monotonic_rate": f.rate})
+            followers = [by_uuid[u] for u in peers if u != leader and u in by_uuid]
+            cuts = {lp["name"]: [p["addr"] for p in followers]}
+            for p in followers:
+                cuts[p["name"]] = [lp["addr"]]
+            self._note(f"lease-break: leader {lp['name']} of {tid[:8]} at rate x{f.rate:.3f}, "
+                       f"cut from {', '.join(p['name'] for p in followers)} for "
+                       f"{f.hold:.1f}s" + (f" (rate not taken: {problem})" if problem else ""))
+            self._cut(cuts, f)
+        finally:
+            c.failpoint(lp["name"], {"monotonic_rate": 1.0})
+            self._release(lp["name"], space="clock-rate:")
+        self._note(f"lease-break: {lp['name']} healed")
 
     def _cut(self, cuts: dict[str, list[str]], f: Fault) -> None:
         """Drop the links `cuts` names (process -> addresses it cannot send to) for the
@@ -656,12 +744,14 @@ class History:
         self._lock = threading.Lock()
         self._t = itertools.count()
         self.ops: list[dict] = []
+        self.t0 = time.monotonic()  # the nemesis's zero (Nemesis.t0), set as it starts
 
     def now(self) -> int:
         with self._lock:
             return next(self._t)
 
     def add(self, op: dict) -> None:
+        op["at"] = round(time.monotonic() - self.t0, 3)  # when it ended (nemesis.log's clock)
         with self._lock:
             self.ops.append(op)
 
@@ -719,6 +809,37 @@ class SqlPath:
             self.conn = None
 
 
+class _RecordingRpc:
+    """The client library's RpcClient, noting per thread every tablet server address a
+    call went to and how it ended ("addr" answered, "addr!" failed): the history says
+    which server served each client-library operation (a stale read's server)."""
+
+    def __init__(self, rpc):
+        self._rpc = rpc
+        self.local = threading.local()
+
+    def take(self) -> list[str]:
+        out = getattr(self.local, "seen", [])
+        self.local.seen = []
+        return out
+
+    def __getattr__(self, name):
+        fn = getattr(self._rpc, name)
+        if name not in ("call", "put", "get"):
+            return fn
+
+        def recorded(addr, *a, **kw):
+            seen = self.local.__dict__.setdefault("seen", [])
+            try:
+                out = fn(addr, *a, **kw)
+            except Exception:
+                seen.append(addr + "!")
+                raise
+            seen.append(addr)
+            return out
+        return recorded
+
+
 class ClientPath:
     """The client library directly (engine/client RemoteCatalog + Table), no front end."""
 
@@ -727,9 +848,28 @@ class ClientPath:
     def __init__(self, cluster: Cluster):
         from kudusql.cluster import remote_catalog_for
         self.cat = remote_catalog_for(cluster.dir, timeout_s=CLIENT_TIMEOUT_S)
+        self.rpc = self.cat.client.rpc = _RecordingRpc(self.cat.client.rpc)
+
+    def keep_tables(self) -> "ClientPath":
+        """Open each table once and keep the handle, as a long-running application holds
+        its table (Kudu's KuduTable): its tablet locations then change only when a server
+        refuses (NOT_THE_LEADER, a lapsed lease, unreachable), never by a name lookup's
+        refresh from the master, which `table` by name does at most every second
+        (engine/client: METADATA_TTL_S)."""
+        self._tables: dict = {}
+        return self
+
+    def served(self) -> list[str]:
+        """The addresses this thread's calls went to since the last `served`."""
+        return self.rpc.take()
 
     def table(self, name: str):
-        return self.cat.table(name)
+        kept = getattr(self, "_tables", None)
+        if kept is None:
+            return self.cat.table(name)
+        if name not in kept:
+            kept[name] = self.cat.table(name)
+        return kept[name]
 
     def close(self):
         self.cat.close()
@@ -774,9 +914,14 @@ class RegisterWorkload(_Workload):
         self.keys[self._next_key] = 0
         self._next_key += 1
 
-    def _pick(self, rng: random.Random) -> int:
+    def _pick(self, rng: random.Random, count: bool = True) -> int:
+        """An active key; `count`: the operation counts toward the key's KEY_OPS (the
+        reader's do not: its fast reads would retire a key on a stuck tablet before the
+        writers got past it, and a key's reads cost the checker little)."""
         with self._lock:
             k = rng.choice(sorted(self.keys))
+            if not count:
+                return k
             self.keys[k] += 1
             if self.keys[k] >= KEY_OPS:
                 del self.keys[k]
@@ -799,14 +944,24 @@ class RegisterWorkload(_Workload):
                 op["ret"] = self.h.now()
             except Exception as e:  # noqa: BLE001 - outcome unknown: may have happened
                 op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+            _note_served(path, op)
+            self.h.add(op)
         else:
-            op = {"client": client_id, "path": path.name, "kind": "get", "key": k,
-                  "value": None, "call": self.h.now()}
-            try:
-                out = _read_v(path, self.table, k)
-                op["ret"], op["output"] = self.h.now(), out
-            except Exception as e:  # noqa: BLE001 - a failed read has no effect
-                op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+            self._get(path, k, client_id)
+
+    def read_step(self, path, rng: random.Random, client_id: int) -> None:
+        """The reader client's operation: a read of an active key."""
+        self._get(path, self._pick(rng, count=False), client_id)
+
+    def _get(self, path, k: int, client_id: int) -> None:
+        op = {"client": client_id, "path": path.name, "kind": "get", "key": k,
+              "value": None, "call": self.h.now()}
+        try:
+            out = _read_v(path, self.table, k)
+            op["ret"], op["output"] = self.h.now(), out
+        except Exception as e:  # noqa: BLE001 - a failed read has no effect
+            op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+        _note_served(path, op)
         self.h.add(op)
 
     def check(self, ops: list[dict]) -> list[str]:
@@ -836,6 +991,12 @@ class RegisterWorkload(_Workload):
 
 
 
+def _note_served(path, op: dict) -> None:
+    """The client library's op: the servers its calls went to ("addr!": failed there)."""
+    if isinstance(path, ClientPath):
+        op["served"] = path.served()
+
+
 def _read_v(path, table: str, k: int):
     """Column v of key k read through `path` (a front end's SELECT, or the client
     library's point lookup); None when there is no such row."""
@@ -860,7 +1021,8 @@ def _show_key(ops: list[dict], k: int, limit: int = 40) -> str:
     for o in mine[:limit]:
         ret = "?" if o.get("ret") is None else o["ret"]
         what = f"put {o['value']}" if o["kind"] == "put" else f"get->{o.get('output')}"
-        parts.append(f"[{o['call']}..{ret} {o['path']} {what}]")
+        at = f" @{o['served'][-1]}" if o.get("served") else ""  # the server that answered
+        parts.append(f"[{o['call']}..{ret} {o['path']} {what}{at}]")
     return " ".join(parts)
 
 
@@ -1036,17 +1198,25 @@ class CounterWorkload(_Workload):
                     raise
                 time.sleep(0.5)
 
+    def read_step(self, path, rng: random.Random, client_id: int) -> None:
+        """The reader client's operation: a read of a counter."""
+        self._read(path, rng.randrange(COUNTER_KEYS), client_id)
+
+    def _read(self, path, k: int, client_id: int) -> None:
+        op = {"client": client_id, "path": path.name, "kind": "read", "key": k,
+              "call": self.h.now()}
+        try:
+            out = _read_v(path, self.table, k)
+            op["ret"], op["output"] = self.h.now(), out
+        except Exception as e:  # noqa: BLE001 - a failed read has no effect
+            op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+        _note_served(path, op)
+        self.h.add(op)
+
     def step(self, path, rng: random.Random, client_id: int) -> None:
         k = rng.randrange(COUNTER_KEYS)
         if rng.random() < 0.25:
-            op = {"client": client_id, "path": path.name, "kind": "read", "key": k,
-                  "call": self.h.now()}
-            try:
-                out = _read_v(path, self.table, k)
-                op["ret"], op["output"] = self.h.now(), out
-            except Exception as e:  # noqa: BLE001 - a failed read has no effect
-                op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
-            self.h.add(op)
+            self._read(path, k, client_id)
             return
         op = {"client": client_id, "path": path.name, "kind": "add", "key": k,
               "call": self.h.now()}
@@ -1330,29 +1500,42 @@ def scan_logs(cluster: Cluster) -> list[str]:
 # -- the run -----------------------------------------------------------------------------------
 def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: str,
         keep: bool = False, threads: int = 6, overlap: int = 1,
-        rate_drift: float = RATE_DRIFT) -> int:
+        rate_drift: float = RATE_DRIFT, cover: bool = False) -> int:
+    """One run: `workload` names one workload or several, comma-separated, which then run
+    at once on the one cluster under the one fault schedule (each its own table, client
+    threads, history and checks; `threads` per workload). With `cover` every nemesis
+    comes once (`schedule`) and the run lasts as long as its schedule needs."""
+    names = workload.split(",") if isinstance(workload, str) else list(workload)
+    bad = [n for n in names if n not in WORKLOADS]
+    if bad or not names:
+        raise ValueError(f"unknown workload {','.join(bad) or '(none)'}")
     os.makedirs(out_dir, exist_ok=True)
     cdir = os.path.join(out_dir, "cluster")
-    faults = schedule(seed, nemeses, seconds, overlap, rate_drift)
-    print(f"jepsen: workload {workload}, nemeses {','.join(nemeses)}"
-          f"{f' {overlap} at once' if overlap > 1 else ''}, {seconds:.0f} s, seed {seed}, "
-          f"{len(faults)} faults; cluster in {cdir}", flush=True)
+    faults = schedule(seed, nemeses, seconds, overlap, rate_drift, cover=cover)
+    if cover:
+        seconds = max(seconds, schedule_end(faults))
+    print(f"jepsen: workload {','.join(names)}, nemeses {','.join(nemeses)}"
+          f"{f' {overlap} at once' if overlap > 1 else ''}{' (each once)' if cover else ''}, "
+          f"{seconds:.0f} s, seed {seed}, {len(faults)} faults; cluster in {cdir}", flush=True)
     cluster = Cluster(cdir)
     anomalies: list[str] = []
     finished = False
-    history = History()
     paths: list = []
+    readers: list = []
     nemesis = None
     try:
-        wl = WORKLOADS[workload](history)
         setup = SqlPath(cluster, 0)
-        wl.setup(setup)
+        wls = []
+        for name in names:
+            wl = WORKLOADS[name](History())
+            wl.setup(setup)
+            wls.append(wl)
         paths = [setup, SqlPath(cluster, 1)]
         client = ClientPath(cluster)
         stop = threading.Event()
         snapshots: list[int] = []
 
-        def worker(i: int) -> None:
+        def worker(wl, i: int) -> None:
             r = random.Random(seed * 1000 + i)
             path = [SqlPath(cluster, 0), SqlPath(cluster, 1), client][i % 3]
             try:
@@ -1362,40 +1545,70 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
                 if path is not client:
                     path.close()
 
-        ws = [threading.Thread(target=worker, args=(i,), daemon=True, name=f"client-{i}")
-              for i in range(threads)]
+        def read_loop(wl, reader, i: int) -> None:
+            r = random.Random(seed * 1000 + i)
+            while not stop.is_set():
+                wl.read_step(reader, r, i)
+                stop.wait(READER_PAUSE_S)
+
+        ws = []
+        for n, wl in enumerate(wls):
+            ws += [threading.Thread(target=worker, args=(wl, i), daemon=True,
+                                    name=f"client-{names[n]}-{i}") for i in range(threads)]
+            if hasattr(wl, "read_step"):
+                # A reader: its own client holding its table (its tablet locations change
+                # only by its own reads' refusals), as a separate read-mostly application
+                # does. The shared clients above follow the master's view of a new leader
+                # within a second or so (`table` by name refreshes it), or move once a
+                # write times out on the old one; this one stays with a leader that still
+                # answers - which only a broken lease lets it do (docs/guarantees.md §5).
+                reader = ClientPath(cluster).keep_tables()
+                reader.name = "reader"
+                readers.append(reader)
+                ws.append(threading.Thread(target=read_loop, args=(wl, reader, threads),
+                                           daemon=True, name=f"reader-{names[n]}"))
         for w in ws:
             w.start()
-        nemesis = Nemesis(cluster, faults, os.path.join(out_dir, "nemesis.log")).start()
+        nemesis = Nemesis(cluster, faults, os.path.join(out_dir, "nemesis.log"))
+        for wl in wls:
+            wl.h.t0 = nemesis.t0
+        nemesis.start()
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             time.sleep(min(5.0, max(0.0, end - time.monotonic())))
             ts = getattr(client.cat.client, "last_ts", 0)
             if ts:
                 snapshots.append(ts)
+        if cover:  # every fault is the point: wait for restarts slower than scheduled
+            nemesis.thread.join(timeout=COVER_GRACE_S)
         nemesis.stop()
         stop.set()
         for w in ws:
             w.join(timeout=CLIENT_TIMEOUT_S + STATEMENT_TIMEOUT_MS / 1000 + 10)
         cluster.heal()
-        ops = list(history.ops)
         anomalies += nemesis.anomalies
-        anomalies += wait_progress(paths + [client], wl)
-        anomalies += wl.check(ops)
-        if hasattr(wl, "final"):
-            anomalies += wl.final(paths, ops)
+        total = 0
+        for name, wl in zip(names, wls):
+            ops = list(wl.h.ops)
+            total += len(ops)
+            anomalies += wait_progress(paths + [client], wl)
+            anomalies += wl.check(ops)
+            if hasattr(wl, "final"):
+                anomalies += wl.final(paths, ops)
+            hist = "history.jsonl" if len(names) == 1 else f"history-{name}.jsonl"
+            with open(os.path.join(out_dir, hist), "w") as f:
+                for o in ops:
+                    f.write(json.dumps(o) + "\n")
+            ok = sum(1 for o in ops if o.get("ret") is not None)
+            print(f"history{'' if len(names) == 1 else ' ' + name}: {len(ops)} ops ({ok} "
+                  f"completed, {len(ops) - ok} failed or unknown)")
         anomalies += compare_replicas(cluster, snapshots[-6:])
         anomalies += scan_logs(cluster)
-        with open(os.path.join(out_dir, "history.jsonl"), "w") as f:
-            for o in ops:
-                f.write(json.dumps(o) + "\n")
-        ok = sum(1 for o in ops if o.get("ret") is not None)
-        print(f"history: {len(ops)} ops ({ok} completed, {len(ops) - ok} failed or "
-              f"unknown); faults injected: {nemesis.done}"
+        print(f"faults injected: {nemesis.done}"
               + (f"; nemesis errors: {nemesis.errors[:3]}" if nemesis.errors else ""))
         for a in anomalies:
             print("ANOMALY", a)
-        print(f"{len(ops)} ops, {len(anomalies)} anomalies", flush=True)
+        print(f"{total} ops, {len(anomalies)} anomalies", flush=True)
         client.close()
         finished = True
         return 0 if not anomalies else 1
@@ -1404,6 +1617,8 @@ def run(workload: str, nemeses: list[str], seconds: float, seed: int, out_dir: s
             nemesis.stop()
         for p in paths:
             p.close()
+        for r in readers:
+            r.close()
         cluster.stop()
         if not keep and not anomalies and finished:  # evidence is kept otherwise
             shutil.rmtree(cdir, ignore_errors=True)
@@ -1414,9 +1629,10 @@ def main(argv=None) -> int:
         prog="python -m tests.cluster.jepsen",
         description="Run a local cluster under Jepsen-style faults, record a history of "
                     "client operations and check it (module docstring).")
-    ap.add_argument("--workload", choices=tuple(WORKLOADS), default="register",
+    ap.add_argument("--workload", default="register",
                     help="register (linearizable UPSERT/SELECT by key), set (inserts and "
-                         "reads) or counter (concurrent increments of hot keys); default: "
+                         "reads) or counter (concurrent increments of hot keys), or several "
+                         "comma-separated, run at once on one cluster; default: "
                          "%(default)s")
     ap.add_argument("--nemesis", default="all",
                     help=f"comma-separated faults, or all: {', '.join(NEMESES)}; "
@@ -1425,10 +1641,14 @@ def main(argv=None) -> int:
     ap.add_argument("--overlap", type=int, default=None,
                     help="faults held at once, aimed at the same tablet (default: 1; 2 "
                          "with --nemesis composed)")
+    ap.add_argument("--cover", action="store_true",
+                    help="each nemesis exactly once (order drawn from the seed); the run "
+                         "lasts at least as long as that takes")
     ap.add_argument("--rate-drift", type=float, default=RATE_DRIFT,
                     help="clock-rate: a victim's monotonic clock runs at (1 - u) or "
-                         "1 / (1 - u) of real time, u up to this (default: %(default)s, "
-                         "inside the ~11%% leases rely on; larger values break them)")
+                         "1 / (1 - u) of real time, u up to this; lease-break: the "
+                         "leader's at exactly 1 - this (default: %(default)s, inside the "
+                         "~11%% leases rely on; larger values break them)")
     ap.add_argument("--seconds", type=float, default=60.0,
                     help="how long the workload runs under faults (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1,
@@ -1451,14 +1671,19 @@ def main(argv=None) -> int:
         nemeses = []
     else:
         nemeses = [n.strip() for n in a.nemesis.split(",") if n.strip()]
-        bad = [n for n in nemeses if n not in NEMESES]
+        bad = [n for n in nemeses if n not in NEMESES + AIMED]
         if bad:
-            ap.error(f"unknown nemesis {', '.join(bad)} (known: {', '.join(NEMESES)})")
-    out = a.out or tempfile.mkdtemp(prefix=f"kudusql-jepsen-{a.workload}-{a.seed}-")
+            ap.error(f"unknown nemesis {', '.join(bad)} (known: "
+                     f"{', '.join(NEMESES + AIMED)})")
+    bad = [w for w in a.workload.split(",") if w not in WORKLOADS]
+    if bad:
+        ap.error(f"unknown workload {', '.join(bad)} (known: {', '.join(WORKLOADS)})")
+    out = a.out or tempfile.mkdtemp(
+        prefix=f"kudusql-jepsen-{a.workload.replace(',', '-')}-{a.seed}-")
     if overlap < 1 or not 0 <= a.rate_drift < 1:
         ap.error("--overlap must be at least 1 and --rate-drift in [0, 1)")
     return run(a.workload, nemeses, a.seconds, a.seed, out, a.keep, a.threads, overlap,
-               a.rate_drift)
+               a.rate_drift, cover=a.cover)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
-"""The Jepsen-style harness (tests/cluster/jepsen.py) as tests: a short run of each workload
-under every nemesis in the default suite (80 s of faults in all) and a 10 s register run
-under composed faults (seed 31: a tablet server killed, a tablet leader partitioned from
-its followers meanwhile), and with
-KUDUSQL_LONG=1 (`make test-long`) runs across seeds and nemeses for KUDUSQL_JEPSEN_S
-seconds in all (default 1,800). Each run starts its own cluster, records a history, checks
-it, compares the replicas and scans the server logs; any anomaly fails the test with the
-harness's report (the cluster directory is kept for a look)."""
+"""The Jepsen-style harness (tests/cluster/jepsen.py) as tests. The default suite runs one
+cluster under every nemesis once, two at a time (`cover`, seed 14: 38 s of faults),
+with the three workloads at once (register, set, counter: each its own table, clients,
+history and checks), plus unit tests of the schedule, the nemesis's bookkeeping, the log
+scan and the register checker. With KUDUSQL_LONG=1 (`make test-long`): a run of each
+workload under random faults, one at a time and two at once; the broken-lease run (a
+leader's clock at 0.02x, then cut off: the checker must report stale reads) and the same
+fault within the bound (0 anomalies); and runs across seeds and nemeses for
+KUDUSQL_JEPSEN_S seconds in all (default 1,800). Each run starts its own cluster, records
+a history, checks it, compares the replicas and scans the server logs; any anomaly fails
+the test with the harness's report (the cluster directory is kept for a look)."""
 
 from __future__ import annotations
 
@@ -22,25 +25,68 @@ from tests.cluster import jepsen
 
 LONG = os.environ.get("KUDUSQL_LONG") == "1"
 LONG_S = float(os.environ.get("KUDUSQL_JEPSEN_S", "1800"))
+long_only = pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long Jepsen-style "
+                                                "runs")
 
 
 def _run(tmp_path, workload: str, nemeses: list[str], seconds: float, seed: int,
-         overlap: int = 1) -> None:
+         overlap: int = 1, anomalies: bool = False, **kw) -> str:
+    """The run's report; it must find no anomaly (or, with `anomalies`, at least one)."""
     buf = io.StringIO()
     with redirect_stdout(buf):
-        rc = jepsen.run(workload, nemeses, seconds, seed, str(tmp_path / f"{workload}-{seed}"),
-                        overlap=overlap)
+        rc = jepsen.run(workload, nemeses, seconds, seed,
+                        str(tmp_path / f"{workload.replace(',', '-')}-{seed}"),
+                        overlap=overlap, **kw)
     out = buf.getvalue()
     sys.stdout.write(out)
     last = out.strip().splitlines()[-1]
-    assert rc == 0 and last.endswith(" 0 anomalies"), out[-6000:]
     assert int(last.split()[0]) > 100, f"too few operations to mean anything: {last}"
+    if anomalies:
+        assert rc == 1 and not last.endswith(" 0 anomalies"), out[-6000:]
+    else:
+        assert rc == 0 and last.endswith(" 0 anomalies"), out[-6000:]
+    return out
 
 
+def test_every_nemesis_once_under_every_workload(tmp_path):
+    """Every fault class, two at a time on one tablet (seed 14, 38 s of faults: a leader's
+    WAL failing while a clock runs at another rate, a master and a tablet server killed,
+    re-replication while a leader is partitioned, a clock offset while a master is
+    isolated, a ring with a paused master, a flush with a front end killed, then a pause),
+    while the three workloads run at once, three client threads each and a register and a
+    counter reader."""
+    out = _run(tmp_path, "register,set,counter", list(jepsen.NEMESES), 0, 202, overlap=2,
+               cover=True, threads=3)
+    assert f"faults injected: {len(jepsen.NEMESES)}" in out, out[-3000:]
+
+
+@pytest.mark.long
+@long_only
 @pytest.mark.parametrize("workload,seed,seconds",
                          [("register", 11, 30), ("set", 12, 30), ("counter", 13, 20)])
 def test_short_run_under_all_nemeses(tmp_path, workload, seed, seconds):
     _run(tmp_path, workload, list(jepsen.NEMESES), seconds, seed)
+
+
+@pytest.mark.long
+@long_only
+def test_a_broken_lease_shows_as_stale_reads(tmp_path):
+    """The checker bites on the fault it exists for: one tablet leader's monotonic clock at
+    0.02x (`--rate-drift 0.98`, far outside the ~11% leases rely on), then that leader cut
+    from its followers for 10-15 s. Its lease outlives the new leader's election, and the
+    reader client, still routed to it, reads values the new leader has overwritten: the
+    register checker must report them."""
+    out = _run(tmp_path, "register", ["lease-break"], 20, 1, rate_drift=0.98,
+               anomalies=True)
+    assert "ANOMALY register key" in out and "not linearizable" in out, out[-3000:]
+
+
+@pytest.mark.long
+@long_only
+def test_a_lease_break_within_the_bound_is_safe(tmp_path):
+    """The same fault with the clock at 0.92x (inside the bound): the cut-off leader's
+    lease lapses before anyone else can lead, its reads are refused, no stale read."""
+    _run(tmp_path, "register", ["lease-break"], 20, 1, rate_drift=0.08)
 
 
 def test_schedule_is_a_function_of_the_seed():
@@ -65,6 +111,23 @@ def test_composed_schedule_holds_two_faults_at_once_on_one_tablet():
         assert second.tablet == first.tablet
     kinds = {(r[0].kind, r[1].kind) for r in rs}
     assert len(kinds) > 30 and {k for pair in kinds for k in pair} == set(jepsen.NEMESES)
+
+
+def test_cover_schedule_has_every_nemesis_once():
+    for overlap in (1, 2):
+        a = jepsen.schedule(38, list(jepsen.NEMESES), 0, overlap=overlap, cover=True)
+        assert a == jepsen.schedule(38, list(jepsen.NEMESES), 0, overlap=overlap, cover=True)
+        assert sorted(f.kind for f in a) == sorted(jepsen.NEMESES)
+        assert all(len(r) <= overlap for r in jepsen.rounds(a))
+        # the end is the rounds' spans and calms, after the 3 s start
+        end = 3.0 + sum(max(f.lag + f.hold for f in r) + r[-1].gap + 0.5
+                        for r in jepsen.rounds(a))
+        assert jepsen.schedule_end(a) == pytest.approx(end)
+    assert jepsen.schedule(38, list(jepsen.NEMESES), 0, overlap=2, cover=True) != \
+        jepsen.schedule(39, list(jepsen.NEMESES), 0, overlap=2, cover=True)
+    # lease-break: the leader's clock slowed by exactly --rate-drift
+    lb = jepsen.schedule(1, ["lease-break"], 30, rate_drift=0.98)
+    assert lb and all(f.rate == pytest.approx(0.02) and f.hold >= 10 for f in lb)
 
 
 class _FakeCluster:
@@ -129,6 +192,36 @@ def test_log_scan_passes_only_the_disk_nemesis_own_failure(tmp_path):
     assert [f.split(":")[0] for f in found] == ["log tserver-1.log", "log tserver-2.log"], found
 
 
+def _reg(client, kind, value, call, ret, output=None, path="client", key=5):
+    return {"client": client, "path": path, "kind": kind, "key": key, "value": value,
+            "call": call, "ret": ret, "output": output}
+
+
+def test_register_checker_flags_a_stale_read():
+    """What a leader whose lease outlived its leadership answers (lease-break nemesis):
+    a write acknowledged by the new leader, then a read that began after it returned the
+    value before it. The checker must call that non-linearizable; the same history with
+    the read seeing the new value, or overlapping the write, is fine."""
+    wl = jepsen.RegisterWorkload(jepsen.History())
+    base = [_reg(0, "put", 1, 0, 1), _reg(0, "get", None, 2, 3, 1),
+            _reg(1, "put", 2, 4, 5, path="sql0")]  # acknowledged by the new leader
+    stale = base + [_reg(2, "get", None, 6, 7, 1)]  # began after put 2 returned: stale
+    found = wl.check(stale)
+    assert len(found) == 1 and "register key 5: not linearizable" in found[0], found
+    assert wl.check(base + [_reg(2, "get", None, 6, 7, 2)]) == []
+    assert wl.check(base[:2] + [_reg(1, "put", 2, 4, 7, path="sql0"),
+                                _reg(2, "get", None, 5, 6, 1)]) == []  # overlaps the put
+    # a put whose outcome is unknown may have taken effect, or not: either read is fine
+    unknown = base[:2] + [_reg(1, "put", 2, 4, None, path="sql0")]
+    assert wl.check(unknown + [_reg(2, "get", None, 6, 7, 1)]) == []
+    assert wl.check(unknown + [_reg(2, "get", None, 6, 7, 2)]) == []
+    # ...but not back and forth: 2 seen, then 1 again
+    assert wl.check(unknown + [_reg(2, "get", None, 6, 7, 2),
+                               _reg(2, "get", None, 8, 9, 1)]) != []
+
+
+@pytest.mark.long
+@long_only
 @pytest.mark.parametrize("workload,seed,seconds", [("register", 31, 10)])
 def test_short_run_under_composed_faults(tmp_path, workload, seed, seconds):
     """Two overlapping faults at a time (`--nemesis composed`), every nemesis; seed 31's
@@ -138,7 +231,7 @@ def test_short_run_under_composed_faults(tmp_path, workload, seed, seconds):
 
 
 @pytest.mark.long
-@pytest.mark.skipif(not LONG, reason="set KUDUSQL_LONG=1 for the long Jepsen-style runs")
+@long_only
 def test_long_runs_across_seeds_and_nemeses(tmp_path):
     """Runs of 5 minutes, the workloads in turn, each under every nemesis - one fault at a
     time, then (the next three) two at once - until LONG_S."""
