@@ -329,8 +329,13 @@ class Master:
         except Exception:  # noqa: BLE001 - retried at the next round
             log.exception("re-replication round failed")
 
-    def _reported_leader(self, tid: str) -> tuple[str, dict] | None:
-        live = self.live_tservers()
+    def _reported_leader(self, tid: str, live: dict | None = None
+                         ) -> tuple[str, dict] | None:
+        """The live replica of `tid` reporting itself leader in the highest term; `live`:
+        the caller's view of the live servers (a re-replication round reads one view, or
+        a server coming back mid-round could lead here and be missing there)."""
+        if live is None:
+            live = self.live_tservers()
         best = None
         for u, st in self._reports.get(tid, {}).items():
             if st.get("role") == "LEADER" and u in live and \
@@ -338,10 +343,13 @@ class Master:
                 best = (u, st)
         return best
 
-    def _committed_report(self, tid: str) -> tuple[int, list[str]] | None:
+    def _committed_report(self, tid: str, live: dict | None = None
+                          ) -> tuple[int, list[str]] | None:
         """The newest committed configuration any live replica of `tid` reports (index,
-        peers): committed, so the group will never go back on it."""
-        live = self.live_tservers()
+        peers): committed, so the group will never go back on it. `live`: as for
+        `_reported_leader`."""
+        if live is None:
+            live = self.live_tservers()
         best = None
         for u, st in list(self._reports.get(tid, {}).items()):
             index, peers = st.get("committed_config_index"), st.get("committed_peers")
@@ -362,7 +370,7 @@ class Master:
             for x in t["tablets"]:
                 tid = x["tablet_id"]
                 peers = cat.replicas.get(tid, [])
-                committed = self._committed_report(tid)
+                committed = self._committed_report(tid, live)
                 if committed is not None and committed[0] > cat.config_index.get(tid, 0):
                     # the group committed a newer configuration: record it (never an
                     # uncommitted one, which a new leader may still cut from the log)
@@ -370,7 +378,7 @@ class Master:
                                  "replicas": committed[1], "config_index": committed[0]},
                                 term=term)
                     continue
-                lead = self._reported_leader(tid)
+                lead = self._reported_leader(tid, live)  # the round's one view of live
                 if lead is None:
                     continue
                 leader, st = lead
