@@ -830,6 +830,8 @@ class _RecordingRpc:
 
         def recorded(addr, *a, **kw):
             seen = self.local.__dict__.setdefault("seen", [])
+            if len(seen) > 64:  # a workload that never takes them (set): the latest only
+                del seen[:-16]
             try:
                 out = fn(addr, *a, **kw)
             except Exception:
