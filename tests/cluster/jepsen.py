@@ -28,7 +28,8 @@ Workloads
             its own that opens the table once and only reads (its reads do not count toward
             KEY_OPS). Why: the shared clients follow the master's view of a new leader
             within about a second (a lookup by table name refreshes the locations) or move
-            once a write times out on the old leader (5 s), and then no longer ask a
+            once a write times out on the old leader (the per-try RPC timeout,
+            CLIENT_RPC_TIMEOUT_S for the harness's client library), and then no longer ask a
             cut-off old leader anything; the reader, like a long-running application holding
             its table, stays with the old leader while it answers - which only a broken
             lease lets it do after a new leader took writes. Measured: without it, a leader
@@ -166,6 +167,10 @@ COUNTER_KEYS = 3  # counter: hot keys
 COUNTER_ROUNDS = 50  # counter, client library: reads of a changing row before 40001
 STATEMENT_TIMEOUT_MS = 12_000
 CLIENT_TIMEOUT_S = 12.0
+# the client library's per-try RPC timeout (engine/client: 5 s by default): a write stuck on
+# a cut-off leader moves on to the new one after this, which bounds how long a broken
+# lease must outlive the cut before the checker can see it (docs/guarantees.md §5)
+CLIENT_RPC_TIMEOUT_S = 2.0
 # a traceback logged as a replica FAILED on the disk nemesis's EIO is the fault, not a bug
 # (engine/fs.py's message; raft_host.py `fail`'s line)
 INJECTED = "injected EIO"
@@ -849,7 +854,8 @@ class ClientPath:
 
     def __init__(self, cluster: Cluster):
         from kudusql.cluster import remote_catalog_for
-        self.cat = remote_catalog_for(cluster.dir, timeout_s=CLIENT_TIMEOUT_S)
+        self.cat = remote_catalog_for(cluster.dir, timeout_s=CLIENT_TIMEOUT_S,
+                                      rpc_timeout_s=CLIENT_RPC_TIMEOUT_S)
         self.rpc = self.cat.client.rpc = _RecordingRpc(self.cat.client.rpc)
 
     def keep_tables(self) -> "ClientPath":
