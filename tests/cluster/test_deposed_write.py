@@ -2,8 +2,10 @@
 pending on a leader that is then deposed (cut off before its entry reached anyone) must
 never be acknowledged - its entry is replaced by the new leader's log at the same index -
 and the client's retry of the same request on the new leader is applied exactly once
-(engine/tserver/tablet_replica.py: waiters keyed by index *and term*, failed when the
-leader steps down; result_tracker.py). Three in-process tablet servers (test_tserver.py)."""
+(engine/tserver/tablet_replica.py: waiters keyed by index *and term*, and failed when the
+leader steps down - either alone keeps this test passing; without both, request 7 is
+answered with the other client's result; result_tracker.py). Three in-process tablet
+servers (test_tserver.py)."""
 
 from __future__ import annotations
 
