@@ -78,7 +78,9 @@ def test_a_cut_off_leader_with_a_slow_clock(servers, rate):
     off: within the bound (0.92) it refuses the lookup once a new leader took a write, as
     above; far beyond it (0.02: its lease lasts 50 times as long in real time) it answers
     from its stale state - a stale read, which is why the bound is stated. (The harness's
-    clock-rate nemesis stays inside the bound.)"""
+    clock-rate nemesis stays inside the bound; its lease-break nemesis, named on purpose,
+    does this to a process-level leader under the register checker: tests/cluster/
+    test_jepsen.py::test_a_broken_lease_shows_as_stale_reads.)"""
     c, old = _cut_off_while_a_new_leader_writes(servers, rate)
     if rate > 0.9:
         with pytest.raises(RemoteError, match="lease"):
