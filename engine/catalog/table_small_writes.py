@@ -5,8 +5,9 @@ in-order; `write` returns None, having done nothing, when the write is not for t
 It is a strategy of the Table's one write pipeline (write_pipeline.py): its route and
 apply run inside `Table.run_write_deferred`, except that a one-row dict write to one open
 tablet (every front end's key write and single-row insert) does the same steps in line
-(`SmallWrites._write_one`: pin, prepare, apply, a finisher that waits, unpins and merges)
-to spare the pipeline's closures. Rows are routed one by one on their keys as
+(`SmallWrites._write_one`: pin, prepare, apply, a finisher that waits, unpins and merges;
+`write`, which waits at once, runs the tablet's finisher itself and makes no finisher of
+its own) to spare the pipeline's closures. Rows are routed one by one on their keys as
 given (which must be plain Python values of the key columns' types:
 engine/tablet/small_write.py), as `Table.lookup` routes (`PartitionSchema.route_key`,
 whose encoding of the whole key is handed to the tablet, which then does not encode it

@@ -14,7 +14,9 @@ On disk the log is a directory of segments, each named after the index of its fi
 Durability (`sync` policy):
   "commit"  each writer waits until an fsync covers its entry. Group commit: one waiter runs
             fsync for every entry appended so far while the others wait for it, so N
-            concurrent writers cost ~1 fsync, not N.
+            concurrent writers cost ~1 fsync, not N. When it ends, its leader wakes only
+            the waiters it covered and hands the first uncovered one the next fsync
+            (`wait_durable`, `_wake`).
   "never"   entries reach the OS page cache only (bulk loads; a machine crash can lose the
             tail, a process crash cannot).
 
