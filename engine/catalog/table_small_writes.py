@@ -5,8 +5,9 @@ in-order; `write` returns None, having done nothing, when the write is not for t
 It is a strategy of the Table's one write pipeline (write_pipeline.py): its route and
 apply run inside `Table.run_write_deferred`, except that a one-row dict write to one open
 tablet (every front end's key write and single-row insert) does the same steps in line
-(`SmallWrites._write_one`: pin, prepare, apply, a finisher that waits, unpins and merges)
-to spare the pipeline's closures. Rows are routed one by one on their keys as
+(`SmallWrites._write_one`: pin, prepare, apply, a finisher that waits, unpins and merges;
+`write`, which waits at once, runs the tablet's finisher itself and makes no finisher of
+its own) to spare the pipeline's closures. Rows are routed one by one on their keys as
 given (which must be plain Python values of the key columns' types:
 engine/tablet/small_write.py), as `Table.lookup` routes (`PartitionSchema.route_key`,
 whose encoding of the whole key is handed to the tablet, which then does not encode it
@@ -28,7 +29,12 @@ import numpy as np
 import pyarrow as pa
 
 from engine import errors
-from engine.catalog.write_pipeline import Routed, carry_durable_at, merge_results
+from engine.catalog.write_pipeline import (
+    Routed,
+    TableWriteResult,
+    carry_durable_at,
+    merge_results,
+)
 from engine.tablet.small_write import SMALL_MAX_ROWS, Ineligible, value_converter
 from engine.tablet.tablet_write import BUSY
 from engine.tablet.write_op import OpType
@@ -64,10 +70,11 @@ class SmallWrites:
         """`Table.write` of `rows` on the small-write path, or None (nothing done). If an
         ALTER TABLE switched a tablet's schema between prepare and apply, that share is
         written the general way (`_share`)."""
-        finish = self._write_one(ops, rows, False) if type(rows) is dict and (
-            type(ops) is OpType or type(ops) is int) else _GENERAL
-        if finish is _GENERAL:
-            finish = self.write_deferred(ops, rows)
+        if type(rows) is dict and (type(ops) is OpType or type(ops) is int):
+            done = self._write_one(ops, rows, False, True)   # waits: no finisher made
+            if done is not _GENERAL:
+                return done
+        finish = self.write_deferred(ops, rows)
         return None if finish is None else finish()
 
     def write_deferred(self, ops, rows, never_block: bool = False):
@@ -172,7 +179,7 @@ class SmallWrites:
         except Ineligible:
             return None
 
-    def _write_one(self, op, rows: dict, never_block: bool):
+    def _write_one(self, op, rows: dict, never_block: bool, wait: bool = False):
         """`write_deferred` of a one-row dict of one-element lists routed to one open
         tablet: the write pipeline's steps (`Table.run_write_deferred`: hold, prepare and
         apply the share, a finisher that waits, releases and merges) done in line, with
@@ -182,7 +189,9 @@ class SmallWrites:
         key state is decided: small_write.py `apply_small`). Returns what
         `write_deferred` returns, or _GENERAL, having done nothing, for anything else
         (more rows, a catalog without pins, a tablet not open, a DDL under way), which
-        the general small route then takes."""
+        the general small route then takes. `wait` (`write`, which waits at once): the
+        TableWriteResult itself, the tablet's finisher run here, with no finisher of
+        the table's made around it."""
         columns = []
         row = []
         for c, v in rows.items():    # a loop per column: one row of a few values
@@ -227,6 +236,15 @@ class SmallWrites:
         except BaseException:
             unpin(slot)
             raise
+        if wait:
+            try:
+                r = fin()
+            finally:
+                unpin(slot)
+            if not r.row_errors:    # merge_results of one tablet's clean result
+                return TableWriteResult(r.timestamp, r.num_applied, [],
+                                        {slot.tablet_id: r.timestamp})
+            return merge_results([(slot, _ONE, r)], [])
 
         def finish():
             try:

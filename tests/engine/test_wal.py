@@ -200,6 +200,118 @@ def test_group_commit(tmp_path, writers, per, segment_bytes):
     assert [e.index for e in read_all(tmp_path)] == list(range(1, writers * per + 1))
 
 
+def test_group_commit_acknowledges_only_what_an_fsync_covered(tmp_path, monkeypatch):
+    """A writer returns from `wait_durable(i)` only after an fsync that started once entry
+    i was written has returned: each fsync here records the last index appended when it
+    started (all written before it, so covered) and is slow, so writers append during it
+    and must wait for the next one. Acknowledging the appended-at-the-end index instead
+    would pass the other group-commit tests and fail this one."""
+    import engine.consensus.log as log_mod
+    log = Log(str(tmp_path), "commit")
+    log.open_for_append(1)
+    real_fsync = log_mod.fsync
+    covered = [0]            # the highest index a returned fsync covered
+    cover_lock = threading.Lock()
+
+    def slow_fsync(fd, path):
+        at_start = log._appended   # every index up to here was written before this fsync
+        threading.Event().wait(0.002)
+        real_fsync(fd, path)
+        with cover_lock:
+            covered[0] = max(covered[0], at_start)
+
+    monkeypatch.setattr(log_mod, "fsync", slow_fsync)
+    index_lock = threading.Lock()
+    writers, per = 12, 15
+    barrier = threading.Barrier(writers)
+    failures = []
+
+    def writer():
+        try:
+            barrier.wait()
+            for _ in range(per):
+                with index_lock:
+                    i = log.next_index()
+                    log.append(entry(i, size=60))
+                log.wait_durable(i)
+                with cover_lock:
+                    assert covered[0] >= i, f"index {i} acknowledged, fsyncs covered {covered[0]}"
+        except BaseException as e:  # noqa: BLE001
+            failures.append(e)
+
+    threads = [threading.Thread(target=writer) for _ in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a writer hung in wait_durable"
+    assert not failures, failures[:3]
+    assert 1 <= log.fsyncs < writers * per
+    log.close()
+
+
+def test_group_commit_wakes_only_covered_waiters_and_one_leader(tmp_path, monkeypatch):
+    """When an fsync ends, its leader wakes the waiters it covered and hands the first
+    uncovered one the next fsync; an uncovered waiter that does not lead sleeps on
+    (it is not woken only to wait again: a wake-up costs a thread switch and the GIL)."""
+    import engine.consensus.log as log_mod
+    log = Log(str(tmp_path), "commit")
+    log.open_for_append(1)
+    real_fsync = log_mod.fsync
+    gates = [threading.Event(), threading.Event()]
+    calls = []
+
+    def gated_fsync(fd, path):
+        n = len(calls)
+        calls.append(log._appended)
+        assert gates[n].wait(10)
+        real_fsync(fd, path)
+
+    monkeypatch.setattr(log_mod, "fsync", gated_fsync)
+    done = {}
+
+    def waiter(i):
+        log.wait_durable(i)
+        done[i] = log._synced
+
+    def until(cond):
+        for _ in range(1000):
+            if cond():
+                return
+            threading.Event().wait(0.01)
+        raise AssertionError("timed out")
+
+    log.append(entry(1, size=40))
+    leader = threading.Thread(target=waiter, args=(1,), daemon=True)
+    b = threading.Thread(target=waiter, args=(2,), daemon=True)
+    c = threading.Thread(target=waiter, args=(3,), daemon=True)
+    try:
+        leader.start()
+        until(lambda: len(calls) == 1)         # fsync 1 (covering index 1) is running
+        log.append(entry(2, size=40))
+        log.append(entry(3, size=40))
+        b.start()
+        until(lambda: len(log._waiters) == 1)
+        c.start()
+        until(lambda: len(log._waiters) == 2)
+        c_entry = log._waiters[1]
+        gates[0].set()                         # fsync 1 ends: index 1 acknowledged,
+        until(lambda: len(calls) == 2)         # the writer of 2 leads fsync 2
+        leader.join(10)
+        assert done == {1: 1} and calls == [1, 3]
+        assert log._waiters == [c_entry] and log._waiters[0] is c_entry, \
+            "the waiter fsync 1 did not cover was woken (it queued again)"
+    finally:
+        for g in gates:
+            g.set()
+    for t in (b, c):
+        t.join(10)
+        assert not t.is_alive()
+    assert done == {1: 1, 2: 3, 3: 3} and log.fsyncs == 2 and log._waiters == []
+    monkeypatch.setattr(log_mod, "fsync", real_fsync)
+    log.close()
+
+
 def test_tablet_group_commit(tmp_path):
     """Concurrent Tablet writers with wal_sync="commit" share fsyncs; every write is back
     after reopen."""
@@ -269,7 +381,7 @@ def test_failed_fsync_wakes_every_waiter_and_stops_the_log(tmp_path, monkeypatch
     others = [threading.Thread(target=waiter, args=(i,)) for i in (2, 3)]
     for t in others:
         t.start()
-    while log._waiting < 2 and all(t.is_alive() for t in others):
+    while len(log._waiters) < 2 and all(t.is_alive() for t in others):
         threading.Event().wait(0.01)
     release.set()
     for t in [syncer, *others]:

@@ -99,6 +99,13 @@ def run(tmp_path, kind: str, seed: int, steps: int) -> None:
             r = t.write(op, data)
             got = (r.num_applied, [(e.index, e.code, e.key) for e in r.row_errors])
             assert got == want, (kind, seed, step, op, rows)
+            # each written tablet's op timestamp, the largest the write's (one-row
+            # writes: one tablet, built without merge_results on the waiting path)
+            if n == 1:
+                assert list(r.tablet_timestamps.values()) == [r.timestamp] and \
+                    set(r.tablet_timestamps) <= set(tids), (kind, seed, step)
+            elif r.tablet_timestamps:
+                assert max(r.tablet_timestamps.values()) == r.timestamp
             if r.timestamp:
                 history.append((r.timestamp, dict(model)))
             # time travel: the table at an earlier write's timestamp, by lookups and scans
