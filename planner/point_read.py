@@ -144,6 +144,42 @@ class PointRead:
             out.append(v)
         return tuple(out)
 
+    def read_plain(self, params):
+        """`run(catalog, params, self.target, now=True, key=plain_key(params))` for the
+        in-process point read (`Session.execute_point`) in one call: the result table,
+        None when `plain_key` gives None (not plain columns, or a key parameter that needs
+        SQL's conversions: the caller takes the general path), or NOT_NOW when the lookup
+        would wait. Its own key loop, table and column list (no `plain_key`, `facade`
+        and `run` layers per call): the same key, lookup and rows as that chain."""
+        plain = self.plain
+        table = self.target
+        if plain is None or table is None:
+            return None
+        key = []
+        for part in self.key:      # a loop per key column of one row
+            if part.param is None:
+                key.append(part.value)
+                continue
+            v = params[part.param]
+            t = type(v)
+            if t is int:
+                b = part.bounds
+                if b is None or not b[0] <= v <= b[1]:
+                    return None
+            elif t is not str or not part.is_string:
+                return None
+            key.append(v)
+        row = table.lookup_now(tuple(key), self.columns or None)
+        if row is NOT_NOW:
+            return row
+        if row is None:
+            return self.schema.empty_table()
+        makers = self._makers
+        if makers is None:
+            makers = self._makers = [one_value_array(f.type) for f in self.schema]
+        return pa.Table.from_arrays([m(row[c]) for m, c in zip(makers, plain)],
+                                    schema=self.schema)
+
     @staticmethod
     def ready(table) -> bool:
         """True when `run` on this table does only in-memory work now (Table.tablets_open)."""

@@ -91,6 +91,7 @@ from planner.expr import session_time_zone, statement_clock, timezones
 from planner.expr.float_text import session_float_digits
 from planner.guard import QueryGuard, parse_bytes, parse_duration_ms
 from planner.plan_cache import PlanCache
+from planner.point_read import NOT_NOW
 from planner.result import StatementResult
 from planner.system_tables import SystemTables
 from planner.utility import is_utility
@@ -588,7 +589,7 @@ class Session:
         None without doing anything; see planner.point_read. Its select list is evaluated
         as `execute` evaluates it: one statement time, the session's TimeZone (a cast to
         timestamptz or text reads the zone when it runs, not when it was planned). Plain
-        columns read by a key of plain values (`PointRead.plain_key`) read neither, and
+        columns read by a key of plain values (`PointRead.read_plain`) read neither, and
         run without setting them up; an error there is reported by running the read
         again under the session's error boundary (a read: nothing to undo)."""
         if not params:
@@ -597,14 +598,13 @@ class Session:
             fast = self._plans.point_read(self.catalog, text, params)
             if fast is None:
                 return None
-            key = fast.plain_key(params)
-            if key is not None:
-                # plain columns and a key of plain values: nothing here reads the
-                # statement's time or zone, so no clock or zone is set up for it
-                t = fast.run(self.catalog, params, fast.facade(self.catalog), now=True,
-                             key=key)
-                return None if t is None else StatementResult("SELECT", table=t,
-                                                              rowcount=t.num_rows)
+            # plain columns and a key of plain values (`PointRead.read_plain`): nothing
+            # here reads the statement's time or zone, so no clock or zone is set up
+            t = fast.read_plain(params)
+            if t is NOT_NOW:
+                return None
+            if t is not None:
+                return StatementResult("SELECT", table=t, rowcount=t.num_rows)
         except Exception:  # noqa: BLE001 - a read: run again below, whose boundary reports it
             pass
         with sql_errors(), statement_clock(), session_time_zone(self.time_zone):

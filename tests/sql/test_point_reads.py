@@ -320,3 +320,25 @@ def test_execute_point_follows_partitions_and_renames(s):
               "PARTITIONS 2")
     s.execute("INSERT INTO r VALUES (1, 'other')")
     assert point(1) == [{"v": "other"}]
+
+
+@pytest.mark.parametrize("sql, warm, cases",   # (`AND d = $2`: no point read)
+                         [c for c in CASES if "AND d =" not in c[0]])
+def test_read_plain_equals_plain_key_then_run(database, sql, warm, cases):
+    """`PointRead.read_plain` (execute_point's one-call plain read) gives what the chain it
+    stands for gives: `plain_key`, then `run(now=True, key=...)` on the facade - the same
+    table, or None exactly where `plain_key` declines (a bool, a float, an int out of the
+    key column's range, a str for an integer key, a datetime, NULL)."""
+    s = database.session()
+    s.execute(sql, warm)
+    fast = s._plans.point_read(database.catalog, sql, warm)
+    assert fast is not None
+    for params in [warm] + cases:
+        got = fast.read_plain(params)
+        key = fast.plain_key(params)
+        if key is None:
+            assert got is None, params
+            continue
+        want = fast.run(database.catalog, params, fast.facade(database.catalog), now=True,
+                        key=key)
+        assert got is not None and got.equals(want) and got.schema == want.schema, params
