@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import decimal
 import itertools
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -51,6 +52,7 @@ from planner.executor.kernels import (
 from planner.executor import scaled as _scaled
 from planner.executor.sort import add_sort_key, interval_span
 from planner.expr import integer_avg, intervals, list_to_array
+from planner.expr.subplans import HostCall, InSubPlan, SubPlan
 
 
 def _window_keys(a) -> list:
@@ -723,12 +725,64 @@ class LongKeys(_scaled.Fallback):
     than a code holds: aggregate again without packing."""
 
 
+class PreparedMorsels:
+    """A scan chunk's rows already turned into the aggregation's input (`PrepareInScan`):
+    its `batches`, and `num_rows`, the scan rows they came from (EXPLAIN ANALYZE)."""
+
+    __slots__ = ("batches", "num_rows")
+
+    def __init__(self, batches: list, num_rows: int):
+        self.batches, self.num_rows = batches, num_rows
+
+
+class PrepareInScan:
+    """The work a streamed aggregation hands its table scan (`Executor.stream_batches`'s
+    `post`, run by `TableScan.filter_chunks` on the pool thread that read each chunk): once
+    armed with the aggregation's `prepare` and its input schema, a chunk's rows become the
+    aggregation's input columns there, a morsel at a time, as one `PreparedMorsels`; before
+    that (the first morsel decides the plan: packed keys, runs, int64 sums) chunks pass as
+    they are and the consumer prepares them. So the expressions, the int64 sums and the
+    run partials of a scan-fed GROUP BY (TPC-H Q01, Q18's subquery) run on both cores
+    beside the reading, not on the Acero plan's one source thread, which bounded its wall
+    time. Armed only where `prepare` may run on any thread (`_aggregate_by`: no subquery,
+    host function or data-typed avg in its expressions; its shared counters locked)."""
+
+    __slots__ = ("prepare", "schema")
+
+    def __init__(self):
+        self.prepare = None
+        self.schema = None
+
+    def arm(self, prepare, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.prepare = prepare
+
+    def __call__(self, batches: list) -> list:
+        prepare = self.prepare
+        batches = [b for b in batches if b.num_rows]
+        if prepare is None or not batches:
+            return batches
+        t = pa.Table.from_batches(batches)
+        out = []
+        for start in range(0, t.num_rows, _guard.MORSEL_ROWS):
+            m = prepare(slice_rows(t, start, _guard.MORSEL_ROWS))
+            if m.schema != self.schema:
+                m = m.cast(self.schema)
+            out.extend(m.to_batches())
+        return [PreparedMorsels(out, t.num_rows)]
+
+
 class StreamedInput:
     """An aggregation's input as the stream of batches of a scan (`Executor.stream_batches`): the
     first batch is read at once for the schema (`slice(0, 0)`: typing the aggregates); the
-    rest flow into the Acero plan by `reader`, each prepared and with a guard check."""
+    rest flow into the Acero plan by `reader`, each prepared and with a guard check - by
+    the scan's pool threads where `hook` (a `PrepareInScan` the scan was given) is armed
+    and `pool_safe` is set by the aggregation, else here."""
 
-    def __init__(self, batches):
+    def __init__(self, batches, hook: PrepareInScan | None = None):
+        self.hook = hook
+        self.pool_safe = False
+        self.pooled = self.here = 0     # chunks prepared by the scan / morsels here
         self._it = self._gen = iter(batches)
         first = next(self._it)            # a scan stream yields an empty batch at least
         self._first = first.slice(0, _guard.MORSEL_ROWS)
@@ -747,13 +801,22 @@ class StreamedInput:
     def reader(self, prepare, guard) -> pa.RecordBatchReader:
         first = prepare(pa.Table.from_batches([self._first]))
         schema = first.schema
+        if self.hook is not None and self.pool_safe:
+            self.hook.arm(prepare, schema)     # later chunks come prepared (PrepareInScan)
 
         def gen():
+            self.here += 1
             yield from first.to_batches()
             step = _guard.MORSEL_ROWS
             for b in self._it:
+                if isinstance(b, PreparedMorsels):
+                    guard.check()
+                    self.pooled += 1
+                    yield from b.batches
+                    continue
                 for start in range(0, b.num_rows, step):     # morsels, a check before each
                     guard.check()
+                    self.here += 1
                     m = prepare(pa.Table.from_batches([b.slice(start, step)]))
                     if m.schema != schema:
                         m = m.cast(schema)
@@ -1015,7 +1078,7 @@ class AggregateOperators:
             # GROUP BY over a scan (with filters / projections): its batches stream into
             # the hash aggregation, so the input is never held whole (TPC-H Q01 at SF10:
             # 4 GB of lineitem columns)
-            t = StreamedInput(self.ex.stream_batches(node.input))
+            t = self._streamed(node.input)
             mode, pack = _scaled.SINGLE, True
             try:
                 while True:
@@ -1044,9 +1107,13 @@ class AggregateOperators:
                                 "input read again: a sum the int64 path could not prove "
                                 "exact, " + ("summed as split int64 halves"
                                              if mode else "summed as decimals"))
-                        t = StreamedInput(self.ex.stream_batches(node.input))
+                        t = self._streamed(node.input)
             finally:
                 t.close()
+            if self.ex.analyze:
+                self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
+                    f"input prepared on the scan's threads: {t.pooled} chunks; "
+                    f"here: {t.here} morsels")
             for k, _ in node.grouping:
                 out = out.append_column(k, pa.array(np.zeros(out.num_rows, np.int32)))
             return out
@@ -1076,6 +1143,11 @@ class AggregateOperators:
                 cols[k] = pa.array(np.full(part.num_rows, bits, np.int32))
             out_parts.append(pa.table(cols))
         return pa.concat_tables(out_parts, promote_options="default")
+
+    def _streamed(self, node: L.Node) -> StreamedInput:
+        """A scan-fed aggregation's input stream, its scan given a `PrepareInScan`."""
+        hook = PrepareInScan()
+        return StreamedInput(self.ex.stream_batches(node, post=hook), hook)
 
     def _aggregate_by(self, t: pa.Table, groups: list[tuple[str, exp.Expression]],
                       calls: list[L.AggCall], scaled: str | None = _scaled.SINGLE,
@@ -1164,12 +1236,15 @@ class AggregateOperators:
         slow_prelude: set | None = None         # the prelude the other columns read
         fed = [0]
         budget = _scaled.Budget()               # SINGLE: the bounds of the sums so far
+        lock = threading.Lock()     # fed and budget: prepare may run on the scan's threads
 
         def prepare(m: pa.Table) -> pa.Table:
             """A morsel of the input -> the aggregation's input columns."""
             if trees:
-                fed[0] += m.num_rows
-                if fed[0] >= _scaled.MAX_ROWS:
+                with lock:
+                    fed[0] += m.num_rows
+                    over = fed[0] >= _scaled.MAX_ROWS
+                if over:
                     raise _scaled.Fallback()
                 read: dict = {}
                 ints = {k: tree.values(m, read) for k, tree in trees.items()}
@@ -1178,7 +1253,8 @@ class AggregateOperators:
             for k, tree in trees.items():   # sums on unscaled int64 (executor/scaled.py)
                 v, valid, bound = ints[k]
                 if scaled == _scaled.SINGLE:
-                    budget.add(k, bound, m.num_rows)
+                    with lock:
+                        budget.add(k, bound, m.num_rows)
                     cols[f"{k}.s"] = _scaled.single(v, valid, m.num_rows)
                 else:
                     cols[f"{k}.hi"], cols[f"{k}.lo"] = _scaled.split(v, valid, m.num_rows)
@@ -1249,6 +1325,13 @@ class AggregateOperators:
                             and c != _RUN_ROWS and not c.endswith(".s")],
                            any(c == _RUN_ROWS for c, _, _, _ in run_spec)]
             packing[0] = PACK_SHORT_KEYS and pack and bool(gkeys)  # (after _keys_in_runs)
+            if isinstance(t, StreamedInput):
+                # prepare may run on the scan's pool threads (PrepareInScan) unless an
+                # expression runs a subquery or a host function (a pool thread waiting
+                # on its own pool's scan deadlocks it) or types avg by the morsel's data
+                t.pool_safe = all(
+                    e.find(L.SubqueryRef, L.AvgOf, SubPlan, InSubPlan, HostCall) is None
+                    for e in [e for _, e in items] + [e for _, e in prelude])
             try:
                 r = self.aggregate_plan(t, gkeys, spec, prepare)
             except _scaled.Fallback as e:
