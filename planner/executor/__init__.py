@@ -33,7 +33,10 @@ Operators and the kernels they use:
               over x's validity only; where the first morsel's keys come in runs (a
               scan of a table keyed by them: lineitem by l_orderkey, TPC-H Q18), each
               morsel's runs are summed and counted first and the hash aggregation sums
-              those partials (`_run_partials`); an aggregation that occurs twice in the statement (a WITH query read twice,
+              those partials (`_run_partials`; streamed with one integer key, summed
+              by sorting instead: `_sorted_sums`); a scan-fed aggregation's morsels are
+              prepared on the scan's pool threads (`PrepareInScan`, through
+              `Executor.stream_batches`' `post`); an aggregation that occurs twice in the statement (a WITH query read twice,
               TPC-H Q15) runs once and its result is reused (`shared`)
   Sort        `pc.sort_indices` (NULLS LAST for ASC, FIRST for DESC, as PostgreSQL) and
               top-N by slicing the sorted indices

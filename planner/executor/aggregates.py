@@ -14,13 +14,16 @@ The hash aggregation's input is cheapened where that is exact: text keys of a fe
 go as int64 codes (`kernels.pack_short`, with `LongKeys` redoing the aggregation should a
 later value not fit; off by default, `PACK_SHORT_KEYS`), count(x) reads x's validity
 only, and keys that come in runs (the first morsel decides) are pre-aggregated per run in
-each morsel (`_run_partials`).
+each morsel (`_run_partials`) - a streamed input's partials with one integer key are then
+summed by sorting, not hashed (`_sorted_sums`). A scan-fed aggregation's morsels are
+prepared on the scan's pool threads once the first has fixed the plan (`PrepareInScan`).
 """
 
 from __future__ import annotations
 
 import decimal
 import itertools
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -51,6 +54,7 @@ from planner.executor.kernels import (
 from planner.executor import scaled as _scaled
 from planner.executor.sort import add_sort_key, interval_span
 from planner.expr import integer_avg, intervals, list_to_array
+from planner.expr.subplans import HostCall, InSubPlan, SubPlan
 
 
 def _window_keys(a) -> list:
@@ -624,9 +628,11 @@ def _ntile(buckets, r: np.ndarray, size: np.ndarray) -> np.ndarray:
 
 
 # Text GROUP BY keys of a few bytes as int64 codes (kernels.pack_short): off. It cuts
-# Acero's hashing, but the codes are made in the plan's one source thread, which bounds the
-# wall time of a scan-fed aggregation: TPC-H Q01 at SF1 took ~20% longer with it on (quiet
-# machine, bench.tpch_bench --queries 1,13,18 alternated twice), its CPU about the same.
+# Acero's hashing, but when the codes were made in the plan's one source thread TPC-H Q01
+# at SF1 took ~20% longer with it on (quiet machine, bench.tpch_bench --queries 1,13,18
+# alternated twice), its CPU about the same. A scan-fed aggregation now makes them on the
+# scan's threads (PrepareInScan); its CPU is still about even (Q01 at SF1: ~0.13 s of
+# codes against ~0.12 s of Acero's hashing saved), and it was not measured quiet again.
 # tests/planner/test_short_keys.py runs with it on.
 PACK_SHORT_KEYS = False
 
@@ -718,17 +724,104 @@ def _run_partials(cols: dict, gkeys: list[str], sums: list[str], counts: list[st
     return out
 
 
+def _sorted_sums(t: pa.Table, key: str, spec: list) -> pa.Table | None:
+    """The hash_sum aggregation `spec` of `t` grouped by its integer column `key`, by a
+    stable sort of the keys and one `reduceat` per column, or None where the key is not an
+    integer column without NULLs (the caller hashes instead). For run partials
+    (`_run_partials`: TPC-H Q18's 1.5M orders): their keys arrive as sorted stretches of
+    each tablet, which the stable sort (timsort) merges in a few passes, where Acero's
+    threaded hash aggregation of as many groups as rows cost ~7x the CPU (each thread's
+    table of 1.5M groups, then merged). A sum is NULL where its group has no value, as
+    hash_sum; the int64 sums are proved not to wrap by the caller (Budget), counts and
+    row counts cannot."""
+    k = combine_chunks(t.column(key))
+    if k.null_count or not pa.types.is_integer(k.type):
+        return None
+    n = len(k)
+    if not n:
+        return pa.table({key: k, **{name: pa.array([], pa.int64()) for _, _, _, name in spec}})
+    kv = k.to_numpy(zero_copy_only=False)
+    order = np.argsort(kv, kind="stable")
+    ks = kv[order]
+    starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+    out = {key: k.take(pa.array(order[starts]))}
+    for col, fn, _opts, name in spec:
+        assert fn == "hash_sum", fn
+        a = combine_chunks(t.column(col))
+        v = (a.fill_null(0) if a.null_count else a).to_numpy(zero_copy_only=False)
+        sums = np.add.reduceat(v.astype(np.int64, copy=False)[order], starts)
+        if a.null_count:
+            seen = np.add.reduceat(a.is_valid().to_numpy(zero_copy_only=False)[order]
+                                   .astype(np.int64), starts)
+            out[name] = pa.array(sums, pa.int64(), mask=seen == 0)
+        else:
+            out[name] = pa.array(sums, pa.int64())
+    return pa.table(out)
+
+
 class LongKeys(_scaled.Fallback):
     """A text GROUP BY key hashed as int64 codes (kernels.pack_short) met a value longer
     than a code holds: aggregate again without packing."""
 
 
+class PreparedMorsels:
+    """A scan chunk's rows already turned into the aggregation's input (`PrepareInScan`):
+    its `batches`, and `num_rows`, the scan rows they came from (EXPLAIN ANALYZE)."""
+
+    __slots__ = ("batches", "num_rows")
+
+    def __init__(self, batches: list, num_rows: int):
+        self.batches, self.num_rows = batches, num_rows
+
+
+class PrepareInScan:
+    """The work a streamed aggregation hands its table scan (`Executor.stream_batches`'s
+    `post`, run by `TableScan.filter_chunks` on the pool thread that read each chunk): once
+    armed with the aggregation's `prepare` and its input schema, a chunk's rows become the
+    aggregation's input columns there, a morsel at a time, as one `PreparedMorsels`; before
+    that (the first morsel decides the plan: packed keys, runs, int64 sums) chunks pass as
+    they are and the consumer prepares them. So the expressions, the int64 sums and the
+    run partials of a scan-fed GROUP BY (TPC-H Q01, Q18's subquery) run on both cores
+    beside the reading, not on the Acero plan's one source thread, which bounded its wall
+    time. Armed only where `prepare` may run on any thread (`_aggregate_by`: no subquery,
+    host function or data-typed avg in its expressions; its shared counters locked)."""
+
+    __slots__ = ("prepare", "schema")
+
+    def __init__(self):
+        self.prepare = None
+        self.schema = None
+
+    def arm(self, prepare, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.prepare = prepare
+
+    def __call__(self, batches: list) -> list:
+        prepare = self.prepare
+        batches = [b for b in batches if b.num_rows]
+        if prepare is None or not batches:
+            return batches
+        t = pa.Table.from_batches(batches)
+        out = []
+        for start in range(0, t.num_rows, _guard.MORSEL_ROWS):
+            m = prepare(slice_rows(t, start, _guard.MORSEL_ROWS))
+            if m.schema != self.schema:
+                m = m.cast(self.schema)
+            out.extend(m.to_batches())
+        return [PreparedMorsels(out, t.num_rows)]
+
+
 class StreamedInput:
     """An aggregation's input as the stream of batches of a scan (`Executor.stream_batches`): the
     first batch is read at once for the schema (`slice(0, 0)`: typing the aggregates); the
-    rest flow into the Acero plan by `reader`, each prepared and with a guard check."""
+    rest flow into the Acero plan by `reader`, each prepared and with a guard check - by
+    the scan's pool threads where `hook` (a `PrepareInScan` the scan was given) is armed
+    and `pool_safe` is set by the aggregation, else here."""
 
-    def __init__(self, batches):
+    def __init__(self, batches, hook: PrepareInScan | None = None):
+        self.hook = hook
+        self.pool_safe = False
+        self.pooled = self.here = 0     # chunks prepared by the scan / morsels here
         self._it = self._gen = iter(batches)
         first = next(self._it)            # a scan stream yields an empty batch at least
         self._first = first.slice(0, _guard.MORSEL_ROWS)
@@ -747,13 +840,22 @@ class StreamedInput:
     def reader(self, prepare, guard) -> pa.RecordBatchReader:
         first = prepare(pa.Table.from_batches([self._first]))
         schema = first.schema
+        if self.hook is not None and self.pool_safe:
+            self.hook.arm(prepare, schema)     # later chunks come prepared (PrepareInScan)
 
         def gen():
+            self.here += 1
             yield from first.to_batches()
             step = _guard.MORSEL_ROWS
             for b in self._it:
+                if isinstance(b, PreparedMorsels):
+                    guard.check()
+                    self.pooled += 1
+                    yield from b.batches
+                    continue
                 for start in range(0, b.num_rows, step):     # morsels, a check before each
                     guard.check()
+                    self.here += 1
                     m = prepare(pa.Table.from_batches([b.slice(start, step)]))
                     if m.schema != schema:
                         m = m.cast(schema)
@@ -776,11 +878,29 @@ class AggregateOperators:
     def __init__(self, ex):
         self.ex = ex            # the Executor whose statement this part runs
 
-    def aggregate_plan(self, t: pa.Table, keys: list[str], spec: list, prepare) -> pa.Table:
+    def aggregate_plan(self, t: pa.Table, keys: list[str], spec: list, prepare,
+                       sort_sums: bool = False) -> pa.Table:
         """Acero hash (or, without keys, scalar) aggregation of `t`'s morsels, each turned
-        into the aggregation's input columns by `prepare` on its way in."""
+        into the aggregation's input columns by `prepare` on its way in. `sort_sums`: a
+        streamed input of run partials (one integer key, int64 sums only) is summed by
+        sorting instead (`_sorted_sums`)."""
         from pyarrow import acero
         agg = acero.Declaration("aggregate", acero.AggregateNodeOptions(spec, keys=keys))
+        if isinstance(t, StreamedInput) and sort_sums:
+            reader = t.reader(prepare, self.ex.guard)
+            batches = []
+            try:
+                for b in reader:        # (the reader checks the guard before each morsel)
+                    self.ex.guard.charge(b.nbytes)
+                    batches.append(b)
+            finally:
+                reader.close()
+            whole = pa.Table.from_batches(batches, schema=reader.schema)
+            out = _sorted_sums(whole, keys[0], spec)
+            if out is not None:
+                return out
+            src = acero.Declaration("table_source", acero.TableSourceNodeOptions(whole))
+            return acero.Declaration.from_sequence([src, agg]).to_table(use_threads=True)
         if isinstance(t, StreamedInput):
             decl = acero.Declaration.from_sequence([
                 acero.Declaration("record_batch_reader_source",
@@ -1015,7 +1135,7 @@ class AggregateOperators:
             # GROUP BY over a scan (with filters / projections): its batches stream into
             # the hash aggregation, so the input is never held whole (TPC-H Q01 at SF10:
             # 4 GB of lineitem columns)
-            t = StreamedInput(self.ex.stream_batches(node.input))
+            t = self._streamed(node.input)
             mode, pack = _scaled.SINGLE, True
             try:
                 while True:
@@ -1044,9 +1164,13 @@ class AggregateOperators:
                                 "input read again: a sum the int64 path could not prove "
                                 "exact, " + ("summed as split int64 halves"
                                              if mode else "summed as decimals"))
-                        t = StreamedInput(self.ex.stream_batches(node.input))
+                        t = self._streamed(node.input)
             finally:
                 t.close()
+            if self.ex.analyze:
+                self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
+                    f"input prepared on the scan's threads: {t.pooled} chunks; "
+                    f"here: {t.here} morsels")
             for k, _ in node.grouping:
                 out = out.append_column(k, pa.array(np.zeros(out.num_rows, np.int32)))
             return out
@@ -1076,6 +1200,11 @@ class AggregateOperators:
                 cols[k] = pa.array(np.full(part.num_rows, bits, np.int32))
             out_parts.append(pa.table(cols))
         return pa.concat_tables(out_parts, promote_options="default")
+
+    def _streamed(self, node: L.Node) -> StreamedInput:
+        """A scan-fed aggregation's input stream, its scan given a `PrepareInScan`."""
+        hook = PrepareInScan()
+        return StreamedInput(self.ex.stream_batches(node, post=hook), hook)
 
     def _aggregate_by(self, t: pa.Table, groups: list[tuple[str, exp.Expression]],
                       calls: list[L.AggCall], scaled: str | None = _scaled.SINGLE,
@@ -1164,12 +1293,15 @@ class AggregateOperators:
         slow_prelude: set | None = None         # the prelude the other columns read
         fed = [0]
         budget = _scaled.Budget()               # SINGLE: the bounds of the sums so far
+        lock = threading.Lock()     # fed and budget: prepare may run on the scan's threads
 
         def prepare(m: pa.Table) -> pa.Table:
             """A morsel of the input -> the aggregation's input columns."""
             if trees:
-                fed[0] += m.num_rows
-                if fed[0] >= _scaled.MAX_ROWS:
+                with lock:
+                    fed[0] += m.num_rows
+                    over = fed[0] >= _scaled.MAX_ROWS
+                if over:
                     raise _scaled.Fallback()
                 read: dict = {}
                 ints = {k: tree.values(m, read) for k, tree in trees.items()}
@@ -1178,7 +1310,8 @@ class AggregateOperators:
             for k, tree in trees.items():   # sums on unscaled int64 (executor/scaled.py)
                 v, valid, bound = ints[k]
                 if scaled == _scaled.SINGLE:
-                    budget.add(k, bound, m.num_rows)
+                    with lock:
+                        budget.add(k, bound, m.num_rows)
                     cols[f"{k}.s"] = _scaled.single(v, valid, m.num_rows)
                 else:
                     cols[f"{k}.hi"], cols[f"{k}.lo"] = _scaled.split(v, valid, m.num_rows)
@@ -1249,8 +1382,16 @@ class AggregateOperators:
                             and c != _RUN_ROWS and not c.endswith(".s")],
                            any(c == _RUN_ROWS for c, _, _, _ in run_spec)]
             packing[0] = PACK_SHORT_KEYS and pack and bool(gkeys)  # (after _keys_in_runs)
+            if isinstance(t, StreamedInput):
+                # prepare may run on the scan's pool threads (PrepareInScan) unless an
+                # expression runs a subquery or a host function (a pool thread waiting
+                # on its own pool's scan deadlocks it) or types avg by the morsel's data
+                t.pool_safe = all(
+                    e.find(L.SubqueryRef, L.AvgOf, SubPlan, InSubPlan, HostCall) is None
+                    for e in [e for _, e in items] + [e for _, e in prelude])
             try:
-                r = self.aggregate_plan(t, gkeys, spec, prepare)
+                r = self.aggregate_plan(t, gkeys, spec, prepare,
+                                        sort_sums=bool(runs) and len(gkeys) == 1)
             except _scaled.Fallback as e:
                 if isinstance(t, StreamedInput):
                     raise

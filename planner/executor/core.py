@@ -62,9 +62,9 @@ def served_by(per_tablet: dict) -> list[str]:
 class _ChunkFilter:
     """A scan's residual WHERE over a chunk of its engine batches (`TableScan.filter_chunks`:
     run on the pool thread that read them): the batches renamed to the scan's internal
-    keys, then filtered a morsel at a time, only the columns at `kept` (positions in
-    `keys`: the ones read above the scan) copied into the rows kept; only batches with
-    rows are kept. `cond` is prepared already (no scalar subquery left to run) and runs no
+    keys, then (`cond` None: no filter, renamed only) filtered a morsel at a time, only
+    the columns at `kept` (positions in `keys`: the ones read above the scan) copied into
+    the rows kept; only batches with rows are kept. `cond` is prepared already (no scalar subquery left to run) and runs no
     subplan or host function, so a call touches no executor state, waits on no scan, and
     may run on any thread."""
 
@@ -76,8 +76,8 @@ class _ChunkFilter:
     def __call__(self, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
         named = [pa.RecordBatch.from_arrays(b.columns, names=self.keys)
                  for b in batches if b.num_rows]
-        if not named:
-            return []
+        if not named or self.cond is None:
+            return named
         t = pa.Table.from_batches(named)
         out = []
         for start in range(0, t.num_rows, _guard.MORSEL_ROWS):
@@ -393,9 +393,13 @@ class Executor:
             return None
         return kept or [0]
 
-    def _scan_batches(self, node: L.Scan, table):
+    def _scan_batches(self, node: L.Scan, table, post=None):
         """The tablets' batches, renamed to internal keys, residual filters applied; the
-        engine scan is closed when the generator is (also on early exit: LIMIT)."""
+        engine scan is closed when the generator is (also on early exit: LIMIT). `post`
+        (a streamed aggregation's `PrepareInScan`): a function of a chunk's filtered
+        batches run after the filter on the scan's pool thread (`TableScan.filter_chunks`),
+        whose results are yielded instead; not where the scan runs no chunk function (a
+        cluster's remote scan, a filter that runs a subquery, per-batch runtime filters)."""
         st = self.stats.setdefault(id(node), NodeStats())
         keys = [node.key(c) for c in node.columns]
         snapshot = self.timestamp(node.snapshot) if node.snapshot is not None else \
@@ -442,15 +446,19 @@ class Executor:
         # (not a condition that runs a subquery or a host function per batch: a subquery
         # scans on the same pool, and a pool thread waiting on its own pool's chunks
         # deadlocks it)
-        in_scan = cond is not None and keys and not runtime and \
-            hasattr(scan, "filter_chunks") and \
-            cond.find(AvgOf, SubPlan, InSubPlan, HostCall) is None
+        in_scan = keys and not runtime and hasattr(scan, "filter_chunks") and (
+            cond is None or cond.find(AvgOf, SubPlan, InSubPlan, HostCall) is None)
+        if cond is None and post is None:
+            in_scan = False             # no work for the pool threads: batches as read
         try:
             if in_scan:
                 # on the pool thread that read each chunk of a tablet's batches (both
                 # cores: TPC-H Q04's, Q12's and Q21's date comparisons over lineitem, Q13's
                 # NOT LIKE over orders), the scalar subqueries substituted first, here
-                scan.filter_chunks(_ChunkFilter(keys, self.prepare(cond), kept))
+                work = _ChunkFilter(keys, self.prepare(cond) if cond is not None else None,
+                                    kept)
+                scan.filter_chunks(work if post is None else
+                                   lambda batches: post(work(batches)))
                 for b in scan:
                     self.check_cancel()
                     yield b
@@ -518,7 +526,11 @@ class Executor:
                 not getattr(self.catalog.table(node.table), "virtual", False)
         return False
 
-    def stream_batches(self, node: L.Node):
+    def stream_batches(self, node: L.Node, post=None):
+        """`node`'s rows as RecordBatches, streamed where `streamable`. `post`: see
+        `_scan_batches` (a Scan's only: a Filter or Project above it streams as read), so
+        some items may be what it returned (a streamed aggregation's prepared morsels,
+        with the rows they came from as `num_rows`)."""
         if not self.streamable(node):
             t = self.run(node)
             yield from t.to_batches(max_chunksize=65536) if t.num_rows else \
@@ -530,7 +542,7 @@ class Executor:
                 st.rows += b.num_rows
                 yield b
         elif isinstance(node, L.Scan):
-            src = self._scan_batches(node, self.catalog.table(node.table))
+            src = self._scan_batches(node, self.catalog.table(node.table), post)
             empty = self._scan_schema(node, self.catalog.table(node.table))
             got = False
             for b in src:

@@ -276,9 +276,9 @@ def test_a_repeated_call_is_computed_once(dbs, monkeypatch):
     specs = []
     plan = aggregates.AggregateOperators.aggregate_plan
 
-    def spy(self, t, keys, spec, prepare):
+    def spy(self, t, keys, spec, prepare, **kw):
         specs.append(spec)
-        return plan(self, t, keys, spec, prepare)
+        return plan(self, t, keys, spec, prepare, **kw)
     monkeypatch.setattr(aggregates.AggregateOperators, "aggregate_plan", spy)
     _check(*dbs, "SELECT g, sum(a), avg(a), sum(a) FROM t GROUP BY g")
     sums = [e for spec in specs for e in spec if e[1] == "hash_sum"]
