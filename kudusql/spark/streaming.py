@@ -251,13 +251,9 @@ class KudusqlChangeReader(DataSourceStreamReader):
         s, e = int(start["ts"]), int(end["ts"])
         if e <= s:
             return []
-        plan = self._plan()
         # "earliest": the task reads from what history is retained when it reads
-        return [ChangePartition(json.dumps(
-            {"kind": "changes", "table": self.table, "table_id": plan["table_id"],
-             "partition": i, "tablet_id": tid, "start": s, "end": e,
-             "earliest": bool(start.get("earliest")), "columns": self.columns}))
-            for i, tid in enumerate(plan["tablet_ids"])]
+        return [ChangePartition(json.dumps(tk)) for tk in wflight.change_tickets(
+            self._plan(), self.table, s, e, bool(start.get("earliest")), self.columns)]
 
     def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
         for b in backend(self.options).read_changes(json.loads(partition.ticket)):
