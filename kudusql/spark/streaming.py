@@ -16,7 +16,9 @@ Embedded databases are reached through Flight (do_put with the batch's identity,
 "stream_sink"), clusters through the client library from every executor; the same
 wire/stream_sink.py code runs on the server or in the executor respectively. (The JVM
 connector's sink, options "endpoint" / "masters" without "rpc_secret_file", runs the same
-code behind the Arrow stream endpoint: docs/spark.md.)
+code behind the Arrow stream endpoint: docs/spark.md. Its change source,
+KudusqlChangeStream.java, reads the same change tickets, `wire.flight.change_tickets`,
+through the endpoint's "changes_plan" and "scan".)
 
 Change source: `spark.readStream.format("kudusql").option(..).option("table", t)
 .option("startingOffsets", "latest" | "earliest" | HybridTime | ISO timestamp).load()`
