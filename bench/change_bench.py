@@ -15,7 +15,8 @@ Then, in this process, a local[2] Spark session runs for each path in turn (`--p
 `--repeat` rounds, alternated: jvm, python, jvm, python, ...) a change stream of the whole
 history, `readStream.format("kudusql").option("startingOffsets", "earliest")` into the
 `noop` sink (nothing collected), from `start()` to `processAllAvailable()` (a catch-up:
-one micro-batch holds every change), with a fresh checkpoint each time. Per run it prints
+one micro-batch holds every change), with a fresh checkpoint each time, each run after the
+server's maintenance has settled (`settle`: its CPU below 5% for a second). Per run it prints
 the change rows (the progress reports' numInputRows, checked against the workload's
 count), the wall time and change rows/s, and the CPU seconds per 1,000 change rows of the
 server process and of Spark's side (its JVM and the JVM's children: the Python workers of
@@ -64,20 +65,42 @@ def workload(dsn: str, a) -> int:
     return changes
 
 
-def cpu(p: psutil.Process, children: bool = False) -> float:
+def cpu(p: psutil.Process, children: bool = False) -> dict[int, float]:
+    """CPU seconds per process: `p`, and with `children` every descendant, each with the
+    CPU of its own exited (waited-for) children (PySpark's workers, forked by its daemon)."""
     procs = [p] + (p.children(recursive=True) if children else [])
-    total = 0.0
+    out = {}
     for q in procs:
         try:
             t = q.cpu_times()
-            total += t.user + t.system
+            out[q.pid] = t.user + t.system + t.children_user + t.children_system
         except psutil.NoSuchProcess:
             pass
-    return total
+    return out
+
+
+def used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU between two `cpu` samples, over the processes alive at the second (a process
+    that exited in between is counted in its parent's children times, if waited for)."""
+    return sum(v - before.get(pid, 0.0) for pid, v in after.items())
+
+
+def settle(server: psutil.Process, timeout: float = 120.0) -> None:
+    """Wait until the server is idle (its maintenance - MemRowSet flushes, compactions
+    of the workload - is done): its CPU over 1 s below 5%, so that the next run's server
+    CPU is the change reads'."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        c0 = server.cpu_times()
+        time.sleep(1.0)
+        c1 = server.cpu_times()
+        if (c1.user + c1.system) - (c0.user + c0.system) < 0.05:
+            return
 
 
 def run_once(spark, target: dict, ck: str, server: psutil.Process, jvm: psutil.Process
              ) -> tuple[int, float, float, float]:
+    settle(server)
     s0, j0 = cpu(server), cpu(jvm, children=True)
     t0 = time.perf_counter()
     q = (spark.readStream.format("kudusql").options(**target).option("table", "chg")
@@ -89,7 +112,7 @@ def run_once(spark, target: dict, ck: str, server: psutil.Process, jvm: psutil.P
     q.stop()
     if q.exception() is not None:
         raise RuntimeError(f"the change stream failed: {q.exception()}")
-    return rows, wall, cpu(server) - s0, cpu(jvm, children=True) - j0
+    return rows, wall, used(s0, cpu(server)), used(j0, cpu(jvm, children=True))
 
 
 def main(argv=None) -> int:

@@ -847,7 +847,7 @@ class Tablet:
         window is cut at every commit timestamp the rowsets hold (`change_timestamps`) and
         each piece is a diff scan, so a key inserted, updated and deleted in one window
         yields three rows. Cost: one diff scan per distinct commit in the window (a diff
-        scan materializes the liveness of the rowsets that changed), so callers page
+        scan materializes the blocks of the rowsets that hold a changed row), so callers page
         through long windows (the Spark change source reads one micro-batch at a time).
         An op that inserts and deletes a key at one timestamp leaves no row (nothing was
         visible to any snapshot).
