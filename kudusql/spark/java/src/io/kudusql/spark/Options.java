@@ -30,13 +30,6 @@ final class Options implements Serializable {
         this.startingOffsets = startingOffsets;
     }
 
-    /** Whether the options name a change stream's start (then the schema has the change
-     *  columns: {@link KudusqlChangeStream}). */
-    static boolean isChangeStream(java.util.Map<String, String> options) {
-        String s = new CaseInsensitiveStringMap(options).get("startingOffsets");
-        return s != null && !s.trim().isEmpty();
-    }
-
     static Options of(CaseInsensitiveStringMap o) {
         String endpoint = o.get("endpoint");
         String table = o.get("table");
