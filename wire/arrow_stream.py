@@ -43,6 +43,14 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
               wire/stream_sink.py `driver_op`; no table
               lookup of its own)
     timestamp table                                           {"timestamp"}
+    changes_plan table, at? (ISO timestamp), start?, end?,    {"latest", "ahm", "table_id",
+              earliest?, columns? (a change stream's          "tablet_ids", "at"?,
+              driver: the JVM connector's                      "tickets"? (with start and
+              MicroBatchStream)                                end: one change ticket per
+                                                               tablet), "locations"?}
+              (a change ticket's "scan": the tablet's changes in (start, end], every
+              commit's row in commit order, the columns then `_is_deleted`, `_commit_ts`;
+              not resumable)
     locate    table?  (a master's endpoint, and only there:   {"endpoints": [host:port,
               `master_endpoint`)                                ...], "table_id"?,
                                                                "tablets"?: [{"tablet_id",
@@ -75,7 +83,8 @@ import pyarrow as pa
 from engine import errors
 from wire import stream_sink
 from wire.flight import (PUT_CHUNK_ROWS, FlightServer, ScanStats, bind_predicates,
-                         open_ticket, plan_scan, scan_batches, write_batches)
+                         change_tickets, changes_plan, open_ticket, plan_scan, read_changes,
+                         scan_batches, write_batches)
 from wire.flight import start as start_flight
 
 log = logging.getLogger("kudusql.arrow_stream")
@@ -93,6 +102,8 @@ PUT_READ_AHEAD_ROWS = PUT_CHUNK_ROWS
 # client's stream, up to this many bytes and seconds, before it closes (`_linger`).
 PUT_LINGER_BYTES = 256 << 20
 PUT_LINGER_S = 10.0
+# Rows per IPC batch of a change ticket's stream (the window is read whole first).
+CHANGE_BATCH_ROWS = 65536
 
 
 def error_json(e: BaseException) -> dict:
@@ -274,7 +285,10 @@ class ArrowStreamServer:
                     pass
                 return
             if op == "scan":
-                self._scan(t, req["ticket"], wfile, int(req.get("skip") or 0))
+                if req["ticket"].get("kind") == "changes":
+                    self._scan_changes(t, req["ticket"], wfile, int(req.get("skip") or 0))
+                else:
+                    self._scan(t, req["ticket"], wfile, int(req.get("skip") or 0))
                 return
             if op == "put":
                 self._put(t, req.get("mode", "insert"), rfile, wfile, sock,
@@ -295,6 +309,8 @@ class ArrowStreamServer:
                         out["rows"] = rows
             elif op == "timestamp":
                 out = {"timestamp": t.current_timestamp()}
+            elif op == "changes_plan":
+                out = self.changes_plan(t, req)
             else:
                 raise errors.InvalidArgument(f"unknown request {op!r}")
         except (ConnectionError, BrokenPipeError):
@@ -303,6 +319,23 @@ class ArrowStreamServer:
             wfile.write(_frame(ERROR, error_json(e)))
             return
         wfile.write(_frame(OK, out))
+
+    def changes_plan(self, t, req: dict) -> dict:
+        """A change stream's driver (the JVM connector's MicroBatchStream): the table's
+        latest timestamp, ancient history mark and partitions (`wire.flight.changes_plan`,
+        with "at", an ISO timestamp, resolved to a HybridTime); given a window "start",
+        "end" (and "earliest", "columns"), also one change ticket per tablet for it
+        ("tickets", `change_tickets`) and, on a tablet server, each ticket's "locations"
+        as `plan` gives them. Change tickets are not "resumable": a broken stream fails
+        the task, and the micro-batch is read again from its checkpointed offsets."""
+        out = changes_plan(t, req)
+        if req.get("start") is not None and req.get("end") is not None:
+            out["tickets"] = change_tickets(out, t.metadata.name, int(req["start"]),
+                                            int(req["end"]), bool(req.get("earliest")),
+                                            req.get("columns"))
+            if self.locate is not None:
+                out["locations"] = [self.locate(tk) for tk in out["tickets"]]
+        return out
 
     def estimate_rows(self, t) -> int | None:
         """The table's rows, estimated from its tablets' rowsets and MemRowSets without a
@@ -347,6 +380,33 @@ class ArrowStreamServer:
             except Exception as e:  # noqa: BLE001 - reported in the trailer
                 trailer = (ERROR, error_json(e))
         wfile.write(_frame(*trailer))
+
+    def _scan_changes(self, t, tk: dict, wfile, skip: int = 0) -> None:
+        """A change ticket (`changes_plan`): `wire.flight.read_changes` of its tablet in
+        (start, end] - every commit's row in commit order - as an IPC stream of the
+        ticket's columns in their order, then `_is_deleted` and `_commit_ts` (the names
+        the change sources give them), and the trailer. The window is read whole before
+        the stream starts, so its errors (SnapshotTooOld, 22023: the window starts below
+        the ancient history mark) are the answer's, not the trailer's."""
+        if skip:
+            raise errors.NotSupported("a change ticket's scan cannot be resumed (\"skip\"); "
+                                      "read the micro-batch again")
+        out = read_changes(t, tk)
+        cols = tk.get("columns")
+        n = out.num_columns
+        if cols is not None:
+            out = out.select(list(cols) + [out.column_names[n - 2], out.column_names[n - 1]])
+        fields = list(out.schema)   # the key columns stay NOT NULL, as in the table's schema
+        fields[-2:] = [fields[-2].with_name("_is_deleted"), fields[-1].with_name("_commit_ts")]
+        schema = pa.schema(fields)
+        wfile.write(bytes([OK]))
+        rows = 0
+        with pa.ipc.new_stream(wfile, schema) as w:
+            for b in out.to_batches(max_chunksize=CHANGE_BATCH_ROWS):
+                if b.num_rows:
+                    w.write_batch(pa.RecordBatch.from_arrays(b.columns, schema=schema))
+                    rows += b.num_rows
+        wfile.write(_frame(OK, {"rows": rows}))
 
     def _put(self, t, mode: str, rfile, wfile, sock=None, table: str | None = None,
              sink: dict | None = None) -> None:

@@ -429,6 +429,19 @@ def changes_plan(t, body: dict) -> dict:
     return out
 
 
+def change_tickets(plan: dict, table: str, start: int, end: int, earliest: bool,
+                   columns: list[str] | None) -> list[dict]:
+    """One change ticket per partition of `changes_plan`'s answer `plan` for the window
+    (start, end] (`read_changes`); `earliest`: the first window of a stream started at
+    "earliest", read from the history retained when each tablet is read (the mark moves
+    with the clock). The PySpark change source and the JVM connector's (the Arrow stream
+    endpoint's "changes_plan") build the same tickets here."""
+    return [{"kind": "changes", "table": table, "table_id": plan["table_id"],
+             "partition": i, "tablet_id": tid, "start": int(start), "end": int(end),
+             "earliest": bool(earliest), "columns": columns}
+            for i, tid in enumerate(plan["tablet_ids"])]
+
+
 def _ticket_partition(t, tk: dict, since: str) -> tuple[int, object]:
     """(the partition index of ticket `tk`, the table metadata it was checked against):
     the index must still hold the ticket's tablet of the same table; InvalidArgument

@@ -612,15 +612,22 @@ class DiskRowSet:
                        else patch_gathered(arr, sel, pos, vals))
         return arr
 
-    def materialize(self, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
+    def materialize(self, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot,
+                    rowids: np.ndarray | None = None
                     ) -> Iterator[tuple[int, np.ndarray, dict[int, pa.Array]]]:
-        """Every row, dead or alive, per block: (first rowid, live mask, physical columns)."""
+        """Every row, dead or alive, per block: (first rowid, live mask, physical columns);
+        with `rowids` (sorted), only the blocks holding one of them (a diff scan's changed
+        rows: the other pages are neither read nor resolved)."""
         st = self._stores
         readers = st.readers
         undo, redo = self._deltas_for(snapshot, {c.id for c in columns}, st)
         pr = self.config.page_rows
         for page in range((self.num_rows + pr - 1) // pr):
             blo, bhi = page * pr, min((page + 1) * pr, self.num_rows)
+            if rowids is not None:
+                a = int(np.searchsorted(rowids, blo))
+                if a == len(rowids) or int(rowids[a]) >= bhi:
+                    continue
             n = bhi - blo
             res_u = resolve(undo.slice_rows(blo, bhi), blo, n, False, None) if undo else None
             res_r = resolve(redo.slice_rows(blo, bhi), blo, n, True, None) if redo else None

@@ -400,13 +400,18 @@ class MemRowSet:
                 out = {c.id: cols[c.id] for c in columns}
             yield out if columns else {"__count__": cnt}
 
-    def materialize(self, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
+    def materialize(self, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot,
+                    rowids: np.ndarray | None = None
                     ) -> Iterator[tuple[int, np.ndarray, dict[int, pa.Array], np.ndarray]]:
-        """Every row per insert batch: (first rowid, live mask, physical columns, keys)."""
+        """Every row per insert batch: (first rowid, live mask, physical columns, keys);
+        with `rowids` (sorted), only the batches holding one of them (a diff scan's
+        changed rows: the others are not resolved at all)."""
         n, insert_ts, redo = self.capture()
         redo = self._visible_redo(redo, snapshot)
         for start, batch, keys in self.batches(n):
             m = batch.num_rows
+            if rowids is not None and not _holds_any(rowids, start, start + m):
+                continue
             live = snapshot.is_committed_array(insert_ts[start:start + m])
             res = resolve(redo.slice_rows(start, start + m), start, m, True, None) \
                 if len(redo) else None
@@ -522,3 +527,9 @@ def _merge_runs(runs: list) -> tuple[np.ndarray, np.ndarray]:
         return k, r
     order = np.argsort(k, kind="stable")
     return k[order], r[order]
+
+
+def _holds_any(rowids: np.ndarray, lo: int, hi: int) -> bool:
+    """Whether sorted `rowids` has a value in [lo, hi)."""
+    a = int(np.searchsorted(rowids, lo))
+    return a < len(rowids) and int(rowids[a]) < hi

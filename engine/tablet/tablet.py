@@ -784,10 +784,13 @@ class Tablet:
             if not len(changed):
                 continue
             cols_s = cols if deleted_at_start else []
-            live_s_parts, colparts_s, _ = take_rows(changed, rs.materialize(cols_s, s_snap),
-                                                    cols_s)
-            live_e_parts, colparts, keyparts = take_rows(changed, rs.materialize(cols, e_snap),
-                                                         cols)
+            # only the blocks holding a changed row are materialized (the change feed
+            # diff-scans once per commit: whole-rowset materializations made its cost
+            # grow with the rowset's size, not with the commit's rows)
+            live_s_parts, colparts_s, _ = take_rows(
+                changed, rs.materialize(cols_s, s_snap, changed), cols_s)
+            live_e_parts, colparts, keyparts = take_rows(
+                changed, rs.materialize(cols, e_snap, changed), cols)
             live_s = np.concatenate(live_s_parts)
             live_e = np.concatenate(live_e_parts)
             vals = {c.id: pa.concat_arrays(colparts[c.id]) for c in cols}
@@ -844,7 +847,7 @@ class Tablet:
         window is cut at every commit timestamp the rowsets hold (`change_timestamps`) and
         each piece is a diff scan, so a key inserted, updated and deleted in one window
         yields three rows. Cost: one diff scan per distinct commit in the window (a diff
-        scan materializes the liveness of the rowsets that changed), so callers page
+        scan materializes the blocks of the rowsets that hold a changed row), so callers page
         through long windows (the Spark change source reads one micro-batch at a time).
         An op that inserts and deletes a key at one timestamp leaves no row (nothing was
         visible to any snapshot).

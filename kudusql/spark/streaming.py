@@ -16,7 +16,9 @@ Embedded databases are reached through Flight (do_put with the batch's identity,
 "stream_sink"), clusters through the client library from every executor; the same
 wire/stream_sink.py code runs on the server or in the executor respectively. (The JVM
 connector's sink, options "endpoint" / "masters" without "rpc_secret_file", runs the same
-code behind the Arrow stream endpoint: docs/spark.md.)
+code behind the Arrow stream endpoint: docs/spark.md. Its change source,
+KudusqlChangeStream.java, reads the same change tickets, `wire.flight.change_tickets`,
+through the endpoint's "changes_plan" and "scan".)
 
 Change source: `spark.readStream.format("kudusql").option(..).option("table", t)
 .option("startingOffsets", "latest" | "earliest" | HybridTime | ISO timestamp).load()`
@@ -251,13 +253,9 @@ class KudusqlChangeReader(DataSourceStreamReader):
         s, e = int(start["ts"]), int(end["ts"])
         if e <= s:
             return []
-        plan = self._plan()
         # "earliest": the task reads from what history is retained when it reads
-        return [ChangePartition(json.dumps(
-            {"kind": "changes", "table": self.table, "table_id": plan["table_id"],
-             "partition": i, "tablet_id": tid, "start": s, "end": e,
-             "earliest": bool(start.get("earliest")), "columns": self.columns}))
-            for i, tid in enumerate(plan["tablet_ids"])]
+        return [ChangePartition(json.dumps(tk)) for tk in wflight.change_tickets(
+            self._plan(), self.table, s, e, bool(start.get("earliest")), self.columns)]
 
     def read(self, partition: ChangePartition) -> Iterator[pa.RecordBatch]:
         for b in backend(self.options).read_changes(json.loads(partition.ticket)):

@@ -309,3 +309,60 @@ def test_stream_sink_put_is_exactly_once_per_batch(db, ep):
     st, out = call(ep.address, {"op": "stream_sink", "action": "nope", "table": "sk",
                                 "sink": {"sink": "sk:q1", "batch": 0, "run": "r"}})
     assert st == 1 and out["sqlstate"] == "22023"
+
+
+def test_change_tickets_read_every_commit_of_their_window(db, ep):
+    """The change source's server side on the stream endpoint (the JVM connector's
+    MicroBatchStream): "changes_plan" names the latest timestamp, the ancient history mark
+    and, for a window, one change ticket per tablet; a change ticket's "scan" is its
+    tablet's Table.changes in (start, end], the ticket's columns in their order, then
+    `_is_deleted` and `_commit_ts`; two consecutive windows give every commit once; a
+    window below the ancient history mark is an error answer (22023), not a stream."""
+    db.session().execute("CREATE TABLE chg (k INT NOT NULL, s STRING, PRIMARY KEY (k)) "
+                         "PARTITION BY HASH (k) PARTITIONS 3")
+    t = db.catalog.table("chg")
+    db.session().execute("INSERT INTO chg VALUES (9, 'before')")    # before the windows
+    st, p0 = call(ep.address, {"op": "changes_plan", "table": "chg"})
+    assert st == 0 and "tickets" not in p0 and len(p0["tablet_ids"]) == 3
+    start = p0["latest"]
+    db.session().execute("INSERT INTO chg VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    db.session().execute("UPDATE chg SET s = 'a2' WHERE k = 1")
+    st, mid = call(ep.address, {"op": "changes_plan", "table": "chg"})
+    db.session().execute("DELETE FROM chg WHERE k = 2")
+    db.session().execute("UPDATE chg SET s = 'a3' WHERE k = 1")
+    st, p1 = call(ep.address, {"op": "changes_plan", "table": "chg"})
+
+    def window(s, e, columns):
+        st, p = call(ep.address, {"op": "changes_plan", "table": "chg", "start": s,
+                                  "end": e, "columns": columns})
+        assert st == 0 and len(p["tickets"]) == 3
+        assert [tk["partition"] for tk in p["tickets"]] == [0, 1, 2]
+        out = []
+        for tk in p["tickets"]:
+            got, trailer = scan(ep.address, tk)
+            assert trailer == (0, {"rows": got.num_rows})
+            assert got.column_names == columns + ["_is_deleted", "_commit_ts"]
+            assert not got.schema.field("k").nullable      # the key stays NOT NULL
+            out += [tuple(r.values()) for r in got.to_pylist()]
+        return out
+
+    first = window(start, mid["latest"], ["k", "s"])
+    second = window(mid["latest"], p1["latest"], ["s", "k"])    # in the ticket's order
+    whole = t.changes(start, p1["latest"]).to_pylist()
+    assert sorted(first + [(k, s, d, ts) for s, k, d, ts in second]) == sorted(
+        (r["k"], r["s"], r["is_deleted"], r["commit_ts"]) for r in whole)
+    assert len(whole) == 6 and sorted(r[1] for r in second) == [1, 2]
+    assert [r[:3] for r in sorted(second, key=lambda r: r[3])] == [
+        ("b", 2, True), ("a3", 1, False)]
+
+    st, e = call(ep.address, {"op": "changes_plan", "table": "chg", "start": 1, "end": 2})
+    assert st == 0
+    st, e = call(ep.address, {"op": "scan", "ticket": e["tickets"][0]})
+    assert st == 1 and e["sqlstate"] == "22023" and "ancient history" in e["message"]
+    tk = {"kind": "changes", "table": "chg", "table_id": p1["table_id"], "partition": 0,
+          "tablet_id": p1["tablet_ids"][0], "start": start, "end": p1["latest"]}
+    st, e = call(ep.address, {"op": "scan", "ticket": tk, "skip": 1})
+    assert st == 1 and e["sqlstate"] == "0A000"
+    st, e = call(ep.address, {"op": "changes_plan", "table": "chg",
+                              "at": "2020-01-01T00:00:00"})
+    assert st == 0 and 0 < e["at"] < start

@@ -6,7 +6,8 @@ by asking the leader), plans one partition per tablet at one snapshot, each nami
 endpoints of the tablet servers holding a replica (leader first; Spark's preferred
 locations are their hosts), reads and writes through them, and still reads every row
 after one tablet server is killed -9 (the dead endpoint is skipped at connect, the client
-library fails over among replicas).
+library fails over among replicas). The JVM sink and change source run through the
+masters' endpoints too.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def setup(tmp_path_factory, jvm):
                          "FROM generate_series(0, 999) AS s(i)")
             conn.execute("CREATE TABLE js (id BIGINT PRIMARY KEY, ts TIMESTAMP, v DOUBLE) "
                          "PARTITION BY HASH (id) PARTITIONS 2 WITH (replication_factor = 3)")
+            conn.execute("CREATE TABLE jch (k BIGINT PRIMARY KEY, s TEXT) "
+                         "PARTITION BY HASH (k) PARTITIONS 3 WITH (replication_factor = 3)")
         front = next(p for p in c.processes() if p["role"] == "sql")
         os.kill(front["pid"], signal.SIGKILL)  # from here on only masters and tservers
         yield {"cluster": c, "tservers": tservers,
@@ -101,6 +104,44 @@ def test_stream_sink_through_the_masters_exactly_once(jvm, setup, tmp_path):
     wait_until(lambda: t.scan_table(["id"]).num_rows >= 1200, what="more rows")
     stop_cleanly(q, start, ck)
     assert check_exactly_once(cat, "js") >= 1200
+
+
+def test_change_source_through_the_masters_exactly_once(jvm, setup, tmp_path):
+    """readStream.format("kudusql") with the masters' endpoints and no secret: the JVM
+    change source plans at the tablet servers' endpoints ("changes_plan" over the client
+    library, each ticket naming its replicas' endpoints) and reads each tablet's changes
+    from its leader; a mixed workload written through the client library, streamed across
+    a restart from the checkpoint, arrives exactly once, in commit order per key."""
+    import random
+
+    from tests.spark.test_streaming import start_changes, workload
+    cat = executor_catalog(setup["masters"], setup["secret"], "LEADER_ONLY")
+    t = cat.table("jch")
+    rng, state, expected = random.Random(11), {}, []
+    workload(t, rng, 10, state, [])              # before the stream's start: not delivered
+    start = t.current_timestamp()
+    status, plan = call(setup["endpoints"][0], {"op": "changes_plan", "table": "jch",
+                                                "start": start, "end": start + 1})
+    assert status == 0 and len(plan["tickets"]) == 3 == len(plan["locations"])
+    assert all(sorted(locs) == sorted(setup["endpoints"]) for locs in plan["locations"])
+    ck, got = str(tmp_path / "ck"), {}
+    target = {"masters": ",".join(setup["master_endpoints"])}
+    q = start_changes(jvm, target, "jch", ck, got, str(start))
+    workload(t, rng, 30, state, expected)
+    q.processAllAvailable()
+    q.stop()
+    workload(t, rng, 20, state, expected)        # while the stream is down
+    q = start_changes(jvm, target, "jch", ck, got, "latest")   # the checkpoint wins
+    q.processAllAvailable()
+    q.stop()
+    assert q.exception() is None
+    rows = [r for b in sorted(got) for r in got[b]]
+    assert sorted(rows, key=repr) == sorted(expected, key=repr)
+    seq: dict[int, list] = {}
+    for b in sorted(got):
+        for k, _, _, ts in got[b]:
+            seq.setdefault(k, []).append(ts)
+    assert all(v == sorted(v) for v in seq.values())
 
 
 def test_masters_route_to_the_jvm_reader_and_writer(jvm, setup):

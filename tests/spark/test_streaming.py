@@ -16,7 +16,9 @@ process is tests/spark/test_streaming_kill.py (KUDUSQL_LONG=1).
 Change source: a mixed INSERT / UPSERT / UPDATE / DELETE workload against a model (each
 applied row op is one change at its tablet's commit timestamp), streamed across a restart
 from the checkpoint: every change exactly once, in commit order per key; startingOffsets
-latest / earliest / a timestamp; a start below the ancient history mark is refused."""
+latest / earliest / a timestamp; a start below the ancient history mark is refused. The
+change source tests run on both paths too (the JVM connector's KudusqlChangeStream.java
+over the Arrow stream endpoint's "changes_plan" and change tickets)."""
 
 from __future__ import annotations
 
@@ -227,22 +229,24 @@ def start_changes(spark, server, table, ck, got, starting):
             .trigger(processingTime="300 milliseconds").start())
 
 
-def test_change_source_delivers_every_change_once_in_commit_order(db, server, spark, tmp_path):
-    db.session().execute("CREATE TABLE ch (k BIGINT PRIMARY KEY, s TEXT) "
+def test_change_source_delivers_every_change_once_in_commit_order(db, server, spark, path,
+                                                                  tmp_path):
+    ch = "ch" if path == "flight" else "ch_" + path
+    db.session().execute(f"CREATE TABLE {ch} (k BIGINT PRIMARY KEY, s TEXT) "
                          "PARTITION BY HASH (k) PARTITIONS 3")
-    t = db.catalog.table("ch")
+    t = db.catalog.table(ch)
     rng, state, expected = random.Random(7), {}, []
     workload(t, rng, 30, state, [])              # before the stream's start: not delivered
     start = t.current_timestamp()
     ck, got = str(tmp_path / "ck"), {}
-    q = start_changes(spark, server, "ch", ck, got, str(start))
+    q = start_changes(spark, target(server, path), ch, ck, got, str(start))
     workload(t, rng, 60, state, expected)
     q.processAllAvailable()
     workload(t, rng, 60, state, expected)
     q.processAllAvailable()
     q.stop()
     workload(t, rng, 60, state, expected)        # while the stream is down
-    q = start_changes(spark, server, "ch", ck, got, "latest")   # the checkpoint wins
+    q = start_changes(spark, target(server, path), ch, ck, got, "latest")   # checkpoint wins
     workload(t, rng, 30, state, expected)
     q.processAllAvailable()
     q.stop()
@@ -257,17 +261,19 @@ def test_change_source_delivers_every_change_once_in_commit_order(db, server, sp
     assert all(v == sorted(v) for v in seq.values())
 
 
-def test_change_source_starting_offsets(db, server, spark, tmp_path):
-    db.session().execute("CREATE TABLE st (k BIGINT PRIMARY KEY, s TEXT)")
-    db.session().execute("INSERT INTO st VALUES (1, 'a'), (2, 'b')")
+def test_change_source_starting_offsets(db, server, spark, path, tmp_path):
+    st = "st" if path == "flight" else "st_" + path
+    to = target(server, path)
+    db.session().execute(f"CREATE TABLE {st} (k BIGINT PRIMARY KEY, s TEXT)")
+    db.session().execute(f"INSERT INTO {st} VALUES (1, 'a'), (2, 'b')")
     time.sleep(0.05)
     instant = dt.datetime.now(dt.timezone.utc)
     time.sleep(0.05)
-    db.session().execute("INSERT INTO st VALUES (3, 'c')")
+    db.session().execute(f"INSERT INTO {st} VALUES (3, 'c')")
 
     def run(starting, name, then=None):
         got = {}
-        q = start_changes(spark, server, "st", str(tmp_path / name), got, starting)
+        q = start_changes(spark, to, st, str(tmp_path / name), got, starting)
         q.processAllAvailable()
         if then:
             db.session().execute(then)
@@ -277,24 +283,21 @@ def test_change_source_starting_offsets(db, server, spark, tmp_path):
 
     assert run("earliest", "e") == [(1, "a", False), (2, "b", False), (3, "c", False)]
     assert run(instant.isoformat(), "i") == [(3, "c", False)]
-    assert run("latest", "l", "DELETE FROM st WHERE k = 1") == [(1, "a", True)]
+    assert run("latest", "l", f"DELETE FROM {st} WHERE k = 1") == [(1, "a", True)]
 
     # below the ancient history mark: refused, with the SQLSTATE, not skipped
     with pytest.raises(Exception) as e:
-        q = start_changes(spark, server, "st", str(tmp_path / "old"), {}, "1")
+        q = start_changes(spark, to, st, str(tmp_path / "old"), {}, "1")
         q.awaitTermination(120)
     assert "ancient history mark" in str(e.value) and "22023" in str(e.value)
-    # the JVM path has no change source: refused with what to use instead
-    from kudusql.spark import jvm_connector_loaded
-    if jvm_connector_loaded(spark):
-        with pytest.raises(Exception) as e:
-            (spark.readStream.format("kudusql").option("endpoint", server.stream_address)
-             .option("table", "st").option("startingOffsets", "earliest").load()
-             .writeStream.format("console").start().awaitTermination(60))
-        assert "PySpark path only" in str(e.value) and "0A000" in str(e.value)
-    # a change stream needs its start named (PySpark asks for one schema for both reads)
+    # a change stream needs its start named (Spark asks for one schema for both reads)
     with pytest.raises(Exception) as e:
-        (spark.readStream.format("kudusql").option("flight", server.location)
-         .option("table", "st").load().writeStream.format("console").start()
+        (spark.readStream.format("kudusql").options(**to)
+         .option("table", st).load().writeStream.format("console").start()
          .awaitTermination(60))
     assert "startingOffsets" in str(e.value)
+    if path == "jvm":   # and a batch read with it would lack the change columns
+        with pytest.raises(Exception) as e:
+            (spark.read.format("kudusql").options(**to).option("table", st)
+             .option("startingOffsets", "earliest").load().collect())
+        assert "readStream" in str(e.value) and "0A000" in str(e.value)

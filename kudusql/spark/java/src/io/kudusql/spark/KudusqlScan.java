@@ -13,6 +13,7 @@ import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -136,7 +137,29 @@ final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
 
     @Override
     public Batch toBatch() {
+        if (options.startingOffsets != null) {
+            // the schema has the change columns, which a table read does not produce
+            throw new KudusqlException("0A000", "\"startingOffsets\" names a change stream, "
+                    + "which is read with spark.readStream; a batch read of table \""
+                    + options.table + "\" takes \"snapshot\" (a HybridTime) instead");
+        }
         return this;
+    }
+
+    /**
+     * A streaming read: the table's change feed (Spark builds the scan with no pushdown for
+     * a micro-batch stream, so the read schema is the whole table's plus the change
+     * columns). Without "startingOffsets" the schema has no change columns: refused with a
+     * message naming the option, as on the PySpark path.
+     */
+    @Override
+    public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        if (options.startingOffsets == null) {
+            throw new KudusqlException("22023", "a kudusql change stream needs "
+                    + ".option(\"startingOffsets\", \"latest\" | \"earliest\" | a HybridTime | "
+                    + "an ISO timestamp)");
+        }
+        return new KudusqlChangeStream(options, readSchema);
     }
 
     /** The endpoint's plan of this scan (made once; the stats and the partitions share it). */
@@ -160,8 +183,9 @@ final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
 
     @Override
     public Statistics estimateStatistics() {
-        JsonNode p = plan();
-        long rows = p.path("rows").asLong(-1);
+        // a change stream's micro-batch (Spark asks its scan too): no estimate of the
+        // changes, and no table plan (its schema has the change columns)
+        long rows = options.startingOffsets != null ? -1 : plan().path("rows").asLong(-1);
         long width = 8;
         for (StructField f : readSchema.fields()) {
             width += f.dataType().defaultSize();
@@ -197,17 +221,23 @@ final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
             if (addrs.isEmpty()) {
                 addrs.addAll(List.of(options.endpoint.split(",")));
             }
-            List<String> hosts = new ArrayList<>();
-            for (String a : addrs) {
-                String h = a.trim().substring(0, a.trim().lastIndexOf(':'));
-                if (!hosts.contains(h)) {
-                    hosts.add(h);
-                }
-            }
             parts.add(new KudusqlPartition(String.join(",", addrs), t.toString(),
-                    hosts.toArray(new String[0]), p.path("resumable").asBoolean(false)));
+                    hosts(addrs), p.path("resumable").asBoolean(false)));
         }
         return parts.toArray(new InputPartition[0]);
+    }
+
+    /** The distinct hosts of "host:port" endpoints, in order (a partition's preferred
+     *  locations). */
+    static String[] hosts(List<String> addrs) {
+        List<String> hosts = new ArrayList<>();
+        for (String a : addrs) {
+            String h = a.trim().substring(0, a.trim().lastIndexOf(':'));
+            if (!hosts.contains(h)) {
+                hosts.add(h);
+            }
+        }
+        return hosts.toArray(new String[0]);
     }
 
     @Override

@@ -27,8 +27,8 @@ import java.util.Map;
  * whole read or write to kudusql's PySpark data source, registered by kudusql.spark under
  * the name {@value #PYTHON_NAME}: one format name, two paths, the options decide. The same
  * rule picks the path of {@code writeStream.format("kudusql")}: the JVM path's table
- * supports STREAMING_WRITE ({@link KudusqlStreamingWrite}); a streaming read (the change
- * source, "startingOffsets") is the PySpark path's alone.
+ * supports STREAMING_WRITE ({@link KudusqlStreamingWrite}) and MICRO_BATCH_READ (the change
+ * source, "startingOffsets": {@link KudusqlChangeStream}).
  */
 public final class KudusqlSource implements TableProvider, DataSourceRegister {
     public static final String PYTHON_NAME = "kudusql_python";
@@ -70,7 +70,14 @@ public final class KudusqlSource implements TableProvider, DataSourceRegister {
             return python().inferSchema(options);
         }
         Options o = Options.of(options);
-        return ArrowUtils.fromArrowSchema(arrowSchema(o.endpoint, o.table));
+        StructType schema = ArrowUtils.fromArrowSchema(arrowSchema(o.endpoint, o.table));
+        if (o.startingOffsets != null) {
+            // a change stream (readStream): Spark asks a provider for one schema for batch
+            // and streaming reads alike, and only "startingOffsets" tells them apart, as on
+            // the PySpark path
+            schema = KudusqlChangeStream.withChangeColumns(schema);
+        }
+        return schema;
     }
 
     /** The table's Arrow schema, from the endpoint's "schema" answer (a stream, no batch). */
@@ -94,14 +101,6 @@ public final class KudusqlSource implements TableProvider, DataSourceRegister {
                           Map<String, String> properties) {
         if (!jvmPath(properties)) {
             return python().getTable(schema, partitioning, properties);
-        }
-        String start = new CaseInsensitiveStringMap(properties).get("startingOffsets");
-        if (start != null && !start.isEmpty()) {
-            // Spark would say only "does not support streamed reading"
-            throw new KudusqlException("0A000", "the change source (readStream with "
-                    + "\"startingOffsets\") is on the PySpark path only: give .option(\"flight\", "
-                    + "\"grpc://host:port\") (or \"masters\" with \"rpc_secret_file\"), not "
-                    + "\"endpoint\" / \"masters\" alone");
         }
         return new KudusqlTable(Options.of(new CaseInsensitiveStringMap(properties)), schema);
     }

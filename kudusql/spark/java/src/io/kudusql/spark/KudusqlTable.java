@@ -14,8 +14,8 @@ import java.util.Set;
 
 /**
  * A kudusql table read and written through the Arrow stream endpoint: batch reads, batch
- * writes and Structured Streaming writes (no streaming reads: the change source is the
- * PySpark path's, docs/spark.md).
+ * writes, Structured Streaming writes (the exactly-once sink) and streaming reads (the
+ * change source, {@link KudusqlChangeStream}; docs/spark.md).
  */
 final class KudusqlTable implements SupportsRead, SupportsWrite {
     private final Options options;
@@ -44,8 +44,10 @@ final class KudusqlTable implements SupportsRead, SupportsWrite {
         // the exactly-once sink (KudusqlStreamingWrite)
         // V1_BATCH_WRITE: a batch write gets the DataFrame (KudusqlWrite.toInsertableRelation,
         // BulkPut: a columnar scan's batches are copied into Arrow without rows)
+        // MICRO_BATCH_READ: the change source (KudusqlScan.toMicroBatchStream)
         return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE,
-                TableCapability.V1_BATCH_WRITE, TableCapability.STREAMING_WRITE);
+                TableCapability.V1_BATCH_WRITE, TableCapability.STREAMING_WRITE,
+                TableCapability.MICRO_BATCH_READ);
     }
 
     @Override

@@ -15,9 +15,11 @@ final class Options implements Serializable {
     final String mode;
     final boolean ignoreRowErrors;
     final int batchRows;
+    /** A change stream's start ("startingOffsets"), or null: a table read (docs/spark.md). */
+    final String startingOffsets;
 
     private Options(String endpoint, String table, boolean pushdown, Long snapshot, String mode,
-                    boolean ignoreRowErrors, int batchRows) {
+                    boolean ignoreRowErrors, int batchRows, String startingOffsets) {
         this.endpoint = endpoint;
         this.table = table;
         this.pushdown = pushdown;
@@ -25,6 +27,7 @@ final class Options implements Serializable {
         this.mode = mode;
         this.ignoreRowErrors = ignoreRowErrors;
         this.batchRows = batchRows;
+        this.startingOffsets = startingOffsets;
     }
 
     static Options of(CaseInsensitiveStringMap o) {
@@ -55,8 +58,13 @@ final class Options implements Serializable {
             throw new IllegalArgumentException("kudusql: option \"mode\" is insert or upsert, not \""
                     + mode + "\"");
         }
+        String start = o.get("startingOffsets");
+        if (start != null && start.trim().isEmpty()) {
+            start = null;
+        }
         return new Options(endpoint, table, o.getBoolean("pushdown", true), snapshot, mode,
-                o.getBoolean("ignore_row_errors", false), o.getInt("batch_rows", 65536));
+                o.getBoolean("ignore_row_errors", false), o.getInt("batch_rows", 65536),
+                start == null ? null : start.trim());
     }
 
     /**

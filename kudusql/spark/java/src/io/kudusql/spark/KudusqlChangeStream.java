@@ -1,0 +1,223 @@
+package io.kudusql.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The change-data source on the JVM path: {@code spark.readStream.format("kudusql")
+ * .option("endpoint" | "masters", ...).option("table", t).option("startingOffsets", s)}
+ * emits every committed change of the table - the row as the commit left it (its last
+ * values for a delete), {@code _is_deleted}, {@code _commit_ts} (a HybridTime) - as the
+ * PySpark path's source does (kudusql/spark/streaming.py), over the Arrow stream endpoint:
+ *
+ * <pre>
+ *   driver                                     executors
+ *   initialOffset  -- changes_plan ---------> latest timestamp / ancient history mark /
+ *                                             "at" (an ISO timestamp as a HybridTime)
+ *   latestOffset   -- changes_plan ---------> the table's latest timestamp
+ *   planInputPartitions(start, end]
+ *                  -- changes_plan + window -> one change ticket per tablet
+ *                                             (+ its replicas' endpoints on a cluster)
+ *   reader (KudusqlReaderFactory) -- scan(change ticket) -> Table.changes of that tablet
+ *                                             in (start, end], in commit order
+ * </pre>
+ *
+ * <p>Offsets are HybridTimes ({@code {"ts": T}}, plus {@code "earliest": true} for a stream's
+ * first window from "earliest"), checkpointed by Spark; the windows (start, end] of
+ * consecutive micro-batches partition the history, so every change is delivered once, and a
+ * replayed batch reads the same window again (the server waits until {@code end} is safe).
+ * A key lives in one tablet, one partition, whose rows come in commit order. A start below
+ * the ancient history mark is refused on the driver ({@code startingOffsets}, 22023); a
+ * stream that fell further behind than the history kept fails its next batch in the task
+ * (SnapshotTooOld, 22023): never skipped silently.
+ *
+ * <p>Admission control is implemented only to see the start offset: the latest offset is
+ * never below the start (a start given in the future stays put until the table passes it,
+ * instead of going back and re-reading the window before it); there is no rate limit.
+ */
+final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionControl {
+    static final String IS_DELETED = "_is_deleted";
+    static final String COMMIT_TS = "_commit_ts";
+
+    private final Options options;
+    private final StructType schema;
+    private final List<String> columns = new ArrayList<>();
+
+    KudusqlChangeStream(Options options, StructType schema) {
+        this.options = options;
+        this.schema = schema;
+        for (StructField f : schema.fields()) {
+            if (!f.name().equals(IS_DELETED) && !f.name().equals(COMMIT_TS)) {
+                columns.add(f.name());
+            }
+        }
+        if (columns.size() != schema.fields().length - 2) {
+            throw new KudusqlException("42P10", "a change stream's schema is the table's "
+                    + "columns, " + IS_DELETED + " and " + COMMIT_TS + ", not "
+                    + schema.simpleString());
+        }
+    }
+
+    /** The table's schema with the change columns appended (a change stream's schema). */
+    static StructType withChangeColumns(StructType table) {
+        return table.add(IS_DELETED, DataTypes.BooleanType, true)
+                .add(COMMIT_TS, DataTypes.LongType, true);
+    }
+
+    /** A HybridTime offset: {"ts": T} (and "earliest": true, see the class comment). */
+    static final class ChangeOffset extends Offset {
+        final long ts;
+        final boolean earliest;
+
+        ChangeOffset(long ts, boolean earliest) {
+            this.ts = ts;
+            this.earliest = earliest;
+        }
+
+        @Override
+        public String json() {
+            return earliest ? "{\"ts\":" + ts + ",\"earliest\":true}" : "{\"ts\":" + ts + "}";
+        }
+    }
+
+    private JsonNode plan(String at, ChangeOffset start, ChangeOffset end) {
+        ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "changes_plan")
+                .put("table", options.table);
+        if (at != null) {
+            req.put("at", at);
+        }
+        if (start != null) {
+            req.put("start", start.ts).put("end", end.ts).put("earliest", start.earliest);
+            ArrayNode cols = req.putArray("columns");
+            columns.forEach(cols::add);
+        }
+        return Endpoint.call(options.endpoint, req);
+    }
+
+    @Override
+    public Offset initialOffset() {
+        String s = options.startingOffsets;
+        String l = s.toLowerCase();
+        if (l.equals("latest")) {
+            return new ChangeOffset(plan(null, null, null).path("latest").asLong(), false);
+        }
+        if (l.equals("earliest")) {
+            return new ChangeOffset(plan(null, null, null).path("ahm").asLong(), true);
+        }
+        JsonNode p;
+        long ts;
+        if (s.chars().allMatch(Character::isDigit)) {
+            p = plan(null, null, null);
+            try {
+                ts = Long.parseLong(s);
+            } catch (NumberFormatException e) {
+                throw new KudusqlException("22023", "startingOffsets " + s + " is not a "
+                        + "HybridTime (too large)");
+            }
+        } else {
+            p = plan(s, null, null);   // an ISO timestamp: the server resolves it
+            ts = p.path("at").asLong();
+        }
+        long ahm = p.path("ahm").asLong();
+        if (ts < ahm) {
+            throw new KudusqlException("22023", "startingOffsets " + s + " is before the "
+                    + "ancient history mark (" + ahm + ") of table \"" + options.table
+                    + "\": changes before it may have been garbage collected "
+                    + "(history_max_age_s); start at \"earliest\" or later");
+        }
+        return new ChangeOffset(ts, false);
+    }
+
+    @Override
+    public Offset latestOffset() {
+        return new ChangeOffset(plan(null, null, null).path("latest").asLong(), false);
+    }
+
+    @Override
+    public Offset latestOffset(Offset startOffset, ReadLimit limit) {
+        long latest = plan(null, null, null).path("latest").asLong();
+        if (startOffset != null) {
+            ChangeOffset start = (ChangeOffset) startOffset;
+            if (latest <= start.ts) {
+                return start;   // nothing new (Spark runs no batch for an unchanged offset)
+            }
+        }
+        return new ChangeOffset(latest, false);
+    }
+
+    @Override
+    public ReadLimit getDefaultReadLimit() {
+        return ReadLimit.allAvailable();
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
+        ChangeOffset start = (ChangeOffset) startOffset;
+        ChangeOffset end = (ChangeOffset) endOffset;
+        if (end.ts <= start.ts) {
+            return new InputPartition[0];
+        }
+        JsonNode p = plan(null, start, end);
+        JsonNode locations = p.path("locations");
+        List<InputPartition> parts = new ArrayList<>();
+        int i = 0;
+        for (JsonNode t : p.path("tickets")) {
+            List<String> addrs = new ArrayList<>();
+            for (JsonNode a : locations.path(i++)) {
+                addrs.add(a.asText());
+            }
+            if (addrs.isEmpty()) {
+                addrs.addAll(List.of(options.endpoint.split(",")));
+            }
+            // a change ticket's stream is not resumable: a broken one fails the task, and
+            // the batch is read again from its checkpointed window
+            parts.add(new KudusqlPartition(String.join(",", addrs), t.toString(),
+                    KudusqlScan.hosts(addrs), false));
+        }
+        return parts.toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+        return new KudusqlReaderFactory(schema);
+    }
+
+    @Override
+    public Offset deserializeOffset(String json) {
+        try {
+            JsonNode n = Endpoint.JSON.readTree(json);
+            if (!n.path("ts").canConvertToLong()) {
+                throw new IOException("no \"ts\"");
+            }
+            return new ChangeOffset(n.path("ts").asLong(), n.path("earliest").asBoolean(false));
+        } catch (IOException e) {
+            throw new KudusqlException("22023", "the checkpoint's offset " + json + " is not "
+                    + "a kudusql change stream's offset ({\"ts\": HybridTime}): " + e.getMessage());
+        }
+    }
+
+    @Override
+    public void commit(Offset end) {
+        // nothing to release: the windows are read from the tablets' history, which the
+        // server keeps for history_max_age_s whatever the stream has consumed
+    }
+
+    @Override
+    public void stop() {
+    }
+}
