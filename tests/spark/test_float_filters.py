@@ -25,7 +25,7 @@ pytest.importorskip("pyspark.sql.datasource", reason="pyspark>=4 is not installe
 from kudusql.spark import jvm_connector_loaded
 
 ROWS = 400
-CASES = 300 if os.environ.get("KUDUSQL_LONG") else 40
+CASES = 300 if os.environ.get("KUDUSQL_LONG") else 15  # each case: two Spark jobs
 NAN, INF = float("nan"), float("inf")
 VALUES = [NAN, INF, -INF, -0.0, 0.0, 1.5, -2.0, 3.0, 1e300, -1e-300, 7.25]
 LITERALS = ["NaN", "Infinity", "-Infinity", "-0.0", "0.0", "1.5", "-2.0", "3.0", "2.0",

@@ -1,5 +1,5 @@
-"""The SQL fuzzers (tests/sql/fuzz) in the test suite: fixed seeds, a few thousand generated
-queries in the default run, 100,000 per technique with KUDUSQL_LONG=1 (`make test-long`).
+"""The SQL fuzzers (tests/sql/fuzz) in the test suite: fixed seeds, ~1,500 generated queries
+in the default run, 100,000 per technique with KUDUSQL_LONG=1 (`make test-long`).
 
 Every test prints `N queries, M mismatches` and fails on any mismatch, listing the seeds and
 the SQL (`python -m tests.sql.fuzz <technique> --replay SEED` runs one again). A failure
@@ -31,9 +31,11 @@ from tests.sql.fuzz.wire import WireRunner
 LONG = os.environ.get("KUDUSQL_LONG") == "1"
 JOBS = int(os.environ.get("KUDUSQL_FUZZ_JOBS") or os.cpu_count() or 1)
 
-# default run: ~3,000 checks (a query with a rule off, a TLP partitioning, ... each one:
-# tests/sql/fuzz/runner.py); about 2 min on the shared machine
-DEFAULT = {"diff": 1000, "tlp": 300, "norec": 600, "rules": 500, "pushdown": 400}
+# default run: ~1,500 checks (a query with a rule off, a TLP partitioning, ... each one:
+# tests/sql/fuzz/runner.py), about 1 min on a quiet machine: the first half of what it ran
+# until session 37 (same seeds, so the same queries), halved to keep the default suite in
+# its ~20 min budget; the long run checks 100,000 per technique
+DEFAULT = {"diff": 500, "tlp": 150, "norec": 300, "rules": 250, "pushdown": 200}
 
 
 def _report(technique: str, stats) -> None:
