@@ -19,6 +19,7 @@ import pytest
 
 import kudusql
 from planner import guard
+from tests.planner.duck_match import same_answers
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -64,24 +65,6 @@ def dbs(tmp_path_factory):
     duck.close()
 
 
-def _key(row):
-    return tuple((x is None, str(x)) for x in row)
-
-
-def _check(con, duck, sql):
-    cur = con.cursor()
-    cur.execute(sql)
-    ours = sorted(cur.fetchall(), key=_key)
-    theirs = sorted(duck.execute(sql).fetchall(), key=_key)
-    assert len(ours) == len(theirs), sql
-    for a, b in zip(ours, theirs):
-        for x, y in zip(a, b):
-            if isinstance(x, float) or isinstance(y, float):
-                assert float(x) == pytest.approx(float(y), rel=1e-12), (sql, a, b)
-            else:
-                assert x == y, (sql, a, b)       # decimals and counts: exactly
-
-
 def _prepared(con, sql) -> tuple[int, int]:
     """(chunks prepared by the scan's threads, morsels prepared by the consumer)."""
     cur = con.cursor()
@@ -109,7 +92,7 @@ QUERIES = [
 @pytest.mark.parametrize("sql", QUERIES)
 def test_answers_over_many_morsels(dbs, sql, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 256)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 @pytest.mark.parametrize("sql", QUERIES[:3])
@@ -122,7 +105,7 @@ def test_chunks_come_prepared_from_the_scan(dbs, sql, monkeypatch):
 def test_a_subquery_in_an_argument_is_prepared_here(dbs, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 256)
     sql = "SELECT f, sum(q + (SELECT max(line) FROM t)) FROM t GROUP BY f"
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     pooled, here = _prepared(dbs[0], sql)
     assert pooled == 0 and here > 1
 

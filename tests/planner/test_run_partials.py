@@ -17,6 +17,7 @@ import pytest
 import kudusql
 from planner import guard
 from planner.executor import aggregates
+from tests.planner.duck_match import same_answers
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -79,24 +80,6 @@ ORDINARY = [
 QUERIES = RUNS + ORDINARY
 
 
-def _key(row):
-    return tuple((x is None, str(x)) for x in row)
-
-
-def _check(con, duck, sql):
-    cur = con.cursor()
-    cur.execute(sql)
-    ours = sorted(cur.fetchall(), key=_key)
-    theirs = sorted(duck.execute(sql).fetchall(), key=_key)
-    assert len(ours) == len(theirs), sql
-    for a, b in zip(ours, theirs):
-        for x, y in zip(a, b):
-            if isinstance(x, float) or isinstance(y, float):
-                assert float(x) == pytest.approx(float(y), rel=1e-12), (sql, a, b)
-            else:
-                assert x == y, (sql, a, b)       # decimals and counts: exactly
-
-
 @pytest.fixture
 def counted(monkeypatch):
     """Counts morsels fed as partials: reduced to runs, and passed row by row."""
@@ -114,25 +97,25 @@ def counted(monkeypatch):
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_with_the_default_morsels(dbs, sql):
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_over_many_morsels(dbs, sql, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 128)      # runs split between morsels
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 @pytest.mark.parametrize("sql", RUNS)
 def test_runs_are_summed_in_the_morsel(dbs, sql, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 128)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     assert counted["reduced"], counted
 
 
 def test_morsels_without_runs_go_row_by_row_in_the_same_form(dbs, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 128)
-    _check(*dbs, RUNS[1])
+    same_answers(*dbs, RUNS[1])
     assert counted["reduced"] and counted["rows"], counted
 
 
@@ -140,12 +123,12 @@ def test_morsels_without_runs_go_row_by_row_in_the_same_form(dbs, counted, monke
 def test_aggregates_without_partials_take_the_ordinary_path(dbs, sql, counted,
                                                             monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 128)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     assert not counted["reduced"] and not counted["rows"]
 
 
 def test_keys_without_runs_take_the_ordinary_path(dbs, counted):
-    _check(*dbs, "SELECT f, sum(q), count(*) FROM t GROUP BY f")
+    same_answers(*dbs, "SELECT f, sum(q), count(*) FROM t GROUP BY f")
     assert not counted["reduced"] and not counted["rows"]
 
 
@@ -153,7 +136,7 @@ def test_runs_of_few_groups_take_the_ordinary_path(dbs, counted, monkeypatch):
     """g is one value per key (runs of a key's rows) but only four groups: cutting runs
     costs more than a hash table that small (TPC-H Q01's flags)."""
     monkeypatch.setattr(guard, "MORSEL_ROWS", 512)
-    _check(*dbs, "SELECT g, sum(q), count(*) FROM t GROUP BY g")
+    same_answers(*dbs, "SELECT g, sum(q), count(*) FROM t GROUP BY g")
     assert not counted["reduced"] and not counted["rows"]
 
 
@@ -219,5 +202,5 @@ def test_streamed_run_partials_are_summed_by_sorting(dbs, monkeypatch):
         used.append(out is not None)
         return out
     monkeypatch.setattr(aggregates, "_sorted_sums", spy)
-    _check(*dbs, RUNS[1])
+    same_answers(*dbs, RUNS[1])
     assert used == [True]

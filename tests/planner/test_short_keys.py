@@ -16,6 +16,7 @@ import pytest
 import kudusql
 from planner import guard
 from planner.executor import aggregates, kernels
+from tests.planner.duck_match import same_answers
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -175,24 +176,6 @@ OVER_A_JOIN = [
 QUERIES = PACKED + LONGER_LATER + OVER_A_JOIN
 
 
-def _key(row):
-    return tuple((x is None, str(x)) for x in row)
-
-
-def _check(con, duck, sql):
-    cur = con.cursor()
-    cur.execute(sql)
-    ours = sorted(cur.fetchall(), key=_key)
-    theirs = sorted(duck.execute(sql).fetchall(), key=_key)
-    assert len(ours) == len(theirs), sql
-    for a, b in zip(ours, theirs):
-        for x, y in zip(a, b):
-            if isinstance(x, float) or isinstance(y, float):
-                assert float(x) == pytest.approx(float(y), rel=1e-12), (sql, a, b)
-            else:
-                assert x == y, (sql, a, b)
-
-
 @pytest.fixture
 def counted(monkeypatch):
     """Counts morsels whose keys went as codes, LongKeys raised (by each scan thread that
@@ -224,19 +207,19 @@ def counted(monkeypatch):
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_with_the_default_morsels(dbs, sql):
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_over_many_morsels(dbs, sql, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 256)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 @pytest.mark.parametrize("sql", PACKED)
 def test_short_keys_are_hashed_as_codes(dbs, sql, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 256)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     assert counted["packed"] and not counted["long"]
 
 
@@ -244,7 +227,7 @@ def test_short_keys_are_hashed_as_codes(dbs, sql, counted, monkeypatch):
 def test_a_longer_value_later_redoes_the_aggregation_without_codes(dbs, sql, counted,
                                                                    monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 256)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     # redone once: the input read twice (both scan threads may meet a longer value)
     assert counted["packed"] and counted["long"] >= 1 and counted["streams"] == 2
 
