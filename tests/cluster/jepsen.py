@@ -616,12 +616,10 @@ class Nemesis:
         of the hold the injection stops and the victim server is restarted, as an operator
         who replaced the disk would (a replica not replaced meanwhile reopens its files)."""
         c = self.c
-        by_uuid, leaders = self._leaders()
-        if not leaders:
-            self._note("disk: no leader found")
+        aimed = self._aimed(f.tablet, "disk")
+        if aimed is None:
             return
-        tid = sorted(leaders)[f.tablet % len(leaders)]
-        leader, peers = leaders[tid]
+        by_uuid, tid, leader, peers = aimed
         order = [leader] + sorted(u for u in peers if u != leader)
         if f.target % 2:
             order = order[1:] + order[:1]
@@ -657,12 +655,10 @@ class Nemesis:
         client still routed to it may read a value the new leader has overwritten. Healed:
         links first, then the rate (the old leader hears the new term and steps down)."""
         c = self.c
-        by_uuid, leaders = self._leaders()
-        if not leaders:
-            self._note("lease-break: no leader found")
+        aimed = self._aimed(f.tablet, "lease-break")
+        if aimed is None:
             return
-        tid = sorted(leaders)[f.tablet % len(leaders)]
-        leader, peers = leaders[tid]
+        by_uuid, tid, leader, peers = aimed
         lp = by_uuid[leader]
         if self._claim([lp["name"]], 0, space="clock-rate:") is None:
             self._note(f"lease-break: {lp['name']}'s clock is held by another fault")
@@ -720,19 +716,28 @@ class Nemesis:
     def _leader_of(self, index: int) -> str | None:
         """The tablet server leading one tablet (chosen by `index`), if any is known: half
         of the kills and pauses hit a leader, so that leadership moves under load."""
+        aimed = self._aimed(index)
+        return None if aimed is None else aimed[0][aimed[2]]["name"]
+
+    def _aimed(self, index: int, what: str | None = None) -> tuple | None:
+        """(tserver uuid -> its process, tablet id, leader uuid, its peers) for one tablet
+        with a known leader, chosen by `index` among them; None, noted as `what`'s if
+        given, when no leader is known."""
         by_uuid, leaders = self._leaders()
         if not leaders:
+            if what is not None:
+                self._note(f"{what}: no leader found")
             return None
-        return by_uuid[leaders[sorted(leaders)[index % len(leaders)]][0]]["name"]
+        tid = sorted(leaders)[index % len(leaders)]
+        leader, peers = leaders[tid]
+        return by_uuid, tid, leader, peers
 
     def _partition_leader(self, f: Fault) -> None:
         """Cut one tablet's leader from its followers; clients and masters still reach it."""
-        by_uuid, leaders = self._leaders()
-        if not leaders:
-            self._note("partition: no leader found")
+        aimed = self._aimed(f.tablet, "partition")
+        if aimed is None:
             return
-        tid = sorted(leaders)[f.tablet % len(leaders)]
-        leader, peers = leaders[tid]
+        by_uuid, tid, leader, peers = aimed
         lp = by_uuid[leader]
         followers = [by_uuid[u] for u in peers if u != leader and u in by_uuid]
         cuts = {lp["name"]: [p["addr"] for p in followers]}
