@@ -172,24 +172,9 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
         if (end.ts <= start.ts) {
             return new InputPartition[0];
         }
-        JsonNode p = plan(null, start, end);
-        JsonNode locations = p.path("locations");
-        List<InputPartition> parts = new ArrayList<>();
-        int i = 0;
-        for (JsonNode t : p.path("tickets")) {
-            List<String> addrs = new ArrayList<>();
-            for (JsonNode a : locations.path(i++)) {
-                addrs.add(a.asText());
-            }
-            if (addrs.isEmpty()) {
-                addrs.addAll(List.of(options.endpoint.split(",")));
-            }
-            // a change ticket's stream is not resumable: a broken one fails the task, and
-            // the batch is read again from its checkpointed window
-            parts.add(new KudusqlPartition(String.join(",", addrs), t.toString(),
-                    KudusqlScan.hosts(addrs), false));
-        }
-        return parts.toArray(new InputPartition[0]);
+        // a change ticket's stream is not resumable: a broken one fails the task, and the
+        // batch is read again from its checkpointed window
+        return KudusqlScan.partitions(plan(null, start, end), options, false);
     }
 
     @Override

@@ -207,13 +207,19 @@ final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
     @Override
     public InputPartition[] planInputPartitions() {
         JsonNode p = plan();
-        JsonNode locations = p.path("locations");
+        return partitions(p, options, p.path("resumable").asBoolean(false));
+    }
+
+    /** One partition per ticket of a scan or changes `plan`. On a cluster the plan names,
+     * per ticket, the Arrow stream endpoints of the tablet servers holding a replica: the
+     * task prefers their hosts and reads from the first that answers; on a single node,
+     * the endpoint itself. `resumable`: whether a broken stream may go on from the rows
+     * it delivered (scans) or fails the task (change tickets). */
+    static InputPartition[] partitions(JsonNode plan, Options options, boolean resumable) {
+        JsonNode locations = plan.path("locations");
         List<InputPartition> parts = new ArrayList<>();
         int i = 0;
-        for (JsonNode t : p.path("tickets")) {
-            // on a cluster the plan names, per ticket, the Arrow stream endpoints of the
-            // tablet servers holding a replica: the task prefers their hosts and reads from
-            // the first that answers; on a single node, the endpoint itself
+        for (JsonNode t : plan.path("tickets")) {
             List<String> addrs = new ArrayList<>();
             for (JsonNode a : locations.path(i++)) {
                 addrs.add(a.asText());
@@ -222,7 +228,7 @@ final class KudusqlScan implements Scan, SupportsReportStatistics, Batch {
                 addrs.addAll(List.of(options.endpoint.split(",")));
             }
             parts.add(new KudusqlPartition(String.join(",", addrs), t.toString(),
-                    hosts(addrs), p.path("resumable").asBoolean(false)));
+                    hosts(addrs), resumable));
         }
         return parts.toArray(new InputPartition[0]);
     }
