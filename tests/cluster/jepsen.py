@@ -967,15 +967,9 @@ class RegisterWorkload(_Workload):
         self._get(path, self._pick(rng, count=False), client_id)
 
     def _get(self, path, k: int, client_id: int) -> None:
-        op = {"client": client_id, "path": path.name, "kind": "get", "key": k,
-              "value": None, "call": self.h.now()}
-        try:
-            out = _read_v(path, self.table, k)
-            op["ret"], op["output"] = self.h.now(), out
-        except Exception as e:  # noqa: BLE001 - a failed read has no effect
-            op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
-        _note_served(path, op)
-        self.h.add(op)
+        _record_read(self.h, path, self.table, {
+            "client": client_id, "path": path.name, "kind": "get", "key": k,
+            "value": None, "call": self.h.now()})
 
     def check(self, ops: list[dict]) -> list[str]:
         # A write whose outcome is unknown and whose value no read returned may be left
@@ -1008,6 +1002,19 @@ def _note_served(path, op: dict) -> None:
     """The client library's op: the servers its calls went to ("addr!": failed there)."""
     if isinstance(path, ClientPath):
         op["served"] = path.served()
+
+
+def _record_read(h, path, table: str, op: dict) -> None:
+    """Read `op`'s key of `table` through `path` (its call time already set) and add the
+    operation to history `h`: its return time and output, or no return and the error (a
+    failed read has no effect), and the servers it reached."""
+    try:
+        out = _read_v(path, table, op["key"])
+        op["ret"], op["output"] = h.now(), out
+    except Exception as e:  # noqa: BLE001 - a failed read has no effect
+        op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
+    _note_served(path, op)
+    h.add(op)
 
 
 def _read_v(path, table: str, k: int):
@@ -1216,15 +1223,9 @@ class CounterWorkload(_Workload):
         self._read(path, rng.randrange(COUNTER_KEYS), client_id)
 
     def _read(self, path, k: int, client_id: int) -> None:
-        op = {"client": client_id, "path": path.name, "kind": "read", "key": k,
-              "call": self.h.now()}
-        try:
-            out = _read_v(path, self.table, k)
-            op["ret"], op["output"] = self.h.now(), out
-        except Exception as e:  # noqa: BLE001 - a failed read has no effect
-            op["ret"], op["error"] = None, f"{_sqlstate(e)} {str(e)[:200]}"
-        _note_served(path, op)
-        self.h.add(op)
+        _record_read(self.h, path, self.table, {
+            "client": client_id, "path": path.name, "kind": "read", "key": k,
+            "call": self.h.now()})
 
     def step(self, path, rng: random.Random, client_id: int) -> None:
         k = rng.randrange(COUNTER_KEYS)
