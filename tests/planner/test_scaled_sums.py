@@ -17,6 +17,7 @@ import pytest
 import kudusql
 from planner import guard
 from planner.executor import scaled
+from tests.planner.duck_match import same_answers
 from tests.planner.test_runtime_filters import insert_both
 
 duckdb = pytest.importorskip("duckdb")
@@ -146,22 +147,6 @@ FALLBACK = [
 QUERIES = INT_PATH + FALLBACK
 
 
-def _exact(rows):
-    return sorted((tuple(v for v in r) for r in rows), key=repr)
-
-
-def _check(con, duck, sql):
-    cur = con.cursor()
-    cur.execute(sql)
-    ours = _exact(cur.fetchall())
-    theirs = _exact(duck.execute(sql).fetchall())
-    assert len(ours) == len(theirs), sql
-    for a, b in zip(ours, theirs):
-        for x, y in zip(a, b):
-            if isinstance(y, float) or isinstance(x, float):
-                assert float(x) == pytest.approx(float(y), rel=1e-12), (sql, a, b)
-            else:
-                assert x == y, (sql, a, b)       # decimals: exactly equal
 
 
 @pytest.fixture
@@ -203,7 +188,7 @@ def counted(monkeypatch):
 @pytest.mark.parametrize("sql", INT_PATH)
 def test_decimal_sums_on_int64_answer_exactly_as_duckdb(dbs, sql, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)   # (one morsel without GROUP BY:
-    _check(*dbs, sql)                                # whole-column kernels instead)
+    same_answers(*dbs, sql)                          # whole-column kernels instead)
     assert counted["combine"] + counted["widen"] and not counted["fallback"], \
         "the int64 path was not taken"
 
@@ -211,7 +196,7 @@ def test_decimal_sums_on_int64_answer_exactly_as_duckdb(dbs, sql, counted, monke
 @pytest.mark.parametrize("sql", SINGLE_PATH)
 def test_small_sums_run_as_single_int64_sums(dbs, sql, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     assert counted["widen"] and not counted["combine"] and not counted["budget"]
 
 
@@ -219,7 +204,7 @@ def test_small_sums_run_as_single_int64_sums(dbs, sql, counted, monkeypatch):
 def test_sums_that_might_wrap_one_int64_run_split_and_stay_exact(dbs, sql, counted,
                                                                  monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     assert counted["budget"] >= 1 and counted["combine"] and not counted["fallback"]
 
 
@@ -227,19 +212,19 @@ def test_sums_that_might_wrap_one_int64_run_split_and_stay_exact(dbs, sql, count
 def test_sums_that_may_not_fit_int64_fall_back_and_stay_exact(dbs, sql, counted,
                                                               monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
     assert counted["fallback"] >= 1
 
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_with_the_default_morsels(dbs, sql):
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_over_many_morsels_too(dbs, sql, counted, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 256)      # a stream of small morsels
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 def test_explain_analyze_counts_a_fallback_scan_once(dbs, counted):
@@ -267,7 +252,7 @@ REPEATED = [
 @pytest.mark.parametrize("sql", REPEATED)
 def test_repeated_calls_answer_as_duckdb(dbs, sql, monkeypatch):
     monkeypatch.setattr(guard, "MORSEL_ROWS", 1024)
-    _check(*dbs, sql)
+    same_answers(*dbs, sql)
 
 
 def test_a_repeated_call_is_computed_once(dbs, monkeypatch):
@@ -280,7 +265,7 @@ def test_a_repeated_call_is_computed_once(dbs, monkeypatch):
         specs.append(spec)
         return plan(self, t, keys, spec, prepare, **kw)
     monkeypatch.setattr(aggregates.AggregateOperators, "aggregate_plan", spy)
-    _check(*dbs, "SELECT g, sum(a), avg(a), sum(a) FROM t GROUP BY g")
+    same_answers(*dbs, "SELECT g, sum(a), avg(a), sum(a) FROM t GROUP BY g")
     sums = [e for spec in specs for e in spec if e[1] == "hash_sum"]
     assert len(sums) == 1, specs
 
