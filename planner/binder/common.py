@@ -110,7 +110,7 @@ class Scope:
 
 def output_name(item: exp.Expression) -> str:
     """PostgreSQL's result column name: the alias, the column, the function's name, the
-    cast's type, else ?column? (qualify's generated `_col_<n>` aliases are not names)."""
+    cast's type (or the name of the column or function cast), else ?column? (qualify's generated `_col_<n>` aliases are not names)."""
     # qualify also aliases a bare expression by sqlglot's `output_name` (`SELECT 1` gets
     # AS "1"): such an alias is not the user's either
     if isinstance(item, exp.Alias) and not re.fullmatch(r"_col_\d+", item.alias) and \
@@ -123,6 +123,9 @@ def output_name(item: exp.Expression) -> str:
     if isinstance(e, exp.Cast):
         if isinstance(e.this, (exp.Column, exp.Cast)):  # a cast keeps a column's name
             return output_name(e.this)
+        if isinstance(e.this, exp.Func) and not isinstance(e.this, exp.Case) or \
+                type(e.this) in _FUNCTION_NAMES:
+            return output_name(e.this)       # and a function's (`now()::text` is "now")
         name = type_name(e.to)
         return name.rsplit(".", 1)[-1] if name and name != "userdefined" else "?column?"
     if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and \

@@ -89,10 +89,25 @@ def _constant(e: exp.Expression) -> pa.Scalar | None:
     return constant_scalar(e)
 
 
-def _srf_length(call: exp.Expression) -> exp.Expression:
-    """The number of rows a set-returning call yields for one input row."""
+def _epoch_us(e: exp.Expression) -> exp.Expression:
+    """Microseconds since the epoch of a date / timestamp expression (exact: EXTRACT(EPOCH)
+    is a decimal with six places)."""
+    return exp.Mul(this=exp.Extract(this=exp.Var(this="EPOCH"), expression=e.copy()),
+                   expression=exp.Literal.number(1_000_000))
+
+
+def _srf_length(call: exp.Expression, step_us: int | None = None) -> exp.Expression:
+    """The number of rows a set-returning call yields for one input row. `step_us`: the
+    step, in microseconds, of a generate_series over dates / timestamps (its step an
+    interval without months)."""
     name = _function_name(call)
     args = _srf_args(call)
+    if name == "generate_series" and step_us is not None:
+        span = exp.Sub(this=_epoch_us(args[1]), expression=_epoch_us(args[0]))
+        return exp.Greatest(this=exp.Literal.number(0), expressions=[exp.Add(
+            this=exp.Floor(this=exp.Div(this=exp.Paren(this=span),
+                                        expression=exp.Literal.number(step_us))),
+            expression=exp.Literal.number(1))])
     if name == "generate_series":
         step = args[2] if len(args) > 2 else exp.Literal.number(1)
         return exp.Greatest(this=exp.Literal.number(0), expressions=[exp.Add(
@@ -104,13 +119,13 @@ def _srf_length(call: exp.Expression) -> exp.Expression:
                         expressions=[exp.Literal.number(0)])
 
 
-def _srf_value(call: exp.Expression, row: exp.Column, field: str | None = None
-               ) -> exp.Expression:
+def _srf_value(call: exp.Expression, row: exp.Column, field: str | None = None,
+               step_us: int | None = None) -> exp.Expression:
     """The value of a set-returning call at row number `row` (1-based; NULL past its end);
-    `field` picks a field of a record result."""
+    `field` picks a field of a record result; `step_us` as for _srf_length."""
     name = _function_name(call)
     args = _srf_args(call)
-    within = exp.LTE(this=row.copy(), expression=_srf_length(call))
+    within = exp.LTE(this=row.copy(), expression=_srf_length(call, step_us))
     if name == "_pg_expandarray":      # information_schema's (x, n) records (JDBC)
         x = exp.Bracket(this=exp.Paren(this=args[0].copy()), expressions=[row.copy()])
         n = row.copy()
@@ -134,6 +149,22 @@ def _srf_value(call: exp.Expression, row: exp.Column, field: str | None = None
         arr = args[0] if name == "unnest" else call
         value = exp.Bracket(this=exp.Paren(this=arr.copy()), expressions=[row.copy()])
     return exp.Case(ifs=[exp.If(this=within, true=value)])
+
+
+def _nested_srfs(e: exp.Expression) -> list[exp.Expression]:
+    """The set-returning calls inside expression `e` (not `e` itself), outside subqueries
+    and outside other set-returning calls' arguments."""
+    out = []
+    def walk(node):
+        for child in node.iter_expressions():
+            if isinstance(child, (exp.Subquery, exp.Select)):
+                continue
+            if _is_srf(child):
+                out.append(child)
+            else:
+                walk(child)
+    walk(e)
+    return out
 
 
 def _values_node(keys: list[str], arrays: list[pa.Array]) -> L.Node:
@@ -435,8 +466,10 @@ class PgFunctionBinding:
     def set_returning_items(self, sel: exp.Select, node: L.Node, scope: Scope
                             ) -> tuple[exp.Select, L.Node]:
         """Set-returning functions in the SELECT list (unnest, generate_series,
-        generate_subscripts, ...), run in lockstep as PostgreSQL 10+ does: the rows are
+        generate_subscripts, ...), also inside an item's expression
+        (`generate_series(1, 3)::text`), run in lockstep as PostgreSQL 10+ does: the rows are
         joined with row numbers 1..n, n the longest result of any of them in that row."""
+        sel = sel.copy()
         srfs = []
         for i, it in enumerate(sel.expressions):
             e, field = it.unalias(), None
@@ -444,25 +477,38 @@ class PgFunctionBinding:
                     _is_srf(e.this.this):             # (_pg_expandarray(a)).n
                 e, field = e.this.this, e.name
             if _is_srf(e):
-                srfs.append((i, e, field))
+                srfs.append((i, e, field, True))
+            else:
+                srfs.extend((i, c, None, False) for c in _nested_srfs(e))
         if not srfs:
             return sel, node
         k = next(self._n)
         alias, key = f"$srf{k}", f"$srf{k}.i"
         scope.add(alias, {"i": key}, sel, self.sql)
-        lengths = [self.expr(_srf_length(call), scope) for _, call, _f in srfs]
+        timed = [self._timed_series(call, scope) for _, call, _f, _t in srfs]
+        lengths = [self.expr(_srf_length(call, us), scope) for call, us in timed]
         longest = lengths[0] if len(lengths) == 1 else exp.Greatest(
             this=lengths[0], expressions=lengths[1:])
         n = self._max_value(longest, node)
         series = L.Series([key], 1, n, 1, pa.int64())
         cond = exp.LTE(this=keycol(key), expression=longest)
         node = L.MultiJoin([node, series], [cond])
-        sel = sel.copy()
         renamed: dict[str, str] = {}
         row = exp.column("i", table=alias)
-        for i, call, field in srfs:
+        for (i, call, field, top), (made, us) in zip(srfs, timed):
             item = sel.expressions[i]
-            value = _srf_value(call, row, field)
+            value = _srf_value(made, row, field, us)
+            if not top:                      # inside the item: the item keeps its name
+                named = isinstance(item, exp.Alias) and not re.fullmatch(r"_col_\d+",
+                                                                         item.alias)
+                name = output_name(item)
+                call.replace(value)
+                if not named:
+                    if isinstance(item, exp.Alias):
+                        renamed[item.alias] = name
+                    item = sel.expressions[i]
+                    item.replace(exp.alias_(item.unalias(), name))
+                continue
             name = output_name(item) if isinstance(item, exp.Alias) and not re.fullmatch(
                 r"_col_\d+", item.alias) else field or _function_name(call)
             if isinstance(item, exp.Alias):
@@ -473,6 +519,43 @@ class PgFunctionBinding:
             if not col.table and col.name in renamed:   # ORDER BY <qualify's _col_n alias>
                 col.replace(exp.column(renamed[col.name]))
         return sel, node
+
+    def _timed_series(self, call: exp.Expression, scope: Scope
+                      ) -> tuple[exp.Expression, int | None]:
+        """A generate_series over dates / timestamps in the SELECT list: (call, its step in
+        microseconds) for a constant step without months; a step of months with constant
+        arguments becomes unnest(ARRAY[...]) of the series PostgreSQL's stepping gives
+        (Jan 31, Feb 29, Mar 29: see _timestamp_series); anything else (call, None)."""
+        args = _srf_args(call)
+        if _function_name(call) != "generate_series" or len(args) != 3:
+            return call, None
+        step = _constant(self.expr(args[2], scope))
+        if step is None or not pa.types.is_interval(step.type):
+            return call, None
+        where = position(self.sql, call)
+        v = step.as_py()
+        if v is None:
+            raise FeatureNotSupported("generate_series with a NULL step in the SELECT list "
+                                      "is not supported", position=where)
+        if not v.months:
+            us = v.days * 86_400_000_000 + v.nanoseconds // 1000
+            if us == 0:
+                raise SqlError("step size cannot equal zero", "22023", where)
+            return call, us
+        consts = [_constant(self.expr(a, scope)) for a in args]
+        if any(c is None for c in consts):
+            raise FeatureNotSupported(
+                "generate_series over timestamps by a step of months needs constant "
+                "arguments in the SELECT list (call it in FROM)", position=where)
+        if consts[0].as_py() is None or consts[1].as_py() is None:
+            values = pa.array([], _TS)
+        else:
+            values = self._timestamp_series(consts, call)
+        ts = exp.DataType.build("timestamp")
+        array = exp.Array(expressions=[exp.Cast(this=exp.Literal.string(str(t)), to=ts)
+                                       for t in values.to_pylist()])
+        return exp.Anonymous(this="unnest", expressions=[
+            exp.Cast(this=array, to=exp.DataType.build("timestamp[]"))]), None
 
     def _max_value(self, e: exp.Expression, node: L.Node) -> int:
         """max(e) over the rows of `node`, computed now (the row count of a series)."""

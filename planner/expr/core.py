@@ -170,9 +170,19 @@ def _unsupported(node: exp.Expr, ctx: EvalContext) -> None:
         raise FeatureNotSupported("subquery not expected in a scalar expression", position=pos)
     if isinstance(node, (exp.Parameter, exp.Placeholder)):
         raise SqlError(f"there is no parameter {node.sql()}", "42P02", pos)
+    if isinstance(node, tuple(_JSON_OPERATORS)):
+        # no json types: `x::jsonb ->> 'a'` fails on the type, `text ->> 'a'` on the operator
+        left = pg_name(eval_node(node.this, ctx).type)
+        raise SqlError(f"operator does not exist: {left} {_JSON_OPERATORS[type(node)]} unknown",
+                       "42883", pos)
     if isinstance(node, exp.Func):
         no_function(function_name(node), list(node.iter_expressions()), ctx, pos)
     raise FeatureNotSupported(f"unsupported expression: {user_sql(node)}", position=pos)
+
+
+_JSON_OPERATORS = {exp.JSONExtract: "->", exp.JSONExtractScalar: "->>",
+                   exp.JSONBExtract: "#>", exp.JSONBExtractScalar: "#>>",
+                   exp.JSONBContains: "?"}
 
 
 def no_function(name: str, args: list[exp.Expr] | None, ctx: EvalContext, pos: int | None) -> None:

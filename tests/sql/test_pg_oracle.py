@@ -26,6 +26,8 @@ _REFUSED = "refused with 0A000 (docs/sql.md, what is deliberately unsupported)"
 _FLOAT_NUMERIC = ("a float cast to numeric keeps the float's digits at a fixed scale "
                   "(PostgreSQL rounds to 15 significant digits, 6 for real)")
 DEVIATIONS: dict[str, str] = {
+    "gs_select_month_clamp": "generate_series over dates gives timestamp (PostgreSQL "
+                             "resolves it to its timestamp with time zone form)",
     "math_numeric_division": _SCALE, "math_decimal_literal_division": _SCALE,
     "agg_avg_numeric": _SCALE,
     "dt_date_trunc_date_argument": _DATE_PLUS, "dt_date_plus_interval": _DATE_PLUS,

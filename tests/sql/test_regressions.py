@@ -1413,3 +1413,32 @@ def test_an_interval_string_of_one_unit_and_a_time_keeps_the_time(con):
                      "TIMESTAMP '1969-01-01' + INTERVAL '3 days 04:05:06'") == [
         (dt.timedelta(days=3, hours=4, minutes=5, seconds=6), dt.timedelta(hours=-22),
          dt.datetime(1969, 1, 4, 4, 5, 6))]
+
+
+def test_set_returning_functions_inside_a_select_item(con):
+    # `generate_series(1, 3)::text` and `unnest(a) + 1` were 42883 "function
+    # generate_series(integer, integer) does not exist": only a bare call in the SELECT list
+    # was expanded; over timestamps in the SELECT list even the bare call failed with
+    # "operator does not exist: interval / interval" (the row count divided the span by the
+    # step). The timestamp answers are in the PostgreSQL oracle's corpus (gs_select_*).
+    cur = con.cursor()
+    cur.execute("SELECT generate_series(1, 3)::text, unnest(ARRAY[10, 20]) + 1")
+    assert [d[0] for d in cur.description] == ["generate_series", "?column?"]
+    assert cur.fetchall() == [("1", 11), ("2", 21), ("3", None)]
+    assert rows(con, "SELECT a, generate_series(a, 2)::text || 'x' FROM t WHERE a < 3 "
+                     "ORDER BY 1, 2") == [(1, "1x"), (1, "2x"), (2, "2x")]
+    assert rows(con, "SELECT generate_series(timestamp '2026-01-01', "
+                     "timestamp '2026-01-01 01:00', interval '25 minutes')") == [
+        (dt.datetime(2026, 1, 1, 0, 0),), (dt.datetime(2026, 1, 1, 0, 25),),
+        (dt.datetime(2026, 1, 1, 0, 50),)]
+    e = err(con, "SELECT generate_series(timestamp '2026-01-01' + a * interval '1 day', "
+                 "timestamp '2026-06-01', interval '1 month') FROM t")
+    assert e.sqlstate == "0A000" and "constant arguments" in str(e)
+
+
+def test_json_operators_fail_on_the_missing_type_in_sql_words(con):
+    # were 42883 "function cast(unknown, unknown) does not exist"
+    e = err(con, """SELECT '{"a": 1}'::jsonb ->> 'a'""")
+    assert (e.sqlstate, str(e)) == ("42704", 'type "jsonb" does not exist')
+    e = err(con, "SELECT 'x' ->> 'a'")
+    assert (e.sqlstate, str(e)) == ("42883", "operator does not exist: text ->> unknown")

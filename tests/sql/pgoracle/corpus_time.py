@@ -233,6 +233,36 @@ STATEMENTS: list[tuple[str, str]] = [
     ("iv_null_arith",
      f"SELECT ts + NULL::interval, label::interval * NULL, NULL::interval / 2 {_R} "
      "WHERE host = 'a' ORDER BY ts"),
+    # -- generate_series over timestamps in the SELECT list (lockstep with other series) --
+    ("gs_select_hours",
+     "SELECT generate_series(timestamp '2026-03-08 00:00', timestamp '2026-03-08 12:00', "
+     "interval '150 minutes')::text"),
+    ("gs_select_descending",
+     "SELECT generate_series(timestamp '2026-01-02', timestamp '2026-01-01', "
+     "interval '-7 hours')::text"),
+    ("gs_select_fraction",
+     "SELECT generate_series(timestamp '2026-01-01 00:00:00.5', "
+     "timestamp '2026-01-01 00:00:02', interval '0.7 seconds')::text"),
+    ("gs_select_month_clamp",
+     "SELECT generate_series(date '2026-01-31', date '2026-06-01', interval '1 month')::text"),
+    ("gs_select_month_clamp_ts",
+     "SELECT generate_series(timestamp '2026-01-31 12:00', timestamp '2026-06-01', "
+     "interval '1 month 1 hour')::text"),
+    ("gs_select_empty",
+     "SELECT generate_series(date '2026-01-31', date '2026-01-01', interval '1 month')"),
+    ("gs_select_null_stop",
+     "SELECT generate_series(timestamp '2026-01-01', NULL, interval '1 hour')"),
+    ("gs_select_zero_step",
+     "SELECT generate_series(timestamp '2026-01-01', timestamp '2026-01-02', interval '0')"),
+    ("gs_select_per_row",
+     f"SELECT host, ts, generate_series(ts, ts + interval '1 hour', interval '25 minutes')::text "
+     f"{_R} WHERE host = 'a' ORDER BY host, ts, 3"),
+    ("gs_select_lockstep",
+     "SELECT generate_series(1, 4) AS i, generate_series(timestamp '2026-01-01', "
+     "timestamp '2026-01-01 01:00', interval '30 minutes')::text ORDER BY i"),
+    ("gs_select_tz_hours",
+     "SELECT count(*) FROM (SELECT generate_series(timestamptz '2026-03-28 00:00+00', "
+     "timestamptz '2026-03-30 00:00+00', interval '1 hour')) s"),
     # -- time zones --
     ("tz_at_zone_new_york",
      f"SELECT ts, ts AT TIME ZONE 'America/New_York' {_R} ORDER BY host, ts"),
