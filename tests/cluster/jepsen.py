@@ -423,6 +423,8 @@ class Cluster:
             self.signal(p["name"], signal.SIGCONT)
         try:
             _cli("cluster", "stop", "--data-dir", self.dir, timeout=60)
+        except subprocess.TimeoutExpired:  # a slow stop (load 35+): killed below; the run's
+            pass  # verdict is already printed and must stand, not end in a traceback
         finally:
             for p in self.procs():
                 self.signal(p["name"], signal.SIGKILL)
