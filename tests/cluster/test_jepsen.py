@@ -3,9 +3,9 @@ cluster under every nemesis once, three at a time (`cover`, seed 72: 29 s of fau
 with the three workloads at once (register, set, counter: each its own table, clients,
 history and checks), plus unit tests of the schedule, the nemesis's bookkeeping, the log
 scan and the register checker. With KUDUSQL_LONG=1 (`make test-long`): a run of each
-workload under random faults, one at a time and two at once; the broken-lease runs (a
-leader's clock at 0.02x, and at 0.2x - a lease outliving the cut by 2 s -, then cut off:
-the checker must report stale reads) and the same fault within the bound (0 anomalies); and runs across seeds and nemeses for
+workload under random faults, one at a time and two at once; the broken-lease run (a
+leader's clock at 0.02x, then cut off: the checker must report stale reads) and the same
+fault within the bound (0 anomalies); and runs across seeds and nemeses for
 KUDUSQL_JEPSEN_S seconds in all (default 1,800). Each run starts its own cluster, records
 a history, checks it, compares the replicas and scans the server logs; any anomaly fails
 the test with the harness's report (the cluster directory is kept for a look)."""
@@ -78,18 +78,6 @@ def test_a_broken_lease_shows_as_stale_reads(tmp_path):
     reader client, still routed to it, reads values the new leader has overwritten: the
     register checker must report them."""
     out = _run(tmp_path, "register", ["lease-break"], 20, 1, rate_drift=0.98,
-               anomalies=True)
-    assert "ANOMALY register key" in out and "not linearizable" in out, out[-3000:]
-
-
-@pytest.mark.long
-@long_only
-def test_a_lease_outliving_the_cut_by_two_seconds_is_seen(tmp_path):
-    """The blind spot narrowed (session 38): the leader's clock at 0.2x, so its 0.4 s lease
-    lasts 2 s after the cut. Before the prompt writer, the first write a new leader
-    acknowledged came 2.3-2.6 s after the cut (a shared client's 2 s per-try timeout) and
-    seeds 1-3 gave 0 anomalies; with it, 1.0-1.3 s, and each of seeds 1-3 gave one."""
-    out = _run(tmp_path, "register", ["lease-break"], 20, 1, rate_drift=0.8,
                anomalies=True)
     assert "ANOMALY register key" in out and "not linearizable" in out, out[-3000:]
 
