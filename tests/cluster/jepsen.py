@@ -4,7 +4,7 @@ checkers (issue 24; docs/guarantees.md says what it checks and what it does not)
     python -m tests.cluster.jepsen --workload register|set|counter[,...]
                                    --nemesis LIST|all|composed [--overlap N] [--cover]
                                    [--seconds S] [--seed N] [--rate-drift U] [--keep]
-                                   [--out DIR]
+                                   [--prompt-timeout S] [--out DIR]
 
 It starts a local cluster (`kudusql cluster start`: 3 masters, 4 tablet servers, 2 SQL
 front ends, 50 ms Raft ticks, a tablet server silent for 4 s counts as dead), runs client
@@ -40,7 +40,8 @@ Workloads
             off a write reaches the new leader soon, not after the shared clients' 2-5 s
             per-try timeouts: measured (session 38), the first write a new leader
             acknowledged came 2.3-2.6 s after the cut without it, 0.75-1.3 s with it, and a
-            lease outliving the cut by 2 s went from unseen to seen. The client library's
+            lease outliving the cut by 2 s went from unseen (0 of 3 runs) to seen in 3 of
+            4. The client library's
             operations record the servers they reached (`served`; "addr!": failed there).
   set       INSERT of unique elements through the three paths, and full reads (`SELECT k`)
             while it runs; checked: a read holds every element acknowledged before the read
