@@ -5,7 +5,15 @@ Calls
                                 the answer are codec.py blobs
     DoPut(descriptor, batches)  writes: the descriptor's command is a codec payload (which
                                 tablet, op types are the `__op` column, request id); the
-                                answer comes back as one metadata message
+                                answer comes back as one metadata message. The command
+                                also carries the rows sent (PUT_ROWS), and the server
+                                refuses an upload that delivered fewer (retryable, the
+                                handler never runs): a call the client abandons (its
+                                deadline passed, it was cancelled) ends the server's read
+                                of the stream as if it were complete, so without the count
+                                a write whose rows never arrived was replicated empty and
+                                its request id answered "done" to the client's retry - an
+                                acknowledged row lost (session 38, Jepsen set, seed 106)
     DoGet(ticket)               scans: the ticket is a codec payload, the answer a stream
                                 of record batches, each with optional app metadata
                                 (`_Stream.chunks`; an ordered scan's last key per batch)
@@ -331,6 +339,18 @@ def _raise_remote(e: fl.FlightError, addr: str, tls: bool = False):
     raise err from None
 
 
+# DoPut: the command key carrying how many rows the client sent (the server checks them all
+# arrived: module docstring, Calls)
+PUT_ROWS = "_put_rows"
+
+
+def put_descriptor(command, table: pa.Table) -> fl.FlightDescriptor:
+    """A DoPut's descriptor: `command` (codec), with the row count when it is a dict."""
+    if isinstance(command, dict):
+        command = {**command, PUT_ROWS: table.num_rows}
+    return fl.FlightDescriptor.for_command(codec.encode(command))
+
+
 # -- server -----------------------------------------------------------------------------------
 class _AuthFactory(fl.ServerMiddlewareFactory):
     def __init__(self, secret: str):
@@ -432,6 +452,15 @@ class RpcServer(fl.FlightServerBase):
             raise fl.FlightServerError(_error_json(errors.InvalidArgument("no DoPut here")))
         cmd = codec.decode(descriptor.command)
         table = reader.read_all()
+        sent = cmd.pop(PUT_ROWS, None) if isinstance(cmd, dict) else None
+        if sent is not None and table.num_rows != sent:
+            # the client gave up mid-call (a stream cut short reads as a complete one):
+            # nothing is applied, and its request id stays unused for the retry
+            log.warning("DoPut from a client that gave up: %d of %d rows arrived; refused",
+                        table.num_rows, sent)
+            raise fl.FlightServerError(_error_json(RemoteError(
+                f"{table.num_rows} of the {sent} rows sent arrived (the call was cut "
+                f"short); nothing was applied, retry")))
         out = self._guard(self.put_handler, cmd, table)
         writer.write(pa.py_buffer(codec.encode(out)))
 
@@ -515,8 +544,8 @@ class RpcClient:
     def put(self, addr: str, command, table: pa.Table, timeout_s: float | None = None):
         c = self._client(addr)
         try:
-            writer, reader = c.do_put(fl.FlightDescriptor.for_command(codec.encode(command)),
-                                      table.schema, options=self._opts(timeout_s))
+            writer, reader = c.do_put(put_descriptor(command, table), table.schema,
+                                      options=self._opts(timeout_s))
             try:
                 writer.write_table(table)
                 writer.done_writing()

@@ -139,3 +139,54 @@ def test_rereplication_round_reads_one_view_of_live_servers():
     # t1 waits (its leader was not live in this round's view); t2's dead e is replaced
     assert [(p["tablet_id"], p["adding"]) for p in proposed] == [("t2", "d")]
     assert calls == [("D", "create_replica"), ("C", "change_config")]
+
+
+def test_a_write_whose_rows_never_arrived_is_not_applied_empty():
+    """Harness seed 106 (three workloads, `--cover --overlap 3`, load 43): the set checker
+    found acknowledged element 417 missing from every read. Its tablet's log held the
+    client library's request (seq 140) with zero rows: the client's DoPut was cut short (its
+    2 s per-try deadline passed under load) before the batch went out, the server read the
+    stream's early end as a complete upload, replicated an empty write and recorded the
+    request as done; the client's retry of seq 140 got that stored "done" and reported the
+    row written. Here a put handler that, like the result tracker, answers a request id it
+    has seen with its stored result: a DoPut abandoned after its descriptor must not reach
+    it, so the retry applies the row."""
+    import pyarrow as pa
+    import pyarrow.flight as fl
+
+    from engine.rpc import rpc as rpc_mod
+
+    applied: dict = {}  # request id -> rows applied (the tablet's result tracker)
+
+    def put(cmd, table):
+        if cmd["seq"] in applied:
+            return {"done": applied[cmd["seq"]], "again": True}
+        applied[cmd["seq"]] = table.column("k").to_pylist()
+        return {"done": applied[cmd["seq"]]}
+
+    srv = rpc_mod.RpcServer("127.0.0.1", 0, "s3cret", {}, put_handler=put)
+    c = RpcClient("s3cret", 5)
+    try:
+        rows = pa.table({"k": pa.array([417], pa.int64())})
+        # the first try: descriptor and schema sent, then the call is given up before the
+        # batch (what a deadline passing mid-call leaves the server with)
+        flight = c._client(srv.addr)
+        writer, _ = flight.do_put(rpc_mod.put_descriptor({"seq": 140}, rows), rows.schema,
+                                  options=c._opts(5))
+        try:
+            writer.close()
+        except fl.FlightError as e:  # the server's refusal (the real client is gone by then)
+            assert "rows sent arrived" in str(e), e
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not applied:
+            time.sleep(0.05)  # (the server handles the cut call on its own thread)
+        assert applied == {}, f"an upload whose rows never arrived was applied: {applied}"
+        # the retry of the same request id applies the row
+        assert c.put(srv.addr, {"seq": 140}, rows) == {"done": [417]}
+        assert applied == {140: [417]}
+        # a whole upload is unaffected, and the count does not reach the handler
+        assert c.put(srv.addr, {"seq": 141}, pa.table({"k": pa.array([], pa.int64())})) \
+            == {"done": []}
+    finally:
+        c.close()
+        srv.stop()
