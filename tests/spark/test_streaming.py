@@ -321,10 +321,11 @@ def test_change_source_outlives_an_idle_table_not_a_stream_away_too_long(
     (wire.flight.changes_plan "idle"; without it the offset stays below the mark and the
     next write's window cannot be read), and the next write is delivered; a stream
     restarted from its checkpoint after the table changed and the mark passed its offset
-    fails with 22023 instead of skipping the change. The JVM path runs by default (142 s
-    at load ~50 here: nothing else covers KudusqlChangeStream's offset logic); the
-    PySpark path (407 s at that load) with KUDUSQL_LONG=1: tests/spark/test_arrow_stream.py
-    covers `changes_plan`'s answers and `check_not_behind` without Spark."""
+    fails with 22023 instead of skipping the change. The JVM path runs by default (6.5 s
+    at load ~16, 142 s at ~50: nothing else covers KudusqlChangeStream's offset logic);
+    the PySpark path (65 s at load ~15, Python workers) with KUDUSQL_LONG=1:
+    tests/spark/test_arrow_stream.py covers `changes_plan`'s answers and
+    `check_not_behind` without Spark."""
     if path == "flight" and os.environ.get("KUDUSQL_LONG") != "1":
         pytest.skip("set KUDUSQL_LONG=1 for the PySpark source's idle-table run")
     idle = "idle_" + path
