@@ -44,9 +44,12 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
               lookup of its own)
     timestamp table                                           {"timestamp"}
     changes_plan table, at? (ISO timestamp), start?, end?,    {"latest", "ahm", "table_id",
-              earliest?, columns? (a change stream's          "tablet_ids", "at"?,
-              driver: the JVM connector's                      "tickets"? (with start and
-              MicroBatchStream)                                end: one change ticket per
+              earliest?, columns?, fresh?, idle_from?         "tablet_ids", "at"?,
+              (a change stream's driver: the JVM               "fresh"?, "idle"? (a safe
+              connector's MicroBatchStream;                    fresh timestamp:
+              wire.flight.changes_plan)                        wire.flight.changes_plan),
+                                                               "tickets"? (with start and
+                                                               end: one change ticket per
                                                                tablet), "locations"?}
               (a change ticket's "scan": the tablet's changes in (start, end], every
               commit's row in commit order, the columns then `_is_deleted`, `_commit_ts`;

@@ -26,8 +26,10 @@ these pieces, so the protocol is plain Flight with JSON commands:
                                              sink's micro-batch, exactly once
                                              (wire/stream_sink.py); do_action("stream_sink")
                                              the driver's records of those batches
-    do_action("changes_plan", {"table"}) ->  latest timestamp, ancient history mark,
-                                             tablets; do_get({"kind": "changes", ...})
+    do_action("changes_plan", {"table",   ->  latest timestamp, ancient history mark,
+      "at"?, "fresh"?, "idle_from"?})        tablets, "fresh"? / "idle"? (a safe fresh
+                                             timestamp: `changes_plan`);
+                                             do_get({"kind": "changes", ...})
                                              -> Table.changes of one tablet in (start, end]
 
 Predicates are `engine.tablet.scan_spec.ColumnPredicate`s in JSON (`predicate_to_json`);
@@ -66,6 +68,7 @@ import pyarrow as pa
 import pyarrow.flight as fl
 
 from engine import errors
+from engine.clock import from_micros
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from wire import stream_sink
@@ -414,7 +417,18 @@ def changes_plan(t, body: dict) -> dict:
     """The driver's view for a change stream (kudusql/spark/streaming.py): the table's
     latest timestamp (every acknowledged write at or before it), its ancient history mark,
     its partitions (one change ticket each), and `start` resolved to a HybridTime when
-    given as an ISO timestamp (changes after that instant)."""
+    given as an ISO timestamp (changes after that instant).
+
+    "fresh": true (a stream starting at "latest") adds "fresh": `Table.safe_now()`, a
+    timestamp every write at or below which is already visible. "idle_from": O (the
+    stream's offset) adds "idle": T when the table has no commit after O and O has used
+    up half the history kept (`_idle_too_long`): T is `safe_now()`, and the table's
+    last commit (`Table.committed_timestamp`: its own tablets', not the timestamps a
+    cluster client saw on other tables) read again after T was made safe is still <= O,
+    so (O, T] holds no
+    change at all and the stream may move its offset to T without reading it. That keeps
+    an idle stream's windows above the ancient history mark; a stream whose offset fell
+    below the mark while the table changed gets no "idle" (its driver refuses it, 22023)."""
     from engine.clock import upper_bound_for_micros
 
     meta = t.metadata
@@ -426,7 +440,28 @@ def changes_plan(t, body: dict) -> dict:
         if v.tzinfo is None:
             v = v.replace(tzinfo=_dt.timezone.utc)
         out["at"] = upper_bound_for_micros(int(v.timestamp()) * 1_000_000 + v.microsecond)
+    if body.get("fresh"):
+        out["fresh"] = t.safe_now()
+    frm = body.get("idle_from")
+    if frm is not None and _idle_too_long(t, out, int(frm)) and \
+            t.committed_timestamp() <= int(frm):
+        safe = t.safe_now()
+        # read again once `safe` is safe: a write that committed since (or was in flight)
+        # at or below `safe` shows here, and then (O, safe] is read, not skipped
+        if t.committed_timestamp() <= int(frm):
+            out["idle"] = safe
     return out
+
+
+def _idle_too_long(t, plan: dict, offset: int) -> bool:
+    """Whether an idle stream's offset is in the older half of the history kept (between
+    the ancient history mark and now): then it moves (`changes_plan`'s "idle"), about once
+    per history_max_age_s / 2 on an idle table rather than at every trigger (each move
+    is an empty micro-batch, and on a cluster a snapshot barrier on every tablet)."""
+    ahm = int(plan["ahm"])
+    clock = getattr(t.catalog, "clock", None)
+    now = clock.now() if clock is not None else from_micros(time.time_ns() // 1000)
+    return offset < ahm + (max(now, ahm) - ahm) // 2
 
 
 def change_tickets(plan: dict, table: str, start: int, end: int, earliest: bool,

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -67,6 +68,7 @@ from engine.catalog.metadata import TableMetadata
 from engine.catalog.table_scanner import TableScan, TableScanStats, pick_snapshot
 from engine.catalog.write_pipeline import (Routed, TableWriteResult, carry_durable_at,
                                            merge_results)
+from engine.clock import from_micros
 from engine.tablet.diskrowset import ScanStats
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import BoundPredicate, ColumnPredicate
@@ -217,6 +219,39 @@ class Table:
             return max((t.current_timestamp() for t in self._open(slots)), default=0)
         finally:
             lease.release()
+
+    def committed_timestamp(self) -> int:
+        """The latest commit of this table's own tablets: `current_timestamp` without the
+        timestamps a cluster client saw on other tables (RemoteTablet), so that
+        `committed_timestamp() <= T` means no write of this table committed after T."""
+        lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
+        try:
+            return max((getattr(t, "committed_timestamp", t.current_timestamp)()
+                        for t in self._open(lease.handles)), default=0)
+        finally:
+            lease.release()
+
+    def safe_now(self) -> int:
+        """A fresh timestamp T, made safe on every tablet of the table: every write at or
+        below T has committed (or failed) and is visible to a read at T, and every later
+        write gets a timestamp above T - on a cluster through the tablet leaders' snapshot
+        barrier (`wait_safe` RPC, TabletReplica.wait_safe), as a READ_AT_SNAPSHOT scan's.
+        T is the catalog's clock (embedded) or this process's wall clock as a HybridTime (a
+        cluster's client has no clock; the servers accept it within their maximum clock
+        error), never below `current_timestamp()`. A change stream on an idle table moves
+        its offset here (wire.flight.changes_plan), so its windows stay above the
+        ancient history mark."""
+        clock = getattr(self.catalog, "clock", None)
+        ts = clock.now() if clock is not None else from_micros(time.time_ns() // 1000)
+        lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
+        try:
+            tablets = self._open(lease.handles)
+            ts = max([ts, *(t.current_timestamp() for t in tablets)])
+            for t in tablets:
+                t.wait_safe(ts)
+        finally:
+            lease.release()
+        return ts
 
     # -- writes ----------------------------------------------------------------------------
     def insert(self, rows, in_order: bool = False) -> TableWriteResult:

@@ -647,11 +647,17 @@ class RemoteTablet:
                             for i, code, msg, key in out["row_errors"]])
 
     def current_timestamp(self) -> int:
+        return max(self.committed_timestamp(), self.client.last_ts)
+
+    def committed_timestamp(self) -> int:
+        """The leader's last committed timestamp alone (`current_timestamp` adds what this
+        client saw elsewhere, for read-your-writes): whether this tablet changed after a
+        timestamp (Table.committed_timestamp, an idle change stream)."""
         ts = self._retry(lambda a: self.client.rpc.call(a, "tablet_ts",
                                                         {"tablet": self.tablet_id}),
                          "timestamp request")
         self._safe = max(self._safe, ts)
-        return max(ts, self.client.last_ts)
+        return ts
 
     def wait_safe(self, ts: int) -> None:
         # The leader's last committed timestamp is safe there already: ops it has proposed

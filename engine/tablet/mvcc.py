@@ -91,6 +91,27 @@ class MvccManager:
             self._in_flight.add(ts)
             self._max_started = ts
 
+    def start_op_now(self, clock) -> Timestamp:
+        """`start_op` at `clock.now()`, the timestamp taken under the MVCC lock: no op then
+        holds a timestamp that MVCC does not know yet, which `fence` relies on."""
+        with self._lock:
+            ts = clock.now()
+            if ts <= self._max_started or ts <= self._last_committed:
+                raise AssertionError(f"timestamp {ts} not monotonic (max {self._max_started})")
+            self._in_flight.add(ts)
+            self._max_started = ts
+            return ts
+
+    def fence(self, ts: Timestamp, clock) -> None:
+        """Move `clock` past `ts` under the MVCC lock: every op that took its timestamp
+        with `start_op_now` before is in flight or done here, and every later one takes a
+        timestamp > ts; `wait_for_safe(ts)` after this makes a read at ts repeatable even
+        for a ts beyond every op started so far (a fresh timestamp, or another tablet's
+        latest). Without the lock, an op between its `clock.now()` and its `start_op`
+        could get a timestamp <= ts that the wait does not see."""
+        with self._lock:
+            clock.update(ts)
+
     def commit_op(self, ts: Timestamp) -> None:
         with self._lock:
             in_flight = self._in_flight

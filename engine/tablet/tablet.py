@@ -309,12 +309,15 @@ class Tablet:
         start, and its WAL entry (appended at the next index unless the op is already in
         the log at `index`, WAL replay). Returns (timestamp, log index). The caller
         applies the op to the stores next, and aborts it in MVCC if that raises."""
-        ts = self.clock.now() if timestamp is None else timestamp
-        if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
-            raise errors.InvalidArgument(
-                f"tablet {self.path}: op timestamp {ts} is not after the last applied "
-                f"timestamp {self._last_ts}")
-        self.mvcc.start_op(ts)
+        if timestamp is None:
+            ts = self.mvcc.start_op_now(self.clock)   # see MvccManager.fence
+        else:
+            ts = timestamp
+            if index is None and ts <= self._last_ts:  # a caller-chosen timestamp
+                raise errors.InvalidArgument(
+                    f"tablet {self.path}: op timestamp {ts} is not after the last applied "
+                    f"timestamp {self._last_ts}")
+            self.mvcc.start_op(ts)
         if index is None:
             index = self.log.next_index()
             try:
@@ -560,8 +563,12 @@ class Tablet:
 
     def wait_safe(self, ts: int) -> None:
         """Make a read at `ts` repeatable: no later op may take a timestamp <= ts, and every
-        op that already holds one must finish first (Kudu waits for "safe time")."""
-        self.clock.update(ts)
+        op that already holds one must finish first (Kudu waits for "safe time"). The
+        clock moves under the MVCC lock (`MvccManager.fence`), so this holds for a `ts`
+        past every op started here too (a fresh timestamp, another tablet's latest).
+        On a tablet server the replica's barrier comes first (TabletReplica.wait_safe):
+        there the leader stamps ops before they reach this tablet."""
+        self.mvcc.fence(ts, self.clock)
         self.mvcc.wait_for_safe(ts)
 
     def _read_view(self, snapshot, prepare):

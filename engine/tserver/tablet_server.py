@@ -62,6 +62,10 @@ RPCs (DoAction unless said otherwise)
                      are refused: retryably if behind, 40001 if ahead)
     tablet_ts        {tablet} -> the leader's last committed timestamp
     wait_safe        {tablet, ts}
+    changes          {tablet, start, end, columns, per_commit, retained} -> (leader) the
+                     tablet's diff scan or change feed in (start, end] as an Arrow IPC
+                     stream, `end` made safe through the snapshot barrier first
+    ahm              {tablet} -> the tablet's ancient history mark
     status           -> this server's uuid, address, HTTP address and every replica's Raft
                      status and state (engine/tserver/status.py)
     transfer_leader  {tablet, target}: hand leadership of a tablet to another voter
@@ -644,11 +648,16 @@ class TabletServer:
     def _h_changes(self, p: dict) -> bytes:
         """A diff scan (`per_commit` false) or the change feed (Tablet.changes) of one
         tablet in (start, end], on its leader (which holds every committed op up to end
-        once end is safe), as an Arrow IPC stream."""
+        once end is safe), as an Arrow IPC stream. `end` is made safe through the
+        snapshot barrier a READ_AT_SNAPSHOT scan passes (TabletReplica.wait_safe): the
+        leader stamps a write before it reaches the tablet's MVCC, so the tablet's own
+        wait alone could miss one stamped at or below `end` and still being replicated
+        (`end` may be another tablet's latest, or a fresh timestamp: Table.safe_now)."""
         r = self.replica(p["tablet"])
         if p.get("ts"):
             self.clock.update_bounded(p["ts"])
         r.check_leader_ready(lease=True)
+        r.wait_safe(int(p["end"]))
         _check_version(r, p.get("schema_version"))
         cols = p.get("columns")
         if p.get("per_commit"):

@@ -24,16 +24,21 @@ Change source: `spark.readStream.format("kudusql").option(..).option("table", t)
 .option("startingOffsets", "latest" | "earliest" | HybridTime | ISO timestamp).load()`
 
     driver                                               executors
-    initialOffset(): {"ts": T0} (latest timestamp,       read(p): Table.changes of one
+    initialOffset(): {"ts": T0} (a fresh safe ts,        read(p): Table.changes of one
       the ancient history mark, or the given instant)      tablet in (start, end]: every
     latestOffset(): {"ts": the table's latest ts}          commit's row, `_is_deleted`,
     partitions(start, end): one per tablet                 `_commit_ts`, in commit order
 
 Offsets are HybridTimes and Spark checkpoints them; a micro-batch (start, end] is read
-exactly (Table.changes waits until `end` is safe), so consecutive batches deliver every
-change once. A start below the ancient history mark is refused with SQLSTATE 22023 - on
-the driver for `startingOffsets`, in the task (SnapshotTooOld) for a stream that fell
-behind history_max_age_s - never skipped. `earliest` means the history retained when the
+exactly (Table.changes waits until `end` is safe; on a cluster through the tablet
+leaders' snapshot barrier), so consecutive batches deliver every change once. On an idle
+table the offset moves to a fresh safe timestamp once it is older than half the history
+kept ({"ts": T, "idle": true}: the server found no change in the window, which is not
+read; wire.flight.changes_plan), so a quiet table does not stop the stream. A start below
+the ancient history mark is refused with SQLSTATE 22023 - on the driver for
+`startingOffsets`, and for a stream stopped (or behind) longer than history_max_age_s
+while the table changed (`check_not_behind`; in the task, SnapshotTooOld, should the
+mark pass it between planning and reading) - never skipped. `earliest` means the history retained when the
 first batch is read (the mark moves with the clock). The schema is the table's columns
 plus `_is_deleted` (boolean) and `_commit_ts` (long); PySpark asks a data source for one
 schema for batch and streaming reads alike, so the change columns are there when
@@ -90,8 +95,8 @@ class FlightBackend:
         return flight_client.put(self.location, flight_client.command(
             table=table, mode=mode, sink=sb.to_json()), first, it)
 
-    def changes_plan(self, table: str, at: str | None = None) -> dict:
-        return self._action("changes_plan", {"table": table, "at": at})
+    def changes_plan(self, table: str, at: str | None = None, **extra) -> dict:
+        return self._action("changes_plan", {"table": table, "at": at, **extra})
 
     def read_changes(self, ticket: dict) -> Iterator[pa.RecordBatch]:
         with fl.connect(self.location) as c:
@@ -113,8 +118,8 @@ class ClusterBackend:
         return stream_sink.write_batch(self.catalog, table, sb, mode, batches,
                                        wflight.write_batches)
 
-    def changes_plan(self, table: str, at: str | None = None) -> dict:
-        return wflight.changes_plan(self.catalog.table(table), {"at": at})
+    def changes_plan(self, table: str, at: str | None = None, **extra) -> dict:
+        return wflight.changes_plan(self.catalog.table(table), {"at": at, **extra})
 
     def read_changes(self, ticket: dict) -> Iterator[pa.RecordBatch]:
         out = wflight.read_changes(self.catalog.table(ticket["table"]), ticket)
@@ -211,6 +216,21 @@ class ChangePartition(InputPartition):
     ticket: str    # JSON: wire.flight.read_changes
 
 
+def check_not_behind(table: str, start: dict, plan: dict) -> None:
+    """Refuse (22023) a window that starts below the ancient history mark while the table
+    has changes after it: the stream was stopped (or fell behind) for longer than the
+    history kept, and the changes in between may be gone - never skipped silently. (An
+    idle table moves the offset instead: `changes_plan`'s "idle".)"""
+    if start.get("earliest") or int(start["ts"]) >= int(plan["ahm"]):
+        return
+    raise ValueError(
+        f'kudusql: the change stream of table "{table}" is at offset {start["ts"]}, before '
+        f'the ancient history mark ({plan["ahm"]}), and the table changed since: it was '
+        f"stopped or behind for longer than the history kept (history_max_age_s), so changes "
+        f"may have been garbage collected; start a new stream (a new checkpoint) at "
+        f'"earliest" or later (SQLSTATE 22023)')
+
+
 class KudusqlChangeReader(DataSourceStreamReader):
     def __init__(self, options, schema: StructType):
         if not is_change_stream(options):
@@ -221,13 +241,13 @@ class KudusqlChangeReader(DataSourceStreamReader):
         self.columns = [n for n in schema.fieldNames() if n not in CHANGE_COLUMNS]
         self.starting = str(options.get("startingOffsets")).strip()
 
-    def _plan(self, at: str | None = None) -> dict:
-        return backend(self.options).changes_plan(self.table, at)
+    def _plan(self, at: str | None = None, **extra) -> dict:
+        return backend(self.options).changes_plan(self.table, at, **extra)
 
     def initialOffset(self) -> dict:
         s = self.starting.lower()
-        if s == "latest":
-            return {"ts": int(self._plan()["latest"])}
+        if s == "latest":   # a safe fresh timestamp: never below the mark (an idle table)
+            return {"ts": int(self._plan(fresh=True)["fresh"])}
         if s == "earliest":
             return {"ts": int(self._plan()["ahm"]), "earliest": True}
         if s.isdigit():
@@ -244,14 +264,20 @@ class KudusqlChangeReader(DataSourceStreamReader):
         return {"ts": ts}
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
-        latest = int(self._plan()["latest"])
-        if start is not None and latest <= int(start["ts"]):
+        if start is None:
+            return {"ts": int(self._plan()["latest"])}
+        plan = self._plan(idle_from=int(start["ts"]))
+        if "idle" in plan:      # no change after start: (start, idle] is empty, not read
+            return {"ts": int(plan["idle"]), "idle": True}
+        latest = int(plan["latest"])
+        if latest <= int(start["ts"]):
             return start
+        check_not_behind(self.table, start, plan)
         return {"ts": latest}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         s, e = int(start["ts"]), int(end["ts"])
-        if e <= s:
+        if e <= s or end.get("idle"):
             return []
         # "earliest": the task reads from what history is retained when it reads
         return [ChangePartition(json.dumps(tk)) for tk in wflight.change_tickets(

@@ -140,6 +140,41 @@ def test_a_scan_moves_the_clients_timestamp_past_its_snapshot(cluster):
         reader.close()
 
 
+def test_an_idle_change_stream_moves_to_a_safe_timestamp_on_a_cluster(cluster):
+    """A change stream's server side on a cluster (wire.flight.changes_plan over a
+    RemoteCatalog, as the masters' Arrow stream endpoint runs it): `Table.safe_now` passes
+    every tablet leader's snapshot barrier, so a write by another client afterwards is
+    stamped above it and a change window ending there is final; an idle table's stream
+    moves ("idle") even when this client carries later timestamps from another table
+    (`committed_timestamp`, not `current_timestamp`); a table that changed after the offset
+    does not move."""
+    from wire.flight import changes_plan
+
+    with cluster.connect() as conn:
+        for name in ("chg_busy", "chg_idle"):
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {name} (k BIGINT PRIMARY KEY) "
+                         "PARTITION BY HASH (k) PARTITIONS 3 WITH (replication_factor = 3)")
+        conn.execute("INSERT INTO chg_busy VALUES (1), (2), (3)")
+    cat, other = _catalog(cluster), _catalog(cluster)
+    try:
+        busy, idle = cat.table("chg_busy"), cat.table("chg_idle")
+        before = busy.committed_timestamp()
+        now = busy.safe_now()
+        assert now > before
+        r = other.table("chg_busy").insert({"k": [4]})   # carries no timestamp of ours
+        assert r.ok and min(r.tablet_timestamps.values()) > now
+        assert sorted(busy.changes(before, now).column("k").to_pylist()) == []
+        assert busy.changes(now, busy.current_timestamp()).column("k").to_pylist() == [4]
+        assert busy.insert({"k": [5]}).ok     # this client now carries chg_busy's time
+        assert cat.client.last_ts > now and idle.current_timestamp() > now
+        p = changes_plan(idle, {"idle_from": 0})          # never written
+        assert idle.committed_timestamp() == 0 and p["idle"] > p["ahm"]
+        assert "idle" not in changes_plan(busy, {"idle_from": 0})
+    finally:
+        cat.close()
+        other.close()
+
+
 def test_scan_tokens_read_the_tablet_servers_directly(cluster):
     """Kudu's scan tokens (kudusql/spark/cluster.py) without Spark: planned by one client,
     serialised, turned back into scanners by another client (an executor) — equal to the

@@ -8,6 +8,7 @@ once, in commit order per key; a start below the ancient history mark is refused
 from __future__ import annotations
 
 import random
+import threading
 
 import pyarrow as pa
 import pytest
@@ -16,7 +17,7 @@ from engine import errors
 from engine.catalog import Catalog, HashBucketSchema, PartitionSchema
 from engine.clock import LogicalClock
 from engine.schema import ColumnSchema, Schema
-from engine.tablet import OpType, TabletConfig
+from engine.tablet import OpType, Tablet, TabletConfig
 from engine.types import DataType as T
 
 CFG = TabletConfig(fsync=False, wal_sync="never", history_max_age_s=1e12, page_rows=16)
@@ -115,3 +116,75 @@ def test_changes_refuses_a_start_below_the_ancient_history_mark(tmp_path):
         assert len(t.changes(ahm, t.current_timestamp())) > 0
     finally:
         cat.close()
+
+
+class _PausingClock:
+    """The tablet's clock, except that the first `now()` in thread `who` stops for a while
+    after taking its timestamp: a writer caught between its timestamp and its MVCC start."""
+
+    def __init__(self, inner):
+        self.inner, self.who, self.ts = inner, None, None
+        self.taken, self.go = threading.Event(), threading.Event()
+
+    def now(self):
+        ts = self.inner.now()
+        if threading.get_ident() == self.who and self.ts is None:
+            self.ts = ts
+            self.taken.set()
+            self.go.wait(10)
+        return ts
+
+    def update(self, ts):
+        self.inner.update(ts)
+
+    def update_bounded(self, ts):
+        self.inner.update_bounded(ts)
+
+    @property
+    def is_hybrid(self):
+        return self.inner.is_hybrid
+
+
+def test_a_read_at_a_fresh_timestamp_waits_for_a_writer_that_holds_an_older_one(tmp_path):
+    """A change stream on an idle table moves its offset to a fresh timestamp T
+    (Table.safe_now) and reads (offset, T] later: `wait_safe(T)` must cover an op that took
+    its timestamp (<= T) but is not yet in MVCC, else a read at T misses it and the next
+    window starts after it (a change lost). The writer here stops right after its
+    timestamp; the read at T must wait for it and see its row."""
+    tab = Tablet.create(str(tmp_path / "t"), SCHEMA, config=CFG, clock=LogicalClock())
+    try:
+        clock = _PausingClock(tab.clock)
+        tab.clock = clock
+
+        def write():
+            clock.who = threading.get_ident()
+            tab.insert(pa.table({"k": pa.array([1], pa.int64()), "v": ["x"]}))
+        w = threading.Thread(target=write)
+        w.start()
+        assert clock.taken.wait(10)
+        fresh = clock.inner.now()            # after the paused writer's timestamp
+        assert fresh > clock.ts
+        seen = []
+        r = threading.Thread(target=lambda: seen.append(tab.changes(0, fresh).num_rows))
+        r.start()
+        r.join(0.5)                          # the read may not finish before the writer
+        clock.go.set()
+        w.join(10)
+        r.join(10)
+        assert seen == [1]
+        assert tab.changes(0, fresh).num_rows == 1
+    finally:
+        tab.close()
+
+
+def test_safe_now_is_fresh_and_safe_on_every_tablet(table):
+    """Table.safe_now: at or after every write so far, on every tablet, and every later
+    write commits above it (a window ending at it is final)."""
+    _cat, t = table
+    t.insert(pa.table({"k": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
+    before = t.current_timestamp()
+    now = t.safe_now()
+    assert now > before
+    r = t.insert(pa.table({"k": pa.array([4], pa.int64()), "v": ["d"]}))
+    assert min(r.tablet_timestamps.values()) > now
+    assert len(t.changes(0, now)) == 3 and len(t.changes(now, t.current_timestamp())) == 1

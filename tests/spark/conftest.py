@@ -50,3 +50,17 @@ def jvm(spark):
     if not jvm_connector_loaded(spark):
         pytest.skip("the JVM connector is not on the classpath (no JDK to build it)")
     return spark
+
+
+@pytest.fixture
+def history_age(db):
+    """A setter of `db`'s history_max_age_s for one test, restored after it (an idle change
+    stream's tests need a mark that passes in seconds). Every tablet of the catalog reads
+    the one TabletConfig, a frozen dataclass: set in place, as no engine code does."""
+    cfg = db.catalog.config
+    old = cfg.history_max_age_s
+
+    def set_age(seconds: float) -> None:
+        object.__setattr__(cfg, "history_max_age_s", float(seconds))
+    yield set_age
+    set_age(old)

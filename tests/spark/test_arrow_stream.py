@@ -366,3 +366,40 @@ def test_change_tickets_read_every_commit_of_their_window(db, ep):
     st, e = call(ep.address, {"op": "changes_plan", "table": "chg",
                               "at": "2020-01-01T00:00:00"})
     assert st == 0 and 0 < e["at"] < start
+
+
+def test_changes_plan_moves_an_idle_stream_on_but_not_one_that_missed_changes(
+        db, ep, history_age):
+    """An idle table must not stop a change stream (its offset falling below the ancient
+    history mark), and a stream that was away longer than the history kept while the table
+    changed must not skip those changes: "changes_plan" with "idle_from" answers "idle", a
+    safe fresh timestamp above the mark, only when no commit follows the offset and the
+    offset is in the older half of the history kept; "fresh" (a stream starting at
+    "latest") is safe at once. The drivers refuse the other case (22023)."""
+    db.session().execute("CREATE TABLE idl (k INT NOT NULL, s STRING, PRIMARY KEY (k)) "
+                         "PARTITION BY HASH (k) PARTITIONS 2")
+
+    def plan(**kw):
+        st, p = call(ep.address, {"op": "changes_plan", "table": "idl", **kw})
+        assert st == 0, p
+        return p
+    history_age(0.4)
+    p = plan(fresh=True)
+    assert p["latest"] == 0 and p["fresh"] > p["ahm"] > 0    # no write yet: latest is 0
+    assert "idle" not in plan(idle_from=p["fresh"])          # young: stays (no empty batch)
+    time.sleep(0.5)
+    p0 = plan(idle_from=p["fresh"])                          # now older than the mark
+    assert p0["idle"] > p0["ahm"] > p["fresh"]
+    assert "idle" in plan(idle_from=0)                       # never written: moves too
+    db.session().execute("INSERT INTO idl VALUES (1, 'a')")
+    p1 = plan(idle_from=p0["idle"])
+    assert "idle" not in p1 and p1["latest"] > p0["idle"]    # a change: read, not skipped
+    time.sleep(0.5)                                          # ... and left unread too long
+    p2 = plan(idle_from=p0["idle"])
+    assert "idle" not in p2 and p0["idle"] < p2["ahm"]
+    streaming = pytest.importorskip("kudusql.spark.streaming")
+    with pytest.raises(ValueError) as e:
+        streaming.check_not_behind("idl", {"ts": p0["idle"]}, p2)
+    assert "22023" in str(e.value) and "ancient history mark" in str(e.value)
+    streaming.check_not_behind("idl", {"ts": p2["ahm"]}, p2)          # at the mark: fine
+    streaming.check_not_behind("idl", {"ts": 0, "earliest": True}, p2)  # retained history

@@ -41,10 +41,13 @@ import java.util.List;
  * first window from "earliest"), checkpointed by Spark; the windows (start, end] of
  * consecutive micro-batches partition the history, so every change is delivered once, and a
  * replayed batch reads the same window again (the server waits until {@code end} is safe).
- * A key lives in one tablet, one partition, whose rows come in commit order. A start below
- * the ancient history mark is refused on the driver ({@code startingOffsets}, 22023); a
- * stream that fell further behind than the history kept fails its next batch in the task
- * (SnapshotTooOld, 22023): never skipped silently.
+ * A key lives in one tablet, one partition, whose rows come in commit order. On an idle
+ * table the offset moves to a safe fresh timestamp once it is older than half the history
+ * kept ({@code "idle": true}: the server found the window empty, and it is not read), so a
+ * quiet table does not stop the stream. A start below the ancient history mark is refused
+ * on the driver ({@code startingOffsets}, 22023), and so is a stream stopped (or behind)
+ * longer than the history kept while the table changed (or, should the mark pass it
+ * between planning and reading, its task: SnapshotTooOld, 22023): never skipped silently.
  *
  * <p>Admission control is implemented only to see the start offset: the latest offset is
  * never below the start (a start given in the future stays put until the table passes it,
@@ -79,25 +82,43 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
                 .add(COMMIT_TS, DataTypes.LongType, true);
     }
 
-    /** A HybridTime offset: {"ts": T} (and "earliest": true, see the class comment). */
+    /**
+     * A HybridTime offset: {"ts": T}, plus "earliest": true (see the class comment) or
+     * "idle": true (the window ending here was found empty when it was planned: not read).
+     */
     static final class ChangeOffset extends Offset {
         final long ts;
         final boolean earliest;
+        final boolean idle;
 
         ChangeOffset(long ts, boolean earliest) {
+            this(ts, earliest, false);
+        }
+
+        ChangeOffset(long ts, boolean earliest, boolean idle) {
             this.ts = ts;
             this.earliest = earliest;
+            this.idle = idle;
         }
 
         @Override
         public String json() {
-            return earliest ? "{\"ts\":" + ts + ",\"earliest\":true}" : "{\"ts\":" + ts + "}";
+            return "{\"ts\":" + ts + (earliest ? ",\"earliest\":true" : "")
+                    + (idle ? ",\"idle\":true" : "") + "}";
         }
     }
 
     private JsonNode plan(String at, ChangeOffset start, ChangeOffset end) {
+        return plan(at, start, end, null);
+    }
+
+    /** changes_plan; {@code extra}: "fresh" / "idle_from" (wire.flight.changes_plan). */
+    private JsonNode plan(String at, ChangeOffset start, ChangeOffset end, ObjectNode extra) {
         ObjectNode req = Endpoint.JSON.createObjectNode().put("op", "changes_plan")
                 .put("table", options.table);
+        if (extra != null) {
+            req.setAll(extra);
+        }
         if (at != null) {
             req.put("at", at);
         }
@@ -113,8 +134,10 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
     public Offset initialOffset() {
         String s = options.startingOffsets;
         String l = s.toLowerCase();
-        if (l.equals("latest")) {
-            return new ChangeOffset(plan(null, null, null).path("latest").asLong(), false);
+        if (l.equals("latest")) {   // a safe fresh timestamp: never below the mark
+            ObjectNode fresh = Endpoint.JSON.createObjectNode().put("fresh", true);
+            return new ChangeOffset(plan(null, null, null, fresh).path("fresh").asLong(),
+                    false);
         }
         if (l.equals("earliest")) {
             return new ChangeOffset(plan(null, null, null).path("ahm").asLong(), true);
@@ -150,12 +173,29 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
 
     @Override
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
-        long latest = plan(null, null, null).path("latest").asLong();
-        if (startOffset != null) {
-            ChangeOffset start = (ChangeOffset) startOffset;
-            if (latest <= start.ts) {
-                return start;   // nothing new (Spark runs no batch for an unchanged offset)
-            }
+        if (startOffset == null) {
+            return latestOffset();
+        }
+        ChangeOffset start = (ChangeOffset) startOffset;
+        JsonNode p = plan(null, null, null,
+                Endpoint.JSON.createObjectNode().put("idle_from", start.ts));
+        if (p.has("idle")) {
+            // no change after start, which is getting old: move on to a safe fresh
+            // timestamp; the window (start, idle] is empty and not read
+            return new ChangeOffset(p.path("idle").asLong(), false, true);
+        }
+        long latest = p.path("latest").asLong();
+        if (latest <= start.ts) {
+            return start;   // nothing new (Spark runs no batch for an unchanged offset)
+        }
+        long ahm = p.path("ahm").asLong();
+        if (start.ts < ahm && !start.earliest) {
+            throw new KudusqlException("22023", "the change stream of table \""
+                    + options.table + "\" is at offset " + start.ts + ", before the ancient "
+                    + "history mark (" + ahm + "), and the table changed since: it was "
+                    + "stopped or behind for longer than the history kept "
+                    + "(history_max_age_s), so changes may have been garbage collected; "
+                    + "start a new stream (a new checkpoint) at \"earliest\" or later");
         }
         return new ChangeOffset(latest, false);
     }
@@ -169,7 +209,7 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
     public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
         ChangeOffset start = (ChangeOffset) startOffset;
         ChangeOffset end = (ChangeOffset) endOffset;
-        if (end.ts <= start.ts) {
+        if (end.ts <= start.ts || end.idle) {
             return new InputPartition[0];
         }
         // a change ticket's stream is not resumable: a broken one fails the task, and the
@@ -189,7 +229,8 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
             if (!n.path("ts").canConvertToLong()) {
                 throw new IOException("no \"ts\"");
             }
-            return new ChangeOffset(n.path("ts").asLong(), n.path("earliest").asBoolean(false));
+            return new ChangeOffset(n.path("ts").asLong(), n.path("earliest").asBoolean(false),
+                    n.path("idle").asBoolean(false));
         } catch (IOException e) {
             throw new KudusqlException("22023", "the checkpoint's offset " + json + " is not "
                     + "a kudusql change stream's offset ({\"ts\": HybridTime}): " + e.getMessage());
