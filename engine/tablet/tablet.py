@@ -140,6 +140,9 @@ class Tablet:
         self._to_python: dict[int, Any] = {}
         self._lookup_cols: tuple = (None, {})          # `_lookup_columns`' cache
         self.writer = TabletWriter(self)   # the write pipeline (tablet_write.py)
+        # the one-row small write (`TabletWriter.write_one`), bound here rather than
+        # delegated by a method: every single-row write of a Table calls it
+        self.write_one = self.writer.write_one
         self._set_schema(schema)
         meta = meta or TabletMetadata(schema)
         # Bumped by every alter_schema; persisted with the schema (see alter_schema).

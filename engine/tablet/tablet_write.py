@@ -25,7 +25,8 @@ replicated tablet applies a committed Raft entry the same way, with its leader's
 timestamp, so embedded and replicated tablets share one apply path.
 
 Small writes (`prepare_small` + `apply_small_deferred`; `write_small` is both, falling
-back to the general path): an op of at most SMALL_MAX_ROWS rows of plain Python values
+back to the general path; `write_one` is both for a one-row op, in one call, which a
+Table's single-row write uses): an op of at most SMALL_MAX_ROWS rows of plain Python values
 skips the Arrow machinery (small_write.py): values converted one by one, keys probed
 directly, a compact WAL record (write_op.py); timestamp, WAL append, MVCC and durability
 exactly as in `apply_deferred`. An op it cannot
@@ -196,6 +197,50 @@ class TabletWriter:
             return None
         return schema, layout, conv, body, read_ts
 
+    def write_one(self, op: int, columns: tuple, row: Sequence, key: bytes | None,
+                  never_block: bool = False) -> Callable[[], WriteResult] | None:
+        """`prepare_small` then `apply_small_deferred` of a one-row op in one call (the
+        single-row write every front end's key write and row insert is: `Table`'s
+        `SmallWrites._write_one`): the same checks, conversion, compact record and apply,
+        without the two-phase hand-over (no op list, row list or prepared tuple). `columns`
+        a tuple of names, `row` the values in that order, `key` the row's key encoded by
+        the tablet's key encoder (routing made it) or None. Returns what
+        `apply_small_deferred` returns: the finisher, BUSY (`never_block`), or None,
+        having done nothing, when the op is not for the small path or an ALTER TABLE
+        switched the schema meanwhile - the caller then writes it the general way."""
+        schema, layout, plans = self._small
+        ops = (op,)
+        names, values, read_ts = columns, row, None
+        if READ_TS_COLUMN in columns:   # a read precondition (row_check.py): not a column
+            j = columns.index(READ_TS_COLUMN)
+            if type(row[j]) is not int:
+                return None
+            read_ts = [row[j]]
+            names = columns[:j] + columns[j + 1:]
+            values = tuple(row[:j]) + tuple(row[j + 1:])
+        try:
+            plan = plans.get(names)
+            if plan is None:
+                if len(plans) > 64:      # many column lists (ad hoc writes): start over
+                    plans.clear()
+                plan = plans[names] = SmallPlan(schema, layout, names,
+                                                self._small_converters)
+            conv = convert_rows(ops, (values,), plan, self._encode_key,
+                                None if key is None else (key,))
+            if read_ts is None:
+                body = encode_small(ops, names, (values,), plan.head)
+            else:                     # logged with the precondition column
+                heads = self._read_heads
+                head = heads.get(columns)
+                if head is None:
+                    if len(heads) > 64:
+                        heads.clear()
+                    head = heads[columns] = encode_small_head(columns)
+                body = encode_small(ops, columns, (row,), head)
+        except (Ineligible, TypeError, ValueError):
+            return None
+        return self._apply_small(schema, layout, conv, body, read_ts, never_block)
+
     def apply_small_deferred(self, prepared, never_block: bool = False
                              ) -> Callable[[], WriteResult] | None:
         """The second half: as `apply_deferred`, under the write lock the timestamp, the
@@ -205,7 +250,11 @@ class TabletWriter:
         `never_block` (a caller on an event loop): BUSY, having done nothing, instead of
         sleeping in memory back-pressure (`admit_write`) or waiting for the write lock
         that maintenance holds while it persists metadata."""
-        schema, layout, conv, body, read_ts = prepared
+        return self._apply_small(*prepared, never_block)
+
+    def _apply_small(self, schema, layout, conv, body, read_ts, never_block: bool
+                     ) -> Callable[[], WriteResult] | None:
+        """`apply_small_deferred` of a prepared op's parts (`prepare_small`'s tuple)."""
         tablet = self._tablet
         lock = tablet.write_lock
         if never_block:
