@@ -441,9 +441,10 @@ class Tablet:
         """A prepared small write applied (`TabletWriter.apply_small_deferred`)."""
         return self.writer.apply_small_deferred(prepared, never_block)
 
-    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+    def first_failure(self, op: WriteOp, converted: list | None = None
+                      ) -> tuple[int, str, str] | None:
         """The first row `apply` would reject now (`TabletWriter.first_failure`)."""
-        return self.writer.first_failure(op)
+        return self.writer.first_failure(op, converted)
 
     def apply(self, op: WriteOp, timestamp: int | None = None, *,
               index: int | None = None) -> WriteResult:
@@ -451,9 +452,10 @@ class Tablet:
         return self.writer.apply(op, timestamp, index=index)
 
     def apply_deferred(self, op: WriteOp, timestamp: int | None = None, *,
-                       index: int | None = None) -> Callable[[], WriteResult]:
+                       index: int | None = None, converted: tuple | None = None
+                       ) -> Callable[[], WriteResult]:
         """`apply` up to its wait for durability (`TabletWriter.apply_deferred`)."""
-        return self.writer.apply_deferred(op, timestamp, index=index)
+        return self.writer.apply_deferred(op, timestamp, index=index, converted=converted)
 
     @property
     def small_writes(self) -> int:

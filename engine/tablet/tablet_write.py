@@ -322,11 +322,15 @@ class TabletWriter:
             return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
         return finish_all
 
-    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+    def first_failure(self, op: WriteOp, converted: list | None = None
+                      ) -> tuple[int, str, str] | None:
         """(row, code, message) of the first row of `op` that `apply` would reject now, or
         None when every row would apply; changes nothing. INSERT / UPSERT ops only (the
         in-order writes of `Table.write(..., in_order=True)`); the caller holds the write
-        lock, so the answer stays true until it applies the op.
+        lock, so the answer stays true until it applies the op. `converted` (a list):
+        when every row would apply, the op's converted values are appended to it, for
+        `apply_deferred(op, converted=...)` of the same op under the same lock hold, which
+        then does not convert them again.
 
         A row is rejected for a value that does not convert (NOT_NULL / INVALID, as
         `apply` reports it) or, for an INSERT, a key that is live now or written by an
@@ -355,6 +359,8 @@ class TabletWriter:
                 return int(fails[0]), RowErrorCode.ALREADY_PRESENT.value, "key already present"
         if first < len(ops):
             return first, *bad[first]
+        if converted is not None:
+            converted.append((op, self.schema, phys))
         return None
 
     def apply(self, op: WriteOp, timestamp: int | None = None, *,
@@ -365,7 +371,8 @@ class TabletWriter:
         return self.apply_deferred(op, timestamp, index=index)()
 
     def apply_deferred(self, op: WriteOp, timestamp: int | None = None, *,
-                       index: int | None = None) -> Callable[[], WriteResult]:
+                       index: int | None = None, converted: tuple | None = None
+                       ) -> Callable[[], WriteResult]:
         """`apply` up to its wait for durability: when this returns, the op is in the WAL
         (not yet fsynced) and applied to the stores under its timestamp, not yet visible;
         the returned call waits until the WAL entry is durable, commits the op in MVCC
@@ -386,6 +393,9 @@ class TabletWriter:
         in between, the rows are checked and converted again under the lock, so an op is
         always logged and applied with the schema in force when it is (a write naming a
         column dropped meanwhile fails with ColumnNotFound and leaves no trace).
+        `converted`: what `first_failure(op, converted)` found for this same op object (every
+        row converts): its values are used instead of converting them again (the schema
+        check above still applies).
         """
         if index is not None and timestamp is None:
             raise errors.InvalidArgument("an op already in the log must come with its timestamp")
@@ -394,7 +404,10 @@ class TabletWriter:
             self._tablet.clock.update(timestamp)
         schema = self.schema
         bad: dict[int, tuple[str, str]] = {}
-        phys = self._convert(table, op_arr, bad)
+        if converted is not None and converted[0] is op and converted[1] is schema:
+            phys = converted[2]         # first_failure's: every row converted, none bad
+        else:
+            phys = self._convert(table, op_arr, bad)
         body = op.encode() if index is None else None
         with self._tablet.write_lock:
             if self.schema is not schema:  # an alter_schema ran since the conversion
