@@ -441,7 +441,9 @@ class Table:
         cannot deadlock; everything else takes one tablet's write lock at a time): no
         concurrent writer can make a row fail, or succeed, between the check
         (`Tablet.first_failure`) and the apply. Tablets are then applied one after the
-        other on this thread (a pool thread could not take the locks held here). Memory
+        other on this thread (a pool thread could not take the locks held here); a tablet
+        whose rows all apply hands its check's converted values to its apply
+        (`first_failure(op, converted)`), so they are converted once. Memory
         back-pressure (`Tablet.admit_write`) runs before the locks are taken: it may wait
         for a flush, which needs the write lock."""
         n = table.num_rows
@@ -476,18 +478,25 @@ class Table:
                     for _, t, _, _ in jobs:
                         t.write_lock.acquire()
                         locked.append(t)
-                    for _, t, idx, op in jobs:
-                        f = t.first_failure(op)
+                    # each tablet's check hands back its op's converted values when all
+                    # of its rows apply: its apply, under the same locks, reuses them
+                    converted: dict[int, tuple] = {}
+                    for j, (_, t, idx, op) in enumerate(jobs):
+                        conv: list = []
+                        f = t.first_failure(op, conv)
+                        if conv:
+                            converted[j] = conv[0]
                         if f is not None and int(idx[f[0]]) < first:
                             first = int(idx[f[0]])
                             error = RowError(first, f[1], f[2], _row_key(meta, table, first))
-                    for slot, t, idx, op in jobs:
+                    for j, (slot, t, idx, op) in enumerate(jobs):
                         m = int(np.searchsorted(idx, first))   # idx ascending: rows < first
                         if m == 0:
                             continue
-                        if m < len(idx):
+                        if m < len(idx):    # a prefix: a new op, converted afresh
                             op = WriteOp(op.ops[:m], op.rows.slice(0, m))
-                        pending.append((slot, t, idx, t.apply_deferred(op)))
+                        pending.append((slot, t, idx, t.apply_deferred(
+                            op, converted=converted.get(j))))
                 finally:
                     for t in reversed(locked):
                         t.write_lock.release()

@@ -5,7 +5,8 @@ in-order; `write` returns None, having done nothing, when the write is not for t
 It is a strategy of the Table's one write pipeline (write_pipeline.py): its route and
 apply run inside `Table.run_write_deferred`, except that a one-row dict write to one open
 tablet (every front end's key write and single-row insert) does the same steps in line
-(`SmallWrites._write_one`: pin, prepare, apply, a finisher that waits, unpins and merges;
+(`SmallWrites._write_one`: pin, the tablet's one-row `write_one` (prepare and apply in
+one call), a finisher that waits, unpins and merges;
 `write`, which waits at once, runs the tablet's finisher itself and makes no finisher of
 its own) to spare the pipeline's closures. Rows are routed one by one on their keys as
 given (which must be plain Python values of the key columns' types:
@@ -184,9 +185,10 @@ class SmallWrites:
         tablet: the write pipeline's steps (`Table.run_write_deferred`: hold, prepare and
         apply the share, a finisher that waits, releases and merges) done in line, with
         no route / apply closures, `Routed` or row lists - the key write and the
-        single-row insert of every front end are this. The tablet's part is the same
-        `prepare_small` / `apply_small_deferred` as any small write's (where each row's
-        key state is decided: small_write.py `apply_small`). Returns what
+        single-row insert of every front end are this. The tablet's part is
+        `Tablet.write_one`: `prepare_small` and `apply_small_deferred` in one call, the
+        same checks and apply as any small write's (where each row's key state is
+        decided: small_write.py `apply_small`). Returns what
         `write_deferred` returns, or _GENERAL, having done nothing, for anything else
         (more rows, a catalog without pins, a tablet not open, a DDL under way), which
         the general small route then takes. `wait` (`write`, which waits at once): the
@@ -217,22 +219,16 @@ class SmallWrites:
         unpin = table.unpin
         try:
             t = slot.tablet()
-            prep = getattr(t, "prepare_small", None)
+            one = getattr(t, "write_one", None)
             ren = slot.column_renames(schema)
-            names = [ren.get(c, c) for c in columns] if ren else columns
-            ops = [int(op)]
-            prepared = None if prep is None else prep(
-                ops, names, [row], None if enc is None else [enc])
-            if prepared is None:
+            names = tuple([ren.get(c, c) for c in columns] if ren else columns)
+            # None: not for the small path, or an ALTER TABLE switched the tablet's
+            # schema meanwhile (rare); either way nothing was done and the general path
+            # writes the row
+            fin = None if one is None else one(int(op), names, row, enc, never_block)
+            if fin is None or fin is BUSY:
                 unpin(slot)
                 return None
-            fin = t.apply_small_deferred(prepared, never_block=never_block)
-            if fin is BUSY:
-                unpin(slot)
-                return None
-            if fin is None:          # an ALTER TABLE meanwhile: the general way (rare)
-                fin = t.write_deferred(np.asarray(ops, dtype=np.int8),
-                                       _share(rows, columns, [row], _ONE, ren))
         except BaseException:
             unpin(slot)
             raise

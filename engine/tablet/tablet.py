@@ -140,6 +140,9 @@ class Tablet:
         self._to_python: dict[int, Any] = {}
         self._lookup_cols: tuple = (None, {})          # `_lookup_columns`' cache
         self.writer = TabletWriter(self)   # the write pipeline (tablet_write.py)
+        # the one-row small write (`TabletWriter.write_one`), bound here rather than
+        # delegated by a method: every single-row write of a Table calls it
+        self.write_one = self.writer.write_one
         self._set_schema(schema)
         meta = meta or TabletMetadata(schema)
         # Bumped by every alter_schema; persisted with the schema (see alter_schema).
@@ -441,9 +444,10 @@ class Tablet:
         """A prepared small write applied (`TabletWriter.apply_small_deferred`)."""
         return self.writer.apply_small_deferred(prepared, never_block)
 
-    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+    def first_failure(self, op: WriteOp, converted: list | None = None
+                      ) -> tuple[int, str, str] | None:
         """The first row `apply` would reject now (`TabletWriter.first_failure`)."""
-        return self.writer.first_failure(op)
+        return self.writer.first_failure(op, converted)
 
     def apply(self, op: WriteOp, timestamp: int | None = None, *,
               index: int | None = None) -> WriteResult:
@@ -451,9 +455,10 @@ class Tablet:
         return self.writer.apply(op, timestamp, index=index)
 
     def apply_deferred(self, op: WriteOp, timestamp: int | None = None, *,
-                       index: int | None = None) -> Callable[[], WriteResult]:
+                       index: int | None = None, converted: tuple | None = None
+                       ) -> Callable[[], WriteResult]:
         """`apply` up to its wait for durability (`TabletWriter.apply_deferred`)."""
-        return self.writer.apply_deferred(op, timestamp, index=index)
+        return self.writer.apply_deferred(op, timestamp, index=index, converted=converted)
 
     @property
     def small_writes(self) -> int:

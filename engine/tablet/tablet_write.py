@@ -25,7 +25,8 @@ replicated tablet applies a committed Raft entry the same way, with its leader's
 timestamp, so embedded and replicated tablets share one apply path.
 
 Small writes (`prepare_small` + `apply_small_deferred`; `write_small` is both, falling
-back to the general path): an op of at most SMALL_MAX_ROWS rows of plain Python values
+back to the general path; `write_one` is both for a one-row op, in one call, which a
+Table's single-row write uses): an op of at most SMALL_MAX_ROWS rows of plain Python values
 skips the Arrow machinery (small_write.py): values converted one by one, keys probed
 directly, a compact WAL record (write_op.py); timestamp, WAL append, MVCC and durability
 exactly as in `apply_deferred`. An op it cannot
@@ -196,6 +197,50 @@ class TabletWriter:
             return None
         return schema, layout, conv, body, read_ts
 
+    def write_one(self, op: int, columns: tuple, row: Sequence, key: bytes | None,
+                  never_block: bool = False) -> Callable[[], WriteResult] | None:
+        """`prepare_small` then `apply_small_deferred` of a one-row op in one call (the
+        single-row write every front end's key write and row insert is: `Table`'s
+        `SmallWrites._write_one`): the same checks, conversion, compact record and apply,
+        without the two-phase hand-over (no op list, row list or prepared tuple). `columns`
+        a tuple of names, `row` the values in that order, `key` the row's key encoded by
+        the tablet's key encoder (routing made it) or None. Returns what
+        `apply_small_deferred` returns: the finisher, BUSY (`never_block`), or None,
+        having done nothing, when the op is not for the small path or an ALTER TABLE
+        switched the schema meanwhile - the caller then writes it the general way."""
+        schema, layout, plans = self._small
+        ops = (op,)
+        names, values, read_ts = columns, row, None
+        if READ_TS_COLUMN in columns:   # a read precondition (row_check.py): not a column
+            j = columns.index(READ_TS_COLUMN)
+            if type(row[j]) is not int:
+                return None
+            read_ts = [row[j]]
+            names = columns[:j] + columns[j + 1:]
+            values = tuple(row[:j]) + tuple(row[j + 1:])
+        try:
+            plan = plans.get(names)
+            if plan is None:
+                if len(plans) > 64:      # many column lists (ad hoc writes): start over
+                    plans.clear()
+                plan = plans[names] = SmallPlan(schema, layout, names,
+                                                self._small_converters)
+            conv = convert_rows(ops, (values,), plan, self._encode_key,
+                                None if key is None else (key,))
+            if read_ts is None:
+                body = encode_small(ops, names, (values,), plan.head)
+            else:                     # logged with the precondition column
+                heads = self._read_heads
+                head = heads.get(columns)
+                if head is None:
+                    if len(heads) > 64:
+                        heads.clear()
+                    head = heads[columns] = encode_small_head(columns)
+                body = encode_small(ops, columns, (row,), head)
+        except (Ineligible, TypeError, ValueError):
+            return None
+        return self._apply_small(schema, layout, conv, body, read_ts, never_block)
+
     def apply_small_deferred(self, prepared, never_block: bool = False
                              ) -> Callable[[], WriteResult] | None:
         """The second half: as `apply_deferred`, under the write lock the timestamp, the
@@ -205,7 +250,11 @@ class TabletWriter:
         `never_block` (a caller on an event loop): BUSY, having done nothing, instead of
         sleeping in memory back-pressure (`admit_write`) or waiting for the write lock
         that maintenance holds while it persists metadata."""
-        schema, layout, conv, body, read_ts = prepared
+        return self._apply_small(*prepared, never_block)
+
+    def _apply_small(self, schema, layout, conv, body, read_ts, never_block: bool
+                     ) -> Callable[[], WriteResult] | None:
+        """`apply_small_deferred` of a prepared op's parts (`prepare_small`'s tuple)."""
         tablet = self._tablet
         lock = tablet.write_lock
         if never_block:
@@ -273,11 +322,15 @@ class TabletWriter:
             return WriteResult(r.timestamp, r.num_applied, sorted(errs, key=lambda e: e.index))
         return finish_all
 
-    def first_failure(self, op: WriteOp) -> tuple[int, str, str] | None:
+    def first_failure(self, op: WriteOp, converted: list | None = None
+                      ) -> tuple[int, str, str] | None:
         """(row, code, message) of the first row of `op` that `apply` would reject now, or
         None when every row would apply; changes nothing. INSERT / UPSERT ops only (the
         in-order writes of `Table.write(..., in_order=True)`); the caller holds the write
-        lock, so the answer stays true until it applies the op.
+        lock, so the answer stays true until it applies the op. `converted` (a list):
+        when every row would apply, the op's converted values are appended to it, for
+        `apply_deferred(op, converted=...)` of the same op under the same lock hold, which
+        then does not convert them again.
 
         A row is rejected for a value that does not convert (NOT_NULL / INVALID, as
         `apply` reports it) or, for an INSERT, a key that is live now or written by an
@@ -306,6 +359,8 @@ class TabletWriter:
                 return int(fails[0]), RowErrorCode.ALREADY_PRESENT.value, "key already present"
         if first < len(ops):
             return first, *bad[first]
+        if converted is not None:
+            converted.append((op, self.schema, phys))
         return None
 
     def apply(self, op: WriteOp, timestamp: int | None = None, *,
@@ -316,7 +371,8 @@ class TabletWriter:
         return self.apply_deferred(op, timestamp, index=index)()
 
     def apply_deferred(self, op: WriteOp, timestamp: int | None = None, *,
-                       index: int | None = None) -> Callable[[], WriteResult]:
+                       index: int | None = None, converted: tuple | None = None
+                       ) -> Callable[[], WriteResult]:
         """`apply` up to its wait for durability: when this returns, the op is in the WAL
         (not yet fsynced) and applied to the stores under its timestamp, not yet visible;
         the returned call waits until the WAL entry is durable, commits the op in MVCC
@@ -337,6 +393,9 @@ class TabletWriter:
         in between, the rows are checked and converted again under the lock, so an op is
         always logged and applied with the schema in force when it is (a write naming a
         column dropped meanwhile fails with ColumnNotFound and leaves no trace).
+        `converted`: what `first_failure(op, converted)` found for this same op object (every
+        row converts): its values are used instead of converting them again (the schema
+        check above still applies).
         """
         if index is not None and timestamp is None:
             raise errors.InvalidArgument("an op already in the log must come with its timestamp")
@@ -345,7 +404,10 @@ class TabletWriter:
             self._tablet.clock.update(timestamp)
         schema = self.schema
         bad: dict[int, tuple[str, str]] = {}
-        phys = self._convert(table, op_arr, bad)
+        if converted is not None and converted[0] is op and converted[1] is schema:
+            phys = converted[2]         # first_failure's: every row converted, none bad
+        else:
+            phys = self._convert(table, op_arr, bad)
         body = op.encode() if index is None else None
         with self._tablet.write_lock:
             if self.schema is not schema:  # an alter_schema ran since the conversion

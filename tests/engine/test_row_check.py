@@ -31,6 +31,8 @@ def _write(t, op, k, n, read_ts, small):
     if small:
         cols = ["k", "n", READ_TS_COLUMN] if op == OpType.UPDATE else ["k", READ_TS_COLUMN]
         row = (k, n, read_ts) if op == OpType.UPDATE else (k, read_ts)
+        if small == "one":          # the one-row call a Table's single-row write makes
+            return t.write_one(int(op), tuple(cols), row, None)()
         return t.write_small([int(op)], cols, [row])
     data = {"k": pa.array([k], pa.int64())}
     if op == OpType.UPDATE:
@@ -44,7 +46,7 @@ def _n(t, k):
     return None if row is None else row["n"]
 
 
-@pytest.mark.parametrize("small", [True, False])
+@pytest.mark.parametrize("small", [True, "one", False])
 @pytest.mark.parametrize("where", ["mrs", "dms", "redo", "compacted"])
 def test_update_refused_after_a_newer_change(tmp_path, small, where):
     t = _tablet(tmp_path)
@@ -87,7 +89,7 @@ def _codes(r):
 GONE = [("NOT_FOUND", "row deleted since it was read")]
 
 
-@pytest.mark.parametrize("small", [True, False])
+@pytest.mark.parametrize("small", [True, "one", False])
 @pytest.mark.parametrize("op", [OpType.UPDATE, OpType.DELETE])
 def test_deleted_and_reinserted_row_is_gone(tmp_path, small, op):
     """The row the read saw was deleted after it; the live row of its key is another one
@@ -193,7 +195,7 @@ def _outcome(r):
     return r.num_applied, [(e.index, e.code) for e in r.row_errors]
 
 
-@pytest.mark.parametrize("small", [True, False])
+@pytest.mark.parametrize("small", [True, "one", False])
 @pytest.mark.parametrize("flush", ["dms", "mrs"])
 def test_replay_decides_every_row_as_the_original_apply(tmp_path, monkeypatch, small, flush):
     """WAL replay - and a Raft follower, which applies a committed entry the same way

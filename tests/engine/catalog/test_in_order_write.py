@@ -137,3 +137,36 @@ def test_concurrent_in_order_writes_stay_exact(tmp_path):
         assert sum(r.num_applied for _, r in outcomes.values()) == len(owner)
     finally:
         c.close()
+
+
+def test_in_order_converts_each_tablets_rows_once(tmp_path, monkeypatch):
+    """A tablet whose rows all apply hands its check's conversion (`first_failure(op,
+    converted)`) to its apply: one conversion per tablet, not two; a tablet cut at the
+    first failure converts its prefix afresh (the differential test above checks those
+    answers)."""
+    from engine.tablet.tablet_write import TabletWriter
+    calls = []
+    real = TabletWriter._convert
+
+    def spy(self, table, ops, bad):
+        calls.append(table.num_rows)
+        return real(self, table, ops, bad)
+    monkeypatch.setattr(TabletWriter, "_convert", spy)
+    c = _open(tmp_path)
+    try:
+        t = c.table("t")
+        r = t.insert(_rows(list(range(30)), [1] * 30, ["x"] * 30), in_order=True)
+        assert r.num_applied == 30 and not r.row_errors
+        assert len(calls) == 3 and sum(calls) == 30      # 3 tablets, each converted once
+        assert [x["k"] for x in _content(t)] == list(range(30))
+        calls.clear()
+        r = t.insert(_rows(list(range(30, 40)) + [5] + list(range(40, 49)), [2] * 20,
+                     ["y"] * 20), in_order=True)
+        assert r.num_applied == 10 and [(e.index, e.code) for e in r.row_errors] == \
+            [(10, "ALREADY_PRESENT")]
+        # the checks convert all 20 rows; every tablet holds rows on both sides of the
+        # failure here, so each is cut and its prefix (10 rows in all) converted afresh
+        assert sum(calls) == 20 + 10
+        assert [x["k"] for x in _content(t)] == list(range(40))
+    finally:
+        c.close()
