@@ -570,7 +570,8 @@ class JoinOperators:
         """Run a MultiJoin's inputs, each one's scan filtered by the join keys of the inputs
         run before it (planner/executor/runtime_filters.py). Next runs the input whose
         estimate, scaled by the selectivity of the inputs already run that can filter it,
-        is smallest; a condition over that one input alone filters it at once."""
+        is smallest - but a bare scan, which can filter nothing, waits for an input that can
+        filter it (`waits`); a condition over that one input alone filters it at once."""
         n = len(node.inputs)
         local = [[] for _ in range(n)]
         for c in node.conditions:
@@ -606,9 +607,21 @@ class JoinOperators:
                 f *= min(sel[j] for j, _ in srcs)
             return est[i] * f
 
+        def waits(i):
+            # a bare scan (no filter, pushed predicate, condition or runtime filter of its
+            # own) returns its whole table: its selectivity is 1, so it can filter no
+            # other input, and running it early gains nothing; it waits until an input
+            # run before it can filter it, or until only such scans remain (TPC-H Q10:
+            # customer, 150k rows with long text, is then filtered by the 3-month orders
+            # range to the ~43k customers that ordered, instead of being read whole)
+            inp = node.inputs[i]
+            return isinstance(inp, L.Scan) and not inp.filters and not inp.pushed \
+                and not local[i] and inp.snapshot is None and not inp.changes \
+                and est[i] >= base[i] and not useful(i)
+
         remaining = list(range(n))
         while remaining:
-            i = min(remaining, key=lambda i: (score(i), i))
+            i = min(remaining, key=lambda i: (waits(i), score(i), i))
             remaining.remove(i)
             inp = node.inputs[i]
             sources = useful(i)
