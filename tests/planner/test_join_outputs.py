@@ -86,3 +86,58 @@ def test_a_streamed_join_writes_only_the_columns_read_above(dbs, streamed):
     assert joined, streamed
     # a.id and b.x are read above; a.k, b.k (the keys) and b.id are not
     assert sorted(c.rsplit(".", 1)[-1] for c in joined[0]) == ["id", "x"], joined
+
+
+@pytest.fixture(scope="module")
+def wide_narrow(tmp_path_factory):
+    """`w`: 300 rows with a 200-byte text; `n`: 1,200 rows of two integers."""
+    con = kudusql.connect(str(tmp_path_factory.mktemp("build_side")))
+    duck = duckdb.connect()
+    cur = con.cursor()
+    r = random.Random(38)
+    tables = {
+        "w": ("id INT NOT NULL, t TEXT, PRIMARY KEY (id)",
+              [f"({i}, '{chr(97 + i % 26) * 200}')" for i in range(300)]),
+        "n": ("id INT NOT NULL, wid INT, PRIMARY KEY (id)",
+              [f"({i}, {'NULL' if r.random() < 0.05 else r.randrange(400)})"
+               for i in range(1200)]),
+    }
+    for name, (cols, rows) in tables.items():
+        cur.execute(f"CREATE TABLE {name} ({cols}) PARTITION BY HASH (id) PARTITIONS 2")
+        duck.execute(f"CREATE TABLE {name} ({cols})")
+        for i in range(0, len(rows), 300):
+            values = ", ".join(rows[i:i + 300])
+            cur.execute(f"INSERT INTO {name} VALUES {values}")
+            duck.execute(f"INSERT INTO {name} VALUES {values}")
+    yield con, duck
+    con.close()
+    duck.close()
+
+
+BUILD_SIDE_QUERIES = [
+    "SELECT w.id, w.t, n.id FROM w JOIN n ON w.id = n.wid",
+    "SELECT w.id, n.id FROM w LEFT JOIN n ON w.id = n.wid",
+    "SELECT n.id, w.t FROM n LEFT JOIN w ON w.id = n.wid",
+    "SELECT id, t FROM w WHERE EXISTS (SELECT 1 FROM n WHERE n.wid = w.id)",
+    "SELECT id, t FROM w WHERE NOT EXISTS (SELECT 1 FROM n WHERE n.wid = w.id)",
+]
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_the_side_with_fewer_bytes_builds(wide_narrow, small, monkeypatch):
+    """300 wide rows (60 kB of text) against 1,200 narrow ones (~10 kB): the narrow side
+    builds the hash table (`joins.build_cost`), though it has more rows; every join kind
+    that may swap its sides answers as DuckDB, streamed (64-row morsels) or not."""
+    import re
+    if small:
+        monkeypatch.setattr(guard, "MORSEL_ROWS", 64)
+    con, duck = wide_narrow
+    cur = con.cursor()
+    for sql in BUILD_SIDE_QUERIES:
+        cur.execute(sql)
+        assert _norm(cur.fetchall()) == _norm(duck.execute(sql).fetchall()), sql
+    cur.execute("EXPLAIN ANALYZE " + BUILD_SIDE_QUERIES[0])
+    plan = "\n".join(r[0] for r in cur.fetchall())
+    m = re.search(r"\((\d+) probe x (\d+) build", plan)
+    assert m is not None, plan
+    assert (int(m.group(1)), int(m.group(2))) == (300, 1200), plan
