@@ -686,7 +686,7 @@ class DiskRowSet:
                     break
         if simple and len(dmss) <= 1:
             changed = None
-            if dmss and len(dmss[0]):
+            if dmss and len(dmss[0]) and dmss[0].may_have_row(rowid):
                 changed = dmss[0].row_changes(rowid, snapshot, [c.id for c in columns])
                 if changed is not None and changed[0] == 0:
                     return None

@@ -452,7 +452,7 @@ class MemRowSet:
         redo = self.redo
         changed = redo.row_changes(
             rowid, snapshot, [c.id for c in columns if c.id not in self._key_ids]) \
-            if len(redo) else None
+            if len(redo) and redo.may_have_row(rowid) else None
         vals = None
         if changed is not None:
             live, vals = changed
