@@ -18,6 +18,9 @@
   sqlstate, message, key) and `rowcount` (rows applied). `cursor.rowcount` is set too.
 - commit() is a no-op and rollback() cannot undo anything: each statement is applied when it
   runs (see README, "Transactions").
+- A primary-key point read executed again (a cached plan) returns its row as the engine read
+  it, without an Arrow table, when its columns are integers, DOUBLE, text or bool
+  (`PointResult.plain_rows`); `fetch_arrow_table()` and the other types build the table.
 """
 
 from __future__ import annotations
