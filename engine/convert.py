@@ -208,7 +208,8 @@ _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_DT = _dt.datetime(1970, 1, 1)
 
 
-def _identity(v: Any) -> Any:
+def identity(v: Any) -> Any:
+    """`python_converter` of a column whose physical value is its Python value."""
     return v
 
 
@@ -249,4 +250,4 @@ def python_converter(col: ColumnSchema):
             return dec
         case DataType.STRING | DataType.VARCHAR:
             return lambda v: None if v is None else v.decode()
-    return _identity
+    return identity

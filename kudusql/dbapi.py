@@ -18,6 +18,9 @@
   sqlstate, message, key) and `rowcount` (rows applied). `cursor.rowcount` is set too.
 - commit() is a no-op and rollback() cannot undo anything: each statement is applied when it
   runs (see README, "Transactions").
+- A primary-key point read executed again (a cached plan) returns its row as the engine read
+  it, without an Arrow table, when its columns are integers, DOUBLE, text or bool
+  (`PointResult.plain_rows`); `fetch_arrow_table()` and the other types build the table.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import pyarrow as pa
 from engine.errors import EngineError
 from session import Database, Session
 from planner.errors import SqlError
-from planner.result import StatementResult, row_failure_report
+from planner.result import PointResult, StatementResult, row_failure_report
 
 apilevel = "2.0"
 threadsafety = 1
@@ -247,6 +250,7 @@ class Cursor(RowFetching):
         self.connection = conn
         self._result: StatementResult | None = None
         self._table: pa.Table | None = None
+        self._point: PointResult | None = None
         self._pos = 0
         self._rows: list[tuple] | None = None
         self.rowcount = -1
@@ -323,27 +327,44 @@ class Cursor(RowFetching):
 
     def _reset(self, result: StatementResult | None) -> None:
         self._result = result
-        self._table = result.table if result is not None else None
+        # a point read's result (PointResult) carries its row: its table is made only if
+        # asked for (`_arrow`), its tuple taken as it is where the types allow
+        self._point = result if type(result) is PointResult else None
+        self._table = result.table if result is not None and self._point is None else None
         self._pos = 0
         self._rows = None
         self.rowcount = result.rowcount if result is not None else -1
 
     # -- results ---------------------------------------------------------------------------
+    def _arrow(self) -> pa.Table | None:
+        """The result's table (a point read's made now)."""
+        if self._point is not None:
+            self._table, self._point = self._point.table, None
+        return self._table
+
     @property
     def description(self):
-        if self._table is None:
+        schema = self._point.row_schema if self._point is not None else \
+            self._table.schema if self._table is not None else None
+        if schema is None:
             return None
         return [(f.name, f.type, None, None,
                  getattr(f.type, "precision", None), getattr(f.type, "scale", None), True)
-                for f in self._table.schema]
+                for f in schema]
 
     @property
     def statusmessage(self) -> str | None:
         return self._result.tag() if self._result is not None else None
 
     def _materialize(self) -> list[tuple]:
-        if self._table is None:
+        if self._table is None and self._point is None:
             raise ProgrammingError("no results: the last statement returned no rows")
+        if self._rows is None and self._point is not None:
+            # a point read's row as it was read, where its types give the same Python
+            # values as the table (PointResult.plain_rows); else from the table
+            self._rows = self._point.plain_rows()
+            if self._rows is None:
+                self._arrow()
         if self._rows is None:
             # DB-API rows are Python tuples: one conversion per column, then zip.
             cols = [_column_values(c, f.name)
@@ -353,7 +374,7 @@ class Cursor(RowFetching):
 
 
     def fetch_arrow_table(self) -> pa.Table:
-        if self._table is None:
+        if self._arrow() is None:
             raise ProgrammingError("no results: the last statement returned no rows")
         t = self._table.slice(self._pos)
         self._pos = self._table.num_rows
@@ -367,7 +388,7 @@ class Cursor(RowFetching):
 
     def close(self) -> None:
         self._closed = True
-        self._table = None
+        self._table = self._point = None
 
     def _check(self) -> None:
         if self._closed:

@@ -39,6 +39,7 @@ from engine.catalog.table import NOT_NOW
 from planner import logical as L
 from planner.logical import AvgOf, SubqueryRef
 from planner.executor import Executor, as_chunked, empty_rows
+from planner.result import PointResult
 from planner.expr import (
     Const,
     SubPlan,
@@ -95,6 +96,8 @@ class PointRead:
     # the plan cache finds the entry valid (the same metadata for the name)
     target: object = dataclasses.field(default=None, repr=False, compare=False)
     _makers: list | None = dataclasses.field(default=None, repr=False, compare=False)
+    # `PointResult.plain_schema(schema)`, found with `_makers` by `read_plain`
+    _plain_schema: bool | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def facade(self, catalog):
         """The engine Table this point read reads: `target`, or the catalog's facade of
@@ -146,11 +149,13 @@ class PointRead:
 
     def read_plain(self, params):
         """`run(catalog, params, self.target, now=True, key=plain_key(params))` for the
-        in-process point read (`Session.execute_point`) in one call: the result table,
-        None when `plain_key` gives None (not plain columns, or a key parameter that needs
-        SQL's conversions: the caller takes the general path), or NOT_NOW when the lookup
-        would wait. Its own key loop, table and column list (no `plain_key`, `facade`
-        and `run` layers per call): the same key, lookup and rows as that chain."""
+        in-process point read (`Session.execute_point`, `Session.execute`'s cached point
+        reads) in one call, as a `PointResult` carrying the row's Python values (its
+        table made only when asked for); None when `plain_key` gives None (not plain
+        columns, or a key parameter that needs SQL's conversions: the caller takes the
+        general path), or NOT_NOW when the lookup would wait. Its own key loop and column
+        list (no `plain_key`, `facade` and `run` layers per call): the same key, lookup
+        and rows as that chain."""
         plain = self.plain
         table = self.target
         if plain is None or table is None:
@@ -172,13 +177,13 @@ class PointRead:
         row = table.lookup_now(tuple(key), self.columns or None)
         if row is NOT_NOW:
             return row
-        if row is None:
-            return self.schema.empty_table()
         makers = self._makers
-        if makers is None:
+        plain_types = self._plain_schema
+        if makers is None or plain_types is None:
             makers = self._makers = [one_value_array(f.type) for f in self.schema]
-        return pa.Table.from_arrays([m(row[c]) for m, c in zip(makers, plain)],
-                                    schema=self.schema)
+            plain_types = self._plain_schema = PointResult.plain_schema(self.schema)
+        return PointResult(None if row is None else tuple([row[c] for c in plain]),
+                           self.schema, makers, plain_types)
 
     @staticmethod
     def ready(table) -> bool:

@@ -12,6 +12,10 @@ Contract:
   message, key tuple). The session raises them (IntegrityError in the DB-API) after the rows
   that succeeded are applied; `rowcount` is then the number applied.
 - `notices`: informational messages (PostgreSQL NoticeResponse).
+- `PointResult` (a StatementResult) is a primary-key point read's result carrying its one
+  row as Python values (`row`, or None for no row): `table` is built from it only when
+  asked for, so a consumer that takes Python values (the DB-API's row tuples,
+  `plain_rows`) builds no Arrow per call.
 """
 
 from __future__ import annotations
@@ -87,3 +91,65 @@ class StatementResult:
     @staticmethod
     def rows(command: str, table: pa.Table, **kw) -> "StatementResult":
         return StatementResult(command, table=table, rowcount=table.num_rows, **kw)
+
+
+# Arrow types whose Python value, as a point read carries it, is exactly what
+# `pa.Table.to_pylist` of the result gives (the same value and Python type): integers,
+# float8, text and bool. Others (REAL as PostgreSQL prints it, dates past Python's years,
+# intervals, decimals) go through the table.
+def _plain_type(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_float64(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_boolean(t))
+
+
+class PointResult(StatementResult):
+    """A SELECT's result of at most one row carried as Python values (`row`: a tuple in
+    `schema`'s column order, None when no row matched); `table` is made from it on first
+    use (one `maker` per column: Python value -> one-element Array of its type,
+    planner.point_read.one_value_array). `plain_rows()` gives the DB-API's row tuples
+    without a table when every column's type has the same Python value either way."""
+
+    def __init__(self, row: tuple | None, schema: pa.Schema, makers, plain: bool):
+        # the dataclass fields set directly: no default factories' frames per point read
+        self.command = "SELECT"
+        self.rowcount = 0 if row is None else 1
+        self.row_errors = []
+        self.notices = []
+        self.info = {}
+        self.stream = None
+        self.schema = None          # not a stream (StatementResult.schema's meaning)
+        self.row = row
+        self.row_schema = schema
+        self._makers = makers
+        self._plain = plain
+        self._table = None
+
+    @property
+    def table(self) -> pa.Table:
+        t = self._table
+        if t is None:
+            row = self.row
+            if row is None:
+                t = self.row_schema.empty_table()
+            else:
+                t = pa.Table.from_arrays([m(v) for m, v in zip(self._makers, row)],
+                                         schema=self.row_schema)
+            self._table = t
+        return t
+
+    @table.setter
+    def table(self, value) -> None:
+        self._table = value
+
+    def plain_rows(self) -> list[tuple] | None:
+        """The rows as the DB-API returns them (`[row]` or `[]`) when every column's type
+        carries the same Python value as the table would give (`_plain_type`), else None
+        (then read `table`)."""
+        if not self._plain:
+            return None
+        return [] if self.row is None else [self.row]
+
+    @staticmethod
+    def plain_schema(schema: pa.Schema) -> bool:
+        """True when `plain_rows` may answer for results of this schema."""
+        return all(_plain_type(f.type) for f in schema)

@@ -263,9 +263,16 @@ class Session:
             self.access.check(stmt)     # READ ONLY: 25006 before anything is written
         if params:
             # by text, before the node is looked at: a statement the plan cache knows
-            t = self._plans.point_result(self.catalog, text, params)
-            if t is not None:
-                return StatementResult.rows("SELECT", t)
+            fast = self._plans.point_read(self.catalog, text, params)
+            if fast is not None:
+                # plain columns by a plain key, the tablet pinned: a PointResult carrying
+                # the row (the DB-API takes its tuple, no Arrow); else the compiled read
+                r = fast.read_plain(params)
+                if r is not None and r is not NOT_NOW:
+                    return r
+                t = fast.run(self.catalog, params, fast.facade(self.catalog))
+                if t is not None:
+                    return StatementResult.rows("SELECT", t)
             out = self._plans.lookup(self.catalog, text, params)
             if out is not None:
                 return query.run_cached(self.catalog, out, stream, self._guard())
@@ -600,11 +607,11 @@ class Session:
                 return None
             # plain columns and a key of plain values (`PointRead.read_plain`): nothing
             # here reads the statement's time or zone, so no clock or zone is set up
-            t = fast.read_plain(params)
-            if t is NOT_NOW:
+            r = fast.read_plain(params)
+            if r is NOT_NOW:
                 return None
-            if t is not None:
-                return StatementResult("SELECT", table=t, rowcount=t.num_rows)
+            if r is not None:
+                return r        # a PointResult: its table made only if asked for
         except Exception:  # noqa: BLE001 - a read: run again below, whose boundary reports it
             pass
         with sql_errors(), statement_clock(), session_time_zone(self.time_zone):

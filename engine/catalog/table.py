@@ -782,6 +782,10 @@ class Table:
                         meta.schema.column(c)   # ColumnNotFound, as `lookup` raises it
                 checked[names] = True
             if read_ts is None:
+                # `_read_row` with its no-rename case in line (a frame per point read)
+                ren = slot.renames
+                if ren is not None and ren[0] is meta.schema and not ren[1]:
+                    return slot.tablet().lookup(key, names, None, encoded)
                 return _read_row(slot, meta.schema, key, names, None, encoded)
             # the watermark: every timestamp below it has committed (or aborted), and no
             # op can take one <= it any more (mvcc.py): a snapshot at S needs no wait

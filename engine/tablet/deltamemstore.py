@@ -185,6 +185,11 @@ class DeltaMemStore:
             want = [c for c in want if c in cols]
         return apply_chain(chain, snapshot, want, first_live)
 
+    def may_have_row(self, rowid: int) -> bool:
+        """False when no record of `rowid` is here (a point read then skips `row_changes`
+        and the wanted-column list it takes): no Arrow chunks and no row record of it."""
+        return bool(self._chunks) or rowid in self._chains
+
     def row_records(self, rowid: int) -> list[tuple]:
         """The row records (`append_row`) of one row, oldest first (a copy)."""
         return list(self._chains.get(rowid, ()))

@@ -668,9 +668,40 @@ class DiskRowSet:
 
         Base values are read cell by cell in place (`CFile read_cell`), so a lookup costs
         a few microseconds per column whatever the page size, and needs no page cache.
+
+        The common case after updates - no UNDO to roll back at this snapshot, no REDO
+        file, one DeltaMemStore - reads the row's records with the store's own
+        `row_changes` (its row records walked in Python, its Arrow records sliced by
+        rowid: exactly `resolve` over them), without building DeltaBatches per lookup
+        (`_deltas_for_row` and its concatenations: the read after an update storm).
         """
-        res_list = []
         st = self._stores
+        undo_files, redo_files, dmss, _ = st
+        simple = not redo_files
+        if simple:
+            acb = snapshot.all_committed_before
+            for f in undo_files:        # a loop per UNDO file of the rowset (a few)
+                if f.max_ts >= acb:     # `may_have_uncommitted_at_or_before`
+                    simple = False
+                    break
+        if simple and len(dmss) <= 1:
+            changed = None
+            if dmss and len(dmss[0]) and dmss[0].may_have_row(rowid):
+                changed = dmss[0].row_changes(rowid, snapshot, [c.id for c in columns])
+                if changed is not None and changed[0] == 0:
+                    return None
+            readers = st.readers
+            out = {}
+            for c in columns:
+                r = readers.get(c.id)
+                out[c.id] = r.read_cell(rowid) if r is not None else \
+                    _fill_default(c, 1)[0].as_py()
+            if changed is not None:
+                for cid, v in changed[1].items():
+                    if cid in out:
+                        out[cid] = v
+            return out
+        res_list = []
         changed = None
         if self._has_deltas_for(snapshot, st):
             live = True

@@ -442,15 +442,17 @@ class MemRowSet:
     def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
                    ) -> dict[int, object] | None:
         """Physical values of one row at a snapshot (None if not live)."""
-        n = self._n
-        if rowid >= n or not snapshot.is_committed(int(self._insert_ts.arr[rowid])):
+        if rowid >= self._n:
+            return None
+        ts = int(self._insert_ts.arr[rowid])    # `snapshot.is_committed(ts)` in line
+        if ts >= snapshot.all_committed_before and ts not in snapshot.committed:
             return None
         # the row's REDO records by rowid, without re-sorting the store or building Arrow
         # for single-row writes (deltamemstore.py `row_changes`)
         redo = self.redo
         changed = redo.row_changes(
             rowid, snapshot, [c.id for c in columns if c.id not in self._key_ids]) \
-            if len(redo) else None
+            if len(redo) and redo.may_have_row(rowid) else None
         vals = None
         if changed is not None:
             live, vals = changed

@@ -70,7 +70,8 @@ from engine import errors
 from engine.cfile.block_cache import BlockCache
 from engine.clock import Clock, HybridClock, from_micros, physical_micros
 from engine.consensus.log import Log
-from engine.convert import python_converter
+from engine.convert import identity, python_converter
+from engine.types import DataType
 from engine.config import TabletConfig
 from engine.key_encoding import (
     compile_key_encoder,
@@ -107,6 +108,11 @@ from engine.tablet.write_op import WriteOp, WriteResult
 from engine.types import to_logical
 
 __all__ = ["META_FILE", "OrderMode", "Tablet", "python_converter"]  # META_FILE: for tools
+
+
+# `Tablet.lookup`'s output plan: a text column's value is decoded in line
+# (`python_converter` of STRING / VARCHAR), not by a call per value
+_DECODE = object()
 
 
 class OrderMode(enum.Enum):
@@ -710,13 +716,15 @@ class Tablet:
         # before the components are captured, done again if an ALTER swapped them
         while True:
             schema = self._components.schema
-            cols = self._lookup_columns(schema, names)
+            cache = self._lookup_cols       # `_lookup_columns`, its hit inlined
+            got = cache[1].get(names) if cache[0] is schema else None
+            cols, out_plan = got if got is not None else \
+                self._lookup_columns(schema, names)
             snap = self.mvcc.take_snapshot() if snapshot is None else \
                 self._snapshot(snapshot)
             comps = self._components
             if comps.schema is schema:
                 break
-        conv = self._to_python
         row = None
         if not comps.mrs.empty() or comps.frozen:
             for mrs in (comps.mrs, *comps.frozen):
@@ -734,21 +742,41 @@ class Tablet:
                         break
         if row is None:
             return None
-        return {c.name: conv[c.id](row[c.id]) for c in cols}
+        # physical -> Python values (`python_converter`): text decoded here, identity
+        # skipped, the rest called (a loop per column of one row)
+        out = {}
+        for name, cid, conv in out_plan:
+            v = row[cid]
+            if conv is None or v is None:
+                out[name] = v
+            elif conv is _DECODE:
+                out[name] = v.decode()
+            else:
+                out[name] = conv(v)
+        return out
 
-    def _lookup_columns(self, schema: Schema, names: tuple[str, ...] | None) -> list:
-        """The ColumnSchemas of a lookup's columns (all: None) under `schema`, cached per
-        schema and names (a point-read workload asks for the same ones every time)."""
+    def _lookup_columns(self, schema: Schema, names: tuple[str, ...] | None) -> tuple:
+        """(the ColumnSchemas of a lookup's columns (all: None) under `schema`, the
+        output plan: (name, column id, converter) per column, the converter None for an
+        identity, `_DECODE` for text), cached per schema and names (a point-read workload
+        asks for the same ones every time)."""
         cache = self._lookup_cols
         if cache[0] is not schema:
             cache = self._lookup_cols = (schema, {})
-        cols = cache[1].get(names)
-        if cols is None:
+        got = cache[1].get(names)
+        if got is None:
             cols = list(schema.columns) if names is None else [schema.column(n)
                                                                for n in names]
+            plan = []
+            for c in cols:
+                conv = self._to_python[c.id]
+                plan.append((c.name, c.id, None if conv is identity else
+                             _DECODE if c.type in (DataType.STRING, DataType.VARCHAR)
+                             else conv))
+            got = (cols, plan)
             if len(cache[1]) < 64:
-                cache[1][names] = cols
-        return cols
+                cache[1][names] = got
+        return got
 
     def diff_scan(self, start_ts: int, end_ts: int, columns: Sequence[str] | None = None
                   ) -> pa.Table:

@@ -341,4 +341,60 @@ def test_read_plain_equals_plain_key_then_run(database, sql, warm, cases):
             continue
         want = fast.run(database.catalog, params, fast.facade(database.catalog), now=True,
                         key=key)
-        assert got is not None and got.equals(want) and got.schema == want.schema, params
+        assert got is not None and got.table.equals(want) and \
+            got.table.schema == want.schema, params
+        # the row it carries is the table's row (where it answers for the DB-API)
+        rows = got.plain_rows()
+        assert rows is None or rows == [tuple(r.values()) for r in want.to_pylist()], params
+
+
+def test_dbapi_point_reads_return_the_planners_rows(tmp_path):
+    """The DB-API's cached point read (`Session._run` -> `PointRead.read_plain`: a
+    PointResult carrying the row) returns exactly the rows, Python types and description a
+    fresh plan returns, for every column type: the carried tuple where its types give the
+    table's values (integers, DOUBLE, text, bool), the table otherwise (REAL as PostgreSQL
+    prints it, dates, timestamps, decimals, bytes). Where it answers from the tuple, no
+    Arrow table is made."""
+    import kudusql
+    from kudusql.dbapi import Connection
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE ty (k BIGINT PRIMARY KEY, b BOOLEAN, i1 TINYINT, i2 SMALLINT, "
+                "i4 INT, i8 BIGINT, f4 REAL, f8 DOUBLE, s STRING, vc VARCHAR(8), "
+                "by BINARY, d DATE, ts TIMESTAMP, dec DECIMAL(12,3)) "
+                "PARTITION BY HASH (k) PARTITIONS 3")
+    cur.execute("INSERT INTO ty VALUES (1, true, -128, 32767, -2147483648, "
+                "9223372036854775807, 3.9, 0.1, 'ünï', 'abc', '\\x00ff'::bytea, "
+                "'2024-02-29', '2024-01-01 10:00:00.123456', 123456789.125), "
+                "(2, false, 0, 0, 0, -9223372036854775808, -0.0, -1e300, '', '', "
+                "''::bytea, '0001-01-01', '1970-01-01 00:00:00', -0.001), "
+                "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+                "NULL, NULL)")
+    cur.execute("UPDATE ty SET f8 = 2.5, s = 'upd' WHERE k = 2")   # a REDO record
+    sqls = ["SELECT b, i1, i2, i4, i8, f8, s, vc FROM ty WHERE k = %s",     # plain types
+            "SELECT * FROM ty WHERE k = %s",
+            "SELECT f4, d, ts FROM ty WHERE k = %s",
+            "SELECT s, by, dec, k FROM ty WHERE k = %s"]
+    for sql in sqls:
+        cur.execute(sql, (1,))                      # planned and cached
+        for k in (1, 2, 3, 4, 1):
+            cur.execute(sql, (k,))
+            assert type(cur._result).__name__ == "PointResult", sql   # the row path
+            desc = cur.description
+            got = cur.fetchall()
+            plain = cur._point is not None and cur._point._table is None
+            fresh = Connection(conn.database, owns=False).cursor()
+            fresh.execute(sql, (k,))                # a fresh session: planned, no cache
+            assert type(fresh._result).__name__ != "PointResult"
+            want = fresh.fetchall()
+            assert got == want, (sql, k)
+            assert [tuple(map(type, r)) for r in got] == \
+                [tuple(map(type, r)) for r in want], (sql, k)
+            assert desc == fresh.description, (sql, k)
+            assert plain == (sql == sqls[0]), (sql, k)
+        # the Arrow table of a point read is the planner's
+        cur.execute(sql, (2,))
+        fresh = Connection(conn.database, owns=False).cursor()
+        fresh.execute(sql, (2,))
+        assert cur.fetch_arrow_table().equals(fresh.fetch_arrow_table())
+    conn.close()
