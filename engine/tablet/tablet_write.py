@@ -176,26 +176,33 @@ class TabletWriter:
             names = names[:j] + names[j + 1:]
             rows = [tuple(r[:j]) + tuple(r[j + 1:]) for r in rows]
         try:
-            plan = plans.get(names)
-            if plan is None:
-                if len(plans) > 64:      # many column lists (ad hoc writes): start over
-                    plans.clear()
-                plan = plans[names] = SmallPlan(schema, layout, names,
-                                                self._small_converters)
+            plan = plans.get(names) or self._small_plan(names)
             conv = convert_rows(ops, rows, plan, self._encode_key, keys)
             if read_ts is None:
                 body = encode_small(ops, names, rows, plan.head)
             else:                     # logged with the precondition column
-                heads = self._read_heads
-                head = heads.get(all_names)
-                if head is None:
-                    if len(heads) > 64:
-                        heads.clear()
-                    head = heads[all_names] = encode_small_head(all_names)
-                body = encode_small(ops, all_names, all_rows, head)
+                body = encode_small(ops, all_names, all_rows, self._read_head(all_names))
         except (Ineligible, TypeError, ValueError):
             return None
         return schema, layout, conv, body, read_ts
+
+    def _small_plan(self, names: tuple) -> SmallPlan:
+        """The SmallPlan of a column list, made and cached (prepare_small, write_one)."""
+        schema, layout, plans = self._small
+        if len(plans) > 64:              # many column lists (ad hoc writes): start over
+            plans.clear()
+        plan = plans[names] = SmallPlan(schema, layout, names, self._small_converters)
+        return plan
+
+    def _read_head(self, names: tuple) -> bytes:
+        """The compact record head of a column list with the read-precondition column."""
+        heads = self._read_heads
+        head = heads.get(names)
+        if head is None:
+            if len(heads) > 64:
+                heads.clear()
+            head = heads[names] = encode_small_head(names)
+        return head
 
     def write_one(self, op: int, columns: tuple, row: Sequence, key: bytes | None,
                   never_block: bool = False) -> Callable[[], WriteResult] | None:
@@ -219,24 +226,13 @@ class TabletWriter:
             names = columns[:j] + columns[j + 1:]
             values = tuple(row[:j]) + tuple(row[j + 1:])
         try:
-            plan = plans.get(names)
-            if plan is None:
-                if len(plans) > 64:      # many column lists (ad hoc writes): start over
-                    plans.clear()
-                plan = plans[names] = SmallPlan(schema, layout, names,
-                                                self._small_converters)
+            plan = plans.get(names) or self._small_plan(names)
             conv = convert_rows(ops, (values,), plan, self._encode_key,
                                 None if key is None else (key,))
             if read_ts is None:
                 body = encode_small(ops, names, (values,), plan.head)
             else:                     # logged with the precondition column
-                heads = self._read_heads
-                head = heads.get(columns)
-                if head is None:
-                    if len(heads) > 64:
-                        heads.clear()
-                    head = heads[columns] = encode_small_head(columns)
-                body = encode_small(ops, columns, (row,), head)
+                body = encode_small(ops, columns, (row,), self._read_head(columns))
         except (Ineligible, TypeError, ValueError):
             return None
         return self._apply_small(schema, layout, conv, body, read_ts, never_block)
