@@ -525,7 +525,8 @@ class PgFunctionBinding:
         """A generate_series over dates / timestamps in the SELECT list: (call, its step in
         microseconds) for a constant step without months; a step of months with constant
         arguments becomes unnest(ARRAY[...]) of the series PostgreSQL's stepping gives
-        (Jan 31, Feb 29, Mar 29: see _timestamp_series); anything else (call, None)."""
+        (Jan 31, Feb 29, Mar 29: see _timestamp_series), a NULL step an empty one;
+        anything else (call, None)."""
         args = _srf_args(call)
         if _function_name(call) != "generate_series" or len(args) != 3:
             return call, None
@@ -534,21 +535,18 @@ class PgFunctionBinding:
             return call, None
         where = position(self.sql, call)
         v = step.as_py()
-        if v is None:
-            raise FeatureNotSupported("generate_series with a NULL step in the SELECT list "
-                                      "is not supported", position=where)
-        if not v.months:
+        if v is not None and not v.months:
             us = v.days * 86_400_000_000 + v.nanoseconds // 1000
             if us == 0:
                 raise SqlError("step size cannot equal zero", "22023", where)
             return call, us
         consts = [_constant(self.expr(a, scope)) for a in args]
-        if any(c is None for c in consts):
+        if any(c is None for c in consts) and v is not None:
             raise FeatureNotSupported(
                 "generate_series over timestamps by a step of months needs constant "
                 "arguments in the SELECT list (call it in FROM)", position=where)
-        if consts[0].as_py() is None or consts[1].as_py() is None:
-            values = pa.array([], _TS)
+        if v is None or consts[0].as_py() is None or consts[1].as_py() is None:
+            values = pa.array([], _TS)        # strict: a NULL argument gives no rows
         else:
             values = self._timestamp_series(consts, call)
         ts = exp.DataType.build("timestamp")

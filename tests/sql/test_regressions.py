@@ -1431,6 +1431,8 @@ def test_set_returning_functions_inside_a_select_item(con):
                      "timestamp '2026-01-01 01:00', interval '25 minutes')") == [
         (dt.datetime(2026, 1, 1, 0, 0),), (dt.datetime(2026, 1, 1, 0, 25),),
         (dt.datetime(2026, 1, 1, 0, 50),)]
+    assert rows(con, "SELECT a, generate_series(timestamp '2026-01-01', timestamp "
+                     "'2026-01-02', NULL::interval) FROM t") == []      # strict, as in PG
     e = err(con, "SELECT generate_series(timestamp '2026-01-01' + a * interval '1 day', "
                  "timestamp '2026-06-01', interval '1 month') FROM t")
     assert e.sqlstate == "0A000" and "constant arguments" in str(e)
