@@ -12,6 +12,7 @@ import pytest
 import kudusql
 from planner import guard
 from planner.executor import core
+from tests.planner.test_runtime_filters import insert_both
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -97,18 +98,14 @@ def wide_narrow(tmp_path_factory):
     r = random.Random(38)
     tables = {
         "w": ("id INT NOT NULL, t TEXT, PRIMARY KEY (id)",
-              [f"({i}, '{chr(97 + i % 26) * 200}')" for i in range(300)]),
+              [(i, f"'{chr(97 + i % 26) * 200}'") for i in range(300)]),
         "n": ("id INT NOT NULL, wid INT, PRIMARY KEY (id)",
-              [f"({i}, {'NULL' if r.random() < 0.05 else r.randrange(400)})"
-               for i in range(1200)]),
+              [(i, None if r.random() < 0.05 else r.randrange(400)) for i in range(1200)]),
     }
     for name, (cols, rows) in tables.items():
         cur.execute(f"CREATE TABLE {name} ({cols}) PARTITION BY HASH (id) PARTITIONS 2")
         duck.execute(f"CREATE TABLE {name} ({cols})")
-        for i in range(0, len(rows), 300):
-            values = ", ".join(rows[i:i + 300])
-            cur.execute(f"INSERT INTO {name} VALUES {values}")
-            duck.execute(f"INSERT INTO {name} VALUES {values}")
+        insert_both(cur, duck, name, rows)
     yield con, duck
     con.close()
     duck.close()
