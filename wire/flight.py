@@ -68,7 +68,6 @@ import pyarrow as pa
 import pyarrow.flight as fl
 
 from engine import errors
-from engine.clock import from_micros
 from engine.tablet.mvcc import MvccSnapshot
 from engine.tablet.scan_spec import ColumnPredicate
 from wire import stream_sink
@@ -459,8 +458,7 @@ def _idle_too_long(t, plan: dict, offset: int) -> bool:
     per history_max_age_s / 2 on an idle table rather than at every trigger (each move
     is an empty micro-batch, and on a cluster a snapshot barrier on every tablet)."""
     ahm = int(plan["ahm"])
-    clock = getattr(t.catalog, "clock", None)
-    now = clock.now() if clock is not None else from_micros(time.time_ns() // 1000)
+    now = t.clock_now()
     return offset < ahm + (max(now, ahm) - ahm) // 2
 
 

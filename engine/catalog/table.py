@@ -231,6 +231,12 @@ class Table:
         finally:
             lease.release()
 
+    def clock_now(self) -> int:
+        """Now as a HybridTime: the catalog's clock (embedded), or this process's wall
+        clock (a cluster's client has no clock of its own)."""
+        clock = getattr(self.catalog, "clock", None)
+        return clock.now() if clock is not None else from_micros(time.time_ns() // 1000)
+
     def safe_now(self) -> int:
         """A fresh timestamp T, made safe on every tablet of the table: every write at or
         below T has committed (or failed) and is visible to a read at T, and every later
@@ -241,8 +247,7 @@ class Table:
         error), never below `current_timestamp()`. A change stream on an idle table moves
         its offset here (wire.flight.changes_plan), so its windows stay above the
         ancient history mark."""
-        clock = getattr(self.catalog, "clock", None)
-        ts = clock.now() if clock is not None else from_micros(time.time_ns() // 1000)
+        ts = self.clock_now()
         lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
         try:
             tablets = self._open(lease.handles)

@@ -71,7 +71,6 @@ from engine.cfile.block_cache import BlockCache
 from engine.clock import Clock, HybridClock, from_micros, physical_micros
 from engine.consensus.log import Log
 from engine.convert import identity, python_converter
-from engine.types import DataType
 from engine.config import TabletConfig
 from engine.key_encoding import (
     compile_key_encoder,
@@ -105,7 +104,7 @@ from engine.tablet.tablet_mm_ops import (
 )
 from engine.tablet.tablet_write import TabletWriter
 from engine.tablet.write_op import WriteOp, WriteResult
-from engine.types import to_logical
+from engine.types import DataType, to_logical
 
 __all__ = ["META_FILE", "OrderMode", "Tablet", "python_converter"]  # META_FILE: for tools
 
