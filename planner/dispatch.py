@@ -42,6 +42,7 @@ from planner.errors import FeatureNotSupported, SqlError
 from planner.executor import Executor
 from planner.query import QUERY_TYPES, plan_query, run_query, run_select, with_utc
 from planner.result import StatementResult
+from planner.returning import plan_returning
 from planner.rules import optimize
 
 
@@ -156,9 +157,13 @@ def describe(catalog, ast: exp.Expression, sql: str
     (None for statements that return no rows), without reading any table data: the plan
     runs over empty inputs."""
     ptypes = parameter_types(catalog, ast, sql)
+    params = [pa.scalar(None, t if t is not None else pa.null()) for t in ptypes]
+    if isinstance(ast, (exp.Insert, exp.Update, exp.Delete)) and \
+            ast.args.get("returning") is not None:       # ... RETURNING: its rows
+        tnode, table = write_target(catalog, ast, sql)
+        return ptypes, plan_returning(catalog, ast, sql, params, tnode, table).schema()
     if not isinstance(ast, QUERY_TYPES):
         return ptypes, None
-    params = [pa.scalar(None, t if t is not None else pa.null()) for t in ptypes]
     return ptypes, describe_query(catalog, ast, sql, params)
 
 

@@ -19,6 +19,10 @@ MAX_REREAD_ROUNDS rounds a row still changing fails the statement with 40001 (th
 written before stay written). UPSERT is `insert(..., upsert=True)`: the session passes it for the dialect's
 KuduUpsert node. `insert_target` / `insert_rows` are also the session's bulk path
 (executemany), and `update_data` the wire fast path's.
+
+`... RETURNING list`: the writers keep the rows they applied as whole rows (`kept`; an
+UPDATE / DELETE then also reads the row's other columns) and planner/returning.py evaluates
+the list over them; the result carries them as its `table` beside the command's count.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from planner.expr.timezones import to_local
 from planner.executor import Executor
 from planner.query import run_query, subquery_runner
 from planner.result import RowFailure, StatementResult
+from planner.returning import (Returning, applied_rows, empty_rows, plan_returning,
+                                with_defaults)
 from planner.rules import optimize
 
 
@@ -71,9 +77,6 @@ def write_target(catalog, ast: exp.Expression, sql: str):
         raise refuse_write(view, verb, sql, t)
     if not catalog.has_table(t.name):
         raise SqlError(f'relation "{t.name}" does not exist', "42P01", position(sql, t))
-    if ast.args.get("returning"):      # INSERT / UPDATE / DELETE ... RETURNING
-        raise FeatureNotSupported("RETURNING is not supported",
-                                  position=position(sql, ast.args["returning"]))
     return t, catalog.table(t.name)
 
 
@@ -163,25 +166,30 @@ def insert_columns(target: InsertTarget, n: int, sql: str,
 
 
 def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
-                source: exp.Expression | None = None, in_order: bool = False
-                ) -> StatementResult:
+                source: exp.Expression | None = None, in_order: bool = False,
+                returning: Returning | None = None) -> StatementResult:
     """Write computed rows (columns in target order) with Kudu's per-row semantics; with
     `in_order`, as one-row statements run one after another up to the first that fails
     (engine `Table.write(..., in_order=True)`; not with ON CONFLICT DO NOTHING, whose
-    skipped rows are no failures: the caller runs those one by one)."""
+    skipped rows are no failures: the caller runs those one by one). `returning`: the
+    result also carries the RETURNING rows of the rows applied (planner/returning.py)."""
     if in_order and target.ignore_dups:
         raise SqlError("an in-order batch cannot skip conflicting rows", "0A000")
     cols = insert_columns(target, rows.num_columns, sql, source)
     schema = target.table.schema
     verb = "UPSERT" if upsert else "INSERT"
-    if rows.num_rows == 0:
-        return StatementResult(verb, rowcount=0)
     data = pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
                                  for a, c in zip(rows.columns, cols)], names=cols)
+    if rows.num_rows == 0:
+        return StatementResult(verb, rowcount=0, table=returning.run(
+            with_defaults(schema, data)) if returning is not None else None)
     r = target.table.upsert(data, in_order) if upsert else target.table.insert(data, in_order)
     errs = [e for e in r.row_errors if not (target.ignore_dups and e.code == "ALREADY_PRESENT")]
-    return StatementResult(verb, rowcount=r.num_applied,
-                           row_errors=row_failures(target.name, schema, errs))
+    out = StatementResult(verb, rowcount=r.num_applied,
+                          row_errors=row_failures(target.name, schema, errs))
+    if returning is not None:
+        out.table = returning.run(applied_rows(with_defaults(schema, data), r.row_errors))
+    return out
 
 
 def _sql_round(col, target: pa.DataType):
@@ -242,14 +250,23 @@ def _default_value(schema, name: str) -> exp.Expression:
 
 def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
     target = insert_target(catalog, ast, sql)
+    returning = plan_returning(catalog, ast, sql, params, _table_node(ast), target.table,
+                               check_cancel, _returning_snapshot(catalog, ast))
     rows = run_query(catalog, insert_source(ast, target), sql, params, check_cancel)
-    return insert_rows(target, rows, upsert, sql, ast.expression)
+    return insert_rows(target, rows, upsert, sql, ast.expression, returning=returning)
+
+
+def _table_node(ast: exp.Expression) -> exp.Table:
+    """A write's target table node (INSERT's may be wrapped in its column list)."""
+    t = ast.this
+    return t.this if isinstance(t, exp.Schema) else t
 
 
 def bulk_parameters(ast: exp.Expression) -> int | None:
     """n if `ast` is `INSERT ... VALUES ($1, ..., $n)` (one row of plain parameters in
     order): executemany can then send every parameter set as one Arrow batch."""
-    if not isinstance(ast, exp.Insert) or not isinstance(ast.expression, exp.Values):
+    if not isinstance(ast, exp.Insert) or not isinstance(ast.expression, exp.Values) or \
+            ast.args.get("returning") is not None:
         return None
     rows = ast.expression.expressions
     if len(rows) != 1 or not isinstance(rows[0], exp.Tuple):
@@ -356,9 +373,41 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
     from copies of its parts): the session passes the parse cache's shared node."""
     tnode, table = write_target(catalog, ast, sql)
     names, values = update_assignments(ast, sql, tnode, table.schema)
-    return write_reread(catalog, table, tnode, "UPDATE", lambda snap: _matching(
-        catalog, ast, sql, params, tnode, values, check_cancel, cache, snap),
-        lambda rows, snap: apply_update(table, tnode, names, rows, snap))
+    ret = plan_returning(catalog, ast, sql, params, tnode, table, check_cancel,
+                         _returning_snapshot(catalog, ast))
+    # RETURNING: the columns the SET list leaves as they are are read too
+    others = _returned_columns(table, names) if ret is not None else []
+    extra = values + [exp.column(exp.to_identifier(c, quoted=True), table=tnode.alias_or_name)
+                      for c in others]
+    kept = [] if ret is not None else None
+    out = write_reread(catalog, table, tnode, "UPDATE", lambda snap: _matching(
+        catalog, ast, sql, params, tnode, extra, check_cancel, cache, snap),
+        lambda rows, snap: apply_update(table, tnode, names, rows, snap, kept, others))
+    return _with_returning(out, ret, kept, table)
+
+
+def _returning_snapshot(catalog, ast) -> int | None:
+    """The snapshot a RETURNING list's subqueries read (taken before the write)."""
+    return read_timestamp(catalog) if ast.args.get("returning") is not None else None
+
+
+def _returned_columns(table, written: list[str]) -> list[str]:
+    """The table's non-key columns not in `written`, in table order: what an UPDATE /
+    DELETE ... RETURNING reads besides the key and the SET values."""
+    schema = table.schema
+    return [c.name for c in schema.columns if not schema.is_key(c.name)
+            and c.name not in written]
+
+
+def _with_returning(out: StatementResult, ret: Returning | None, kept: list | None,
+                    table) -> StatementResult:
+    """`out` with the RETURNING rows of the rows `kept` (whole rows, the table's column
+    names) when the statement has a RETURNING list."""
+    if ret is None:
+        return out
+    rows = pa.concat_tables(kept) if kept else empty_rows(table.schema)
+    out.table = ret.run(rows)
+    return out
 
 
 def update_assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], list]:
@@ -385,14 +434,24 @@ def update_assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], 
 
 
 def apply_update(table, tnode, names: list[str], rows: pa.Table,
-                 read_ts: int | None = None) -> StatementResult:
+                 read_ts: int | None = None, kept: list | None = None,
+                 others: list[str] = ()) -> StatementResult:
     """Write the matching rows (key columns, then the SET values) as updates; with
     `read_ts`, each under the precondition "unchanged since read_ts", and the rows that
-    fail it are the result's `info["changed"]` (their indexes in `rows`)."""
+    fail it are the result's `info["changed"]` (their indexes in `rows`). `kept`: a list
+    the applied rows are added to as whole rows after the update (RETURNING), the
+    `others` columns following the SET values in `rows`."""
     if rows.num_rows == 0:
         return StatementResult("UPDATE", rowcount=0)
-    return _written("UPDATE", table, tnode, table.update(
-        update_data(table, rows, names, read_ts)))
+    data = update_data(table, rows, names, read_ts)
+    r = table.update(data)
+    if kept is not None:
+        n = len(table.schema.key_names) + len(names)
+        written = data.select(list(range(n)))
+        full = pa.Table.from_arrays(written.columns + rows.columns[n:n + len(others)],
+                                    names=written.column_names + list(others))
+        kept.append(applied_rows(full, r.row_errors))
+    return _written("UPDATE", table, tnode, r)
 
 
 def _written(verb: str, table, tnode, r) -> StatementResult:
@@ -459,23 +518,37 @@ def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
            ) -> StatementResult:
     """Run a DELETE; `ast` is only read, never changed (as `update`)."""
     tnode, table = write_target(catalog, ast, sql)
-    return write_reread(catalog, table, tnode, "DELETE", lambda snap: _matching(
-        catalog, ast, sql, params, tnode, [], check_cancel, cache, snap),
-        lambda rows, snap: apply_delete(table, tnode, rows, snap))
+    ret = plan_returning(catalog, ast, sql, params, tnode, table, check_cancel,
+                         _returning_snapshot(catalog, ast))
+    # RETURNING: the deleted rows' other columns are read too
+    others = _returned_columns(table, []) if ret is not None else []
+    extra = [exp.column(exp.to_identifier(c, quoted=True), table=tnode.alias_or_name)
+             for c in others]
+    kept = [] if ret is not None else None
+    out = write_reread(catalog, table, tnode, "DELETE", lambda snap: _matching(
+        catalog, ast, sql, params, tnode, extra, check_cancel, cache, snap),
+        lambda rows, snap: apply_delete(table, tnode, rows, snap, kept, others))
+    return _with_returning(out, ret, kept, table)
 
 
-def apply_delete(table, tnode, rows: pa.Table, read_ts: int | None = None
-                 ) -> StatementResult:
-    """Delete the matching rows (their key columns); `read_ts` as in `apply_update`."""
+def apply_delete(table, tnode, rows: pa.Table, read_ts: int | None = None,
+                 kept: list | None = None, others: list[str] = ()) -> StatementResult:
+    """Delete the matching rows (their key columns); `read_ts`, `kept` (the deleted rows
+    as they were) and `others` as in `apply_update`."""
     if rows.num_rows == 0:
         return StatementResult("DELETE", rowcount=0)
     keys = table.schema.key_names
     arrays = rows.columns[:len(keys)]
+    names = keys
     if read_ts is not None:
         arrays = arrays + [_read_ts_array(rows.num_rows, read_ts)]
-        keys = keys + [READ_TS_COLUMN]
-    return _written("DELETE", table, tnode, table.delete(pa.Table.from_arrays(arrays,
-                                                                             names=keys)))
+        names = keys + [READ_TS_COLUMN]
+    r = table.delete(pa.Table.from_arrays(arrays, names=names))
+    if kept is not None:
+        full = pa.Table.from_arrays(rows.columns[:len(keys) + len(others)],
+                                    names=keys + list(others))
+        kept.append(applied_rows(full, r.row_errors))
+    return _written("DELETE", table, tnode, r)
 
 
 __all__ = ["execute", "explain", "describe", "plan_query", "run_query", "render"]

@@ -69,7 +69,7 @@ def _function_name(fn: exp.Expression) -> str:
     return function_name(fn)
 
 
-def _is_srf(e: exp.Expression) -> bool:
+def is_srf(e: exp.Expression) -> bool:
     if isinstance(e, (exp.Explode, exp.GenerateSeries, exp.Unnest)):
         return True
     return isinstance(e, exp.Anonymous) and e.name.lower() in _SET_RETURNING
@@ -159,7 +159,7 @@ def _nested_srfs(e: exp.Expression) -> list[exp.Expression]:
         for child in node.iter_expressions():
             if isinstance(child, (exp.Subquery, exp.Select)):
                 continue
-            if _is_srf(child):
+            if is_srf(child):
                 out.append(child)
             else:
                 walk(child)
@@ -417,7 +417,7 @@ class PgFunctionBinding:
                                position(self.sql, call))
             t = pa.int32() if all(a.type == pa.int32() for a in args) else pa.int64()
             return pa.array(range(start, stop + (1 if step > 0 else -1), step), t)
-        if name in ("unnest", "generate_subscripts") or _is_srf(call):
+        if name in ("unnest", "generate_subscripts") or is_srf(call):
             value = args[0] if name in ("unnest", "generate_subscripts") else \
                 const(call)
             if value.type == pa.null():
@@ -474,9 +474,9 @@ class PgFunctionBinding:
         for i, it in enumerate(sel.expressions):
             e, field = it.unalias(), None
             if isinstance(e, exp.Dot) and isinstance(e.this, exp.Paren) and \
-                    _is_srf(e.this.this):             # (_pg_expandarray(a)).n
+                    is_srf(e.this.this):             # (_pg_expandarray(a)).n
                 e, field = e.this.this, e.name
-            if _is_srf(e):
+            if is_srf(e):
                 srfs.append((i, e, field, True))
             else:
                 srfs.extend((i, c, None, False) for c in _nested_srfs(e))

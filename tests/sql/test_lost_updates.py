@@ -160,15 +160,15 @@ def test_changed_rows_are_read_again_and_rechecked(tmp_path, monkeypatch):
     real = dml.apply_update
     calls, inner = [], []
 
-    def racing(table, tnode, names, rows, read_ts=None):
+    def racing(table, tnode, names, rows, read_ts=None, *rest):
         if inner:               # the other session's own UPDATE
-            return real(table, tnode, names, rows, read_ts)
+            return real(table, tnode, names, rows, read_ts, *rest)
         if not calls:           # this UPDATE's first write: another statement commits first
             inner.append(1)
             other.cursor().execute("UPDATE t SET n = n + 10, tag = 'b' WHERE k = 1")
             inner.clear()
         calls.append(rows.num_rows)
-        return real(table, tnode, names, rows, read_ts)
+        return real(table, tnode, names, rows, read_ts, *rest)
 
     monkeypatch.setattr(dml, "apply_update", racing)
     cur.execute("UPDATE t SET n = n + 1 WHERE tag = 'a'")
@@ -194,14 +194,14 @@ def test_rows_that_keep_changing_fail_with_40001(tmp_path, monkeypatch):
 
     inner = []
 
-    def always_racing(table, tnode, names, rows, read_ts=None):
+    def always_racing(table, tnode, names, rows, read_ts=None, *rest):
         if not inner:           # before each of this UPDATE's writes, another commits
             inner.append(1)
             try:
                 other.cursor().execute("UPDATE t SET n = n + 100 WHERE k = 1")
             finally:
                 inner.clear()
-        return real(table, tnode, names, rows, read_ts)
+        return real(table, tnode, names, rows, read_ts, *rest)
 
     monkeypatch.setattr(dml, "apply_update", always_racing)
     with pytest.raises(kudusql.Error) as ei:

@@ -1479,3 +1479,11 @@ from .corpus_time import STATEMENTS as _TIME_STATEMENTS  # noqa: E402
 
 SETUP = SETUP + _TIME_SETUP
 STATEMENTS = STATEMENTS + _TIME_STATEMENTS
+
+# INSERT / UPDATE / DELETE ... RETURNING (corpus_returning.py; its own table, written only
+# by its own statements)
+from .corpus_returning import SETUP as _RETURNING_SETUP  # noqa: E402
+from .corpus_returning import STATEMENTS as _RETURNING_STATEMENTS  # noqa: E402
+
+SETUP = SETUP + _RETURNING_SETUP
+STATEMENTS = STATEMENTS + _RETURNING_STATEMENTS

@@ -1,0 +1,173 @@
+"""INSERT / UPDATE / DELETE ... RETURNING: the rows a write applied, through its RETURNING list.
+
+    ret = plan_returning(catalog, ast, sql, params, tnode, table)   # None without RETURNING
+    ret.schema()                 # the result's columns, for Describe (no data read)
+    ret.run(rows)                # rows: the applied rows, the table's columns by name
+
+As in PostgreSQL, RETURNING's expressions are evaluated over each row the statement
+applied: an INSERT's row as stored (omitted columns at their defaults, values rounded to
+their columns' types), an UPDATE's row after the update, a DELETE's row as it was; rows
+that failed (Kudu's per-row errors) or were skipped (ON CONFLICT DO NOTHING, a row deleted
+meanwhile) return nothing. The list is bound as the query `SELECT <list> FROM <target>`
+(so `*`, `t.*`, the table's alias, functions, casts, CASE and subqueries resolve as in a
+SELECT, and the columns are named as a SELECT names them), and the target's Scan is
+replaced by the rows handed in (an `L.WorkTable` the executor reads from its
+`work_tables`). Aggregates, window functions and set-returning functions are refused with
+PostgreSQL's errors. UPSERT ... RETURNING is refused (0A000): an upserted row's omitted
+columns keep the existing row's values, which the write does not read back.
+
+The planner/dml.py writers hand the applied rows in: `applied_rows` keeps a write's rows
+that no per-row error names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow as pa
+from sqlglot import exp
+
+from planner import logical as L
+from planner.binder import Binder, position
+from planner.binder.pg_functions import is_srf
+from planner.errors import FeatureNotSupported, SqlError
+from planner.executor import Executor
+from planner.rules import optimize
+
+# the work table id the RETURNING plan reads its rows from (no recursive query shares the
+# plan: a RETURNING list's subqueries run with their own executors)
+_ROWS = -1
+
+
+@dataclasses.dataclass
+class Returning:
+    """A bound RETURNING list (see the module docstring)."""
+    out: L.Output            # the plan, its target Scan replaced by a WorkTable
+    columns: list[str]       # the target table's columns the plan reads, in WorkTable order
+    empty: pa.Table          # no rows of those columns (what Describe runs the plan over)
+    catalog: object
+    check_cancel: object = None
+    # what the list's subqueries read: the statement's snapshot, taken before it wrote
+    # (PostgreSQL's: `RETURNING (SELECT count(*) FROM t)` counts the rows as they were)
+    snapshot: int | None = None
+
+    def run(self, rows: pa.Table) -> pa.Table:
+        """The RETURNING rows of `rows` (the applied rows, the table's columns by name)."""
+        ex = Executor(self.catalog, check_cancel=self.check_cancel, snapshot=self.snapshot)
+        ex.work_tables[_ROWS] = rows.select(self.columns)
+        return ex.run_output(self.out)
+
+    def schema(self) -> pa.Schema:
+        """The result's schema, without running anything (Describe)."""
+        ex = Executor(self.catalog, schema_only=True)
+        ex.work_tables[_ROWS] = self.empty
+        return ex.run_output(self.out).schema
+
+
+def plan_returning(catalog, ast: exp.Expression, sql: str, params, tnode: exp.Table, table,
+                   check_cancel=None, snapshot: int | None = None) -> Returning | None:
+    """The statement's RETURNING list bound over its target (`tnode`, the write's table
+    node, whose alias the list may use), or None when it has none. `snapshot`: a
+    timestamp taken before the statement writes (its subqueries read the tables then)."""
+    ret = ast.args.get("returning")
+    if ret is None:
+        return None
+    items = [e.copy() for e in ret.expressions]
+    _check_items(items, sql)
+    from planner.commands import KuduUpsert
+    if isinstance(ast, KuduUpsert):
+        raise FeatureNotSupported("UPSERT ... RETURNING is not supported (use INSERT ... "
+                                  "RETURNING, or UPSERT and then SELECT the rows)",
+                                  position=position(sql, ret))
+    sel = exp.select(*items).from_(tnode.copy())
+    from planner.query import subquery_runner
+    out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
+    out = optimize(out, catalog)
+    scan = _target_scan(out.plan, tnode.name)
+    rows = L.WorkTable(_ROWS, [scan.key(c) for c in scan.columns])
+    plan = _replace(out.plan, scan, rows)
+    empty = empty_rows(table.schema).select(list(scan.columns))
+    return Returning(dataclasses.replace(out, plan=plan), list(scan.columns), empty, catalog,
+                     check_cancel, snapshot)
+
+
+def _check_items(items: list[exp.Expression], sql: str) -> None:
+    """PostgreSQL's refusals of RETURNING items (outside subqueries, which are queries of
+    their own): aggregates 42803, window functions 42P20, set-returning functions 0A000."""
+    for item in items:
+        for e in item.walk(bfs=False):
+            if isinstance(e, exp.Subquery) or isinstance(e, exp.Select):
+                continue
+            if e.find_ancestor(exp.Subquery, exp.Select) is not None:
+                continue
+            if isinstance(e, exp.Window):
+                raise SqlError("window functions are not allowed in RETURNING", "42P20",
+                               position(sql, e))
+            if isinstance(e, exp.AggFunc) and e.find_ancestor(exp.Window) is None:
+                raise SqlError("aggregate functions are not allowed in RETURNING", "42803",
+                               position(sql, e))
+            if is_srf(e):
+                raise SqlError("set-returning functions are not allowed in RETURNING",
+                               "0A000", position(sql, e))
+
+
+def _target_scan(node: L.Node, name: str) -> L.Scan:
+    """The plan's Scan of the target table (the FROM of `SELECT <list> FROM <target>`:
+    the first one reached from the root, subqueries being plans of their own)."""
+    if isinstance(node, L.Scan) and node.table == name:
+        return node
+    for child in node.children():
+        found = _target_scan(child, name)
+        if found is not None:
+            return found
+    return None
+
+
+def _replace(node: L.Node, old: L.Node, new: L.Node) -> L.Node:
+    """`node` with `old` (by identity) replaced by `new`."""
+    if node is old:
+        return new
+    changes = {}
+    for f in dataclasses.fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, L.Node):
+            r = _replace(v, old, new)
+            if r is not v:
+                changes[f.name] = r
+        elif isinstance(v, list) and any(isinstance(c, L.Node) for c in v):
+            r = [_replace(c, old, new) if isinstance(c, L.Node) else c for c in v]
+            if any(a is not b for a, b in zip(r, v)):
+                changes[f.name] = r
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def applied_rows(rows: pa.Table, errors) -> pa.Table:
+    """`rows` without those a write's per-row errors name (`e.index`, 0-based)."""
+    if not errors:
+        return rows
+    keep = [True] * rows.num_rows
+    for e in errors:            # a loop over the failed rows only
+        keep[e.index] = False
+    return rows.filter(pa.array(keep, pa.bool_()))
+
+
+def with_defaults(schema, data: pa.Table) -> pa.Table:
+    """An INSERT's rows (`data`: some of the table's columns) as the table's whole rows:
+    the omitted columns at their defaults (NULL without one), in the table's column order."""
+    from engine.convert import cast_column, default_array
+    from engine.types import to_logical
+    n = data.num_rows
+    cols = []
+    for c in schema.columns:       # a loop per column
+        if c.name in data.column_names:
+            # as every write path converts a value (VARCHAR(n) truncated, ...); a value it
+            # cannot convert failed its row, which `applied_rows` drops
+            cols.append(cast_column(data.column(c.name).combine_chunks(), c, {}))
+        else:
+            cols.append(to_logical(default_array(c, n), c.type, c.precision, c.scale))
+    return pa.Table.from_arrays(cols, names=[c.name for c in schema.columns])
+
+
+def empty_rows(schema) -> pa.Table:
+    """No rows, with the table's columns (a write that applied none)."""
+    return pa.schema([(c.name, c.arrow_type) for c in schema.columns]).empty_table()

@@ -1,0 +1,57 @@
+"""The PostgreSQL oracle's RETURNING section: INSERT / UPDATE / DELETE ... RETURNING.
+
+`SETUP` adds one table (`ret_items`, a column with a DEFAULT, a NUMERIC and a VARCHAR the
+writes round and fit); `STATEMENTS` write to it only, each write's RETURNING list compared
+with PostgreSQL's rows (a multiset: RETURNING has no order), with a query after the writes
+showing the table. The refusals are PostgreSQL's (aggregates 42803, window functions 42P20,
+set-returning functions 0A000). corpus.py appends both lists to its own; its rules apply
+(stable names, re-record after editing).
+"""
+
+SETUP = [
+    """CREATE TABLE ret_items (
+        id INT PRIMARY KEY, name TEXT, qty INT DEFAULT 5, price NUMERIC(8,2),
+        tag VARCHAR(4))""",
+    """INSERT INTO ret_items VALUES
+        (1, 'bolt', 10, 0.25, 'hw'), (2, 'nut', NULL, 0.10, 'hw'),
+        (3, 'gear', 2, 12.50, NULL), (4, NULL, 0, NULL, 'x')""",
+]
+
+STATEMENTS: list[tuple[str, str]] = [
+    ("ret_insert_star",
+     "INSERT INTO ret_items (id, name, price) VALUES (10, 'cog', 1.005), (11, 'pin', NULL) "
+     "RETURNING *"),
+    ("ret_insert_expressions",
+     "INSERT INTO ret_items VALUES (12, 'Axle', 3, 2.5, 'ab') "
+     "RETURNING id * 10, lower(name) AS n, qty + 1, price * qty, tag || '!'"),
+    ("ret_insert_select",
+     "INSERT INTO ret_items (id, name, qty) SELECT id + 100, upper(name), qty * 2 "
+     "FROM ret_items WHERE id <= 3 RETURNING id, name, qty, price"),
+    ("ret_insert_on_conflict_do_nothing",
+     "INSERT INTO ret_items (id, name) VALUES (1, 'again'), (13, 'new') "
+     "ON CONFLICT DO NOTHING RETURNING id, name, qty"),
+    ("ret_insert_case_and_cast",
+     "INSERT INTO ret_items (id, name, price) VALUES (14, 'spring', 7.777) "
+     "RETURNING CASE WHEN price > 5 THEN 'dear' ELSE 'cheap' END, CAST(price AS TEXT), "
+     "qty IS NULL"),
+    ("ret_update_star", "UPDATE ret_items SET qty = qty + 1 WHERE id < 4 RETURNING *"),
+    ("ret_update_alias",
+     "UPDATE ret_items AS r SET price = price * 2, tag = 'dbl' WHERE r.price > 1 "
+     "RETURNING r.id, r.price, r.name"),
+    ("ret_update_no_rows", "UPDATE ret_items SET qty = 0 WHERE id = 999 RETURNING id, qty"),
+    ("ret_update_set_null", "UPDATE ret_items SET name = NULL WHERE id = 4 RETURNING *"),
+    ("ret_update_scalar_subquery",
+     "UPDATE ret_items SET qty = 1 WHERE id = 2 "
+     "RETURNING id, (SELECT count(*) FROM ret_items WHERE qty IS NULL) AS nulls"),
+    ("ret_delete_star", "DELETE FROM ret_items WHERE id >= 100 RETURNING *"),
+    ("ret_delete_expression",
+     "DELETE FROM ret_items WHERE name IS NULL RETURNING id, coalesce(tag, '-')"),
+    ("ret_delete_no_rows", "DELETE FROM ret_items WHERE id = 999 RETURNING *"),
+    ("ret_aggregate_refused", "UPDATE ret_items SET qty = 1 RETURNING count(*)"),
+    ("ret_window_refused", "DELETE FROM ret_items RETURNING row_number() OVER ()"),
+    ("ret_set_returning_refused",
+     "UPDATE ret_items SET qty = 1 RETURNING generate_series(1, 2)"),
+    ("ret_unknown_column_refused",
+     "INSERT INTO ret_items (id) VALUES (50) RETURNING nosuch"),
+    ("ret_select_after", "SELECT * FROM ret_items ORDER BY id"),
+]
