@@ -34,8 +34,8 @@ from planner import logical as L
 from planner.binder import position
 from planner.commands import KuduUpsert
 from planner.dialect import KuduSQL
-from planner.dml import (apply_delete, apply_update, delete, insert, insert_columns,
-                         read_timestamp, write_reread,
+from planner.dml import (apply_delete, apply_update, conflict_updates, delete, insert,
+                         insert_columns, read_timestamp, write_reread,
                          insert_rows, insert_source, insert_target, matching_query,
                          row_failures, update, update_assignments, write_target)
 from planner.errors import FeatureNotSupported, SqlError
@@ -53,6 +53,9 @@ def execute(catalog, ast: exp.Expression, sql: str, params: list[Any] | None = N
         return run_select(catalog, plan_query(catalog, ast, sql, params, cache), stream,
                           check_cancel)
     if isinstance(ast, exp.Insert):
+        if ast.args.get("conflict") is not None and conflict_updates(ast.args["conflict"]):
+            from planner import on_conflict
+            return on_conflict.insert(catalog, ast, sql, params, check_cancel)
         return insert(catalog, ast, sql, params, upsert, check_cancel)
     if isinstance(ast, exp.Update):
         return update(catalog, ast, sql, params, check_cancel, cache)
@@ -326,6 +329,13 @@ def _write_plan(catalog, ast, sql, params):
         out = dataclasses.replace(out, names=insert_columns(target, len(out.names), sql,
                                                             ast.expression))
         verb = "Upsert" if upsert else "Insert"
+        if target.on_update is not None:     # PostgreSQL's EXPLAIN names the resolution
+            head = f"{verb} on {target.name} (ON CONFLICT DO UPDATE, arbiter {target.name}_pkey)"
+
+            def refuse(rows):
+                raise FeatureNotSupported("EXPLAIN ANALYZE of INSERT ... ON CONFLICT DO "
+                                          "UPDATE is not supported (EXPLAIN shows its plan)")
+            return head, out, refuse
         return (f"{verb} on {target.name}", out,
                 lambda rows: insert_rows(target, rows, upsert, sql, ast.expression))
     tnode, table = write_target(catalog, ast, sql)

@@ -1,4 +1,4 @@
-"""INSERT [ON CONFLICT DO NOTHING], UPSERT, UPDATE ... WHERE, DELETE ... WHERE: Kudu semantics.
+"""INSERT [ON CONFLICT DO NOTHING | DO UPDATE], UPSERT, UPDATE, DELETE: Kudu semantics.
 
 The rows are computed first (VALUES or a query; UPDATE/DELETE scan the table for the keys
 that match), then written as one op per tablet; every row is applied on its own. Rows that
@@ -19,6 +19,9 @@ MAX_REREAD_ROUNDS rounds a row still changing fails the statement with 40001 (th
 written before stay written). UPSERT is `insert(..., upsert=True)`: the session passes it for the dialect's
 KuduUpsert node. `insert_target` / `insert_rows` are also the session's bulk path
 (executemany), and `update_data` the wire fast path's.
+
+INSERT ... ON CONFLICT (key) DO UPDATE is planner/on_conflict.py's rounds of insert and
+preconditioned update (built on this module's pieces; the dispatcher sends it there).
 
 `... RETURNING list`: the writers keep the rows they applied as whole rows (`kept`; an
 UPDATE / DELETE then also reads the row's other columns) and planner/returning.py evaluates
@@ -41,6 +44,7 @@ from engine.types import sql_literal
 from planner import logical as L
 from planner.binder import Binder, position
 from planner.binder.views import catalog_views
+from planner.commands import KuduUpsert
 from planner.dialect import KuduSQL
 from planner.ddl import declared_columns
 from planner.errors import FeatureNotSupported, SqlError
@@ -108,6 +112,8 @@ class InsertTarget:
     explicit: bool             # columns were listed: the source must match them exactly
     ignore_dups: bool
     node: exp.Expression       # for error positions
+    # ON CONFLICT (key) DO UPDATE: the OnConflict node (planner/on_conflict.py)
+    on_update: exp.Expression | None = None
 
 
 def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
@@ -129,19 +135,47 @@ def insert_target(catalog, ast: exp.Insert, sql: str) -> InsertTarget:
     else:
         cols = declared_columns(table)
     conflict = ast.args.get("conflict")
-    ignore_dups = False
+    ignore_dups, on_update = False, None
     if conflict is not None:
-        action = conflict.args.get("action")
-        if action is None or "NOTHING" not in str(action.this if hasattr(action, "this")
-                                                   else action).upper() or \
-                conflict.args.get("expressions"):
-            raise FeatureNotSupported("only ON CONFLICT DO NOTHING is supported (use UPSERT "
-                                      "to replace rows)", position=position(sql, conflict))
-        ignore_dups = True
-    out = InsertTarget(tnode.name, table, cols, explicit, ignore_dups, target)
+        if conflict_updates(conflict):
+            if isinstance(ast, KuduUpsert):
+                raise SqlError("UPSERT cannot have an ON CONFLICT clause", "42601",
+                               position(sql, conflict))
+            check_conflict_target(conflict, table, tnode.name, sql)
+            on_update = conflict
+        else:
+            ignore_dups = True
+    out = InsertTarget(tnode.name, table, cols, explicit, ignore_dups, target, on_update)
     if ast.expression is None:      # DEFAULT VALUES: a primary key column has no default
         insert_columns(out, 0, sql, ast)
     return out
+
+
+def check_conflict_target(conflict: exp.Expression, table, name: str, sql: str) -> None:
+    """ON CONFLICT DO UPDATE's target must be the primary key (the only unique
+    constraint): by its columns or as the constraint `<table>_pkey`."""
+    keys = conflict.args.get("conflict_keys") or []
+    constraint = conflict.args.get("constraint")
+    if constraint is not None:
+        if constraint.name != f"{name}_pkey":
+            raise SqlError(f'constraint "{constraint.name}" for table "{name}" does not exist',
+                           "42704", position(sql, constraint))
+        return
+    if not keys:
+        raise SqlError("ON CONFLICT DO UPDATE requires inference specification or "
+                       "constraint name", "42601", position(sql, conflict),
+                       hint="For example, ON CONFLICT (column_name).")
+    cols = [k.this.name if isinstance(k, exp.Ordered) else k.name for k in keys]
+    if sorted(set(cols)) != sorted(table.schema.key_names) or len(cols) != len(set(cols)):
+        raise SqlError("there is no unique or exclusion constraint matching the ON CONFLICT "
+                       "specification", "42P10", position(sql, conflict))
+
+
+def conflict_updates(conflict: exp.Expression) -> bool:
+    """ON CONFLICT ... DO UPDATE (else DO NOTHING)."""
+    action = conflict.args.get("action")
+    text = str(action.this if hasattr(action, "this") else action or "").upper()
+    return "UPDATE" in text or bool(conflict.args.get("expressions"))
 
 
 def insert_columns(target: InsertTarget, n: int, sql: str,
@@ -175,10 +209,13 @@ def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
     result also carries the RETURNING rows of the rows applied (planner/returning.py)."""
     if in_order and target.ignore_dups:
         raise SqlError("an in-order batch cannot skip conflicting rows", "0A000")
+    if target.on_update is not None:      # callers send these to `insert` (bulk_parameters)
+        raise SqlError("ON CONFLICT DO UPDATE is written by `insert`, not `insert_rows`",
+                       "XX000")
     cols = insert_columns(target, rows.num_columns, sql, source)
     schema = target.table.schema
     verb = "UPSERT" if upsert else "INSERT"
-    data = pa.Table.from_arrays([_sql_round(a, schema.column(c).arrow_type)
+    data = pa.Table.from_arrays([sql_round(a, schema.column(c).arrow_type)
                                  for a, c in zip(rows.columns, cols)], names=cols)
     if rows.num_rows == 0:
         return StatementResult(verb, rowcount=0, table=returning.run(
@@ -192,7 +229,7 @@ def insert_rows(target: InsertTarget, rows: pa.Table, upsert: bool, sql: str,
     return out
 
 
-def _sql_round(col, target: pa.DataType):
+def sql_round(col, target: pa.DataType):
     """SQL assignment rounds as PostgreSQL's assignment casts do: to DECIMAL(p, s), to s
     digits (also from text: '3.145' into NUMERIC(6,2) is 3.15); NUMERIC / float into an
     integer column to the nearest integer (numeric halves away from zero, float halves to
@@ -250,13 +287,16 @@ def _default_value(schema, name: str) -> exp.Expression:
 
 def insert(catalog, ast: exp.Insert, sql, params, upsert: bool, check_cancel) -> StatementResult:
     target = insert_target(catalog, ast, sql)
-    returning = plan_returning(catalog, ast, sql, params, _table_node(ast), target.table,
+    returning = plan_returning(catalog, ast, sql, params, table_node(ast), target.table,
                                check_cancel, _returning_snapshot(catalog, ast))
+    if target.on_update is not None:      # planner/on_conflict.py runs these
+        raise SqlError("INSERT ... ON CONFLICT DO UPDATE is run by planner.on_conflict",
+                       "XX000")
     rows = run_query(catalog, insert_source(ast, target), sql, params, check_cancel)
     return insert_rows(target, rows, upsert, sql, ast.expression, returning=returning)
 
 
-def _table_node(ast: exp.Expression) -> exp.Table:
+def table_node(ast: exp.Expression) -> exp.Table:
     """A write's target table node (INSERT's may be wrapped in its column list)."""
     t = ast.this
     return t.this if isinstance(t, exp.Schema) else t
@@ -266,7 +306,9 @@ def bulk_parameters(ast: exp.Expression) -> int | None:
     """n if `ast` is `INSERT ... VALUES ($1, ..., $n)` (one row of plain parameters in
     order): executemany can then send every parameter set as one Arrow batch."""
     if not isinstance(ast, exp.Insert) or not isinstance(ast.expression, exp.Values) or \
-            ast.args.get("returning") is not None:
+            ast.args.get("returning") is not None or (
+                ast.args.get("conflict") is not None and
+                conflict_updates(ast.args["conflict"])):
         return None
     rows = ast.expression.expressions
     if len(rows) != 1 or not isinstance(rows[0], exp.Tuple):
@@ -315,7 +357,7 @@ def update_data(table, rows: pa.Table, names: list[str], read_ts: int | None = N
     wire's key-write fast path); with `read_ts`, and each row's read precondition."""
     schema = table.schema
     cols = schema.key_names + names
-    arrays = [_sql_round(a, schema.column(c).arrow_type) for a, c in zip(rows.columns, cols)]
+    arrays = [sql_round(a, schema.column(c).arrow_type) for a, c in zip(rows.columns, cols)]
     if read_ts is not None:
         arrays.append(_read_ts_array(rows.num_rows, read_ts))
         cols = cols + [READ_TS_COLUMN]
@@ -376,7 +418,7 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
     ret = plan_returning(catalog, ast, sql, params, tnode, table, check_cancel,
                          _returning_snapshot(catalog, ast))
     # RETURNING: the columns the SET list leaves as they are are read too
-    others = _returned_columns(table, names) if ret is not None else []
+    others = returned_columns(table, names) if ret is not None else []
     extra = values + [exp.column(exp.to_identifier(c, quoted=True), table=tnode.alias_or_name)
                       for c in others]
     kept = [] if ret is not None else None
@@ -391,7 +433,7 @@ def _returning_snapshot(catalog, ast) -> int | None:
     return read_timestamp(catalog) if ast.args.get("returning") is not None else None
 
 
-def _returned_columns(table, written: list[str]) -> list[str]:
+def returned_columns(table, written: list[str]) -> list[str]:
     """The table's non-key columns not in `written`, in table order: what an UPDATE /
     DELETE ... RETURNING reads besides the key and the SET values."""
     schema = table.schema
@@ -463,6 +505,9 @@ def _written(verb: str, table, tnode, r) -> StatementResult:
     changed = [e.index for e in r.row_errors if e.code == "CHANGED"]
     if changed:
         out.info["changed"] = changed
+    gone = [e.index for e in r.row_errors if e.code == "NOT_FOUND"]
+    if gone:
+        out.info["gone"] = gone
     return out
 
 
@@ -476,7 +521,9 @@ def write_reread(catalog, table, tnode, verb: str, read, write, first=None
     matches or is gone is skipped - and written again, for up to MAX_REREAD_ROUNDS rounds
     (PostgreSQL's READ COMMITTED re-check, EvalPlanQual). Rows that match only at a later
     snapshot are not added, as in PostgreSQL. `first`: (rows, S) already read (EXPLAIN
-    ANALYZE reads them with its own executor)."""
+    ANALYZE reads them with its own executor). The result's `info["gone"]`: the rows
+    skipped as deleted since their read (tables of `rows`' columns; ON CONFLICT DO UPDATE
+    proposes them for insertion again)."""
     keys = table.schema.key_names
     if first is None:
         snap = read_timestamp(catalog)
@@ -484,6 +531,7 @@ def write_reread(catalog, table, tnode, verb: str, read, write, first=None
     else:
         rows, snap = first
     total = None
+    gone_rows = []
     for rounds in range(MAX_REREAD_ROUNDS):
         r = write(rows, snap)
         if total is None:
@@ -492,6 +540,10 @@ def write_reread(catalog, table, tnode, verb: str, read, write, first=None
             total.rowcount += r.rowcount
             total.row_errors.extend(r.row_errors)
         changed = r.info.pop("changed", None)
+        gone = r.info.pop("gone", None)
+        if gone:
+            gone_rows.append(rows.take(pa.array(gone, pa.int64())))
+            total.info["gone"] = gone_rows
         if not changed:
             return total
         if rounds:              # contention: let the other writers' statements finish
@@ -521,7 +573,7 @@ def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
     ret = plan_returning(catalog, ast, sql, params, tnode, table, check_cancel,
                          _returning_snapshot(catalog, ast))
     # RETURNING: the deleted rows' other columns are read too
-    others = _returned_columns(table, []) if ret is not None else []
+    others = returned_columns(table, []) if ret is not None else []
     extra = [exp.column(exp.to_identifier(c, quoted=True), table=tnode.alias_or_name)
              for c in others]
     kept = [] if ret is not None else None

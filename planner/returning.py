@@ -85,7 +85,7 @@ def plan_returning(catalog, ast: exp.Expression, sql: str, params, tnode: exp.Ta
     out = optimize(out, catalog)
     scan = _target_scan(out.plan, tnode.name)
     rows = L.WorkTable(_ROWS, [scan.key(c) for c in scan.columns])
-    plan = _replace(out.plan, scan, rows)
+    plan = replace_node(out.plan, scan, rows)
     empty = empty_rows(table.schema).select(list(scan.columns))
     return Returning(dataclasses.replace(out, plan=plan), list(scan.columns), empty, catalog,
                      check_cancel, snapshot)
@@ -123,7 +123,7 @@ def _target_scan(node: L.Node, name: str) -> L.Scan:
     return None
 
 
-def _replace(node: L.Node, old: L.Node, new: L.Node) -> L.Node:
+def replace_node(node: L.Node, old: L.Node, new: L.Node) -> L.Node:
     """`node` with `old` (by identity) replaced by `new`."""
     if node is old:
         return new
@@ -131,11 +131,11 @@ def _replace(node: L.Node, old: L.Node, new: L.Node) -> L.Node:
     for f in dataclasses.fields(node):
         v = getattr(node, f.name)
         if isinstance(v, L.Node):
-            r = _replace(v, old, new)
+            r = replace_node(v, old, new)
             if r is not v:
                 changes[f.name] = r
         elif isinstance(v, list) and any(isinstance(c, L.Node) for c in v):
-            r = [_replace(c, old, new) if isinstance(c, L.Node) else c for c in v]
+            r = [replace_node(c, old, new) if isinstance(c, L.Node) else c for c in v]
             if any(a is not b for a, b in zip(r, v)):
                 changes[f.name] = r
     return dataclasses.replace(node, **changes) if changes else node

@@ -1,7 +1,7 @@
 """`Session.execute_many`'s parameter columns (session/session.py `_param_array`): a
 column of Decimals written to a DECIMAL column is converted to the column's type directly
 when every value fits it exactly, else inferred as before; either way the column the
-engine receives is the one `insert_rows` made from the inferred column (`_sql_round`)."""
+engine receives is the one `insert_rows` made from the inferred column (`sql_round`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from planner.dml import _sql_round
+from planner.dml import sql_round
 from session.session import _param_array
 
 D = decimal.Decimal
@@ -21,7 +21,7 @@ def _rounded(values: list, t: pa.DataType):
     """What insert_rows gives the engine for these values: `pa.array` inferred, then
     rounded into the column's type; an error as its repr."""
     try:
-        return _sql_round(pa.array(values), t)
+        return sql_round(pa.array(values), t)
     except Exception as e:  # noqa: BLE001 - compared
         return repr(e)
 
@@ -47,7 +47,7 @@ def test_typed_decimal_columns_equal_inferred_then_rounded(t):
     for values in _cases(rng):
         want = _rounded(values, t)
         try:
-            got = _sql_round(_param_array(values, t), t)
+            got = sql_round(_param_array(values, t), t)
         except Exception as e:  # noqa: BLE001 - compared
             got = repr(e)
         if isinstance(want, str) or isinstance(got, str):

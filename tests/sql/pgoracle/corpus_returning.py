@@ -1,4 +1,5 @@
-"""The PostgreSQL oracle's RETURNING section: INSERT / UPDATE / DELETE ... RETURNING.
+"""The PostgreSQL oracle's RETURNING and upsert section: INSERT / UPDATE / DELETE ...
+RETURNING, and INSERT ... ON CONFLICT (key) DO UPDATE (`oc_*`).
 
 `SETUP` adds one table (`ret_items`, a column with a DEFAULT, a NUMERIC and a VARCHAR the
 writes round and fit); `STATEMENTS` write to it only, each write's RETURNING list compared
@@ -54,4 +55,37 @@ STATEMENTS: list[tuple[str, str]] = [
     ("ret_unknown_column_refused",
      "INSERT INTO ret_items (id) VALUES (50) RETURNING nosuch"),
     ("ret_select_after", "SELECT * FROM ret_items ORDER BY id"),
+    # INSERT ... ON CONFLICT (key) DO UPDATE (planner/on_conflict.py)
+    ("oc_insert_or_update",
+     "INSERT INTO ret_items (id, name, qty) VALUES (1, 'BOLT', 4), (20, 'washer', 9) "
+     "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, qty = ret_items.qty + EXCLUDED.qty"),
+    ("oc_select_insert_or_update", "SELECT * FROM ret_items WHERE id IN (1, 20)"),
+    ("oc_excluded_defaults_and_returning",
+     "INSERT INTO ret_items AS r (id, price) VALUES (2, 9.999), (21, 1) "
+     "ON CONFLICT (id) DO UPDATE SET qty = EXCLUDED.qty * 10, price = EXCLUDED.price "
+     "RETURNING r.id, r.qty, r.price, r.name"),
+    ("oc_where_false_skips",
+     "INSERT INTO ret_items AS r (id, name) VALUES (3, 'x'), (22, 'y') "
+     "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name WHERE r.qty > 100 RETURNING *"),
+    ("oc_where_true_updates",
+     "INSERT INTO ret_items AS r (id, tag) VALUES (3, 'new') "
+     "ON CONFLICT (id) DO UPDATE SET tag = EXCLUDED.tag WHERE r.tag IS NULL RETURNING id, tag"),
+    ("oc_on_constraint",
+     "INSERT INTO ret_items (id, qty) VALUES (1, 1) "
+     "ON CONFLICT ON CONSTRAINT ret_items_pkey DO UPDATE SET qty = 0 RETURNING id, qty"),
+    ("oc_prepared_shape",
+     "INSERT INTO ret_items (id, name) SELECT id + 1, name FROM ret_items WHERE id = 21 "
+     "ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name || '!' RETURNING id, name"),
+    ("oc_no_target_refused",
+     "INSERT INTO ret_items (id) VALUES (1) ON CONFLICT DO UPDATE SET qty = 1"),
+    ("oc_not_a_key_refused",
+     "INSERT INTO ret_items (id) VALUES (1) ON CONFLICT (name) DO UPDATE SET qty = 1"),
+    ("oc_unknown_constraint_refused",
+     "INSERT INTO ret_items (id) VALUES (1) ON CONFLICT ON CONSTRAINT nope "
+     "DO UPDATE SET qty = 1"),
+    ("oc_second_time_refused",
+     "INSERT INTO ret_items (id) VALUES (30), (30) ON CONFLICT (id) DO UPDATE SET qty = 1"),
+    ("oc_ambiguous_column_refused",
+     "INSERT INTO ret_items (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET qty = qty + 1"),
+    ("oc_select_after", "SELECT * FROM ret_items ORDER BY id"),
 ]
