@@ -23,7 +23,7 @@ run: venv
 # KUDUSQL_REQUIRE_NATIVE=1: a compiled core that failed to build is an error here, not a
 # silent fall-back to the pure-Python twins (tests/test_native.py runs those on purpose)
 test: venv
-	KUDUSQL_REQUIRE_NATIVE=1 $(PY) -m pytest -q
+	KUDUSQL_REQUIRE_NATIVE=1 $(PY) -m pytest -q --durations=30
 
 test-long: venv
 	KUDUSQL_REQUIRE_NATIVE=1 KUDUSQL_LONG=1 $(PY) -m pytest -q

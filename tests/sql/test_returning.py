@@ -21,7 +21,7 @@ import pytest
 
 import kudusql
 
-SEEDS = range(6)
+SEEDS = range(4)
 STEPS = 40
 
 
