@@ -1,5 +1,6 @@
 """No lost updates on an RF=3 cluster: concurrent `UPDATE t SET n = n + 1 WHERE k = $1`
-through the SQL front end (psycopg, several connections) on a few hot keys; the final n
+and `INSERT ... ON CONFLICT (k) DO UPDATE SET n = t.n + 1 RETURNING n` through the SQL
+front end (psycopg, several connections) on a few hot keys; the final n
 equals the acknowledged updates, and every replica holds the same value (the read
 precondition travels in the Raft log and each replica decides it alike at apply:
 engine/tablet/row_check.py)."""
@@ -31,7 +32,12 @@ def test_concurrent_increments_on_a_cluster(cluster):
             for _ in range(PER_THREAD):
                 k = rng.choice(KEYS)
                 try:
-                    cur = c.execute("UPDATE lu SET n = n + 1 WHERE k = %s", (k,))
+                    if i % 2:       # PostgreSQL's upsert: planner/on_conflict.py's rounds
+                        cur = c.execute("INSERT INTO lu VALUES (%s, 1) ON CONFLICT (k) DO "
+                                        "UPDATE SET n = lu.n + 1 RETURNING n", (k,))
+                        assert len(cur.fetchall()) == cur.rowcount
+                    else:
+                        cur = c.execute("UPDATE lu SET n = n + 1 WHERE k = %s", (k,))
                 except psycopg.Error as e:
                     errors.append(e.sqlstate)
                     continue
