@@ -380,13 +380,17 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
             return t
         out = cache.lookup(catalog, key, params)
         if out is not None:
-            return Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
+            rows = Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
                 optimize(out, catalog))
+            return first_per_key(rows, len(catalog.table(tnode.name).schema.key_names)) \
+                if _joined_items(ast) else rows
     out = matching_query(catalog, ast, sql, params, tnode, extra)
     if cache is not None and params:
         cache.store(catalog, key, params, out)
-    return Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
+    rows = Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
         optimize(out, catalog))
+    return first_per_key(rows, len(catalog.table(tnode.name).schema.key_names)) \
+        if _joined_items(ast) else rows
 
 
 def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]) -> L.Output:
@@ -397,16 +401,50 @@ def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]
     sel = exp.select(*[exp.column(k, table=alias) for k in keys],
                      *[e.as_(f"__set{i}") for i, e in enumerate(extra)])
     sel = sel.from_(tnode.copy())
+    # UPDATE ... FROM items / DELETE ... USING items: joined after the target, as a comma
+    # join (an item's own JOINs follow it: `t, s JOIN r ON ...` is `t, (s JOIN r ON ...)`
+    # for the ON conditions, which cannot name the target)
+    joins = []
+    for item in _joined_items(ast):
+        item = item.copy()
+        own = item.args.get("joins") or []
+        item.set("joins", None)
+        joins.append(exp.Join(this=item))
+        joins.extend(own)
+    if joins:
+        sel.set("joins", joins)
     if ast.args.get("with_") is not None:      # WITH ... UPDATE / DELETE: the CTEs the
         sel.set("with_", ast.args["with_"].copy())   # WHERE clause's subqueries may read
     where = ast.args.get("where")
     if where is not None:
         sel = sel.where(where.this.copy())
-    if ast.args.get("from") or ast.args.get("from_") or ast.args.get("using"):
-        raise FeatureNotSupported("UPDATE ... FROM / DELETE ... USING is not supported",
-                                  position=position(sql, ast))
     # keep positions: the copied nodes keep their meta
     return Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
+
+
+def _joined_items(ast) -> list[exp.Expression]:
+    """The FROM items of `UPDATE ... FROM` or the USING items of `DELETE ... USING`."""
+    from_ = ast.args.get("from_") or ast.args.get("from")
+    if from_ is not None:
+        return [from_.this] + [e for e in from_.expressions or []]
+    return list(ast.args.get("using") or [])
+
+
+def first_per_key(rows: pa.Table, nkeys: int) -> pa.Table:
+    """`rows` with one row per key (the first): a target row that joins several rows of
+    UPDATE ... FROM / DELETE ... USING is updated or deleted once (PostgreSQL uses one of
+    the joined rows, which one unspecified)."""
+    if rows.num_rows < 2:
+        return rows
+    names = [f"k{i}" for i in range(nkeys)]
+    keyed = pa.Table.from_arrays(rows.columns[:nkeys] + [pa.array(
+        range(rows.num_rows), pa.int64())], names=names + ["i"])
+    first = keyed.group_by(names, use_threads=False).aggregate([("i", "min")])
+    if first.num_rows == rows.num_rows:
+        return rows
+    import pyarrow.compute as pc
+    firsts = first["i_min"]
+    return rows.take(pc.take(firsts, pc.sort_indices(firsts)))   # in the rows' order
 
 
 def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None

@@ -1,5 +1,6 @@
 """The PostgreSQL oracle's RETURNING and upsert section: INSERT / UPDATE / DELETE ...
-RETURNING, and INSERT ... ON CONFLICT (key) DO UPDATE (`oc_*`).
+RETURNING, INSERT ... ON CONFLICT (key) DO UPDATE (`oc_*`), and UPDATE ... FROM / DELETE
+... USING (`uf_*`, with a second table `ret_moves`).
 
 `SETUP` adds one table (`ret_items`, a column with a DEFAULT, a NUMERIC and a VARCHAR the
 writes round and fit); `STATEMENTS` write to it only, each write's RETURNING list compared
@@ -16,6 +17,9 @@ SETUP = [
     """INSERT INTO ret_items VALUES
         (1, 'bolt', 10, 0.25, 'hw'), (2, 'nut', NULL, 0.10, 'hw'),
         (3, 'gear', 2, 12.50, NULL), (4, NULL, 0, NULL, 'x')""",
+    """CREATE TABLE ret_moves (id INT PRIMARY KEY, item INT, delta INT, note TEXT)""",
+    """INSERT INTO ret_moves VALUES (1, 1, 5, 'in'), (2, 2, -1, 'out'), (3, 3, 7, 'in'),
+        (4, 20, -2, 'out'), (5, 99, 1, 'in'), (6, 3, 0, NULL)""",
 ]
 
 STATEMENTS: list[tuple[str, str]] = [
@@ -88,4 +92,22 @@ STATEMENTS: list[tuple[str, str]] = [
     ("oc_ambiguous_column_refused",
      "INSERT INTO ret_items (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET qty = qty + 1"),
     ("oc_select_after", "SELECT * FROM ret_items ORDER BY id"),
+    # UPDATE ... FROM / DELETE ... USING
+    ("uf_update_from",
+     "UPDATE ret_items SET qty = ret_items.qty + m.delta FROM ret_moves m "
+     "WHERE m.item = ret_items.id AND m.delta > 0"),
+    ("uf_select_update_from", "SELECT id, qty FROM ret_items ORDER BY id"),
+    ("uf_update_from_join_returning",
+     "UPDATE ret_items AS r SET tag = upper(m.note) FROM ret_moves m JOIN ret_items o "
+     "ON o.id = m.item WHERE r.id = m.item AND o.qty IS NOT NULL AND m.note = 'out' "
+     "RETURNING r.id, r.tag"),
+    ("uf_update_from_no_match",
+     "UPDATE ret_items SET qty = 0 FROM ret_moves m WHERE m.item = ret_items.id "
+     "AND m.delta > 100"),
+    ("uf_delete_using",
+     "DELETE FROM ret_items USING ret_moves m WHERE m.item = ret_items.id AND m.delta < 0 "
+     "RETURNING ret_items.id, ret_items.name"),
+    ("uf_missing_from_entry_refused",
+     "UPDATE ret_items SET qty = m.delta WHERE ret_items.id = 1"),
+    ("uf_select_after", "SELECT * FROM ret_items ORDER BY id"),
 ]
