@@ -9,8 +9,12 @@ What it measures (one thread, no wire; issue 25's in-process figures):
                                     time also counts waiting for a core; CPU time includes
                                     the fsync system call's own CPU, not the wait for the
                                     disk)
-  engine update, N threads          the same UPDATE from --threads threads at once (their
-                                    WAL fsyncs shared by group commit), ops/s of wall time
+  engine update, N threads          the same UPDATE from each of --threads thread counts
+                                    (default 1,4,16) at once (their WAL fsyncs shared by
+                                    group commit and the commit delay), ops/s of wall
+                                    time, us of process CPU per op (`getrusage`: every
+                                    thread, the fsyncs' kernel time included) and updates
+                                    per fsync (summed over the table's four tablet logs)
   session update / insert / upsert  `Session.execute` of `UPDATE kv SET v = $1 WHERE k = $2`,
                                     `INSERT INTO kv VALUES ($1, $2, $3)`,
                                     `UPSERT INTO kv VALUES ($1, $2, $3)`: the SQL path the
@@ -31,8 +35,12 @@ commit); sqlite's synchronous=NORMAL does not fsync a WAL commit at all, so its 
 figures are an upper bound, not a like-for-like durability comparison.
 
     .venv/bin/python -m bench.write_bench [--rows 100000] [--ops 3000] [--reads 20000]
-                                          [--threads 4] [--kudusql-src DIR] [--json]
-                                          [--wal-sync commit|never]
+                                          [--threads 1,4,16] [--kudusql-src DIR] [--json]
+                                          [--wal-sync commit|never] [--commit-delay US]
+                                          [--commit-siblings N]
+
+`--commit-delay` / `--commit-siblings` set kudusql's WAL commit delay (engine/config.py
+`wal_commit_delay_us` / `wal_commit_siblings`) for this checkout's run only.
 
 With --wal-sync never kudusql does not fsync its WAL: the figures are then the engine's
 own CPU cost (on this machine an fsync costs the writing thread ~0.1-0.2 ms of CPU in the
@@ -47,6 +55,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -71,8 +80,18 @@ def _timed(fn, n: int) -> tuple[float, float]:
     return n / (w1 - w0), (c1 - c0) / n * 1e6
 
 
-def _threads(fn, n: int, threads: int) -> float:
-    """ops/s of wall time of n calls fn(i) split over `threads` threads."""
+def _logs(t) -> list:
+    """The WALs of table `t`'s tablets (opened)."""
+    lease = t.catalog.lease_tablets(t.id, lambda m: m.tablet_ids)
+    try:
+        return [tablet.log for tablet in t._open(lease.handles)]
+    finally:
+        lease.release()
+
+
+def _threads(fn, n: int, threads: int, logs: list) -> tuple[float, float, float]:
+    """(ops/s of wall time, us of process CPU per op, ops per fsync of `logs`) of n calls
+    fn(i) split over `threads` threads."""
     per = n // threads
     barrier = threading.Barrier(threads + 1)
 
@@ -83,16 +102,24 @@ def _threads(fn, n: int, threads: int) -> float:
     ts = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
     for t in ts:
         t.start()
+    f0 = sum(log.fsyncs for log in logs)
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     barrier.wait()
     w0 = time.perf_counter()
     for t in ts:
         t.join()
-    return per * threads / (time.perf_counter() - w0)
+    w1 = time.perf_counter()
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    m = per * threads
+    cpu = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / m * 1e6
+    return m / (w1 - w0), cpu, m / max(sum(log.fsyncs for log in logs) - f0, 1)
 
 
-def measure_kudusql(rows: int, ops: int, reads: int, threads: int,
-                    wal_sync: str = "commit") -> dict:
-    """The kudusql figures (module docstring) of the kudusql on sys.path."""
+def measure_kudusql(rows: int, ops: int, reads: int, threads,
+                    wal_sync: str = "commit", commit: dict | None = None) -> dict:
+    """The kudusql figures (module docstring) of the kudusql on sys.path. `threads`: the
+    thread counts of the threaded update (an int: one); `commit`: TabletConfig fields
+    (the commit delay's) set for this run."""
     from engine.config import TabletConfig
     from kudusql.session import Database
 
@@ -100,7 +127,7 @@ def measure_kudusql(rows: int, ops: int, reads: int, threads: int,
     root = tempfile.mkdtemp(prefix="kudusql-write-bench-")
     try:
         with Database.open(os.path.join(root, "db"),
-                           config=TabletConfig(wal_sync=wal_sync)) as db:
+                           config=TabletConfig(wal_sync=wal_sync, **(commit or {}))) as db:
             s, t = load_kv(db, rows)
             rng = random.Random(1)
             keys = [rng.randrange(rows) for _ in range(max(ops, reads))]
@@ -135,9 +162,11 @@ def measure_kudusql(rows: int, ops: int, reads: int, threads: int,
             out["engine_upsert"] = _timed(
                 lambda i: t.upsert({"k": [keys[i] if i % 2 else fresh + ops + i],
                                     "v": [i], "s": ["up"]}), ops)
-            if threads > 1:
-                out["engine_update_threads"] = _threads(
-                    lambda i: t.update({"k": [keys[i % len(keys)]], "v": [i]}), ops, threads)
+            logs = _logs(t)
+            out["engine_update_threads"] = {
+                str(n): _threads(lambda i: t.update({"k": [keys[i % len(keys)]], "v": [i]}),
+                                 max(ops, 250 * n), n, logs)
+                for n in ([threads] if isinstance(threads, int) else threads)}
             # the SQL session (what the wire server runs)
             s.execute("UPDATE kv SET v = $1 WHERE k = $2", [0, 0])
             out["session_update"] = _timed(
@@ -204,7 +233,7 @@ def measure_other(src: str, args) -> dict:
     code = ("import sys, json, importlib.util; sys.path.insert(0, %r); "
             "spec = importlib.util.spec_from_file_location('write_bench_here', %r); "
             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
-            "print(json.dumps(m.measure_kudusql(%d, %d, %d, %d, %r)))"
+            "print(json.dumps(m.measure_kudusql(%d, %d, %d, %r, %r)))"
             % (os.path.abspath(src), os.path.abspath(__file__), args.rows, args.ops,
                args.reads, args.threads, args.wal_sync))
     r = subprocess.run([sys.executable, "-c", code], cwd=os.path.abspath(src), env=env,
@@ -217,17 +246,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--ops", type=int, default=3000)
     ap.add_argument("--reads", type=int, default=20_000)
-    ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--threads", default="1,4,16",
+                    help="thread counts of the threaded update, comma-separated")
+    ap.add_argument("--commit-delay", type=int, default=None, metavar="US",
+                    help="kudusql's WAL commit delay for this checkout's run "
+                         "(default: the engine's)")
+    ap.add_argument("--commit-siblings", type=int, default=None, metavar="N")
     ap.add_argument("--kudusql-src", help="another kudusql checkout to compare with")
     ap.add_argument("--wal-sync", choices=["commit", "never"], default="commit",
                     help="kudusql's WAL durability: commit (default: every op fsynced, "
                          "group commit) or never (the engine's own cost, no fsync)")
     ap.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     args = ap.parse_args(argv)
+    args.threads = [int(n) for n in args.threads.split(",")]
+    commit = {}
+    if args.commit_delay is not None:
+        commit["wal_commit_delay_us"] = args.commit_delay
+    if args.commit_siblings is not None:
+        commit["wal_commit_siblings"] = args.commit_siblings
     print(f"write_bench: {args.rows} rows, {args.ops} ops, {args.reads} reads, kudusql WAL "
           f"sync {args.wal_sync}; {load_avg()}", flush=True)
     lite = measure_sqlite(args.rows, args.ops, args.reads)
-    ours = measure_kudusql(args.rows, args.ops, args.reads, args.threads, args.wal_sync)
+    ours = measure_kudusql(args.rows, args.ops, args.reads, args.threads, args.wal_sync,
+                           commit)
     other = measure_other(args.kudusql_src, args) if args.kudusql_src else None
     if args.json:
         print(json.dumps({"sqlite": lite, "kudusql": ours, "other": other}, indent=1))
@@ -250,13 +291,14 @@ def main(argv: list[str] | None = None) -> int:
         if name == "engine_update":
             target, ok = ">= 10,000/s", ops_s >= 10_000
         res.add(name.replace("_", " ") + " (1 thread)", text, target, ok)
-    if "engine_update_threads" in ours:
-        v = ours["engine_update_threads"]
-        text = f"{v:,.0f}/s"
-        if other and "engine_update_threads" in other:
-            text += f"; before {other['engine_update_threads']:,.0f}/s " \
-                    f"({ratio(v, other['engine_update_threads'])})"
-        res.add(f"engine update ({args.threads} threads)", text, ">= 10,000/s", v >= 10_000)
+    for n, (v, cpu, per_fsync) in ours["engine_update_threads"].items():
+        text = f"{v:,.0f}/s, {cpu:.0f} us CPU, {per_fsync:.2f} per fsync"
+        before = other and other["engine_update_threads"].get(n)
+        if before:
+            text += f"; before {before[0]:,.0f}/s, {before[1]:.0f} us, " \
+                    f"{before[2]:.2f} per fsync ({ratio(v, before[0])})"
+        res.add(f"engine update ({n} thread{'s' if n != '1' else ''}, in all)", text,
+                ">= 10,000/s", v >= 10_000)
     fresh = ours["point_fresh_us"]
     for name, label in (("point_fresh_us", "execute_point fresh (us CPU)"),
                         ("point_storm_us", "execute_point after storm (us CPU)"),

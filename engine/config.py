@@ -31,6 +31,15 @@ class TabletConfig:
     # page cache only (bulk loads).
     wal_sync: str = "commit"
     wal_segment_bytes: int = 8 * MiB  # Kudu: --log_segment_size_mb = 8
+    # Commit delay (PostgreSQL's commit_delay / commit_siblings; engine/consensus/log.py):
+    # a writer about to lead a WAL fsync first waits this many microseconds when at least
+    # `wal_commit_siblings` other writers are waiting for an fsync in the process, so
+    # more records share the fsync. 0 = off. A lone writer never waits. Off by default,
+    # like PostgreSQL's, and siblings 5, its default: measured with four tablet logs on a
+    # 2-core machine, 100-500 us raised the updates per fsync at 8-16 writers by 25-60%
+    # but neither the CPU per update nor the rate (docs/wire.md, "tenth pass").
+    wal_commit_delay_us: int = 0
+    wal_commit_siblings: int = 5
     # Tablet history max age: reads older than now - this are refused and the history
     # behind them is garbage collected (the history GC design doc's default, 15 minutes).
     # With a LogicalClock the unit is timestamps, not seconds.

@@ -3,6 +3,7 @@
     kudusql serve [--data-dir DIR] [--host H] [--port N] [--auth METHOD]
                   [--max-connections N] [--tls-cert F --tls-key F] [--require-tls]
                   [--flight-port N] [--arrow-port N] [--query-mem-limit SIZE] [--http-port N]
+                  [--commit-delay US] [--commit-siblings N]
     kudusql shell [DSN | --data-dir DIR] [-c SQL] [-f FILE] [--format F] [-x]
     kudusql tpch gen|load|run --sf N ...
     kudusql master | tserver | cluster start|stop|status   (kudusql/cluster.py)
@@ -31,7 +32,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                           max_connections=args.max_connections, tls_cert=args.tls_cert,
                           tls_key=args.tls_key, require_tls=args.require_tls,
                           flight_port=args.flight_port, arrow_port=args.arrow_port,
-                          query_mem_limit=args.query_mem_limit)
+                          query_mem_limit=args.query_mem_limit,
+                          commit_delay_us=args.commit_delay,
+                          commit_siblings=args.commit_siblings)
     try:
         if args.masters:
             from kudusql.cluster import parse_masters, rpc_secret, tls_config, serve_cluster
@@ -108,6 +111,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="memory one statement may hold for intermediate results before it "
                         "fails with SQLSTATE 53200, e.g. 2GB (default: a quarter of the "
                         "machine's RAM; 0: no limit); sessions may SET query_mem_limit")
+    s.add_argument("--commit-delay", type=int, default=None, metavar="US",
+                   help="WAL group commit: microseconds a write about to fsync waits for "
+                        "others to share the fsync, when at least --commit-siblings other "
+                        "writes are waiting (PostgreSQL's commit_delay; 0: off; default: "
+                        "the engine's, docs/engine-api.md)")
+    s.add_argument("--commit-siblings", type=int, default=None, metavar="N",
+                   help="other waiting writes needed before --commit-delay applies "
+                        "(PostgreSQL's commit_siblings; default: the engine's)")
     s.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     from kudusql.cluster import add_commands as cluster_commands
     from kudusql.cluster import add_serve_arguments

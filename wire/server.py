@@ -42,6 +42,7 @@ import signal
 import socket
 import ssl
 import threading
+import time
 
 from wire.pg_catalog import PgCatalog
 from wire.auth import DEFAULT_USER, METHODS, UserStore
@@ -92,6 +93,11 @@ class ServerConfig:
     # objects each time (measured: the batch decoder at 5.1 us per row with it, 0.3 with
     # 20,000). 0 keeps Python's defaults
     gc_threshold: int = 20_000
+    # `kudusql serve`'s WAL commit delay (engine/config.py `wal_commit_delay_us` /
+    # `wal_commit_siblings`, PostgreSQL's commit_delay / commit_siblings): None keeps the
+    # engine's default
+    commit_delay_us: int | None = None
+    commit_siblings: int | None = None
 
 
 class ConfigError(Exception):
@@ -127,6 +133,8 @@ def check_config(config: ServerConfig) -> None:
         raise ConfigError("--require-tls needs --tls-cert and --tls-key")
     if config.max_connections < 1:
         raise ConfigError("--max-connections must be at least 1")
+    if (config.commit_delay_us or 0) < 0 or (config.commit_siblings or 0) < 0:
+        raise ConfigError("--commit-delay and --commit-siblings must not be negative")
     if config.query_mem_limit is not None:
         from planner.guard import parse_bytes
         from planner.errors import SqlError
@@ -162,7 +170,12 @@ class Server:
             self.ssl_context = ctx
         self._server: asyncio.base_events.Server | None = None
         self._open: set[Connection] = set()      # every open client connection
-        self.wal_sync = WalSync(self.pool)
+        # the engine's commit delay (engine/config.py `wal_commit_delay_us`), applied once
+        # per batch by the WAL sync thread (`WalSync`); a cluster client has no WAL here
+        tc = getattr(getattr(db, "catalog", None), "config", None)
+        self.wal_sync = WalSync(self.pool,
+                                commit_delay_us=getattr(tc, "wal_commit_delay_us", 0),
+                                commit_siblings=getattr(tc, "wal_commit_siblings", 0))
         self.port = self.config.port
 
     def auth_method(self, conn: Connection) -> str:
@@ -249,13 +262,24 @@ class WalSync:
     statement pool (`pool`) instead, so it never holds up the key writes behind it; with
     no pool, on the sync thread after the batch's others.
     Outcomes go to the loop in batches: one `call_soon_threadsafe` (one wake-up of the
-    loop) for all those that end before the loop has run them."""
+    loop) for all those that end before the loop has run them.
 
-    def __init__(self, pool=None, threads: int = 1):
+    Commit delay (engine/consensus/log.py, "Commit delay"): when a batch holds more than
+    `commit_siblings` writes, the thread first sleeps `commit_delay_us` - the event loop
+    applies and queues the writes arriving meanwhile - then takes those into the batch
+    too, so one fsync per log covers and acknowledges them all; its waits then pass
+    `delay=False` (the delay is taken once per batch, not once per log). A batch of one
+    write (a lone client) never waits. Measured in docs/wire.md, "tenth pass"."""
+
+    def __init__(self, pool=None, threads: int = 1, commit_delay_us: int = 0,
+                 commit_siblings: int = 0):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._pool = pool
         self._n = threads
+        self._delay = commit_delay_us / 1e6
+        self._siblings = commit_siblings
+        self.delays = 0         # batches that waited the commit delay
         self._lock = threading.Lock()
         # outcomes waiting for their loop, by loop: one wake-up of a loop resolves every
         # outcome that arrived meanwhile (a group commit ends several writes at once)
@@ -294,10 +318,29 @@ class WalSync:
             q.put(None)
         return items, len(items) < len(batch)
 
+    def _more(self) -> list:
+        """The calls queued since the batch was taken (no wait); a stop marker met goes
+        back to the queue, for `_take` to find next."""
+        q = self._queue
+        more = []
+        while True:
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                return more
+            if item is None:
+                q.put(None)
+                return more
+            more.append(item)
+
     def _run(self) -> None:
         while True:
             items, stop = self._take()
             if items:
+                if self._delay and len(items) > self._siblings:
+                    self.delays += 1
+                    time.sleep(self._delay)
+                    items += self._more()
                 self._finish(items)
             if stop:
                 return
@@ -321,7 +364,7 @@ class WalSync:
                 g[1].append(item)
         for log, (index, group) in groups.items():
             try:
-                log.wait_durable(index)
+                log.wait_durable(index, len(group), False)
             except BaseException:  # noqa: BLE001 - each call raises it again below
                 pass
             self._send([(loop, fut, _outcome(finish)) for loop, fut, finish in group])
@@ -427,6 +470,19 @@ class ServerThread:
         self.stop()
 
 
+def tablet_config(config: ServerConfig):
+    """The engine configuration `serve` opens the database with: the defaults, with the
+    server's commit delay settings where given (None: all defaults)."""
+    from engine.config import TabletConfig
+
+    over = {}
+    if config.commit_delay_us is not None:
+        over["wal_commit_delay_us"] = config.commit_delay_us
+    if config.commit_siblings is not None:
+        over["wal_commit_siblings"] = config.commit_siblings
+    return TabletConfig(**over) if over else None
+
+
 def serve(config: ServerConfig, data_dir: str, on_open=None) -> int:
     """Run the server until SIGINT/SIGTERM (`kudusql serve`). `on_open(db)`: called with
     the opened Database (the `kudusql` command starts the status page with it); what it
@@ -435,7 +491,8 @@ def serve(config: ServerConfig, data_dir: str, on_open=None) -> int:
 
     check_config(config)
     os.makedirs(data_dir, exist_ok=True)
-    db = Database.open(data_dir, query_mem_limit=config.query_mem_limit)
+    db = Database.open(data_dir, query_mem_limit=config.query_mem_limit,
+                       config=tablet_config(config))
     extra = None
     try:
         extra = on_open(db) if on_open is not None else None

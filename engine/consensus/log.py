@@ -20,6 +20,15 @@ Durability (`sync` policy):
   "never"   entries reach the OS page cache only (bulk loads; a machine crash can lose the
             tail, a process crash cannot).
 
+Commit delay (PostgreSQL's commit_delay / commit_siblings): a writer about to lead an
+fsync first sleeps `commit_delay_us` when at least `commit_siblings` other writers are
+waiting for durability in this process (`_waiting`: any log's, so writers on a server's
+other tablets count), so that records appended meanwhile join its group; a lone writer
+never waits. Durability is unchanged: the fsync still covers only what was appended
+before it started, and nobody is acknowledged before an fsync covering them has ended.
+0 turns it off (`TabletConfig.wal_commit_delay_us`; the measurement behind the default
+is in docs/wire.md, "tenth pass").
+
 A failed fsync is fail-stop: the error wakes every writer waiting for that sync with
 `errors.IOFailure` (58030), and the log then refuses every append and wait (`failed`) until
 it is opened again. So does a failed append (the record it cut short must stay the tail).
@@ -64,6 +73,7 @@ import errno
 import os
 import struct
 import threading
+import time
 import zlib
 from typing import Iterator
 
@@ -128,13 +138,30 @@ def wal_record_py(index: int, timestamp: int, body: bytes) -> bytes:
 wal_record = native.kernel("_write", "wal_record", wal_record_py, "fallback_record")
 
 
+# Every writer waiting in `Log.wait_durable` of any log of this process, one element each
+# (the WAL sync thread of the wire server stands for each write of its batch): the
+# commit delay's count of active writers ("on the server"). A list as a counter:
+# append / pop / extend / del of a slice are single operations under the GIL, no lock.
+_waiting: list = []
+
+
 class Log:
-    def __init__(self, path: str, sync: str = "commit", segment_bytes: int = 8 << 20):
+    def __init__(self, path: str, sync: str = "commit", segment_bytes: int = 8 << 20,
+                 commit_delay_us: int = 0, commit_siblings: int = 0):
         if sync not in ("commit", "never"):
             raise errors.InvalidArgument(f"unknown WAL sync policy {sync!r}")
+        if commit_delay_us < 0 or commit_siblings < 0:
+            raise errors.InvalidArgument(
+                f"commit delay {commit_delay_us} us and commit siblings {commit_siblings} "
+                f"must not be negative")
         self.path = path
         self.sync = sync
         self.segment_bytes = segment_bytes
+        # the commit delay (module docstring, "Commit delay"): seconds, and how many other
+        # writers must be waiting in the process for a leader to wait that long
+        self.commit_delay = commit_delay_us / 1e6
+        self.commit_siblings = commit_siblings
+        self.delays = 0         # fsyncs whose leader waited the commit delay first
         os.makedirs(path, exist_ok=True)
         self._lock = threading.Lock()
         # `_sync_lock` guards the indexes below, `_syncing` and `_waiters`: the writers
@@ -417,7 +444,7 @@ class Log:
             with self._sync_lock:
                 self._appended = index
 
-    def wait_durable(self, index: int) -> None:
+    def wait_durable(self, index: int, writers: int = 1, delay: bool = True) -> None:
         """Return once `index` is durable under the sync policy (group commit).
 
         The first writer to find no fsync running leads: it fsyncs everything appended
@@ -427,9 +454,20 @@ class Log:
         A single waking call for all (a condition's notify_all) also woke the writers
         the ended fsync did not cover, which took the GIL only to wait again: at 16
         threads over 4 tablets that was 0.5 needless wake-ups per write (docs/wire.md,
-        "group commit, precise wake-ups")."""
+        "group commit, precise wake-ups").
+
+        Commit delay (module docstring): a leader first waits `commit_delay` if at
+        least `commit_siblings` other writers are waiting in this process, so that the
+        writers appending meanwhile share its fsync. `writers`: how many writes this
+        call waits for (the wire's WAL sync thread waits once for a batch); `delay`
+        False: never wait the delay (a caller that waited it already)."""
         if self.sync == "never":
             return
+        waiting = _waiting
+        if writers == 1:
+            waiting.append(None)
+        else:
+            waiting.extend([None] * writers)
         lock = self._sync_lock
         lock.acquire()
         try:
@@ -460,14 +498,21 @@ class Log:
                     # handed the lead (`_wake` left `_syncing` set for it): sync now
                 else:
                     self._syncing = True
-                target = self._appended
                 lock.release()
+                target = 0
                 failure = None
                 done = False
                 try:
+                    if delay and self.commit_delay and \
+                            len(waiting) - writers >= self.commit_siblings:
+                        # writers coming meanwhile queue behind this fsync (`_syncing`)
+                        self.delays += 1
+                        time.sleep(self.commit_delay)
                     # fsync a duplicate of the descriptor outside the append lock, so
-                    # writers keep appending (the next group) while this one syncs.
+                    # writers keep appending (the next group) while this one syncs;
+                    # every index up to `_appended` was written before the fsync starts
                     with self._lock:
+                        target = self._appended
                         fd = os.dup(self._f.fileno())
                     try:
                         fsync(fd, self.path)
@@ -490,6 +535,10 @@ class Log:
                     raise failure from failure.__cause__
         finally:
             lock.release()
+            if writers == 1:
+                waiting.pop()
+            else:
+                del waiting[-writers:]
 
     def _wake(self) -> None:
         """Wake the waiters an fsync just covered, and hand the first uncovered one the

@@ -163,7 +163,8 @@ class Tablet:
             self.clock.update(last_ts)  # MVCC catches up in the bootstrap, after replay
         self._last_ts = last_ts
         self._components = TabletComponents(self.new_memrowset(), (), rowset_tree(drss), schema)
-        self.log = Log(os.path.join(path, "wal"), config.wal_sync, config.wal_segment_bytes)
+        self.log = Log(os.path.join(path, "wal"), config.wal_sync, config.wal_segment_bytes,
+                       config.wal_commit_delay_us, config.wal_commit_siblings)
         self.replayed_ops = 0
         self.maintenance = None  # set by MaintenanceManager.register
         self.write_stalls = 0

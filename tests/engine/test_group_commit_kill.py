@@ -14,7 +14,9 @@ record is Corruption and fails the open) and checks:
 - the child's writes did share fsyncs (fewer fsyncs than commits: group commit ran);
 - the reopened log reads back whole.
 
-Two kill cycles over one tablet, each at a different point.
+Two kill cycles over one tablet, each at a different point; again with a commit delay
+(`wal_commit_delay_us`: a leader sleeps before its fsync while the others append), which
+must change only how many writes an fsync covers, not what is acknowledged.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from engine.clock import HybridClock
 from engine.consensus.log import Log
 from engine.tablet import Tablet
@@ -35,12 +39,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 THREADS = 8
 
 CHILD = r"""
-import os, sys, threading
+import dataclasses, os, sys, threading
 from engine.clock import HybridClock
 from engine.tablet import OpType, Tablet
 from tests.engine.crash_child import CONFIG, SCHEMA
 
-path, cycle = sys.argv[1], int(sys.argv[2])
+path, cycle, delay = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+CONFIG = dataclasses.replace(CONFIG, wal_commit_delay_us=delay, wal_commit_siblings=2)
 if os.path.exists(os.path.join(path, "tablet-meta.json")):
     t = Tablet.open(path, config=CONFIG, clock=HybridClock())
 else:
@@ -63,7 +68,7 @@ def writer(j):
         assert r.num_applied == 1, r
         with out:
             commits[0] += 2
-            os.write(1, f"U {k} {t.log.fsyncs} {commits[0]}\n".encode())
+            os.write(1, f"U {k} {t.log.fsyncs} {commits[0]} {t.log.delays}\n".encode())
 
 say("READY")
 ts = [threading.Thread(target=writer, args=(j,)) for j in range(%d)]
@@ -74,10 +79,12 @@ for x in ts:
 """ % THREADS
 
 
-def _run_and_kill(path: str, cycle: int, acks_before_kill: int) -> tuple[set, set, list]:
+def _run_and_kill(path: str, cycle: int, acks_before_kill: int, delay_us: int = 0
+                  ) -> tuple[set, set, list]:
     """Start the child, kill it once `acks_before_kill` writes were acknowledged;
-    (inserted keys acknowledged, updated keys acknowledged, [(fsyncs, commits)])."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, path, str(cycle)], cwd=ROOT,
+    (inserted keys acknowledged, updated keys acknowledged, [(fsyncs, commits, delays)])."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, path, str(cycle), str(delay_us)],
+                            cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines: list[bytes] = []
     enough = threading.Event()
@@ -108,24 +115,27 @@ def _run_and_kill(path: str, cycle: int, acks_before_kill: int) -> tuple[set, se
             inserted.add(int(rest[0]))
         elif kind == b"U":
             updated.add(int(rest[0]))
-            stats.append((int(rest[1]), int(rest[2])))
+            stats.append((int(rest[1]), int(rest[2]), int(rest[3])))
     return inserted, updated, stats
 
 
-def test_kill_during_group_commit_keeps_every_acknowledged_write(tmp_path):
+@pytest.mark.parametrize("delay_us", [0, 300])
+def test_kill_during_group_commit_keeps_every_acknowledged_write(tmp_path, delay_us):
     path = str(tmp_path / "tablet")
     rng = random.Random(37)
     all_inserted: set = set()
     all_updated: set = set()
     for cycle in range(2):
-        inserted, updated, stats = _run_and_kill(path, cycle, rng.randrange(100, 300))
+        inserted, updated, stats = _run_and_kill(path, cycle, rng.randrange(100, 300),
+                                                 delay_us)
         assert updated <= inserted
         all_inserted |= inserted
         all_updated |= updated
-        fsyncs, commits = stats[-1]
+        fsyncs, commits, delays = stats[-1]
         # group commit ran: the child's 8 writers shared fsyncs (without sharing, at
-        # least one fsync per commit)
+        # least one fsync per commit); with the delay, leaders waited it
         assert fsyncs < commits, (fsyncs, commits)
+        assert (delays > 0) == (delay_us > 0), (delays, delay_us)
 
         t = Tablet.open(path, config=CONFIG, clock=HybridClock())
         try:

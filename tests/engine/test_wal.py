@@ -200,14 +200,18 @@ def test_group_commit(tmp_path, writers, per, segment_bytes):
     assert [e.index for e in read_all(tmp_path)] == list(range(1, writers * per + 1))
 
 
-def test_group_commit_acknowledges_only_what_an_fsync_covered(tmp_path, monkeypatch):
+@pytest.mark.parametrize("delay_us", [0, 1000])
+def test_group_commit_acknowledges_only_what_an_fsync_covered(tmp_path, monkeypatch,
+                                                               delay_us):
     """A writer returns from `wait_durable(i)` only after an fsync that started once entry
     i was written has returned: each fsync here records the last index appended when it
     started (all written before it, so covered) and is slow, so writers append during it
     and must wait for the next one. Acknowledging the appended-at-the-end index instead
-    would pass the other group-commit tests and fail this one."""
+    would pass the other group-commit tests and fail this one. With a commit delay
+    (`delay_us`) too: records appended during a leader's delay join its fsync, those
+    appended once it started do not."""
     import engine.consensus.log as log_mod
-    log = Log(str(tmp_path), "commit")
+    log = Log(str(tmp_path), "commit", commit_delay_us=delay_us, commit_siblings=1)
     log.open_for_append(1)
     real_fsync = log_mod.fsync
     covered = [0]            # the highest index a returned fsync covered
@@ -248,6 +252,106 @@ def test_group_commit_acknowledges_only_what_an_fsync_covered(tmp_path, monkeypa
     assert not failures, failures[:3]
     assert 1 <= log.fsyncs < writers * per
     log.close()
+
+
+def _until(cond, what: str) -> None:
+    for _ in range(2000):
+        if cond():
+            return
+        threading.Event().wait(0.005)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_commit_delay_groups_concurrent_writers_into_one_fsync(tmp_path, monkeypatch):
+    """A leader that finds another writer waiting in the process (here one blocked in
+    another log's fsync) waits the commit delay before its fsync; the writers that
+    append meanwhile queue behind it and are covered by that one fsync. Without the
+    delay the leader syncs at once and the writers after it need a second fsync."""
+    import engine.consensus.log as log_mod
+    real_fsync = log_mod.fsync
+    gate = threading.Event()
+    other_path = str(tmp_path / "other")
+    other = Log(other_path, "commit")
+    other.open_for_append(1)
+    other.append(entry(1, size=20))
+
+    def fsync(fd, path):
+        if path == other_path:      # the sibling's commit: blocked until the end
+            assert gate.wait(30)
+        real_fsync(fd, path)
+
+    monkeypatch.setattr(log_mod, "fsync", fsync)
+    log = Log(str(tmp_path / "wal"), "commit", commit_delay_us=300_000, commit_siblings=1)
+    log.open_for_append(1)
+    base = len(log_mod._waiting)
+    sibling = threading.Thread(target=other.wait_durable, args=(1,), daemon=True)
+    done = {}
+
+    def writer(i):
+        log.wait_durable(i)
+        done[i] = log._synced
+
+    writers = [threading.Thread(target=writer, args=(i,), daemon=True) for i in (1, 2, 3, 4)]
+    try:
+        sibling.start()
+        _until(lambda: len(log_mod._waiting) == base + 1, "the sibling to wait")
+        log.append(entry(1, size=40))
+        writers[0].start()
+        _until(lambda: log.delays == 1, "the leader to wait the commit delay")
+        assert log.fsyncs == 0
+        for i in (2, 3, 4):
+            log.append(entry(i, size=40))
+            writers[i - 1].start()
+        _until(lambda: len(log._waiters) == 3, "three writers queued behind the leader")
+        for w in writers:
+            w.join(10)
+            assert not w.is_alive()
+        assert done == {1: 4, 2: 4, 3: 4, 4: 4}
+        assert log.fsyncs == 1 and log.delays == 1
+    finally:
+        gate.set()
+    sibling.join(10)
+    assert not sibling.is_alive()
+    assert len(log_mod._waiting) == base, "a writer left the count of waiting writers"
+    monkeypatch.setattr(log_mod, "fsync", real_fsync)
+    log.close()
+    other.close()
+
+
+def test_commit_delay_never_delays_a_lone_writer(tmp_path):
+    """With no other writer waiting, a leader fsyncs at once whatever the delay (each
+    of 20 commits would sleep 0.5 s otherwise); `commit_siblings` 0 delays every
+    leader, the setting PostgreSQL also allows."""
+    import time
+
+    import engine.consensus.log as log_mod
+    base = len(log_mod._waiting)
+    log = Log(str(tmp_path / "a"), "commit", commit_delay_us=500_000, commit_siblings=1)
+    log.open_for_append(1)
+    t0 = time.monotonic()
+    for i in range(1, 21):
+        log.append(entry(i, size=40))
+        log.wait_durable(i)
+    assert log.delays == 0 and log.fsyncs == 20
+    assert time.monotonic() - t0 < 5, "a lone writer waited the commit delay"
+    assert len(log_mod._waiting) == base
+    log.close()
+    always = Log(str(tmp_path / "b"), "commit", commit_delay_us=1000, commit_siblings=0)
+    always.open_for_append(1)
+    for i in range(1, 4):
+        always.append(entry(i, size=40))
+        always.wait_durable(i)
+    assert always.delays == 3 and always.fsyncs == 3
+    always.close()
+    with pytest.raises(errors.InvalidArgument):
+        Log(str(tmp_path / "c"), "commit", commit_delay_us=-1)
+
+
+def test_tablet_passes_its_commit_delay_to_its_log(tmp_path):
+    t = Tablet.create(str(tmp_path), SCHEMA, cfg(wal_commit_delay_us=250,
+                                                 wal_commit_siblings=3))
+    assert t.log.commit_delay == 250e-6 and t.log.commit_siblings == 3
+    t.close()
 
 
 def test_group_commit_wakes_only_covered_waiters_and_one_leader(tmp_path, monkeypatch):

@@ -34,9 +34,9 @@ class _CountingLog:
         self.log = log
         self.waits: list = []
 
-    def wait_durable(self, index: int) -> None:
+    def wait_durable(self, index: int, writers: int = 1, delay: bool = True) -> None:
         self.waits.append((threading.get_ident(), index))
-        self.log.wait_durable(index)
+        self.log.wait_durable(index, writers, delay)
 
 
 def _durable_finish(log, index: int, ran: list):
@@ -199,3 +199,73 @@ def test_call_naming_no_wal_position_runs_on_the_pool(tmp_path):
     assert (got, still_waiting) == (1, True)
     assert where.startswith("test-pool")
     log.log.close()
+
+
+def test_commit_delay_takes_the_writes_queued_meanwhile_into_the_batch(tmp_path):
+    """A batch of more than `commit_siblings` writes waits the commit delay first; a
+    write queued during it joins the batch: one wait, for the highest index, covers all
+    three (one fsync). A later batch of one write (a lone client) is not delayed."""
+    log = _CountingLog(_log(tmp_path / "wal"))
+    ws = WalSync(threads=1, commit_delay_us=300_000, commit_siblings=1)
+    gate = threading.Event()
+    ran: list = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        blocker = ws.submit(loop, lambda: gate.wait(10))    # a batch of one: no delay
+        await asyncio.sleep(0.05)
+        futs = []
+        for i in (1, 2):
+            _append(log.log, i)
+            futs.append(ws.submit(loop, _durable_finish(log, i, ran)))
+        before = log.log.fsyncs
+        gate.set()
+        assert await blocker is True
+        for _ in range(1000):                   # the batch of two waits the delay
+            if ws.delays:
+                break
+            await asyncio.sleep(0.005)
+        assert ws.delays == 1 and log.waits == []
+        _append(log.log, 3)
+        futs.append(ws.submit(loop, _durable_finish(log, 3, ran)))
+        got = await asyncio.gather(*futs)
+        fsyncs = log.log.fsyncs - before
+        _append(log.log, 4)                     # alone: no delay
+        got.append(await ws.submit(loop, _durable_finish(log, 4, ran)))
+        return got, fsyncs
+
+    try:
+        got, fsyncs = _run(main())
+    finally:
+        gate.set()
+        ws.stop()
+    assert got == [1, 2, 3, 4]
+    assert [i for _, i in log.waits] == [3, 4] and fsyncs == 1
+    assert ws.delays == 1
+    log.log.close()
+
+
+def test_serve_takes_the_commit_delay_settings():
+    """`kudusql serve --commit-delay/--commit-siblings` reach the engine configuration the
+    database is opened with, and the server's WAL sync thread; unset, the defaults."""
+    from types import SimpleNamespace
+
+    from engine.config import TabletConfig
+    from kudusql.cli import _parser
+    from wire.server import ConfigError, Server, ServerConfig, check_config, \
+        tablet_config
+
+    args = _parser().parse_args(["serve", "--commit-delay", "150", "--commit-siblings", "3"])
+    assert (args.commit_delay, args.commit_siblings) == (150, 3)
+    tc = tablet_config(ServerConfig(commit_delay_us=150, commit_siblings=3))
+    assert (tc.wal_commit_delay_us, tc.wal_commit_siblings) == (150, 3)
+    assert tablet_config(ServerConfig()) is None
+    with pytest.raises(ConfigError):
+        check_config(ServerConfig(commit_delay_us=-1))
+    db = SimpleNamespace(catalog=SimpleNamespace(
+        config=TabletConfig(wal_commit_delay_us=70, wal_commit_siblings=4)))
+    server = Server(db, ServerConfig(port=0))
+    try:
+        assert (server.wal_sync._delay, server.wal_sync._siblings) == (70e-6, 4)
+    finally:
+        server.pool.shutdown()
