@@ -94,6 +94,8 @@ def _zoned_cast(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
                 return local
             if kt == "date":
                 return _timestamp_to_date(local, pa.date32(), node)
+            if kt == "time":
+                return _timestamp_to_time(local, TIME, node)
             if kt == "string":
                 text = to_text(local, pa.string(), node)
                 offset = timezones.offset_text(v)
@@ -374,6 +376,52 @@ def _string_to_interval(v: Value, to: pa.DataType, node: exp.Expr | None) -> Val
     return interval_scalar(*parse_interval(v.as_py(), None, node))
 
 
+TIME = pa.time64("us")
+_US_PER_DAY = 86_400_000_000
+
+
+def _string_to_time(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """Text -> time of day: read as the time of a timestamp on 1970-01-01 (so '10:30',
+    '10:30:00.25', ' 7:05:01 ' read as PostgreSQL reads them)."""
+    text = _trimmed(v)
+    padded = pc.replace_substring_regex(text, pattern=r"^(\d):", replacement=r"0\1:")
+    day = pc.binary_join_element_wise(pa.scalar("1970-01-01 "), padded, pa.scalar(""))
+    try:
+        ts = _string_to_timestamp(day, TIMESTAMP, None)
+    except SqlError:
+        bad = next((x for x in (text.to_pylist() if not isinstance(text, pa.Scalar)
+                                else [text.as_py()])      # the error path: find the value
+                    if x is not None and _one_time(x) is None), None)
+        if bad is not None and re.fullmatch(r"\d{1,2}:\d{1,2}(:\d{1,2}(\.\d*)?)?", bad.strip()):
+            raise error_at(f'date/time field value out of range: "{bad}"', "22008",
+                           node) from None      # a time's shape, a field out of range
+        raise error_at(f'invalid input syntax for type time: "{bad}"', "22007", node) \
+            from None
+    return _timestamp_to_time(ts, to, node)
+
+
+def _one_time(text: str):
+    text = re.sub(r"^(\d):", r"0\1:", text.strip())
+    try:
+        return _string_to_timestamp(pa.scalar(f"1970-01-01 {text}"), TIMESTAMP, None)
+    except SqlError:
+        return None
+
+
+def _timestamp_to_time(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """The time of day of a timestamp (microseconds since its midnight)."""
+    us = v.cast(TIMESTAMP).cast(pa.int64()) if v.type != TIMESTAMP else v.cast(pa.int64())
+    return pc.subtract(us, pc.multiply(pc.floor(pc.divide(us.cast(pa.float64()), _US_PER_DAY))
+                                       .cast(pa.int64()), _US_PER_DAY)).cast(TIME)
+
+
+def time_to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
+    """'10:30:00', '10:30:00.25' (PostgreSQL's: no trailing zeros, no empty fraction)."""
+    s = v.cast(TIME).cast(pa.string())
+    s = pc.replace_substring_regex(s, pattern=r"\.(\d*?)0+$", replacement=r".\1")
+    return pc.replace_substring_regex(s, pattern=r"\.$", replacement="")
+
+
 def _timestamp_to_date(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     return pc.floor_temporal(v, unit="day").cast(pa.date32(), safe=False)
 
@@ -503,6 +551,10 @@ CASTS: dict[tuple[str, str], Callable[[Value, pa.DataType, exp.Expr | None], Val
     **{(k, "string"): to_text for k in ("int", "float", "decimal", "bool", "date",
                                          "timestamp", "interval")},
     ("binary", "string"): _bytea_to_text,
+    ("string", "time"): _string_to_time,
+    ("timestamp", "time"): _timestamp_to_time,
+    ("time", "string"): time_to_text,
+    ("time", "time"): lambda v, to, node: v.cast(to),
 }   # planner.expr.arrays adds the array casts (string <-> list, list -> list)
 
 
@@ -526,7 +578,8 @@ def arrow_type(dt: exp.DataType, source: pa.DataType | None, node: exp.Expr) -> 
         T.FLOAT: pa.float32(), T.DOUBLE: pa.float64(), T.BOOLEAN: pa.bool_(),
         T.DATE: pa.date32(), T.TIMESTAMP: TIMESTAMP, T.TIMESTAMPTZ: timezones.TIMESTAMPTZ,
         T.DATETIME: TIMESTAMP,
-        T.TIMESTAMPNTZ: TIMESTAMP, T.VARBINARY: pa.binary(), T.BINARY: pa.binary(),
+        T.TIMESTAMPNTZ: TIMESTAMP, T.TIME: TIME,
+        T.VARBINARY: pa.binary(), T.BINARY: pa.binary(),
         T.BLOB: pa.binary(), T.INTERVAL: INTERVAL,
         T.TEXT: pa.string(), T.VARCHAR: pa.string(), T.CHAR: pa.string(),
         T.NCHAR: pa.string(), T.NVARCHAR: pa.string(),

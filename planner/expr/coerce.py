@@ -86,7 +86,7 @@ def widen(v: Value, t: pa.DataType, node: exp.Expr | None) -> Value:
 
 
 def check_comparable(a: Value, op: str, b: Value, node: exp.Expr) -> None:
-    if kind_of(a.type) == kind_of(b.type) == "interval":
+    if kind_of(a.type) == kind_of(b.type) and kind_of(a.type) in ("interval", "time"):
         return
     if kind_of(a.type) in ("interval", "other", "time") or kind_of(b.type) in ("interval", "other"):
         raise error_at(f"operator does not exist: {pg_name(a.type)} {op} {pg_name(b.type)}",

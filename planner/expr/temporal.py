@@ -35,7 +35,7 @@ from planner.expr.sqltypes import (
     TIMESTAMP,
 )
 from planner.expr.core import ANONYMOUS, EvalContext, eval_node, handles, no_function
-from planner.expr.casts import cast, cast_checked
+from planner.expr.casts import TIME, cast, cast_checked
 from planner.expr import intervals, timezones
 
 
@@ -255,7 +255,49 @@ def _interval_arith(op: str) -> Callable[[Value, Value, exp.Expr], Value]:
     return fn
 
 
+def _time_plus_interval(t: Value, iv: Value, node: exp.Expr, sign: int = 1) -> Value:
+    """time ± interval: the interval's time part, wrapping around midnight (its months and
+    days do not move a time of day, as in PostgreSQL)."""
+    n, scalar = intervals.rows(t, iv)
+    f = intervals.columns(iv, n)
+    us, mask = ints_and_mask(_column(t, n).cast(pa.int64()), "int64")
+    out = np.mod(us + sign * f.us, US_PER_DAY)
+    valid = intervals.and_valid(f.valid, None if mask is None else ~mask)
+    arr = pa.array(out, pa.int64(), mask=None if valid is None else ~valid).cast(TIME)
+    return arr[0] if scalar else arr
+
+
+def _column(v: Value, n: int) -> pa.Array:
+    """A value as an array of n rows (a constant repeated)."""
+    if isinstance(v, pa.Scalar):
+        return pa.repeat(v, n)
+    return v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+
+
+def _time_minus_time(a: Value, b: Value, node: exp.Expr) -> Value:
+    """time - time: an interval of the difference's microseconds (no days)."""
+    diff = pc.subtract(a.cast(pa.int64()), b.cast(pa.int64()))
+
+    def to_interval(arr: pa.Array) -> pa.Array:
+        vals, mask = ints_and_mask(arr, "int64")
+        return _interval_array(0, 0, vals * 1000, None if mask is None else ~mask)
+
+    return per_array(to_interval, diff)
+
+
+def _date_plus_time(d: Value, t: Value, node: exp.Expr) -> Value:
+    """date + time: the timestamp of that time on that day."""
+    days = d.cast(pa.int32()).cast(pa.int64())
+    return pc.add(pc.multiply(days, US_PER_DAY), t.cast(pa.int64())).cast(TIMESTAMP)
+
+
 TEMPORAL_ARITH: dict[tuple[str, str, str], Callable[[Value, Value, exp.Expr], Value]] = {
+    ("time", "+", "interval"): _time_plus_interval,
+    ("interval", "+", "time"): lambda a, b, node: _time_plus_interval(b, a, node),
+    ("time", "-", "interval"): lambda a, b, node: _time_plus_interval(a, b, node, -1),
+    ("time", "-", "time"): _time_minus_time,
+    ("date", "+", "time"): _date_plus_time,
+    ("time", "+", "date"): lambda a, b, node: _date_plus_time(b, a, node),
     ("date", "+", "int"): _date_plus_int,
     ("int", "+", "date"): lambda a, b, node: _date_plus_int(b, a, node),
     ("date", "-", "int"): lambda a, b, node: _date_plus_int(a, b, node, -1),
@@ -281,7 +323,8 @@ def _temporal_arg(v: Value, node: exp.Expr, what: str) -> Value:
     """A date / timestamp / interval argument; an unknown literal is read as a timestamp."""
     if is_unknown_literal(node):
         return cast(v, TIMESTAMP, node)
-    if kind_of(v.type) not in ("date", "timestamp", "interval", "null"):
+    if kind_of(v.type) not in ("date", "timestamp", "interval", "null") and not (
+            what == "extract" and kind_of(v.type) == "time"):
         no_function(what, [node], EvalContext(pa.table({})), node_position(node))
     return v
 
@@ -369,6 +412,11 @@ def _extract_field(unit: str, arg: exp.Expr, node: exp.Expr, ctx: EvalContext) -
         return _interval_field(v, unit, node)
     if k == "null":
         return null_of(pa.decimal128(19, 0))
+    if k == "time":     # the fields of a time of day: read off that time on 1970-01-01
+        if unit not in ("hour", "minute", "second", "millisecond", "microsecond", "epoch"):
+            raise error_at(f'unit "{unit}" not supported for type time without time zone',
+                           "0A000", node)
+        v, k = v.cast(pa.int64()).cast(TIMESTAMP), "timestamp"
     if k == "timestamp" and v.type.tz:
         if unit == "epoch":
             return _scaled(v.cast(pa.int64()), 6)

@@ -247,3 +247,20 @@ def test_concurrent_single_row_writes_each_get_their_own_outcome(server):
     assert got == {k: w for w, (_d, ins) in enumerate(results) for k in ins}
     (r,) = s.execute("SELECT count(*) AS c FROM cw")
     assert r.table.column(0)[0].as_py() == 100 + 16 * 30
+
+
+def test_time_of_day_values_and_parameters_in_binary(server):
+    """The time type (no storage: Kudu has none) in expressions: binary results and a
+    binary time parameter, typed by the ParameterDescription of `$1::time`."""
+    async def go():
+        c = await asyncpg.connect(**server.asyncpg_kw())
+        try:
+            row = await c.fetchrow("SELECT TIME '07:05:01.25', $1::time + INTERVAL '90 minutes', "
+                                   "extract(hour FROM $1::time), "
+                                   "CAST(TIMESTAMP '2024-01-01 23:59:59' AS TIME) > $1::time",
+                                   dt.time(23, 0))
+            assert tuple(row) == (dt.time(7, 5, 1, 250000), dt.time(0, 30),
+                                  decimal.Decimal(23), True)
+        finally:
+            await c.close()
+    run(go())

@@ -376,4 +376,32 @@ STATEMENTS: list[tuple[str, str]] = [
     ("br_and_short_circuit", f"SELECT count(*) {_R} WHERE n <> 0 AND 100 / n > 5"),
     ("br_or_short_circuit", "SELECT true OR 1/0 = 1, false AND 1/0 = 1"),
     ("br_case_taken_raises", f"SELECT CASE WHEN n > 5 THEN 1/0 ELSE n END {_R}"),
+    # the time type (time of day, no zone): literals, casts, comparison, arithmetic, EXTRACT
+    ("time_literals_and_text",
+     "SELECT TIME '10:30', TIME '07:05:01.250', CAST(TIME '23:59:59.999999' AS TEXT), "
+     "CAST('  8:00 ' AS TIME)"),
+    ("time_of_timestamps",
+     "SELECT host, CAST(ts AS TIME) FROM tz_readings WHERE CAST(ts AS TIME) >= TIME '07:00' "
+     "ORDER BY CAST(ts AS TIME), host"),
+    ("time_group_by_hour_of_day",
+     "SELECT extract(hour FROM CAST(ts AS TIME)) AS h, count(*) FROM tz_readings GROUP BY 1 "
+     "ORDER BY 1"),
+    ("time_min_max", "SELECT min(CAST(ts AS TIME)), max(CAST(ts AS TIME)) FROM tz_readings"),
+    ("time_arithmetic",
+     "SELECT TIME '23:30' + INTERVAL '45 minutes', TIME '01:00' - INTERVAL '2 hours', "
+     "TIME '10:00' + INTERVAL '1 day 3 hours', TIME '18:15' - TIME '09:45', "
+     "DATE '2026-03-08' + TIME '02:30', INTERVAL '90 seconds' + TIME '00:00'"),
+    ("time_extract_fields",
+     "SELECT extract(hour FROM TIME '13:45:30.5'), extract(minute FROM TIME '13:45:30.5'), "
+     "extract(second FROM TIME '13:45:30.5'), extract(epoch FROM TIME '13:45:30.5'), "
+     "date_part('minute', TIME '00:59')"),
+    ("time_comparisons",
+     "SELECT TIME '10:00' BETWEEN TIME '09:00' AND '11:00', TIME '10:00' = '10:00:00', "
+     "TIME '00:00' < TIME '23:59', NULL::time IS NULL"),
+    ("time_of_timestamptz_in_zone",
+     "SELECT CAST(TIMESTAMPTZ '2026-03-08 10:30:00+00' AS TIME)"),
+    ("time_bad_text", "SELECT CAST('25:61' AS TIME)"),
+    ("time_extract_day_refused", "SELECT extract(day FROM TIME '10:00')"),
+    ("time_compare_int_refused", "SELECT TIME '10:00' < 5"),
+    ("time_to_timestamp_refused", "SELECT CAST(TIME '10:00' AS TIMESTAMP)"),
 ]
