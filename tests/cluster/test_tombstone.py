@@ -72,6 +72,66 @@ def test_a_deleted_replica_keeps_its_term_and_vote_and_never_votes_twice(servers
                    for n in os.listdir(os.path.join(f.data_dir, "tablets")))
 
 
+def _ask_vote(r, candidate: str, term: int, last: OpId) -> bool:
+    """Whether replica `r` grants `candidate` (log ending at `last`) its vote in `term`
+    (a transfer's request: no leader stickiness)."""
+    with r.lock:
+        r.raft.step(VoteRequest(candidate, r.uuid, term, last, transfer=True))
+        r.process()
+        return r.raft.voted_for == candidate
+
+
+def test_a_replica_created_over_a_tombstone_votes_as_if_it_kept_its_log(servers):
+    """A follower that acked the tablet's writes is tombstoned and created again (the
+    master re-replicating back onto its server): its log is empty. Before, it granted its
+    vote to any candidate - one lacking the writes it had acked too, which a lagging
+    replica still counting it as a voter of an older configuration could use to win
+    without a committed entry. Now it votes as if it still had the log it lost (its last
+    op id is kept with the tombstone, and across a restart); a candidate as far as that
+    log gets the vote."""
+    ts, c = servers["ts"], servers["client"]
+    _write(c, ts, 1, [1, 2, 3])
+    _write(c, ts, 2, [4, 5])
+    leader = _leader(ts)
+    f = next(t for t in ts if t is not leader)
+    r = f.replicas["t1"]
+    _wait(lambda: r.raft.last_applied >= leader.replicas["t1"].raft.commit_index)
+    last = OpId(r.storage.last_term, r.storage.last_index)
+    assert last.index >= 3
+    assert c.call(f.addr, "delete_replica", {"tablet_id": "t1"})["tombstoned"]
+    assert f.tombstones["t1"]["vote_floor"] == [last.term, last.index]
+    # survives a restart, and the replica created over it starts with that floor
+    port = int(f.addr.rsplit(":", 1)[1])
+    i = ts.index(f)
+    f.stop()
+    f = ts[i] = _start(str(servers["path"] / f"ts{i}"), port)
+    assert c.call(f.addr, "create_replica", _spec([]))["created"]
+    r = f.replicas["t1"]
+    assert r.storage.last_index == 0 and r.raft.vote_floor == last
+    term = r.raft.term
+    assert not _ask_vote(r, "lagging", term + 1, OpId(last.term, last.index - 1)), \
+        "an empty replica voted for a candidate behind the log it had acked"
+    assert not _ask_vote(r, "empty", term + 2, OpId(0, 0))
+    assert _ask_vote(r, "caught-up", term + 3, last)
+    # a tombstone whose log's end is unknown (written before it was recorded, or of a
+    # replica that could not be opened): no entry of it has a term above the tombstone's
+    d = os.path.join(f.data_dir, "tablets", "t1")
+    assert c.call(f.addr, "delete_replica", {"tablet_id": "t1"})["tombstoned"]
+    with open(os.path.join(d, "replica.json")) as fh:
+        info = json.load(fh)
+    del info["vote_floor"]
+    with open(os.path.join(d, "replica.json"), "w") as fh:
+        json.dump(info, fh)
+    f.stop()
+    f = ts[i] = _start(str(servers["path"] / f"ts{i}"), port)
+    t = f.tombstones["t1"]["term"]
+    assert f.tombstones["t1"]["vote_floor"][0] == t
+    assert c.call(f.addr, "create_replica", _spec([]))["created"]
+    r = f.replicas["t1"]
+    assert not _ask_vote(r, "old-term", t + 1, OpId(t, 10 ** 9))
+    assert _ask_vote(r, "new-term", t + 2, OpId(t + 1, 1))
+
+
 def test_delete_is_refused_for_a_newer_config_a_deposed_master_or_a_younger_replica(
         servers):
     ts, c = servers["ts"], servers["client"]
