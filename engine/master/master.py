@@ -61,7 +61,9 @@ catalog then follows the tablet's *committed* configuration, as any live replica
 it with the index of the entry that set it (`set_replicas` with `config_index`, only when
 newer than the recorded one): never the leader's active configuration, which a new leader
 may still cut from its log. A server that holds a tombstone of the tablet may be chosen
-(the new replica keeps the tombstone's term and vote). A replica that reports TOMBSTONED
+(the new replica keeps the tombstone's term and vote), and a server the catalog names as a
+member that reports only a tombstone gets a new empty replica over it in its heartbeat
+answer (a stale delete may have tombstoned a learner being added). A replica that reports TOMBSTONED
 but is in the catalog's configuration is replaced like one on a dead server, and so is one
 that reports FAILED (Kudu's rule for a failed tablet: its disk failed, or a safety check or
 an apply stopped it; it neither votes nor serves, so the group is one voter short). The new
@@ -250,9 +252,14 @@ class Master:
                 st = reported.get(tid)
                 if st is None:
                     create.append(self._replica_spec(t, tid, u))
-                elif st.get("state") == TOMBSTONED and cat.adding.get(tid) == u:
-                    # the server being added holds a tombstone of the tablet: a new empty
-                    # replica over it (it keeps the tombstone's term and vote)
+                elif st.get("state") == TOMBSTONED:
+                    # a member (or the server being added) holds a tombstone of the tablet:
+                    # a new empty replica over it, fed by the leader's log or a tablet copy
+                    # (it keeps the tombstone's term and vote, and votes as if it had the
+                    # log the tombstone lost: tablet_server.py). Not only the one being
+                    # added: a stale delete can tombstone a learner after the catalog
+                    # recorded it as a member, and a 3-4-3 stuck with four members is
+                    # never replaced (`_rereplicate`), so nothing else would revive it.
                     create.append(self._replica_spec(t, tid, u, initial=False))
         delete = [d for d in (self._deletion(u, tid, st) for tid, st in reported.items())
                   if d is not None]

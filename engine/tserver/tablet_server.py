@@ -24,8 +24,10 @@ PARTITION) removes the directory whole.
 Deletes are acted on only from a master that still leads: the highest sys catalog term of
 a master heard from (heartbeat answers' `term`, requests' `master_term`; in memory only,
 a restart starts from 0 and relies on the master's own confirmation) refuses a delete of
-a lower term; a delete in a heartbeat answer is ignored if the replica was opened after the
-report was taken (the master decided about an older one); and a delete carrying
+a lower term; a delete in a heartbeat answer is ignored if the replica was opened - or asked for
+again by a `create_replica` it already satisfied (re-replication back onto this server
+while the old replica runs) - after the report was taken (the master decided about an
+older state); and a delete carrying
 `cas_config_index` is refused if the replica's committed configuration is newer (Kudu's
 CAS on the configuration's op index).
 
@@ -366,6 +368,12 @@ class TabletServer:
         with self._lock:
             self._master_says(p)  # a create is never refused: it destroys nothing
             if tid in self.replicas or tid in self.failed_replicas:
+                # The master wants this replica (again: re-replication back onto this
+                # server while the old one still runs takes it as the new member). A
+                # delete it decided from a report taken before now is stale: the replica
+                # counts as opened now, so `apply_master_answer` skips such a delete.
+                self._incarnation += 1
+                self._opened_at[tid] = self._incarnation
                 return {"created": False}
             d = self._replica_dir(tid)
             tomb = self.tombstones.get(tid)

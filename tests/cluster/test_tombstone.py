@@ -132,6 +132,32 @@ def test_a_replica_created_over_a_tombstone_votes_as_if_it_kept_its_log(servers)
     assert _ask_vote(r, "new-term", t + 2, OpId(t + 1, 1))
 
 
+def test_a_delete_decided_before_the_master_asked_for_the_replica_again_is_ignored(
+        servers):
+    """Re-replication back and forth (harness runs with membership faults: a server
+    evicted from a tablet, then chosen again for it while its old replica still runs):
+    the master's heartbeat answer tombstoning the old replica was decided from a report
+    taken before the master asked for the replica again (`create_replica`, answered
+    "exists": the old replica is taken as the new member, fed from the leader's log). Its
+    committed configuration is old, so the CAS let the stale delete through, and the
+    group then waited for a member whose server ran only a tombstone (a learner never
+    promoted, the replaced voter never evicted). A create asking for an existing replica
+    now makes it younger than any report taken before."""
+    ts, c = servers["ts"], servers["client"]
+    _leader(ts)
+    f = ts[0]
+    seen = f._incarnation  # the report the master decides on is taken here
+    assert c.call(f.addr, "create_replica", _spec([]))["created"] is False
+    f.apply_master_answer({"term": 7, "delete": [{"tablet_id": "t1",
+                                                  "cas_config_index": 0}]}, seen)
+    assert "t1" in f.replicas and "t1" not in f.tombstones, \
+        "a delete decided before the create tombstoned the replica the master asked for"
+    # a delete decided on a later report goes ahead
+    f.apply_master_answer({"term": 7, "delete": [{"tablet_id": "t1",
+                                                  "cas_config_index": 0}]}, f._incarnation)
+    assert "t1" not in f.replicas and "t1" in f.tombstones
+
+
 def test_delete_is_refused_for_a_newer_config_a_deposed_master_or_a_younger_replica(
         servers):
     ts, c = servers["ts"], servers["client"]
@@ -259,6 +285,27 @@ def test_master_records_only_committed_configs(master):
     m._rereplicate()
     assert (m.catalog.replicas[tid], m.catalog.config_index[tid]) == (
         ["u1", "u2", "u5"], 12)
+
+
+def test_a_member_whose_server_holds_only_a_tombstone_is_created_again(master):
+    """The group's committed configuration (recorded by the catalog) names u4, a learner
+    being added, but u4's server holds only a tombstone of the tablet (a stale delete
+    tombstoned it after the catalog had stopped calling it `adding`). Before, the master
+    created a replica over a tombstone only for the server it was adding, and a 3-4-3
+    with four members is never replaced: the learner was never promoted nor the replaced
+    voter evicted, for good. Now any member the catalog names is created again there (it
+    votes as if it kept the log it lost: test above)."""
+    m = master
+    _, tid = _put_table(m, "d", ["u1", "u2", "u3"])
+    m.catalog.propose({"op": "set_replicas", "tablet_id": tid,
+                       "replicas": ["u1", "u2", "u3", "u4"], "config_index": 12})
+    assert m.catalog.adding.get(tid) is None
+    out = _hb(m, "u4", {tid: _rep(0, state="TOMBSTONED", role="NONE")})
+    assert [c["tablet_id"] for c in out["create"]] == [tid] and out["delete"] == []
+    assert out["create"][0]["peers"] == []  # empty: it learns its configuration from the log
+    # a tombstone of a server the catalog does not name stays one
+    out = _hb(m, "u5", {tid: _rep(0, state="TOMBSTONED", role="NONE")})
+    assert out["create"] == []
 
 
 def test_a_master_that_cannot_confirm_it_leads_orders_no_deletion(tmp_path):
