@@ -645,6 +645,8 @@ class RaftConsensus:
             # (a refusal echoes too: the follower took us as its leader before checking prev)
             self._lease_echo[m.src] = m.lease_echo
         if m.success:
+            if m.match_index >= p.match_index:
+                p.match_sent = max(p.match_sent, m.lease_echo)
             p.match_index = max(p.match_index, m.match_index)
             p.next_index = max(p.next_index, p.match_index + 1)
             p.inflight = max(0, p.inflight - 1)
@@ -655,7 +657,17 @@ class RaftConsensus:
                 self._send_timeout_now(m.src)
             self._maybe_change_membership()
             return
-        p.next_index = max(min(m.retry_index, p.next_index), p.match_index + 1)
+        if m.last_index < p.match_index and m.lease_echo > p.match_sent:
+            # A refusal of a message built after the one it last acked, from a log shorter
+            # than what it acked: the peer lost it - its replica was deleted and created
+            # again empty (a tombstone, engine/tserver/tablet_server.py). Feed it from
+            # where its log ends, or else it is probed at match + 1 forever and never
+            # catches up. Its match index stays: what it acked counted once, and its
+            # vote floor keeps that safe. (An older refusal, overtaken by the ack, is
+            # not this and changes nothing.)
+            p.next_index = min(m.retry_index, p.next_index)
+        else:
+            p.next_index = max(min(m.retry_index, p.next_index), p.match_index + 1)
         p.inflight = 0
         p.probing = True
         self._send_append(m.src, p, False)  # entries at once; a bare probe waits a heartbeat
