@@ -376,3 +376,56 @@ def test_an_evicted_server_that_comes_back_has_its_replicas_tombstoned(cluster4)
     with c.connect() as conn:
         assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 50
     rpc.close()
+
+
+def test_a_member_tombstoned_by_a_stale_delete_comes_back_and_catches_up(tmp_path):
+    """End to end, in-process: a master and three tablet servers heartbeating to it; a
+    follower's replica of a tablet holding rows is tombstoned while it is still a member
+    (what a stale delete did). The master's heartbeat answer creates it again over the
+    tombstone, and the leader - which had matched it - feeds it until it holds every row.
+    Before: it stayed a tombstone (only a server being added was created again), and once
+    created again the leader probed it at its old match index + 1 for ever."""
+    from tests.cluster.test_tserver import _rows
+
+    m = Master(str(tmp_path / "m"), "127.0.0.1", 0, SECRET, tick_ms=20, fsync=False,
+               tserver_unresponsive_s=30)
+    ts = []
+    c = RpcClient(SECRET)
+    try:
+        _wait_leader([m])
+        ts = [TabletServer(str(tmp_path / f"ts{i}"), "127.0.0.1", 0, SECRET, [m.addr],
+                           tick_ms=30, election_ticks=6, heartbeat_ms=100, fsync=False)
+              for i in range(3)]
+        _wait(lambda: len(m.live_tservers()) == 3, 20)
+        _, tid = _put_table(m, "e", [t.uuid for t in ts])
+        _wait(lambda: all(tid in t.replicas for t in ts), 20)
+
+        def leader():
+            return next((t for t in ts if tid in t.replicas
+                         and t.replicas[tid].raft.is_leader), None)
+        _wait(lambda: leader() is not None, 20)
+        for seq in range(1, 6):
+            keys = list(range(seq * 10, seq * 10 + 10))
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    c.put(leader().addr, {"tablet": tid, "client_id": "c1", "seq": seq},
+                          _rows(keys))
+                    break
+                except Exception:  # noqa: BLE001 - leadership still settling
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+        lead = leader()
+        f = next(t for t in ts if t is not lead)
+        _wait(lambda: f.replicas[tid].tablet.count_rows() == 50, 20)
+        assert c.call(f.addr, "delete_replica", {"tablet_id": tid})["tombstoned"]
+        assert tid in f.tombstones
+        # created again by the master's heartbeat answer, then fed by the leader
+        _wait(lambda: tid in f.replicas, 20)
+        _wait(lambda: f.replicas[tid].tablet.count_rows() == 50, 30)
+        assert f.replicas[tid].raft.vote_floor is not None
+    finally:
+        for t in ts:
+            t.stop()
+        m.stop()
+        c.close()
