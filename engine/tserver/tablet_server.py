@@ -431,8 +431,11 @@ class TabletServer:
                     meta = r.raft.metadata()
                     # the end of the log about to go (or of one lost before it): a replica
                     # created here again votes as if it still had it (raft.py)
-                    floor = (r.storage.last_term, r.storage.last_index)
-                    if r.vote_floor is not None:
+                    try:
+                        floor = (r.storage.last_term, r.storage.last_index)
+                    except Exception:  # noqa: BLE001 - e.g. a log a failed install closed:
+                        floor = None  # unknown, the tombstone's term stands in (below)
+                    if floor is not None and r.vote_floor is not None:
                         floor = max(floor, (r.vote_floor.term, r.vote_floor.index))
                     r.close()
                 # what the node holds is durable already (saved before any message that
@@ -447,7 +450,10 @@ class TabletServer:
                 return {"deleted": False, "tombstoned": tid in self.tombstones}
             info = _read_replica_info(d)
             info["state"] = TOMBSTONED
-            info["vote_floor"] = list(floor)
+            if floor is not None:
+                info["vote_floor"] = list(floor)
+            else:
+                info.pop("vote_floor", None)
             write_json_atomic(os.path.join(d, REPLICA_FILE), info, self.config.fsync)
             self._load_tombstone(tid, info)
         return {"deleted": True, "tombstoned": True}
