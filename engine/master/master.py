@@ -56,7 +56,8 @@ until the leader's log gives it one) and asks the leader to `replace` the dead p
 leader adds the new one as a learner, promotes it once caught up and then evicts the dead
 one (engine/consensus/raft.py). The new server is recorded first (`set_replicas` with
 `adding`: the master's own placement decision, so no heartbeat has the new replica
-tombstoned); a re-replication the leader never took in is given up after 30 s. The
+tombstoned); a re-replication the leader never took in is given up after 30 s, and at once
+when the new replica could not be created (the leader was not asked). The
 catalog then follows the tablet's *committed* configuration, as any live replica reports
 it with the index of the entry that set it (`set_replicas` with `config_index`, only when
 newer than the recorded one): never the leader's active configuration, which a new leader
@@ -420,6 +421,16 @@ class Master:
                     self.rpc_client.call(live[new], "create_replica",
                                          self._replica_spec(t, tid, new, initial=False),
                                          timeout_s=5)
+                except errors.EngineError as e:
+                    # The leader was not asked: nothing was started, so give the choice up
+                    # now (the next try comes after 10 s), not after the 30 s a started
+                    # replacement gets - a server killed less than the unresponsive timeout
+                    # ago still counts as live and is often chosen (harness, membership)
+                    log.info("re-replication of %s onto %s: %s; choosing again", tid, new, e)
+                    cat.propose({"op": "set_replicas", "tablet_id": tid, "replicas": peers},
+                                term=term)
+                    continue
+                try:
                     self.rpc_client.call(live[leader], "change_config", {
                         "tablet": tid, "op": "replace", "old": dead[0], "new": new,
                         "new_addr": live[new]}, timeout_s=5)
