@@ -34,7 +34,10 @@ client's write pool); each share is one DoPut of Arrow rows (plus an `__op` colu
 to the tablet's leader, which answers once the op is applied there after a majority has it
 durably. A CREATE TABLE returns once the master names a leader for every new tablet
 (`_wait_for_leaders`, at most 10 s; Kudu's IsCreateTableDone), so the first writes go
-straight to the leaders.
+straight to the leaders. An answer must account for every row sent, once: rows applied +
+per-row errors (each naming a distinct row of the request) = rows sent. One that does not
+fails the write with XX000 (`WriteUnaccounted`, not retried): the rows it left out may or
+may not be written, so the outcome is unknown, never an acknowledgement.
 
 Exactly once. A ClusterClient has a random client id; every write gets the next sequence
 number and keeps it across all its retries, so the tablet servers' result tracker applies it
@@ -105,6 +108,18 @@ class TabletDropped(errors.EngineError):
     of its share was applied; running the statement again routes it afresh."""
 
     sqlstate = "40001"
+
+
+class WriteUnaccounted(errors.EngineError):
+    """A tablet server answered a write with fewer (or more) rows than were sent: its
+    rows applied plus its per-row errors do not add up to the rows of the request. The
+    rows it does not account for may or may not have been written, so the write's
+    outcome is unknown, as after a lost connection. XX000 and not retried: a retry of
+    the same request id gets the same stored answer, and one under a new id could apply
+    rows twice; a server that answers so has a bug, which running the statement again
+    automatically would hide (`_check_result`)."""
+
+    sqlstate = "XX000"
 
 
 _RETRYABLE = (RemoteError, Unreachable)
@@ -642,9 +657,27 @@ class RemoteTablet:
             err.sqlstate = e["sqlstate"]
             raise err
         c.observe_ts(out["timestamp"])
-        return WriteResult(out["timestamp"], out["num_applied"],
-                           [RowError(i, code, msg, tuple(key))
-                            for i, code, msg, key in out["row_errors"]])
+        result = WriteResult(out["timestamp"], out["num_applied"],
+                             [RowError(i, code, msg, tuple(key))
+                              for i, code, msg, key in out["row_errors"]])
+        self._check_result(result, table.num_rows)
+        return result
+
+    def _check_result(self, r: WriteResult, sent: int) -> None:
+        """Every row sent is accounted for, once: applied, or named by exactly one row
+        error (a row index of the request). Otherwise `WriteUnaccounted`: a server that
+        silently applied fewer rows than it was sent (or answered for another request)
+        would leave the statement acknowledged with rows missing."""
+        idx = [e.index for e in r.row_errors]
+        named = {i for i in idx if isinstance(i, int) and 0 <= i < sent}
+        if r.num_applied + len(idx) == sent and len(named) == len(idx) \
+                and r.num_applied >= 0:
+            return
+        raise WriteUnaccounted(
+            f"tablet {self.tablet_id} of table \"{self.meta.name}\" answered a write of "
+            f"{sent} rows with {r.num_applied} applied and {len(idx)} row errors "
+            f"({len(named)} distinct rows of the request named): the outcome of the rows "
+            f"it did not account for is unknown; check the table before writing again")
 
     def current_timestamp(self) -> int:
         return max(self.committed_timestamp(), self.client.last_ts)

@@ -30,6 +30,10 @@ class PeerProgress:
     probing: bool = True
     last_ack_tick: int = 0
     copy_sent_tick: int | None = None
+    # when the leader built the message whose success last raised match_index (its
+    # `lease_sent`, echoed back): a refusal of a message built later that reports a log
+    # shorter than match_index means the peer lost what it acked (RaftConsensus)
+    match_sent: float = float("-inf")
 
 
 class PeerMessageQueue:

@@ -115,6 +115,14 @@ Roles:
 - **Tablet copy**: a peer whose next entry the leader no longer has gets StartTabletCopy
   (re-sent every election timeout); the host copies the leader's data and log suffix and
   calls `install_tablet_copy`.
+- **Votes after a lost log** (`vote_floor`; Kudu's tombstoned replicas vote with their
+  last logged op id for the same reason): a replica created again where one of the tablet
+  was deleted (a tombstone: data and log gone, term and vote kept) starts with an empty
+  log. Voting on that log alone, it would grant a candidate lacking entries the lost log
+  had acked - and a lagging candidate may still count it as a voter of an old
+  configuration, so the two could elect a leader without a committed entry. The host
+  passes the lost log's last op id (or, when unknown, (its term, infinity): no entry of it
+  can have a later term) and a candidate must be at least as up to date as that too.
 - **Log GC**: `log_gc_bound()` is the lowest index Raft still needs: the all-replicated index
   (or, past `log_retention_entries` of lag, what the tablet-copy threshold allows), never
   above the commit or applied index. The host GCs below min(that, the tablet's own replay
@@ -210,12 +218,16 @@ class Ready:
 class RaftConsensus:
     def __init__(self, uuid: str, log: LogStorage, cmeta: ConsensusMetadata, clock: Clock,
                  rng: random.Random, options: RaftOptions | None = None,
-                 applied_index: int = 0, monotonic: Callable[[], float] = time.monotonic):
+                 applied_index: int = 0, monotonic: Callable[[], float] = time.monotonic,
+                 vote_floor: OpId | None = None):
         """`cmeta`: the stored ConsensusMetadata (a new replica: term 0, its initial or an
         empty config). `applied_index`: how far the host's state machine is (after a
         restart: what its flushed data covers); entries after it are applied again once
-        known to be committed. `monotonic`: seconds, never going back (leader leases)."""
+        known to be committed. `monotonic`: seconds, never going back (leader leases).
+        `vote_floor`: the last entry a log this replica held before it lost it (a replica
+        created again over its tombstone: module docstring, Votes after a lost log)."""
         self.uuid = uuid
+        self.vote_floor = vote_floor
         self.log = log
         self.clock = clock
         self._mono = monotonic
@@ -465,7 +477,13 @@ class RaftConsensus:
         return False
 
     def _log_up_to_date(self, last: OpId) -> bool:
-        return (last.term, last.index) >= (self.log.last_term, self.log.last_index)
+        """Whether a candidate whose log ends at `last` may have this voter's (pre-)vote:
+        its log is at least as up to date as ours - and as the log we lost, if we lost
+        one (`vote_floor`)."""
+        ours = (self.log.last_term, self.log.last_index)
+        if self.vote_floor is not None:
+            ours = max(ours, (self.vote_floor.term, self.vote_floor.index))
+        return (last.term, last.index) >= ours
 
     def _quiet(self) -> bool:
         """More than a minimum election timeout of ticks since this node last heard from a
@@ -627,6 +645,8 @@ class RaftConsensus:
             # (a refusal echoes too: the follower took us as its leader before checking prev)
             self._lease_echo[m.src] = m.lease_echo
         if m.success:
+            if m.match_index >= p.match_index:
+                p.match_sent = max(p.match_sent, m.lease_echo)
             p.match_index = max(p.match_index, m.match_index)
             p.next_index = max(p.next_index, p.match_index + 1)
             p.inflight = max(0, p.inflight - 1)
@@ -637,7 +657,17 @@ class RaftConsensus:
                 self._send_timeout_now(m.src)
             self._maybe_change_membership()
             return
-        p.next_index = max(min(m.retry_index, p.next_index), p.match_index + 1)
+        if m.last_index < p.match_index and m.lease_echo > p.match_sent:
+            # A refusal of a message built after the one it last acked, from a log shorter
+            # than what it acked: the peer lost it - its replica was deleted and created
+            # again empty (a tombstone, engine/tserver/tablet_server.py). Feed it from
+            # where its log ends, or else it is probed at match + 1 forever and never
+            # catches up. Its match index stays: what it acked counted once, and its
+            # vote floor keeps that safe. (An older refusal, overtaken by the ack, is
+            # not this and changes nothing.)
+            p.next_index = min(m.retry_index, p.next_index)
+        else:
+            p.next_index = max(min(m.retry_index, p.next_index), p.match_index + 1)
         p.inflight = 0
         p.probing = True
         self._send_append(m.src, p, False)  # entries at once; a bare probe waits a heartbeat

@@ -34,6 +34,12 @@ The world, advanced one tick at a time:
     config     adding a learner (promoted once caught up), removing a voter, 3-4-3 replace
                (the replaced leader hands over leadership), leadership transfer; a node that
                fell behind the leader's GC'd log is caught up by tablet copy
+    wipe       (only when named: `--faults all,wipe`, so the seeds of "all" replay as
+               before) a follower's replica deleted and created again over its tombstone,
+               as the master does when it re-replicates back onto a server: log, data and
+               configuration gone, term and vote kept, the lost log's last op id its vote
+               floor (`--broken no_vote_floor`: without, the checks fire); one member at a
+               time, while the group has a leader
 
 Checked after every step (message, tick, proposal), each check incremental:
   - at most one leader per term
@@ -83,7 +89,10 @@ from engine.consensus.raft import ConfigChangeRefused, NotLeader, RaftConsensus,
 from engine import errors
 
 FAULTS = ("delay", "loss", "dup", "partition", "crash", "skew", "config", "transfer", "drift")
-BROKEN = ("double_vote", "commit_no_majority", "local_reads")
+# only when named (not in "all", whose seeds must keep replaying the same runs): `wipe` -
+# a follower's replica tombstoned and created again empty (module docstring)
+EXTRA_FAULTS = ("wipe",)
+BROKEN = ("double_vote", "commit_no_majority", "local_reads", "no_vote_floor")
 TICK_US = 10_000  # one tick = 10 ms of simulated time
 TICK_S = TICK_US / 1e6
 
@@ -133,6 +142,7 @@ class _LonelyCommitNode(RaftConsensus):
 
 
 _NODE_CLASS = {None: RaftConsensus, "local_reads": RaftConsensus,
+               "no_vote_floor": RaftConsensus,
                "double_vote": _DoubleVoteNode, "commit_no_majority": _LonelyCommitNode}
 
 
@@ -164,6 +174,7 @@ class SimNode:
         self.applied = 0
         self.flushed = (0, {})  # durable state machine: (index, kv)
         self.pending: dict[int, ClientOp] = {}  # index -> client op proposed here
+        self.vote_floor: OpId | None = None  # the end of a log it lost (fault `wipe`)
 
     @property
     def alive(self) -> bool:
@@ -195,7 +206,7 @@ class Simulation:
         self.clients: list[dict] = [{"id": c, "op": None, "hint": None, "seq": 0}
                                     for c in range(opts.clients)]
         self.stats = {"elections": 0, "tablet_copies": 0, "config_changes": 0, "crashes": 0,
-                      "acked": 0, "lease_reads": 0}
+                      "acked": 0, "lease_reads": 0, "wipes": 0}
         config = RaftConfig(0, tuple(RaftPeer(f"n{i}") for i in range(opts.nodes)))
         for i in range(opts.nodes):
             n = SimNode(self, f"n{i}", config)
@@ -218,7 +229,29 @@ class Simulation:
         cls = _NODE_CLASS[self.opts.broken]
         n.node = cls(n.uuid, n.storage, n.meta.load(), clock,
                      random.Random(self.rng.random()), self.opts.raft, applied_index=index,
-                     monotonic=lambda n=n: self.now * TICK_S * n.mono_rate + n.mono_origin)
+                     monotonic=lambda n=n: self.now * TICK_S * n.mono_rate + n.mono_origin,
+                     vote_floor=n.vote_floor)
+
+    def _wipe(self, n: SimNode) -> None:
+        """Fault `wipe`: the node's replica is tombstoned and created again, as the cluster
+        does when the master re-replicates back onto its server (tablet_server.py): its
+        data, log and configuration are gone, its term and vote kept, and (unless broken
+        `no_vote_floor`) the lost log's last op id is its vote floor."""
+        self._log(f"wipe {n.uuid}")
+        meta = n.meta.load()
+        s = n.storage
+        lost = (s.last_term, s.last_index)
+        if n.vote_floor is not None:
+            lost = max(lost, (n.vote_floor.term, n.vote_floor.index))
+        n.vote_floor = None if self.opts.broken == "no_vote_floor" else OpId(*lost)
+        n.storage = _CheckedLog(self, n.uuid)
+        n.meta = MemoryMetadataStore(ConsensusMetadata(meta.current_term, meta.voted_for,
+                                                       RaftConfig(0, ())))
+        n.flushed = (0, {})
+        n.pending.clear()
+        self.stats["wipes"] += 1
+        self._start(n)
+        self._drive(n)
 
     def _crash(self, n: SimNode) -> None:
         self._log(f"crash {n.uuid}")
@@ -481,6 +514,15 @@ class Simulation:
                     self._log(f"restart {n.uuid}")
                     self._start(n)
                     self._drive(n)
+        if "wipe" in self.faults and rng.random() < 0.01:
+            # as the master does it: one member at a time (no other node is waiting for
+            # its configuration), while the group has a leader, never the leader
+            n = self.nodes[rng.choice(names)]
+            lead = self._leader()
+            if n.alive and not n.paused and lead is not None and lead is not n and \
+                    all(m.alive and m.node.config.peers for m in self.nodes.values()
+                        if m is not n):
+                self._wipe(n)
         if "skew" in self.faults and rng.random() < 0.01:
             n = self.nodes[rng.choice(names)]
             n.skew_us += rng.randint(-10 * TICK_US, 10 * TICK_US)
@@ -573,7 +615,7 @@ class Simulation:
 
     def _heal(self) -> None:
         """Stop the faults, heal, restart; then demand progress within heal_ticks."""
-        self.faults -= {"loss", "dup", "partition", "crash", "config", "transfer"}
+        self.faults -= {"loss", "dup", "partition", "crash", "config", "transfer", "wipe"}
         self.blocked.clear()
         for n in self.nodes.values():
             if not n.alive:
@@ -650,7 +692,9 @@ def parse_faults(s: str) -> frozenset:
     if s == "none":
         return frozenset()
     out = frozenset(x.strip() for x in s.split(",") if x.strip())
-    bad = out - set(FAULTS)
+    if "all" in out:
+        out = (out - {"all"}) | frozenset(FAULTS)
+    bad = out - set(FAULTS) - set(EXTRA_FAULTS)
     if bad:
         raise argparse.ArgumentTypeError(f"unknown faults {sorted(bad)}; known: {FAULTS}")
     return out
@@ -662,7 +706,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0:100", help="START:END (END exclusive)")
     ap.add_argument("--nodes", type=int, default=3, choices=(3, 5))
     ap.add_argument("--faults", type=parse_faults, default=frozenset(FAULTS),
-                    help=f"all, none, or a comma list of {','.join(FAULTS)}")
+                    help=f"all, none, or a comma list of {','.join(FAULTS)} (all: these), "
+                         f"and of {','.join(EXTRA_FAULTS)} (only when named: all,wipe)")
     ap.add_argument("--ticks", type=int, default=SimOptions.ticks)
     ap.add_argument("--drift", type=float, default=SimOptions.drift,
                     help="fault drift: monotonic rates in [1 - DRIFT/2, 1 + DRIFT/2] "

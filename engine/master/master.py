@@ -56,12 +56,15 @@ until the leader's log gives it one) and asks the leader to `replace` the dead p
 leader adds the new one as a learner, promotes it once caught up and then evicts the dead
 one (engine/consensus/raft.py). The new server is recorded first (`set_replicas` with
 `adding`: the master's own placement decision, so no heartbeat has the new replica
-tombstoned); a re-replication the leader never took in is given up after 30 s. The
+tombstoned); a re-replication the leader never took in is given up after 30 s, and at once
+when the new replica could not be created (the leader was not asked). The
 catalog then follows the tablet's *committed* configuration, as any live replica reports
 it with the index of the entry that set it (`set_replicas` with `config_index`, only when
 newer than the recorded one): never the leader's active configuration, which a new leader
 may still cut from its log. A server that holds a tombstone of the tablet may be chosen
-(the new replica keeps the tombstone's term and vote). A replica that reports TOMBSTONED
+(the new replica keeps the tombstone's term and vote), and a server the catalog names as a
+member that reports only a tombstone gets a new empty replica over it in its heartbeat
+answer (a stale delete may have tombstoned a learner being added). A replica that reports TOMBSTONED
 but is in the catalog's configuration is replaced like one on a dead server, and so is one
 that reports FAILED (Kudu's rule for a failed tablet: its disk failed, or a safety check or
 an apply stopped it; it neither votes nor serves, so the group is one voter short). The new
@@ -250,9 +253,14 @@ class Master:
                 st = reported.get(tid)
                 if st is None:
                     create.append(self._replica_spec(t, tid, u))
-                elif st.get("state") == TOMBSTONED and cat.adding.get(tid) == u:
-                    # the server being added holds a tombstone of the tablet: a new empty
-                    # replica over it (it keeps the tombstone's term and vote)
+                elif st.get("state") == TOMBSTONED:
+                    # a member (or the server being added) holds a tombstone of the tablet:
+                    # a new empty replica over it, fed by the leader's log or a tablet copy
+                    # (it keeps the tombstone's term and vote, and votes as if it had the
+                    # log the tombstone lost: tablet_server.py). Not only the one being
+                    # added: a stale delete can tombstone a learner after the catalog
+                    # recorded it as a member, and a 3-4-3 stuck with four members is
+                    # never replaced (`_rereplicate`), so nothing else would revive it.
                     create.append(self._replica_spec(t, tid, u, initial=False))
         delete = [d for d in (self._deletion(u, tid, st) for tid, st in reported.items())
                   if d is not None]
@@ -413,6 +421,16 @@ class Master:
                     self.rpc_client.call(live[new], "create_replica",
                                          self._replica_spec(t, tid, new, initial=False),
                                          timeout_s=5)
+                except errors.EngineError as e:
+                    # The leader was not asked: nothing was started, so give the choice up
+                    # now (the next try comes after 10 s), not after the 30 s a started
+                    # replacement gets - a server killed less than the unresponsive timeout
+                    # ago still counts as live and is often chosen (harness, membership)
+                    log.info("re-replication of %s onto %s: %s; choosing again", tid, new, e)
+                    cat.propose({"op": "set_replicas", "tablet_id": tid, "replicas": peers},
+                                term=term)
+                    continue
+                try:
                     self.rpc_client.call(live[leader], "change_config", {
                         "tablet": tid, "op": "replace", "old": dead[0], "new": new,
                         "new_addr": live[new]}, timeout_s=5)

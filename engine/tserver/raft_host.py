@@ -83,6 +83,7 @@ from engine.clock import Clock
 from engine.consensus.consensus_metadata import ConsensusMetadata, FileMetadataStore
 from engine.consensus.log import LogEntry
 from engine.consensus.log_storage import WalLogStorage
+from engine.consensus.messages import OpId
 from engine.consensus.raft import RaftConsensus, RaftOptions, Role
 from engine.rpc.rpc import RemoteError, RpcClient
 
@@ -231,8 +232,11 @@ class RaftHost:
     def __init__(self, group_id: str, uuid: str, directory: str, clock: Clock,
                  transport: Transport, options: RaftOptions, applied_index: int = 0,
                  fsync: bool = True, resolve_addr: Callable[[str], str] | None = None,
-                 segment_bytes: int = 8 << 20):
+                 segment_bytes: int = 8 << 20, vote_floor: OpId | None = None):
         self.group_id = group_id
+        # the last op id of a log this peer lost (created over a tombstone): its votes
+        # need candidates at least that far (raft.py, Votes after a lost log)
+        self.vote_floor = vote_floor
         self.uuid = uuid
         self.directory = directory
         self.clock = clock
@@ -264,7 +268,7 @@ class RaftHost:
             raise FileNotFoundError(f"{d}: no consensus metadata")
         self.raft = RaftConsensus(self.uuid, self.storage, cmeta, self.clock,
                                   random.Random(), self.options, applied_index=applied_index,
-                                  monotonic=clocks.monotonic)
+                                  monotonic=clocks.monotonic, vote_floor=self.vote_floor)
 
     @staticmethod
     def create_metadata(directory: str, cmeta: ConsensusMetadata, fsync: bool = True) -> None:

@@ -106,7 +106,7 @@ from engine.clock import Clock
 from engine.config import TabletConfig
 from engine.consensus.consensus_metadata import ConsensusMetadata
 from engine.consensus.log import LogEntry
-from engine.consensus.messages import RaftConfig, RaftPeer
+from engine.consensus.messages import OpId, RaftConfig, RaftPeer
 from engine.consensus.raft import NotLeader, RaftOptions
 from engine.rpc.rpc import RemoteError
 from engine.schema import Schema
@@ -245,9 +245,11 @@ class TabletReplica(RaftHost):
         self._waiters: dict[int, tuple[int, cf.Future]] = {}
         self._inflight: dict[tuple[str, int], cf.Future] = {}
         self._applied_cond = threading.Condition()
+        floor = info.get("vote_floor")  # created over a tombstone: its lost log's end
         super().__init__(self.tablet_id, server_uuid, directory, clock, transport, options,
                          applied_index=applied, fsync=config.fsync, resolve_addr=resolve_addr,
-                         segment_bytes=config.wal_segment_bytes)
+                         segment_bytes=config.wal_segment_bytes,
+                         vote_floor=None if floor is None else OpId(*floor))
         self._load_tracker(applied)
         ts = self.storage.timestamp(applied) or 0
         # ops up to the flushed state are committed in MVCC; later ones are applied again
@@ -367,10 +369,12 @@ class TabletReplica(RaftHost):
     def create(directory: str, tablet_id: str, table_id: str, table_name: str,
                schema: Schema, peers: list[tuple[str, str]], config: TabletConfig,
                clock: Clock, schema_version: int = 0, term: int = 0,
-               voted_for: str | None = None) -> None:
+               voted_for: str | None = None, vote_floor: list | None = None) -> None:
         """Lay out a new replica (before its first open): tablet, initial Raft config.
-        `term`, `voted_for`: what a tombstone of this tablet on this server remembers
-        (tablet_server.py): a replica created again never forgets a vote it gave."""
+        `term`, `voted_for`, `vote_floor` ([term, index]: the last entry of the log the
+        tombstone's replica held): what a tombstone of this tablet on this server
+        remembers (tablet_server.py): a replica created again never forgets a vote it
+        gave, nor grants one to a candidate behind the log it lost (raft.py)."""
         tmp = directory + ".tmp"
         if os.path.exists(tmp):
                 shutil.rmtree(tmp)
@@ -381,8 +385,10 @@ class TabletReplica(RaftHost):
         cfg = RaftConfig(0, tuple(RaftPeer(u, addr=a) for u, a in peers))
         RaftHost.create_metadata(tmp, ConsensusMetadata(term, voted_for, cfg), config.fsync)
         with open(os.path.join(tmp, REPLICA_FILE), "w") as f:
-            json.dump({"tablet_id": tablet_id, "table_id": table_id,
-                       "table_name": table_name}, f)
+            info = {"tablet_id": tablet_id, "table_id": table_id, "table_name": table_name}
+            if vote_floor is not None:
+                info["vote_floor"] = [int(vote_floor[0]), int(vote_floor[1])]
+            json.dump(info, f)
         os.rename(tmp, directory)  # a replica directory is complete or absent
 
     # -- apply -------------------------------------------------------------------------------

@@ -12,7 +12,11 @@ vote with their last logged op id; refusing is simpler and never grants a vote t
 replica would not have granted before). It is reported in heartbeats (state TOMBSTONED,
 its term and committed configuration). `create_replica` over a tombstone (re-replication
 back onto this server) starts the new replica at the tombstone's term with its vote, so a
-voter never votes twice in a term however much it lost; the tombstone's directory is
+voter never votes twice in a term however much it lost, and with the last op id of the
+log the tombstone lost (`vote_floor` in replica.json, recorded when the replica is
+tombstoned; unknown: (its term, infinity)) as a floor for the votes it grants, so its empty
+log never lets a candidate that lacks entries the lost log acked win (raft.py, Votes
+after a lost log); the tombstone's directory is
 swapped for the new one (set aside as `<id>.tombstone-old`, restored at start if the
 swap did not finish). Only a `drop` delete (the tablet was dropped: DROP TABLE, DROP RANGE
 PARTITION) removes the directory whole.
@@ -20,8 +24,10 @@ PARTITION) removes the directory whole.
 Deletes are acted on only from a master that still leads: the highest sys catalog term of
 a master heard from (heartbeat answers' `term`, requests' `master_term`; in memory only,
 a restart starts from 0 and relies on the master's own confirmation) refuses a delete of
-a lower term; a delete in a heartbeat answer is ignored if the replica was opened after the
-report was taken (the master decided about an older one); and a delete carrying
+a lower term; a delete in a heartbeat answer is ignored if the replica was opened - or asked for
+again by a `create_replica` it already satisfied (re-replication back onto this server
+while the old replica runs) - after the report was taken (the master decided about an
+older state); and a delete carrying
 `cas_config_index` is refused if the replica's committed configuration is newer (Kudu's
 CAS on the configuration's op index).
 
@@ -150,6 +156,7 @@ log = logging.getLogger(__name__)
 
 OP_COLUMN = "__op"
 RECREATE_SUFFIX = ".tombstone-old"  # a tombstone being replaced by a new replica
+UNKNOWN_LOG_END = 1 << 62  # a tombstone's lost log of unknown length: a vote floor's index
 
 
 def _read_replica_info(directory: str) -> dict:
@@ -361,6 +368,12 @@ class TabletServer:
         with self._lock:
             self._master_says(p)  # a create is never refused: it destroys nothing
             if tid in self.replicas or tid in self.failed_replicas:
+                # The master wants this replica (again: re-replication back onto this
+                # server while the old one still runs takes it as the new member). A
+                # delete it decided from a report taken before now is stale: the replica
+                # counts as opened now, so `apply_master_answer` skips such a delete.
+                self._incarnation += 1
+                self._opened_at[tid] = self._incarnation
                 return {"created": False}
             d = self._replica_dir(tid)
             tomb = self.tombstones.get(tid)
@@ -370,7 +383,8 @@ class TabletServer:
                                      [tuple(x) for x in p["peers"]], self.config, self.clock,
                                      p.get("schema_version", 0),
                                      term=0 if tomb is None else tomb["term"],
-                                     voted_for=None if tomb is None else tomb["voted_for"])
+                                     voted_for=None if tomb is None else tomb["voted_for"],
+                                     vote_floor=None if tomb is None else tomb["vote_floor"])
             if tomb is not None:
                 # the tombstone's directory is replaced by the new one: set aside (a crash
                 # now puts it back at the next start), the new one in, the old one gone
@@ -408,12 +422,21 @@ class TabletServer:
                     log.info("not deleting replica %s: its committed configuration (index "
                              "%d) is newer than the master's (%d)", tid, have, cas)
                     return {"deleted": False, "refused": "newer committed configuration"}
+            floor = None
             if r is not None:
                 self.replicas.pop(tid)
                 self.mm.unregister(r.tablet)
                 self.metrics.forget_tablet(tid)
                 with r.lock:
                     meta = r.raft.metadata()
+                    # the end of the log about to go (or of one lost before it): a replica
+                    # created here again votes as if it still had it (raft.py)
+                    try:
+                        floor = (r.storage.last_term, r.storage.last_index)
+                    except Exception:  # noqa: BLE001 - e.g. a log a failed install closed:
+                        floor = None  # unknown, the tombstone's term stands in (below)
+                    if floor is not None and r.vote_floor is not None:
+                        floor = max(floor, (r.vote_floor.term, r.vote_floor.index))
                     r.close()
                 # what the node holds is durable already (saved before any message that
                 # depended on it); saved again so the tombstone is exact
@@ -427,6 +450,10 @@ class TabletServer:
                 return {"deleted": False, "tombstoned": tid in self.tombstones}
             info = _read_replica_info(d)
             info["state"] = TOMBSTONED
+            if floor is not None:
+                info["vote_floor"] = list(floor)
+            else:
+                info.pop("vote_floor", None)
             write_json_atomic(os.path.join(d, REPLICA_FILE), info, self.config.fsync)
             self._load_tombstone(tid, info)
         return {"deleted": True, "tombstoned": True}
@@ -467,9 +494,16 @@ class TabletServer:
         if cmeta is None:
             raise errors.Corruption(f"tombstone {d} lost its consensus metadata")
         cfg = cmeta.committed_config
+        floor = info.get("vote_floor")
+        if floor is None:
+            # the lost log's end is unknown (a FAILED replica that could not be opened, a
+            # tombstone of an older version): none of its entries has a term above the
+            # tombstone's, so (that term, infinity) is a floor that is never too low
+            floor = [cmeta.current_term, UNKNOWN_LOG_END]
         self.tombstones[tid] = {
             "table_id": info.get("table_id"), "table_name": info.get("table_name"),
             "term": cmeta.current_term, "voted_for": cmeta.voted_for,
+            "vote_floor": [int(floor[0]), int(floor[1])],
             "committed_config_index": cfg.opid_index,
             "committed_peers": [x.uuid for x in cfg.peers]}
 

@@ -120,7 +120,11 @@ After healing
     rows at one snapshot (the latest) and at snapshots taken during the run (their MVCC
     history above the ancient history mark);
   - replicas: a FAILED replica still in a leader's configuration 60 s after healing (the
-    master did not replace it) is an anomaly;
+    master did not replace it) is an anomaly; so is a tablet without a leader (the
+    anomaly lists what each replica says: role, state, term, leader, configuration, last
+    and commit index, and which servers hold a tombstone of it), a member a leader names
+    whose server runs no replica of it, and a tablet server that does not answer
+    `status` (it is named: its leaders would otherwise look like leaderless tablets);
   - logs: no server log holds a traceback, an AssertionError or a SAFETY VIOLATION (except
     the traceback of a replica failing on the disk nemesis's injected EIO).
 Each failed check is one anomaly. The history is written to DIR/history.jsonl
@@ -1434,30 +1438,45 @@ def _compare_once(cluster: Cluster, snapshots: list[int], timeout: float
     moved = False
     deadline = time.monotonic() + timeout
     while True:  # every tablet has a leader whose configuration's replicas all run
-        status, leaders = {}, {}
+        status, leaders, tombs, silent = {}, {}, {}, []
         for p in cluster.procs("tserver"):
             try:
                 st = rpc.call(p["addr"], "status", timeout_s=5)
-            except Exception:  # noqa: BLE001 - restarting
+            except Exception as e:  # noqa: BLE001 - restarting, or too slow to answer
+                silent.append(f"{p['name']} ({str(e)[:80]})")
                 continue
             status[st["uuid"]] = (p["addr"], st["tablets"])
+            tombs[st["uuid"]] = st.get("tombstones", {})
         for u, (addr, tablets) in status.items():
             for tid, t in tablets.items():
                 if t.get("role") == "LEADER":
                     if tid not in leaders or t.get("term", 0) > leaders[tid][2]:
                         leaders[tid] = (u, t.get("peers", []), t.get("term", 0))
-        # ... and none of them FAILED (a disk fault's replica: the master replaces it)
-        ready = leaders and all(all(u in status and tid in status[u][1]
-                                    and status[u][1][tid].get("state") != "FAILED"
-                                    for u in peers)
-                                for tid, (_, peers, _) in leaders.items())
+        all_tablets = {tid for _, tablets in status.values() for tid in tablets}
+        # every tablet has a leader (a tablet whose replicas are all on servers that did not
+        # answer is not seen at all: `silent` names them), and none of its configuration's
+        # replicas is missing or FAILED (a disk fault's replica: the master replaces it)
+        ready = leaders and not silent and set(leaders) >= all_tablets and \
+            all(all(u in status and tid in status[u][1]
+                    and status[u][1][tid].get("state") != "FAILED" for u in peers)
+                for tid, (_, peers, _) in leaders.items())
         if ready or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    out = []
-    all_tablets = {tid for _, tablets in status.values() for tid in tablets}
+    out = [f"replicas: tablet server {x} did not answer `status` {timeout:.0f} s after "
+           f"healing" for x in silent]
     for tid in sorted(all_tablets - set(leaders)):
-        out.append(f"replicas: tablet {tid[:8]} has no leader {timeout:.0f} s after healing")
+        # what each replica says (the evidence a stuck election needs: session 38's seed
+        # 106 left only "no leader")
+        seen = "; ".join(
+            f"{u[:8]}: {t.get('role')} {t.get('state')} term {t.get('term')} leader "
+            f"{str(t.get('leader'))[:8]} peers {[x[:8] for x in t.get('peers', [])]} "
+            f"last {t.get('last_index')} commit {t.get('commit_index')}"
+            for u, (_, tablets) in sorted(status.items())
+            for t in [tablets.get(tid)] if t is not None)
+        gone = [u[:8] for u, ts in sorted(tombs.items()) if tid in ts]
+        out.append(f"replicas: tablet {tid[:8]} has no leader {timeout:.0f} s after healing "
+                   f"({seen}{'; tombstones on ' + ', '.join(gone) if gone else ''})")
     for tid, (leader, peers, _) in sorted(leaders.items()):
         try:
             latest = rpc.call(status[leader][0], "tablet_ts", {"tablet": tid}, timeout_s=10)
@@ -1472,6 +1491,12 @@ def _compare_once(cluster: Cluster, snapshots: list[int], timeout: float
             for u in peers:
                 if u not in status:
                     out.append(f"replicas: tablet {tid[:8]}: replica {u[:8]} not reachable")
+                    continue
+                if tid not in status[u][1]:
+                    out.append(f"replicas: tablet {tid[:8]}: its leader {leader[:8]} names "
+                               f"{u[:8]}, whose server runs no replica of it"
+                               f"{' (a tombstone)' if tid in tombs.get(u, {}) else ''}")
+                    moved = True  # evicted meanwhile, or being created again: look again
                     continue
                 if status[u][1].get(tid, {}).get("state") == "FAILED":
                     out.append(f"replicas: tablet {tid[:8]}: replica {u[:8]} is FAILED and "

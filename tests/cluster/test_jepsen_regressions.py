@@ -190,3 +190,46 @@ def test_a_write_whose_rows_never_arrived_is_not_applied_empty():
     finally:
         c.close()
         srv.stop()
+
+
+def test_a_replacement_whose_new_replica_could_not_be_created_is_given_up_at_once():
+    """Harness seed 106 (session 39, load 5-16): four re-replications waited 30 s ("did
+    not start; choosing again"): the server chosen had just been killed by the nemesis
+    but still counted as live (4 s unresponsive timeout), `create_replica` failed, and the
+    leader was never asked - yet the catalog kept it as the server being added until the
+    30 s give-up. Now a failed create gives the choice up at once (the next try 10 s later,
+    as after any attempt)."""
+    from engine.master.master import Master
+    from engine.rpc.rpc import Unreachable
+
+    m = Master.__new__(Master)
+    m.live_tservers = lambda: {"a": "A", "b": "B", "c": "C", "d": "D"}
+    m.tserver_unresponsive_s, m._leader_since, m._pending = 4.0, -1e9, {}
+    m._reports = {"t1": {"b": {"role": "LEADER", "term": 3, "peers": ["a", "b", "e"]}}}
+    proposed, calls = [], []
+
+    class Catalog:
+        class raft:
+            term = 7
+        tables = {"x": {"replication_factor": 3, "tablets": [{"tablet_id": "t1"}]}}
+        replicas = {"t1": ["a", "b", "e"]}  # e is dead
+        initial: dict = {}
+        config_index: dict = {}
+        adding: dict = {}
+
+        def propose(self, op, term=None):
+            proposed.append(op)
+
+    class Rpc:
+        def call(self, addr, action, payload=None, timeout_s=None):
+            calls.append((addr, action))
+            if action == "create_replica":
+                raise Unreachable(f"server {addr} is unreachable")
+
+    m.catalog, m.rpc_client = Catalog(), Rpc()
+    m._replica_spec = lambda t, tid, new, initial=False: {"tablet_id": tid}
+    m._rereplicate()
+    assert calls == [("C" if proposed[0]["adding"] == "c" else "D", "create_replica")]
+    assert len(proposed) == 2, proposed  # before: the add stayed recorded (30 s)
+    assert proposed[1] == {"op": "set_replicas", "tablet_id": "t1",
+                           "replicas": ["a", "b", "e"]}

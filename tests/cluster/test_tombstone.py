@@ -72,6 +72,92 @@ def test_a_deleted_replica_keeps_its_term_and_vote_and_never_votes_twice(servers
                    for n in os.listdir(os.path.join(f.data_dir, "tablets")))
 
 
+def _ask_vote(r, candidate: str, term: int, last: OpId) -> bool:
+    """Whether replica `r` grants `candidate` (log ending at `last`) its vote in `term`
+    (a transfer's request: no leader stickiness)."""
+    with r.lock:
+        r.raft.step(VoteRequest(candidate, r.uuid, term, last, transfer=True))
+        r.process()
+        return r.raft.voted_for == candidate
+
+
+def test_a_replica_created_over_a_tombstone_votes_as_if_it_kept_its_log(servers):
+    """A follower that acked the tablet's writes is tombstoned and created again (the
+    master re-replicating back onto its server): its log is empty. Before, it granted its
+    vote to any candidate - one lacking the writes it had acked too, which a lagging
+    replica still counting it as a voter of an older configuration could use to win
+    without a committed entry. Now it votes as if it still had the log it lost (its last
+    op id is kept with the tombstone, and across a restart); a candidate as far as that
+    log gets the vote."""
+    ts, c = servers["ts"], servers["client"]
+    _write(c, ts, 1, [1, 2, 3])
+    _write(c, ts, 2, [4, 5])
+    leader = _leader(ts)
+    f = next(t for t in ts if t is not leader)
+    r = f.replicas["t1"]
+    _wait(lambda: r.raft.last_applied >= leader.replicas["t1"].raft.commit_index)
+    last = OpId(r.storage.last_term, r.storage.last_index)
+    assert last.index >= 3
+    assert c.call(f.addr, "delete_replica", {"tablet_id": "t1"})["tombstoned"]
+    assert f.tombstones["t1"]["vote_floor"] == [last.term, last.index]
+    # survives a restart, and the replica created over it starts with that floor
+    port = int(f.addr.rsplit(":", 1)[1])
+    i = ts.index(f)
+    f.stop()
+    f = ts[i] = _start(str(servers["path"] / f"ts{i}"), port)
+    assert c.call(f.addr, "create_replica", _spec([]))["created"]
+    r = f.replicas["t1"]
+    assert r.storage.last_index == 0 and r.raft.vote_floor == last
+    term = r.raft.term
+    assert not _ask_vote(r, "lagging", term + 1, OpId(last.term, last.index - 1)), \
+        "an empty replica voted for a candidate behind the log it had acked"
+    assert not _ask_vote(r, "empty", term + 2, OpId(0, 0))
+    assert _ask_vote(r, "caught-up", term + 3, last)
+    # a tombstone whose log's end is unknown (written before it was recorded, or of a
+    # replica that could not be opened): no entry of it has a term above the tombstone's
+    d = os.path.join(f.data_dir, "tablets", "t1")
+    assert c.call(f.addr, "delete_replica", {"tablet_id": "t1"})["tombstoned"]
+    with open(os.path.join(d, "replica.json")) as fh:
+        info = json.load(fh)
+    del info["vote_floor"]
+    with open(os.path.join(d, "replica.json"), "w") as fh:
+        json.dump(info, fh)
+    f.stop()
+    f = ts[i] = _start(str(servers["path"] / f"ts{i}"), port)
+    t = f.tombstones["t1"]["term"]
+    assert f.tombstones["t1"]["vote_floor"][0] == t
+    assert c.call(f.addr, "create_replica", _spec([]))["created"]
+    r = f.replicas["t1"]
+    assert not _ask_vote(r, "old-term", t + 1, OpId(t, 10 ** 9))
+    assert _ask_vote(r, "new-term", t + 2, OpId(t + 1, 1))
+
+
+def test_a_delete_decided_before_the_master_asked_for_the_replica_again_is_ignored(
+        servers):
+    """Re-replication back and forth (harness runs with membership faults: a server
+    evicted from a tablet, then chosen again for it while its old replica still runs):
+    the master's heartbeat answer tombstoning the old replica was decided from a report
+    taken before the master asked for the replica again (`create_replica`, answered
+    "exists": the old replica is taken as the new member, fed from the leader's log). Its
+    committed configuration is old, so the CAS let the stale delete through, and the
+    group then waited for a member whose server ran only a tombstone (a learner never
+    promoted, the replaced voter never evicted). A create asking for an existing replica
+    now makes it younger than any report taken before."""
+    ts, c = servers["ts"], servers["client"]
+    _leader(ts)
+    f = ts[0]
+    seen = f._incarnation  # the report the master decides on is taken here
+    assert c.call(f.addr, "create_replica", _spec([]))["created"] is False
+    f.apply_master_answer({"term": 7, "delete": [{"tablet_id": "t1",
+                                                  "cas_config_index": 0}]}, seen)
+    assert "t1" in f.replicas and "t1" not in f.tombstones, \
+        "a delete decided before the create tombstoned the replica the master asked for"
+    # a delete decided on a later report goes ahead
+    f.apply_master_answer({"term": 7, "delete": [{"tablet_id": "t1",
+                                                  "cas_config_index": 0}]}, f._incarnation)
+    assert "t1" not in f.replicas and "t1" in f.tombstones
+
+
 def test_delete_is_refused_for_a_newer_config_a_deposed_master_or_a_younger_replica(
         servers):
     ts, c = servers["ts"], servers["client"]
@@ -201,6 +287,27 @@ def test_master_records_only_committed_configs(master):
         ["u1", "u2", "u5"], 12)
 
 
+def test_a_member_whose_server_holds_only_a_tombstone_is_created_again(master):
+    """The group's committed configuration (recorded by the catalog) names u4, a learner
+    being added, but u4's server holds only a tombstone of the tablet (a stale delete
+    tombstoned it after the catalog had stopped calling it `adding`). Before, the master
+    created a replica over a tombstone only for the server it was adding, and a 3-4-3
+    with four members is never replaced: the learner was never promoted nor the replaced
+    voter evicted, for good. Now any member the catalog names is created again there (it
+    votes as if it kept the log it lost: test above)."""
+    m = master
+    _, tid = _put_table(m, "d", ["u1", "u2", "u3"])
+    m.catalog.propose({"op": "set_replicas", "tablet_id": tid,
+                       "replicas": ["u1", "u2", "u3", "u4"], "config_index": 12})
+    assert m.catalog.adding.get(tid) is None
+    out = _hb(m, "u4", {tid: _rep(0, state="TOMBSTONED", role="NONE")})
+    assert [c["tablet_id"] for c in out["create"]] == [tid] and out["delete"] == []
+    assert out["create"][0]["peers"] == []  # empty: it learns its configuration from the log
+    # a tombstone of a server the catalog does not name stays one
+    out = _hb(m, "u5", {tid: _rep(0, state="TOMBSTONED", role="NONE")})
+    assert out["create"] == []
+
+
 def test_a_master_that_cannot_confirm_it_leads_orders_no_deletion(tmp_path):
     addrs = [f"127.0.0.1:{free_port()}" for _ in range(3)]
     # long election timeouts: the old leader believes it leads for seconds after it lost
@@ -269,3 +376,56 @@ def test_an_evicted_server_that_comes_back_has_its_replicas_tombstoned(cluster4)
     with c.connect() as conn:
         assert conn.execute("SELECT count(*) FROM s").fetchone()[0] == 50
     rpc.close()
+
+
+def test_a_member_tombstoned_by_a_stale_delete_comes_back_and_catches_up(tmp_path):
+    """End to end, in-process: a master and three tablet servers heartbeating to it; a
+    follower's replica of a tablet holding rows is tombstoned while it is still a member
+    (what a stale delete did). The master's heartbeat answer creates it again over the
+    tombstone, and the leader - which had matched it - feeds it until it holds every row.
+    Before: it stayed a tombstone (only a server being added was created again), and once
+    created again the leader probed it at its old match index + 1 for ever."""
+    from tests.cluster.test_tserver import _rows
+
+    m = Master(str(tmp_path / "m"), "127.0.0.1", 0, SECRET, tick_ms=20, fsync=False,
+               tserver_unresponsive_s=30)
+    ts = []
+    c = RpcClient(SECRET)
+    try:
+        _wait_leader([m])
+        ts = [TabletServer(str(tmp_path / f"ts{i}"), "127.0.0.1", 0, SECRET, [m.addr],
+                           tick_ms=30, election_ticks=6, heartbeat_ms=100, fsync=False)
+              for i in range(3)]
+        _wait(lambda: len(m.live_tservers()) == 3, 20)
+        _, tid = _put_table(m, "e", [t.uuid for t in ts])
+        _wait(lambda: all(tid in t.replicas for t in ts), 20)
+
+        def leader():
+            return next((t for t in ts if tid in t.replicas
+                         and t.replicas[tid].raft.is_leader), None)
+        _wait(lambda: leader() is not None, 20)
+        for seq in range(1, 6):
+            keys = list(range(seq * 10, seq * 10 + 10))
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    c.put(leader().addr, {"tablet": tid, "client_id": "c1", "seq": seq},
+                          _rows(keys))
+                    break
+                except Exception:  # noqa: BLE001 - leadership still settling
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+        lead = leader()
+        f = next(t for t in ts if t is not lead)
+        _wait(lambda: f.replicas[tid].tablet.count_rows() == 50, 20)
+        assert c.call(f.addr, "delete_replica", {"tablet_id": tid})["tombstoned"]
+        assert tid in f.tombstones
+        # created again by the master's heartbeat answer, then fed by the leader
+        _wait(lambda: tid in f.replicas, 20)
+        _wait(lambda: f.replicas[tid].tablet.count_rows() == 50, 30)
+        assert f.replicas[tid].raft.vote_floor is not None
+    finally:
+        for t in ts:
+            t.stop()
+        m.stop()
+        c.close()

@@ -129,3 +129,42 @@ def test_long_simulation(nodes, seeds):
                        cwd=ROOT, capture_output=True, text=True, timeout=3 * 3600)
     assert r.stdout.splitlines()[-1] == f"{seeds} seeds, 0 violations", r.stdout[-3000:]
     assert r.returncode == 0
+
+
+# -- fault `wipe`: a member's replica tombstoned and created again empty ---------------------
+WIPE = frozenset(SimOptions().faults) | {"wipe"}
+
+
+def test_replicas_created_again_empty_stay_safe_and_live():
+    """Fault `wipe` (a follower's replica deleted and created again over its tombstone,
+    as the master does when it re-replicates back onto a server): with the lost log's
+    last op id as the re-created replica's vote floor (raft.py, Votes after a lost log),
+    no violation; without it (`no_vote_floor`, the code before session 39) the empty
+    replica's vote elects a leader lacking a committed entry (seed 132: "leader
+    completeness")."""
+    assert _failures(range(0, 60), SimOptions(faults=WIPE)) == []
+    assert _failures([132], SimOptions(faults=WIPE)) == []
+    bad = _failures([132], SimOptions(faults=WIPE, broken="no_vote_floor"))
+    assert bad and "leader completeness" in bad[0][1], bad
+
+
+def test_a_leader_feeds_a_follower_that_lost_what_it_acked():
+    """A follower acked entries, then its replica was created again empty. Its refusals
+    report a log shorter than its match index; before, the leader kept probing at match
+    index + 1 forever (retry_index was floored there) - only a log GC past that point,
+    10,000 entries later on a tablet server, sent a tablet copy. Now the acks are void
+    and it is fed again from its real log end."""
+    from engine.consensus.raft import RaftOptions
+    raft = RaftOptions(heartbeat_ticks=2, election_timeout_ticks=10, max_batch_entries=8,
+                       max_inflight=3, log_retention_entries=10_000, tick_s=0.01)
+    sim = Simulation(1, SimOptions(faults=frozenset(), clients=2, raft=raft))
+    for _ in range(150):
+        sim._step_tick(False)
+    lead = sim._leader()
+    f = next(n for n in sim.nodes.values() if n is not lead)
+    assert lead.node.queue.peers[f.uuid].match_index > 10
+    sim._wipe(f)
+    for _ in range(60):
+        sim._step_tick(False)
+    assert sim._leader() is lead
+    assert f.applied >= lead.node.commit_index - 8, (f.applied, lead.node.commit_index)
