@@ -48,8 +48,9 @@ import java.util.List;
  * kept ({@code "idle": true}: the server found the window empty, and it is not read), so a
  * quiet table does not stop the stream; the window of a table that changed ends "now", not
  * at its last commit, so an offset is never older than half the history kept plus the time
- * to the next trigger (a stream is refused only when that exceeds the history). A start below the ancient history mark is refused
- * on the driver ({@code startingOffsets}, 22023), and so is a stream stopped (or behind)
+ * to the next trigger (a stream is refused only when that exceeds the history). A start
+ * below the ancient history mark is refused on the driver ({@code startingOffsets},
+ * 22023), and so is a stream stopped (or behind)
  * longer than the history kept while the table changed (or, should the mark pass it
  * between planning and reading, its task: SnapshotTooOld, 22023): never skipped silently.
  *
