@@ -44,7 +44,8 @@ planning, tickets, statistics and write summaries) over one TCP connection per r
               lookup of its own)
     timestamp table                                           {"timestamp"}
     changes_plan table, at? (ISO timestamp), start?, end?,    {"latest", "ahm", "table_id",
-              earliest?, columns?, fresh?, idle_from?         "tablet_ids", "at"?,
+              earliest?, columns?, fresh?, idle_from?,        "now", "tablet_ids", "at"?,
+              limit_from?, limit_rows?, limit_earliest?       "limit_end"?,
               (a change stream's driver: the JVM               "fresh"?, "idle"? (a safe
               connector's MicroBatchStream;                    fresh timestamp:
               wire.flight.changes_plan)                        wire.flight.changes_plan),

@@ -27,8 +27,9 @@ these pieces, so the protocol is plain Flight with JSON commands:
                                              (wire/stream_sink.py); do_action("stream_sink")
                                              the driver's records of those batches
     do_action("changes_plan", {"table",   ->  latest timestamp, ancient history mark,
-      "at"?, "fresh"?, "idle_from"?})        tablets, "fresh"? / "idle"? (a safe fresh
-                                             timestamp: `changes_plan`);
+      "at"?, "fresh"?, "idle_from"?,         "now", tablets, "fresh"? / "idle"? (a safe
+      "limit_from"?, "limit_rows"?})         fresh timestamp), "limit_end"? (a rate
+                                             limit's end: `changes_plan`);
                                              do_get({"kind": "changes", ...})
                                              -> Table.changes of one tablet in (start, end]
 
@@ -427,11 +428,25 @@ def changes_plan(t, body: dict) -> dict:
     so (O, T] holds no
     change at all and the stream may move its offset to T without reading it. That keeps
     an idle stream's windows above the ancient history mark; a stream whose offset fell
-    below the mark while the table changed gets no "idle" (its driver refuses it, 22023)."""
+    below the mark while the table changed gets no "idle" (its driver refuses it, 22023).
+
+    "now": max(latest, `Table.clock_now()`), the end a driver gives the window of a table
+    that changed: not the last commit, which may be nearly a trigger interval old already
+    (a window ending there leaves the next one's start that much older, and a trigger
+    interval above half the history kept then put a start below the mark with nothing
+    lost: a spurious 22023). It needs no barrier here: the window's reader makes its end
+    safe on each tablet first (`Tablet.changes`: a write still in flight at or below it is
+    waited for and read in this window; every later one gets a timestamp above it).
+
+    "limit_from": O, "limit_rows": N (and "limit_earliest": a stream's first window from
+    "earliest"): a rate limit (maxRowsPerTrigger) adds "limit_end", the window's end
+    holding at most about N change rows when (O, latest] holds more (`_limit_end`)."""
     from engine.clock import upper_bound_for_micros
 
     meta = t.metadata
-    out = {"latest": t.current_timestamp(), "ahm": t.ancient_history_mark(),
+    latest = t.current_timestamp()
+    out = {"latest": latest, "ahm": t.ancient_history_mark(),
+           "now": max(latest, t.clock_now()),
            "table_id": t.id, "tablet_ids": list(meta.tablet_ids)}
     at = body.get("at")
     if at is not None:
@@ -449,7 +464,30 @@ def changes_plan(t, body: dict) -> dict:
         # at or below `safe` shows here, and then (O, safe] is read, not skipped
         if t.committed_timestamp() <= int(frm):
             out["idle"] = safe
+    lim, lfrom = body.get("limit_rows"), body.get("limit_from")
+    if lim is not None and lfrom is not None:
+        end = _limit_end(t, out, int(lfrom), bool(body.get("limit_earliest")), int(lim))
+        if end is not None:
+            out["limit_end"] = end
     return out
+
+
+def _limit_end(t, plan: dict, start: int, earliest: bool, rows: int) -> int | None:
+    """A change stream's rate limit (maxRowsPerTrigger): the last commit timestamp E in
+    (start, latest] such that the commits in (start, E] changed at most `rows` rows
+    (`Table.change_counts`: a record per changed row, so a bound on the change rows), at
+    least one commit whatever its size (an offset is a timestamp: a commit is never
+    split); None when the whole window fits, nothing changed, or the start is below the
+    mark on a stream not from "earliest" (its driver refuses it, 22023)."""
+    latest = int(plan["latest"])
+    if latest <= start or (start < int(plan["ahm"]) and not earliest):
+        return None
+    ts, counts = t.change_counts(start, latest, retained=earliest)
+    total = counts.cumsum()
+    if not len(ts) or int(total[-1]) <= rows:
+        return None
+    k = max(1, int((total <= rows).sum()))
+    return int(ts[k - 1])
 
 
 def _idle_too_long(t, plan: dict, offset: int) -> bool:

@@ -231,6 +231,30 @@ class Table:
         finally:
             lease.release()
 
+    def change_counts(self, start_ts: int, end_ts: int, retained: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """`Tablet.change_counts` over the table's tablets: (sorted distinct commit
+        timestamps in (start_ts, end_ts], records each, summed over the tablets). Local
+        tablets only (a cluster client's RemoteTablet has no such RPC: NotSupported)."""
+        lease = self.catalog.lease_tablets(self.id, lambda m: m.tablet_ids)
+        try:
+            ts, counts = [], []
+            for t in self._open(lease.handles):
+                if not hasattr(t, "change_counts"):
+                    raise errors.NotSupported(
+                        "a change stream's maxRowsPerTrigger needs the table's tablets in "
+                        "the endpoint's process (not yet on a cluster's tablet servers)")
+                a, c = t.change_counts(start_ts, end_ts, retained)
+                ts.append(a)
+                counts.append(c)
+        finally:
+            lease.release()
+        if not ts:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        u, inv = np.unique(np.concatenate(ts), return_inverse=True)
+        return u, np.bincount(inv, weights=np.concatenate(counts),
+                              minlength=len(u)).astype(np.int64)
+
     def clock_now(self) -> int:
         """Now as a HybridTime: the catalog's clock (embedded), or this process's wall
         clock (a cluster's client has no clock of its own)."""

@@ -397,7 +397,8 @@ class Log:
     def append_write(self, index: int, timestamp: int, body: bytes) -> None:
         """`append(LogEntry(0, index, timestamp, WRITE, body))`, the same bytes, without
         the entry object: a local tablet's write (`Tablet.start_op`) logs every op
-        through here."""
+        through here. A body above JOIN_MAX_BYTES may be any buffer-protocol object (a
+        bulk write's Arrow buffer: `WriteOp.encode_for_log`); it is not kept."""
         if len(body) <= JOIN_MAX_BYTES:     # one record object, written in one call
             self._append(index, timestamp, wal_record(index, timestamp, body), b"")
             return

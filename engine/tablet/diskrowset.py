@@ -639,9 +639,10 @@ class DiskRowSet:
                     for c in columns}
             yield blo, live, cols
 
-    def _records_in(self, start_ts: int, end_ts: int, field: str) -> np.ndarray:
+    def _records_in(self, start_ts: int, end_ts: int, field: str, distinct: bool = True
+                    ) -> np.ndarray:
         """Sorted distinct values of `field` ("rowid" or "ts") of the UNDO and REDO records
-        in (start_ts, end_ts]."""
+        in (start_ts, end_ts]; with `distinct` false, one per record, unsorted."""
         undo_files, redo_files, dmss, _ = self._stores
         parts = []
         for store in list(undo_files) + list(redo_files) + list(dmss):
@@ -651,16 +652,20 @@ class DiskRowSet:
             parts.append(getattr(b, field)[(b.ts > start_ts) & (b.ts <= end_ts)])
         if not parts:
             return np.empty(0, dtype=np.int64)
+        if not distinct:
+            return np.concatenate(parts).astype(np.int64, copy=False)
         return np.unique(np.concatenate(parts)).astype(np.int64, copy=False)
 
     def changed_rowids(self, start_ts: int, end_ts: int) -> np.ndarray:
         """Sorted rowids with any UNDO or REDO record in (start_ts, end_ts]."""
         return self._records_in(start_ts, end_ts, "rowid")
 
-    def change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
+    def change_timestamps(self, start_ts: int, end_ts: int, distinct: bool = True
+                          ) -> np.ndarray:
         """Sorted distinct timestamps of the UNDO and REDO records in (start_ts, end_ts]:
-        the commits that changed a row of this rowset in that window."""
-        return self._records_in(start_ts, end_ts, "ts")
+        the commits that changed a row of this rowset in that window (with `distinct`
+        false, one per record: Tablet.change_counts)."""
+        return self._records_in(start_ts, end_ts, "ts", distinct)
 
     def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot
                    ) -> dict[int, object] | None:

@@ -431,12 +431,16 @@ class MemRowSet:
         b = redo.rowid[(redo.ts > start_ts) & (redo.ts <= end_ts)]
         return np.union1d(a, b)
 
-    def change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
+    def change_timestamps(self, start_ts: int, end_ts: int, distinct: bool = True
+                          ) -> np.ndarray:
         """Sorted distinct commit timestamps of the inserts and REDO records in
-        (start_ts, end_ts] (Tablet.changes splits a diff scan at each of them)."""
+        (start_ts, end_ts] (Tablet.changes splits a diff scan at each of them); with
+        `distinct` false, one per record, unsorted (Tablet.change_counts)."""
         n, insert_ts, redo = self.capture()
         a = insert_ts[(insert_ts > start_ts) & (insert_ts <= end_ts)]
         b = redo.ts[(redo.ts > start_ts) & (redo.ts <= end_ts)]
+        if not distinct:
+            return np.concatenate((a, b)).astype(np.int64, copy=False)
         return np.union1d(a, b).astype(np.int64, copy=False)
 
     def lookup_row(self, rowid: int, columns: Sequence[ColumnSchema], snapshot: MvccSnapshot

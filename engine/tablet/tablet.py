@@ -872,6 +872,26 @@ class Tablet:
         self._snapshot(end_ts)                 # waits until end_ts is safe
         return self._change_timestamps(start_ts, end_ts)
 
+    def change_counts(self, start_ts: int, end_ts: int, retained: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct commit timestamps in (start_ts, end_ts], the UNDO / REDO /
+        insert records each holds): a bound on the rows `changes` gives for that commit (a
+        record per changed row; an op that inserts and deletes a key at one timestamp has
+        records and no row), for a change stream's rate limit (wire.flight.changes_plan
+        "limit_rows"). start_ts as in `changes` (`retained`: from the mark)."""
+        if retained:
+            start_ts = max(int(start_ts), self.ancient_history_mark())
+        else:
+            self._snapshot(start_ts)
+        self._snapshot(end_ts)
+        comps = self._components
+        parts = [rs.change_timestamps(start_ts, end_ts, distinct=False)
+                 for rs in (comps.mrs, *comps.frozen, *comps.drss)]
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return np.unique(np.concatenate(parts), return_counts=True)
+
     def _change_timestamps(self, start_ts: int, end_ts: int) -> np.ndarray:
         comps = self._components
         parts = [rs.change_timestamps(start_ts, end_ts)

@@ -404,7 +404,7 @@ class TabletWriter:
             phys = converted[2]         # first_failure's: every row converted, none bad
         else:
             phys = self._convert(table, op_arr, bad)
-        body = op.encode() if index is None else None
+        body = op.encode_for_log() if index is None else None
         with self._tablet.write_lock:
             if self.schema is not schema:  # an alter_schema ran since the conversion
                 for name in table.column_names:

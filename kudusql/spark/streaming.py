@@ -26,7 +26,7 @@ Change source: `spark.readStream.format("kudusql").option(..).option("table", t)
     driver                                               executors
     initialOffset(): {"ts": T0} (a fresh safe ts,        read(p): Table.changes of one
       the ancient history mark, or the given instant)      tablet in (start, end]: every
-    latestOffset(): {"ts": the table's latest ts}          commit's row, `_is_deleted`,
+    latestOffset(): {"ts": now} once the table changed     commit's row, `_is_deleted`,
     partitions(start, end): one per tablet                 `_commit_ts`, in commit order
 
 Offsets are HybridTimes and Spark checkpoints them; a micro-batch (start, end] is read
@@ -34,7 +34,9 @@ exactly (Table.changes waits until `end` is safe; on a cluster through the table
 leaders' snapshot barrier), so consecutive batches deliver every change once. On an idle
 table the offset moves to a fresh safe timestamp once it is older than half the history
 kept ({"ts": T, "idle": true}: the server found no change in the window, which is not
-read; wire.flight.changes_plan), so a quiet table does not stop the stream. A start below
+read; wire.flight.changes_plan), so a quiet table does not stop the stream; a window of a
+table that changed ends "now" (not at its last commit), so an offset is never older than
+half the history kept plus the time to the next trigger. A start below
 the ancient history mark is refused with SQLSTATE 22023 - on the driver for
 `startingOffsets`, and for a stream stopped (or behind) longer than history_max_age_s
 while the table changed (`check_not_behind`; in the task, SnapshotTooOld, should the
@@ -61,6 +63,11 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
+
+try:    # PySpark >= 4.2: admission control (a change stream's maxRowsPerTrigger)
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+except ImportError:     # pragma: no cover - older PySpark: no rate limit
+    ReadAllAvailable = ReadMaxRows = None
 
 from kudusql.spark import flight_client
 from wire import flight as wflight
@@ -216,6 +223,21 @@ class ChangePartition(InputPartition):
     ticket: str    # JSON: wire.flight.read_changes
 
 
+def max_rows_per_trigger(value) -> int | None:
+    """The change stream's option maxRowsPerTrigger: a positive integer, or None (no
+    limit); anything else is refused (22023)."""
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise ValueError(f'kudusql: option "maxRowsPerTrigger" is a positive integer, not '
+                         f'{value!r} (SQLSTATE 22023)')
+    return n
+
+
 def check_not_behind(table: str, start: dict, plan: dict) -> None:
     """Refuse (22023) a window that starts below the ancient history mark while the table
     has changes after it: the stream was stopped (or fell behind) for longer than the
@@ -240,6 +262,7 @@ class KudusqlChangeReader(DataSourceStreamReader):
         self.table = options.get("table")
         self.columns = [n for n in schema.fieldNames() if n not in CHANGE_COLUMNS]
         self.starting = str(options.get("startingOffsets")).strip()
+        self.max_rows = max_rows_per_trigger(options.get("maxRowsPerTrigger"))
 
     def _plan(self, at: str | None = None, **extra) -> dict:
         return backend(self.options).changes_plan(self.table, at, **extra)
@@ -263,17 +286,31 @@ class KudusqlChangeReader(DataSourceStreamReader):
                 f"(SQLSTATE 22023)")
         return {"ts": ts}
 
+    def getDefaultReadLimit(self):
+        if self.max_rows is None or ReadMaxRows is None:
+            return ReadAllAvailable() if ReadAllAvailable is not None else None
+        return ReadMaxRows(self.max_rows)
+
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         if start is None:
             return {"ts": int(self._plan()["latest"])}
-        plan = self._plan(idle_from=int(start["ts"]))
+        extra = {}
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            # the engine's limit, not the option's (Trigger.AvailableNow passes all)
+            extra = {"limit_from": int(start["ts"]), "limit_rows": int(limit.max_rows),
+                     "limit_earliest": bool(start.get("earliest"))}
+        plan = self._plan(idle_from=int(start["ts"]), **extra)
         if "idle" in plan:      # no change after start: (start, idle] is empty, not read
             return {"ts": int(plan["idle"]), "idle": True}
         latest = int(plan["latest"])
         if latest <= int(start["ts"]):
             return start
         check_not_behind(self.table, start, plan)
-        return {"ts": latest}
+        if "limit_end" in plan:     # the rate limit: up to a commit, not "now"
+            return {"ts": int(plan["limit_end"])}
+        # the window ends now, not at the last commit (which may be a trigger old): the
+        # next window's start is then no older than the time between two triggers
+        return {"ts": max(latest, int(plan.get("now", latest)))}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         s, e = int(start["ts"]), int(end["ts"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import random
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -147,3 +148,68 @@ def test_columnar_write_reports_row_errors_as_before(db, jvm, server, tmp_path):
     assert db.catalog.table("bp_dup").count_rows() == 400
     save(df, server, "bp_dup", mode="upsert")
     assert db.catalog.table("bp_dup").count_rows() == 400
+
+
+def last_write_metrics(spark, after: int) -> dict:
+    """The WriteMetrics of the first finished SQL execution after id `after` that has
+    them, from Spark's SQL status store (what the SQL tab shows), read once the listener
+    recorded it (bounded wait)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        execs = store.executionsList()
+        for i in range(execs.size()):
+            e = execs.apply(i)
+            if e.executionId() <= after or e.completionTime().isEmpty():
+                continue
+            values = store.executionMetrics(e.executionId())
+            ms = e.metrics()
+            out = {}
+            for j in range(ms.size()):
+                m = ms.apply(j)
+                v = values.get(m.accumulatorId())
+                if m.name().startswith("rows ") and v.isDefined():
+                    out[m.name()] = v.get()
+            if len(out) == 3:
+                return out
+        time.sleep(0.2)
+    raise AssertionError(f"no finished execution after {after} with the write metrics")
+
+
+def last_execution(spark) -> int:
+    execs = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return max((execs.apply(i).executionId() for i in range(execs.size())), default=-1)
+
+
+def output_records(spark) -> int:
+    """Every stage's output records so far (the tasks' outputMetrics.recordsWritten)."""
+    store = spark._jsc.sc().statusStore()
+    stages = store.stageList(None, False, False, getattr(store, "stageList$default$4")(),
+                             None)
+    return sum(stages.apply(i).outputRecords() for i in range(stages.size()))
+
+
+def test_batch_write_reports_rows_as_sql_metrics(db, jvm, server, tmp_path):
+    """A batch write is a V1 write (BulkPut's own job), which loses what DataSource V2's
+    writing tasks report; the connector's Write reports the rows sent, applied and failed
+    as driver metrics instead (WriteMetrics: Spark's V1 fallback puts them on the write's
+    plan node), on the columnar and the row path, also for a write whose rows failed; and
+    its tasks set their output records as V2's writing tasks do."""
+    path = str(tmp_path / "m.parquet")
+    parquet_rows(path, n=700)
+    db.session().execute(f"CREATE TABLE bp_met ({COLS}, PRIMARY KEY (k))")
+    df = jvm.read.parquet(path)
+    e0, o0 = last_execution(jvm), output_records(jvm)
+    save(df.where("k < 200"), server, "bp_met")                   # rows
+    assert last_write_metrics(jvm, e0) == {
+        "rows sent to kudusql": "200", "rows applied by kudusql": "200",
+        "rows failed (row errors)": "0"}
+    e1 = last_execution(jvm)
+    save(df, server, "bp_met", ignore_row_errors="true")         # columnar
+    assert last_write_metrics(jvm, e1) == {
+        "rows sent to kudusql": "700", "rows applied by kudusql": "500",
+        "rows failed (row errors)": "200"}
+    deadline = time.monotonic() + 60       # the listener records stages asynchronously
+    while output_records(jvm) - o0 < 900 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert output_records(jvm) - o0 == 900

@@ -308,6 +308,34 @@ def test_change_source_starting_offsets(db, server, spark, path, tmp_path):
         assert "readStream" in str(e.value) and "0A000" in str(e.value)
 
 
+def test_change_source_max_rows_per_trigger(db, server, spark, path, tmp_path):
+    """maxRowsPerTrigger through Spark (the source's default read limit comes back to its
+    latestOffset as maxRows): a backlog of 24 one-row commits arrives in micro-batches of
+    at most 10 rows, every change once."""
+    lim = "lim" if path == "flight" else "lim_" + path
+    db.session().execute(f"CREATE TABLE {lim} (k BIGINT PRIMARY KEY, s TEXT)")
+    t = db.catalog.table(lim)
+    start = t.current_timestamp() or t.clock_now()
+    for i in range(24):
+        db.session().execute(f"INSERT INTO {lim} VALUES ({i}, 'v{i}')")
+    ck, got = str(tmp_path / "ck"), {}
+
+    def collect(df, batch_id):
+        got[batch_id] = [tuple(r) for r in df.collect()]
+    q = (spark.readStream.format("kudusql").options(**target(server, path))
+         .option("table", lim).option("startingOffsets", str(start))
+         .option("maxRowsPerTrigger", "10").load()
+         .writeStream.foreachBatch(collect).option("checkpointLocation", ck)
+         .trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    sizes = [len(got[b]) for b in sorted(got) if got[b]]
+    assert len(sizes) >= 3 and max(sizes) <= 10, sizes
+    assert sorted(r[0] for b in got.values() for r in b) == list(range(24))
+
+
 def last_offset(ck) -> dict:
     """The change source's offset in the checkpoint's last offset-log entry."""
     with open(os.path.join(ck, "offsets", str(last_batch(ck, "offsets")))) as f:

@@ -7,6 +7,7 @@ import org.apache.arrow.vector.BaseVariableWidthVector;
 import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.Dataset;
@@ -222,6 +223,18 @@ public final class BulkPut {
                 || t instanceof StringType;
     }
 
+    /**
+     * The task's output metric (the Spark UI's "Output" records, a listener's
+     * {@code outputMetrics.recordsWritten}): the rows it sent, as Spark's DataSource V2
+     * writing task sets it; this job is the connector's own, so nothing else does.
+     */
+    static void recordsWritten(WriterCommitMessage m) {
+        TaskContext tc = TaskContext.get();
+        if (tc != null && m instanceof KudusqlWrite.Summary s) {
+            tc.taskMetrics().outputMetrics().setRecordsWritten(s.rows);
+        }
+    }
+
     /** One task: its partition's columnar batches through one put. */
     static final class ColumnarTask implements FlatMapFunction<Iterator<ColumnarBatch>,
             WriterCommitMessage> {
@@ -247,6 +260,7 @@ public final class BulkPut {
                     w.write(batches.next(), columns, asserts);
                 }
                 WriterCommitMessage m = w.commit();
+                recordsWritten(m);
                 return Collections.singletonList(m).iterator();
             } catch (Throwable t) {
                 w.abort();
@@ -277,6 +291,7 @@ public final class BulkPut {
                     w.write(rows.next());
                 }
                 WriterCommitMessage m = w.commit();
+                recordsWritten(m);
                 return Collections.singletonList(m).iterator();
             } catch (Throwable t) {
                 w.abort();

@@ -9,6 +9,7 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -29,7 +30,8 @@ import java.util.List;
  *   driver                                     executors
  *   initialOffset  -- changes_plan ---------> latest timestamp / ancient history mark /
  *                                             "at" (an ISO timestamp as a HybridTime)
- *   latestOffset   -- changes_plan ---------> the table's latest timestamp
+ *   latestOffset   -- changes_plan ---------> the table's latest timestamp, "now" (the
+ *                                             end of a window once the table changed)
  *   planInputPartitions(start, end]
  *                  -- changes_plan + window -> one change ticket per tablet
  *                                             (+ its replicas' endpoints on a cluster)
@@ -44,14 +46,20 @@ import java.util.List;
  * A key lives in one tablet, one partition, whose rows come in commit order. On an idle
  * table the offset moves to a safe fresh timestamp once it is older than half the history
  * kept ({@code "idle": true}: the server found the window empty, and it is not read), so a
- * quiet table does not stop the stream. A start below the ancient history mark is refused
- * on the driver ({@code startingOffsets}, 22023), and so is a stream stopped (or behind)
+ * quiet table does not stop the stream; the window of a table that changed ends "now", not
+ * at its last commit, so an offset is never older than half the history kept plus the time
+ * to the next trigger (a stream is refused only when that exceeds the history). A start
+ * below the ancient history mark is refused on the driver ({@code startingOffsets},
+ * 22023), and so is a stream stopped (or behind)
  * longer than the history kept while the table changed (or, should the mark pass it
  * between planning and reading, its task: SnapshotTooOld, 22023): never skipped silently.
  *
- * <p>Admission control is implemented only to see the start offset: the latest offset is
- * never below the start (a start given in the future stays put until the table passes it,
- * instead of going back and re-reading the window before it); there is no rate limit.
+ * <p>Admission control: the latest offset is never below the start (a start given in the
+ * future stays put until the table passes it, instead of going back and re-reading the
+ * window before it); with {@code maxRowsPerTrigger} the default read limit is
+ * {@code ReadLimit.maxRows} and a window ends at the last commit that keeps it within about
+ * that many change rows (at least one commit: changes_plan's "limit_end"), unless Spark
+ * passes {@code allAvailable} (Trigger.AvailableNow, Once).
  */
 final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionControl {
     static final String IS_DELETED = "_is_deleted";
@@ -177,8 +185,13 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
             return latestOffset();
         }
         ChangeOffset start = (ChangeOffset) startOffset;
-        JsonNode p = plan(null, null, null,
-                Endpoint.JSON.createObjectNode().put("idle_from", start.ts));
+        ObjectNode extra = Endpoint.JSON.createObjectNode().put("idle_from", start.ts);
+        if (limit instanceof ReadMaxRows m) {
+            // the engine's limit, not the option's (Trigger.AvailableNow passes all)
+            extra.put("limit_from", start.ts).put("limit_rows", m.maxRows())
+                    .put("limit_earliest", start.earliest);
+        }
+        JsonNode p = plan(null, null, null, extra);
         if (p.has("idle")) {
             // no change after start, which is getting old: move on to a safe fresh
             // timestamp; the window (start, idle] is empty and not read
@@ -197,12 +210,18 @@ final class KudusqlChangeStream implements MicroBatchStream, SupportsAdmissionCo
                     + "(history_max_age_s), so changes may have been garbage collected; "
                     + "start a new stream (a new checkpoint) at \"earliest\" or later");
         }
-        return new ChangeOffset(latest, false);
+        if (p.has("limit_end")) {   // the rate limit: up to a commit, not "now"
+            return new ChangeOffset(p.path("limit_end").asLong(), false);
+        }
+        // the window ends now, not at the last commit (which may be a trigger old): the
+        // next window's start is then no older than the time between two triggers
+        return new ChangeOffset(Math.max(latest, p.path("now").asLong(latest)), false);
     }
 
     @Override
     public ReadLimit getDefaultReadLimit() {
-        return ReadLimit.allAvailable();
+        return options.maxRowsPerTrigger > 0 ? ReadLimit.maxRows(options.maxRowsPerTrigger)
+                : ReadLimit.allAvailable();
     }
 
     @Override

@@ -12,6 +12,8 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.connector.metric.CustomMetric;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
@@ -117,6 +119,23 @@ final class KudusqlWrite implements WriteBuilder, V1Write, BatchWrite {
         String answer;
     }
 
+    /**
+     * The last batch write's rows sent, applied and failed ({@link WriteMetrics}); Spark's
+     * V1 fallback asks after the write, also when it failed.
+     */
+    private volatile long[] reported = {0, 0, 0};
+
+    @Override
+    public CustomMetric[] supportedCustomMetrics() {
+        return WriteMetrics.supported();
+    }
+
+    @Override
+    public CustomTaskMetric[] reportDriverMetrics() {
+        long[] r = reported;
+        return WriteMetrics.values(r[0], r[1], r[2]);
+    }
+
     @Override
     public void commit(WriterCommitMessage[] messages) {
         long rows = 0;
@@ -135,6 +154,7 @@ final class KudusqlWrite implements WriteBuilder, V1Write, BatchWrite {
                 }
             }
         }
+        reported = new long[] {rows, applied, failed};
         if (failed == 0) {
             return;
         }

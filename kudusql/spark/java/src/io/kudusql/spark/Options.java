@@ -17,9 +17,12 @@ final class Options implements Serializable {
     final int batchRows;
     /** A change stream's start ("startingOffsets"), or null: a table read (docs/spark.md). */
     final String startingOffsets;
+    /** A change stream's rate limit ("maxRowsPerTrigger"), or 0: none. */
+    final long maxRowsPerTrigger;
 
     private Options(String endpoint, String table, boolean pushdown, Long snapshot, String mode,
-                    boolean ignoreRowErrors, int batchRows, String startingOffsets) {
+                    boolean ignoreRowErrors, int batchRows, String startingOffsets,
+                    long maxRowsPerTrigger) {
         this.endpoint = endpoint;
         this.table = table;
         this.pushdown = pushdown;
@@ -28,6 +31,7 @@ final class Options implements Serializable {
         this.ignoreRowErrors = ignoreRowErrors;
         this.batchRows = batchRows;
         this.startingOffsets = startingOffsets;
+        this.maxRowsPerTrigger = maxRowsPerTrigger;
     }
 
     static Options of(CaseInsensitiveStringMap o) {
@@ -62,9 +66,22 @@ final class Options implements Serializable {
         if (start != null && start.trim().isEmpty()) {
             start = null;
         }
+        String maxRows = o.get("maxRowsPerTrigger");
+        long limit = 0;
+        if (maxRows != null && !maxRows.trim().isEmpty()) {
+            try {
+                limit = Long.parseLong(maxRows.trim());
+            } catch (NumberFormatException e) {
+                limit = -1;
+            }
+            if (limit <= 0) {
+                throw new KudusqlException("22023", "option \"maxRowsPerTrigger\" is a "
+                        + "positive integer, not \"" + maxRows + "\"");
+            }
+        }
         return new Options(endpoint, table, o.getBoolean("pushdown", true), snapshot, mode,
                 o.getBoolean("ignore_row_errors", false), o.getInt("batch_rows", 65536),
-                start == null ? null : start.trim());
+                start == null ? null : start.trim(), limit);
     }
 
     /**
