@@ -47,13 +47,14 @@ def _facts(node: L.Node, catalog, scans: list, edges: list) -> None:
             return
         try:
             table = catalog.table(node.table)
-        except Exception:       # noqa: BLE001 - no catalog table: no dependency known
+            if getattr(table, "virtual", False):
+                return
+            schema = table.schema
+            key = [c.name for c in schema.key_columns]
+            columns = {c.name: c.type for c in schema.columns}
+        except Exception:       # noqa: BLE001 - no catalog table or schema: none known
             return
-        if getattr(table, "virtual", False):
-            return
-        schema = table.schema
-        scans.append((node.prefix, [c.name for c in schema.key_columns],
-                      {c.name: c.type for c in schema.columns}))
+        scans.append((node.prefix, key, columns))
         return
     if isinstance(node, L.Filter):
         conds = [node.condition]
