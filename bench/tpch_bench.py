@@ -14,8 +14,9 @@ Phases:
                Then the maintenance manager is waited for until it finds nothing to do
                (the merging compactions the load leaves: printed with its time), so the
                queries run on settled tables, not beside a compaction.
-  [2] kudusql  each query: best of --repeat runs (execute + fetch_arrow_table); peak RSS
-               sampled while our queries run. A query that raises is FAILED, and the run
+  [2] kudusql  each query: best of --repeat runs (execute + fetch_arrow_table), and the
+               least process CPU time of those runs (all threads: under load, a steadier
+               figure than the wall time); peak RSS sampled while our queries run. A query that raises is FAILED, and the run
                goes on.
   [3] DuckDB   the same queries on the parquet (views, no import), `threads` = our
                parallelism (os.cpu_count() unless --duckdb-threads); run after ours so that
@@ -75,6 +76,7 @@ class Outcome:
 
     def __init__(self) -> None:
         self.seconds: float | None = None
+        self.cpu_seconds: float | None = None   # the process's CPU time (all threads), best run
         self.table: pa.Table | None = None
         self.error: str | None = None
         self.traceback: str | None = None
@@ -86,16 +88,17 @@ def timed(fn, repeat: int) -> Outcome:
     for _ in range(repeat):
         out.table = None
         gc.collect()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             table = fn()
         except Exception as e:  # noqa: BLE001 - a failing query is reported, not fatal
             out.error = error_text(e)
             out.traceback = traceback.format_exc()
             return out
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         out.table = table
         out.seconds = dt if out.seconds is None else min(out.seconds, dt)
+        out.cpu_seconds = cpu if out.cpu_seconds is None else min(out.cpu_seconds, cpu)
     return out
 
 
@@ -170,8 +173,8 @@ def phase_ours(conn, numbers: list[int], repeat: int, reason: str | None
         if o.error:
             print(f"  Q{n:02d}  FAILED  {o.error}", flush=True)
         else:
-            print(f"  Q{n:02d}  {o.seconds * 1000:10,.1f} ms  {o.table.num_rows:,} rows",
-                  flush=True)
+            print(f"  Q{n:02d}  {o.seconds * 1000:10,.1f} ms  {o.table.num_rows:,} rows  "
+                  f"(cpu {o.cpu_seconds * 1000:,.0f} ms)", flush=True)
     return outs, peak_rss
 
 

@@ -335,6 +335,11 @@ def _sql(e: exp.Expression) -> str:
     return _INTERNAL.sub(r"\1.\2", text)
 
 
+def explain_sql(e: exp.Expression) -> str:
+    """An expression as EXPLAIN writes it (for details an operator adds at run time)."""
+    return _sql(e)
+
+
 def describe(node: Node) -> list[str]:
     """One line of details per node for EXPLAIN (beyond its label)."""
     out = []

@@ -21,6 +21,7 @@ prepared on the scan's pool threads once the first has fixed the plan (`PrepareI
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import itertools
 import threading
@@ -52,6 +53,7 @@ from planner.executor.kernels import (
     validity_only,
 )
 from planner.executor import scaled as _scaled
+from planner.executor.group_keys import split_groups
 from planner.executor.sort import add_sort_key, interval_span
 from planner.expr import integer_avg, intervals, list_to_array
 from planner.expr.subplans import HostCall, InSubPlan, SubPlan
@@ -1130,6 +1132,37 @@ class AggregateOperators:
 
     # -- aggregation -----------------------------------------------------------------------
     def run_aggregate(self, node: L.Aggregate) -> pa.Table:
+        """GROUP BY keys that the other keys determine (group_keys.split_groups: TPC-H
+        Q10's customer columns, by c_custkey) are not hashed: the aggregation groups by
+        the others and finds each group's first input row (min of a row number), and the
+        dependent keys are those rows' values (one `take` of the group count). Not for a
+        streamed input (no row numbers across its morsels) nor grouping sets."""
+        if node.sets is not None or any(a.func in _LIST_AGGREGATES for a in node.aggs) \
+                or (node.groups and self.ex.streamable(node.input)):
+            return self._run_aggregate(node)
+        groups, dependent = split_groups(node, self.ex.catalog)
+        if not dependent:
+            return self._run_aggregate(node)
+        t = self.ex.run(node.input)
+        if self.ex.analyze:
+            self.ex.stats.setdefault(id(node), NodeStats()).detail.append(
+                f"hashed {len(groups)} of {len(node.groups)} GROUP BY keys; taken from "
+                f"each group's first row: {', '.join(L.explain_sql(e) for _, e in dependent)}")
+        row = f"{node.groups[0][0]}$first_row"
+        first = L.AggCall(key=row, func="min", arg=L.keycol(row))
+        out = self._aggregate_by(
+            t.append_column(row, pa.array(np.arange(t.num_rows, dtype=np.int64))),
+            groups, list(node.aggs) + [first])
+        rows = out.column(row)
+        cols = {k: out.column(k) for k, _ in groups}
+        # (as a hashed key would show it: a float's -0.0 as 0.0)
+        cols.update((k, hash_key(t.column(e.name).take(rows))) for k, e in dependent)
+        return pa.table({**{k: cols[k] for k, _ in node.groups},
+                         **{a.key: out.column(a.key) for a in node.aggs},
+                         **{k: pa.array(np.zeros(out.num_rows, np.int32))
+                            for k, _ in node.grouping}})
+
+    def _run_aggregate(self, node: L.Aggregate) -> pa.Table:
         if node.sets is None and node.groups and self.ex.streamable(node.input) and \
                 not any(a.func in _LIST_AGGREGATES for a in node.aggs):
             # GROUP BY over a scan (with filters / projections): its batches stream into

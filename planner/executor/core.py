@@ -164,11 +164,17 @@ class Executor:
             if self.analyze:
                 self.stats.setdefault(id(node), NodeStats()).detail.append(
                     "result of an identical aggregation earlier in the statement, reused")
+        elif self.shared is not None and (result := self.shared.rollup(node)) is not None:
+            if self.analyze:
+                self.stats.setdefault(id(node), NodeStats()).detail.append(
+                    "rolled up from the result of a grouped aggregation of the same rows")
         else:
             part, operator = OPERATORS[type(node)]
             result = operator(self.parts[part], node)
             if fp is not None:
                 self.shared.put(fp, node, result, self.runtime_filters, self.prefilter)
+            if self.shared is not None:
+                self.shared.keep_grouped(node, result, self.runtime_filters, self.prefilter)
         # the inputs are released, the result is held until the parent is done with it
         self.guard.hold(held + table_nbytes(result))
         st = self.stats.setdefault(id(node), NodeStats())

@@ -8,6 +8,7 @@ the one-bit column count(x) reads (`validity_only`).
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -217,6 +218,7 @@ def hash_keys(t: pa.Table) -> pa.Table:
 # injective (equal codes iff equal values), and `unpack_short` turns the groups' codes back
 # into the values, byte for byte.
 SHORT_BYTES = 7
+_LITTLE_ENDIAN = sys.byteorder == "little"
 _PACKABLE = (pa.string(), pa.binary(), pa.large_string(), pa.large_binary())
 
 
@@ -251,10 +253,19 @@ def pack_short(a) -> pa.Array | None:
             (end - first == 0 or np.all(np.diff(offsets) == (end - first) // n)):
         # every value the same width (CHAR(n), flags, codes): the bytes are one block
         width = (end - first) // n
-        codes = np.full(n, width, dtype=np.int64)
         block = data[first:end].reshape(n, width)
-        for j in range(width):
-            codes |= block[:, j].astype(np.int64) << (8 * (j + 1))
+        if _LITTLE_ENDIAN:
+            # each code's eight bytes written in place (byte 0 the length, byte j + 1 the
+            # value's byte j) and read as int64: one zeroed buffer and two strided copies,
+            # ~5x fewer passes than shifting each byte column in (TPC-H Q01's flags)
+            raw = np.zeros((n, 8), dtype=np.uint8)
+            raw[:, 0] = width
+            raw[:, 1:width + 1] = block
+            codes = raw.view(np.int64).reshape(n)
+        else:
+            codes = np.full(n, width, dtype=np.int64)
+            for j in range(width):
+                codes |= block[:, j].astype(np.int64) << (8 * (j + 1))
     else:
         lens = np.diff(offsets)
         if a.null_count:      # a NULL slot's bytes are anything: 0 of them, not a refusal

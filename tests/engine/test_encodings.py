@@ -404,3 +404,30 @@ def test_null_fill_is_forward_fill(null_rate):
                 last = v[i] if valid[i] else last
                 want[i] = last
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                   np.uint32, np.uint64])
+@pytest.mark.parametrize("mean_run", [1, 2, 4, 9, 11, 50])
+def test_rle_runs_short_and_long_expand_exactly(dtype, mean_run):
+    """_rle_expand's running sum of run-start differences (short runs) and np.repeat (long
+    ones) give the same slots, with differences that wrap around the type's range."""
+    rng = np.random.default_rng(mean_run)
+    info = np.iinfo(dtype)
+    runs = 400
+    values = rng.integers(info.min, info.max, runs, dtype=dtype, endpoint=True)
+    values[::7] = info.min
+    values[3::7] = info.max
+    lengths = rng.integers(1, 2 * mean_run, runs) if mean_run > 1 else np.ones(runs, int)
+    ends = np.cumsum(lengths).astype(np.uint32)
+    expected = np.repeat(values, lengths)
+    assert np.array_equal(enc_mod._rle_expand(values, ends, int(ends[-1])), expected)
+    if np.issubdtype(dtype, np.signedinteger):        # the column types pages hold
+        page = encode_page(pa.array(expected), E.RLE)
+        assert decode_page(page, pa.from_numpy_dtype(dtype)).equals(pa.array(expected))
+
+
+def test_rle_page_with_an_empty_run_still_decodes():
+    values = np.array([5, 6, 7], np.int64)
+    ends = np.array([2, 2, 4], np.uint32)        # the run of 6 is empty
+    assert enc_mod._rle_expand(values, ends, 4).tolist() == [5, 5, 7, 7]

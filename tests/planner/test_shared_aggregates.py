@@ -49,6 +49,48 @@ def test_repeated_aggregations_answer_as_duckdb(dbs, sql, reused):  # noqa: F811
     assert (REUSED in _explain(con, sql)) == reused
 
 
+ROLLED = "rolled up from the result of a grouped aggregation of the same rows"
+_JOINED = "FROM f, d1 WHERE f.a = d1.k AND d1.x < 150"
+# (query, whether a scalar aggregate is rolled up from a grouped one)
+ROLLUPS = [
+    # TPC-H Q11's shape: HAVING against a fraction of the total over the same join
+    (f"SELECT a, sum(b) AS t {_JOINED} GROUP BY a "
+     f"HAVING sum(b) > (SELECT sum(b) * 0.002 {_JOINED})", True),
+    (f"SELECT a, sum(b * 0.5) AS t {_JOINED} GROUP BY a "
+     f"HAVING sum(b * 0.5) > (SELECT sum(b * 0.5) * 0.002 {_JOINED})", True),
+    # counts (count(x) and avg's) are summed, extremes of extremes (a date too)
+    ("SELECT a, count(*), avg(b), max(d) FROM f WHERE b < 60 GROUP BY a "
+     "HAVING count(*) * 300 > (SELECT count(*) FROM f WHERE b < 60) "
+     "AND avg(b) < (SELECT avg(b) FROM f WHERE b < 60) "
+     "AND max(d) < (SELECT max(d) FROM f WHERE b < 60)", True),
+    # other rows (another filter), another argument, or a float sum: computed apart
+    ("SELECT a, sum(b) FROM f WHERE b < 60 GROUP BY a "
+     "HAVING sum(b) > (SELECT sum(b) * 0.002 FROM f WHERE b < 61)", False),
+    ("SELECT a, sum(b) FROM f GROUP BY a HAVING sum(b) > (SELECT sum(b + 1) * 0.002 FROM f)",
+     False),
+    ("SELECT a, sum(b * 1.5::float) FROM f GROUP BY a "
+     "HAVING sum(b * 1.5::float) > (SELECT sum(b * 1.5::float) * 0.002 FROM f)", False),
+    # no rows at all: the scalar sum is NULL and the count 0, as over the rows
+    ("SELECT a, sum(b), count(*) FROM f WHERE a > 100000 GROUP BY a "
+     "HAVING sum(b) > coalesce((SELECT sum(b) FROM f WHERE a > 100000), 0) "
+     "OR count(*) >= (SELECT count(*) FROM f WHERE a > 100000)", True),
+]
+
+
+@pytest.mark.parametrize("sql,rolled", ROLLUPS)
+def test_scalar_aggregates_rolled_up_answer_as_duckdb(dbs, sql, rolled):  # noqa: F811
+    con, duck = dbs
+    _check(con, duck, sql)
+    assert (ROLLED in _explain(con, sql)) == rolled
+
+
+def test_a_rolled_up_total_is_the_total_of_the_rows(dbs):  # noqa: F811
+    con, duck = dbs
+    sql = (f"SELECT t.a, t.s, (SELECT sum(b) {_JOINED}) FROM (SELECT a, sum(b) AS s "
+           f"{_JOINED} GROUP BY a) t WHERE t.s > (SELECT sum(b) * 0.002 {_JOINED})")
+    _check(con, duck, sql)
+
+
 def test_fingerprints_see_through_internal_names_only(tmp_path):
     import sqlglot
 

@@ -96,6 +96,17 @@ def test_the_high_bytes_of_a_full_code_survive():
     assert kernels.unpack_short(codes, pa.string()).to_pylist() == vals
 
 
+@pytest.mark.parametrize("width", range(kernels.SHORT_BYTES + 1))
+def test_fixed_width_codes_written_in_place_equal_the_shifted_ones(width, monkeypatch):
+    r = random.Random(width)
+    vals = ["".join(r.choice("aZ\x7f0") for _ in range(width)) if r.random() > 0.1 else None
+            for _ in range(300)]
+    in_place = kernels.pack_short(pa.array(vals))
+    monkeypatch.setattr(kernels, "_LITTLE_ENDIAN", False)
+    assert kernels.pack_short(pa.array(vals)).equals(in_place)
+    assert kernels.unpack_short(in_place, pa.string()).to_pylist() == vals
+
+
 def test_validity_only_keeps_the_nulls_and_nothing_else():
     for a in (pa.array([1, None, 3]), pa.chunked_array([[None], [2, None]], pa.int64()),
               pa.array([1, 2, 3]), pa.nulls(4), pa.array([], pa.int64()),
