@@ -47,7 +47,7 @@ from planner.binder.views import catalog_views
 from planner.commands import KuduUpsert
 from planner.dialect import KuduSQL
 from planner.ddl import declared_columns
-from planner.errors import FeatureNotSupported, SqlError
+from planner.errors import SqlError
 from planner.expr import sql_type
 from planner.expr.timezones import to_local
 from planner.executor import Executor

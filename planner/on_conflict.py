@@ -19,7 +19,9 @@ How it runs (`insert_or_update`), in rounds:
 3. A row deleted between the insert that found it and the update goes back to step 1.
    After MAX_ROUNDS rounds a row still moving fails the statement with 40001.
 
-Refused as PostgreSQL refuses them, before anything is written: DO UPDATE without a
+Entry: `insert` (planner.dispatch sends an INSERT with DO UPDATE here). Refused as
+PostgreSQL refuses them, before anything is written (the target checks are
+planner.dml.check_conflict_target's, run by `insert_target`): DO UPDATE without a
 conflict target (42601), a target that is not the primary key (42P10), a constraint name
 other than `<table>_pkey` (42704), two proposed rows with the same key (21000: "cannot
 affect row a second time"), an unqualified column that both relations have (42702), and
