@@ -43,7 +43,8 @@ from planner.errors import SqlError
 from planner.executor import Executor
 from planner.query import run_query, subquery_runner
 from planner.result import StatementResult
-from planner.returning import Returning, applied_rows, plan_returning, replace_node, with_defaults
+from planner.returning import (Returning, applied_rows, find_scan, plan_returning,
+                               replace_node, with_defaults)
 from planner.rules import optimize
 
 # the WorkTable id the update query reads the proposed rows from
@@ -107,20 +108,10 @@ def update_query(catalog, sql: str, params, tnode: exp.Table, table, conflict,
         cond = exp.and_(cond, exp.paren(where.this.copy()))
     sel = sel.where(cond)
     out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
-    scan = _scan_aliased(out.plan, "excluded")
+    scan = find_scan(out.plan, lambda s: s.alias == "excluded")
     rows = L.WorkTable(_EXCLUDED, [scan.key(c) for c in scan.columns])
     out = dataclasses.replace(out, plan=replace_node(out.plan, scan, rows))
     return UpdateQuery(optimize(out, catalog), list(scan.columns), catalog, check_cancel)
-
-
-def _scan_aliased(node: L.Node, alias: str) -> L.Scan | None:
-    if isinstance(node, L.Scan) and node.alias == alias:
-        return node
-    for child in node.children():
-        found = _scan_aliased(child, alias)
-        if found is not None:
-            return found
-    return None
 
 
 def duplicate_keys(data: pa.Table, keys: list[str], sql: str, node) -> None:

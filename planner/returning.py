@@ -83,7 +83,7 @@ def plan_returning(catalog, ast: exp.Expression, sql: str, params, tnode: exp.Ta
     from planner.query import subquery_runner
     out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
     out = optimize(out, catalog)
-    scan = _target_scan(out.plan, tnode.name)
+    scan = find_scan(out.plan, lambda s: s.table == tnode.name)
     rows = L.WorkTable(_ROWS, [scan.key(c) for c in scan.columns])
     plan = replace_node(out.plan, scan, rows)
     empty = empty_rows(table.schema).select(list(scan.columns))
@@ -111,13 +111,14 @@ def _check_items(items: list[exp.Expression], sql: str) -> None:
                                "0A000", position(sql, e))
 
 
-def _target_scan(node: L.Node, name: str) -> L.Scan:
-    """The plan's Scan of the target table (the FROM of `SELECT <list> FROM <target>`:
-    the first one reached from the root, subqueries being plans of their own)."""
-    if isinstance(node, L.Scan) and node.table == name:
+def find_scan(node: L.Node, matches) -> L.Scan | None:
+    """The first Scan reached from `node` (depth first) for which `matches(scan)` holds:
+    the FROM item a statement built over its target names (subqueries being plans of
+    their own)."""
+    if isinstance(node, L.Scan) and matches(node):
         return node
     for child in node.children():
-        found = _target_scan(child, name)
+        found = find_scan(child, matches)
         if found is not None:
             return found
     return None
