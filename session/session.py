@@ -143,6 +143,8 @@ class Session:
         self.catalog = SystemTables(catalog if catalog is not None else db.catalog, db)
         self.metrics = getattr(db, "metrics", None)  # engine.metrics.ServerMetrics (serve)
         self._plans = PlanCache()           # parameterised SELECTs, see planner/plan_cache
+        # bumped whenever the cached plans are dropped (`set_time_zone`): see `point_read`
+        self.plans_generation = 0
         self._insert_shapes: dict[str, tuple] = {}   # text -> parsed INSERT ... VALUES ($n)
         # (text, n) -> (catalog_version, its catalog, insert_row_target's answer)
         self._insert_targets: dict[tuple, tuple] = {}
@@ -387,6 +389,7 @@ class Session:
         if zone != self.time_zone:
             self.time_zone = zone
             self._plans = PlanCache()
+            self.plans_generation += 1
 
     # -- describing ---------------------------------------------------------------------------
     def describe(self, sql: str | Statement):
@@ -660,12 +663,24 @@ class Session:
             row = fast.values(params, table, read_ts)
         return None if row is None else (row, table)
 
+    def point_read_source(self):
+        """The catalog whose `catalog_version` numbers what `point_read` resolves (None
+        in its `catalog_version`: keep nothing, ask each time)."""
+        return self.catalog.catalog_source
+
     def point_read(self, text: str, params):
         """(PointRead, table) when `text` with these parameters is a cached primary-key
         point read of plain columns, else None (nothing done): the wire server's fast path
         (wire/fastpath.py) reads its row with `table.lookup_now` (on the event loop: it
         declines what would wait) without building a result table. See
-        planner.point_read."""
+        planner.point_read.
+
+        The answer stays the answer for the same text and parameter types while
+        `plans_generation` and the `catalog_version` of `point_read_source()` are
+        unchanged (what the plan cache's own check reads: any DDL, and a TimeZone change,
+        changes one of them), so a caller may keep it and skip this call (the wire's
+        prepared point read does); a catalog without `catalog_version` gives no such
+        promise."""
         if not params:
             return None
         fast = self._plans.point_read(self.catalog, text, params)

@@ -27,7 +27,10 @@ DataRow, CommandComplete (PortalSuspended for a row limit of 1, as the ordinary 
 says), ReadyForQuery - is built here, the DataRow from the row's Python values by the
 compiled `wire.pg_types.data_row` (encoders `value_encoder` and their `value_code`s, like
 the RowDescription made once per statement and result formats): no Portal,
-StatementResult, effect or Arrow table. Anything it cannot answer exactly as the
+StatementResult, effect or Arrow table. The session's answer (the PointRead and its
+table) is kept per statement with the parameter decoders and reply parts (`HotRead`),
+and asked for again only when the session says it may have changed (its
+`plans_generation`, the catalog's `catalog_version`, the parameters' types). Anything it cannot answer exactly as the
 ordinary path would (no compiled point read, a key needing SQL's conversion rules, a
 transaction block, an announced type that differs from the result's, a portal still
 streaming, a tablet not open or an ALTER under way, frames not all here yet) is left to
@@ -154,6 +157,7 @@ _PARSE_COMPLETE = P.parse_complete()
 _SELECT_0 = P.command_complete("SELECT 0")
 _SELECT_1 = P.command_complete("SELECT 1")
 _SUSPENDED = P.portal_suspended()
+_READY_IDLE = P.ready_for_query(b"I")
 _I32 = struct.Struct("!i")
 
 
@@ -214,17 +218,44 @@ def _consume(be, after: int) -> None:
 
 
 # -- point reads ---------------------------------------------------------------------------
+class HotRead:
+    """What the point read keeps per prepared statement, parameter format codes, result
+    format codes and Describe (in `stmt.fast`), so that an op repeats none of the
+    lookups that gave it: the parameter decoders (`_param_decoders`), and once an op
+    found one, the session's answer (`Session.point_read`: the PointRead and its table)
+    with what it stays valid for - the session, its `plans_generation`, the
+    `catalog_version` of its `point_read_source()` and the parameters' Python types
+    (that method's promise) - and the reply's parts made for that PointRead: the
+    RowDescription (or None), the value encoders and their `value_code`s (`plan`; ()
+    when this case cannot answer it)."""
+
+    __slots__ = ("decoders", "session", "generation", "source", "version", "types",
+                 "fast", "table", "plan")
+
+    def __init__(self, decoders: tuple):
+        self.decoders = decoders
+        self.session = None             # no answer kept yet
+        self.generation = self.source = self.version = self.types = None
+        self.fast = self.table = None
+        self.plan = ()
+
+    def keep(self, session, types: tuple, fast, table, plan) -> None:
+        """Keep the session's answer for `types`, when the session promises it stays
+        valid (a catalog that numbers its versions)."""
+        self.fast, self.table, self.plan = fast, table, plan
+        source = getattr(session, "point_read_source", None)
+        source = source() if source is not None else None
+        version = getattr(source, "catalog_version", None)
+        if version is None:
+            self.session = None         # ask the session every time
+            return
+        self.session, self.generation = session, session.plans_generation
+        self.source, self.version, self.types = source, version, types
+
+
 def _point_plan(stmt, rf: tuple, fast, describe: bool):
     """(RowDescription bytes or None, encoders, `value_code`s) for this statement, result
-    formats and point read, cached on the statement; None when this case cannot answer
-    it. The entry keeps its PointRead and is taken only for that very object: an id()
-    alone may be a new PointRead's (the table created again, with other column types)
-    at the address of the one it replaced."""
-    key = (rf, id(fast), describe)
-    entry = stmt.fast.get(key)
-    if entry is not None and entry[0] is fast:
-        return entry[1] or None
-    plan = ()
+    formats and point read; () when this case cannot answer it."""
     schema = fast.schema
     announced = stmt.result_oids
     if stmt.rows_announced and announced is not None and len(announced) == len(schema):
@@ -239,11 +270,19 @@ def _point_plan(stmt, rf: tuple, fast, describe: bool):
                 desc = P.row_description(T.field_descriptions(
                     stmt.schema, fmts, announced)) if describe else None
                 codes = tuple(T.value_code(f.type, fmt) for f, fmt in zip(schema, fmts))
-                plan = (desc, tuple(encs), codes)
-    if len(stmt.fast) > 16:
-        stmt.fast.clear()
-    stmt.fast[key] = (fast, plan)
-    return plan or None
+                return (desc, tuple(encs), codes)
+    return ()
+
+
+def _hot_read(stmt, fields: tuple, describe: bool) -> HotRead:
+    """The statement's HotRead for this Bind's format codes and Describe (made once)."""
+    key = ("read", fields[2], fields[4], describe)
+    hot = stmt.fast.get(key)
+    if hot is None:
+        if len(stmt.fast) > 16:
+            stmt.fast.clear()
+        hot = stmt.fast[key] = HotRead(_param_decoders(stmt, fields))
+    return hot
 
 
 def point_read(be, stmt, fields: tuple, end: int):
@@ -253,8 +292,8 @@ def point_read(be, stmt, fields: tuple, end: int):
     if not stmt.described or fields[0] or be.tx.status != b"I" or \
             be.settings.low_float_digits:
         return None     # (extra_float_digits < 1: floats as the ordinary path prints them)
-    if be.portals and any(p.rows is not None and p.rows.streaming
-                          for p in be.portals.values()):
+    portals = be.portals
+    if portals and any(p.rows is not None and p.rows.streaming for p in portals.values()):
         return None
     buf = be.inbuf
     p = end
@@ -264,26 +303,40 @@ def point_read(be, stmt, fields: tuple, end: int):
     if not buf.startswith(_EXECUTE, p) or not buf.startswith(_SYNC, p + 10):
         return None
     max_rows = _I32.unpack_from(buf, p + 6)[0]
-    point = getattr(be.session, "point_read", None)
-    if point is None:
-        return None
+    session = be.session
     try:
-        params = _decoded(stmt, fields)
-        if params is None:
+        hot = stmt.fast.get(("read", fields[2], fields[4], describe)) or \
+            _hot_read(stmt, fields, describe)
+        dec, values = hot.decoders, fields[3]
+        if len(dec) != len(values) or not dec:
             return None             # a parameter count the ordinary path reports
-        found = point(stmt.sql, params)
-        if found is None:
-            return None
-        fast, table = found
-        plan = _point_plan(stmt, fields[4], fast, describe)
-        if plan is None:
+        params = [dec[0](values[0])] if len(dec) == 1 else \
+            [d(v) for d, v in zip(dec, values)]
+        types = tuple(map(type, params))
+        # the session's answer kept while it promises it unchanged (`HotRead`): no plan
+        # cache lookup per op
+        if hot.session is session and hot.types == types and \
+                hot.version == hot.source.catalog_version and \
+                hot.generation == session.plans_generation:
+            fast, table, plan = hot.fast, hot.table, hot.plan
+        else:
+            point = getattr(session, "point_read", None)
+            found = point(stmt.sql, params) if point is not None else None
+            if found is None:
+                return None
+            fast, table = found
+            # (held by `hot`, the PointRead cannot be another at the same address)
+            plan = hot.plan if hot.fast is fast else \
+                _point_plan(stmt, fields[4], fast, describe)
+            hot.keep(session, types, fast, table, plan)
+        if not plan:
             return None
         # a key of plain values (ints, strs) as it is; a key parameter of another type
         # converts in the session's TimeZone (a timestamptz for a TIMESTAMP key is read
         # as its local time there)
         key = fast.plain_key(params)
         if key is None:
-            with session_time_zone(be.session.time_zone):
+            with session_time_zone(session.time_zone):
                 key = fast.key_values(params)
             if key is None:
                 return None
@@ -293,22 +346,31 @@ def point_read(be, stmt, fields: tuple, end: int):
     except Exception:  # noqa: BLE001 - the ordinary path runs it and reports the error
         return None
     desc, encs, codes = plan
-    # `_consume`, inlined
     be.rpos = p + 15
-    if "" in be.portals:
-        be.drop_portals(lambda p: p.name == "")
     if row is None:
-        reply = _BIND_COMPLETE + desc + _SELECT_0 if describe else \
-            _BIND_COMPLETE + _SELECT_0
+        reply = [_BIND_COMPLETE, desc, _SELECT_0] if describe else \
+            [_BIND_COMPLETE, _SELECT_0]
     else:
         # the row's Python values straight into its DataRow (compiled: native/_wire.pyx);
         # a row limit of 1 is reached: suspended, as the ordinary path (and PostgreSQL) say
         data = T.data_row(row, fast.plain, codes, encs)
         done = _SUSPENDED if max_rows == 1 else _SELECT_1
-        reply = b"".join((_BIND_COMPLETE, desc, data, done)) if describe else \
-            b"".join((_BIND_COMPLETE, data, done))
-    be.send(reply)
-    be.on_sync()
+        reply = [_BIND_COMPLETE, desc, data, done] if describe else \
+            [_BIND_COMPLETE, data, done]
+    if portals:
+        # `_consume` and `Backend.on_sync`: the unnamed portal this Bind replaces goes,
+        # and the implicit transaction's portals with the Sync
+        if "" in portals:
+            be.drop_portals(lambda p: p.name == "")
+        be.send(b"".join(reply))
+        be.on_sync()
+    else:
+        # `on_sync` with nothing to drop (status I, not in a block: checked above; the
+        # hot cases run only with `ext_error` and `batch_off` clear): ReadyForQuery joined
+        # to the reply, one output piece
+        be.look_ahead_over = False
+        reply.append(_READY_IDLE)
+        be.send(b"".join(reply))
     return ()
 
 
@@ -331,7 +393,7 @@ _BINARY_INT = {20: struct.Struct("!q").unpack, 23: struct.Struct("!i").unpack,
 def _param_decoders(stmt, fields: tuple) -> tuple:
     """One decoder per parameter of a Bind of `stmt` with these format codes (cached on
     the statement per format codes): what `decode_params` does value by value, a
-    binary int2 / int4 / int8 of a declared type unpacked directly (a wrong size raises,
+    binary int2 / int4 / int8 (declared, or implied by the statement) unpacked directly (a wrong size raises,
     and the ordinary path then reports it as its own error); () when the point read
     must not decode here (not described, a parameter count the ordinary path reports).
     Bad format codes raise, as `param_formats` does."""
@@ -345,7 +407,11 @@ def _param_decoders(stmt, fields: tuple) -> tuple:
     out = []
     for i in range(n):
         oid = oids[i] if i < len(oids) else 0
-        unpack = _BINARY_INT.get(oid) if fmts[i] == 1 else None
+        t = types[i] if types else None
+        # an undeclared type (asyncpg declares none) is the one the statement implies,
+        # as `parse_binary` reads it
+        unpack = _BINARY_INT.get(T.type_oid(t)[0] if oid in (0, T.UNKNOWN) and t is not None
+                                 else oid) if fmts[i] == 1 else None
         if unpack is not None:
             out.append(lambda v, u=unpack: None if v is None else u(v)[0])
         else:

@@ -92,8 +92,9 @@ def cell_reader(arr: pa.Array):
     t = arr.type
     if arr.null_count == 0 and len(arr):
         if pa.types.is_integer(t) or pa.types.is_floating(t):
-            values = arr.to_numpy(zero_copy_only=True)
-            return lambda off: values[off].item()
+            # `ndarray.item(off)`: the Python value with no numpy scalar and no frame of
+            # ours in between (`values[off].item()`'s value)
+            return arr.to_numpy(zero_copy_only=True).item
         if pa.types.is_binary(t):
             bufs = arr.buffers()
             offsets = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset:arr.offset + len(arr) + 1]
@@ -298,7 +299,7 @@ class MemRowSet:
         for run_keys, run_rowids in self._runs:
             pos = find_sorted(run_keys, key)
             if pos >= 0:
-                return int(run_rowids[pos])
+                return run_rowids.item(pos)     # (a Python int, no numpy scalar)
         return -1
 
     def insert_seqs(self, n: int) -> np.ndarray:
@@ -448,7 +449,7 @@ class MemRowSet:
         """Physical values of one row at a snapshot (None if not live)."""
         if rowid >= self._n:
             return None
-        ts = int(self._insert_ts.arr[rowid])    # `snapshot.is_committed(ts)` in line
+        ts = self._insert_ts.arr.item(rowid)    # `snapshot.is_committed(ts)` in line
         if ts >= snapshot.all_committed_before and ts not in snapshot.committed:
             return None
         # the row's REDO records by rowid, without re-sorting the store or building Arrow

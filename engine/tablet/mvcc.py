@@ -78,6 +78,7 @@ class MvccManager:
         self._waiters = 0
         self._in_flight: set[Timestamp] = set()
         self._last_committed: Timestamp = 0
+        self._idle_snapshot = MvccSnapshot(1)   # take_snapshot's, kept while unchanged
         self._max_started: Timestamp = 0
         # ops that committed while an older one is still in flight: a snapshot lists them
         # (its watermark stops at the oldest in-flight op), else a writer's own committed
@@ -153,7 +154,12 @@ class MvccManager:
         """All committed ops, as of now."""
         with self._lock:
             if not self._in_flight:
-                return MvccSnapshot(self._last_committed + 1)
+                # the same snapshot while nothing commits (immutable: shared; a point
+                # read takes one per op, and a frozen dataclass costs a frame to make)
+                snap = self._idle_snapshot
+                if snap.all_committed_before != self._last_committed + 1:
+                    snap = self._idle_snapshot = MvccSnapshot(self._last_committed + 1)
+                return snap
             # everything below the oldest in-flight op, and the ops above it that have
             # committed (Kudu's snapshot: a watermark plus committed timestamps)
             return MvccSnapshot(min(self._in_flight), frozenset(self._committed_above))

@@ -302,3 +302,39 @@ def test_asyncpg_point_reads_take_the_fast_path(pair, monkeypatch):
             await c.close()
     asyncio.run(main())
     assert answered.count(True) >= 2
+
+
+def test_kept_point_reads_follow_a_time_zone_change(pair, monkeypatch):
+    """The hot case keeps the session's point read per statement while the session says
+    it is unchanged (`fastpath.HotRead`: its `plans_generation`, the catalog's
+    `catalog_version`). A TimeZone change drops the session's plans (a key constant
+    folded in the zone) without any DDL: the next read must be planned again, so it finds
+    the row of the new zone's local time - as the ordinary path does, byte for byte."""
+    answered = record_answers(monkeypatch, fastpath, "point_read")
+    clients = [Raw(s.port) for s in pair]
+    try:
+        for c in clients:
+            c.query("DROP TABLE IF EXISTS tzk")
+            c.query("CREATE TABLE tzk (a INT NOT NULL, ts TIMESTAMP NOT NULL, v TEXT, "
+                    "PRIMARY KEY (a, ts))")
+            c.query("INSERT INTO tzk VALUES (1, '2020-01-01 12:00:00', 'noon'), "
+                    "(1, '2020-01-01 17:30:00', 'evening')")
+        prep = (parse("z", "SELECT v FROM tzk WHERE a = $1 AND "
+                      "ts = CAST('2020-01-01 12:00:00+00' AS TIMESTAMPTZ)", ()) +
+                describe_statement("z") + SYNC)
+        assert clients[0].run(prep) == clients[1].run(prep)
+        read = bind("z", [struct.pack("!i", 1)], binary=True) + execute() + SYNC
+        seen = []
+        for zone in ("UTC", "Asia/Kolkata", "UTC"):
+            for c in clients:
+                c.query(f"SET TIME ZONE '{zone}'")
+            for _ in range(3):
+                replies = [c.run(read) for c in clients]
+                assert replies[0] == replies[1], zone
+            seen.append([r for r in replies[0] if r[0] == "D"])
+        assert seen[0] == seen[2] != seen[1], seen
+        assert seen[1] == [("D", b"\x00\x01\x00\x00\x00\x07evening")], seen
+        assert answered.count(True) >= 6, answered
+    finally:
+        for c in clients:
+            c.close()
