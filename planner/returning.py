@@ -84,10 +84,13 @@ def plan_returning(catalog, ast: exp.Expression, sql: str, params, tnode: exp.Ta
     out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
     out = optimize(out, catalog)
     scan = find_scan(out.plan, lambda s: s.table == tnode.name)
-    rows = L.WorkTable(_ROWS, [scan.key(c) for c in scan.columns])
+    # a list that reads no column (`RETURNING 1`) still returns a row per applied row: the
+    # rows come with one column, or a table of none would have none
+    columns = list(scan.columns) or table.schema.key_names[:1]
+    rows = L.WorkTable(_ROWS, [scan.key(c) for c in columns])
     plan = replace_node(out.plan, scan, rows)
-    empty = empty_rows(table.schema).select(list(scan.columns))
-    return Returning(dataclasses.replace(out, plan=plan), list(scan.columns), empty, catalog,
+    empty = empty_rows(table.schema).select(columns)
+    return Returning(dataclasses.replace(out, plan=plan), columns, empty, catalog,
                      check_cancel, snapshot)
 
 
