@@ -110,4 +110,7 @@ STATEMENTS: list[tuple[str, str]] = [
     ("uf_missing_from_entry_refused",
      "UPDATE ret_items SET qty = m.delta WHERE ret_items.id = 1"),
     ("uf_select_after", "SELECT * FROM ret_items ORDER BY id"),
+    ("ret_constant_list",
+     "INSERT INTO ret_items (id) VALUES (60), (61) RETURNING 1, 'new' AS state"),
+    ("ret_constant_list_update", "UPDATE ret_items SET qty = 0 WHERE id >= 60 RETURNING 'zeroed'"),
 ]
