@@ -281,6 +281,8 @@ class Shell:
         if text:
             if r.table is not None and opts.format == "aligned":
                 text += "\n"          # psql: a blank line after a table
+                if r.command in ("INSERT", "UPDATE", "DELETE") and r.status:
+                    text += "\n" + r.status   # ... RETURNING: then the write's tag, as psql
             self._emit(text)
         if r.row_errors:
             words = r.status.split()

@@ -238,3 +238,12 @@ def test_server_logging_leaves_out_sqlglot_chatter():
         assert sqlglot_log.isEnabledFor(logging.WARNING)
     finally:
         sqlglot_log.setLevel(before)
+
+
+def test_returning_prints_the_rows_then_the_writes_tag(capsys, data_dir):
+    """As psql: the RETURNING rows, a blank line, then `INSERT 0 n` (not the rows alone)."""
+    status, out, err = run(capsys, "-D", data_dir, "--no-maintenance", "-c",
+                           "UPDATE metrics SET value = value + 1 WHERE host = 'b' "
+                           "RETURNING host, value")
+    assert (status, err) == (0, "")
+    assert out == " host | value\n------+-------\n b    |   2.5\n(1 row)\n\nUPDATE 1\n"
