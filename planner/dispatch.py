@@ -35,7 +35,7 @@ from planner.binder import position
 from planner.commands import KuduUpsert
 from planner.dialect import KuduSQL
 from planner.dml import (apply_delete, apply_update, conflict_updates, delete, insert,
-                         insert_columns, read_timestamp, write_reread,
+                         insert_columns, joined_items, read_timestamp, write_reread,
                          insert_rows, insert_source, insert_target, matching_query,
                          row_failures, update, update_assignments, write_target)
 from planner.errors import FeatureNotSupported, SqlError
@@ -346,20 +346,22 @@ def _write_plan(catalog, ast, sql, params):
         out = dataclasses.replace(out, names=table.schema.key_names + names)
         return (f"Update on {tnode.name} (SET {', '.join(names)})", out,
                 _reread(catalog, table, tnode, "UPDATE", out,
-                        lambda rows, snap: apply_update(table, tnode, names, rows, snap)))
+                        lambda rows, snap: apply_update(table, tnode, names, rows, snap),
+                        bool(joined_items(ast))))
     out = optimize(matching_query(catalog, ast, sql, params, tnode, []), catalog)
     return f"Delete on {tnode.name}", out, _reread(
         catalog, table, tnode, "DELETE", out,
-        lambda rows, snap: apply_delete(table, tnode, rows, snap))
+        lambda rows, snap: apply_delete(table, tnode, rows, snap), bool(joined_items(ast)))
 
 
-def _reread(catalog, table, tnode, verb, out, write):
+def _reread(catalog, table, tnode, verb, out, write, dedupe: bool = False):
     """EXPLAIN ANALYZE's write of an UPDATE / DELETE: (rows read at S, S) -> the rows
-    written under their read precondition, changed ones read again (`write_reread`)."""
+    written under their read precondition, changed ones read again (`write_reread`;
+    `dedupe` for UPDATE ... FROM / DELETE ... USING, whose join may repeat a key)."""
     def read(snap):
         return Executor(catalog, snapshot=snap).run_output(out)
     return lambda rows, snap: write_reread(catalog, table, tnode, verb, read, write,
-                                           (rows, snap))
+                                           (rows, snap), dedupe)
 
 
 def render(out: L.Output, ex: Executor | None) -> list[str]:

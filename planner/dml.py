@@ -53,8 +53,8 @@ from planner.expr.timezones import to_local
 from planner.executor import Executor
 from planner.query import run_query, subquery_runner
 from planner.result import RowFailure, StatementResult
-from planner.returning import (Returning, applied_rows, empty_rows, plan_returning,
-                                with_defaults)
+from planner.returning import (Returning, applied_rows, as_stored, check_items, empty_rows,
+                                plan_returning, with_defaults)
 from planner.rules import optimize
 
 
@@ -383,14 +383,14 @@ def _matching(catalog, ast, sql, params, tnode, extra: list[exp.Expression], che
             rows = Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
                 optimize(out, catalog))
             return first_per_key(rows, len(catalog.table(tnode.name).schema.key_names)) \
-                if _joined_items(ast) else rows
+                if joined_items(ast) else rows
     out = matching_query(catalog, ast, sql, params, tnode, extra)
     if cache is not None and params:
         cache.store(catalog, key, params, out)
     rows = Executor(catalog, check_cancel=check_cancel, snapshot=snapshot).run_output(
         optimize(out, catalog))
     return first_per_key(rows, len(catalog.table(tnode.name).schema.key_names)) \
-        if _joined_items(ast) else rows
+        if joined_items(ast) else rows
 
 
 def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]) -> L.Output:
@@ -405,7 +405,12 @@ def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]
     # join (an item's own JOINs follow it: `t, s JOIN r ON ...` is `t, (s JOIN r ON ...)`
     # for the ON conditions, which cannot name the target)
     joins = []
-    for item in _joined_items(ast):
+    for item in joined_items(ast):
+        # `UPDATE t ... FROM t`: two relations of one name (PostgreSQL: 42712; give one an
+        # alias). Compared without case: names differing only by quoted case are refused too
+        if isinstance(item, exp.Table) and item.alias_or_name.lower() == alias.lower():
+            raise SqlError(f'table name "{item.alias_or_name}" specified more than once',
+                           "42712", position(sql, item))
         item = item.copy()
         own = item.args.get("joins") or []
         item.set("joins", None)
@@ -422,7 +427,7 @@ def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]
     return Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
 
 
-def _joined_items(ast) -> list[exp.Expression]:
+def joined_items(ast) -> list[exp.Expression]:
     """The FROM items of `UPDATE ... FROM` or the USING items of `DELETE ... USING`."""
     from_ = ast.args.get("from_") or ast.args.get("from")
     if from_ is not None:
@@ -510,6 +515,10 @@ def update_assignments(ast: exp.Update, sql, tnode, schema) -> tuple[list[str], 
         names.append(name)
         values.append(_default_value(schema, name) if _is_default(a.expression)
                       else a.expression)
+    # one value per row: an aggregate, window or set-returning function is refused before
+    # anything is written (a set-returning one wrote each row once per value, re-read
+    # after re-read, until 40001)
+    check_items(values, sql, "UPDATE")
     return names, values
 
 
@@ -530,7 +539,7 @@ def apply_update(table, tnode, names: list[str], rows: pa.Table,
         written = data.select(list(range(n)))
         full = pa.Table.from_arrays(written.columns + rows.columns[n:n + len(others)],
                                     names=written.column_names + list(others))
-        kept.append(applied_rows(full, r.row_errors))
+        kept.append(applied_rows(as_stored(table.schema, full), r.row_errors))
     return _written("UPDATE", table, tnode, r)
 
 
@@ -549,8 +558,8 @@ def _written(verb: str, table, tnode, r) -> StatementResult:
     return out
 
 
-def write_reread(catalog, table, tnode, verb: str, read, write, first=None
-                  ) -> StatementResult:
+def write_reread(catalog, table, tnode, verb: str, read, write, first=None,
+                 dedupe: bool = False) -> StatementResult:
     """Run an UPDATE / DELETE: `read(S)` the matching rows at snapshot S, `write(rows, S)`
     them under the precondition "unchanged since S"; a row deleted since S is skipped
     (NOT_FOUND, `_written`), the rows updated since (by a statement that committed after
@@ -561,13 +570,18 @@ def write_reread(catalog, table, tnode, verb: str, read, write, first=None
     snapshot are not added, as in PostgreSQL. `first`: (rows, S) already read (EXPLAIN
     ANALYZE reads them with its own executor). The result's `info["gone"]`: the rows
     skipped as deleted since their read (tables of `rows`' columns; ON CONFLICT DO UPDATE
-    proposes them for insertion again)."""
+    proposes them for insertion again). `dedupe`: `read` may give a key more than once
+    (UPDATE ... FROM read by EXPLAIN ANALYZE): one row per key is written (`first_per_key`).
+    Rows that name one key twice are refused with 21000 when they come back CHANGED (the
+    second failed its precondition on the first's write, which re-reading would repeat)."""
     keys = table.schema.key_names
     if first is None:
         snap = read_timestamp(catalog)
         rows = read(snap)
     else:
         rows, snap = first
+    if dedupe:
+        rows = first_per_key(rows, len(keys))
     total = None
     gone_rows = []
     for rounds in range(MAX_REREAD_ROUNDS):
@@ -584,12 +598,20 @@ def write_reread(catalog, table, tnode, verb: str, read, write, first=None
             total.info["gone"] = gone_rows
         if not changed:
             return total
+        if not rounds and first_per_key(rows, len(keys)).num_rows < rows.num_rows:
+            # a key written twice by this statement (a set-returning SET value, ...): its
+            # second row failed on the first's write; re-reading would apply it again
+            raise SqlError(f"{verb} command cannot affect row a second time", "21000",
+                           detail=f"{total.rowcount} row(s) were written and stay written",
+                           hint="Ensure that each row is matched by one row of the source.")
         if rounds:              # contention: let the other writers' statements finish
             time.sleep(random.uniform(0, min(0.02, 0.0005 * 2 ** min(rounds, 6))))
         again = rows.take(pa.array(changed, pa.int64())).select(list(range(len(keys))))
         again = again.rename_columns(keys)
         snap = read_timestamp(catalog)
         fresh = read(snap)
+        if dedupe:
+            fresh = first_per_key(fresh, len(keys))
         fresh = fresh.rename_columns(keys + fresh.column_names[len(keys):])
         # the changed rows' keys only (vectorised: a semi join on the key columns)
         rows = fresh.join(again, keys=keys, join_type="left semi") if fresh.num_rows \

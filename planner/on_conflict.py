@@ -43,7 +43,7 @@ from planner.errors import SqlError
 from planner.executor import Executor
 from planner.query import run_query, subquery_runner
 from planner.result import StatementResult
-from planner.returning import (Returning, applied_rows, find_scan, plan_returning,
+from planner.returning import (Returning, applied_rows, as_stored, find_scan, plan_returning,
                                replace_node, with_defaults)
 from planner.rules import optimize
 
@@ -79,30 +79,40 @@ def insert(catalog, ast: exp.Insert, sql: str, params, check_cancel=None) -> Sta
     names, values = dml.update_assignments(conflict, sql, tnode, schema)
     others = dml.returned_columns(target.table, names) if returning is not None else []
     query = update_query(catalog, sql, params, tnode, target.table, conflict, values, others,
-                         check_cancel)
+                         check_cancel, ast.args.get("with_"))
     rows = run_query(catalog, dml.insert_source(ast, target), sql, params, check_cancel)
     cols = dml.insert_columns(target, rows.num_columns, sql, ast.expression)
     data = pa.Table.from_arrays([dml.sql_round(a, schema.column(c).arrow_type)
                                  for a, c in zip(rows.columns, cols)], names=cols)
-    duplicate_keys(data, schema.key_names, sql, conflict)
+    # keys as the table stores them (a VARCHAR(3) key cuts 'abcd' and 'abce' to one)
+    duplicate_keys(as_stored(schema, data.select(schema.key_names)), schema.key_names, sql,
+                   conflict)
     return insert_or_update(catalog, target, data, names, query, others, returning, sql)
 
 
 def update_query(catalog, sql: str, params, tnode: exp.Table, table, conflict,
-                 values: list[exp.Expression], others: list[str], check_cancel
-                 ) -> UpdateQuery:
-    alias = tnode.alias_or_name
+                 values: list[exp.Expression], others: list[str], check_cancel,
+                 with_: exp.Expression | None = None) -> UpdateQuery:
     keys = table.schema.key_names
     target = tnode.copy()
-    sel = exp.select(*[exp.column(exp.to_identifier(k, quoted=True), table=alias)
-                       for k in keys],
+    # the target's alias as written (a quoted "T" stays quoted); a target without one is
+    # named by its table name (a quoted "Up" is read by the binder under that name)
+    named = tnode.args.get("alias")
+    alias = named.this.copy() if named is not None else exp.to_identifier(tnode.name)
+
+    def col(c: str, table) -> exp.Column:
+        return exp.column(exp.to_identifier(c, quoted=True), table=table.copy())
+
+    excluded = tnode.copy()
+    excluded.set("alias", exp.TableAlias(this=exp.to_identifier("excluded")))
+    ex = exp.to_identifier("excluded")
+    sel = exp.select(*[col(k, alias) for k in keys],
                      *[v.copy().as_(f"__set{i}") for i, v in enumerate(values)],
-                     *[exp.column(exp.to_identifier(c, quoted=True), table=alias)
-                       for c in others])
-    sel = sel.from_(target).join(exp.to_table(tnode.name).as_("excluded"))
-    cond = exp.and_(*[exp.EQ(this=exp.column(exp.to_identifier(k, quoted=True), table=alias),
-                             expression=exp.column(exp.to_identifier(k, quoted=True),
-                                                   table="excluded")) for k in keys])
+                     *[col(c, alias) for c in others])
+    sel = sel.from_(target).join(excluded)
+    if with_ is not None:           # WITH ... INSERT ... DO UPDATE SET x = (SELECT ... w)
+        sel.set("with_", with_.copy())
+    cond = exp.and_(*[exp.EQ(this=col(k, alias), expression=col(k, ex)) for k in keys])
     where = conflict.args.get("where")
     if where is not None:
         cond = exp.and_(cond, exp.paren(where.this.copy()))

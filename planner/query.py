@@ -39,13 +39,15 @@ def plan_query(catalog, ast: exp.Expression, sql: str, params=None, cache=None
     return _optimize(out, catalog)
 
 
-def subquery_runner(catalog):
+def subquery_runner(catalog, snapshot: int | None = None):
     """The binder's SubqueryRunner (planner.binder.common): optimize a bound plan (unless
-    `rules=False`) and execute it with a fresh Executor over `catalog`."""
+    `rules=False`) and execute it with a fresh Executor over `catalog` (reading at
+    `snapshot`, when given: a RETURNING list's subqueries read the tables as they were
+    before the statement wrote)."""
     def run(plan: L.Output, *, rules: bool = True, schema_only: bool = False) -> pa.Table:
         if rules:
             plan = optimize(plan, catalog)
-        return Executor(catalog, schema_only=schema_only).run_output(plan)
+        return Executor(catalog, schema_only=schema_only, snapshot=snapshot).run_output(plan)
     return run
 
 

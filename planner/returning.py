@@ -73,15 +73,17 @@ def plan_returning(catalog, ast: exp.Expression, sql: str, params, tnode: exp.Ta
     if ret is None:
         return None
     items = [e.copy() for e in ret.expressions]
-    _check_items(items, sql)
+    check_items(items, sql)
     from planner.commands import KuduUpsert
     if isinstance(ast, KuduUpsert):
         raise FeatureNotSupported("UPSERT ... RETURNING is not supported (use INSERT ... "
                                   "RETURNING, or UPSERT and then SELECT the rows)",
                                   position=position(sql, ret))
     sel = exp.select(*items).from_(tnode.copy())
+    if ast.args.get("with_") is not None:      # WITH ... UPDATE ... RETURNING: its CTEs
+        sel.set("with_", ast.args["with_"].copy())
     from planner.query import subquery_runner
-    out = Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
+    out = Binder(catalog, sql, params, subquery_runner(catalog, snapshot)).bind_query(sel)
     out = optimize(out, catalog)
     scan = find_scan(out.plan, lambda s: s.table == tnode.name)
     # a list that reads no column (`RETURNING 1`) still returns a row per applied row: the
@@ -94,9 +96,10 @@ def plan_returning(catalog, ast: exp.Expression, sql: str, params, tnode: exp.Ta
                      check_cancel, snapshot)
 
 
-def _check_items(items: list[exp.Expression], sql: str) -> None:
-    """PostgreSQL's refusals of RETURNING items (outside subqueries, which are queries of
-    their own): aggregates 42803, window functions 42P20, set-returning functions 0A000."""
+def check_items(items: list[exp.Expression], sql: str, where: str = "RETURNING") -> None:
+    """PostgreSQL's refusals of RETURNING items or UPDATE's SET values (`where`: the
+    clause's name in the message), outside subqueries, which are queries of their own:
+    aggregates 42803, window functions 42P20, set-returning functions 0A000."""
     for item in items:
         for e in item.walk(bfs=False):
             if isinstance(e, exp.Subquery) or isinstance(e, exp.Select):
@@ -104,13 +107,13 @@ def _check_items(items: list[exp.Expression], sql: str) -> None:
             if e.find_ancestor(exp.Subquery, exp.Select) is not None:
                 continue
             if isinstance(e, exp.Window):
-                raise SqlError("window functions are not allowed in RETURNING", "42P20",
+                raise SqlError(f"window functions are not allowed in {where}", "42P20",
                                position(sql, e))
             if isinstance(e, exp.AggFunc) and e.find_ancestor(exp.Window) is None:
-                raise SqlError("aggregate functions are not allowed in RETURNING", "42803",
+                raise SqlError(f"aggregate functions are not allowed in {where}", "42803",
                                position(sql, e))
             if is_srf(e):
-                raise SqlError("set-returning functions are not allowed in RETURNING",
+                raise SqlError(f"set-returning functions are not allowed in {where}",
                                "0A000", position(sql, e))
 
 
@@ -170,6 +173,21 @@ def with_defaults(schema, data: pa.Table) -> pa.Table:
         else:
             cols.append(to_logical(default_array(c, n), c.type, c.precision, c.scale))
     return pa.Table.from_arrays(cols, names=[c.name for c in schema.columns])
+
+
+def as_stored(schema, rows: pa.Table) -> pa.Table:
+    """`rows` (columns of the table, by name) as the table stores them: each value
+    converted as every write path converts it (a REAL rounded to float4, a VARCHAR(n)
+    cut, text read as a timestamp, NULL typed), so that what RETURNING shows is what was
+    written (an UPDATE's SET values are computed in the expression's own type)."""
+    from engine.convert import cast_column
+    cols = []
+    for name in rows.column_names:      # a loop per column
+        c = schema.column(name)
+        a = rows.column(name).combine_chunks()
+        cols.append(a if a.type == c.arrow_type and c.length is None
+                    else cast_column(a, c, {}))
+    return pa.Table.from_arrays(cols, names=rows.column_names)
 
 
 def empty_rows(schema) -> pa.Table:

@@ -411,8 +411,10 @@ def _one_time(text: str):
 def _timestamp_to_time(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:
     """The time of day of a timestamp (microseconds since its midnight)."""
     us = v.cast(TIMESTAMP).cast(pa.int64()) if v.type != TIMESTAMP else v.cast(pa.int64())
-    return pc.subtract(us, pc.multiply(pc.floor(pc.divide(us.cast(pa.float64()), _US_PER_DAY))
-                                       .cast(pa.int64()), _US_PER_DAY)).cast(TIME)
+    # in integers (a float quotient overflows the cast back for years far from 1970):
+    # the remainder of a truncating division, moved up a day when negative
+    rest = pc.subtract(us, pc.multiply(pc.divide(us, _US_PER_DAY), _US_PER_DAY))
+    return pc.if_else(pc.less(rest, 0), pc.add(rest, _US_PER_DAY), rest).cast(TIME)
 
 
 def time_to_text(v: Value, to: pa.DataType, node: exp.Expr | None) -> Value:

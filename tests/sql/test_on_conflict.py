@@ -215,3 +215,32 @@ def test_asyncpg_prepared_upsert_with_returning(tmp_path):
         asyncio.run(run())
     finally:
         stop_server(server)
+
+
+def test_review_findings(tmp_path):
+    """review39's findings, each once: RETURNING of updated rows whose SET values are of
+    other types (XX000 after the rows were written), a quoted table name and alias, a WITH
+    list in DO UPDATE, VARCHAR(3) keys that the table cuts to one (21000, nothing written)."""
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE u (k INT PRIMARY KEY, b BIGINT, ts TIMESTAMP)")
+    cur.execute("INSERT INTO u VALUES (1, 1, NULL)")
+    cur.execute("INSERT INTO u VALUES (1, 5), (2, 6) ON CONFLICT (k) DO UPDATE "
+                "SET b = EXCLUDED.b, ts = '2024-05-05' RETURNING k, b")
+    assert sorted(cur.fetchall()) == [(1, 5), (2, 6)]
+    cur.execute('CREATE TABLE "Up" (k INT PRIMARY KEY, v INT)')
+    cur.execute('INSERT INTO "Up" VALUES (1, 5) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v')
+    cur.execute('INSERT INTO "Up" AS "T" VALUES (1, 7) ON CONFLICT (k) DO UPDATE '
+                'SET v = "T".v + 1 RETURNING v')
+    assert cur.fetchall() == [(6,)]
+    cur.execute("WITH w AS (SELECT 9 AS n) INSERT INTO u VALUES (1, 0) ON CONFLICT (k) "
+                "DO UPDATE SET b = (SELECT n FROM w) RETURNING b")
+    assert cur.fetchall() == [(9,)]
+    cur.execute("CREATE TABLE vk (k VARCHAR(3) PRIMARY KEY, v INT)")
+    with pytest.raises(kudusql.Error) as ei:
+        cur.execute("INSERT INTO vk VALUES ('abcd', 1), ('abce', 2) ON CONFLICT (k) "
+                    "DO UPDATE SET v = vk.v + EXCLUDED.v")
+    assert ei.value.sqlstate == "21000"
+    cur.execute("SELECT count(*) FROM vk")
+    assert cur.fetchall() == [(0,)]
+    conn.close()

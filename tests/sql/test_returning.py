@@ -217,3 +217,41 @@ def test_rows_changed_between_read_and_write_return_as_finally_written(tmp_path,
         monkeypatch.undo()
         other.close()
         c.close()
+
+
+def _one(cur, sql, params=None):
+    cur.execute(sql, params)
+    return cur.fetchall()
+
+
+def test_update_returns_values_as_stored(tmp_path):
+    """An UPDATE's SET values are computed in their own types; RETURNING shows what the
+    table stored (review39: it showed 1.23456789 for a REAL, 'abcdef' for a VARCHAR(3),
+    the text of a timestamp)."""
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INT PRIMARY KEY, r REAL, b BIGINT, s VARCHAR(3), "
+                "ts TIMESTAMP)")
+    cur.execute("INSERT INTO t (k) VALUES (1)")
+    got = _one(cur, "UPDATE t SET r = 1.23456789, b = 1, s = 'abcdef', ts = '2024-01-01' "
+                    "WHERE k = 1 RETURNING r, s, b, ts")
+    assert got == _one(cur, "SELECT r, s, b, ts FROM t")
+    assert got[0][1] == "abc" and abs(got[0][0] - 1.2345679) < 1e-6
+    assert _one(cur, "UPDATE t SET s = NULL WHERE k = 1 RETURNING s") == [(None,)]
+    conn.close()
+
+
+def test_subqueries_in_returning_read_the_tables_before_the_write(tmp_path):
+    """Correlated ones too (review39: they read after it, as uncorrelated ones did not),
+    and the statement's WITH list is visible to the RETURNING list."""
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+    cur.execute("INSERT INTO t VALUES (1, 10), (6, 60), (7, 70)")
+    assert sorted(_one(cur, "DELETE FROM t WHERE k IN (6, 7) RETURNING k, "
+                            "(SELECT v FROM t t2 WHERE t2.k = t.k)")) == [(6, 60), (7, 70)]
+    assert _one(cur, "INSERT INTO t VALUES (100, 1) RETURNING "
+                     "EXISTS (SELECT 1 FROM t t2 WHERE t2.k = t.k)") == [(False,)]
+    assert _one(cur, "WITH w AS (SELECT 5 AS n) UPDATE t SET v = v + 1 WHERE k = 1 "
+                     "RETURNING (SELECT n FROM w)") == [(5,)]
+    conn.close()

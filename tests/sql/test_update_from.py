@@ -92,3 +92,66 @@ def test_a_row_joined_twice_is_updated_once(tmp_path):
     cur.execute("DELETE FROM t USING s WHERE t.k = s.tk RETURNING k")
     assert cur.fetchall() == [(1,)] and cur.rowcount == 1
     conn.close()
+
+
+def test_explain_analyze_of_update_from_writes_each_row_once(tmp_path):
+    """review39: EXPLAIN ANALYZE wrote a row joined by three source rows three times, read
+    it again as CHANGED 50 times and failed with 40001 (v = 50)."""
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+    cur.execute("CREATE TABLE s (k INT, j INT, PRIMARY KEY (k, j))")
+    cur.execute("INSERT INTO t VALUES (1, 0), (2, 0)")
+    cur.execute("INSERT INTO s VALUES (1, 1), (1, 2), (1, 3), (2, 1)")
+    cur.execute("EXPLAIN ANALYZE UPDATE t SET v = t.v + 1 FROM s WHERE s.k = t.k")
+    assert any(r[0].startswith("Rows written: 2") for r in cur.fetchall())
+    cur.execute("SELECT k, v FROM t ORDER BY k")
+    assert cur.fetchall() == [(1, 1), (2, 1)]
+    conn.close()
+
+
+def test_refusals_before_anything_is_written(tmp_path):
+    """`UPDATE t ... FROM t` is 42712 (it updated every row); an aggregate, window or
+    set-returning SET value is refused (a set-returning one wrote each row once per value,
+    re-read after re-read, until 40001: 5 became 505)."""
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+    cur.execute("INSERT INTO t VALUES (1, 5), (2, 5)")
+    for sql, state in [("UPDATE t SET v = t.v + 1 FROM t", "42712"),
+                       ("UPDATE t SET v = generate_series(10, 11) + t.v", "0A000"),
+                       ("UPDATE t SET v = row_number() OVER ()", "42P20"),
+                       ("UPDATE t SET v = count(*)", "42803"),
+                       ("INSERT INTO t VALUES (1, 0) ON CONFLICT (k) DO UPDATE "
+                        "SET v = generate_series(1, 2)", "0A000")]:
+        with pytest.raises(kudusql.Error) as ei:
+            cur.execute(sql)
+        assert ei.value.sqlstate == state, sql
+    cur.execute("SELECT k, v FROM t ORDER BY k")
+    assert cur.fetchall() == [(1, 5), (2, 5)]
+    conn.close()
+
+
+def test_a_write_naming_one_key_twice_is_refused_not_repeated(tmp_path):
+    """The backstop in `write_reread`: rows that name one key twice (what a set-returning
+    SET value made) - the second fails its precondition on the first's write (CHANGED);
+    re-reading would apply the update again each round. It is 21000 after one write."""
+    import pyarrow as pa
+
+    from planner import dml
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+    cur.execute("INSERT INTO t VALUES (1, 0)")
+    catalog = conn.session.catalog
+    table = catalog.table("t")
+    twice = pa.table({"k": pa.array([1, 1], pa.int32()), "v": pa.array([1, 2], pa.int32())})
+    from sqlglot import exp
+    with pytest.raises(Exception) as ei:
+        dml.write_reread(catalog, table, exp.to_table("t"), "UPDATE", lambda snap: twice,
+                         lambda rows, snap: dml.apply_update(table, exp.to_table("t"), ["v"],
+                                                             rows, snap))
+    assert getattr(ei.value, "sqlstate", None) == "21000"
+    cur.execute("SELECT k, v FROM t")
+    assert cur.fetchall() == [(1, 1)]
+    conn.close()
