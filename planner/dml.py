@@ -398,7 +398,7 @@ def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]
     table = catalog.table(tnode.name)
     keys = table.schema.key_names
     alias = tnode.alias_or_name
-    sel = exp.select(*[exp.column(k, table=alias) for k in keys],
+    sel = exp.select(*[target_column(ast, tnode, k) for k in keys],
                      *[e.as_(f"__set{i}") for i, e in enumerate(extra)])
     sel = sel.from_(tnode.copy())
     # UPDATE ... FROM items / DELETE ... USING items: joined after the target, as a comma
@@ -425,6 +425,16 @@ def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]
         sel = sel.where(where.this.copy())
     # keep positions: the copied nodes keep their meta
     return Binder(catalog, sql, params, subquery_runner(catalog)).bind_query(sel)
+
+
+def target_column(ast, tnode: exp.Table, name: str) -> exp.Column:
+    """Column `name` of an UPDATE / DELETE's target in its row-matching query: quoted (a
+    key column created as "Key" keeps its case); qualified by the target's name or alias
+    only when FROM / USING items could make it ambiguous (the binder does not resolve a
+    quoted mixed-case qualifier: `"Mixed".v`)."""
+    ident = exp.to_identifier(name, quoted=True)
+    return exp.column(ident, table=tnode.alias_or_name) if joined_items(ast) else \
+        exp.column(ident)
 
 
 def joined_items(ast) -> list[exp.Expression]:
@@ -462,8 +472,7 @@ def update(catalog, ast: exp.Update, sql, params, check_cancel, cache=None
                          _returning_snapshot(catalog, ast))
     # RETURNING: the columns the SET list leaves as they are are read too
     others = returned_columns(table, names) if ret is not None else []
-    extra = values + [exp.column(exp.to_identifier(c, quoted=True), table=tnode.alias_or_name)
-                      for c in others]
+    extra = values + [target_column(ast, tnode, c) for c in others]
     kept = [] if ret is not None else None
     out = write_reread(catalog, table, tnode, "UPDATE", lambda snap: _matching(
         catalog, ast, sql, params, tnode, extra, check_cancel, cache, snap),
@@ -634,8 +643,7 @@ def delete(catalog, ast: exp.Delete, sql, params, check_cancel, cache=None
                          _returning_snapshot(catalog, ast))
     # RETURNING: the deleted rows' other columns are read too
     others = returned_columns(table, []) if ret is not None else []
-    extra = [exp.column(exp.to_identifier(c, quoted=True), table=tnode.alias_or_name)
-             for c in others]
+    extra = [target_column(ast, tnode, c) for c in others]
     kept = [] if ret is not None else None
     out = write_reread(catalog, table, tnode, "DELETE", lambda snap: _matching(
         catalog, ast, sql, params, tnode, extra, check_cancel, cache, snap),

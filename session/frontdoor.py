@@ -26,9 +26,10 @@ import functools
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokens import TokenType
 
-from planner.commands import KuduCommand
+from planner.commands import KuduCommand, KuduExplain
 from planner.dialect import KuduSQL, parse_sql, syntax_error
 from planner.errors import SqlError
 
@@ -63,7 +64,19 @@ def _parse_one(text: str) -> exp.Expr | None:
     asts = parse_sql(text)
     if len(asts) > 1:
         raise SqlError("cannot insert multiple commands into a prepared statement", "42601")
-    return asts[0] if asts else None
+    node = asts[0] if asts else None
+    _fold_write_identifiers(node)
+    return node
+
+
+def _fold_write_identifiers(node) -> None:
+    """INSERT / UPSERT / UPDATE / DELETE (also under EXPLAIN): unquoted identifiers fold to
+    lower case, quoted ones keep theirs (PostgreSQL's rule, which the binder applies to
+    queries; the writers read table and column names off the node: `INSERT INTO Tab`
+    was 42P01 for a table created as `CREATE TABLE Tab`). In place: once per parse."""
+    inner = node.this if isinstance(node, KuduExplain) else node
+    if isinstance(inner, (exp.Insert, exp.Update, exp.Delete)):
+        normalize_identifiers(inner, dialect="postgres")
 
 
 _parse_cached = functools.lru_cache(maxsize=512)(_parse_one)

@@ -271,3 +271,30 @@ def test_engine_errors_reach_the_driver_as_pep249_errors(conn):
     assert ei.value.sqlstate == "22023" and "tablet servers" in str(ei.value)
     cur.execute("CREATE TABLE n2 PRIMARY KEY (K) AS SELECT 1 AS k")   # K folds to k
     assert rows(cur, "SELECT * FROM n2") == [(1,)]
+
+
+def test_unquoted_names_fold_to_lower_case_in_writes(tmp_path):
+    """As in queries (PostgreSQL's rule): `INSERT INTO Tab` / `UPDATE TAB SET V = ...` name
+    the table created as `CREATE TABLE Tab (K ...)` (they were 42P01); quoted names keep
+    their case, a quoted mixed-case key column included (UPDATE by it was 42703)."""
+    c = kudusql.connect(str(tmp_path / "db"))
+    cur = c.cursor()
+    cur.execute("CREATE TABLE Tab (K INT PRIMARY KEY, V INT)")
+    cur.execute("INSERT INTO Tab (K, V) VALUES (1, 2)")
+    cur.execute("INSERT INTO TAB VALUES (2, 2)")
+    cur.execute("UPDATE TAB SET V = 3 WHERE K = 1 RETURNING K, V")
+    assert cur.fetchall() == [(1, 3)]
+    cur.execute("DELETE FROM tAb WHERE k = 2")
+    assert cur.rowcount == 1
+    cur.execute("EXPLAIN INSERT INTO TAB VALUES (5, 5)")
+    assert cur.fetchall()[0][0] == "Insert on tab"
+    cur.execute('CREATE TABLE "Mixed" ("Key" INT PRIMARY KEY, v INT)')
+    cur.execute('INSERT INTO "Mixed" VALUES (1, 1)')
+    cur.execute('UPDATE "Mixed" SET v = 2 WHERE "Key" = 1')
+    assert cur.rowcount == 1
+    cur.execute('INSERT INTO "tab" VALUES (9, 9), (10, 10)')     # quoted: as written
+    with pytest.raises(kudusql.ProgrammingError) as ei:
+        cur.execute('INSERT INTO "TAB" VALUES (11, 11)')
+    assert ei.value.sqlstate == "42P01"
+    assert rows(cur, "SELECT k, v FROM tab") == [(1, 3), (9, 9), (10, 10)]
+    c.close()
