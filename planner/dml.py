@@ -430,11 +430,13 @@ def matching_query(catalog, ast, sql, params, tnode, extra: list[exp.Expression]
 def target_column(ast, tnode: exp.Table, name: str) -> exp.Column:
     """Column `name` of an UPDATE / DELETE's target in its row-matching query: quoted (a
     key column created as "Key" keeps its case); qualified by the target's name or alias
-    only when FROM / USING items could make it ambiguous (the binder does not resolve a
-    quoted mixed-case qualifier: `"Mixed".v`)."""
+    only when FROM / USING items could make it ambiguous."""
     ident = exp.to_identifier(name, quoted=True)
-    return exp.column(ident, table=tnode.alias_or_name) if joined_items(ast) else \
-        exp.column(ident)
+    if not joined_items(ast):
+        return exp.column(ident)
+    named = tnode.args.get("alias")
+    # the target's alias or name as written (a quoted "Mixed" stays quoted)
+    return exp.column(ident, table=(named.this if named is not None else tnode.this).copy())
 
 
 def joined_items(ast) -> list[exp.Expression]:

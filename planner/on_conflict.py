@@ -95,10 +95,9 @@ def update_query(catalog, sql: str, params, tnode: exp.Table, table, conflict,
                  with_: exp.Expression | None = None) -> UpdateQuery:
     keys = table.schema.key_names
     target = tnode.copy()
-    # the target's alias as written (a quoted "T" stays quoted); a target without one is
-    # named by its table name (a quoted "Up" is read by the binder under that name)
+    # the target's alias or name as written (a quoted "T" or "Up" stays quoted)
     named = tnode.args.get("alias")
-    alias = named.this.copy() if named is not None else exp.to_identifier(tnode.name)
+    alias = (named.this if named is not None else tnode.this).copy()
 
     def col(c: str, table) -> exp.Column:
         return exp.column(exp.to_identifier(c, quoted=True), table=table.copy())

@@ -242,6 +242,11 @@ class Binder(SubqueryBinding, AggregateBinding, PgFunctionBinding):
             if self.catalog.has_table(name):
                 schema[quoted_key(name)] = {quoted_key(c): "text"
                                          for c in declared_columns(self.catalog.table(name))}
+                if not t.alias and isinstance(t.this, exp.Identifier) and t.this.quoted:
+                    # a quoted name is its own alias, quoted: qualify would alias `"Users"`
+                    # as `users`, and `"Users".id` (what SQLAlchemy writes) then named
+                    # no table (42703)
+                    t.set("alias", exp.TableAlias(this=t.this.copy()))
         # qualify aliases every unaliased SELECT item, but wraps a scalar subquery in a
         # Subquery alias rather than an exp.Alias, and then fails an assertion when ORDER BY
         # or GROUP BY names that item by position. Alias such items as qualify names other

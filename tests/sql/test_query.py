@@ -307,3 +307,28 @@ def test_cross_joins_count_right_and_can_be_cancelled(tmp_path):
                         "AND z.k < 4")
         timer.cancel()
         assert ei.value.sqlstate == "57014"
+
+
+def test_a_quoted_mixed_case_table_name_qualifies_its_columns(tmp_path):
+    """`SELECT "Users".id FROM "Users"` (what SQLAlchemy writes for a mixed-case table) was
+    42703: the implicit alias became `users`. Also in joins, UPDATE ... FROM and
+    DELETE ... USING with RETURNING."""
+    import kudusql
+    conn = kudusql.connect(str(tmp_path / "db"))
+    cur = conn.cursor()
+    cur.execute('CREATE TABLE "Users" (id INT PRIMARY KEY, "Name" TEXT)')
+    cur.execute('CREATE TABLE "Mixed" ("Key" INT PRIMARY KEY, v INT)')
+    cur.execute("INSERT INTO \"Users\" VALUES (1, 'a'), (2, 'b')")
+    cur.execute('INSERT INTO "Mixed" VALUES (1, 10)')
+    cur.execute('SELECT "Users".id, "Users"."Name" FROM "Users" ORDER BY "Users".id')
+    assert cur.fetchall() == [(1, "a"), (2, "b")]
+    cur.execute('SELECT "Users".id, "Mixed".v FROM "Users" JOIN "Mixed" '
+                'ON "Mixed"."Key" = "Users".id')
+    assert cur.fetchall() == [(1, 10)]
+    cur.execute('UPDATE "Mixed" SET v = 3 FROM "Users" WHERE "Users".id = "Mixed"."Key" '
+                'RETURNING "Mixed".v')
+    assert cur.fetchall() == [(3,)]
+    cur.execute('DELETE FROM "Users" USING "Mixed" WHERE "Mixed"."Key" = "Users".id '
+                'RETURNING "Users"."Name"')
+    assert cur.fetchall() == [("a",)]
+    conn.close()
